@@ -1,0 +1,175 @@
+"""The ``acidctl`` console entry point: global options, command registration, error mapping.
+
+Command modules (``acidctl/cli/*_cmd.py``) only parse arguments, call library functions that
+return plain data, and render it through :class:`acidctl.cli.output.Output`. They import
+pyarrow / pyspark / SQLAlchemy inside the command body, never at module level, so that
+``acidctl --help`` and metastore-only commands start fast.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import os
+import sys
+import traceback
+from typing import Annotated, Optional
+
+import typer
+
+from acidctl import __version__
+from acidctl.cli.output import Output
+from acidctl.errors import AcidctlError, ExitCode, redact
+
+app = typer.Typer(
+    name="acidctl",
+    help="Inspect, validate, compact and clean Apache Hive ACID tables.",
+    context_settings={"help_option_names": ["-h", "--help"]},
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    pretty_exceptions_show_locals=False,
+    rich_markup_mode=None,
+    add_completion=False,
+)
+
+# Each module registers its commands on ``app`` (or adds a sub-typer) when imported.
+COMMAND_MODULES = (
+    "acidctl.cli.dump_cmd",
+)
+
+
+@dataclasses.dataclass
+class Settings:
+    """Global options, available to commands as ``ctx.obj``."""
+
+    output: Output
+    verbose: bool = False
+    fs_options: dict = dataclasses.field(default_factory=dict)
+    metastore_url: Optional[str] = None
+    profile: Optional[str] = None
+
+    def table_fs(self, url: str):
+        from acidctl.fs import TableFS
+
+        return TableFS(url, self.fs_options)
+
+
+_state = {"output": "text", "verbose": False}
+
+
+def _version_callback(value: bool):
+    if value:
+        typer.echo(f"acidctl {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _global(
+    ctx: typer.Context,
+    output: Annotated[str, typer.Option("--output", "-o", help="Result format: text or json.",
+                                        envvar="ACIDCTL_OUTPUT", case_sensitive=False)] = "text",
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log progress to stderr; show tracebacks of internal errors.")] = False,
+    fs_option: Annotated[Optional[list[str]], typer.Option("--fs-option", metavar="KEY=VALUE", help="Filesystem (fsspec) storage option, repeatable.")] = None,
+    metastore: Annotated[Optional[str], typer.Option("--metastore", envvar="ACIDCTL_METASTORE_URL", metavar="URL", help="Metastore database URL (SQLAlchemy form), e.g. postgresql://hive@db/metastore.", show_envvar=True)] = None,
+    profile: Annotated[Optional[str], typer.Option("--profile", envvar="ACIDCTL_PROFILE", help="Named profile from the config file (~/.acidctl.toml).")] = None,
+    version: Annotated[bool, typer.Option("--version", callback=_version_callback, is_eager=True, help="Print the version and exit.")] = False,
+):
+    """Inspect, validate, compact and clean Apache Hive ACID tables."""
+    from acidctl.fs import parse_fs_options
+
+    mode = output.lower()
+    if mode not in ("text", "json"):
+        raise typer.BadParameter("must be 'text' or 'json'", param_hint="--output")
+    _state.update(output=mode, verbose=verbose)
+    if verbose:
+        import logging
+
+        logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                            format="acidctl: %(name)s: %(message)s")
+    ctx.obj = Settings(output=Output(mode, verbose=verbose), verbose=verbose,
+                       fs_options=parse_fs_options(fs_option), metastore_url=metastore,
+                       profile=profile)
+
+
+def _load_commands() -> None:
+    for name in COMMAND_MODULES:
+        importlib.import_module(name)
+
+
+_load_commands()
+
+
+def _argv_output_mode(argv: list[str]) -> str:
+    """The --output mode when parsing failed before the callback ran."""
+    for i, a in enumerate(argv):
+        if a in ("-o", "--output") and i + 1 < len(argv):
+            return argv[i + 1].lower()
+        if a.startswith("--output="):
+            return a.split("=", 1)[1].lower()
+    return os.environ.get("ACIDCTL_OUTPUT", "text").lower()
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    """Run the CLI and exit with the documented exit code."""
+    from typer._click import exceptions as cx
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    code = ExitCode.OK
+    try:
+        rv = app(args=args, prog_name="acidctl", standalone_mode=False)
+        if isinstance(rv, int):
+            code = rv
+    except AcidctlError as e:
+        _output().error(e)
+        code = e.exit_code
+    except typer.Exit as e:
+        code = e.exit_code
+    except typer.Abort:
+        code = ExitCode.INTERRUPTED
+    except cx.ClickException as e:  # usage errors: click's own message, exit 2
+        if _argv_output_mode(args) == "json":
+            Output("json").error(_UsageAsError(e.format_message()))
+        else:
+            e.show()
+        code = e.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("acidctl: interrupted\n")
+        code = ExitCode.INTERRUPTED
+    except BrokenPipeError:
+        # `acidctl dump ... | head`: the reader went away; that is not an error
+        _silence_stdout()
+        code = ExitCode.OK
+    except Exception as e:  # a bug: one line, the traceback only with -v
+        out = _output()
+        if _state["verbose"]:
+            sys.stderr.write(redact("".join(traceback.format_exception(e))))
+        out.error(e)
+        if not _state["verbose"]:
+            sys.stderr.write("acidctl: this is a bug; rerun with -v for the traceback\n")
+        code = ExitCode.INTERNAL
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+    sys.exit(int(code))
+
+
+class _UsageAsError(AcidctlError):
+    exit_code = ExitCode.USAGE
+
+    @property
+    def kind(self) -> str:
+        return "UsageError"
+
+
+def _output() -> Output:
+    return Output(_state["output"] if _state["output"] in ("text", "json") else "text",
+                  verbose=_state["verbose"])
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except OSError:
+        pass

@@ -1,0 +1,117 @@
+"""The one renderer: text (tabulate tables) or JSON, chosen once by ``--output``.
+
+Commands compute plain data (dicts, lists, dataclasses with ``to_dict``) and hand it to
+:meth:`Output.emit` together with a function that turns the same data into text. JSON mode
+prints one document (``emit``) or JSON Lines (``jsonl``); errors always go to stderr: one line
+of text, or one JSON object ``{"error": {...}}`` in JSON mode. stdout carries results only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import enum
+import sys
+from typing import Any, Callable, Iterable, Sequence
+
+from acidctl.errors import AcidctlError, redact
+
+
+def _default(obj: Any):
+    if hasattr(obj, "to_dict"):
+        return obj.to_dict()
+    if dataclasses.is_dataclass(obj):
+        return dataclasses.asdict(obj)
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if isinstance(obj, (set, frozenset, tuple)):
+        return list(obj)
+    if isinstance(obj, (_dt.datetime, _dt.date)):
+        return obj.isoformat()
+    if isinstance(obj, bytes):
+        return obj.decode("utf-8", "replace")
+    raise TypeError(f"not JSON serializable: {type(obj).__name__}")
+
+
+def to_json(data: Any, *, pretty: bool = True) -> bytes:
+    import orjson
+
+    opts = orjson.OPT_NON_STR_KEYS | (orjson.OPT_INDENT_2 if pretty else 0)
+    return orjson.dumps(data, default=_default, option=opts)
+
+
+def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], *, missing: str = "") -> str:
+    from tabulate import tabulate
+
+    return tabulate(rows, headers=headers, tablefmt="simple", missingval=missing,
+                    disable_numparse=True)
+
+
+class Output:
+    def __init__(self, mode: str = "text", *, verbose: bool = False, out=None, err=None):
+        if mode not in ("text", "json"):
+            raise ValueError(mode)
+        self.mode = mode
+        self.verbose = verbose
+        self._out = out
+        self._err = err
+
+    @property
+    def json(self) -> bool:
+        return self.mode == "json"
+
+    @property
+    def out(self):
+        return self._out or sys.stdout
+
+    @property
+    def err(self):
+        return self._err or sys.stderr
+
+    # -- results ---------------------------------------------------------------------
+    def emit(self, data: Any, text: Callable[[Any], str]) -> None:
+        """Print one result: ``data`` as a JSON document, or ``text(data)``."""
+        if self.json:
+            self.write_bytes(to_json(data) + b"\n")
+        else:
+            s = text(data)
+            if s:
+                self.out.write(s if s.endswith("\n") else s + "\n")
+                self.out.flush()
+
+    def jsonl(self, items: Iterable[Any]) -> None:
+        for item in items:
+            self.write_bytes(to_json(item, pretty=False) + b"\n")
+
+    def write_bytes(self, data: bytes) -> None:
+        buf = getattr(self.out, "buffer", None)
+        if buf is not None:
+            self.out.flush()
+            buf.write(data)
+            buf.flush()
+        else:
+            self.out.write(data.decode("utf-8", "surrogateescape"))
+
+    # -- diagnostics (stderr) ----------------------------------------------------------
+    def note(self, message: str) -> None:
+        """An informational line on stderr (text mode only; JSON consumers read stdout)."""
+        if not self.json:
+            self.err.write(redact(message) + "\n")
+
+    def warn(self, message: str) -> None:
+        self.err.write("acidctl: warning: " + redact(message) + "\n")
+
+    def error(self, exc: BaseException) -> None:
+        if isinstance(exc, AcidctlError):
+            payload = exc.to_dict()
+        else:
+            payload = {"type": "InternalError", "message": redact(f"{type(exc).__name__}: {exc}"),
+                       "exit_code": 1}
+        if self.json:
+            self.err.write(to_json({"error": payload}, pretty=False).decode() + "\n")
+        else:
+            line = f"acidctl: error: {payload['message']}"
+            if payload.get("hint"):
+                line += f" ({payload['hint']})"
+            self.err.write(line + "\n")
+        self.err.flush()

@@ -1,0 +1,268 @@
+"""``acidctl dump``: ACID ORC files as FileDump JSON lines, streamed stripe by stripe.
+
+The library yields encoded chunks (bytes) so that the CLI can write them straight to stdout;
+memory is bounded by one stripe, whatever the file size.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import posixpath
+import re
+from typing import Iterator
+
+from acidctl.errors import InvalidInputError, NotAcidFile, PathNotFound, UsageError
+from acidctl.fs import TableFS
+from acidctl.orc.reader import FLUSH_SUFFIX, OrcFile
+
+SEPARATOR = b"_" * 120 + b"\n\n"  # what FileDump prints after each file
+OPERATIONS = {"insert": 0, "update": 1, "delete": 2}
+
+
+@dataclasses.dataclass
+class DumpOptions:
+    limit: int | None = None
+    columns: list[str] | None = None        # fields of `row` (ACID files) or top-level (originals)
+    decode_bucket: bool = False
+    operations: set[int] | None = None
+    row_ids: list[tuple[int, int, int]] | None = None
+    with_path: bool = False
+    require_acid: bool = False
+
+
+def parse_row_id(text: str) -> tuple[int, int, int]:
+    parts = [p.strip() for p in text.split(",")]
+    try:
+        if len(parts) != 3:
+            raise ValueError
+        return (int(parts[0]), int(parts[1]), int(parts[2]))
+    except ValueError:
+        raise UsageError(f"--row-id expects WRITEID,BUCKET,ROWID (three integers), got {text!r}") from None
+
+
+# -- which files, in which order ----------------------------------------------------------
+
+_DELTA = re.compile(r"^(delete_delta|delta)_(-?\d+)_(-?\d+)(?:_(\d+))?(?:_v(\d+))?$")
+_BASE = re.compile(r"^base_(-?\d+)(?:_v(\d+))?$")
+
+
+def _hidden(name: str) -> bool:
+    return name.startswith(("_", ".")) or name.endswith(FLUSH_SUFFIX)
+
+
+def _dir_sort_key(name: str):
+    """Reader order: originals first, then bases by write id, then deltas in Hive's order
+    (min ASC, max DESC, statement ASC with none first, then name)."""
+    m = _BASE.match(name)
+    if m:
+        return (1, int(m.group(1)), 0, 0, name)
+    m = _DELTA.match(name)
+    if m:
+        stmt = int(m.group(4)) if m.group(4) is not None else -1
+        return (2, int(m.group(2)), -int(m.group(3)), stmt, name)
+    return (0, 0, 0, 0, name)
+
+
+def list_data_files(tfs: TableFS, root: str) -> list[str]:
+    """Every data file under ``root`` in reader order, skipping hidden names (``_``/``.``)
+    and ``_flush_length`` side files, as FileDump does."""
+    info = tfs.info(root)
+    if not info.is_dir:
+        return [root]
+    out: list[str] = []
+
+    def walk(path: str):
+        entries = [e for e in tfs.ls(path) if not _hidden(e.name)]
+        files = sorted((e for e in entries if not e.is_dir), key=lambda e: e.name)
+        dirs = sorted((e for e in entries if e.is_dir), key=lambda e: _dir_sort_key(e.name))
+        out.extend(e.path for e in files)
+        for d in dirs:
+            walk(d.path)
+
+    walk(root)
+    return out
+
+
+# -- rendering -----------------------------------------------------------------------------
+
+class _StructView:
+    """An ORC struct type restricted to some of its fields (for --columns)."""
+
+    def __init__(self, kind, fields):
+        self.kind = kind
+        self.fields = fields
+
+    def __str__(self):
+        return "struct<%s>" % ",".join(f"{n}:{t}" for n, t in self.fields.items())
+
+
+def _select(orc: OrcFile, columns: list[str] | None):
+    """(arrow column names to read, [(name, ORC type)] of the rendered top-level fields)."""
+    top = orc.schema.fields
+    if not columns:
+        return None, list(top.items())
+    if orc.is_acid:
+        row_name = list(top)[5]
+        row_td = top[row_name]
+        missing = [c for c in columns if c not in row_td.fields]
+        if missing:
+            raise UsageError(f"no such column in {orc.display_path}: {', '.join(missing)} "
+                             f"(columns: {', '.join(row_td.fields)})")
+        sub = _StructView(row_td.kind, {c: row_td.fields[c] for c in row_td.fields if c in columns})
+        names = list(top)[:5] + [f"{row_name}.{c}" for c in sub.fields]
+        return names, [(n, top[n]) for n in list(top)[:5]] + [(row_name, sub)]
+    missing = [c for c in columns if c not in top]
+    if missing:
+        raise UsageError(f"no such column in {orc.display_path}: {', '.join(missing)}")
+    keep = [c for c in top if c in columns]
+    return keep, [(c, top[c]) for c in keep]
+
+
+def _acid_mask(batch, opts: DumpOptions):
+    import pyarrow.compute as pc
+
+    mask = None
+    if opts.operations is not None:
+        mask = pc.is_in(batch.column(0), value_set=_pa_int_array(sorted(opts.operations)))
+    if opts.row_ids:
+        rid = None
+        for w, b, r in opts.row_ids:
+            m = pc.and_(pc.and_(pc.equal(batch.column(1), w), pc.equal(batch.column(2), b)),
+                        pc.equal(batch.column(3), r))
+            rid = m if rid is None else pc.or_(rid, m)
+        mask = rid if mask is None else pc.and_(mask, rid)
+    return mask
+
+
+def _pa_int_array(values):
+    import pyarrow as pa
+
+    return pa.array(values, pa.int32())
+
+
+def _decoded_bucket(bucket_col):
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    v = pc.bit_wise_and(pc.cast(bucket_col, pa.int64()), 0xFFFFFFFF)
+    version = pc.shift_right(v, 29)
+    is_v1 = pc.equal(version, 1)
+    bid = pc.if_else(is_v1, pc.shift_right(pc.bit_wise_and(v, 0x0FFF0000), 16),
+                     pc.if_else(pc.equal(version, 0), v, None))
+    stmt = pc.if_else(is_v1, pc.bit_wise_and(v, 0xFFF), pc.if_else(pc.equal(version, 0), 0, None))
+    s = lambda a: pc.fill_null(pc.cast(a, pa.string()), "null")
+    return pc.binary_join_element_wise('{"version":', s(version), ',"bucketId":', s(bid),
+                                       ',"statementId":', s(stmt), "}", "")
+
+
+def _to_bytes(rendered):
+    """The rows as one newline-terminated UTF-8 block, without copying row by row."""
+    import pyarrow.compute as pc
+
+    lines = pc.binary_join_element_wise(rendered, "\n", "")
+    if len(lines) == 0:
+        return b""
+    import numpy as np
+
+    bufs = lines.buffers()
+    offsets = np.frombuffer(bufs[1], dtype=np.int32 if lines.type == "string" else np.int64)
+    start, end = int(offsets[lines.offset]), int(offsets[lines.offset + len(lines)])
+    return memoryview(bufs[2])[start:end]
+
+
+def dump_file(tfs: TableFS, path: str, opts: DumpOptions, budget: list[int] | None = None) -> Iterator[bytes]:
+    """Yield the JSON lines of one file, a stripe at a time. ``budget`` is a one-element list
+    holding the rows still allowed by --limit (shared across files)."""
+    from acidctl.orc import render
+    from acidctl.orc.reader import ArrowNotRepresentable
+
+    with OrcFile(tfs, path) as orc:
+        if opts.require_acid and not orc.is_acid:
+            raise NotAcidFile(f"{orc.display_path} is not an ACID file (schema {orc.schema})")
+        arrow_cols, fields = _select(orc, opts.columns)
+        filtering = orc.is_acid and (opts.operations is not None or opts.row_ids)
+        if not orc.is_acid and opts.row_ids:
+            return  # original files have no stored row ids (see `dump --merged`)
+        if not orc.is_acid and opts.operations is not None and 0 not in opts.operations:
+            return  # original files hold inserts only
+        prefix = [("_path", _json_literal(orc.display_path))] if opts.with_path else None
+        for i in range(orc.num_stripes()):
+            if budget is not None and budget[0] <= 0:
+                return
+            try:
+                batch = orc.read_stripe_arrow(i, columns=arrow_cols)
+            except ArrowNotRepresentable:
+                yield from _python_stripe(orc, i, fields, opts, budget, prefix)
+                continue
+            if filtering:
+                mask = _acid_mask(batch, opts)
+                batch = batch.filter(mask)
+            if budget is not None:
+                if batch.num_rows > budget[0]:
+                    batch = batch.slice(0, budget[0])
+                budget[0] -= batch.num_rows
+            if batch.num_rows == 0:
+                continue
+            extra = None
+            if opts.decode_bucket and orc.is_acid:
+                extra = [("bucketDecoded", _decoded_bucket(batch.column(2)))]
+            rendered = render.render_batch(batch, fields, extra=extra, prefix=prefix)
+            yield _to_bytes(rendered)
+
+
+def _json_literal(s: str) -> str:
+    from acidctl.orc.javafmt import json_string
+
+    return json_string(s)
+
+
+def _python_stripe(orc: OrcFile, index: int, fields, opts: DumpOptions, budget, prefix):
+    from acidctl.orc import bucketcodec, render
+
+    top = list(orc.schema.fields)
+    positions = [top.index(n) for n, _ in fields]
+    rows = []
+    for row in orc.read_stripe_rows(index, converters=render.python_converters()):
+        if orc.is_acid:
+            if opts.operations is not None and row[0] not in opts.operations:
+                continue
+            if opts.row_ids and (row[1], row[2], row[3]) not in opts.row_ids:
+                continue
+        if budget is not None:
+            if budget[0] <= 0:
+                break
+            budget[0] -= 1
+        rows.append(row)
+    if opts.columns and orc.is_acid:
+        keep = [i for i, n in enumerate(orc.schema.fields[top[5]].fields) if n in opts.columns]
+        rows = [r[:5] + ((None if r[5] is None else tuple(r[5][i] for i in keep)),) for r in rows]
+    texts = render.render_rows_python(rows, fields, positions)
+    out = []
+    for row, text in zip(rows, texts):
+        if prefix:
+            text = "{" + '"_path":' + prefix[0][1] + "," + text[1:]
+        if opts.decode_bucket and orc.is_acid:
+            d = bucketcodec.decode(row[2])
+            text = text[:-1] + ',"bucketDecoded":{"version":%d,"bucketId":%s,"statementId":%s}}' % (
+                d.version, "null" if d.bucket_id is None else d.bucket_id,
+                "null" if d.statement_id is None else d.statement_id)
+        out.append(text)
+    if out:
+        yield ("\n".join(out) + "\n").encode("utf-8")
+
+
+def dump(tfs: TableFS, root: str, opts: DumpOptions, *, framing: bool,
+         budget: list[int] | None = None) -> Iterator[bytes]:
+    """All files under ``root``; with ``framing`` each file ends with FileDump's separator.
+    ``budget`` ([rows left]) lets several roots share one --limit."""
+    files = list_data_files(tfs, root)
+    if not files:
+        raise InvalidInputError(f"no data files under {tfs.display(root)}")
+    if budget is None and opts.limit is not None:
+        budget = [opts.limit]
+    for path in files:
+        if budget is not None and budget[0] <= 0:
+            break
+        yield from dump_file(tfs, path, opts, budget)
+        if framing:
+            yield SEPARATOR

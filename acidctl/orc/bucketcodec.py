@@ -1,0 +1,56 @@
+"""Hive's BucketCodec: the encoded ``bucket`` property of an ACID row id.
+
+V1 (Hive 3/4): ``1 << 29 | bucketId << 16 | statementId``; V0 (pre-Hive-3): the whole int is the
+bucket id. Versions other than 0 and 1 are invalid (``Illegal 'bucket' format``).
+See ../shared/spec/orc-acid-files.md §4.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+MAX_BUCKET_ID = 4095
+MAX_STATEMENT_ID = 4095
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodedBucket:
+    version: int
+    bucket_id: int | None
+    statement_id: int | None
+
+    @property
+    def valid(self) -> bool:
+        return self.version in (0, 1)
+
+    def to_dict(self) -> dict:
+        return {"version": self.version, "bucketId": self.bucket_id, "statementId": self.statement_id}
+
+
+def version_of(value: int) -> int:
+    return (value & 0xE0000000) >> 29
+
+
+def decode(value: int) -> DecodedBucket:
+    v = value & 0xFFFFFFFF  # compare bits as Java's >>> does on a signed int
+    version = (v & 0xE0000000) >> 29
+    if version == 0:
+        return DecodedBucket(0, v, 0)
+    if version == 1:
+        return DecodedBucket(1, (v & 0x0FFF0000) >> 16, v & 0x00000FFF)
+    return DecodedBucket(version, None, None)
+
+
+def encode(bucket_id: int, statement_id: int = 0) -> int:
+    """V1 encoding; a statement id of -1 (none) encodes as 0, as Hive does."""
+    if statement_id < 0:
+        statement_id = 0
+    if not 0 <= bucket_id <= MAX_BUCKET_ID:
+        raise ValueError(f"bucketId out of range: {bucket_id}")
+    if statement_id > MAX_STATEMENT_ID:
+        raise ValueError(f"statementId out of range: {statement_id}")
+    return (1 << 29) | (bucket_id << 16) | statement_id
+
+
+def bucket_id_of(value: int) -> int | None:
+    return decode(value).bucket_id

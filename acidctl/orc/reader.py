@@ -1,0 +1,285 @@
+"""Opening ORC files: footer metadata (pyorc) and stripe-by-stripe Arrow batches (pyarrow).
+
+pyorc exposes what pyarrow does not (the ORC type tree with char/varchar lengths, stripe
+offsets, column statistics, writer ids); pyarrow decodes stripes into Arrow arrays in C++,
+which is what makes vectorised rendering possible. Data is always read one stripe at a time,
+so memory does not grow with the file.
+
+A ``<file>_flush_length`` side file (Hive Streaming) limits the readable length to its last
+complete 8-byte big-endian value, as ORC's ``OrcAcidUtils.getLastFlushLength`` does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import struct
+from typing import Iterator
+
+from acidctl.errors import CorruptOrcFile, InvalidInputError, PathNotFound
+from acidctl.fs import TableFS
+
+ACID_FIELDS = ("operation", "originaltransaction", "bucket", "rowid", "currenttransaction", "row")
+ACID_KINDS = ("INT", "LONG", "INT", "LONG", "LONG", "STRUCT")
+FLUSH_SUFFIX = "_flush_length"
+
+COMPRESSION_NAMES = {0: "NONE", 1: "ZLIB", 2: "SNAPPY", 3: "LZO", 4: "LZ4", 5: "ZSTD"}
+WRITER_NAMES = {0: "ORC_JAVA", 1: "ORC_CPP", 2: "PRESTO", 3: "SCRITCHLEY_GO", 4: "TRINO",
+                5: "CUDF"}
+
+
+@dataclasses.dataclass(frozen=True)
+class StripeInfo:
+    index: int
+    offset: int
+    length: int
+    rows: int
+    first_row: int
+
+    def to_dict(self) -> dict:
+        return {"index": self.index, "offset": self.offset, "length": self.length,
+                "rows": self.rows, "first_row": self.first_row}
+
+
+@dataclasses.dataclass(frozen=True)
+class FlushLength:
+    side_file: str
+    length: int | None          # None: no complete 8-byte value
+    side_file_bytes: int
+
+
+def is_acid_schema(td) -> bool:
+    """ORC/Trino rule: six top-level fields with the ACID names (case-insensitive) and kinds."""
+    if _kind(td) != "STRUCT":
+        return False
+    fields = list(td.fields.items())
+    if len(fields) != 6:
+        return False
+    for (name, child), want, kind in zip(fields, ACID_FIELDS, ACID_KINDS):
+        if name.lower() != want or _kind(child) != kind:
+            return False
+    return True
+
+
+def _kind(td) -> str:
+    return td.kind.name
+
+
+def read_flush_length(tfs: TableFS, path: str) -> FlushLength | None:
+    side = path + FLUSH_SUFFIX
+    if not tfs.exists(side):
+        return None
+    data = tfs.read_bytes(side)
+    n = len(data) // 8
+    length = struct.unpack(">q", data[(n - 1) * 8:n * 8])[0] if n else None
+    return FlushLength(side_file=side, length=length, side_file_bytes=len(data))
+
+
+class OrcFile:
+    """An open ORC file. Use as a context manager; data is read with :meth:`batches`."""
+
+    def __init__(self, tfs: TableFS, path: str, *, honour_flush_length: bool = True):
+        import pyorc
+
+        self.tfs = tfs
+        self.path = path
+        self.display_path = tfs.display(path)
+        try:
+            self.file_length = tfs.info(path).size
+        except PathNotFound:
+            raise PathNotFound(f"no such file: {self.display_path}") from None
+        self.flush = read_flush_length(tfs, path) if honour_flush_length else None
+        self.length = self.file_length
+        if self.flush is not None:
+            if self.flush.length is None or self.flush.length < 0:
+                raise CorruptOrcFile(
+                    f"{self.flush.side_file} found but is not readable; the streaming writer may still "
+                    f"be running (wait, or recover the file)")
+            self.length = min(self.flush.length, self.file_length)
+        if self.file_length == 0:
+            raise CorruptOrcFile(f"not an ORC file: {self.display_path} is empty (0 bytes)")
+        self._source = self._open_source()
+        from acidctl.orc.render import python_converters
+
+        try:
+            # raw converters: statistics of dates/timestamps stay numbers (datetime overflows)
+            self._pyorc = pyorc.Reader(self._source, converters=python_converters())
+        except pyorc.errors.ORCError as e:
+            self.close()
+            raise CorruptOrcFile(f"not a readable ORC file: {self.display_path}: {_orc_message(e)}") from None
+        except UnicodeDecodeError:
+            self.close()
+            raise CorruptOrcFile(f"not a readable ORC file: {self.display_path}: undecodable schema") from None
+        self.schema = self._pyorc.schema
+        self.is_acid = is_acid_schema(self.schema)
+        self._arrow = None
+
+    # -- opening -------------------------------------------------------------------------
+    def _open_source(self):
+        if self.length != self.file_length:
+            with self.tfs.open(self.path) as f:
+                return io.BytesIO(f.read(self.length))
+        if self.tfs.protocol in ("file", "local"):
+            return open(self.path, "rb")
+        return self.tfs.open(self.path, "rb", block_size=8 << 20)
+
+    def _arrow_file(self):
+        if self._arrow is None:
+            import pyarrow.orc as po
+
+            self._source.seek(0)
+            try:
+                self._arrow = po.ORCFile(self._source)
+            except (OSError, ValueError) as e:
+                raise CorruptOrcFile(f"not a readable ORC file: {self.display_path}: {e}") from None
+        return self._arrow
+
+    def close(self):
+        try:
+            self._source.close()
+        except Exception:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    # -- footer --------------------------------------------------------------------------
+    @property
+    def rows(self) -> int:
+        return len(self._pyorc)
+
+    @property
+    def user_metadata(self) -> dict[str, bytes]:
+        return dict(self._pyorc.user_metadata)
+
+    @property
+    def compression(self) -> str:
+        return COMPRESSION_NAMES.get(int(self._pyorc.compression), str(self._pyorc.compression))
+
+    @property
+    def compression_block_size(self) -> int:
+        return int(self._pyorc.compression_block_size)
+
+    @property
+    def format_version(self) -> str:
+        return ".".join(str(x) for x in self._pyorc.format_version)
+
+    @property
+    def writer(self) -> str:
+        return str(self._pyorc.writer_id).replace("_WRITER", "")
+
+    @property
+    def writer_version(self) -> int:
+        return int(self._pyorc.writer_version)
+
+    @property
+    def software_version(self) -> str:
+        return self._pyorc.software_version
+
+    @property
+    def row_index_stride(self) -> int:
+        return int(self._pyorc.row_index_stride)
+
+    def stripes(self) -> list[StripeInfo]:
+        out = []
+        first = 0
+        for i in range(self._pyorc.num_of_stripes):
+            s = self._pyorc.read_stripe(i)
+            out.append(StripeInfo(i, s.bytes_offset, s.bytes_length, len(s), first))
+            first += len(s)
+        return out
+
+    def column_statistics(self, stripe: int | None = None) -> list[dict]:
+        src = self._pyorc if stripe is None else self._pyorc.read_stripe(stripe)
+        out = []
+        for col in range(_count_columns(self.schema)):
+            try:
+                st = dict(src[col].statistics)
+            except Exception as e:  # pyorc cannot convert some statistics; report, don't fail
+                st = {"kind": None, "error": f"{type(e).__name__}: {e}"}
+            out.append({k: _plain(v) for k, v in st.items()})
+        return out
+
+    # -- data ----------------------------------------------------------------------------
+    def num_stripes(self) -> int:
+        return self._pyorc.num_of_stripes
+
+    def read_stripe_arrow(self, index: int, columns: list[str] | None = None):
+        """One stripe as an Arrow RecordBatch; raises ``ArrowNotRepresentable`` when Arrow
+        cannot hold a value (timestamps outside 1677..2262 in nanoseconds)."""
+        import pyarrow as pa
+
+        f = self._arrow_file()
+        try:
+            return f.read_stripe(index, columns=columns)
+        except pa.ArrowInvalid as e:
+            if "out of range" in str(e):
+                raise ArrowNotRepresentable(str(e)) from None
+            raise CorruptOrcFile(f"cannot read stripe {index} of {self.display_path}: {e}") from None
+        except (OSError, ValueError) as e:
+            raise CorruptOrcFile(f"cannot read stripe {index} of {self.display_path}: {e}") from None
+
+    def read_stripe_rows(self, index: int, converters=None) -> Iterator[tuple]:
+        """One stripe as Python tuples (pyorc), the slow exact path."""
+        import pyorc
+
+        src = self._source
+        src.seek(0)
+        try:
+            r = pyorc.Reader(src, converters=converters)
+            stripe = r.read_stripe(index)
+            yield from stripe
+        except UnicodeDecodeError:
+            raise InvalidInputError(
+                f"{self.display_path}: stripe {index} holds both timestamps outside 1677..2262 and "
+                f"strings that are not valid UTF-8; acidctl cannot render this combination") from None
+        except pyorc.errors.ORCError as e:
+            raise CorruptOrcFile(f"cannot read stripe {index} of {self.display_path}: {_orc_message(e)}") from None
+
+
+def _plain(v):
+    """Statistics values as JSON-friendly plain data (Decimal → text, NaN → "NaN")."""
+    import decimal
+    import math
+
+    if hasattr(v, "name") and hasattr(v, "value"):  # enums
+        return v.name
+    if isinstance(v, decimal.Decimal):
+        from acidctl.orc.javafmt import decimal_str
+
+        return decimal_str(v)
+    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+        return str(v).replace("inf", "Infinity").replace("nan", "NaN")
+    if isinstance(v, tuple):
+        return list(v)
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    return v
+
+
+class ArrowNotRepresentable(Exception):
+    """Arrow cannot represent a value of this stripe; use the pyorc path."""
+
+
+def _count_columns(td) -> int:
+    n = 1
+    kind = td.kind.name
+    if kind == "STRUCT":
+        for child in td.fields.values():
+            n += _count_columns(child)
+    elif kind == "LIST":
+        n += _count_columns(td.type)
+    elif kind == "MAP":
+        n += _count_columns(td.key) + _count_columns(td.value)
+    elif kind == "UNION":
+        for child in td.cont_types:
+            n += _count_columns(child)
+    return n
+
+
+def _orc_message(e: Exception) -> str:
+    return str(e).split("\n")[0] or type(e).__name__

@@ -1,0 +1,341 @@
+"""FileDump-compatible JSON rendering of ORC rows, column at a time.
+
+``render_batch`` turns an Arrow RecordBatch (one stripe, decoded by ORC C++ inside pyarrow)
+into one JSON text per row, byte-identical to the row lines of ORC Java's FileDump ``-d``.
+Every ORC type is rendered as a whole Arrow column with pyarrow.compute kernels (casts,
+element-wise joins, list joins); only values that need Java-specific rules the kernels cannot
+express (strings needing escapes, invalid UTF-8, pre-1582 dates, E-notation doubles) go through
+the scalar rules in :mod:`acidctl.orc.javafmt`, and only those values. Row-at-a-time Python
+(to_pylist + json.dumps) is an order of magnitude slower (bench/dump.py measures it).
+
+``render_rows_python`` is the exact slow path over pyorc tuples, used for stripes Arrow cannot
+represent (timestamps outside 1677..2262).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from acidctl.orc import javafmt
+from acidctl.orc.javafmt_double import format_double_array, java_double_to_string
+
+_NEEDS_ESCAPE = r'[\x00-\x1f"\\\x{2028}\x{2029}]'
+_NULL = pa.scalar("null", pa.string())
+
+
+def _kind(td) -> str:
+    return td.kind.name
+
+
+def _join(*parts) -> pa.Array:
+    """Concatenate arrays and string literals element-wise (null if any array is null)."""
+    return pc.binary_join_element_wise(*parts, "")
+
+
+def _nullable(rendered: pa.Array, source: pa.Array) -> pa.Array:
+    """Null where the source is null (rendered values under a null parent are garbage)."""
+    if source.null_count == 0:
+        return rendered
+    return pc.if_else(pc.is_valid(source), rendered, pa.scalar(None, pa.string()))
+
+
+def _filled(rendered: pa.Array) -> pa.Array:
+    if rendered.null_count == 0:
+        return rendered
+    return pc.fill_null(rendered, _NULL)
+
+
+def render_column(arr: pa.Array, td) -> pa.Array:
+    """Render one column; nulls stay null (the caller prints them as ``null``)."""
+    kind = _kind(td)
+    fn = _RENDERERS.get(kind)
+    if fn is None:
+        raise NotImplementedError(f"ORC type {td} is not supported")
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    return fn(arr, td)
+
+
+def _r_int(arr, td):
+    return pc.cast(arr, pa.string())
+
+
+def _r_bool(arr, td):
+    return pc.cast(arr, pa.string())
+
+
+def _r_double(arr, td):
+    if arr.type != pa.float64():
+        arr = pc.cast(arr, pa.float64())
+    return format_double_array(arr)
+
+
+def _valid_utf8(arr: pa.Array) -> bool:
+    try:
+        arr.validate(full=True)
+        return True
+    except pa.ArrowInvalid:
+        return False
+
+
+def _r_string(arr, td, *, rtrim_spaces: bool = False):
+    if not _valid_utf8(arr):
+        # Java's decoder replaces malformed sequences; do the whole column in Python (rare).
+        raw = arr.view(pa.binary()) if arr.type == pa.string() else arr.cast(pa.binary())
+        out = []
+        for b in raw.to_pylist():
+            if b is None:
+                out.append(None)
+                continue
+            s = javafmt.java_decode_utf8(b)
+            out.append(javafmt.json_string(s.rstrip(" ") if rtrim_spaces else s))
+        return pa.array(out, pa.string())
+    if rtrim_spaces:
+        arr = pc.utf8_rtrim(arr, characters=" ")
+    quoted = _join('"', arr, '"')
+    mask = pc.match_substring_regex(arr, _NEEDS_ESCAPE)
+    n = pc.sum(mask).as_py() or 0
+    if n:
+        mask = pc.fill_null(mask, False)
+        values = pc.filter(arr, mask).to_pylist()
+        fixed = pa.array([javafmt.json_string(v) for v in values], pa.string())
+        quoted = pc.replace_with_mask(quoted, mask, fixed)
+    return quoted
+
+
+def _r_char(arr, td):
+    return _r_string(arr, td, rtrim_spaces=True)
+
+
+def _r_varchar(arr, td):
+    return _r_string(arr, td)
+
+
+def _r_decimal(arr, td):
+    text = pc.cast(arr, pa.string())
+    # canonical form: drop trailing fractional zeros and a bare '.'
+    out = pc.replace_substring_regex(text, r"(\.\d*?)0+$", r"\1")
+    out = pc.replace_substring_regex(out, r"\.$", "")
+    # Arrow prints very small values with an exponent (1.00E-7); fix those few in Python
+    mask = pc.fill_null(pc.match_substring(out, "E"), False)
+    if pc.any(mask).as_py():
+        vals = pc.filter(text, mask).to_pylist()
+        out = pc.replace_with_mask(out, mask, pa.array([javafmt.decimal_text_str(v) for v in vals]))
+    # "-0" cannot come from a decimal, but "-0.0..." could be stripped to "-0"
+    out = pc.replace_substring_regex(out, r"^-0$", "0")
+    return _join('"', out, '"')
+
+
+def _r_date(arr, td):
+    days = pc.cast(arr, pa.int32())
+    text = pc.cast(arr, pa.string())
+    early = pc.fill_null(pc.less(days, javafmt.GREGORIAN_CUTOVER_DAY), False)
+    if pc.any(early).as_py():
+        vals = pc.filter(days, early).to_pylist()
+        text = pc.replace_with_mask(text, early, pa.array([javafmt.java_date(v) for v in vals]))
+    return _join('"', text, '"')
+
+
+def _r_timestamp(arr, td):
+    # (seconds, nanos) with floor division, as java.sql.Timestamp keeps them
+    import numpy as np
+
+    ns = pc.cast(arr.cast(pa.timestamp("ns")) if arr.type.tz is None else
+                 arr.cast(pa.timestamp("ns", tz=arr.type.tz)), pa.int64())
+    ns_np = ns.to_numpy(zero_copy_only=False)
+    ns_np = np.where(np.isnan(ns_np), 0, ns_np).astype(np.int64) if ns_np.dtype.kind == "f" else ns_np
+    secs = np.floor_divide(ns_np, 1_000_000_000)
+    nanos = ns_np - secs * 1_000_000_000
+    mask = None if ns.null_count == 0 else pc.is_null(ns).to_numpy(zero_copy_only=False)
+    secs_arr = pa.array(secs, pa.int64(), mask=mask)
+    base = pc.strftime(secs_arr.cast(pa.timestamp("s")), format="%Y-%m-%d %H:%M:%S")
+    frac = pc.utf8_slice_codeunits(pc.cast(pa.array(nanos + 1_000_000_000, pa.int64()), pa.string()), 1)
+    frac = pc.replace_substring_regex(frac, "0+$", "")
+    frac = pc.if_else(pc.equal(frac, ""), "0", frac)
+    text = _join(base, ".", frac)
+    early = pc.fill_null(pc.less(secs_arr, javafmt.GREGORIAN_CUTOVER_SECONDS), False)
+    if pc.any(early).as_py():
+        idx = pc.indices_nonzero(early).to_numpy()
+        fixed = [javafmt.java_timestamp(int(secs[i]), int(nanos[i])) for i in idx]
+        text = pc.replace_with_mask(text, early, pa.array(fixed, pa.string()))
+    return _join('"', text, '"')
+
+
+def _r_binary(arr, td):
+    bufs = arr.buffers()
+    offsets = pa.Array.from_buffers(pa.int32(), len(arr) + 1, [None, bufs[1]], offset=arr.offset)
+    data = bufs[2] if bufs[2] is not None else pa.py_buffer(b"")
+    values = pa.Array.from_buffers(pa.uint8(), data.size, [None, data])
+    lists = pa.ListArray.from_arrays(offsets, pc.cast(values, pa.string()))
+    return _join("[", pc.binary_join(lists, ","), "]")
+
+
+def _list_of(offsets: pa.Array, rendered_values: pa.Array) -> pa.Array:
+    lists = pa.ListArray.from_arrays(offsets, _filled(rendered_values))
+    return _join("[", pc.binary_join(lists, ","), "]")
+
+
+def _r_list(arr, td):
+    values = render_column(arr.values, td.type)
+    return _nullable(_list_of(arr.offsets, values), arr)
+
+
+def _r_map(arr, td):
+    keys = _filled(render_column(arr.keys, td.key))
+    items = _filled(render_column(arr.items, td.value))
+    entries = _join('{"_key":', keys, ',"_value":', items, "}")
+    return _nullable(_list_of(arr.offsets, entries), arr)
+
+
+def _r_struct(arr, td):
+    names = list(td.fields)
+    parts: list = []
+    for i, name in enumerate(names):
+        child = render_column(arr.field(i), td.fields[name])
+        parts.append(("{" if i == 0 else ",") + javafmt.json_string(name) + ":")
+        parts.append(_filled(child))
+    if not names:
+        out = pa.array(["{}"] * len(arr), pa.string())
+    else:
+        out = _join(*parts, "}")
+    return _nullable(out, arr)
+
+
+def _r_union(arr, td):
+    codes = arr.type_codes
+    children = [_filled(render_column(arr.field(i), t)) for i, t in enumerate(td.cont_types)]
+    if arr.type.mode != "sparse":
+        # dense union: children are compacted; expand them to full length by offsets
+        offs = arr.offsets
+        children = [pc.take(c, offs) for c in children]
+    # map type codes to child positions
+    code_to_pos = {code: i for i, code in enumerate(arr.type.type_codes)}
+    if any(code != pos for code, pos in code_to_pos.items()):
+        import numpy as np
+
+        lut = np.zeros(max(code_to_pos) + 1, dtype=np.int8)
+        for code, pos in code_to_pos.items():
+            lut[code] = pos
+        codes = pa.array(lut[codes.to_numpy()])
+    return pc.choose(codes, *children)
+
+
+_RENDERERS = {
+    "BOOLEAN": _r_bool,
+    "BYTE": _r_int, "SHORT": _r_int, "INT": _r_int, "LONG": _r_int,
+    "FLOAT": _r_double, "DOUBLE": _r_double,
+    "STRING": _r_string, "VARCHAR": _r_varchar, "CHAR": _r_char,
+    "BINARY": _r_binary,
+    "DECIMAL": _r_decimal,
+    "DATE": _r_date,
+    "TIMESTAMP": _r_timestamp, "TIMESTAMP_INSTANT": _r_timestamp,
+    "LIST": _r_list, "MAP": _r_map, "STRUCT": _r_struct, "UNION": _r_union,
+}
+
+
+def render_batch(batch: pa.RecordBatch, fields: list[tuple[str, object]],
+                 extra: list[tuple[str, pa.Array]] | None = None,
+                 prefix: list[tuple[str, pa.Array]] | None = None) -> pa.Array:
+    """One JSON object text per row. ``fields`` lists (name, ORC type) of the batch columns in
+    order; ``prefix``/``extra`` add already-rendered JSON values before/after them."""
+    parts: list = []
+    items = [(n, a) for n, a in (prefix or [])]
+    items += [(name, _filled(render_column(batch.column(i), td))) for i, (name, td) in enumerate(fields)]
+    items += [(n, a) for n, a in (extra or [])]
+    for i, (name, rendered) in enumerate(items):
+        parts.append(("{" if i == 0 else ",") + javafmt.json_string(name) + ":")
+        parts.append(rendered)
+    if not items:
+        return pa.array(["{}"] * batch.num_rows, pa.string())
+    return _join(*parts, "}")
+
+
+# -- the exact slow path over pyorc tuples ------------------------------------------------
+
+def _py_value(v, td) -> str:
+    if v is None:
+        return "null"
+    kind = _kind(td)
+    if kind == "BOOLEAN":
+        return "true" if v else "false"
+    if kind in ("BYTE", "SHORT", "INT", "LONG"):
+        return str(v)
+    if kind in ("FLOAT", "DOUBLE"):
+        return java_double_to_string(float(v))
+    if kind in ("STRING", "VARCHAR"):
+        return javafmt.json_string(v)
+    if kind == "CHAR":
+        return javafmt.json_string(v.rstrip(" "))
+    if kind == "BINARY":
+        return "[" + ",".join(str(b) for b in v) + "]"
+    if kind == "DECIMAL":
+        return '"' + javafmt.decimal_str(v) + '"'
+    if kind == "DATE":
+        return '"' + javafmt.java_date(v) + '"'
+    if kind in ("TIMESTAMP", "TIMESTAMP_INSTANT"):
+        return '"' + javafmt.java_timestamp(v[0], v[1]) + '"'
+    if kind == "LIST":
+        return "[" + ",".join(_py_value(x, td.type) for x in v) + "]"
+    if kind == "MAP":
+        items = v.items() if isinstance(v, dict) else v
+        return "[" + ",".join('{"_key":%s,"_value":%s}' % (_py_value(k, td.key), _py_value(x, td.value))
+                              for k, x in items) + "]"
+    if kind == "STRUCT":
+        return "{" + ",".join(javafmt.json_string(n) + ":" + _py_value(x, t)
+                              for (n, t), x in zip(td.fields.items(), v)) + "}"
+    if kind == "UNION":
+        return _py_value(v, _union_branch(v, td))
+    raise NotImplementedError(f"ORC type {td} is not supported")
+
+
+def _union_branch(v, td):
+    # pyorc returns the active value only; pick the first alternative of a matching kind
+    import datetime as dt
+    import decimal
+
+    want = {bool: ("BOOLEAN",), int: ("BYTE", "SHORT", "INT", "LONG"), float: ("FLOAT", "DOUBLE"),
+            str: ("STRING", "VARCHAR", "CHAR"), bytes: ("BINARY",), decimal.Decimal: ("DECIMAL",),
+            dt.date: ("DATE",), tuple: ("TIMESTAMP", "TIMESTAMP_INSTANT", "STRUCT"),
+            list: ("LIST", "MAP"), dict: ("MAP",)}.get(type(v), ())
+    for t in td.cont_types:
+        if _kind(t) in want:
+            return t
+    return td.cont_types[0]
+
+
+def python_converters():
+    """pyorc converters giving timestamps as (seconds, nanos) and dates as day numbers, so no
+    precision is lost to datetime and the hybrid calendar can be applied."""
+    from pyorc.converters import ORCConverter
+    from pyorc.enums import TypeKind
+
+    class RawTimestamp(ORCConverter):
+        @staticmethod
+        def from_orc(seconds, nanoseconds, timezone):
+            return (seconds, nanoseconds)
+
+        @staticmethod
+        def to_orc(obj, timezone):
+            return obj
+
+    class RawDate(ORCConverter):
+        @staticmethod
+        def from_orc(days):
+            return days
+
+        @staticmethod
+        def to_orc(obj):
+            return obj
+
+    return {TypeKind.TIMESTAMP: RawTimestamp, TypeKind.TIMESTAMP_INSTANT: RawTimestamp,
+            TypeKind.DATE: RawDate}
+
+
+def render_rows_python(rows, fields: list[tuple[str, object]], positions: list[int]) -> list[str]:
+    """The slow exact path: pyorc tuples → JSON texts (fields at ``positions`` of each tuple)."""
+    out = []
+    for row in rows:
+        out.append("{" + ",".join(javafmt.json_string(n) + ":" + _py_value(row[p], td)
+                                  for (n, td), p in zip(fields, positions)) + "}")
+    return out
