@@ -28,6 +28,7 @@ class DumpOptions:
     row_ids: list[tuple[int, int, int]] | None = None
     with_path: bool = False
     require_acid: bool = False
+    engine: str = "auto"                    # "python": force the exact row-at-a-time path (tests)
 
 
 def parse_row_id(text: str) -> tuple[int, int, int]:
@@ -190,6 +191,8 @@ def dump_file(tfs: TableFS, path: str, opts: DumpOptions, budget: list[int] | No
             if budget is not None and budget[0] <= 0:
                 return
             try:
+                if opts.engine == "python":
+                    raise ArrowNotRepresentable("forced")
                 batch = orc.read_stripe_arrow(i, columns=arrow_cols)
             except ArrowNotRepresentable:
                 yield from _python_stripe(orc, i, fields, opts, budget, prefix)

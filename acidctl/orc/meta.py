@@ -190,7 +190,8 @@ def _check_events(orc: OrcFile, stripes, report: FileReport, add, *, name, dir_k
     key_cols = top[:5]
     first_leaf = next(iter(row_td.fields), None)
     cols = key_cols + ([f"{top[5]}.{first_leaf}"] if first_leaf else [top[5]])
-    file_bucket = bucket_number_from_name(name)
+    m = _BUCKET_FILE.match(name)   # only bucket_N names promise a bucket id (§4.2)
+    file_bucket = int(m.group(1)) if m else None
     counts = {"inserts": 0, "updates": 0, "deletes": 0}
     prev = None
     unsorted_at = None

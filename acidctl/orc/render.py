@@ -143,8 +143,7 @@ def _r_timestamp(arr, td):
 
     ns = pc.cast(arr.cast(pa.timestamp("ns")) if arr.type.tz is None else
                  arr.cast(pa.timestamp("ns", tz=arr.type.tz)), pa.int64())
-    ns_np = ns.to_numpy(zero_copy_only=False)
-    ns_np = np.where(np.isnan(ns_np), 0, ns_np).astype(np.int64) if ns_np.dtype.kind == "f" else ns_np
+    ns_np = pc.fill_null(ns, 0).to_numpy(zero_copy_only=False)  # int64, never via float
     secs = np.floor_divide(ns_np, 1_000_000_000)
     nanos = ns_np - secs * 1_000_000_000
     mask = None if ns.null_count == 0 else pc.is_null(ns).to_numpy(zero_copy_only=False)
@@ -168,7 +167,7 @@ def _r_binary(arr, td):
     data = bufs[2] if bufs[2] is not None else pa.py_buffer(b"")
     values = pa.Array.from_buffers(pa.uint8(), data.size, [None, data])
     lists = pa.ListArray.from_arrays(offsets, pc.cast(values, pa.string()))
-    return _join("[", pc.binary_join(lists, ","), "]")
+    return _nullable(_join("[", pc.binary_join(lists, ","), "]"), arr)
 
 
 def _list_of(offsets: pa.Array, rendered_values: pa.Array) -> pa.Array:

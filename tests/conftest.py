@@ -1,0 +1,71 @@
+"""Shared fixtures: paths to the copied fixtures, CLI runner, isolation of user config."""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+FIXTURES = DATA / "fixtures"
+GOLDEN = FIXTURES / "golden"
+REAL = FIXTURES / "real"
+
+
+@pytest.fixture(autouse=True)
+def _isolate_env(monkeypatch, tmp_path_factory):
+    """No user config or ACIDCTL_* variables leak into tests."""
+    for k in list(os.environ):
+        if k.startswith("ACIDCTL_"):
+            monkeypatch.delenv(k, raising=False)
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("ACIDCTL_CONFIG", str(home / ".acidctl.toml"))
+    monkeypatch.setenv("TZ", "UTC")
+
+
+class Result:
+    def __init__(self, code: int, out: bytes, err: str):
+        self.code = code
+        self.stdout_bytes = out
+        self.stdout = out.decode("utf-8", "replace")
+        self.stderr = err
+
+    def __repr__(self):
+        return f"Result(code={self.code}, stdout={self.stdout[:200]!r}, stderr={self.stderr[:500]!r})"
+
+
+class _BytesStdout(io.TextIOWrapper):
+    pass
+
+
+def run_cli(*args: str) -> Result:
+    """Run ``acidctl ARGS`` in-process, capturing stdout as bytes and stderr as text."""
+    from acidctl.cli import main as climain
+
+    out_buf = io.BytesIO()
+    out = io.TextIOWrapper(out_buf, encoding="utf-8", newline="", write_through=True)
+    err = io.StringIO()
+    old = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out, err
+    climain._state.update(output="text", verbose=False)
+    try:
+        climain.main([str(a) for a in args])
+        code = 0
+    except SystemExit as e:
+        code = int(e.code or 0)
+    finally:
+        try:
+            out.flush()
+        except ValueError:
+            pass
+        sys.stdout, sys.stderr = old
+    return Result(code, out_buf.getvalue(), err.getvalue())
+
+
+@pytest.fixture
+def cli():
+    return run_cli
