@@ -35,6 +35,10 @@ app = typer.Typer(
 # Each module registers its commands on ``app`` (or adds a sub-typer) when imported.
 COMMAND_MODULES = (
     "acidctl.cli.dump_cmd",
+    "acidctl.cli.demo_cmd",
+    "acidctl.cli.state_cmd",
+    "acidctl.cli.show_cmd",
+    "acidctl.cli.metastore_cmd",
 )
 
 
@@ -111,7 +115,7 @@ def _argv_output_mode(argv: list[str]) -> str:
 
 def main(argv: Optional[list[str]] = None) -> None:
     """Run the CLI and exit with the documented exit code."""
-    from typer._click import exceptions as cx
+    from click import exceptions as cx
 
     args = list(sys.argv[1:] if argv is None else argv)
     code = ExitCode.OK

@@ -1,0 +1,31 @@
+# The two entry points (see README.md): `make demo` and `make test`.
+DEMO_DIR ?= demo-warehouse
+ACIDCTL  = .venv/bin/acidctl
+
+.PHONY: setup setup-test demo test bench docs clean-demo
+
+setup:
+	bash scripts/setup.sh
+
+setup-test:
+	bash scripts/setup.sh --test
+
+# The main job on the embedded default: a fresh local warehouse, then acidctl on it.
+demo: setup clean-demo
+	$(ACIDCTL) demo $(DEMO_DIR)
+	$(ACIDCTL) dump $(DEMO_DIR)/warehouse/employee
+	$(ACIDCTL) dump --meta $(DEMO_DIR)/warehouse/employee/delta_0000002_0000002_0001/bucket_00000
+
+clean-demo:
+	rm -rf $(DEMO_DIR)
+
+test: setup-test
+	ACIDCTL_REQUIRE_SERVERS=1 .venv/bin/python -m pytest -n 2 -q
+
+bench: setup
+	.venv/bin/python bench/startup.py
+	.venv/bin/python bench/dump.py
+
+# Regenerate man/acidctl.1 and completions/ from the CLI (a test fails when they are stale).
+docs:
+	.venv/bin/python -m acidctl.cli.docgen

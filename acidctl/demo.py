@@ -1,0 +1,244 @@
+"""``acidctl demo``: a small local warehouse laid out exactly as Hive 3 writes it.
+
+Table ``default.employee (id int, name string, salary int)`` (unbucketed, one writer):
+
+* write 1 — ``INSERT`` (1,Jerry,5000), (2,Tom,8000), (3,Kate,6000)
+  → ``delta_0000001_0000001_0000/bucket_00000`` rows (1, 536870912, 0..2)
+* write 2 — ``MERGE`` from ``employee_update`` (2,Tom,7000), (4,Mary,9000): its insert clause
+  (statement 0) adds Mary → ``delta_0000002_0000002_0000``; its update clause (statement 1)
+  deletes Tom's row (1, 536870912, 1) → ``delete_delta_0000002_0000002_0001`` and re-inserts
+  Tom with 7000 as (2, 536870913, 0) → ``delta_0000002_0000002_0001``
+* write 3 — ``DELETE`` Kate (1, 536870912, 2) → ``delete_delta_0000003_0000003_0000``
+
+Final rows: Jerry 5000, Tom 7000, Mary 9000.
+
+Table ``default.sales (id int, item string, amount decimal(10,2)) PARTITIONED BY (ds string)
+CLUSTERED BY (id) INTO 2 BUCKETS`` with ``bucketing_version=1`` (bucket = id mod 2), converted
+from a non-ACID table:
+
+* ``ds=2025-12-31`` holds pre-ACID originals ``000000_0`` (ids 2, 4), ``000001_0`` (1, 3) and
+  ``000001_0_copy_1`` (5); write 1 deletes id 3 by its synthetic row id (0, 536936448, 1);
+  write 2 inserts ids 6 and 7 (one file per bucket).
+* ``ds=2026-01-01``: write 3 inserts ids 10–19; write 4 (txn aborted) inserted 100 and 101 and
+  left its delta behind; write 5 is a two-statement transaction: statement 0 updates id 10's
+  amount, statement 1 inserts id 21; write 6 deletes ids 11 and 12.
+
+Write ids are per table, as in Hive. Every directory gets ``_orc_acid_version`` (``2``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import decimal
+from typing import Any
+
+from acidctl.errors import RefusedError
+from acidctl.fs import TableFS
+from acidctl.orc import bucketcodec
+
+ORIGINAL_SCHEMA_NOTE = "original (pre-ACID) files carry the plain table schema and no ACID metadata"
+
+
+@dataclasses.dataclass
+class Column:
+    name: str
+    hive_type: str
+
+
+@dataclasses.dataclass
+class DemoTable:
+    db: str
+    name: str
+    columns: list[Column]
+    partition_keys: list[str] = dataclasses.field(default_factory=list)
+    buckets: int | None = None
+    bucket_column: str | None = None
+    properties: dict[str, str] = dataclasses.field(default_factory=dict)
+    writes: list[dict] = dataclasses.field(default_factory=list)   # write id, txn outcome, dirs
+    expected: dict[str, list[tuple]] = dataclasses.field(default_factory=dict)
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.db}.{self.name}"
+
+    def to_dict(self) -> dict:
+        return {"table": self.full_name, "columns": [dataclasses.asdict(c) for c in self.columns],
+                "partition_keys": self.partition_keys, "buckets": self.buckets,
+                "properties": self.properties, "writes": self.writes,
+                "expected_rows": {k: [list(map(_plain, r)) for r in v] for k, v in self.expected.items()}}
+
+
+def _plain(v):
+    return str(v) if isinstance(v, decimal.Decimal) else v
+
+
+def _arrow_type(hive_type: str):
+    import pyarrow as pa
+
+    if hive_type == "int":
+        return pa.int32()
+    if hive_type == "string":
+        return pa.string()
+    if hive_type.startswith("decimal("):
+        p, s = hive_type[8:-1].split(",")
+        return pa.decimal128(int(p), int(s))
+    raise ValueError(hive_type)
+
+
+class _Writer:
+    """Writes Hive-shaped delta directories for one table (and keeps the expected contents)."""
+
+    def __init__(self, tfs: TableFS, root: str, table: DemoTable):
+        self.tfs = tfs
+        self.root = root
+        self.table = table
+        self.location = tfs.join(root, f"{table.name}")
+        tfs.makedirs(self.location)
+
+    def part_dir(self, partition: str | None) -> str:
+        d = self.location if partition is None else self.tfs.join(self.location, partition)
+        self.tfs.makedirs(d)
+        return d
+
+    def bucket_of(self, row: tuple) -> int:
+        if not self.table.buckets:
+            return 0  # unbucketed: one writer, task 0
+        idx = [c.name for c in self.table.columns].index(self.table.bucket_column)
+        return (row[idx] & 0x7FFFFFFF) % self.table.buckets  # bucketing_version 1 hash of an int
+
+    def _acid_dir(self, partition, kind: str, write_id: int, stmt: int) -> str:
+        d = self.tfs.join(self.part_dir(partition), f"{kind}_{write_id:07d}_{write_id:07d}_{stmt:04d}")
+        self.tfs.makedirs(d)
+        self.tfs.write_bytes(self.tfs.join(d, "_orc_acid_version"), b"2")
+        return d
+
+    def _row_struct(self, rows: list[tuple | None]):
+        import pyarrow as pa
+
+        kids = [pa.array([None if r is None else r[i] for r in rows], _arrow_type(c.hive_type))
+                for i, c in enumerate(self.table.columns)]
+        return pa.StructArray.from_arrays(kids, [c.name for c in self.table.columns],
+                                          mask=pa.array([r is None for r in rows]))
+
+    def _write(self, directory: str, bucket: int, events: list[tuple]):
+        import pyarrow as pa
+
+        from acidctl.orc.writer import DELTA_STRIPE_SIZE, write_acid_file
+
+        events.sort(key=lambda e: (e[1], e[2], e[3]))
+        table = pa.table({
+            "operation": pa.array([e[0] for e in events], pa.int32()),
+            "originalTransaction": pa.array([e[1] for e in events], pa.int64()),
+            "bucket": pa.array([e[2] for e in events], pa.int32()),
+            "rowId": pa.array([e[3] for e in events], pa.int64()),
+            "currentTransaction": pa.array([e[4] for e in events], pa.int64()),
+            "row": self._row_struct([e[5] for e in events]),
+        })
+        return write_acid_file(self.tfs, self.tfs.join(directory, f"bucket_{bucket:05d}"), table,
+                               stripe_size=DELTA_STRIPE_SIZE)
+
+    def insert(self, write_id: int, rows: list[tuple], *, partition: str | None = None, stmt: int = 0):
+        """INSERT: one file per bucket; returns {row: row id} for later updates/deletes."""
+        by_bucket: dict[int, list[tuple]] = {}
+        for r in rows:
+            by_bucket.setdefault(self.bucket_of(r), []).append(r)
+        d = self._acid_dir(partition, "delta", write_id, stmt)
+        ids = {}
+        for b, rs in sorted(by_bucket.items()):
+            prop = bucketcodec.encode(b, stmt)
+            ev = [(0, write_id, prop, i, write_id, r) for i, r in enumerate(rs)]
+            self._write(d, b, ev)
+            ids.update({r: (write_id, prop, i) for i, r in enumerate(rs)})
+        return d, ids
+
+    def delete(self, write_id: int, row_ids: list[tuple[int, int, int]], *, partition: str | None = None,
+               stmt: int = 0):
+        """DELETE: each event goes into bucket_N of the target row's decoded bucket id."""
+        d = self._acid_dir(partition, "delete_delta", write_id, stmt)
+        by_bucket: dict[int, list[tuple]] = {}
+        for (otxn, prop, rid) in row_ids:
+            by_bucket.setdefault(bucketcodec.decode(prop).bucket_id, []).append(
+                (2, otxn, prop, rid, write_id, None))
+        for b, ev in sorted(by_bucket.items()):
+            self._write(d, b, ev)
+        return d
+
+    def originals(self, partition: str, files: dict[str, list[tuple]]):
+        """Pre-ACID files: plain schema, no ACID metadata (as a non-transactional Hive wrote them)."""
+        import pyarrow as pa
+        import pyarrow.orc as po
+
+        d = self.part_dir(partition)
+        for name, rows in files.items():
+            t = pa.table({c.name: pa.array([r[i] for r in rows], _arrow_type(c.hive_type))
+                          for i, c in enumerate(self.table.columns)})
+            sink = pa.BufferOutputStream()
+            po.write_table(t, sink, compression="zlib")
+            self.tfs.write_bytes(self.tfs.join(d, name), sink.getvalue().to_pybytes())
+
+
+def build_demo(tfs: TableFS, root: str) -> dict[str, Any]:
+    """Create the demo warehouse under ``root`` (which must be empty or absent)."""
+    if tfs.exists(root) and tfs.isdir(root) and tfs.ls(root):
+        raise RefusedError(f"{tfs.display(root)} is not empty; the demo writes only into a new directory")
+    tfs.makedirs(root)
+    warehouse = tfs.join(root, "warehouse")
+    tfs.makedirs(warehouse)
+
+    employee = DemoTable("default", "employee", [Column("id", "int"), Column("name", "string"),
+                                                 Column("salary", "int")],
+                         properties={"transactional": "true"})
+    w = _Writer(tfs, warehouse, employee)
+    _, ids = w.insert(1, [(1, "Jerry", 5000), (2, "Tom", 8000), (3, "Kate", 6000)])
+    employee.writes.append({"write_id": 1, "state": "committed", "statement": "INSERT"})
+    w.insert(2, [(4, "Mary", 9000)], stmt=0)
+    w.delete(2, [ids[(2, "Tom", 8000)]], stmt=1)
+    w.insert(2, [(2, "Tom", 7000)], stmt=1)
+    employee.writes.append({"write_id": 2, "state": "committed", "statement": "MERGE (stmt 0 insert, stmt 1 update)"})
+    w.delete(3, [ids[(3, "Kate", 6000)]])
+    employee.writes.append({"write_id": 3, "state": "committed", "statement": "DELETE Kate"})
+    employee.expected[""] = [(1, "Jerry", 5000), (2, "Tom", 7000), (4, "Mary", 9000)]
+
+    D = decimal.Decimal
+    sales = DemoTable("default", "sales", [Column("id", "int"), Column("item", "string"),
+                                           Column("amount", "decimal(10,2)")],
+                      partition_keys=["ds"], buckets=2, bucket_column="id",
+                      properties={"transactional": "true", "bucketing_version": "1"})
+    s = _Writer(tfs, warehouse, sales)
+    row = lambda i: (i, f"item-{i:03d}", D(i) * D("1.50"))  # noqa: E731
+    p1, p2 = "ds=2025-12-31", "ds=2026-01-01"
+    s.originals(p1, {"000000_0": [row(2), row(4)], "000001_0": [row(1), row(3)],
+                     "000001_0_copy_1": [row(5)]})
+    # synthetic row ids: bucket 1 files in path order: 000001_0 (rows 0, 1), _copy_1 (row 2)
+    s.delete(1, [(0, bucketcodec.encode(1, 0), 1)], partition=p1)            # id 3
+    sales.writes.append({"write_id": 1, "state": "committed", "statement": f"DELETE id 3 ({p1})"})
+    s.insert(2, [row(6), row(7)], partition=p1)
+    sales.writes.append({"write_id": 2, "state": "committed", "statement": f"INSERT ids 6, 7 ({p1})"})
+    _, ids3 = s.insert(3, [row(i) for i in range(10, 20)], partition=p2)
+    sales.writes.append({"write_id": 3, "state": "committed", "statement": f"INSERT ids 10-19 ({p2})"})
+    s.insert(4, [row(100), row(101)], partition=p2)
+    sales.writes.append({"write_id": 4, "state": "aborted", "statement": f"INSERT ids 100, 101 ({p2}), txn aborted"})
+    s.delete(5, [ids3[row(10)]], partition=p2, stmt=0)
+    s.insert(5, [(10, "item-010", D("99.99"))], partition=p2, stmt=0)
+    s.insert(5, [row(21)], partition=p2, stmt=1)
+    sales.writes.append({"write_id": 5, "state": "committed",
+                         "statement": f"UPDATE id 10 (stmt 0); INSERT id 21 (stmt 1) ({p2})"})
+    s.delete(6, [ids3[row(11)], ids3[row(12)]], partition=p2)
+    sales.writes.append({"write_id": 6, "state": "committed", "statement": f"DELETE ids 11, 12 ({p2})"})
+    sales.expected[p1] = sorted([row(1), row(2), row(4), row(5), row(6), row(7)])
+    sales.expected[p2] = sorted([(10, "item-010", D("99.99"))] + [row(i) for i in (13, 14, 15, 16, 17, 18, 19, 21)])
+
+    tables = [employee, sales]
+    return {
+        "warehouse": tfs.display(warehouse),
+        "tables": [t.to_dict() | {"location": tfs.display(tfs.join(warehouse, t.name)),
+                                  "write_ids": _write_id_list(t)} for t in tables],
+    }
+
+
+def _write_id_list(t: DemoTable) -> str:
+    from acidctl.acid.writeids import WriteIdList
+
+    hwm = max(w["write_id"] for w in t.writes)
+    aborted = tuple(w["write_id"] for w in t.writes if w["state"] == "aborted")
+    return str(WriteIdList(table=t.full_name, hwm=hwm, aborted=aborted))

@@ -1,0 +1,1 @@
+complete --command acidctl --no-files --arguments "(env _ACIDCTL_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=get-args _TYPER_COMPLETE_ARGS=(commandline -cp) acidctl)" --condition "env _ACIDCTL_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=is-args _TYPER_COMPLETE_ARGS=(commandline -cp) acidctl"

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Set up everything acidctl needs in this checkout, from nothing:
+#   scripts/setup.sh          .venv with acidctl and its runtime extras; Java 17 for Spark
+#   scripts/setup.sh --test   the same plus test tools and the PostgreSQL/MariaDB server packages
+# Idempotent: a second run only checks. Installs system packages with apt-get (root or sudo).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+mode=${1:-}
+PY=${PYTHON:-python3}
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+
+java_ok() {
+    command -v java >/dev/null 2>&1 &&
+    java -version 2>&1 | head -n1 | grep -qE 'version "(1[7-9]|2[0-9])'
+}
+
+if ! java_ok; then
+    echo "setup: installing Java 17 (needed by Spark)"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+fi
+
+if [ ! -x .venv/bin/python ]; then
+    echo "setup: creating .venv"
+    "$PY" -m venv .venv
+fi
+stamp=".venv/.acidctl-setup${mode:+-test}"
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+    echo "setup: installing Python packages"
+    .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+    if [ "$mode" = "--test" ]; then
+        .venv/bin/python -m pip install -q -e ".[dev]"
+    else
+        .venv/bin/python -m pip install -q -e ".[all]"
+    fi
+    touch "$stamp"
+fi
+
+if [ "$mode" = "--test" ]; then
+    bash scripts/install-test-servers.sh
+fi
+echo "setup: ready (.venv/bin/acidctl)"
