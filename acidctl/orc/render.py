@@ -79,7 +79,8 @@ def _valid_utf8(arr: pa.Array) -> bool:
         return False
 
 
-def _r_string(arr, td, *, rtrim_spaces: bool = False):
+def _s_string(arr, td, *, rtrim_spaces: bool = False):
+    """String content with JSON escapes applied, without the surrounding quotes."""
     if not _valid_utf8(arr):
         # Java's decoder replaces malformed sequences; do the whole column in Python (rare).
         raw = arr.view(pa.binary()) if arr.type == pa.string() else arr.cast(pa.binary())
@@ -89,30 +90,31 @@ def _r_string(arr, td, *, rtrim_spaces: bool = False):
                 out.append(None)
                 continue
             s = javafmt.java_decode_utf8(b)
-            out.append(javafmt.json_string(s.rstrip(" ") if rtrim_spaces else s))
+            out.append(javafmt.json_string(s.rstrip(" ") if rtrim_spaces else s)[1:-1])
         return pa.array(out, pa.string())
     if rtrim_spaces:
         arr = pc.utf8_rtrim(arr, characters=" ")
-    quoted = _join('"', arr, '"')
     mask = pc.match_substring_regex(arr, _NEEDS_ESCAPE)
-    n = pc.sum(mask).as_py() or 0
-    if n:
+    if pc.any(mask).as_py():
         mask = pc.fill_null(mask, False)
         values = pc.filter(arr, mask).to_pylist()
-        fixed = pa.array([javafmt.json_string(v) for v in values], pa.string())
-        quoted = pc.replace_with_mask(quoted, mask, fixed)
-    return quoted
+        fixed = pa.array([javafmt.json_string(v)[1:-1] for v in values], pa.string())
+        arr = pc.replace_with_mask(arr, mask, fixed)
+    return arr
 
 
-def _r_char(arr, td):
-    return _r_string(arr, td, rtrim_spaces=True)
+def _quoted(content_fn):
+    def render(arr, td):
+        return _join('"', content_fn(arr, td), '"')
+    render.content = content_fn
+    return render
 
 
-def _r_varchar(arr, td):
-    return _r_string(arr, td)
+def _s_char(arr, td):
+    return _s_string(arr, td, rtrim_spaces=True)
 
 
-def _r_decimal(arr, td):
+def _s_decimal(arr, td):
     text = pc.cast(arr, pa.string())
     # canonical form: drop trailing fractional zeros and a bare '.'
     out = pc.replace_substring_regex(text, r"(\.\d*?)0+$", r"\1")
@@ -123,21 +125,20 @@ def _r_decimal(arr, td):
         vals = pc.filter(text, mask).to_pylist()
         out = pc.replace_with_mask(out, mask, pa.array([javafmt.decimal_text_str(v) for v in vals]))
     # "-0" cannot come from a decimal, but "-0.0..." could be stripped to "-0"
-    out = pc.replace_substring_regex(out, r"^-0$", "0")
-    return _join('"', out, '"')
+    return pc.replace_substring_regex(out, r"^-0$", "0")
 
 
-def _r_date(arr, td):
+def _s_date(arr, td):
     days = pc.cast(arr, pa.int32())
     text = pc.cast(arr, pa.string())
     early = pc.fill_null(pc.less(days, javafmt.GREGORIAN_CUTOVER_DAY), False)
     if pc.any(early).as_py():
         vals = pc.filter(days, early).to_pylist()
         text = pc.replace_with_mask(text, early, pa.array([javafmt.java_date(v) for v in vals]))
-    return _join('"', text, '"')
+    return text
 
 
-def _r_timestamp(arr, td):
+def _s_timestamp(arr, td):
     # (seconds, nanos) with floor division, as java.sql.Timestamp keeps them
     import numpy as np
 
@@ -158,7 +159,7 @@ def _r_timestamp(arr, td):
         idx = pc.indices_nonzero(early).to_numpy()
         fixed = [javafmt.java_timestamp(int(secs[i]), int(nanos[i])) for i in idx]
         text = pc.replace_with_mask(text, early, pa.array(fixed, pa.string()))
-    return _join('"', text, '"')
+    return text
 
 
 def _r_binary(arr, td):
@@ -224,30 +225,70 @@ _RENDERERS = {
     "BOOLEAN": _r_bool,
     "BYTE": _r_int, "SHORT": _r_int, "INT": _r_int, "LONG": _r_int,
     "FLOAT": _r_double, "DOUBLE": _r_double,
-    "STRING": _r_string, "VARCHAR": _r_varchar, "CHAR": _r_char,
+    "STRING": _quoted(_s_string), "VARCHAR": _quoted(_s_string), "CHAR": _quoted(_s_char),
     "BINARY": _r_binary,
-    "DECIMAL": _r_decimal,
-    "DATE": _r_date,
-    "TIMESTAMP": _r_timestamp, "TIMESTAMP_INSTANT": _r_timestamp,
+    "DECIMAL": _quoted(_s_decimal),
+    "DATE": _quoted(_s_date),
+    "TIMESTAMP": _quoted(_s_timestamp), "TIMESTAMP_INSTANT": _quoted(_s_timestamp),
     "LIST": _r_list, "MAP": _r_map, "STRUCT": _r_struct, "UNION": _r_union,
 }
 
 
+def _parts(arr: pa.Array, td) -> list:
+    """The JSON text of every value as a list of parts (literal strings and string arrays) to
+    be concatenated row-wise. Null-free structs and quoted scalars are flattened into their
+    parent, so a whole row is built by ONE element-wise join instead of one per level: each
+    join pass copies every byte again (bench/dump.py)."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if arr.null_count == 0:
+        kind = _kind(td)
+        if kind == "STRUCT":
+            names = list(td.fields)
+            if not names:
+                return ["{}"]
+            parts: list = []
+            for i, name in enumerate(names):
+                parts.append(("{" if i == 0 else ",") + javafmt.json_string(name) + ":")
+                parts += _parts(arr.field(i), td.fields[name])
+            parts.append("}")
+            return parts
+        content = getattr(_RENDERERS.get(kind), "content", None)
+        if content is not None:
+            return ['"', content(arr, td), '"']
+    return [_filled(render_column(arr, td))]
+
+
+def _merge_literals(parts: list) -> list:
+    out: list = []
+    for p in parts:
+        if isinstance(p, str) and out and isinstance(out[-1], str):
+            out[-1] += p
+        else:
+            out.append(p)
+    return out
+
+
 def render_batch(batch: pa.RecordBatch, fields: list[tuple[str, object]],
                  extra: list[tuple[str, pa.Array]] | None = None,
-                 prefix: list[tuple[str, pa.Array]] | None = None) -> pa.Array:
+                 prefix: list[tuple[str, object]] | None = None) -> pa.Array:
     """One JSON object text per row. ``fields`` lists (name, ORC type) of the batch columns in
-    order; ``prefix``/``extra`` add already-rendered JSON values before/after them."""
-    parts: list = []
-    items = [(n, a) for n, a in (prefix or [])]
-    items += [(name, _filled(render_column(batch.column(i), td))) for i, (name, td) in enumerate(fields)]
-    items += [(n, a) for n, a in (extra or [])]
-    for i, (name, rendered) in enumerate(items):
-        parts.append(("{" if i == 0 else ",") + javafmt.json_string(name) + ":")
-        parts.append(rendered)
+    order; ``prefix``/``extra`` add already-rendered JSON values (arrays or literal strings)
+    before/after them."""
+    items: list[tuple[str, list]] = [(n, [a]) for n, a in (prefix or [])]
+    items += [(name, _parts(batch.column(i), td)) for i, (name, td) in enumerate(fields)]
+    items += [(n, [a]) for n, a in (extra or [])]
     if not items:
         return pa.array(["{}"] * batch.num_rows, pa.string())
-    return _join(*parts, "}")
+    parts: list = []
+    for i, (name, value_parts) in enumerate(items):
+        parts.append(("{" if i == 0 else ",") + javafmt.json_string(name) + ":")
+        parts += value_parts
+    parts.append("}")
+    parts = _merge_literals(parts)
+    if not any(isinstance(p, (pa.Array, pa.ChunkedArray)) for p in parts):
+        return pa.array(["".join(parts)] * batch.num_rows, pa.string())
+    return _join(*parts)
 
 
 # -- the exact slow path over pyorc tuples ------------------------------------------------
