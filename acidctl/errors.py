@@ -55,7 +55,8 @@ class AcidctlError(Exception):
     exit_code: ExitCode = ExitCode.INTERNAL
 
     def __init__(self, message: str, *, hint: str | None = None):
-        super().__init__(redact(" ".join(str(message).split())))
+        # one line, but otherwise verbatim (Hive's own messages have meaningful double spaces)
+        super().__init__(redact(re.sub(r"\s*[\r\n]+\s*", " ", str(message)).strip()))
         self.hint = redact(hint) if hint else None
 
     @property

@@ -47,6 +47,10 @@ class WriteIdList:
     open: tuple[int, ...] = ()
     aborted: tuple[int, ...] = ()
     compactor: bool = False
+    #: Hive's minOpenWriteId when it is not simply the smallest open id: a compactor list has
+    #: no open ids but keeps the table's lowest open write id (``createValidCompactWriteIdList``).
+    #: None = derived from ``open``.
+    min_open_write_id: int | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "open", tuple(sorted(self.open)))
@@ -77,10 +81,12 @@ class WriteIdList:
             raise UsageError(f"bad write-id list {text!r}: hwm and minOpenWriteId must be integers") from None
         open_ids = _ids(parts[2], "open", text)
         aborted = _ids(parts[3], "aborted", text)
-        wl = cls(table=table, hwm=hwm, open=open_ids, aborted=aborted)
         if open_ids and min_open != open_ids[0] and min_open != LONG_MAX:
             raise UsageError(f"bad write-id list {text!r}: minOpenWriteId {min_open} is not the smallest open id")
-        return wl
+        # readFromString keeps minOpenWriteId as written: without open ids it can still be set
+        # (compactor lists, Hive 4's collapsed lists)
+        explicit = min_open if (not open_ids and min_open != LONG_MAX) else None
+        return cls(table=table, hwm=hwm, open=open_ids, aborted=aborted, min_open_write_id=explicit)
 
     @classmethod
     def all_committed(cls, hwm: int, table: str | None = None) -> "WriteIdList":
@@ -89,6 +95,8 @@ class WriteIdList:
     # -- Hive's string ---------------------------------------------------------------
     @property
     def min_open(self) -> int:
+        if self.min_open_write_id is not None:
+            return self.min_open_write_id
         return self.open[0] if self.open else LONG_MAX
 
     def __str__(self) -> str:
@@ -129,7 +137,7 @@ class WriteIdList:
         if lo > self.hwm:
             return RangeResponse.NONE
         exc = self.exceptions
-        if not exc or exc[0] > hi:
+        if exc and exc[0] > hi:
             return RangeResponse.ALL
         count = max(0, hi - self.hwm) + _count_between(exc, lo, hi)
         if count == 0:
@@ -154,7 +162,8 @@ class WriteIdList:
         """ValidCompactorWriteIdList: hwm = lowest open − 1; only aborted ids ≤ hwm remain."""
         hwm = min(self.hwm, self.min_open - 1) if self.open else self.hwm
         return WriteIdList(table=self.table, hwm=hwm, open=(),
-                           aborted=tuple(a for a in self.aborted if a <= hwm), compactor=True)
+                           aborted=tuple(a for a in self.aborted if a <= hwm), compactor=True,
+                           min_open_write_id=self.min_open if self.open else None)
 
     def for_cleaner(self, highest_write_id: int) -> "WriteIdList":
         """Hive 3 Cleaner list: hwm = the compaction's highest write id, no exceptions."""

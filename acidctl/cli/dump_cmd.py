@@ -21,6 +21,12 @@ def dump_command(
     row_id: Annotated[Optional[list[str]], typer.Option("--row-id", metavar="WRITEID,BUCKET,ROWID", help="Only the event(s) with this row id (repeatable); BUCKET is the encoded property, e.g. 536870912.")] = None,
     with_path: Annotated[Optional[bool], typer.Option("--with-path/--no-path", help="Prefix each row with \"_path\" (default: on when more than one file is dumped).")] = None,
     require_acid: Annotated[bool, typer.Option("--require-acid", help="Fail (exit 7) on a file without the ACID schema.")] = False,
+    merged: Annotated[bool, typer.Option("--merged", help="Print the table's current rows as a Hive reader sees them, each with its row__id (PATH is a table or partition directory).")] = False,
+    write_ids: Annotated[Optional[str], typer.Option("--write-ids", metavar="LIST", help="With --merged: the reader's ValidWriteIdList db.table:hwm:minOpen:open,...:aborted,...")] = None,
+    assume_committed: Annotated[bool, typer.Option("--assume-committed", help="With --merged: treat every write id named by a directory as committed.")] = False,
+    txns: Annotated[Optional[str], typer.Option("--txns", metavar="LIST", help="With --merged and --hive-version 4: the ValidTxnList deciding _vM visibility.")] = None,
+    hive_version: Annotated[int, typer.Option("--hive-version", metavar="3|4", help="With --merged: the reader's rules (default 3).")] = 3,
+    as_of: Annotated[Optional[int], typer.Option("--as-of", metavar="WRITEID", help="With --merged: read the snapshot as it was after this write id.")] = None,
 ):
     """Print ORC rows as JSON lines, exactly as `hive --orcfiledump -d` / `orc-tools data` do.
 
@@ -37,6 +43,10 @@ def dump_command(
         from acidctl.cli.meta_view import run_meta
 
         run_meta(settings, paths)
+        return
+    if merged:
+        _merged(settings, paths, write_ids=write_ids, assume_committed=assume_committed, txns=txns,
+                hive_version=hive_version, as_of=as_of, limit=limit)
         return
     ops = None
     if operation:
@@ -65,3 +75,36 @@ def dump_command(
     for tfs, root, _ in targets:
         for chunk in dump(tfs, root, opts, framing=not out.json, budget=budget):
             out.write_bytes(chunk)
+
+
+def _merged(settings, paths, *, write_ids, assume_committed, txns, hive_version, as_of, limit):
+    from acidctl.acid.writeids import TxnList, WriteIdList
+    from acidctl.errors import UsageError
+    from acidctl.merged import merged_rows
+
+    if hive_version not in (3, 4):
+        raise UsageError("--hive-version must be 3 or 4")
+    if write_ids and assume_committed:
+        raise UsageError("give either --write-ids or --assume-committed, not both")
+    budget = limit
+    for p in paths:
+        tfs = settings.table_fs(p)
+        if not tfs.info(tfs.root).is_dir:
+            raise UsageError(f"--merged reads a table or partition directory, not a file: {p}")
+        if write_ids:
+            snapshot = WriteIdList.parse(write_ids)
+        elif assume_committed:
+            from acidctl.acid.acidstate import max_write_id_in_names
+            from acidctl.acid.layout import list_table
+
+            snapshot = WriteIdList.all_committed(max_write_id_in_names(list_table(tfs, read_markers=False)))
+            settings.output.note("acidctl: note: --assume-committed: every write id in the directory names "
+                                 "is treated as committed")
+        else:
+            raise UsageError("--merged needs a snapshot: --write-ids LIST (Hive's ValidWriteIdList) or "
+                             "--assume-committed")
+        if as_of is not None:
+            snapshot = snapshot.as_of(as_of)
+        tl = TxnList.parse(txns) if txns else (TxnList.all_committed() if hive_version == 4 else None)
+        for chunk in merged_rows(tfs, snapshot, txns=tl, hive_version=hive_version, limit=budget):
+            settings.output.write_bytes(bytes(chunk))

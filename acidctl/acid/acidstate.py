@@ -1,0 +1,706 @@
+"""``AcidUtils.getAcidState`` for Hive 3.1 and Hive 4, as pure logic over a listing model.
+
+(../shared/spec/directory-state.md §3–§6.) The input is a :class:`DirListing`: the children of
+one table/partition directory (name, is_dir, size, mtime), and for child directories the files
+inside them plus the contents of the small marker files (``_orc_acid_version``,
+``_metadata_acid``, ``*_flush_length``) already read. :mod:`acidctl.acid.layout` builds it from
+a :class:`~acidctl.fs.TableFS`; tests build it with :meth:`DirListing.build`.
+
+:func:`get_acid_state` returns an :class:`AcidState`: the chosen base, the current deltas in
+Hive's read order, the originals (sorted by full path), and a classification of **every** child
+with a one-line reason. Hive's "Not enough history available" is reported in
+``AcidState.not_enough_history`` and raised by :meth:`AcidState.require_snapshot` (for readers
+that need the snapshot) as :class:`~acidctl.errors.SnapshotUnavailable`.
+
+Hive-version differences implemented here (spec §4):
+
+* Hive 3 cannot parse ``_vM`` names (the directory is *invalid*, every Hive 3 reader fails);
+  Hive 4 skips a directory whose visibility txn is not committed in the ``ValidTxnList``
+  (aborted txn → *aborted*).
+* compacted base: Hive 3 only via ``_metadata_acid``; Hive 4 via ``_vM`` (M > 0) or
+  ``_metadata_acid``.
+* ``isValidBase``: Hive 4 admits any base with ``N <= minOpenWriteId`` when something is open.
+* an INSERT OVERWRITE base of an aborted write id is an *aborted* directory in Hive 4.
+* "Not enough history" in Hive 4 only when the oldest (visible) base is a compacted base.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import posixpath
+from typing import Any, Iterable, Mapping
+
+from acidctl.acid.dirname import (
+    BaseDir, DeltaDir, OriginalFile, has_acid_prefix, is_hidden, parse_acid_dir,
+    HiddenEntry, METADATA_FILE, ORC_ACID_VERSION_FILE, FLUSH_LENGTH_SUFFIX,
+)
+from acidctl.acid.writeids import LONG_MAX, LONG_MIN, RangeResponse, TxnList, WriteIdList
+from acidctl.errors import InvalidAcidLayout, SnapshotUnavailable, UsageError
+
+NOT_ENOUGH_HISTORY = "Not enough history available for ({0},{1}).  Oldest available base: {2}"
+
+#: marker files whose content the listing carries (small by construction)
+MARKER_FILES = (ORC_ACID_VERSION_FILE, METADATA_FILE)
+
+
+def is_marker_name(name: str) -> bool:
+    """Files whose content a listing should carry: version/metadata markers and side files."""
+    return name in MARKER_FILES or name.endswith(FLUSH_LENGTH_SUFFIX)
+
+
+# =========================================================================================
+# listing model
+# =========================================================================================
+
+@dataclasses.dataclass(frozen=True)
+class FileInfo:
+    """A file inside a child directory; ``name`` is relative to that directory."""
+
+    name: str
+    size: int = 0
+    mtime: float | None = None
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "size": self.size, "mtime": self.mtime}
+
+
+@dataclasses.dataclass(frozen=True)
+class ChildEntry:
+    """One child of a table/partition directory.
+
+    For directories: ``files`` are the files inside (one level for base/delta directories;
+    recursively, with relative paths such as ``sub/000000_0``, for other non-hidden
+    directories), ``subdirs`` the names of directories found inside a base/delta (not
+    descended), ``markers`` the contents of marker files read (name → bytes; absent = not
+    present or not read), ``listed`` whether the directory was listed at all (hidden
+    directories are not).
+    """
+
+    name: str
+    is_dir: bool
+    size: int = 0
+    mtime: float | None = None
+    files: tuple[FileInfo, ...] = ()
+    subdirs: tuple[str, ...] = ()
+    markers: Mapping[str, bytes] = dataclasses.field(default_factory=dict)
+    listed: bool = True
+
+    @property
+    def total_bytes(self) -> int:
+        """File bytes (directories: every file listed inside, like Hive's ``sumDirSize``)."""
+        if not self.is_dir:
+            return self.size
+        return sum(f.size for f in self.files)
+
+    def has_file(self, name: str) -> bool:
+        return any(f.name == name for f in self.files)
+
+    def data_files(self) -> list[FileInfo]:
+        """Non-hidden files (any path component hidden → not data)."""
+        return [f for f in self.files if not _hidden_path(f.name)]
+
+
+@dataclasses.dataclass(frozen=True)
+class DirListing:
+    """The children of one table or partition directory (``path`` as the user would type it)."""
+
+    path: str
+    entries: tuple[ChildEntry, ...]
+    partition: str | None = None
+    fs_path: str | None = None       # the path on the filesystem (``path`` is for display)
+
+    def child_path(self, name: str) -> str:
+        if not self.path:
+            return name
+        return self.path + name if self.path.endswith("/") else self.path + "/" + name
+
+    @classmethod
+    def build(cls, path: str, spec: Mapping[str, Any], *, partition: str | None = None,
+              mtime: float | None = None) -> "DirListing":
+        """Build a listing from a nested dict (tests, benchmarks).
+
+        ``{"base_0000005/": {"bucket_00000": 100, "_orc_acid_version": b"2"}, "000000_0": 7}``:
+        a key ending in ``/`` is a directory (value: its own dict, nested dicts allowed), other
+        keys are files whose value is a size (int) or content (bytes, recorded as marker
+        content when the name is a marker).
+        """
+        entries = []
+        for key, value in spec.items():
+            if key.endswith("/"):
+                name = key[:-1]
+                files: list[FileInfo] = []
+                subdirs: list[str] = []
+                markers: dict[str, bytes] = {}
+                flat_originals = not has_acid_prefix(name) and not is_hidden(name)
+
+                def walk(prefix: str, d: Mapping[str, Any]):
+                    for k, v in d.items():
+                        if k.endswith("/"):
+                            if prefix == "" and not flat_originals:
+                                subdirs.append(k[:-1])
+                            else:
+                                walk(prefix + k, v)
+                        elif isinstance(v, (bytes, bytearray)):
+                            files.append(FileInfo(prefix + k, len(v), mtime))
+                            if prefix == "" and is_marker_name(k):
+                                markers[k] = bytes(v)
+                        else:
+                            files.append(FileInfo(prefix + k, int(v), mtime))
+
+                if value is None:
+                    entries.append(ChildEntry(name, True, 0, mtime, listed=False))
+                    continue
+                walk("", value)
+                files.sort(key=lambda f: f.name)
+                entries.append(ChildEntry(name, True, 0, mtime, tuple(files), tuple(sorted(subdirs)),
+                                          markers, listed=True))
+            else:
+                size = len(value) if isinstance(value, (bytes, bytearray)) else int(value)
+                entries.append(ChildEntry(key, False, size, mtime))
+        return cls(path=path, entries=tuple(entries), partition=partition)
+
+
+def _hidden_path(rel: str) -> bool:
+    if "/" not in rel:
+        return rel.startswith(("_", "."))
+    return any(is_hidden(part) for part in rel.split("/") if part)
+
+
+# =========================================================================================
+# marker contents
+# =========================================================================================
+
+@dataclasses.dataclass(frozen=True)
+class MetadataAcid:
+    """Parsed ``_metadata_acid``: ``{"thisFileVersion":"0","dataFormat":"compacted"}``."""
+
+    version: str | None
+    data_format: str | None
+    error: str | None = None
+
+    @property
+    def compacted(self) -> bool:
+        return self.error is None and self.version == "0" and (self.data_format or "").lower() == "compacted"
+
+    @classmethod
+    def parse(cls, content: bytes) -> "MetadataAcid":
+        try:
+            obj = json.loads(content.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as e:
+            return cls(None, None, f"not JSON: {e}")
+        if not isinstance(obj, dict):
+            return cls(None, None, "not a JSON object")
+        version = obj.get("thisFileVersion")
+        fmt = obj.get("dataFormat")
+        version = None if version is None else str(version)
+        fmt = None if fmt is None else str(fmt)
+        return cls(version, fmt)
+
+    def problem(self, hive_version: int) -> str | None:
+        """Why Hive would throw reading it (check M04), or None."""
+        if self.error:
+            return f"unreadable ({self.error})"
+        if self.version != "0":
+            return f"Unexpected Meta Data version: {self.version}"
+        allowed = ("compacted",) if hive_version == 3 else ("compacted", "truncated", "dropped")
+        if (self.data_format or "").lower() not in allowed:
+            return f"unsupported dataFormat {self.data_format!r} (Hive {hive_version} accepts {', '.join(allowed)})"
+        return None
+
+
+def metadata_of(entry: ChildEntry) -> MetadataAcid | None:
+    content = entry.markers.get(METADATA_FILE)
+    if content is None:
+        return None
+    return MetadataAcid.parse(content)
+
+
+# =========================================================================================
+# result model
+# =========================================================================================
+
+class Role(str, enum.Enum):
+    BASE = "base"
+    DELTA = "delta"
+    DELETE_DELTA = "delete delta"
+    OBSOLETE = "obsolete"
+    ABORTED = "aborted"
+    NOT_VISIBLE = "not visible yet"
+    UNUSABLE = "unusable base"
+    ORIGINAL = "original"
+    IGNORED = "ignored"
+    INVALID = "invalid"
+
+    @property
+    def current(self) -> bool:
+        return self in (Role.BASE, Role.DELTA, Role.DELETE_DELTA, Role.ORIGINAL)
+
+
+class Kind(str, enum.Enum):
+    BASE = "base"
+    DELTA = "delta"
+    DELETE_DELTA = "delete_delta"
+    ORIGINAL_FILE = "original_file"
+    ORIGINAL_DIR = "original_dir"
+    HIDDEN = "hidden"
+    UNPARSEABLE = "unparseable"
+
+
+@dataclasses.dataclass
+class Classified:
+    """One child of the directory with its role for this reader and why."""
+
+    name: str
+    path: str
+    kind: Kind
+    role: Role
+    reason: str
+    entry: ChildEntry
+    parsed: BaseDir | DeltaDir | None = None
+    compacted: bool | None = None        # bases only
+    read_order: int | None = None        # current deltas: position in Hive's order
+
+    @property
+    def min_write_id(self) -> int | None:
+        return self.parsed.min_write_id if self.parsed is not None else None
+
+    @property
+    def max_write_id(self) -> int | None:
+        return self.parsed.max_write_id if self.parsed is not None else None
+
+    @property
+    def statement_id(self) -> int | None:
+        if isinstance(self.parsed, DeltaDir) and self.parsed.statement_id >= 0:
+            return self.parsed.statement_id
+        return None
+
+    @property
+    def visibility(self) -> int | None:
+        if self.parsed is not None and self.parsed.visibility:
+            return self.parsed.visibility
+        return None
+
+    @property
+    def file_count(self) -> int:
+        return len(self.entry.files) if self.entry.is_dir else 1
+
+    @property
+    def bytes(self) -> int:
+        return self.entry.total_bytes
+
+    def to_dict(self) -> dict:
+        d, e = self.parsed, self.entry
+        return {
+            "name": self.name, "path": self.path, "kind": self.kind.value, "role": self.role.value,
+            "reason": self.reason, "is_dir": e.is_dir,
+            "min_write_id": d.min_write_id if d is not None else None,
+            "max_write_id": d.max_write_id if d is not None else None,
+            "statement_id": self.statement_id, "visibility_txn": (d.visibility or None) if d is not None else None,
+            "compacted": self.compacted, "read_order": self.read_order,
+            "file_count": (len(e.files) if e.is_dir else 1) if e.listed else None,
+            "bytes": e.total_bytes, "mtime": e.mtime,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class OriginalRef:
+    """An original file the reader uses (synthetic ROW__IDs, write id 0)."""
+
+    path: str          # full path
+    rel: str           # relative to the partition directory
+    size: int
+    bucket: int | None  # from the name (``000002_0`` → 2); None if the name does not match
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, "rel": self.rel, "size": self.size, "bucket": self.bucket}
+
+
+@dataclasses.dataclass
+class AcidState:
+    path: str
+    partition: str | None
+    hive_version: int
+    write_ids: WriteIdList
+    txns: TxnList | None
+    entries: list[Classified]                 # every child, in name order
+    base: Classified | None
+    deltas: list[Classified]                  # current deltas and delete deltas, Hive's read order
+    originals: list[OriginalRef]              # current originals, sorted by full path
+    obsolete: list[Classified]
+    aborted: list[Classified]
+    not_visible: list[Classified]
+    unusable: list[Classified]
+    invalid: list[Classified]
+    ignored: list[Classified]
+    aborted_write_ids: tuple[int, ...] = ()   # Hive 4: ids of aborted directories
+    has_uncompacted_aborts: bool = False      # Hive 4: a current delta spans aborted ids
+    not_enough_history: str | None = None     # Hive's message, if a reader would get it
+    reader_errors: list[str] = dataclasses.field(default_factory=list)  # other reasons readers fail
+
+    # -- convenience -----------------------------------------------------------------------
+    @property
+    def insert_deltas(self) -> list[Classified]:
+        return [c for c in self.deltas if c.kind is Kind.DELTA]
+
+    @property
+    def delete_deltas(self) -> list[Classified]:
+        return [c for c in self.deltas if c.kind is Kind.DELETE_DELTA]
+
+    @property
+    def base_write_id(self) -> int | None:
+        return self.base.parsed.write_id if self.base is not None else None
+
+    def by_role(self, role: Role) -> list[Classified]:
+        return [c for c in self.entries if c.role is role]
+
+    def get(self, name: str) -> Classified:
+        for c in self.entries:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    def require_snapshot(self) -> "AcidState":
+        """Raise what a Hive reader would raise for this directory; else return self."""
+        if self.not_enough_history:
+            raise SnapshotUnavailable(self.not_enough_history)
+        if self.reader_errors:
+            raise InvalidAcidLayout(self.reader_errors[0])
+        return self
+
+    def to_dict(self) -> dict:
+        return {
+            "path": self.path, "partition": self.partition, "hive_version": self.hive_version,
+            "base": self.base.name if self.base else None,
+            "base_write_id": self.base_write_id,
+            "deltas": [c.name for c in self.deltas],
+            "originals": [o.to_dict() for o in self.originals],
+            "obsolete": [c.name for c in self.obsolete],
+            "aborted": [c.name for c in self.aborted],
+            "not_visible": [c.name for c in self.not_visible],
+            "unusable": [c.name for c in self.unusable],
+            "invalid": [c.name for c in self.invalid],
+            "aborted_write_ids": list(self.aborted_write_ids),
+            "has_uncompacted_aborts": self.has_uncompacted_aborts,
+            "not_enough_history": self.not_enough_history,
+            "reader_errors": list(self.reader_errors),
+            "entries": [c.to_dict() for c in self.entries],
+        }
+
+
+# =========================================================================================
+# getAcidState
+# =========================================================================================
+
+def delta_sort_key(c: Classified):
+    """``ParsedDelta.compareTo``: min ASC, max DESC, statement ASC (−1 first), then path."""
+    d = c.parsed
+    return (d.min_write_id, -d.max_write_id, d.statement_id, c.path)
+
+
+def _range_text(lo: int, hi: int) -> str:
+    return str(lo) if lo == hi else f"{lo}..{hi}"
+
+
+def _why_not_valid(wl: WriteIdList, lo: int, hi: int) -> str:
+    """Explain a NONE range: which ids are open, aborted or above the high-water mark."""
+    parts = []
+    if hi > wl.hwm:
+        parts.append(f"above the high-water mark {wl.hwm}" if lo > wl.hwm
+                     else f"{_range_text(max(lo, wl.hwm + 1), hi)} above the high-water mark {wl.hwm}")
+    top = min(hi, wl.hwm)
+    if lo <= top:
+        import bisect
+        o = wl.open[bisect.bisect_left(wl.open, lo):bisect.bisect_right(wl.open, top)]
+        a = wl.aborted[bisect.bisect_left(wl.aborted, lo):bisect.bisect_right(wl.aborted, top)]
+        if o:
+            parts.append(("open write id " if len(o) == 1 else "open write ids ") + _ids_text(o))
+        if a:
+            parts.append(("aborted write id " if len(a) == 1 else "aborted write ids ") + _ids_text(a))
+    return "; ".join(parts) or "no committed write id in range"
+
+
+def _ids_text(ids: tuple[int, ...], limit: int = 5) -> str:
+    s = ",".join(map(str, ids[:limit]))
+    return s + (f",... ({len(ids)} in all)" if len(ids) > limit else "")
+
+
+def get_acid_state(listing: DirListing, write_ids: WriteIdList, *, txns: TxnList | None = None,
+                   hive_version: int = 3, ignore_empty_files: bool = True,
+                   insert_only: bool = False) -> AcidState:
+    """Hive's reader directory selection for one table/partition directory.
+
+    ``write_ids``: the reader's ValidWriteIdList (or a compactor list, ``for_compactor()``).
+    ``txns``: Hive 4's ValidTxnList for ``_vM`` visibility; ``None`` under Hive 4 means every
+    visibility txn is treated as committed (Hive itself would refuse: "No ValidTxnList").
+    ``ignore_empty_files``: readers pass true (zero-length originals are skipped); the Initiator
+    passes false. ``insert_only``: Hive 3 then also tracks aborted deltas (insert-only
+    compaction path); it does not change the selection.
+    """
+    if hive_version not in (3, 4):
+        raise UsageError(f"hive version must be 3 or 4, not {hive_version!r}")
+    h4 = hive_version == 4
+    tx = txns if txns is not None else TxnList.all_committed()
+    wl = write_ids
+    entries: list[Classified] = []
+    path_of = listing.child_path
+
+    bases: list[Classified] = []
+    working: list[Classified] = []
+    original_files: list[Classified] = []
+    original_dirs: list[Classified] = []
+    reader_errors: list[str] = []
+    aborted_ids: list[int] = []
+    has_uncompacted_aborts = False
+
+    # -- 1/2: classify each child (name order = HDFS listing order) ------------------------
+    for e in sorted(listing.entries, key=lambda x: x.name):
+        p = path_of(e.name)
+        if is_hidden(e.name):
+            h = HiddenEntry.parse(e.name)
+            entries.append(Classified(e.name, p, Kind.HIDDEN, Role.IGNORED,
+                                      f"hidden ({h.kind.value}); never listed by readers", e))
+            continue
+        if not e.is_dir:
+            c = Classified(e.name, p, Kind.ORIGINAL_FILE, Role.ORIGINAL, "", e)
+            entries.append(c)
+            if ignore_empty_files and e.size == 0:
+                c.role, c.reason = Role.IGNORED, "empty original file (readers skip zero-length files)"
+            else:
+                original_files.append(c)
+            continue
+        if not has_acid_prefix(e.name):
+            c = Classified(e.name, p, Kind.ORIGINAL_DIR, Role.ORIGINAL, "", e)
+            entries.append(c)
+            original_dirs.append(c)
+            continue
+        parsed = parse_acid_dir(e.name)
+        if parsed is None:
+            msg = f"cannot parse directory name {e.name} (Hive throws NumberFormatException for the whole directory)"
+            entries.append(Classified(e.name, p, Kind.UNPARSEABLE, Role.INVALID, msg, e))
+            reader_errors.append(f"{p}: {msg}")
+            continue
+        kind = Kind.BASE if isinstance(parsed, BaseDir) else (Kind.DELETE_DELTA if parsed.delete else Kind.DELTA)
+        c = Classified(e.name, p, kind, Role.IGNORED, "", e, parsed)
+        entries.append(c)
+        if not h4 and parsed.has_visibility_suffix:
+            c.role = Role.INVALID
+            c.reason = "visibility suffix _v is Hive 4 only: Hive 3 readers fail with NumberFormatException"
+            reader_errors.append(f"{p}: {c.reason}")
+            continue
+        if h4 and not tx.is_valid(parsed.visibility):  # isDirUsable
+            if tx.is_aborted(parsed.visibility):
+                c.role, c.reason = Role.ABORTED, f"visibility txn {parsed.visibility} aborted (failed compaction output)"
+            else:
+                c.role, c.reason = Role.NOT_VISIBLE, f"visibility txn {parsed.visibility} not committed for this reader"
+            continue
+        if kind is Kind.BASE:
+            bases.append(c)
+            continue
+        lo, hi = parsed.min_write_id, parsed.max_write_id
+        ra = wl.range_aborted(lo, hi)
+        if ra is RangeResponse.ALL:
+            # Hive 4: abortedDirectories; Hive 3 full-ACID: the range is NONE and the reader
+            # skips it (tracked as aborted only for insert-only tables)
+            c.role = Role.ABORTED
+            c.reason = f"every write id aborted ({_range_text(lo, hi)})"
+            if h4 or insert_only:
+                aborted_ids.extend(range(lo, hi + 1))  # ALL aborted: at most len(aborted) ids
+            continue
+        if ra is RangeResponse.SOME:
+            has_uncompacted_aborts = True
+        if wl.range_valid(lo, hi) is RangeResponse.NONE:
+            c.role = Role.NOT_VISIBLE
+            c.reason = "no committed write id: " + _why_not_valid(wl, lo, hi)
+            continue
+        working.append(c)
+
+    # -- 3.2 / 4.3: base selection ---------------------------------------------------------
+    best: Classified | None = None
+    oldest: Classified | None = None
+    compacted_cache: dict[str, bool] = {}
+
+    def is_compacted(c: Classified, *, hive_reads: bool = True) -> bool:
+        if c.name not in compacted_cache:
+            md = metadata_of(c.entry)
+            problem = md.problem(hive_version) if md is not None else None
+            if problem and hive_reads and not (h4 and c.parsed.visibility > 0):
+                # MetaDataFile.isCompacted throws while choosing the base
+                reader_errors.append(f"{c.path}/{METADATA_FILE}: {problem}")
+            compacted_cache[c.name] = (h4 and c.parsed.visibility > 0) or (md is not None and md.compacted)
+        return compacted_cache[c.name]
+
+    def valid_base(c: Classified) -> bool:
+        n = c.parsed.write_id
+        if n == LONG_MIN:
+            return True
+        if h4 and wl.min_open != LONG_MAX and n <= wl.min_open:  # HIVE-22754 shortcut
+            return True
+        if is_compacted(c):
+            return wl.is_valid_base(n)
+        return wl.is_valid(n)
+
+    for c in bases:
+        n = c.parsed.write_id
+        if oldest is None or oldest.parsed.write_id > n:
+            oldest = c
+        if h4:
+            if not is_compacted(c) and wl.is_aborted(n):
+                c.role, c.reason = Role.ABORTED, f"INSERT OVERWRITE by aborted write id {n}"
+                aborted_ids.append(n)
+                continue
+            candidate = (best is None or best.parsed.write_id < n
+                         or (best.parsed.write_id == n and is_compacted(c) and tx.is_valid(c.parsed.visibility)))
+            if candidate:
+                if valid_base(c):
+                    if best is not None:
+                        best.role, best.reason = Role.OBSOLETE, f"superseded by {c.name}"
+                    best = c
+                else:
+                    _unusable_base(c, wl, is_compacted(c), h4)
+            else:
+                c.role, c.reason = Role.OBSOLETE, f"superseded by {best.name}"
+        else:
+            if best is None:
+                if valid_base(c):
+                    best = c
+                else:
+                    _unusable_base(c, wl, is_compacted(c), h4)
+            elif best.parsed.write_id < n:
+                if valid_base(c):
+                    best.role, best.reason = Role.OBSOLETE, f"superseded by {c.name}"
+                    best = c
+                else:
+                    _unusable_base(c, wl, is_compacted(c), h4)
+            else:
+                c.role, c.reason = Role.OBSOLETE, f"superseded by {best.name}"
+
+    if best is not None:
+        best.role = Role.BASE
+        best.compacted = is_compacted(best, hive_reads=False)
+        best.reason = ("current base (" + ("conversion base" if best.parsed.write_id == LONG_MIN
+                       else "compacted" if best.compacted else "INSERT OVERWRITE") + ")")
+    for c in bases:
+        if c.compacted is None:
+            c.compacted = is_compacted(c, hive_reads=False)
+
+    # -- 6: Not enough history -------------------------------------------------------------
+    not_enough = None
+    if oldest is not None and best is None and (not h4 or is_compacted(oldest)):
+        exc = wl.exceptions
+        not_enough = NOT_ENOUGH_HISTORY.format(wl.hwm, exc[0] if exc else "x", oldest.path)
+
+    # -- 3: originals ------------------------------------------------------------------------
+    originals: list[OriginalRef] = []
+    if best is not None:
+        for c in original_files + original_dirs:
+            c.role = Role.OBSOLETE
+            c.reason = f"original {'file' if c.kind is Kind.ORIGINAL_FILE else 'directory'} superseded by {best.name}"
+    else:
+        for c in original_files:
+            c.reason = "original file (write id 0, synthetic ROW__IDs)"
+            originals.append(OriginalRef(c.path, c.name, c.entry.size, _bucket_of(c.name)))
+        for c in original_dirs:
+            used = 0
+            for f in c.entry.files:
+                if _hidden_path(f.name) or (ignore_empty_files and f.size == 0):
+                    continue
+                rel = c.name + "/" + f.name
+                originals.append(OriginalRef(path_of(rel), rel, f.size, _bucket_of(posixpath.basename(f.name))))
+                used += 1
+            c.reason = f"original directory: {used} file(s) read as write id 0"
+        originals.sort(key=lambda o: o.path)
+
+    # -- 4/5: sort and walk the deltas ------------------------------------------------------
+    working.sort(key=delta_sort_key)
+    current = best.parsed.write_id if best is not None else 0
+    last_stmt = -1
+    prev: Classified | None = None
+    cover = best
+    deltas: list[Classified] = []
+    for c in working:
+        d = c.parsed
+        if d.max_write_id > current:
+            if wl.range_valid(current + 1, d.max_write_id) is not RangeResponse.NONE:
+                deltas.append(c)
+                current, last_stmt, prev, cover = d.max_write_id, d.statement_id, c, c
+                c.reason = "read: write ids " + _range_text(d.min_write_id, d.max_write_id)
+            else:
+                c.role = Role.NOT_VISIBLE
+                c.reason = (f"write ids {_range_text(current + 1, d.max_write_id)} not committed "
+                            f"({_why_not_valid(wl, current + 1, d.max_write_id)}); the rest is covered")
+                continue
+        elif d.max_write_id == current and last_stmt >= 0:
+            deltas.append(c)
+            prev = c
+            c.reason = f"read: another statement of write id {d.max_write_id}"
+        elif (prev is not None and d.max_write_id == prev.parsed.max_write_id
+              and d.min_write_id == prev.parsed.min_write_id
+              and d.statement_id == prev.parsed.statement_id):
+            c.reason = f"read: same range as {prev.name}"
+            deltas.append(c)
+            prev = c
+        else:
+            c.role = Role.OBSOLETE
+            c.reason = f"covered by {cover.name}" if cover is not None else "covered"
+            continue
+        c.role = Role.DELETE_DELTA if c.kind is Kind.DELETE_DELTA else Role.DELTA
+    for i, c in enumerate(deltas):
+        c.read_order = i
+
+    def pick(role):
+        return [c for c in entries if c.role is role]
+
+    return AcidState(
+        path=listing.path, partition=listing.partition, hive_version=hive_version,
+        write_ids=wl, txns=txns, entries=entries, base=best, deltas=deltas,
+        originals=originals, obsolete=pick(Role.OBSOLETE), aborted=pick(Role.ABORTED),
+        not_visible=pick(Role.NOT_VISIBLE), unusable=pick(Role.UNUSABLE),
+        invalid=pick(Role.INVALID), ignored=pick(Role.IGNORED),
+        aborted_write_ids=tuple(sorted(set(aborted_ids))),
+        has_uncompacted_aborts=has_uncompacted_aborts, not_enough_history=not_enough,
+        reader_errors=reader_errors,
+    )
+
+
+def _unusable_base(c: Classified, wl: WriteIdList, compacted: bool, h4: bool) -> None:
+    n = c.parsed.write_id
+    if compacted:
+        c.role = Role.UNUSABLE
+        c.reason = (f"compacted base needs every write id <= {n} committed "
+                    f"(lowest open {wl.min_open if wl.open else 'none'}, high-water mark {wl.hwm})")
+    elif wl.is_aborted(n):
+        c.role = Role.ABORTED
+        c.reason = f"INSERT OVERWRITE by aborted write id {n}; readers ignore it"
+    else:
+        c.role = Role.NOT_VISIBLE
+        c.reason = f"INSERT OVERWRITE by write id {n}, not committed for this reader"
+
+
+def _bucket_of(name: str) -> int | None:
+    o = OriginalFile.parse(name)
+    return o.bucket if o is not None else None
+
+
+def max_write_id_in_names(listings: Iterable[DirListing]) -> int:
+    """The highest write id any base/delta name mentions (for ``--assume-committed``)."""
+    hi = 0
+    for lst in listings:
+        for e in lst.entries:
+            if e.is_dir and not is_hidden(e.name):
+                d = parse_acid_dir(e.name)
+                if d is not None:
+                    hi = max(hi, d.max_write_id)
+    return hi
+
+
+def visibility_txns_in_names(listings: Iterable[DirListing]) -> list[int]:
+    out = set()
+    for lst in listings:
+        for e in lst.entries:
+            if e.is_dir and not is_hidden(e.name):
+                d = parse_acid_dir(e.name)
+                if d is not None and d.visibility:
+                    out.add(d.visibility)
+    return sorted(out)

@@ -1,0 +1,349 @@
+"""``acidctl state PATH``: which directories a Hive reader uses, why, and what is wrong.
+
+The snapshot comes from ``--write-ids`` (Hive's ValidWriteIdList string) or
+``--assume-committed`` (every write id named by a directory is committed; printed loudly).
+Reading the snapshot from the metastore is not wired into this command yet.
+
+JSON document (stable keys): ``path``, ``hive_version``, ``write_ids`` (+ ``assumed``), ``txns``
+(+ ``assumed``; null under Hive 3 without ``--txns``), ``assumptions`` (list of strings),
+``partitions`` (each: ``partition``, ``path``, ``entries`` [one per child: name, path, kind, role,
+reason, is_dir, min/max_write_id, statement_id, visibility_txn, compacted, read_order,
+file_count, bytes, mtime], ``snapshot``, ``roles`` (counts), ``compaction`` (the Initiator's
+recommendation), ``findings`` (counts by severity)), ``findings`` (every finding: check,
+severity, path, message) and ``summary``.
+
+Default rules are Hive 3.1 (``--hive-version 3``): they are the stricter ones for names (a
+``_vM`` directory is an error, D02, because every Hive 3 reader fails on it). Use
+``--hive-version 4`` for Hive 4 tables; ``--txns`` then gives the ValidTxnList that decides
+whether ``_vM`` compactor output is visible (without it every visibility txn counts as
+committed, and the output says so).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from acidctl.cli.main import app
+
+_WRITE_IDS_HELP = ("The reader's ValidWriteIdList: db.table:hwm:minOpenWriteId:open,...:aborted,... "
+                   "(e.g. db.t:14:12:12:13; 'db.t:14:9223372036854775807::' = all committed up to 14).")
+_ASSUME_HELP = ("Treat every write id named by a directory as committed (no open or aborted ids). "
+                "For offline inspection only; the output says so.")
+_TXNS_HELP = ("Hive 4 ValidTxnList hwm:minOpenTxn:open,...:aborted,... deciding whether _vM directories are "
+              "visible (default: every visibility txn committed).")
+_HV_HELP = ("Reader rules: 3 (Hive 3.1, default; a _v directory is error D02) or 4 (Hive 4: _vM visibility, "
+            "aborted directories, isValidBase shortcut).")
+
+
+@app.command("state", help="Classify a table or partition directory the way Hive's getAcidState does "
+                           "(base, deltas, obsolete, aborted, not visible yet, originals) and run the "
+                           "directory checks D01-D11, M01-M08, S01-S14.")
+def state_command(
+    ctx: typer.Context,
+    path: Annotated[str, typer.Argument(help="Table or partition directory (local path, file://, hdfs://, s3://, memory://).")],
+    write_ids: Annotated[Optional[str], typer.Option("--write-ids", metavar="LIST", help=_WRITE_IDS_HELP)] = None,
+    assume_committed: Annotated[bool, typer.Option("--assume-committed", help=_ASSUME_HELP)] = False,
+    txns: Annotated[Optional[str], typer.Option("--txns", metavar="LIST", help=_TXNS_HELP)] = None,
+    hive_version: Annotated[int, typer.Option("--hive-version", metavar="3|4", help=_HV_HELP)] = 3,
+    deep: Annotated[bool, typer.Option("--deep", help="Also open ORC footers of the files read (checks F01-F15).")] = False,
+    tblproperty: Annotated[Optional[list[str]], typer.Option("--tblproperty", metavar="KEY=VALUE",
+                                                             help="Table property, repeatable (e.g. compactorthreshold.hive.compactor.delta.num.threshold=20, transactional_properties=insert_only, no_auto_compaction=true).")] = None,
+    grace_hours: Annotated[float, typer.Option("--grace-hours", help="Age after which hidden leftovers (D07) are warnings.")] = 24.0,
+):
+    from acidctl.errors import UsageError, ValidationFailed
+    from acidctl.findings import has_errors
+
+    settings = ctx.obj
+    if hive_version not in (3, 4):
+        raise UsageError(f"--hive-version must be 3 or 4, not {hive_version}")
+    if write_ids and assume_committed:
+        raise UsageError("give either --write-ids or --assume-committed, not both")
+    if not write_ids and not assume_committed:
+        if settings.metastore_url:
+            raise UsageError("state cannot read the write-id list from the metastore yet",
+                             hint="pass --write-ids db.table:hwm:minOpen:open:aborted (e.g. from "
+                                  "`acidctl show transactions`) or --assume-committed")
+        raise UsageError("state needs the reader's snapshot: pass --write-ids db.table:hwm:minOpenWriteId:open:aborted, "
+                         "or --assume-committed to treat every write id in the directory names as committed",
+                         hint="or configure a metastore with --metastore URL")
+    inspect_file = _deep_hook() if deep else None
+
+    props = _parse_props(tblproperty)
+    tfs = settings.table_fs(path)
+    report = build_report(tfs, write_ids=write_ids, assume_committed=assume_committed, txns=txns,
+                          hive_version=hive_version, table_properties=props,
+                          grace_seconds=grace_hours * 3600.0, inspect_file=inspect_file)
+    for note in report["assumptions"]:
+        settings.output.warn("ASSUMED: " + note)
+    settings.output.emit(report, render_text)
+    errors = report["summary"]["errors"]
+    if errors:
+        raise ValidationFailed(f"{errors} error-level finding{'s' if errors != 1 else ''} in {report['path']}")
+
+
+def _deep_hook():
+    """``--deep``: ``acidctl.orc.meta.inspect_file(tfs, path)`` (written separately).
+
+    HOOK: the ORC footer checks F01–F15 live in acidctl.orc.meta; until that module exists
+    --deep fails with a usage error instead of pretending to check anything.
+    """
+    from acidctl.errors import UsageError
+
+    try:
+        from acidctl.orc.meta import inspect_file  # noqa: PLC0415
+    except ImportError as e:
+        raise UsageError(f"--deep is not available in this build: acidctl.orc.meta.inspect_file cannot be imported ({e})",
+                         hint="run without --deep for the directory checks") from None
+    return inspect_file
+
+
+def _parse_props(pairs) -> dict[str, str]:
+    from acidctl.errors import UsageError
+
+    out = {}
+    for pair in pairs or ():
+        k, sep, v = pair.partition("=")
+        if not sep or not k.strip():
+            raise UsageError(f"--tblproperty expects KEY=VALUE, got {pair!r}")
+        out[k.strip()] = v.strip()
+    return out
+
+
+# =========================================================================================
+# report (plain data; used by both renderers)
+# =========================================================================================
+
+def build_report(tfs, *, write_ids: str | None, assume_committed: bool, txns: str | None,
+                 hive_version: int, table_properties: dict[str, str] | None = None,
+                 grace_seconds: float = 86400.0, inspect_file=None, now: float | None = None,
+                 facts=None) -> dict:
+    """Everything ``acidctl state`` prints, as a JSON-ready dict with stable keys."""
+    import time
+
+    from acidctl.acid.acidstate import (
+        Kind, Role, get_acid_state, max_write_id_in_names, visibility_txns_in_names,
+    )
+    from acidctl.acid.checks import check_partition
+    from acidctl.acid.initiator import NO_AUTO_COMPACTION, Thresholds, compactor_state, recommend
+    from acidctl.acid.layout import list_table
+    from acidctl.acid.writeids import TxnList, WriteIdList
+    from acidctl.errors import NotATable
+    from acidctl.findings import Finding, Severity
+
+    now = time.time() if now is None else now
+    props = table_properties or {}
+    root_info = tfs.info(tfs.root)
+    if not root_info.is_dir:
+        raise NotATable(f"{tfs.display(tfs.root)} is a file, not a table or partition directory",
+                        hint="use `acidctl dump` for files")
+    import posixpath
+
+    from acidctl.acid.dirname import parse_acid_dir
+
+    if parse_acid_dir(posixpath.basename(tfs.root.rstrip("/"))) is not None:
+        raise NotATable(f"{tfs.display(tfs.root)} is a base/delta directory, not a table or partition",
+                        hint="pass the directory that contains it")
+    listings = list_table(tfs)
+
+    assumptions: list[str] = []
+    if assume_committed:
+        hwm = max_write_id_in_names(listings)
+        wl = WriteIdList.all_committed(hwm)
+        assumptions.append(f"every write id named by a directory (1..{hwm}) is committed; no open or aborted "
+                           "write ids (--assume-committed). Obsolete/aborted/not-visible roles are NOT "
+                           "those of a real reader.")
+    else:
+        wl = WriteIdList.parse(write_ids)
+    tl = None
+    txns_known = None
+    if txns:
+        tl = TxnList.parse(txns)
+        txns_known = tl
+        if hive_version == 3:
+            assumptions.append("--txns is ignored by Hive 3 rules (no visibility suffixes in Hive 3)")
+    elif hive_version == 4:
+        tl = TxnList.all_committed()
+        if visibility_txns_in_names(listings):
+            assumptions.append("no --txns given: every _vM visibility txn is treated as committed")
+
+    thresholds = Thresholds.from_table_properties(props)
+    insert_only = props.get("transactional_properties", "").lower() == "insert_only"
+    no_auto = props.get(NO_AUTO_COMPACTION, "").lower() == "true"
+
+    partitions = []
+    all_findings: list[Finding] = []
+    for lst in listings:
+        st = get_acid_state(lst, wl, txns=tl, hive_version=hive_version, insert_only=insert_only)
+        cst = compactor_state(lst, wl, txns=tl, hive_version=hive_version)
+        rec = recommend(cst, thresholds=thresholds, insert_only=insert_only, hive_version=hive_version,
+                        no_auto_compaction=no_auto,
+                        aborted_txn_count=getattr(facts, "aborted_txn_count", None))
+        findings = check_partition(lst, st, hive_version=hive_version, recommendation=rec, facts=facts,
+                                   txns=txns_known, now=now, grace_seconds=grace_seconds)
+        if inspect_file is not None:
+            findings = sorted(findings + _run_deep(tfs, lst, st, inspect_file, hive_version=hive_version),
+                              key=lambda f: (-f.severity.rank, f.check, f.path))
+        all_findings.extend(findings)
+        ins = [c for c in st.deltas if c.kind is Kind.DELTA]
+        dels = [c for c in st.deltas if c.kind is Kind.DELETE_DELTA]
+        roles: dict[str, int] = {}
+        for c in st.entries:
+            roles[c.role.value] = roles.get(c.role.value, 0) + 1
+        partitions.append({
+            "partition": lst.partition,
+            "path": lst.path,
+            "entries": [c.to_dict() for c in st.entries],
+            "snapshot": {
+                "base": st.base.name if st.base else None,
+                "base_write_id": st.base_write_id,
+                "base_bytes": st.base.bytes if st.base else 0,
+                "deltas": [c.name for c in ins],
+                "delete_deltas": [c.name for c in dels],
+                "read_order": [c.name for c in st.deltas],
+                "originals": [o.to_dict() for o in st.originals],
+                "delta_count": len(ins), "delta_bytes": sum(c.bytes for c in ins),
+                "delete_delta_count": len(dels), "delete_delta_bytes": sum(c.bytes for c in dels),
+                "original_count": len(st.originals), "original_bytes": sum(o.size for o in st.originals),
+                "aborted_write_ids": list(st.aborted_write_ids),
+                "has_uncompacted_aborts": st.has_uncompacted_aborts,
+                "not_enough_history": st.not_enough_history,
+                "reader_errors": list(st.reader_errors),
+                "readable": not st.not_enough_history and not st.reader_errors,
+            },
+            "roles": roles,
+            "compaction": rec.to_dict(),
+            "findings": {s.value: sum(1 for f in findings if f.severity is s) for s in Severity},
+        })
+
+    counts = {s.value: sum(1 for f in all_findings if f.severity is s) for s in Severity}
+    return {
+        "path": tfs.display(tfs.root),
+        "hive_version": hive_version,
+        "write_ids": dict(wl.to_dict(), assumed=bool(assume_committed)),
+        "txns": (dict(tl.to_dict(), assumed=txns is None) if tl is not None else None),
+        "assumptions": assumptions,
+        "partitions": partitions,
+        "findings": [f.to_dict() for f in all_findings],
+        "summary": {
+            "partitions": len(partitions),
+            "errors": counts["error"], "warnings": counts["warn"], "info": counts["info"],
+            "compaction_due": [p["partition"] or p["path"] for p in partitions if p["compaction"]["type"] != "none"],
+            "unreadable": [p["partition"] or p["path"] for p in partitions if not p["snapshot"]["readable"]],
+        },
+    }
+
+
+def _run_deep(tfs, lst, st, inspect_file, *, hive_version: int = 3) -> list:
+    """Call the ORC inspection hook on every data file the reader would open (F01-F15)."""
+    import inspect as _inspect
+
+    from acidctl.acid.acidstate import Kind
+    from acidctl.acid.dirname import OriginalFile
+    from acidctl.errors import AcidctlError
+    from acidctl.findings import Finding, Severity
+
+    try:
+        accepted = set(_inspect.signature(inspect_file).parameters)
+    except (TypeError, ValueError):
+        accepted = set()
+    base = lst.fs_path or lst.path
+    jobs = []   # (path, kwargs)
+    for c in ([st.base] if st.base else []) + list(st.deltas):
+        kind = {Kind.BASE: "base", Kind.DELTA: "delta", Kind.DELETE_DELTA: "delete_delta"}[c.kind]
+        for f in c.entry.data_files():
+            if f.name.endswith("_flush_length") or "/" in f.name:
+                continue
+            raw = OriginalFile.parse(f.name) is not None   # LOAD DATA file: may lack ACID columns
+            jobs.append((tfs.join(base, c.name, f.name),
+                         {"statistics": False, "dir_kind": kind,
+                          "dir_range": (c.min_write_id, c.max_write_id),
+                          "expect_acid": None if raw else True, "hive_version": hive_version}))
+    for o in st.originals:
+        jobs.append((tfs.join(base, o.rel), {"statistics": False, "dir_kind": None, "expect_acid": False,
+                                             "hive_version": hive_version}))
+    out = []
+    for path, kwargs in jobs:
+        try:
+            res = inspect_file(tfs, path, **{k: v for k, v in kwargs.items() if k in accepted})
+        except AcidctlError as e:
+            out.append(Finding("F00", Severity.ERROR, tfs.display(path), f"cannot read the ORC file: {e}"))
+            continue
+        items = getattr(res, "findings", res) or []
+        # the side file (M06) is already reported by the directory checks
+        out.extend(x for x in items if isinstance(x, Finding) and x.check != "M06")
+    return out
+
+
+# =========================================================================================
+# text rendering
+# =========================================================================================
+
+def _fmt_bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024.0
+    return str(n)
+
+
+def _wid_range(e: dict) -> str:
+    lo, hi = e["min_write_id"], e["max_write_id"]
+    if lo is None:
+        return ""
+    return str(lo) if lo == hi else f"{lo}-{hi}"
+
+
+def render_text(report: dict) -> str:
+    from acidctl.cli.output import table
+
+    lines = [f"acidctl state {report['path']}  (Hive {report['hive_version']} reader rules)"]
+    wl = report["write_ids"]
+    lines.append(f"write ids: {wl['string']}" + ("   [ASSUMED]" if wl["assumed"] else ""))
+    if report["txns"] is not None:
+        lines.append(f"txns:      {report['txns']['string']}" + ("   [ASSUMED]" if report["txns"]["assumed"] else ""))
+    for a in report["assumptions"]:
+        lines.append(f"!! ASSUMED: {a}")
+    for p in report["partitions"]:
+        lines.append("")
+        title = f"partition {p['partition']}" if p["partition"] else "table"
+        lines.append(f"== {title}: {p['path']}")
+        rows = []
+        for e in p["entries"]:
+            rows.append([e["role"], e["name"] + ("/" if e["is_dir"] else ""),
+                         "" if e["read_order"] is None else e["read_order"] + 1, _wid_range(e),
+                         "" if e["statement_id"] is None else e["statement_id"],
+                         "" if e["visibility_txn"] is None else e["visibility_txn"],
+                         "" if e["file_count"] is None else e["file_count"], e["bytes"], e["reason"]])
+        lines.append(table(rows, ["ROLE", "NAME", "READ#", "WRITE IDS", "STMT", "VIS TXN", "FILES", "BYTES", "REASON"]))
+        s, c = p["snapshot"], p["compaction"]
+        t = c["thresholds"]
+        lines.append("")
+        if s["not_enough_history"]:
+            lines.append(f"snapshot:   UNREADABLE: {s['not_enough_history']}")
+        elif s["base"]:
+            lines.append(f"snapshot:   base {s['base']} ({_fmt_bytes(s['base_bytes'])}) + {len(s['read_order'])} delta dir(s)")
+        elif s["original_count"]:
+            lines.append(f"snapshot:   no base; {s['original_count']} original file(s) ({_fmt_bytes(s['original_bytes'])}) "
+                         f"+ {len(s['read_order'])} delta dir(s)")
+        else:
+            lines.append(f"snapshot:   no base; {len(s['read_order'])} delta dir(s)")
+        for err in s["reader_errors"]:
+            lines.append(f"            READERS FAIL: {err}")
+        lines.append(f"deltas:     {s['delta_count']} insert ({_fmt_bytes(s['delta_bytes'])}), "
+                     f"{s['delete_delta_count']} delete ({_fmt_bytes(s['delete_delta_bytes'])})")
+        ratio = "n/a" if c["ratio"] is None else f"{c['ratio']:.3g}"
+        lines.append(f"initiator:  {c['delta_count']} deltas vs threshold {t['hive.compactor.delta.num.threshold']}; "
+                     f"delta/base {ratio} vs {t['hive.compactor.delta.pct.threshold']:g}  (compactor snapshot)")
+        lines.append(f"compaction: {c['type'].upper()}" + (" - " + "; ".join(c["reasons"]) if c["reasons"] else ""))
+    lines.append("")
+    if report["findings"]:
+        rows = [[f["severity"].upper(), f["check"], f["path"], f["message"]] for f in report["findings"]]
+        lines.append(table(rows, ["SEVERITY", "CHECK", "PATH", "MESSAGE"]))
+    else:
+        lines.append("no findings")
+    sm = report["summary"]
+    lines.append(f"summary: {sm['partitions']} partition(s), {sm['errors']} error(s), {sm['warnings']} warning(s), "
+                 f"{sm['info']} info; compaction due: {', '.join(sm['compaction_due']) or 'none'}")
+    return "\n".join(lines)

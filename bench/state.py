@@ -1,0 +1,123 @@
+"""Benchmark ``acidctl state`` on a partition with 10,000 delta directories.
+
+Prints:
+
+* the end-to-end wall time of ``acidctl -o json state DIR --assume-committed`` (a subprocess,
+  interpreter start included) and of the text mode;
+* the number of ``TableFS.ls`` calls one ``state`` run makes (counted in-process by wrapping
+  ``TableFS.ls``): the target is one listing per directory level, i.e. 1 + number of
+  base/delta directories;
+* a baseline measured in the same run: a bare ``os.scandir`` walk of the same tree reading the
+  same marker files, and the ratio of the in-process state run to it.
+
+Usage: ``python bench/state.py [--deltas N] [--keep DIR]``. Target: <= 1 s locally.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def build(table: Path, n: int) -> None:
+    table.mkdir(parents=True)
+    base = table / "base_0000000"
+    base.mkdir()
+    (base / "bucket_00000").write_bytes(b"x" * 1000)
+    (base / "_orc_acid_version").write_bytes(b"2")
+    (base / "_metadata_acid").write_bytes(b'{"thisFileVersion":"0","dataFormat":"compacted"}')
+    for i in range(1, n + 1):
+        d = table / f"delta_{i:07d}_{i:07d}_0000"
+        d.mkdir()
+        (d / "bucket_00000").write_bytes(b"")
+        (d / "_orc_acid_version").write_bytes(b"2")
+
+
+def baseline(table: Path) -> float:
+    t0 = time.perf_counter()
+    for e in os.scandir(table):
+        if e.is_dir():
+            for f in os.scandir(e.path):
+                f.stat()
+                if f.name in ("_orc_acid_version", "_metadata_acid"):
+                    with open(f.path, "rb") as fh:
+                        fh.read()
+    return time.perf_counter() - t0
+
+
+def in_process(table: Path) -> tuple[float, int, dict]:
+    sys.path.insert(0, str(ROOT))
+    from acidctl.cli.state_cmd import build_report
+    from acidctl.fs import TableFS
+
+    calls = []
+    orig = TableFS.ls
+
+    def counting_ls(self, path):
+        calls.append(path)
+        return orig(self, path)
+
+    TableFS.ls = counting_ls
+    try:
+        t0 = time.perf_counter()
+        report = build_report(TableFS(str(table)), write_ids=None, assume_committed=True, txns=None,
+                              hive_version=3)
+        elapsed = time.perf_counter() - t0
+    finally:
+        TableFS.ls = orig
+    return elapsed, len(calls), report
+
+
+def subprocess_run(table: Path, mode: str) -> tuple[float, int]:
+    cmd = [sys.executable, "-m", "acidctl", "-o", mode, "state", str(table), "--assume-committed"]
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t0, r.returncode
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--deltas", type=int, default=10_000)
+    ap.add_argument("--keep", help="build the table here and keep it")
+    ap.add_argument("--repeat", type=int, default=3, help="end-to-end JSON runs (best is reported)")
+    args = ap.parse_args()
+    tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="acidctl-bench-state-"))
+    table = tmp / "t"
+    try:
+        if not table.exists():
+            t0 = time.perf_counter()
+            build(table, args.deltas)
+            print(f"built {args.deltas} delta directories in {time.perf_counter() - t0:.2f} s")
+        dirs = sum(1 for e in os.scandir(table) if e.is_dir())
+        base_s = min(baseline(table) for _ in range(3))
+        proc_s, ls_calls, report = in_process(table)
+        runs = [subprocess_run(table, "json") for _ in range(args.repeat)]
+        json_s, json_rc = min(runs)
+        text_s, text_rc = subprocess_run(table, "text")
+        cpu = os.times()
+        child_cpu = (cpu.children_user + cpu.children_system) / (args.repeat + 1)
+        p = report["partitions"][0]
+        print(f"directories:                 {dirs} (+1 table root)")
+        print(f"TableFS.ls calls:            {ls_calls} (target {dirs + 1}: one per directory level)")
+        print(f"current deltas:              {len(p['snapshot']['read_order'])}; compaction {p['compaction']['type']}")
+        print(f"baseline os.scandir walk:    {base_s:.3f} s")
+        print(f"state in-process:            {proc_s:.3f} s  (ratio to baseline {proc_s / base_s:.1f}x)")
+        print(f"acidctl -o json state (e2e): {json_s:.3f} s best of {args.repeat}  exit {json_rc}"
+              f"  (all: {', '.join(f'{r[0]:.2f}' for r in runs)}; mean CPU per run {child_cpu:.2f} s)")
+        print(f"acidctl state text (e2e):    {text_s:.3f} s  exit {text_rc}")
+        print(f"target <= 1 s end to end:    {'met' if json_s <= 1.0 else 'NOT met'}")
+    finally:
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
