@@ -1,0 +1,182 @@
+"""A small WebHDFS-speaking HTTP server over a local directory, for tests.
+
+No real HDFS can run here, so acidctl's HDFS access (fsspec's ``webhdfs`` implementation,
+used for ``hdfs://`` URLs) is tested against the WebHDFS REST wire protocol as the Hadoop
+documentation specifies it: ``/webhdfs/v1/<path>?op=...`` with JSON ``FileStatus`` /
+``FileStatuses`` bodies, ``RemoteException`` errors, and the NameNode → DataNode 307
+redirects for OPEN, CREATE and APPEND (the "DataNode" is this same server under
+``/datanode/``). Every request is counted per operation so tests can check how many listings
+a command makes.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import shutil
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, quote, unquote, urlparse
+
+
+class WebHDFS:
+    def __init__(self, root: str):
+        self.root = root
+        self.ops: collections.Counter = collections.Counter()
+        handler = type("Handler", (_Handler,), {"server_state": self})
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.port = self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def url(self, path: str = "/") -> str:
+        return f"hdfs://127.0.0.1:{self.port}/{path.lstrip('/')}"
+
+    def local(self, hdfs_path: str) -> str:
+        return os.path.join(self.root, hdfs_path.lstrip("/"))
+
+
+def _status(path: str, suffix: str) -> dict:
+    st = os.stat(path)
+    is_dir = os.path.isdir(path)
+    return {"accessTime": int(st.st_atime * 1000), "blockSize": 134217728, "childrenNum": 0, "fileId": st.st_ino,
+            "group": "supergroup", "length": 0 if is_dir else st.st_size,
+            "modificationTime": int(st.st_mtime * 1000), "owner": "hive", "pathSuffix": suffix,
+            "permission": "755" if is_dir else "644", "replication": 0 if is_dir else 3, "storagePolicy": 0,
+            "type": "DIRECTORY" if is_dir else "FILE"}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_state: WebHDFS
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):  # quiet
+        pass
+
+    # -- helpers --------------------------------------------------------------------------
+    def _parse(self):
+        u = urlparse(self.path)
+        q = {k: v[0] for k, v in parse_qs(u.query).items()}
+        return u.path, q
+
+    def _send(self, code: int, body: bytes = b"", ctype: str = "application/json", headers=None):
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        if body:
+            self.wfile.write(body)
+
+    def _json(self, code: int, obj):
+        self._send(code, json.dumps(obj).encode())
+
+    def _error(self, code: int, exc: str, msg: str):
+        self._json(code, {"RemoteException": {"exception": exc, "javaClassName": f"java.io.{exc}",
+                                              "message": msg}})
+
+    def _body(self) -> bytes:
+        n = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(n) if n else b""
+
+    def _fs_path(self, url_path: str, prefix: str) -> tuple[str, str]:
+        hdfs = unquote(url_path[len(prefix):]) or "/"
+        return hdfs, self.server_state.local(hdfs)
+
+    # -- verbs ------------------------------------------------------------------------------
+    def do_GET(self):
+        path, q = self._parse()
+        if path.startswith("/datanode"):
+            hdfs, local = self._fs_path(path, "/datanode")
+            off, length = int(q.get("offset", 0)), q.get("length")
+            with open(local, "rb") as f:
+                f.seek(off)
+                data = f.read(int(length)) if length is not None else f.read()
+            return self._send(200, data, "application/octet-stream")
+        hdfs, local = self._fs_path(path, "/webhdfs/v1")
+        op = q.get("op", "").upper()
+        self.server_state.ops[op] += 1
+        if not os.path.exists(local):
+            return self._error(404, "FileNotFoundException", f"File does not exist: {hdfs}")
+        if op == "GETFILESTATUS":
+            return self._json(200, {"FileStatus": _status(local, "")})
+        if op == "LISTSTATUS":
+            if not os.path.isdir(local):
+                return self._json(200, {"FileStatuses": {"FileStatus": [_status(local, "")]}})
+            items = [_status(os.path.join(local, n), n) for n in sorted(os.listdir(local))]
+            return self._json(200, {"FileStatuses": {"FileStatus": items}})
+        if op == "OPEN":
+            loc = f"http://127.0.0.1:{self.server_state.port}/datanode{quote(hdfs)}?offset={q.get('offset', 0)}"
+            if "length" in q:
+                loc += f"&length={q['length']}"
+            return self._send(307, b"", headers={"Location": loc})
+        return self._error(400, "IllegalArgumentException", f"unsupported GET op {op}")
+
+    def do_PUT(self):
+        path, q = self._parse()
+        if path.startswith("/datanode"):
+            hdfs, local = self._fs_path(path, "/datanode")
+            os.makedirs(os.path.dirname(local), exist_ok=True)
+            with open(local, "wb") as f:
+                f.write(self._body())
+            return self._send(201, b"", headers={"Location": f"hdfs://{hdfs}"})
+        hdfs, local = self._fs_path(path, "/webhdfs/v1")
+        op = q.get("op", "").upper()
+        self.server_state.ops[op] += 1
+        self._body()
+        if op == "MKDIRS":
+            os.makedirs(local, exist_ok=True)
+            return self._json(200, {"boolean": True})
+        if op == "CREATE":
+            if os.path.exists(local) and q.get("overwrite", "false") != "true":
+                return self._error(403, "FileAlreadyExistsException", f"{hdfs} already exists")
+            loc = f"http://127.0.0.1:{self.server_state.port}/datanode{quote(hdfs)}"
+            return self._send(307, b"", headers={"Location": loc})
+        if op == "RENAME":
+            dst = self.server_state.local(q["destination"])
+            if not os.path.exists(local) or os.path.exists(dst):
+                return self._json(200, {"boolean": False})
+            os.rename(local, dst)
+            return self._json(200, {"boolean": True})
+        return self._error(400, "IllegalArgumentException", f"unsupported PUT op {op}")
+
+    def do_POST(self):
+        path, q = self._parse()
+        if path.startswith("/datanode"):
+            hdfs, local = self._fs_path(path, "/datanode")
+            with open(local, "ab") as f:
+                f.write(self._body())
+            return self._send(200)
+        hdfs, local = self._fs_path(path, "/webhdfs/v1")
+        op = q.get("op", "").upper()
+        self.server_state.ops[op] += 1
+        self._body()
+        if op == "APPEND":
+            if not os.path.exists(local):
+                return self._error(404, "FileNotFoundException", f"File does not exist: {hdfs}")
+            loc = f"http://127.0.0.1:{self.server_state.port}/datanode{quote(hdfs)}"
+            return self._send(307, b"", headers={"Location": loc})
+        return self._error(400, "IllegalArgumentException", f"unsupported POST op {op}")
+
+    def do_DELETE(self):
+        path, q = self._parse()
+        hdfs, local = self._fs_path(path, "/webhdfs/v1")
+        self.server_state.ops["DELETE"] += 1
+        if not os.path.exists(local):
+            return self._json(200, {"boolean": False})
+        if os.path.isdir(local):
+            if q.get("recursive") != "true" and os.listdir(local):
+                return self._error(403, "PathIsNotEmptyDirectoryException", f"{hdfs} is non empty")
+            shutil.rmtree(local)
+        else:
+            os.remove(local)
+        return self._json(200, {"boolean": True})
