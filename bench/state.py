@@ -10,7 +10,10 @@ Prints:
 * a baseline measured in the same run: a bare ``os.scandir`` walk of the same tree reading the
   same marker files, and the ratio of the in-process state run to it.
 
-Usage: ``python bench/state.py [--deltas N] [--keep DIR]``. Target: <= 1 s locally.
+Then the merged-read throughput: bench/dump.py's table (2M rows) with a 5 % delete delta,
+read through acidctl's merge kernel, against pyarrow reading the same files whole.
+
+Usage: ``python bench/state.py [--deltas N] [--merged-rows N] [--keep DIR]``. Target: <= 1 s locally.
 """
 
 from __future__ import annotations
@@ -83,11 +86,63 @@ def subprocess_run(table: Path, mode: str) -> tuple[float, int]:
     return time.perf_counter() - t0, r.returncode
 
 
+def merged_read_bench(tmp: Path, rows: int) -> None:
+    """Merged-read throughput: a delta of ``rows`` rows (bench/dump.py's table) plus a delete
+    delta removing 5 % of them, read through acidctl's merge, against pyarrow reading both
+    files whole (no merge) in the same run."""
+    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(ROOT / "bench"))
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.orc as po
+    from dump import make_table
+
+    from acidctl.acid.acidstate import get_acid_state
+    from acidctl.acid.layout import list_table
+    from acidctl.acid.read import read_partition
+    from acidctl.acid.writeids import WriteIdList
+    from acidctl.fs import TableFS
+    from acidctl.orc.writer import write_acid_file
+
+    table = tmp / "merged"
+    ins, dels = table / "delta_0000001_0000001_0000", table / "delete_delta_0000002_0000002_0000"
+    if not table.exists():
+        ins.mkdir(parents=True)
+        dels.mkdir(parents=True)
+        t = make_table(rows)
+        write_acid_file(TableFS(str(ins)), str(ins / "bucket_00000"), t, stripe_size=8 << 20)
+        victims = np.arange(0, rows, 20, dtype=np.int64)   # 5 %
+        n = len(victims)
+        d = pa.table({"operation": pa.array(np.full(n, 2, np.int32)),
+                      "originalTransaction": pa.array(np.ones(n, np.int64)),
+                      "bucket": pa.array(np.full(n, 536870912, np.int32)),
+                      "rowId": pa.array(victims),
+                      "currentTransaction": pa.array(np.full(n, 2, np.int64)),
+                      "row": pa.nulls(n, t.schema.field("row").type)})
+        write_acid_file(TableFS(str(dels)), str(dels / "bucket_00000"), d)
+    snap = WriteIdList.parse("db.t:2:9223372036854775807::")
+    t0 = time.perf_counter()
+    tfs = TableFS(str(table))
+    out = 0
+    for lst in list_table(tfs):
+        for _, tab in read_partition(tfs, lst, get_acid_state(lst, snap)):
+            out += tab.num_rows
+    ours = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    base_rows = po.ORCFile(str(ins / "bucket_00000")).read().num_rows
+    po.ORCFile(str(dels / "bucket_00000")).read()
+    base = time.perf_counter() - t0
+    print(f"merged read:                 {rows} rows - 5 % deletes -> {out} rows in {ours:.2f} s "
+          f"({rows / ours / 1e6:.2f} M rows/s); pyarrow read-everything baseline {base:.2f} s "
+          f"({base_rows / base / 1e6:.2f} M rows/s); ratio {ours / base:.2f}x the baseline's time")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--deltas", type=int, default=10_000)
     ap.add_argument("--keep", help="build the table here and keep it")
     ap.add_argument("--repeat", type=int, default=3, help="end-to-end JSON runs (best is reported)")
+    ap.add_argument("--merged-rows", type=int, default=2_000_000, help="rows of the merged-read table")
     args = ap.parse_args()
     tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="acidctl-bench-state-"))
     table = tmp / "t"
@@ -114,6 +169,7 @@ def main() -> None:
               f"  (all: {', '.join(f'{r[0]:.2f}' for r in runs)}; mean CPU per run {child_cpu:.2f} s)")
         print(f"acidctl state text (e2e):    {text_s:.3f} s  exit {text_rc}")
         print(f"target <= 1 s end to end:    {'met' if json_s <= 1.0 else 'NOT met'}")
+        merged_read_bench(tmp, args.merged_rows)
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
