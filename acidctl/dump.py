@@ -7,8 +7,6 @@ memory is bounded by one stripe, whatever the file size.
 from __future__ import annotations
 
 import dataclasses
-import posixpath
-import re
 from typing import Iterator
 
 from acidctl.errors import InvalidInputError, NotAcidFile, PathNotFound, UsageError
@@ -43,10 +41,6 @@ def parse_row_id(text: str) -> tuple[int, int, int]:
 
 # -- which files, in which order ----------------------------------------------------------
 
-_DELTA = re.compile(r"^(delete_delta|delta)_(-?\d+)_(-?\d+)(?:_(\d+))?(?:_v(\d+))?$")
-_BASE = re.compile(r"^base_(-?\d+)(?:_v(\d+))?$")
-
-
 def _hidden(name: str) -> bool:
     return name.startswith(("_", ".")) or name.endswith(FLUSH_SUFFIX)
 
@@ -54,14 +48,14 @@ def _hidden(name: str) -> bool:
 def _dir_sort_key(name: str):
     """Reader order: originals first, then bases by write id, then deltas in Hive's order
     (min ASC, max DESC, statement ASC with none first, then name)."""
-    m = _BASE.match(name)
-    if m:
-        return (1, int(m.group(1)), 0, 0, name)
-    m = _DELTA.match(name)
-    if m:
-        stmt = int(m.group(4)) if m.group(4) is not None else -1
-        return (2, int(m.group(2)), -int(m.group(3)), stmt, name)
-    return (0, 0, 0, 0, name)
+    from acidctl.acid.dirname import BaseDir, parse_acid_dir
+
+    d = parse_acid_dir(name)
+    if d is None:
+        return (0, 0, 0, 0, name)
+    if isinstance(d, BaseDir):
+        return (1, d.write_id, 0, 0, name)
+    return (2, d.min_write_id, -d.max_write_id, d.statement_id, name)
 
 
 def list_data_files(tfs: TableFS, root: str) -> list[str]:

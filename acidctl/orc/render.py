@@ -79,6 +79,22 @@ def _valid_utf8(arr: pa.Array) -> bool:
         return False
 
 
+def _may_need_escape(arr: pa.Array) -> bool:
+    """A quick byte scan of the column's data: any control byte, '"', '\\' or 0xE2 (the lead
+    byte of U+2028/U+2029)? Most columns have none, and then the regex pass is skipped."""
+    import numpy as np
+
+    if len(arr) == 0:
+        return False
+    bufs = arr.buffers()
+    if bufs[2] is None:
+        return False
+    offsets = np.frombuffer(bufs[1], dtype=np.int32 if arr.type == pa.string() else np.int64)
+    start, end = int(offsets[arr.offset]), int(offsets[arr.offset + len(arr)])
+    data = np.frombuffer(bufs[2], dtype=np.uint8)[start:end]
+    return bool(((data < 0x20) | (data == 0x22) | (data == 0x5C) | (data == 0xE2)).any())
+
+
 def _s_string(arr, td, *, rtrim_spaces: bool = False):
     """String content with JSON escapes applied, without the surrounding quotes."""
     if not _valid_utf8(arr):
@@ -94,6 +110,8 @@ def _s_string(arr, td, *, rtrim_spaces: bool = False):
         return pa.array(out, pa.string())
     if rtrim_spaces:
         arr = pc.utf8_rtrim(arr, characters=" ")
+    if not _may_need_escape(arr):
+        return arr
     mask = pc.match_substring_regex(arr, _NEEDS_ESCAPE)
     if pc.any(mask).as_py():
         mask = pc.fill_null(mask, False)
