@@ -1,0 +1,36 @@
+"""``acidctl metastore init``: create a Hive-shaped metastore database for demos and tests."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from acidctl.cli.main import app
+
+metastore_app = typer.Typer(name="metastore", help="Create a Hive-shaped metastore database (demos, tests).",
+                            no_args_is_help=True, rich_markup_mode=None)
+app.add_typer(metastore_app, name="metastore")
+
+
+@metastore_app.command("init")
+def init_cmd(
+    ctx: typer.Context,
+    url: Annotated[Optional[str], typer.Argument(metavar="URL", help="SQLAlchemy URL of an empty database (default: the global --metastore / profile).")] = None,
+    hive_version: Annotated[str, typer.Option("--hive-version", metavar="3|4", help="Schema shape to create: 3 (3.1.0) or 4 (4.0.0).")] = "4",
+    warehouse: Annotated[str, typer.Option("--warehouse", metavar="URI", help="Location of the default database.")] = "file:/tmp/acidctl-warehouse",
+):
+    """Create Hive's transaction tables and the metadata tables acidctl reads.
+
+    Refuses (exit 6) a database that already has any of them.
+    """
+    from acidctl.metastore.connection import resolve_url
+    from acidctl.metastore.init import init_metastore
+
+    target = url or resolve_url(ctx.obj.metastore_url, profile=ctx.obj.profile)
+    res = init_metastore(target, hive_version=hive_version, warehouse=warehouse)
+
+    def text(r) -> str:
+        return f"created a Hive {r.schema_version} metastore ({len(r.tables)} tables) in {r.url}"
+
+    ctx.obj.output.emit(res.to_dict(), lambda _d: text(res))

@@ -1,0 +1,227 @@
+"""``acidctl show transactions|locks|compactions|write-ids``: Hive's SHOW commands, read
+directly from the metastore database (no HiveServer2, no Thrift)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from typing import Annotated, Optional
+
+import typer
+
+from acidctl.cli.main import app
+from acidctl.cli.output import table as render_table
+from acidctl.errors import UsageError
+
+show_app = typer.Typer(name="show", help="Show transactions, locks, compactions and write-id snapshots from the metastore.",
+                       no_args_is_help=True, rich_markup_mode=None)
+app.add_typer(show_app, name="show")
+
+NO_VAL = " --- "
+
+HiveVersionOpt = Annotated[Optional[str], typer.Option(
+    "--hive-version", metavar="3|4", help="Override the Hive version detected from the schema.")]
+
+
+def _metastore(ctx: typer.Context) -> str:
+    from acidctl.metastore.connection import resolve_url
+
+    s = ctx.obj
+    return resolve_url(getattr(s, "metastore_url", None), profile=getattr(s, "profile", None))
+
+
+def fmt_ms(v: Optional[int], *, missing: str = "") -> str:
+    """Epoch ms → ``YYYY-MM-DD HH:MM:SS.mmm`` (UTC)."""
+    if v is None:
+        return missing
+    try:
+        t = _dt.datetime.fromtimestamp(int(v) / 1000, tz=_dt.timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return str(v)
+    return t.strftime("%Y-%m-%d %H:%M:%S.") + f"{t.microsecond // 1000:03d}"
+
+
+def _none(v, missing: str) -> str:
+    return missing if v is None or v == "" else str(v)
+
+
+_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$", re.I)
+
+
+def parse_age(text: str) -> int:
+    """``90s``, ``10m``, ``2h``, ``1d``, ``500ms`` or plain seconds → milliseconds."""
+    m = _AGE.match(text or "")
+    if not m:
+        raise UsageError(f"bad age {text!r}: expected e.g. 30s, 10m, 2h, 1d")
+    n, unit = float(m.group(1)), (m.group(2) or "s").lower()
+    return int(n * {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}[unit])
+
+
+def _target(target: Optional[str]) -> tuple[Optional[str], Optional[str], Optional[str]]:
+    """DB, DB.TABLE or DB.TABLE/k=v → (db, table, partition)."""
+    if not target:
+        return None, None, None
+    from acidctl.metastore.tables import normalize_partition
+
+    name, _, part = target.partition("/")
+    name = name.strip().strip("`")
+    if "." in name:
+        db, tbl = name.split(".", 1)
+        return db.strip("`").lower(), tbl.strip("`").lower(), normalize_partition(part) if part else None
+    if part:
+        raise UsageError("a partition needs DB.TABLE")
+    return name.lower(), None, None
+
+
+def _partition(target_part: Optional[str], opt: Optional[str], table: Optional[str]) -> Optional[str]:
+    from acidctl.metastore.tables import normalize_partition
+
+    if opt:
+        if target_part:
+            raise UsageError("give the partition either as DB.TABLE/SPEC or with --partition")
+        if not table:
+            raise UsageError("--partition needs DB.TABLE")
+        return normalize_partition(opt)
+    return target_part
+
+
+# ---------------------------------------------------------------------------------------
+
+@show_app.command("transactions")
+def transactions_cmd(
+    ctx: typer.Context,
+    state: Annotated[Optional[list[str]], typer.Option("--state", help="open or aborted (repeatable).")] = None,
+    user: Annotated[Optional[str], typer.Option("--user", help="Only transactions of this user.")] = None,
+    older_than: Annotated[Optional[str], typer.Option("--older-than", metavar="AGE", help="Only transactions started at least AGE ago (30s, 10m, 2h, 1d), by the database clock.")] = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", min=0, help="At most N rows (lowest ids first).")] = None,
+    hive_version: HiveVersionOpt = None,
+):
+    """SHOW TRANSACTIONS: open and aborted transactions (Hive 4: also young id gaps)."""
+    from acidctl.metastore.queries import show_transactions
+
+    rep = show_transactions(_metastore(ctx), states=state, user=user,
+                            min_age_ms=parse_age(older_than) if older_than else None,
+                            limit=limit, hive_version=hive_version)
+
+    def text(r) -> str:
+        rows = [[t["txnid"], t["state"], fmt_ms(t["startedtime"]), fmt_ms(t["lastheartbeattime"]),
+                 _none(t["user"], ""), _none(t["host"], "")] for t in r.transactions]
+        return render_table(rows, ["Transaction ID", "Transaction State", "Started Time",
+                                   "Last Heartbeat Time", "User", "Hostname"])
+
+    ctx.obj.output.emit(rep.to_dict(), lambda _d: text(rep))
+
+
+@show_app.command("locks")
+def locks_cmd(
+    ctx: typer.Context,
+    target: Annotated[Optional[str], typer.Argument(metavar="[DB[.TABLE]]", help="Only locks on this database or table.")] = None,
+    partition: Annotated[Optional[str], typer.Option("--partition", metavar="SPEC", help="Partition, e.g. ds=2024-01-01/hr=1.")] = None,
+    txn: Annotated[Optional[int], typer.Option("--txn", metavar="ID", help="Only locks of this transaction.")] = None,
+    extended: Annotated[bool, typer.Option("--extended", help="Add heartbeat count and the owning transaction's state and heartbeat.")] = False,
+    hive_version: HiveVersionOpt = None,
+):
+    """SHOW LOCKS: Hive's 13 columns, acquired before waiting."""
+    from acidctl.metastore.queries import show_locks
+
+    db, tbl, tpart = _target(target)
+    part = _partition(tpart, partition, tbl)
+    rep = show_locks(_metastore(ctx), db=db, table=tbl, partition=part, txn_id=txn, extended=extended,
+                     hive_version=hive_version)
+
+    def text(r) -> str:
+        headers = ["Lock ID", "Database", "Table", "Partition", "State", "Blocked By", "Type",
+                   "Transaction ID", "Last Heartbeat", "Acquired At", "User", "Hostname", "Agent Info"]
+        if r.extended:
+            headers += ["Heartbeat Count", "Txn State", "Txn Last Heartbeat"]
+        rows = []
+        for k in r.locks:
+            hb = k["last_heartbeat"]
+            row = [k["lockid"], k["database"], _none(k["table"], "NULL"), _none(k["partition"], "NULL"),
+                   k["lock_state"], k["blocked_by"] or "", k["lock_type"],
+                   _none(k["transaction_id"], "NULL"), fmt_ms(hb) if hb else "0",
+                   fmt_ms(k["acquired_at"], missing="NULL"), k["user"], k["hostname"],
+                   _none(k["agent_info"], "NULL")]
+            if r.extended:
+                row += [_none(k["heartbeat_count"], "NULL"), _none(k.get("txn_state"), "NULL"),
+                        fmt_ms(k.get("txn_last_heartbeat"), missing="NULL")]
+            rows.append(row)
+        return render_table(rows, headers)
+
+    ctx.obj.output.emit(rep.to_dict(), lambda _d: text(rep))
+
+
+@show_app.command("compactions")
+def compactions_cmd(
+    ctx: typer.Context,
+    target: Annotated[Optional[str], typer.Argument(metavar="[DB[.TABLE]]", help="Only compactions of this database or table.")] = None,
+    partition: Annotated[Optional[str], typer.Option("--partition", metavar="SPEC", help="Partition, e.g. ds=2024-01-01/hr=1.")] = None,
+    ctype: Annotated[Optional[list[str]], typer.Option("--type", metavar="TYPE", help="major, minor, rebalance, abort_txn_cleanup (repeatable).")] = None,
+    state: Annotated[Optional[list[str]], typer.Option("--state", metavar="STATE", help="initiated, working, 'ready for cleaning', succeeded, failed, 'did not initiate'/attempted, refused, aborted (repeatable).")] = None,
+    pool: Annotated[Optional[str], typer.Option("--pool", metavar="NAME", help="Compaction pool ('default' = no pool).")] = None,
+    cid: Annotated[Optional[int], typer.Option("--id", metavar="N", help="Only compaction N.")] = None,
+    order_by: Annotated[Optional[str], typer.Option("--order-by", metavar="COLS", help="e.g. 'starttime desc, compactionid' (output column names).")] = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", min=0, help="At most N rows.")] = None,
+    hive_version: HiveVersionOpt = None,
+):
+    """SHOW COMPACTIONS: queue and history together, with Hive 4's filters (on Hive 3 too)."""
+    from acidctl.metastore.queries import show_compactions
+
+    db, tbl, tpart = _target(target)
+    part = _partition(tpart, partition, tbl)
+    rep = show_compactions(_metastore(ctx), db=db, table=tbl, partition=part, types=ctype, states=state,
+                           pool=pool, compaction_id=cid, order_by=order_by, limit=limit,
+                           hive_version=hive_version)
+
+    def text(r) -> str:
+        nv = lambda v: NO_VAL if v is None or v == "" else str(v)  # noqa: E731
+        tv = lambda v: NO_VAL if not v else fmt_ms(v)  # noqa: E731
+        if r.hive_version == 3:
+            headers = ["CompactionId", "Database", "Table", "Partition", "Type", "State", "Worker",
+                       "Start Time", "Duration(ms)", "HadoopJobId"]
+            rows = [[c["compactionid"], c["dbname"], c["tabname"], nv(c["partname"]), c["type"], c["state"],
+                     nv(c["worker"]), tv(c["starttime"]), nv(c["duration"]), nv(c["hadoopjobid"])]
+                    for c in r.compactions]
+        else:
+            headers = ["CompactionId", "Database", "Table", "Partition", "Type", "State", "Worker host",
+                       "Worker", "Enqueue Time", "Start Time", "Duration(ms)", "HadoopJobId",
+                       "Error message", "Initiator host", "Initiator", "Pool name", "TxnId",
+                       "Next TxnId", "Commit Time", "Highest WriteId"]
+            rows = [[c["compactionid"], c["dbname"], c["tabname"], nv(c["partname"]), c["type"], c["state"],
+                     nv(c["workerhost"]), nv(c["workerid"]), tv(c["enqueuetime"]), tv(c["starttime"]),
+                     nv(c["duration"]), nv(c["hadoopjobid"]), nv(c["errormessage"]), nv(c["initiatorhost"]),
+                     nv(c["initiatorid"]), c["poolname"], nv(c["txnid"]), nv(c["nexttxnid"]),
+                     tv(c["committime"]), nv(c["hightestwriteid"])] for c in r.compactions]
+        return render_table(rows, headers)
+
+    ctx.obj.output.emit(rep.to_dict(), lambda _d: text(rep))
+
+
+@show_app.command("write-ids")
+def write_ids_cmd(
+    ctx: typer.Context,
+    table: Annotated[str, typer.Argument(metavar="DB.TABLE", help="The table.")],
+    verbose: Annotated[bool, typer.Option("--verbose", help="One row per open/aborted write id (also with the global -v).")] = False,
+    hive_version: HiveVersionOpt = None,
+):
+    """The table's ValidReaderWriteIdList for a fresh reader, as Hive computes it."""
+    from acidctl.metastore.snapshot import write_id_report
+
+    rep = write_id_report(_metastore(ctx), table, hive_version=hive_version)
+    verbose = verbose or bool(getattr(ctx.obj, "verbose", False))
+
+    def text(r) -> str:
+        lines = [str(r.write_ids)]
+        if verbose:
+            lines.append(f"txns: {r.txn_list}")
+            rows = []
+            for i in r.invalid:
+                info = r.txn_info.get(i.txn_id, {})
+                rows.append([i.write_id, i.txn_id, i.state, _none(info.get("user"), ""),
+                             fmt_ms(info.get("startedtime"))])
+            if rows:
+                lines.append("")
+                lines.append(render_table(rows, ["Write ID", "Transaction ID", "State", "User", "Started Time"]))
+        return "\n".join(lines)
+
+    ctx.obj.output.emit(rep.to_dict(), lambda _d: text(rep))

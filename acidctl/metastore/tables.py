@@ -1,0 +1,216 @@
+"""Table lookup: ``resolve_table(engine_or_url, "db.table[/part=value...]") -> TableInfo``.
+
+Reads DBS, TBLS, SDS, PARTITIONS, PARTITION_KEYS, TABLE_PARAMS and COLUMNS_V2 (quoted
+upper-case on every database, metastore.md §1.1) in one read-only transaction, so that
+``state``, ``dump --merged`` and ``compact`` can accept ``DB.TABLE`` instead of a path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+from acidctl.errors import NotFoundError, TableNotFound, UsageError
+from acidctl.metastore.connection import Metastore, connect
+from acidctl.metastore.snapshot import split_table_name
+
+# Hive's FileUtils.escapePathName character set (partition names in PART_NAME are escaped)
+_ESCAPE = set('"#%\'*/:=?\\\x7f{[]^')
+
+
+def escape_path_name(value: str) -> str:
+    out = []
+    for ch in value:
+        if ord(ch) < 0x20 or ch in _ESCAPE:
+            out.append("%%%02X" % ord(ch))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+_ESCAPED = re.compile(r"%[0-9A-Fa-f]{2}")
+
+
+def normalize_partition(spec: str | None) -> str | None:
+    """``ds=2020-01-01/hr=1``, ``ds='x',hr=1`` or ``ds=x hr=1`` → Hive's PART_NAME form
+    (keys lower-case, values escaped like Hive's ``escapePathName``)."""
+    if spec is None:
+        return None
+    s = spec.strip()
+    if s.upper().startswith("PARTITION"):
+        s = s[len("PARTITION"):].strip()
+    s = s.strip("()")
+    if not s:
+        return None
+    parts = [p.strip() for p in re.split(r"[/,]", s) if p.strip()]
+    out = []
+    for p in parts:
+        if "=" not in p:
+            raise UsageError(f"bad partition spec {spec!r}: expected key=value[/key=value...]")
+        k, v = p.split("=", 1)
+        k, v = k.strip().strip("`").lower(), v.strip()
+        if len(v) >= 2 and v[0] == v[-1] and v[0] in "'\"":
+            v = v[1:-1]
+        if not _ESCAPED.search(v):
+            v = escape_path_name(v)
+        out.append(f"{k}={v}")
+    return "/".join(out)
+
+
+def split_spec(spec: str) -> tuple[str, str, str | None]:
+    """``db.table[/k=v...]`` → (db, table, partition name or None)."""
+    name, _, part = spec.strip().partition("/")
+    db, tbl = split_table_name(name)
+    return db, tbl, normalize_partition(part) if part else None
+
+
+def _truthy(v: str | None) -> bool:
+    return v is not None and v.strip().lower() == "true"
+
+
+@dataclasses.dataclass
+class TableInfo:
+    db: str
+    table: str
+    tbl_id: int
+    table_type: str | None
+    owner: str | None
+    location: str | None                      # the table's location (SDS.LOCATION)
+    input_format: str | None
+    output_format: str | None
+    bucket_count: int                          # SDS.NUM_BUCKETS (-1 = not bucketed)
+    params: dict[str, str]
+    partition_keys: list[tuple[str, str]]      # (name, type) in order
+    columns: list[tuple[str, str]]             # (name, type) in order, from COLUMNS_V2
+    partition: str | None = None               # PART_NAME when a partition was asked for
+    partition_location: str | None = None
+    partitions: list[str] | None = None        # with list_partitions=True
+    hive_version: int | None = None
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.db}.{self.table}"
+
+    @property
+    def path(self) -> str | None:
+        """Where the data of the requested table or partition lives."""
+        return self.partition_location if self.partition else self.location
+
+    @property
+    def transactional(self) -> bool:
+        return _truthy(self.params.get("transactional"))
+
+    @property
+    def transactional_properties(self) -> str | None:
+        return self.params.get("transactional_properties")
+
+    @property
+    def insert_only(self) -> bool:
+        return (self.transactional_properties or "").strip().lower() == "insert_only"
+
+    @property
+    def full_acid(self) -> bool:
+        return self.transactional and not self.insert_only
+
+    @property
+    def no_auto_compaction(self) -> bool:
+        return _truthy(self.params.get("NO_AUTO_COMPACTION")) or _truthy(self.params.get("no_auto_compaction"))
+
+    @property
+    def compactor_thresholds(self) -> dict[str, str]:
+        """``compactorthreshold.*`` table properties (Initiator overrides), as stored."""
+        return {k: v for k, v in self.params.items() if k.startswith("compactorthreshold.")}
+
+    @property
+    def partitioned(self) -> bool:
+        return bool(self.partition_keys)
+
+    def to_dict(self) -> dict:
+        return {
+            "db": self.db, "table": self.table, "full_name": self.full_name, "tbl_id": self.tbl_id,
+            "table_type": self.table_type, "owner": self.owner, "location": self.location,
+            "partition": self.partition, "partition_location": self.partition_location,
+            "path": self.path, "input_format": self.input_format, "output_format": self.output_format,
+            "bucket_count": self.bucket_count, "transactional": self.transactional,
+            "transactional_properties": self.transactional_properties, "insert_only": self.insert_only,
+            "no_auto_compaction": self.no_auto_compaction,
+            "compactor_thresholds": self.compactor_thresholds, "params": dict(self.params),
+            "partition_keys": [{"name": n, "type": t} for n, t in self.partition_keys],
+            "columns": [{"name": n, "type": t} for n, t in self.columns],
+            "partitions": self.partitions, "hive_version": self.hive_version,
+        }
+
+
+def resolve_table(engine_or_url: Any, spec: str, *, partition: str | None = None,
+                  list_partitions: bool = False, hive_version: Any = None) -> TableInfo:
+    """Look up ``db.table`` (optionally ``/k=v/...`` or ``partition="k=v/..."``).
+
+    Raises :class:`TableNotFound` (exit 3) for an unknown database or table and
+    :class:`NotFoundError` for an unknown partition.
+    """
+    import sqlalchemy as sa
+
+    ms: Metastore = connect(engine_or_url, hive_version=hive_version)
+    db, tbl, part = split_spec(spec)
+    if partition:
+        if part:
+            raise UsageError("give the partition either in DB.TABLE/SPEC or with --partition, not both")
+        part = normalize_partition(partition)
+    T = ms.tables
+    dbs, tbls, sds = T.DBS, T.TBLS, T.SDS
+    with ms.read() as conn:
+        q = (sa.select(tbls.TBL_ID, tbls.TBL_TYPE, tbls.OWNER, sds.LOCATION, sds.INPUT_FORMAT,
+                       sds.OUTPUT_FORMAT, sds.NUM_BUCKETS, sds.CD_ID)
+             .select_from(tbls.clause.join(dbs.clause, dbs.DB_ID == tbls.DB_ID)
+                          .outerjoin(sds.clause, sds.SD_ID == tbls.SD_ID))
+             .where(dbs.NAME == db, tbls.TBL_NAME == tbl))
+        row = conn.execute(q).first()
+        if row is None:
+            have_db = conn.execute(sa.select(dbs.DB_ID).where(dbs.NAME == db)).first()
+            if have_db is None:
+                raise TableNotFound(f"database {db} not found in the metastore")
+            raise TableNotFound(f"table {db}.{tbl} not found in the metastore")
+        tbl_id, ttype, owner, location, inf, outf, nb, cd_id = row
+        tp = T.TABLE_PARAMS
+        params = {k: (v if v is not None else "") for k, v in
+                  conn.execute(sa.select(tp.PARAM_KEY, tp.PARAM_VALUE).where(tp.TBL_ID == tbl_id))}
+        pk = T.PARTITION_KEYS
+        pkeys = [(n, t) for n, t in conn.execute(
+            sa.select(pk.PKEY_NAME, pk.PKEY_TYPE).where(pk.TBL_ID == tbl_id).order_by(pk.INTEGER_IDX))]
+        cols: list[tuple[str, str]] = []
+        if cd_id is not None:
+            c2 = T.COLUMNS_V2
+            cols = [(n, t) for n, t in conn.execute(
+                sa.select(c2.COLUMN_NAME, c2.TYPE_NAME).where(c2.CD_ID == cd_id).order_by(c2.INTEGER_IDX))]
+        info = TableInfo(db=db, table=tbl, tbl_id=int(tbl_id), table_type=ttype, owner=owner,
+                         location=location, input_format=inf, output_format=outf,
+                         bucket_count=int(nb) if nb is not None else -1, params=params,
+                         partition_keys=pkeys, columns=cols, hive_version=ms.hive_version)
+        parts = T.PARTITIONS
+        if part:
+            if not pkeys:
+                raise UsageError(f"table {db}.{tbl} is not partitioned")
+            prow = conn.execute(
+                sa.select(parts.PART_NAME, sds.LOCATION)
+                .select_from(parts.clause.outerjoin(sds.clause, sds.SD_ID == parts.SD_ID))
+                .where(parts.TBL_ID == tbl_id, parts.PART_NAME == part)).first()
+            if prow is None:
+                raise NotFoundError(f"partition {part} of {db}.{tbl} not found in the metastore")
+            info.partition, info.partition_location = prow[0], prow[1]
+        if list_partitions and pkeys:
+            info.partitions = [r[0] for r in conn.execute(
+                sa.select(parts.PART_NAME).where(parts.TBL_ID == tbl_id).order_by(parts.PART_NAME))]
+    return info
+
+
+def resolve_with_snapshot(engine_or_url: Any, spec: str, *, partition: str | None = None,
+                          hive_version: Any = None, now_ms: int | None = None):
+    """``(TableInfo, TxnList, WriteIdList)`` for ``db.table[/k=v...]`` — what ``state``,
+    ``dump --merged`` and ``compact`` need to accept ``DB.TABLE``."""
+    from acidctl.metastore.snapshot import table_snapshot
+
+    ms = connect(engine_or_url, hive_version=hive_version)
+    info = resolve_table(ms, spec, partition=partition)
+    txns, wl = table_snapshot(ms, info.full_name, now_ms=now_ms)
+    return info, txns, wl

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Install the PostgreSQL and MariaDB server binaries used by tests/metastore (Debian/Ubuntu).
+#
+# Idempotent: does nothing when both are present; runs `apt-get update` only if something is
+# missing. System services are NOT started: the tests start their own throw-away servers on
+# loopback (tests/metastore/conftest.py). A temporary policy-rc.d (exit 101) keeps dpkg from
+# starting daemons, and RUNLEVEL=1 covers scripts that ignore it.
+set -euo pipefail
+
+have_pg() {
+    compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null && compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null
+}
+have_mariadb() {
+    { command -v mariadbd >/dev/null || [ -x /usr/sbin/mariadbd ] || [ -x /usr/sbin/mysqld ]; } &&
+    { command -v mariadb-install-db >/dev/null || command -v mysql_install_db >/dev/null; }
+}
+
+pkgs=()
+have_pg || pkgs+=(postgresql)
+have_mariadb || pkgs+=(mariadb-server)
+
+if [ ${#pkgs[@]} -eq 0 ]; then
+    echo "install-test-servers: postgresql and mariadb-server already installed"
+    exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+    SUDO="sudo"
+fi
+
+policy=/usr/sbin/policy-rc.d
+created_policy=0
+if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+    $SUDO chmod 755 "$policy"
+    created_policy=1
+fi
+cleanup() { if [ "$created_policy" = 1 ]; then $SUDO rm -f "$policy"; fi; }
+trap cleanup EXIT
+
+echo "install-test-servers: installing ${pkgs[*]}"
+export DEBIAN_FRONTEND=noninteractive RUNLEVEL=1
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+$SUDO env DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 apt-get install -y -qq --no-install-recommends "${pkgs[@]}"
+
+have_pg || { echo "install-test-servers: PostgreSQL binaries still missing" >&2; exit 1; }
+have_mariadb || { echo "install-test-servers: MariaDB binaries still missing" >&2; exit 1; }
+echo "install-test-servers: done"
