@@ -10,11 +10,20 @@ setup:
 setup-test:
 	bash scripts/setup.sh --test
 
-# The main job on the embedded default: a fresh local warehouse, then acidctl on it.
+METASTORE = sqlite:///$(abspath $(DEMO_DIR))/metastore.db
+
+# The main job on the embedded default: a fresh local warehouse recorded in a SQLite
+# metastore, then acidctl on it.
 demo: setup clean-demo
 	$(ACIDCTL) demo $(DEMO_DIR)
 	$(ACIDCTL) dump $(DEMO_DIR)/warehouse/employee
 	$(ACIDCTL) dump --meta $(DEMO_DIR)/warehouse/employee/delta_0000002_0000002_0001/bucket_00000
+	$(ACIDCTL) --metastore $(METASTORE) show transactions
+	$(ACIDCTL) --metastore $(METASTORE) show locks
+	$(ACIDCTL) --metastore $(METASTORE) show compactions
+	$(ACIDCTL) --metastore $(METASTORE) show write-ids default.sales
+	$(ACIDCTL) --metastore $(METASTORE) state default.sales
+	$(ACIDCTL) --metastore $(METASTORE) dump --merged default.employee
 
 clean-demo:
 	rm -rf $(DEMO_DIR)

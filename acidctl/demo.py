@@ -24,6 +24,15 @@ from a non-ACID table:
   amount, statement 1 inserts id 21; write 6 deletes ids 11 and 12.
 
 Write ids are per table, as in Hive. Every directory gets ``_orc_acid_version`` (``2``).
+
+The writes are recorded in a metastore database (by default the embedded SQLite file
+``DIR/metastore.db``, created with ``metastore init``) the way Hive records them: one
+transaction per write (txns 1–3 for employee, 4–9 for sales; txn 7 = sales write 4 aborted),
+TXN_TO_WRITE_ID / NEXT_WRITE_ID, TXN_COMPONENTS, the tables, their properties and partitions.
+Transaction 10 is still open: it is inserting into ``sales`` partition ``ds=2026-01-01`` as
+write 7 (its delta is on disk, invisible to readers) and holds a shared-write lock on that
+partition; the compaction history holds a failed major compaction of ``ds=2025-12-31`` and a
+new request for it in the queue.
 """
 
 from __future__ import annotations
@@ -177,8 +186,10 @@ class _Writer:
             self.tfs.write_bytes(self.tfs.join(d, name), sink.getvalue().to_pybytes())
 
 
-def build_demo(tfs: TableFS, root: str) -> dict[str, Any]:
-    """Create the demo warehouse under ``root`` (which must be empty or absent)."""
+def build_demo(tfs: TableFS, root: str, *, metastore_url: str | None = None,
+               hive_version: int = 3) -> dict[str, Any]:
+    """Create the demo warehouse under ``root`` (which must be empty or absent) and record it
+    in a metastore (default: a new SQLite file ``root/metastore.db`` on local filesystems)."""
     if tfs.exists(root) and tfs.isdir(root) and tfs.ls(root):
         raise RefusedError(f"{tfs.display(root)} is not empty; the demo writes only into a new directory")
     tfs.makedirs(root)
@@ -211,29 +222,90 @@ def build_demo(tfs: TableFS, root: str) -> dict[str, Any]:
                      "000001_0_copy_1": [row(5)]})
     # synthetic row ids: bucket 1 files in path order: 000001_0 (rows 0, 1), _copy_1 (row 2)
     s.delete(1, [(0, bucketcodec.encode(1, 0), 1)], partition=p1)            # id 3
-    sales.writes.append({"write_id": 1, "state": "committed", "statement": f"DELETE id 3 ({p1})"})
+    sales.writes.append({"write_id": 1, "state": "committed", "partition": p1, "statement": f"DELETE id 3 ({p1})"})
     s.insert(2, [row(6), row(7)], partition=p1)
-    sales.writes.append({"write_id": 2, "state": "committed", "statement": f"INSERT ids 6, 7 ({p1})"})
+    sales.writes.append({"write_id": 2, "state": "committed", "partition": p1, "statement": f"INSERT ids 6, 7 ({p1})"})
     _, ids3 = s.insert(3, [row(i) for i in range(10, 20)], partition=p2)
-    sales.writes.append({"write_id": 3, "state": "committed", "statement": f"INSERT ids 10-19 ({p2})"})
+    sales.writes.append({"write_id": 3, "state": "committed", "partition": p2, "statement": f"INSERT ids 10-19 ({p2})"})
     s.insert(4, [row(100), row(101)], partition=p2)
-    sales.writes.append({"write_id": 4, "state": "aborted", "statement": f"INSERT ids 100, 101 ({p2}), txn aborted"})
+    sales.writes.append({"write_id": 4, "state": "aborted", "partition": p2, "statement": f"INSERT ids 100, 101 ({p2}), txn aborted"})
     s.delete(5, [ids3[row(10)]], partition=p2, stmt=0)
     s.insert(5, [(10, "item-010", D("99.99"))], partition=p2, stmt=0)
     s.insert(5, [row(21)], partition=p2, stmt=1)
-    sales.writes.append({"write_id": 5, "state": "committed",
+    sales.writes.append({"write_id": 5, "state": "committed", "partition": p2,
                          "statement": f"UPDATE id 10 (stmt 0); INSERT id 21 (stmt 1) ({p2})"})
     s.delete(6, [ids3[row(11)], ids3[row(12)]], partition=p2)
-    sales.writes.append({"write_id": 6, "state": "committed", "statement": f"DELETE ids 11, 12 ({p2})"})
+    sales.writes.append({"write_id": 6, "state": "committed", "partition": p2, "statement": f"DELETE ids 11, 12 ({p2})"})
+    s.insert(7, [row(200)], partition=p2)   # txn 10, still open: invisible to readers
+    sales.writes.append({"write_id": 7, "state": "open", "partition": p2, "statement": f"INSERT id 200 ({p2}), txn still open"})
     sales.expected[p1] = sorted([row(1), row(2), row(4), row(5), row(6), row(7)])
     sales.expected[p2] = sorted([(10, "item-010", D("99.99"))] + [row(i) for i in (13, 14, 15, 16, 17, 18, 19, 21)])
 
     tables = [employee, sales]
+    if metastore_url is None and tfs.protocol in ("file", "local"):
+        metastore_url = "sqlite:///" + tfs.join(root, "metastore.db")
+    if metastore_url is not None:
+        _record(metastore_url, tfs, warehouse, tables, hive_version)
     return {
+        "metastore": _safe(metastore_url),
+        "hive_version": hive_version,
         "warehouse": tfs.display(warehouse),
         "tables": [t.to_dict() | {"location": tfs.display(tfs.join(warehouse, t.name)),
                                   "write_ids": _write_id_list(t)} for t in tables],
     }
+
+
+def _safe(url: str | None) -> str | None:
+    if url is None:
+        return None
+    from acidctl.metastore.connection import safe_url
+
+    return safe_url(url)
+
+
+def _location(tfs: TableFS, path: str) -> str:
+    # Hive stores local warehouse locations as file:/path
+    return "file:" + path if tfs.protocol in ("file", "local") else tfs.display(path)
+
+
+def _record(url: str, tfs: TableFS, warehouse: str, tables: list[DemoTable], hive_version: int) -> None:
+    """Record the demo's tables, transactions, locks and compactions as Hive would have."""
+    from acidctl.metastore.init import init_metastore
+    from acidctl.metastore.recorder import LockComponent, Recorder
+
+    init_metastore(url, hive_version=hive_version, warehouse=_location(tfs, warehouse))
+    rec = Recorder(url, hive_version=hive_version)
+    ops = {"INSERT": "i", "DELETE": "d", "UPDATE": "u", "MERGE": "u"}
+    for t in tables:
+        loc = tfs.join(warehouse, t.name)
+        params = dict(t.properties)
+        rec.create_table(t.db, t.name, location=_location(tfs, loc),
+                         columns=[(c.name, c.hive_type) for c in t.columns],
+                         partition_keys=[(k, "string") for k in t.partition_keys], params=params,
+                         buckets=t.buckets or -1)
+        for part in sorted(p for p in t.expected if p):
+            rec.add_partition(t.db, t.name, part, location=_location(tfs, tfs.join(loc, part)))
+    open_txn = None
+    for t in tables:
+        for w in t.writes:
+            txn = rec.open_txn(user="hive", host="demo-host", agent_info="acidctl demo")
+            part = w.get("partition")
+            op = ops.get(w["statement"].split()[0], "i")
+            rec.add_write(txn, t.db, t.name, partition=part, operation=op)
+            if w["state"] == "committed":
+                rec.commit_txn(txn)
+            elif w["state"] == "aborted":
+                rec.abort_txn(txn)
+            else:
+                open_txn = (txn, t, part)
+    if open_txn is not None:
+        txn, t, part = open_txn
+        rec.lock(LockComponent(t.db, t.name, part, "shared_write"), txn_id=txn, user="hive",
+                 host="demo-host", agent_info="acidctl demo")
+    cq = rec.enqueue_compaction("default", "sales", partition="ds=2025-12-31", compaction_type="major")
+    rec.mark_working(cq, worker_id="demo-host-1")
+    rec.mark_failed(cq, error_message="demo: worker lost its container")
+    rec.enqueue_compaction("default", "sales", partition="ds=2025-12-31", compaction_type="major")
 
 
 def _write_id_list(t: DemoTable) -> str:
@@ -241,4 +313,5 @@ def _write_id_list(t: DemoTable) -> str:
 
     hwm = max(w["write_id"] for w in t.writes)
     aborted = tuple(w["write_id"] for w in t.writes if w["state"] == "aborted")
-    return str(WriteIdList(table=t.full_name, hwm=hwm, aborted=aborted))
+    open_ids = tuple(w["write_id"] for w in t.writes if w["state"] == "open")
+    return str(WriteIdList(table=t.full_name, hwm=hwm, open=open_ids, aborted=aborted))

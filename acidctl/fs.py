@@ -190,6 +190,10 @@ class _errors:
                 "ConnectionError", "ConnectTimeout", "ReadTimeout", "NewConnectionError",
                 "MaxRetryError", "EndpointConnectionError"):
             raise StorageUnavailable(f"storage unavailable for {self.path}: {ev}") from None
+        if isinstance(ev, NotADirectoryError):
+            from acidctl.errors import NotATable
+
+            raise NotATable(f"not a directory: {self.path}") from None
         if isinstance(ev, PermissionError):
             raise StorageUnavailable(f"permission denied: {self.path}") from None
         return False

@@ -12,7 +12,7 @@ from acidctl.cli.main import app
 @app.command("dump")
 def dump_command(
     ctx: typer.Context,
-    paths: Annotated[list[str], typer.Argument(metavar="FILE|DIR...", help="ORC files, or table/partition directories (walked in reader order).")],
+    paths: Annotated[list[str], typer.Argument(metavar="FILE|DIR...", help="ORC files, or table/partition directories (walked in reader order); with --merged also DB.TABLE[/key=value] from the metastore.")],
     meta: Annotated[bool, typer.Option("--meta", help="Print file metadata (stripes, schema, statistics, user metadata) and run the ACID checks instead of rows.")] = False,
     limit: Annotated[Optional[int], typer.Option("--limit", "-n", min=0, help="Stop after N rows in total.")] = None,
     columns: Annotated[Optional[str], typer.Option("--columns", metavar="COL,...", help="Only these columns of `row` (top-level columns for original files).")] = None,
@@ -25,7 +25,7 @@ def dump_command(
     write_ids: Annotated[Optional[str], typer.Option("--write-ids", metavar="LIST", help="With --merged: the reader's ValidWriteIdList db.table:hwm:minOpen:open,...:aborted,...")] = None,
     assume_committed: Annotated[bool, typer.Option("--assume-committed", help="With --merged: treat every write id named by a directory as committed.")] = False,
     txns: Annotated[Optional[str], typer.Option("--txns", metavar="LIST", help="With --merged and --hive-version 4: the ValidTxnList deciding _vM visibility.")] = None,
-    hive_version: Annotated[int, typer.Option("--hive-version", metavar="3|4", help="With --merged: the reader's rules (default 3).")] = 3,
+    hive_version: Annotated[Optional[int], typer.Option("--hive-version", metavar="3|4", help="With --merged: the reader's rules (default: the metastore's version, else 3).")] = None,
     as_of: Annotated[Optional[int], typer.Option("--as-of", metavar="WRITEID", help="With --merged: read the snapshot as it was after this write id.")] = None,
 ):
     """Print ORC rows as JSON lines, exactly as `hive --orcfiledump -d` / `orc-tools data` do.
@@ -78,33 +78,21 @@ def dump_command(
 
 
 def _merged(settings, paths, *, write_ids, assume_committed, txns, hive_version, as_of, limit):
-    from acidctl.acid.writeids import TxnList, WriteIdList
-    from acidctl.errors import UsageError
     from acidctl.merged import merged_rows
+    from acidctl.target import resolve_target
 
-    if hive_version not in (3, 4):
-        raise UsageError("--hive-version must be 3 or 4")
-    if write_ids and assume_committed:
-        raise UsageError("give either --write-ids or --assume-committed, not both")
-    budget = limit
+    budget = [limit] if limit is not None else None
     for p in paths:
-        tfs = settings.table_fs(p)
-        if not tfs.info(tfs.root).is_dir:
-            raise UsageError(f"--merged reads a table or partition directory, not a file: {p}")
-        if write_ids:
-            snapshot = WriteIdList.parse(write_ids)
-        elif assume_committed:
-            from acidctl.acid.acidstate import max_write_id_in_names
-            from acidctl.acid.layout import list_table
-
-            snapshot = WriteIdList.all_committed(max_write_id_in_names(list_table(tfs, read_markers=False)))
-            settings.output.note("acidctl: note: --assume-committed: every write id in the directory names "
-                                 "is treated as committed")
-        else:
-            raise UsageError("--merged needs a snapshot: --write-ids LIST (Hive's ValidWriteIdList) or "
-                             "--assume-committed")
-        if as_of is not None:
-            snapshot = snapshot.as_of(as_of)
-        tl = TxnList.parse(txns) if txns else (TxnList.all_committed() if hive_version == 4 else None)
-        for chunk in merged_rows(tfs, snapshot, txns=tl, hive_version=hive_version, limit=budget):
+        target = resolve_target(settings, p, write_ids=write_ids, assume_committed=assume_committed, txns=txns,
+                                hive_version=hive_version)
+        for note in target.assumptions:
+            settings.output.warn("ASSUMED: " + note)
+        snapshot = target.write_ids if as_of is None else target.write_ids.as_of(as_of)
+        left = None if budget is None else budget[0]
+        for chunk in merged_rows(target.tfs, snapshot, txns=target.txns, hive_version=target.hive_version,
+                                 limit=left):
             settings.output.write_bytes(bytes(chunk))
+            if budget is not None:
+                budget[0] -= bytes(chunk).count(b"\n")
+        if budget is not None and budget[0] <= 0:
+            return

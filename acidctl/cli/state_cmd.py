@@ -42,39 +42,33 @@ _HV_HELP = ("Reader rules: 3 (Hive 3.1, default; a _v directory is error D02) or
                            "directory checks D01-D11, M01-M08, S01-S14.")
 def state_command(
     ctx: typer.Context,
-    path: Annotated[str, typer.Argument(help="Table or partition directory (local path, file://, hdfs://, s3://, memory://).")],
+    path: Annotated[str, typer.Argument(metavar="PATH|DB.TABLE[/PART]", help="Table or partition directory (local path, file://, hdfs://, s3://, memory://), or DB.TABLE[/key=value] looked up in the metastore (its snapshot too).")],
     write_ids: Annotated[Optional[str], typer.Option("--write-ids", metavar="LIST", help=_WRITE_IDS_HELP)] = None,
     assume_committed: Annotated[bool, typer.Option("--assume-committed", help=_ASSUME_HELP)] = False,
     txns: Annotated[Optional[str], typer.Option("--txns", metavar="LIST", help=_TXNS_HELP)] = None,
-    hive_version: Annotated[int, typer.Option("--hive-version", metavar="3|4", help=_HV_HELP)] = 3,
+    hive_version: Annotated[Optional[int], typer.Option("--hive-version", metavar="3|4", help=_HV_HELP)] = None,
     deep: Annotated[bool, typer.Option("--deep", help="Also open ORC footers of the files read (checks F01-F15).")] = False,
+    partition: Annotated[Optional[str], typer.Option("--partition", metavar="K=V[/K=V]", help="Only this partition.")] = None,
     tblproperty: Annotated[Optional[list[str]], typer.Option("--tblproperty", metavar="KEY=VALUE",
                                                              help="Table property, repeatable (e.g. compactorthreshold.hive.compactor.delta.num.threshold=20, transactional_properties=insert_only, no_auto_compaction=true).")] = None,
     grace_hours: Annotated[float, typer.Option("--grace-hours", help="Age after which hidden leftovers (D07) are warnings.")] = 24.0,
 ):
-    from acidctl.errors import UsageError, ValidationFailed
-    from acidctl.findings import has_errors
+    from acidctl.errors import ValidationFailed
+    from acidctl.target import resolve_target
 
     settings = ctx.obj
-    if hive_version not in (3, 4):
-        raise UsageError(f"--hive-version must be 3 or 4, not {hive_version}")
-    if write_ids and assume_committed:
-        raise UsageError("give either --write-ids or --assume-committed, not both")
-    if not write_ids and not assume_committed:
-        if settings.metastore_url:
-            raise UsageError("state cannot read the write-id list from the metastore yet",
-                             hint="pass --write-ids db.table:hwm:minOpen:open:aborted (e.g. from "
-                                  "`acidctl show transactions`) or --assume-committed")
-        raise UsageError("state needs the reader's snapshot: pass --write-ids db.table:hwm:minOpenWriteId:open:aborted, "
-                         "or --assume-committed to treat every write id in the directory names as committed",
-                         hint="or configure a metastore with --metastore URL")
+    target = resolve_target(settings, path, write_ids=write_ids, assume_committed=assume_committed, txns=txns,
+                            hive_version=hive_version, partition=partition)
     inspect_file = _deep_hook() if deep else None
-
-    props = _parse_props(tblproperty)
-    tfs = settings.table_fs(path)
-    report = build_report(tfs, write_ids=write_ids, assume_committed=assume_committed, txns=txns,
-                          hive_version=hive_version, table_properties=props,
+    props = {**target.properties, **_parse_props(tblproperty)}
+    report = build_report(target.tfs, write_ids=None if assume_committed else str(target.write_ids),
+                          assume_committed=assume_committed,
+                          txns=str(target.txns) if target.txns is not None and (
+                              txns or (target.source == "metastore" and target.hive_version == 4)) else None,
+                          hive_version=target.hive_version, table_properties=props,
                           grace_seconds=grace_hours * 3600.0, inspect_file=inspect_file)
+    report["table"] = target.table.full_name if target.table else None
+    report["snapshot_source"] = target.source
     for note in report["assumptions"]:
         settings.output.warn("ASSUMED: " + note)
     settings.output.emit(report, render_text)
@@ -129,22 +123,13 @@ def build_report(tfs, *, write_ids: str | None, assume_committed: bool, txns: st
     from acidctl.acid.initiator import NO_AUTO_COMPACTION, Thresholds, compactor_state, recommend
     from acidctl.acid.layout import list_table
     from acidctl.acid.writeids import TxnList, WriteIdList
-    from acidctl.errors import NotATable
     from acidctl.findings import Finding, Severity
 
     now = time.time() if now is None else now
     props = table_properties or {}
-    root_info = tfs.info(tfs.root)
-    if not root_info.is_dir:
-        raise NotATable(f"{tfs.display(tfs.root)} is a file, not a table or partition directory",
-                        hint="use `acidctl dump` for files")
-    import posixpath
+    from acidctl.target import check_table_dir
 
-    from acidctl.acid.dirname import parse_acid_dir
-
-    if parse_acid_dir(posixpath.basename(tfs.root.rstrip("/"))) is not None:
-        raise NotATable(f"{tfs.display(tfs.root)} is a base/delta directory, not a table or partition",
-                        hint="pass the directory that contains it")
+    check_table_dir(tfs)
     listings = list_table(tfs)
 
     assumptions: list[str] = []

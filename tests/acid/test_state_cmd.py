@@ -71,7 +71,9 @@ def test_text_worked_example(example, capsys):
 def test_json_worked_example(example, capsys):
     code, doc, err = run_json(["state", str(example), "--write-ids", "db.t:14:12:12:13"], capsys)
     assert code == 0, err
-    assert set(doc) == {"path", "hive_version", "write_ids", "txns", "assumptions", "partitions", "findings", "summary"}
+    assert set(doc) == {"path", "hive_version", "write_ids", "txns", "assumptions", "partitions", "findings", "summary",
+                        "table", "snapshot_source"}
+    assert doc["table"] is None and doc["snapshot_source"] == "--write-ids"
     assert doc["hive_version"] == 3 and doc["write_ids"]["string"] == "db.t:14:12:12:13"
     assert doc["write_ids"]["assumed"] is False and doc["assumptions"] == []
     [p] = doc["partitions"]

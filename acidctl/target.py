@@ -1,0 +1,146 @@
+"""What a table command operates on: a directory, a snapshot, and where both came from.
+
+``state``, ``dump --merged``, ``compact`` and ``clean`` accept either a path (any fsspec URL)
+or ``DB.TABLE[/key=value...]``. A table name is looked up in the metastore (location, table
+properties) and its snapshot is computed there the way Hive computes it; ``--write-ids`` /
+``--txns`` override the snapshot, ``--assume-committed`` replaces it for offline inspection and
+is always reported as an assumption.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from typing import Any
+
+from acidctl.acid.writeids import TxnList, WriteIdList
+from acidctl.errors import UsageError
+from acidctl.fs import TableFS
+
+_TABLE_NAME = re.compile(r"^[A-Za-z0-9_]+\.[A-Za-z0-9_]+(/.+)?$")
+
+
+@dataclasses.dataclass
+class Target:
+    tfs: TableFS
+    write_ids: WriteIdList
+    txns: TxnList | None
+    hive_version: int
+    source: str                               # metastore | --write-ids | --assume-committed
+    table: Any = None                         # metastore TableInfo when looked up
+    properties: dict[str, str] = dataclasses.field(default_factory=dict)
+    assumptions: list[str] = dataclasses.field(default_factory=list)
+    metastore: Any = None                     # the connected Metastore, when used
+
+    @property
+    def display(self) -> str:
+        return self.tfs.display(self.tfs.root)
+
+    def to_dict(self) -> dict:
+        return {"path": self.display, "table": self.table.full_name if self.table else None,
+                "partition": getattr(self.table, "partition", None), "snapshot_source": self.source,
+                "write_ids": str(self.write_ids), "txns": str(self.txns) if self.txns else None,
+                "hive_version": self.hive_version, "assumptions": self.assumptions}
+
+
+def is_table_name(spec: str) -> bool:
+    """``db.table[/k=v]`` that is not an existing local path and has no URL scheme."""
+    return bool(_TABLE_NAME.match(spec)) and "://" not in spec and not os.path.exists(spec)
+
+
+def location_url(location: str) -> str:
+    """SDS.LOCATION as an fsspec URL (Hive writes ``file:/path`` for local warehouses)."""
+    if location.startswith("file:") and not location.startswith("file://"):
+        return "file://" + "/" + location[len("file:"):].lstrip("/")
+    return location
+
+
+def check_table_dir(tfs: TableFS) -> None:
+    """The root must be a table or partition directory (not a file, not a base/delta)."""
+    import posixpath
+
+    from acidctl.acid.dirname import parse_acid_dir
+    from acidctl.errors import NotATable
+
+    if not tfs.info(tfs.root).is_dir:
+        raise NotATable(f"{tfs.display(tfs.root)} is a file, not a table or partition directory",
+                        hint="use `acidctl dump` for files")
+    if parse_acid_dir(posixpath.basename(tfs.root.rstrip("/"))) is not None:
+        raise NotATable(f"{tfs.display(tfs.root)} is a base/delta directory, not a table or partition",
+                        hint="pass the directory that contains it")
+
+
+def _metastore_url(settings) -> str | None:
+    from acidctl.metastore.connection import resolve_url
+
+    try:
+        return resolve_url(settings.metastore_url, profile=settings.profile)
+    except UsageError:
+        return None
+
+
+def resolve_target(settings, spec: str, *, write_ids: str | None = None, assume_committed: bool = False,
+                   txns: str | None = None, hive_version: int | None = None,
+                   partition: str | None = None) -> Target:
+    """Resolve ``spec`` and the snapshot options into a :class:`Target`."""
+    from acidctl.acid.layout import list_table
+
+    if write_ids and assume_committed:
+        raise UsageError("give either --write-ids or --assume-committed, not both")
+    if hive_version not in (None, 3, 4):
+        raise UsageError("--hive-version must be 3 or 4")
+    table = ms = None
+    source = None
+    wl = tl = None
+    props: dict[str, str] = {}
+    assumptions: list[str] = []
+    if is_table_name(spec):
+        url = _metastore_url(settings)
+        if url is None:
+            raise UsageError(f"{spec!r} looks like DB.TABLE but no metastore is configured",
+                             hint="use --metastore URL (or ACIDCTL_METASTORE_URL), or give the table's path")
+        from acidctl.metastore.connection import connect
+        from acidctl.metastore.snapshot import table_snapshot
+        from acidctl.metastore.tables import resolve_table
+
+        ms = connect(url, hive_version=hive_version)
+        table = resolve_table(ms, spec, partition=partition)
+        if not table.path:
+            raise UsageError(f"{table.full_name} has no location in the metastore")
+        tfs = settings.table_fs(location_url(table.path))
+        props = {k: v for k, v in (table.params or {}).items()}
+        hive_version = hive_version or ms.hive_version
+        if not (write_ids or assume_committed):
+            tl, wl = table_snapshot(ms, table.full_name)
+            source = "metastore"
+    else:
+        if partition:
+            spec = spec.rstrip("/") + "/" + partition.strip("/")
+        tfs = settings.table_fs(spec)
+    check_table_dir(tfs)
+    hive_version = hive_version or 3
+    if write_ids:
+        wl = WriteIdList.parse(write_ids)
+        source = "--write-ids"
+    elif assume_committed:
+        from acidctl.acid.acidstate import max_write_id_in_names
+
+        hwm = max_write_id_in_names(list_table(tfs, read_markers=False))
+        wl = WriteIdList.all_committed(hwm)
+        source = "--assume-committed"
+        assumptions.append(f"every write id named by a directory (1..{hwm}) is committed; no open or aborted "
+                           "write ids (--assume-committed)")
+    elif wl is None:
+        hint = ("give --write-ids LIST (Hive's ValidWriteIdList, e.g. db.t:14:9223372036854775807::) or "
+                "--assume-committed")
+        if _metastore_url(settings) is not None:
+            hint += ", or name the table as DB.TABLE to read its snapshot from the metastore"
+        raise UsageError("no snapshot for a path", hint=hint)
+    if txns:
+        tl = TxnList.parse(txns)
+    elif tl is None and hive_version == 4:
+        tl = TxnList.all_committed()
+        assumptions.append("no --txns given: every _vM visibility txn is treated as committed")
+    return Target(tfs=tfs, write_ids=wl, txns=tl, hive_version=hive_version, source=source, table=table,
+                  properties=props, assumptions=assumptions, metastore=ms)

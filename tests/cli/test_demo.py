@@ -1,0 +1,100 @@
+"""The demo warehouse: files laid out as Hive writes them, and its metastore records."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+@pytest.fixture
+def demo(cli, tmp_path, monkeypatch):
+    r = cli("-o", "json", "demo", tmp_path / "demo")
+    assert r.code == 0, r
+    doc = json.loads(r.stdout)
+    monkeypatch.setenv("ACIDCTL_METASTORE_URL", f"sqlite:///{tmp_path / 'demo' / 'metastore.db'}")
+    return tmp_path / "demo", doc
+
+
+def test_demo_refuses_a_non_empty_directory(cli, tmp_path):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "keep.txt").write_text("mine")
+    r = cli("demo", tmp_path / "d")
+    assert r.code == 6 and "not empty" in r.stderr
+    assert (tmp_path / "d" / "keep.txt").read_text() == "mine"
+
+
+def test_demo_layout_is_what_hive_writes(demo):
+    root, _ = demo
+    emp = sorted(p.name for p in (root / "warehouse" / "employee").iterdir())
+    assert emp == ["delete_delta_0000002_0000002_0001", "delete_delta_0000003_0000003_0000",
+                   "delta_0000001_0000001_0000", "delta_0000002_0000002_0000", "delta_0000002_0000002_0001"]
+    for d in (root / "warehouse" / "employee").iterdir():
+        assert (d / "_orc_acid_version").read_bytes() == b"2"
+    p2 = root / "warehouse" / "sales" / "ds=2026-01-01"
+    # statement 1 of write 5 inserted id 21 (odd: bucket 1) with bucket property encode(1, 1)
+    assert sorted(x.name for x in (p2 / "delta_0000005_0000005_0001").iterdir()) == ["_orc_acid_version", "bucket_00001"]
+    # write 6 deleted ids 11 (bucket 1) and 12 (bucket 0): one delete file per target bucket
+    assert sorted(x.name for x in (p2 / "delete_delta_0000006_0000006_0000").iterdir()) == [
+        "_orc_acid_version", "bucket_00000", "bucket_00001"]
+
+
+def test_demo_files_pass_every_meta_check(cli, demo):
+    root, _ = demo
+    r = cli("-o", "json", "dump", "--meta", root / "warehouse")
+    assert r.code == 0, r
+    assert json.loads(r.stdout)["summary"]["errors"] == 0
+
+
+def test_demo_bucket_properties_and_row_ids(cli, demo):
+    root, _ = demo
+    r = cli("-o", "json", "dump", "--decode-bucket",
+            root / "warehouse" / "sales" / "ds=2026-01-01" / "delta_0000005_0000005_0001")
+    [row] = [json.loads(x) for x in r.stdout.splitlines()]
+    assert row["bucket"] == (1 << 29) | (1 << 16) | 1 and row["rowId"] == 0
+    assert row["bucketDecoded"] == {"version": 1, "bucketId": 1, "statementId": 1}
+    r = cli("-o", "json", "dump", root / "warehouse" / "employee" / "delete_delta_0000002_0000002_0001")
+    [ev] = [json.loads(x) for x in r.stdout.splitlines()]
+    # the MERGE's update clause deletes Tom's original row (1, 536870912, 1)
+    assert (ev["operation"], ev["originalTransaction"], ev["bucket"], ev["rowId"], ev["currentTransaction"],
+            ev["row"]) == (2, 1, 536870912, 1, 2, None)
+
+
+def test_demo_metastore_snapshot(cli, demo):
+    # write 4 aborted, write 7 open (txn 10): hwm 7, minOpen 7, open 7, aborted 4
+    r = cli("show", "write-ids", "default.sales")
+    assert r.code == 0, r
+    assert r.stdout.strip() == "default.sales:7:7:7:4"
+    assert cli("show", "write-ids", "default.employee").stdout.strip() == \
+        "default.employee:3:9223372036854775807::"
+
+
+def test_demo_transactions_locks_and_compactions(cli, demo):
+    txns = json.loads(cli("-o", "json", "show", "transactions").stdout)
+    rows = txns["transactions"] if isinstance(txns, dict) else txns
+    states = {t["txnid"]: t["state"] for t in rows}
+    assert states == {7: "ABORTED", 10: "OPEN"}   # Hive 3 removes committed txns
+    locks = json.loads(cli("-o", "json", "show", "locks").stdout)
+    lrows = locks["locks"] if isinstance(locks, dict) else locks
+    assert [(x["table"], x["partition"], x["transaction_id"], x["lock_type"], x["lock_state"]) for x in lrows] == [
+        ("sales", "ds=2026-01-01", 10, "SHARED_WRITE", "ACQUIRED")]
+    comps = json.loads(cli("-o", "json", "show", "compactions").stdout)
+    crows = comps["compactions"] if isinstance(comps, dict) else comps
+    assert sorted((c["partname"], c["type"], c["state"]) for c in crows) == [
+        ("ds=2025-12-31", "MAJOR", "failed"), ("ds=2025-12-31", "MAJOR", "initiated")]
+
+
+def test_demo_state_and_merged_read_through_the_metastore(cli, demo):
+    r = cli("-o", "json", "state", "default.sales")
+    assert r.code == 0, r
+    doc = json.loads(r.stdout)
+    assert doc["snapshot_source"] == "metastore" and doc["table"] == "default.sales"
+    roles = {(p["partition"], e["name"]): e["role"] for p in doc["partitions"] for e in p["entries"]}
+    assert roles[("ds=2026-01-01", "delta_0000004_0000004_0000")] == "aborted"
+    assert roles[("ds=2026-01-01", "delta_0000007_0000007_0000")] == "not visible yet"
+    assert roles[("ds=2025-12-31", "000001_0_copy_1")] == "original"
+    rows = [json.loads(x) for x in cli("-o", "json", "dump", "--merged", "default.sales").stdout.splitlines()]
+    assert sorted((r["ds"], r["id"]) for r in rows) == sorted(
+        [("2025-12-31", i) for i in (1, 2, 4, 5, 6, 7)] + [("2026-01-01", i) for i in (10, 13, 14, 15, 16, 17, 18, 19, 21)])
+    emp = [json.loads(x) for x in cli("-o", "json", "dump", "--merged", "default.employee").stdout.splitlines()]
+    assert sorted((r["name"], r["salary"]) for r in emp) == [("Jerry", 5000), ("Mary", 9000), ("Tom", 7000)]
