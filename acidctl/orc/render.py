@@ -274,7 +274,17 @@ def _parts(arr: pa.Array, td) -> list:
         content = getattr(_RENDERERS.get(kind), "content", None)
         if content is not None:
             return ['"', content(arr, td), '"']
+        if kind in _INTEGER_KINDS and len(arr) > 1:
+            # constant columns (an insert delta's operation, originalTransaction, bucket and
+            # currentTransaction) become one literal instead of a cast + a join part per row
+            mm = pc.min_max(arr)
+            lo, hi = mm["min"].as_py(), mm["max"].as_py()
+            if lo == hi:
+                return [str(lo)]
     return [_filled(render_column(arr, td))]
+
+
+_INTEGER_KINDS = frozenset({"BYTE", "SHORT", "INT", "LONG"})
 
 
 def _merge_literals(parts: list) -> list:
