@@ -10,20 +10,18 @@ the name, statement)``, row ids counted across the bucket's files in full-path o
 from __future__ import annotations
 
 import dataclasses
-import re
 from typing import Iterator
 
 import pyarrow as pa
 
 from acidctl.acid import merge
 from acidctl.acid.acidstate import AcidState, DirListing, Kind
+from acidctl.acid.dirname import BucketFile, OriginalFile
 from acidctl.acid.writeids import WriteIdList
 from acidctl.fs import TableFS
 from acidctl.orc import bucketcodec
 from acidctl.orc.reader import OrcFile
 
-_BUCKET = re.compile(r"^bucket_(\d+)(?:_\d+)?$")
-_ORIGINAL = re.compile(r"^(\d+)_\d+(?:_copy_\d+)?$")
 
 
 @dataclasses.dataclass
@@ -54,8 +52,8 @@ def plan_sources(tfs: TableFS, listing: DirListing, state: AcidState) -> tuple[l
     raw_rows: dict[int, int] = {}
 
     def add_raw(path: str, name: str, write_id: int, stmt: int):
-        m = _ORIGINAL.match(name.rsplit("/", 1)[-1])
-        bucket = int(m.group(1)) if m else 0
+        m = OriginalFile.parse(name.rsplit("/", 1)[-1])
+        bucket = m.bucket if m else 0
         first = raw_rows.get(bucket, 0)
         with OrcFile(tfs, path) as f:
             raw_rows[bucket] = first + f.rows
@@ -71,10 +69,10 @@ def plan_sources(tfs: TableFS, listing: DirListing, state: AcidState) -> tuple[l
         bdir = _join(base_path, state.base.name)
         wid = state.base.max_write_id or 0
         for name in files:
-            m = _BUCKET.match(name.rsplit("/", 1)[-1])
+            m = BucketFile.parse(name.rsplit("/", 1)[-1])
             path = _join(bdir, name)
             if m:
-                inserts.append(Source(path, int(m.group(1))))
+                inserts.append(Source(path, m.bucket))
             else:
                 add_raw(path, name, wid, 0)   # LOAD DATA into a base / conversion base
     else:
@@ -84,13 +82,13 @@ def plan_sources(tfs: TableFS, listing: DirListing, state: AcidState) -> tuple[l
         ddir = _join(base_path, d.name)
         for f in sorted(d.entry.data_files(), key=lambda f: f.name):
             leaf = f.name.rsplit("/", 1)[-1]
-            m = _BUCKET.match(leaf)
+            m = BucketFile.parse(leaf)
             if d.kind is Kind.DELETE_DELTA:
                 if m:
-                    deletes.append(Source(_join(ddir, f.name), int(m.group(1))))
+                    deletes.append(Source(_join(ddir, f.name), m.bucket))
             elif m:
-                inserts.append(Source(_join(ddir, f.name), int(m.group(1))))
-            elif _ORIGINAL.match(leaf):   # LOAD DATA into a delta: raw files with write id N
+                inserts.append(Source(_join(ddir, f.name), m.bucket))
+            elif OriginalFile.parse(leaf):   # LOAD DATA into a delta: raw files with write id N
                 add_raw(_join(ddir, f.name), f.name, d.min_write_id or 0, max(d.statement_id or 0, 0))
     return inserts, deletes
 

@@ -22,8 +22,6 @@ KEY_INDEX = "hive.acid.key.index"
 ACID_STATS = "hive.acid.stats"
 ACID_VERSION = "hive.acid.version"
 
-_BUCKET_FILE = re.compile(r"^bucket_(\d+)(?:_\d+)?$")
-_ORIGINAL_FILE = re.compile(r"^(\d+)_\d+(?:_copy_\d+)?$")
 
 
 @dataclasses.dataclass
@@ -77,11 +75,6 @@ def parse_key_index(text: str) -> list[tuple[int, int, int]]:
 def parse_acid_stats(text: str) -> dict[str, int]:
     ins, upd, dele = (int(x) for x in text.split(","))
     return {"inserts": ins, "updates": upd, "deletes": dele}
-
-
-def bucket_number_from_name(name: str) -> int | None:
-    m = _BUCKET_FILE.match(name) or _ORIGINAL_FILE.match(name)
-    return int(m.group(1)) if m else None
 
 
 def _decode(meta: dict[str, bytes]) -> dict[str, str]:
@@ -190,8 +183,10 @@ def _check_events(orc: OrcFile, stripes, report: FileReport, add, *, name, dir_k
     key_cols = top[:5]
     first_leaf = next(iter(row_td.fields), None)
     cols = key_cols + ([f"{top[5]}.{first_leaf}"] if first_leaf else [top[5]])
-    m = _BUCKET_FILE.match(name)   # only bucket_N names promise a bucket id (§4.2)
-    file_bucket = int(m.group(1)) if m else None
+    from acidctl.acid.dirname import BucketFile
+
+    bf = BucketFile.parse(name)   # only bucket_N names promise a bucket id (§4.2)
+    file_bucket = bf.bucket if bf else None
     counts = {"inserts": 0, "updates": 0, "deletes": 0}
     prev = None
     unsorted_at = None
