@@ -34,8 +34,10 @@ def _partition_values(partition: str | None) -> list[tuple[str, str]]:
 
 
 def merged_rows(tfs: TableFS, snapshot: WriteIdList, *, txns: TxnList | None = None, hive_version: int = 3,
-                limit: int | None = None, stats: MergedStats | None = None) -> Iterator[bytes]:
-    """JSON lines (bytes chunks) of the merged snapshot of every partition under ``tfs.root``."""
+                limit: int | None = None, stats: MergedStats | None = None,
+                partition: str | None = None) -> Iterator[bytes]:
+    """JSON lines (bytes chunks) of the merged snapshot of every partition under ``tfs.root``.
+    ``partition`` names the partition when ``tfs.root`` is itself one (``k=v/k2=v2``)."""
     import pyarrow as pa
     import pyorc
 
@@ -71,7 +73,7 @@ def merged_rows(tfs: TableFS, snapshot: WriteIdList, *, txns: TxnList | None = N
              events.column("rowId").combine_chunks()], ["writeid", "bucketid", "rowid"])
         cols = [rowid] + [row.field(i) for i in range(row.type.num_fields)]
         fields = [("row__id", rowid_td)] + [(n, t) for n, t in td.fields.items()][:row.type.num_fields]
-        pvals = _partition_values(listing.partition)
+        pvals = _partition_values("/".join(p for p in (partition, listing.partition) if p))
         for k, v in pvals:
             cols.append(pa.array([v] * events.num_rows, pa.string()))
             fields.append((k, pyorc.String()))

@@ -89,8 +89,9 @@ def _merged(settings, paths, *, write_ids, assume_committed, txns, hive_version,
             settings.output.warn("ASSUMED: " + note)
         snapshot = target.write_ids if as_of is None else target.write_ids.as_of(as_of)
         left = None if budget is None else budget[0]
+        partition = getattr(target.table, "partition", None)
         for chunk in merged_rows(target.tfs, snapshot, txns=target.txns, hive_version=target.hive_version,
-                                 limit=left):
+                                 limit=left, partition=partition):
             settings.output.write_bytes(bytes(chunk))
             if budget is not None:
                 budget[0] -= bytes(chunk).count(b"\n")

@@ -98,3 +98,9 @@ def test_demo_state_and_merged_read_through_the_metastore(cli, demo):
         [("2025-12-31", i) for i in (1, 2, 4, 5, 6, 7)] + [("2026-01-01", i) for i in (10, 13, 14, 15, 16, 17, 18, 19, 21)])
     emp = [json.loads(x) for x in cli("-o", "json", "dump", "--merged", "default.employee").stdout.splitlines()]
     assert sorted((r["name"], r["salary"]) for r in emp) == [("Jerry", 5000), ("Mary", 9000), ("Tom", 7000)]
+
+
+def test_merged_read_of_one_partition_keeps_its_partition_column(cli, demo):
+    rows = [json.loads(x) for x in cli("-o", "json", "dump", "--merged", "default.sales/ds=2025-12-31").stdout.splitlines()]
+    assert sorted(r["id"] for r in rows) == [1, 2, 4, 5, 6, 7]
+    assert {r["ds"] for r in rows} == {"2025-12-31"}
