@@ -39,6 +39,8 @@ COMMAND_MODULES = (
     "acidctl.cli.state_cmd",
     "acidctl.cli.show_cmd",
     "acidctl.cli.metastore_cmd",
+    "acidctl.cli.compact_cmd",
+    "acidctl.cli.clean_cmd",
 )
 
 

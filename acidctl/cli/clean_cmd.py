@@ -1,0 +1,72 @@
+"""``acidctl clean TABLE``: what Hive's Cleaner would remove, plus acidctl's own leftovers.
+
+Dry run by default: prints every candidate with the reason and what would happen to it;
+``--execute`` deletes (and finishes publications a crash interrupted). ``--min-age`` keeps
+anything obsolete for less than that long (default 1h, like Hive's retention).
+
+JSON document: ``path``, ``hive_version``, ``write_ids``, ``min_age_seconds``, ``executed``,
+``items`` (partition, path, kind [base|delta|delete_delta|original|staging|stale-lock|
+interrupted-publish], reason, age_seconds, bytes, is_dir, action [delete|complete|keep (younger
+than --min-age)]), ``deleted``/``completed`` (with --execute), ``notes``, ``summary``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from acidctl.cli.main import app
+
+
+@app.command("clean", help="Remove obsolete and covered aborted directories (as Hive's Cleaner does) and acidctl's "
+                           "leftovers (.acidctl-staging-*, stale lock). Dry run unless --execute.")
+def clean_command(
+    ctx: typer.Context,
+    table: Annotated[str, typer.Argument(metavar="PATH|DB.TABLE", help="Table or partition directory, or DB.TABLE looked up in the metastore.")],
+    execute: Annotated[bool, typer.Option("--execute", help="Delete (default: only print the plan).")] = False,
+    min_age: Annotated[str, typer.Option("--min-age", metavar="AGE", help="Keep anything obsolete for less than AGE (0, 30s, 10m, 1h, 2d).")] = "1h",
+    write_ids: Annotated[Optional[str], typer.Option("--write-ids", metavar="LIST", help="The reader's ValidWriteIdList; nothing it (or the compactor list) reads is removed.")] = None,
+    assume_committed: Annotated[bool, typer.Option("--assume-committed", help="Treat every write id named by a directory as committed (offline use only).")] = False,
+    txns: Annotated[Optional[str], typer.Option("--txns", metavar="LIST", help="Hive 4 ValidTxnList for _vM visibility.")] = None,
+    hive_version: Annotated[Optional[int], typer.Option("--hive-version", metavar="3|4", help="Cleaner rules: 3 (default) or 4 (also every aborted directory).")] = None,
+):
+    from acidctl.cli.compact_cmd import resolve
+    from acidctl.compact.clean import clean_table, parse_age
+    from acidctl.errors import UsageError
+
+    settings = ctx.obj
+    if hive_version not in (None, 3, 4):
+        raise UsageError(f"--hive-version must be 3 or 4, not {hive_version}")
+    age = parse_age(min_age)
+    target, _ = resolve(settings, table, write_ids=write_ids, assume_committed=assume_committed, txns=txns,
+                        hive_version=hive_version)
+    notes = [f"ASSUMED: {a}" for a in target.assumptions]
+    for n in notes:
+        settings.output.note(n)
+    report = clean_table(target.tfs, reader=target.write_ids, txns=target.txns, hive_version=target.hive_version,
+                         min_age=age, execute=execute)
+    if target.table is not None:
+        report["table"] = target.table.full_name
+    report["notes"] = notes + report["notes"]
+    settings.output.emit(report, render_text)
+
+
+def render_text(report: dict) -> str:
+    from acidctl.cli.output import table
+
+    head = "acidctl clean" + ("" if report["executed"] else " (dry run; --execute to delete)")
+    lines = [f"{head} {report['path']}", f"write ids: {report['write_ids']}   min age: {report['min_age_seconds']:g}s"]
+    for n in report["notes"]:
+        lines.append(f"note: {n}")
+    if report["items"]:
+        rows = [[i["action"], i["kind"], i["path"], "" if i["age_seconds"] is None else f"{i['age_seconds']:.0f}s",
+                 i["bytes"], i["reason"]] for i in report["items"]]
+        lines.append(table(rows, ["ACTION", "KIND", "PATH", "AGE", "BYTES", "REASON"]))
+    else:
+        lines.append("nothing to clean")
+    s = report["summary"]
+    verb = "deleted" if report["executed"] else "would delete"
+    lines.append(f"{verb} {s['delete']} path(s) ({s['bytes']} bytes); {s['kept_young']} kept (younger than --min-age); "
+                 f"{s['complete']} interrupted publication(s) to finish")
+    return "\n".join(lines)

@@ -1,0 +1,202 @@
+"""``acidctl compact --major|--minor TABLE``: Hive-compatible compaction on Spark.
+
+TABLE is a table or partition directory (local, file://, hdfs://, s3://, memory://) or, with a
+metastore configured, ``DB.TABLE[/k=v...]`` (looked up with
+:func:`acidctl.metastore.tables.resolve_table`). The snapshot comes from ``--write-ids``,
+``--assume-committed`` or the metastore; the compactor list derived from it never folds an open
+write id. All selected partitions and buckets run in one Spark application.
+
+JSON document: ``path``, ``type``, ``hive_version``, ``write_ids``, ``compactor_write_ids``,
+``engine``, ``spark`` (master, app_id, startup_seconds), ``message``, ``nothing_to_compact``,
+``compacted``, ``recovered`` (interrupted publications finished first), ``notes``,
+``partitions`` (one metrics record each: partition, path, type, status
+[compact|nothing|not-due], message, input_dirs, output_dirs, published, buckets, rows_in,
+delete_events_in, rows_out, delete_events_out, deletes_applied, aborted_dropped, bytes_in,
+bytes_out, task_seconds, peak_task_memory_bytes, verified_rows, [recommendation], [metastore]),
+``summary``.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from acidctl.cli.main import app
+
+def parse_kv(pairs, option: str) -> dict[str, str]:
+    from acidctl.errors import UsageError
+
+    out = {}
+    for pair in pairs or ():
+        k, sep, v = pair.partition("=")
+        if not sep or not k.strip():
+            raise UsageError(f"{option} expects KEY=VALUE, got {pair!r}")
+        out[k.strip()] = v.strip()
+    return out
+
+
+def resolve(settings, spec: str, **kw):
+    """:func:`acidctl.target.resolve_target`, with a DB.TABLE/PARTITION target widened to the
+    table directory plus a partition filter (the lock lives at the table root)."""
+    from acidctl.target import location_url, resolve_target
+
+    target = resolve_target(settings, spec, **kw)
+    parts = []
+    t = target.table
+    if t is not None and t.partition and t.location:
+        target.tfs = settings.table_fs(location_url(t.location))
+        parts = [t.partition]
+    return target, parts
+
+
+class _Progress:
+    """Buckets done while the tasks run, then partitions published (stderr, terminals only)."""
+
+    def __init__(self, err):
+        self.err = err
+
+    def __call__(self, done: int, total: int) -> None:
+        self.err.write(f"\racidctl: compact: buckets {done}/{total} done")
+        if done >= total:
+            self.err.write("\n")
+        self.err.flush()
+
+    def partition(self, done: int, total: int, name) -> None:
+        self.err.write(f"acidctl: compact: partitions {done}/{total} published ({name or 'table'})\n")
+        self.err.flush()
+
+
+def _progress(settings):
+    err = sys.stderr
+    if settings.output.json or not err.isatty():
+        return None
+    return _Progress(err)
+
+
+@app.command("compact", help="Major or minor compaction of a table or its partitions, written exactly as Hive's "
+                             "compactor writes it (base_N / delta_min_max / delete_delta_min_max), run on Spark, "
+                             "verified, and published with a rename.")
+def compact_command(
+    ctx: typer.Context,
+    table: Annotated[str, typer.Argument(metavar="PATH|DB.TABLE[/PART]", help="Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore (location, snapshot, properties).")],
+    major: Annotated[bool, typer.Option("--major", help="Major compaction: base + deltas -> base_N.")] = False,
+    minor: Annotated[bool, typer.Option("--minor", help="Minor compaction: deltas -> delta_min_max + delete_delta_min_max.")] = False,
+    due: Annotated[bool, typer.Option("--due", help="Only partitions the Initiator thresholds flag (without --major/--minor: the type it recommends).")] = False,
+    partition: Annotated[Optional[list[str]], typer.Option("--partition", metavar="K=V[/K2=V2]", help="Compact only this partition (repeatable).")] = None,
+    write_ids: Annotated[Optional[str], typer.Option("--write-ids", metavar="LIST", help="The reader's ValidWriteIdList db.table:hwm:minOpenWriteId:open:aborted; the compactor list (hwm = lowest open - 1) is derived from it.")] = None,
+    assume_committed: Annotated[bool, typer.Option("--assume-committed", help="Treat every write id named by a directory as committed (offline use only).")] = False,
+    txns: Annotated[Optional[str], typer.Option("--txns", metavar="LIST", help="Hive 4 ValidTxnList deciding which _vM directories are visible.")] = None,
+    hive_version: Annotated[Optional[int], typer.Option("--hive-version", metavar="3|4", help="Output for Hive 3 (base_N + _metadata_acid, default) or Hive 4 (_v<compactor txn>); default: the metastore's version, else 3.")] = None,
+    visibility_txn: Annotated[Optional[int], typer.Option("--visibility-txn", metavar="M", help="Hive 4 without a metastore: the committed COMPACTION txn that names the output (_vM).")] = None,
+    columns: Annotated[Optional[str], typer.Option("--columns", metavar="A,B,...", help="Column names for the row struct (replaces _colN names); default: the files' names, lower-cased.")] = None,
+    tblproperty: Annotated[Optional[list[str]], typer.Option("--tblproperty", metavar="KEY=VALUE", help="Table property for --due thresholds (e.g. compactorthreshold.hive.compactor.delta.num.threshold=20), repeatable.")] = None,
+    master: Annotated[str, typer.Option("--master", help="Spark master URL.")] = "local[*]",
+    spark_conf: Annotated[Optional[list[str]], typer.Option("--spark-conf", metavar="KEY=VALUE", help="Spark configuration, repeatable (overrides acidctl's defaults).")] = None,
+    engine: Annotated[str, typer.Option("--engine", metavar="spark|local", help="spark (default) or local: the same tasks in this process, no Spark (small tables).")] = "spark",
+    no_register: Annotated[bool, typer.Option("--no-register", help="Do not record the compaction in the metastore.")] = False,
+    break_lock: Annotated[bool, typer.Option("--break-lock", help="Remove an existing (stale) compaction lock first.")] = False,
+):
+    from acidctl.errors import RefusedError, UsageError
+
+    settings = ctx.obj
+    if major and minor:
+        raise UsageError("give --major or --minor, not both")
+    if not (major or minor or due):
+        raise UsageError("give --major or --minor (or --due)")
+    if hive_version not in (None, 3, 4):
+        raise UsageError(f"--hive-version must be 3 or 4, not {hive_version}")
+    if engine not in ("spark", "local"):
+        raise UsageError(f"--engine must be spark or local, not {engine!r}")
+    conf = parse_kv(spark_conf, "--spark-conf")
+
+    from acidctl.acid.initiator import NO_AUTO_COMPACTION, Thresholds
+    from acidctl.compact.runner import CompactOptions, compact_table
+
+    target, spec_parts = resolve(settings, table, write_ids=write_ids, assume_committed=assume_committed,
+                                 txns=txns, hive_version=hive_version)
+    tfs, info, wl, tl, hv = target.tfs, target.table, target.write_ids, target.txns, target.hive_version
+    notes = [f"ASSUMED: {a}" for a in target.assumptions]
+    props = dict(target.properties)
+    if info is not None:
+        if not info.transactional:
+            raise RefusedError(f"{info.full_name} is not a transactional table")
+        if info.insert_only:
+            raise RefusedError(f"{info.full_name} is insert-only; acidctl compacts full-ACID tables")
+    props.update(parse_kv(tblproperty, "--tblproperty"))
+    parts = list(partition or [])
+    if spec_parts:
+        if parts:
+            raise UsageError("give the partition either in DB.TABLE/SPEC or with --partition, not both")
+        parts = spec_parts
+    col_list = [c.strip() for c in columns.split(",")] if columns else None
+    coln_only = False
+    if col_list is None and info is not None and info.columns:
+        # the metastore's names replace _colN names only (files with their own names keep them)
+        col_list, coln_only = [n for n, _ in info.columns], True
+    url = target.metastore
+
+    registrar = None
+    vis = visibility_txn
+    if not no_register and info is None and settings.metastore_url:
+        notes.append("not registered in the metastore: give the table as DB.TABLE to record the compaction")
+    if not no_register and info is not None:
+        if True:
+            try:
+                from acidctl.compact.register import Registrar
+                from acidctl.metastore.recorder import Recorder
+
+                registrar = Registrar(Recorder(url.engine, hive_version=hv), info.db, info.table,
+                                      compactor_hwm=wl.for_compactor().hwm)
+            except RefusedError as e:
+                notes.append(f"not registered in the metastore: {e}")
+    if info is not None and no_register:
+        notes.append("not registered in the metastore (--no-register)")
+    if hv == 4 and vis is None and registrar is not None:
+        vis = registrar.visibility
+    opts = CompactOptions(mode="major" if major else "minor" if minor else None, reader=wl, txns=tl,
+                          hive_version=hv, partitions=parts or None, due=due,
+                          thresholds=Thresholds.from_table_properties(props),
+                          insert_only=False, visibility_txn=vis, columns=col_list, columns_coln_only=coln_only, engine=engine,
+                          master=master, spark_conf=conf, break_lock=break_lock)
+    if NO_AUTO_COMPACTION in {k.lower() for k in props} and due:
+        notes.append("no_auto_compaction is set: the Initiator would skip this table; --due compacts anyway")
+    for n in notes:
+        settings.output.note(n)
+    report = compact_table(tfs, opts, progress=_progress(settings), registrar=registrar, notes=notes)
+    if info is not None:
+        report["table"] = info.full_name
+    settings.output.emit(report, render_text)
+
+
+def _bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024.0
+    return str(n)
+
+
+def render_text(report: dict) -> str:
+    from acidctl.cli.output import table
+
+    lines = [f"acidctl compact {report['path']}  (Hive {report['hive_version']}, {report['type']})",
+             f"write ids: {report['write_ids']}   compactor: {report['compactor_write_ids']}"]
+    if report.get("spark"):
+        s = report["spark"]
+        lines.append(f"spark: {s['master']} ({s['app_id']}), session ready in {s['startup_seconds']}s")
+    for r in report.get("recovered", []):
+        lines.append(f"recovered: {r['action']} {r['path']}")
+    rows = []
+    for p in report["partitions"]:
+        rows.append([p["partition"] or "(table)", p["type"], p["status"],
+                     len(p["input_dirs"]), ", ".join(p["output_dirs"]) or p["message"],
+                     p["buckets"], p["rows_in"], p["rows_out"], p["deletes_applied"], p["aborted_dropped"],
+                     p["delete_events_out"], _bytes(p["bytes_in"]), _bytes(p["bytes_out"]), p["task_seconds"]])
+    lines.append(table(rows, ["PARTITION", "TYPE", "STATUS", "INPUTS", "OUTPUT", "BUCKETS", "ROWS IN", "ROWS OUT",
+                              "DELETED", "ABORTED", "DEL EVENTS OUT", "BYTES IN", "BYTES OUT", "TASK S"]))
+    sm = report["summary"]
+    lines.append(f"{report['message']}: {sm['compacted']} of {sm['partitions']} partition(s), "
+                 f"{sm['rows_in']} rows in, {sm['rows_out']} rows out, {sm['seconds']}s")
+    return "\n".join(lines)

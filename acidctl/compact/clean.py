@@ -1,0 +1,226 @@
+"""``acidctl clean``: remove what Hive's Cleaner would (directory-state.md §7) plus acidctl's
+own leftovers, never anything a reader of the current snapshot or the compactor needs.
+
+Candidates, per partition:
+
+* **obsolete** directories and original files: superseded by the current base or covered by a
+  wider current delta, for the reader's snapshot; and — like Hive 3's Cleaner, which runs
+  ``getAcidState`` with hwm = the compaction's highest write id and no exceptions — for the list
+  ``hwm = H`` (H = the highest write id covered by a current base or compacted delta), which
+  also makes **aborted** deltas that a compaction covered obsolete;
+* Hive 4 rules (``--hive-version 4``): every aborted directory as well (Hive 4's Cleaner removes
+  ``abortedDirectories``);
+* ``.acidctl-staging-*`` directories of runs that died (not while a live compaction holds the
+  lock); publications interrupted between two renames are finished first, not deleted;
+* a stale ``.acidctl-compact.lock`` (its process is gone).
+
+Guards: anything current for the reader's or the compactor's snapshot, or not yet visible (open
+writes), is never a candidate; and a candidate is only deleted when it has been obsolete for at
+least ``min_age`` seconds (the newer of its own mtime and the mtime of the directory that
+covers it — Hive's retention), staging directories and locks by their own mtime.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from acidctl.acid.acidstate import Kind, Role, get_acid_state
+from acidctl.acid.writeids import WriteIdList
+from acidctl.compact import publish as pub
+from acidctl.compact.lock import TableLock, lock_path, read_lock
+from acidctl.compact.planner import STAGING_PREFIX
+from acidctl.errors import LockConflict, UsageError
+
+_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)?\s*$", re.I)
+
+
+def parse_age(text: str) -> float:
+    """``0``, ``90s``, ``10m``, ``1h``, ``2d`` → seconds."""
+    m = _AGE.match(text or "")
+    if not m:
+        raise UsageError(f"bad age {text!r}: expected e.g. 0, 30s, 10m, 1h, 2d")
+    return float(m.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[(m.group(2) or "s").lower()]
+
+
+def _join(*parts: str) -> str:
+    return "/".join(p.rstrip("/") for p in parts if p)
+
+
+def _compacted_hwm(state) -> int | None:
+    """H: the highest write id a current base or compacted (statement-less) delta covers."""
+    hs = []
+    if state.base is not None and state.base.parsed.write_id > 0:
+        hs.append(state.base.parsed.write_id)
+    for d in state.deltas:
+        if d.statement_id is None and d.min_write_id != d.max_write_id:
+            hs.append(d.max_write_id)
+        elif d.statement_id is None and d.parsed.visibility:
+            hs.append(d.max_write_id)
+    return max(hs) if hs else None
+
+
+def _cover(state, c):
+    if c.kind in (Kind.BASE, Kind.ORIGINAL_FILE, Kind.ORIGINAL_DIR) or state.base is not None and \
+            c.max_write_id is not None and state.base.parsed.write_id >= c.max_write_id:
+        if state.base is not None:
+            return state.base
+    for d in state.deltas:
+        if c.min_write_id is not None and d.min_write_id <= c.min_write_id and d.max_write_id >= c.max_write_id:
+            return d
+    return state.base
+
+
+def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, min_age: float = 3600.0,
+               now: float | None = None, own_token: str | None = None) -> dict:
+    from acidctl.acid.layout import list_table
+
+    now = time.time() if now is None else now
+    compactor = reader.for_compactor()
+    items: list[dict] = []
+    notes: list[str] = []
+    lock = read_lock(tfs, lock_path(tfs))
+    if lock is not None and own_token is not None and lock.token == own_token:
+        lock = None   # our own (clean --execute) lock
+    live_lock = lock is not None and not lock.stale
+    if lock is not None:
+        if lock.stale:
+            items.append(_item(None, lock.path, "stale-lock", f"stale compaction lock ({lock.describe()}, process gone)",
+                               lock.age_seconds, 0, min_age, age_guard=False))
+        else:
+            notes.append(f"a compaction holds the lock ({lock.describe()}): its staging directories are kept")
+
+    for lst in list_table(tfs):
+        part_path = lst.fs_path or lst.path
+        for it in pub.interrupted(tfs, part_path):
+            if it["partial"]:
+                for n in it["staged"]:
+                    items.append({"partition": lst.partition, "path": tfs.display(_join(part_path, n)),
+                                  "kind": "interrupted-publish", "action": "complete",
+                                  "reason": f"publication of {', '.join(it['outputs'])} was interrupted; "
+                                            f"finish it from {it['display']}",
+                                  "age_seconds": None, "bytes": 0, "fs_path": _join(part_path, n)})
+        rstate = get_acid_state(lst, reader, txns=txns, hive_version=hive_version)
+        if rstate.not_enough_history or rstate.reader_errors:
+            notes.append(f"{lst.path}: skipped, the snapshot is unreadable "
+                         f"({rstate.not_enough_history or rstate.reader_errors[0]})")
+            continue
+        cstate = get_acid_state(lst, compactor, txns=txns, hive_version=hive_version)
+        keep = set()
+        for st in (rstate, cstate):
+            for c in st.entries:
+                if c.role.current or c.role in (Role.NOT_VISIBLE, Role.UNUSABLE, Role.INVALID):
+                    keep.add(c.name)
+            for o in st.originals:
+                keep.add(o.rel.split("/", 1)[0])
+        cands: dict[str, tuple] = {}
+        for c in rstate.obsolete:
+            cands[c.name] = (c, f"obsolete: {c.reason}", _cover(rstate, c))
+        h = _compacted_hwm(rstate)
+        if h is not None:
+            clstate = get_acid_state(lst, WriteIdList(table=reader.table, hwm=h), txns=txns, hive_version=hive_version)
+            for c in clstate.obsolete:
+                if c.name not in cands:
+                    orig = rstate.get(c.name)
+                    what = "aborted, covered" if orig.role is Role.ABORTED else "obsolete"
+                    cands[c.name] = (orig, f"{what}: {c.reason} (Cleaner list hwm {h})", _cover(clstate, c))
+        if hive_version == 4:
+            for c in rstate.aborted:
+                cands.setdefault(c.name, (c, f"aborted: {c.reason}", None))
+        for name, (c, reason, cover) in sorted(cands.items()):
+            if name in keep:
+                continue
+            mt = [x for x in (c.entry.mtime, cover.entry.mtime if cover is not None else None) if x is not None]
+            age = now - max(mt) if mt else None
+            kind = {Kind.BASE: "base", Kind.DELTA: "delta", Kind.DELETE_DELTA: "delete_delta",
+                    Kind.ORIGINAL_FILE: "original", Kind.ORIGINAL_DIR: "original"}.get(c.kind, c.kind.value)
+            items.append(_item(lst.partition, tfs.display(_join(part_path, name)), kind, reason, age, c.bytes,
+                               min_age, fs_path=_join(part_path, name), is_dir=c.entry.is_dir))
+        for e in tfs.ls(part_path):
+            if not e.name.startswith(STAGING_PREFIX):
+                continue
+            m = pub.read_manifest(tfs, e.path)
+            if m and m.get("state") == "publishing" and any(
+                    tfs.exists(_join(part_path, n)) for n in m.get("outputs", [])) and any(
+                    tfs.exists(_join(e.path, n)) for n in m.get("outputs", [])):
+                continue  # partial publication: completed above, never deleted
+            if live_lock:
+                continue
+            age = now - e.mtime if e.mtime is not None else None
+            items.append(_item(lst.partition, tfs.display(e.path), "staging",
+                               "acidctl staging directory left by a compaction that did not finish",
+                               age, _du(tfs, e.path), min_age, fs_path=e.path, is_dir=True))
+    return {"path": tfs.display(tfs.root), "hive_version": hive_version, "write_ids": str(reader),
+            "min_age_seconds": min_age, "items": items, "notes": notes, "executed": False,
+            "summary": _summary(items)}
+
+
+def _item(partition, path, kind, reason, age, size, min_age, *, fs_path=None, is_dir=False, age_guard=True) -> dict:
+    young = age_guard and (age is None or age < min_age)
+    return {"partition": partition, "path": path, "kind": kind, "reason": reason,
+            "age_seconds": None if age is None else round(age, 1), "bytes": size,
+            "action": "keep (younger than --min-age)" if young else "delete",
+            "fs_path": fs_path if fs_path is not None else path, "is_dir": is_dir}
+
+
+def _du(tfs, path: str) -> int:
+    try:
+        return int(tfs.fs.du(path))
+    except Exception:
+        return 0
+
+
+def _summary(items) -> dict:
+    return {"candidates": len(items), "delete": sum(1 for i in items if i["action"] == "delete"),
+            "complete": sum(1 for i in items if i["action"] == "complete"),
+            "kept_young": sum(1 for i in items if i["action"].startswith("keep")),
+            "bytes": sum(i["bytes"] or 0 for i in items if i["action"] == "delete")}
+
+
+def clean_table(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, min_age: float = 3600.0,
+                execute: bool = False, now: float | None = None) -> dict:
+    """Plan (dry run) or execute the clean. Executing takes the compaction lock."""
+    if not execute:
+        report = plan_clean(tfs, reader=reader, txns=txns, hive_version=hive_version, min_age=min_age, now=now)
+        for i in report["items"]:
+            i.pop("fs_path", None)
+        return report
+    info = read_lock(tfs, lock_path(tfs))
+    if info is not None and not info.stale:
+        raise LockConflict(f"a compaction is running ({info.describe()}): not cleaning {tfs.display(tfs.root)}",
+                           hint="wait for it to finish")
+    lock = TableLock(tfs, command="clean", break_lock=info is not None and info.stale)
+    with lock:
+        report = plan_clean(tfs, reader=reader, txns=txns, hive_version=hive_version, min_age=min_age, now=now,
+                            own_token=lock.token)
+        if lock.broken is not None:  # the stale lock we replaced: report it as removed
+            report["items"].insert(0, _item(None, lock.broken.path, "stale-lock",
+                                            f"stale compaction lock ({lock.broken.describe()}, process gone)",
+                                            lock.broken.age_seconds, 0, min_age, age_guard=False))
+            report["summary"] = _summary(report["items"])
+        deleted, completed = [], []
+        from acidctl.acid.layout import list_table
+
+        for lst in list_table(tfs):
+            for a in pub.recover(tfs, lst.fs_path or lst.path, execute=True):
+                completed.append(a["path"])
+        for it in report["items"]:
+            if it["action"] != "delete":
+                continue
+            if it["kind"] == "stale-lock":
+                deleted.append(it["path"])  # replaced by our own lock, released below
+                continue
+            p = it["fs_path"]
+            if it["kind"] == "staging" and STAGING_PREFIX not in p.rsplit("/", 1)[-1]:
+                continue
+            if tfs.exists(p):
+                tfs.rm(p, recursive=it["is_dir"])
+            deleted.append(it["path"])
+        report["executed"] = True
+        report["deleted"] = deleted
+        report["completed"] = completed
+        if lock.broken is not None:
+            report["notes"].append(f"removed the stale lock of {lock.broken.describe()}")
+    for i in report["items"]:
+        i.pop("fs_path", None)
+    return report

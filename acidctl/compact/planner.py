@@ -1,0 +1,302 @@
+"""Compaction planning on the driver: which directories each partition compacts, the output
+names, and one :class:`BucketTask` per partition × bucket with every file listed up front.
+
+Rules (../shared/spec/orc-acid-files.md §12.3, directory-state.md §2/§3):
+
+* inputs come from ``getAcidState`` run with the **compactor** write-id list (hwm = lowest open
+  write id − 1, only aborted ids as exceptions; a delta reaching past the hwm is excluded whole),
+  empty files ignored. Deltas whose write ids are all aborted (at or below the hwm, above the
+  base) are read as well, as Hive 3's MR compactor does: their events are dropped and the
+  output's range covers them, so the Cleaner can remove them afterwards;
+* major: the base (or all originals when there is none) + every current delta → ``base_N``
+  (N = the highest write id of the compacted deltas; originals only: ``base_-9223372036854775808``);
+* minor: the current deltas only → ``delta_min_max`` / ``delete_delta_min_max`` (no statement id);
+* Hive 4 adds ``_v<compactor txn>``.
+
+Each task also carries the sources of the **reader's** snapshot for its bucket before and after
+the compaction (the new directories taken from the staging area), so the task can check that a
+merged read of the new snapshot equals the old one before anything is published.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import uuid
+
+from acidctl.acid.acidstate import (
+    AcidState, ChildEntry, DirListing, FileInfo, Kind, delta_sort_key, get_acid_state,
+)
+from acidctl.acid.dirname import METADATA_FILE, ORC_ACID_VERSION_FILE, BaseDir, DeltaDir
+from acidctl.acid.writeids import LONG_MIN, TxnList, WriteIdList
+from acidctl.errors import InvalidAcidLayout, RefusedError, UsageError
+
+MAJOR, MINOR = "major", "minor"
+STAGING_PREFIX = ".acidctl-staging-"
+METADATA_ACID = b'{"thisFileVersion":"0","dataFormat":"compacted"}'
+ORC_ACID_VERSION = b"2"
+
+
+@dataclasses.dataclass
+class OutputDir:
+    """A directory the compaction creates (``kind``: base | delta | delete_delta)."""
+
+    name: str
+    kind: str
+    min_write_id: int
+    max_write_id: int
+    buckets: list[int]
+    markers: dict[str, bytes]
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "min_write_id": self.min_write_id,
+                "max_write_id": self.max_write_id, "buckets": list(self.buckets)}
+
+
+@dataclasses.dataclass
+class BucketTask:
+    """Everything one executor task needs (picklable; no driver state)."""
+
+    tfs: object                      # TableFS
+    partition: str | None
+    bucket: int
+    mode: str
+    compactor: WriteIdList
+    reader: WriteIdList
+    inserts: list                    # read.Source, compactor inputs of this bucket
+    deletes: list
+    out_insert: str | None           # staging path of the insert/base file
+    out_delete: str | None           # staging path of the delete file (minor)
+    out_insert_dir: OutputDir | None
+    out_delete_dir: OutputDir | None
+    verify_old: tuple[list, list]    # reader snapshot before: (inserts, deletes) of this bucket
+    verify_new: tuple[list, list]    # reader snapshot after (staging paths for new files)
+    columns: list[str] | None = None
+    columns_coln_only: bool = False
+    crash_at: str | None = None
+    driver_pid: int | None = None
+
+
+@dataclasses.dataclass
+class PartitionPlan:
+    partition: str | None
+    path: str                        # filesystem path of the partition directory
+    display: str
+    mode: str
+    status: str                      # compact | nothing | not-due
+    message: str
+    inputs: list[str] = dataclasses.field(default_factory=list)
+    input_bytes: int = 0
+    outputs: list[OutputDir] = dataclasses.field(default_factory=list)
+    staging: str | None = None
+    tasks: list[BucketTask] = dataclasses.field(default_factory=list)
+    recommendation: dict | None = None
+    staging_id: str | None = None
+
+    @property
+    def runs(self) -> bool:
+        return self.status == "compact"
+
+    def to_dict(self) -> dict:
+        return {"partition": self.partition, "path": self.display, "type": self.mode,
+                "status": self.status, "message": self.message, "inputs": list(self.inputs),
+                "outputs": [o.name for o in self.outputs], "buckets": len(self.tasks),
+                "recommendation": self.recommendation}
+
+
+def _join(*parts: str) -> str:
+    return "/".join(p.rstrip("/") for p in parts if p)
+
+
+def covered_aborted(cstate: AcidState) -> list:
+    """Aborted-only deltas above the base and at or below the compactor hwm (Hive 3's MR
+    compactor reads them and drops their events)."""
+    base_wid = cstate.base_write_id if cstate.base is not None else 0
+    hwm = cstate.write_ids.hwm
+    out = []
+    for c in cstate.aborted:
+        if c.kind not in (Kind.DELTA, Kind.DELETE_DELTA) or c.parsed is None or c.parsed.visibility:
+            continue
+        lo, hi = c.parsed.min_write_id, c.parsed.max_write_id
+        if lo <= base_wid or hi > hwm:
+            continue
+        if any(d.min_write_id <= lo and d.max_write_id >= hi for d in cstate.deltas):
+            continue  # already inside a current (compacted) delta's range
+        out.append(c)
+    return out
+
+
+def valid_txns_with(txns: TxnList | None, visibility_txn: int | None) -> TxnList | None:
+    """The txn list a reader has once the compactor txn committed."""
+    if txns is None or not visibility_txn:
+        return txns
+    return TxnList(hwm=max(txns.hwm, visibility_txn),
+                   open=tuple(t for t in txns.open if t != visibility_txn),
+                   aborted=tuple(t for t in txns.aborted if t != visibility_txn))
+
+
+def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, txns: TxnList | None,
+                   hive_version: int, visibility_txn: int | None = None, columns: list[str] | None = None,
+                   columns_coln_only: bool = False, crash_at: str | None = None) -> PartitionPlan:
+    """The plan for one partition (``status`` "nothing" when there is nothing to compact)."""
+    from acidctl.acid.read import plan_sources
+
+    compactor = reader if reader.compactor else reader.for_compactor()
+    part_path = listing.fs_path or listing.path
+    plan = PartitionPlan(partition=listing.partition, path=part_path, display=listing.path, mode=mode,
+                         status="nothing", message="")
+    rstate = get_acid_state(listing, reader, txns=txns, hive_version=hive_version)
+    rstate.require_snapshot()
+    cstate = get_acid_state(listing, compactor, txns=txns, hive_version=hive_version)
+    if cstate.invalid:
+        raise InvalidAcidLayout(f"{cstate.invalid[0].path}: {cstate.invalid[0].reason}")
+    cstate.require_snapshot()
+    extras = covered_aborted(cstate)
+    deltas = sorted(list(cstate.deltas) + extras, key=delta_sort_key)
+    h4 = hive_version == 4
+
+    def visibility() -> int:
+        if not h4:
+            return 0
+        v = visibility_txn() if callable(visibility_txn) else visibility_txn
+        if not v or int(v) <= 0:
+            raise UsageError("Hive 4 compaction output is named _v<compactor txn>: pass --visibility-txn M "
+                             "(a committed txn of type COMPACTION) or connect a metastore",
+                             hint="or use --hive-version 3 for Hive 3 naming")
+        return int(v)
+
+    if mode == MAJOR:
+        if not deltas and not cstate.originals:
+            plan.message = ("nothing to compact: no delta files or original files found to compact"
+                            + (f" (base {cstate.base.name} is current)" if cstate.base is not None else ""))
+            return plan
+        top = max((d.max_write_id for d in deltas), default=LONG_MIN)
+        vis = visibility()
+        istate = dataclasses.replace(cstate, deltas=deltas)
+        name = BaseDir(top, visibility=vis or 0).format()
+        markers = {ORC_ACID_VERSION_FILE: ORC_ACID_VERSION}
+        if not h4:
+            markers[METADATA_FILE] = METADATA_ACID
+        inputs = ([cstate.base.name] if cstate.base is not None else []) + \
+                 [o.rel for o in cstate.originals] + [d.name for d in deltas]
+        input_bytes = (cstate.base.bytes if cstate.base is not None else 0) + \
+            sum(o.size for o in cstate.originals) + sum(d.bytes for d in deltas)
+    else:
+        if not deltas:
+            plan.message = "nothing to compact: no current delta directories"
+            return plan
+        lo = min(d.min_write_id for d in deltas)
+        hi = max(d.max_write_id for d in deltas)
+        if all(d.min_write_id == lo and d.max_write_id == hi and d.statement_id is None for d in deltas) \
+                and not extras:
+            plan.message = f"nothing to compact: the current deltas already cover {lo}..{hi} as one range"
+            return plan
+        vis = visibility()
+        istate = dataclasses.replace(cstate, base=None, originals=[], deltas=deltas)
+        inputs = [d.name for d in deltas]
+        input_bytes = sum(d.bytes for d in deltas)
+        markers = {ORC_ACID_VERSION_FILE: ORC_ACID_VERSION}
+
+    sizes = _file_sizes(listing, part_path)
+    inserts, deletes = _non_empty(plan_sources(tfs, listing, istate), sizes)
+    ins_by: dict[int, list] = {}
+    del_by: dict[int, list] = {}
+    for s in inserts:
+        ins_by.setdefault(s.bucket, []).append(s)
+    for s in deletes:
+        del_by.setdefault(s.bucket, []).append(s)
+
+    outputs: list[OutputDir] = []
+    if mode == MAJOR:
+        out_ins = OutputDir(name, "base", top, top, sorted(ins_by), markers)
+        out_del = None
+        outputs.append(out_ins)
+        buckets = sorted(ins_by)
+    else:
+        has_ins = any(d.kind is Kind.DELTA for d in deltas)
+        has_del = any(d.kind is Kind.DELETE_DELTA for d in deltas)
+        out_ins = OutputDir(DeltaDir(lo, hi, -1, vis or 0).format(), "delta", lo, hi,
+                            sorted(ins_by), markers) if has_ins or ins_by else None
+        out_del = OutputDir(DeltaDir(lo, hi, -1, vis or 0, delete=True).format(), "delete_delta", lo, hi,
+                            sorted(del_by), markers) if has_del or del_by else None
+        outputs.extend(o for o in (out_ins, out_del) if o is not None)
+        buckets = sorted(set(ins_by) | set(del_by))
+
+    existing = {e.name for e in listing.entries}
+    for o in outputs:
+        if o.name in existing:
+            raise RefusedError(f"{_join(listing.path, o.name)} already exists; refusing to overwrite it",
+                               hint="inspect it with `acidctl state`; `acidctl clean` removes obsolete copies")
+
+    staging_id = uuid.uuid4().hex[:12]
+    staging = _join(part_path, STAGING_PREFIX + staging_id)
+
+    # -- the reader's snapshot before and after, for verification -------------------------
+    old_ins, old_del = _non_empty(plan_sources(tfs, listing, rstate), sizes)
+    virtual = _with_outputs(listing, outputs)
+    nstate = get_acid_state(virtual, reader, txns=valid_txns_with(txns, vis or None) if h4 else txns,
+                            hive_version=hive_version)
+    nstate.require_snapshot()
+    new_ins, new_del = _non_empty(plan_sources(tfs, virtual, nstate), sizes)
+    remap = {_join(part_path, o.name) + "/": _join(staging, o.name) + "/" for o in outputs}
+
+    def moved(src):
+        for prefix, target in remap.items():
+            if src.path.startswith(prefix):
+                return dataclasses.replace(src, path=target + src.path[len(prefix):])
+        return src
+
+    new_ins = [moved(s) for s in new_ins]
+    new_del = [moved(s) for s in new_del]
+
+    def by_bucket(srcs, b):
+        return [s for s in srcs if s.bucket == b]
+
+    pid = os.getpid()
+    for b in buckets:
+        plan.tasks.append(BucketTask(
+            tfs=tfs, partition=listing.partition, bucket=b, mode=mode, compactor=compactor, reader=reader,
+            inserts=ins_by.get(b, []), deletes=del_by.get(b, []),
+            out_insert=_join(staging, out_ins.name, f"bucket_{b:05d}") if out_ins is not None else None,
+            out_delete=_join(staging, out_del.name, f"bucket_{b:05d}") if out_del is not None else None,
+            out_insert_dir=out_ins, out_delete_dir=out_del,
+            verify_old=(by_bucket(old_ins, b), by_bucket(old_del, b)),
+            verify_new=(by_bucket(new_ins, b), by_bucket(new_del, b)),
+            columns=columns, columns_coln_only=columns_coln_only, crash_at=crash_at, driver_pid=pid))
+    plan.status = "compact"
+    plan.inputs = inputs
+    plan.input_bytes = input_bytes
+    plan.outputs = outputs
+    plan.staging = staging
+    plan.staging_id = staging_id
+    plan.message = f"{mode} compaction of {len(inputs)} input(s) into {', '.join(o.name for o in outputs)}"
+    return plan
+
+
+def _file_sizes(listing: DirListing, part_path: str) -> dict[str, int]:
+    out = {}
+    for e in listing.entries:
+        if e.is_dir:
+            for f in e.files:
+                out[_join(part_path, e.name, f.name)] = f.size
+        else:
+            out[_join(part_path, e.name)] = e.size
+    return out
+
+
+def _non_empty(pair, sizes: dict[str, int]):
+    """Drop zero-length files (the compactor ignores empty files; they are not ORC)."""
+    ins, dels = pair
+    keep = lambda s: sizes.get(s.path, 1) != 0  # noqa: E731  (new outputs are not in the listing)
+    return [s for s in ins if keep(s)], [s for s in dels if keep(s)]
+
+
+def _with_outputs(listing: DirListing, outputs: list[OutputDir]) -> DirListing:
+    """The listing as it will look once the outputs are published."""
+    extra = []
+    for o in outputs:
+        files = [FileInfo(f"bucket_{b:05d}", 1) for b in o.buckets]
+        files += [FileInfo(k, len(v)) for k, v in o.markers.items()]
+        extra.append(ChildEntry(o.name, True, 0, None, tuple(sorted(files, key=lambda f: f.name)), (),
+                                dict(o.markers)))
+    return dataclasses.replace(listing, entries=tuple(listing.entries) + tuple(extra))

@@ -1,0 +1,154 @@
+"""Staging, verification of the staged output, publication, and recovery.
+
+Every partition's output is built under ``<partition>/.acidctl-staging-<id>/<final name>/``
+(readers ignore names starting with ``.``) next to a manifest
+``_acidctl_manifest.json`` (state ``staging`` → ``publishing``). Publication renames each
+output directory into the partition with one rename each: a major compaction is one rename; a
+minor compaction with both insert and delete deltas needs two (the insert delta first). Inputs
+are never touched.
+
+Crash safety: a crash before publication leaves only the hidden staging directory (the table
+reads the same; ``clean`` removes it). A crash between the two renames of a minor compaction
+leaves a manifest in state ``publishing`` with one output still staged: :func:`recover`
+(run by ``compact`` and ``clean --execute`` before anything else) finishes those renames.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+
+from acidctl.compact.planner import STAGING_PREFIX, PartitionPlan
+from acidctl.errors import RefusedError, WriteVerificationFailed
+
+MANIFEST = "_acidctl_manifest.json"
+#: publication order: insert data before delete events, bases alone
+_ORDER = {"base": 0, "delta": 1, "delete_delta": 2}
+
+
+def _join(*parts: str) -> str:
+    return "/".join(p.rstrip("/") for p in parts if p)
+
+
+def _manifest(plan: PartitionPlan, state: str) -> bytes:
+    return json.dumps({
+        "state": state, "type": plan.mode, "partition": plan.partition,
+        "outputs": [o.name for o in sorted(plan.outputs, key=lambda o: _ORDER[o.kind])],
+        "inputs": plan.inputs, "pid": os.getpid(), "host": socket.gethostname(), "time": time.time(),
+    }, indent=1).encode()
+
+
+def prepare(tfs, plan: PartitionPlan) -> None:
+    """Create the staging directory, every output directory and its markers."""
+    tfs.makedirs(plan.staging)
+    tfs.write_bytes(_join(plan.staging, MANIFEST), _manifest(plan, "staging"))
+    for o in plan.outputs:
+        d = _join(plan.staging, o.name)
+        tfs.makedirs(d)
+        for name, content in o.markers.items():
+            tfs.write_bytes(_join(d, name), content)
+
+
+def check_staged(tfs, plan: PartitionPlan, metrics: list[dict]) -> None:
+    """The staged directories hold exactly the markers and the files the tasks reported."""
+    written = {p for m in metrics for p in m.get("files_out", [])}
+    for o in plan.outputs:
+        d = _join(plan.staging, o.name)
+        names = {e.name for e in tfs.ls(d)}
+        want_markers = set(o.markers)
+        if not want_markers <= names:
+            raise WriteVerificationFailed(f"staged {o.name} lacks {sorted(want_markers - names)}")
+        data = {n for n in names if not n.startswith(("_", "."))}
+        expected = {p.rsplit("/", 1)[-1] for p in written if p.startswith(d + "/")}
+        if data != expected:
+            raise WriteVerificationFailed(f"staged {o.name} holds {sorted(data)}, the tasks wrote {sorted(expected)}")
+        for n in names - data - want_markers:
+            raise WriteVerificationFailed(f"unexpected file {n} in staged {o.name}")
+        for name, content in o.markers.items():
+            if tfs.read_bytes(_join(d, name)) != content:
+                raise WriteVerificationFailed(f"marker {name} of staged {o.name} does not hold {content!r}")
+
+
+def publish(tfs, plan: PartitionPlan, *, crash=None) -> list[str]:
+    """Rename the staged outputs into the partition; returns the published paths."""
+    tfs.write_bytes(_join(plan.staging, MANIFEST), _manifest(plan, "publishing"))
+    done = []
+    outs = sorted(plan.outputs, key=lambda o: _ORDER[o.kind])
+    for i, o in enumerate(outs):
+        target = _join(plan.path, o.name)
+        if tfs.exists(target):
+            raise RefusedError(f"{tfs.display(target)} appeared while compacting; not overwriting it",
+                               hint=f"the staged output stays in {tfs.display(plan.staging)}")
+        tfs.rename(_join(plan.staging, o.name), target)
+        done.append(tfs.display(target))
+        if crash is not None and i + 1 < len(outs):
+            crash("between-renames")
+    if crash is not None:
+        crash("after-rename")
+    discard(tfs, plan.staging)
+    return done
+
+
+def discard(tfs, staging: str) -> None:
+    """Remove a staging directory (never anything else)."""
+    if STAGING_PREFIX not in staging.rsplit("/", 1)[-1]:
+        raise RefusedError(f"refusing to remove {staging}: not an acidctl staging directory")
+    try:
+        if tfs.exists(staging):
+            tfs.rm(staging, recursive=True)
+    except Exception:
+        pass
+
+
+def read_manifest(tfs, staging: str) -> dict | None:
+    try:
+        return json.loads(tfs.read_bytes(_join(staging, MANIFEST)))
+    except Exception:
+        return None
+
+
+def staging_dirs(tfs, partition_path: str) -> list:
+    """``.acidctl-staging-*`` entries of one partition directory."""
+    return [e for e in tfs.ls(partition_path) if e.name.startswith(STAGING_PREFIX)]
+
+
+def interrupted(tfs, partition_path: str) -> list[dict]:
+    """Staging directories whose publication started but did not finish."""
+    out = []
+    for e in staging_dirs(tfs, partition_path):
+        m = read_manifest(tfs, e.path)
+        if not m or m.get("state") != "publishing":
+            continue
+        published = [n for n in m.get("outputs", []) if tfs.exists(_join(partition_path, n))]
+        staged = [n for n in m.get("outputs", []) if tfs.exists(_join(e.path, n))]
+        out.append({"staging": e.path, "display": tfs.display(e.path), "published": published,
+                    "staged": staged, "outputs": m.get("outputs", []),
+                    "partial": bool(published) and bool(staged)})
+    return out
+
+
+def recover(tfs, partition_path: str, *, execute: bool = True) -> list[dict]:
+    """Finish publications a crash interrupted (after at least one rename); staging
+    directories of publications that had not renamed anything are left for ``clean``."""
+    actions = []
+    for it in interrupted(tfs, partition_path):
+        if not it["partial"]:
+            if not it["staged"]:  # everything published; only the staging shell is left
+                actions.append({"action": "remove empty staging", "path": it["display"]})
+                if execute:
+                    discard(tfs, it["staging"])
+            continue
+        for n in it["outputs"]:
+            if n in it["staged"]:
+                target = _join(partition_path, n)
+                actions.append({"action": "complete publish", "path": tfs.display(target),
+                                "from": tfs.display(_join(it["staging"], n))})
+                if execute:
+                    if tfs.exists(target):
+                        raise RefusedError(f"cannot finish the interrupted publish: {tfs.display(target)} exists")
+                    tfs.rename(_join(it["staging"], n), target)
+        if execute:
+            discard(tfs, it["staging"])
+    return actions

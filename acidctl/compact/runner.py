@@ -1,0 +1,270 @@
+"""``compact_table``: lock, plan, run the bucket tasks (one Spark application), verify,
+publish, record — the library behind ``acidctl compact``.
+
+Order of events (each step is a crash point for ``ACIDCTL_TEST_CRASH_AT``):
+
+1. take ``<table>/.acidctl-compact.lock`` (``after-lock``);
+2. finish publications an earlier crash interrupted (:func:`acidctl.compact.publish.recover`);
+3. list the table once and plan every selected partition (``after-plan``);
+4. create the staging directories and markers; run all tasks of all partitions in ONE Spark
+   job (``task-start``, ``task-before-write``, ``task-after-write`` run in the tasks);
+5. check the staged directories against the task metrics (each task has already verified its
+   file with ``inspect_file`` and compared the merged read of its bucket before/after)
+   (``before-publish``);
+6. publish partition by partition (``between-renames``, ``after-rename``, ``after-publish``
+   after the first partition);
+7. record the compaction in the metastore when a recorder is given; release the lock
+   (``before-unlock``).
+
+Any failure before step 6 removes the staging directories of this run; a SIGKILL leaves them
+(hidden, ignored by readers) for ``acidctl clean``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from typing import Callable
+
+from acidctl.compact import publish as pub
+from acidctl.compact.lock import TableLock, table_root
+from acidctl.compact.planner import MAJOR, MINOR, PartitionPlan, plan_partition
+from acidctl.compact.task import CRASH_ENV, crash_if
+from acidctl.errors import AcidctlError, NotFoundError, UsageError
+
+
+@dataclasses.dataclass
+class CompactOptions:
+    mode: str | None                      # major | minor | None (with due: the Initiator's choice)
+    reader: object                        # WriteIdList (the reader's snapshot)
+    txns: object = None                   # TxnList (Hive 4 visibility)
+    hive_version: int = 3
+    partitions: list[str] | None = None
+    due: bool = False
+    thresholds: object = None             # initiator.Thresholds
+    insert_only: bool = False
+    visibility_txn: int | Callable | None = None
+    columns: list[str] | None = None
+    columns_coln_only: bool = False       # rename only row fields named _colN (metastore names)
+    engine: str = "spark"                 # spark | local (in-process, no Spark)
+    master: str = "local[*]"
+    spark_conf: dict | None = None
+    break_lock: bool = False
+
+
+def _normalize_partition(spec: str) -> str:
+    parts = [p.strip() for p in spec.strip().strip("/").split("/") if p.strip()]
+    for p in parts:
+        if "=" not in p:
+            raise UsageError(f"--partition expects k=v[/k2=v2], got {spec!r}")
+    return "/".join(parts)
+
+
+def _crash_point():
+    configured = os.environ.get(CRASH_ENV) or None
+
+    def crash(point: str) -> None:
+        crash_if(point, configured, None)
+
+    return configured, crash
+
+
+def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None, hooks: dict | None = None,
+                  registrar=None, notes: list | None = None) -> dict:
+    """Compact the table (or the selected partitions) under ``tfs.root``; returns the report."""
+    from acidctl.acid.initiator import NONE, compactor_state, recommend
+    from acidctl.acid.layout import list_table
+
+    if opts.mode not in (MAJOR, MINOR, None):
+        raise UsageError(f"compaction type must be major or minor, not {opts.mode!r}")
+    if opts.mode is None and not opts.due:
+        raise UsageError("give --major or --minor (or --due to let the Initiator thresholds decide)")
+    hooks = hooks or {}
+    notes = notes if notes is not None else []
+    configured, crash = _crash_point()
+    t0 = time.perf_counter()
+    report: dict = {"path": tfs.display(tfs.root), "type": opts.mode or "due", "hive_version": opts.hive_version,
+                    "write_ids": str(opts.reader), "compactor_write_ids": str(opts.reader.for_compactor()),
+                    "engine": opts.engine, "partitions": [], "recovered": [], "notes": notes}
+    lock = TableLock(tfs, command="compact", break_lock=opts.break_lock, table_root=table_root(tfs.root))
+    lock.acquire()
+    if lock.broken is not None:
+        notes.append(f"broke the lock of {lock.broken.describe()}")
+    plans: list[PartitionPlan] = []
+    published: set[str] = set()
+    try:
+        crash("after-lock")
+        listings = list_table(tfs)
+        for lst in listings:
+            report["recovered"].extend(pub.recover(tfs, lst.fs_path or lst.path))
+        if report["recovered"]:
+            listings = list_table(tfs)
+        by_name = {lst.partition: lst for lst in listings}
+        if opts.partitions:
+            wanted = [_normalize_partition(p) for p in opts.partitions]
+            missing = [p for p in wanted if p not in by_name]
+            if missing:
+                raise NotFoundError(f"partition {missing[0]} not found under {tfs.display(tfs.root)}",
+                                    hint="partitions: " + (", ".join(str(k) for k in by_name) or "none (unpartitioned)"))
+            listings = [by_name[p] for p in wanted]
+
+        for lst in listings:
+            mode = opts.mode
+            rec = None
+            if opts.due:
+                cst = compactor_state(lst, opts.reader, txns=opts.txns, hive_version=opts.hive_version)
+                r = recommend(cst, thresholds=opts.thresholds, insert_only=opts.insert_only,
+                              hive_version=opts.hive_version)
+                rec = r.to_dict()
+                if r.type == NONE:
+                    p = PartitionPlan(lst.partition, lst.fs_path or lst.path, lst.path, mode or NONE,
+                                      "not-due", "not due: " + "; ".join(r.reasons), recommendation=rec)
+                    plans.append(p)
+                    continue
+                mode = mode or r.type
+            vis = opts.visibility_txn
+            p = plan_partition(tfs, lst, mode=mode, reader=opts.reader, txns=opts.txns,
+                               hive_version=opts.hive_version, visibility_txn=_LazyVis(vis, lst.partition, mode),
+                               columns=opts.columns, columns_coln_only=opts.columns_coln_only,
+                               crash_at=configured)
+            p.recommendation = rec
+            plans.append(p)
+        if "after-plan" in hooks:
+            hooks["after-plan"](plans)
+        crash("after-plan")
+
+        work = [p for p in plans if p.runs]
+        if registrar is not None:
+            for p in work:
+                registrar.check(p.partition, p.mode)
+        report["summary"] = {}
+        if not work:
+            report["message"] = "nothing to compact"
+            return _finish(report, plans, {}, t0)
+
+        for p in work:
+            pub.prepare(tfs, p)
+        tasks = [t for p in work for t in p.tasks]
+        run_t0 = time.perf_counter()
+        if opts.engine == "spark" and tasks:
+            from acidctl.compact.spark import get_or_create_session, run_tasks
+
+            s0 = time.perf_counter()
+            if spark is None:
+                spark = get_or_create_session(opts.master, opts.spark_conf)
+            report["spark"] = {"master": spark.sparkContext.master, "app_id": spark.sparkContext.applicationId,
+                               "startup_seconds": round(time.perf_counter() - s0, 3)}
+            run_t0 = time.perf_counter()
+            metrics = run_tasks(spark, tasks, progress=progress)
+        else:
+            from acidctl.compact.task import run_bucket
+
+            metrics = []
+            for i, t in enumerate(tasks):
+                metrics.append(run_bucket(t))
+                if progress is not None:
+                    progress(i + 1, len(tasks))
+        report["task_seconds"] = round(time.perf_counter() - run_t0, 3)
+        for m in metrics:
+            if "error" in m:
+                raise _reraise(m["error"])
+        by_part: dict = {}
+        for m in metrics:
+            by_part.setdefault(m["partition"], []).append(m)
+        for p in work:
+            pub.check_staged(tfs, p, by_part.get(p.partition, []))
+        if "before-publish" in hooks:
+            hooks["before-publish"](plans)
+        crash("before-publish")
+        for i, p in enumerate(work):
+            if registrar is not None:
+                registrar.before_publish(p)
+            p.published = pub.publish(tfs, p, crash=crash)
+            published.add(p.staging)
+            if registrar is not None:
+                registrar.published(p)
+            if progress is not None and hasattr(progress, "partition"):
+                progress.partition(i + 1, len(work), p.partition)
+            if i == 0:
+                crash("after-publish")
+        crash("after-publish-all")
+        report["message"] = "compacted"
+        return _finish(report, plans, by_part, t0)
+    except BaseException as e:
+        for p in plans:
+            if p.runs and p.staging and p.staging not in published:
+                pub.discard(tfs, p.staging)
+                if registrar is not None:
+                    registrar.failed(p, str(e) if isinstance(e, AcidctlError) else type(e).__name__)
+        raise
+    finally:
+        crash("before-unlock")
+        lock.release()
+
+
+class _LazyVis:
+    """The compactor txn of a partition, asked for only when it has something to compact."""
+
+    def __init__(self, vis, partition, mode):
+        self.vis, self.partition, self.mode = vis, partition, mode
+
+    def __call__(self):
+        if callable(self.vis):
+            return self.vis(self.partition, self.mode)
+        return self.vis
+
+
+def _reraise(err: dict) -> Exception:
+    import importlib
+
+    from acidctl.errors import AcidctlError as Base
+
+    try:
+        cls = getattr(importlib.import_module(err.get("module", "acidctl.errors")), err["type"])
+        if isinstance(cls, type) and issubclass(cls, Base):
+            return cls(err["message"])
+    except Exception:
+        pass
+    return Base(err.get("message", "task failed"))
+
+
+def _finish(report: dict, plans: list[PartitionPlan], by_part: dict, t0: float) -> dict:
+    rows = []
+    for p in plans:
+        ms = by_part.get(p.partition, []) if p.runs else []
+        rec = {
+            "partition": p.partition, "path": p.display, "type": p.mode, "status": p.status,
+            "message": p.message, "input_dirs": list(p.inputs),
+            "output_dirs": [o.name for o in p.outputs] if p.runs else [],
+            "published": list(getattr(p, "published", []) or []),
+            "buckets": len(p.tasks) if p.runs else 0,
+            "rows_in": sum(m["rows_in"] for m in ms),
+            "delete_events_in": sum(m["delete_events_in"] for m in ms),
+            "rows_out": sum(m["rows_out"] for m in ms),
+            "delete_events_out": sum(m["delete_events_out"] for m in ms),
+            "deletes_applied": sum(m["deletes_applied"] for m in ms),
+            "aborted_dropped": sum(m["aborted_dropped"] for m in ms),
+            "bytes_in": p.input_bytes if p.runs else 0,
+            "bytes_out": sum(m["bytes_out"] for m in ms),
+            "task_seconds": round(sum(m.get("seconds", 0) for m in ms), 3),
+            "peak_task_memory_bytes": max((m.get("task_memory_bytes", 0) for m in ms), default=0),
+            "peak_task_rss_bytes": max((m.get("peak_rss_bytes", 0) for m in ms), default=0),
+            "verified_rows": sum(m.get("verified_rows", 0) for m in ms),
+        }
+        if p.recommendation is not None:
+            rec["recommendation"] = p.recommendation
+        if hasattr(p, "registration"):
+            rec["metastore"] = p.registration
+        rows.append(rec)
+    report["partitions"] = rows
+    compacted = [r for r in rows if r["status"] == "compact"]
+    report["compacted"] = len(compacted)
+    report["nothing_to_compact"] = not compacted
+    report["summary"] = {
+        "partitions": len(rows), "compacted": len(compacted),
+        "rows_in": sum(r["rows_in"] for r in compacted), "rows_out": sum(r["rows_out"] for r in compacted),
+        "bytes_in": sum(r["bytes_in"] for r in compacted), "bytes_out": sum(r["bytes_out"] for r in compacted),
+        "seconds": round(time.perf_counter() - t0, 3),
+    }
+    return report

@@ -1,0 +1,161 @@
+"""Spark as the distributed task runner: the session (created lazily, explicit conf) and the
+one job that runs every planned bucket task.
+
+``pyspark`` is imported only inside these functions, so ``acidctl --help`` never loads it.
+The driver ships each :class:`~acidctl.compact.planner.BucketTask` as one RDD partition
+(``parallelize(tasks, len(tasks))``); ``mapPartitions`` runs
+:func:`acidctl.compact.task.run_tasks` in the executors' Python workers, which read and write
+the table through :class:`~acidctl.fs.TableFS` (picklable) and send back small metrics dicts.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+from acidctl.errors import AcidctlError, ExitCode, UnavailableError
+
+#: applied unless the caller overrides them with ``--spark-conf``
+DEFAULT_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.default.parallelism": "4",
+    "spark.driver.memory": "1g",
+    "spark.python.worker.reuse": "true",
+    "spark.task.maxFailures": "1",
+    "spark.app.name": "acidctl-compact",
+}
+
+
+class SparkUnavailable(UnavailableError):
+    """Spark (pyspark or Java) cannot be started."""
+
+
+def session_conf(master: str, conf: dict | None = None) -> dict:
+    out = dict(DEFAULT_CONF)
+    out["spark.master"] = master
+    # executors on this machine run the same interpreter as the driver
+    out.setdefault("spark.pyspark.python", sys.executable)
+    out.setdefault("spark.pyspark.driver.python", sys.executable)
+    out.update(conf or {})
+    return out
+
+
+def get_or_create_session(master: str = "local[*]", conf: dict | None = None):
+    """A SparkSession with acidctl's explicit settings (an active session is reused)."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as e:
+        raise SparkUnavailable(f"pyspark is not installed: {e}",
+                               hint="pip install 'acidctl[spark]'") from None
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder
+    for k, v in session_conf(master, conf).items():
+        builder = builder.config(k, v)
+    try:
+        spark = builder.getOrCreate()
+    except Exception as e:  # Java missing, bad master URL, ...
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise SparkUnavailable(f"cannot start Spark (master {master}): {msg}",
+                               hint="Java 17 must be installed; check --master and --spark-conf") from None
+    spark.sparkContext.setLogLevel("ERROR")
+    if not master.startswith("local"):
+        _ship_package(spark)
+    return spark
+
+
+def _ship_package(spark) -> None:
+    """Executors on other machines need acidctl: ship it as a zip (``addPyFile``)."""
+    import tempfile
+    import zipfile
+
+    import acidctl
+
+    root = os.path.dirname(os.path.abspath(acidctl.__file__))
+    path = os.path.join(tempfile.mkdtemp(prefix="acidctl-pyfiles-"), "acidctl.zip")
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for d, _, files in os.walk(root):
+            for f in files:
+                if f.endswith(".py"):
+                    full = os.path.join(d, f)
+                    z.write(full, os.path.relpath(full, os.path.dirname(root)))
+    spark.sparkContext.addPyFile(path)
+
+
+class _Progress(threading.Thread):
+    """Polls Spark's status tracker and reports completed tasks."""
+
+    def __init__(self, sc, total: int, callback, interval: float = 0.5):
+        super().__init__(daemon=True)
+        self.sc, self.total, self.callback, self.interval = sc, total, callback, interval
+        self.stop = threading.Event()
+        self.group = f"acidctl-{os.getpid()}-{time.time_ns()}"
+
+    def run(self):
+        last = -1
+        while not self.stop.wait(self.interval):
+            try:
+                tracker = self.sc.statusTracker()
+                done = 0
+                for job_id in tracker.getJobIdsForGroup(self.group):
+                    job = tracker.getJobInfo(job_id)
+                    if job is None:
+                        continue
+                    for sid in job.stageIds:
+                        st = tracker.getStageInfo(sid)
+                        if st is not None:
+                            done += st.numCompletedTasks
+            except Exception:
+                return
+            if done != last:
+                last = done
+                self.callback(done, self.total)
+
+
+def run_tasks(spark, tasks: list, *, progress=None) -> list[dict]:
+    """Run every task (one RDD partition each) and return their metrics, in task order."""
+    from acidctl.compact.task import run_tasks as body
+
+    if not tasks:
+        return []
+    sc = spark.sparkContext
+    mon = _Progress(sc, len(tasks), progress or (lambda done, total: None))
+    sc.setJobGroup(mon.group, "acidctl compact", interruptOnCancel=True)
+    if progress is not None:
+        mon.start()
+    try:
+        rdd = sc.parallelize(tasks, len(tasks))
+        out = rdd.mapPartitions(body).collect()
+    except KeyboardInterrupt:
+        try:
+            sc.cancelJobGroup(mon.group)   # stop the executors before the staging is removed
+        except Exception:
+            pass
+        raise
+    except Exception as e:
+        raise _task_failure(e) from None
+    finally:
+        if progress is not None:
+            mon.stop.set()
+            mon.join(timeout=2)
+            progress(len(tasks), len(tasks))
+    return out
+
+
+class TaskFailed(AcidctlError):
+    """A Spark task failed for a reason other than an expected acidctl error (a bug, or the
+    executors died); nothing was published."""
+
+    exit_code = ExitCode.INTERNAL
+
+
+def _task_failure(e: Exception) -> Exception:
+    text = str(e)
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    # the Python exception line of the worker traceback, if present
+    msg = next((ln for ln in reversed(lines) if ("Error:" in ln or "Exception:" in ln)
+                and not ln.startswith("at ")), lines[0] if lines else type(e).__name__)
+    return TaskFailed(f"Spark task failed: {msg[:400]}", hint="rerun with -v; nothing was published")

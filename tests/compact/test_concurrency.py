@@ -1,0 +1,107 @@
+"""Writes that land while a compaction runs stay visible, and two compactions of one table
+never run at once (the lock: exit 6)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from acidctl.compact.lock import LOCK_NAME, TableLock
+from acidctl.errors import LockConflict
+from acidctl.fs import TableFS
+from acidctl.orc.writer import write_acid_file
+from tests.acidfiles import events
+from tests.compact.helpers import ALL, compact, merged, nation_table, state_errors
+
+B0 = 536870912
+
+
+def _write(dirpath, table):
+    dirpath.mkdir(parents=True)
+    (dirpath / "_orc_acid_version").write_bytes(b"2")
+    write_acid_file(TableFS(str(dirpath)), str(dirpath / "bucket_00000"), table)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("mode", ["major", "minor"])
+def test_writes_during_compaction_are_visible_afterwards(tmp_path, spark, mode):
+    t = nation_table(tmp_path)
+    seen = {}
+
+    def concurrent_writes(plans):
+        # write 5 inserts two rows, write 6 deletes rowId 0 (ALGERIA) and one of write 5's rows
+        _write(t / "delta_0000005_0000005_0000", events([(5, B0, 0), (5, B0, 1)]))
+        _write(t / "delete_delta_0000006_0000006_0000",
+               events([(2, B0, 0), (5, B0, 1)], ops=[2, 2], ctxn=[6, 6], rows=[None, None]))
+        seen["planned"] = [o.name for p in plans for o in p.outputs]
+
+    compact(t, mode, f"db.t:4:{ALL}::", spark=spark, hooks={"before-publish": concurrent_writes})
+    assert seen["planned"] == (["base_0000004"] if mode == "major" else
+                               ["delta_0000002_0000004", "delete_delta_0000002_0000004"])
+    rows = merged(t, f"db.t:6:{ALL}::")
+    keys = {k[1:] for k in rows}
+    assert (5, B0, 0) in keys and (5, B0, 1) not in keys and (2, B0, 0) not in keys
+    assert len(rows) == 23000 - 1 + 1
+    assert state_errors(t, f"db.t:6:{ALL}::") == []
+    # the snapshot as of write 4 is the compaction's and reads as before
+    assert len(merged(t, f"db.t:6:{ALL}::".replace(":6:", ":4:"))) == 23000
+
+
+def test_second_compaction_is_refused_while_one_runs(tmp_path, cli):
+    t = nation_table(tmp_path)
+    with TableLock(TableFS(str(t)), command="compact"):
+        r = cli("-o", "json", "compact", "--major", "--engine", "local", "--write-ids", f"db.t:4:{ALL}::", t)
+        assert r.code == 6
+        err = json.loads(r.stderr)["error"]
+        assert err["type"] == "LockConflict" and f"pid {os.getpid()}" in err["message"]
+        with pytest.raises(LockConflict):
+            compact(t, "major", f"db.t:4:{ALL}::")
+        # clean --execute is refused too; the dry run just reports
+        assert cli("clean", "--execute", "--write-ids", f"db.t:4:{ALL}::", t).code == 6
+        assert cli("clean", "--write-ids", f"db.t:4:{ALL}::", t).code == 0
+    assert not (t / LOCK_NAME).exists()
+    assert cli("compact", "--major", "--engine", "local", "--write-ids", f"db.t:4:{ALL}::", t).code == 0
+
+
+def test_stale_lock_is_reported_and_broken_on_request(tmp_path, cli):
+    t = nation_table(tmp_path)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    import socket
+    import time
+
+    (t / LOCK_NAME).write_text(json.dumps({"pid": dead.pid, "host": socket.gethostname(), "started": time.time(),
+                                           "token": "x", "command": "compact"}))
+    r = cli("compact", "--major", "--engine", "local", "--write-ids", f"db.t:4:{ALL}::", t)
+    assert r.code == 6 and "stale" in r.stderr and "--break-lock" in r.stderr
+    assert not (t / "base_0000004").exists()
+    r = cli("compact", "--major", "--engine", "local", "--break-lock", "--write-ids", f"db.t:4:{ALL}::", t)
+    assert r.code == 0, r
+    assert (t / "base_0000004").is_dir() and not (t / LOCK_NAME).exists()
+
+
+def test_lock_on_a_memory_filesystem_is_exclusive():
+    tfs = TableFS("memory://acidctl-lock-test/t")
+    tfs.makedirs(tfs.root)
+    a = TableLock(tfs).acquire()
+    with pytest.raises(LockConflict):
+        TableLock(tfs).acquire()
+    a.release()
+    TableLock(tfs).acquire().release()
+
+
+def test_a_partition_path_takes_the_table_lock(tmp_path, cli):
+    from tests.compact.helpers import demo_warehouse
+
+    wh, wids = demo_warehouse(tmp_path)
+    with TableLock(TableFS(str(wh / "sales")), command="compact"):
+        r = cli("compact", "--major", "--engine", "local", "--write-ids", wids["sales"], wh / "sales" / "ds=2026-01-01")
+        assert r.code == 6 and "locked" in r.stderr
+    r = cli("compact", "--major", "--engine", "local", "--write-ids", wids["sales"], wh / "sales" / "ds=2026-01-01")
+    assert r.code == 0, r
+    assert (wh / "sales" / "ds=2026-01-01" / "base_0000006").is_dir()
+    assert not (wh / "sales" / "ds=2026-01-01" / LOCK_NAME).exists()
