@@ -24,6 +24,10 @@ demo: setup clean-demo
 	$(ACIDCTL) --metastore $(METASTORE) show write-ids default.sales
 	$(ACIDCTL) --metastore $(METASTORE) state default.sales
 	$(ACIDCTL) --metastore $(METASTORE) dump --merged default.employee
+	$(ACIDCTL) --metastore $(METASTORE) compact --due default.sales
+	$(ACIDCTL) --metastore $(METASTORE) show compactions default.sales
+	$(ACIDCTL) --metastore $(METASTORE) clean default.sales
+	$(ACIDCTL) --metastore $(METASTORE) dump --merged default.sales
 
 clean-demo:
 	rm -rf $(DEMO_DIR)
@@ -34,6 +38,8 @@ test: setup-test
 bench: setup
 	.venv/bin/python bench/startup.py
 	.venv/bin/python bench/dump.py
+	.venv/bin/python bench/state.py
+	.venv/bin/python bench/compact.py --rows 2000000
 
 # Regenerate man/acidctl.1 and completions/ from the CLI (a test fails when they are stale).
 docs:

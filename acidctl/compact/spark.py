@@ -40,6 +40,10 @@ def session_conf(master: str, conf: dict | None = None) -> dict:
     # executors on this machine run the same interpreter as the driver
     out.setdefault("spark.pyspark.python", sys.executable)
     out.setdefault("spark.pyspark.driver.python", sys.executable)
+    if master.startswith("local"):
+        # a local application talks to itself only: keep the driver on loopback
+        out["spark.driver.bindAddress"] = "127.0.0.1"
+        out["spark.driver.host"] = "127.0.0.1"
     out.update(conf or {})
     return out
 
@@ -52,6 +56,8 @@ def get_or_create_session(master: str = "local[*]", conf: dict | None = None):
         raise SparkUnavailable(f"pyspark is not installed: {e}",
                                hint="pip install 'acidctl[spark]'") from None
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder
     for k, v in session_conf(master, conf).items():
         builder = builder.config(k, v)
