@@ -12,7 +12,9 @@ operator's laptop; give the NameNode's HTTP port (9870 by default) in the URL or
 from __future__ import annotations
 
 import dataclasses
+import os
 import posixpath
+import stat
 from typing import Any
 
 from acidctl.errors import PathNotFound, StorageUnavailable, UsageError
@@ -52,8 +54,22 @@ class TableFS:
     def __init__(self, url: str, options: dict[str, Any] | None = None):
         self.url = url
         self.options = dict(options or {})
-        self.fs, self.root = _resolve(url, self.options)
-        self.protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
+        self._fs = None
+        if _is_plain_local(url) and not self.options:
+            # local paths need no fsspec for listing and reading (saves its import, ~60 ms,
+            # on every start); it is loaded on first use of anything else
+            self.protocol = "file"
+            self.root = os.path.abspath(url[len("file://"):] if url.startswith("file://") else url)
+            self.root = self.root.rstrip("/") or "/"
+        else:
+            self._fs, self.root = _resolve(url, self.options)
+            self.protocol = self._fs.protocol if isinstance(self._fs.protocol, str) else self._fs.protocol[0]
+
+    @property
+    def fs(self):
+        if self._fs is None:
+            self._fs, _ = _resolve("file://" + self.root, self.options)
+        return self._fs
 
     def __getstate__(self):
         return {"url": self.url, "options": self.options}
@@ -73,15 +89,21 @@ class TableFS:
 
     # -- queries -------------------------------------------------------------------------
     def info(self, path: str) -> Entry:
+        if self._fs is None:
+            return _local_info(path)
         with _errors(path):
             d = self.fs.info(path)
         return _entry(d)
 
     def exists(self, path: str) -> bool:
+        if self._fs is None:
+            return os.path.exists(path)
         with _errors(path):
             return self.fs.exists(path)
 
     def isdir(self, path: str) -> bool:
+        if self._fs is None:
+            return os.path.isdir(path)
         with _errors(path):
             return self.fs.isdir(path)
 
@@ -97,10 +119,16 @@ class TableFS:
         return sorted(entries, key=lambda e: e.name)
 
     def open(self, path: str, mode: str = "rb", **kw):
+        if self._fs is None and mode == "rb":
+            with _errors(path):
+                return open(path, "rb")
         with _errors(path):
             return self.fs.open(path, mode, **kw)
 
     def read_bytes(self, path: str) -> bytes:
+        if self._fs is None:
+            with _errors(path), open(path, "rb") as f:
+                return f.read()
         with _errors(path):
             return self.fs.cat_file(path)
 
@@ -122,13 +150,24 @@ class TableFS:
             self.fs.rm(path, recursive=recursive)
 
 
+def _is_plain_local(url: str) -> bool:
+    return "://" not in url or url.startswith("file://")
+
+
+def _local_info(path: str) -> Entry:
+    with _errors(path):
+        st = os.stat(path)
+    is_dir = stat.S_ISDIR(st.st_mode)
+    return Entry(path=path, name=posixpath.basename(path.rstrip("/")) or "/", is_dir=is_dir,
+                 size=0 if is_dir else st.st_size, mtime=st.st_mtime)
+
+
 def _local_ls(path: str) -> list[Entry]:
     """Local listing with os.scandir: the same entries fsspec's LocalFileSystem.ls returns, at
     a fraction of its per-entry cost (``acidctl state`` lists every delta directory; see
     bench/state.py). Symlinks are followed, as fsspec does."""
-    import os
-
     out = []
+    prefix = path if path.endswith("/") else path + "/"
     with _errors(path):
         with os.scandir(path) as it:
             for e in it:
@@ -137,7 +176,7 @@ def _local_ls(path: str) -> list[Entry]:
                 except FileNotFoundError:  # removed while listing
                     continue
                 is_dir = e.is_dir()
-                out.append(Entry(path=posixpath.join(path, e.name), name=e.name, is_dir=is_dir,
+                out.append(Entry(path=prefix + e.name, name=e.name, is_dir=is_dir,
                                  size=0 if is_dir else st.st_size, mtime=st.st_mtime))
     out.sort(key=lambda e: e.name)
     return out

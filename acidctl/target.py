@@ -71,6 +71,25 @@ def check_table_dir(tfs: TableFS) -> None:
                         hint="pass the directory that contains it")
 
 
+def max_write_id_in_tree(tfs: TableFS) -> int:
+    """The highest write id any base/delta directory name mentions, in every partition.
+    Lists only the table and partition levels (never the insides of base/delta directories)."""
+    from acidctl.acid.dirname import is_hidden, is_partition_dir, parse_acid_dir
+
+    hi = 0
+    stack = [tfs.root]
+    while stack:
+        for e in tfs.ls(stack.pop()):
+            if not e.is_dir or is_hidden(e.name):
+                continue
+            d = parse_acid_dir(e.name)
+            if d is not None:
+                hi = max(hi, d.max_write_id)
+            elif is_partition_dir(e.name):
+                stack.append(e.path)
+    return hi
+
+
 def _metastore_url(settings) -> str | None:
     from acidctl.metastore.connection import resolve_url
 
@@ -84,8 +103,6 @@ def resolve_target(settings, spec: str, *, write_ids: str | None = None, assume_
                    txns: str | None = None, hive_version: int | None = None,
                    partition: str | None = None) -> Target:
     """Resolve ``spec`` and the snapshot options into a :class:`Target`."""
-    from acidctl.acid.layout import list_table
-
     if write_ids and assume_committed:
         raise UsageError("give either --write-ids or --assume-committed, not both")
     if hive_version not in (None, 3, 4):
@@ -124,9 +141,7 @@ def resolve_target(settings, spec: str, *, write_ids: str | None = None, assume_
         wl = WriteIdList.parse(write_ids)
         source = "--write-ids"
     elif assume_committed:
-        from acidctl.acid.acidstate import max_write_id_in_names
-
-        hwm = max_write_id_in_names(list_table(tfs, read_markers=False))
+        hwm = max_write_id_in_tree(tfs)
         wl = WriteIdList.all_committed(hwm)
         source = "--assume-committed"
         assumptions.append(f"every write id named by a directory (1..{hwm}) is committed; no open or aborted "
