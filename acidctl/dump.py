@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterator
 
-from acidctl.errors import InvalidInputError, NotAcidFile, PathNotFound, UsageError
+from acidctl.errors import InvalidInputError, NotAcidFile, UsageError
 from acidctl.fs import TableFS
 from acidctl.orc.reader import FLUSH_SUFFIX, OrcFile
 

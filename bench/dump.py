@@ -19,7 +19,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile

@@ -51,3 +51,24 @@ def good_metadata(table: pa.Table) -> list[tuple[str, str]]:
     return [("hive.acid.key.index", "%d,%d,%d;" % tuple(last)),
             ("hive.acid.stats", "%d,%d,%d" % (ops.count(0), ops.count(1), ops.count(2))),
             ("hive.acid.version", "2")]
+
+
+def nation_table(dst: Path, *, markers: bool = False, name: str = "nation") -> Path:
+    """The table layout fixtures/real/README.md §1 describes for the 25,000-row nation file and
+    its two delete deltas (write ids 2, 3, 4)."""
+    import shutil
+
+    from tests.conftest import REAL
+
+    t = dst / name
+    src = REAL / "trino"
+    for d, f in (("delta_0000002_0000002_0000", src / "nationFile25kRowsSortedOnNationKey" / "bucket_00000"),
+                 ("delete_delta_0000003_0000003_0000",
+                  src / "nation_delete_deltas" / "delete_delta_0000003_0000003_0000" / "bucket_00000"),
+                 ("delete_delta_0000004_0000004_0000",
+                  src / "nation_delete_deltas" / "delete_delta_0000004_0000004_0000" / "bucket_00000")):
+        (t / d).mkdir(parents=True)
+        shutil.copy(f, t / d / "bucket_00000")
+        if markers:
+            (t / d / "_orc_acid_version").write_bytes(b"2")
+    return t

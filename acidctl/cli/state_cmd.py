@@ -117,7 +117,7 @@ def build_report(tfs, *, write_ids: str | None, assume_committed: bool, txns: st
     import time
 
     from acidctl.acid.acidstate import (
-        Kind, Role, get_acid_state, max_write_id_in_names, visibility_txns_in_names,
+        Kind, get_acid_state, max_write_id_in_names, visibility_txns_in_names,
     )
     from acidctl.acid.checks import check_partition
     from acidctl.acid.initiator import NO_AUTO_COMPACTION, Thresholds, compactor_state, recommend

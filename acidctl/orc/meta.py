@@ -15,7 +15,6 @@ from typing import Any
 
 from acidctl.findings import Finding, Severity
 from acidctl.fs import TableFS
-from acidctl.orc import bucketcodec
 from acidctl.orc.reader import OrcFile, StripeInfo
 
 KEY_INDEX = "hive.acid.key.index"

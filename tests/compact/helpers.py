@@ -68,14 +68,9 @@ def new_dirs(root: Path, before: set) -> list[Path]:
 # -- fixture tables (layouts as tests/unit/test_merged.py assembles them) ---------------------
 
 def nation_table(dst: Path) -> Path:
-    t = dst / "nation"
-    src = REAL / "trino"
-    for d, f in (("delta_0000002_0000002_0000", src / "nationFile25kRowsSortedOnNationKey" / "bucket_00000"),
-                 ("delete_delta_0000003_0000003_0000", src / "nation_delete_deltas" / "delete_delta_0000003_0000003_0000" / "bucket_00000"),
-                 ("delete_delta_0000004_0000004_0000", src / "nation_delete_deltas" / "delete_delta_0000004_0000004_0000" / "bucket_00000")):
-        (t / d).mkdir(parents=True)
-        shutil.copy(f, t / d / "bucket_00000")
-    return t
+    from tests.acidfiles import nation_table as build
+
+    return build(dst)
 
 
 def copy_real(dst: Path, rel: str, name: str = "t") -> Path:

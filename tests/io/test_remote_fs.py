@@ -7,7 +7,6 @@ server on loopback."""
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
@@ -27,15 +26,9 @@ def hdfs(tmp_path):
 
 
 def _nation(root):
-    t = root / "warehouse" / "nation"
-    src = REAL / "trino"
-    for d, f in (("delta_0000002_0000002_0000", NATION),
-                 ("delete_delta_0000003_0000003_0000", src / "nation_delete_deltas" / "delete_delta_0000003_0000003_0000" / "bucket_00000"),
-                 ("delete_delta_0000004_0000004_0000", src / "nation_delete_deltas" / "delete_delta_0000004_0000004_0000" / "bucket_00000")):
-        (t / d).mkdir(parents=True)
-        shutil.copy(f, t / d / "bucket_00000")
-        (t / d / "_orc_acid_version").write_bytes(b"2")
-    return t
+    from tests.acidfiles import nation_table
+
+    return nation_table(root / "warehouse", markers=True)
 
 
 def test_dump_over_webhdfs_equals_local(cli, hdfs, tmp_path):

@@ -7,6 +7,7 @@ import shutil
 
 import pytest
 
+from tests import acidfiles
 from tests.conftest import GOLDEN, REAL
 
 ALL = "9223372036854775807"
@@ -20,15 +21,7 @@ def _rows(cli, path, snapshot, *extra):
 
 @pytest.fixture
 def nation_table(tmp_path):
-    """The layout fixtures/real/README.md §1 describes for the nation file and its deletes."""
-    t = tmp_path / "nation"
-    src = REAL / "trino"
-    for d, f in (("delta_0000002_0000002_0000", src / "nationFile25kRowsSortedOnNationKey" / "bucket_00000"),
-                 ("delete_delta_0000003_0000003_0000", src / "nation_delete_deltas" / "delete_delta_0000003_0000003_0000" / "bucket_00000"),
-                 ("delete_delta_0000004_0000004_0000", src / "nation_delete_deltas" / "delete_delta_0000004_0000004_0000" / "bucket_00000")):
-        (t / d).mkdir(parents=True)
-        shutil.copy(f, t / d / "bucket_00000")
-    return t
+    return acidfiles.nation_table(tmp_path)
 
 
 def test_nation_with_two_delete_deltas_reads_23000_rows_without_5_and_19(cli, nation_table):
