@@ -61,12 +61,22 @@ def state_command(
                             hive_version=hive_version, partition=partition)
     inspect_file = _deep_hook() if deep else None
     props = {**target.properties, **_parse_props(tblproperty)}
+    facts = None
+    if target.table is not None and target.metastore is not None:
+        from acidctl.metastore.facts import facts_for_partition, table_facts
+
+        tf = table_facts(target.metastore, target.table.db, target.table.table)
+        base_part = getattr(target.table, "partition", None)
+
+        def facts(partition, tf=tf, base_part=base_part):
+            name = "/".join(p for p in (base_part, partition) if p) or None
+            return facts_for_partition(tf, name, hive_version=target.hive_version, txns=target.txns)
     report = build_report(target.tfs, write_ids=None if assume_committed else str(target.write_ids),
                           assume_committed=assume_committed,
                           txns=str(target.txns) if target.txns is not None and (
                               txns or (target.source == "metastore" and target.hive_version == 4)) else None,
                           hive_version=target.hive_version, table_properties=props,
-                          grace_seconds=grace_hours * 3600.0, inspect_file=inspect_file)
+                          grace_seconds=grace_hours * 3600.0, inspect_file=inspect_file, facts=facts)
     report["table"] = target.table.full_name if target.table else None
     report["snapshot_source"] = target.source
     for note in report["assumptions"]:
@@ -160,12 +170,14 @@ def build_report(tfs, *, write_ids: str | None, assume_committed: bool, txns: st
     partitions = []
     all_findings: list[Finding] = []
     for lst in listings:
+        # ``facts``: MetastoreFacts for every partition, or a function of the partition name
+        pfacts = facts(lst.partition) if callable(facts) else facts
         st = get_acid_state(lst, wl, txns=tl, hive_version=hive_version, insert_only=insert_only)
         cst = compactor_state(lst, wl, txns=tl, hive_version=hive_version)
         rec = recommend(cst, thresholds=thresholds, insert_only=insert_only, hive_version=hive_version,
                         no_auto_compaction=no_auto,
-                        aborted_txn_count=getattr(facts, "aborted_txn_count", None))
-        findings = check_partition(lst, st, hive_version=hive_version, recommendation=rec, facts=facts,
+                        aborted_txn_count=getattr(pfacts, "aborted_txn_count", None))
+        findings = check_partition(lst, st, hive_version=hive_version, recommendation=rec, facts=pfacts,
                                    txns=txns_known, now=now, grace_seconds=grace_seconds)
         if inspect_file is not None:
             findings = sorted(findings + _run_deep(tfs, lst, st, inspect_file, hive_version=hive_version),

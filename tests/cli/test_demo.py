@@ -104,3 +104,20 @@ def test_merged_read_of_one_partition_keeps_its_partition_column(cli, demo):
     rows = [json.loads(x) for x in cli("-o", "json", "dump", "--merged", "default.sales/ds=2025-12-31").stdout.splitlines()]
     assert sorted(r["id"] for r in rows) == [1, 2, 4, 5, 6, 7]
     assert {r["ds"] for r in rows} == {"2025-12-31"}
+
+
+def test_state_uses_metastore_facts(cli, demo):
+    root, _ = demo
+    part = root / "warehouse" / "sales" / "ds=2026-01-01"
+    # write id 9 was never allocated (NEXT_WRITE_ID says 8): S13, an error
+    (part / "delta_0000009_0000009_0000").mkdir()
+    (part / "delta_0000009_0000009_0000" / "_orc_acid_version").write_bytes(b"2")
+    r = cli("-o", "json", "state", "default.sales",
+            "--tblproperty", "compactorthreshold.hive.compactor.abortedtxn.threshold=0")
+    assert r.code == 4, r
+    doc = json.loads(r.stdout)
+    checks = {(f["check"], f["severity"], f["path"].rsplit("/", 1)[-1]) for f in doc["findings"]}
+    assert any(c == "S13" and s == "error" for c, s, _ in checks)
+    # one aborted txn (sales write 4) touched ds=2026-01-01, threshold 0: S11
+    assert any(c == "S11" and p == "ds=2026-01-01" for c, _, p in checks)
+    assert not any(c == "S11" and p == "ds=2025-12-31" for c, _, p in checks)
