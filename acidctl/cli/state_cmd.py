@@ -214,6 +214,7 @@ def build_report(tfs, *, write_ids: str | None, assume_committed: bool, txns: st
             "findings": {s.value: sum(1 for f in findings if f.severity is s) for s in Severity},
         })
 
+    all_findings.extend(_lock_findings(tfs))
     counts = {s.value: sum(1 for f in all_findings if f.severity is s) for s in Severity}
     return {
         "path": tfs.display(tfs.root),
@@ -230,6 +231,22 @@ def build_report(tfs, *, write_ids: str | None, assume_committed: bool, txns: st
             "unreadable": [p["partition"] or p["path"] for p in partitions if not p["snapshot"]["readable"]],
         },
     }
+
+
+def _lock_findings(tfs) -> list:
+    """D07 for acidctl's own compaction lock at the table root: a compaction running now
+    (info) or a stale lock left by one that died (warn; `clean --execute` removes it)."""
+    from acidctl.compact.lock import lock_path, read_lock
+    from acidctl.findings import Finding, Severity
+
+    info = read_lock(tfs, lock_path(tfs))
+    if info is None:
+        return []
+    if info.stale:
+        return [Finding("D07", Severity.WARN, info.path,
+                        f"stale compaction lock ({info.describe()}): the compaction died; "
+                        "`acidctl clean --execute` removes it")]
+    return [Finding("D07", Severity.INFO, info.path, f"a compaction holds the table lock ({info.describe()})")]
 
 
 def _run_deep(tfs, lst, st, inspect_file, *, hive_version: int = 3) -> list:

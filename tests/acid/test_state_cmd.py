@@ -256,3 +256,21 @@ def test_deep_unreadable_orc_file(tmp_path, capsys):
     code, doc, err = run_json(["state", str(t), "--assume-committed", "--deep"], capsys)
     assert code == 4
     assert [f["check"] for f in doc["findings"] if f["severity"] == "error"] == ["F00"]
+
+
+def test_stale_compaction_lock_is_reported(tmp_path, capsys):
+    import json as _json
+    import subprocess
+    import sys as _sys
+
+    t = tmp_path / "t"
+    make_dir(t / "delta_0000001_0000001_0000")
+    # a lock written by a process that has exited
+    p = subprocess.run([_sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    import socket
+    (t / ".acidctl-compact.lock").write_text(_json.dumps({"pid": int(p.stdout), "host": socket.gethostname(),
+                                                           "started": 0, "token": "x"}))
+    code, doc, err = run_json(["state", str(t), "--assume-committed"], capsys)
+    assert code == 0, err
+    locks = [f for f in doc["findings"] if f["check"] == "D07" and f["path"].endswith(".acidctl-compact.lock")]
+    assert [f["severity"] for f in locks] == ["warn"] and "stale" in locks[0]["message"]
