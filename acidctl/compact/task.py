@@ -4,7 +4,15 @@
 with the Arrow kernel (:mod:`acidctl.acid.merge`), writes ``bucket_NNNNN`` with the ACID writer
 into the staging directory, verifies the written file (``inspect_file``: no error findings, row
 count), checks that the reader's merged snapshot of this bucket is the same before and after,
-and returns a metrics dict. Memory is bounded by the bucket's rows and delete events.
+and returns a metrics dict.
+
+Memory: when the bucket's insert sources hold increasing, disjoint key ranges (as Hive writes
+them) the task streams — sources in order, each read in batches, merged against the bucket's
+valid delete keys (held in memory), written with the streaming ACID writer through a local
+temporary file, and verified by comparing the old and new merged reads batch by batch — so a
+task holds the delete keys plus a few batches (and ORC's per-stripe buffers). Otherwise it
+falls back to the whole-bucket path (every input in one Arrow table), which is also used when
+a file turns out not to be sorted inside.
 
 * major: valid insert events minus valid deletes (aborted / deleted rows dropped), ROW__IDs and
   ``currentTransaction`` unchanged, operation 0;
@@ -282,6 +290,21 @@ def _py(t):
 
 
 def _run(task) -> dict:
+    """Streaming when the bucket's insert sources are in key order (the usual case), else
+    the whole-bucket path."""
+    global LAST_PATH
+    if _in_key_order(task.tfs, task.inserts):
+        try:
+            out = _run_streaming(task)
+            LAST_PATH = "stream"
+            return out
+        except _NotInOrder:
+            pass   # an input file not sorted inside: nothing was moved into place
+    LAST_PATH = "whole"
+    return _run_whole(task)
+
+
+def _run_whole(task) -> dict:
     import pyarrow.compute as pc
 
     from acidctl.acid import merge
@@ -372,3 +395,410 @@ def _dedupe_keys(table):
         return table
     keep = np.concatenate([[True], ~dup])
     return table.filter(keep)
+
+
+# -- streaming ------------------------------------------------------------------------------
+#
+# Within a bucket, Hive's insert sources (originals or the base, then the insert deltas in
+# write-id/statement order) normally hold increasing, disjoint key ranges. Then the merged
+# bucket is the concatenation of each source's live events, stripe by stripe, and a task needs
+# in memory only the bucket's valid delete keys plus a few stripes. Each source's first and
+# last key are read up front (synthetic ids of original files are known from the row counts;
+# ACID files: the key columns of their first and last non-empty stripe); the live rows are
+# checked again while streaming (strictly increasing), and any surprise (an unsorted file)
+# aborts the temporary output and falls back to the whole-bucket path.
+
+LAST_PATH: str | None = None   # "stream" | "whole": the path the last task in this process took
+
+
+class _NotInOrder(Exception):
+    """The streamed events are not strictly increasing: use the whole-bucket path."""
+
+
+def _source_range(tfs, src):
+    """(first key, last key) of a source's events, None for an empty source, or "?" when the
+    file cannot be judged cheaply (not an ACID file, unreadable key columns)."""
+    from acidctl.orc import bucketcodec
+    from acidctl.orc.reader import OrcFile
+
+    with OrcFile(tfs, src.path) as f:
+        if src.raw:
+            n = f.rows
+            if not n:
+                return None
+            bp = bucketcodec.encode(src.bucket, src.statement)
+            bp = bp - (1 << 32) if bp >= 1 << 31 else bp
+            return (src.write_id, bp, src.first_row_id), (src.write_id, bp, src.first_row_id + n - 1)
+        if not f.is_acid:
+            return "?"
+        if not f.rows:
+            return None
+        names = list(f.schema.fields)[1:4]
+        first = next(_batches(f, columns=names, batch_rows=1024), None)
+        if first is None:
+            return None
+        last = _key_index_last(f)
+        if last is None:
+            # no usable key index: the last key from a scan of the key columns (bounded memory)
+            for b in _batches(f, columns=names):
+                last = tuple(b.column(i)[b.num_rows - 1].as_py() for i in range(3))
+        return tuple(first.column(i)[0].as_py() for i in range(3)), last
+
+
+def _key_index_last(f):
+    """The last key of an ACID file from its ``hive.acid.key.index`` (the last stripe's last
+    key), or None when it is missing or malformed. A wrong index cannot produce wrong output:
+    the streamed events are checked again while they are written."""
+    raw = f.user_metadata.get("hive.acid.key.index")
+    if not raw:
+        return None
+    try:
+        entries = [e for e in raw.decode().split(";") if e]
+        if len(entries) != sum(1 for s in f.stripes() if s.rows):
+            return None
+        ot, bk, rid = (int(x) for x in entries[-1].split(","))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    bk = bk - (1 << 32) if bk >= 1 << 31 else bk
+    return ot, bk, rid
+
+
+def _in_key_order(tfs, srcs, *, missing_ok: bool = False) -> bool:
+    """Do the sources' key ranges increase strictly, without overlapping?"""
+    prev = None
+    for s in srcs:
+        if missing_ok and not tfs.exists(s.path):
+            continue
+        r = _source_range(tfs, s)
+        if r is None:
+            continue
+        if r == "?" or any(v is None for v in r[0] + r[1]):
+            return False
+        if r[0] > r[1] or (prev is not None and not prev < r[0]):
+            return False
+        prev = r[1]
+    return True
+
+
+def _stream_events(tfs, srcs, *, missing_ok: bool = False):
+    """Every source's events, one stripe at a time, as ACID tables (raw files get their
+    synthetic row ids counted across stripes); empty stripes are skipped."""
+    import pyarrow as pa
+
+    from acidctl.acid import merge
+    from acidctl.orc import bucketcodec
+    from acidctl.orc.reader import OrcFile
+
+    for s in srcs:
+        if missing_ok and not tfs.exists(s.path):
+            continue
+        with OrcFile(tfs, s.path) as f:
+            pos = s.first_row_id
+            bp = bucketcodec.encode(s.bucket, s.statement) if s.raw else None
+            for b in _batches(f):
+                t = pa.Table.from_batches([b])
+                if s.raw:
+                    t = merge.with_synthetic_ids(t, write_id=s.write_id, bucket_property=bp, first_row_id=pos)
+                    pos += t.num_rows
+                else:
+                    t = merge.normalise(t)
+                yield t
+
+
+BATCH_ROWS = 65536
+
+
+def _batches(f, *, columns=None, batch_rows=None):
+    """A file's rows (or ``columns``) as record batches of at most :data:`BATCH_ROWS` rows:
+    ORC's row reader through a pyarrow dataset fragment, so not even one whole stripe is
+    decoded at once (Hive's 64 MiB stripes hold millions of rows). Whatever that reader cannot
+    decode is read stripe by stripe (``read_stripe_arrow``, with its errors), from where it
+    stopped."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    n = batch_rows or BATCH_ROWS
+    done = 0
+    try:
+        f._source.seek(0)
+        frag = ds.OrcFileFormat().make_fragment(f._source)
+        for b in frag.to_batches(columns=columns, batch_size=n, use_threads=False):
+            if b.num_rows:
+                done += b.num_rows
+                yield b
+        return
+    except (pa.ArrowException, OSError, ValueError):
+        pass
+    start = 0
+    for i in range(f.num_stripes()):
+        b = f.read_stripe_arrow(i, columns=columns)
+        end = start + b.num_rows
+        if end > done:
+            b = b.slice(max(0, done - start))
+            for off in range(0, b.num_rows, n):
+                yield b.slice(off, n)
+        start = end
+
+
+class _Order:
+    """Raises :class:`_NotInOrder` unless the keys of successive tables strictly increase."""
+
+    def __init__(self):
+        self.last = None
+
+    def check(self, t) -> None:
+        import numpy as np
+
+        from acidctl.orc.writer import check_sorted
+
+        if not t.num_rows:
+            return
+        ot = t.column("originalTransaction").to_numpy()
+        bk = t.column("bucket").to_numpy().astype(np.int64)
+        rid = t.column("rowId").to_numpy()
+        if self.last is not None:
+            ot = np.concatenate([[self.last[0]], ot])
+            bk = np.concatenate([[self.last[1]], bk])
+            rid = np.concatenate([[self.last[2]], rid])
+        if check_sorted(ot, bk, rid) is not None:
+            raise _NotInOrder()
+        self.last = (int(ot[-1]), int(bk[-1]), int(rid[-1]))
+
+
+class _SameSchema:
+    """Raises :class:`_NotInOrder` when a table's schema differs from the first one's (the
+    whole-bucket path unifies them with a permissive concatenation)."""
+
+    def __init__(self):
+        self.schema = None
+
+    def check(self, t) -> None:
+        s = t.schema.remove_metadata()
+        if self.schema is None:
+            self.schema = s
+        elif not s.equals(self.schema):
+            raise _NotInOrder()
+
+
+def _stream_delete_keys(tfs, srcs, snapshot, *, missing_ok: bool = False, on_stripe=None):
+    """The valid delete keys of ``srcs`` (key columns read stripe by stripe; only valid keys
+    are kept); ``on_stripe(table)`` sees each stripe's five key columns."""
+    import pyarrow as pa
+
+    from acidctl.acid import merge
+    from acidctl.orc.reader import OrcFile
+
+    keys = []
+    for s in srcs:
+        if missing_ok and not tfs.exists(s.path):
+            continue
+        with OrcFile(tfs, s.path) as f:
+            cols = list(f.schema.fields)[:5]
+            for i in range(f.num_stripes()):
+                b = f.read_stripe_arrow(i, columns=cols)
+                t = pa.Table.from_batches([b]).rename_columns(merge.ACID_COLUMNS[:5])
+                if on_stripe is not None:
+                    on_stripe(t)
+                k = merge.delete_keys(t, snapshot)
+                if k.num_rows:
+                    keys.append(k)
+    return pa.concat_tables(keys).combine_chunks() if keys else None
+
+
+def _writer_for(task, path, out_dir):
+    from acidctl.orc import writer
+
+    stripe = writer.BASE_STRIPE_SIZE if out_dir.kind == "base" else writer.DELTA_STRIPE_SIZE
+    return writer.AcidFileWriter(task.tfs, path, stripe_size=stripe, verify_kind=out_dir.kind,
+                                 verify_range=(out_dir.min_write_id, out_dir.max_write_id))
+
+
+def _input_bytes(task) -> int:
+    seen = set()
+    total = 0
+    for s in list(task.inserts) + list(task.deletes):
+        if _key(s) in seen:
+            continue
+        seen.add(_key(s))
+        try:
+            total += task.tfs.info(s.path).size
+        except Exception:
+            pass
+    return total
+
+
+def _run_streaming(task) -> dict:
+    import pyarrow.compute as pc
+
+    from acidctl.acid import merge
+
+    crash_if("task-start", task.crash_at, task.driver_pid)
+    snap = task.compactor
+    where = task.partition or "the table"
+    m = {"partition": task.partition, "bucket": task.bucket, "rows_in": 0, "delete_events_in": 0,
+         "rows_out": 0, "delete_events_out": 0, "deletes_applied": 0, "aborted_dropped": 0,
+         "bytes_out": 0, "files_out": []}
+    cols, coln = task.columns, task.columns_coln_only
+
+    # delete events: in memory (the allowed bound). Their bucket check is reported after the
+    # inserts', as the whole-bucket path does.
+    del_error = []
+    dels_full = None
+
+    def seen_delete(t):
+        m["delete_events_in"] += t.num_rows
+        if not del_error:
+            try:
+                _check_bucket(t, task.bucket, "a delete event", where)
+            except Exception as e:  # AcidctlError, raised below
+                del_error.append(e)
+
+    if task.mode == "major":
+        keys = _stream_delete_keys(task.tfs, task.deletes, snap, on_stripe=seen_delete)
+    else:
+        keys = None
+        reader = _Reader(task.tfs)
+        dels_full = reader.deletes(task.deletes, full=True)
+        reader.events.clear()
+        if dels_full is not None:
+            seen_delete(dels_full)
+
+    order = _Order()
+    schema = _SameSchema()
+    w = _writer_for(task, task.out_insert, task.out_insert_dir) if task.out_insert else None
+    written = None
+    try:
+        for t in _stream_events(task.tfs, task.inserts):
+            m["rows_in"] += t.num_rows
+            _check_bucket(t, task.bucket, "an insert event", where)
+            if task.mode == "major":
+                valid = pc.and_(pc.equal(t.column("operation"), 0),
+                                merge.valid_mask(t.column("currentTransaction"), snap))
+                n_valid = pc.sum(valid.cast("int64")).as_py() or 0
+                live = merge.apply(t, keys, snap, sort=False)
+                m["aborted_dropped"] += t.num_rows - n_valid
+                m["deletes_applied"] += n_valid - live.num_rows
+            else:
+                keep = pc.and_(pc.equal(t.column("operation"), 0),
+                               merge.valid_mask(t.column("currentTransaction"), snap))
+                live = t.filter(keep)
+                m["aborted_dropped"] += t.num_rows - live.num_rows
+            order.check(live)
+            live = _rename_row(live, cols, coln)
+            schema.check(live)
+            if w is not None and live.num_rows:
+                w.write(live)
+        if del_error:
+            raise del_error[0]
+
+        out_del = None
+        if dels_full is not None:
+            keep = pc.and_(pc.equal(dels_full.column("operation"), 2),
+                           merge.valid_mask(dels_full.column("currentTransaction"), snap))
+            d = dels_full.filter(keep)
+            m["aborted_dropped"] += dels_full.num_rows - d.num_rows
+            d = d.sort_by([("originalTransaction", "ascending"), ("bucket", "ascending"),
+                           ("rowId", "ascending"), ("currentTransaction", "ascending")])
+            out_del = _rename_row(_dedupe_keys(d), cols, coln)
+        dels_full = None
+
+        crash_if("task-before-write", task.crash_at, task.driver_pid)
+        if w is not None:
+            written = w.close()
+    finally:
+        if w is not None:
+            w.abort()
+    if written is not None:
+        m["rows_out"] = written.rows
+        m["bytes_out"] += written.bytes
+        m["files_out"].append(task.out_insert)
+    if out_del is not None and out_del.num_rows and task.out_delete:
+        wd = _write(task, task.out_delete, out_del, task.out_delete_dir)
+        m["delete_events_out"] = wd["rows"]
+        m["bytes_out"] += wd["bytes"]
+        m["files_out"].append(task.out_delete)
+    del out_del, keys
+    crash_if("task-after-write", task.crash_at, task.driver_pid)
+    m["bytes_in"] = _input_bytes(task)
+
+    same, n_old, n_new = _verify_streaming(task)
+    if not same:
+        from acidctl.errors import WriteVerificationFailed
+
+        raise WriteVerificationFailed(
+            f"merged read of bucket {task.bucket} of {where} differs after compaction "
+            f"({n_old} rows before, {n_new} after); nothing was published")
+    m["verified_rows"] = n_old
+    return m
+
+
+def _merged_stream(tfs, srcs, snapshot, columns, coln_only, *, missing_ok: bool):
+    """The merged read of one bucket as a sequence of tables (the whole-bucket read as one
+    table when the sources are not in key order)."""
+    from acidctl.acid import merge
+
+    ins_srcs, del_srcs = srcs
+    if not _in_key_order(tfs, ins_srcs, missing_ok=missing_ok):
+        t = _merged(_Reader(tfs), srcs, snapshot, columns, coln_only, missing_ok=missing_ok)
+        if t is not None:
+            yield t
+        return
+    keys = loaded = None
+    order = _Order()
+    schema = _SameSchema()
+    for t in _stream_events(tfs, ins_srcs, missing_ok=missing_ok):
+        if not loaded:
+            keys = _stream_delete_keys(tfs, del_srcs, snapshot, missing_ok=missing_ok)
+            loaded = True
+        live = merge.apply(t, keys, snapshot, sort=False)
+        order.check(live)
+        live = _rename_row(live, columns, coln_only)
+        schema.check(live)
+        yield live
+
+
+def _compare_streams(a, b) -> tuple[bool, int, int]:
+    """(equal, rows of a, rows of b) for two sequences of tables, aligned slice by slice."""
+    na = nb = 0
+    same = True
+    ta = tb = None
+    oa = ob = 0
+    while True:
+        while ta is None or oa >= ta.num_rows:
+            ta, oa = next(a, None), 0
+            if ta is None:
+                break
+            na += ta.num_rows
+        while tb is None or ob >= tb.num_rows:
+            tb, ob = next(b, None), 0
+            if tb is None:
+                break
+            nb += tb.num_rows
+        if ta is None or tb is None:
+            if ta is not None or tb is not None:
+                same = False
+            for t in a:
+                na += t.num_rows
+            for t in b:
+                nb += t.num_rows
+            return same, na, nb
+        k = min(ta.num_rows - oa, tb.num_rows - ob)
+        if same and not _same(ta.slice(oa, k), tb.slice(ob, k)):
+            same = False
+        oa += k
+        ob += k
+
+
+def _verify_streaming(task) -> tuple[bool, int, int]:
+    """The reader's merged snapshot of the bucket before and after, compared in key order
+    without holding either (falls back to whole-bucket reads when a side is not in order)."""
+    args = (task.reader, task.columns, task.columns_coln_only)
+    try:
+        return _compare_streams(_merged_stream(task.tfs, task.verify_old, *args, missing_ok=False),
+                                _merged_stream(task.tfs, task.verify_new, *args, missing_ok=True))
+    except _NotInOrder:
+        pass
+    old = _merged(_Reader(task.tfs), task.verify_old, *args, missing_ok=False)
+    n_old = 0 if old is None else old.num_rows
+    new = _merged(_Reader(task.tfs), task.verify_new, *args, missing_ok=True)
+    return _same(old, new), n_old, 0 if new is None else new.num_rows

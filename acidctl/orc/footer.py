@@ -168,3 +168,40 @@ def add_user_metadata(data: bytes, items: list[tuple[str, bytes]]) -> bytes:
     if len(ps_bytes) > 255:
         raise ValueError("ORC postscript longer than 255 bytes")
     return data[:tail.footer_start] + footer + ps_bytes + bytes((len(ps_bytes),))
+
+
+def add_user_metadata_file(path: str, items: list[tuple[str, bytes]]) -> Tail:
+    """:func:`add_user_metadata` on a local file in place: only the tail is read, the file is
+    truncated at the footer and the new footer + postscript appended. Returns the old tail."""
+    import os
+
+    with open(path, "r+b") as f:
+        size = os.fstat(f.fileno()).st_size
+        f.seek(max(0, size - 256))
+        last = f.read()
+        ps_len = last[-1]
+        vals = {fn: v for fn, _, v in parse_fields(last[-1 - ps_len:-1])}
+        n = 1 + ps_len + int(vals[1])
+        f.seek(size - n)
+        tail_bytes = f.read(n)
+        tail = read_tail(tail_bytes)
+        new = add_user_metadata(tail_bytes, items)
+        f.seek(size - n)
+        f.truncate()
+        f.write(new)
+    return tail
+
+
+def read_tail_file(path: str) -> Tail:
+    """:func:`read_tail` of a local file, reading only its tail."""
+    import os
+
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        f.seek(max(0, size - 256))
+        last = f.read()
+        ps_len = last[-1]
+        vals = {fn: v for fn, _, v in parse_fields(last[-1 - ps_len:-1])}
+        n = 1 + ps_len + int(vals[1])
+        f.seek(size - n)
+        return read_tail(f.read(n))

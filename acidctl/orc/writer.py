@@ -186,6 +186,187 @@ def write_acid_file(tfs, path: str, table: pa.Table, **kw) -> WrittenFile:
     return dataclasses.replace(info, path=tfs.display(path))
 
 
+class AcidFileWriter:
+    """Streaming variant of :func:`write_acid_file`: ``write(table)`` per batch (key order
+    checked across batches), ``close()`` adds the ACID user metadata, moves the file to
+    ``path`` through ``tfs`` and returns a :class:`WrittenFile`. Data goes to a local temporary
+    file (in the destination directory for local tables), never to memory; the key index is
+    computed after the data is written from the footer's stripe row counts and the last row of
+    each stripe's key columns, read back one stripe at a time. Arrow-writable types only (the
+    pyorc path for char/varchar/union stays in :func:`encode_acid_file`).
+
+    Use as a context manager: leaving the block by an exception removes the temporary file.
+    Nothing is created until the first non-empty batch; ``close()`` returns None when no row
+    was written."""
+
+    def __init__(self, tfs, path: str, *, compression: str = "ZLIB", stripe_size: int = BASE_STRIPE_SIZE,
+                 allow_zstd: bool = False, verify_kind: str | None = None,
+                 verify_range: tuple[int, int] | None = None, verify_file: bool = True):
+        compression = compression.upper()
+        if compression not in COMPRESSIONS:
+            raise InvalidInputError(f"unsupported compression {compression}; use NONE, ZLIB, SNAPPY or LZ4")
+        if compression == "ZSTD" and not allow_zstd:
+            raise InvalidInputError("ZSTD output cannot be read by Hive 3.1 (ORC 1.5); pass allow_zstd to force it")
+        self.tfs = tfs
+        self.path = path
+        self.compression = compression
+        self.stripe_size = stripe_size
+        self.verify_kind = verify_kind
+        self.verify_range = verify_range
+        self.verify_file = verify_file
+        self.rows = 0
+        self.stats = [0, 0, 0]
+        self.schema = None
+        self._last = None          # (ot, bk, rid) of the last written event
+        self._tmp = None
+        self._sink = None
+        self._writer = None
+
+    # -- writing ---------------------------------------------------------------------------
+    def _open(self, schema: pa.Schema) -> None:
+        import os
+        import tempfile
+
+        import pyarrow.orc as po
+
+        local = self.tfs.protocol in ("file", "local")
+        d = os.path.dirname(self.path) if local else None
+        if d:
+            os.makedirs(d, exist_ok=True)
+        fd, self._tmp = tempfile.mkstemp(prefix="." + os.path.basename(self.path) + ".", suffix=".tmp", dir=d)
+        self._sink = os.fdopen(fd, "wb")
+        self._writer = po.ORCWriter(self._sink, compression=COMPRESSIONS[self.compression],
+                                    stripe_size=self.stripe_size, file_version="0.12",
+                                    compression_block_size=256 * 1024, row_index_stride=10000)
+        self.schema = schema
+
+    def write(self, table) -> None:
+        if isinstance(table, pa.RecordBatch):
+            table = pa.Table.from_batches([table])
+        if list(table.column_names) != list(ACID_NAMES):
+            raise InvalidInputError(f"ACID data must have the columns {ACID_NAMES}, got {table.column_names}")
+        if not table.num_rows:
+            return
+        if self.schema is None:
+            row_type = table.schema.field("row").type
+            bad = [f.name for f in row_type if f.name != f.name.lower()]
+            if bad:
+                raise InvalidInputError(f"row field names must be lower-case Hive column names: {bad}")
+            self._open(table.schema.remove_metadata())
+        elif not table.schema.remove_metadata().equals(self.schema):
+            raise InvalidInputError(f"batch schema {table.schema} differs from the file's {self.schema}")
+        op = table.column("operation").to_numpy()
+        ot = table.column("originalTransaction").to_numpy()
+        bk = table.column("bucket").to_numpy().astype(np.int64)
+        rid = table.column("rowId").to_numpy()
+        if self._last is not None:
+            ot = np.concatenate([[self._last[0]], ot])
+            bk = np.concatenate([[self._last[1]], bk])
+            rid = np.concatenate([[self._last[2]], rid])
+        at = check_sorted(ot, bk, rid)
+        if at is not None:
+            row = self.rows + at - (1 if self._last is not None else 0)
+            raise InvalidInputError(f"events not strictly increasing by (originalTransaction, bucket, rowId) at "
+                                    f"row {row}: {ot[at - 1]},{bk[at - 1]},{rid[at - 1]} then "
+                                    f"{ot[at]},{bk[at]},{rid[at]}")
+        self._last = (int(ot[-1]), int(bk[-1]), int(rid[-1]))
+        s = _stats(op)
+        self.stats = [a + b for a, b in zip(self.stats, s)]
+        self._writer.write(table.replace_schema_metadata(None))
+        self.rows += table.num_rows
+
+    # -- finishing -------------------------------------------------------------------------
+    def close(self) -> WrittenFile | None:
+        """Finish the file, move it to ``path`` and verify it; None when nothing was written."""
+        import os
+        import shutil
+
+        if self._writer is None:
+            return None
+        self._writer.close()
+        self._sink.close()
+        self._writer = None
+        stripe_rows = orcfooter.read_tail_file(self._tmp).stripe_rows()
+        key_index = self._key_index(stripe_rows)
+        stats = tuple(self.stats)
+        orcfooter.add_user_metadata_file(self._tmp, [
+            (KEY_INDEX, key_index.encode()),
+            (ACID_STATS, ("%d,%d,%d" % stats).encode()),
+            (ACID_VERSION, b"2"),
+        ])
+        size = os.path.getsize(self._tmp)
+        if self.tfs.protocol in ("file", "local"):
+            shutil.move(self._tmp, self.path)
+        else:
+            self.tfs.makedirs(self.path.rsplit("/", 1)[0])
+            self.tfs.fs.put_file(self._tmp, self.path)
+            os.unlink(self._tmp)
+        self._tmp = None
+        if self.verify_file:
+            verify(self.tfs, self.path, expected_rows=self.rows, dir_kind=self.verify_kind,
+                   dir_range=self.verify_range)
+        return WrittenFile(path=self.tfs.display(self.path), rows=self.rows, bytes=size,
+                           stripes=len(stripe_rows), key_index=key_index, stats=stats)
+
+    def _key_index(self, stripe_rows: list[int]) -> str:
+        """The key at each stripe's last row, from the key columns read back in batches."""
+        import pyarrow.dataset as ds
+
+        ends = []
+        end = 0
+        for n in stripe_rows:
+            end += n
+            if n:
+                ends.append(end - 1)
+        out = []
+        pos = 0
+        j = 0
+        with open(self._tmp, "rb") as f:
+            frag = ds.OrcFileFormat().make_fragment(f)
+            for b in frag.to_batches(columns=["originalTransaction", "bucket", "rowId"], batch_size=65536,
+                                     use_threads=False):
+                while j < len(ends) and ends[j] < pos + b.num_rows:
+                    i = ends[j] - pos
+                    out.append("%d,%d,%d;" % (b.column(0)[i].as_py(), b.column(1)[i].as_py(), b.column(2)[i].as_py()))
+                    j += 1
+                pos += b.num_rows
+        if j != len(ends):
+            from acidctl.errors import WriteVerificationFailed
+
+            raise WriteVerificationFailed(f"written file {self.path}: {pos} rows read back, stripes say {end}")
+        return "".join(out)
+
+    def abort(self) -> None:
+        """Drop the temporary file (nothing reaches ``path``)."""
+        import os
+
+        try:
+            if self._writer is not None:
+                self._writer.close()
+        except Exception:
+            pass
+        try:
+            if self._sink is not None:
+                self._sink.close()
+        except Exception:
+            pass
+        self._writer = None
+        if self._tmp is not None:
+            try:
+                os.unlink(self._tmp)
+            except OSError:
+                pass
+            self._tmp = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, et, ev, tb):
+        if et is not None or self._tmp is not None and self._writer is not None:
+            self.abort()
+        return False
+
+
 def verify(tfs, path: str, *, expected_rows: int | None = None, dir_kind: str | None = None,
            dir_range: tuple[int, int] | None = None) -> None:
     """Read the written file back and run every ACID file check; raise on any error."""
