@@ -509,35 +509,9 @@ BATCH_ROWS = 65536
 
 
 def _batches(f, *, columns=None, batch_rows=None):
-    """A file's rows (or ``columns``) as record batches of at most :data:`BATCH_ROWS` rows:
-    ORC's row reader through a pyarrow dataset fragment, so not even one whole stripe is
-    decoded at once (Hive's 64 MiB stripes hold millions of rows). Whatever that reader cannot
-    decode is read stripe by stripe (``read_stripe_arrow``, with its errors), from where it
-    stopped."""
-    import pyarrow as pa
-    import pyarrow.dataset as ds
-
-    n = batch_rows or BATCH_ROWS
-    done = 0
-    try:
-        f._source.seek(0)
-        frag = ds.OrcFileFormat().make_fragment(f._source)
-        for b in frag.to_batches(columns=columns, batch_size=n, use_threads=False):
-            if b.num_rows:
-                done += b.num_rows
-                yield b
-        return
-    except (pa.ArrowException, OSError, ValueError):
-        pass
-    start = 0
-    for i in range(f.num_stripes()):
-        b = f.read_stripe_arrow(i, columns=columns)
-        end = start + b.num_rows
-        if end > done:
-            b = b.slice(max(0, done - start))
-            for off in range(0, b.num_rows, n):
-                yield b.slice(off, n)
-        start = end
+    """A file's rows (or ``columns``) as record batches of at most :data:`BATCH_ROWS` rows
+    (:meth:`acidctl.orc.reader.OrcFile.iter_batches`)."""
+    return f.iter_batches(columns=columns, batch_rows=batch_rows or BATCH_ROWS)
 
 
 class _Order:

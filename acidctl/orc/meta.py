@@ -175,13 +175,15 @@ def _check_events(orc: OrcFile, stripes, report: FileReport, add, *, name, dir_k
     """Stream the key columns and check order, key index, stats, operations and buckets."""
     import numpy as np
 
-    from acidctl.orc.reader import ArrowNotRepresentable
-
     top = list(orc.schema.fields)
     row_td = orc.schema.fields[top[5]]
     key_cols = top[:5]
-    first_leaf = next(iter(row_td.fields), None)
-    cols = key_cols + ([f"{top[5]}.{first_leaf}"] if first_leaf else [top[5]])
+    # one primitive field of `row` tells its validity (F13); never a timestamp, which Arrow
+    # may not hold (outside 1677..2262)
+    simple = ("BOOLEAN", "BYTE", "SHORT", "INT", "LONG", "FLOAT", "DOUBLE", "STRING", "VARCHAR",
+              "CHAR", "BINARY", "DECIMAL", "DATE")
+    leaf = next((n for n, t in row_td.fields.items() if t.kind.name in simple), None)
+    cols = key_cols + ([f"{top[5]}.{leaf}"] if leaf else [])
     from acidctl.acid.dirname import BucketFile
 
     bf = BucketFile.parse(name)   # only bucket_N names promise a bucket id (§4.2)
@@ -197,15 +199,17 @@ def _check_events(orc: OrcFile, stripes, report: FileReport, add, *, name, dir_k
     nonnull_delete = 0
     otxn_ne_ctxn = 0
     ctxn_outside = 0
-    last_keys = []
+    last_keys: list = [None] * len(stripes)
+    ends = {}                      # global row index of each stripe's last row -> stripe index
+    total = 0
     for s in stripes:
-        try:
-            batch = orc.read_stripe_arrow(s.index, columns=cols)
-        except ArrowNotRepresentable:  # the sampled row field is a timestamp Arrow cannot hold
-            batch = orc.read_stripe_arrow(s.index, columns=key_cols)
-        if batch.num_rows == 0:
-            last_keys.append(None)
-            continue
+        total += s.rows
+        if s.rows:
+            ends[total - 1] = s.index
+    end_rows = np.array(sorted(ends), dtype=np.int64)
+    offset = 0                     # global row index of the batch's first row
+    for batch in orc.iter_batches(columns=cols):
+        n = batch.num_rows
         op = batch.column(0).to_numpy(zero_copy_only=False)
         ot = batch.column(1).to_numpy(zero_copy_only=False).astype(np.int64)
         bk = batch.column(2).to_numpy(zero_copy_only=False).astype(np.int64)
@@ -217,7 +221,7 @@ def _check_events(orc: OrcFile, stripes, report: FileReport, add, *, name, dir_k
         counts["updates"] += int((op == 1).sum())
         counts["deletes"] += int((op == 2).sum())
         bad_ops += int(((op < 0) | (op > 2)).sum())
-        # sort order: strictly increasing (otxn, bucket as signed int, rowId), across stripes too
+        # sort order: strictly increasing (otxn, bucket as signed int, rowId), across batches too
         if prev is not None:
             ot_all, bk_all, rid_all = np.r_[prev[0], ot], np.r_[prev[1], bk], np.r_[prev[2], rid]
         else:
@@ -226,11 +230,16 @@ def _check_events(orc: OrcFile, stripes, report: FileReport, add, *, name, dir_k
             (bk_all[1:] > bk_all[:-1]) | ((bk_all[1:] == bk_all[:-1]) & (rid_all[1:] > rid_all[:-1]))))
         if unsorted_at is None and not inc.all():
             i = int(np.argmin(inc))
-            unsorted_at = (s.first_row + i - (1 if prev is not None else 0),
+            unsorted_at = (offset + i - (1 if prev is not None else 0),
                            (int(ot_all[i]), int(bk_all[i]), int(rid_all[i])),
                            (int(ot_all[i + 1]), int(bk_all[i + 1]), int(rid_all[i + 1])))
         prev = (ot[-1:], bk[-1:], rid[-1:])
-        last_keys.append((int(ot[-1]), int(bk[-1]), int(rid[-1])))
+        # the key at each stripe's last row, for the key index check
+        lo, hi = np.searchsorted(end_rows, [offset, offset + n])
+        for g in end_rows[lo:hi]:
+            j = int(g) - offset
+            last_keys[ends[int(g)]] = (int(ot[j]), int(bk[j]), int(rid[j]))
+        offset += n
         # bucket properties
         ub = bk & 0xFFFFFFFF
         version = ub >> 29

@@ -223,6 +223,37 @@ class OrcFile:
         except (OSError, ValueError) as e:
             raise CorruptOrcFile(f"cannot read stripe {index} of {self.display_path}: {e}") from None
 
+    def iter_batches(self, *, columns: list[str] | None = None, batch_rows: int = 65536):
+        """The file's rows (or ``columns``) as record batches of at most ``batch_rows`` rows.
+
+        ORC's row reader through a pyarrow dataset fragment, so not even one whole stripe is
+        decoded at once (Hive's 64 MiB stripes hold millions of rows). Whatever that reader
+        cannot decode is read stripe by stripe (``read_stripe_arrow``, with its errors), from
+        where it stopped."""
+        import pyarrow as pa
+        import pyarrow.dataset as ds
+
+        done = 0
+        try:
+            self._source.seek(0)
+            frag = ds.OrcFileFormat().make_fragment(self._source)
+            for b in frag.to_batches(columns=columns, batch_size=batch_rows, use_threads=False):
+                if b.num_rows:
+                    done += b.num_rows
+                    yield b
+            return
+        except (pa.ArrowException, OSError, ValueError):
+            pass
+        start = 0
+        for i in range(self.num_stripes()):
+            b = self.read_stripe_arrow(i, columns=columns)
+            end = start + b.num_rows
+            if end > done:
+                b = b.slice(max(0, done - start))
+                for off in range(0, b.num_rows, batch_rows):
+                    yield b.slice(off, batch_rows)
+            start = end
+
     def read_stripe_rows(self, index: int, converters=None) -> Iterator[tuple]:
         """One stripe as Python tuples (pyorc), the slow exact path."""
         import pyorc

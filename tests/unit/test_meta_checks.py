@@ -223,3 +223,18 @@ def test_real_hive_files_pass_every_check():
         if p.is_file() and p.name not in ("README.md", "_orc_acid_version"):
             r = _inspect(p)
             assert [f for f in r.findings if f.severity.value == "error"] == [], p
+
+
+def test_checks_span_batches_inside_one_big_stripe(tmp_path):
+    # one stripe of 200,000 rows is checked in bounded batches: the stripe's last key and an
+    # order violation exactly at a batch boundary (rows 65,535 / 65,536) are still seen
+    n = 200_000
+    keys = [(1, B0, i) for i in range(n)]
+    t = events(keys)
+    r = _inspect(write_raw(tmp_path / "ok" / "bucket_00000", t, good_metadata(t)))
+    assert len(r.stripes) == 1 and r.findings == []
+    keys[65536] = (1, B0, 65535)   # equal to its predecessor: not strictly increasing
+    t = events(keys)
+    r = _inspect(write_raw(tmp_path / "bad" / "bucket_00000", t, good_metadata(t)))
+    f08 = [f for f in r.findings if f.check == "F08"]
+    assert len(f08) == 1 and "at row 65536" in f08[0].message
