@@ -344,13 +344,7 @@ def _run_whole(task) -> dict:
             out_ins = _rename_row(_sort(ins.filter(keep)), task.columns, task.columns_coln_only)
             m["aborted_dropped"] += ins.num_rows - out_ins.num_rows
         if dels is not None:
-            keep = pc.and_(pc.equal(dels.column("operation"), 2),
-                           merge.valid_mask(dels.column("currentTransaction"), snap))
-            d = dels.filter(keep)
-            m["aborted_dropped"] += dels.num_rows - d.num_rows
-            d = d.sort_by([("originalTransaction", "ascending"), ("bucket", "ascending"),
-                           ("rowId", "ascending"), ("currentTransaction", "ascending")])
-            out_del = _rename_row(_dedupe_keys(d), task.columns, task.columns_coln_only)
+            out_del = _minor_deletes(dels, snap, m, task.columns, task.columns_coln_only)
 
     crash_if("task-before-write", task.crash_at, task.driver_pid)
     if out_ins is not None and out_ins.num_rows and task.out_insert:
@@ -379,6 +373,22 @@ def _run_whole(task) -> dict:
             "nothing was published")
     m["verified_rows"] = 0 if old is None else old.num_rows
     return m
+
+
+def _minor_deletes(dels, snap, m: dict, columns, coln_only):
+    """Minor compaction's delete output: valid delete events in key order, one per key (the
+    earliest deleting write); aborted ones are counted in ``m``."""
+    import pyarrow.compute as pc
+
+    from acidctl.acid import merge
+
+    keep = pc.and_(pc.equal(dels.column("operation"), 2),
+                   merge.valid_mask(dels.column("currentTransaction"), snap))
+    d = dels.filter(keep)
+    m["aborted_dropped"] += dels.num_rows - d.num_rows
+    d = d.sort_by([("originalTransaction", "ascending"), ("bucket", "ascending"),
+                   ("rowId", "ascending"), ("currentTransaction", "ascending")])
+    return _rename_row(_dedupe_keys(d), columns, coln_only)
 
 
 def _dedupe_keys(table):
@@ -667,13 +677,7 @@ def _run_streaming(task) -> dict:
 
         out_del = None
         if dels_full is not None:
-            keep = pc.and_(pc.equal(dels_full.column("operation"), 2),
-                           merge.valid_mask(dels_full.column("currentTransaction"), snap))
-            d = dels_full.filter(keep)
-            m["aborted_dropped"] += dels_full.num_rows - d.num_rows
-            d = d.sort_by([("originalTransaction", "ascending"), ("bucket", "ascending"),
-                           ("rowId", "ascending"), ("currentTransaction", "ascending")])
-            out_del = _rename_row(_dedupe_keys(d), cols, coln)
+            out_del = _minor_deletes(dels_full, snap, m, cols, coln)
         dels_full = None
 
         crash_if("task-before-write", task.crash_at, task.driver_pid)

@@ -170,23 +170,28 @@ def add_user_metadata(data: bytes, items: list[tuple[str, bytes]]) -> bytes:
     return data[:tail.footer_start] + footer + ps_bytes + bytes((len(ps_bytes),))
 
 
+def _tail_bytes(f) -> tuple[int, bytes]:
+    """(offset, bytes) of the footer + postscript + length byte of an open ORC file."""
+    import os
+
+    size = os.fstat(f.fileno()).st_size
+    f.seek(max(0, size - 256))
+    last = f.read()
+    ps_len = last[-1]
+    vals = {fn: v for fn, _, v in parse_fields(last[-1 - ps_len:-1])}
+    n = 1 + ps_len + int(vals[1])
+    f.seek(size - n)
+    return size - n, f.read(n)
+
+
 def add_user_metadata_file(path: str, items: list[tuple[str, bytes]]) -> Tail:
     """:func:`add_user_metadata` on a local file in place: only the tail is read, the file is
     truncated at the footer and the new footer + postscript appended. Returns the old tail."""
-    import os
-
     with open(path, "r+b") as f:
-        size = os.fstat(f.fileno()).st_size
-        f.seek(max(0, size - 256))
-        last = f.read()
-        ps_len = last[-1]
-        vals = {fn: v for fn, _, v in parse_fields(last[-1 - ps_len:-1])}
-        n = 1 + ps_len + int(vals[1])
-        f.seek(size - n)
-        tail_bytes = f.read(n)
+        start, tail_bytes = _tail_bytes(f)
         tail = read_tail(tail_bytes)
         new = add_user_metadata(tail_bytes, items)
-        f.seek(size - n)
+        f.seek(start)
         f.truncate()
         f.write(new)
     return tail
@@ -194,14 +199,5 @@ def add_user_metadata_file(path: str, items: list[tuple[str, bytes]]) -> Tail:
 
 def read_tail_file(path: str) -> Tail:
     """:func:`read_tail` of a local file, reading only its tail."""
-    import os
-
     with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        f.seek(max(0, size - 256))
-        last = f.read()
-        ps_len = last[-1]
-        vals = {fn: v for fn, _, v in parse_fields(last[-1 - ps_len:-1])}
-        n = 1 + ps_len + int(vals[1])
-        f.seek(size - n)
-        return read_tail(f.read(n))
+        return read_tail(_tail_bytes(f)[1])

@@ -175,6 +175,8 @@ def _check_events(orc: OrcFile, stripes, report: FileReport, add, *, name, dir_k
     """Stream the key columns and check order, key index, stats, operations and buckets."""
     import numpy as np
 
+    from acidctl.orc.writer import check_sorted
+
     top = list(orc.schema.fields)
     row_td = orc.schema.fields[top[5]]
     key_cols = top[:5]
@@ -226,10 +228,9 @@ def _check_events(orc: OrcFile, stripes, report: FileReport, add, *, name, dir_k
             ot_all, bk_all, rid_all = np.r_[prev[0], ot], np.r_[prev[1], bk], np.r_[prev[2], rid]
         else:
             ot_all, bk_all, rid_all = ot, bk, rid
-        inc = (ot_all[1:] > ot_all[:-1]) | ((ot_all[1:] == ot_all[:-1]) & (
-            (bk_all[1:] > bk_all[:-1]) | ((bk_all[1:] == bk_all[:-1]) & (rid_all[1:] > rid_all[:-1]))))
-        if unsorted_at is None and not inc.all():
-            i = int(np.argmin(inc))
+        bad = check_sorted(ot_all, bk_all, rid_all) if unsorted_at is None else None
+        if bad is not None:
+            i = bad - 1
             unsorted_at = (offset + i - (1 if prev is not None else 0),
                            (int(ot_all[i]), int(bk_all[i]), int(rid_all[i])),
                            (int(ot_all[i + 1]), int(bk_all[i + 1]), int(rid_all[i + 1])))
