@@ -20,6 +20,10 @@ from typing import Any
 from acidctl.errors import PathNotFound, StorageUnavailable, UsageError
 
 
+#: fsspec protocols whose directory rename is a single atomic metadata operation
+ATOMIC_RENAME_PROTOCOLS = frozenset({"file", "local", "hdfs", "webhdfs", "swebhdfs", "arrow_hdfs"})
+
+
 @dataclasses.dataclass(frozen=True)
 class Entry:
     """One listing entry: the full path, its base name, and what fsspec says about it."""
@@ -141,9 +145,31 @@ class TableFS:
         with _errors(path):
             self.fs.pipe_file(path, data)
 
+    @property
+    def atomic_rename(self) -> bool:
+        """Whether renaming a directory is one atomic metadata operation (POSIX filesystems,
+        HDFS/WebHDFS). Object stores (s3, gcs, abfs, ...) and ``memory://`` copy file by file,
+        so a reader can list a half-moved directory."""
+        return self.protocol in ATOMIC_RENAME_PROTOCOLS
+
     def rename(self, src: str, dst: str) -> None:
         with _errors(src):
             self.fs.mv(src, dst, recursive=True)
+
+    def move_dir(self, src: str, dst: str) -> None:
+        """Move a flat directory (bucket files and markers) to ``dst``: one rename where that is
+        atomic; elsewhere copy every file (overwriting what a crashed earlier attempt left) and
+        then remove ``src``, so calling it again after a crash finishes the move."""
+        if self.atomic_rename:
+            self.rename(src, dst)
+            return
+        with _errors(src):
+            files = [e for e in self.ls(src) if not e.is_dir]
+            self.fs.makedirs(dst, exist_ok=True)
+            # data first, markers last (a reader that checks markers sees them only at the end)
+            for e in sorted(files, key=lambda e: (e.name.startswith("_"), e.name)):
+                self.fs.copy(e.path, posixpath.join(dst, e.name))
+            self.fs.rm(src, recursive=True)
 
     def rm(self, path: str, recursive: bool = False) -> None:
         with _errors(path):

@@ -12,7 +12,8 @@ JSON document: ``path``, ``type``, ``hive_version``, ``write_ids``, ``compactor_
 ``partitions`` (one metrics record each: partition, path, type, status
 [compact|nothing|not-due], message, input_dirs, output_dirs, published, buckets, rows_in,
 delete_events_in, rows_out, delete_events_out, deletes_applied, aborted_dropped, bytes_in,
-bytes_out, task_seconds, peak_task_memory_bytes, verified_rows, [recommendation], [metastore]),
+bytes_out, task_seconds, peak_task_memory_bytes, verified_rows, publish [atomic|hidden-until-commit|
+non-atomic], [recommendation], [metastore]),
 ``summary``.
 """
 
@@ -97,6 +98,7 @@ def compact_command(
     engine: Annotated[str, typer.Option("--engine", metavar="spark|local", help="spark (default) or local: the same tasks in this process, no Spark (small tables).")] = "spark",
     no_register: Annotated[bool, typer.Option("--no-register", help="Do not record the compaction in the metastore.")] = False,
     break_lock: Annotated[bool, typer.Option("--break-lock", help="Remove an existing (stale) compaction lock first.")] = False,
+    allow_non_atomic_publish: Annotated[bool, typer.Option("--allow-non-atomic-publish", help="Publish even when readers could see it half done: a Hive 3 minor compaction writing both delta_x_y and delete_delta_x_y (two renames), or an object store whose rename copies. Refused by default (exit 6).")] = False,
 ):
     from acidctl.errors import RefusedError, UsageError
 
@@ -153,13 +155,16 @@ def compact_command(
                 notes.append(f"not registered in the metastore: {e}")
     if info is not None and no_register:
         notes.append("not registered in the metastore (--no-register)")
+    hidden = False
     if hv == 4 and vis is None and registrar is not None:
         vis = registrar.visibility
+        hidden = True   # the compactor txn commits after publication: readers see all or nothing
     opts = CompactOptions(mode="major" if major else "minor" if minor else None, reader=wl, txns=tl,
                           hive_version=hv, partitions=parts or None, due=due,
                           thresholds=Thresholds.from_table_properties(props),
                           insert_only=False, visibility_txn=vis, columns=col_list, columns_coln_only=coln_only, engine=engine,
-                          master=master, spark_conf=conf, break_lock=break_lock)
+                          master=master, spark_conf=conf, break_lock=break_lock,
+                          allow_non_atomic_publish=allow_non_atomic_publish, hidden_until_commit=hidden)
     if NO_AUTO_COMPACTION in {k.lower() for k in props} and due:
         notes.append("no_auto_compaction is set: the Initiator would skip this table; --due compacts anyway")
     for n in notes:

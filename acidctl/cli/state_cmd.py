@@ -179,6 +179,7 @@ def build_report(tfs, *, write_ids: str | None, assume_committed: bool, txns: st
                         aborted_txn_count=getattr(pfacts, "aborted_txn_count", None))
         findings = check_partition(lst, st, hive_version=hive_version, recommendation=rec, facts=pfacts,
                                    txns=txns_known, now=now, grace_seconds=grace_seconds)
+        findings += _publish_findings(tfs, lst)
         if inspect_file is not None:
             findings = sorted(findings + _run_deep(tfs, lst, st, inspect_file, hive_version=hive_version),
                               key=lambda f: (-f.severity.rank, f.check, f.path))
@@ -231,6 +232,26 @@ def build_report(tfs, *, write_ids: str | None, assume_committed: bool, txns: st
             "unreadable": [p["partition"] or p["path"] for p in partitions if not p["snapshot"]["readable"]],
         },
     }
+
+
+def _publish_findings(tfs, lst) -> list:
+    """D07 (error) for a non-atomic publication a crash interrupted half way: until it is
+    finished, readers see some outputs without the others (a wrong snapshot)."""
+    from acidctl.compact.planner import STAGING_PREFIX
+
+    if not any(e.name.startswith(STAGING_PREFIX) for e in lst.entries):
+        return []
+    from acidctl.compact.publish import interrupted
+    from acidctl.findings import Finding, Severity
+
+    out = []
+    for it in interrupted(tfs, lst.fs_path or lst.path):
+        if it["partial"]:
+            out.append(Finding("D07", Severity.ERROR, it["display"],
+                               f"interrupted compaction publish: {', '.join(it['published'])} published, "
+                               f"{', '.join(it['staged'])} still staged; readers see a wrong snapshot until "
+                               "`acidctl compact` or `acidctl clean --execute` finishes it"))
+    return out
 
 
 def _lock_findings(tfs) -> list:

@@ -92,6 +92,7 @@ class PartitionPlan:
     tasks: list[BucketTask] = dataclasses.field(default_factory=list)
     recommendation: dict | None = None
     staging_id: str | None = None
+    publish: str = ""                # atomic | hidden-until-commit | non-atomic (set by the runner)
 
     @property
     def runs(self) -> bool:

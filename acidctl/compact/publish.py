@@ -2,15 +2,23 @@
 
 Every partition's output is built under ``<partition>/.acidctl-staging-<id>/<final name>/``
 (readers ignore names starting with ``.``) next to a manifest
-``_acidctl_manifest.json`` (state ``staging`` → ``publishing``). Publication renames each
-output directory into the partition with one rename each: a major compaction is one rename; a
-minor compaction with both insert and delete deltas needs two (the insert delta first). Inputs
-are never touched.
+``_acidctl_manifest.json`` (state ``staging`` → ``publishing``). Publication moves each
+output directory into the partition with one rename each. Inputs are never touched.
+
+When is that atomic (:func:`safety`)? A major compaction, or a minor one with only one kind of
+delta, is one rename — atomic on POSIX filesystems and HDFS. Hive 4 output named ``_v<txn>``
+with a compactor txn that commits only after publication is invisible to readers until the
+commit, so it is atomic whatever the number of renames or the store. Otherwise — a Hive 3 minor
+compaction producing both ``delta_x_y`` and ``delete_delta_x_y`` (no single-rename layout
+exists: each alone makes the other kind's inputs obsolete), or an object store whose "rename"
+copies file by file — a reader listing during publication, or a crash in the middle, would see
+a wrong snapshot. The runner refuses such a publication unless the user allows it
+(``--allow-non-atomic-publish``: what Hive's own compactor does).
 
 Crash safety: a crash before publication leaves only the hidden staging directory (the table
-reads the same; ``clean`` removes it). A crash between the two renames of a minor compaction
-leaves a manifest in state ``publishing`` with one output still staged: :func:`recover`
-(run by ``compact`` and ``clean --execute`` before anything else) finishes those renames.
+reads the same; ``clean`` removes it). A crash in the middle of a non-atomic publication leaves
+a manifest in state ``publishing`` with outputs still staged: :func:`recover` (run by
+``compact`` and ``clean --execute`` before anything else) finishes the moves.
 """
 
 from __future__ import annotations
@@ -38,6 +46,22 @@ def _manifest(plan: PartitionPlan, state: str) -> bytes:
         "outputs": [o.name for o in sorted(plan.outputs, key=lambda o: _ORDER[o.kind])],
         "inputs": plan.inputs, "pid": os.getpid(), "host": socket.gethostname(), "time": time.time(),
     }, indent=1).encode()
+
+
+ATOMIC, HIDDEN, NON_ATOMIC = "atomic", "hidden-until-commit", "non-atomic"
+
+
+def safety(tfs, plan: PartitionPlan, *, hidden_until_commit: bool) -> tuple[str, str | None]:
+    """How the plan's publication looks to a concurrent reader: (mode, why it is not atomic)."""
+    if hidden_until_commit:
+        return HIDDEN, None
+    why = []
+    if len(plan.outputs) > 1:
+        why.append(f"publishing {' and '.join(o.name for o in plan.outputs)} takes {len(plan.outputs)} renames "
+                   "and each alone changes what readers see")
+    if not tfs.atomic_rename:
+        why.append(f"a directory rename on {tfs.protocol}:// copies file by file")
+    return (NON_ATOMIC, "; ".join(why)) if why else (ATOMIC, None)
 
 
 def prepare(tfs, plan: PartitionPlan) -> None:
@@ -81,7 +105,7 @@ def publish(tfs, plan: PartitionPlan, *, crash=None) -> list[str]:
         if tfs.exists(target):
             raise RefusedError(f"{tfs.display(target)} appeared while compacting; not overwriting it",
                                hint=f"the staged output stays in {tfs.display(plan.staging)}")
-        tfs.rename(_join(plan.staging, o.name), target)
+        tfs.move_dir(_join(plan.staging, o.name), target)
         done.append(tfs.display(target))
         if crash is not None and i + 1 < len(outs):
             crash("between-renames")
@@ -146,9 +170,11 @@ def recover(tfs, partition_path: str, *, execute: bool = True) -> list[dict]:
                 actions.append({"action": "complete publish", "path": tfs.display(target),
                                 "from": tfs.display(_join(it["staging"], n))})
                 if execute:
-                    if tfs.exists(target):
+                    # on a store whose rename copies, a half-copied target is finished by
+                    # copying again; an atomic rename never leaves a half-moved directory
+                    if tfs.atomic_rename and tfs.exists(target):
                         raise RefusedError(f"cannot finish the interrupted publish: {tfs.display(target)} exists")
-                    tfs.rename(_join(it["staging"], n), target)
+                    tfs.move_dir(_join(it["staging"], n), target)
         if execute:
             discard(tfs, it["staging"])
     return actions

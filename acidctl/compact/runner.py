@@ -51,6 +51,8 @@ class CompactOptions:
     master: str = "local[*]"
     spark_conf: dict | None = None
     break_lock: bool = False
+    allow_non_atomic_publish: bool = False  # publish even when readers could see it half done
+    hidden_until_commit: bool = False     # Hive 4: the _v<txn> output's txn commits after publishing
 
 
 def _normalize_partition(spec: str) -> str:
@@ -142,6 +144,7 @@ def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None, hooks
         if not work:
             report["message"] = "nothing to compact"
             return _finish(report, plans, {}, t0)
+        _check_publish_safety(tfs, work, opts, notes)
 
         for p in work:
             pub.prepare(tfs, p)
@@ -203,6 +206,33 @@ def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None, hooks
         lock.release()
 
 
+def _check_publish_safety(tfs, work: list[PartitionPlan], opts: CompactOptions, notes: list) -> None:
+    """Refuse (before anything is written) a publication a reader could see half done, unless
+    the user allowed it; see :mod:`acidctl.compact.publish`."""
+    from acidctl.errors import RefusedError
+
+    hidden = opts.hive_version == 4 and opts.hidden_until_commit
+    unsafe = []
+    for p in work:
+        p.publish, why = pub.safety(tfs, p, hidden_until_commit=hidden)
+        if why:
+            unsafe.append((p, why))
+    if not unsafe:
+        return
+    p, why = unsafe[0]
+    where = f"partition {p.partition}" if p.partition else p.display
+    if not opts.allow_non_atomic_publish:
+        more = f" (and {len(unsafe) - 1} more partition(s))" if len(unsafe) > 1 else ""
+        raise RefusedError(
+            f"{opts.mode or p.mode} compaction of {where}{more} cannot be published atomically: {why}; "
+            "a reader listing meanwhile, or a crash, would see a wrong snapshot",
+            hint="--major publishes one directory; Hive 4 output with a metastore stays hidden until its "
+                 "compactor txn commits; --allow-non-atomic-publish publishes anyway, as Hive's own "
+                 "compactor does (an interrupted publication is finished by the next compact or clean --execute)")
+    for p, why in unsafe:
+        notes.append(f"non-atomic publication of {p.partition or p.display} (allowed): {why}")
+
+
 class _LazyVis:
     """The compactor txn of a partition, asked for only when it has something to compact."""
 
@@ -251,6 +281,7 @@ def _finish(report: dict, plans: list[PartitionPlan], by_part: dict, t0: float) 
             "peak_task_memory_bytes": max((m.get("task_memory_bytes", 0) for m in ms), default=0),
             "peak_task_rss_bytes": max((m.get("peak_rss_bytes", 0) for m in ms), default=0),
             "verified_rows": sum(m.get("verified_rows", 0) for m in ms),
+            "publish": p.publish if p.runs else "",
         }
         if p.recommendation is not None:
             rec["recommendation"] = p.recommendation

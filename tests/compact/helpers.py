@@ -55,6 +55,9 @@ def compact(root, mode, write_ids, *, spark=None, engine=None, hooks=None, **kw)
     txns = kw.pop("txns", None)
     if hv == 4 and txns is None:
         txns = TxnList.all_committed()
+    # these helpers check contents; the publication policy (refusing a non-atomic publish by
+    # default) has its own tests in test_publish_safety.py
+    kw.setdefault("allow_non_atomic_publish", True)
     opts = CompactOptions(mode=mode, reader=wl, txns=txns, hive_version=hv,
                           engine=engine or ("spark" if spark is not None else "local"), **kw)
     return compact_table(TableFS(str(root)), opts, spark=spark, hooks=hooks)

@@ -124,6 +124,8 @@ def test_hive4_demo_compaction_uses_a_committed_compactor_txn(tmp_path, cli):
     doc = json.loads(r.stdout)
     reg = doc["partitions"][0]["metastore"]
     txn = reg["txn_id"]
+    # two renames, but invisible until the compactor txn commits: no --allow-non-atomic-publish
+    assert doc["partitions"][0]["publish"] == "hidden-until-commit"
     assert doc["partitions"][0]["output_dirs"] == [f"delta_0000001_0000003_v{txn:07d}",
                                                     f"delete_delta_0000001_0000003_v{txn:07d}"]
     eng = sa.create_engine(url)

@@ -185,9 +185,11 @@ def test_empty_files_are_ignored(tmp_path):
 
 def test_any_fsspec_filesystem_local_engine(tmp_path):
     """Everything goes through TableFS: a memory:// table compacts like a local one."""
+    import dataclasses
     import uuid
 
     from acidctl.acid.writeids import WriteIdList
+    from acidctl.errors import RefusedError
     from acidctl.compact.runner import CompactOptions, compact_table
 
     src = nation_table(tmp_path)
@@ -196,8 +198,14 @@ def test_any_fsspec_filesystem_local_engine(tmp_path):
         if f.is_file():
             tfs.write_bytes(tfs.join(tfs.root, str(f.relative_to(src))), f.read_bytes())
     wl = WriteIdList.parse(f"db.t:4:{ALL}::")
-    rep = compact_table(tfs, CompactOptions(mode="major", reader=wl, engine="local"))
+    opts = CompactOptions(mode="major", reader=wl, engine="local")
+    with pytest.raises(RefusedError, match="memory:// copies file by file"):
+        compact_table(tfs, opts)      # memory:// "renames" by copying, like an object store
+    assert not [e.name for e in tfs.ls(tfs.root) if e.name.startswith(".acidctl")]
+    rep = compact_table(tfs, dataclasses.replace(opts, allow_non_atomic_publish=True))
     assert rep["partitions"][0]["rows_out"] == 23000
+    assert rep["partitions"][0]["publish"] == "non-atomic"
+    assert any("non-atomic publication" in n for n in rep["notes"])
     names = sorted(e.name for e in tfs.ls(tfs.root))
     assert "base_0000004" in names and not [n for n in names if n.startswith(".acidctl")]
     assert sorted(e.name for e in tfs.ls(tfs.join(tfs.root, "base_0000004"))) == [
