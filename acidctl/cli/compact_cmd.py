@@ -159,9 +159,15 @@ def compact_command(
     if hv == 4 and vis is None and registrar is not None:
         vis = registrar.visibility
         hidden = True   # the compactor txn commits after publication: readers see all or nothing
+    aborted = None
+    if due and info is not None and url is not None:
+        # the Initiator's third trigger: more aborted txns than the threshold → major
+        from acidctl.metastore.facts import table_facts
+
+        aborted = table_facts(url, info.db, info.table).aborted_txns_by_partition
     opts = CompactOptions(mode="major" if major else "minor" if minor else None, reader=wl, txns=tl,
                           hive_version=hv, partitions=parts or None, due=due,
-                          thresholds=Thresholds.from_table_properties(props),
+                          thresholds=Thresholds.from_table_properties(props), aborted_txn_counts=aborted,
                           insert_only=False, visibility_txn=vis, columns=col_list, columns_coln_only=coln_only, engine=engine,
                           master=master, spark_conf=conf, break_lock=break_lock,
                           allow_non_atomic_publish=allow_non_atomic_publish, hidden_until_commit=hidden)

@@ -43,6 +43,7 @@ class CompactOptions:
     partitions: list[str] | None = None
     due: bool = False
     thresholds: object = None             # initiator.Thresholds
+    aborted_txn_counts: dict | None = None  # metastore: aborted txns per partition (None: unknown)
     insert_only: bool = False
     visibility_txn: int | Callable | None = None
     columns: list[str] | None = None
@@ -116,8 +117,10 @@ def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None, hooks
             rec = None
             if opts.due:
                 cst = compactor_state(lst, opts.reader, txns=opts.txns, hive_version=opts.hive_version)
+                aborted = (opts.aborted_txn_counts.get(lst.partition, 0)
+                           if opts.aborted_txn_counts is not None else None)
                 r = recommend(cst, thresholds=opts.thresholds, insert_only=opts.insert_only,
-                              hive_version=opts.hive_version)
+                              hive_version=opts.hive_version, aborted_txn_count=aborted)
                 rec = r.to_dict()
                 if r.type == NONE:
                     p = PartitionPlan(lst.partition, lst.fs_path or lst.path, lst.path, mode or NONE,

@@ -74,6 +74,33 @@ def test_partition_selection_and_due(tmp_path, cli):
     assert (sales / "ds=2025-12-31" / "base_0000002").is_dir()
 
 
+def test_due_counts_aborted_txns_from_the_metastore(tmp_path, cli):
+    """The Initiator's third trigger (directory-state.md §8): more aborted txns touching a
+    partition than hive.compactor.abortedtxn.threshold → major. Only the metastore knows the
+    count: the demo's sales ds=2026-01-01 has one aborted txn (txn 7, write 4)."""
+    assert cli("demo", tmp_path / "demo").code == 0
+    url = f"sqlite:///{tmp_path / 'demo' / 'metastore.db'}"
+    wh = tmp_path / "demo" / "warehouse"
+    prop = "compactorthreshold.hive.compactor.abortedtxn.threshold"
+    # threshold 1: one aborted txn is not more than 1 -> ds=2026-01-01 not due (2 deltas, small)
+    r = cli("-o", "json", "--metastore", url, "compact", "--due", "--engine", "local", "--no-register",
+            "--tblproperty", f"{prop}=1", "default.sales/ds=2026-01-01")
+    assert r.code == 0, r
+    p = json.loads(r.stdout)["partitions"][0]
+    assert (p["status"], p["recommendation"]["aborted_txn_count"]) == ("not-due", 1)
+    assert not list((wh / "sales" / "ds=2026-01-01").glob("base_*"))
+    # threshold 0: due, major, for that reason
+    r = cli("-o", "json", "--metastore", url, "compact", "--due", "--engine", "local", "--no-register",
+            "--tblproperty", f"{prop}=0", "default.sales")
+    assert r.code == 0, r
+    parts = {p["partition"]: p for p in json.loads(r.stdout)["partitions"]}
+    p = parts["ds=2026-01-01"]
+    assert (p["status"], p["type"]) == ("compact", "major")
+    assert p["recommendation"]["reasons"] == [f"1 aborted txns > hive.compactor.abortedtxn.threshold 0"]
+    assert parts["ds=2025-12-31"]["recommendation"]["aborted_txn_count"] == 0
+    assert (wh / "sales" / "ds=2026-01-01" / "base_0000006").is_dir()
+
+
 def test_demo_by_table_name_records_the_compaction(tmp_path, cli):
     """``acidctl demo DIR`` records its writes in DIR/metastore.db; ``compact default.sales``
     takes location and snapshot from it (write 7 open: compactor hwm 6) and records the
