@@ -114,3 +114,67 @@ def test_dump_and_merged_read_over_s3(cli, s3_server, tmp_path, monkeypatch):
     r = cli(*opt, "-o", "json", "dump", "--merged", "--write-ids", f"db.t:4:{ALL}::", "s3://warehouse/nation")
     assert r.code == 0, r
     assert len(r.stdout.splitlines()) == 23000
+
+
+# -- compaction on remote stores --------------------------------------------------------------
+
+def _merged_rows(cli, *args) -> list[str]:
+    r = cli("-o", "json", *args)
+    assert r.code == 0, r
+    return sorted(r.stdout.splitlines())
+
+
+def test_compact_over_webhdfs_publishes_with_one_rename(cli, hdfs, tmp_path):
+    """HDFS renames a directory atomically: a major compaction is published without any opt-in,
+    by one RENAME call, and every staged byte travels over the wire protocol."""
+    _nation(tmp_path / "hdfs")
+    url, wl = hdfs.url("/warehouse/nation"), f"db.t:4:{ALL}::"
+    before = _merged_rows(cli, "dump", "--merged", "--write-ids", wl, url)
+    renames = hdfs.ops["RENAME"]
+    r = cli("-o", "json", "compact", "--major", "--engine", "local", "--write-ids", wl, url)
+    assert r.code == 0, r
+    p = json.loads(r.stdout)["partitions"][0]
+    assert p["publish"] == "atomic" and p["output_dirs"] == ["base_0000004"]
+    assert hdfs.ops["RENAME"] - renames == 1
+    base = tmp_path / "hdfs" / "warehouse" / "nation" / "base_0000004"
+    assert sorted(x.name for x in base.iterdir()) == ["_metadata_acid", "_orc_acid_version", "bucket_00000"]
+    assert not list((tmp_path / "hdfs").rglob(".acidctl*"))
+    assert _merged_rows(cli, "dump", "--merged", "--write-ids", wl, url) == before
+    r = cli("-o", "json", "state", "--write-ids", wl, url)
+    assert r.code == 0 and json.loads(r.stdout)["summary"]["errors"] == 0, r
+
+
+def test_compact_over_s3_needs_the_non_atomic_opt_in(cli, s3_server, tmp_path, monkeypatch):
+    """S3 has no rename: moving base_N copies file by file, so a reader could list a half-copied
+    base. Refused by default (exit 6, nothing written); with --allow-non-atomic-publish the
+    output is copied (data first, markers last) and reads the same."""
+    boto3 = pytest.importorskip("boto3")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    s3 = boto3.client("s3", endpoint_url=s3_server)
+    s3.create_bucket(Bucket="compact")
+    t = _nation(tmp_path / "local")
+    for p in t.rglob("*"):
+        if p.is_file():
+            s3.upload_file(str(p), "compact", "nation/" + str(p.relative_to(t)))
+
+    def keys():
+        return sorted(o["Key"] for o in s3.list_objects_v2(Bucket="compact").get("Contents", []))
+
+    opt = ["--fs-option", f"endpoint_url={s3_server}"]
+    url, wl = "s3://compact/nation", f"db.t:4:{ALL}::"
+    before_keys = keys()
+    before = _merged_rows(cli, *opt, "dump", "--merged", "--write-ids", wl, url)
+    r = cli(*opt, "compact", "--major", "--engine", "local", "--write-ids", wl, url)
+    assert r.code == 6, r
+    assert "s3:// copies file by file" in r.stderr and "--allow-non-atomic-publish" in r.stderr
+    assert keys() == before_keys
+    r = cli(*opt, "-o", "json", "compact", "--major", "--allow-non-atomic-publish", "--engine", "local",
+            "--write-ids", wl, url)
+    assert r.code == 0, r
+    assert json.loads(r.stdout)["partitions"][0]["publish"] == "non-atomic"
+    new = sorted(set(keys()) - set(before_keys))
+    assert new == ["nation/base_0000004/_metadata_acid", "nation/base_0000004/_orc_acid_version",
+                   "nation/base_0000004/bucket_00000"]
+    assert _merged_rows(cli, *opt, "dump", "--merged", "--write-ids", wl, url) == before
