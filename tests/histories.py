@@ -35,6 +35,7 @@ class Statement:
     kind: str                     # insert | delete | update
     values: list[int]             # insert/update: new values; delete: ignored
     picks: list[int]              # delete/update: indexes into the visible rows (mod len)
+    part: int = 0                 # partition index (mod History.partitions)
 
 
 @dataclasses.dataclass
@@ -48,6 +49,7 @@ class History:
     buckets: int
     originals: list[int]          # values of pre-ACID rows (empty: none)
     txns: list[Txn]
+    partitions: int = 1           # > 1: a table partitioned by p=0..partitions-1
 
     def snapshot(self, table: str = "db.t") -> WriteIdList:
         return WriteIdList(table=table, hwm=len(self.txns),
@@ -55,8 +57,24 @@ class History:
                            aborted=tuple(i + 1 for i, t in enumerate(self.txns) if t.state == "aborted"))
 
     # -- the reference model -------------------------------------------------------------
-    def play(self, root: Path | None = None) -> dict[tuple[int, int, int], tuple[int, str]]:
-        """Write the history under ``root`` (when given) and return the committed state."""
+    def play_table(self, root: Path | None = None) -> dict[tuple, tuple[int, str]]:
+        """Write the whole table (partition directories ``p=K`` when partitioned) and return
+        {(partition or None, writeid, bucket, rowid): row}. Write ids are table-wide: a
+        transaction's statements each go to one partition; partitions are independent."""
+        if self.partitions <= 1:
+            return {(None, *k): v for k, v in self.play(root).items()}
+        out = {}
+        for k in range(self.partitions):
+            name = f"p={k}"
+            got = self.play(root / name if root is not None else None, part=k)
+            if root is not None:
+                (root / name).mkdir(parents=True, exist_ok=True)
+            out.update({(name, *key): v for key, v in got.items()})
+        return out
+
+    def play(self, root: Path | None = None, part: int | None = None) -> dict[tuple[int, int, int], tuple[int, str]]:
+        """Write the history under ``root`` (when given) and return the committed state; with
+        ``part``, only the statements of that partition (statement ids kept)."""
         visible: dict[tuple[int, int, int], tuple[int, str]] = {}
         if self.originals:
             per_bucket: dict[int, list] = {}
@@ -71,6 +89,8 @@ class History:
             after = dict(visible)
             taken: set = set()
             for s, stmt in enumerate(txn.statements):
+                if part is not None and stmt.part % self.partitions != part:
+                    continue
                 inserts: dict[int, list] = {}
                 deletes: dict[int, list] = {}
                 if stmt.kind in ("delete", "update"):
@@ -127,9 +147,13 @@ def _write_original(path: Path, rows):
 
 values = st.lists(st.integers(0, 1000), min_size=1, max_size=6)
 statements = st.builds(Statement, kind=st.sampled_from(["insert", "delete", "update"]), values=values,
-                       picks=st.lists(st.integers(0, 50), min_size=1, max_size=3))
+                       picks=st.lists(st.integers(0, 50), min_size=1, max_size=3), part=st.integers(0, 2))
 txns = st.builds(Txn, state=st.sampled_from(["committed", "committed", "committed", "aborted", "open"]),
                  statements=st.lists(statements, min_size=1, max_size=2))
 histories = st.builds(History, buckets=st.integers(1, 3),
                       originals=st.one_of(st.just([]), st.lists(st.integers(0, 1000), min_size=1, max_size=6)),
                       txns=st.lists(txns, min_size=1, max_size=6))
+#: the same, on tables partitioned into 1-3 partitions
+partitioned_histories = st.builds(History, buckets=st.integers(1, 3),
+                                  originals=st.one_of(st.just([]), st.lists(st.integers(0, 1000), min_size=1, max_size=4)),
+                                  txns=st.lists(txns, min_size=1, max_size=6), partitions=st.integers(1, 3))

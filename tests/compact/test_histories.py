@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from tests.compact.helpers import compact, merged, state_errors
-from tests.histories import histories
+from tests.histories import histories, partitioned_histories
 
 pytestmark = pytest.mark.spark
 
@@ -59,4 +59,27 @@ def test_major_directly(spark, h):
         wids = str(h.snapshot())
         compact(root, "major", wids, spark=spark)
         assert merged(root, h.snapshot()) == expected
+        assert state_errors(root, wids) == []
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                HealthCheck.function_scoped_fixture])
+@given(h=partitioned_histories)
+def test_partitioned_minor_then_major_in_one_application(spark, h):
+    """Every partition of a partitioned table compacts in the same Spark job; partitions that
+    have nothing to compact say so; the merged read of every partition stays the model's."""
+    with tempfile.TemporaryDirectory() as d:
+        root = Path(d) / "t"
+        root.mkdir()
+        expected = h.play_table(root)
+        snap = h.snapshot()
+        wids = str(snap)
+        assert merged(root, snap) == expected
+        rep = compact(root, "minor", wids, spark=spark)
+        assert len(rep["partitions"]) == max(h.partitions, 1)
+        assert merged(root, snap) == expected
+        assert state_errors(root, wids) == []
+        rep = compact(root, "major", wids, spark=spark)
+        assert {p["status"] for p in rep["partitions"]} <= {"compact", "nothing"}
+        assert merged(root, snap) == expected
         assert state_errors(root, wids) == []
