@@ -40,12 +40,25 @@ def session_conf(master: str, conf: dict | None = None) -> dict:
     # executors on this machine run the same interpreter as the driver
     out.setdefault("spark.pyspark.python", sys.executable)
     out.setdefault("spark.pyspark.driver.python", sys.executable)
-    if master.startswith("local"):
-        # a local application talks to itself only: keep the driver on loopback
+    if master.startswith("local") or _loopback_master(master):
+        # a local application, or a cluster whose master (so its workers) listen on loopback
+        # only: keep the driver on loopback (Spark would pick a non-loopback interface when
+        # the host name resolves to 127.0.0.1, which executors on loopback need not reach)
         out["spark.driver.bindAddress"] = "127.0.0.1"
         out["spark.driver.host"] = "127.0.0.1"
     out.update(conf or {})
     return out
+
+
+_LOOPBACK_HOSTS = ("localhost", "::1", "[::1]")
+
+
+def _loopback_master(master: str) -> bool:
+    """``spark://HOST:PORT[,HOST2:PORT2]`` whose every host is a loopback address."""
+    if not master.startswith("spark://"):
+        return False
+    hosts = [hp.rsplit(":", 1)[0] for hp in master[len("spark://"):].split(",") if hp]
+    return bool(hosts) and all(h.lower() in _LOOPBACK_HOSTS or h.startswith("127.") for h in hosts)
 
 
 def get_or_create_session(master: str = "local[*]", conf: dict | None = None):
@@ -55,8 +68,14 @@ def get_or_create_session(master: str = "local[*]", conf: dict | None = None):
     except ImportError as e:
         raise SparkUnavailable(f"pyspark is not installed: {e}",
                                hint="pip install 'acidctl[spark]'") from None
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    if master.startswith("local"):
+    # pyspark takes the executors' Python from PYSPARK_PYTHON (read when the SparkContext is
+    # created), not from spark.pyspark.python: an explicit --spark-conf must reach it
+    explicit = (conf or {}).get("spark.pyspark.python")
+    if explicit:
+        os.environ["PYSPARK_PYTHON"] = explicit
+    else:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if master.startswith("local") or _loopback_master(master):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder
     for k, v in session_conf(master, conf).items():
@@ -73,22 +92,39 @@ def get_or_create_session(master: str = "local[*]", conf: dict | None = None):
     return spark
 
 
+#: applications (ids) acidctl has already shipped itself to: a reused session gets it once
+_SHIPPED: set = set()
+
+
 def _ship_package(spark) -> None:
-    """Executors on other machines need acidctl: ship it as a zip (``addPyFile``)."""
+    """Executors on other machines need acidctl: ship it as a zip (``addPyFile``).
+
+    The executors fetch the zip from the driver when they first run a task, so it stays on disk
+    until this process exits. Shipped once per application (a reused session): Spark refuses a
+    second ``acidctl.zip`` whose bytes differ, e.g. after an edit of an editable install."""
+    import atexit
+    import shutil
     import tempfile
     import zipfile
 
     import acidctl
 
+    sc = spark.sparkContext
+    if sc.applicationId in _SHIPPED:
+        return
     root = os.path.dirname(os.path.abspath(acidctl.__file__))
-    path = os.path.join(tempfile.mkdtemp(prefix="acidctl-pyfiles-"), "acidctl.zip")
+    tmp = tempfile.mkdtemp(prefix="acidctl-pyfiles-")
+    atexit.register(shutil.rmtree, tmp, True)
+    path = os.path.join(tmp, "acidctl.zip")
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
-        for d, _, files in os.walk(root):
-            for f in files:
+        for d, dirs, files in os.walk(root):
+            dirs[:] = sorted(x for x in dirs if x != "__pycache__")
+            for f in sorted(files):
                 if f.endswith(".py"):
                     full = os.path.join(d, f)
                     z.write(full, os.path.relpath(full, os.path.dirname(root)))
-    spark.sparkContext.addPyFile(path)
+    sc.addPyFile(path)
+    _SHIPPED.add(sc.applicationId)
 
 
 class _Progress(threading.Thread):
