@@ -19,6 +19,10 @@ a file turns out not to be sorted inside.
 * minor: valid insert events to the new delta, valid delete events (deduplicated by target key,
   the earliest deleting write kept) to the new delete delta, both in key order.
 
+Output files get the ORC types of the newest input of their kind (insert sources for the
+base/delta, delete sources for the delete delta; :func:`_output_type`): char(n)/varchar(n) are
+kept although the data passes through Arrow, which knows only strings.
+
 Expected failures are returned as ``{"error": {...}}`` records (the driver re-raises them with
 their acidctl error class); anything else propagates as a Spark task failure.
 """
@@ -238,15 +242,50 @@ def _sort(table):
     return table.sort_by([("originalTransaction", "ascending"), ("bucket", "ascending"), ("rowId", "ascending")])
 
 
-def _write(task, path: str, table, out_dir) -> dict:
+def _write(task, path: str, table, out_dir, orc_type: str | None) -> dict:
     from acidctl.orc import writer
 
     stripe = writer.BASE_STRIPE_SIZE if out_dir.kind == "base" else writer.DELTA_STRIPE_SIZE
-    data, info = writer.encode_acid_file(table, stripe_size=stripe)
+    data, info = writer.encode_acid_file(table, orc_type=orc_type, stripe_size=stripe)
     task.tfs.write_bytes(path, data)
     writer.verify(task.tfs, path, expected_rows=table.num_rows, dir_kind=out_dir.kind,
                   dir_range=(out_dir.min_write_id, out_dir.max_write_id))
     return {"rows": info.rows, "bytes": info.bytes, "stripes": info.stripes}
+
+
+def _output_type(tfs, srcs) -> str | None:
+    """The ORC type string an output made from ``srcs`` is written with: the newest source's
+    (highest write id, then statement, then Hive's read order), None without sources.
+
+    Why: the data is read through Arrow, which has no char(n)/varchar(n), so the written file
+    would say ``string``; Hive's compactor writes the table's types, and the newest file
+    carries the table's current ones. Only kinds and lengths are taken from it (field names
+    come from the written data, after ``_rename_row``). Raw (original) files hold the row
+    alone: their type is wrapped in the ACID struct."""
+    from acidctl.orc import footer, writer
+    from acidctl.orc.reader import OrcFile
+
+    if not srcs:
+        return None
+    newest = max(enumerate(srcs), key=lambda p: (*_write_id(p[1]), p[0]))[1]
+    with OrcFile(tfs, newest.path) as f:
+        text = footer.type_string(footer.types_of(f.schema))
+    return writer.acid_type_string(text) if newest.raw else text
+
+
+def _write_id(src) -> tuple[int, int]:
+    """(write id, statement) of a source: raw files carry theirs, ACID files are named by their
+    directory (``base_N``: N; ``delta_M_N_S``: N, S); 0 when the directory is not an ACID one."""
+    from acidctl.acid.dirname import BaseDir, parse_acid_dir
+
+    if src.raw:
+        return src.write_id, src.statement
+    d = parse_acid_dir(src.path.rstrip("/").rsplit("/", 2)[-2]) if "/" in src.path else None
+    if d is None:
+        return 0, 0
+    if isinstance(d, BaseDir):
+        return d.write_id, 0
+    return d.max_write_id, max(d.statement_id or 0, 0)
 
 
 def _merged(reader, srcs, snapshot, columns, coln_only, *, missing_ok: bool):
@@ -348,12 +387,12 @@ def _run_whole(task) -> dict:
 
     crash_if("task-before-write", task.crash_at, task.driver_pid)
     if out_ins is not None and out_ins.num_rows and task.out_insert:
-        w = _write(task, task.out_insert, out_ins, task.out_insert_dir)
+        w = _write(task, task.out_insert, out_ins, task.out_insert_dir, _output_type(task.tfs, task.inserts))
         m["rows_out"] = w["rows"]
         m["bytes_out"] += w["bytes"]
         m["files_out"].append(task.out_insert)
     if out_del is not None and out_del.num_rows and task.out_delete:
-        w = _write(task, task.out_delete, out_del, task.out_delete_dir)
+        w = _write(task, task.out_delete, out_del, task.out_delete_dir, _output_type(task.tfs, task.deletes))
         m["delete_events_out"] = w["rows"]
         m["bytes_out"] += w["bytes"]
         m["files_out"].append(task.out_delete)
@@ -589,11 +628,11 @@ def _stream_delete_keys(tfs, srcs, snapshot, *, missing_ok: bool = False, on_str
     return pa.concat_tables(keys).combine_chunks() if keys else None
 
 
-def _writer_for(task, path, out_dir):
+def _writer_for(task, path, out_dir, orc_type: str | None):
     from acidctl.orc import writer
 
     stripe = writer.BASE_STRIPE_SIZE if out_dir.kind == "base" else writer.DELTA_STRIPE_SIZE
-    return writer.AcidFileWriter(task.tfs, path, stripe_size=stripe, verify_kind=out_dir.kind,
+    return writer.AcidFileWriter(task.tfs, path, orc_type=orc_type, stripe_size=stripe, verify_kind=out_dir.kind,
                                  verify_range=(out_dir.min_write_id, out_dir.max_write_id))
 
 
@@ -649,7 +688,8 @@ def _run_streaming(task) -> dict:
 
     order = _Order()
     schema = _SameSchema()
-    w = _writer_for(task, task.out_insert, task.out_insert_dir) if task.out_insert else None
+    w = _writer_for(task, task.out_insert, task.out_insert_dir,
+                    _output_type(task.tfs, task.inserts)) if task.out_insert else None
     written = None
     try:
         for t in _stream_events(task.tfs, task.inserts):
@@ -691,7 +731,7 @@ def _run_streaming(task) -> dict:
         m["bytes_out"] += written.bytes
         m["files_out"].append(task.out_insert)
     if out_del is not None and out_del.num_rows and task.out_delete:
-        wd = _write(task, task.out_delete, out_del, task.out_delete_dir)
+        wd = _write(task, task.out_delete, out_del, task.out_delete_dir, _output_type(task.tfs, task.deletes))
         m["delete_events_out"] = wd["rows"]
         m["bytes_out"] += wd["bytes"]
         m["files_out"].append(task.out_delete)

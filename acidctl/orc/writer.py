@@ -9,9 +9,17 @@ Rules (../shared/spec/orc-acid-files.md §14): the six ACID fields with Hive's n
 How: data is written by pyarrow's ORC writer (ORC C++, straight from Arrow buffers; bench/dump.py
 measures it against pyorc's row-at-a-time writer), then the key index, computed from the stripe
 row counts of the written footer, is added by rewriting only the file tail
-(:mod:`acidctl.orc.footer`). Types Arrow cannot express in ORC terms (char(n), varchar(n),
-uniontype, timestamps outside 1677..2262) go through pyorc row by row, with the same tail
-rewrite. Every file is read back and verified before it is returned (:func:`verify`).
+(:mod:`acidctl.orc.footer`). Arrow has no char(n)/varchar(n), so pyarrow writes such columns as
+string; given ``orc_type`` (the exact ORC type to write, e.g. the compaction input's), the same
+tail rewrite sets those columns' types to char(n)/varchar(n): the column data is encoded the same
+way for all three kinds, so values are written byte for byte as given (char values as read from
+ORC, i.e. padded). Any other difference from ``orc_type`` is refused. The rest of ORC's types
+Arrow writes itself: uniontype (sparse unions), ``timestamp with local time zone`` (timestamps
+with a time zone), timestamps outside 1677..2262 (in a unit coarser than ns). One exception goes
+through pyorc row by row, with the same tail rewrite: a struct column with null values holding
+a uniontype (the null ``row`` of delete events of a table with a uniontype column), on which
+pyarrow's ORC writer aborts the process (:func:`_arrow_cannot_write`). Every file is read back
+and verified before it is returned (:func:`verify`).
 """
 
 from __future__ import annotations
@@ -51,6 +59,12 @@ class WrittenFile:
         return dataclasses.asdict(self)
 
 
+def acid_type_string(row_type: str) -> str:
+    """The ORC type string of an ACID file whose ``row`` has the ORC type ``row_type``."""
+    return ("struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,currentTransaction:bigint,"
+            f"row:{row_type}>")
+
+
 def acid_arrow_schema(row_type: pa.StructType) -> pa.Schema:
     return pa.schema([pa.field(n, t) for n, t in zip(ACID_NAMES, ACID_TYPES)] + [pa.field("row", row_type)])
 
@@ -79,17 +93,66 @@ def _stats(op: np.ndarray) -> tuple[int, int, int]:
     return int((op == 0).sum()), int((op == 1).sum()), int((op == 2).sum())
 
 
-def _needs_pyorc(orc_type: str | None, table: pa.Table) -> bool:
+def template_types(orc_type: str | None) -> list | None:
+    """The parsed ``orc_type`` (:func:`acidctl.orc.footer.parse_type_string`), None for None;
+    it must describe an ACID file."""
     if orc_type is None:
-        return False
-    t = orc_type.replace(" ", "")
-    return any(k in t for k in ("char(", "varchar(", "uniontype<", "timestampwithlocaltimezone"))
+        return None
+    types = orcfooter.parse_type_string(orc_type)
+    if types[0].kind != orcfooter.STRUCT or len(types[0].subtypes) != len(ACID_NAMES):
+        raise InvalidInputError(f"not an ACID file type (six fields, the last one the row): {orc_type}")
+    return types
+
+
+def check_lengths(table: pa.Table, types: list | None) -> None:
+    """Every value of a char(n)/varchar(n) column of ``types`` has at most n characters.
+
+    Why: the written column keeps the values as given, and a longer value would be a file that
+    ORC's readers silently truncate (Hive's char/varchar semantics) — a changed row. Columns
+    whose Arrow type does not fit the template are skipped here; the footer retype refuses them."""
+    if types is None or not any(t.kind in (orcfooter.CHAR, orcfooter.VARCHAR) for t in types):
+        return
+    names = orcfooter.column_names(types)
+    for col, i in zip(table.columns, types[0].subtypes):
+        for chunk in col.chunks:
+            for c, longest in _long_values(chunk, types, i):
+                raise InvalidInputError(f"column {names[c]} holds a value of {longest} characters, more than "
+                                        f"its type {orcfooter.type_string(types, c)} allows")
+
+
+def _long_values(arr: pa.Array, types: list, i: int):
+    """(column id, length) of each char/varchar column under column ``i`` holding a value
+    longer than its maximum length."""
+    t = types[i]
+    kind = t.kind
+    if kind in (orcfooter.CHAR, orcfooter.VARCHAR):
+        if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+            longest = pc.max(pc.utf8_length(arr)).as_py()
+            if longest is not None and longest > t.maximum_length:
+                yield i, longest
+        return
+    if kind == orcfooter.STRUCT and pa.types.is_struct(arr.type) and arr.type.num_fields == len(t.subtypes):
+        # field(), not flatten(): flatten() pushes the struct's nulls into its children and
+        # aborts the process on a union child (no validity buffer); values under a null
+        # struct are null anyway in data read from ORC
+        kids = [arr.field(k) for k in range(arr.type.num_fields)]
+    elif kind == orcfooter.LIST and (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)):
+        kids = [arr.flatten()]
+    elif kind == orcfooter.MAP and pa.types.is_map(arr.type):
+        kids = [arr.keys, arr.items]
+    elif kind == orcfooter.UNION and pa.types.is_union(arr.type) and arr.type.num_fields == len(t.subtypes):
+        kids = [arr.field(k) for k in range(len(t.subtypes))]
+    else:
+        return
+    for kid, c in zip(kids, t.subtypes):
+        yield from _long_values(kid, types, c)
 
 
 def encode_acid_file(table: pa.Table, *, orc_type: str | None = None, compression: str = "ZLIB",
                      stripe_size: int = BASE_STRIPE_SIZE, allow_zstd: bool = False) -> tuple[bytes, WrittenFile]:
-    """ORC bytes for an ACID table (six columns, sorted). ``orc_type`` is the exact ORC type
-    string to write (keeps char/varchar/union); default: derived from the Arrow types."""
+    """ORC bytes for an ACID table (six columns, sorted), written from Arrow. ``orc_type``: the
+    ORC type string to write, for char(n)/varchar(n) (the Arrow string columns it names so are
+    retyped; anything else must already match it); default: derived from the Arrow types."""
     if list(table.column_names) != list(ACID_NAMES):
         raise InvalidInputError(f"ACID data must have the columns {ACID_NAMES}, got {table.column_names}")
     compression = compression.upper()
@@ -110,8 +173,13 @@ def encode_acid_file(table: pa.Table, *, orc_type: str | None = None, compressio
         raise InvalidInputError(f"events not strictly increasing by (originalTransaction, bucket, rowId) at "
                                 f"row {at}: {ot[at - 1]},{bk[at - 1]},{rid[at - 1]} then {ot[at]},{bk[at]},{rid[at]}")
     stats = _stats(op)
-    if _needs_pyorc(orc_type, table):
-        data = _write_pyorc(table, orc_type, compression, stripe_size)
+    types = template_types(orc_type)
+    check_lengths(table, types)
+    why = _arrow_cannot_write(table)
+    if why and types is None:
+        raise InvalidInputError(f"{why}: pyarrow's ORC writer cannot write it, and pyorc needs orc_type")
+    if why:
+        data = _write_pyorc(table, written_type(table, types), compression, stripe_size)
     else:
         data = _write_arrow(table, compression, stripe_size)
     tail = orcfooter.read_tail(data)
@@ -121,7 +189,7 @@ def encode_acid_file(table: pa.Table, *, orc_type: str | None = None, compressio
         (KEY_INDEX, key_index.encode()),
         (ACID_STATS, ("%d,%d,%d" % stats).encode()),
         (ACID_VERSION, b"2"),
-    ])
+    ], orc_type=orc_type)
     return data, WrittenFile(path="", rows=table.num_rows, bytes=len(data), stripes=len(stripe_rows),
                              key_index=key_index, stats=stats)
 
@@ -136,7 +204,45 @@ def _write_arrow(table: pa.Table, compression: str, stripe_size: int) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
+def _arrow_types(table: pa.Table) -> list:
+    """The ORC types pyarrow's writer gives ``table``'s schema (read from the footer of an
+    empty file written with it; a sliced table, as ``Schema.empty_table`` fails on unions)."""
+    return orcfooter.read_tail(_write_arrow(table.slice(0, 0), "NONE", BASE_STRIPE_SIZE)).types()
+
+
+def written_type(table: pa.Table, types: list) -> str:
+    """The ORC type string of ``table`` with the template ``types``' char/varchar (field names
+    from the data). Raises InvalidInputError when the structures differ."""
+    return orcfooter.type_string(orcfooter.retyped(_arrow_types(table), types))
+
+
+def _arrow_cannot_write(table: pa.Table) -> str | None:
+    """Why pyarrow's ORC writer cannot write ``table``, or None.
+
+    pyarrow (checked with 26) aborts the whole process — a failed C++ check, not an exception —
+    when a top-level struct column with null values has a union among its struct fields (it
+    pushes the struct's nulls into the union, which has no validity buffer). Checked
+    conservatively: any union inside such a column."""
+    for name, col in zip(table.column_names, table.columns):
+        if pa.types.is_struct(col.type) and col.null_count and _has_union(col.type):
+            return f"column {name} ({col.type}) has null values and holds a union"
+    return None
+
+
+def _has_union(t: pa.DataType) -> bool:
+    if pa.types.is_union(t):
+        return True
+    if pa.types.is_map(t):
+        return _has_union(t.key_type) or _has_union(t.item_type)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _has_union(t.value_type)
+    if pa.types.is_struct(t):
+        return any(_has_union(f.type) for f in t)
+    return False
+
+
 def _write_pyorc(table: pa.Table, orc_type: str, compression: str, stripe_size: int) -> bytes:
+    """ORC C++ through pyorc, row by row (slow): only for what pyarrow cannot write."""
     import pyorc
 
     from acidctl.orc.render import python_converters
@@ -153,7 +259,7 @@ def _write_pyorc(table: pa.Table, orc_type: str, compression: str, stripe_size: 
 
 def _pyorc_values(arr: pa.Array) -> list:
     """Arrow → the Python values pyorc expects (structs as tuples, timestamps as (s, ns),
-    dates as day numbers)."""
+    dates as day numbers; union values as they are, pyorc picks the variant)."""
     t = arr.type
     if pa.types.is_struct(t):
         kids = [_pyorc_values(arr.field(i)) for i in range(t.num_fields)]
@@ -192,15 +298,15 @@ class AcidFileWriter:
     ``path`` through ``tfs`` and returns a :class:`WrittenFile`. Data goes to a local temporary
     file (in the destination directory for local tables), never to memory; the key index is
     computed after the data is written from the footer's stripe row counts and the last row of
-    each stripe's key columns, read back one stripe at a time. Arrow-writable types only (the
-    pyorc path for char/varchar/union stays in :func:`encode_acid_file`).
+    each stripe's key columns, read back one stripe at a time. ``orc_type`` as for
+    :func:`encode_acid_file` (char/varchar set in the same tail rewrite as the metadata).
 
     Use as a context manager: leaving the block by an exception removes the temporary file.
     Nothing is created until the first non-empty batch; ``close()`` returns None when no row
     was written."""
 
-    def __init__(self, tfs, path: str, *, compression: str = "ZLIB", stripe_size: int = BASE_STRIPE_SIZE,
-                 allow_zstd: bool = False, verify_kind: str | None = None,
+    def __init__(self, tfs, path: str, *, orc_type: str | None = None, compression: str = "ZLIB",
+                 stripe_size: int = BASE_STRIPE_SIZE, allow_zstd: bool = False, verify_kind: str | None = None,
                  verify_range: tuple[int, int] | None = None, verify_file: bool = True):
         compression = compression.upper()
         if compression not in COMPRESSIONS:
@@ -209,6 +315,8 @@ class AcidFileWriter:
             raise InvalidInputError("ZSTD output cannot be read by Hive 3.1 (ORC 1.5); pass allow_zstd to force it")
         self.tfs = tfs
         self.path = path
+        self.orc_type = orc_type
+        self._types = template_types(orc_type)
         self.compression = compression
         self.stripe_size = stripe_size
         self.verify_kind = verify_kind
@@ -247,6 +355,10 @@ class AcidFileWriter:
             raise InvalidInputError(f"ACID data must have the columns {ACID_NAMES}, got {table.column_names}")
         if not table.num_rows:
             return
+        why = _arrow_cannot_write(table)
+        if why:
+            raise InvalidInputError(f"cannot write {self.tfs.display(self.path)}: {why}, which pyarrow's ORC "
+                                    "writer cannot write")
         if self.schema is None:
             row_type = table.schema.field("row").type
             bad = [f.name for f in row_type if f.name != f.name.lower()]
@@ -269,6 +381,7 @@ class AcidFileWriter:
             raise InvalidInputError(f"events not strictly increasing by (originalTransaction, bucket, rowId) at "
                                     f"row {row}: {ot[at - 1]},{bk[at - 1]},{rid[at - 1]} then "
                                     f"{ot[at]},{bk[at]},{rid[at]}")
+        check_lengths(table, self._types)
         self._last = (int(ot[-1]), int(bk[-1]), int(rid[-1]))
         s = _stats(op)
         self.stats = [a + b for a, b in zip(self.stats, s)]
@@ -293,7 +406,7 @@ class AcidFileWriter:
             (KEY_INDEX, key_index.encode()),
             (ACID_STATS, ("%d,%d,%d" % stats).encode()),
             (ACID_VERSION, b"2"),
-        ])
+        ], orc_type=self.orc_type)
         size = os.path.getsize(self._tmp)
         if self.tfs.protocol in ("file", "local"):
             shutil.move(self._tmp, self.path)
