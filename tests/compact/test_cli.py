@@ -96,7 +96,7 @@ def test_due_counts_aborted_txns_from_the_metastore(tmp_path, cli):
     parts = {p["partition"]: p for p in json.loads(r.stdout)["partitions"]}
     p = parts["ds=2026-01-01"]
     assert (p["status"], p["type"]) == ("compact", "major")
-    assert p["recommendation"]["reasons"] == [f"1 aborted txns > hive.compactor.abortedtxn.threshold 0"]
+    assert p["recommendation"]["reasons"] == ["1 aborted txns > hive.compactor.abortedtxn.threshold 0"]
     assert parts["ds=2025-12-31"]["recommendation"]["aborted_txn_count"] == 0
     assert (wh / "sales" / "ds=2026-01-01" / "base_0000006").is_dir()
 
@@ -110,7 +110,7 @@ def test_demo_by_table_name_records_the_compaction(tmp_path, cli):
     assert cli("demo", tmp_path / "demo").code == 0
     url = f"sqlite:///{tmp_path / 'demo' / 'metastore.db'}"
     wh = tmp_path / "demo" / "warehouse"
-    before = merged(wh / "sales", f"default.sales:7:7:7:4")
+    before = merged(wh / "sales", "default.sales:7:7:7:4")
     r = cli("-o", "json", "--metastore", url, "compact", "--major", "--engine", "local", "default.sales")
     assert r.code == 0, r
     doc = json.loads(r.stdout)
