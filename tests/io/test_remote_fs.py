@@ -95,17 +95,23 @@ def s3_server():
     server.stop()
 
 
-def test_dump_and_merged_read_over_s3(cli, s3_server, tmp_path, monkeypatch):
+def _s3_nation(s3_server, tmp_path, monkeypatch, bucket: str):
+    """The nation table uploaded to ``s3://BUCKET/nation``: (boto3 client, local copy)."""
     boto3 = pytest.importorskip("boto3")
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test")
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     s3 = boto3.client("s3", endpoint_url=s3_server)
-    s3.create_bucket(Bucket="warehouse")
+    s3.create_bucket(Bucket=bucket)
     t = _nation(tmp_path / "local")
     for p in t.rglob("*"):
         if p.is_file():
-            s3.upload_file(str(p), "warehouse", "nation/" + str(p.relative_to(t)))
+            s3.upload_file(str(p), bucket, "nation/" + str(p.relative_to(t)))
+    return s3, t
+
+
+def test_dump_and_merged_read_over_s3(cli, s3_server, tmp_path, monkeypatch):
+    s3, t = _s3_nation(s3_server, tmp_path, monkeypatch, "warehouse")
     opt = ["--fs-option", f"endpoint_url={s3_server}"]
     local = cli("dump", t / "delta_0000002_0000002_0000" / "bucket_00000")
     remote = cli(*opt, "dump", "s3://warehouse/nation/delta_0000002_0000002_0000/bucket_00000")
@@ -148,16 +154,7 @@ def test_compact_over_s3_needs_the_non_atomic_opt_in(cli, s3_server, tmp_path, m
     """S3 has no rename: moving base_N copies file by file, so a reader could list a half-copied
     base. Refused by default (exit 6, nothing written); with --allow-non-atomic-publish the
     output is copied (data first, markers last) and reads the same."""
-    boto3 = pytest.importorskip("boto3")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    s3 = boto3.client("s3", endpoint_url=s3_server)
-    s3.create_bucket(Bucket="compact")
-    t = _nation(tmp_path / "local")
-    for p in t.rglob("*"):
-        if p.is_file():
-            s3.upload_file(str(p), "compact", "nation/" + str(p.relative_to(t)))
+    s3, _ = _s3_nation(s3_server, tmp_path, monkeypatch, "compact")
 
     def keys():
         return sorted(o["Key"] for o in s3.list_objects_v2(Bucket="compact").get("Contents", []))
