@@ -24,19 +24,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from acidctl.cli.main import app
-
-def parse_kv(pairs, option: str) -> dict[str, str]:
-    from acidctl.errors import UsageError
-
-    out = {}
-    for pair in pairs or ():
-        k, sep, v = pair.partition("=")
-        if not sep or not k.strip():
-            raise UsageError(f"{option} expects KEY=VALUE, got {pair!r}")
-        out[k.strip()] = v.strip()
-    return out
-
+from acidctl.cli.main import app, parse_kv
 
 def resolve(settings, spec: str, **kw):
     """:func:`acidctl.target.resolve_target`, with a DB.TABLE/PARTITION target widened to the

@@ -97,6 +97,19 @@ def _global(
                        profile=profile)
 
 
+def parse_kv(pairs, option: str) -> dict[str, str]:
+    """``["KEY=VALUE", ...]`` of a repeatable option → dict (values kept as strings)."""
+    from acidctl.errors import UsageError
+
+    out = {}
+    for pair in pairs or ():
+        k, sep, v = pair.partition("=")
+        if not sep or not k.strip():
+            raise UsageError(f"{option} expects KEY=VALUE, got {pair!r}")
+        out[k.strip()] = v.strip()
+    return out
+
+
 def _load_commands() -> None:
     for name in COMMAND_MODULES:
         importlib.import_module(name)

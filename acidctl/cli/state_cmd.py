@@ -25,7 +25,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from acidctl.cli.main import app
+from acidctl.cli.main import app, parse_kv
 
 _WRITE_IDS_HELP = ("The reader's ValidWriteIdList: db.table:hwm:minOpenWriteId:open,...:aborted,... "
                    "(e.g. db.t:14:12:12:13; 'db.t:14:9223372036854775807::' = all committed up to 14).")
@@ -60,7 +60,7 @@ def state_command(
     target = resolve_target(settings, path, write_ids=write_ids, assume_committed=assume_committed, txns=txns,
                             hive_version=hive_version, partition=partition)
     inspect_file = _deep_hook() if deep else None
-    props = {**target.properties, **_parse_props(tblproperty)}
+    props = {**target.properties, **parse_kv(tblproperty, "--tblproperty")}
     facts = None
     if target.table is not None and target.metastore is not None:
         from acidctl.metastore.facts import facts_for_partition, table_facts
@@ -101,18 +101,6 @@ def _deep_hook():
         raise UsageError(f"--deep is not available in this build: acidctl.orc.meta.inspect_file cannot be imported ({e})",
                          hint="run without --deep for the directory checks") from None
     return inspect_file
-
-
-def _parse_props(pairs) -> dict[str, str]:
-    from acidctl.errors import UsageError
-
-    out = {}
-    for pair in pairs or ():
-        k, sep, v = pair.partition("=")
-        if not sep or not k.strip():
-            raise UsageError(f"--tblproperty expects KEY=VALUE, got {pair!r}")
-        out[k.strip()] = v.strip()
-    return out
 
 
 # =========================================================================================
