@@ -253,6 +253,21 @@ def _write(task, path: str, table, out_dir, orc_type: str | None) -> dict:
     return {"rows": info.rows, "bytes": info.bytes, "stripes": info.stripes}
 
 
+def _write_output(task, m: dict, table, *, delete: bool) -> None:
+    """Write the bucket's insert/base (``delete=False``) or delete output file from ``table``
+    and count it in the metrics ``m``; nothing when there is no row or no such output."""
+    if delete:
+        path, out_dir, srcs, counter = task.out_delete, task.out_delete_dir, task.deletes, "delete_events_out"
+    else:
+        path, out_dir, srcs, counter = task.out_insert, task.out_insert_dir, task.inserts, "rows_out"
+    if table is None or not table.num_rows or not path:
+        return
+    w = _write(task, path, table, out_dir, _output_type(task.tfs, srcs))
+    m[counter] = w["rows"]
+    m["bytes_out"] += w["bytes"]
+    m["files_out"].append(path)
+
+
 def _output_type(tfs, srcs) -> str | None:
     """The ORC type string an output made from ``srcs`` is written with: the newest source's
     (highest write id, then statement, then Hive's read order), None without sources.
@@ -386,16 +401,8 @@ def _run_whole(task) -> dict:
             out_del = _minor_deletes(dels, snap, m, task.columns, task.columns_coln_only)
 
     crash_if("task-before-write", task.crash_at, task.driver_pid)
-    if out_ins is not None and out_ins.num_rows and task.out_insert:
-        w = _write(task, task.out_insert, out_ins, task.out_insert_dir, _output_type(task.tfs, task.inserts))
-        m["rows_out"] = w["rows"]
-        m["bytes_out"] += w["bytes"]
-        m["files_out"].append(task.out_insert)
-    if out_del is not None and out_del.num_rows and task.out_delete:
-        w = _write(task, task.out_delete, out_del, task.out_delete_dir, _output_type(task.tfs, task.deletes))
-        m["delete_events_out"] = w["rows"]
-        m["bytes_out"] += w["bytes"]
-        m["files_out"].append(task.out_delete)
+    _write_output(task, m, out_ins, delete=False)
+    _write_output(task, m, out_del, delete=True)
     crash_if("task-after-write", task.crash_at, task.driver_pid)
     m["bytes_in"] = reader.bytes_read
 
@@ -730,11 +737,7 @@ def _run_streaming(task) -> dict:
         m["rows_out"] = written.rows
         m["bytes_out"] += written.bytes
         m["files_out"].append(task.out_insert)
-    if out_del is not None and out_del.num_rows and task.out_delete:
-        wd = _write(task, task.out_delete, out_del, task.out_delete_dir, _output_type(task.tfs, task.deletes))
-        m["delete_events_out"] = wd["rows"]
-        m["bytes_out"] += wd["bytes"]
-        m["files_out"].append(task.out_delete)
+    _write_output(task, m, out_del, delete=True)
     del out_del, keys
     crash_if("task-after-write", task.crash_at, task.driver_pid)
     m["bytes_in"] = _input_bytes(task)

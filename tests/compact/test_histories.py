@@ -15,10 +15,6 @@ from tests.histories import histories, partitioned_histories
 pytestmark = pytest.mark.spark
 
 
-def _model(expected: dict) -> dict:
-    return {(None, *k): v for k, v in expected.items()}
-
-
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
 @given(h=histories)
@@ -26,7 +22,7 @@ def test_minor_then_major_keep_the_reference_model(spark, h):
     with tempfile.TemporaryDirectory() as d:
         root = Path(d) / "t"
         root.mkdir()
-        expected = _model(h.play(root))
+        expected = h.play_table(root)
         snap = h.snapshot()
         wids = str(snap)
         assert merged(root, snap) == expected
@@ -55,7 +51,7 @@ def test_major_directly(spark, h):
     with tempfile.TemporaryDirectory() as d:
         root = Path(d) / "t"
         root.mkdir()
-        expected = _model(h.play(root))
+        expected = h.play_table(root)
         wids = str(h.snapshot())
         compact(root, "major", wids, spark=spark)
         assert merged(root, h.snapshot()) == expected
