@@ -86,6 +86,10 @@ class ChildEntry:
     subdirs: tuple[str, ...] = ()
     markers: Mapping[str, bytes] = dataclasses.field(default_factory=dict)
     listed: bool = True
+    #: files inside ``subdirs`` of a base/delta directory (relative paths ``sub/name``, any depth;
+    #: hidden subtrees skipped). Hive 3 readers do not read them, Hive 4 and Impala may: a
+    #: compaction must never make such a directory obsolete without having read them.
+    nested: tuple[FileInfo, ...] = ()
 
     @property
     def total_bytes(self) -> int:
@@ -133,29 +137,33 @@ class DirListing:
                 files: list[FileInfo] = []
                 subdirs: list[str] = []
                 markers: dict[str, bytes] = {}
+                nested: list[FileInfo] = []
                 flat_originals = not has_acid_prefix(name) and not is_hidden(name)
 
-                def walk(prefix: str, d: Mapping[str, Any]):
+                def walk(prefix: str, d: Mapping[str, Any], out: list[FileInfo]):
                     for k, v in d.items():
                         if k.endswith("/"):
                             if prefix == "" and not flat_originals:
                                 subdirs.append(k[:-1])
-                            else:
-                                walk(prefix + k, v)
+                                if not is_hidden(k[:-1]) and v:
+                                    walk(k, v, nested)
+                            elif not (out is nested and is_hidden(k[:-1])):
+                                walk(prefix + k, v, out)
                         elif isinstance(v, (bytes, bytearray)):
-                            files.append(FileInfo(prefix + k, len(v), mtime))
+                            out.append(FileInfo(prefix + k, len(v), mtime))
                             if prefix == "" and is_marker_name(k):
                                 markers[k] = bytes(v)
                         else:
-                            files.append(FileInfo(prefix + k, int(v), mtime))
+                            out.append(FileInfo(prefix + k, int(v), mtime))
 
                 if value is None:
                     entries.append(ChildEntry(name, True, 0, mtime, listed=False))
                     continue
-                walk("", value)
+                walk("", value, files)
                 files.sort(key=lambda f: f.name)
                 entries.append(ChildEntry(name, True, 0, mtime, tuple(files), tuple(sorted(subdirs)),
-                                          markers, listed=True))
+                                          markers, listed=True,
+                                          nested=tuple(sorted(nested, key=lambda f: f.name))))
             else:
                 size = len(value) if isinstance(value, (bytes, bytearray)) else int(value)
                 entries.append(ChildEntry(key, False, size, mtime))

@@ -97,16 +97,22 @@ def list_partition(tfs: TableFS, path: str, *, entries: list[Entry] | None = Non
 
 def _acid_dir(tfs: TableFS, e: Entry, read_markers: bool) -> ChildEntry:
     files, subdirs, markers = [], [], {}
+    nested: list[FileInfo] = []
     for f in tfs.ls(e.path):
         if f.is_dir:
             subdirs.append(f.name)
+            if not is_hidden(f.name):
+                # HIVE_UNION_SUBDIR_n/..., Hive 4 nested files: listed so that nothing a reader
+                # could read is ever made obsolete unread (one ls per nested level, only here)
+                _originals(tfs, f.path, f.name + "/", nested)
             continue
         files.append(FileInfo(f.name, f.size, f.mtime))
         if read_markers and is_marker_name(f.name) and f.size <= MAX_MARKER_BYTES:
             content = _read_small(tfs, f.path)
             if content is not None:
                 markers[f.name] = content
-    return ChildEntry(e.name, True, 0, e.mtime, tuple(files), tuple(subdirs), markers)
+    return ChildEntry(e.name, True, 0, e.mtime, tuple(files), tuple(subdirs), markers,
+                      nested=tuple(nested))
 
 
 def _read_small(tfs: TableFS, path: str) -> bytes | None:

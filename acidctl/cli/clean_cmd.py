@@ -30,8 +30,9 @@ def clean_command(
     assume_committed: Annotated[bool, typer.Option("--assume-committed", help="Treat every write id named by a directory as committed (offline use only).")] = False,
     txns: Annotated[Optional[str], typer.Option("--txns", metavar="LIST", help="Hive 4 ValidTxnList for _vM visibility.")] = None,
     hive_version: Annotated[Optional[int], typer.Option("--hive-version", metavar="3|4", help="Cleaner rules: 3 (default) or 4 (also every aborted directory).")] = None,
+    table_is_quiescent: Annotated[bool, typer.Option("--table-is-quiescent", help="With --assume-committed and --execute: state that nothing writes to the table and every write id in its directory names is committed.")] = False,
 ):
-    from acidctl.cli.compact_cmd import resolve
+    from acidctl.cli.compact_cmd import require_real_snapshot, resolve
     from acidctl.compact.clean import clean_table, parse_age
     from acidctl.errors import UsageError
 
@@ -41,6 +42,8 @@ def clean_command(
     age = parse_age(min_age)
     target, _ = resolve(settings, table, write_ids=write_ids, assume_committed=assume_committed, txns=txns,
                         hive_version=hive_version)
+    if execute:
+        require_real_snapshot(target, quiescent=table_is_quiescent, what="clean --execute")
     notes = [f"ASSUMED: {a}" for a in target.assumptions]
     for n in notes:
         settings.output.note(n)
@@ -68,5 +71,6 @@ def render_text(report: dict) -> str:
     s = report["summary"]
     verb = "deleted" if report["executed"] else "would delete"
     lines.append(f"{verb} {s['delete']} path(s) ({s['bytes']} bytes); {s['kept_young']} kept (younger than --min-age); "
-                 f"{s['complete']} interrupted publication(s) to finish")
+                 f"{s['complete']} interrupted publication(s) to finish"
+                 + (f"; {s['kept_unsafe']} kept for safety (see REASON)" if s.get("kept_unsafe") else ""))
     return "\n".join(lines)

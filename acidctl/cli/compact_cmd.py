@@ -40,6 +40,22 @@ def resolve(settings, spec: str, **kw):
     return target, parts
 
 
+def require_real_snapshot(target, *, quiescent: bool, what: str) -> None:
+    """An assumed snapshot (``--assume-committed``) never drives a write (issue #9): writing on
+    it folds open and aborted write ids as if committed. Refused (exit 2) unless the user states
+    with ``--table-is-quiescent`` that the assumption holds."""
+    from acidctl.errors import UsageError
+
+    assumed = target.source == "--assume-committed"
+    if assumed and not quiescent:
+        raise UsageError(f"{what} refuses to write on an assumed snapshot (--assume-committed treats every write "
+                         "id in the directory names as committed, which folds open and aborted writes)",
+                         hint="give the real snapshot (DB.TABLE with a metastore, or --write-ids), or add "
+                              "--table-is-quiescent if nothing writes to the table and every write id is committed")
+    if quiescent and not assumed:
+        raise UsageError("--table-is-quiescent only applies with --assume-committed")
+
+
 class _Progress:
     """Buckets done while the tasks run, then partitions published (stderr, terminals only)."""
 
@@ -86,6 +102,8 @@ def compact_command(
     engine: Annotated[str, typer.Option("--engine", metavar="spark|local", help="spark (default) or local: the same tasks in this process, no Spark (small tables).")] = "spark",
     no_register: Annotated[bool, typer.Option("--no-register", help="Do not record the compaction in the metastore.")] = False,
     break_lock: Annotated[bool, typer.Option("--break-lock", help="Remove an existing (stale) compaction lock first.")] = False,
+    skip_unreadable_files: Annotated[bool, typer.Option("--skip-unreadable-files", help="Compact even when a directory the output makes obsolete holds a file some reader could treat as data and the compaction cannot read (e.g. delta_1_2/streaming.orc); the report lists each as skipped and clean never deletes its directory. Refused by default (exit 6).")] = False,
+    table_is_quiescent: Annotated[bool, typer.Option("--table-is-quiescent", help="With --assume-committed: state that nothing writes to the table and every write id in its directory names is committed, so the assumed snapshot may drive a write (recorded in the report).")] = False,
     allow_non_atomic_publish: Annotated[bool, typer.Option("--allow-non-atomic-publish", help="Publish even when readers could see it half done: a Hive 3 minor compaction writing both delta_x_y and delete_delta_x_y (two renames), or an object store whose rename copies. Refused by default (exit 6).")] = False,
 ):
     from acidctl.errors import RefusedError, UsageError
@@ -107,7 +125,11 @@ def compact_command(
     target, spec_parts = resolve(settings, table, write_ids=write_ids, assume_committed=assume_committed,
                                  txns=txns, hive_version=hive_version)
     tfs, info, wl, tl, hv = target.tfs, target.table, target.write_ids, target.txns, target.hive_version
+    require_real_snapshot(target, quiescent=table_is_quiescent, what="compact")
     notes = [f"ASSUMED: {a}" for a in target.assumptions]
+    if target.source == "--assume-committed":
+        notes.append("--table-is-quiescent: the user stated that the table is quiescent and every write id "
+                     "in its directory names is committed")
     props = dict(target.properties)
     if info is not None:
         if not info.transactional:
@@ -158,12 +180,15 @@ def compact_command(
                           thresholds=Thresholds.from_table_properties(props), aborted_txn_counts=aborted,
                           insert_only=False, visibility_txn=vis, columns=col_list, columns_coln_only=coln_only, engine=engine,
                           master=master, spark_conf=conf, break_lock=break_lock,
-                          allow_non_atomic_publish=allow_non_atomic_publish, hidden_until_commit=hidden)
+                          allow_non_atomic_publish=allow_non_atomic_publish, hidden_until_commit=hidden,
+                          skip_unreadable_files=skip_unreadable_files)
     if NO_AUTO_COMPACTION in {k.lower() for k in props} and due:
         notes.append("no_auto_compaction is set: the Initiator would skip this table; --due compacts anyway")
     for n in notes:
         settings.output.note(n)
     report = compact_table(tfs, opts, progress=_progress(settings), registrar=registrar, notes=notes)
+    report["snapshot_source"] = target.source
+    report["assumed_quiescent"] = target.source == "--assume-committed"
     if info is not None:
         report["table"] = info.full_name
     settings.output.emit(report, render_text)

@@ -29,6 +29,7 @@ from acidctl.acid.acidstate import Kind, Role, get_acid_state
 from acidctl.acid.writeids import WriteIdList
 from acidctl.compact import publish as pub
 from acidctl.compact.lock import TableLock, lock_path, read_lock
+from acidctl.compact.coverage import not_compactor_readable
 from acidctl.compact.planner import STAGING_PREFIX
 from acidctl.errors import LockConflict, UsageError
 
@@ -134,8 +135,16 @@ def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, mi
             age = now - max(mt) if mt else None
             kind = {Kind.BASE: "base", Kind.DELTA: "delta", Kind.DELETE_DELTA: "delete_delta",
                     Kind.ORIGINAL_FILE: "original", Kind.ORIGINAL_DIR: "original"}.get(c.kind, c.kind.value)
-            items.append(_item(lst.partition, tfs.display(_join(part_path, name)), kind, reason, age, c.bytes,
-                               min_age, fs_path=_join(part_path, name), is_dir=c.entry.is_dir))
+            it = _item(lst.partition, tfs.display(_join(part_path, name)), kind, reason, age, c.bytes,
+                       min_age, fs_path=_join(part_path, name), is_dir=c.entry.is_dir)
+            unread = not_compactor_readable(c.kind, c.entry)
+            if unread:
+                # no compaction by Hive's rules read these files: no output holds their rows
+                it["action"] = "keep (holds files no compaction read)"
+                it["reason"] += "; kept: " + ", ".join(f.name for f in unread[:3]) + \
+                    (" ..." if len(unread) > 3 else "") + " would be lost (other engines read them)"
+            it["_verify"] = (c.kind, c.entry, cover)
+            items.append(it)
         for e in tfs.ls(part_path):
             if not e.name.startswith(STAGING_PREFIX):
                 continue
@@ -173,7 +182,8 @@ def _du(tfs, path: str) -> int:
 def _summary(items) -> dict:
     return {"candidates": len(items), "delete": sum(1 for i in items if i["action"] == "delete"),
             "complete": sum(1 for i in items if i["action"] == "complete"),
-            "kept_young": sum(1 for i in items if i["action"].startswith("keep")),
+            "kept_young": sum(1 for i in items if i["action"] == "keep (younger than --min-age)"),
+            "kept_unsafe": sum(1 for i in items if i["action"].startswith("keep") and "younger" not in i["action"]),
             "bytes": sum(i["bytes"] or 0 for i in items if i["action"] == "delete")}
 
 
@@ -184,6 +194,7 @@ def clean_table(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, m
         report = plan_clean(tfs, reader=reader, txns=txns, hive_version=hive_version, min_age=min_age, now=now)
         for i in report["items"]:
             i.pop("fs_path", None)
+            i.pop("_verify", None)
         return report
     info = read_lock(tfs, lock_path(tfs))
     if info is not None and not info.stale:
@@ -213,14 +224,94 @@ def clean_table(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, m
             p = it["fs_path"]
             if it["kind"] == "staging" and STAGING_PREFIX not in p.rsplit("/", 1)[-1]:
                 continue
+            problem = _reverify(tfs, it)
+            if problem:
+                it["action"] = "keep (re-verification failed)"
+                it["reason"] += f"; kept: {problem}"
+                report["notes"].append(f"kept {it['path']}: {problem}")
+                continue
             if tfs.exists(p):
                 tfs.rm(p, recursive=it["is_dir"])
             deleted.append(it["path"])
         report["executed"] = True
+        report["summary"] = _summary(report["items"])
         report["deleted"] = deleted
         report["completed"] = completed
         if lock.broken is not None:
             report["notes"].append(f"removed the stale lock of {lock.broken.describe()}")
     for i in report["items"]:
         i.pop("fs_path", None)
+        i.pop("_verify", None)
     return report
+
+
+def _reverify(tfs, item: dict) -> str | None:
+    """At execution time, before deleting an obsolete directory or original file: it must hold no
+    file that no compaction reads (listed again now), and the output covering it must exist and
+    be readable (every data file's footer, its ACID key index with one entry per stripe, and
+    ``hive.acid.stats`` equal to its row count). Returns why not, or None."""
+    from acidctl.acid.layout import list_partition
+    from acidctl.compact.coverage import not_compactor_readable, reader_files
+
+    v = item.get("_verify")
+    if v is None:
+        return None
+    kind, entry, cover = v
+    part_path, name = item["fs_path"].rsplit("/", 1)
+    now = {e.name: e for e in list_partition(tfs, part_path, partition=item["partition"]).entries}
+    if name not in now:
+        return None   # already gone
+    unread = not_compactor_readable(kind, now[name])
+    if unread:
+        return f"{name}/{unread[0].name} is not read by any compaction"
+    if cover is None:
+        return None   # Hive 4 aborted directories: no cover needed, nothing valid in them
+    if cover.name not in now:
+        return f"the output covering it, {cover.name}, no longer exists"
+    rows_in_cover = 0
+    for f in reader_files(now[cover.name]):
+        if f.size == 0:
+            continue
+        problem = _readable(tfs, _join(part_path, cover.name, f.name))
+        if isinstance(problem, str):
+            return f"the covering output {cover.name}/{f.name} is not readable: {problem}"
+        rows_in_cover += problem
+    data = [f for f in reader_files(now[name]) if f.size > 0]
+    if data and rows_in_cover == 0 and cover.kind is Kind.BASE and not _all_rows_gone(tfs, part_path, name, data):
+        return f"the covering output {cover.name} holds no rows while {name} holds data"
+    return None
+
+
+def _readable(tfs, path: str) -> int | str:
+    """Row count of a readable ORC data file, or why it is not readable."""
+    from acidctl.errors import AcidctlError
+    from acidctl.orc.meta import parse_acid_stats, parse_key_index
+    from acidctl.orc.reader import OrcFile
+
+    try:
+        with OrcFile(tfs, path) as f:
+            rows, stripes, meta = f.rows, f.num_stripes(), f.user_metadata
+            if f.is_acid:
+                idx = meta.get("hive.acid.key.index")
+                if idx is None:
+                    return "no hive.acid.key.index"
+                if len(parse_key_index(idx.decode())) != stripes:
+                    return "hive.acid.key.index does not have one entry per stripe"
+                st = meta.get("hive.acid.stats")
+                if st is not None and sum(parse_acid_stats(st.decode()).values()) != rows:
+                    return "hive.acid.stats does not match the row count"
+            return rows
+    except (AcidctlError, ValueError, OSError) as e:
+        return str(e)
+
+
+def _all_rows_gone(tfs, part_path: str, name: str, data) -> bool:
+    """An empty base may legitimately cover data whose rows were all deleted or aborted; without
+    the snapshot at hand, accept it only when the covered files hold no rows at all."""
+    total = 0
+    for f in data:
+        r = _readable(tfs, _join(part_path, name, f.name))
+        if isinstance(r, str):
+            return False
+        total += r
+    return total == 0

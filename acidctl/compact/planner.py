@@ -9,7 +9,8 @@ Rules (../shared/spec/orc-acid-files.md §12.3, directory-state.md §2/§3):
   base) are read as well, as Hive 3's MR compactor does: their events are dropped and the
   output's range covers them, so the Cleaner can remove them afterwards;
 * major: the base (or all originals when there is none) + every current delta → ``base_N``
-  (N = the highest write id of the compacted deltas; originals only: ``base_-9223372036854775808``);
+  (N = the highest write id of the compacted deltas; originals only: ``base_0`` — never Hive's
+  ``base_-9223372036854775808``: no negative write id in a name);
 * minor: the current deltas only → ``delta_min_max`` / ``delete_delta_min_max`` (no statement id);
 * Hive 4 adds ``_v<compactor txn>``.
 
@@ -28,7 +29,7 @@ from acidctl.acid.acidstate import (
     AcidState, ChildEntry, DirListing, FileInfo, Kind, delta_sort_key, get_acid_state,
 )
 from acidctl.acid.dirname import METADATA_FILE, ORC_ACID_VERSION_FILE, BaseDir, DeltaDir
-from acidctl.acid.writeids import LONG_MIN, TxnList, WriteIdList
+from acidctl.acid.writeids import TxnList, WriteIdList
 from acidctl.errors import InvalidAcidLayout, RefusedError, UsageError
 
 MAJOR, MINOR = "major", "minor"
@@ -93,6 +94,10 @@ class PartitionPlan:
     recommendation: dict | None = None
     staging_id: str | None = None
     publish: str = ""                # atomic | hidden-until-commit | non-atomic (set by the runner)
+    refusals: list[dict] = dataclasses.field(default_factory=list)   # unread files (status "refused")
+    skipped: list[dict] = dataclasses.field(default_factory=list)    # unread files, --skip-unreadable-files
+    obsoletes: list[str] = dataclasses.field(default_factory=list)   # children the output makes obsolete
+    read_paths: set[str] = dataclasses.field(default_factory=set)    # every file the tasks read
 
     @property
     def runs(self) -> bool:
@@ -102,7 +107,8 @@ class PartitionPlan:
         return {"partition": self.partition, "path": self.display, "type": self.mode,
                 "status": self.status, "message": self.message, "inputs": list(self.inputs),
                 "outputs": [o.name for o in self.outputs], "buckets": len(self.tasks),
-                "recommendation": self.recommendation}
+                "recommendation": self.recommendation, "obsoletes": list(self.obsoletes),
+                "refusals": list(self.refusals), "skipped": list(self.skipped)}
 
 
 def _join(*parts: str) -> str:
@@ -138,8 +144,11 @@ def valid_txns_with(txns: TxnList | None, visibility_txn: int | None) -> TxnList
 
 def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, txns: TxnList | None,
                    hive_version: int, visibility_txn: int | None = None, columns: list[str] | None = None,
-                   columns_coln_only: bool = False, crash_at: str | None = None) -> PartitionPlan:
-    """The plan for one partition (``status`` "nothing" when there is nothing to compact)."""
+                   columns_coln_only: bool = False, crash_at: str | None = None,
+                   skip_unreadable: bool = False) -> PartitionPlan:
+    """The plan for one partition (``status`` "nothing" when there is nothing to compact,
+    "refused" when the output would make obsolete a file it does not read — see
+    :mod:`acidctl.compact.coverage`; ``skip_unreadable`` lists those files as skipped instead)."""
     from acidctl.acid.read import plan_sources
 
     compactor = reader if reader.compactor else reader.for_compactor()
@@ -168,13 +177,13 @@ def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, 
 
     if mode == MAJOR:
         if not deltas and not cstate.originals:
-            plan.message = ("nothing to compact: no delta files or original files found to compact"
-                            + (f" (base {cstate.base.name} is current)" if cstate.base is not None else ""))
+            plan.message = "nothing to compact: " + _why_nothing(cstate, "no delta files or original files found to compact")
             return plan
-        top = max((d.max_write_id for d in deltas), default=LONG_MIN)
-        vis = visibility()
+        # originals only: Hive's CompactorMR names it base_-9223372036854775808 (Long.MIN_VALUE);
+        # acidctl never writes a negative write id into a name (issue #9): base_0 holds exactly
+        # the write id of original rows and is a valid base for every reader
+        top = max((d.max_write_id for d in deltas), default=0)
         istate = dataclasses.replace(cstate, deltas=deltas)
-        name = BaseDir(top, visibility=vis or 0).format()
         markers = {ORC_ACID_VERSION_FILE: ORC_ACID_VERSION}
         if not h4:
             markers[METADATA_FILE] = METADATA_ACID
@@ -184,7 +193,7 @@ def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, 
             sum(o.size for o in cstate.originals) + sum(d.bytes for d in deltas)
     else:
         if not deltas:
-            plan.message = "nothing to compact: no current delta directories"
+            plan.message = "nothing to compact: " + _why_nothing(cstate, "no current delta directories")
             return plan
         lo = min(d.min_write_id for d in deltas)
         hi = max(d.max_write_id for d in deltas)
@@ -192,7 +201,6 @@ def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, 
                 and not extras:
             plan.message = f"nothing to compact: the current deltas already cover {lo}..{hi} as one range"
             return plan
-        vis = visibility()
         istate = dataclasses.replace(cstate, base=None, originals=[], deltas=deltas)
         inputs = [d.name for d in deltas]
         input_bytes = sum(d.bytes for d in deltas)
@@ -200,6 +208,22 @@ def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, 
 
     sizes = _file_sizes(listing, part_path)
     inserts, deletes = _non_empty(plan_sources(tfs, listing, istate), sizes)
+
+    # -- nothing lost: every input becomes obsolete, so every reader-visible file in an input must
+    # be read (checked before anything is named, written or registered; re-checked below on the
+    # reader's snapshot after publication, and again by the runner right before publishing)
+    from acidctl.compact.coverage import unread_files
+
+    read_paths = {src.path for src in inserts} | {src.path for src in deletes}
+    by_name = {e.name: e for e in listing.entries}
+    input_children = sorted({i.split("/", 1)[0] for i in inputs})
+    plan.read_paths = read_paths
+    if _refuse_unread(plan, unread_files(((n, by_name[n]) for n in input_children), read_paths, part_path),
+                      inputs, skip_unreadable):
+        return plan
+    vis = visibility()
+    if mode == MAJOR:
+        name = BaseDir(top, visibility=vis or 0).format()
     ins_by: dict[int, list] = {}
     del_by: dict[int, list] = {}
     for s in inserts:
@@ -250,6 +274,18 @@ def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, 
     new_ins = [moved(s) for s in new_ins]
     new_del = [moved(s) for s in new_del]
 
+    # -- what the published output makes obsolete for readers (and for Hive's Cleaner list) --
+    top_id = max(o.max_write_id for o in outputs)
+    clstate = get_acid_state(virtual, WriteIdList(table=reader.table, hwm=max(top_id, 0)), txns=nstate.txns,
+                             hive_version=hive_version)
+    was_live = {c.name for st in (rstate, cstate) for c in st.entries if c.role.current}
+    now_obsolete = {c.name for c in nstate.obsolete} | {c.name for c in clstate.obsolete}
+    plan.obsoletes = sorted((was_live & now_obsolete) | set(input_children))
+    if _refuse_unread(plan, unread_files(((n, by_name[n]) for n in plan.obsoletes if n in by_name), read_paths,
+                                         part_path), inputs, skip_unreadable):
+        plan.outputs = outputs
+        return plan
+
     def by_bucket(srcs, b):
         return [s for s in srcs if s.bucket == b]
 
@@ -272,6 +308,52 @@ def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, 
     plan.staging_id = staging_id
     plan.message = f"{mode} compaction of {len(inputs)} input(s) into {', '.join(o.name for o in outputs)}"
     return plan
+
+
+def _refuse_unread(plan: PartitionPlan, unread: list[dict], inputs: list[str], skip: bool) -> bool:
+    """Mark the plan refused for ``unread`` files (True), or record them as skipped."""
+    if not unread:
+        return False
+    if skip:
+        known = {u["path"] for u in plan.skipped}
+        plan.skipped.extend(u for u in unread if u["path"] not in known)
+        return False
+    plan.status = "refused"
+    plan.refusals = unread
+    plan.inputs = inputs
+    plan.message = (f"refused: {len(unread)} file(s) a reader could treat as data would become obsolete "
+                    f"without being read ({', '.join(u['path'] for u in unread[:3])}"
+                    f"{', ...' if len(unread) > 3 else ''})")
+    return True
+
+
+def _why_nothing(cstate: AcidState, default: str) -> str:
+    """The real reason a partition has nothing to compact (e.g. a delta spanning an open write id)."""
+    hwm = cstate.write_ids.hwm
+    held = [c for c in cstate.not_visible if c.max_write_id is not None]
+    if held:
+        c = held[0]
+        return (f"{c.name} spans write id {c.max_write_id}, above the compactor's high watermark {hwm} "
+                f"(an open or uncommitted write: never folded)"
+                + (f" and {len(held) - 1} more" if len(held) > 1 else ""))
+    if cstate.base is not None:
+        return f"{default} above the current base {cstate.base.name}"
+    return default
+
+
+def refusal_error(plans: list[PartitionPlan]) -> RefusedError | None:
+    """One error naming every refused partition's unread files (None when nothing is refused)."""
+    refused = [p for p in plans if p.status == "refused"]
+    if not refused:
+        return None
+    files = [(p, r) for p in refused for r in p.refusals]
+    shown = "; ".join(f"{_join(p.display, r['path'])}: {r['reason']}" for p, r in files[:5])
+    more = f" (and {len(files) - 5} more)" if len(files) > 5 else ""
+    return RefusedError(
+        f"compaction refused: {len(files)} file(s) a reader could treat as data would become obsolete without "
+        f"being read: {shown}{more}; nothing was written",
+        hint="rename each to a bucket_N name if it is ACID data of that bucket, or move it out of the table; "
+             "--skip-unreadable-files compacts without them (clean then keeps their directories)")
 
 
 def _file_sizes(listing: DirListing, part_path: str) -> dict[str, int]:

@@ -29,7 +29,7 @@ from typing import Callable
 
 from acidctl.compact import publish as pub
 from acidctl.compact.lock import TableLock, table_root
-from acidctl.compact.planner import MAJOR, MINOR, PartitionPlan, plan_partition
+from acidctl.compact.planner import MAJOR, MINOR, PartitionPlan, plan_partition, refusal_error
 from acidctl.compact.task import CRASH_ENV, crash_if
 from acidctl.errors import AcidctlError, NotFoundError, UsageError
 
@@ -53,6 +53,7 @@ class CompactOptions:
     spark_conf: dict | None = None
     break_lock: bool = False
     allow_non_atomic_publish: bool = False  # publish even when readers could see it half done
+    skip_unreadable_files: bool = False   # compact without reader-visible files it cannot read (listed)
     hidden_until_commit: bool = False     # Hive 4: the _v<txn> output's txn commits after publishing
 
 
@@ -132,13 +133,19 @@ def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None, hooks
             p = plan_partition(tfs, lst, mode=mode, reader=opts.reader, txns=opts.txns,
                                hive_version=opts.hive_version, visibility_txn=_LazyVis(vis, lst.partition, mode),
                                columns=opts.columns, columns_coln_only=opts.columns_coln_only,
-                               crash_at=configured)
+                               crash_at=configured, skip_unreadable=opts.skip_unreadable_files)
             p.recommendation = rec
             plans.append(p)
         if "after-plan" in hooks:
             hooks["after-plan"](plans)
         crash("after-plan")
 
+        refused = refusal_error(plans)
+        if refused is not None:
+            raise refused
+        for p in plans:
+            for sk in p.skipped:
+                notes.append(f"skipped (--skip-unreadable-files): {p.display.rstrip('/')}/{sk['path']}: {sk['reason']}")
         work = [p for p in plans if p.runs]
         if registrar is not None:
             for p in work:
@@ -178,11 +185,14 @@ def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None, hooks
         by_part: dict = {}
         for m in metrics:
             by_part.setdefault(m["partition"], []).append(m)
+        _check_accounting(work, by_part)
         for p in work:
             pub.check_staged(tfs, p, by_part.get(p.partition, []))
         if "before-publish" in hooks:
             hooks["before-publish"](plans)
         crash("before-publish")
+        for p in work:
+            _recheck_inputs(tfs, p)
         for i, p in enumerate(work):
             if registrar is not None:
                 registrar.before_publish(p)
@@ -207,6 +217,65 @@ def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None, hooks
     finally:
         crash("before-unlock")
         lock.release()
+
+
+def _recheck_inputs(tfs, p: PartitionPlan) -> None:
+    """Right before publication: list the partition again; a reader-visible file that appeared in
+    a directory the output makes obsolete (a streaming writer, a copy by hand) was not read, so
+    publishing would hide it — refuse (the staging is discarded by the caller)."""
+    from acidctl.acid.layout import list_partition
+    from acidctl.compact.coverage import unread_files
+    from acidctl.errors import RefusedError
+
+    lst = list_partition(tfs, p.path, partition=p.partition)
+    by_name = {e.name: e for e in lst.entries}
+    gone = [n for n in p.obsoletes if n not in by_name]
+    if gone:
+        raise RefusedError(f"{p.display}: input {gone[0]} disappeared during the compaction; nothing was published")
+    skipped = {sk["path"] for sk in p.skipped}
+    unread = [u for u in unread_files(((n, by_name[n]) for n in p.obsoletes), p.read_paths, p.path)
+              if u["path"] not in skipped]
+    if unread:
+        raise RefusedError(f"{p.display}: {unread[0]['path']} appeared during the compaction and was not read; "
+                           "nothing was published", hint="run the compaction again")
+
+
+def _check_accounting(work: list[PartitionPlan], by_part: dict) -> None:
+    """Every row read is accounted for (issue #9), else refuse before publication.
+
+    rows out = rows in − deleted − rows of aborted write ids; rows of write ids the compactor
+    cannot see (above its high watermark: open, or not allocated yet) and events of another
+    kind than the output holds (ACID v1 update events) are never dropped or folded: they make
+    the compaction refuse. Zero rows out from non-empty input is refused unless every row is
+    accounted for by deletes or real aborts.
+    """
+    from acidctl.errors import RefusedError
+
+    for p in work:
+        ms = by_part.get(p.partition, [])
+        where = f"partition {p.partition}" if p.partition else p.display
+        invisible = sum(m.get("invisible_dropped", 0) for m in ms)
+        other = sum(m.get("other_events_dropped", 0) for m in ms)
+        if invisible:
+            raise RefusedError(
+                f"{p.mode} compaction of {where} refused: {invisible} event(s) carry write ids above the "
+                f"compactor's high watermark (open, or not allocated yet), so they are neither committed nor "
+                f"aborted and must not be dropped or folded; nothing was published",
+                hint="check the snapshot (--write-ids / the metastore): an ACID file outside a delta directory "
+                     "holds rows of write ids the snapshot does not know")
+        if other:
+            raise RefusedError(
+                f"{p.mode} compaction of {where} refused: {other} event(s) of an operation the output cannot "
+                "hold (e.g. ACID v1 update events); nothing was published",
+                hint="compact it with Hive 2's own compactor before upgrading, or inspect with `acidctl dump --meta`")
+        rows_in = sum(m["rows_in"] for m in ms)
+        rows_out = sum(m["rows_out"] for m in ms)
+        accounted = sum(m["deletes_applied"] + m["aborted_dropped"] for m in ms)
+        if p.mode == MAJOR and rows_out != rows_in - accounted:
+            raise RefusedError(f"major compaction of {where} refused: {rows_in} rows in, {rows_out} out, but only "
+                               f"{accounted} deleted or aborted; nothing was published")
+        if rows_in and not rows_out and rows_in != accounted and p.mode == MAJOR:
+            raise RefusedError(f"major compaction of {where} refused: {rows_in} rows in and none out")
 
 
 def _check_publish_safety(tfs, work: list[PartitionPlan], opts: CompactOptions, notes: list) -> None:
@@ -278,6 +347,7 @@ def _finish(report: dict, plans: list[PartitionPlan], by_part: dict, t0: float) 
             "delete_events_out": sum(m["delete_events_out"] for m in ms),
             "deletes_applied": sum(m["deletes_applied"] for m in ms),
             "aborted_dropped": sum(m["aborted_dropped"] for m in ms),
+            "invisible_dropped": sum(m.get("invisible_dropped", 0) for m in ms),
             "bytes_in": p.input_bytes if p.runs else 0,
             "bytes_out": sum(m["bytes_out"] for m in ms),
             "task_seconds": round(sum(m.get("seconds", 0) for m in ms), 3),
@@ -285,6 +355,8 @@ def _finish(report: dict, plans: list[PartitionPlan], by_part: dict, t0: float) 
             "peak_task_rss_bytes": max((m.get("peak_rss_bytes", 0) for m in ms), default=0),
             "verified_rows": sum(m.get("verified_rows", 0) for m in ms),
             "publish": p.publish if p.runs else "",
+            "obsoletes": list(p.obsoletes) if p.runs else [],
+            "skipped_files": list(p.skipped),
         }
         if p.recommendation is not None:
             rec["recommendation"] = p.recommendation

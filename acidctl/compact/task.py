@@ -358,6 +358,45 @@ def _run(task) -> dict:
     return _run_whole(task)
 
 
+
+def _new_metrics(task) -> dict:
+    """The per-task metrics record (one shape for both task paths)."""
+    return {"partition": task.partition, "bucket": task.bucket, "rows_in": 0, "delete_events_in": 0,
+            "rows_out": 0, "delete_events_out": 0, "deletes_applied": 0, "aborted_dropped": 0,
+            "invisible_dropped": 0, "other_events_dropped": 0, "bytes_out": 0, "files_out": []}
+
+
+def _account(t, snap, m: dict, *, inserts: bool):
+    """Count why events of ``t`` are not carried over, and return the mask of the valid ones.
+
+    Nothing may be dropped silently (issue #9): an event is either valid for the compactor's
+    list, or of an **aborted** write id (≤ hwm, in the aborted list: Hive drops those), or of a
+    write id the compactor cannot see (> hwm: open or not yet allocated — ``invisible_dropped``,
+    which makes the runner refuse the compaction), or of another operation than the one the
+    output holds (``other_events_dropped``: e.g. ACID v1 update events — also refused).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    op = t.column("operation")
+    cur = t.column("currentTransaction")
+    kind = pc.equal(op, 0 if inserts else 2)
+    above = pc.fill_null(pc.greater(cur, pa.scalar(snap.hwm, pa.int64())), True)
+    if snap.aborted:
+        aborted = pc.and_(pc.invert(above), pc.is_in(cur, value_set=pa.array(snap.aborted, pa.int64())))
+    else:
+        aborted = pc.and_(above, pc.invert(above))  # all false, nulls kept false
+    valid = pc.and_(kind, pc.invert(pc.or_(above, aborted)))
+
+    def count(mask) -> int:
+        return int(pc.sum(pc.fill_null(mask, False).cast("int64")).as_py() or 0)
+
+    m["other_events_dropped"] += t.num_rows - count(kind)
+    m["invisible_dropped"] += count(pc.and_(kind, above))
+    m["aborted_dropped"] += count(pc.and_(kind, aborted))
+    return pc.fill_null(valid, False)
+
+
 def _run_whole(task) -> dict:
     import pyarrow.compute as pc
 
@@ -368,9 +407,7 @@ def _run_whole(task) -> dict:
     reader = _Reader(task.tfs)
     snap = task.compactor
     where = task.partition or "the table"
-    m = {"partition": task.partition, "bucket": task.bucket, "rows_in": 0, "delete_events_in": 0,
-         "rows_out": 0, "delete_events_out": 0, "deletes_applied": 0, "aborted_dropped": 0,
-         "bytes_out": 0, "files_out": []}
+    m = _new_metrics(task)
 
     ins = reader.inserts(task.inserts)
     if ins is not None:
@@ -384,19 +421,15 @@ def _run_whole(task) -> dict:
     out_ins = out_del = None
     if task.mode == "major":
         if ins is not None:
-            valid = pc.and_(pc.equal(ins.column("operation"), 0),
-                            merge.valid_mask(ins.column("currentTransaction"), snap))
+            valid = _account(ins, snap, m, inserts=True)
             n_valid = pc.sum(valid.cast("int64")).as_py() or 0
             keys = merge.delete_keys(dels, snap) if dels is not None else None
             out_ins = _rename_row(merge.apply(ins, keys, snap), task.columns, task.columns_coln_only)
-            m["aborted_dropped"] = ins.num_rows - n_valid
             m["deletes_applied"] = n_valid - out_ins.num_rows
     else:
         if ins is not None:
-            keep = pc.and_(pc.equal(ins.column("operation"), 0),
-                           merge.valid_mask(ins.column("currentTransaction"), snap))
+            keep = _account(ins, snap, m, inserts=True)
             out_ins = _rename_row(_sort(ins.filter(keep)), task.columns, task.columns_coln_only)
-            m["aborted_dropped"] += ins.num_rows - out_ins.num_rows
         if dels is not None:
             out_del = _minor_deletes(dels, snap, m, task.columns, task.columns_coln_only)
 
@@ -428,10 +461,8 @@ def _minor_deletes(dels, snap, m: dict, columns, coln_only):
 
     from acidctl.acid import merge
 
-    keep = pc.and_(pc.equal(dels.column("operation"), 2),
-                   merge.valid_mask(dels.column("currentTransaction"), snap))
+    keep = _account(dels, snap, m, inserts=False)
     d = dels.filter(keep)
-    m["aborted_dropped"] += dels.num_rows - d.num_rows
     d = d.sort_by([("originalTransaction", "ascending"), ("bucket", "ascending"),
                    ("rowId", "ascending"), ("currentTransaction", "ascending")])
     return _rename_row(_dedupe_keys(d), columns, coln_only)
@@ -665,9 +696,7 @@ def _run_streaming(task) -> dict:
     crash_if("task-start", task.crash_at, task.driver_pid)
     snap = task.compactor
     where = task.partition or "the table"
-    m = {"partition": task.partition, "bucket": task.bucket, "rows_in": 0, "delete_events_in": 0,
-         "rows_out": 0, "delete_events_out": 0, "deletes_applied": 0, "aborted_dropped": 0,
-         "bytes_out": 0, "files_out": []}
+    m = _new_metrics(task)
     cols, coln = task.columns, task.columns_coln_only
 
     # delete events: in memory (the allowed bound). Their bucket check is reported after the
@@ -703,17 +732,13 @@ def _run_streaming(task) -> dict:
             m["rows_in"] += t.num_rows
             _check_bucket(t, task.bucket, "an insert event", where)
             if task.mode == "major":
-                valid = pc.and_(pc.equal(t.column("operation"), 0),
-                                merge.valid_mask(t.column("currentTransaction"), snap))
+                valid = _account(t, snap, m, inserts=True)
                 n_valid = pc.sum(valid.cast("int64")).as_py() or 0
                 live = merge.apply(t, keys, snap, sort=False)
-                m["aborted_dropped"] += t.num_rows - n_valid
                 m["deletes_applied"] += n_valid - live.num_rows
             else:
-                keep = pc.and_(pc.equal(t.column("operation"), 0),
-                               merge.valid_mask(t.column("currentTransaction"), snap))
+                keep = _account(t, snap, m, inserts=True)
                 live = t.filter(keep)
-                m["aborted_dropped"] += t.num_rows - live.num_rows
             order.check(live)
             live = _rename_row(live, cols, coln)
             schema.check(live)

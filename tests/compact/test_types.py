@@ -168,7 +168,7 @@ def test_dump_meta_of_the_output(tmp_path, cli):
     for w in (1, 2):
         acid_file(tmp_path / "t" / f"delta_{w:07d}_{w:07d}_0000" / "bucket_00000", acid_type_string(t),
                   [(0, w, B0, r, w, (r, f"n{r}")) for r in range(3)])
-    r = cli("compact", "--major", "--engine", "local", "--assume-committed", tmp_path / "t")
+    r = cli("compact", "--major", "--engine", "local", "--assume-committed", "--table-is-quiescent", tmp_path / "t")
     assert r.code == 0, r
     r = cli("dump", "--meta", tmp_path / "t" / "base_0000002" / "bucket_00000")
     assert r.code == 0, r
