@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.orc as po
+import pyorc
 
 from acidctl.orc import footer
 
@@ -72,3 +74,17 @@ def nation_table(dst: Path, *, markers: bool = False, name: str = "nation") -> P
         if markers:
             (t / d / "_orc_acid_version").write_bytes(b"2")
     return t
+
+
+def acid_file(path: Path, orc_type: str, events: list[tuple]) -> Path:
+    """An ACID file written by pyorc (ORC C++, independent of acidctl's writer): ``events`` are (op, owid, bucket, rowId, cwid, row)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ops = [e[0] for e in events]
+    buf = io.BytesIO()
+    with pyorc.Writer(buf, orc_type, compression=pyorc.CompressionKind.ZLIB) as w:
+        w.writerows(events)
+        w.set_user_metadata(**{"hive.acid.key.index": ("%d,%d,%d;" % events[-1][1:4]).encode(),
+                               "hive.acid.stats": b"%d,%d,%d" % (ops.count(0), ops.count(1), ops.count(2)),
+                               "hive.acid.version": b"2"})
+    path.write_bytes(buf.getvalue())
+    return path

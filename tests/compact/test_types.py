@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime
 import decimal
-import io
 import json
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from acidctl.errors import InvalidInputError
 from acidctl.fs import TableFS
 from acidctl.orc.meta import inspect_file
 from acidctl.orc.writer import acid_type_string
+from tests.acidfiles import acid_file
 from tests.compact.helpers import ALL, compact, merged, state_errors
 
 B0 = 536870912                 # BucketCodec V1: bucket 0, statement 0
@@ -38,20 +38,6 @@ def _row(i: int) -> tuple:
     return (i, CHARS[i % len(CHARS)], "v" * (i % 11), None if i % 4 == 3 else f"s{i} ",
             decimal.Decimal(i * 101) / 100, datetime.date(2020, 1, 1) + datetime.timedelta(days=i),
             datetime.datetime(2021, 3, 4, 5, 6, i % 60, 123456 * (i % 3), tzinfo=datetime.timezone.utc))
-
-
-def acid_file(path: Path, orc_type: str, events: list[tuple]) -> Path:
-    """An ACID file written by pyorc: ``events`` are (op, owid, bucket, rowId, cwid, row)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    ops = [e[0] for e in events]
-    buf = io.BytesIO()
-    with pyorc.Writer(buf, orc_type, compression=pyorc.CompressionKind.ZLIB) as w:
-        w.writerows(events)
-        w.set_user_metadata(**{"hive.acid.key.index": ("%d,%d,%d;" % events[-1][1:4]).encode(),
-                               "hive.acid.stats": b"%d,%d,%d" % (ops.count(0), ops.count(1), ops.count(2)),
-                               "hive.acid.version": b"2"})
-    path.write_bytes(buf.getvalue())
-    return path
 
 
 def _table(root: Path, orc_type: str = ACID, row=_row) -> Path:
