@@ -102,6 +102,7 @@ def compact_command(
     engine: Annotated[str, typer.Option("--engine", metavar="spark|local", help="spark (default) or local: the same tasks in this process, no Spark (small tables).")] = "spark",
     no_register: Annotated[bool, typer.Option("--no-register", help="Do not record the compaction in the metastore.")] = False,
     break_lock: Annotated[bool, typer.Option("--break-lock", help="Remove an existing (stale) compaction lock first.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the full plan (partitions, inputs per bucket, output names, what becomes obsolete, bytes in, refusals with reasons) and write nothing: no lock, no staging, no metastore. Exit 6 when the compaction would be refused.")] = False,
     skip_unreadable_files: Annotated[bool, typer.Option("--skip-unreadable-files", help="Compact even when a directory the output makes obsolete holds a file some reader could treat as data and the compaction cannot read (e.g. delta_1_2/streaming.orc); the report lists each as skipped and clean never deletes its directory. Refused by default (exit 6).")] = False,
     table_is_quiescent: Annotated[bool, typer.Option("--table-is-quiescent", help="With --assume-committed: state that nothing writes to the table and every write id in its directory names is committed, so the assumed snapshot may drive a write (recorded in the report).")] = False,
     allow_non_atomic_publish: Annotated[bool, typer.Option("--allow-non-atomic-publish", help="Publish even when readers could see it half done: a Hive 3 minor compaction writing both delta_x_y and delete_delta_x_y (two renames), or an object store whose rename copies. Refused by default (exit 6).")] = False,
@@ -151,6 +152,8 @@ def compact_command(
 
     registrar = None
     vis = visibility_txn
+    if dry_run:
+        no_register = True   # a dry run never writes to the metastore
     if not no_register and info is None and settings.metastore_url:
         notes.append("not registered in the metastore: give the table as DB.TABLE to record the compaction")
     if not no_register and info is not None:
@@ -163,7 +166,7 @@ def compact_command(
                                       compactor_hwm=wl.for_compactor().hwm)
             except RefusedError as e:
                 notes.append(f"not registered in the metastore: {e}")
-    if info is not None and no_register:
+    if info is not None and no_register and not dry_run:
         notes.append("not registered in the metastore (--no-register)")
     hidden = False
     if hv == 4 and vis is None and registrar is not None:
@@ -181,7 +184,7 @@ def compact_command(
                           insert_only=False, visibility_txn=vis, columns=col_list, columns_coln_only=coln_only, engine=engine,
                           master=master, spark_conf=conf, break_lock=break_lock,
                           allow_non_atomic_publish=allow_non_atomic_publish, hidden_until_commit=hidden,
-                          skip_unreadable_files=skip_unreadable_files)
+                          skip_unreadable_files=skip_unreadable_files, dry_run=dry_run)
     if NO_AUTO_COMPACTION in {k.lower() for k in props} and due:
         notes.append("no_auto_compaction is set: the Initiator would skip this table; --due compacts anyway")
     for n in notes:
@@ -191,7 +194,39 @@ def compact_command(
     report["assumed_quiescent"] = target.source == "--assume-committed"
     if info is not None:
         report["table"] = info.full_name
+    if dry_run:
+        settings.output.emit(report, render_dry_run)
+        if report["refused"]:
+            raise RefusedError(report.get("refusal") or "the compaction would be refused (see the plan)")
+        return
     settings.output.emit(report, render_text)
+
+
+def render_dry_run(report: dict) -> str:
+    """Every partition's plan; every path in full (no truncation)."""
+    lines = [f"acidctl compact --dry-run {report['path']}  (Hive {report['hive_version']}, {report['type']}; "
+             "nothing is written)",
+             f"write ids: {report['write_ids']}   compactor: {report['compactor_write_ids']}"]
+    for n in report.get("notes", []):
+        lines.append(f"note: {n}")
+    for p in report["partitions"]:
+        lines.append(f"== {'partition ' + p['partition'] if p['partition'] else 'table'}: {p['status']} — {p['message']}")
+        if p["status"] not in ("compact", "refused"):
+            continue
+        lines.append(f"   inputs ({_bytes(p['bytes_in'])}): {', '.join(p['inputs']) or '-'}")
+        lines.append(f"   outputs: {', '.join(p['outputs']) or '-'}   publish: {p['publish'] or '-'}")
+        lines.append(f"   becomes obsolete: {', '.join(p['obsoletes']) or '-'}")
+        for t in p["tasks"]:
+            lines.append(f"   bucket {t['bucket']}: {len(t['inserts'])} insert file(s), {len(t['deletes'])} delete file(s)")
+            lines.extend(f"     {f}" for f in t["inserts"] + t["deletes"])
+        for r in p["refusals"]:
+            lines.append(f"   REFUSED {r['path']}: {r['reason']} — {r['fix']}")
+        for r in p["skipped"]:
+            lines.append(f"   skipped {r['path']}: {r['reason']}")
+    sm = report["summary"]
+    lines.append(f"{report['message']}: {sm['would_compact']} of {sm['partitions']} partition(s), "
+                 f"{_bytes(sm['bytes_in'])} in, {sm['refused']} refused")
+    return "\n".join(lines)
 
 
 def _bytes(n: int) -> str:

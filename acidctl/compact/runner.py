@@ -54,6 +54,7 @@ class CompactOptions:
     break_lock: bool = False
     allow_non_atomic_publish: bool = False  # publish even when readers could see it half done
     skip_unreadable_files: bool = False   # compact without reader-visible files it cannot read (listed)
+    dry_run: bool = False                 # plan only: no lock, no staging, no recovery, no metastore
     hidden_until_commit: bool = False     # Hive 4: the _v<txn> output's txn commits after publishing
 
 
@@ -77,7 +78,6 @@ def _crash_point():
 def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None, hooks: dict | None = None,
                   registrar=None, notes: list | None = None) -> dict:
     """Compact the table (or the selected partitions) under ``tfs.root``; returns the report."""
-    from acidctl.acid.initiator import NONE, compactor_state, recommend
     from acidctl.acid.layout import list_table
 
     if opts.mode not in (MAJOR, MINOR, None):
@@ -91,6 +91,8 @@ def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None, hooks
     report: dict = {"path": tfs.display(tfs.root), "type": opts.mode or "due", "hive_version": opts.hive_version,
                     "write_ids": str(opts.reader), "compactor_write_ids": str(opts.reader.for_compactor()),
                     "engine": opts.engine, "partitions": [], "recovered": [], "notes": notes}
+    if opts.dry_run:
+        return _dry_run(tfs, opts, report, notes, t0)
     lock = TableLock(tfs, command="compact", break_lock=opts.break_lock, table_root=table_root(tfs.root))
     lock.acquire()
     if lock.broken is not None:
@@ -104,38 +106,7 @@ def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None, hooks
             report["recovered"].extend(pub.recover(tfs, lst.fs_path or lst.path))
         if report["recovered"]:
             listings = list_table(tfs)
-        by_name = {lst.partition: lst for lst in listings}
-        if opts.partitions:
-            wanted = [_normalize_partition(p) for p in opts.partitions]
-            missing = [p for p in wanted if p not in by_name]
-            if missing:
-                raise NotFoundError(f"partition {missing[0]} not found under {tfs.display(tfs.root)}",
-                                    hint="partitions: " + (", ".join(str(k) for k in by_name) or "none (unpartitioned)"))
-            listings = [by_name[p] for p in wanted]
-
-        for lst in listings:
-            mode = opts.mode
-            rec = None
-            if opts.due:
-                cst = compactor_state(lst, opts.reader, txns=opts.txns, hive_version=opts.hive_version)
-                aborted = (opts.aborted_txn_counts.get(lst.partition, 0)
-                           if opts.aborted_txn_counts is not None else None)
-                r = recommend(cst, thresholds=opts.thresholds, insert_only=opts.insert_only,
-                              hive_version=opts.hive_version, aborted_txn_count=aborted)
-                rec = r.to_dict()
-                if r.type == NONE:
-                    p = PartitionPlan(lst.partition, lst.fs_path or lst.path, lst.path, mode or NONE,
-                                      "not-due", "not due: " + "; ".join(r.reasons), recommendation=rec)
-                    plans.append(p)
-                    continue
-                mode = mode or r.type
-            vis = opts.visibility_txn
-            p = plan_partition(tfs, lst, mode=mode, reader=opts.reader, txns=opts.txns,
-                               hive_version=opts.hive_version, visibility_txn=_LazyVis(vis, lst.partition, mode),
-                               columns=opts.columns, columns_coln_only=opts.columns_coln_only,
-                               crash_at=configured, skip_unreadable=opts.skip_unreadable_files)
-            p.recommendation = rec
-            plans.append(p)
+        plans.extend(_plan_all(tfs, opts, listings, configured))
         if "after-plan" in hooks:
             hooks["after-plan"](plans)
         crash("after-plan")
@@ -217,6 +188,91 @@ def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None, hooks
     finally:
         crash("before-unlock")
         lock.release()
+
+
+def _plan_all(tfs, opts: CompactOptions, listings: list, configured) -> list[PartitionPlan]:
+    """Plan every selected partition (the Initiator's choice with ``due``)."""
+    from acidctl.acid.initiator import NONE, compactor_state, recommend
+
+    plans: list[PartitionPlan] = []
+    by_name = {lst.partition: lst for lst in listings}
+    if opts.partitions:
+        wanted = [_normalize_partition(p) for p in opts.partitions]
+        missing = [p for p in wanted if p not in by_name]
+        if missing:
+            raise NotFoundError(f"partition {missing[0]} not found under {tfs.display(tfs.root)}",
+                                hint="partitions: " + (", ".join(str(k) for k in by_name) or "none (unpartitioned)"))
+        listings = [by_name[p] for p in wanted]
+    for lst in listings:
+        mode = opts.mode
+        rec = None
+        if opts.due:
+            cst = compactor_state(lst, opts.reader, txns=opts.txns, hive_version=opts.hive_version)
+            aborted = (opts.aborted_txn_counts.get(lst.partition, 0)
+                       if opts.aborted_txn_counts is not None else None)
+            r = recommend(cst, thresholds=opts.thresholds, insert_only=opts.insert_only,
+                          hive_version=opts.hive_version, aborted_txn_count=aborted)
+            rec = r.to_dict()
+            if r.type == NONE:
+                plans.append(PartitionPlan(lst.partition, lst.fs_path or lst.path, lst.path, mode or NONE,
+                                           "not-due", "not due: " + "; ".join(r.reasons), recommendation=rec))
+                continue
+            mode = mode or r.type
+        vis = opts.visibility_txn
+        if opts.dry_run and opts.hive_version == 4 and not vis:
+            vis = DRY_RUN_TXN
+        p = plan_partition(tfs, lst, mode=mode, reader=opts.reader, txns=opts.txns,
+                           hive_version=opts.hive_version, visibility_txn=_LazyVis(vis, lst.partition, mode),
+                           columns=opts.columns, columns_coln_only=opts.columns_coln_only,
+                           crash_at=configured, skip_unreadable=opts.skip_unreadable_files)
+        p.recommendation = rec
+        plans.append(p)
+    return plans
+
+
+#: a dry run names Hive 4 output with a placeholder compactor txn (shown as ``_v<txn>``)
+DRY_RUN_TXN = 9_999_999
+
+
+def _dry_run(tfs, opts: CompactOptions, report: dict, notes: list, t0: float) -> dict:
+    """The full plan without writing anything: no lock, no staging, no recovery, no metastore."""
+    from acidctl.acid.layout import list_table
+
+    listings = list_table(tfs)
+    pending = [it["display"] for lst in listings for it in pub.interrupted(tfs, lst.fs_path or lst.path)]
+    if pending:
+        notes.append("interrupted publication(s) the next compact or clean --execute finishes first: "
+                     + ", ".join(pending))
+    plans = _plan_all(tfs, opts, listings, None)
+    refused = refusal_error(plans)
+    work = [p for p in plans if p.runs]
+    for p in work:
+        p.publish, why = pub.safety(tfs, p, hidden_until_commit=opts.hive_version == 4 and opts.hidden_until_commit)
+        if why and not opts.allow_non_atomic_publish:
+            p.refusals.append({"path": "", "reason": f"cannot be published atomically: {why}",
+                               "fix": "--major, or --allow-non-atomic-publish"})
+    placeholder = f"_v{DRY_RUN_TXN:07d}"
+    parts = []
+    for p in plans:
+        d = p.to_dict()
+        d["outputs"] = [o.replace(placeholder, "_v<txn>") for o in d["outputs"]]
+        d["bytes_in"] = p.input_bytes
+        d["publish"] = p.publish
+        d["tasks"] = [{"bucket": t.bucket,
+                       "inserts": [tfs.display(s.path) for s in t.inserts],
+                       "deletes": [tfs.display(s.path) for s in t.deletes]} for t in p.tasks]
+        parts.append(d)
+    any_refused = refused is not None or any(p.refusals for p in work)
+    report.update({"dry_run": True, "partitions": parts, "refused": any_refused,
+                   "message": "dry run: refused" if any_refused else
+                   ("dry run: nothing to compact" if not work else "dry run: would compact"),
+                   "summary": {"partitions": len(plans), "would_compact": len(work),
+                               "bytes_in": sum(p.input_bytes for p in work),
+                               "refused": sum(1 for p in plans if p.status == "refused" or p.refusals),
+                               "seconds": round(time.perf_counter() - t0, 3)}})
+    if refused is not None:
+        report["refusal"] = str(refused)
+    return report
 
 
 def _recheck_inputs(tfs, p: PartitionPlan) -> None:
