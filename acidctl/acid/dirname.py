@@ -318,6 +318,7 @@ class HiddenKind(str, enum.Enum):
     TASK_TMP = "task_tmp"            # _task_tmp.*
     HIVE_STAGING = "hive_staging"    # .hive-staging*
     ACIDCTL_STAGING = "acidctl_staging"  # .acidctl-staging-*
+    ACIDCTL_REVERTING = "acidctl_reverting"  # .acidctl-reverting-* (a revert that died)
     SUCCESS = "success"              # _SUCCESS
     OTHER = "other"
 
@@ -325,7 +326,7 @@ class HiddenKind(str, enum.Enum):
     def leftover(self) -> bool:
         """Temporary output of a job (check D07)."""
         return self in (HiddenKind.TMP, HiddenKind.TASK_TMP, HiddenKind.HIVE_STAGING,
-                        HiddenKind.ACIDCTL_STAGING)
+                        HiddenKind.ACIDCTL_STAGING, HiddenKind.ACIDCTL_REVERTING)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -351,6 +352,8 @@ class HiddenEntry:
             kind = HiddenKind.HIVE_STAGING
         elif name.startswith(".acidctl-staging-"):
             kind = HiddenKind.ACIDCTL_STAGING
+        elif name.startswith(".acidctl-reverting-"):
+            kind = HiddenKind.ACIDCTL_REVERTING
         elif name == "_SUCCESS":
             kind = HiddenKind.SUCCESS
         else:

@@ -30,6 +30,7 @@ def clean_command(
     assume_committed: Annotated[bool, typer.Option("--assume-committed", help="Treat every write id named by a directory as committed (offline use only).")] = False,
     txns: Annotated[Optional[str], typer.Option("--txns", metavar="LIST", help="Hive 4 ValidTxnList for _vM visibility.")] = None,
     hive_version: Annotated[Optional[int], typer.Option("--hive-version", metavar="3|4", help="Cleaner rules: 3 (default) or 4 (also every aborted directory).")] = None,
+    trash: Annotated[Optional[str], typer.Option("--trash", metavar="DIR|hdfs", help="Move obsolete directories and files under DIR (their full path kept below it) instead of deleting them; 'hdfs' uses Hadoop's trash (/user/<user>/.Trash/Current). Same filesystem as the table.")] = None,
     table_is_quiescent: Annotated[bool, typer.Option("--table-is-quiescent", help="With --assume-committed and --execute: state that nothing writes to the table and every write id in its directory names is committed.")] = False,
 ):
     from acidctl.cli.compact_cmd import require_real_snapshot, resolve
@@ -48,7 +49,7 @@ def clean_command(
     for n in notes:
         settings.output.note(n)
     report = clean_table(target.tfs, reader=target.write_ids, txns=target.txns, hive_version=target.hive_version,
-                         min_age=age, execute=execute)
+                         min_age=age, execute=execute, trash=trash)
     if target.table is not None:
         report["table"] = target.table.full_name
     report["notes"] = notes + report["notes"]
@@ -69,8 +70,16 @@ def render_text(report: dict) -> str:
     else:
         lines.append("nothing to clean")
     s = report["summary"]
+    if report.get("trash"):
+        lines.append(f"trash: {report['trash']}")
+    for i in report.get("items", []):
+        if i.get("trashed_to"):
+            lines.append(f"moved {i['path']} -> {i['trashed_to']}")
     verb = "deleted" if report["executed"] else "would delete"
-    lines.append(f"{verb} {s['delete']} path(s) ({s['bytes']} bytes); {s['kept_young']} kept (younger than --min-age); "
+    if s.get("bytes_by_kind"):
+        lines.append("bytes by kind: " + ", ".join(f"{k} {v}" for k, v in sorted(s["bytes_by_kind"].items())))
+    lines.append(f"{verb} {s['delete']} path(s), {'moved' if report['executed'] else 'would move'} {s.get('trash', 0)} "
+                 f"to trash ({s['bytes']} bytes); {s['kept_young']} kept (younger than --min-age); "
                  f"{s['complete']} interrupted publication(s) to finish"
                  + (f"; {s['kept_unsafe']} kept for safety (see REASON)" if s.get("kept_unsafe") else ""))
     return "\n".join(lines)

@@ -41,6 +41,7 @@ COMMAND_MODULES = (
     "acidctl.cli.metastore_cmd",
     "acidctl.cli.compact_cmd",
     "acidctl.cli.clean_cmd",
+    "acidctl.cli.revert_cmd",
 )
 
 

@@ -31,6 +31,7 @@ from acidctl.compact import publish as pub
 from acidctl.compact.lock import TableLock, lock_path, read_lock
 from acidctl.compact.coverage import not_compactor_readable
 from acidctl.compact.planner import STAGING_PREFIX
+from acidctl.compact.revert import REVERTING_PREFIX
 from acidctl.errors import LockConflict, UsageError
 
 _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)?\s*$", re.I)
@@ -146,6 +147,11 @@ def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, mi
             it["_verify"] = (c.kind, c.entry, cover)
             items.append(it)
         for e in tfs.ls(part_path):
+            if e.name.startswith(REVERTING_PREFIX) and not live_lock:
+                items.append(_item(lst.partition, tfs.display(e.path), "revert-leftover",
+                                   "output of a revert that died after hiding it (readers ignore it)",
+                                   None, _du(tfs, e.path), min_age, fs_path=e.path, is_dir=True, age_guard=False))
+                continue
             if not e.name.startswith(STAGING_PREFIX):
                 continue
             m = pub.read_manifest(tfs, e.path)
@@ -179,19 +185,80 @@ def _du(tfs, path: str) -> int:
         return 0
 
 
+_DATA_KINDS = ("base", "delta", "delete_delta", "original")
+
+
 def _summary(items) -> dict:
+    by_kind: dict[str, int] = {}
+    for i in items:
+        if i["action"] in ("delete", "move to trash"):
+            by_kind[i["kind"]] = by_kind.get(i["kind"], 0) + (i["bytes"] or 0)
     return {"candidates": len(items), "delete": sum(1 for i in items if i["action"] == "delete"),
+            "trash": sum(1 for i in items if i["action"] == "move to trash"),
+            "bytes_by_kind": by_kind,
             "complete": sum(1 for i in items if i["action"] == "complete"),
             "kept_young": sum(1 for i in items if i["action"] == "keep (younger than --min-age)"),
             "kept_unsafe": sum(1 for i in items if i["action"].startswith("keep") and "younger" not in i["action"]),
-            "bytes": sum(i["bytes"] or 0 for i in items if i["action"] == "delete")}
+            "bytes": sum(i["bytes"] or 0 for i in items if i["action"] in ("delete", "move to trash"))}
+
+
+HDFS_TRASH = "hdfs"
+
+
+def trash_root(tfs, trash: str) -> str:
+    """Where ``--trash`` moves things, as a path on the table's filesystem. ``hdfs`` is Hadoop's
+    trash convention (what ``hadoop fs -rm`` does with trash enabled): ``/user/<user>/.Trash/
+    Current`` of the user the filesystem acts as (``user`` fs option, ``HADOOP_USER_NAME``, or
+    the login name). A URL of another filesystem is refused: moving must be a rename."""
+    import getpass
+    import os
+
+    if trash == HDFS_TRASH:
+        if tfs.protocol not in ("webhdfs", "hdfs"):
+            raise UsageError("--trash hdfs needs an HDFS table (hdfs:// or webhdfs://); give a directory instead")
+        user = tfs.options.get("user") or os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
+        return f"/user/{user}/.Trash/Current"
+    if "://" in trash:
+        from fsspec.utils import get_protocol
+
+        proto = get_protocol(trash)
+        if proto not in (tfs.protocol, "file" if tfs.protocol == "local" else tfs.protocol):
+            raise UsageError(f"--trash {trash} is on another filesystem than the table ({tfs.protocol}): "
+                             "moving there would be a copy, not a rename")
+        trash = tfs.fs._strip_protocol(trash)
+    elif tfs.protocol in ("file", "local"):
+        trash = os.path.abspath(trash)
+    return trash.rstrip("/") or "/"
+
+
+def _trash_target(tfs, root: str, path: str) -> str:
+    """``root`` + the item's absolute path (Hadoop's layout), never overwriting: a suffix is added
+    when the target exists (Hadoop appends the time; a counter is enough here)."""
+    rel = path.split("://", 1)[-1].lstrip("/")
+    if tfs.protocol not in ("file", "local", "webhdfs", "hdfs") and "/" in rel:
+        rel = rel  # bucket/key: keep the bucket as the first component
+    target = f"{root}/{rel}"
+    n, cand = 0, target
+    while tfs.exists(cand):
+        n += 1
+        cand = f"{target}.{n}"
+    return cand
 
 
 def clean_table(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, min_age: float = 3600.0,
-                execute: bool = False, now: float | None = None) -> dict:
-    """Plan (dry run) or execute the clean. Executing takes the compaction lock."""
+                execute: bool = False, now: float | None = None, trash: str | None = None) -> dict:
+    """Plan (dry run) or execute the clean. Executing takes the compaction lock. With ``trash``,
+    obsolete directories and files are moved under that root (see :func:`trash_root`) instead
+    of deleted; acidctl's own leftovers (staging, locks) are deleted."""
+    troot = trash_root(tfs, trash) if trash else None
     if not execute:
         report = plan_clean(tfs, reader=reader, txns=txns, hive_version=hive_version, min_age=min_age, now=now)
+        report["trash"] = tfs.display(troot) if troot else None
+        if troot:
+            for i in report["items"]:
+                if i["action"] == "delete" and i["kind"] in _DATA_KINDS:
+                    i["action"] = "move to trash"
+            report["summary"] = _summary(report["items"])
         for i in report["items"]:
             i.pop("fs_path", None)
             i.pop("_verify", None)
@@ -209,7 +276,7 @@ def clean_table(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, m
                                             f"stale compaction lock ({lock.broken.describe()}, process gone)",
                                             lock.broken.age_seconds, 0, min_age, age_guard=False))
             report["summary"] = _summary(report["items"])
-        deleted, completed = [], []
+        deleted, completed, trashed = [], [], []
         from acidctl.acid.layout import list_table
 
         for lst in list_table(tfs):
@@ -224,16 +291,30 @@ def clean_table(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, m
             p = it["fs_path"]
             if it["kind"] == "staging" and STAGING_PREFIX not in p.rsplit("/", 1)[-1]:
                 continue
+            if it["kind"] == "revert-leftover" and REVERTING_PREFIX not in p.rsplit("/", 1)[-1]:
+                continue
             problem = _reverify(tfs, it)
             if problem:
                 it["action"] = "keep (re-verification failed)"
                 it["reason"] += f"; kept: {problem}"
                 report["notes"].append(f"kept {it['path']}: {problem}")
                 continue
+            if troot and it["kind"] in _DATA_KINDS:
+                if tfs.exists(p):
+                    dest = _trash_target(tfs, troot, p)
+                    tfs.makedirs(dest.rsplit("/", 1)[0])
+                    tfs.rename(p, dest)
+                    it["action"] = "move to trash"
+                    it["trashed_to"] = tfs.display(dest)
+                    trashed.append(it["path"])
+                continue
             if tfs.exists(p):
                 tfs.rm(p, recursive=it["is_dir"])
             deleted.append(it["path"])
         report["executed"] = True
+        report["trash"] = tfs.display(troot) if troot else None
+        report["trashed"] = trashed
+        report["records_pruned"] = _prune_records(tfs)
         report["summary"] = _summary(report["items"])
         report["deleted"] = deleted
         report["completed"] = completed
@@ -243,6 +324,26 @@ def clean_table(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, m
         i.pop("fs_path", None)
         i.pop("_verify", None)
     return report
+
+
+def _prune_records(tfs) -> list[str]:
+    """Remove publication records that can no longer be reverted (an input was cleaned, or the
+    output is gone): ``acidctl revert`` would refuse them anyway."""
+    from acidctl.acid.layout import list_table
+
+    pruned = []
+    for lst in list_table(tfs):
+        part = lst.fs_path or lst.path
+        names = {e.name for e in lst.entries}
+        for rec in pub.read_records(tfs, part):
+            if all(o in names for o in rec.get("outputs", [])) and all(i in names for i in rec.get("inputs", {})):
+                continue
+            try:
+                tfs.rm(rec["record_path"])
+                pruned.append(tfs.display(rec["record_path"]))
+            except Exception:
+                pass
+    return pruned
 
 
 def _reverify(tfs, item: dict) -> str | None:

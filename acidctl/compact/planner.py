@@ -98,6 +98,7 @@ class PartitionPlan:
     skipped: list[dict] = dataclasses.field(default_factory=list)    # unread files, --skip-unreadable-files
     obsoletes: list[str] = dataclasses.field(default_factory=list)   # children the output makes obsolete
     read_paths: set[str] = dataclasses.field(default_factory=set)    # every file the tasks read
+    input_files: dict[str, list] = dataclasses.field(default_factory=dict)  # child -> [[file, size]] (revert)
 
     @property
     def runs(self) -> bool:
@@ -212,12 +213,13 @@ def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, 
     # -- nothing lost: every input becomes obsolete, so every reader-visible file in an input must
     # be read (checked before anything is named, written or registered; re-checked below on the
     # reader's snapshot after publication, and again by the runner right before publishing)
-    from acidctl.compact.coverage import unread_files
+    from acidctl.compact.coverage import reader_files, unread_files
 
     read_paths = {src.path for src in inserts} | {src.path for src in deletes}
     by_name = {e.name: e for e in listing.entries}
     input_children = sorted({i.split("/", 1)[0] for i in inputs})
     plan.read_paths = read_paths
+    plan.input_files = {n: sorted([f.name, f.size] for f in reader_files(by_name[n])) for n in input_children}
     if _refuse_unread(plan, unread_files(((n, by_name[n]) for n in input_children), read_paths, part_path),
                       inputs, skip_unreadable):
         return plan

@@ -111,8 +111,46 @@ def publish(tfs, plan: PartitionPlan, *, crash=None) -> list[str]:
             crash("between-renames")
     if crash is not None:
         crash("after-rename")
+    write_record(tfs, plan)
     discard(tfs, plan.staging)
     return done
+
+
+#: per partition: one JSON record per published compaction (hidden from every reader), what
+#: ``acidctl revert`` needs to undo it while its inputs are still there
+RECORDS_DIR = ".acidctl-published"
+
+
+def write_record(tfs, plan: PartitionPlan) -> None:
+    """The durable record of a publication: outputs, and each input with its files and sizes."""
+    rec = {"version": 1, "type": plan.mode, "partition": plan.partition, "time": time.time(),
+           "host": socket.gethostname(), "staging_id": plan.staging_id,
+           "outputs": [o.name for o in sorted(plan.outputs, key=lambda o: _ORDER[o.kind])],
+           "inputs": plan.input_files}
+    try:
+        tfs.makedirs(_join(plan.path, RECORDS_DIR))
+        tfs.write_bytes(_join(plan.path, RECORDS_DIR, plan.outputs[0].name + ".json"),
+                        json.dumps(rec, indent=1).encode())
+    except Exception:
+        pass   # the publication stands; only the undo record is missing (revert then refuses)
+
+
+def read_records(tfs, partition_path: str) -> list[dict]:
+    """The publication records of a partition, newest first (each with its ``record_path``)."""
+    d = _join(partition_path, RECORDS_DIR)
+    if not tfs.exists(d):
+        return []
+    out = []
+    for e in tfs.ls(d):
+        if e.is_dir or not e.name.endswith(".json"):
+            continue
+        try:
+            rec = json.loads(tfs.read_bytes(e.path))
+        except Exception:
+            continue
+        rec["record_path"] = e.path
+        out.append(rec)
+    return sorted(out, key=lambda r: r.get("time", 0), reverse=True)
 
 
 def discard(tfs, staging: str) -> None:

@@ -51,9 +51,9 @@ def test_dry_run_lists_with_reasons_and_execute_deletes(tmp_path, cli):
     assert "dry run" in r.stdout and "would delete 11 path(s)" in r.stdout
     r = cli("-o", "json", "clean", "--execute", "--min-age", "0", "--write-ids", wl, root)
     assert r.code == 0
-    assert sorted(p.name for p in (root / p1).iterdir()) == ["base_0000002"]
+    assert sorted(p.name for p in (root / p1).iterdir() if not p.name.startswith(".")) == ["base_0000002"]
     # write 7 is above the snapshot (in flight): never a candidate
-    assert sorted(p.name for p in (root / p2).iterdir()) == ["base_0000006", "delta_0000007_0000007_0000"]
+    assert sorted(p.name for p in (root / p2).iterdir() if not p.name.startswith(".")) == ["base_0000006", "delta_0000007_0000007_0000"]
     assert merged(root, wl) == before
     assert state_errors(root, wl) == []
 
@@ -71,7 +71,7 @@ def test_min_age_guard(tmp_path):
     rep = clean_table(tfs, reader=wl, min_age=3600, execute=True, now=time.time() + 7200)
     assert sorted(p.split("/")[-1] for p in rep["deleted"]) == [
         "delete_delta_0000003_0000003_0000", "delete_delta_0000004_0000004_0000", "delta_0000002_0000002_0000"]
-    assert sorted(p.name for p in t.iterdir()) == ["delete_delta_0000002_0000004", "delta_0000002_0000004"]
+    assert sorted(p.name for p in t.iterdir() if not p.name.startswith(".")) == ["delete_delta_0000002_0000004", "delta_0000002_0000004"]
     assert len(merged(t, wl)) == 23000
 
 
@@ -80,7 +80,7 @@ def test_never_removes_what_a_snapshot_needs(tmp_path):
     wl = WriteIdList.parse("db.t:4:4:4:")          # write 4 still open
     compact(t, "major", wl)                         # base_3
     rep = clean_table(TableFS(str(t)), reader=wl, min_age=0, execute=True)
-    left = sorted(p.name for p in t.iterdir())
+    left = sorted(p.name for p in t.iterdir() if not p.name.startswith("."))
     assert left == ["base_0000003", "delete_delta_0000004_0000004_0000"]
     assert {p.split("/")[-1] for p in rep["deleted"]} == {"delta_0000002_0000002_0000",
                                                           "delete_delta_0000003_0000003_0000"}

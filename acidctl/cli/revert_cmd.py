@@ -1,0 +1,64 @@
+"""``acidctl revert TABLE[/PART]``: undo a compaction acidctl published (its outputs removed, the
+inputs read again), as long as nothing it made obsolete has been cleaned. Dry run unless
+``--execute``.
+
+JSON document: ``path``, ``executed``, ``items`` (partition, path, type, outputs, inputs,
+published_at (epoch s), revertible, reason, leftovers), [``table``], ``notes``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from acidctl.cli.main import app
+
+
+@app.command("revert", help="Undo a compaction acidctl published: remove its output while every input is still on "
+                            "disk (refused once anything it made obsolete was cleaned). Dry run unless --execute.")
+def revert_command(
+    ctx: typer.Context,
+    table: Annotated[str, typer.Argument(metavar="PATH|DB.TABLE[/PART]", help="Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore.")],
+    output: Annotated[Optional[str], typer.Option("--output", metavar="NAME", help="The output directory to remove (default: the newest compaction of each partition).")] = None,
+    partition: Annotated[Optional[str], typer.Option("--partition", metavar="K=V[/K2=V2]", help="Only this partition.")] = None,
+    execute: Annotated[bool, typer.Option("--execute", help="Remove the output (default: only print the plan).")] = False,
+    break_lock: Annotated[bool, typer.Option("--break-lock", help="Remove an existing (stale) compaction lock first.")] = False,
+):
+    from acidctl.compact.revert import revert
+    from acidctl.target import check_table_dir, is_table_name
+
+    settings = ctx.obj
+    notes: list[str] = []
+    full_name = None
+    if is_table_name(table):
+        from acidctl.cli.compact_cmd import resolve
+
+        target, parts = resolve(settings, table, assume_committed=True)
+        tfs = target.tfs
+        if parts and not partition:
+            partition = parts[0]
+        full_name = target.table.full_name if target.table is not None else None
+        notes.append("a compaction registered in the metastore keeps its queue row; Hive's Cleaner finds nothing "
+                     "obsolete once the output is gone and marks it cleaned")
+    else:
+        tfs = settings.table_fs(table)
+        check_table_dir(tfs)
+    report = revert(tfs, partition=partition, output=output, execute=execute, break_lock=break_lock)
+    report["notes"] = notes
+    if full_name:
+        report["table"] = full_name
+    settings.output.emit(report, render_text)
+
+
+def render_text(report: dict) -> str:
+    from acidctl.cli.output import table
+
+    head = "acidctl revert" + ("" if report["executed"] else " (dry run; --execute to remove the output)")
+    lines = [f"{head} {report['path']}"]
+    lines += [f"note: {n}" for n in report["notes"]]
+    rows = [[i["partition"] or "(table)", i["type"], ", ".join(i["outputs"]), len(i["inputs"]),
+             ("reverted" if report["executed"] else "revertible") if i["revertible"] else "refused", i["reason"]]
+            for i in report["items"]]
+    lines.append(table(rows, ["PARTITION", "TYPE", "OUTPUT", "INPUTS", "STATE", "REASON"]))
+    return "\n".join(lines)

@@ -1,0 +1,105 @@
+"""``acidctl revert``: undo a compaction acidctl published, while nothing it made obsolete has
+been cleaned.
+
+Publication leaves a record per compaction in ``<partition>/.acidctl-published/<output>.json``
+(hidden from every reader): its outputs, and every input directory or original file with the
+names and sizes of the files a reader could treat as data. A revert is possible only when each
+input is still there with exactly those files, and no later compaction consumed the output.
+Removal is crash-safe: each output is first renamed to a hidden ``.acidctl-reverting-<name>``
+(readers immediately see the inputs again, as before the compaction), then deleted; a crash in
+between leaves only a hidden directory that the next ``revert --execute`` or ``clean --execute``
+removes. Dry run unless ``execute``.
+"""
+
+from __future__ import annotations
+
+from acidctl.compact import publish as pub
+from acidctl.compact.coverage import reader_files
+from acidctl.compact.lock import TableLock, table_root
+from acidctl.errors import NotFoundError, RefusedError
+
+REVERTING_PREFIX = ".acidctl-reverting-"
+
+
+def _join(*parts: str) -> str:
+    return "/".join(p.rstrip("/") for p in parts if p)
+
+
+def plan_revert(tfs, *, partition: str | None = None, output: str | None = None) -> dict:
+    """What a revert would do, per partition: the newest record (or the one of ``output``)."""
+    from acidctl.acid.layout import list_table
+
+    items = []
+    for lst in list_table(tfs):
+        if partition and lst.partition != partition:
+            continue
+        part_path = lst.fs_path or lst.path
+        records = pub.read_records(tfs, part_path)
+        if output:
+            records = [r for r in records if output in r.get("outputs", [])]
+        if not records:
+            continue
+        rec = records[0]
+        by_name = {e.name: e for e in lst.entries}
+        problem = _blocker(rec, by_name, pub.read_records(tfs, part_path))
+        items.append({"partition": lst.partition, "path": tfs.display(part_path), "type": rec.get("type"),
+                      "outputs": rec.get("outputs", []), "inputs": sorted(rec.get("inputs", {})),
+                      "published_at": rec.get("time"), "revertible": problem is None,
+                      "reason": problem or "every input is still there with the files the compaction read",
+                      "_record": rec, "_part_path": part_path,
+                      "leftovers": [e.name for e in lst.entries if e.name.startswith(REVERTING_PREFIX)]})
+    if not items:
+        where = f"partition {partition}" if partition else tfs.display(tfs.root)
+        raise NotFoundError(f"no compaction published by acidctl to revert in {where}" +
+                            (f" with output {output}" if output else ""),
+                            hint="acidctl keeps a record per published compaction in .acidctl-published/")
+    return {"path": tfs.display(tfs.root), "items": items, "executed": False}
+
+
+def _blocker(rec: dict, by_name: dict, all_records: list[dict]) -> str | None:
+    for out in rec.get("outputs", []):
+        if out not in by_name:
+            return f"output {out} no longer exists"
+        for other in all_records:
+            if other is not rec and out in other.get("inputs", {}):
+                return f"output {out} was compacted again (into {', '.join(other.get('outputs', []))}): revert that first"
+    for name, files in rec.get("inputs", {}).items():
+        e = by_name.get(name)
+        if e is None:
+            return f"input {name} has been cleaned: the rows exist only in the output now"
+        now = sorted([f.name, f.size] for f in reader_files(e))
+        if now != sorted(files):
+            return f"input {name} changed since the compaction (files differ)"
+    return None
+
+
+def revert(tfs, *, partition: str | None = None, output: str | None = None, execute: bool = False,
+           break_lock: bool = False) -> dict:
+    report = plan_revert(tfs, partition=partition, output=output)
+    blocked = [i for i in report["items"] if not i["revertible"]]
+    if blocked:
+        i = blocked[0]
+        raise RefusedError(f"cannot revert {', '.join(i['outputs'])} in {i['path']}: {i['reason']}")
+    if execute:
+        with TableLock(tfs, command="revert", break_lock=break_lock, table_root=table_root(tfs.root)):
+            for i in report["items"]:
+                part = i["_part_path"]
+                # re-check under the lock
+                from acidctl.acid.layout import list_partition
+
+                by_name = {e.name: e for e in list_partition(tfs, part, partition=i["partition"]).entries}
+                problem = _blocker(i["_record"], by_name, pub.read_records(tfs, part))
+                if problem:
+                    raise RefusedError(f"cannot revert {', '.join(i['outputs'])} in {i['path']}: {problem}")
+                for out in reversed(i["outputs"]):
+                    hidden = _join(part, REVERTING_PREFIX + out)
+                    tfs.rename(_join(part, out), hidden)     # readers see the inputs again from here
+                    tfs.rm(hidden, recursive=True)
+                tfs.rm(i["_record"]["record_path"])
+                for left in i["leftovers"]:
+                    tfs.rm(_join(part, left), recursive=True)
+        report["executed"] = True
+    for i in report["items"]:
+        i.pop("_record", None)
+        i.pop("_part_path", None)
+    return report
