@@ -40,7 +40,8 @@ EXIT_CODE_DOC = {
 
 
 _URL_PASSWORD = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<user>[^:/@\s]*):(?P<pw>[^@/\s]*)@")
-_KV_PASSWORD = re.compile(r"(?i)(?P<key>password|passwd|pwd|secret|token)(?P<sep>\s*[=:]\s*)(?P<val>[^\s&;,'\"]+)")
+_KV_PASSWORD = re.compile(r"(?i)(?P<key>password|passwd|pwd|secret|token|credential|access_key|secret_key|api_key)"
+                          r"(?P<sep>\s*(?:=|:|%3D)\s*)(?P<val>[^\s&;,'\"]+)")
 
 
 def redact(text: str) -> str:

@@ -261,4 +261,14 @@ class _errors:
             raise NotATable(f"not a directory: {self.path}") from None
         if isinstance(ev, PermissionError):
             raise StorageUnavailable(f"permission denied: {self.path}") from None
+        if type(ev).__name__ in _CREDENTIAL_ERRORS:
+            raise StorageUnavailable(f"no usable credentials for {self.path}: {ev}",
+                                     hint="configure the object store's credentials (environment, profile, "
+                                          "or --fs-option key=... secret=...)") from None
         return False
+
+
+#: botocore/s3fs/gcsfs/adlfs credential failures (matched by name: those packages are optional)
+_CREDENTIAL_ERRORS = ("NoCredentialsError", "PartialCredentialsError", "CredentialRetrievalError",
+                      "InvalidAccessKeyId", "SignatureDoesNotMatch", "DefaultCredentialsError",
+                      "ClientAuthenticationError")

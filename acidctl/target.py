@@ -32,6 +32,7 @@ class Target:
     properties: dict[str, str] = dataclasses.field(default_factory=dict)
     assumptions: list[str] = dataclasses.field(default_factory=list)
     metastore: Any = None                     # the connected Metastore, when used
+    warnings: list[str] = dataclasses.field(default_factory=list)   # printed on stderr by commands
 
     @property
     def display(self) -> str:
@@ -112,6 +113,7 @@ def resolve_target(settings, spec: str, *, write_ids: str | None = None, assume_
     wl = tl = None
     props: dict[str, str] = {}
     assumptions: list[str] = []
+    warnings: list[str] = []
     if is_table_name(spec):
         url = _metastore_url(settings)
         if url is None:
@@ -140,6 +142,7 @@ def resolve_target(settings, spec: str, *, write_ids: str | None = None, assume_
     if write_ids:
         wl = WriteIdList.parse(write_ids)
         source = "--write-ids"
+        _check_list_table(wl, table, tfs, warnings)
     elif assume_committed:
         hwm = max_write_id_in_tree(tfs)
         wl = WriteIdList.all_committed(hwm)
@@ -158,4 +161,21 @@ def resolve_target(settings, spec: str, *, write_ids: str | None = None, assume_
         tl = TxnList.all_committed()
         assumptions.append("no --txns given: every _vM visibility txn is treated as committed")
     return Target(tfs=tfs, write_ids=wl, txns=tl, hive_version=hive_version, source=source, table=table,
-                  properties=props, assumptions=assumptions, metastore=ms)
+                  properties=props, assumptions=assumptions, metastore=ms, warnings=warnings)
+
+
+def _check_list_table(wl: WriteIdList, table, tfs: TableFS, warnings: list[str]) -> None:
+    """A ValidWriteIdList names its table: one for another table is a mistake (exit 2 for a
+    DB.TABLE target; a warning for a path, whose directory name may differ from the table's)."""
+    if not wl.table:
+        return
+    if table is not None:
+        if wl.table.lower() != table.full_name.lower():
+            raise UsageError(f"--write-ids names table {wl.table}, not {table.full_name}")
+        return
+    import posixpath
+
+    parts = [p for p in tfs.root.rstrip("/").split("/") if p and "=" not in p]
+    name = parts[-1].lower() if parts else ""
+    if name and wl.table.split(".")[-1].lower() != name:
+        warnings.append(f"--write-ids names table {wl.table}, but the directory is {posixpath.basename(tfs.root) or tfs.root}")

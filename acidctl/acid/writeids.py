@@ -33,9 +33,20 @@ def _ids(text: str, what: str, src: str) -> tuple[int, ...]:
     if not text:
         return ()
     try:
-        return tuple(sorted(int(x) for x in text.split(",")))
+        ids = tuple(sorted(int(x) for x in text.split(",")))
     except ValueError:
         raise UsageError(f"bad {what} list {text!r} in {src!r}") from None
+    for i in ids:
+        _in_range(i, f"{what} write id", src, low=1)
+    return ids
+
+
+def _in_range(v: int, what: str, src: str, *, low: int) -> int:
+    """Write ids are Java longs: reject what Hive could never have written (a negative high
+    watermark, ids beyond Long.MAX_VALUE) instead of failing later with an overflow."""
+    if not low <= v <= LONG_MAX:
+        raise UsageError(f"bad write-id list {src!r}: {what} {v} is out of range ({low}..{LONG_MAX})")
+    return v
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,6 +90,8 @@ class WriteIdList:
             min_open = int(parts[1]) if parts[1] else LONG_MAX
         except ValueError:
             raise UsageError(f"bad write-id list {text!r}: hwm and minOpenWriteId must be integers") from None
+        _in_range(hwm, "high watermark", text, low=0)
+        _in_range(min_open, "minOpenWriteId", text, low=1)
         open_ids = _ids(parts[2], "open", text)
         aborted = _ids(parts[3], "aborted", text)
         if open_ids and min_open != open_ids[0] and min_open != LONG_MAX:

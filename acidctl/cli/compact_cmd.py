@@ -32,6 +32,8 @@ def resolve(settings, spec: str, **kw):
     from acidctl.target import location_url, resolve_target
 
     target = resolve_target(settings, spec, **kw)
+    for w in target.warnings:
+        settings.output.warn(w)
     parts = []
     t = target.table
     if t is not None and t.partition and t.location:

@@ -19,7 +19,8 @@ import typer
 
 from acidctl import __version__
 from acidctl.cli.output import Output
-from acidctl.errors import AcidctlError, ExitCode, redact
+from acidctl.errors import AcidctlError, ExitCode, StorageUnavailable, redact
+from acidctl.fs import _CREDENTIAL_ERRORS
 
 app = typer.Typer(
     name="acidctl",
@@ -91,8 +92,15 @@ def _global(
     if verbose:
         import logging
 
-        logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                            format="acidctl: %(name)s: %(message)s")
+        class _Redacting(logging.Formatter):
+            # every log line of every library (SQLAlchemy, fsspec, py4j ...) passes here: no
+            # password, token or secret in a URL, query string or config ever reaches stderr
+            def format(self, record):
+                return redact(super().format(record))
+
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(_Redacting("acidctl: %(name)s: %(message)s"))
+        logging.basicConfig(level=logging.INFO, handlers=[handler])
     ctx.obj = Settings(output=Output(mode, verbose=verbose), verbose=verbose,
                        fs_options=parse_fs_options(fs_option), metastore_url=metastore,
                        profile=profile)
@@ -144,6 +152,14 @@ def main(argv: Optional[list[str]] = None) -> None:
         code = e.exit_code
     except typer.Exit as e:
         code = e.exit_code
+    except SystemExit as e:
+        # click answers EPIPE (`acidctl dump ... | head -1`) with sys.exit(1) after wrapping
+        # stdout; the reader going away is not an error
+        if type(sys.stdout).__name__.endswith("PacifyFlushWrapper"):
+            _silence_stdout()
+            code = ExitCode.OK
+        else:
+            raise
     except typer.Abort:
         code = ExitCode.INTERRUPTED
     except cx.ClickException as e:  # usage errors: click's own message, exit 2
@@ -159,7 +175,13 @@ def main(argv: Optional[list[str]] = None) -> None:
         # `acidctl dump ... | head`: the reader went away; that is not an error
         _silence_stdout()
         code = ExitCode.OK
+    except PermissionError as e:   # an unreadable file or directory, a read-only table
+        _output().error(StorageUnavailable(f"permission denied: {e.filename or e}"))
+        code = ExitCode.UNAVAILABLE
     except Exception as e:  # a bug: one line, the traceback only with -v
+        if type(e).__name__ in _CREDENTIAL_ERRORS:
+            _output().error(StorageUnavailable(f"no usable object-store credentials: {e}"))
+            sys.exit(int(ExitCode.UNAVAILABLE))
         out = _output()
         if _state["verbose"]:
             sys.stderr.write(redact("".join(traceback.format_exception(e))))

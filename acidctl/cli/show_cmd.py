@@ -57,6 +57,14 @@ def parse_age(text: str) -> int:
     return int(n * {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}[unit])
 
 
+def _require(ctx: typer.Context, db: Optional[str], table: Optional[str], hive_version) -> None:
+    """Exit 3 for an unknown database or table (as ``state`` does), not an empty result."""
+    if db:
+        from acidctl.metastore.tables import require_exists
+
+        require_exists(_metastore(ctx), db, table, hive_version=hive_version)
+
+
 def _target(target: Optional[str]) -> tuple[Optional[str], Optional[str], Optional[str]]:
     """DB, DB.TABLE or DB.TABLE/k=v → (db, table, partition)."""
     if not target:
@@ -126,6 +134,7 @@ def locks_cmd(
 
     db, tbl, tpart = _target(target)
     part = _partition(tpart, partition, tbl)
+    _require(ctx, db, tbl, hive_version)
     rep = show_locks(_metastore(ctx), db=db, table=tbl, partition=part, txn_id=txn, extended=extended,
                      hive_version=hive_version)
 
@@ -169,6 +178,7 @@ def compactions_cmd(
 
     db, tbl, tpart = _target(target)
     part = _partition(tpart, partition, tbl)
+    _require(ctx, db, tbl, hive_version)
     rep = show_compactions(_metastore(ctx), db=db, table=tbl, partition=part, types=ctype, states=state,
                            pool=pool, compaction_id=cid, order_by=order_by, limit=limit,
                            hive_version=hive_version)
@@ -207,6 +217,9 @@ def write_ids_cmd(
     """The table's ValidReaderWriteIdList for a fresh reader, as Hive computes it."""
     from acidctl.metastore.snapshot import write_id_report
 
+    from acidctl.metastore.snapshot import split_table_name
+
+    _require(ctx, *split_table_name(table), hive_version)
     rep = write_id_report(_metastore(ctx), table, hive_version=hive_version)
     verbose = verbose or bool(getattr(ctx.obj, "verbose", False))
 

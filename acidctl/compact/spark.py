@@ -61,6 +61,25 @@ def _loopback_master(master: str) -> bool:
     return bool(hosts) and all(h.lower() in _LOOPBACK_HOSTS or h.startswith("127.") for h in hosts)
 
 
+def probe_master(master: str, *, timeout: float = 3.0) -> None:
+    """Fail fast on a standalone master nobody answers: Spark itself retries for about a minute
+    and then blames Java. ``spark://h1:7077,h2:7077`` (HA) needs one reachable host."""
+    import socket
+
+    if not master.startswith("spark://"):
+        return
+    errors = []
+    for hp in master[len("spark://"):].split(","):
+        host, _, port = hp.strip().rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+                return
+        except (OSError, ValueError) as e:
+            errors.append(f"{hp}: {e.strerror if isinstance(e, OSError) and e.strerror else e}")
+    raise SparkUnavailable(f"Spark master {master} is unreachable ({'; '.join(errors)})",
+                           hint="check --master (host and port of the standalone master, default port 7077)")
+
+
 def get_or_create_session(master: str = "local[*]", conf: dict | None = None):
     """A SparkSession with acidctl's explicit settings (an active session is reused)."""
     try:
@@ -77,6 +96,7 @@ def get_or_create_session(master: str = "local[*]", conf: dict | None = None):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if master.startswith("local") or _loopback_master(master):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    probe_master(master)
     builder = SparkSession.builder
     for k, v in session_conf(master, conf).items():
         builder = builder.config(k, v)

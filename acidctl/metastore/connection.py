@@ -88,7 +88,8 @@ def safe_url(url: Any) -> str:
     try:
         from sqlalchemy.engine import make_url
 
-        return make_url(url).render_as_string(hide_password=True)
+        # hide_password covers user:secret@ only; redact() also masks ?password=... and friends
+        return redact(make_url(url).render_as_string(hide_password=True))
     except Exception:
         return redact(str(url))
 
@@ -194,6 +195,12 @@ def db_errors(url: Any = None) -> Iterator[None]:
         err = translate_error(e, url)
     except OSError as e:
         err = MetastoreUnavailable(f"cannot reach the metastore{f' ({safe_url(url)})' if url is not None else ''}: {redact(str(e))}")
+    except TypeError as e:
+        # a URL query option the DBAPI driver does not accept (pymysql's connect(**kwargs))
+        if "keyword argument" not in str(e):
+            raise
+        err = UsageError(f"the metastore URL{f' ({safe_url(url)})' if url is not None else ''} has an option "
+                         f"the database driver does not accept: {redact(str(e))}")
     else:
         return
     raise err from None

@@ -214,3 +214,18 @@ def resolve_with_snapshot(engine_or_url: Any, spec: str, *, partition: str | Non
     info = resolve_table(ms, spec, partition=partition)
     txns, wl = table_snapshot(ms, info.full_name, now_ms=now_ms)
     return info, txns, wl
+
+
+def require_exists(engine_or_url: Any, db: str, table: str | None = None, *, hive_version: Any = None) -> None:
+    """Raise :class:`TableNotFound` (exit 3) when the database (or table) is unknown: a typo
+    must not read as "no compactions" or "no locks"."""
+    import sqlalchemy as sa
+
+    if table is not None:
+        resolve_table(engine_or_url, f"{db}.{table}", hive_version=hive_version)
+        return
+    ms: Metastore = connect(engine_or_url, hive_version=hive_version)
+    dbs = ms.tables.DBS
+    with ms.read() as conn:
+        if conn.execute(sa.select(dbs.DB_ID).where(dbs.NAME == db.lower())).first() is None:
+            raise TableNotFound(f"database {db} not found in the metastore")
