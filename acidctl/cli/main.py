@@ -147,6 +147,8 @@ def main(argv: Optional[list[str]] = None) -> None:
         rv = app(args=args, prog_name="acidctl", standalone_mode=False)
         if isinstance(rv, int):
             code = rv
+            if rv == ExitCode.INTERRUPTED:   # typer turns KeyboardInterrupt into Exit(130)
+                sys.stderr.write("acidctl: interrupted\n")
     except AcidctlError as e:
         _output().error(e)
         code = e.exit_code
@@ -160,7 +162,8 @@ def main(argv: Optional[list[str]] = None) -> None:
             code = ExitCode.OK
         else:
             raise
-    except typer.Abort:
+    except typer.Abort:   # click's wrapping of KeyboardInterrupt
+        sys.stderr.write("acidctl: interrupted\n")
         code = ExitCode.INTERRUPTED
     except cx.ClickException as e:  # usage errors: click's own message, exit 2
         if _argv_output_mode(args) == "json":

@@ -99,6 +99,7 @@ def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None, hooks
         notes.append(f"broke the lock of {lock.broken.describe()}")
     plans: list[PartitionPlan] = []
     published: set[str] = set()
+    own_session: list = []   # the Spark session this run started (stopped on Ctrl-C)
     try:
         crash("after-lock")
         listings = list_table(tfs)
@@ -137,6 +138,7 @@ def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None, hooks
             s0 = time.perf_counter()
             if spark is None:
                 spark = get_or_create_session(opts.master, opts.spark_conf)
+                own_session.append(spark)
             report["spark"] = {"master": spark.sparkContext.master, "app_id": spark.sparkContext.applicationId,
                                "startup_seconds": round(time.perf_counter() - s0, 3)}
             run_t0 = time.perf_counter()
@@ -179,6 +181,10 @@ def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None, hooks
         report["message"] = "compacted"
         return _finish(report, plans, by_part, t0)
     except BaseException as e:
+        if isinstance(e, KeyboardInterrupt) and own_session:
+            from acidctl.compact.spark import stop_session
+
+            stop_session(own_session[0])    # the JVM ends before acidctl does
         for p in plans:
             if p.runs and p.staging and p.staging not in published:
                 pub.discard(tfs, p.staging)

@@ -61,6 +61,72 @@ def _loopback_master(master: str) -> bool:
     return bool(hosts) and all(h.lower() in _LOOPBACK_HOSTS or h.startswith("127.") for h in hosts)
 
 
+class _DeferredInterrupt:
+    """Within the block, SIGINT only records itself (and runs ``on_signal`` in a thread); the
+    caller raises KeyboardInterrupt at a safe point. A second Ctrl-C while waiting interrupts
+    at once. Only on the main thread (signal handlers cannot be set elsewhere)."""
+
+    def __init__(self, on_signal=None):
+        self.on_signal = on_signal
+        self.received = 0
+        self._old = None
+
+    def _handler(self, signum, frame):
+        self.received += 1
+        if self.received > 1:
+            raise KeyboardInterrupt
+        sys.stderr.write("\racidctl: interrupting (stopping Spark) ...\n")
+        if self.on_signal is not None:
+            threading.Thread(target=self.on_signal, daemon=True).start()
+
+    def __enter__(self):
+        import signal
+
+        if threading.current_thread() is threading.main_thread():
+            self._old = signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    def __exit__(self, *exc):
+        import signal
+
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)
+        return False
+
+
+def stop_session(spark) -> None:
+    """Stop a session and its JVM (the gateway process pyspark started), quietly."""
+    try:
+        spark.stop()
+    except Exception:
+        pass
+    try:
+        from pyspark import SparkContext
+
+        gw = SparkContext._gateway
+        proc = getattr(gw, "proc", None)
+        if gw is not None:
+            gw.shutdown()
+        if proc is not None:
+            proc.terminate()
+            proc.wait(timeout=10)
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+    except Exception:
+        pass
+
+
+def _quiet_py4j() -> None:
+    """py4j logs every broken connection with a traceback; acidctl reports one line instead
+    (``-v`` keeps them)."""
+    import logging
+
+    lg = logging.getLogger("py4j")
+    if lg.getEffectiveLevel() > logging.DEBUG and not logging.getLogger().handlers:
+        lg.setLevel(logging.CRITICAL)
+        lg.propagate = False
+
+
 def probe_master(master: str, *, timeout: float = 3.0) -> None:
     """Fail fast on a standalone master nobody answers: Spark itself retries for about a minute
     and then blames Java. ``spark://h1:7077,h2:7077`` (HA) needs one reachable host."""
@@ -100,12 +166,29 @@ def get_or_create_session(master: str = "local[*]", conf: dict | None = None):
     builder = SparkSession.builder
     for k, v in session_conf(master, conf).items():
         builder = builder.config(k, v)
-    try:
-        spark = builder.getOrCreate()
-    except Exception as e:  # Java missing, bad master URL, ...
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise SparkUnavailable(f"cannot start Spark (master {master}): {msg}",
-                               hint="Java 17 must be installed; check --master and --spark-conf") from None
+    _quiet_py4j()
+    import signal
+
+    main = threading.current_thread() is threading.main_thread()
+    with _DeferredInterrupt() as intr:
+        # Ctrl-C while the JVM starts would leave it orphaned (pyspark has no handle on it until
+        # the gateway answers), and SparkContext installs its own SIGINT handler half way: SIGINT
+        # stays blocked (pending) until the session exists, then it is stopped cleanly
+        if main:
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            spark = builder.getOrCreate()
+        except Exception as e:  # Java missing, bad master URL, ...
+            msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise SparkUnavailable(f"cannot start Spark (master {master}): {msg}",
+                                   hint="Java 17 must be installed; check --master and --spark-conf") from None
+        finally:
+            if main:
+                signal.signal(signal.SIGINT, intr._handler)     # SparkContext replaced it
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})   # a pending Ctrl-C lands here
+    if intr.received:
+        stop_session(spark)
+        raise KeyboardInterrupt
     spark.sparkContext.setLogLevel("ERROR")
     if not master.startswith("local"):
         _ship_package(spark)
@@ -188,17 +271,29 @@ def run_tasks(spark, tasks: list, *, progress=None) -> list[dict]:
     sc.setJobGroup(mon.group, "acidctl compact", interruptOnCancel=True)
     if progress is not None:
         mon.start()
-    try:
-        rdd = sc.parallelize(tasks, len(tasks))
-        out = rdd.mapPartitions(body).collect()
-    except KeyboardInterrupt:
+    def cancel():
         try:
             sc.cancelJobGroup(mon.group)   # stop the executors before the staging is removed
         except Exception:
             pass
+
+    try:
+        # Ctrl-C cancels the job from a second py4j connection (as pyspark's own handler does)
+        # instead of tearing the blocked collect() apart mid-call (py4j's tracebacks); the
+        # collect then fails and the interrupt is raised here, cleanly
+        with _DeferredInterrupt(on_signal=cancel) as intr:
+            try:
+                rdd = sc.parallelize(tasks, len(tasks))
+                out = rdd.mapPartitions(body).collect()
+            except Exception as e:
+                if intr.received:
+                    raise KeyboardInterrupt from None
+                raise _task_failure(e) from None
+        if intr.received:
+            raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        cancel()
         raise
-    except Exception as e:
-        raise _task_failure(e) from None
     finally:
         if progress is not None:
             mon.stop.set()
