@@ -33,7 +33,7 @@ def resolve(settings, spec: str, **kw):
 
     target = resolve_target(settings, spec, **kw)
     for w in target.warnings:
-        settings.output.warn(w)
+        settings.output.note("acidctl: warning: " + w)
     parts = []
     t = target.table
     if t is not None and t.partition and t.location:

@@ -88,7 +88,7 @@ def _merged(settings, paths, *, write_ids, assume_committed, txns, hive_version,
         for note in target.assumptions:
             settings.output.warn("ASSUMED: " + note)
         for w in target.warnings:
-            settings.output.warn(w)
+            settings.output.note("acidctl: warning: " + w)
         snapshot = target.write_ids if as_of is None else target.write_ids.as_of(as_of)
         left = None if budget is None else budget[0]
         partition = getattr(target.table, "partition", None)

@@ -58,7 +58,9 @@ def parse_age(text: str) -> int:
 
 
 def _require(ctx: typer.Context, db: Optional[str], table: Optional[str], hive_version) -> None:
-    """Exit 3 for an unknown database or table (as ``state`` does), not an empty result."""
+    """Exit 3 for an unknown database or table (as ``state`` does) instead of an empty result.
+    Called only when the result is empty: rows of a table the metastore still records in its
+    transaction tables (dropped since, or written by a tool that keeps no TBLS row) are shown."""
     if db:
         from acidctl.metastore.tables import require_exists
 
@@ -134,9 +136,10 @@ def locks_cmd(
 
     db, tbl, tpart = _target(target)
     part = _partition(tpart, partition, tbl)
-    _require(ctx, db, tbl, hive_version)
     rep = show_locks(_metastore(ctx), db=db, table=tbl, partition=part, txn_id=txn, extended=extended,
                      hive_version=hive_version)
+    if not rep.locks:
+        _require(ctx, db, tbl, hive_version)
 
     def text(r) -> str:
         headers = ["Lock ID", "Database", "Table", "Partition", "State", "Blocked By", "Type",
@@ -178,10 +181,11 @@ def compactions_cmd(
 
     db, tbl, tpart = _target(target)
     part = _partition(tpart, partition, tbl)
-    _require(ctx, db, tbl, hive_version)
     rep = show_compactions(_metastore(ctx), db=db, table=tbl, partition=part, types=ctype, states=state,
                            pool=pool, compaction_id=cid, order_by=order_by, limit=limit,
                            hive_version=hive_version)
+    if not rep.compactions:
+        _require(ctx, db, tbl, hive_version)
 
     def text(r) -> str:
         nv = lambda v: NO_VAL if v is None or v == "" else str(v)  # noqa: E731
@@ -219,8 +223,9 @@ def write_ids_cmd(
 
     from acidctl.metastore.snapshot import split_table_name
 
-    _require(ctx, *split_table_name(table), hive_version)
     rep = write_id_report(_metastore(ctx), table, hive_version=hive_version)
+    if rep.write_ids.hwm == 0 and not rep.write_ids.exceptions:
+        _require(ctx, *split_table_name(table), hive_version)   # no write ever: does the table exist?
     verbose = verbose or bool(getattr(ctx.obj, "verbose", False))
 
     def text(r) -> str:

@@ -60,7 +60,7 @@ def state_command(
     target = resolve_target(settings, path, write_ids=write_ids, assume_committed=assume_committed, txns=txns,
                             hive_version=hive_version, partition=partition)
     for w in target.warnings:
-        settings.output.warn(w)
+        settings.output.note("acidctl: warning: " + w)
     inspect_file = _deep_hook() if deep else None
     props = {**target.properties, **parse_kv(tblproperty, "--tblproperty")}
     facts = None
