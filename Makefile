@@ -2,7 +2,7 @@
 DEMO_DIR ?= demo-warehouse
 ACIDCTL  = .venv/bin/acidctl
 
-.PHONY: setup setup-test demo test bench docs clean-demo
+.PHONY: setup setup-test demo test lint bench docs clean-demo
 
 setup:
 	bash scripts/setup.sh
@@ -32,8 +32,11 @@ demo: setup clean-demo
 clean-demo:
 	rm -rf $(DEMO_DIR)
 
-test: setup-test
+test: setup-test lint
 	ACIDCTL_REQUIRE_SERVERS=1 .venv/bin/python -m pytest -n 2 -q
+
+lint:
+	.venv/bin/ruff check acidctl tests bench
 
 bench: setup
 	.venv/bin/python bench/startup.py

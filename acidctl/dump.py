@@ -145,7 +145,8 @@ def _decoded_bucket(bucket_col):
     bid = pc.if_else(is_v1, pc.shift_right(pc.bit_wise_and(v, 0x0FFF0000), 16),
                      pc.if_else(pc.equal(version, 0), v, None))
     stmt = pc.if_else(is_v1, pc.bit_wise_and(v, 0xFFF), pc.if_else(pc.equal(version, 0), 0, None))
-    s = lambda a: pc.fill_null(pc.cast(a, pa.string()), "null")
+    def s(a):
+        return pc.fill_null(pc.cast(a, pa.string()), "null")
     return pc.binary_join_element_wise('{"version":', s(version), ',"bucketId":', s(bid),
                                        ',"statementId":', s(stmt), "}", "")
 

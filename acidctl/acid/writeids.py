@@ -183,7 +183,13 @@ class WriteIdList:
         return WriteIdList(table=self.table, hwm=highest_write_id)
 
     def as_of(self, write_id: int) -> "WriteIdList":
-        """The same snapshot cut at ``write_id`` (for ``--as-of``)."""
+        """The same snapshot cut at ``write_id`` (for ``--as-of``). Beyond the high watermark
+        there is nothing to cut: refused, so that a typo does not silently read the present."""
+        if write_id > self.hwm:
+            raise UsageError(f"--as-of {write_id} is beyond the snapshot's high watermark {self.hwm}",
+                             hint=f"use --as-of {self.hwm} or lower")
+        if write_id < 0:
+            raise UsageError(f"--as-of {write_id}: write ids are not negative")
         hwm = min(self.hwm, write_id)
         return WriteIdList(table=self.table, hwm=hwm,
                            open=tuple(x for x in self.open if x <= hwm),

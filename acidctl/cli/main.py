@@ -154,7 +154,7 @@ def main(argv: Optional[list[str]] = None) -> None:
         code = e.exit_code
     except typer.Exit as e:
         code = e.exit_code
-    except SystemExit as e:
+    except SystemExit:
         # click answers EPIPE (`acidctl dump ... | head -1`) with sys.exit(1) after wrapping
         # stdout; the reader going away is not an error
         if type(sys.stdout).__name__.endswith("PacifyFlushWrapper"):

@@ -457,9 +457,7 @@ def _run_whole(task) -> dict:
 def _minor_deletes(dels, snap, m: dict, columns, coln_only):
     """Minor compaction's delete output: valid delete events in key order, one per key (the
     earliest deleting write); aborted ones are counted in ``m``."""
-    import pyarrow.compute as pc
 
-    from acidctl.acid import merge
 
     keep = _account(dels, snap, m, inserts=False)
     d = dels.filter(keep)

@@ -75,6 +75,13 @@ def test_cleaner_and_as_of():
     assert wl.for_cleaner(15) == WriteIdList("db.t", 15)
     cut = wl.as_of(12)
     assert cut.hwm == 12 and cut.open == (12,) and cut.aborted == ()
+    assert wl.as_of(20) == WriteIdList("db.t", 20, open=(12,), aborted=(13,))
+    for beyond in (21, -1):
+        try:
+            wl.as_of(beyond)
+        except UsageError:
+            continue
+        raise AssertionError(f"as_of({beyond}) accepted")
 
 
 def test_txn_list():
