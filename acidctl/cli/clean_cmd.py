@@ -78,8 +78,9 @@ def render_text(report: dict) -> str:
     verb = "deleted" if report["executed"] else "would delete"
     if s.get("bytes_by_kind"):
         lines.append("bytes by kind: " + ", ".join(f"{k} {v}" for k, v in sorted(s["bytes_by_kind"].items())))
-    lines.append(f"{verb} {s['delete']} path(s), {'moved' if report['executed'] else 'would move'} {s.get('trash', 0)} "
-                 f"to trash ({s['bytes']} bytes); {s['kept_young']} kept (younger than --min-age); "
+    moved = (f", {'moved' if report['executed'] else 'would move'} {s.get('trash', 0)} to trash"
+             if report.get("trash") else "")
+    lines.append(f"{verb} {s['delete']} path(s){moved} ({s['bytes']} bytes); {s['kept_young']} kept (younger than --min-age); "
                  f"{s['complete']} interrupted publication(s) to finish"
                  + (f"; {s['kept_unsafe']} kept for safety (see REASON)" if s.get("kept_unsafe") else ""))
     return "\n".join(lines)
