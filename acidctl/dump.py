@@ -91,6 +91,14 @@ class _StructView:
         return "struct<%s>" % ",".join(f"{n}:{t}" for n, t in self.fields.items())
 
 
+def _resolve(available, columns: list[str]) -> tuple[list[str], list[str]]:
+    """Requested column names matched to the file's names case-insensitively (Hive column names
+    are case-insensitive): (matched file names, requested names not found)."""
+    by_lower = {n.lower(): n for n in available}
+    found = [by_lower[c.lower()] for c in columns if c.lower() in by_lower]
+    return found, [c for c in columns if c.lower() not in by_lower]
+
+
 def _select(orc: OrcFile, columns: list[str] | None):
     """(arrow column names to read, [(name, ORC type)] of the rendered top-level fields)."""
     top = orc.schema.fields
@@ -99,14 +107,14 @@ def _select(orc: OrcFile, columns: list[str] | None):
     if orc.is_acid:
         row_name = list(top)[5]
         row_td = top[row_name]
-        missing = [c for c in columns if c not in row_td.fields]
+        columns, missing = _resolve(row_td.fields, columns)
         if missing:
             raise UsageError(f"no such column in {orc.display_path}: {', '.join(missing)} "
                              f"(columns: {', '.join(row_td.fields)})")
         sub = _StructView(row_td.kind, {c: row_td.fields[c] for c in row_td.fields if c in columns})
         names = list(top)[:5] + [f"{row_name}.{c}" for c in sub.fields]
         return names, [(n, top[n]) for n in list(top)[:5]] + [(row_name, sub)]
-    missing = [c for c in columns if c not in top]
+    columns, missing = _resolve(top, columns)
     if missing:
         raise UsageError(f"no such column in {orc.display_path}: {', '.join(missing)}")
     keep = [c for c in top if c in columns]
@@ -266,7 +274,8 @@ def _python_stripe(orc: OrcFile, index: int, fields, opts: DumpOptions, budget, 
             budget[0] -= 1
         rows.append(row)
     if opts.columns and orc.is_acid:
-        keep = [i for i, n in enumerate(orc.schema.fields[top[5]].fields) if n in opts.columns]
+        wanted = {c.lower() for c in opts.columns}
+        keep = [i for i, n in enumerate(orc.schema.fields[top[5]].fields) if n.lower() in wanted]
         rows = [r[:5] + ((None if r[5] is None else tuple(r[5][i] for i in keep)),) for r in rows]
     texts = render.render_rows_python(rows, fields, positions)
     out = []

@@ -374,7 +374,11 @@ class AcidState:
         if self.not_enough_history:
             raise SnapshotUnavailable(self.not_enough_history)
         if self.reader_errors:
-            raise InvalidAcidLayout(self.reader_errors[0])
+            hint = None
+            if self.hive_version != 4 and any(c.role is Role.INVALID and c.parsed is not None
+                                              and c.parsed.has_visibility_suffix for c in self.entries):
+                hint = "the _vM names were written by Hive 4: pass --hive-version 4 (and --txns for their visibility)"
+            raise InvalidAcidLayout(self.reader_errors[0], hint=hint)
         return self
 
     def to_dict(self) -> dict:

@@ -41,6 +41,13 @@ def test_columns_restrict_row_fields(cli):
     assert list(row["row"]) == ["n_name"]
 
 
+def test_columns_match_case_insensitively_as_hive_names_do(cli):
+    upper = cli("-o", "json", "dump", "--columns", "N_Name", "-n", "2", NATION)
+    lower = cli("-o", "json", "dump", "--columns", "n_name", "-n", "2", NATION)
+    assert upper.code == 0 and upper.stdout == lower.stdout
+    assert list(json.loads(upper.stdout.splitlines()[0])["row"]) == ["n_name"]   # the file's own spelling
+
+
 def test_unknown_column_is_a_usage_error(cli):
     r = cli("dump", "--columns", "nope", NATION)
     assert r.code == 2

@@ -133,3 +133,19 @@ def test_unreachable_spark_master_fails_fast(tmp_path):
     assert f"Spark master spark://127.0.0.1:{port} is unreachable" in r.stderr and "Java" not in r.stderr
     assert time.monotonic() - t0 < 30
     assert not [p for p in t.rglob(".acidctl*")]
+
+
+def test_hive4_names_read_with_hive3_rules_say_how_to_read_them(tmp_path, cli):
+    t = _table(tmp_path / "t", n=2)
+    (t / "delta_0000001_0000001_0000").rename(t / "delta_0000001_0000001_v0000009")
+    r = cli("dump", "--merged", "--write-ids", f"db.t:2:{ALL}::", t)
+    assert r.code == 7 and "--hive-version 4" in r.stderr, r
+    ok = cli("-o", "json", "dump", "--merged", "--hive-version", "4", "--txns", f"20:{ALL}::",
+             "--write-ids", f"db.t:2:{ALL}::", t)
+    assert ok.code == 0 and len(ok.stdout.splitlines()) == 100, ok
+
+
+def test_as_of_beyond_the_high_watermark_exits_2(tmp_path, cli):
+    t = _table(tmp_path / "t", n=2)
+    r = cli("dump", "--merged", "--as-of", "99", "--write-ids", f"db.t:2:{ALL}::", t)
+    assert r.code == 2 and "beyond the snapshot's high watermark 2" in r.stderr, r
