@@ -293,9 +293,11 @@ def _python_stripe(orc: OrcFile, index: int, fields, opts: DumpOptions, budget, 
 
 
 def dump(tfs: TableFS, root: str, opts: DumpOptions, *, framing: bool,
-         budget: list[int] | None = None) -> Iterator[bytes]:
+         budget: list[int] | None = None, on_error=None) -> Iterator[bytes]:
     """All files under ``root``; with ``framing`` each file ends with FileDump's separator.
-    ``budget`` ([rows left]) lets several roots share one --limit."""
+    ``budget`` ([rows left]) lets several roots share one --limit. ``on_error(exc)``: called for
+    a file that is not readable ORC, and the dump goes on with the next file (as Java FileDump
+    does); without it the error is raised."""
     files = list_data_files(tfs, root)
     if not files:
         raise InvalidInputError(f"no data files under {tfs.display(root)}")
@@ -304,6 +306,12 @@ def dump(tfs: TableFS, root: str, opts: DumpOptions, *, framing: bool,
     for path in files:
         if budget is not None and budget[0] <= 0:
             break
-        yield from dump_file(tfs, path, opts, budget)
+        try:
+            yield from dump_file(tfs, path, opts, budget)
+        except InvalidInputError as e:
+            if on_error is None:
+                raise
+            on_error(e)
+            continue
         if framing:
             yield SEPARATOR

@@ -35,7 +35,7 @@ def dump_command(
     metadata and findings; exit code 4 when a check fails with severity error.
     """
     from acidctl.dump import OPERATIONS, DumpOptions, dump, list_data_files, parse_row_id
-    from acidctl.errors import UsageError
+    from acidctl.errors import InvalidInputError, UsageError
 
     settings = ctx.obj
     out = settings.output
@@ -72,9 +72,22 @@ def dump_command(
     else:
         opts.with_path = with_path
     budget = [limit] if limit is not None else None
+    errors: list = []
+
+    def bad_file(e) -> None:     # reported at once; the dump goes on, the exit code says it
+        out.error(e)
+        errors.append(e)
+
     for tfs, root, _ in targets:
-        for chunk in dump(tfs, root, opts, framing=not out.json, budget=budget):
-            out.write_bytes(chunk)
+        try:
+            for chunk in dump(tfs, root, opts, framing=not out.json, budget=budget, on_error=bad_file):
+                out.write_bytes(chunk)
+        except InvalidInputError as e:   # nothing to dump under one of several roots
+            if len(targets) == 1:
+                raise
+            bad_file(e)
+    if errors:
+        raise typer.Exit(int(errors[0].exit_code))
 
 
 def _merged(settings, paths, *, write_ids, assume_committed, txns, hive_version, as_of, limit):

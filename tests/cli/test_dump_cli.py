@@ -224,3 +224,14 @@ def test_help_and_version(cli):
     assert cli("--version").stdout.startswith("acidctl ")
     r = cli("dump", "--help")
     assert r.code == 0 and "--decode-bucket" in r.stdout
+
+
+def test_a_bad_file_among_several_is_reported_and_the_rest_dumped(cli, tmp_path):
+    """As Java FileDump does: report the unreadable file, go on, and say so in the exit code."""
+    bad = tmp_path / "bad.orc"
+    bad.write_bytes(b"not an orc file")
+    one = cli("-o", "json", "dump", NATION).stdout.splitlines()
+    r = cli("-o", "json", "dump", NATION, bad, NATION)
+    assert r.code == 7, r
+    assert len(r.stdout.splitlines()) == 2 * len(one) == 50000
+    assert json.loads(r.stderr.strip())["error"]["type"] == "CorruptOrcFile" and str(bad) in r.stderr
