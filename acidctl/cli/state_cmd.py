@@ -298,6 +298,13 @@ def _run_deep(tfs, lst, st, inspect_file, *, hive_version: int = 3) -> list:
         items = getattr(res, "findings", res) or []
         # the side file (M06) is already reported by the directory checks
         out.extend(x for x in items if isinstance(x, Finding) and x.check != "M06")
+        if kwargs.get("expect_acid") is False and getattr(res, "is_acid", False):
+            # one interpretation everywhere: the merged read and compaction use such a file's own
+            # ROW__IDs and write ids (as Trino writes 00000_0 files), not synthetic ones
+            out.append(Finding("F16", Severity.WARN, tfs.display(path),
+                               "an ACID file in an original position: read with its own ROW__IDs and write ids "
+                               "(not write id 0); rows of write ids the snapshot does not cover are not visible, "
+                               "and compaction refuses them"))
     return out
 
 

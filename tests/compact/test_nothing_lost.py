@@ -113,6 +113,9 @@ def test_acid_file_at_the_root_above_the_watermark_is_refused_not_dropped(tmp_pa
     assert not list(t.glob("base_*")) and not list(t.glob(".acidctl*"))
     c = cli("-o", "json", "clean", "--execute", "--min-age", "0", "--write-ids", f"db.t:0:{ALL}::", t)
     assert c.code == 0 and (t / "bucket_00000").is_file()
+    # state says the same: an ACID file in an original position, read with its own write ids
+    st = cli("-o", "json", "state", "--deep", "--write-ids", f"db.t:0:{ALL}::", t)
+    assert [f["severity"] for f in json.loads(st.stdout)["findings"] if f["check"] == "F16"] == ["warn"], st
 
 
 def test_nothing_to_compact_names_the_open_write_id(tmp_path, cli):
