@@ -46,8 +46,53 @@ def session_conf(master: str, conf: dict | None = None) -> dict:
         # the host name resolves to 127.0.0.1, which executors on loopback need not reach)
         out["spark.driver.bindAddress"] = "127.0.0.1"
         out["spark.driver.host"] = "127.0.0.1"
+    quiet = _quiet_log4j_options()
+    if quiet and "spark.driver.extraJavaOptions" not in (conf or {}):
+        out["spark.driver.extraJavaOptions"] = quiet
     out.update(conf or {})
     return out
+
+
+#: Spark's own log lines (start-up banner, WARNs) stay off stderr unless -v: acidctl's stderr is
+#: for acidctl's one-line messages
+_QUIET_LOG4J = """rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = spark: %p %c{1}: %m%n%ex{short}
+logger.spark.name = org.apache.spark
+logger.spark.level = error
+logger.hadoop.name = org.apache.hadoop
+logger.hadoop.level = error
+logger.jetty.name = org.sparkproject
+logger.jetty.level = error
+"""
+# (Spark prints "Setting default log level" when the root level differs from the level of its
+# own logger, WARN unless configured: both are ERROR here)
+
+
+def _quiet_log4j_options() -> str | None:
+    """``-Dlog4j2.configurationFile=`` of an ERROR-only configuration (written once per process),
+    or None with ``-v`` (Spark's default logging)."""
+    import atexit
+    import logging
+    import tempfile
+
+    if logging.getLogger().isEnabledFor(logging.INFO):
+        return None
+    global _LOG4J_FILE
+    if _LOG4J_FILE is None:
+        fd, path = tempfile.mkstemp(prefix="acidctl-log4j2-", suffix=".properties")
+        with os.fdopen(fd, "w") as f:
+            f.write(_QUIET_LOG4J)
+        atexit.register(lambda: os.path.exists(path) and os.unlink(path))
+        _LOG4J_FILE = path
+    return f"-Dlog4j2.configurationFile=file:{_LOG4J_FILE}"
+
+
+_LOG4J_FILE: str | None = None
 
 
 _LOOPBACK_HOSTS = ("localhost", "::1", "[::1]")

@@ -81,3 +81,14 @@ def test_ctrl_c_while_the_tasks_run(tmp_path):
     p = subprocess.Popen([ACIDCTL, "compact", "--major", "--write-ids", SNAP, str(t)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     _check(t, before_files, before, p, orphans)
+
+
+def test_spark_is_quiet_by_default(tmp_path):
+    """stderr is for acidctl's own lines: no Spark log4j banner or WARN lines (-v brings them back)."""
+    t = _table(tmp_path / "t")
+    r = subprocess.run([ACIDCTL, "compact", "--major", "--write-ids", SNAP, str(t)], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    spark_lines = [ln for ln in r.stderr.splitlines() if "log4j" in ln or " WARN " in ln or "setLogLevel" in ln]
+    assert spark_lines == [], r.stderr
+    assert r.stdout.rstrip().splitlines()[-1].startswith("compacted:")
