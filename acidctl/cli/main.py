@@ -55,6 +55,7 @@ class Settings:
     fs_options: dict = dataclasses.field(default_factory=dict)
     metastore_url: Optional[str] = None
     profile: Optional[str] = None
+    read_only: bool = False
 
     def table_fs(self, url: str):
         from acidctl.fs import TableFS
@@ -80,6 +81,7 @@ def _global(
     fs_option: Annotated[Optional[list[str]], typer.Option("--fs-option", metavar="KEY=VALUE", help="Filesystem (fsspec) storage option, repeatable.")] = None,
     metastore: Annotated[Optional[str], typer.Option("--metastore", envvar="ACIDCTL_METASTORE_URL", metavar="URL", help="Metastore database URL (SQLAlchemy form), e.g. postgresql://hive@db/metastore.", show_envvar=True)] = None,
     profile: Annotated[Optional[str], typer.Option("--profile", envvar="ACIDCTL_PROFILE", help="Named profile from the config file (~/.acidctl.toml).")] = None,
+    read_only: Annotated[bool, typer.Option("--read-only", envvar="ACIDCTL_READ_ONLY", show_envvar=True, help="Forbid every metastore write (also the profile key read_only = true); compactions then run unregistered only where that is safe, else refuse.")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_version_callback, is_eager=True, help="Print the version and exit.")] = False,
 ):
     """Inspect, validate, compact and clean Apache Hive ACID tables."""
@@ -101,9 +103,19 @@ def _global(
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(_Redacting("acidctl: %(name)s: %(message)s"))
         logging.basicConfig(level=logging.INFO, handlers=[handler])
+    if not read_only:
+        from acidctl.metastore.connection import profile_setting
+
+        read_only = profile_setting("read_only", profile=profile) in (True, "true", "1", 1)
+    from acidctl.metastore import steps
+
+    if read_only:
+        steps.forbid_writes("--read-only")
+    else:
+        steps.allow_writes()
     ctx.obj = Settings(output=Output(mode, verbose=verbose), verbose=verbose,
                        fs_options=parse_fs_options(fs_option), metastore_url=metastore,
-                       profile=profile)
+                       profile=profile, read_only=read_only)
 
 
 def parse_kv(pairs, option: str) -> dict[str, str]:
