@@ -18,7 +18,7 @@ from typing import Annotated, Optional
 import typer
 
 from acidctl import __version__
-from acidctl.cli.output import Output
+from acidctl.cli.output import Output, set_wide
 from acidctl.errors import AcidctlError, ExitCode, StorageUnavailable, redact
 from acidctl.fs import _CREDENTIAL_ERRORS
 
@@ -81,6 +81,7 @@ def _global(
     fs_option: Annotated[Optional[list[str]], typer.Option("--fs-option", metavar="KEY=VALUE", help="Filesystem (fsspec) storage option, repeatable.")] = None,
     metastore: Annotated[Optional[str], typer.Option("--metastore", envvar="ACIDCTL_METASTORE_URL", metavar="URL", help="Metastore database URL (SQLAlchemy form), e.g. postgresql://hive@db/metastore.", show_envvar=True)] = None,
     profile: Annotated[Optional[str], typer.Option("--profile", envvar="ACIDCTL_PROFILE", help="Named profile from the config file (~/.acidctl.toml).")] = None,
+    wide: Annotated[bool, typer.Option("--wide", envvar="ACIDCTL_WIDE", help="Text tables at full width (by default they are fitted to the terminal by wrapping the widest cells; pipes get full width).")] = False,
     read_only: Annotated[bool, typer.Option("--read-only", envvar="ACIDCTL_READ_ONLY", show_envvar=True, help="Forbid every metastore write (also the profile key read_only = true); compactions then run unregistered only where that is safe, else refuse.")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_version_callback, is_eager=True, help="Print the version and exit.")] = False,
 ):
@@ -91,6 +92,7 @@ def _global(
     if mode not in ("text", "json"):
         raise typer.BadParameter("must be 'text' or 'json'", param_hint="--output")
     _state.update(output=mode, verbose=verbose)
+    set_wide(wide)
     if verbose:
         import logging
 
