@@ -386,7 +386,7 @@ def _reverify(tfs, item: dict) -> str | None:
 def _readable(tfs, path: str) -> int | str:
     """Row count of a readable ORC data file, or why it is not readable."""
     from acidctl.errors import AcidctlError
-    from acidctl.orc.meta import parse_acid_stats, parse_key_index
+    from acidctl.orc.acidfile import parse_acid_stats, parse_key_index
     from acidctl.orc.reader import OrcFile
 
     try:

@@ -277,7 +277,8 @@ def _output_type(tfs, srcs) -> str | None:
     carries the table's current ones. Only kinds and lengths are taken from it (field names
     come from the written data, after ``_rename_row``). Raw (original) files hold the row
     alone: their type is wrapped in the ACID struct."""
-    from acidctl.orc import footer, writer
+    from acidctl.orc import footer
+    from acidctl.orc.acidfile import acid_type_string
     from acidctl.orc.reader import OrcFile
 
     if not srcs:
@@ -285,7 +286,7 @@ def _output_type(tfs, srcs) -> str | None:
     newest = max(enumerate(srcs), key=lambda p: (*_write_id(p[1]), p[0]))[1]
     with OrcFile(tfs, newest.path) as f:
         text = footer.type_string(footer.types_of(f.schema))
-    return writer.acid_type_string(text) if newest.raw else text
+    return acid_type_string(text) if newest.raw else text
 
 
 def _write_id(src) -> tuple[int, int]:
@@ -608,7 +609,7 @@ class _Order:
     def check(self, t) -> None:
         import numpy as np
 
-        from acidctl.orc.writer import check_sorted
+        from acidctl.orc.acidfile import check_sorted
 
         if not t.num_rows:
             return

@@ -21,7 +21,7 @@ from acidctl.compact import task as task_mod
 from acidctl.errors import InvalidInputError
 from acidctl.fs import TableFS
 from acidctl.orc.meta import inspect_file
-from acidctl.orc.writer import acid_type_string
+from acidctl.orc.acidfile import acid_type_string
 from tests.acidfiles import acid_file
 from tests.compact.helpers import ALL, compact, merged, state_errors
 
