@@ -22,7 +22,6 @@ merged read of the new snapshot equals the old one before anything is published.
 from __future__ import annotations
 
 import dataclasses
-import os
 import uuid
 
 from acidctl.acid.acidstate import (
@@ -74,8 +73,6 @@ class BucketTask:
     verify_new: tuple[list, list]    # reader snapshot after (staging paths for new files)
     columns: list[str] | None = None
     columns_coln_only: bool = False
-    crash_at: str | None = None
-    driver_pid: int | None = None
 
 
 @dataclasses.dataclass
@@ -145,8 +142,7 @@ def valid_txns_with(txns: TxnList | None, visibility_txn: int | None) -> TxnList
 
 def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, txns: TxnList | None,
                    hive_version: int, visibility_txn: int | None = None, columns: list[str] | None = None,
-                   columns_coln_only: bool = False, crash_at: str | None = None,
-                   skip_unreadable: bool = False) -> PartitionPlan:
+                   columns_coln_only: bool = False, skip_unreadable: bool = False) -> PartitionPlan:
     """The plan for one partition (``status`` "nothing" when there is nothing to compact,
     "refused" when the output would make obsolete a file it does not read — see
     :mod:`acidctl.compact.coverage`; ``skip_unreadable`` lists those files as skipped instead)."""
@@ -291,7 +287,6 @@ def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, 
     def by_bucket(srcs, b):
         return [s for s in srcs if s.bucket == b]
 
-    pid = os.getpid()
     for b in buckets:
         plan.tasks.append(BucketTask(
             tfs=tfs, partition=listing.partition, bucket=b, mode=mode, compactor=compactor, reader=reader,
@@ -301,7 +296,7 @@ def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, 
             out_insert_dir=out_ins, out_delete_dir=out_del,
             verify_old=(by_bucket(old_ins, b), by_bucket(old_del, b)),
             verify_new=(by_bucket(new_ins, b), by_bucket(new_del, b)),
-            columns=columns, columns_coln_only=columns_coln_only, crash_at=crash_at, driver_pid=pid))
+            columns=columns, columns_coln_only=columns_coln_only))
     plan.status = "compact"
     plan.inputs = inputs
     plan.input_bytes = input_bytes

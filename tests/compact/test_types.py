@@ -84,12 +84,8 @@ def _force(monkeypatch, path: str) -> list:
     real = task_mod._run
 
     def run(t):
-        if path == "whole":
-            task_mod.LAST_PATH = "whole"
-            out = task_mod._run_whole(t)
-        else:
-            out = real(t)
-        taken.append(task_mod.LAST_PATH)
+        out = task_mod._run_whole(t) if path == "whole" else real(t)
+        taken.append(out["path"])   # the task's metrics say which path ran
         return out
 
     monkeypatch.setattr(task_mod, "_run", run)
