@@ -695,18 +695,6 @@ def _bucket_of(name: str) -> int | None:
     return o.bucket if o is not None else None
 
 
-def max_write_id_in_names(listings: Iterable[DirListing]) -> int:
-    """The highest write id any base/delta name mentions (for ``--assume-committed``)."""
-    hi = 0
-    for lst in listings:
-        for e in lst.entries:
-            if e.is_dir and not is_hidden(e.name):
-                d = parse_acid_dir(e.name)
-                if d is not None:
-                    hi = max(hi, d.max_write_id)
-    return hi
-
-
 def visibility_txns_in_names(listings: Iterable[DirListing]) -> list[int]:
     out = set()
     for lst in listings:

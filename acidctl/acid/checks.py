@@ -356,3 +356,39 @@ def check_partition(listing: DirListing, state: AcidState, *, hive_version: int,
              + check_markers(listing, hive_version=hv, facts=facts)
              + check_snapshot(state, recommendation=recommendation, facts=facts, txns=txns, now=now))
     return sorted(found, key=lambda f: (-f.severity.rank, f.check, f.path))
+
+
+# -- D07 from acidctl's own compaction state (staging publications, the table lock) ----------
+
+def check_publications(tfs, listing: DirListing) -> list[Finding]:
+    """D07 (error) for a non-atomic publication a crash interrupted half way: until it is
+    finished, readers see some outputs without the others (a wrong snapshot)."""
+    from acidctl.compact.planner import STAGING_PREFIX
+
+    if not any(e.name.startswith(STAGING_PREFIX) for e in listing.entries):
+        return []
+    from acidctl.compact.publish import interrupted
+
+    out = []
+    for it in interrupted(tfs, listing.fs_path or listing.path):
+        if it["partial"]:
+            out.append(Finding("D07", ERROR, it["display"],
+                               f"interrupted compaction publish: {', '.join(it['published'])} published, "
+                               f"{', '.join(it['staged'])} still staged; readers see a wrong snapshot until "
+                               "`acidctl compact` or `acidctl clean --execute` finishes it"))
+    return out
+
+
+def check_table_lock(tfs) -> list[Finding]:
+    """D07 for acidctl's own compaction lock at the table root: a compaction running now
+    (info) or a stale lock left by one that died (warn; `clean --execute` removes it)."""
+    from acidctl.compact.lock import lock_path, read_lock
+
+    info = read_lock(tfs, lock_path(tfs))
+    if info is None:
+        return []
+    if info.stale:
+        return [Finding("D07", WARN, info.path,
+                        f"stale compaction lock ({info.describe()}): the compaction died; "
+                        "`acidctl clean --execute` removes it")]
+    return [Finding("D07", INFO, info.path, f"a compaction holds the table lock ({info.describe()})")]

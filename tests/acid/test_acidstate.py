@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from acidctl.acid.acidstate import (
-    DirListing, Kind, Role, delta_sort_key, get_acid_state, max_write_id_in_names,
+    DirListing, Kind, Role, delta_sort_key, get_acid_state,
 )
 from acidctl.acid.writeids import LONG_MIN, RangeResponse, TxnList, WriteIdList
 from acidctl.errors import InvalidAcidLayout, SnapshotUnavailable, UsageError
@@ -353,8 +353,15 @@ def test_bad_hive_version():
         get_acid_state(listing(), ALL_COMMITTED(1), hive_version=2)
 
 
-def test_max_write_id_in_names():
-    assert max_write_id_in_names([listing("base_0000003", "delta_0000004_0000009", "delta_bad")]) == 9
+def test_assumed_watermark_is_the_highest_write_id_named(tmp_path):
+    """--assume-committed's hwm (acidctl.target): every partition, hidden and malformed names aside."""
+    from acidctl.fs import TableFS
+    from acidctl.target import max_write_id_in_tree
+
+    for d in ("p=1/base_0000003", "p=1/delta_0000004_0000009", "p=2/delta_bad", "p=2/delta_0000002_0000011",
+              ".hive-staging/delta_0000050_0000050", "p=2/_tmp.delta_0000060_0000060"):
+        (tmp_path / d).mkdir(parents=True)
+    assert max_write_id_in_tree(TableFS(str(tmp_path))) == 11
 
 
 # -- properties ---------------------------------------------------------------------------
