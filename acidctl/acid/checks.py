@@ -19,12 +19,12 @@ import struct
 import time
 from typing import Iterable
 
-from acidctl.acid.acidstate import (
-    AcidState, ChildEntry, Classified, DirListing, Kind, MetadataAcid, Role, _hidden_path,
-)
+from acidctl.acid.acidstate import AcidState, Classified, Kind, Role
+from acidctl.acid.listing import ChildEntry, DirListing
+from acidctl.acid.markers import MetadataAcid
 from acidctl.acid.dirname import (
     BaseDir, DeltaDir, FLUSH_LENGTH_SUFFIX, HiddenEntry, METADATA_FILE, ORC_ACID_VERSION_FILE,
-    OriginalFile, has_acid_prefix, is_hidden, is_strict_bucket_name, parse_acid_dir,
+    OriginalFile, has_acid_prefix, is_hidden, is_hidden_path, is_strict_bucket_name, parse_acid_dir,
 )
 from acidctl.acid.initiator import ABORTED_KEY, DELTA_NUM_KEY, DELTA_PCT_KEY, Recommendation
 from acidctl.acid.writeids import LONG_MIN, RangeResponse, TxnList
@@ -141,7 +141,7 @@ def _check_dir_files(listing: DirListing, e: ChildEntry, d, *, for_compaction: b
         if _EXPECTED_FILE.fullmatch(f.name):
             continue  # fast path: canonical bucket files and markers
         fp = f"{p}/{f.name}"
-        if _hidden_path(f.name):
+        if is_hidden_path(f.name):
             h = HiddenEntry.parse(f.name.split("/")[0])
             if h is not None and h.kind.leftover:
                 out.append(_f("D07", INFO, fp, f"hidden leftover {h.kind.value} file inside {e.name}"))

@@ -208,6 +208,12 @@ def parse_acid_dir(name: str) -> "BaseDir | DeltaDir | None":
     return None
 
 
+def delta_read_order(d: "DeltaDir") -> tuple[int, int, int]:
+    """Hive's ``ParsedDelta.compareTo``: min write id ASC, max DESC, statement id ASC (−1 =
+    none first); callers break ties by path."""
+    return (d.min_write_id, -d.max_write_id, d.statement_id)
+
+
 def has_acid_prefix(name: str) -> bool:
     return name.startswith((BASE_PREFIX, DELTA_PREFIX, DELETE_DELTA_PREFIX))
 
@@ -367,6 +373,11 @@ class HiddenEntry:
 def is_hidden(name: str) -> bool:
     """Hive's ``hiddenFileFilter``: names starting with ``_`` or ``.``."""
     return name.startswith(("_", "."))
+
+
+def is_hidden_path(rel: str) -> bool:
+    """A relative path any of whose components is hidden (readers never reach it)."""
+    return any(is_hidden(part) for part in rel.split("/") if part)
 
 
 def is_partition_dir(name: str) -> bool:

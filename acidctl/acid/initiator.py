@@ -12,7 +12,8 @@ import dataclasses
 import struct
 from typing import Mapping
 
-from acidctl.acid.acidstate import AcidState, DirListing, Kind, get_acid_state
+from acidctl.acid.acidstate import AcidState, Kind, get_acid_state
+from acidctl.acid.listing import DirListing
 from acidctl.acid.writeids import TxnList, WriteIdList
 from acidctl.errors import UsageError
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from acidctl.acid.acidstate import AcidState, DirListing, Kind, get_acid_state, visibility_txns_in_names
+from acidctl.acid.acidstate import AcidState, Kind, get_acid_state, visibility_txns_in_names
 from acidctl.acid.checks import check_partition, check_publications, check_table_lock
 from acidctl.acid.initiator import NO_AUTO_COMPACTION, Thresholds, compactor_state, recommend
 from acidctl.acid.layout import list_table
+from acidctl.acid.listing import DirListing
 from acidctl.acid.writeids import TxnList, WriteIdList
 from acidctl.findings import Finding, Severity
 

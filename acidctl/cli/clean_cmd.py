@@ -34,7 +34,8 @@ def clean_command(
     table_is_quiescent: Annotated[bool, typer.Option("--table-is-quiescent", help="With --assume-committed and --execute: state that nothing writes to the table and every write id in its directory names is committed.")] = False,
 ):
     from acidctl.cli.compact_cmd import require_real_snapshot, resolve
-    from acidctl.compact.clean import clean_table, parse_age
+    from acidctl.compact.clean import clean_table
+    from acidctl.durations import parse_age
     from acidctl.errors import UsageError
 
     settings = ctx.obj

@@ -4,7 +4,6 @@ directly from the metastore database (no HiveServer2, no Thrift)."""
 from __future__ import annotations
 
 import datetime as _dt
-import re
 from typing import Annotated, Optional
 
 import typer
@@ -43,18 +42,6 @@ def fmt_ms(v: Optional[int], *, missing: str = "") -> str:
 
 def _none(v, missing: str) -> str:
     return missing if v is None or v == "" else str(v)
-
-
-_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$", re.I)
-
-
-def parse_age(text: str) -> int:
-    """``90s``, ``10m``, ``2h``, ``1d``, ``500ms`` or plain seconds → milliseconds."""
-    m = _AGE.match(text or "")
-    if not m:
-        raise UsageError(f"bad age {text!r}: expected e.g. 30s, 10m, 2h, 1d")
-    n, unit = float(m.group(1)), (m.group(2) or "s").lower()
-    return int(n * {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}[unit])
 
 
 def _require(ctx: typer.Context, db: Optional[str], table: Optional[str], hive_version) -> None:
@@ -107,10 +94,11 @@ def transactions_cmd(
     hive_version: HiveVersionOpt = None,
 ):
     """SHOW TRANSACTIONS: open and aborted transactions (Hive 4: also young id gaps)."""
+    from acidctl.durations import parse_age
     from acidctl.metastore.queries import show_transactions
 
     rep = show_transactions(_metastore(ctx), states=state, user=user,
-                            min_age_ms=parse_age(older_than) if older_than else None,
+                            min_age_ms=round(parse_age(older_than) * 1000) if older_than else None,
                             limit=limit, hive_version=hive_version)
 
     def text(r) -> str:

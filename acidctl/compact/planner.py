@@ -24,12 +24,12 @@ from __future__ import annotations
 import dataclasses
 import uuid
 
-from acidctl.acid.acidstate import (
-    AcidState, ChildEntry, DirListing, FileInfo, Kind, delta_sort_key, get_acid_state,
-)
+from acidctl.acid.acidstate import AcidState, Kind, delta_sort_key, get_acid_state
+from acidctl.acid.listing import ChildEntry, DirListing, FileInfo
 from acidctl.acid.dirname import METADATA_FILE, ORC_ACID_VERSION_FILE, BaseDir, DeltaDir
 from acidctl.acid.writeids import TxnList, WriteIdList
 from acidctl.errors import InvalidAcidLayout, RefusedError, UsageError
+from acidctl.fs import join_path
 
 MAJOR, MINOR = "major", "minor"
 STAGING_PREFIX = ".acidctl-staging-"
@@ -107,10 +107,6 @@ class PartitionPlan:
                 "outputs": [o.name for o in self.outputs], "buckets": len(self.tasks),
                 "recommendation": self.recommendation, "obsoletes": list(self.obsoletes),
                 "refusals": list(self.refusals), "skipped": list(self.skipped)}
-
-
-def _join(*parts: str) -> str:
-    return "/".join(p.rstrip("/") for p in parts if p)
 
 
 def covered_aborted(cstate: AcidState) -> list:
@@ -248,11 +244,11 @@ def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, 
     existing = {e.name for e in listing.entries}
     for o in outputs:
         if o.name in existing:
-            raise RefusedError(f"{_join(listing.path, o.name)} already exists; refusing to overwrite it",
+            raise RefusedError(f"{join_path(listing.path, o.name)} already exists; refusing to overwrite it",
                                hint="inspect it with `acidctl state`; `acidctl clean` removes obsolete copies")
 
     staging_id = uuid.uuid4().hex[:12]
-    staging = _join(part_path, STAGING_PREFIX + staging_id)
+    staging = join_path(part_path, STAGING_PREFIX + staging_id)
 
     # -- the reader's snapshot before and after, for verification -------------------------
     old_ins, old_del = _non_empty(plan_sources(tfs, listing, rstate), sizes)
@@ -261,7 +257,7 @@ def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, 
                             hive_version=hive_version)
     nstate.require_snapshot()
     new_ins, new_del = _non_empty(plan_sources(tfs, virtual, nstate), sizes)
-    remap = {_join(part_path, o.name) + "/": _join(staging, o.name) + "/" for o in outputs}
+    remap = {join_path(part_path, o.name) + "/": join_path(staging, o.name) + "/" for o in outputs}
 
     def moved(src):
         for prefix, target in remap.items():
@@ -291,8 +287,8 @@ def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, 
         plan.tasks.append(BucketTask(
             tfs=tfs, partition=listing.partition, bucket=b, mode=mode, compactor=compactor, reader=reader,
             inserts=ins_by.get(b, []), deletes=del_by.get(b, []),
-            out_insert=_join(staging, out_ins.name, f"bucket_{b:05d}") if out_ins is not None else None,
-            out_delete=_join(staging, out_del.name, f"bucket_{b:05d}") if out_del is not None else None,
+            out_insert=join_path(staging, out_ins.name, f"bucket_{b:05d}") if out_ins is not None else None,
+            out_delete=join_path(staging, out_del.name, f"bucket_{b:05d}") if out_del is not None else None,
             out_insert_dir=out_ins, out_delete_dir=out_del,
             verify_old=(by_bucket(old_ins, b), by_bucket(old_del, b)),
             verify_new=(by_bucket(new_ins, b), by_bucket(new_del, b)),
@@ -344,7 +340,7 @@ def refusal_error(plans: list[PartitionPlan]) -> RefusedError | None:
     if not refused:
         return None
     files = [(p, r) for p in refused for r in p.refusals]
-    shown = "; ".join(f"{_join(p.display, r['path'])}: {r['reason']}" for p, r in files[:5])
+    shown = "; ".join(f"{join_path(p.display, r['path'])}: {r['reason']}" for p, r in files[:5])
     more = f" (and {len(files) - 5} more)" if len(files) > 5 else ""
     return RefusedError(
         f"compaction refused: {len(files)} file(s) a reader could treat as data would become obsolete without "
@@ -358,9 +354,9 @@ def _file_sizes(listing: DirListing, part_path: str) -> dict[str, int]:
     for e in listing.entries:
         if e.is_dir:
             for f in e.files:
-                out[_join(part_path, e.name, f.name)] = f.size
+                out[join_path(part_path, e.name, f.name)] = f.size
         else:
-            out[_join(part_path, e.name)] = e.size
+            out[join_path(part_path, e.name)] = e.size
     return out
 
 

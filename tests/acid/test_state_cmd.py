@@ -10,8 +10,7 @@ import pytest
 from acidctl.cli.main import main
 from acidctl.findings import Finding, Severity
 
-from .helpers import COMPACTED
-from .test_acidstate import EXAMPLE
+from .helpers import COMPACTED, EXAMPLE
 
 
 def run(args, capsys):
