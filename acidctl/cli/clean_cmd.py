@@ -16,7 +16,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from acidctl.cli.main import app
+from acidctl.cli.commands import Commands
+
+app = Commands()   # main calls register(app)
+register = app.register
 
 
 @app.command("clean", help="Remove obsolete and covered aborted directories (as Hive's Cleaner does) and acidctl's "

@@ -8,18 +8,21 @@ from typing import Annotated, Optional
 
 import typer
 
-from acidctl.cli.main import app
+from acidctl.cli import options
 from acidctl.cli.output import table as render_table
 from acidctl.errors import UsageError
 
 show_app = typer.Typer(name="show", help="Show transactions, locks, compactions and write-id snapshots from the metastore.",
                        no_args_is_help=True, rich_markup_mode=None)
-app.add_typer(show_app, name="show")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(show_app, name="show")
+
 
 NO_VAL = " --- "
 
-HiveVersionOpt = Annotated[Optional[str], typer.Option(
-    "--hive-version", metavar="3|4", help="Override the Hive version detected from the schema.")]
+HiveVersionOpt = options.MetastoreHiveVersion
 
 
 def _metastore(ctx: typer.Context) -> str:

@@ -25,30 +25,25 @@ from typing import Annotated, Optional
 
 import typer
 
-from acidctl.cli.main import app, parse_kv
+from acidctl.cli import options
 
-_WRITE_IDS_HELP = ("The reader's ValidWriteIdList: db.table:hwm:minOpenWriteId:open,...:aborted,... "
-                   "(e.g. db.t:14:12:12:13; 'db.t:14:9223372036854775807::' = all committed up to 14).")
-_ASSUME_HELP = ("Treat every write id named by a directory as committed (no open or aborted ids). "
-                "For offline inspection only; the output says so.")
-_TXNS_HELP = ("Hive 4 ValidTxnList hwm:minOpenTxn:open,...:aborted,... deciding whether _vM directories are "
-              "visible (default: every visibility txn committed).")
-_HV_HELP = ("Reader rules: 3 (Hive 3.1, default; a _v directory is error D02) or 4 (Hive 4: _vM visibility, "
-            "aborted directories, isValidBase shortcut).")
+HELP = ("Classify a table or partition directory the way Hive's getAcidState does (base, deltas, obsolete, "
+        "aborted, not visible yet, originals) and run the directory checks D01-D11, M01-M08, S01-S14.")
 
 
-@app.command("state", help="Classify a table or partition directory the way Hive's getAcidState does "
-                           "(base, deltas, obsolete, aborted, not visible yet, originals) and run the "
-                           "directory checks D01-D11, M01-M08, S01-S14.")
+def register(app: typer.Typer) -> None:
+    app.command("state", help=HELP)(state_command)
+
+
 def state_command(
     ctx: typer.Context,
     path: Annotated[str, typer.Argument(metavar="PATH|DB.TABLE[/PART]", help="Table or partition directory (local path, file://, hdfs://, s3://, memory://), or DB.TABLE[/key=value] looked up in the metastore (its snapshot too).")],
-    write_ids: Annotated[Optional[str], typer.Option("--write-ids", metavar="LIST", help=_WRITE_IDS_HELP)] = None,
-    assume_committed: Annotated[bool, typer.Option("--assume-committed", help=_ASSUME_HELP)] = False,
-    txns: Annotated[Optional[str], typer.Option("--txns", metavar="LIST", help=_TXNS_HELP)] = None,
-    hive_version: Annotated[Optional[int], typer.Option("--hive-version", metavar="3|4", help=_HV_HELP)] = None,
+    write_ids: options.WriteIds = None,
+    assume_committed: options.AssumeCommitted = False,
+    txns: options.Txns = None,
+    hive_version: options.HiveVersion = None,
     deep: Annotated[bool, typer.Option("--deep", help="Also open ORC footers of the files read (checks F01-F15).")] = False,
-    partition: Annotated[Optional[str], typer.Option("--partition", metavar="K=V[/K=V]", help="Only this partition.")] = None,
+    partition: options.Partition = None,
     tblproperty: Annotated[Optional[list[str]], typer.Option("--tblproperty", metavar="KEY=VALUE",
                                                              help="Table property, repeatable (e.g. compactorthreshold.hive.compactor.delta.num.threshold=20, transactional_properties=insert_only, no_auto_compaction=true).")] = None,
     grace_hours: Annotated[float, typer.Option("--grace-hours", help="Age after which hidden leftovers (D07) are warnings.")] = 24.0,
@@ -62,7 +57,7 @@ def state_command(
     for w in target.warnings:
         settings.output.note("acidctl: warning: " + w)
     inspect_file = _deep_hook() if deep else None
-    props = {**target.properties, **parse_kv(tblproperty, "--tblproperty")}
+    props = {**target.properties, **options.parse_kv(tblproperty, "--tblproperty")}
     facts = None
     if target.table is not None and target.metastore is not None:
         from acidctl.metastore.facts import facts_for_partition, table_facts
