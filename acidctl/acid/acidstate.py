@@ -89,6 +89,18 @@ class Classified:
     read_order: int | None = None        # current deltas: position in Hive's order
 
     @property
+    def base_dir(self) -> BaseDir:
+        """The parsed name of a base (only for ``Kind.BASE``)."""
+        assert isinstance(self.parsed, BaseDir), self.name
+        return self.parsed
+
+    @property
+    def delta_dir(self) -> DeltaDir:
+        """The parsed name of a (delete) delta (only for delta kinds)."""
+        assert isinstance(self.parsed, DeltaDir), self.name
+        return self.parsed
+
+    @property
     def min_write_id(self) -> int | None:
         return self.parsed.min_write_id if self.parsed is not None else None
 
@@ -176,7 +188,7 @@ class AcidState:
 
     @property
     def base_write_id(self) -> int | None:
-        return self.base.parsed.write_id if self.base is not None else None
+        return self.base.base_dir.write_id if self.base is not None else None
 
     def by_role(self, role: Role) -> list[Classified]:
         return [c for c in self.entries if c.role is role]
@@ -225,7 +237,7 @@ class AcidState:
 
 def delta_sort_key(c: Classified):
     """``ParsedDelta.compareTo``: min ASC, max DESC, statement ASC (−1 first), then path."""
-    return (*delta_read_order(c.parsed), c.path)
+    return (*delta_read_order(c.delta_dir), c.path)
 
 
 def _range_text(lo: int, hi: int) -> str:
@@ -282,7 +294,7 @@ class _Scan:
         if c.name not in self.compacted_cache:
             md = metadata_of(c.entry)
             problem = md.problem(self.hive_version) if md is not None else None
-            by_suffix = self.h4 and c.parsed.visibility > 0
+            by_suffix = self.h4 and c.base_dir.visibility > 0
             if problem and hive_reads and not by_suffix:
                 # MetaDataFile.isCompacted throws while choosing the base
                 self.reader_errors.append(f"{c.path}/{METADATA_FILE}: {problem}")
@@ -337,8 +349,9 @@ def _classify(scan: _Scan, listing: DirListing, *, ignore_empty_files: bool, ins
         p = listing.child_path(e.name)
         if is_hidden(e.name):
             h = HiddenEntry.parse(e.name)
+            what = h.kind.value if h is not None else "other"
             scan.entries.append(Classified(e.name, p, Kind.HIDDEN, Role.IGNORED,
-                                           f"hidden ({h.kind.value}); never listed by readers", e))
+                                           f"hidden ({what}); never listed by readers", e))
             continue
         if not e.is_dir:
             c = Classified(e.name, p, Kind.ORIGINAL_FILE, Role.ORIGINAL, "", e)
@@ -399,7 +412,7 @@ def _valid_base(scan: _Scan, c: Classified) -> bool:
     """``isValidBase``: a conversion base always; Hive 4's shortcut below the lowest open id;
     a compacted base when every id up to N is committed; an INSERT OVERWRITE base when N is."""
     wl = scan.wl
-    n = c.parsed.write_id
+    n = c.base_dir.write_id
     if n == LONG_MIN:
         return True
     if scan.h4 and wl.min_open != LONG_MAX and n <= wl.min_open:  # HIVE-22754 shortcut
@@ -415,16 +428,16 @@ def _choose_base(scan: _Scan) -> tuple[Classified | None, Classified | None]:
     best: Classified | None = None
     oldest: Classified | None = None
     for c in scan.bases:
-        n = c.parsed.write_id
-        if oldest is None or oldest.parsed.write_id > n:
+        n = c.base_dir.write_id
+        if oldest is None or oldest.base_dir.write_id > n:
             oldest = c
         if h4:
             if not scan.is_compacted(c) and wl.is_aborted(n):
                 c.role, c.reason = Role.ABORTED, f"INSERT OVERWRITE by aborted write id {n}"
                 scan.aborted_ids.append(n)
                 continue
-            candidate = (best is None or best.parsed.write_id < n
-                         or (best.parsed.write_id == n and scan.is_compacted(c) and tx.is_valid(c.parsed.visibility)))
+            candidate = (best is None or best.base_dir.write_id < n
+                         or (best.base_dir.write_id == n and scan.is_compacted(c) and tx.is_valid(c.base_dir.visibility)))
             if candidate:
                 if _valid_base(scan, c):
                     if best is not None:
@@ -433,6 +446,7 @@ def _choose_base(scan: _Scan) -> tuple[Classified | None, Classified | None]:
                 else:
                     _unusable_base(c, wl, scan.is_compacted(c), h4)
             else:
+                assert best is not None   # not a candidate: a base at least as new is chosen
                 c.role, c.reason = Role.OBSOLETE, f"superseded by {best.name}"
         else:
             if best is None:
@@ -440,7 +454,7 @@ def _choose_base(scan: _Scan) -> tuple[Classified | None, Classified | None]:
                     best = c
                 else:
                     _unusable_base(c, wl, scan.is_compacted(c), h4)
-            elif best.parsed.write_id < n:
+            elif best.base_dir.write_id < n:
                 if _valid_base(scan, c):
                     best.role, best.reason = Role.OBSOLETE, f"superseded by {c.name}"
                     best = c
@@ -452,7 +466,7 @@ def _choose_base(scan: _Scan) -> tuple[Classified | None, Classified | None]:
     if best is not None:
         best.role = Role.BASE
         best.compacted = scan.is_compacted(best, hive_reads=False)
-        best.reason = ("current base (" + ("conversion base" if best.parsed.write_id == LONG_MIN
+        best.reason = ("current base (" + ("conversion base" if best.base_dir.write_id == LONG_MIN
                        else "compacted" if best.compacted else "INSERT OVERWRITE") + ")")
     for c in scan.bases:
         if c.compacted is None:
@@ -501,13 +515,13 @@ def _walk_deltas(scan: _Scan, best: Classified | None) -> list[Classified]:
     order (``read_order`` set)."""
     wl = scan.wl
     working = sorted(scan.working, key=delta_sort_key)
-    current = best.parsed.write_id if best is not None else 0
+    current = best.base_dir.write_id if best is not None else 0
     last_stmt = -1
     prev: Classified | None = None
     cover = best
     deltas: list[Classified] = []
     for c in working:
-        d = c.parsed
+        d = c.delta_dir
         if d.max_write_id > current:
             if wl.range_valid(current + 1, d.max_write_id) is not RangeResponse.NONE:
                 deltas.append(c)
@@ -522,9 +536,9 @@ def _walk_deltas(scan: _Scan, best: Classified | None) -> list[Classified]:
             deltas.append(c)
             prev = c
             c.reason = f"read: another statement of write id {d.max_write_id}"
-        elif (prev is not None and d.max_write_id == prev.parsed.max_write_id
-              and d.min_write_id == prev.parsed.min_write_id
-              and d.statement_id == prev.parsed.statement_id):
+        elif (prev is not None and d.max_write_id == prev.delta_dir.max_write_id
+              and d.min_write_id == prev.delta_dir.min_write_id
+              and d.statement_id == prev.delta_dir.statement_id):
             c.reason = f"read: same range as {prev.name}"
             deltas.append(c)
             prev = c
@@ -539,7 +553,7 @@ def _walk_deltas(scan: _Scan, best: Classified | None) -> list[Classified]:
 
 
 def _unusable_base(c: Classified, wl: WriteIdList, compacted: bool, h4: bool) -> None:
-    n = c.parsed.write_id
+    n = c.base_dir.write_id
     if compacted:
         c.role = Role.UNUSABLE
         c.reason = (f"compacted base needs every write id <= {n} committed "

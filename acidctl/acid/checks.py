@@ -80,7 +80,7 @@ def check_names(listing: DirListing, *, hive_version: int, now: float | None = N
         p = listing.child_path(e.name)
         if is_hidden(e.name):
             h = HiddenEntry.parse(e.name)
-            if h.kind.leftover:
+            if h is not None and h.kind.leftover:
                 age = _age(e.mtime, now)
                 sev = WARN if age is not None and age > grace_seconds else INFO
                 out.append(_f("D07", sev, p, f"hidden leftover {h.kind.value} entry ({_human_age(age)}): "
@@ -130,7 +130,7 @@ def _check_dir_files(listing: DirListing, e: ChildEntry, d, *, for_compaction: b
     for sub in e.subdirs:
         if is_hidden(sub):
             h = HiddenEntry.parse(sub)
-            if h.kind.leftover:
+            if h is not None and h.kind.leftover:
                 out.append(_f("D07", INFO, f"{p}/{sub}", f"hidden leftover {h.kind.value} directory inside {e.name}"))
             continue
         if is_base:
@@ -263,7 +263,8 @@ def check_snapshot(state: AcidState, *, recommendation: Recommendation | None = 
         out.append(_f("S02", sev, root, f"{len(state.obsolete)} obsolete entr{'y' if len(state.obsolete) == 1 else 'ies'} "
                                         "awaiting the Cleaner"))
     aborted_deltas = [c for c in state.aborted if c.kind in (Kind.DELTA, Kind.DELETE_DELTA)
-                      and state.write_ids.range_aborted(c.min_write_id, c.max_write_id) is RangeResponse.ALL]
+                      and state.write_ids.range_aborted(c.delta_dir.min_write_id,
+                                                        c.delta_dir.max_write_id) is RangeResponse.ALL]
     if aborted_deltas:
         ages = [a for a in (_age(c.entry.mtime, now) for c in aborted_deltas) if a is not None]
         oldest = f", oldest {_human_age(max(ages))}" if ages else ""
@@ -312,7 +313,7 @@ def check_snapshot(state: AcidState, *, recommendation: Recommendation | None = 
     if len(bases) > 1:
         out.append(_f("S12", INFO, root, f"{len(bases)} bases: older ones are obsolete"))
     for c in bases:
-        if c.parsed.write_id == LONG_MIN:
+        if c.base_dir.write_id == LONG_MIN:
             out.append(_f("S14", INFO, c.path, "conversion base (first major compaction after converting to ACID)"))
     if facts.table_hwm is not None:
         for c in state.entries:
@@ -324,7 +325,7 @@ def check_snapshot(state: AcidState, *, recommendation: Recommendation | None = 
 
 
 def _sample_ids(c: Classified) -> Iterable[int]:
-    lo, hi = c.min_write_id, c.max_write_id
+    lo, hi = c.delta_dir.min_write_id, c.delta_dir.max_write_id
     if hi - lo <= 64:
         return range(lo, hi + 1)
     return (lo, hi)
@@ -332,16 +333,18 @@ def _sample_ids(c: Classified) -> Iterable[int]:
 
 def _check_overlaps(deltas: list[Classified]) -> list[Finding]:
     out = []
-    ordered = sorted(deltas, key=lambda c: (c.min_write_id, -c.max_write_id, c.name))
-    reach: Classified | None = None
+    ordered = sorted(deltas, key=lambda c: (c.delta_dir.min_write_id, -c.delta_dir.max_write_id, c.name))
+    reach: DeltaDir | None = None
+    reach_name = ""
     for c in ordered:
-        if reach is not None and c.min_write_id <= reach.max_write_id and \
-                (c.min_write_id, c.max_write_id) != (reach.min_write_id, reach.max_write_id):
-            out.append(_f("D04", ERROR, c.path, f"range {c.min_write_id}..{c.max_write_id} overlaps "
-                                                f"{reach.name} without nesting: both are read, write ids "
-                                                f"{c.min_write_id}..{min(c.max_write_id, reach.max_write_id)} appear twice"))
-        if reach is None or c.max_write_id > reach.max_write_id:
-            reach = c
+        d = c.delta_dir
+        if reach is not None and d.min_write_id <= reach.max_write_id and \
+                (d.min_write_id, d.max_write_id) != (reach.min_write_id, reach.max_write_id):
+            out.append(_f("D04", ERROR, c.path, f"range {d.min_write_id}..{d.max_write_id} overlaps "
+                                                f"{reach_name} without nesting: both are read, write ids "
+                                                f"{d.min_write_id}..{min(d.max_write_id, reach.max_write_id)} appear twice"))
+        if reach is None or d.max_write_id > reach.max_write_id:
+            reach, reach_name = d, c.name
     return out
 
 

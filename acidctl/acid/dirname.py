@@ -94,9 +94,10 @@ class BaseDir:
             return None  # "-0": Hive accepts it, but nobody writes it; treat as unparseable
         vis = 0
         if m[2] is not None:
-            vis = _long(m[2])
-            if vis is None:
+            v = _long(m[2])
+            if v is None:
                 return None
+            vis = v
         return cls(write_id=wid, visibility=vis, wid_width=_width(m[1]),
                    vis_width=_width(m[2]) if m[2] is not None else None)
 
@@ -163,9 +164,10 @@ class DeltaDir:
                 return None
         vis = 0
         if m[5] is not None:
-            vis = _long(m[5])
-            if vis is None:
+            v = _long(m[5])
+            if v is None:
                 return None
+            vis = v
         return cls(min_write_id=lo, max_write_id=hi, statement_id=stmt, visibility=vis,
                    delete=m[1] == DELETE_DELTA_PREFIX, min_width=_width(m[2]),
                    max_width=_width(m[3]),

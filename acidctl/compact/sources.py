@@ -142,7 +142,7 @@ def stream_events(tfs, srcs, *, missing_ok: bool = False):
             continue
         with OrcFile(tfs, s.path) as f:
             pos = s.first_row_id
-            bp = bucketcodec.encode(s.bucket, s.statement) if s.raw else None
+            bp = bucketcodec.encode(s.bucket, s.statement) if s.raw else 0
             for b in batches(f):
                 t = pa.Table.from_batches([b])
                 if s.raw:

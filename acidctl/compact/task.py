@@ -142,7 +142,7 @@ def _run_streaming(task) -> dict:
 
     # delete events: in memory (the allowed bound). Their bucket check is reported after the
     # inserts', as the whole-bucket path does.
-    del_error = []
+    del_error: list[Exception] = []
     dels_full = None
 
     def seen_delete(t):

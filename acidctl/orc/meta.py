@@ -165,11 +165,11 @@ def _check_events(orc: OrcFile, stripes, report: FileReport, add, *, name, dir_k
     file_bucket = bf.bucket if bf else None
     counts = {"inserts": 0, "updates": 0, "deletes": 0}
     order = KeyOrder()
-    unsorted_at = None
+    unsorted_at: tuple[int, tuple[int, int, int], tuple[int, int, int]] | None = None
     bad_ops = 0
     v0 = 0
     bad_version = 0
-    wrong_bucket = set()
+    wrong_bucket: set[int] = set()
     null_insert = 0
     nonnull_delete = 0
     otxn_ne_ctxn = 0
@@ -204,6 +204,7 @@ def _check_events(orc: OrcFile, stripes, report: FileReport, add, *, name, dir_k
             if at is not None:
                 if at:
                     before = (int(ot[at - 1]), int(bk[at - 1]), int(rid[at - 1]))
+                assert before is not None   # a break at index 0 is against the previous batch's key
                 unsorted_at = (offset + at, before, (int(ot[at]), int(bk[at]), int(rid[at])))
         # the key at each stripe's last row, for the key index check
         lo, hi = np.searchsorted(end_rows, [offset, offset + n])

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import struct
-from typing import Iterator
+from typing import Any, Iterator
 
 from acidctl.errors import CorruptOrcFile, InvalidInputError, PathNotFound
 from acidctl.fs import TableFS
@@ -110,7 +110,8 @@ class OrcFile:
         except UnicodeDecodeError:
             self.close()
             raise CorruptOrcFile(f"not a readable ORC file: {self.display_path}: undecodable schema") from None
-        self.schema = self._pyorc.schema
+        # pyorc's TypeDescription: a struct's ``fields`` exist at run time, not in its stubs
+        self.schema: Any = self._pyorc.schema
         self.is_acid = is_acid_schema(self.schema)
         self._arrow = None
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -141,6 +142,7 @@ def encode_acid_file(table: pa.Table, *, orc_type: str | None = None, compressio
     if why and types is None:
         raise InvalidInputError(f"{why}: pyarrow's ORC writer cannot write it, and pyorc needs orc_type")
     if why:
+        assert types is not None   # refused above
         data = _write_pyorc(table, written_type(table, types), compression, stripe_size)
     else:
         data = _write_arrow(table, compression, stripe_size)
@@ -282,11 +284,11 @@ class AcidFileWriter:
         self.verify_file = verify_file
         self.rows = 0
         self.stats = [0, 0, 0]
-        self.schema = None
+        self.schema: pa.Schema | None = None
         self._order = KeyOrder()   # strict key order across batches
-        self._tmp = None
-        self._sink = None
-        self._writer = None
+        self._tmp: str | None = None
+        self._sink: Any = None
+        self._writer: Any = None
 
     # -- writing ---------------------------------------------------------------------------
     def _open(self, schema: pa.Schema) -> None:
@@ -332,7 +334,7 @@ class AcidFileWriter:
         prev = self._order.last
         at = self._order.first_break(ot, bk, rid)
         if at is not None:
-            before = prev if at == 0 else (ot[at - 1], bk[at - 1], rid[at - 1])
+            before = (ot[at - 1], bk[at - 1], rid[at - 1]) if at or prev is None else prev
             raise InvalidInputError(f"events not strictly increasing by (originalTransaction, bucket, rowId) at "
                                     f"row {self.rows + at}: {before[0]},{before[1]},{before[2]} then "
                                     f"{ot[at]},{bk[at]},{rid[at]}")
@@ -350,20 +352,22 @@ class AcidFileWriter:
 
         if self._writer is None:
             return None
+        tmp = self._tmp
+        assert tmp is not None   # created with the writer
         self._writer.close()
         self._sink.close()
         self._writer = None
-        stripe_rows = orcfooter.read_tail_file(self._tmp).stripe_rows()
-        key_index = self._key_index(stripe_rows)
-        stats = tuple(self.stats)
-        orcfooter.add_user_metadata_file(self._tmp, acid_user_metadata(key_index, stats), orc_type=self.orc_type)
-        size = os.path.getsize(self._tmp)
+        stripe_rows = orcfooter.read_tail_file(tmp).stripe_rows()
+        key_index = self._key_index(tmp, stripe_rows)
+        stats = (self.stats[0], self.stats[1], self.stats[2])
+        orcfooter.add_user_metadata_file(tmp, acid_user_metadata(key_index, stats), orc_type=self.orc_type)
+        size = os.path.getsize(tmp)
         if self.tfs.protocol in ("file", "local"):
-            shutil.move(self._tmp, self.path)
+            shutil.move(tmp, self.path)
         else:
             self.tfs.makedirs(self.path.rsplit("/", 1)[0])
-            self.tfs.fs.put_file(self._tmp, self.path)
-            os.unlink(self._tmp)
+            self.tfs.fs.put_file(tmp, self.path)
+            os.unlink(tmp)
         self._tmp = None
         if self.verify_file:
             verify(self.tfs, self.path, expected_rows=self.rows, dir_kind=self.verify_kind,
@@ -371,7 +375,7 @@ class AcidFileWriter:
         return WrittenFile(path=self.tfs.display(self.path), rows=self.rows, bytes=size,
                            stripes=len(stripe_rows), key_index=key_index, stats=stats)
 
-    def _key_index(self, stripe_rows: list[int]) -> str:
+    def _key_index(self, tmp: str, stripe_rows: list[int]) -> str:
         """The key at each stripe's last row, from the key columns read back in batches."""
         import pyarrow.dataset as ds
 
@@ -384,7 +388,7 @@ class AcidFileWriter:
         out = []
         pos = 0
         j = 0
-        with open(self._tmp, "rb") as f:
+        with open(tmp, "rb") as f:
             frag = ds.OrcFileFormat().make_fragment(f)
             for b in frag.to_batches(columns=["originalTransaction", "bucket", "rowId"], batch_size=65536,
                                      use_threads=False):
