@@ -121,6 +121,32 @@ def _wid_range(e: dict) -> str:
     return str(lo) if lo == hi else f"{lo}-{hi}"
 
 
+def _section_title(p: dict) -> str:
+    """``partition k=v`` for a partition (also when the path given is a partition directory
+    itself), else ``table``."""
+    import posixpath
+
+    from acidctl.acid.dirname import is_partition_dir
+
+    if p["partition"]:
+        return f"partition {p['partition']}"
+    leaf = posixpath.basename(p["path"].rstrip("/"))
+    return f"partition {leaf}" if is_partition_dir(leaf) else "table"
+
+
+def _in_read_order(entries: list[dict]) -> list[dict]:
+    """Rows as a reader reads them: the base or the originals, then the current deltas in Hive's
+    read order (READ#, the JSON ``read_order``); then everything it does not read, by name."""
+    def key(e: dict):
+        if e["role"] in ("base", "original"):
+            return (0, 0, e["name"])
+        if e["read_order"] is not None:
+            return (1, e["read_order"], e["name"])
+        return (2, 0, e["name"])
+
+    return sorted(entries, key=key)
+
+
 def render_text(report: dict) -> str:
     from acidctl.cli.output import table
 
@@ -133,12 +159,11 @@ def render_text(report: dict) -> str:
         lines.append(f"!! ASSUMED: {a}")
     for p in report["partitions"]:
         lines.append("")
-        title = f"partition {p['partition']}" if p["partition"] else "table"
-        lines.append(f"== {title}: {p['path']}")
+        lines.append(f"== {_section_title(p)}: {p['path']}")
         rows = []
-        for e in p["entries"]:
+        for e in _in_read_order(p["entries"]):
             rows.append([e["role"], e["name"] + ("/" if e["is_dir"] else ""),
-                         "" if e["read_order"] is None else e["read_order"] + 1, _wid_range(e),
+                         "" if e["read_order"] is None else e["read_order"], _wid_range(e),
                          "" if e["statement_id"] is None else e["statement_id"],
                          "" if e["visibility_txn"] is None else e["visibility_txn"],
                          "" if e["file_count"] is None else e["file_count"], e["bytes"], e["reason"]])

@@ -13,7 +13,7 @@ rows are checked again while streaming (:class:`acidctl.compact.transform.Stream
 
 from __future__ import annotations
 
-from typing import Iterator
+from acidctl.orc.reader import key_column_stripes
 
 #: rows per record batch when streaming a file
 BATCH_ROWS = 65536
@@ -28,21 +28,6 @@ def batches(f, *, columns=None, batch_rows=None):
     """A file's rows (or ``columns``) as record batches of at most :data:`BATCH_ROWS` rows
     (:meth:`acidctl.orc.reader.OrcFile.iter_batches`)."""
     return f.iter_batches(columns=columns, batch_rows=batch_rows or BATCH_ROWS)
-
-
-def key_column_stripes(tfs, path: str) -> Iterator:
-    """The five key columns of an ACID file, one Arrow table per stripe, named as
-    :data:`acidctl.acid.merge.ACID_COLUMNS` (the row data is never read)."""
-    import pyarrow as pa
-
-    from acidctl.acid import merge
-    from acidctl.orc.reader import OrcFile
-
-    with OrcFile(tfs, path) as f:
-        cols = list(f.schema.fields)[:5]
-        for i in range(f.num_stripes()):
-            b = f.read_stripe_arrow(i, columns=cols)
-            yield pa.Table.from_batches([b]).rename_columns(merge.ACID_COLUMNS[:5])
 
 
 class SourceReader:

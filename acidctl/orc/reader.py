@@ -273,6 +273,21 @@ class OrcFile:
             raise CorruptOrcFile(f"cannot read stripe {index} of {self.display_path}: {_orc_message(e)}") from None
 
 
+def key_column_stripes(tfs: TableFS, path: str) -> Iterator:
+    """The five key columns of an ACID file (operation … currentTransaction, named as Hive's
+    writer names them whatever their case in the file), one Arrow table per stripe; the row
+    data is never read. Delete keys are read this way by the merged read and compaction."""
+    import pyarrow as pa
+
+    from acidctl.orc.acidfile import ACID_NAMES
+
+    with OrcFile(tfs, path) as f:
+        cols = list(f.schema.fields)[:5]
+        for i in range(f.num_stripes()):
+            b = f.read_stripe_arrow(i, columns=cols)
+            yield pa.Table.from_batches([b]).rename_columns(list(ACID_NAMES[:5]))
+
+
 def _plain(v):
     """Statistics values as JSON-friendly plain data (Decimal → text, NaN → "NaN")."""
     import decimal
