@@ -51,7 +51,6 @@ def run_cli(*args: str) -> Result:
     err = io.StringIO()
     old = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = out, err
-    climain._state.update(output="text", verbose=False)
     try:
         climain.main([str(a) for a in args])
         code = 0

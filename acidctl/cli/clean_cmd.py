@@ -16,7 +16,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from acidctl.cli.main import app
+from acidctl.cli.commands import Commands
+
+app = Commands()   # main calls register(app)
+register = app.register
 
 
 @app.command("clean", help="Remove obsolete and covered aborted directories (as Hive's Cleaner does) and acidctl's "
@@ -34,7 +37,8 @@ def clean_command(
     table_is_quiescent: Annotated[bool, typer.Option("--table-is-quiescent", help="With --assume-committed and --execute: state that nothing writes to the table and every write id in its directory names is committed.")] = False,
 ):
     from acidctl.cli.compact_cmd import require_real_snapshot, resolve
-    from acidctl.compact.clean import clean_table, parse_age
+    from acidctl.compact.clean import clean_table
+    from acidctl.durations import parse_age
     from acidctl.errors import UsageError
 
     settings = ctx.obj

@@ -24,7 +24,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from acidctl.cli.main import app, parse_kv
+from acidctl.cli.commands import Commands
+from acidctl.cli.options import parse_kv
 
 def resolve(settings, spec: str, **kw):
     """:func:`acidctl.target.resolve_target`, with a DB.TABLE/PARTITION target widened to the
@@ -80,6 +81,10 @@ def _progress(settings):
     if settings.output.json or not err.isatty():
         return None
     return _Progress(err)
+
+
+app = Commands()   # main calls register(app)
+register = app.register
 
 
 @app.command("compact", help="Major or minor compaction of a table or its partitions, written exactly as Hive's "

@@ -6,10 +6,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from acidctl.cli.main import app
+from acidctl.cli import options
 
 
-@app.command("dump")
+def register(app: typer.Typer) -> None:
+    app.command("dump")(dump_command)
+
+
 def dump_command(
     ctx: typer.Context,
     paths: Annotated[list[str], typer.Argument(metavar="FILE|DIR...", help="ORC files, or table/partition directories (walked in reader order); with --merged also DB.TABLE[/key=value] from the metastore.")],
@@ -22,17 +25,18 @@ def dump_command(
     with_path: Annotated[Optional[bool], typer.Option("--with-path/--no-path", help="Prefix each row with \"_path\" (default: on when more than one file is dumped).")] = None,
     require_acid: Annotated[bool, typer.Option("--require-acid", help="Fail (exit 7) on a file without the ACID schema.")] = False,
     merged: Annotated[bool, typer.Option("--merged", help="Print the table's current rows as a Hive reader sees them, each with its row__id (PATH is a table or partition directory).")] = False,
-    write_ids: Annotated[Optional[str], typer.Option("--write-ids", metavar="LIST", help="With --merged: the reader's ValidWriteIdList db.table:hwm:minOpen:open,...:aborted,...")] = None,
-    assume_committed: Annotated[bool, typer.Option("--assume-committed", help="With --merged: treat every write id named by a directory as committed.")] = False,
-    txns: Annotated[Optional[str], typer.Option("--txns", metavar="LIST", help="With --merged and --hive-version 4: the ValidTxnList deciding _vM visibility.")] = None,
-    hive_version: Annotated[Optional[int], typer.Option("--hive-version", metavar="3|4", help="With --merged: the reader's rules (default: the metastore's version, else 3).")] = None,
+    write_ids: options.WriteIds = None,
+    assume_committed: options.AssumeCommitted = False,
+    txns: options.Txns = None,
+    hive_version: options.HiveVersion = None,
     as_of: Annotated[Optional[int], typer.Option("--as-of", metavar="WRITEID", help="With --merged: read the snapshot as it was after this write id.")] = None,
 ):
     """Print ORC rows as JSON lines, exactly as `hive --orcfiledump -d` / `orc-tools data` do.
 
     Text mode (default) frames each file as FileDump does (a line of 120 underscores and an
     empty line after its rows); `-o json` prints bare JSON lines. With --meta, prints
-    metadata and findings; exit code 4 when a check fails with severity error.
+    metadata and findings; exit code 4 when a check fails with severity error. The snapshot
+    options (--write-ids, --assume-committed, --txns, --hive-version) apply with --merged.
     """
     from acidctl.dump import OPERATIONS, DumpOptions, dump, list_data_files, parse_row_id
     from acidctl.errors import InvalidInputError, UsageError

@@ -12,12 +12,17 @@ from typing import Annotated, Optional
 
 import typer
 
-from acidctl.cli.main import app, parse_kv
+from acidctl.cli import options
+
+HELP = ("Write a table's current rows (as a Hive reader sees them) as plain Parquet or ORC files that any "
+        "engine reads: one file per partition and bucket, Hive-style k=v partition directories. DEST must not "
+        "exist; published with one rename.")
 
 
-@app.command("export", help="Write a table's current rows (as a Hive reader sees them) as plain Parquet or ORC "
-                            "files that any engine reads: one file per partition and bucket, Hive-style k=v "
-                            "partition directories. DEST must not exist; published with one rename.")
+def register(app: typer.Typer) -> None:
+    app.command("export", help=HELP)(export_command)
+
+
 def export_command(
     ctx: typer.Context,
     table: Annotated[str, typer.Argument(metavar="PATH|DB.TABLE[/PART]", help="Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore (its snapshot too).")],
@@ -30,10 +35,10 @@ def export_command(
     engine: Annotated[str, typer.Option("--engine", metavar="local|spark", help="Run in this process, or one Spark task per partition and bucket (big tables).")] = "local",
     master: Annotated[str, typer.Option("--master", metavar="URL", help="Spark master with --engine spark.")] = "local[*]",
     spark_conf: Annotated[Optional[list[str]], typer.Option("--spark-conf", metavar="KEY=VALUE", help="Spark configuration with --engine spark (repeatable).")] = None,
-    write_ids: Annotated[Optional[str], typer.Option("--write-ids", metavar="LIST", help="The reader's ValidWriteIdList db.table:hwm:minOpen:open,...:aborted,... (for a path).")] = None,
-    assume_committed: Annotated[bool, typer.Option("--assume-committed", help="Treat every write id named by a directory as committed (offline; reported as an assumption).")] = False,
-    txns: Annotated[Optional[str], typer.Option("--txns", metavar="LIST", help="With --hive-version 4: the ValidTxnList deciding _vM visibility.")] = None,
-    hive_version: Annotated[Optional[int], typer.Option("--hive-version", metavar="3|4", help="The reader's rules (default: the metastore's version, else 3).")] = None,
+    write_ids: options.WriteIds = None,
+    assume_committed: options.AssumeCommitted = False,
+    txns: options.Txns = None,
+    hive_version: options.HiveVersion = None,
 ):
     from acidctl.export import ExportOptions, export_table
     from acidctl.target import resolve_target
@@ -50,7 +55,7 @@ def export_command(
     columns = [c for c, _ in info.columns] if info is not None and getattr(info, "columns", None) else None
     opts = ExportOptions(format=fmt.lower(), compression=compression, with_row_id=with_row_id,
                          partitions=list(partition) if partition else None, engine=engine.lower(), master=master,
-                         spark_conf=parse_kv(spark_conf, "--spark-conf"), column_names=columns)
+                         spark_conf=options.parse_kv(spark_conf, "--spark-conf"), column_names=columns)
     report = export_table(target.tfs, snapshot, dest, opts, dest_options=settings.fs_options, txns=target.txns,
                           hive_version=target.hive_version, partition_prefix=getattr(info, "partition", None))
     if info is not None:

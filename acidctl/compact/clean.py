@@ -22,7 +22,6 @@ covers it — Hive's retention), staging directories and locks by their own mtim
 
 from __future__ import annotations
 
-import re
 import time
 
 from acidctl.acid.acidstate import Kind, Role, get_acid_state
@@ -33,21 +32,7 @@ from acidctl.compact.coverage import not_compactor_readable
 from acidctl.compact.planner import STAGING_PREFIX
 from acidctl.compact.revert import REVERTING_PREFIX
 from acidctl.errors import LockConflict, UsageError
-
-_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)?\s*$", re.I)
-
-
-def parse_age(text: str) -> float:
-    """``0``, ``90s``, ``10m``, ``1h``, ``2d`` → seconds."""
-    m = _AGE.match(text or "")
-    if not m:
-        raise UsageError(f"bad age {text!r}: expected e.g. 0, 30s, 10m, 1h, 2d")
-    return float(m.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[(m.group(2) or "s").lower()]
-
-
-def _join(*parts: str) -> str:
-    return "/".join(p.rstrip("/") for p in parts if p)
-
+from acidctl.fs import join_path
 
 def _compacted_hwm(state) -> int | None:
     """H: the highest write id a current base or compacted (statement-less) delta covers."""
@@ -97,11 +82,11 @@ def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, mi
         for it in pub.interrupted(tfs, part_path):
             if it["partial"]:
                 for n in it["staged"]:
-                    items.append({"partition": lst.partition, "path": tfs.display(_join(part_path, n)),
+                    items.append({"partition": lst.partition, "path": tfs.display(join_path(part_path, n)),
                                   "kind": "interrupted-publish", "action": "complete",
                                   "reason": f"publication of {', '.join(it['outputs'])} was interrupted; "
                                             f"finish it from {it['display']}",
-                                  "age_seconds": None, "bytes": 0, "fs_path": _join(part_path, n)})
+                                  "age_seconds": None, "bytes": 0, "fs_path": join_path(part_path, n)})
         rstate = get_acid_state(lst, reader, txns=txns, hive_version=hive_version)
         if rstate.not_enough_history or rstate.reader_errors:
             notes.append(f"{lst.path}: skipped, the snapshot is unreadable "
@@ -136,8 +121,8 @@ def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, mi
             age = now - max(mt) if mt else None
             kind = {Kind.BASE: "base", Kind.DELTA: "delta", Kind.DELETE_DELTA: "delete_delta",
                     Kind.ORIGINAL_FILE: "original", Kind.ORIGINAL_DIR: "original"}.get(c.kind, c.kind.value)
-            it = _item(lst.partition, tfs.display(_join(part_path, name)), kind, reason, age, c.bytes,
-                       min_age, fs_path=_join(part_path, name), is_dir=c.entry.is_dir)
+            it = _item(lst.partition, tfs.display(join_path(part_path, name)), kind, reason, age, c.bytes,
+                       min_age, fs_path=join_path(part_path, name), is_dir=c.entry.is_dir)
             unread = not_compactor_readable(c.kind, c.entry)
             if unread:
                 # no compaction by Hive's rules read these files: no output holds their rows
@@ -156,8 +141,8 @@ def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, mi
                 continue
             m = pub.read_manifest(tfs, e.path)
             if m and m.get("state") == "publishing" and any(
-                    tfs.exists(_join(part_path, n)) for n in m.get("outputs", [])) and any(
-                    tfs.exists(_join(e.path, n)) for n in m.get("outputs", [])):
+                    tfs.exists(join_path(part_path, n)) for n in m.get("outputs", [])) and any(
+                    tfs.exists(join_path(e.path, n)) for n in m.get("outputs", [])):
                 continue  # partial publication: completed above, never deleted
             if live_lock:
                 continue
@@ -373,7 +358,7 @@ def _reverify(tfs, item: dict) -> str | None:
     for f in reader_files(now[cover.name]):
         if f.size == 0:
             continue
-        problem = _readable(tfs, _join(part_path, cover.name, f.name))
+        problem = _readable(tfs, join_path(part_path, cover.name, f.name))
         if isinstance(problem, str):
             return f"the covering output {cover.name}/{f.name} is not readable: {problem}"
         rows_in_cover += problem
@@ -386,7 +371,7 @@ def _reverify(tfs, item: dict) -> str | None:
 def _readable(tfs, path: str) -> int | str:
     """Row count of a readable ORC data file, or why it is not readable."""
     from acidctl.errors import AcidctlError
-    from acidctl.orc.meta import parse_acid_stats, parse_key_index
+    from acidctl.orc.acidfile import parse_acid_stats, parse_key_index
     from acidctl.orc.reader import OrcFile
 
     try:
@@ -411,7 +396,7 @@ def _all_rows_gone(tfs, part_path: str, name: str, data) -> bool:
     the snapshot at hand, accept it only when the covered files hold no rows at all."""
     total = 0
     for f in data:
-        r = _readable(tfs, _join(part_path, name, f.name))
+        r = _readable(tfs, join_path(part_path, name, f.name))
         if isinstance(r, str):
             return False
         total += r

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from acidctl.fs import TableFS
-from acidctl.orc.meta import inspect_file, parse_key_index
+from acidctl.orc.acidfile import parse_key_index
+from acidctl.orc.meta import inspect_file
 from tests.acidfiles import B0, events, good_metadata, write_raw
 
 B1 = B0 + (1 << 16)  # bucket 1
