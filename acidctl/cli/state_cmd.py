@@ -78,7 +78,8 @@ def state_command(
                           txns=str(target.txns) if target.txns is not None and (
                               txns or (target.source == "metastore" and target.hive_version == 4)) else None,
                           hive_version=target.hive_version, table_properties=props,
-                          grace_seconds=grace_hours * 3600.0, inspect_file=inspect_file, facts=facts)
+                          grace_seconds=grace_hours * 3600.0, inspect_file=inspect_file, facts=facts,
+                          mm_storage=_mm_storage(target) if deep else None)
     report["table"] = target.table.full_name if target.table else None
     report["snapshot_source"] = target.source
     for note in report["assumptions"]:
@@ -87,6 +88,16 @@ def state_command(
     errors = report["summary"]["errors"]
     if errors:
         raise ValidationFailed(f"{errors} error-level finding{'s' if errors != 1 else ''} in {report['path']}")
+
+
+def _mm_storage(target):
+    """An insert-only metastore table's storage format (for --deep); None otherwise."""
+    t = target.table
+    if t is None or target.metastore is None or not t.insert_only:
+        return None
+    from acidctl.formats.storage import lookup
+
+    return lookup(target.metastore, t)
 
 
 def _deep_hook():
@@ -112,7 +123,7 @@ def _deep_hook():
 def build_report(tfs, *, write_ids: str | None, assume_committed: bool, txns: str | None,
                  hive_version: int, table_properties: dict[str, str] | None = None,
                  grace_seconds: float = 86400.0, inspect_file=None, now: float | None = None,
-                 facts=None) -> dict:
+                 facts=None, mm_storage=None) -> dict:
     """Everything ``acidctl state`` prints, as a JSON-ready dict with stable keys."""
     import time
 
@@ -170,9 +181,15 @@ def build_report(tfs, *, write_ids: str | None, assume_committed: bool, txns: st
         findings = check_partition(lst, st, hive_version=hive_version, recommendation=rec, facts=pfacts,
                                    txns=txns_known, now=now, grace_seconds=grace_seconds)
         findings += _publish_findings(tfs, lst)
+        if insert_only:   # insert-only tables: MM01-MM07, and --deep opens plain files (acidctl.mm.checks)
+            from acidctl.mm.checks import NOT_FOR_MM, deep_findings, directory_findings
+
+            findings = [f for f in findings if f.check not in NOT_FOR_MM]
+            findings += directory_findings(lst, st, properties=props, now=now, grace_seconds=grace_seconds)
         if inspect_file is not None:
-            findings = sorted(findings + _run_deep(tfs, lst, st, inspect_file, hive_version=hive_version),
-                              key=lambda f: (-f.severity.rank, f.check, f.path))
+            extra = (deep_findings(tfs, lst, st, storage=mm_storage, hive_version=hive_version) if insert_only
+                     else _run_deep(tfs, lst, st, inspect_file, hive_version=hive_version))
+            findings = sorted(findings + extra, key=lambda f: (-f.severity.rank, f.check, f.path))
         all_findings.extend(findings)
         ins = [c for c in st.deltas if c.kind is Kind.DELTA]
         dels = [c for c in st.deltas if c.kind is Kind.DELETE_DELTA]
