@@ -24,10 +24,14 @@ import datetime as dt
 import re
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
-from acidctl.errors import UnsupportedSchema, UsageError
+from acidctl.errors import RefusedError, UnsupportedSchema, UsageError
 
 DEFAULT_SEPARATORS = bytes([1, 2, 3, 4, 5, 6, 7, 8])
 DEFAULT_NULL = b"\\N"
+
+
+class NullMarkerValue(RefusedError):
+    """A non-NULL string whose text form is the NULL marker (it would come back as NULL)."""
 
 
 def get_byte(value: str | None, default: int) -> int:
@@ -375,7 +379,12 @@ def _format_primitive(v, td, p: TextParams, needs: bytes) -> bytes:
         s = v
         if kind == "CHAR" and td.max_length:
             s = s.ljust(td.max_length)          # HiveCharWritable.getPaddedValue
-        return write_escaped(s.encode("utf-8"), p, needs)
+        out = write_escaped(s.encode("utf-8"), p, needs)
+        if out == p.null:
+            # Hive writes it the same way, and every reader then sees NULL: refuse instead
+            raise NullMarkerValue(f"the string {s!r} equals the table's NULL marker and has no byte to escape: "
+                                  "written back it would read as NULL (Hive's own compaction turns it into NULL)")
+        return out
     if kind == "BOOLEAN":
         return b"true" if v else b"false"
     if kind in _RANGES:

@@ -425,6 +425,7 @@ def _finish(report: dict, plans, metrics: dict, t0: float) -> dict:
                "output_dirs": [o.name for o in p.outputs] if p.runs else [],
                "published": list(getattr(p, "published", []) or []),
                "files_out": [f.rsplit("/", 1)[-1] for f in m.get("files_out", [])],
+               "buckets": len(m.get("files_out", [])),
                "rows_in": m.get("rows_in", 0), "rows_out": m.get("rows_out", 0),
                "delete_events_in": 0, "delete_events_out": 0, "deletes_applied": 0, "aborted_dropped": 0,
                "aborted_dirs_dropped": list(w.aborted_dropped) if w is not None and p.runs else [],
