@@ -240,3 +240,26 @@ def test_unsupported_format_is_one_clear_error(tmp_path):
     with pytest.raises(UnsupportedFormat):
         detect_format("org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe", "org.apache.hadoop.mapred.SequenceFileInputFormat")
     assert detect_format("org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe", None) == "parquet"
+
+
+def test_partitioned_table_adds_partition_columns_and_compacts_each_partition(tmp_path, cli):
+    root = tmp_path / "t"
+    H.build(root / "ds=a", "parquet", {"delta_0000001_0000001_0000": {"000000_0": [H.row(1)]},
+                                       "delta_0000003_0000003_0000": {"000000_0": [H.row(3)]}})
+    H.build(root / "ds=b", "parquet", {"delta_0000002_0000002_0000": {"000000_0": [H.row(2)]},
+                                       "delta_0000002_0000002_0001": {"000000_0": [H.row(22)]}})
+    wl = "default.t:3:9223372036854775807::"
+    r = cli("-o", "json", "dump", "--merged", root, "--format", "parquet", "--columns", H.COLUMNS_SPEC,
+            "--write-ids", wl)
+    assert r.code == 0, r
+    assert [(x["id"], x["ds"]) for x in map(json.loads, r.stdout.splitlines())] == [(1, "a"), (3, "a"), (2, "b"), (22, "b")]
+    assert list(json.loads(r.stdout.splitlines()[0])) == ["id", "name", "amount", "tags", "ds"]
+    before = r.stdout
+    r = cli("-o", "json", "compact", "--major", "--engine", "local", root, "--format", "parquet", "--write-ids", wl)
+    assert r.code == 0, r
+    outs = {p["partition"]: p["output_dirs"] for p in json.loads(r.stdout)["partitions"]}
+    # the compactor hwm (3) names every partition's base, as Hive 3's CompactorMR does
+    assert outs == {"ds=a": ["base_0000003"], "ds=b": ["base_0000003"]}
+    after = cli("-o", "json", "dump", "--merged", root, "--format", "parquet", "--columns", H.COLUMNS_SPEC,
+                "--write-ids", wl).stdout
+    assert after == before
