@@ -18,7 +18,8 @@ to Hive while ``hive.mm.allow.originals=false`` — included). Before publishing
 reader sees after the compaction (new output + what stays) are compared with the rows it sees
 before, as a multiset of rendered rows.
 
-Runs in-process (``--engine local``); the work is one read and one write per partition.
+Each partition is one task: on Spark (one application, one job for all partitions, the default)
+or in-process with ``--engine local``.
 """
 
 from __future__ import annotations
@@ -292,7 +293,62 @@ def _recheck_inputs(tfs, p: PartitionPlan) -> None:
                            "nothing was published", hint="run the compaction again")
 
 
-def compact_mm_table(tfs, opts, ctx, *, registrar=None, notes: list | None = None, progress=None) -> dict:
+@dataclasses.dataclass
+class MMTask:
+    """One partition's work, shipped to a Spark executor (picklable: TableFS, listings and
+    plans are plain data)."""
+
+    tfs: object
+    listing: object
+    plan: PartitionPlan
+    work: MMWork
+    ctx: object
+    reader: object
+    txns: object
+    hive_version: int
+    visibility: int | None
+
+
+def run_mm_task(task: MMTask) -> dict:
+    """Executor side: run one partition; expected failures come back as data (re-raised typed
+    by the driver), as :func:`acidctl.compact.task.run_bucket` does."""
+    from acidctl.errors import AcidctlError
+
+    try:
+        return run_partition(task.tfs, task.listing, task.plan, task.work, task.ctx, reader=task.reader,
+                             txns=task.txns, hive_version=task.hive_version, visibility=task.visibility)
+    except AcidctlError as e:
+        return {"partition": task.plan.partition,
+                "error": {"type": type(e).__name__, "module": type(e).__module__, "message": str(e)}}
+
+
+def _run_on_spark(spark, tasks: list[MMTask]) -> list[dict]:
+    """All partitions in one Spark job (one RDD partition each)."""
+    from acidctl.compact.spark import _task_failure
+
+    sc = spark.sparkContext
+    try:
+        return sc.parallelize(tasks, len(tasks)).map(run_mm_task).collect()
+    except Exception as e:
+        raise _task_failure(e) from None
+
+
+def _reraise(err: dict) -> Exception:
+    import importlib
+
+    from acidctl.errors import AcidctlError
+
+    try:
+        cls = getattr(importlib.import_module(err.get("module", "acidctl.errors")), err["type"])
+        if isinstance(cls, type) and issubclass(cls, AcidctlError):
+            return cls(err["message"])
+    except Exception:
+        pass
+    return AcidctlError(err.get("message", "task failed"))
+
+
+def compact_mm_table(tfs, opts, ctx, *, registrar=None, notes: list | None = None, progress=None,
+                     spark=None) -> dict:
     """``acidctl compact`` for an insert-only table (``opts``: :class:`acidctl.compact.runner.CompactOptions`)."""
     from acidctl.acid.initiator import NONE, compactor_state, recommend
     from acidctl.acid.layout import list_table
@@ -304,11 +360,9 @@ def compact_mm_table(tfs, opts, ctx, *, registrar=None, notes: list | None = Non
     mode = opts.mode
     if mode is not None:
         check_table(ctx, mode=mode, hive_version=opts.hive_version)
-    if opts.engine == "spark":
-        notes.append("insert-only compaction runs in-process (--engine local); no Spark application was started")
     report: dict = {"path": tfs.display(tfs.root), "type": mode or "due", "hive_version": opts.hive_version,
                     "write_ids": str(opts.reader), "compactor_write_ids": str(opts.reader.for_compactor()),
-                    "engine": "local", "insert_only": True, "format": ctx.storage.format,
+                    "engine": opts.engine, "insert_only": True, "format": ctx.storage.format,
                     "partitions": [], "recovered": [], "notes": notes}
     lock = None
     if not opts.dry_run:
@@ -382,15 +436,33 @@ def compact_mm_table(tfs, opts, ctx, *, registrar=None, notes: list | None = Non
             if why and not opts.allow_non_atomic_publish:
                 raise RefusedError(f"compaction of {p.partition or p.display} cannot be published atomically: {why}",
                                    hint="--allow-non-atomic-publish publishes anyway")
-        for i, (p, w, lst) in enumerate(work):
+        tasks = []
+        for p, w, lst in work:
             pub.prepare(tfs, p)
             vis = w.output.name.rsplit("_v", 1)[-1] if "_v" in w.output.name else None
-            metrics[p.partition] = run_partition(tfs, lst, p, w, ctx, reader=opts.reader, txns=opts.txns,
-                                                 hive_version=opts.hive_version,
-                                                 visibility=int(vis) if vis else None)
-            pub.check_staged(tfs, p, [metrics[p.partition]])
-            if progress is not None:
-                progress(i + 1, len(work))
+            tasks.append(MMTask(tfs, lst, p, w, ctx, opts.reader, opts.txns, opts.hive_version,
+                                int(vis) if vis else None))
+        if opts.engine == "spark" and tasks:
+            from acidctl.compact.spark import get_or_create_session
+
+            s0 = time.perf_counter()
+            if spark is None:
+                spark = get_or_create_session(opts.master, opts.spark_conf)
+            report["spark"] = {"master": spark.sparkContext.master, "app_id": spark.sparkContext.applicationId,
+                               "startup_seconds": round(time.perf_counter() - s0, 3)}
+            results = _run_on_spark(spark, tasks)
+        else:
+            results = []
+            for i, t in enumerate(tasks):
+                results.append(run_mm_task(t))
+                if progress is not None:
+                    progress(i + 1, len(tasks))
+        for m in results:
+            if "error" in m:
+                raise _reraise(m["error"])
+        for (p, _, _), m in zip(work, results):
+            metrics[p.partition] = m
+            pub.check_staged(tfs, p, [m])
         for p, _, _ in work:
             _recheck_inputs(tfs, p)
         for p, _, _ in work:
