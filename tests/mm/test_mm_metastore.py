@@ -72,6 +72,11 @@ def test_text_table_from_the_metastore(tmp_path, cli, metastore, hive_version): 
     got = [json.loads(x) for x in r.stdout.splitlines()]
     assert [(g["id"], g["name"], g["tags"]) for g in got] == [(v["id"], v["name"], v["tags"]) for v in visible]
 
+    # state --deep reads the table's format from the metastore: text files, no ORC footer checks
+    r = cli("-o", "json", "--metastore", url, "state", "--deep", "default.mmt")
+    assert r.code == 0, r
+    checks = {f["check"] for f in json.loads(r.stdout)["findings"]}
+    assert "MM02" in checks and not checks & {"F00", "F03", "F05", "MM08"}
     r = cli("-o", "json", "--metastore", url, "compact", "--major", "--engine", "local", "default.mmt")
     assert r.code == 0, r
     doc = json.loads(r.stdout)
