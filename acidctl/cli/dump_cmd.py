@@ -103,6 +103,7 @@ def dump_command(
 
 def _merged(settings, paths, *, write_ids, assume_committed, txns, hive_version, as_of, limit, file_format=None,
             columns=None, serde_property=None):
+    from acidctl.errors import InvalidInputError
     from acidctl.merged import merged_rows
     from acidctl.mm.context import mm_context, parse_serde_properties
     from acidctl.target import resolve_target
@@ -128,9 +129,16 @@ def _merged(settings, paths, *, write_ids, assume_committed, txns, hive_version,
         else:
             chunks = merged_rows(target.tfs, snapshot, txns=target.txns, hive_version=target.hive_version,
                                  limit=left, partition=partition)
-        for chunk in chunks:
-            settings.output.write_bytes(bytes(chunk))
-            if budget is not None:
-                budget[0] -= bytes(chunk).count(b"\n")
+        try:
+            for chunk in chunks:
+                settings.output.write_bytes(bytes(chunk))
+                if budget is not None:
+                    budget[0] -= bytes(chunk).count(b"\n")
+        except InvalidInputError as e:
+            if mm is not None or getattr(e, "hint", None):
+                raise
+            raise type(e)(str(e), hint="an insert-only table keeps plain data files: give --format "
+                                       "orc|parquet|avro|text (and --columns name:type,...), or DB.TABLE "
+                                       "with a metastore") from None
         if budget is not None and budget[0] <= 0:
             return

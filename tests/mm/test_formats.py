@@ -58,3 +58,9 @@ def test_output_codec_table_property_then_inputs_then_hive_default():
     assert choose_codec(Storage("parquet", {}), []) is None
     assert choose_codec(Storage("avro", {"avro.output.codec": "snappy"}), ["null"]) == "snappy"
     assert choose_codec(Storage("text", {}), ["gzip"]) == "gzip"
+
+
+def test_merged_read_of_a_path_without_format_hints_at_insert_only(tmp_path, cli):
+    H.build(tmp_path / "t", "parquet", {"delta_0000001_0000001_0000": {"000000_0": [H.row(1)]}})
+    r = cli("dump", "--merged", tmp_path / "t", "--write-ids", "default.t:1:9223372036854775807::")
+    assert r.code == 7 and "--format" in r.stderr and "Traceback" not in r.stderr
