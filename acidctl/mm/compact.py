@@ -323,29 +323,18 @@ def run_mm_task(task: MMTask) -> dict:
                 "error": {"type": type(e).__name__, "module": type(e).__module__, "message": str(e)}}
 
 
-def _run_on_spark(spark, tasks: list[MMTask]) -> list[dict]:
-    """All partitions in one Spark job (one RDD partition each)."""
-    from acidctl.compact.spark import _task_failure
-
-    sc = spark.sparkContext
-    try:
-        return sc.parallelize(tasks, len(tasks)).map(run_mm_task).collect()
-    except Exception as e:
-        raise _task_failure(e) from None
+def run_mm_tasks(iterator):
+    """Spark ``mapPartitions`` body: the metrics of each insert-only task."""
+    for task in iterator:
+        yield run_mm_task(task)
 
 
-def _reraise(err: dict) -> Exception:
-    import importlib
+def _run_on_spark(spark, tasks: list[MMTask], progress=None) -> list[dict]:
+    """All partitions in one Spark job (one RDD partition each), with the compaction's Ctrl-C
+    handling (job group cancelled, clean interrupt) and failure mapping."""
+    from acidctl.compact.spark import run_tasks
 
-    from acidctl.errors import AcidctlError
-
-    try:
-        cls = getattr(importlib.import_module(err.get("module", "acidctl.errors")), err["type"])
-        if isinstance(cls, type) and issubclass(cls, AcidctlError):
-            return cls(err["message"])
-    except Exception:
-        pass
-    return AcidctlError(err.get("message", "task failed"))
+    return run_tasks(spark, tasks, progress=progress, body=run_mm_tasks, job="acidctl compact (insert-only)")
 
 
 def compact_mm_table(tfs, opts, ctx, *, registrar=None, notes: list | None = None, progress=None,
@@ -355,6 +344,7 @@ def compact_mm_table(tfs, opts, ctx, *, registrar=None, notes: list | None = Non
     from acidctl.acid.layout import list_table
     from acidctl.compact.lock import TableLock, table_root
     from acidctl.compact.runner import _normalize_partition
+    from acidctl.compact.runner import _reraise as reraise
 
     notes = notes if notes is not None else []
     t0 = time.perf_counter()
@@ -451,7 +441,7 @@ def compact_mm_table(tfs, opts, ctx, *, registrar=None, notes: list | None = Non
                 spark = get_or_create_session(opts.master, opts.spark_conf)
             report["spark"] = {"master": spark.sparkContext.master, "app_id": spark.sparkContext.applicationId,
                                "startup_seconds": round(time.perf_counter() - s0, 3)}
-            results = _run_on_spark(spark, tasks)
+            results = _run_on_spark(spark, tasks, progress)
         else:
             results = []
             for i, t in enumerate(tasks):
@@ -460,7 +450,7 @@ def compact_mm_table(tfs, opts, ctx, *, registrar=None, notes: list | None = Non
                     progress(i + 1, len(tasks))
         for m in results:
             if "error" in m:
-                raise _reraise(m["error"])
+                raise reraise(m["error"])
         for (p, _, _), m in zip(work, results):
             metrics[p.partition] = m
             pub.check_staged(tfs, p, [m])
