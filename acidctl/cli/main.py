@@ -43,6 +43,8 @@ COMMAND_MODULES = (
     "acidctl.cli.compact_cmd",
     "acidctl.cli.clean_cmd",
     "acidctl.cli.revert_cmd",
+    "acidctl.cli.abort_compactions_cmd",
+    "acidctl.cli.unlock_cmd",
 )
 
 
