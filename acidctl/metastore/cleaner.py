@@ -197,7 +197,9 @@ def _h4_waits(ms, conn, requests: list[dict], *, retention_ms: int, use_min_hist
                 waits.append({"kind": "compactor-txn-aborted", "txn_id": txn,
                               "message": f"the compactor txn {txn} was aborted: its output is invisible "
                                          "(HIVE-29572); abort or fail this request instead of cleaning"})
-            elif not use_min_history_write_id and not txn < snap_wm:
+            elif not use_min_history_write_id and not txn < snap_wm and \
+                    not any(w["kind"] in ("open-txn", "young-txn") for w in waits):
+                # only a request the ready-to-clean query returned gets this far in Hive
                 holder = mhl_txn if (mhl_min is not None and mhl_min <= watermark) else \
                     (oldest["txn_id"] if oldest is not None and oldest["txn_id"] == watermark else None)
                 if holder is None:
