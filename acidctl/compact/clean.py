@@ -74,7 +74,10 @@ def _cover(state, c):
 
 
 def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, min_age: float = 3600.0,
-               now: float | None = None, own_token: str | None = None) -> dict:
+               now: float | None = None, own_token: str | None = None, partitions=None,
+               hold: dict | None = None) -> dict:
+    """``partitions``: only these (partition names; ``None`` = all). ``hold``: ``{partition:
+    reason}`` — obsolete data there is kept (a registered compaction's Cleaner is held back)."""
     from acidctl.acid.layout import list_table
 
     now = time.time() if now is None else now
@@ -93,6 +96,8 @@ def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, mi
             notes.append(f"a compaction holds the lock ({lock.describe()}): its staging directories are kept")
 
     for lst in list_table(tfs):
+        if partitions is not None and lst.partition not in partitions:
+            continue
         part_path = lst.fs_path or lst.path
         for it in pub.interrupted(tfs, part_path):
             if it["partial"]:
@@ -144,6 +149,9 @@ def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, mi
                 it["action"] = "keep (holds files no compaction read)"
                 it["reason"] += "; kept: " + ", ".join(f.name for f in unread[:3]) + \
                     (" ..." if len(unread) > 3 else "") + " would be lost (other engines read them)"
+            if hold and lst.partition in hold and it["action"] == "delete":
+                it["action"] = "keep (held back)"
+                it["reason"] += f"; kept: {hold[lst.partition]}"
             it["_verify"] = (c.kind, c.entry, cover)
             items.append(it)
         for e in tfs.ls(part_path):
@@ -246,13 +254,17 @@ def _trash_target(tfs, root: str, path: str) -> str:
 
 
 def clean_table(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, min_age: float = 3600.0,
-                execute: bool = False, now: float | None = None, trash: str | None = None) -> dict:
+                execute: bool = False, now: float | None = None, trash: str | None = None,
+                partitions=None, hold: dict | None = None) -> dict:
     """Plan (dry run) or execute the clean. Executing takes the compaction lock. With ``trash``,
     obsolete directories and files are moved under that root (see :func:`trash_root`) instead
-    of deleted; acidctl's own leftovers (staging, locks) are deleted."""
+    of deleted; acidctl's own leftovers (staging, locks) are deleted. ``partitions`` and
+    ``hold``: see :func:`plan_clean`."""
     troot = trash_root(tfs, trash) if trash else None
+    scope = {"partitions": partitions, "hold": hold}
     if not execute:
-        report = plan_clean(tfs, reader=reader, txns=txns, hive_version=hive_version, min_age=min_age, now=now)
+        report = plan_clean(tfs, reader=reader, txns=txns, hive_version=hive_version, min_age=min_age, now=now,
+                            **scope)
         report["trash"] = tfs.display(troot) if troot else None
         if troot:
             for i in report["items"]:
@@ -270,7 +282,7 @@ def clean_table(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, m
     lock = TableLock(tfs, command="clean", break_lock=info is not None and info.stale)
     with lock:
         report = plan_clean(tfs, reader=reader, txns=txns, hive_version=hive_version, min_age=min_age, now=now,
-                            own_token=lock.token)
+                            own_token=lock.token, **scope)
         if lock.broken is not None:  # the stale lock we replaced: report it as removed
             report["items"].insert(0, _item(None, lock.broken.path, "stale-lock",
                                             f"stale compaction lock ({lock.broken.describe()}, process gone)",
@@ -280,6 +292,8 @@ def clean_table(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, m
         from acidctl.acid.layout import list_table
 
         for lst in list_table(tfs):
+            if partitions is not None and lst.partition not in partitions:
+                continue
             for a in pub.recover(tfs, lst.fs_path or lst.path, execute=True):
                 completed.append(a["path"])
         for it in report["items"]:
@@ -416,3 +430,96 @@ def _all_rows_gone(tfs, part_path: str, name: str, data) -> bool:
             return False
         total += r
     return total == 0
+
+
+# ---------------------------------------------------------------------------------------
+# registered compactions: Hive's Cleaner, queue side (metastore.md §9.3, operations.md §5)
+# ---------------------------------------------------------------------------------------
+
+def _blocked_reason(waits: list[dict]) -> str:
+    return "; ".join(w["message"] for w in waits)
+
+
+def clean_registered(tfs, ms, *, db: str, table: str, reader: WriteIdList, txns=None, hive_version: int = 3,
+                     min_age: float = 3600.0, execute: bool = False, trash: str | None = None,
+                     partitions=None, retention_ms: int = 0, use_min_history_write_id: bool = False,
+                     now: float | None = None) -> dict:
+    """``clean`` of a table with a metastore: the directories as :func:`clean_table`, and every
+    ``ready for cleaning`` request of the table finished the way Hive's Cleaner finishes it.
+
+    Per request, :func:`acidctl.metastore.cleaner.cleaner_waits` says whether Hive's Cleaner
+    would clean it now; a partition with a held-back request keeps its obsolete data (the
+    report names the txn or lock). With ``execute``: Hive 4 ``markCleanerStart`` on the ready
+    requests, the directories are deleted, and a request whose partition has nothing obsolete
+    left is finished with ``markCleaned`` (history ``succeeded``), lowest highest write id first,
+    followed by the removal of the aborted txns it emptied; a request whose partition still
+    holds obsolete data (kept by ``--min-age`` or for safety) stays ``ready for cleaning``
+    (Hive 4: ``CQ_CLEANER_START = -1``), as Hive 4's Cleaner leaves it after its verify step.
+
+    Metastore writes not allowed (``--read-only``, or a schema acidctl does not write): the
+    directories are still cleaned — deleting what no reader can need is safe without the queue
+    update, which Hive's own Cleaner (or a later ``clean``) makes: it finds nothing obsolete and
+    marks the request cleaned — and the requests are reported as left ``ready for cleaning``.
+    """
+    from acidctl.errors import RefusedError
+    from acidctl.metastore import cleaner
+    from acidctl.metastore.steps import check_writable
+
+    requests = cleaner.ready_requests(ms, db, table, partitions=list(partitions) if partitions is not None else None)
+    waits = cleaner.cleaner_waits(ms, requests, retention_ms=retention_ms,
+                                  use_min_history_write_id=use_min_history_write_id)
+    hold: dict = {}
+    for r in requests:
+        if waits[r["id"]] and r["partition"] not in hold:
+            hold[r["partition"]] = f"compaction {r['id']} is held back: {_blocked_reason(waits[r['id']])}"
+    writable, why_not = True, None
+    try:
+        check_writable(ms, what="finish compaction requests (markCleaned)")
+    except RefusedError as e:
+        writable, why_not = False, str(e)
+    ready = [r for r in requests if not waits[r["id"]]]
+    started = []
+    if execute and writable:
+        for r in ready:
+            if cleaner.mark_cleaner_start(ms, r["id"]):
+                started.append(r["id"])
+    report = clean_table(tfs, reader=reader, txns=txns, hive_version=hive_version, min_age=min_age,
+                         execute=execute, now=now, trash=trash, partitions=partitions, hold=hold)
+    left: dict = {}
+    for i in report["items"]:
+        if i["kind"] in _DATA_KINDS and i["action"].startswith("keep"):
+            left.setdefault(i["partition"], []).append(i["path"].rsplit("/", 1)[-1])
+    entries, emptied = [], []
+    for r in requests:
+        e = {"cq_id": r["id"], "partition": r["partition"], "type": {"a": "MAJOR", "i": "MINOR"}.get(r["type"], r["type"]),
+             "highest_write_id": r.get("highest_write_id"), "txn_id": r.get("txn_id"),
+             "next_txn_id": r.get("next_txn_id"), "held_by": waits[r["id"]], "state": "ready for cleaning"}
+        if waits[r["id"]]:
+            e["action"] = "held back"
+            e["reason"] = _blocked_reason(waits[r["id"]])
+        elif left.get(r["partition"]):
+            e["action"] = "stays ready for cleaning"
+            e["reason"] = "obsolete data kept in the partition: " + ", ".join(left[r["partition"]][:5]) + \
+                (" ..." if len(left[r["partition"]]) > 5 else "")
+            if execute and writable and r["id"] in started:
+                cleaner.clear_cleaner_start(ms, r["id"])
+        elif not writable:
+            e["action"] = "stays ready for cleaning"
+            e["reason"] = f"directories cleaned, queue not updated: {why_not}"
+        else:
+            e["action"] = "mark cleaned" if not execute else "marked cleaned"
+            e["reason"] = "nothing obsolete left; no reader can need the old directories"
+            if execute:
+                res = cleaner.mark_cleaned(ms, r["id"])
+                emptied += res["aborted_txns"]
+                e["state"] = "succeeded"
+                e["mark_cleaned"] = res
+        entries.append(e)
+    report["compactions"] = entries
+    report["metastore_writes"] = writable
+    if not writable and requests:
+        report["notes"].append(f"metastore not updated ({why_not}); Hive's Cleaner or a later clean finishes "
+                               "the requests")
+    if execute and writable and emptied:
+        report["aborted_txns_removed"] = cleaner.remove_empty_aborted_txns(ms, sorted(set(emptied)))
+    return report

@@ -1,0 +1,153 @@
+"""End to end on SQLite, PostgreSQL and MariaDB, Hive 3 and 4: the demo warehouse compacted with
+``acidctl compact`` (registered in the metastore) → ``clean`` → the request ``succeeded``, the
+old directories gone, the merged read unchanged. The demo leaves txn 10 open on
+``sales/ds=2026-01-01`` with a lock: the Cleaner is held back by it (Hive 3: the lock on that
+partition; Hive 4: the open txn below CQ_NEXT_TXN_ID blocks every request, HIVE-26704) until
+it ends (operations.md §5)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import sqlalchemy as sa
+
+from acidctl.demo import build_demo
+from acidctl.fs import TableFS
+from acidctl.metastore.connection import connect
+from tests.compact.helpers import merged, state_errors
+from tests.metastore.helpers import run_cli
+from tests.metastore.test_cleaner import rows
+
+P1, P2 = "ds=2025-12-31", "ds=2026-01-01"
+
+
+def _cli(capsys, *argv) -> tuple[int, dict | None]:
+    capsys.readouterr()
+    code = run_cli(["-o", "json", *map(str, argv)])
+    out = capsys.readouterr()
+    try:
+        return code, json.loads(out.out)
+    except ValueError:
+        return code, {"stderr": out.err}
+
+
+def _dirs(p):
+    return sorted(x.name for x in p.iterdir() if not x.name.startswith("."))
+
+
+def _open_txn(ms) -> int:
+    t = ms.tables.TXNS
+    with ms.read() as c:
+        return int(c.execute(sa.select(t.TXN_ID).where(t.TXN_STATE == "o")).scalar())
+
+
+def test_compact_register_clean(empty_db, hive_version, tmp_path, capsys):
+    url = empty_db
+    build_demo(TableFS(str(tmp_path)), str(tmp_path / "demo"), metastore_url=url, hive_version=hive_version)
+    wh = tmp_path / "demo" / "warehouse"
+    snap = "default.sales:7:7:7:4"
+    before = merged(wh / "sales", snap, hive_version=hive_version)
+    code, doc = _cli(capsys, "--metastore", url, "compact", "--major", "--engine", "local", "default.sales")
+    assert code == 0, doc
+    reg = {p["partition"]: p["metastore"] for p in doc["partitions"]}
+    cq = {p: reg[p]["cq_id"] for p in (P1, P2)}
+    ms = connect(url)
+    if hive_version == 4:
+        time.sleep(1.1)    # Hive 4's Cleaner ignores txns younger than metastore.txn.opentxn.timeout
+    # a reader of the current snapshot: what it reads must not change
+    tl = None
+    if hive_version == 4:
+        from acidctl.metastore.snapshot import table_snapshot
+        tl, _ = table_snapshot(ms, "default.sales")
+    # dry run: what would happen to the queue rows; nothing changes
+    code, doc = _cli(capsys, "--metastore", url, "clean", "--min-age", "0", "default.sales")
+    assert code == 0, doc
+    acts = {c["partition"]: (c["cq_id"], c["action"]) for c in doc["compactions"]}
+    open_txn = _open_txn(ms)
+    if hive_version == 3:
+        # only ds=2026-01-01 has the open txn's lock
+        assert acts == {P1: (cq[P1], "mark cleaned"), P2: (cq[P2], "held back")}
+        (held,) = [c for c in doc["compactions"] if c["partition"] == P2]
+        assert [(w["kind"], w["txn_id"]) for w in held["held_by"]] == [("lock", open_txn)]
+    else:
+        assert acts == {P1: (cq[P1], "held back"), P2: (cq[P2], "held back")}
+        for c in doc["compactions"]:
+            assert [(w["kind"], w["txn_id"]) for w in c["held_by"]] == [("open-txn", open_txn)]
+    assert {r["CQ_ID"]: r["CQ_STATE"] for r in rows(ms, "COMPACTION_QUEUE")
+            if r["CQ_TABLE"] == "sales"} == {cq[P1]: "r", cq[P2]: "r"}
+    p2_dirs = _dirs(wh / "sales" / P2)
+
+    # execute while held back: only what no held-back request covers goes
+    code, doc = _cli(capsys, "--metastore", url, "clean", "--execute", "--min-age", "0", "default.sales")
+    assert code == 0, doc
+    assert _dirs(wh / "sales" / P2) == p2_dirs         # held back: all kept
+    q = {r["CQ_ID"]: r for r in rows(ms, "COMPACTION_QUEUE")}
+    hist = {r["CC_ID"]: r for r in rows(ms, "COMPLETED_COMPACTIONS")}
+    if hive_version == 3:
+        assert _dirs(wh / "sales" / P1) == ["base_0000002"]
+        assert cq[P1] not in q and hist[cq[P1]]["CC_STATE"] == "s"
+        assert q[cq[P2]]["CQ_STATE"] == "r"
+    else:
+        assert cq[P1] in q and cq[P2] in q
+        assert q[cq[P1]]["CQ_CLEANER_START"] is None   # never started: held back before it
+    assert merged(wh / "sales", snap, hive_version=hive_version, txns=tl) == before
+
+    # the open txn ends (aborted, as its writer went away): the Cleaner proceeds
+    from acidctl.metastore.recorder import Recorder
+    Recorder(url).abort_txn(open_txn)
+    if hive_version == 4:
+        time.sleep(1.1)
+    code, doc = _cli(capsys, "--metastore", url, "clean", "--execute", "--min-age", "0", "default.sales")
+    assert code == 0, doc
+    acts = {c["partition"]: c["action"] for c in doc["compactions"]}
+    assert set(acts.values()) == {"marked cleaned"}
+    q = {r["CQ_ID"] for r in rows(ms, "COMPACTION_QUEUE")}
+    hist = {r["CC_ID"]: r for r in rows(ms, "COMPLETED_COMPACTIONS")}
+    assert cq[P1] not in q and cq[P2] not in q
+    assert hist[cq[P1]]["CC_STATE"] == "s" and hist[cq[P2]]["CC_STATE"] == "s"
+    base = "base_0000006" + (f"_v{reg[P2]['txn_id']:07d}" if hive_version == 4 else "")
+    # everything the base covers is gone; write 7 (now aborted, above the compacted hwm 6) stays
+    # for Hive 3's Cleaner, while Hive 4's removes every aborted directory (directory-state.md §7)
+    assert _dirs(wh / "sales" / P2) == sorted([base] + (["delta_0000007_0000007_0000"] if hive_version == 3 else []))
+    assert _dirs(wh / "sales" / P1) == [
+        "base_0000002" + (f"_v{reg[P1]['txn_id']:07d}" if hive_version == 4 else "")]
+    # COMPLETED_TXN_COMPONENTS of sales up to write id 6 pruned; aborted write 4 (<= 6) forgotten
+    assert [r for r in rows(ms, "COMPLETED_TXN_COMPONENTS") if r["CTC_TABLE"] == "sales"] == []
+    tc = [(r["TC_TABLE"], r["TC_WRITEID"]) for r in rows(ms, "TXN_COMPONENTS")]
+    assert ("sales", 4) not in tc and ("sales", 7) in tc
+    # SHOW COMPACTIONS: succeeded
+    code, doc = _cli(capsys, "--metastore", url, "show", "compactions")
+    assert code == 0
+    st = {c["compactionid"]: c["state"] for c in doc["compactions"]}
+    assert st[cq[P1]] == st[cq[P2]] == "succeeded"
+    # the merged read (write 7 now aborted) is what it was
+    after_snap = "default.sales:7:9223372036854775807::4,7"
+    if hive_version == 4:
+        from acidctl.metastore.snapshot import table_snapshot
+        tl, _ = table_snapshot(ms, "default.sales")
+    assert merged(wh / "sales", after_snap, hive_version=hive_version, txns=tl) == before
+    assert state_errors(wh / "sales", after_snap, hive_version=hive_version,
+                        txns=str(tl) if tl is not None else None) == []
+
+
+def test_read_only_cleans_directories_but_not_the_queue(empty_db, hive_version, tmp_path, capsys):
+    url = empty_db
+    build_demo(TableFS(str(tmp_path)), str(tmp_path / "demo"), metastore_url=url, hive_version=hive_version)
+    wh = tmp_path / "demo" / "warehouse"
+    code, doc = _cli(capsys, "--metastore", url, "compact", "--major", "--engine", "local", "default.employee")
+    assert code == 0, doc
+    cq = doc["partitions"][0]["metastore"]["cq_id"]
+    if hive_version == 4:
+        time.sleep(1.1)
+    code, doc = _cli(capsys, "--read-only", "--metastore", url, "clean", "--execute", "--min-age", "0",
+                     "default.employee")
+    assert code == 0, doc
+    (c,) = doc["compactions"]
+    ms = connect(url)
+    if hive_version == 3:   # Hive 3: no lock on employee; Hive 4: the sales txn blocks everything
+        assert c["action"] == "stays ready for cleaning" and doc["metastore_writes"] is False
+        assert _dirs(wh / "employee") == ["base_0000003"]
+    else:
+        assert c["action"] == "held back"
+    assert {r["CQ_ID"]: r["CQ_STATE"] for r in rows(ms, "COMPACTION_QUEUE")}[cq] == "r"
