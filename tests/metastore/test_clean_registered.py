@@ -151,3 +151,36 @@ def test_read_only_cleans_directories_but_not_the_queue(empty_db, hive_version, 
     else:
         assert c["action"] == "held back"
     assert {r["CQ_ID"]: r["CQ_STATE"] for r in rows(ms, "COMPACTION_QUEUE")}[cq] == "r"
+
+
+def test_revert_of_a_registered_compaction_marks_it_failed(empty_db, hive_version, tmp_path, capsys):
+    url = empty_db
+    build_demo(TableFS(str(tmp_path)), str(tmp_path / "demo"), metastore_url=url, hive_version=hive_version)
+    wh = tmp_path / "demo" / "warehouse"
+    before_dirs = _dirs(wh / "sales" / P1)
+    code, doc = _cli(capsys, "--metastore", url, "compact", "--major", "--engine", "local", "default.sales")
+    assert code == 0, doc
+    cq = {p["partition"]: p["metastore"]["cq_id"] for p in doc["partitions"]}
+    ms = connect(url)
+    queue = lambda: {r["CQ_ID"]: r["CQ_STATE"] for r in rows(ms, "COMPACTION_QUEUE")}  # noqa: E731
+    # --read-only: the request could not leave 'ready for cleaning': refused, nothing changes
+    code, doc = _cli(capsys, "--read-only", "--metastore", url, "revert", "--execute", f"default.sales/{P1}")
+    assert code == 6 and queue()[cq[P1]] == "r" and _dirs(wh / "sales" / P1) != before_dirs
+    # dry run says what would happen to the request
+    code, doc = _cli(capsys, "--metastore", url, "revert", f"default.sales/{P1}")
+    assert code == 0, doc
+    assert doc["items"][0]["metastore"] == {"cq_id": cq[P1], "state_before": "ready for cleaning",
+                                            "action": "would mark failed"}
+    code, doc = _cli(capsys, "--metastore", url, "revert", "--execute", f"default.sales/{P1}")
+    assert code == 0, doc
+    assert _dirs(wh / "sales" / P1) == before_dirs
+    q = queue()
+    assert cq[P1] not in q and q[cq[P2]] == "r"
+    (h,) = [r for r in rows(ms, "COMPLETED_COMPACTIONS") if r["CC_ID"] == cq[P1]]
+    assert h["CC_STATE"] == "f" and h["CC_PARTITION"] == P1 and h["CC_HIGHEST_WRITE_ID"] == 6
+    if hive_version == 4:
+        assert h["CC_ERROR_MESSAGE"].startswith("reverted by acidctl revert: base_0000002_v")
+    # a later clean finds no registered request for the partition: its inputs stay readable
+    code, doc = _cli(capsys, "--metastore", url, "clean", "--execute", "--min-age", "0", f"default.sales/{P1}")
+    assert code == 0 and doc["compactions"] == []
+    assert _dirs(wh / "sales" / P1) == before_dirs
