@@ -98,10 +98,26 @@ def test_compact_register_clean(empty_db, hive_version, tmp_path, capsys):
     Recorder(url).abort_txn(open_txn)
     if hive_version == 4:
         time.sleep(1.1)
+        # nothing holds the requests back now, but --min-age (1h by default) keeps the directories
+        # the compaction just made obsolete: the requests stay ready for cleaning, and Hive 4's
+        # markCleanerStart is undone the way its verify step undoes it (CQ_CLEANER_START = -1)
+        code, doc = _cli(capsys, "--metastore", url, "clean", "--execute", "default.sales")
+        assert code == 0, doc
+        assert {c["action"] for c in doc["compactions"]} == {"stays ready for cleaning"}
+        q = {r["CQ_ID"]: r for r in rows(ms, "COMPACTION_QUEUE")}
+        assert q[cq[P1]]["CQ_STATE"] == q[cq[P2]]["CQ_STATE"] == "r"
+        assert q[cq[P1]]["CQ_CLEANER_START"] == q[cq[P2]]["CQ_CLEANER_START"] == -1
+    t2w = ms.tables.TXN_TO_WRITE_ID
+    with ms.read() as c:
+        txn_of = dict(c.execute(sa.select(t2w.T2W_WRITEID, t2w.T2W_TXNID).where(t2w.T2W_TABLE == "sales")).all())
     code, doc = _cli(capsys, "--metastore", url, "clean", "--execute", "--min-age", "0", "default.sales")
     assert code == 0, doc
     acts = {c["partition"]: c["action"] for c in doc["compactions"]}
     assert set(acts.values()) == {"marked cleaned"}
+    # the aborted txn of write 4 lost its last component (4 <= 6): its TXNS row goes; write 7's stays
+    assert doc["aborted_txns_removed"] == [txn_of[4]]
+    txn_states = {r["TXN_ID"]: r["TXN_STATE"] for r in rows(ms, "TXNS")}
+    assert txn_of[4] not in txn_states and txn_states[txn_of[7]] == "a"
     q = {r["CQ_ID"] for r in rows(ms, "COMPACTION_QUEUE")}
     hist = {r["CC_ID"]: r for r in rows(ms, "COMPLETED_COMPACTIONS")}
     assert cq[P1] not in q and cq[P2] not in q
