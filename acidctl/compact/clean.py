@@ -483,8 +483,16 @@ def clean_registered(tfs, ms, *, db: str, table: str, reader: WriteIdList, txns=
         for r in ready:
             if cleaner.mark_cleaner_start(ms, r["id"]):
                 started.append(r["id"])
-    report = clean_table(tfs, reader=reader, txns=txns, hive_version=hive_version, min_age=min_age,
-                         execute=execute, now=now, trash=trash, partitions=partitions, hold=hold)
+    try:
+        report = clean_table(tfs, reader=reader, txns=txns, hive_version=hive_version, min_age=min_age,
+                             execute=execute, now=now, trash=trash, partitions=partitions, hold=hold)
+    except BaseException:
+        for cq_id in started:      # as Hive 4's Cleaner after a failed attempt: not being cleaned
+            try:
+                cleaner.clear_cleaner_start(ms, cq_id)
+            except Exception:
+                pass
+        raise
     left: dict = {}
     for i in report["items"]:
         if i["kind"] in _DATA_KINDS and i["action"].startswith("keep"):
