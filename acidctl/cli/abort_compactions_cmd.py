@@ -39,8 +39,7 @@ def abort_compactions_command(
         what = f"{len(errors)} of {len(report['compactions'])} compaction(s) not aborted"
         if all(c["state"] is None for c in errors):
             raise NotFoundError(f"{what}: no such compaction id")
-        raise RefusedError(f"{what} (only initiated requests can be aborted)",
-                           hint="a working compaction stops when its compactor txn is aborted")
+        raise RefusedError(f"{what} (only initiated requests can be aborted)")
 
 
 def render_text(report: dict) -> str:

@@ -197,6 +197,8 @@ def test_revert_of_a_registered_compaction_marks_it_failed(empty_db, hive_versio
     if hive_version == 4:
         assert h["CC_ERROR_MESSAGE"].startswith("reverted by acidctl revert: base_0000002_v")
     # a later clean finds no registered request for the partition: its inputs stay readable
+    p2 = _dirs(wh / "sales" / P2)
     code, doc = _cli(capsys, "--metastore", url, "clean", "--execute", "--min-age", "0", f"default.sales/{P1}")
     assert code == 0 and doc["compactions"] == []
+    assert _dirs(wh / "sales" / P2) == p2       # DB.TABLE/PART cleans that partition only
     assert _dirs(wh / "sales" / P1) == before_dirs
