@@ -12,7 +12,7 @@ than --min-age)|keep (held back)|...]), ``deleted``/``completed`` (with --execut
 cleaning`` requests: cq_id, partition, type, highest_write_id, txn_id, next_txn_id, held_by
 [{kind: lock|open-txn|young-txn|min-history-level|min-history-write-id|retention|
 earlier-request|compactor-txn-open|compactor-txn-aborted, txn_id, lock_id, message, ...}],
-action [mark cleaned|marked cleaned|held back|stays ready for cleaning], reason, state,
+action [mark cleaned|marked cleaned|held back|stays ready for cleaning|already finished], reason, state,
 [mark_cleaned]), ``metastore_writes`` and, after markCleaned, ``aborted_txns_removed``.
 
 A registered request is finished (Hive's markCleaned, history ``succeeded``) only when nothing

@@ -461,7 +461,7 @@ def clean_registered(tfs, ms, *, db: str, table: str, reader: WriteIdList, txns=
     update, which Hive's own Cleaner (or a later ``clean``) makes: it finds nothing obsolete and
     marks the request cleaned — and the requests are reported as left ``ready for cleaning``.
     """
-    from acidctl.errors import RefusedError
+    from acidctl.errors import NotFoundError, RefusedError
     from acidctl.metastore import cleaner
     from acidctl.metastore.steps import check_writable
 
@@ -518,7 +518,14 @@ def clean_registered(tfs, ms, *, db: str, table: str, reader: WriteIdList, txns=
             e["action"] = "mark cleaned" if not execute else "marked cleaned"
             e["reason"] = "nothing obsolete left; no reader can need the old directories"
             if execute:
-                res = cleaner.mark_cleaned(ms, r["id"])
+                try:
+                    res = cleaner.mark_cleaned(ms, r["id"])
+                except NotFoundError:
+                    # another Cleaner (Hive's own) finished it meanwhile: nothing left to do
+                    e["action"], e["state"] = "already finished", None
+                    e["reason"] = "the request left the queue meanwhile (another Cleaner finished it)"
+                    entries.append(e)
+                    continue
                 emptied += res["aborted_txns"]
                 e["state"] = "succeeded"
                 e["mark_cleaned"] = res
