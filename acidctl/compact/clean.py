@@ -461,9 +461,29 @@ def clean_registered(tfs, ms, *, db: str, table: str, reader: WriteIdList, txns=
     update, which Hive's own Cleaner (or a later ``clean``) makes: it finds nothing obsolete and
     marks the request cleaned — and the requests are reported as left ``ready for cleaning``.
     """
-    from acidctl.errors import NotFoundError, RefusedError
+    import contextlib
+
+    from acidctl.errors import RefusedError
     from acidctl.metastore import cleaner
     from acidctl.metastore.steps import check_writable
+
+    writable, why_not = True, None
+    try:
+        check_writable(ms, what="finish compaction requests (markCleaned)")
+    except RefusedError as e:
+        writable, why_not = False, str(e)
+    # like Hive's Cleaner, find and finish the requests under the metastore's Cleaner mutex
+    with cleaner.cleaner_mutex(ms) if execute and writable else contextlib.nullcontext():
+        return _clean_registered(tfs, ms, db=db, table=table, reader=reader, txns=txns, hive_version=hive_version,
+                                 min_age=min_age, execute=execute, trash=trash, partitions=partitions,
+                                 retention_ms=retention_ms, use_min_history_write_id=use_min_history_write_id,
+                                 now=now, writable=writable, why_not=why_not)
+
+
+def _clean_registered(tfs, ms, *, db, table, reader, txns, hive_version, min_age, execute, trash, partitions,
+                      retention_ms, use_min_history_write_id, now, writable, why_not) -> dict:
+    from acidctl.errors import NotFoundError
+    from acidctl.metastore import cleaner
 
     requests = cleaner.ready_requests(ms, db, table, partitions=list(partitions) if partitions is not None else None)
     waits = cleaner.cleaner_waits(ms, requests, retention_ms=retention_ms,
@@ -472,11 +492,6 @@ def clean_registered(tfs, ms, *, db: str, table: str, reader: WriteIdList, txns=
     for r in requests:
         if waits[r["id"]] and r["partition"] not in hold:
             hold[r["partition"]] = f"compaction {r['id']} is held back: {_blocked_reason(waits[r['id']])}"
-    writable, why_not = True, None
-    try:
-        check_writable(ms, what="finish compaction requests (markCleaned)")
-    except RefusedError as e:
-        writable, why_not = False, str(e)
     ready = [r for r in requests if not waits[r["id"]]]
     started = []
     if execute and writable:

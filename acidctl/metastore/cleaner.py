@@ -26,7 +26,8 @@ Every write is one :func:`acidctl.metastore.steps.write_step`.
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+from typing import Any, Iterator
 
 from acidctl.errors import NotFoundError
 from acidctl.metastore.steps import for_update, now_ms, write_step
@@ -241,6 +242,74 @@ def cleaner_waits(ms, requests: list[dict], *, retention_ms: int = 0, use_min_hi
         return _h4_waits(ms, conn, requests, retention_ms=retention_ms,
                          use_min_history_write_id=use_min_history_write_id,
                          open_txn_timeout_ms=open_txn_timeout_ms)
+
+
+# ---------------------------------------------------------------------------------------
+# the Cleaner mutex
+# ---------------------------------------------------------------------------------------
+
+MUTEX_KEY = "Cleaner"
+
+
+@contextlib.contextmanager
+def cleaner_mutex(ms, *, wait_s: int = 60) -> Iterator[None]:
+    """Hold Hive's ``Cleaner`` mutex (operations.md §1) while cleaning, so acidctl and Hive's own
+    Cleaners (one per HMS) never clean at the same time: in its own DB transaction on its own
+    connection, ``SELECT MT_COMMENT, MT_KEY2 FROM AUX_TABLE WHERE MT_KEY1='Cleaner' [AND
+    MT_KEY2=0 on Hive 3] FOR UPDATE``; a missing row is inserted as ``('Cleaner', 0)`` (a
+    concurrent insert's duplicate key is tolerated) and selected again; released by rollback.
+    Waits up to ``wait_s`` for a Cleaner holding it (then ``LockConflict``, exit 6). SQLite has
+    no Hive and each write step already holds the whole database: no mutex there."""
+    import sqlalchemy as sa
+    from sqlalchemy import exc
+
+    from acidctl.errors import LockConflict
+    from acidctl.metastore.connection import db_errors
+    from acidctl.metastore.steps import check_writable, is_retryable
+
+    check_writable(ms, what="take the Cleaner mutex")
+    if ms.engine.dialect.name == "sqlite":
+        yield
+        return
+    aux = ms.tables.AUX_TABLE
+    cond = [aux.MT_KEY1 == MUTEX_KEY]
+    if ms.hive_version == 3:
+        cond.append(aux.MT_KEY2 == 0)
+    q = sa.select(aux.MT_COMMENT, aux.MT_KEY2).where(*cond).with_for_update()
+    with db_errors(ms.engine.url):
+        conn = ms.engine.connect().execution_options(isolation_level="READ COMMITTED")
+    try:
+        with db_errors(ms.engine.url):
+            for attempt in (1, 2):
+                tx = conn.begin()
+                if ms.engine.dialect.name == "postgresql":
+                    conn.execute(sa.text(f"SET LOCAL lock_timeout = '{int(wait_s)}s'"))
+                else:
+                    conn.execute(sa.text(f"SET SESSION innodb_lock_wait_timeout = {int(wait_s)}"))
+                try:
+                    if conn.execute(q).first() is not None:
+                        break
+                    conn.execute(sa.insert(aux.clause).values({aux.MT_KEY1.name: MUTEX_KEY, aux.MT_KEY2.name: 0}))
+                    tx.commit()
+                except exc.IntegrityError:
+                    tx.rollback()     # another instance inserted it first
+                except exc.DBAPIError as e:
+                    tx.rollback()
+                    if is_retryable(e) or "lock" in str(e).lower():
+                        raise LockConflict("another Cleaner holds the metastore's Cleaner mutex (AUX_TABLE); "
+                                           "try again later") from None
+                    raise
+            else:
+                raise LockConflict("could not take the metastore's Cleaner mutex (AUX_TABLE row missing)")
+        try:
+            yield
+        finally:
+            try:
+                tx.rollback()
+            except Exception:
+                pass
+    finally:
+        conn.close()
 
 
 # ---------------------------------------------------------------------------------------
