@@ -1,5 +1,5 @@
 """``acidctl unlock LOCKID``: Hive's ``unlock(lockid)`` on ``HIVE_LOCKS`` (operations.md §6.3).
-Dry run unless ``--execute``.
+Acts at once, like Hive's ``unlock``; ``--dry-run`` only shows the rows.
 
 Deletes exactly the rows Hive deletes: those of the lock that belong to no txn, or are still
 waiting. A lock held by a txn is refused (exit 6), as Hive refuses it ("Unlocking locks
@@ -21,24 +21,24 @@ from acidctl.cli.main import app
 
 
 @app.command("unlock", help="Release a lock that belongs to no transaction (Hive's unlock); locks of a transaction "
-                            "are refused. Dry run unless --execute.")
+                            "are refused.")
 def unlock_command(
     ctx: typer.Context,
     lock_id: Annotated[int, typer.Argument(metavar="LOCKID", help="The lock id (SHOW LOCKS' Lock ID before the dot).")],
-    execute: Annotated[bool, typer.Option("--execute", help="Delete the lock rows (default: only show them).")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only show the lock rows that would be deleted.")] = False,
 ):
     from acidctl.metastore.admin import unlock
     from acidctl.metastore.connection import connect, resolve_url
 
     s = ctx.obj
     ms = connect(resolve_url(s.metastore_url, profile=s.profile))
-    s.output.emit(unlock(ms, lock_id, execute=execute), render_text)
+    s.output.emit(unlock(ms, lock_id, execute=not dry_run), render_text)
 
 
 def render_text(report: dict) -> str:
     from acidctl.cli.output import table
 
-    head = f"acidctl unlock {report['lock_id']}" + ("" if report["executed"] else " (dry run; --execute to unlock)")
+    head = f"acidctl unlock {report['lock_id']}" + ("" if report["executed"] else " (dry run)")
     lines = [head]
     if report["locks"]:
         rows = [[r["lockid"], r["database"], r["table"] or "NULL", r["partition"] or "NULL", r["lock_state"],
