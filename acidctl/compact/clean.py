@@ -75,9 +75,13 @@ def _cover(state, c):
 
 def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, min_age: float = 3600.0,
                now: float | None = None, own_token: str | None = None, partitions=None,
-               hold: dict | None = None) -> dict:
+               hold: dict | None = None, aborted_upto: dict | None = None) -> dict:
     """``partitions``: only these (partition names; ``None`` = all). ``hold``: ``{partition:
-    reason}`` — obsolete data there is kept (a registered compaction's Cleaner is held back)."""
+    reason}`` — obsolete data there is kept (a registered compaction's Cleaner is held back).
+    ``aborted_upto``: ``{partition: highest write id}`` of a registered compaction about to be
+    finished — its aborted directories up to that write id are candidates too (Hive 3 rules
+    included): ``markCleaned`` forgets those aborted txns, after which a leftover aborted delta
+    would read as committed."""
     from acidctl.acid.layout import list_table
 
     now = time.time() if now is None else now
@@ -134,6 +138,11 @@ def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, mi
         if hive_version == 4:
             for c in rstate.aborted:
                 cands.setdefault(c.name, (c, f"aborted: {c.reason}", None))
+        elif aborted_upto and lst.partition in aborted_upto:
+            for c in rstate.aborted:
+                if c.max_write_id is not None and c.max_write_id <= aborted_upto[lst.partition]:
+                    cands.setdefault(c.name, (c, f"aborted: {c.reason} (up to the registered compaction's highest "
+                                                 f"write id {aborted_upto[lst.partition]})", None))
         for name, (c, reason, cover) in sorted(cands.items()):
             if name in keep:
                 continue
@@ -255,13 +264,13 @@ def _trash_target(tfs, root: str, path: str) -> str:
 
 def clean_table(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, min_age: float = 3600.0,
                 execute: bool = False, now: float | None = None, trash: str | None = None,
-                partitions=None, hold: dict | None = None) -> dict:
+                partitions=None, hold: dict | None = None, aborted_upto: dict | None = None) -> dict:
     """Plan (dry run) or execute the clean. Executing takes the compaction lock. With ``trash``,
     obsolete directories and files are moved under that root (see :func:`trash_root`) instead
     of deleted; acidctl's own leftovers (staging, locks) are deleted. ``partitions`` and
     ``hold``: see :func:`plan_clean`."""
     troot = trash_root(tfs, trash) if trash else None
-    scope = {"partitions": partitions, "hold": hold}
+    scope = {"partitions": partitions, "hold": hold, "aborted_upto": aborted_upto}
     if not execute:
         report = plan_clean(tfs, reader=reader, txns=txns, hive_version=hive_version, min_age=min_age, now=now,
                             **scope)
@@ -499,8 +508,13 @@ def _clean_registered(tfs, ms, *, db, table, reader, txns, hive_version, min_age
             if cleaner.mark_cleaner_start(ms, r["id"]):
                 started.append(r["id"])
     try:
+        upto: dict = {}
+        for r in ready:
+            if r["partition"] not in hold:
+                upto[r["partition"]] = max(upto.get(r["partition"], 0), r.get("highest_write_id") or 0)
         report = clean_table(tfs, reader=reader, txns=txns, hive_version=hive_version, min_age=min_age,
-                             execute=execute, now=now, trash=trash, partitions=partitions, hold=hold)
+                             execute=execute, now=now, trash=trash, partitions=partitions, hold=hold,
+                             aborted_upto=upto)
     except BaseException:
         for cq_id in started:      # as Hive 4's Cleaner after a failed attempt: not being cleaned
             try:

@@ -202,3 +202,51 @@ def test_revert_of_a_registered_compaction_marks_it_failed(empty_db, hive_versio
     assert code == 0 and doc["compactions"] == []
     assert _dirs(wh / "sales" / P2) == p2       # DB.TABLE/PART cleans that partition only
     assert _dirs(wh / "sales" / P1) == before_dirs
+
+
+ORC_T = ("struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,currentTransaction:bigint,"
+         "row:struct<id:int,name:string>>")
+
+
+def test_uncovered_aborted_delta_goes_before_mark_cleaned(tmp_path, capsys):
+    """Hive 3: write 1 aborted, 2 and 3 committed; a minor compaction writes delta_2_3 and leaves
+    the aborted delta_1_1 uncovered. markCleaned (highest write id 3) forgets txn 1's
+    TXN_COMPONENTS and its then-empty TXNS row goes: write id 1 would read as committed. So the
+    registered clean deletes the aborted delta (Hive 4's Cleaner deletes every aborted one)
+    before finishing the request, and the read is unchanged."""
+    from acidctl.metastore.init import init_metastore
+    from acidctl.metastore.recorder import Recorder
+    from tests.acidfiles import B0, acid_file
+
+    url = f"sqlite:///{tmp_path}/ms.db"
+    t = tmp_path / "t"
+    for w in (1, 2, 3):
+        acid_file(t / f"delta_{w:07d}_{w:07d}_0000" / "bucket_00000", ORC_T, [(0, w, B0, 0, w, (w, f"n{w}"))])
+    init_metastore(url, hive_version=3)
+    rec = Recorder(url)
+    rec.create_table("db", "t", location=f"file:{t}", columns=[("id", "int"), ("name", "string")])
+    txns = []
+    for end in ("a", "c", "c"):
+        x = rec.open_txn()
+        rec.add_write(x, "db", "t")
+        (rec.abort_txn if end == "a" else rec.commit_txn)(x)
+        txns.append(x)
+    snap = "db.t:3:9223372036854775807::1"
+    before = merged(t, snap)
+    assert sorted(before.values()) == [(2, "n2"), (3, "n3")]
+    # a minor compaction whose output starts at the first valid delta (acidctl's own spans the
+    # aborted id, delta_1_3; another compactor's need not): delta_2_3 written by hand
+    acid_file(t / "delta_0000002_0000003" / "bucket_00000", ORC_T,
+              [(0, 2, B0, 0, 2, (2, "n2")), (0, 3, B0, 0, 3, (3, "n3"))])
+    assert merged(t, snap) == before
+    cq = rec.enqueue_compaction("db", "t", compaction_type="minor")
+    rec.mark_working(cq)
+    rec.mark_compacted(cq, highest_write_id=3)
+    code, doc = _cli(capsys, "--metastore", url, "clean", "--execute", "--min-age", "0", "db.t")
+    assert code == 0, doc
+    assert [c["action"] for c in doc["compactions"]] == ["marked cleaned"]
+    assert _dirs(t) == ["delta_0000002_0000003"]
+    ms = connect(url)
+    assert [r["TXN_ID"] for r in rows(ms, "TXNS")] == []          # txn 1 emptied and removed
+    assert rows(ms, "TXN_COMPONENTS") == []
+    assert merged(t, "db.t:3:9223372036854775807::") == before    # write 1 now counts as committed: gone
