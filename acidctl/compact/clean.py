@@ -461,7 +461,7 @@ def clean_registered(tfs, ms, *, db: str, table: str, reader: WriteIdList, txns=
     report names the txn or lock). With ``execute``: Hive 4 ``markCleanerStart`` on the ready
     requests, the directories are deleted, and a request whose partition has nothing obsolete
     left is finished with ``markCleaned`` (history ``succeeded``), lowest highest write id first,
-    followed by the removal of the aborted txns it emptied; a request whose partition still
+    with the removal of the aborted txns it emptied; a request whose partition still
     holds obsolete data (kept by ``--min-age`` or for safety) stays ``ready for cleaning``
     (Hive 4: ``CQ_CLEANER_START = -1``), as Hive 4's Cleaner leaves it after its verify step.
 
@@ -555,7 +555,7 @@ def _clean_registered(tfs, ms, *, db, table, reader, txns, hive_version, min_age
                     e["reason"] = "the request left the queue meanwhile (another Cleaner finished it)"
                     entries.append(e)
                     continue
-                emptied += res["aborted_txns"]
+                emptied += res["aborted_txns_removed"]
                 e["state"] = "succeeded"
                 e["mark_cleaned"] = res
         entries.append(e)
@@ -564,6 +564,6 @@ def _clean_registered(tfs, ms, *, db, table, reader, txns, hive_version, min_age
     if not writable and requests:
         report["notes"].append(f"metastore not updated ({why_not}); Hive's Cleaner or a later clean finishes "
                                "the requests")
-    if execute and writable and emptied:
-        report["aborted_txns_removed"] = cleaner.remove_empty_aborted_txns(ms, sorted(set(emptied)))
+    if execute and writable:
+        report["aborted_txns_removed"] = sorted(set(emptied))
     return report

@@ -16,10 +16,10 @@ done (../shared/spec/operations.md §5, metastore.md §9.3).
   that must make the compactor txn's ``_v`` output visible; and only the request with the
   lowest ``CQ_HIGHEST_WRITE_ID`` of a partition goes first;
 * :func:`mark_cleaner_start` / :func:`clear_cleaner_start` — Hive 4's ``CQ_CLEANER_START``;
-* :func:`mark_cleaned` — Hive's ``markCleaned`` for 3.1 and 4.0 (§5.4), one write step;
-* :func:`remove_empty_aborted_txns` — the now-empty aborted ``TXNS`` rows, as Hive's own
-  housekeeping removes them afterwards (Hive 3 ``cleanEmptyAbortedTxns``, Hive 4
-  ``AcidTxnCleanerService``), limited to the txns :func:`mark_cleaned` just emptied.
+* :func:`mark_cleaned` — Hive's ``markCleaned`` for 3.1 and 4.0 (§5.4), one write step,
+  followed in the same step by the removal of the aborted ``TXNS`` rows it emptied (§9.3; in
+  Hive the housekeeping that follows: Hive 3 ``cleanEmptyAbortedTxns``, Hive 4
+  ``AcidTxnCleanerService``); :func:`remove_empty_aborted_txns` does that part alone.
 
 Every write is one :func:`acidctl.metastore.steps.write_step`.
 """
@@ -351,7 +351,7 @@ def _history_columns(ms) -> list[str]:
     return [c.name.upper() for c in cc.clause.columns]
 
 
-def mark_cleaned(ms, cq_id: int) -> dict:
+def mark_cleaned(ms, cq_id: int, *, remove_empty_aborted_txns: bool = True) -> dict:
     """Hive's ``markCleaned`` (operations.md §5.4), one DB transaction:
 
     Hive 3: read the row, delete it, insert the history row ``s`` (``CC_END`` = db now), delete
@@ -364,8 +364,15 @@ def mark_cleaned(ms, cq_id: int) -> dict:
     (``CQ_TYPE='c'``) of the table/partition, ``COMPLETED_TXN_COMPONENTS`` as Hive 3, and the
     aborted txns' ``TXN_COMPONENTS`` with ``TC_WRITEID <= highest`` (only when it is non-zero).
 
+    Then, in the same step unless ``remove_empty_aborted_txns=False``, the aborted ``TXNS``
+    rows this left without any ``TXN_COMPONENTS`` (metastore.md §9.3; in Hive this is the
+    housekeeping that follows: Hive 3 ``cleanEmptyAbortedTxns``, Hive 4's TxnCleaner, whose
+    guards — never the highest ``TXN_ID``, never a txn started within the open-txn timeout —
+    apply on Hive 4).
+
     Returns what changed: ``{"cq_id", "history_state", "queue_rows_deleted",
-    "completed_txn_components_deleted", "txn_components_deleted", "aborted_txns"}``.
+    "completed_txn_components_deleted", "txn_components_deleted", "aborted_txns",
+    "aborted_txns_removed"}``.
     """
     import sqlalchemy as sa
 
@@ -434,9 +441,10 @@ def mark_cleaned(ms, cq_id: int) -> dict:
                 .where(t.TXN_STATE == "a", *tcond, tc.TC_WRITEID <= hw))})
             if aborted_ids:
                 n_tc = conn.execute(sa.delete(tc.clause).where(tc.TC_TXNID.in_(aborted_ids), *tcond)).rowcount
+        removed = _remove_empty_aborted(ms, conn, aborted_ids) if remove_empty_aborted_txns else []
         return {"cq_id": cq_id, "history_state": "s", "queue_rows_deleted": int(deleted),
                 "completed_txn_components_deleted": int(n_ctc), "txn_components_deleted": int(n_tc),
-                "aborted_txns": aborted_ids, "highest_write_id": hw, "end": now}
+                "aborted_txns": aborted_ids, "aborted_txns_removed": removed, "highest_write_id": hw, "end": now}
 
     return write_step(ms, step, name="markCleaned")
 
@@ -449,20 +457,22 @@ def remove_empty_aborted_txns(ms, txn_ids: list[int]) -> list[int]:
     given ids (the txns a :func:`mark_cleaned` just emptied). Returns the ids deleted."""
     if not txn_ids:
         return []
+    return write_step(ms, lambda conn: _remove_empty_aborted(ms, conn, txn_ids), name="cleanEmptyAbortedTxns")
+
+
+def _remove_empty_aborted(ms, conn, txn_ids: list[int]) -> list[int]:
     import sqlalchemy as sa
 
+    if not txn_ids:
+        return []
     T = ms.tables
     t, tc = T.TXNS, T.TXN_COMPONENTS
-
-    def step(conn):
-        cond = [t.TXN_ID.in_(list(txn_ids)), t.TXN_STATE == "a",
-                t.TXN_ID.not_in(sa.select(tc.TC_TXNID).where(tc.TC_TXNID.in_(list(txn_ids))))]
-        if ms.hive_version >= 4:
-            mx = conn.execute(sa.select(sa.func.max(t.TXN_ID))).scalar()
-            cond += [t.TXN_ID < int(mx or 0), t.TXN_STARTED < now_ms(conn) - OPEN_TXN_TIMEOUT_MS]
-        ids = sorted(int(x) for (x,) in conn.execute(for_update(sa.select(t.TXN_ID).where(*cond), conn)))
-        if ids:
-            conn.execute(sa.delete(t.clause).where(t.TXN_ID.in_(ids), t.TXN_STATE == "a"))
-        return ids
-
-    return write_step(ms, step, name="cleanEmptyAbortedTxns")
+    cond = [t.TXN_ID.in_(list(txn_ids)), t.TXN_STATE == "a",
+            t.TXN_ID.not_in(sa.select(tc.TC_TXNID).where(tc.TC_TXNID.in_(list(txn_ids))))]
+    if ms.hive_version >= 4:
+        mx = conn.execute(sa.select(sa.func.max(t.TXN_ID))).scalar()
+        cond += [t.TXN_ID < int(mx or 0), t.TXN_STARTED < now_ms(conn) - OPEN_TXN_TIMEOUT_MS]
+    ids = sorted(int(x) for (x,) in conn.execute(for_update(sa.select(t.TXN_ID).where(*cond), conn)))
+    if ids:
+        conn.execute(sa.delete(t.clause).where(t.TXN_ID.in_(ids), t.TXN_STATE == "a"))
+    return ids

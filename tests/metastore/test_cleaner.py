@@ -76,7 +76,7 @@ def test_mark_cleaned_rows(metastore, hive_version):
                          CQ_TYPE="c", CQ_RETRY_RETENTION=300000, CQ_COMMIT_TIME=1)
     before = {r["CQ_ID"]: r for r in rows(ms, "COMPACTION_QUEUE")}[cq]
     t_before = now(ms)
-    res = cleaner.mark_cleaned(ms, cq)
+    res = cleaner.mark_cleaned(ms, cq, remove_empty_aborted_txns=False)     # Hive's own statements only
     t_after = now(ms)
 
     # queue: the request (and on Hive 4 p=1's retry row) gone
@@ -99,9 +99,9 @@ def test_mark_cleaned_rows(metastore, hive_version):
     assert tc == sorted([(txns["D"], 4), (txns["F"], 6), (txns["H"], 8)])
     assert res["aborted_txns"] == [txns["B"]]
     assert res["completed_txn_components_deleted"] == 2 and res["txn_components_deleted"] == 1
-    # markCleaned itself leaves TXNS alone; the housekeeping step removes the emptied B only
+    # Hive's markCleaned statements leave TXNS alone; the housekeeping removes the emptied B only
     states = {r["TXN_ID"]: r["TXN_STATE"] for r in rows(ms, "TXNS")}
-    assert states[txns["B"]] == "a" and states[txns["D"]] == "a"
+    assert states[txns["B"]] == "a" and states[txns["D"]] == "a" and res["aborted_txns_removed"] == []
     assert cleaner.remove_empty_aborted_txns(ms, [txns["B"], txns["D"]]) == [txns["B"]]
     states = {r["TXN_ID"]: r["TXN_STATE"] for r in rows(ms, "TXNS")}
     assert txns["B"] not in states and states[txns["D"]] == "a" and states[txns["F"]] == "a"
@@ -228,3 +228,27 @@ def test_cleaner_mutex(metastore, hive_version, backend):
     other.close()
     with cleaner.cleaner_mutex(ms, wait_s=1):
         pass
+
+
+def test_mark_cleaned_removes_the_aborted_txns_it_emptied(metastore, hive_version):
+    """metastore.md §9.3: markCleaned as a whole also removes the now-empty aborted TXNS rows
+    (only those: an aborted txn with components left on another table or above the highest
+    write id stays)."""
+    url, rec = metastore
+    ms = connect(url)
+    txns = history(rec, hive_version)
+    other = rec.open_txn(now_ms=now(ms) - OLD)
+    rec.add_write(other, "db", "t", partition="p=1")      # write id 9
+    rec.add_write(other, "db", "u")                       # and another table
+    rec.abort_txn(other)
+    cq = rec.enqueue_compaction("db", "t", partition="p=1")
+    rec.mark_working(cq)
+    rec.mark_compacted(cq, highest_write_id=9)
+    res = cleaner.mark_cleaned(ms, cq)
+    assert res["aborted_txns"] == sorted([txns["B"], txns["D"], other])
+    assert res["aborted_txns_removed"] == sorted([txns["B"], txns["D"]])
+    states = {r["TXN_ID"]: r["TXN_STATE"] for r in rows(ms, "TXNS")}
+    assert txns["B"] not in states and txns["D"] not in states
+    assert states[other] == "a" and states[txns["F"]] == "a" and states[txns["H"]] == "o"
+    assert sorted((r["TC_TXNID"], r["TC_TABLE"], r["TC_PARTITION"]) for r in rows(ms, "TXN_COMPONENTS")) == sorted(
+        [(txns["F"], "t", "p=2"), (txns["H"], "t", "p=1"), (other, "u", None)])
