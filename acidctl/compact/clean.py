@@ -542,7 +542,8 @@ def _clean_registered(tfs, ms, *, db, table, reader, txns, hive_version, min_age
                 cleaner.clear_cleaner_start(ms, r["id"])
         elif not writable:
             e["action"] = "stays ready for cleaning"
-            e["reason"] = f"directories cleaned, queue not updated: {why_not}"
+            e["reason"] = (f"directories {'cleaned' if execute else 'cleaned with --execute'}, but the queue is not "
+                           f"updated: {why_not}")
         else:
             e["action"] = "mark cleaned" if not execute else "marked cleaned"
             e["reason"] = "nothing obsolete left; no reader can need the old directories"
