@@ -8,7 +8,7 @@ JSON document: ``path``, ``hive_version``, ``write_ids``, ``min_age_seconds``, `
 ``items`` (partition, path, kind [base|delta|delete_delta|original|staging|stale-lock|
 interrupted-publish], reason, age_seconds, bytes, is_dir, action [delete|complete|keep (younger
 than --min-age)|keep (held back)|...]), ``deleted``/``completed`` (with --execute), ``notes``,
-``summary``. For DB.TABLE with a metastore also ``compactions`` (the table's ``ready for
+``summary``, ``skipped_partitions`` (snapshot unreadable). For DB.TABLE with a metastore also ``compactions`` (the table's ``ready for
 cleaning`` requests: cq_id, partition, type, highest_write_id, txn_id, next_txn_id, held_by
 [{kind: lock|open-txn|young-txn|min-history-level|min-history-write-id|retention|
 earlier-request|compactor-txn-open|compactor-txn-aborted, txn_id, lock_id, message, ...}],

@@ -88,6 +88,7 @@ def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, mi
     compactor = reader.for_compactor()
     items: list[dict] = []
     notes: list[str] = []
+    skipped: list = []
     lock = read_lock(tfs, lock_path(tfs))
     if lock is not None and own_token is not None and lock.token == own_token:
         lock = None   # our own (clean --execute) lock
@@ -115,6 +116,7 @@ def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, mi
         if rstate.not_enough_history or rstate.reader_errors:
             notes.append(f"{lst.path}: skipped, the snapshot is unreadable "
                          f"({rstate.not_enough_history or rstate.reader_errors[0]})")
+            skipped.append(lst.partition)
             continue
         cstate = get_acid_state(lst, compactor, txns=txns, hive_version=hive_version)
         keep = set()
@@ -184,7 +186,7 @@ def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, mi
                                age, _du(tfs, e.path), min_age, fs_path=e.path, is_dir=True))
     return {"path": tfs.display(tfs.root), "hive_version": hive_version, "write_ids": str(reader),
             "min_age_seconds": min_age, "items": items, "notes": notes, "executed": False,
-            "summary": _summary(items)}
+            "skipped_partitions": skipped, "summary": _summary(items)}
 
 
 def _item(partition, path, kind, reason, age, size, min_age, *, fs_path=None, is_dir=False, age_guard=True) -> dict:
@@ -534,6 +536,11 @@ def _clean_registered(tfs, ms, *, db, table, reader, txns, hive_version, min_age
         if waits[r["id"]]:
             e["action"] = "held back"
             e["reason"] = _blocked_reason(waits[r["id"]])
+        elif r["partition"] in report.get("skipped_partitions", []):
+            e["action"] = "stays ready for cleaning"
+            e["reason"] = "the partition was skipped (its snapshot is unreadable): nothing was verified clean"
+            if execute and writable and r["id"] in started:
+                cleaner.clear_cleaner_start(ms, r["id"])
         elif left.get(r["partition"]):
             e["action"] = "stays ready for cleaning"
             e["reason"] = "obsolete data kept in the partition: " + ", ".join(left[r["partition"]][:5]) + \

@@ -250,3 +250,32 @@ def test_uncovered_aborted_delta_goes_before_mark_cleaned(tmp_path, capsys):
     assert [r["TXN_ID"] for r in rows(ms, "TXNS")] == []          # txn 1 emptied and removed
     assert rows(ms, "TXN_COMPONENTS") == []
     assert merged(t, "db.t:3:9223372036854775807::") == before    # write 1 now counts as committed: gone
+
+
+def test_unreadable_partition_keeps_the_request(tmp_path, capsys):
+    """A partition whose snapshot cannot be read (here: only base_5 on disk, the metastore's
+    write-id high-water mark is 3 — "not enough history") is skipped by clean, so its request
+    cannot be verified clean: it stays ready for cleaning."""
+    from acidctl.metastore.init import init_metastore
+    from acidctl.metastore.recorder import Recorder
+    from tests.acidfiles import B0, acid_file
+
+    url = f"sqlite:///{tmp_path}/ms.db"
+    t = tmp_path / "t"
+    acid_file(t / "base_0000005" / "bucket_00000", ORC_T, [(0, 5, B0, 0, 5, (5, "n5"))])
+    init_metastore(url, hive_version=3)
+    rec = Recorder(url)
+    rec.create_table("db", "t", location=f"file:{t}", columns=[("id", "int"), ("name", "string")])
+    for _ in range(3):
+        x = rec.open_txn()
+        rec.add_write(x, "db", "t")
+        rec.commit_txn(x)
+    cq = rec.enqueue_compaction("db", "t")
+    rec.mark_working(cq)
+    rec.mark_compacted(cq, highest_write_id=3)
+    code, doc = _cli(capsys, "--metastore", url, "clean", "--execute", "--min-age", "0", "db.t")
+    assert code == 0, doc
+    (c,) = doc["compactions"]
+    assert c["action"] == "stays ready for cleaning" and "skipped" in c["reason"]
+    assert doc["skipped_partitions"] == [None]
+    assert [r["CQ_STATE"] for r in rows(connect(url), "COMPACTION_QUEUE")] == ["r"]
