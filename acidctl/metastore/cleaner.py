@@ -213,10 +213,12 @@ def _h4_waits(ms, conn, requests: list[dict], *, retention_ms: int, use_min_hist
                                              f"(cleaner watermark {snap_wm}: MIN_HISTORY_LEVEL / min open txn)"})
         out[r["id"]] = waits
     # Hive 4 cleans only the lowest highest-write-id request per partition at a time
-    # (ReadyToCleanHandler); within one acidctl run the next one may follow once it is done
+    # (ReadyToCleanHandler: the minimum is taken over the requests past their retention, before
+    # the txn watermark filter); within one acidctl run the next one may follow once it is done
     by_part: dict[Any, list[dict]] = {}
     for r in requests:
-        by_part.setdefault(r["partition"], []).append(r)
+        if not any(w["kind"] == "retention" for w in out[r["id"]]):
+            by_part.setdefault(r["partition"], []).append(r)
     for rows in by_part.values():
         blocked_by = None
         for r in sorted(rows, key=lambda d: (d.get("highest_write_id") or 0, d["id"])):
