@@ -81,7 +81,9 @@ def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, mi
     ``aborted_upto``: ``{partition: highest write id}`` of a registered compaction about to be
     finished — its aborted directories up to that write id are candidates too (Hive 3 rules
     included): ``markCleaned`` forgets those aborted txns, after which a leftover aborted delta
-    would read as committed."""
+    would read as committed; and, as Hive's Cleaner caps its list at that write id, nothing
+    above it is deleted there (a newer compaction may have made it obsolete after the Cleaner
+    checked for readers: "keep (above the highest write id)")."""
     from acidctl.acid.layout import list_table
 
     now = time.time() if now is None else now
@@ -160,6 +162,10 @@ def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, mi
                 it["action"] = "keep (holds files no compaction read)"
                 it["reason"] += "; kept: " + ", ".join(f.name for f in unread[:3]) + \
                     (" ..." if len(unread) > 3 else "") + " would be lost (other engines read them)"
+            cap = aborted_upto.get(lst.partition) if aborted_upto else None
+            if cap is not None and it["action"] == "delete" and (c.max_write_id or 0) > cap:
+                it["action"] = "keep (above the highest write id)"
+                it["reason"] += f"; kept: above the registered compaction's highest write id {cap}"
             if hold and lst.partition in hold and it["action"] == "delete":
                 it["action"] = "keep (held back)"
                 it["reason"] += f"; kept: {hold[lst.partition]}"
@@ -526,7 +532,7 @@ def _clean_registered(tfs, ms, *, db, table, reader, txns, hive_version, min_age
         raise
     left: dict = {}
     for i in report["items"]:
-        if i["kind"] in _DATA_KINDS and i["action"].startswith("keep"):
+        if i["kind"] in _DATA_KINDS and i["action"].startswith("keep") and "above the highest" not in i["action"]:
             left.setdefault(i["partition"], []).append(i["path"].rsplit("/", 1)[-1])
     entries, emptied = [], []
     for r in requests:

@@ -123,9 +123,12 @@ def test_compact_register_clean(empty_db, hive_version, tmp_path, capsys):
     assert cq[P1] not in q and cq[P2] not in q
     assert hist[cq[P1]]["CC_STATE"] == "s" and hist[cq[P2]]["CC_STATE"] == "s"
     base = "base_0000006" + (f"_v{reg[P2]['txn_id']:07d}" if hive_version == 4 else "")
-    # everything the base covers is gone; write 7 (now aborted, above the compacted hwm 6) stays
-    # for Hive 3's Cleaner, while Hive 4's removes every aborted directory (directory-state.md §7)
-    assert _dirs(wh / "sales" / P2) == sorted([base] + (["delta_0000007_0000007_0000"] if hive_version == 3 else []))
+    # everything the base covers is gone; write 7 (now aborted) is above the compaction's highest
+    # write id 6, where Hive's Cleaner caps its list (Hive 4 removes aborted directories only
+    # below it): it stays, kept for a later compaction's Cleaner
+    assert _dirs(wh / "sales" / P2) == sorted([base, "delta_0000007_0000007_0000"])
+    (kept,) = [i for i in doc["items"] if i["path"].endswith("delta_0000007_0000007_0000")] or [None]
+    assert hive_version == 3 and kept is None or kept["action"] == "keep (above the highest write id)"
     assert _dirs(wh / "sales" / P1) == [
         "base_0000002" + (f"_v{reg[P1]['txn_id']:07d}" if hive_version == 4 else "")]
     # COMPLETED_TXN_COMPONENTS of sales up to write id 6 pruned; aborted write 4 (<= 6) forgotten
@@ -220,20 +223,23 @@ def test_uncovered_aborted_delta_goes_before_mark_cleaned(tmp_path, capsys):
 
     url = f"sqlite:///{tmp_path}/ms.db"
     t = tmp_path / "t"
-    for w in (1, 2, 3):
+    for w in (1, 2, 3, 4, 5):
         acid_file(t / f"delta_{w:07d}_{w:07d}_0000" / "bucket_00000", ORC_T, [(0, w, B0, 0, w, (w, f"n{w}"))])
+    # writes 4 and 5 were compacted too, by a compaction not registered: delta_4_5
+    acid_file(t / "delta_0000004_0000005" / "bucket_00000", ORC_T,
+              [(0, 4, B0, 0, 4, (4, "n4")), (0, 5, B0, 0, 5, (5, "n5"))])
     init_metastore(url, hive_version=3)
     rec = Recorder(url)
     rec.create_table("db", "t", location=f"file:{t}", columns=[("id", "int"), ("name", "string")])
     txns = []
-    for end in ("a", "c", "c"):
+    for end in ("a", "c", "c", "c", "c"):
         x = rec.open_txn()
         rec.add_write(x, "db", "t")
         (rec.abort_txn if end == "a" else rec.commit_txn)(x)
         txns.append(x)
-    snap = "db.t:3:9223372036854775807::1"
+    snap = "db.t:5:9223372036854775807::1"
     before = merged(t, snap)
-    assert sorted(before.values()) == [(2, "n2"), (3, "n3")]
+    assert sorted(before.values()) == [(2, "n2"), (3, "n3"), (4, "n4"), (5, "n5")]
     # a minor compaction whose output starts at the first valid delta (acidctl's own spans the
     # aborted id, delta_1_3; another compactor's need not): delta_2_3 written by hand
     acid_file(t / "delta_0000002_0000003" / "bucket_00000", ORC_T,
@@ -245,11 +251,17 @@ def test_uncovered_aborted_delta_goes_before_mark_cleaned(tmp_path, capsys):
     code, doc = _cli(capsys, "--metastore", url, "clean", "--execute", "--min-age", "0", "db.t")
     assert code == 0, doc
     assert [c["action"] for c in doc["compactions"]] == ["marked cleaned"]
-    assert _dirs(t) == ["delta_0000002_0000003"]
+    # Hive's Cleaner caps its list at the request's highest write id 3: delta_4_4 and delta_5_5,
+    # obsolete only through the newer delta_4_5, stay (they do not keep the request open)
+    assert _dirs(t) == ["delta_0000002_0000003", "delta_0000004_0000004_0000", "delta_0000004_0000005",
+                        "delta_0000005_0000005_0000"]
+    kept = {i["path"].rsplit("/", 1)[-1]: i["action"] for i in doc["items"] if i["action"].startswith("keep")}
+    assert kept == {"delta_0000004_0000004_0000": "keep (above the highest write id)",
+                    "delta_0000005_0000005_0000": "keep (above the highest write id)"}
     ms = connect(url)
     assert [r["TXN_ID"] for r in rows(ms, "TXNS")] == []          # txn 1 emptied and removed
     assert rows(ms, "TXN_COMPONENTS") == []
-    assert merged(t, "db.t:3:9223372036854775807::") == before    # write 1 now counts as committed: gone
+    assert merged(t, "db.t:5:9223372036854775807::") == before    # write 1 now counts as committed: gone
 
 
 def test_unreadable_partition_keeps_the_request(tmp_path, capsys):
