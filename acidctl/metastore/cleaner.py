@@ -6,8 +6,8 @@ done (../shared/spec/operations.md §5, metastore.md §9.3).
   rows, ``CQ_TYPE='c'``, are not compactions and are left out, as Hive's ``ReadyToCleanHandler``
   does);
 * :func:`cleaner_waits` — per request, what the Cleaner waits for. **Hive 3** (§5.1): the
-  ``HIVE_LOCKS`` present when it first saw the request on the same database, table and exact
-  partition (acidctl runs once, so "first saw" is now: every such lock holds the request back;
+  ``HIVE_LOCKS`` present when it first saw the request on the same database, table (both
+  ignoring case) and exact partition (acidctl runs once, so "first saw" is now: every such lock holds the request back;
   the next run proceeds once they are gone). **Hive 4** (§5.2): the delayed-cleanup retention
   and ``CQ_RETRY_RETENTION`` after ``CQ_COMMIT_TIME``; ``CQ_NEXT_TXN_ID`` against the min open
   txn watermark (any open txn below it anywhere blocks, HIVE-26704) — or, with
@@ -77,11 +77,12 @@ def ready_requests(ms, db: str, table: str, *, partitions: list[str | None] | No
 # what the Cleaner waits for
 # ---------------------------------------------------------------------------------------
 
-def _same(a: str | None, b: str | None) -> bool:
-    """Hive 3's ``findRelatedLocks``: both NULL, or equal ignoring case."""
+def _same(a: str | None, b: str | None, *, ignore_case: bool = True) -> bool:
+    """Hive 3.1's ``Cleaner.findRelatedLocks``: both NULL, or equal — database and table names
+    ignoring case, partition names exactly ("leave partition name as is")."""
     if a is None or b is None:
         return a is None and b is None
-    return a.lower() == b.lower()
+    return a.lower() == b.lower() if ignore_case else a == b
 
 
 def _h3_waits(ms, conn, requests: list[dict]) -> dict[int, list[dict]]:
@@ -99,7 +100,7 @@ def _h3_waits(ms, conn, requests: list[dict]) -> dict[int, list[dict]]:
         seen: set[int] = set()
         waits = []
         for ext, _int_id, txn, hdb, htbl, hpart, st, ty, user, host, acq in rows:
-            if not (_same(hdb, r["database"]) and _same(htbl, r["table"]) and _same(hpart, r["partition"])):
+            if not (_same(hdb, r["database"]) and _same(htbl, r["table"]) and _same(hpart, r["partition"], ignore_case=False)):
                 continue
             if int(ext) in seen:
                 continue
