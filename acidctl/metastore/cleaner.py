@@ -15,6 +15,7 @@ done (../shared/spec/operations.md §5, metastore.md §9.3).
   ``MIN_HISTORY_WRITE_ID``; the snapshot watermark ``min(minOpenTxn, MIN(MHL_MIN_OPEN_TXNID))``
   that must make the compactor txn's ``_v`` output visible; and only the request with the
   lowest ``CQ_HIGHEST_WRITE_ID`` of a partition goes first;
+* :func:`cleaner_mutex` — Hive's ``Cleaner`` mutex (``AUX_TABLE``), held while cleaning;
 * :func:`mark_cleaner_start` / :func:`clear_cleaner_start` — Hive 4's ``CQ_CLEANER_START``;
 * :func:`mark_cleaned` — Hive's ``markCleaned`` for 3.1 and 4.0 (§5.4), one write step,
   followed in the same step by the removal of the aborted ``TXNS`` rows it emptied (§9.3; in
