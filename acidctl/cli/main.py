@@ -45,6 +45,8 @@ COMMAND_MODULES = (
     "acidctl.cli.clean_cmd",
     "acidctl.cli.revert_cmd",
     "acidctl.cli.export_cmd",
+    "acidctl.cli.abort_compactions_cmd",
+    "acidctl.cli.unlock_cmd",
 )
 
 
