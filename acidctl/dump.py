@@ -227,26 +227,33 @@ _POOL = None
 
 def _in_order(fn, items):
     """``map(fn, items)`` on a small thread pool (pyarrow kernels release the GIL), yielding
-    results in order with at most a few slices in flight."""
+    results in order with at most a few items in flight. ``items`` may be a generator: it is
+    advanced in the caller's thread, so producing the next item (reading, merging) overlaps
+    with rendering the previous ones."""
     global _POOL
     import os
+    from collections import deque
     from concurrent.futures import ThreadPoolExecutor
 
     workers = min(4, os.cpu_count() or 1)
-    if workers < 2 or len(items) < 2:
+    if workers < 2 or (isinstance(items, list) and len(items) < 2):
         for it in items:
             yield fn(it)
         return
     if _POOL is None:
         _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="acidctl-render")
     window = workers * 2
-    pending = [_POOL.submit(fn, it) for it in items[:window]]
-    nxt = window
+    source = iter(items)
+    pending: deque = deque()
+    for it in source:
+        pending.append(_POOL.submit(fn, it))
+        if len(pending) >= window:
+            break
     while pending:
-        fut = pending.pop(0)
-        if nxt < len(items):
-            pending.append(_POOL.submit(fn, items[nxt]))
-            nxt += 1
+        fut = pending.popleft()
+        for it in source:
+            pending.append(_POOL.submit(fn, it))
+            break
         yield fut.result()
 
 
