@@ -98,6 +98,7 @@ class OrcFile:
             self.length = min(self.flush.length, self.file_length)
         if self.file_length == 0:
             raise CorruptOrcFile(f"not an ORC file: {self.display_path} is empty (0 bytes)")
+        self._native: list = []        # Arrow-native handles of this file (closed with it)
         self._source = self._open_source()
         from acidctl.orc.render import python_converters
 
@@ -123,22 +124,45 @@ class OrcFile:
             return open(self.path, "rb")
         return self.tfs.open(self.path, "rb", block_size=8 << 20)
 
+    def _arrow_source(self):
+        """What Arrow reads from: an Arrow-native file for local files and a buffer for a file
+        cut at its flush length (a Python file object makes Arrow call back into Python for
+        every read, under the GIL: 5-8× slower on large stripes, bench/dump.py); else the
+        fsspec file."""
+        import io
+
+        import pyarrow as pa
+
+        if isinstance(self._source, io.BytesIO):
+            return pa.BufferReader(self._source.getvalue())
+        if self.tfs.protocol in ("file", "local") and self.length == self.file_length:
+            try:
+                f = pa.OSFile(self.path, "rb")
+            except OSError:
+                pass
+            else:
+                self._native.append(f)
+                return f
+        self._source.seek(0)
+        return self._source
+
     def _arrow_file(self):
         if self._arrow is None:
             import pyarrow.orc as po
 
-            self._source.seek(0)
             try:
-                self._arrow = po.ORCFile(self._source)
+                self._arrow = po.ORCFile(self._arrow_source())
             except (OSError, ValueError) as e:
                 raise CorruptOrcFile(f"not a readable ORC file: {self.display_path}: {e}") from None
         return self._arrow
 
     def close(self):
-        try:
-            self._source.close()
-        except Exception:
-            pass
+        for f in [self._source, *self._native]:
+            try:
+                f.close()
+            except Exception:
+                pass
+        self._native = []
 
     def __enter__(self):
         return self
@@ -235,12 +259,29 @@ class OrcFile:
 
         done = 0
         try:
-            self._source.seek(0)
-            frag = ds.OrcFileFormat().make_fragment(self._source)
-            for b in frag.to_batches(columns=columns, batch_size=batch_rows, use_threads=False):
-                if b.num_rows:
-                    done += b.num_rows
-                    yield b
+            frag = ds.OrcFileFormat().make_fragment(self._arrow_source())
+            # ORC's reader decodes small batches several times faster than large ones (wide
+            # strings: 8×; bench/merged.py): read READ_ROWS at a time, hand out up to
+            # batch_rows rows or COALESCE_BYTES bytes at once
+            acc: list = []
+            acc_rows = acc_bytes = 0
+            for b in frag.to_batches(columns=columns, batch_size=min(batch_rows, READ_ROWS), use_threads=False):
+                if not b.num_rows:
+                    continue
+                if acc and acc_rows + b.num_rows > batch_rows:
+                    done += acc_rows
+                    yield _coalesce(acc)
+                    acc, acc_rows, acc_bytes = [], 0, 0
+                acc.append(b)
+                acc_rows += b.num_rows
+                acc_bytes += b.nbytes
+                if acc_rows >= batch_rows or acc_bytes >= COALESCE_BYTES:
+                    done += acc_rows
+                    yield _coalesce(acc)
+                    acc, acc_rows, acc_bytes = [], 0, 0
+            if acc:
+                done += acc_rows
+                yield _coalesce(acc)
             return
         except (pa.ArrowException, OSError, ValueError):
             pass
@@ -270,6 +311,18 @@ class OrcFile:
                 f"strings that are not valid UTF-8; acidctl cannot render this combination") from None
         except pyorc.errors.ORCError as e:
             raise CorruptOrcFile(f"cannot read stripe {index} of {self.display_path}: {_orc_message(e)}") from None
+
+
+#: rows ORC's reader decodes at a time in :meth:`OrcFile.iter_batches`
+READ_ROWS = 8192
+#: iter_batches hands out at most this many bytes at once (unless one read batch is larger)
+COALESCE_BYTES = 8 << 20
+
+
+def _coalesce(batches: list):
+    import pyarrow as pa
+
+    return batches[0] if len(batches) == 1 else pa.concat_batches(batches)
 
 
 def _plain(v):

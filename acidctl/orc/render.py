@@ -20,7 +20,6 @@ import pyarrow.compute as pc
 from acidctl.orc import javafmt
 from acidctl.orc.javafmt_double import format_double_array, java_double_to_string
 
-_NEEDS_ESCAPE = r'[\x00-\x1f"\\\x{2028}\x{2029}]'
 _NULL = pa.scalar("null", pa.string())
 
 
@@ -79,46 +78,125 @@ def _valid_utf8(arr: pa.Array) -> bool:
         return False
 
 
-def _may_need_escape(arr: pa.Array) -> bool:
-    """A quick byte scan of the column's data: any control byte, '"', '\\' or 0xE2 (the lead
-    byte of U+2028/U+2029)? Most columns have none, and then the regex pass is skipped."""
-    import numpy as np
+#: the bytes of a UTF-8 string that may need a JSON escape: control bytes, '"', '\\' and 0xE2
+#: (the lead byte of U+2028/U+2029)
+_UNSAFE = bytes(range(0x20)) + b'"\\\xe2'
+_SAFE = bytes(b for b in range(256) if b not in _UNSAFE)
+#: FileDump's escapes (json.dumps, ensure_ascii off, plus U+2028/U+2029), backslash first
+_ESCAPES = [("\\", "\\\\"), ('"', '\\"'), ("\b", "\\b"), ("\f", "\\f"), ("\n", "\\n"), ("\r", "\\r"),
+            ("\t", "\\t")]
 
+
+def _unsafe_bytes(arr: pa.Array) -> bytes:
+    """The distinct bytes of the column's data that may need an escape (usually none).
+    ``bytes.translate`` deletes every safe byte in one C pass: ~15× faster than numpy
+    comparisons on wide strings (bench/dump.py)."""
     if len(arr) == 0:
-        return False
+        return b""
     bufs = arr.buffers()
     if bufs[2] is None:
-        return False
-    offsets = np.frombuffer(bufs[1], dtype=np.int32 if arr.type == pa.string() else np.int64)
+        return b""
+    import numpy as np
+
+    offsets = np.frombuffer(bufs[1], dtype=np.int32 if arr.type in (pa.string(), pa.binary()) else np.int64)
     start, end = int(offsets[arr.offset]), int(offsets[arr.offset + len(arr)])
-    data = np.frombuffer(bufs[2], dtype=np.uint8)[start:end]
-    return bool(((data < 0x20) | (data == 0x22) | (data == 0x5C) | (data == 0xE2)).any())
+    left = memoryview(bufs[2])[start:end].tobytes().translate(None, _SAFE)
+    return bytes(sorted(set(left)))
+
+
+def _may_need_escape(arr: pa.Array) -> bool:
+    return bool(_unsafe_bytes(arr))
+
+
+def _escape(arr: pa.Array, unsafe: bytes) -> pa.Array:
+    """JSON escapes of the values that need them, with string kernels: one literal
+    replacement pass per escape whose byte occurs (only over the values holding one)."""
+    present = [chr(b) for b in unsafe if b != 0xE2]
+    mask = _rows_holding(arr, unsafe)
+    if mask is None:
+        probes = present + (["\u2028", "\u2029"] if 0xE2 in unsafe else [])
+        for ch in probes:
+            m = pc.match_substring(arr, ch)
+            mask = m if mask is None else pc.or_(mask, m)
+        mask = pc.fill_null(mask, False)
+    if not pc.any(mask).as_py():
+        return arr
+    sub = pc.filter(arr, mask)
+    for ch, rep in _ESCAPES:
+        if ch in present:
+            sub = pc.replace_substring(sub, ch, rep)
+    for ch in present:
+        if ord(ch) < 0x20 and ch not in "\b\f\n\r\t":
+            sub = pc.replace_substring(sub, ch, "\\u%04x" % ord(ch))
+    if 0xE2 in unsafe:
+        sub = pc.replace_substring(sub, "\u2028", "\\u2028")
+        sub = pc.replace_substring(sub, "\u2029", "\\u2029")
+    return pc.replace_with_mask(arr, mask, sub)
+
+
+def _rows_holding(arr: pa.Array, unsafe: bytes):
+    """Mask of the rows whose data holds one of the ``unsafe`` bytes, found with ``bytes.find``
+    (memchr) when they are rare — a substring kernel per byte reads the whole column each
+    time — or None when they are common (the caller uses the kernels)."""
+    import numpy as np
+
+    bufs = arr.buffers()
+    offsets = np.frombuffer(bufs[1], dtype=np.int32 if arr.type == pa.string() else np.int64)
+    offsets = offsets[arr.offset:arr.offset + len(arr) + 1]
+    data = memoryview(bufs[2])[int(offsets[0]):int(offsets[-1])].tobytes()
+    if sum(data.count(b) for b in unsafe) > max(64, len(arr) // 16):
+        return None
+    hits = []
+    for b in unsafe:
+        pos = data.find(b)
+        while pos >= 0:
+            hits.append(pos)
+            pos = data.find(b, pos + 1)
+    rows = np.searchsorted(offsets - offsets[0], np.array(hits, dtype=np.int64), side="right") - 1
+    mask = np.zeros(len(arr), dtype=bool)
+    mask[rows] = True
+    if arr.null_count:
+        mask &= np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    return pa.array(mask)
+
+
+def _invalid_utf8_positions(raw: pa.Array, lo: int = 0, hi: int | None = None) -> list[int]:
+    """Indexes of the values that are not valid UTF-8, by validating halves (a few invalid
+    values cost O(k log n) validations of Arrow's vectorised check, not a Python loop)."""
+    hi = len(raw) if hi is None else hi
+    if hi <= lo:
+        return []
+    if _valid_utf8(raw.slice(lo, hi - lo).view(pa.string())):
+        return []
+    if hi - lo == 1:
+        return [lo]
+    mid = (lo + hi) // 2
+    return _invalid_utf8_positions(raw, lo, mid) + _invalid_utf8_positions(raw, mid, hi)
+
+
+def _java_decoded(arr: pa.Array) -> pa.Array:
+    """A string column whose invalid UTF-8 values are decoded as Java's decoder does
+    (malformed input → U+FFFD), the valid ones untouched."""
+    raw = arr.view(pa.binary()) if arr.type == pa.string() else arr.cast(pa.binary())
+    bad = _invalid_utf8_positions(raw)
+    fixed = pa.array([javafmt.java_decode_utf8(raw[i].as_py()).encode("utf-8") for i in bad], pa.binary())
+    import numpy as np
+
+    mask = np.zeros(len(raw), dtype=bool)
+    mask[bad] = True
+    return pc.replace_with_mask(raw, pa.array(mask), fixed).view(pa.string())
 
 
 def _s_string(arr, td, *, rtrim_spaces: bool = False):
     """String content with JSON escapes applied, without the surrounding quotes."""
     if not _valid_utf8(arr):
-        # Java's decoder replaces malformed sequences; do the whole column in Python (rare).
-        raw = arr.view(pa.binary()) if arr.type == pa.string() else arr.cast(pa.binary())
-        out = []
-        for b in raw.to_pylist():
-            if b is None:
-                out.append(None)
-                continue
-            s = javafmt.java_decode_utf8(b)
-            out.append(javafmt.json_string(s.rstrip(" ") if rtrim_spaces else s)[1:-1])
-        return pa.array(out, pa.string())
+        arr = _java_decoded(arr)     # Java's decoder replaces malformed sequences
     if rtrim_spaces:
         arr = pc.utf8_rtrim(arr, characters=" ")
-    if not _may_need_escape(arr):
+    unsafe = _unsafe_bytes(arr)
+    if not unsafe:
         return arr
-    mask = pc.match_substring_regex(arr, _NEEDS_ESCAPE)
-    if pc.any(mask).as_py():
-        mask = pc.fill_null(mask, False)
-        values = pc.filter(arr, mask).to_pylist()
-        fixed = pa.array([javafmt.json_string(v)[1:-1] for v in values], pa.string())
-        arr = pc.replace_with_mask(arr, mask, fixed)
-    return arr
+    return _escape(arr, unsafe)
 
 
 def _quoted(content_fn):
