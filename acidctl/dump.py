@@ -215,13 +215,16 @@ def dump_file(tfs: TableFS, path: str, opts: DumpOptions, budget: list[int] | No
                 extra = [("bucketDecoded", _decoded_bucket(sl.column(2)))] if decode else None
                 return _to_bytes(render.render_batch(sl, fields, extra=extra, prefix=prefix))
 
-            slices = [batch.slice(o, SLICE_ROWS) for o in range(0, batch.num_rows, SLICE_ROWS)]
+            step = max(256, min(SLICE_ROWS, SLICE_BYTES * batch.num_rows // max(1, batch.nbytes)))
+            slices = [batch.slice(o, step) for o in range(0, batch.num_rows, step)]
             yield from _in_order(render_slice, slices)
 
 
 # Rendering works on slices of a stripe: Arrow's string kernels are several times faster on
 # buffers that stay in cache (bench/dump.py), and slices bound the memory of rendered text.
 SLICE_ROWS = 32768
+#: ... and of at most about this many bytes (wide rows: fewer rows per slice)
+SLICE_BYTES = 4 << 20
 _POOL = None
 
 

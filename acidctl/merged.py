@@ -115,7 +115,7 @@ def _render(tables, td, rowid_td, pvals, left, stats):
     import pyarrow as pa
     import pyorc
 
-    from acidctl.dump import SLICE_ROWS, _in_order, _to_bytes
+    from acidctl.dump import SLICE_BYTES, SLICE_ROWS, _in_order, _to_bytes
     from acidctl.orc import render
 
     def batches():
@@ -137,7 +137,9 @@ def _render(tables, td, rowid_td, pvals, left, stats):
             batch = pa.RecordBatch.from_arrays(cols, names=[n for n, _ in fields])
             if stats is not None:
                 stats.rows += batch.num_rows
-            for off in range(0, batch.num_rows, SLICE_ROWS):
-                yield batch.slice(off, SLICE_ROWS), fields
+            # slices of at most SLICE_ROWS rows and about SLICE_BYTES bytes (wide rows)
+            step = max(256, min(SLICE_ROWS, SLICE_BYTES * batch.num_rows // max(1, batch.nbytes)))
+            for off in range(0, batch.num_rows, step):
+                yield batch.slice(off, step), fields
 
     yield from _in_order(lambda item: _to_bytes(render.render_batch(*item)), batches())

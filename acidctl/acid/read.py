@@ -283,6 +283,10 @@ class _SourceStream:
         return t.slice(0, n)
 
 
+#: stream_partition hands out tables of at most about this many bytes (wide rows: fewer rows)
+OUT_BYTES = 8 << 20
+
+
 def stream_partition(tfs: TableFS, listing: DirListing, state: AcidState, *,
                      batch_rows: int = 65536) -> Iterator[pa.Table]:
     """The partition's live events in ROW__ID order (originalTransaction, bucket, rowId), as
@@ -296,12 +300,19 @@ def stream_partition(tfs: TableFS, listing: DirListing, state: AcidState, *,
     """
     inserts, deletes = plan_sources(tfs, listing, state)
     dkeys = read_delete_keys(tfs, deletes, state.write_ids)
-    streams = sorted((_SourceStream(tfs, s, dkeys, state.write_ids, batch_rows) for s in inserts),
+    # files without a lower bound from their name (base files) are all open from the start:
+    # smaller batches for those when there are many (32 buckets: the first row after 32 small
+    # batches, not after 32 × 65,536 rows)
+    unbounded = sum(1 for s in inserts if _lower_bound(s) == _LOWEST)
+    first_rows = max(2048, batch_rows // max(1, unbounded))
+    streams = sorted((_SourceStream(tfs, s, dkeys, state.write_ids,
+                                    first_rows if _lower_bound(s) == _LOWEST else batch_rows) for s in inserts),
                      key=lambda s: s.lower)
+    want = min(batch_rows, 4096)       # the first table small (time to first row), then full ones
     pending = list(reversed(streams))         # pop() gives the smallest lower bound
     active: list[_SourceStream] = []
     out: list[pa.Table] = []
-    out_rows = 0
+    out_rows = out_bytes = 0
     try:
         while True:
             active = [s for s in active if s.fill()]
@@ -316,9 +327,11 @@ def stream_partition(tfs: TableFS, listing: DirListing, state: AcidState, *,
             chunk = parts[0] if len(parts) == 1 else _sorted_concat(parts)
             out.append(chunk)
             out_rows += chunk.num_rows
-            if out_rows >= batch_rows:
+            out_bytes += chunk.nbytes
+            if out_rows >= want or out_bytes >= OUT_BYTES:
                 yield _concat(out)
-                out, out_rows = [], 0
+                out, out_rows, out_bytes = [], 0, 0
+                want = batch_rows
         if out:
             yield _concat(out)
     finally:
