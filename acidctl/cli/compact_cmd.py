@@ -104,7 +104,7 @@ def compact_command(
     master: Annotated[str, typer.Option("--master", help="Spark master URL.")] = "local[*]",
     spark_conf: Annotated[Optional[list[str]], typer.Option("--spark-conf", metavar="KEY=VALUE", help="Spark configuration, repeatable (overrides acidctl's defaults).")] = None,
     engine: Annotated[str, typer.Option("--engine", metavar="auto|local|spark", help="auto (default): local up to --local-max-bytes of input, Spark above; local: the same tasks in worker processes on this machine, one per core; spark: one Spark application (--master).")] = "auto",
-    local_max_bytes: Annotated[Optional[str], typer.Option("--local-max-bytes", metavar="SIZE", help="With --engine auto: the input size (e.g. 256M, 2G) up to which the compaction runs locally; default $ACIDCTL_LOCAL_MAX_BYTES, else 256M.")] = None,
+    local_max_bytes: Annotated[Optional[str], typer.Option("--local-max-bytes", metavar="SIZE", help="With --engine auto: the input size (e.g. 256M, 2G) up to which the compaction runs locally; default $ACIDCTL_LOCAL_MAX_BYTES, else 24M per core.")] = None,
     no_register: Annotated[bool, typer.Option("--no-register", help="Do not record the compaction in the metastore.")] = False,
     break_lock: Annotated[bool, typer.Option("--break-lock", help="Remove an existing (stale) compaction lock first.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the full plan (partitions, inputs per bucket, output names, what becomes obsolete, bytes in, refusals with reasons) and write nothing: no lock, no staging, no metastore. Exit 6 when the compaction would be refused.")] = False,

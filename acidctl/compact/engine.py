@@ -1,16 +1,20 @@
 """Which engine runs the bucket tasks of a compaction (``--engine auto|local|spark``), and why.
 
-``auto`` (the default) runs the tasks in this process's machine — a pool of worker processes,
-one per core, across buckets and partitions, running the very task function Spark runs
+``auto`` (the default) runs the tasks on this machine — a pool of worker processes, one per
+core, across buckets and partitions, running the very task function Spark runs
 (:func:`acidctl.compact.task.run_bucket`) — when the input is small enough to be compacted
 before a Spark application could even start; above that, Spark.
 
 The threshold is input bytes (the compressed ORC files the tasks read, as the planner sums
-them): ``DEFAULT_LOCAL_MAX_BYTES``, measured with ``bench/compact.py`` on the 2-core CI machine
-(Spark start-up, session plus Python workers, ≈ 7 s; the local path compacts ≈ 24 MiB of input
-per second per core, so about 160 MiB on two cores before Spark has started; the default is set
-somewhat above that, since Spark's own tasks then still have to run). ``--local-max-bytes`` or
-``ACIDCTL_LOCAL_MAX_BYTES`` overrides it (``512M``, ``2G``, plain bytes).
+them), per core: ``LOCAL_BYTES_PER_CORE`` × cores. Measured with ``bench/compact.py`` on the
+2-core CI machine: Spark's start-up (session, then the Python workers of the first job) takes
+7-8.5 s, and the local path compacts about 3 MiB of such input per second per core (2M rows,
+12.8 MiB: 2.1 s of tasks on two cores), so about 22 MiB per core are done before Spark has
+started. On one machine the local pool is never slower than ``local[*]`` Spark (the same
+tasks on the same cores, plus start-up); above the threshold Spark is chosen for what it
+adds — a cluster (``--master``), task retries, memory isolation per executor.
+``--local-max-bytes`` or ``ACIDCTL_LOCAL_MAX_BYTES`` overrides it (``512M``, ``2G``, plain
+bytes).
 """
 
 from __future__ import annotations
@@ -26,8 +30,12 @@ ENGINES = (AUTO, LOCAL, SPARK)
 
 #: environment override of the auto threshold (same syntax as ``--local-max-bytes``)
 THRESHOLD_ENV = "ACIDCTL_LOCAL_MAX_BYTES"
-#: up to this many input bytes ``auto`` runs locally (see the module docstring for how it was measured)
-DEFAULT_LOCAL_MAX_BYTES = 256 * 2**20
+#: ``auto`` runs locally up to this many input bytes per core (see the module docstring)
+LOCAL_BYTES_PER_CORE = 24 * 2**20
+
+
+def default_local_max_bytes() -> int:
+    return LOCAL_BYTES_PER_CORE * cores()
 
 #: below this many input bytes the local engine runs the tasks in this process (no worker pool)
 POOL_MIN_BYTES = 2 * 2**20
@@ -75,7 +83,7 @@ def local_max_bytes(option: int | str | None = None) -> tuple[int, str]:
     env = os.environ.get(THRESHOLD_ENV)
     if env:
         return parse_size(env, THRESHOLD_ENV), THRESHOLD_ENV
-    return DEFAULT_LOCAL_MAX_BYTES, "default"
+    return default_local_max_bytes(), f"default: {LOCAL_BYTES_PER_CORE >> 20} MiB × {cores()} cores"
 
 
 def choose_engine(requested: str, *, bytes_in: int, tasks: int, threshold: int | str | None = None,

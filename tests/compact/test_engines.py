@@ -85,10 +85,12 @@ def test_every_engine_writes_the_same_bytes(tmp_path, spark, monkeypatch, mode):
 def test_auto_threshold_from_option_environment_default(monkeypatch):
     monkeypatch.delenv(eng.THRESHOLD_ENV, raising=False)
     mib = 2**20
-    c = eng.choose_engine("auto", bytes_in=eng.DEFAULT_LOCAL_MAX_BYTES, tasks=4)
-    assert (c.engine, c.local_max_bytes) == ("local", eng.DEFAULT_LOCAL_MAX_BYTES)
-    assert "(default)" in c.reason
-    assert eng.choose_engine("auto", bytes_in=eng.DEFAULT_LOCAL_MAX_BYTES + 1, tasks=4).engine == "spark"
+    monkeypatch.setattr(eng, "cores", lambda: 3)
+    default = 3 * eng.LOCAL_BYTES_PER_CORE            # per core
+    c = eng.choose_engine("auto", bytes_in=default, tasks=4)
+    assert (c.engine, c.local_max_bytes) == ("local", default)
+    assert "(default: 24 MiB × 3 cores)" in c.reason
+    assert eng.choose_engine("auto", bytes_in=default + 1, tasks=4).engine == "spark"
     monkeypatch.setenv(eng.THRESHOLD_ENV, "1G")
     c = eng.choose_engine("auto", bytes_in=600 * mib, tasks=4)
     assert (c.engine, c.local_max_bytes) == ("local", 2**30)
@@ -121,3 +123,21 @@ def test_local_pool_workers_ignore_tiny_inputs(monkeypatch):
     assert eng.choose_engine("local", bytes_in=eng.POOL_MIN_BYTES - 1, tasks=20).workers == 1
     assert eng.choose_engine("local", bytes_in=eng.POOL_MIN_BYTES, tasks=20).workers == 8
     assert eng.choose_engine("local", bytes_in=eng.POOL_MIN_BYTES, tasks=3).workers == 3
+
+
+def test_cli_engine_choice_in_the_dry_run(cli, tmp_path):
+    import json
+
+    h = _history()
+    h.play_table(tmp_path / "t")
+    wl = str(h.snapshot())
+    r = cli("-o", "json", "compact", "--major", "--dry-run", "--local-max-bytes", "0", "--write-ids", wl,
+            str(tmp_path / "t"))
+    assert r.code == 0, r
+    doc = json.loads(r.stdout)
+    assert (doc["engine"], doc["engine_choice"]["requested"], doc["engine_choice"]["local_max_bytes"]) == \
+        ("spark", "auto", 0)
+    r = cli("-o", "json", "compact", "--major", "--dry-run", "--write-ids", wl, str(tmp_path / "t"))
+    assert json.loads(r.stdout)["engine"] == "local"
+    r = cli("compact", "--major", "--local-max-bytes", "lots", "--write-ids", wl, str(tmp_path / "t"))
+    assert r.code == 2 and "--local-max-bytes" in r.stderr and "Traceback" not in r.stderr
