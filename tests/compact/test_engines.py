@@ -141,3 +141,18 @@ def test_cli_engine_choice_in_the_dry_run(cli, tmp_path):
     assert json.loads(r.stdout)["engine"] == "local"
     r = cli("compact", "--major", "--local-max-bytes", "lots", "--write-ids", wl, str(tmp_path / "t"))
     assert r.code == 2 and "--local-max-bytes" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_spark_session_conf_is_what_compaction_needs(monkeypatch):
+    import logging
+
+    from acidctl.compact.spark import session_conf
+
+    monkeypatch.setattr(logging.getLogger(), "level", logging.WARNING)
+    conf = session_conf("local[2]")
+    assert conf["spark.ui.enabled"] == "false" and conf["spark.ui.showConsoleProgress"] == "false"
+    assert conf["spark.sql.catalogImplementation"] == "in-memory"      # no Hive support
+    assert conf["spark.eventLog.enabled"] == "false"
+    assert conf["spark.driver.bindAddress"] == "127.0.0.1"
+    assert "log4j2.configurationFile" in conf["spark.driver.extraJavaOptions"]   # quiet unless -v
+    assert session_conf("local[2]", {"spark.ui.enabled": "true"})["spark.ui.enabled"] == "true"
