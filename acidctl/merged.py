@@ -101,7 +101,7 @@ def _live_tables(tfs, listing, state):
         if started:
             raise InvalidInputError(f"{tfs.display(str(e))} is not in ROW__ID order (not written by Hive's rules); "
                                     "the rows printed so far are in order, the rest cannot be streamed",
-                                    hint="compact the partition, or dump it with --limit 0 first") from None
+                                    hint="compact the partition (compaction writes key order), then dump it again") from None
     tables = [t for _, t in read_partition(tfs, listing, state)]
     if tables:
         events = pa.concat_tables(tables, promote_options="permissive")
