@@ -229,8 +229,7 @@ def _s_date(arr, td):
     text = pc.cast(arr, pa.string())
     early = pc.fill_null(pc.less(days, javafmt.GREGORIAN_CUTOVER_DAY), False)
     if pc.any(early).as_py():
-        vals = pc.filter(days, early).to_pylist()
-        text = pc.replace_with_mask(text, early, pa.array([javafmt.java_date(v) for v in vals]))
+        text = pc.replace_with_mask(text, early, _java_date_text(pc.filter(days, early).to_numpy()))
     return text
 
 
@@ -247,8 +246,8 @@ def _s_timestamp(arr, td):
     return _timestamp_text(secs, nanos, mask)
 
 
-#: seconds of 0001-01-01 00:00:00 and 9999-12-31 23:59:59 (Arrow's strftime range)
-_STRFTIME_MIN, _STRFTIME_MAX = -62135596800, 253402300799
+#: seconds of 9999-12-31 23:59:59 (the end of Arrow's strftime range)
+_STRFTIME_MAX = 253402300799
 
 
 class TimestampParts:
@@ -272,19 +271,61 @@ def _s_timestamp_parts(arr, td):
     return _timestamp_text(secs, nanos, mask)
 
 
+def _civil_np(days):
+    """(year, month, day) arrays in Java's hybrid calendar (Julian before 1582-10-15): the
+    integer arithmetic of :func:`acidctl.orc.javafmt.civil_from_days` on numpy arrays (floor
+    division throughout, as Python's ``//``)."""
+    import numpy as np
+
+    z = days + 719468                                   # proleptic Gregorian (Hinnant)
+    era = np.floor_divide(z, 146097)
+    doe = z - era * 146097
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    gd = doy - (153 * mp + 2) // 5 + 1
+    gm = np.where(mp < 10, mp + 3, mp - 9)
+    gy = yoe + era * 400 + (gm <= 2)
+    c = days + 2440588 + 32082                          # Julian (Richards)
+    d = np.floor_divide(4 * c + 3, 1461)
+    e = c - np.floor_divide(1461 * d, 4)
+    m = np.floor_divide(5 * e + 2, 153)
+    jd = e - np.floor_divide(153 * m + 2, 5) + 1
+    jm = m + 3 - 12 * np.floor_divide(m, 10)
+    jy = d - 4800 + np.floor_divide(m, 10)
+    greg = days >= javafmt.GREGORIAN_CUTOVER_DAY
+    return np.where(greg, gy, jy), np.where(greg, gm, jm), np.where(greg, gd, jd)
+
+
+def _padded(values, width: int) -> pa.Array:
+    return pc.utf8_lpad(pc.cast(pa.array(values, pa.int64()), pa.string()), width=width, padding="0")
+
+
+def _java_date_text(days) -> pa.Array:
+    """java.sql.Date.toString of day numbers (any range; era years as Java prints them)."""
+    import numpy as np
+
+    y, m, d = _civil_np(np.asarray(days, dtype=np.int64))
+    y = np.where(y <= 0, 1 - y, y)
+    return _join(_padded(y, 4), "-", _padded(m, 2), "-", _padded(d, 2))
+
+
 def _timestamp_text(secs, nanos, mask):
     """java.sql.Timestamp.toString of (seconds, nanos) arrays; ``mask``: nulls."""
     import numpy as np
 
-    if len(secs) and (secs.min() < _STRFTIME_MIN or secs.max() > _STRFTIME_MAX):
-        # beyond what Arrow's strftime takes (years 0001..9999 in seconds): those values by
-        # the scalar rules, the others vectorised
-        far = (secs < _STRFTIME_MIN) | (secs > _STRFTIME_MAX)
-        near = _timestamp_text(np.where(far, 0, secs), np.where(far, 0, nanos), mask)
-        fixed = [javafmt.java_timestamp(int(secs[i]), int(nanos[i])) for i in np.flatnonzero(far)]
-        far_arr = pa.array(far if mask is None else far & ~mask)
-        return pc.replace_with_mask(near, far_arr, pa.array(
-            [f for f, i in zip(fixed, np.flatnonzero(far)) if mask is None or not mask[i]], pa.string()))
+    if len(secs) and (secs.min() < javafmt.GREGORIAN_CUTOVER_SECONDS or secs.max() > _STRFTIME_MAX):
+        # before the Julian/Gregorian cutover or past year 9999 (Arrow's strftime ends there):
+        # the calendar in integer arithmetic, vectorised
+        days = np.floor_divide(secs, 86400)
+        sod = secs - days * 86400
+        date = _java_date_text(days)
+        frac = pc.utf8_slice_codeunits(pc.cast(pa.array(nanos + 1_000_000_000, pa.int64()), pa.string()), 1)
+        frac = pc.replace_substring_regex(frac, "0+$", "")
+        frac = pc.if_else(pc.equal(frac, ""), "0", frac)
+        text = _join(date, " ", _padded(sod // 3600, 2), ":", _padded(sod % 3600 // 60, 2), ":",
+                     _padded(sod % 60, 2), ".", frac)
+        return text if mask is None else pc.if_else(pa.array(mask), pa.scalar(None, pa.string()), text)
     secs_arr = pa.array(secs, pa.int64(), mask=mask)
     base = pc.strftime(secs_arr.cast(pa.timestamp("s")), format="%Y-%m-%d %H:%M:%S")
     frac = pc.utf8_slice_codeunits(pc.cast(pa.array(nanos + 1_000_000_000, pa.int64()), pa.string()), 1)
