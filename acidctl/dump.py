@@ -219,7 +219,7 @@ def dump_file(tfs: TableFS, path: str, opts: DumpOptions, budget: list[int] | No
                 extra = [("bucketDecoded", _decoded_bucket(sl.column(2)))] if decode else None
                 return _to_bytes(render.render_batch(sl, stripe_fields, extra=extra, prefix=prefix))
 
-            step = max(256, min(SLICE_ROWS, SLICE_BYTES * batch.num_rows // max(1, batch.nbytes)))
+            step = min(SLICE_ROWS, max(256, SLICE_BYTES * batch.num_rows // max(1, batch.nbytes)))
             slices = [batch.slice(o, step) for o in range(0, batch.num_rows, step)]
             yield from _in_order(render_slice, slices)
 

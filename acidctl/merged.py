@@ -138,7 +138,7 @@ def _render(tables, td, rowid_td, pvals, left, stats):
             if stats is not None:
                 stats.rows += batch.num_rows
             # slices of at most SLICE_ROWS rows and about SLICE_BYTES bytes (wide rows)
-            step = max(256, min(SLICE_ROWS, SLICE_BYTES * batch.num_rows // max(1, batch.nbytes)))
+            step = min(SLICE_ROWS, max(256, SLICE_BYTES * batch.num_rows // max(1, batch.nbytes)))
             for off in range(0, batch.num_rows, step):
                 yield batch.slice(off, step), fields
 

@@ -354,16 +354,31 @@ def _list_of(offsets: pa.Array, rendered_values: pa.Array) -> pa.Array:
     return _join("[", pc.binary_join(lists, ","), "]")
 
 
+def _window(arr):
+    """(offsets from 0, start, length) of the child values a (possibly sliced) list or map array
+    uses: ``.values``/``.keys``/``.items`` ignore the slice, so rendering them whole made every
+    slice of a stripe render the children of the entire stripe (bench/dump.py, nested)."""
+    offs = arr.offsets
+    if len(offs) == 0:
+        return offs, 0, 0
+    start, end = offs[0].as_py(), offs[-1].as_py()
+    if start:
+        offs = pc.subtract(offs, pa.scalar(start, offs.type))
+    return offs, start, end - start
+
+
 def _r_list(arr, td):
-    values = render_column(arr.values, td.type)
-    return _nullable(_list_of(arr.offsets, values), arr)
+    offs, start, n = _window(arr)
+    values = render_column(arr.values.slice(start, n), td.type)
+    return _nullable(_list_of(offs, values), arr)
 
 
 def _r_map(arr, td):
-    keys = _filled(render_column(arr.keys, td.key))
-    items = _filled(render_column(arr.items, td.value))
+    offs, start, n = _window(arr)
+    keys = _filled(render_column(arr.keys.slice(start, n), td.key))
+    items = _filled(render_column(arr.items.slice(start, n), td.value))
     entries = _join('{"_key":', keys, ',"_value":', items, "}")
-    return _nullable(_list_of(arr.offsets, entries), arr)
+    return _nullable(_list_of(offs, entries), arr)
 
 
 def _r_struct(arr, td):
@@ -381,11 +396,16 @@ def _r_struct(arr, td):
 
 
 def _r_union(arr, td):
-    codes = arr.type_codes
+    import numpy as np
+
+    # type codes and dense offsets from the buffers: pyarrow's ``type_codes``/``offsets``
+    # ignore the array's slice offset (a slice of a stripe printed another slice's values)
+    bufs = arr.buffers()
+    codes = pa.array(np.frombuffer(bufs[1], dtype=np.int8)[arr.offset:arr.offset + len(arr)])
     children = [_filled(render_column(arr.field(i), t)) for i, t in enumerate(td.cont_types)]
     if arr.type.mode != "sparse":
         # dense union: children are compacted; expand them to full length by offsets
-        offs = arr.offsets
+        offs = pa.array(np.frombuffer(bufs[2], dtype=np.int32)[arr.offset:arr.offset + len(arr)])
         children = [pc.take(c, offs) for c in children]
     # map type codes to child positions
     code_to_pos = {code: i for i, code in enumerate(arr.type.type_codes)}
