@@ -246,10 +246,6 @@ def _s_timestamp(arr, td):
     return _timestamp_text(secs, nanos, mask)
 
 
-#: seconds of 9999-12-31 23:59:59 (the end of Arrow's strftime range)
-_STRFTIME_MAX = 253402300799
-
-
 class TimestampParts:
     """The ORC type of a timestamp column read as ``struct<seconds:int64, nanos:int64>`` (what
     ORC stores: any year, where Arrow's nanoseconds end at 1677..2262); rendered like a
@@ -311,33 +307,19 @@ def _java_date_text(days) -> pa.Array:
 
 
 def _timestamp_text(secs, nanos, mask):
-    """java.sql.Timestamp.toString of (seconds, nanos) arrays; ``mask``: nulls."""
+    """java.sql.Timestamp.toString of (seconds, nanos) arrays in UTC (``mask``: nulls): the
+    hybrid calendar in numpy integer arithmetic and the fields joined as strings — any year,
+    and 4× faster than Arrow's strftime (bench/dump.py, every type)."""
     import numpy as np
 
-    if len(secs) and (secs.min() < javafmt.GREGORIAN_CUTOVER_SECONDS or secs.max() > _STRFTIME_MAX):
-        # before the Julian/Gregorian cutover or past year 9999 (Arrow's strftime ends there):
-        # the calendar in integer arithmetic, vectorised
-        days = np.floor_divide(secs, 86400)
-        sod = secs - days * 86400
-        date = _java_date_text(days)
-        frac = pc.utf8_slice_codeunits(pc.cast(pa.array(nanos + 1_000_000_000, pa.int64()), pa.string()), 1)
-        frac = pc.replace_substring_regex(frac, "0+$", "")
-        frac = pc.if_else(pc.equal(frac, ""), "0", frac)
-        text = _join(date, " ", _padded(sod // 3600, 2), ":", _padded(sod % 3600 // 60, 2), ":",
-                     _padded(sod % 60, 2), ".", frac)
-        return text if mask is None else pc.if_else(pa.array(mask), pa.scalar(None, pa.string()), text)
-    secs_arr = pa.array(secs, pa.int64(), mask=mask)
-    base = pc.strftime(secs_arr.cast(pa.timestamp("s")), format="%Y-%m-%d %H:%M:%S")
+    days = np.floor_divide(secs, 86400)
+    sod = secs - days * 86400
     frac = pc.utf8_slice_codeunits(pc.cast(pa.array(nanos + 1_000_000_000, pa.int64()), pa.string()), 1)
-    frac = pc.replace_substring_regex(frac, "0+$", "")
+    frac = pc.utf8_rtrim(frac, characters="0")
     frac = pc.if_else(pc.equal(frac, ""), "0", frac)
-    text = _join(base, ".", frac)
-    early = pc.fill_null(pc.less(secs_arr, javafmt.GREGORIAN_CUTOVER_SECONDS), False)
-    if pc.any(early).as_py():
-        idx = pc.indices_nonzero(early).to_numpy()
-        fixed = [javafmt.java_timestamp(int(secs[i]), int(nanos[i])) for i in idx]
-        text = pc.replace_with_mask(text, early, pa.array(fixed, pa.string()))
-    return text
+    text = _join(_java_date_text(days), " ", _padded(sod // 3600, 2), ":", _padded(sod % 3600 // 60, 2), ":",
+                 _padded(sod % 60, 2), ".", frac)
+    return text if mask is None else pc.if_else(pa.array(mask), pa.scalar(None, pa.string()), text)
 
 
 def _r_binary(arr, td):
