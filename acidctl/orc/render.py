@@ -212,16 +212,16 @@ def _s_char(arr, td):
 
 def _s_decimal(arr, td):
     text = pc.cast(arr, pa.string())
-    # canonical form: drop trailing fractional zeros and a bare '.'
-    out = pc.replace_substring_regex(text, r"(\.\d*?)0+$", r"\1")
-    out = pc.replace_substring_regex(out, r"\.$", "")
+    # canonical form: drop trailing fractional zeros and a bare '.' (Arrow prints every
+    # fraction digit of the scale, so with a scale every value has a '.'; trims, not regexes)
+    out = pc.utf8_rtrim(pc.utf8_rtrim(text, characters="0"), characters=".") if arr.type.scale > 0 else text
     # Arrow prints very small values with an exponent (1.00E-7); fix those few in Python
     mask = pc.fill_null(pc.match_substring(out, "E"), False)
     if pc.any(mask).as_py():
         vals = pc.filter(text, mask).to_pylist()
         out = pc.replace_with_mask(out, mask, pa.array([javafmt.decimal_text_str(v) for v in vals]))
     # "-0" cannot come from a decimal, but "-0.0..." could be stripped to "-0"
-    return pc.replace_substring_regex(out, r"^-0$", "0")
+    return pc.if_else(pc.equal(out, "-0"), "0", out)
 
 
 def _s_date(arr, td):
