@@ -86,13 +86,21 @@ def local_max_bytes(option: int | str | None = None) -> tuple[int, str]:
     return default_local_max_bytes(), f"default: {LOCAL_BYTES_PER_CORE >> 20} MiB × {cores()} cores"
 
 
+#: filesystems only this process sees (fsspec's memory://): no worker process, no Spark
+PROCESS_LOCAL_PROTOCOLS = ("memory",)
+
+
 def choose_engine(requested: str, *, bytes_in: int, tasks: int, threshold: int | str | None = None,
-                  master: str = "local[*]") -> EngineChoice:
+                  master: str = "local[*]", protocol: str = "file") -> EngineChoice:
     """Decide which engine runs ``tasks`` bucket tasks reading ``bytes_in`` bytes (the outputs
     are the same, byte for byte, whichever engine runs). ``auto`` with a cluster ``master``
-    (anything but ``local[...]``) is Spark: naming a cluster is asking for it."""
+    (anything but ``local[...]``) is Spark: naming a cluster is asking for it. A table on a
+    filesystem only this process sees (``protocol`` memory) is compacted in this process."""
     if requested not in ENGINES:
         raise UsageError(f"--engine must be auto, local or spark, not {requested!r}")
+    if protocol in PROCESS_LOCAL_PROTOCOLS and requested != SPARK:
+        return EngineChoice(LOCAL, requested, f"{requested}: a {protocol}:// table is visible to this process only: "
+                            "compacted in this process", bytes_in, None, 1)
     # below POOL_MIN_BYTES one process is sooner: starting the worker pool (a fork server that
     # imports pyarrow) costs about what a second core would save
     floor = int(os.environ.get(POOL_MIN_ENV) or POOL_MIN_BYTES)

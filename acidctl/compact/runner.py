@@ -134,7 +134,8 @@ def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None, hooks
             pub.prepare(tfs, p)
         tasks = [t for p in work for t in p.tasks]
         choice = choose_engine(opts.engine, bytes_in=sum(p.input_bytes for p in work), tasks=len(tasks),
-                               threshold=opts.local_max_bytes, master=opts.master)
+                               threshold=opts.local_max_bytes, master=opts.master,
+                               protocol=tfs.protocol)
         report["engine"] = choice.engine
         report["engine_choice"] = choice.to_dict()
         run_t0 = time.perf_counter()
@@ -273,7 +274,7 @@ def _dry_run(tfs, opts: CompactOptions, report: dict, notes: list, t0: float) ->
     any_refused = refused is not None or any(p.refusals for p in work)
     choice = choose_engine(opts.engine, bytes_in=sum(p.input_bytes for p in work),
                            tasks=sum(len(p.tasks) for p in work), threshold=opts.local_max_bytes,
-                           master=opts.master)
+                           master=opts.master, protocol=tfs.protocol)
     report["engine"] = choice.engine
     report["engine_choice"] = choice.to_dict()
     report.update({"dry_run": True, "partitions": parts, "refused": any_refused,

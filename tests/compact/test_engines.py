@@ -156,3 +156,13 @@ def test_spark_session_conf_is_what_compaction_needs(monkeypatch):
     assert conf["spark.driver.bindAddress"] == "127.0.0.1"
     assert "log4j2.configurationFile" in conf["spark.driver.extraJavaOptions"]   # quiet unless -v
     assert session_conf("local[2]", {"spark.ui.enabled": "true"})["spark.ui.enabled"] == "true"
+
+
+def test_a_memory_table_is_compacted_in_this_process(monkeypatch):
+    monkeypatch.setattr(eng, "cores", lambda: 4)
+    for requested in ("auto", "local"):
+        c = eng.choose_engine(requested, bytes_in=10**12, tasks=8, protocol="memory")
+        assert (c.engine, c.workers) == ("local", 1)
+        assert "memory://" in c.reason
+    assert eng.choose_engine("local", bytes_in=10**12, tasks=8, protocol="file").workers == 4
+    assert eng.choose_engine("spark", bytes_in=1, tasks=1, protocol="memory").engine == "spark"
