@@ -8,7 +8,7 @@ write id. All selected partitions and buckets run in one job: worker processes o
 (``--engine local``, or ``auto`` for small inputs) or one Spark application.
 
 JSON document: ``path``, ``type``, ``hive_version``, ``write_ids``, ``compactor_write_ids``,
-``engine`` (local|spark: what ran), ``engine_choice`` (engine, requested, reason, bytes_in,
+``engine`` (local|spark: what ran; the requested one when nothing ran), ``engine_choice`` (engine, requested, reason, bytes_in,
 local_max_bytes, workers), ``spark`` (master, app_id, startup_seconds), ``task_seconds``, ``message``, ``nothing_to_compact``,
 ``compacted``, ``recovered`` (interrupted publications finished first), ``notes``,
 ``partitions`` (one metrics record each: partition, path, type, status
