@@ -79,15 +79,14 @@ class OrcFile:
     """An open ORC file. Use as a context manager; data is read with :meth:`batches`."""
 
     def __init__(self, tfs: TableFS, path: str, *, honour_flush_length: bool = True):
-        import pyorc
-
         self.tfs = tfs
         self.path = path
         self.display_path = tfs.display(path)
         try:
-            self.file_length = tfs.info(path).size
+            info = tfs.info(path)
         except PathNotFound:
             raise PathNotFound(f"no such file: {self.display_path}") from None
+        self.file_length = info.size
         self.flush = read_flush_length(tfs, path) if honour_flush_length else None
         self.length = self.file_length
         if self.flush is not None:
@@ -100,20 +99,41 @@ class OrcFile:
             raise CorruptOrcFile(f"not an ORC file: {self.display_path} is empty (0 bytes)")
         self._native: list = []        # Arrow-native handles of this file (closed with it)
         self._source = self._open_source()
-        from acidctl.orc.render import python_converters
-
-        try:
-            # raw converters: statistics of dates/timestamps stay numbers (datetime overflows)
-            self._pyorc = pyorc.Reader(self._source, converters=python_converters())
-        except pyorc.errors.ORCError as e:
-            self.close()
-            raise CorruptOrcFile(f"not a readable ORC file: {self.display_path}: {_orc_message(e)}") from None
-        except UnicodeDecodeError:
-            self.close()
-            raise CorruptOrcFile(f"not a readable ORC file: {self.display_path}: undecodable schema") from None
-        self.schema = self._pyorc.schema
-        self.is_acid = is_acid_schema(self.schema)
+        self._reader = None
         self._arrow = None
+        # a file opened before (same path, size, length read and mtime) is not parsed by pyorc
+        # again: a compaction task opens each input 3-4 times (range, merge, verification)
+        key = (tfs.protocol, path, self.length, self.file_length, info.mtime)
+        known = _FOOTERS.get(key) if info.mtime is not None else None
+        if known is not None:
+            self.schema, self.is_acid = known
+        else:
+            self.schema = self._pyorc.schema
+            self.is_acid = is_acid_schema(self.schema)
+            if info.mtime is not None:
+                if len(_FOOTERS) >= _FOOTERS_MAX:
+                    _FOOTERS.pop(next(iter(_FOOTERS)))
+                _FOOTERS[key] = (self.schema, self.is_acid)
+
+    @property
+    def _pyorc(self):
+        """pyorc's reader of the footer (created when first needed)."""
+        if self._reader is None:
+            import pyorc
+
+            from acidctl.orc.render import python_converters
+
+            self._source.seek(0)
+            try:
+                # raw converters: statistics of dates/timestamps stay numbers (datetime overflows)
+                self._reader = pyorc.Reader(self._source, converters=python_converters())
+            except pyorc.errors.ORCError as e:
+                self.close()
+                raise CorruptOrcFile(f"not a readable ORC file: {self.display_path}: {_orc_message(e)}") from None
+            except UnicodeDecodeError:
+                self.close()
+                raise CorruptOrcFile(f"not a readable ORC file: {self.display_path}: undecodable schema") from None
+        return self._reader
 
     # -- opening -------------------------------------------------------------------------
     def _open_source(self):
@@ -262,7 +282,7 @@ class OrcFile:
             # a small file (a delta of a few writes): its stripes whole, sliced — a dataset
             # fragment costs ~1.5 ms to set up per file, 4× a stripe read (bench/merged.py,
             # 40 partitions: 480 files)
-            for i in range(self.num_stripes()):
+            for i in range(self._arrow_file().nstripes):
                 b = self.read_stripe_arrow(i, columns=columns)
                 for off in range(0, b.num_rows, batch_rows):
                     yield b.slice(off, batch_rows)
@@ -321,6 +341,10 @@ class OrcFile:
         except pyorc.errors.ORCError as e:
             raise CorruptOrcFile(f"cannot read stripe {index} of {self.display_path}: {_orc_message(e)}") from None
 
+
+#: (protocol, path, bytes read, file size, mtime) -> (schema, is_acid) of files opened before
+_FOOTERS: dict = {}
+_FOOTERS_MAX = 8192
 
 #: files of at most this many rows are read stripe by stripe in :meth:`OrcFile.iter_batches`
 SMALL_FILE_ROWS = 131072
