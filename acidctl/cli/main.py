@@ -43,6 +43,7 @@ COMMAND_MODULES = (
     "acidctl.cli.compact_cmd",
     "acidctl.cli.clean_cmd",
     "acidctl.cli.revert_cmd",
+    "acidctl.cli.doctor_cmd",
 )
 
 

@@ -1,0 +1,279 @@
+"""Collect what the doctor rules look at: the metastore facts and, for every ACID table and
+partition they name, the directory listing classified as Hive's readers, Initiator and Cleaner
+see it.
+
+Directory listings run in a bounded thread pool (one task per table, ``workers`` at a time)
+over any filesystem :class:`acidctl.fs.TableFS` supports; every ``ls`` call is counted (the
+figure ``bench/doctor.py`` reports). Nothing is written.
+
+The result (:class:`Scan`) is plain data: per partition the directories with their roles, sizes
+and write-id ranges, the Initiator's recommendation and the directory checks of
+``acidctl state`` (directory-state.md §9), so that :mod:`acidctl.doctor.findings` stays pure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import threading
+import time
+from typing import Any, Callable
+
+from acidctl.doctor.facts import TableRow, Warehouse
+from acidctl.findings import Finding
+
+#: default number of tables listed at the same time
+DEFAULT_WORKERS = 8
+#: a data file smaller than this counts as a small file (HDFS block-size thinking: 16 MiB)
+SMALL_FILE_BYTES = 16 << 20
+
+
+@dataclasses.dataclass
+class PartitionScan:
+    db: str
+    table: str
+    partition: str | None
+    path: str
+    exists: bool = True
+    in_metastore: bool = True
+    on_disk: bool = True
+    dirs: list[dict] = dataclasses.field(default_factory=list)
+    recommendation: dict | None = None
+    checks: list[Finding] = dataclasses.field(default_factory=list)
+    max_write_id_on_disk: int = 0
+    error: str | None = None
+
+    @property
+    def spec(self) -> str:
+        """``db.table[/part]``: how commands name this partition."""
+        return f"{self.db}.{self.table}" + (f"/{self.partition}" if self.partition else "")
+
+    def to_dict(self) -> dict:
+        return {"db": self.db, "table": self.table, "partition": self.partition, "path": self.path,
+                "exists": self.exists, "in_metastore": self.in_metastore, "on_disk": self.on_disk,
+                "dirs": self.dirs, "recommendation": self.recommendation,
+                "checks": [f.to_dict() for f in self.checks],
+                "max_write_id_on_disk": self.max_write_id_on_disk, "error": self.error}
+
+
+@dataclasses.dataclass
+class Scan:
+    warehouse: Warehouse
+    tables: list[TableRow]                     # the ACID tables selected
+    partitions: list[PartitionScan]
+    listings: int = 0                          # TableFS.ls calls
+    seconds: float = 0.0
+    skipped_tables: list[str] = dataclasses.field(default_factory=list)   # --since
+
+
+def select_tables(wh: Warehouse, *, db_glob: str = "*", table_glob: str = "*") -> list[TableRow]:
+    """The transactional tables whose names match the globs (case-insensitive, like Hive names)."""
+    out = []
+    for t in wh.tables:
+        if not t.transactional:
+            continue
+        if fnmatch.fnmatchcase(t.db, db_glob.lower()) and fnmatch.fnmatchcase(t.table, table_glob.lower()):
+            out.append(t)
+    return out
+
+
+def recent_activity_ms(wh: Warehouse, t: TableRow) -> int | None:
+    """The newest metastore trace of a table: a completed write, a queue or history row, an
+    open or aborted txn writing it."""
+    stamps: list[int] = []
+    for (d, tn, _p), v in wh.completed_components.items():
+        if d == t.db and tn == t.table and v.get("newest"):
+            stamps.append(v["newest"])
+    for r in wh.queue + wh.history:
+        pre = "CQ_" if "CQ_ID" in r else "CC_"
+        if r.get(pre + "DATABASE") == t.db and r.get(pre + "TABLE") == t.table:
+            stamps.extend(int(r[k]) for k in (pre + "START", pre + "END", pre + "ENQUEUE_TIME", pre + "COMMIT_TIME")
+                          if r.get(k))
+    for (d, tn, _p), v in wh.aborted_components.items():
+        if d == t.db and tn == t.table and v.get("oldest_started"):
+            stamps.append(v["oldest_started"])
+    for w in wh.invalid_write_ids.get((t.db, t.table), []):
+        tx = wh.txns.get(w[1])
+        if tx:
+            stamps.append(tx["last_heartbeat"] or tx["started"])
+    return max(stamps) if stamps else None
+
+
+def collect(ms, table_fs: Callable[[str], Any], *, db_glob: str = "*", table_glob: str = "*",
+            since_seconds: float | None = None, workers: int = DEFAULT_WORKERS,
+            now_ms: int | None = None, grace_seconds: float = 86400.0) -> Scan:
+    """Read the metastore (:func:`acidctl.doctor.facts.read_warehouse`) and list every selected
+    ACID table. ``table_fs(url)`` builds a :class:`~acidctl.fs.TableFS` (the CLI passes
+    ``settings.table_fs`` so ``--fs-option`` applies)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from acidctl.doctor.facts import read_warehouse
+
+    t0 = time.perf_counter()
+    wh = read_warehouse(ms, now_ms=now_ms)
+    tables = select_tables(wh, db_glob=db_glob, table_glob=table_glob)
+    skipped: list[str] = []
+    if since_seconds is not None:
+        keep = []
+        for t in tables:
+            act = recent_activity_ms(wh, t)
+            if act is not None and act >= wh.now_ms - since_seconds * 1000:
+                keep.append(t)
+            else:
+                skipped.append(t.full_name)
+        tables = keep
+    counter = _Counter()
+    txns = wh.txn_list()
+
+    def one(t: TableRow) -> list[PartitionScan]:
+        return scan_table(wh, t, table_fs, counter=counter, txns=txns, grace_seconds=grace_seconds)
+
+    parts: list[PartitionScan] = []
+    if workers <= 1 or len(tables) <= 1:
+        for t in tables:
+            parts.extend(one(t))
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for res in pool.map(one, tables):
+                parts.extend(res)
+    return Scan(warehouse=wh, tables=tables, partitions=parts, listings=counter.n,
+                seconds=time.perf_counter() - t0, skipped_tables=skipped)
+
+
+class _Counter:
+    def __init__(self):
+        self.n = 0
+        self._lock = threading.Lock()
+
+    def wrap(self, tfs):
+        ls = tfs.ls
+
+        def counted(path):
+            with self._lock:
+                self.n += 1
+            return ls(path)
+
+        tfs.ls = counted      # instance attribute: list_table calls tfs.ls(...)
+        return tfs
+
+
+def scan_table(wh: Warehouse, t: TableRow, table_fs, *, counter: _Counter | None = None, txns=None,
+               grace_seconds: float = 86400.0) -> list[PartitionScan]:
+    """Every partition of one table: listed on disk and/or named by the metastore."""
+    from acidctl.acid.layout import list_partition, list_table
+    from acidctl.errors import AcidctlError
+    from acidctl.target import location_url
+
+    counter = counter or _Counter()
+    if not t.location:
+        return [PartitionScan(t.db, t.table, None, "", exists=False, error="the table has no location")]
+    try:
+        tfs = counter.wrap(table_fs(location_url(t.location)))
+    except AcidctlError as e:
+        return [PartitionScan(t.db, t.table, None, t.location, exists=False, error=str(e))]
+    root = tfs.root
+    try:
+        exists = tfs.exists(root)
+    except AcidctlError as e:
+        return [PartitionScan(t.db, t.table, None, tfs.display(root), exists=False, error=str(e))]
+    if not exists:
+        return [PartitionScan(t.db, t.table, None, tfs.display(root), exists=False)]
+    try:
+        listings = list_table(tfs)
+    except AcidctlError as e:
+        return [PartitionScan(t.db, t.table, None, tfs.display(root), error=str(e))]
+    partitioned = bool(t.partition_keys)
+    out: list[PartitionScan] = []
+    seen: set[str | None] = set()
+    for lst in listings:
+        part = lst.partition
+        if partitioned and part is None:
+            # a partitioned table whose root holds data directly (or nothing yet)
+            if not lst.entries:
+                continue
+        seen.add(part)
+        in_ms = (part in t.partitions) if partitioned else True
+        out.append(_classify(wh, t, lst, txns=txns, in_metastore=in_ms, grace_seconds=grace_seconds))
+    if partitioned:
+        for pname, ploc in sorted(t.partitions.items()):
+            if pname in seen:
+                continue
+            if not ploc:
+                out.append(PartitionScan(t.db, t.table, pname, "", exists=False, error="no location"))
+                continue
+            try:
+                ptfs = counter.wrap(table_fs(location_url(ploc)))
+                if not ptfs.exists(ptfs.root):
+                    out.append(PartitionScan(t.db, t.table, pname, ptfs.display(ptfs.root), exists=False))
+                    continue
+                lst = list_partition(ptfs, ptfs.root, partition=pname)
+            except AcidctlError as e:
+                out.append(PartitionScan(t.db, t.table, pname, ploc, error=str(e)))
+                continue
+            out.append(_classify(wh, t, lst, txns=txns, in_metastore=True, grace_seconds=grace_seconds))
+    return out
+
+
+def _classify(wh: Warehouse, t: TableRow, lst, *, txns, in_metastore: bool, grace_seconds: float) -> PartitionScan:
+    from acidctl.acid.acidstate import Kind, get_acid_state
+    from acidctl.acid.checks import MetastoreFacts, check_partition
+    from acidctl.acid.initiator import Thresholds, compactor_state, recommend
+    from acidctl.errors import AcidctlError
+
+    ps = PartitionScan(t.db, t.table, lst.partition, lst.path, in_metastore=in_metastore)
+    hv = wh.hive_version
+    wl = wh.write_id_list(t.db, t.table)
+    key = (t.db, t.table, lst.partition)
+    ab = wh.aborted_components.get(key, {})
+    try:
+        st = get_acid_state(lst, wl, txns=txns if hv == 4 else None, hive_version=hv, insert_only=t.insert_only)
+        cst = compactor_state(lst, wl, txns=txns if hv == 4 else None, hive_version=hv)
+        thresholds = Thresholds.from_table_properties(t.params)
+        rec = recommend(cst, thresholds=thresholds, insert_only=t.insert_only, hive_version=hv,
+                        aborted_txn_count=ab.get("txns", 0), no_auto_compaction=t.flag("no_auto_compaction"))
+    except AcidctlError as e:
+        ps.error = str(e)
+        return ps
+    ps.recommendation = rec.to_dict()
+    highest = frozenset(int(r[p + "HIGHEST_WRITE_ID"]) for r, p in _compaction_rows(wh, t)
+                        if r.get(p + "HIGHEST_WRITE_ID") is not None)
+    stale = frozenset(w for w, txn, s in wh.invalid_write_ids.get((t.db, t.table), [])
+                      if s == "o" and wh.txns.get(txn, {}).get("last_heartbeat", 0) < wh.now_ms - 300_000)
+    facts = MetastoreFacts(hive_version=hv, table_hwm=wl.hwm, aborted_txn_count=ab.get("txns", 0),
+                           compaction_highest_write_ids=highest, txns=txns, stale_open_write_ids=stale)
+    try:
+        ps.checks = check_partition(lst, st, hive_version=hv, recommendation=rec, facts=facts, txns=txns,
+                                    now=wh.now_ms / 1000.0, grace_seconds=grace_seconds)
+    except AcidctlError as e:
+        ps.error = str(e)
+    base_bytes = st.base.bytes if st.base is not None else 0
+    for c in st.entries:
+        if c.kind in (Kind.HIDDEN,):
+            continue
+        acid_dir = c.kind in (Kind.BASE, Kind.DELTA, Kind.DELETE_DELTA)
+        files = [f for f in c.entry.data_files() if not f.name.endswith("_flush_length")] if c.entry.is_dir else []
+        ps.dirs.append({
+            "name": c.name, "kind": c.kind.value, "role": c.role.value,
+            "min_write_id": c.min_write_id, "max_write_id": c.max_write_id,
+            "statement_id": c.statement_id, "visibility_txn": c.visibility,
+            "bytes": c.bytes, "files": len(files),
+            "small_files": sum(1 for f in files if f.size < SMALL_FILE_BYTES),
+            "has_version_file": c.entry.has_file("_orc_acid_version") if c.entry.is_dir else None,
+            "nested": bool(c.entry.nested or c.entry.subdirs) if acid_dir else False,
+            "mtime": c.entry.mtime,
+            "compacted": c.compacted,
+        })
+        if c.max_write_id is not None and c.max_write_id > ps.max_write_id_on_disk and c.max_write_id < 2 ** 62:
+            ps.max_write_id_on_disk = c.max_write_id
+    ps.dirs.sort(key=lambda d: (d["min_write_id"] if d["min_write_id"] is not None else -1, d["name"]))
+    ps.recommendation["base_bytes_reader"] = base_bytes
+    return ps
+
+
+def _compaction_rows(wh: Warehouse, t: TableRow):
+    for r in wh.queue:
+        if r.get("CQ_DATABASE") == t.db and r.get("CQ_TABLE") == t.table:
+            yield r, "CQ_"
+    for r in wh.history:
+        if r.get("CC_DATABASE") == t.db and r.get("CC_TABLE") == t.table:
+            yield r, "CC_"
