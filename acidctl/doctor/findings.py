@@ -692,7 +692,11 @@ def _history_vs_disk(wh, ps, tbl: str, part: str | None) -> list[DoctorFinding]:
         r = succ[0]
         n = int(r["highest_write_id"])
         kind = r.get("type")
-        match = [d for d in dirs if d["max_write_id"] == n and d["kind"] in ("base", "delta", "delete_delta")]
+        if kind == "a":     # major: base_N
+            match = [d for d in dirs if d["kind"] == "base" and d["max_write_id"] == n]
+        else:               # minor: delta_a_N / delete_delta_a_N without statement id
+            match = [d for d in dirs if d["kind"] in ("delta", "delete_delta") and d["max_write_id"] == n
+                     and d["statement_id"] is None]
         later_base = [d for d in dirs if d["kind"] == "base" and d["max_write_id"] is not None and d["max_write_id"] > n]
         if not match and not later_base:
             want = f"base_{n:07d}" if kind == "a" else f"delta_*_{n:07d}"
