@@ -1,0 +1,117 @@
+"""`acidctl doctor` end to end: text and JSON output, exit codes, and the compact/clean fix loop
+run through the real commands (``compact --engine local``: the same tasks without Spark)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from acidctl.metastore.init import init_metastore
+from acidctl.metastore.recorder import Recorder
+from tests.acidfiles import acid_file
+from tests.doctor.helpers import H_MS, commit_write, compaction, now_ms, table
+from tests.metastore.helpers import run_cli
+
+ORC_TYPE = "struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,currentTransaction:bigint,row:struct<id:int>>"
+B0 = 536870912
+
+
+def _deltas(loc, n):
+    for w in range(1, n + 1):
+        acid_file(loc / f"delta_{w:07d}_{w:07d}_0000" / "bucket_00000", ORC_TYPE, [(0, w, B0, 0, w, (w,))])
+        (loc / f"delta_{w:07d}_{w:07d}_0000" / "_orc_acid_version").write_bytes(b"2")
+
+
+def _doctor(capsys, url, *args):
+    capsys.readouterr()
+    code = run_cli(["--metastore", url, "-o", "json", "doctor", *args])
+    out = capsys.readouterr()
+    return code, json.loads(out.out), out.err
+
+
+@pytest.mark.parametrize("hv", [3, 4])
+def test_compact_and_clean_fix_loop(tmp_path, capsys, hv):
+    url = f"sqlite:///{tmp_path}/ms.db"
+    init_metastore(url, hive_version=hv)
+    rec = Recorder(url)
+    due = table(rec, tmp_path, "due", dirs={})
+    noauto = table(rec, tmp_path, "noauto", dirs={}, params={"no_auto_compaction": "true"})
+    for name, loc in (("due", due), ("noauto", noauto)):
+        _deltas(loc, 11)
+        for _ in range(11):
+            commit_write(rec, "db", name)
+    # a "succeeded" major compaction up to write id 11 that wrote nothing
+    cq = compaction(rec, "db", "due", hw=11, state="s")
+
+    code, rep, _ = _doctor(capsys, url)
+    assert code == 0, rep
+    f = {(x["code"], x["table"]): x for x in rep["findings"]}
+    # 11 current deltas > hive.compactor.delta.num.threshold 10, and no base: major
+    d = f[("COMPACTION_DUE", "db.due")]
+    assert d["fix"] == "acidctl compact db.due --major"
+    assert d["evidence"]["delta_count"] == 11 and d["evidence"]["type"] == "major"
+    n = f[("INITIATOR_SKIPS_NO_AUTO", "db.noauto")]
+    assert n["fix"] == "acidctl compact db.noauto --major"
+    s = f[("COMPACTION_SUCCEEDED_NO_OUTPUT", "db.due")]
+    assert s["evidence"]["compaction_id"] == cq and s["evidence"]["highest_write_id"] == 11
+    assert rep["summary"]["tables_checked"] == 2 and rep["summary"]["partitions_checked"] == 2
+
+    for fix in (d["fix"], n["fix"]):
+        argv = fix.split()[1:] + ["--engine", "local"]
+        assert run_cli(["--metastore", url] + argv) == 0
+    code, rep, _ = _doctor(capsys, url)
+    left = {(x["code"], x["table"]) for x in rep["findings"]}
+    for key in [("COMPACTION_DUE", "db.due"), ("INITIATOR_SKIPS_NO_AUTO", "db.noauto"),
+                ("COMPACTION_SUCCEEDED_NO_OUTPUT", "db.due")]:
+        assert key not in left, key
+    # the 22 deltas are now obsolete, waiting for the Cleaner
+    obs = {x["table"]: x for x in rep["findings"] if x["code"] == "OBSOLETE_WAITING"}
+    assert len(obs["db.due"]["evidence"]["dirs"]) == 11 and obs["db.due"]["fix"] == "acidctl clean db.due --execute"
+    for fix in (obs["db.due"]["fix"], obs["db.noauto"]["fix"]):
+        assert run_cli(["--metastore", url] + fix.split()[1:] + ["--min-age", "0"]) == 0
+    code, rep, _ = _doctor(capsys, url)
+    assert [x for x in rep["findings"] if x["code"] == "OBSOLETE_WAITING"] == []
+
+
+def test_json_text_and_exit_code(tmp_path, capsys):
+    url = f"sqlite:///{tmp_path}/ms.db"
+    init_metastore(url, hive_version=4)
+    rec = Recorder(url)
+    table(rec, tmp_path, "a", dirs={"delta_0000001_0000001_0000": {"bucket_00000": 10}}, write_ids=1)
+    table(rec, tmp_path, "b", dirs={"delta_0000001_0000001_0000": {"bucket_00000": 10}}, write_ids=1, db="other")
+    code, rep, _ = _doctor(capsys, url)
+    assert code == 0 and rep["summary"]["errors"] == 0
+    assert set(rep) == {"hive_version", "summary", "findings", "partitions"}
+    assert {"tables_checked", "partitions_checked", "directory_listings", "errors", "warnings", "info",
+            "by_code", "worst"} <= set(rep["summary"])
+    assert rep["summary"]["tables_checked"] == 2
+    # --db / --table globs
+    _, rep, _ = _doctor(capsys, url, "--db", "oth*")
+    assert rep["summary"]["tables_checked"] == 1 and rep["partitions"][0]["table"] == "other.b"
+    _, rep, _ = _doctor(capsys, url, "--table", "A")
+    assert [p["table"] for p in rep["partitions"]] == ["db.a"]
+    # --since: db.a has a committed write now; nothing touched other.b in the last minute? both
+    # were written just now, so both stay
+    _, rep, _ = _doctor(capsys, url, "--since", "1h")
+    assert rep["summary"]["tables_checked"] == 2
+    # an error-level finding: exit 4, the finding in the error group of the text output
+    now = now_ms(rec)
+    t = rec.open_txn(user="etl", host="h9", now_ms=now - 80 * H_MS)
+    code, rep, err = _doctor(capsys, url)
+    assert code == 4 and "1 error-level finding" in err
+    e = [x for x in rep["findings"] if x["severity"] == "error"]
+    assert [x["code"] for x in e] == ["TXN_NO_HEARTBEAT"] and e[0]["evidence"]["txn_id"] == t
+    assert rep["summary"]["worst"][0]["code"] == "TXN_NO_HEARTBEAT"
+    capsys.readouterr()
+    assert run_cli(["--metastore", url, "doctor"]) == 4
+    out = capsys.readouterr().out
+    head, _, rest = out.partition("== ERRORS (1)")
+    assert "checked 2 ACID table(s)" in head and "findings: 1 error(s)" in head
+    assert f"[TXN_NO_HEARTBEAT] warehouse: open txn {t} (etl@h9" in rest
+    assert f"    fix: acidctl abort transactions {t}" in rest
+
+
+def test_no_metastore_is_a_usage_error(capsys):
+    assert run_cli(["doctor"]) == 2
+    assert "--metastore" in capsys.readouterr().err
