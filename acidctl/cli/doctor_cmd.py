@@ -107,3 +107,92 @@ def render_doctor(report: dict) -> str:
         lines.append("")
         lines.append("no findings")
     return "\n".join(lines)
+
+
+@app.command("why", help="Replay Hive's decisions about one table or partition, step by step with the numbers: "
+                         "would the Initiator queue it now and why not, what the Worker would produce, what the "
+                         "Cleaner can remove and what holds it back. Hive 3.1 and 4 rules. Read-only.")
+def why_command(
+    ctx: typer.Context,
+    spec: Annotated[str, typer.Argument(metavar="DB.TABLE[/PART]", help="The table (every partition) or one partition, e.g. db.sales/ds=2026-01-01.")],
+):
+    from acidctl.doctor.collect import scan_table
+    from acidctl.doctor.facts import read_warehouse
+    from acidctl.doctor.why import replay
+    from acidctl.errors import NotFoundError, TableNotFound
+    from acidctl.metastore.tables import split_spec
+
+    settings = ctx.obj
+    db, tbl, part = split_spec(spec)
+    ms = _metastore(settings)
+    wh = read_warehouse(ms)
+    t = wh.table(db, tbl)
+    if t is None:
+        raise TableNotFound(f"table {db}.{tbl} not found in the metastore")
+    scans = scan_table(wh, t, settings.table_fs, txns=wh.txn_list())
+    if part is not None:
+        scans = [p for p in scans if p.partition == part]
+        if not scans:
+            raise NotFoundError(f"partition {part} of {db}.{tbl} is neither in the metastore nor on disk")
+    out = {"table": t.full_name, "hive_version": wh.hive_version,
+           "partitions": [replay(wh, t, ps) for ps in scans if ps.exists and not ps.error]}
+    missing = [ps for ps in scans if not ps.exists or ps.error]
+    out["unreadable"] = [{"partition": ps.partition, "path": ps.path, "error": ps.error or "location does not exist"}
+                         for ps in missing]
+    settings.output.emit(out, render_why)
+
+
+def render_why(out: dict) -> str:
+    lines = [f"acidctl why {out['table']}  (Hive {out['hive_version']} rules)"]
+    for p in out["partitions"]:
+        lines.append("")
+        lines.append(f"== {p['table']}" + (f"/{p['partition']}" if p["partition"] else "") + f"  ({p['path']})")
+        for comp in ("initiator", "worker", "cleaner"):
+            c = p[comp]
+            lines.append(f"{comp.upper()}: {c['verdict']}")
+            for i, s in enumerate(c["steps"], 1):
+                mark = {"ok": "ok  ", "stop": "STOP", "note": "note"}[s["outcome"]]
+                lines.append(f"  {i}. [{mark}] {s['rule']}: {s['detail']}")
+    for u in out["unreadable"]:
+        lines.append(f"cannot replay {u['partition'] or out['table']}: {u['error']} ({u['path']})")
+    return "\n".join(lines)
+
+
+@app.command("metrics", help="The gauges Hive 4's AcidMetricService exports (open/aborted txns and their ages, "
+                             "initiated/working/ready-for-cleaning compactions and their ages, locks, "
+                             "COMPLETED_TXN_COMPONENTS and TXN_TO_WRITE_ID rows, per-table delta counts), computed "
+                             "from the metastore for Hive 3.1 and 4, in the Prometheus text format (or JSON with "
+                             "-o json).")
+def metrics_command(
+    ctx: typer.Context,
+    deltas: Annotated[bool, typer.Option("--deltas", help="Compute the per-table delta gauges from the directories (any Hive version) instead of Hive 4's COMPACTION_METRICS_CACHE.")] = False,
+    db: Annotated[str, typer.Option("--db", metavar="GLOB", help="With --deltas: only databases matching this glob.")] = "*",
+    table: Annotated[str, typer.Option("--table", metavar="GLOB", help="With --deltas: only tables matching this glob.")] = "*",
+    textfile: Annotated[Optional[str], typer.Option("--textfile", metavar="FILE", help="Write the Prometheus text to FILE atomically (for node_exporter's textfile collector) instead of stdout.")] = None,
+):
+    from acidctl.doctor.metrics import compute, prometheus_text
+
+    settings = ctx.obj
+    ms = _metastore(settings)
+    if deltas:
+        from acidctl.doctor.collect import collect
+
+        scan = collect(ms, settings.table_fs, db_glob=db, table_glob=table)
+        result = compute(scan.warehouse, scan.partitions)
+    else:
+        from acidctl.doctor.facts import read_warehouse
+
+        result = compute(read_warehouse(ms))
+    if textfile:
+        import os
+        import tempfile
+
+        d = os.path.dirname(os.path.abspath(textfile))
+        fd, tmp = tempfile.mkstemp(prefix=".acidctl-metrics-", suffix=".tmp", dir=d)
+        with os.fdopen(fd, "w") as f:
+            f.write(prometheus_text(result))
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, textfile)      # node_exporter must never read a half-written file
+        settings.output.note(f"acidctl: metrics written to {textfile}")
+        return
+    settings.output.emit(result, prometheus_text)
