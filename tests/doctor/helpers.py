@@ -111,3 +111,10 @@ def compaction(rec, db, table, *, partition=None, kind="major", hw=1, state="s",
     if state == "s":
         rec.mark_cleaned(cq)
     return cq
+
+
+def set_next_write_id(rec, db: str, name: str, nxt: int) -> None:
+    """NEXT_WRITE_ID as if ``nxt - 1`` write ids had been allocated and committed (Hive 3 deletes
+    committed TXNS rows; TXN_TO_WRITE_ID rows of committed txns do not change any snapshot)."""
+    n = rec.T.NEXT_WRITE_ID
+    execute(rec, sa.insert(n.clause).values({n.NWI_DATABASE.name: db, n.NWI_TABLE.name: name, n.NWI_NEXT.name: nxt}))
