@@ -42,7 +42,7 @@ def doctor_command(
     db: Annotated[str, typer.Option("--db", metavar="GLOB", help=_DB_HELP)] = "*",
     table: Annotated[str, typer.Option("--table", metavar="GLOB", help=_TABLE_HELP)] = "*",
     since: Annotated[Optional[str], typer.Option("--since", metavar="AGE", help=_SINCE_HELP)] = None,
-    workers: Annotated[int, typer.Option("--workers", min=1, max=256, help="Tables listed in parallel.")] = 8,
+    workers: Annotated[Optional[int], typer.Option("--workers", min=1, max=256, help="Tables listed in parallel (default: 8 on remote filesystems, the number of cores on local disks).")] = None,
     html: Annotated[Optional[str], typer.Option("--html", metavar="FILE", help="Also write a self-contained HTML report (charts, sortable findings, timelines, compaction history) to FILE.")] = None,
 ):
     from acidctl.compact.clean import parse_age

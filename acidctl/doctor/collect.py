@@ -100,7 +100,7 @@ def recent_activity_ms(wh: Warehouse, t: TableRow) -> int | None:
 
 
 def collect(ms, table_fs: Callable[[str], Any], *, db_glob: str = "*", table_glob: str = "*",
-            since_seconds: float | None = None, workers: int = DEFAULT_WORKERS,
+            since_seconds: float | None = None, workers: int | None = None,
             now_ms: int | None = None, grace_seconds: float = 86400.0) -> Scan:
     """Read the metastore (:func:`acidctl.doctor.facts.read_warehouse`) and list every selected
     ACID table. ``table_fs(url)`` builds a :class:`~acidctl.fs.TableFS` (the CLI passes
@@ -122,22 +122,78 @@ def collect(ms, table_fs: Callable[[str], Any], *, db_glob: str = "*", table_glo
             else:
                 skipped.append(t.full_name)
         tables = keep
-    counter = _Counter()
     txns = wh.txn_list()
-
-    def one(t: TableRow) -> list[PartitionScan]:
-        return scan_table(wh, t, table_fs, counter=counter, txns=txns, grace_seconds=grace_seconds)
-
+    if workers is None:
+        workers = auto_workers(tables)
     parts: list[PartitionScan] = []
-    if workers <= 1 or len(tables) <= 1:
-        for t in tables:
-            parts.extend(one(t))
-    else:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            for res in pool.map(one, tables):
-                parts.extend(res)
-    return Scan(warehouse=wh, tables=tables, partitions=parts, listings=counter.n,
+    listings = 0
+    global _JOB
+    _JOB = (wh, tables, table_fs, txns, grace_seconds)
+    try:
+        chunks = _chunks(len(tables), workers)
+        if workers > 1 and len(tables) >= 2 * workers and _is_local(tables) and _can_fork():
+            # local disks: listing and classifying are CPU-bound Python, so processes (forked:
+            # they inherit the facts read above, nothing is pickled on the way in) are what
+            # actually runs in parallel; threads would only take turns on the GIL
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
+                results = list(pool.map(_scan_chunk, chunks))
+        elif workers > 1 and len(tables) > 1:
+            # remote filesystems: threads overlap the listing round trips
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                results = list(pool.map(_scan_chunk, [[i] for i in range(len(tables))]))
+        else:
+            results = [_scan_chunk(list(range(len(tables))))]
+    finally:
+        _JOB = None
+    for res, n in results:
+        parts.extend(res)
+        listings += n
+    parts.sort(key=lambda p: (p.db, p.table, p.partition or ""))
+    return Scan(warehouse=wh, tables=tables, partitions=parts, listings=listings,
                 seconds=time.perf_counter() - t0, skipped_tables=skipped)
+
+
+#: (warehouse, tables, table_fs, txns, grace_seconds) of the collect() call running now
+_JOB = None
+
+
+def _scan_chunk(indices: list[int]) -> tuple[list[PartitionScan], int]:
+    wh, tables, table_fs, txns, grace = _JOB
+    counter = _Counter()
+    out: list[PartitionScan] = []
+    for i in indices:
+        out.extend(scan_table(wh, tables[i], table_fs, counter=counter, txns=txns, grace_seconds=grace))
+    return out, counter.n
+
+
+def _chunks(n: int, workers: int) -> list[list[int]]:
+    """Table indices in interleaved chunks (about 4 per worker), order restored by the caller's
+    ``map``: neighbouring tables spread over the workers."""
+    k = max(1, min(n, workers * 4))
+    return [list(range(j, n, k)) for j in range(k) if j < n]
+
+
+def _is_local(tables: list[TableRow]) -> bool:
+    return all((t.location or "").startswith(("file:", "/")) for t in tables)
+
+
+def _can_fork() -> bool:
+    import multiprocessing
+    import os
+
+    return hasattr(os, "fork") and "fork" in multiprocessing.get_all_start_methods()
+
+
+def auto_workers(tables: list[TableRow]) -> int:
+    """Threads for listing: ``DEFAULT_WORKERS`` on remote filesystems (the threads overlap
+    network latency); on local disks the work is CPU-bound Python, where more threads than
+    cores only add GIL contention."""
+    import os
+
+    return max(1, min(DEFAULT_WORKERS, os.cpu_count() or 1)) if _is_local(tables) else DEFAULT_WORKERS
 
 
 class _Counter:
@@ -183,6 +239,7 @@ def scan_table(wh: Warehouse, t: TableRow, table_fs, *, counter: _Counter | None
     except AcidctlError as e:
         return [PartitionScan(t.db, t.table, None, tfs.display(root), error=str(e))]
     partitioned = bool(t.partition_keys)
+    wl = wh.write_id_list(t.db, t.table)
     out: list[PartitionScan] = []
     seen: set[str | None] = set()
     for lst in listings:
@@ -193,7 +250,7 @@ def scan_table(wh: Warehouse, t: TableRow, table_fs, *, counter: _Counter | None
                 continue
         seen.add(part)
         in_ms = (part in t.partitions) if partitioned else True
-        out.append(_classify(wh, t, lst, txns=txns, in_metastore=in_ms, grace_seconds=grace_seconds))
+        out.append(_classify(wh, t, lst, txns=txns, in_metastore=in_ms, grace_seconds=grace_seconds, wl=wl))
     if partitioned:
         for pname, ploc in sorted(t.partitions.items()):
             if pname in seen:
@@ -210,11 +267,11 @@ def scan_table(wh: Warehouse, t: TableRow, table_fs, *, counter: _Counter | None
             except AcidctlError as e:
                 out.append(PartitionScan(t.db, t.table, pname, ploc, error=str(e)))
                 continue
-            out.append(_classify(wh, t, lst, txns=txns, in_metastore=True, grace_seconds=grace_seconds))
+            out.append(_classify(wh, t, lst, txns=txns, in_metastore=True, grace_seconds=grace_seconds, wl=wl))
     return out
 
 
-def _classify(wh: Warehouse, t: TableRow, lst, *, txns, in_metastore: bool, grace_seconds: float) -> PartitionScan:
+def _classify(wh: Warehouse, t: TableRow, lst, *, txns, in_metastore: bool, grace_seconds: float, wl=None) -> PartitionScan:
     from acidctl.acid.acidstate import Kind, get_acid_state
     from acidctl.acid.checks import MetastoreFacts, check_partition
     from acidctl.acid.initiator import Thresholds, compactor_state, recommend
@@ -222,7 +279,7 @@ def _classify(wh: Warehouse, t: TableRow, lst, *, txns, in_metastore: bool, grac
 
     ps = PartitionScan(t.db, t.table, lst.partition, lst.path, in_metastore=in_metastore)
     hv = wh.hive_version
-    wl = wh.write_id_list(t.db, t.table)
+    wl = wl if wl is not None else wh.write_id_list(t.db, t.table)
     key = (t.db, t.table, lst.partition)
     ab = wh.aborted_components.get(key, {})
     try:
@@ -235,8 +292,7 @@ def _classify(wh: Warehouse, t: TableRow, lst, *, txns, in_metastore: bool, grac
         ps.error = str(e)
         return ps
     ps.recommendation = rec.to_dict()
-    highest = frozenset(int(r[p + "HIGHEST_WRITE_ID"]) for r, p in _compaction_rows(wh, t)
-                        if r.get(p + "HIGHEST_WRITE_ID") is not None)
+    highest = wh.highest_write_ids(t.db, t.table)
     stale = frozenset(w for w, txn, s in wh.invalid_write_ids.get((t.db, t.table), [])
                       if s == "o" and wh.txns.get(txn, {}).get("last_heartbeat", 0) < wh.now_ms - 300_000)
     facts = MetastoreFacts(hive_version=hv, table_hwm=wl.hwm, aborted_txn_count=ab.get("txns", 0),
@@ -268,12 +324,3 @@ def _classify(wh: Warehouse, t: TableRow, lst, *, txns, in_metastore: bool, grac
     ps.dirs.sort(key=lambda d: (d["min_write_id"] if d["min_write_id"] is not None else -1, d["name"]))
     ps.recommendation["base_bytes_reader"] = base_bytes
     return ps
-
-
-def _compaction_rows(wh: Warehouse, t: TableRow):
-    for r in wh.queue:
-        if r.get("CQ_DATABASE") == t.db and r.get("CQ_TABLE") == t.table:
-            yield r, "CQ_"
-    for r in wh.history:
-        if r.get("CC_DATABASE") == t.db and r.get("CC_TABLE") == t.table:
-            yield r, "CC_"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import functools
 from typing import Any
 
 from acidctl.acid.writeids import TxnList, WriteIdList
@@ -87,10 +88,45 @@ class Warehouse:
     metrics_cache: list[dict]                   # Hive 4 COMPACTION_METRICS_CACHE rows
 
     def table(self, db: str, table: str) -> TableRow | None:
-        for t in self.tables:
-            if t.db == db and t.table == table:
-                return t
-        return None
+        return self._table_index.get((db, table))
+
+    @functools.cached_property
+    def _table_index(self) -> dict:
+        return {(t.db, t.table): t for t in self.tables}
+
+    @functools.cached_property
+    def queue_short(self) -> list[dict]:
+        """COMPACTION_QUEUE rows with short lower-case keys (id, database, table, partition, ...)."""
+        return [_short(r, "CQ_") for r in self.queue]
+
+    @functools.cached_property
+    def history_short(self) -> list[dict]:
+        return [_short(r, "CC_") for r in self.history]
+
+    @functools.cached_property
+    def _compaction_index(self) -> dict:
+        idx: dict[tuple, tuple[list, list]] = {}
+        for r in self.queue_short:
+            idx.setdefault((r["database"], r["table"], r["partition"]), ([], []))[0].append(r)
+        for r in self.history_short:
+            idx.setdefault((r["database"], r["table"], r["partition"]), ([], []))[1].append(r)
+        return idx
+
+    def compactions_of(self, db: str, table: str, partition: str | None) -> tuple[list[dict], list[dict]]:
+        """(queue rows, history rows) of one partition (or unpartitioned table)."""
+        return self._compaction_index.get((db, table, partition), ([], []))
+
+    @functools.cached_property
+    def _table_highest(self) -> dict:
+        out: dict[tuple, set] = {}
+        for r in self.queue_short + self.history_short:
+            if r.get("highest_write_id") is not None:
+                out.setdefault((r["database"], r["table"]), set()).add(int(r["highest_write_id"]))
+        return out
+
+    def highest_write_ids(self, db: str, table: str) -> frozenset[int]:
+        """Every CQ_/CC_HIGHEST_WRITE_ID of the table (queue and history)."""
+        return frozenset(self._table_highest.get((db, table), ()))
 
     @property
     def open_txns(self) -> list[dict]:
@@ -115,6 +151,15 @@ class Warehouse:
         return WriteIdList(table=f"{db}.{table}", hwm=hwm,
                            open=tuple(sorted(w for w, _, s in inv if s == "o")),
                            aborted=tuple(sorted(w for w, _, s in inv if s == "a")))
+
+
+def _short(r: dict, pre: str) -> dict:
+    out = {k[len(pre):].lower(): v for k, v in r.items() if k.startswith(pre)}
+    out["partition"] = out.get("partition") or None
+    out["database"] = str(out.get("database") or "").lower()
+    out["table"] = str(out.get("table") or "").lower()
+    out["source"] = "queue" if pre == "CQ_" else "history"
+    return out
 
 
 def _ms(v: Any) -> int | None:

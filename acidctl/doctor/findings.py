@@ -167,19 +167,12 @@ def _norm_part(p: Any) -> str | None:
 
 
 def queue_rows(wh) -> list[dict]:
-    """COMPACTION_QUEUE rows with short keys (id, db, table, partition, state, type, ...)."""
-    return [_short(r, "CQ_") for r in wh.queue]
+    """COMPACTION_QUEUE rows with short keys (id, database, table, partition, state, type, ...)."""
+    return wh.queue_short
 
 
 def history_rows(wh) -> list[dict]:
-    return [_short(r, "CC_") for r in wh.history]
-
-
-def _short(r: dict, pre: str) -> dict:
-    out = {k[len(pre):].lower(): v for k, v in r.items() if k.startswith(pre)}
-    out["partition"] = _norm_part(out.get("partition"))
-    out["source"] = "queue" if pre == "CQ_" else "history"
-    return out
+    return wh.history_short
 
 
 # ---------------------------------------------------------------------------------------
@@ -364,8 +357,7 @@ def queue_findings(wh, lim: Limits) -> list[DoctorFinding]:
 def failure_block(wh, db: str, table: str, partition: str | None, *, lim: Limits) -> dict | None:
     """§4.4: the failure threshold, Hive 3 (newest N non-``a`` history rows all ``f``) or Hive 4
     (newest N ``s``/``f`` rows all ``f``, unless the newest is older than the retry time)."""
-    rows = [r for r in history_rows(wh) if r["database"] == db and r["table"] == table and r["partition"] == partition]
-    rows.sort(key=lambda r: -int(r["id"]))
+    rows = sorted(wh.compactions_of(db, table, partition)[1], key=lambda r: -int(r["id"]))
     n = lim.failed_threshold
     if wh.hive_version >= 4:
         rows = [r for r in rows if r["state"] in ("s", "f")]
@@ -572,8 +564,7 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
     # compaction due / no_auto_compaction
     if rec.get("type") not in (None, "none"):
         kind = rec["type"]
-        queued = [r for r in queue_rows(wh) if r["database"] == ps.db and r["table"] == ps.table
-                  and r["partition"] == part and r["state"] in ("i", "w")]
+        queued = [r for r in wh.compactions_of(ps.db, ps.table, part)[0] if r["state"] in ("i", "w")]
         ev = {k: rec.get(k) for k in ("type", "delta_count", "insert_delta_count", "delete_delta_count",
                                       "delta_bytes", "base_bytes", "ratio", "aborted_txn_count")}
         ev["thresholds"] = rec.get("thresholds")
@@ -685,7 +676,7 @@ def _reader_findings(ps) -> list[tuple]:
 
 def _history_vs_disk(wh, ps, tbl: str, part: str | None) -> list[DoctorFinding]:
     out = []
-    rows = [r for r in history_rows(wh) if r["database"] == ps.db and r["table"] == ps.table and r["partition"] == part]
+    qrows, rows = wh.compactions_of(ps.db, ps.table, part)
     succ = sorted((r for r in rows if r["state"] == "s" and r.get("highest_write_id")), key=lambda r: -int(r["id"]))
     dirs = ps.dirs
     if succ:
@@ -707,9 +698,7 @@ def _history_vs_disk(wh, ps, tbl: str, part: str | None) -> list[DoctorFinding]:
                 {"compaction_id": int(r["id"]), "highest_write_id": n, "type": TYPES.get(kind, kind)},
                 fix_compact(ps.db, ps.table, part), ps.path))
     explained = {int(r["highest_write_id"]) for r in rows if r.get("highest_write_id") is not None}
-    explained |= {int(r["highest_write_id"]) for r in queue_rows(wh)
-                  if r["database"] == ps.db and r["table"] == ps.table and r["partition"] == part
-                  and r.get("highest_write_id") is not None}
+    explained |= {int(r["highest_write_id"]) for r in qrows if r.get("highest_write_id") is not None}
     for d in dirs:
         if d["role"] not in ("base", "delta", "delete delta"):
             continue
