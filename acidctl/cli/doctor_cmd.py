@@ -4,8 +4,8 @@
 partitions_checked, tables_skipped, directory_listings, seconds, open_txns, aborted_txns, locks,
 compaction_queue, errors, warnings, info, by_code, worst), ``findings`` (each: code, severity,
 title, subject, table, partition, path, message, evidence, fix) and ``partitions`` (per
-partition: delta/delete-delta counts and bytes, base and obsolete bytes, the Initiator's
-compaction type and the directories). Exit 4 when an error-level finding exists.
+partition: delta/delete-delta counts and bytes, base and obsolete bytes, number of
+directories, the Initiator's compaction type). Exit 4 when an error-level finding exists.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def doctor_command(
     if html:
         from acidctl.doctor.html import write_html
 
-        write_html(html, report, scan.warehouse)
+        write_html(html, report, scan)
         settings.output.note(f"acidctl: HTML report written to {html}")
     settings.output.emit(report, render_doctor)
     errors = report["summary"]["errors"]

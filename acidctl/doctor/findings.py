@@ -759,4 +759,4 @@ def _partition_summary(ps) -> dict:
             "delete_delta_bytes": sum(d["bytes"] for d in cur if d["kind"] == "delete_delta"),
             "base_bytes": sum(d["bytes"] for d in cur if d["kind"] == "base"),
             "obsolete_bytes": sum(d["bytes"] for d in ps.dirs if d["role"] in ("obsolete", "aborted")),
-            "compaction": rec.get("type"), "dirs": ps.dirs}
+            "directories": len(ps.dirs), "compaction": rec.get("type")}

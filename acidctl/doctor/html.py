@@ -166,10 +166,11 @@ def _ts(ms) -> str:
     return _dt.datetime.fromtimestamp(int(ms) / 1000, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def chart_data(report: dict, wh) -> tuple[dict, list[dict], list[dict]]:
+def chart_data(report: dict, scan) -> tuple[dict, list[dict], list[dict]]:
     """(plotly traces for every chart, timeline descriptors, history rows) — plain data."""
     from acidctl.doctor.findings import STATES, TYPES, history_rows, queue_rows
 
+    wh = scan.warehouse
     per_table: dict[str, dict[str, int]] = {}
     for p in report["partitions"]:
         t = per_table.setdefault(p["table"], {"deltas": 0, "delete_deltas": 0, "delta_bytes": 0,
@@ -187,9 +188,9 @@ def chart_data(report: dict, wh) -> tuple[dict, list[dict], list[dict]]:
               for label, key in (("delta bytes", "delta_bytes"), ("delete delta bytes", "delete_delta_bytes"),
                                  ("base bytes", "base_bytes"))]
     timelines = []
-    parts = sorted(report["partitions"], key=lambda p: -len(p["dirs"]))[:MAX_TIMELINES]
+    parts = sorted(scan.partitions, key=lambda p: -len(p.dirs))[:MAX_TIMELINES]
     for p in parts:
-        dirs = [d for d in p["dirs"] if d["min_write_id"] is not None and d["max_write_id"] is not None
+        dirs = [d for d in p.dirs if d["min_write_id"] is not None and d["max_write_id"] is not None
                 and -1 < d["max_write_id"] < 2 ** 62]
         if not dirs:
             continue
@@ -204,7 +205,7 @@ def chart_data(report: dict, wh) -> tuple[dict, list[dict], list[dict]]:
             tr["x"].append((hi - lo + 0.9) if d["kind"] != "base" else hi + 0.45)
             tr["y"].append(d["name"])
             tr["text"].append(f"{d['bytes']} bytes, {d['files']} files")
-        title = p["table"] + (f"/{p['partition']}" if p["partition"] else "")
+        title = p.spec
         timelines.append({"title": title, "traces": list(by_role.values()), "rows": len(dirs)})
     hist = []
     for r in sorted(history_rows(wh) + queue_rows(wh), key=lambda r: -int(r["id"]))[:MAX_HISTORY]:
@@ -226,23 +227,23 @@ def chart_data(report: dict, wh) -> tuple[dict, list[dict], list[dict]]:
     return charts, timelines, hist
 
 
-def render_html(report: dict, wh) -> str:
+def render_html(report: dict, scan) -> str:
     import jinja2
     from plotly.offline import get_plotlyjs
 
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
-    charts, timelines, hist = chart_data(report, wh)
+    charts, timelines, hist = chart_data(report, scan)
     return env.from_string(_TEMPLATE).render(
         report=report, s=report["summary"], charts=charts, timelines=timelines, history=hist,
-        plotly_js=get_plotlyjs(), generated=_ts(wh.now_ms) + " UTC")
+        plotly_js=get_plotlyjs(), generated=_ts(scan.warehouse.now_ms) + " UTC")
 
 
-def write_html(path: str, report: dict, wh) -> None:
+def write_html(path: str, report: dict, scan) -> None:
     """Write the report (UTF-8) to a local path."""
     from acidctl.errors import StorageUnavailable, UsageError
 
     try:
-        html = render_html(report, wh)
+        html = render_html(report, scan)
     except ImportError as e:
         raise UsageError(f"--html needs the plotly and Jinja2 packages: {e}", hint="pip install acidctl[html]") from None
     try:
