@@ -134,7 +134,7 @@ def why_command(
         scans = [p for p in scans if p.partition == part]
         if not scans:
             raise NotFoundError(f"partition {part} of {db}.{tbl} is neither in the metastore nor on disk")
-    out = {"table": t.full_name, "hive_version": wh.hive_version,
+    out = {"table": t.full_name, "spec": spec, "hive_version": wh.hive_version,
            "partitions": [replay(wh, t, ps) for ps in scans if ps.exists and not ps.error]}
     missing = [ps for ps in scans if not ps.exists or ps.error]
     out["unreadable"] = [{"partition": ps.partition, "path": ps.path, "error": ps.error or "location does not exist"}
@@ -143,7 +143,7 @@ def why_command(
 
 
 def render_why(out: dict) -> str:
-    lines = [f"acidctl why {out['table']}  (Hive {out['hive_version']} rules)"]
+    lines = [f"acidctl why {out['spec']}  (Hive {out['hive_version']} rules)"]
     for p in out["partitions"]:
         lines.append("")
         lines.append(f"== {p['table']}" + (f"/{p['partition']}" if p["partition"] else "") + f"  ({p['path']})")

@@ -611,8 +611,8 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
             "OBSOLETE_WAITING", sev, f"{len(obs)} obsolete/aborted directories ({nbytes} bytes) wait for the Cleaner",
             tbl, part,
             f"{len(obs)} director{'y' if len(obs) == 1 else 'ies'} ({', '.join(d['name'] for d in obs[:5])}"
-            f"{' ...' if len(obs) > 5 else ''}; {nbytes} bytes, oldest {human_age(age)}) are no longer read "
-            "and wait for the Cleaner", {"dirs": [d["name"] for d in obs], "bytes": nbytes, "oldest_age_seconds": age},
+            f"{' ...' if len(obs) > 5 else ''}; {nbytes} bytes, oldest {human_age(age)}) "
+            f"{'is' if len(obs) == 1 else 'are'} no longer read and wait{'s' if len(obs) == 1 else ''} for the Cleaner", {"dirs": [d["name"] for d in obs], "bytes": nbytes, "oldest_age_seconds": age},
             fix_clean(ps.db, ps.table), ps.path))
     # small files
     cur = [d for d in ps.dirs if d["role"] in ("base", "delta", "delete delta", "original")]
@@ -639,7 +639,8 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
         if key in seen:
             continue
         seen.add(key)
-        out.append(DoctorFinding(f"STATE_{f.check}", f.severity, f"directory check {f.check}", tbl, part, f.message,
+        title = f.message if len(f.message) <= 80 else f.message[:77] + "..."
+        out.append(DoctorFinding(f"STATE_{f.check}", f.severity, title, tbl, part, f.message,
                                  {"check": f.check, "path": f.path}, None, f.path))
     return out
 
