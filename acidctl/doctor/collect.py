@@ -77,26 +77,28 @@ def select_tables(wh: Warehouse, *, db_glob: str = "*", table_glob: str = "*") -
     return out
 
 
-def recent_activity_ms(wh: Warehouse, t: TableRow) -> int | None:
-    """The newest metastore trace of a table: a completed write, a queue or history row, an
-    open or aborted txn writing it."""
-    stamps: list[int] = []
+def recent_activity_ms(wh: Warehouse) -> dict[tuple, int]:
+    """(db, table) → the newest metastore trace of the table: a completed write, a queue or
+    history row, an aborted txn or an open/aborted txn holding one of its write ids."""
+    out: dict[tuple, int] = {}
+
+    def see(key, ms):
+        if ms:
+            out[key] = max(out.get(key, 0), int(ms))
+
     for (d, tn, _p), v in wh.completed_components.items():
-        if d == t.db and tn == t.table and v.get("newest"):
-            stamps.append(v["newest"])
-    for r in wh.queue + wh.history:
-        pre = "CQ_" if "CQ_ID" in r else "CC_"
-        if r.get(pre + "DATABASE") == t.db and r.get(pre + "TABLE") == t.table:
-            stamps.extend(int(r[k]) for k in (pre + "START", pre + "END", pre + "ENQUEUE_TIME", pre + "COMMIT_TIME")
-                          if r.get(k))
+        see((d, tn), v.get("newest"))
+    for r in wh.queue_short + wh.history_short:
+        for k in ("start", "end", "enqueue_time", "commit_time"):
+            see((r["database"], r["table"]), r.get(k))
     for (d, tn, _p), v in wh.aborted_components.items():
-        if d == t.db and tn == t.table and v.get("oldest_started"):
-            stamps.append(v["oldest_started"])
-    for w in wh.invalid_write_ids.get((t.db, t.table), []):
-        tx = wh.txns.get(w[1])
-        if tx:
-            stamps.append(tx["last_heartbeat"] or tx["started"])
-    return max(stamps) if stamps else None
+        see((d, tn), v.get("oldest_started"))
+    for key, ids in wh.invalid_write_ids.items():
+        for _w, txn, _s in ids:
+            tx = wh.txns.get(txn)
+            if tx:
+                see(key, tx["last_heartbeat"] or tx["started"])
+    return out
 
 
 def collect(ms, table_fs: Callable[[str], Any], *, db_glob: str = "*", table_glob: str = "*",
@@ -115,8 +117,9 @@ def collect(ms, table_fs: Callable[[str], Any], *, db_glob: str = "*", table_glo
     skipped: list[str] = []
     if since_seconds is not None:
         keep = []
+        activity = recent_activity_ms(wh)
         for t in tables:
-            act = recent_activity_ms(wh, t)
+            act = activity.get((t.db, t.table))
             if act is not None and act >= wh.now_ms - since_seconds * 1000:
                 keep.append(t)
             else:

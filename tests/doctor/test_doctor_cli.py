@@ -3,14 +3,16 @@ run through the real commands (``compact --engine local``: the same tasks withou
 
 from __future__ import annotations
 
+import datetime
 import json
 
 import pytest
+import sqlalchemy as sa
 
 from acidctl.metastore.init import init_metastore
 from acidctl.metastore.recorder import Recorder
 from tests.acidfiles import acid_file
-from tests.doctor.helpers import H_MS, commit_write, compaction, now_ms, table
+from tests.doctor.helpers import H_MS, commit_write, compaction, execute, now_ms, table
 from tests.metastore.helpers import run_cli
 
 ORC_TYPE = "struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,currentTransaction:bigint,row:struct<id:int>>"
@@ -91,9 +93,15 @@ def test_json_text_and_exit_code(tmp_path, capsys):
     assert rep["summary"]["tables_checked"] == 1 and rep["partitions"][0]["table"] == "other.b"
     _, rep, _ = _doctor(capsys, url, "--table", "A")
     assert [p["table"] for p in rep["partitions"]] == ["db.a"]
-    # --since: db.a has a committed write now; nothing touched other.b in the last minute? both
-    # were written just now, so both stay
+    # --since: both were written just now; then other.b's only write is moved 3 days back
     _, rep, _ = _doctor(capsys, url, "--since", "1h")
+    assert rep["summary"]["tables_checked"] == 2
+    ctc = rec.T.COMPLETED_TXN_COMPONENTS
+    old = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None) - datetime.timedelta(days=3)
+    execute(rec, sa.update(ctc.clause).where(ctc.CTC_TABLE == "b").values({ctc.CTC_TIMESTAMP.name: old}))
+    _, rep, _ = _doctor(capsys, url, "--since", "1h")
+    assert rep["summary"]["tables_checked"] == 1 and rep["summary"]["tables_skipped"] == ["other.b"]
+    _, rep, _ = _doctor(capsys, url, "--since", "4d")
     assert rep["summary"]["tables_checked"] == 2
     # an error-level finding: exit 4, the finding in the error group of the text output
     now = now_ms(rec)
@@ -115,3 +123,34 @@ def test_json_text_and_exit_code(tmp_path, capsys):
 def test_no_metastore_is_a_usage_error(capsys):
     assert run_cli(["doctor"]) == 2
     assert "--metastore" in capsys.readouterr().err
+
+
+def test_doctor_is_read_only(tmp_path, capsys):
+    """Neither the metastore nor any file changes, whatever doctor finds."""
+    import hashlib
+    import os
+
+    url = f"sqlite:///{tmp_path}/ms.db"
+    init_metastore(url, hive_version=3)
+    rec = Recorder(url)
+    table(rec, tmp_path, "r", dirs={"delta_0000001_0000001_0000": {"bucket_00000": 10},
+                                    "base_0000001": {"bucket_00000": 10}}, write_ids=1)
+    rec.open_txn(now_ms=now_ms(rec) - 90 * H_MS)
+    rec.engine.dispose()
+
+    def snapshot():
+        out = {}
+        for dirpath, dirnames, filenames in os.walk(tmp_path):
+            for n in dirnames + filenames:
+                p = os.path.join(dirpath, n)
+                st = os.lstat(p)
+                digest = hashlib.sha256(open(p, "rb").read()).hexdigest() if os.path.isfile(p) else None
+                out[p] = (st.st_mtime_ns, st.st_size, digest)
+        return out
+
+    before = snapshot()
+    assert run_cli(["--metastore", url, "doctor"]) == 4
+    assert run_cli(["--metastore", url, "why", "db.r"]) == 0
+    assert run_cli(["--metastore", url, "metrics", "--deltas"]) == 0
+    capsys.readouterr()
+    assert snapshot() == before
