@@ -122,17 +122,26 @@ def baseline(root: Path) -> float:
     return time.perf_counter() - t0
 
 
-def in_process(url: str, *, table_glob: str = "*", partitions: int | None = None) -> tuple[float, int, int]:
+def _cpu() -> float:
+    import resource
+
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def in_process(url: str, *, table_glob: str = "*") -> tuple[float, float, int, int]:
+    """(wall s, CPU s of this process and its workers, listings, partitions) of collect + diagnose.
+    The CPU figure does not depend on how busy the machine is."""
     sys.path.insert(0, str(ROOT))
     from acidctl.doctor.collect import collect
     from acidctl.doctor.findings import diagnose
     from acidctl.fs import TableFS
     from acidctl.metastore.connection import connect
 
-    t0 = time.perf_counter()
+    c0, t0 = _cpu(), time.perf_counter()
     scan = collect(connect(url), lambda u: TableFS(u), table_glob=table_glob)
-    findings = diagnose(scan)
-    return time.perf_counter() - t0, scan.listings, len(scan.partitions) + 0 * len(findings)
+    diagnose(scan)
+    return time.perf_counter() - t0, _cpu() - c0, scan.listings, len(scan.partitions)
 
 
 def main() -> int:
@@ -154,13 +163,12 @@ def main() -> int:
         base = baseline(root)
         print(f"baseline (os.scandir walk + marker reads): {base:.2f}s")
         # half the tables (half the partitions) first: the time should roughly halve
-        half_glob = "t00[0-4]*"
         if args.tables == 1000:
-            th, lh, ph = in_process(url, table_glob=half_glob)
-            print(f"doctor in-process, {ph} partitions: {th:.2f}s, {lh} directory listings")
-        t, listings, parts = in_process(url)
-        print(f"doctor in-process, {parts} partitions: {t:.2f}s, {listings} directory listings "
-              f"({t / base:.1f}x the baseline walk)")
+            th, ch, lh, ph = in_process(url, table_glob="t00[0-4]*")
+            print(f"doctor in-process, {ph} partitions: {th:.2f}s wall, {ch:.2f}s CPU, {lh} directory listings")
+        t, c, listings, parts = in_process(url)
+        print(f"doctor in-process, {parts} partitions: {t:.2f}s wall, {c:.2f}s CPU, {listings} directory listings "
+              f"({t / base:.1f}x the baseline walk); {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         t1 = time.perf_counter()
         r = subprocess.run([sys.executable, "-m", "acidctl", "--metastore", url, "-o", "json", "doctor"],

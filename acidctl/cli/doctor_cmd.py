@@ -2,7 +2,7 @@
 
 ``doctor`` JSON document (stable keys): ``hive_version``, ``summary`` (tables_checked,
 partitions_checked, tables_skipped, directory_listings, seconds, open_txns, aborted_txns, locks,
-compaction_queue, errors, warnings, info, by_code, worst), ``findings`` (each: code, severity,
+compaction_queue, errors, warnings, info, by_code, worst, oldest_open_txn), ``findings`` (each: code, severity,
 title, subject, table, partition, path, message, evidence, fix) and ``partitions`` (per
 partition: delta/delete-delta counts and bytes, base and obsolete bytes, number of
 directories, the Initiator's compaction type). Exit 4 when an error-level finding exists.
@@ -78,6 +78,18 @@ def render_doctor(report: dict) -> str:
              f"{s['compaction_queue']} queued compaction(s)"]
     if s["tables_skipped"]:
         lines.append(f"skipped (no activity within --since): {len(s['tables_skipped'])} table(s)")
+    o = s.get("oldest_open_txn")
+    if o:
+        from acidctl.doctor.findings import human_age
+
+        held = []
+        if o["blocks_cleaning"]:
+            held.append(f"{len(o['blocks_cleaning'])} compaction(s) waiting for the Cleaner")
+        if o["open_write_ids_on"]:
+            held.append("open write ids on " + ", ".join(o["open_write_ids_on"][:5])
+                        + (" ..." if len(o["open_write_ids_on"]) > 5 else ""))
+        lines.append(f"oldest open txn: {o['txn_id']} ({o['user']}@{o['host']}, open {human_age(o['age_seconds'])})"
+                     + (f"; holds back {'; '.join(held)}" if held else ""))
     lines.append(f"findings: {s['errors']} error(s), {s['warnings']} warning(s), {s['info']} info")
     if s["worst"]:
         lines.append("worst:")

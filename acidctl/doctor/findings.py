@@ -744,10 +744,27 @@ def build_report(scan, findings: list[DoctorFinding]) -> dict:
             "errors": counts["error"], "warnings": counts["warn"], "info": counts["info"],
             "by_code": dict(sorted(by_code.items())),
             "worst": [f.to_dict() for f in findings[:5] if f.severity is not INFO],
+            "oldest_open_txn": oldest_open_txn(wh),
         },
         "findings": [f.to_dict() for f in findings],
         "partitions": [_partition_summary(p) for p in scan.partitions],
     }
+
+
+def oldest_open_txn(wh) -> dict | None:
+    """The oldest open txn and everything it holds back: Hive 4 ready-for-cleaning rows above it
+    (HIVE-26704), the tables whose write ids it keeps open (their compactor high-water mark stops
+    below them), and MIN_HISTORY_LEVEL."""
+    low, t = cleaner_watermark(wh)
+    if t is None:
+        return None
+    blocked = [int(r["id"]) for r in queue_rows(wh)
+               if r["state"] == "r" and r.get("type") != "c" and blocked_by_txn(wh, r) is t]
+    tables = sorted(f"{d}.{tn}" for (d, tn), ids in wh.invalid_write_ids.items()
+                    if any(txn == low and st == "o" for _w, txn, st in ids))
+    return {"txn_id": low, "user": t["user"], "host": t["host"], "type": t["type"],
+            "age_seconds": _age(wh.now_ms, t["started"]), "heartbeat_age_seconds": _age(wh.now_ms, t["last_heartbeat"]),
+            "blocks_cleaning": blocked, "open_write_ids_on": tables, "min_history_level": wh.min_history_level}
 
 
 def _partition_summary(ps) -> dict:

@@ -38,7 +38,10 @@ def test_transactions_and_cleaner(metastore, hive_version, tmp_path):
     y = rec.open_txn(user="bi", host="h2", now_ms=now - 30 * H_MS)
     rec.heartbeat(y, now_ms=now)
 
-    _, f = run(url, now=now)
+    scan, f = run(url, now=now)
+    from acidctl.doctor.findings import oldest_open_txn
+    o = oldest_open_txn(scan.warehouse)
+    assert o["txn_id"] == x and o["blocks_cleaning"] == ([cq] if hive_version == 4 else [])
     nohb = codes(f, "TXN_NO_HEARTBEAT")
     assert [d.evidence["txn_id"] for d in nohb] == [x]
     assert nohb[0].fix == f"acidctl abort transactions {x}"
