@@ -86,6 +86,7 @@ class Warehouse:
     min_history_write_id: dict[Key, int]        # Hive 4: (db, table) → MIN(MH_WRITEID)
     initiator_last_cycle_ms: int | None         # Hive 4: AUX_TABLE 'Initiator' MT_KEY2
     metrics_cache: list[dict]                   # Hive 4 COMPACTION_METRICS_CACHE rows
+    purgeable: dict = dataclasses.field(default_factory=dict)   # table → rows the housekeeper would delete
 
     def table(self, db: str, table: str) -> TableRow | None:
         return self._table_index.get((db, table))
@@ -267,6 +268,14 @@ def read_warehouse(ms: Metastore, *, now_ms: int | None = None) -> Warehouse:
                 .select_from(t2w.clause.join(t.clause, t2w.T2W_TXNID == t.TXN_ID))
                 .where(t.TXN_STATE.in_(["o", "a"]))):
             invalid.setdefault((d, tn), []).append((int(wid), int(txn), st))
+        # what the housekeeper would purge now (operations.md §2.5/§2.7, derived): TXN_TO_WRITE_ID
+        # rows below the lowest open or aborted txn, WRITE_SET rows below the lowest open txn
+        low_any = min(txns) if txns else None
+        low_open = min((i for i, x in txns.items() if x["state"] == "o"), default=None)
+        purge_t2w = int(conn.execute(sa.select(sa.func.count()).select_from(t2w.clause).where(
+            t2w.T2W_TXNID < low_any)).scalar() or 0) if low_any is not None else sum(t2w_counts.values())
+        purge_ws = int(conn.execute(sa.select(sa.func.count()).select_from(ws.clause).where(
+            ws.WS_COMMIT_ID < low_open)).scalar() or 0) if low_open is not None else sum(write_set.values())
         nwi = T.NEXT_WRITE_ID
         next_wid = {(d, tn): int(n) for d, tn, n in conn.execute(sa.select(nwi.NWI_DATABASE, nwi.NWI_TABLE, nwi.NWI_NEXT))}
 
@@ -291,4 +300,5 @@ def read_warehouse(ms: Metastore, *, now_ms: int | None = None) -> Warehouse:
                      write_set=write_set, txn_to_write_id=t2w_counts, invalid_write_ids=invalid,
                      next_write_id=next_wid, locks=locks, queue=queue, history=history,
                      min_history_level=int(mhl) if mhl is not None else None, min_history_write_id=mhw,
-                     initiator_last_cycle_ms=last_cycle, metrics_cache=cache)
+                     initiator_last_cycle_ms=last_cycle, metrics_cache=cache,
+                     purgeable={"TXN_TO_WRITE_ID": purge_t2w, "WRITE_SET": purge_ws})

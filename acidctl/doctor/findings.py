@@ -494,8 +494,10 @@ def bloat_findings(wh, scan, lim: Limits) -> list[DoctorFinding]:
         out.append(DoctorFinding(
             "METASTORE_BLOAT", ERROR if total >= lim.records_error else WARN, f"{name} holds {total} rows", None, None,
             f"{name} has {total} rows (Hive 4 warns at {lim.records_warn}, errors at {lim.records_error}); "
-            f"{how}; largest: " + ", ".join(f"{t} {n}" for t, n in top[:5]),
-            {"table": name, "rows": total, "by_table": dict(top)}, fix))
+            f"{how}" + (f" ({wh.purgeable[name]} could go now)" if wh.purgeable.get(name) is not None else "")
+            + "; largest: " + ", ".join(f"{t} {n}" for t, n in top[:5]),
+            {"table": name, "rows": total, "by_table": dict(top),
+             "purgeable_by_housekeeper": wh.purgeable.get(name)}, fix))
     # aborted-txn components per partition above the metrics threshold
     for (db, tbl, part), v in sorted(wh.aborted_components.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or "")):
         if v["rows"] > lim.aborted_metrics:

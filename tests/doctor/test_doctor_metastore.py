@@ -270,6 +270,8 @@ def test_metastore_bloat(metastore, tmp_path):
     assert bl["COMPLETED_TXN_COMPONENTS"].evidence["by_table"] == {"db.big": 6, "db.small": 1}
     assert bl["COMPLETED_TXN_COMPONENTS"].fix == "acidctl compact db.big --major"
     assert bl["TXN_TO_WRITE_ID"].evidence["rows"] == 9
+    # the 7 committed writes' rows are below the lowest aborted txn t1: the housekeeper may purge them
+    assert bl["TXN_TO_WRITE_ID"].evidence["purgeable_by_housekeeper"] == 7
     assert bl["TXN_COMPONENTS"].evidence == {"table": "TXN_COMPONENTS", "rows": 2, "aborted_txns": 2}
     # compacting and cleaning db.big up to write id 8 purges its rows (markCleaned, §5.4)
     cq = compaction(rec, "db", "big", hw=8, state="r")
