@@ -32,7 +32,7 @@ SMALL_FILES                     many small data files read by every query
 METASTORE_BLOAT                 COMPLETED_TXN_COMPONENTS / TXN_TO_WRITE_ID / WRITE_SET rows
 LOCATION_MISSING                table or partition location does not exist
 PARTITION_NOT_IN_METASTORE      partition directory the metastore does not list
-READER_TRINO / READER_SPARK / READER_IMPALA / READER_HIVE3   layouts that break that engine
+READER_TRINO / READER_SPARK / READER_HIVE3   layouts that break those engines (evidence.engines)
 STATE_<check>                   other warn/error checks of ``acidctl state`` (directory-state.md §9)
 =============================== =======================================================
 """

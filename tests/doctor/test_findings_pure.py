@@ -103,3 +103,23 @@ def test_bloat_thresholds_and_reader_rules():
     f = [x for x in diagnose(scan(wh(), [ps])) if x.code.startswith("READER_")]
     assert [(x.code, x.evidence["engines"], x.severity.value) for x in f] == [("READER_HIVE3", "Hive 3.1 and Trino", "error")]
     assert f[0].fix == "acidctl compact db.t --major"
+
+
+def test_small_files_and_obsolete_levels():
+    d = lambda name, role, kind, small, files, mtime: {  # noqa: E731
+        "name": name, "kind": kind, "role": role, "min_write_id": 1, "max_write_id": 1, "statement_id": 0,
+        "visibility_txn": None, "bytes": 10 * files, "files": files, "small_files": small, "has_version_file": True,
+        "nested": False, "mtime": mtime, "compacted": None}
+    now_s = NOW / 1000
+    ps = PartitionScan("db", "t", "p=1", "/w/t/p=1", recommendation={"type": "none"}, dirs=[
+        d("delta_0000001_0000001_0000", "delta", "delta", 60, 60, now_s),
+        d("delta_0000002_0000002_0000", "delta", "delta", 40, 40, now_s),
+        d("delta_0000000_0000000_0000", "obsolete", "delta", 5, 5, now_s - 600)])
+    f = {x.code: x for x in diagnose(scan(wh(), [ps]))}
+    # 60 + 40 small files in the current snapshot reach the limit of 100; the obsolete one does not count
+    assert f["SMALL_FILES"].evidence == {"small_files": 100, "dirs": 2}
+    assert f["SMALL_FILES"].fix == "acidctl compact db.t/p=1 --major"
+    # obsolete for 10 min < 1 h: info only
+    assert f["OBSOLETE_WAITING"].severity is Severity.INFO and f["OBSOLETE_WAITING"].evidence["bytes"] == 50
+    ps.dirs[1]["small_files"] = 39
+    assert "SMALL_FILES" not in {x.code for x in diagnose(scan(wh(), [ps]))}
