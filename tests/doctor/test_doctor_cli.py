@@ -154,3 +154,30 @@ def test_doctor_is_read_only(tmp_path, capsys):
     assert run_cli(["--metastore", url, "metrics", "--deltas"]) == 0
     capsys.readouterr()
     assert snapshot() == before
+
+
+def test_doctor_on_an_object_store_filesystem(tmp_path, capsys):
+    """Any fsspec filesystem: memory:// (listed with threads, as remote stores are)."""
+    import fsspec
+
+    mem = fsspec.filesystem("memory")
+    root = f"/doctor-{tmp_path.name}"
+    for w in (1, 2):
+        mem.pipe(f"{root}/t/delta_{w:07d}_{w:07d}_0000/bucket_00000", b"x" * 10)
+        mem.pipe(f"{root}/t/delta_{w:07d}_{w:07d}_0000/_orc_acid_version", b"2")
+    mem.pipe(f"{root}/t/base_0000002/bucket_00000", b"y" * 10)     # no _orc_acid_version: Trino
+    url = f"sqlite:///{tmp_path}/ms.db"
+    init_metastore(url, hive_version=3)
+    rec = Recorder(url)
+    rec.create_table("db", "t", location=f"memory://{root}/t", columns=[("id", "int")])
+    rec.create_table("db", "u", location=f"memory://{root}/u", columns=[("id", "int")])   # missing
+    for _ in range(2):
+        commit_write(rec, "db", "t")
+    code, rep, _ = _doctor(capsys, url)
+    assert code == 4          # db.u's location does not exist
+    got = {(x["code"], x["table"]) for x in rep["findings"]}
+    assert ("LOCATION_MISSING", "db.u") in got and ("READER_TRINO", "db.t") in got
+    obs = [x for x in rep["findings"] if x["code"] == "OBSOLETE_WAITING"][0]
+    assert obs["evidence"]["dirs"] == ["delta_0000001_0000001_0000", "delta_0000002_0000002_0000"]
+    # one listing each: the table directory, base_0000002 and the two deltas (existence checks are not listings)
+    assert rep["summary"]["directory_listings"] == 4
