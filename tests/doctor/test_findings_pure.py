@@ -123,3 +123,24 @@ def test_small_files_and_obsolete_levels():
     assert f["OBSOLETE_WAITING"].severity is Severity.INFO and f["OBSOLETE_WAITING"].evidence["bytes"] == 50
     ps.dirs[1]["small_files"] = 39
     assert "SMALL_FILES" not in {x.code for x in diagnose(scan(wh(), [ps]))}
+
+
+def test_why_hive4_no_write_since_last_initiator_cycle():
+    from acidctl.doctor.why import initiator
+
+    t = TableRow("db", "t", 1, "file:/w/t", {"transactional": "true"}, [], {})
+    ps = PartitionScan("db", "t", None, "/w/t", recommendation={"type": "minor", "reasons": ["11 current deltas > 10"],
+                                                                "thresholds": {}})
+    ctc = {("db", "t", None): {"rows": 11, "newest": NOW - 2 * H}}
+    # the previous cycle started 1 h ago, the newest write is 2 h old: Hive 4 does not look again (§4.2)
+    w = wh(tables=[t], completed_components=ctc, initiator_last_cycle_ms=NOW - H)
+    steps = initiator(w, t, ps, Limits())["steps"]
+    assert steps[0]["rule"] == "candidate" and steps[0]["outcome"] == "stop"
+    assert "no write since the Initiator's previous cycle" in steps[0]["detail"]
+    # ... unless the newest compaction failed
+    w = wh(tables=[t], completed_components=ctc, initiator_last_cycle_ms=NOW - H, history=[cc(3, "f")])
+    assert initiator(w, t, ps, Limits())["steps"][0]["outcome"] == "ok"
+    # Hive 3 has no such filter
+    w = wh(hive_version=3, tables=[t], completed_components=ctc, initiator_last_cycle_ms=NOW - H)
+    res = initiator(w, t, ps, Limits())
+    assert res["steps"][0]["outcome"] == "ok" and res["verdict"] == "the Initiator would request a MINOR compaction now"
