@@ -229,12 +229,12 @@ def scan_table(wh: Warehouse, t: TableRow, table_fs, *, counter: _Counter | None
     try:
         tfs = counter.wrap(table_fs(location_url(t.location)))
     except AcidctlError as e:
-        return [PartitionScan(t.db, t.table, None, t.location, exists=False, error=str(e))]
+        return [PartitionScan(t.db, t.table, None, t.location, error=str(e))]
     root = tfs.root
     try:
         exists = tfs.exists(root)
     except AcidctlError as e:
-        return [PartitionScan(t.db, t.table, None, tfs.display(root), exists=False, error=str(e))]
+        return [PartitionScan(t.db, t.table, None, tfs.display(root), error=str(e))]
     if not exists:
         return [PartitionScan(t.db, t.table, None, tfs.display(root), exists=False)]
     try:

@@ -32,6 +32,7 @@ SMALL_FILES                     many small data files read by every query
 METASTORE_BLOAT                 COMPLETED_TXN_COMPONENTS / TXN_TO_WRITE_ID / WRITE_SET rows
 LOCATION_MISSING                table or partition location does not exist
 PARTITION_NOT_IN_METASTORE      partition directory the metastore does not list
+LISTING_FAILED                  the directory cannot be listed or classified (storage error)
 READER_TRINO / READER_SPARK / READER_HIVE3   layouts that break those engines (evidence.engines)
 STATE_<check>                   other warn/error checks of ``acidctl state`` (directory-state.md §9)
 =============================== =======================================================
@@ -543,7 +544,8 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
                                  msg + (f" ({ps.error})" if ps.error else ""), {"location": ps.path}, fix, ps.path))
         return out
     if ps.error:
-        out.append(DoctorFinding("STATE_ERROR", ERROR, "cannot classify the directory", tbl, part, ps.error,
+        # storage unreachable, permission denied, an unparseable layout: nothing else can be judged
+        out.append(DoctorFinding("LISTING_FAILED", ERROR, "cannot list or classify the directory", tbl, part, ps.error,
                                  {"path": ps.path}, None, ps.path))
         return out
     if not ps.in_metastore:

@@ -181,3 +181,21 @@ def test_doctor_on_an_object_store_filesystem(tmp_path, capsys):
     assert obs["evidence"]["dirs"] == ["delta_0000001_0000001_0000", "delta_0000002_0000002_0000"]
     # one listing each: the table directory, base_0000002 and the two deltas (existence checks are not listings)
     assert rep["summary"]["directory_listings"] == 4
+
+
+def test_unlistable_directory_is_a_finding_and_the_pass_goes_on(tmp_path, capsys):
+    # (a permission-denied directory would do, but root reads everything: a file as the table's
+    # location fails the same way)
+    url = f"sqlite:///{tmp_path}/ms.db"
+    init_metastore(url, hive_version=3)
+    rec = Recorder(url)
+    table(rec, tmp_path, "ok", dirs={"delta_0000001_0000001_0000": {"bucket_00000": 10}}, write_ids=1)
+    bad = tmp_path / "db.db" / "bad"
+    bad.parent.mkdir(parents=True, exist_ok=True)
+    bad.write_bytes(b"not a directory")
+    rec.create_table("db", "bad", location=f"file:{bad}", columns=[("id", "int")])
+    code, rep, _ = _doctor(capsys, url)
+    assert code == 4
+    got = {(x["code"], x["table"]) for x in rep["findings"]}
+    assert ("LISTING_FAILED", "db.bad") in got
+    assert rep["summary"]["partitions_checked"] == 2 and any(p["table"] == "db.ok" for p in rep["partitions"])
