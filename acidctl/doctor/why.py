@@ -50,11 +50,11 @@ def initiator(wh, t, ps, lim: Limits) -> dict:
     queued = [r for r in queue_rows(wh) if (r["database"], r["table"], r["partition"]) == key and r["state"] in ("i", "w")]
 
     # candidates (§4.2)
-    many_aborts = ab.get("txns", 0) > ab_thr
+    many_aborts = ab.get("rows", 0) > ab_thr      # §4.2: TXN_COMPONENTS rows of aborted txns
     if ctc is None and not (many_aborts and hv == 3):
         steps.append(_step("candidate", "stop",
                            "not a candidate: no COMPLETED_TXN_COMPONENTS rows for it (nothing written since its last "
-                           "cleaned compaction)" + (f"; {ab.get('txns')} aborted txn(s) <= abortedtxn.threshold {ab_thr}" if ab else ""),
+                           "cleaned compaction)" + (f"; {ab.get('rows')} aborted-txn component row(s) <= abortedtxn.threshold {ab_thr}" if ab else ""),
                            completed_txn_components=0, aborted_txns=ab.get("txns", 0)))
     elif hv >= 4 and wh.initiator_last_cycle_ms and ctc is not None and (ctc.get("newest") or 0) < wh.initiator_last_cycle_ms \
             and not (hist and hist[0]["state"] in ("a", "f")):
@@ -64,7 +64,7 @@ def initiator(wh, t, ps, lim: Limits) -> dict:
                            newest_write_ms=ctc.get("newest"), last_cycle_ms=wh.initiator_last_cycle_ms))
     else:
         steps.append(_step("candidate", "ok", f"{ctc['rows'] if ctc else 0} COMPLETED_TXN_COMPONENTS row(s)"
-                           + (f", {ab.get('txns')} aborted txn(s) > {ab_thr}" if many_aborts else ""),
+                           + (f", {ab.get('rows')} aborted-txn component row(s) > {ab_thr}" if many_aborts else ""),
                            completed_txn_components=ctc["rows"] if ctc else 0, aborted_txns=ab.get("txns", 0)))
 
     def queue_check():

@@ -144,3 +144,15 @@ def test_why_hive4_no_write_since_last_initiator_cycle():
     w = wh(hive_version=3, tables=[t], completed_components=ctc, initiator_last_cycle_ms=NOW - H)
     res = initiator(w, t, ps, Limits())
     assert res["steps"][0]["outcome"] == "ok" and res["verdict"] == "the Initiator would request a MINOR compaction now"
+
+
+def test_aborted_pile_levels():
+    def pile(rows, age_h):
+        w = wh(aborted_components={("db", "t", None): {"rows": rows, "txns": rows, "oldest_started": NOW - age_h * H}})
+        ps = PartitionScan("db", "t", None, "/w/t", recommendation={"type": "none", "thresholds": {
+            "hive.compactor.abortedtxn.threshold": 1000}})
+        return [(x.code, x.severity.value) for x in diagnose(scan(w, [ps])) if x.table == "db.t"]
+    assert pile(10, 1) == []                                       # young and few: nothing
+    assert pile(1001, 1) == [("ABORTED_PILE", "warn")]             # > hive.compactor.abortedtxn.threshold
+    assert pile(10, 25) == [("ABORTED_PILE", "warn")]              # oldest >= 24 h
+    assert sorted(pile(1501, 50)) == [("ABORTED_PILE", "warn"), ("METASTORE_BLOAT", "error")]   # > 1500 rows
