@@ -14,10 +14,14 @@ from typing import Annotated, Optional
 
 import typer
 
-from acidctl.cli.main import app
+from acidctl.cli.main import app, parse_kv
 
 _DB_HELP = "Only databases matching this glob (case-insensitive)."
 _TABLE_HELP = "Only tables matching this glob (case-insensitive)."
+_CONF_HELP = ("A Hive setting that differs from the default, repeatable: hive.txn.timeout, "
+              "hive.compactor.worker.timeout, hive.compactor.initiator.failed.compacts.threshold, "
+              "metastore.compactor.initiator.failed.retry.time and the metastore.compactor.*/acidmetrics "
+              "thresholds (durations as 600, 10m, 12h, 7d).")
 _SINCE_HELP = ("Only list the directories of tables with metastore activity (a write, compaction or open/aborted "
                "txn) within AGE (30m, 6h, 2d); metastore-wide findings still cover everything.")
 
@@ -44,17 +48,19 @@ def doctor_command(
     since: Annotated[Optional[str], typer.Option("--since", metavar="AGE", help=_SINCE_HELP)] = None,
     workers: Annotated[Optional[int], typer.Option("--workers", min=1, max=256, help="Tables listed in parallel (default: 8 on remote filesystems, the number of cores on local disks).")] = None,
     html: Annotated[Optional[str], typer.Option("--html", metavar="FILE", help="Also write a self-contained HTML report (charts, sortable findings, timelines, compaction history) to FILE.")] = None,
+    conf: Annotated[Optional[list[str]], typer.Option("--conf", metavar="KEY=VALUE", help=_CONF_HELP)] = None,
 ):
     from acidctl.compact.clean import parse_age
     from acidctl.doctor.collect import collect
-    from acidctl.doctor.findings import build_report, diagnose
+    from acidctl.doctor.findings import build_report, diagnose, limits_from_conf
     from acidctl.errors import ValidationFailed
 
     settings = ctx.obj
+    limits = limits_from_conf(parse_kv(conf, "--conf"))
     since_s = parse_age(since) if since else None
     ms = _metastore(settings)
     scan = collect(ms, settings.table_fs, db_glob=db, table_glob=table, since_seconds=since_s, workers=workers)
-    findings = diagnose(scan)
+    findings = diagnose(scan, limits=limits)
     report = build_report(scan, findings)
     if html:
         from acidctl.doctor.html import write_html
@@ -127,14 +133,17 @@ def render_doctor(report: dict) -> str:
 def why_command(
     ctx: typer.Context,
     spec: Annotated[str, typer.Argument(metavar="DB.TABLE[/PART]", help="The table (every partition) or one partition, e.g. db.sales/ds=2026-01-01.")],
+    conf: Annotated[Optional[list[str]], typer.Option("--conf", metavar="KEY=VALUE", help=_CONF_HELP)] = None,
 ):
     from acidctl.doctor.collect import scan_table
     from acidctl.doctor.facts import read_warehouse
+    from acidctl.doctor.findings import limits_from_conf
     from acidctl.doctor.why import replay
     from acidctl.errors import NotFoundError, TableNotFound
     from acidctl.metastore.tables import split_spec
 
     settings = ctx.obj
+    limits = limits_from_conf(parse_kv(conf, "--conf"))
     db, tbl, part = split_spec(spec)
     ms = _metastore(settings)
     wh = read_warehouse(ms)
@@ -147,7 +156,7 @@ def why_command(
         if not scans:
             raise NotFoundError(f"partition {part} of {db}.{tbl} is neither in the metastore nor on disk")
     out = {"table": t.full_name, "spec": spec, "hive_version": wh.hive_version,
-           "partitions": [replay(wh, t, ps) for ps in scans if ps.exists and not ps.error]}
+           "partitions": [replay(wh, t, ps, limits=limits) for ps in scans if ps.exists and not ps.error]}
     missing = [ps for ps in scans if not ps.exists or ps.error]
     out["unreadable"] = [{"partition": ps.partition, "path": ps.path, "error": ps.error or "location does not exist"}
                          for ps in missing]

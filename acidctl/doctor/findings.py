@@ -71,6 +71,44 @@ class Limits:
     obsolete_grace: float = 1 * H                  # obsolete directories younger than this: info only
 
 
+#: Hive configuration keys (operations.md §9) → Limits fields; ``--conf KEY=VALUE`` sets them
+CONF_KEYS = {
+    "hive.txn.timeout": "txn_timeout",
+    "metastore.txn.timeout": "txn_timeout",
+    "hive.compactor.worker.timeout": "worker_timeout",
+    "metastore.compactor.oldest.open.txn.threshold.warning": "open_txn_warn",
+    "metastore.compactor.oldest.open.txn.threshold.error": "open_txn_error",
+    "metastore.compactor.oldest.initiated.compaction.time.threshold.warning": "initiated_warn",
+    "metastore.compactor.oldest.initiated.compaction.time.threshold.error": "initiated_error",
+    "metastore.compactor.oldest.uncleaned.compaction.time.threshold": "uncleaned",
+    "metastore.compactor.oldest.uncleaned.aborted.txn.time.threshold.warning": "aborted_age_warn",
+    "metastore.acidmetrics.table.aborted.txns.threshold": "aborted_metrics",
+    "metastore.compactor.completed.txn.components.record.threshold.warning": "records_warn",
+    "metastore.compactor.completed.txn.components.record.threshold.error": "records_error",
+    "hive.compactor.initiator.failed.compacts.threshold": "failed_threshold",
+    "metastore.compactor.initiator.failed.retry.time": "failed_retry",
+}
+
+
+def limits_from_conf(conf: dict[str, str]) -> Limits:
+    """``{"hive.txn.timeout": "600s", ...}`` → :class:`Limits` (durations: a number of seconds or
+    30s/10m/12h/7d; counts: integers). Unknown keys are a usage error."""
+    from acidctl.compact.clean import parse_age
+    from acidctl.errors import UsageError
+
+    vals: dict[str, Any] = {}
+    for k, v in conf.items():
+        field = CONF_KEYS.get(k)
+        if field is None:
+            raise UsageError(f"unknown --conf key {k!r}", hint="known: " + ", ".join(sorted(CONF_KEYS)))
+        default = getattr(Limits, field)
+        try:
+            vals[field] = int(v) if isinstance(default, int) else parse_age(v)
+        except (ValueError, UsageError):
+            raise UsageError(f"--conf {k}={v!r}: expected {'an integer' if isinstance(default, int) else 'a duration (600, 10m, 12h, 7d)'}") from None
+    return dataclasses.replace(Limits(), **vals)
+
+
 @dataclasses.dataclass
 class DoctorFinding:
     code: str

@@ -199,3 +199,24 @@ def test_unlistable_directory_is_a_finding_and_the_pass_goes_on(tmp_path, capsys
     got = {(x["code"], x["table"]) for x in rep["findings"]}
     assert ("LISTING_FAILED", "db.bad") in got
     assert rep["summary"]["partitions_checked"] == 2 and any(p["table"] == "db.ok" for p in rep["partitions"])
+
+
+def test_conf_overrides_hive_defaults(tmp_path, capsys):
+    url = f"sqlite:///{tmp_path}/ms.db"
+    init_metastore(url, hive_version=4)
+    rec = Recorder(url)
+    table(rec, tmp_path, "c", dirs={"delta_0000001_0000001_0000": {"bucket_00000": 10}}, write_ids=1)
+    t = rec.open_txn(now_ms=now_ms(rec) - 2 * H_MS)         # no heartbeat for 2 h
+    _, rep, _ = _doctor(capsys, url)
+    assert [x["evidence"]["txn_id"] for x in rep["findings"] if x["code"] == "TXN_NO_HEARTBEAT"] == [t]
+    # a site running hive.txn.timeout=3h: the txn is not timed out yet
+    _, rep, _ = _doctor(capsys, url, "--conf", "hive.txn.timeout=3h")
+    assert [x for x in rep["findings"] if x["code"] == "TXN_NO_HEARTBEAT"] == []
+    # ... and with the 24 h warning lowered to 1 h it is a long-open txn instead
+    _, rep, _ = _doctor(capsys, url, "--conf", "hive.txn.timeout=3h",
+                        "--conf", "metastore.compactor.oldest.open.txn.threshold.warning=1h")
+    assert [x["evidence"]["txn_id"] for x in rep["findings"] if x["code"] == "TXN_LONG_OPEN"] == [t]
+    capsys.readouterr()
+    assert run_cli(["--metastore", url, "doctor", "--conf", "hive.no.such=1"]) == 2
+    assert "unknown --conf key" in capsys.readouterr().err
+    assert run_cli(["--metastore", url, "doctor", "--conf", "hive.compactor.initiator.failed.compacts.threshold=x"]) == 2
