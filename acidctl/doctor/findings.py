@@ -17,6 +17,8 @@ COMPACTION_WORKING_TOO_LONG     ``working`` longer than hive.compactor.worker.ti
 COMPACTION_INITIATED_TOO_LONG   ``initiated`` for 1 h (warn) / 12 h (error)
 COMPACTION_CLEANING_TOO_LONG    ``ready for cleaning`` for more than 24 h
 COMPACTION_ORPHANED             Hive 4: ``ready for cleaning`` whose compaction txn never committed
+CLEANER_RETRYING                Hive 4: the Cleaner keeps failing on a compaction (retry backoff)
+CLEANER_BACKLOG                 several ``ready for cleaning`` rows on one partition
 INITIATOR_SKIPS_FAILED          failure threshold reached: the Initiator skips the partition
 INITIATOR_SKIPS_NO_AUTO         compaction due but no_auto_compaction=true
 COMPACTION_SUCCEEDED_NO_OUTPUT  newest succeeded compaction has no base/delta on disk
@@ -225,6 +227,7 @@ def diagnose(scan, *, limits: Limits | None = None) -> list[DoctorFinding]:
     out += txn_findings(wh, lim)
     out += cleaner_findings(wh, lim)
     out += queue_findings(wh, lim)
+    out += _many_ready(wh)
     out += initiator_findings(wh, scan, lim)
     out += lock_findings(wh, lim)
     out += bloat_findings(wh, scan, lim)
@@ -377,6 +380,18 @@ def queue_findings(wh, lim: Limits) -> list[DoctorFinding]:
                     + fix_compact(r["database"], r["table"], part, "major" if r.get("type") == "a" else "minor"),
                     {"compaction_id": int(r["id"]), "age_seconds": age, "type": ctype, "pool": pool},
                     fix_abort_compactions([int(r["id"])])))
+        elif r["state"] == "r" and r.get("type") != "c" and int(r.get("retry_retention") or 0) > 0:
+            # Hive 4 Cleaner error loop (§5.2 step 9, HIVE-25943): backoff, then 'failed' at the 6th error
+            ret = int(r["retry_retention"])
+            attempts = 1
+            while (300_000 << attempts) <= ret:
+                attempts += 1
+            out.append(DoctorFinding(
+                "CLEANER_RETRYING", WARN, f"the Cleaner keeps failing on compaction {r['id']}", tbl, part,
+                f"the Cleaner failed {attempts} time(s) on compaction {r['id']} (retry retention {ret // 1000}s; after "
+                f"5 retries the row becomes failed and its obsolete directories stay): {r.get('error_message') or 'no message'}",
+                {"compaction_id": int(r["id"]), "retry_retention_ms": ret, "attempts": attempts,
+                 "error": r.get("error_message")}, None))
         elif r["state"] == "r" and r.get("type") != "c":
             age = _age(wh.now_ms, r.get("commit_time") or r.get("start"))
             if age is not None and age > lim.uncleaned and blocked_by_txn(wh, r) is None and (
@@ -389,6 +404,28 @@ def queue_findings(wh, lim: Limits) -> list[DoctorFinding]:
                     + (f" last error: {r.get('error_message')}" if r.get("error_message") else ""),
                     {"compaction_id": int(r["id"]), "age_seconds": age,
                      "retry_retention": r.get("retry_retention"), "error": r.get("error_message")}, None))
+    return out
+
+
+def _many_ready(wh) -> list[DoctorFinding]:
+    """Several ready-for-cleaning rows on one partition (§5.5, HIVE-25115): the Cleaner takes the
+    lowest CQ_HIGHEST_WRITE_ID first; that row explains why the others wait."""
+    out = []
+    groups: dict[tuple, list[dict]] = {}
+    for r in queue_rows(wh):
+        if r["state"] == "r" and r.get("type") != "c":
+            groups.setdefault((r["database"], r["table"], r["partition"]), []).append(r)
+    for (db, table, part), rows in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or "")):
+        if len(rows) < 2:
+            continue
+        rows.sort(key=lambda r: (int(r.get("highest_write_id") or 0), int(r["id"])))
+        out.append(DoctorFinding(
+            "CLEANER_BACKLOG", WARN, f"{len(rows)} compactions wait for the Cleaner on one partition",
+            spec_of(db, table), part,
+            f"{len(rows)} ready-for-cleaning compactions ({', '.join(str(r['id']) for r in rows)}): the Cleaner takes "
+            f"the one with the lowest highest write id first (compaction {rows[0]['id']}); see `acidctl why "
+            f"{spec_of(db, table, part)}` for what holds it back",
+            {"compaction_ids": [int(r["id"]) for r in rows], "first": int(rows[0]["id"])}, None))
     return out
 
 

@@ -156,3 +156,18 @@ def test_aborted_pile_levels():
     assert pile(1001, 1) == [("ABORTED_PILE", "warn")]             # > hive.compactor.abortedtxn.threshold
     assert pile(10, 25) == [("ABORTED_PILE", "warn")]              # oldest >= 24 h
     assert sorted(pile(1501, 50)) == [("ABORTED_PILE", "warn"), ("METASTORE_BLOAT", "error")]   # > 1500 rows
+
+
+def _cq(i, state, *, hw=None, part=None, retention=0, error=None, commit=NOW - H):
+    return {"CQ_ID": i, "CQ_DATABASE": "db", "CQ_TABLE": "t", "CQ_PARTITION": part, "CQ_STATE": state, "CQ_TYPE": "a",
+            "CQ_HIGHEST_WRITE_ID": hw, "CQ_START": commit, "CQ_COMMIT_TIME": commit, "CQ_NEXT_TXN_ID": 5,
+            "CQ_TXN_ID": 4, "CQ_RETRY_RETENTION": retention, "CQ_ERROR_MESSAGE": error}
+
+
+def test_cleaner_retry_and_backlog():
+    # retention 1200 s = 2^2 x 300 s: the third consecutive Cleaner error (§5.2 step 9)
+    w = wh(queue=[_cq(7, "r", hw=5, retention=1_200_000, error="Permission denied"), _cq(8, "r", hw=3)])
+    f = {x.code: x for x in diagnose(scan(w))}
+    assert f["CLEANER_RETRYING"].evidence["attempts"] == 3 and "Permission denied" in f["CLEANER_RETRYING"].message
+    # two 'r' rows on the partition: the lower highest write id (compaction 8) goes first
+    assert f["CLEANER_BACKLOG"].evidence == {"compaction_ids": [8, 7], "first": 8}
