@@ -14,7 +14,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from acidctl.cli.main import app, parse_kv
+from acidctl.cli.options import parse_kv
 
 _DB_HELP = "Only databases matching this glob (case-insensitive)."
 _TABLE_HELP = "Only tables matching this glob (case-insensitive)."
@@ -24,6 +24,27 @@ _CONF_HELP = ("A Hive setting that differs from the default, repeatable: hive.tx
               "thresholds (durations as 600, 10m, 12h, 7d).")
 _SINCE_HELP = ("Only list the directories of tables with metastore activity (a write, compaction or open/aborted "
                "txn) within AGE (30m, 6h, 2d); metastore-wide findings still cover everything.")
+
+DOCTOR_HELP = ("Check every ACID table and partition the metastore knows against its directories: "
+               "stuck transactions, compactions and locks, Cleaner and Initiator blocks, metastore "
+               "bloat, files vs metastore, reader compatibility. Each finding names its evidence and "
+               "the command that fixes it. Read-only. Exit 4 when an error-level finding exists.")
+
+WHY_HELP = ("Replay Hive's decisions about one table or partition, step by step with the numbers: "
+            "would the Initiator queue it now and why not, what the Worker would produce, what the "
+            "Cleaner can remove and what holds it back. Hive 3.1 and 4 rules. Read-only.")
+
+METRICS_HELP = ("The gauges Hive 4's AcidMetricService exports (open/aborted txns and their ages, "
+                "initiated/working/ready-for-cleaning compactions and their ages, locks, "
+                "COMPLETED_TXN_COMPONENTS and TXN_TO_WRITE_ID rows, per-table delta counts), computed "
+                "from the metastore for Hive 3.1 and 4, in the Prometheus text format (or JSON with "
+                "-o json).")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("doctor", help=DOCTOR_HELP)(doctor_command)
+    app.command("why", help=WHY_HELP)(why_command)
+    app.command("metrics", help=METRICS_HELP)(metrics_command)
 
 
 def _metastore(settings):
@@ -37,10 +58,6 @@ def _metastore(settings):
     return connect(url)
 
 
-@app.command("doctor", help="Check every ACID table and partition the metastore knows against its directories: "
-                            "stuck transactions, compactions and locks, Cleaner and Initiator blocks, metastore "
-                            "bloat, files vs metastore, reader compatibility. Each finding names its evidence and "
-                            "the command that fixes it. Read-only. Exit 4 when an error-level finding exists.")
 def doctor_command(
     ctx: typer.Context,
     db: Annotated[str, typer.Option("--db", metavar="GLOB", help=_DB_HELP)] = "*",
@@ -50,7 +67,7 @@ def doctor_command(
     html: Annotated[Optional[str], typer.Option("--html", metavar="FILE", help="Also write a self-contained HTML report (charts, sortable findings, timelines, compaction history) to FILE.")] = None,
     conf: Annotated[Optional[list[str]], typer.Option("--conf", metavar="KEY=VALUE", help=_CONF_HELP)] = None,
 ):
-    from acidctl.compact.clean import parse_age
+    from acidctl.durations import parse_age
     from acidctl.doctor.collect import collect
     from acidctl.doctor.findings import build_report, diagnose, limits_from_conf
     from acidctl.errors import ValidationFailed
@@ -127,9 +144,6 @@ def render_doctor(report: dict) -> str:
     return "\n".join(lines)
 
 
-@app.command("why", help="Replay Hive's decisions about one table or partition, step by step with the numbers: "
-                         "would the Initiator queue it now and why not, what the Worker would produce, what the "
-                         "Cleaner can remove and what holds it back. Hive 3.1 and 4 rules. Read-only.")
 def why_command(
     ctx: typer.Context,
     spec: Annotated[str, typer.Argument(metavar="DB.TABLE[/PART]", help="The table (every partition) or one partition, e.g. db.sales/ds=2026-01-01.")],
@@ -179,11 +193,6 @@ def render_why(out: dict) -> str:
     return "\n".join(lines)
 
 
-@app.command("metrics", help="The gauges Hive 4's AcidMetricService exports (open/aborted txns and their ages, "
-                             "initiated/working/ready-for-cleaning compactions and their ages, locks, "
-                             "COMPLETED_TXN_COMPONENTS and TXN_TO_WRITE_ID rows, per-table delta counts), computed "
-                             "from the metastore for Hive 3.1 and 4, in the Prometheus text format (or JSON with "
-                             "-o json).")
 def metrics_command(
     ctx: typer.Context,
     deltas: Annotated[bool, typer.Option("--deltas", help="Compute the per-table delta gauges from the directories (any Hive version) instead of Hive 4's COMPACTION_METRICS_CACHE.")] = False,

@@ -95,7 +95,7 @@ CONF_KEYS = {
 def limits_from_conf(conf: dict[str, str]) -> Limits:
     """``{"hive.txn.timeout": "600s", ...}`` → :class:`Limits` (durations: a number of seconds or
     30s/10m/12h/7d; counts: integers). Unknown keys are a usage error."""
-    from acidctl.compact.clean import parse_age
+    from acidctl.durations import parse_age
     from acidctl.errors import UsageError
 
     vals: dict[str, Any] = {}
