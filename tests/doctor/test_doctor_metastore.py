@@ -279,3 +279,29 @@ def test_metastore_bloat(metastore, tmp_path):
     _, f = run(url, limits=lim)
     bl = {x.evidence["table"]: x for x in codes(f, "METASTORE_BLOAT")}
     assert "COMPLETED_TXN_COMPONENTS" not in bl and "TXN_COMPONENTS" not in bl
+
+
+def test_no_secret_in_any_output(metastore, tmp_path, capsys):
+    """The metastore password appears nowhere: text, JSON, HTML, errors (wrong password too)."""
+    from tests.metastore.conftest import MY_PASSWORD, PG_PASSWORD
+    from tests.metastore.helpers import run_cli
+
+    url, rec = metastore
+    table(rec, tmp_path, "s", dirs={"delta_0000001_0000001_0000": B}, write_ids=1)
+    html = tmp_path / "r.html"
+    outputs = []
+    for argv in (["doctor"], ["-o", "json", "doctor", "--html", str(html)], ["why", "db.s"], ["metrics"]):
+        capsys.readouterr()
+        run_cli(["--metastore", url] + argv)
+        o = capsys.readouterr()
+        outputs += [o.out, o.err]
+    outputs.append(html.read_text())
+    for secret in (PG_PASSWORD, MY_PASSWORD):
+        for wrong in (secret, secret + "x"):
+            bad = url.replace(secret, wrong + "x") if secret in url else None
+            if bad:
+                capsys.readouterr()
+                assert run_cli(["--metastore", bad, "doctor"]) == 5
+                o = capsys.readouterr()
+                outputs += [o.out, o.err]
+        assert not any(secret in text for text in outputs)
