@@ -369,16 +369,26 @@ def queue_findings(wh, lim: Limits) -> list[DoctorFinding]:
                      "txn_id": int(txn) if txn else None}, fix))
         elif r["state"] == "i":
             age = _age(wh.now_ms, r.get("enqueue_time"))
+            at_least = False
+            if age is None:
+                # Hive 3 records no enqueue time. Queue ids only grow, so the request is at least as
+                # old as the earliest start of any compaction with a higher id (derived lower bound)
+                later = [int(x["start"]) for x in queue_rows(wh) + history_rows(wh)
+                         if int(x["id"]) > int(r["id"]) and x.get("start")]
+                age = _age(wh.now_ms, min(later)) if later else None
+                at_least = age is not None
             if age is not None and age >= lim.initiated_warn:
                 sev = ERROR if age >= lim.initiated_error else WARN
                 pool = r.get("pool_name")
                 out.append(DoctorFinding(
-                    "COMPACTION_INITIATED_TOO_LONG", sev, f"compaction {r['id']} initiated {human_age(age)} ago", tbl, part,
-                    f"{ctype} compaction {r['id']} has waited {human_age(age)} for a worker"
+                    "COMPACTION_INITIATED_TOO_LONG", sev,
+                    f"compaction {r['id']} initiated {'at least ' if at_least else ''}{human_age(age)} ago", tbl, part,
+                    f"{ctype} compaction {r['id']} has waited {'at least ' if at_least else ''}{human_age(age)} for a worker"
                     + (f" of pool {pool}" if pool else "")
                     + ": no Worker runs (hive.compactor.worker.threads=0?); abort it, or run it with "
                     + fix_compact(r["database"], r["table"], part, "major" if r.get("type") == "a" else "minor"),
-                    {"compaction_id": int(r["id"]), "age_seconds": age, "type": ctype, "pool": pool},
+                    {"compaction_id": int(r["id"]), "age_seconds": age, "age_is_lower_bound": at_least,
+                     "type": ctype, "pool": pool},
                     fix_abort_compactions([int(r["id"])])))
         elif r["state"] == "r" and r.get("type") != "c" and int(r.get("retry_retention") or 0) > 0:
             # Hive 4 Cleaner error loop (§5.2 step 9, HIVE-25943): backoff, then 'failed' at the 6th error

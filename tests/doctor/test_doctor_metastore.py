@@ -93,7 +93,10 @@ def test_compaction_queue(metastore, hive_version, tmp_path):
         assert [x.evidence["compaction_id"] for x in i] == [initiated] and i[0].severity.value == "warn"
         assert i[0].fix == f"acidctl abort compactions {initiated}"
     else:
-        assert i == []   # Hive 3 keeps no enqueue time: no age to judge
+        # Hive 3 keeps no enqueue time; compaction `cleaning` has a higher id and started 30 h ago,
+        # so the request has waited at least 30 h (>= 12 h: error)
+        assert [x.evidence["compaction_id"] for x in i] == [initiated] and i[0].severity.value == "error"
+        assert i[0].evidence["age_is_lower_bound"] is True and abs(i[0].evidence["age_seconds"] - 30 * 3600) <= 120
 
     # the fixes (row changes as Hive makes them): the worker's row fails, the Cleaner marks
     # the 'r' row cleaned, ABORT COMPACTIONS moves the 'i' row to history 'x', and a

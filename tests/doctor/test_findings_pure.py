@@ -171,3 +171,14 @@ def test_cleaner_retry_and_backlog():
     assert f["CLEANER_RETRYING"].evidence["attempts"] == 3 and "Permission denied" in f["CLEANER_RETRYING"].message
     # two 'r' rows on the partition: the lower highest write id (compaction 8) goes first
     assert f["CLEANER_BACKLOG"].evidence == {"compaction_ids": [8, 7], "first": 8}
+
+
+def test_hive3_initiated_age_lower_bound():
+    # Hive 3: no CQ_ENQUEUE_TIME; compaction 9 (a higher id) started 5 h ago, so 4 waits >= 5 h
+    q = [dict(_cq(4, "i"), CQ_START=None, CQ_COMMIT_TIME=None)]
+    h = [dict(cc(9, "s"), CC_START=NOW - 5 * H)]
+    f = [x for x in diagnose(scan(wh(hive_version=3, queue=q, history=h))) if x.code == "COMPACTION_INITIATED_TOO_LONG"]
+    assert len(f) == 1 and f[0].evidence["age_is_lower_bound"] is True
+    assert abs(f[0].evidence["age_seconds"] - 5 * 3600) < 1 and f[0].severity is Severity.WARN
+    # nothing enqueued after it: no age to judge
+    assert [x for x in diagnose(scan(wh(hive_version=3, queue=q))) if x.code == "COMPACTION_INITIATED_TOO_LONG"] == []
