@@ -217,12 +217,18 @@ def metrics_command(
         import os
         import tempfile
 
+        from acidctl.errors import StorageUnavailable
+
         d = os.path.dirname(os.path.abspath(textfile))
-        fd, tmp = tempfile.mkstemp(prefix=".acidctl-metrics-", suffix=".tmp", dir=d)
-        with os.fdopen(fd, "w") as f:
-            f.write(prometheus_text(result))
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, textfile)      # node_exporter must never read a half-written file
+        text = prometheus_text(result)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".acidctl-metrics-", suffix=".tmp", dir=d)
+            with os.fdopen(fd, "w") as f:
+                f.write(text)
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, textfile)      # node_exporter must never read a half-written file
+        except OSError as e:
+            raise StorageUnavailable(f"cannot write {textfile}: {e.strerror or e}") from None
         settings.output.note(f"acidctl: metrics written to {textfile}")
         return
     settings.output.emit(result, prometheus_text)

@@ -139,6 +139,11 @@ def test_metrics(metastore, hive_version, tmp_path, capsys):
     assert run_cli(["--metastore", url, "metrics", "--textfile", str(target)]) == 0
     fams2 = {f.name: f for f in text_string_to_metric_families(target.read_text())}
     assert fams2["num_locks"].samples[0].value == 1.0
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".acidctl-metrics-")] == []
+    # a directory that does not exist: one-line storage error, exit 5
+    capsys.readouterr()
+    assert run_cli(["--metastore", url, "metrics", "--textfile", str(tmp_path / "nope" / "x.prom")]) == 5
+    assert capsys.readouterr().err.startswith("acidctl: error: cannot write")
 
 
 def test_metrics_delta_gauges_from_directories(metastore, tmp_path, capsys):
