@@ -47,6 +47,7 @@ COMMAND_MODULES = (
     "acidctl.cli.export_cmd",
     "acidctl.cli.abort_compactions_cmd",
     "acidctl.cli.unlock_cmd",
+    "acidctl.cli.doctor_cmd",
 )
 
 
