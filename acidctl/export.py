@@ -100,6 +100,11 @@ def _partition_selected(partition: str | None, wanted: list[str] | None) -> bool
 def plan_export(tfs, snapshot, dest, opts: ExportOptions, *, txns=None, hive_version: int = 3,
                 partition_prefix: str | None = None, staging: str) -> list[ExportTask]:
     """The tasks of an export: one per partition × bucket id of the snapshot's insert files."""
+    if hive_version == 2:   # Hive 2's merge (acidctl.acid.hive2) is not wired into the export tasks yet
+        from acidctl.errors import UsageError
+
+        raise UsageError("export does not support --hive-version 2 (Hive 2.3 tables) yet",
+                         hint="use `acidctl dump --merged --hive-version 2`, or major-compact the table first")
     from acidctl.acid.acidstate import get_acid_state
     from acidctl.acid.layout import list_table
     from acidctl.acid.read import plan_sources

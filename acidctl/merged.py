@@ -56,7 +56,12 @@ def merged_rows(tfs: TableFS, snapshot: WriteIdList, *, txns: TxnList | None = N
         if not inserts:
             continue
         td = row_type(tfs, inserts[-1])
-        tables = [t for _, t in read_partition(tfs, listing, state)]
+        if hive_version == 2:   # Hive 2.3's OrcRawRecordMerger (legacy update events)
+            from acidctl.acid import hive2
+
+            tables = [t for _, t in hive2.read_partition(tfs, listing, state)]
+        else:
+            tables = [t for _, t in read_partition(tfs, listing, state)]
         if stats is not None:
             stats.partitions += 1
         if not tables:

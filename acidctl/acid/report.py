@@ -76,6 +76,10 @@ def build_report(tfs, *, write_ids: WriteIdList, txns: TxnList | None, hive_vers
             extra = (mm_checks.deep_findings(tfs, lst, st, storage=mm_storage, hive_version=hive_version)
                      if insert_only else deep_findings(tfs, lst, st, inspect_file, hive_version=hive_version))
             findings = sorted(findings + extra, key=lambda f: (-f.severity.rank, f.check, f.path))
+        if hive_version == 2:
+            from acidctl.acid.hive2 import hive2_findings
+
+            findings = sorted(hive2_findings(findings), key=lambda f: (-f.severity.rank, f.check, f.path))
         all_findings.extend(findings)
         partitions.append(_partition(lst, st, rec, findings))
 

@@ -1,0 +1,300 @@
+"""Hive 2.3 (ACID v1) rules: its ValidTxnList, its table modes and OrcRawRecordMerger's merge.
+
+(../shared/spec/insert-only-and-hive2.md Part B.) Hive 2 has no write ids: directory names and
+the ``originalTransaction`` / ``currentTransaction`` fields hold **txn ids**, and a reader's
+snapshot is a ``ValidTxnList`` ``hwm:minOpenTxn[:exception]*`` whose exceptions mix open and
+aborted txns (B.2). :class:`Hive2TxnList` parses it and turns it into the
+:class:`~acidctl.acid.writeids.WriteIdList` the rest of acidctl works with (txn ids used as
+write ids): every predicate Hive 2 uses (``isTxnValid``, ``isValidBase``, ``isTxnRangeValid``)
+gives the same answer on it. Exceptions below ``minOpenTxn`` can only be aborted; the others
+are kept as open (Hive 2 cannot tell, so neither can we — never folded by a compaction).
+
+Merging (B.6): events are ordered by (originalTransaction, bucket, rowId) ascending, then
+currentTransaction **descending**, then the statement id of their directory **descending**;
+events whose currentTransaction is not valid are skipped first; the first remaining event of
+each row wins (operation 0 or 1: its row is the row; 2: the row is gone). This one rule covers
+legacy tables (update events, op 1, inside ``delta_`` directories; an update keeps the row's
+ROW__ID) and split-update tables. Original files: synthetic ROW__ID (0, plain bucket id, row
+number **within the file**).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import posixpath
+from typing import TYPE_CHECKING, Iterator
+
+from acidctl.acid.writeids import LONG_MAX, WriteIdList
+from acidctl.errors import UsageError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+
+    from acidctl.acid.acidstate import AcidState
+    from acidctl.acid.listing import DirListing
+    from acidctl.fs import TableFS
+
+LEGACY = "legacy"
+SPLIT_UPDATE = "split-update"
+
+
+def table_mode(properties: dict[str, str] | None) -> str:
+    """B.1: ``transactional_properties`` absent or ``legacy`` → legacy; ``default`` → split-update
+    (Hive 2.3 stores the value lower-cased; compared ignoring case)."""
+    value = next((v for k, v in (properties or {}).items() if k.lower() == "transactional_properties"), None)
+    if value is None or value.strip().lower() in ("", LEGACY):
+        return LEGACY
+    if value.strip().lower() == "default":
+        return SPLIT_UPDATE
+    raise UsageError(f"transactional_properties={value!r} is not a Hive 2.3 full-ACID mode (default or legacy)")
+
+
+@dataclasses.dataclass(frozen=True)
+class Hive2TxnList:
+    """Hive 2.3's ``ValidReadTxnList`` (B.2)."""
+
+    hwm: int
+    min_open: int = LONG_MAX
+    exceptions: tuple[int, ...] = ()
+
+    def __post_init__(self):
+        object.__setattr__(self, "exceptions", tuple(sorted(set(self.exceptions))))
+
+    @classmethod
+    def parse(cls, text: str | None) -> "Hive2TxnList":
+        """``hwm:minOpenTxn[:exc]*``; a null or empty string means everything is valid. Java's
+        ``split(":")`` drops trailing empty fields, so ``2:9223372036854775807:`` has none."""
+        s = (text or "").strip()
+        if not s:
+            return cls(hwm=LONG_MAX)
+        parts = s.split(":")
+        while parts and parts[-1] == "":
+            parts.pop()
+        if len(parts) < 2:
+            raise UsageError(f"bad Hive 2 txn list {text!r}: expected hwm:minOpenTxn[:exception]*",
+                             hint="e.g. 2:9223372036854775807: (all committed up to 2) or 5:4:3:4")
+        try:
+            nums = [int(p) for p in parts]
+        except ValueError:
+            raise UsageError(f"bad Hive 2 txn list {text!r}: every field must be an integer "
+                             "(Hive 3's comma lists are not Hive 2's format)") from None
+        hwm, min_open, exc = nums[0], nums[1], nums[2:]
+        if hwm < 0 or min_open < 1 or any(not 1 <= x <= hwm for x in exc):
+            raise UsageError(f"bad Hive 2 txn list {text!r}: ids must be ≥ 1 and exceptions ≤ the high-water mark")
+        if min_open != LONG_MAX and min_open > hwm + 1:
+            raise UsageError(f"bad Hive 2 txn list {text!r}: minOpenTxn {min_open} is above the high-water mark")
+        return cls(hwm=hwm, min_open=min_open, exceptions=tuple(exc))
+
+    def __str__(self) -> str:
+        return f"{self.hwm}:{self.min_open}:" + ":".join(map(str, self.exceptions))
+
+    def to_dict(self) -> dict:
+        return {"hwm": self.hwm, "min_open_txn": self.min_open, "exceptions": list(self.exceptions),
+                "string": str(self)}
+
+    # -- Hive 2's predicates (ValidReadTxnList) ------------------------------------------
+    def is_valid(self, t: int) -> bool:
+        return t <= self.hwm and t not in self.exceptions
+
+    def is_valid_base(self, t: int) -> bool:
+        return t < self.min_open and t <= self.hwm
+
+    # -- as the write-id list the rest of acidctl uses ----------------------------------------
+    def to_write_ids(self, table: str | None = None) -> WriteIdList:
+        """The same snapshot as a WriteIdList (txn ids as write ids): exceptions below
+        ``minOpenTxn`` are aborted, the others open; ``minOpenTxn`` kept as given."""
+        aborted = tuple(x for x in self.exceptions if x < self.min_open)
+        open_ids = tuple(x for x in self.exceptions if x >= self.min_open)
+        explicit = None
+        if self.min_open != LONG_MAX and (not open_ids or open_ids[0] != self.min_open):
+            # the reader's own open txn is not among its exceptions (B.2): keep minOpenTxn
+            explicit = self.min_open
+        return WriteIdList(table=table, hwm=self.hwm, open=open_ids, aborted=aborted, min_open_write_id=explicit)
+
+    def for_compactor(self, table: str | None = None) -> WriteIdList:
+        """``createValidCompactTxnList``: hwm = lowest open txn − 1 (or the hwm), only the
+        aborted txns ≤ that hwm as exceptions."""
+        hwm = min(self.hwm, self.min_open - 1)
+        return WriteIdList(table=table, hwm=hwm, aborted=tuple(x for x in self.exceptions if x <= hwm),
+                           compactor=True)
+
+
+def from_states(hwm: int, states: dict[int, str], *, own_txn: int | None = None) -> Hive2TxnList:
+    """The metastore's list (``getOpenTxns``): ``states`` = {txn id: 'o'|'a'} of the TXNS rows
+    (committed txns are deleted in 2.3), hwm = NTXN_NEXT − 1; a reader drops its own txn."""
+    exc = [t for t in states if t <= hwm and t != own_txn]
+    opens = [t for t, s in states.items() if s == "o" and t <= hwm]
+    return Hive2TxnList(hwm=hwm, min_open=min(opens) if opens else LONG_MAX, exceptions=tuple(exc))
+
+
+# =========================================================================================
+# OrcRawRecordMerger
+# =========================================================================================
+
+def statement_of(dir_name: str) -> int:
+    """The statement id the merger gives a directory's events: the delta's suffix, 0 for bases,
+    originals and deltas without suffix (``ParsedDelta.getStatementId``)."""
+    from acidctl.acid.dirname import DeltaDir, parse_acid_dir
+
+    d = parse_acid_dir(dir_name)
+    if isinstance(d, DeltaDir):
+        return max(d.statement_id, 0)
+    return 0
+
+
+def winners(ot: "np.ndarray", bucket: "np.ndarray", rid: "np.ndarray", cur: "np.ndarray", stmt: "np.ndarray",
+            valid: "np.ndarray") -> "np.ndarray":
+    """Indices of the winning event of every row key, in key order: among the ``valid`` events,
+    the first by (ot, bucket, rowId) ASC, currentTransaction DESC, statement DESC."""
+    import numpy as np
+
+    order = np.lexsort((-stmt.astype(np.int64), -cur.astype(np.int64), rid, bucket.astype(np.int64), ot))
+    order = order[valid[order]]
+    if len(order) < 2:
+        return order
+    a, b, r = ot[order], bucket[order], rid[order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1]) | (r[1:] != r[:-1])
+    return order[first]
+
+
+def collapse(inserts: "pa.Table", insert_stmt: "np.ndarray", deletes: "pa.Table | None",
+             delete_stmt: "np.ndarray | None", snapshot: WriteIdList) -> "pa.Table":
+    """The merged rows of one bucket: ``inserts`` are the events that carry rows (ACID columns,
+    any operation — legacy deltas hold 0, 1 and 2), ``deletes`` the key columns plus
+    ``operation``/``currentTransaction`` of delete files (split-update). Rows whose winning
+    event is an insert or an update, in key order, events unchanged."""
+    import numpy as np
+    import pyarrow as pa
+
+    from acidctl.acid.merge import valid_mask
+
+    def cols(t):
+        return [t.column(c).to_numpy(zero_copy_only=False) for c in
+                ("originalTransaction", "bucket", "rowId", "currentTransaction", "operation")]
+
+    n = inserts.num_rows
+    parts = [cols(inserts)]
+    stmts = [np.asarray(insert_stmt, dtype=np.int64)]
+    valids = [valid_mask(inserts.column("currentTransaction"), snapshot).to_numpy(zero_copy_only=False)]
+    if deletes is not None and deletes.num_rows:
+        parts.append(cols(deletes))
+        stmts.append(np.asarray(delete_stmt, dtype=np.int64))
+        valids.append(valid_mask(deletes.column("currentTransaction"), snapshot).to_numpy(zero_copy_only=False))
+    ot, bk, rid, cur, op = (np.concatenate([p[i] for p in parts]) for i in range(5))
+    win = winners(ot, bk.astype(np.int64), rid, cur, np.concatenate(stmts), np.concatenate(valids).astype(bool))
+    keep = win[(win < n) & np.isin(op[win], (0, 1))]
+    return inserts.take(pa.array(keep, pa.int64()))
+
+
+def _raw_events(table: "pa.Table", bucket: int) -> "pa.Table":
+    """An original file's rows with Hive 2's synthetic ROW__IDs: (0, plain bucket id, row
+    number within this file) — Hive 2 does not count across the bucket's files (B.6)."""
+    from acidctl.acid.merge import with_synthetic_ids
+
+    return with_synthetic_ids(table, write_id=0, bucket_property=bucket, first_row_id=0)
+
+
+def read_file_events(tfs: "TableFS", src) -> "pa.Table":
+    """One source (:class:`acidctl.acid.read.Source`) as ACID events under Hive 2's rules."""
+    import pyarrow as pa
+
+    from acidctl.acid.merge import normalise
+    from acidctl.acid.read import _arrow_schema_of
+    from acidctl.orc.reader import OrcFile
+
+    with OrcFile(tfs, src.path) as f:
+        batches = [f.read_stripe_arrow(i) for i in range(f.num_stripes())]
+        schema = None if batches else _arrow_schema_of(f)
+        acid = f.is_acid
+    table = pa.Table.from_batches(batches) if batches else schema.empty_table()
+    if src.raw and not acid:
+        return _raw_events(table, src.bucket)
+    return normalise(table)
+
+
+def read_delete_events(tfs: "TableFS", src) -> "pa.Table":
+    """A delete file's operation and key columns (its ``row`` is null)."""
+    import pyarrow as pa
+
+    from acidctl.acid.merge import ACID_COLUMNS
+    from acidctl.orc.reader import OrcFile
+
+    with OrcFile(tfs, src.path) as f:
+        cols = list(f.schema.fields)[:5]
+        batches = [pa.Table.from_batches([f.read_stripe_arrow(i, columns=cols)]).rename_columns(ACID_COLUMNS[:5])
+                   for i in range(f.num_stripes())]
+    if not batches:
+        return pa.table({c: pa.array([], t) for c, t in zip(
+            ACID_COLUMNS[:5], [pa.int32(), pa.int64(), pa.int32(), pa.int64(), pa.int64()])})
+    return pa.concat_tables(batches)
+
+
+def _dir_of(path: str, partition_path: str) -> str:
+    """The name of the child of the partition directory that holds ``path`` ('' for originals
+    in the partition root)."""
+    rel = path[len(partition_path.rstrip("/")) + 1:] if path.startswith(partition_path.rstrip("/") + "/") else path
+    return rel.split("/", 1)[0] if "/" in rel else ""
+
+
+def bucket_events(tfs: "TableFS", listing: "DirListing", state: "AcidState") -> Iterator[tuple[int, "pa.Table", "np.ndarray", "pa.Table | None", "np.ndarray | None"]]:
+    """Per bucket id (ascending): (bucket, row-carrying events, their statement ids, delete
+    events, their statement ids) of the files ``state`` selects."""
+    import numpy as np
+    import pyarrow as pa
+
+    from acidctl.acid.read import _fs_base, plan_sources
+
+    inserts, deletes = plan_sources(tfs, listing, state)
+    base = _fs_base(listing)
+    by_bucket: dict[int, tuple[list, list]] = {}
+    for s in inserts:
+        by_bucket.setdefault(s.bucket, ([], []))[0].append(s)
+    for s in deletes:
+        by_bucket.setdefault(s.bucket, ([], []))[1].append(s)
+    for bucket in sorted(by_bucket):
+        ins_srcs, del_srcs = by_bucket[bucket]
+        tables, stmts = [], []
+        for s in ins_srcs:
+            t = read_file_events(tfs, s)
+            if t.num_rows:
+                tables.append(t)
+                stmts.append(np.full(t.num_rows, statement_of(_dir_of(s.path, base)), dtype=np.int64))
+        dtables, dstmts = [], []
+        for s in del_srcs:
+            t = read_delete_events(tfs, s)
+            if t.num_rows:
+                dtables.append(t)
+                dstmts.append(np.full(t.num_rows, statement_of(posixpath.basename(posixpath.dirname(s.path))),
+                                      dtype=np.int64))
+        if not tables:
+            continue
+        events = pa.concat_tables(tables, promote_options="permissive")
+        dels = pa.concat_tables(dtables) if dtables else None
+        yield (bucket, events, np.concatenate(stmts), dels, np.concatenate(dstmts) if dstmts else None)
+
+
+def read_partition(tfs: "TableFS", listing: "DirListing", state: "AcidState") -> Iterator[tuple[int, "pa.Table"]]:
+    """(bucket id, merged rows) per bucket, as Hive 2.3's reader returns them (ROW__ID order)."""
+    for bucket, events, stmt, dels, dstmt in bucket_events(tfs, listing, state):
+        yield bucket, collapse(events, stmt, dels, dstmt, state.write_ids)
+
+
+# =========================================================================================
+# state: findings that describe what Hive 2.3 itself writes
+# =========================================================================================
+
+#: checks whose subject is normal in Hive 2.3 files (B.3, B.5): no ``_orc_acid_version`` in
+#: deltas (M01), ``_colN`` row fields (F02), a key index without the last stripe's entry (F04),
+#: no ``hive.acid.version`` (F06), V0 bucket values and legacy update events (F10)
+HIVE2_NORMAL = frozenset({"M01", "F02", "F04", "F06", "F10"})
+
+
+def hive2_findings(findings: list) -> list:
+    """``findings`` with those of :data:`HIVE2_NORMAL` lowered to INFO, saying why: under
+    Hive 2.3 rules they describe what Hive 2.3 writes, not damage."""
+    from acidctl.findings import Severity
+
+    return [dataclasses.replace(f, severity=Severity.INFO, message=f.message + " (what Hive 2.3 writes)")
+            if f.check in HIVE2_NORMAL and f.severity is not Severity.INFO else f for f in findings]
