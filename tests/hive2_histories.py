@@ -57,6 +57,11 @@ class History:
 
     def expected(self, hwm: int | None = None) -> dict:
         """{(originalTransaction, bucket, rowId): row} a Hive 2.3 reader returns."""
+        return {k: row for k, (_, _, row) in self.expected_events(hwm).items()}
+
+    def expected_events(self, hwm: int | None = None) -> dict:
+        """{key: (operation, currentTransaction, row)} of the event that last wrote each live
+        row — what a Hive 2.3 major compaction keeps unchanged (B.7)."""
         live: dict = {}
         for s in sorted(self.stmts, key=lambda s: (s.txn, s.stmt)):
             if not self.valid(s.txn, hwm):
@@ -65,8 +70,13 @@ class History:
                 if op == 2:
                     live.pop(key, None)
                 else:
-                    live[key] = row
+                    live[key] = (op, s.txn, row)
         return live
+
+    def compactor_hwm(self) -> int:
+        """B.2 compactor list: hwm = lowest open txn − 1 (or the hwm)."""
+        opens = [t for t, s in self.states.items() if s == "open"]
+        return min(opens) - 1 if opens else self.hwm
 
 
 def random_history(rng: random.Random, *, mode: str = "legacy", txns: int = 8, buckets: int = 2) -> History:

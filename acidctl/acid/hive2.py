@@ -144,12 +144,16 @@ def statement_of(dir_name: str) -> int:
 
 
 def winners(ot: "np.ndarray", bucket: "np.ndarray", rid: "np.ndarray", cur: "np.ndarray", stmt: "np.ndarray",
-            valid: "np.ndarray") -> "np.ndarray":
+            valid: "np.ndarray", op: "np.ndarray | None" = None) -> "np.ndarray":
     """Indices of the winning event of every row key, in key order: among the ``valid`` events,
-    the first by (ot, bucket, rowId) ASC, currentTransaction DESC, statement DESC."""
+    the first by (ot, bucket, rowId) ASC, currentTransaction DESC, statement DESC, and — when
+    all of these tie, which only a minor compaction's unsuffixed output can cause — a delete
+    before an insert (Hive 3's ReaderKey rule; derived for Hive 2, whose SQL never writes one
+    row twice in one txn)."""
     import numpy as np
 
-    order = np.lexsort((-stmt.astype(np.int64), -cur.astype(np.int64), rid, bucket.astype(np.int64), ot))
+    tie = (np.asarray(op) != 2) if op is not None else np.zeros(len(ot), dtype=bool)
+    order = np.lexsort((tie, -stmt.astype(np.int64), -cur.astype(np.int64), rid, bucket.astype(np.int64), ot))
     order = order[valid[order]]
     if len(order) < 2:
         return order
@@ -183,7 +187,7 @@ def collapse(inserts: "pa.Table", insert_stmt: "np.ndarray", deletes: "pa.Table 
         stmts.append(np.asarray(delete_stmt, dtype=np.int64))
         valids.append(valid_mask(deletes.column("currentTransaction"), snapshot).to_numpy(zero_copy_only=False))
     ot, bk, rid, cur, op = (np.concatenate([p[i] for p in parts]) for i in range(5))
-    win = winners(ot, bk.astype(np.int64), rid, cur, np.concatenate(stmts), np.concatenate(valids).astype(bool))
+    win = winners(ot, bk.astype(np.int64), rid, cur, np.concatenate(stmts), np.concatenate(valids).astype(bool), op)
     keep = win[(win < n) & np.isin(op[win], (0, 1))]
     return inserts.take(pa.array(keep, pa.int64()))
 

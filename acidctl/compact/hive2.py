@@ -49,8 +49,9 @@ def run_bucket(task) -> dict:
     return m
 
 
-def _events(task, srcs, *, deletes: bool):
-    """(events, statement ids) of ``srcs`` concatenated (None when there is no event)."""
+def _events(task, srcs, *, deletes: bool, missing_ok: bool = False):
+    """(events, statement ids) of ``srcs`` concatenated (None when there is no event);
+    ``missing_ok``: skip planned outputs no event was written to."""
     import posixpath
 
     import numpy as np
@@ -60,6 +61,8 @@ def _events(task, srcs, *, deletes: bool):
 
     tables, stmts = [], []
     for s in srcs:
+        if missing_ok and not task.tfs.exists(s.path):
+            continue
         t = hive2.read_delete_events(task.tfs, s) if deletes else hive2.read_file_events(task.tfs, s)
         if t.num_rows:
             tables.append(t)
@@ -124,7 +127,7 @@ def _compact(task, m: dict) -> None:
                 stmt = np.concatenate([stmt, del_stmt])
                 valid = np.concatenate([valid, del_valid])
             ot, bk, rid, cur, op = cols
-            win = hive2.winners(ot, bk.astype(np.int64), rid, cur, stmt, valid)
+            win = hive2.winners(ot, bk.astype(np.int64), rid, cur, stmt, valid, op)
             keep = win[(win < ins.num_rows) & np.isin(op[win], (0, 1))]
             out = ins.take(pa.array(keep, pa.int64()))
             m["deletes_applied"] = int(ins_valid.sum()) - out.num_rows
@@ -204,14 +207,14 @@ def _write(task, m: dict, table, *, delete: bool) -> None:
     mx.count_written(m, counter, path, table.num_rows, len(data))
 
 
-def _merged(task, srcs) -> "object":
+def _merged(task, srcs, *, missing_ok: bool = False) -> "object":
     """The reader's Hive 2 merged rows of this bucket from (inserts, deletes) sources."""
     import pyarrow as pa
 
     from acidctl.acid import hive2
 
-    ins, ins_stmt = _events(task, srcs[0], deletes=False)
-    dels, del_stmt = _events(task, srcs[1], deletes=True)
+    ins, ins_stmt = _events(task, srcs[0], deletes=False, missing_ok=missing_ok)
+    dels, del_stmt = _events(task, srcs[1], deletes=True, missing_ok=missing_ok)
     if ins is None:
         return pa.table({"originalTransaction": pa.array([], pa.int64())})
     return hive2.collapse(ins, ins_stmt, dels, del_stmt, task.reader)
@@ -221,10 +224,12 @@ def _verify(task) -> int:
     """The reader's merged snapshot of this bucket is the same before and after; else refuse."""
     from acidctl.errors import WriteVerificationFailed
 
-    old, new = _merged(task, task.verify_old), _merged(task, task.verify_new)
+    old, new = _merged(task, task.verify_old), _merged(task, task.verify_new, missing_ok=True)
     if old.num_rows != new.num_rows:
         raise WriteVerificationFailed(f"bucket {task.bucket} of {task.partition or 'the table'}: the reader sees "
                                  f"{old.num_rows} rows before and {new.num_rows} after; nothing was published")
+    if not old.num_rows:
+        return 0
     for c in ("originalTransaction", "bucket", "rowId", "currentTransaction", "row"):
         if c in old.column_names and old.column(c).to_pylist() != new.column(c).to_pylist():
             raise WriteVerificationFailed(f"bucket {task.bucket} of {task.partition or 'the table'}: column {c} of the "

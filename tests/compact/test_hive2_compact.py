@@ -1,0 +1,135 @@
+"""``compact --hive-version 2``: Hive 2.3 CompactorMR output, on the 2.3.10-written fixture (its
+_EXPECTED.md records what Hive 2.3's own CompactorMR wrote) and on random legacy / split-update
+histories checked against the reference model of tests/hive2_histories.py; local and Spark."""
+
+from __future__ import annotations
+
+import random
+
+import pyarrow.orc as po
+import pytest
+
+from acidctl.acid.acidstate import get_acid_state
+from acidctl.acid.hive2 import Hive2TxnList, read_partition
+from acidctl.acid.layout import list_table
+from acidctl.compact.runner import CompactOptions, compact_table
+from acidctl.fs import TableFS
+from tests.compact.helpers import hive23_table
+from tests.conftest import run_cli
+from tests.hive2_histories import random_history, write_table
+
+ALL = "9223372036854775807"
+
+
+def _events(path):
+    import pyorc
+
+    with open(path, "rb") as f:
+        r = pyorc.Reader(f)
+        meta = dict(r.user_metadata)
+        return [tuple(x) for x in r], meta, r.compression
+
+
+def _compact(root, txns, mode, *, engine="local", spark=None):
+    wl = Hive2TxnList.parse(txns).to_write_ids()
+    opts = CompactOptions(mode=mode, reader=wl, hive_version=2, engine=engine, allow_non_atomic_publish=True)
+    return compact_table(TableFS(str(root)), opts, spark=spark)
+
+
+def _read(root, txns):
+    tfs = TableFS(str(root))
+    out = {}
+    for lst in list_table(tfs):
+        st = get_acid_state(lst, Hive2TxnList.parse(txns).to_write_ids(), hive_version=2)
+        for _, t in read_partition(tfs, lst, st):
+            for k, row in zip(zip(*(t.column(c).to_pylist() for c in ("originalTransaction", "bucket", "rowId"))),
+                              t.column("row").to_pylist()):
+                out[k] = row
+    return out
+
+
+def test_fixture_major_is_compactormrs_base(tmp_path):
+    import pyorc
+
+    t = hive23_table(tmp_path)
+    r = run_cli("compact", "--major", "--engine", "local", "--hive-version", "2", "--txns", f"2:{ALL}:", t)
+    assert r.code == 0, r.stderr
+    base = t / "base_0000002"
+    assert sorted(p.name for p in base.iterdir()) == ["bucket_00000"]   # no _orc_acid_version, no _metadata_acid
+    events, meta, compression = _events(base / "bucket_00000")
+    # _EXPECTED.md: 3 rows, original ROW__IDs kept, stats 3,0,0
+    assert events == [(0, 1, 0, 0, 1, (1, "Jerry", 5000)), (0, 1, 0, 2, 1, (3, "Kate", 6000)),
+                      (0, 2, 0, 0, 2, (2, "Tom", 7000))]
+    assert meta == {"hive.acid.key.index": b"", "hive.acid.stats": b"3,0,0"}
+    assert compression == pyorc.CompressionKind.ZLIB
+    # clean under Hive 2 rules accepts the Hive 2 key index and removes the three deltas
+    r = run_cli("clean", "--hive-version", "2", "--txns", f"2:{ALL}:", "--min-age", "0", "--execute", t)
+    assert r.code == 0, r.stdout + r.stderr
+    assert sorted(p.name for p in t.iterdir() if not p.name.startswith(".")) == ["_orc_acid_version", "base_0000002"]
+    assert list(_read(t, f"2:{ALL}:")) == [(1, 0, 0), (1, 0, 2), (2, 0, 0)]
+
+
+def test_fixture_minor_is_compactormrs_deltas(tmp_path):
+    import pyorc
+
+    t = hive23_table(tmp_path)
+    rep = _compact(t, f"2:{ALL}:", "minor")
+    assert rep["partitions"][0]["status"] == "compact"
+    ins, imeta, icomp = _events(t / "delta_0000001_0000002" / "bucket_00000")
+    dels, dmeta, _ = _events(t / "delete_delta_0000001_0000002" / "bucket_00000")
+    assert [e[1:4] for e in ins] == [(1, 0, 0), (1, 0, 1), (1, 0, 2), (2, 0, 0)] and {e[0] for e in ins} == {0}
+    assert dels == [(2, 1, 0, 1, 2, None)]
+    assert imeta == {"hive.acid.key.index": b"", "hive.acid.stats": b"4,0,0"}
+    assert dmeta["hive.acid.stats"] == b"0,0,1" and icomp == pyorc.CompressionKind.NONE
+    assert sorted(p.name for p in (t / "delta_0000001_0000002").iterdir()) == ["bucket_00000"]
+
+
+def test_hive3_rules_still_refuse_legacy_update_events(tmp_path):
+    rng = random.Random(5)
+    h = random_history(rng, mode="legacy", txns=6)
+    while not any(op == 1 for s in h.stmts if h.valid(s.txn) for op, _, _ in s.events):
+        h = random_history(rng, mode="legacy", txns=6)
+    root = write_table(h, tmp_path / "t")
+    r = run_cli("compact", "--major", "--engine", "local", "--write-ids", f"db.t:{h.compactor_hwm()}:{ALL}::", "--columns", "a,b", root)
+    assert r.code == 6 and "ACID v1" in r.stderr, r.stdout + r.stderr
+    assert not any(p.name.startswith("base_") for p in root.iterdir())
+
+
+@pytest.mark.parametrize("mode", ["legacy", "split-update"])
+@pytest.mark.parametrize("seed", range(8))
+def test_random_histories_major_then_minor(tmp_path, mode, seed):
+    rng = random.Random(1000 + seed)
+    h = random_history(rng, mode=mode, txns=rng.randint(3, 8))
+    root = write_table(h, tmp_path / "t")
+    reader = h.reader_list()
+    before = _read(root, reader)
+    assert before == h.expected()
+    kind = rng.choice(["major", "minor"])
+    rep = _compact(root, reader, kind)
+    assert rep["partitions"][0]["status"] in ("compact", "nothing")
+    assert _read(root, reader) == before
+    if kind == "major" and rep["partitions"][0]["status"] == "compact":
+        top = max(s.txn for s in h.stmts if s.txn <= h.compactor_hwm())
+        base = root / f"base_{top:07d}"
+        got = {}
+        for f in sorted(base.iterdir()):
+            events, meta, _ = _events(f)
+            assert "hive.acid.version" not in meta
+            ops = [e[0] for e in events]
+            assert meta["hive.acid.stats"] == f"{ops.count(0)},{ops.count(1)},{ops.count(2)}".encode()
+            for op, ot, b, rid, cur, row in events:
+                got[(ot, b, rid)] = (op, cur, None if row is None else {"_col0": row[0], "_col1": row[1]})
+        # events kept unchanged: a legacy update stays an op-1 event with its txn (B.7)
+        assert got == h.expected_events(h.compactor_hwm())
+
+
+def test_spark_engine_major_on_a_legacy_history(tmp_path, spark):
+    rng = random.Random(77)
+    h = random_history(rng, mode="legacy", txns=8, buckets=3)
+    root = write_table(h, tmp_path / "t")
+    rep = _compact(root, h.reader_list(), "major", engine="spark", spark=spark)
+    assert rep["partitions"][0]["status"] == "compact"
+    assert _read(root, h.reader_list()) == h.expected()
+    assert not list(root.glob("base_*/_*"))   # no marker files
+    for f in root.glob("base_*/bucket_*"):
+        assert po.ORCFile(str(f)).nrows > 0
