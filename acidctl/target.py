@@ -120,20 +120,29 @@ def resolve_target(settings, spec: str, *, write_ids: str | None = None, assume_
         if url is None:
             raise UsageError(f"{spec!r} looks like DB.TABLE but no metastore is configured",
                              hint="use --metastore URL (or ACIDCTL_METASTORE_URL), or give the table's path")
-        from acidctl.metastore.connection import connect
         from acidctl.metastore.snapshot import table_snapshot
         from acidctl.metastore.tables import resolve_table
 
-        ms = connect(url, hive_version=hive_version)
-        table = resolve_table(ms, spec, partition=partition)
+        ms = None if hive_version == 2 else _connect_or_hive2(url, hive_version)
+        if ms is None:
+            # a Hive 2.3 metastore (acidctl.metastore.hive2): its ValidTxnList is the snapshot
+            from acidctl.metastore import hive2 as ms2
+
+            table = ms2.table_info(url, spec, partition=partition)
+            hive_version = 2
+            if not (write_ids or assume_committed or txns):
+                wl = ms2.txn_list(url).to_write_ids(table=table.full_name)
+                source = "metastore"
+        else:
+            table = resolve_table(ms, spec, partition=partition)
+            hive_version = hive_version or ms.hive_version
+            if not (write_ids or assume_committed):
+                tl, wl = table_snapshot(ms, table.full_name)
+                source = "metastore"
         if not table.path:
             raise UsageError(f"{table.full_name} has no location in the metastore")
         tfs = settings.table_fs(location_url(table.path))
         props = {k: v for k, v in (table.params or {}).items()}
-        hive_version = hive_version or ms.hive_version
-        if not (write_ids or assume_committed):
-            tl, wl = table_snapshot(ms, table.full_name)
-            source = "metastore"
     else:
         if partition:
             spec = spec.rstrip("/") + "/" + partition.strip("/")
@@ -174,6 +183,22 @@ def resolve_target(settings, spec: str, *, write_ids: str | None = None, assume_
         assumptions.append("no --txns given: every _vM visibility txn is treated as committed")
     return Target(tfs=tfs, write_ids=wl, txns=tl, hive_version=hive_version, source=source, table=table,
                   properties=props, assumptions=assumptions, metastore=ms, warnings=warnings)
+
+
+def _connect_or_hive2(url: str, hive_version: int | None):
+    """The connected Hive 3/4 metastore, or None when detection refuses it because it is a
+    Hive 2.x one (checked only then: no extra round trip for Hive 3/4 metastores)."""
+    from acidctl.errors import UnsupportedSchema
+    from acidctl.metastore.connection import connect
+
+    try:
+        return connect(url, hive_version=hive_version)
+    except UnsupportedSchema:
+        from acidctl.metastore.hive2 import is_hive2
+
+        if hive_version is None and is_hive2(url):
+            return None
+        raise
 
 
 def _check_list_table(wl: WriteIdList, table, tfs: TableFS, warnings: list[str]) -> None:

@@ -168,7 +168,10 @@ def compact_command(
         no_register = True   # a dry run never writes to the metastore
     if not no_register and info is None and settings.metastore_url:
         notes.append("not registered in the metastore: give the table as DB.TABLE to record the compaction")
-    if not no_register and info is not None:
+    if not no_register and info is not None and hv == 2:
+        notes.append("not registered in the metastore: acidctl does not write to Hive 2.3 metastores "
+                     "(run `acidctl clean --hive-version 2` for the obsolete directories)")
+    elif not no_register and info is not None:
         if True:
             try:
                 from acidctl.compact.register import Registrar

@@ -323,3 +323,30 @@ def require_hive2(engine_or_url: Any) -> Hive2Metastore:
         raise UsageError("this command needs a Hive 2.x metastore (VERSION 2.x, CQ_HIGHEST_TXN_ID)",
                          hint="point --metastore at the Hive 2 cluster's metastore database")
     return connect_hive2(engine_or_url)
+
+
+def table_info(engine_or_url: Any, spec: str, *, partition: str | None = None):
+    """``db.table[/k=v]`` of a Hive 2.3 metastore as a :class:`~acidctl.metastore.tables.TableInfo`
+    (what ``state``/``dump``/``compact`` targets carry); no COLUMNS_V2 lookup (Hive 2.3 files
+    name their row fields ``_colN`` and keep them)."""
+    from acidctl.errors import NotFoundError
+    from acidctl.metastore.tables import TableInfo, split_spec
+
+    db, name, part = split_spec(spec)
+    if partition:
+        from acidctl.metastore.tables import normalize_partition
+
+        if part:
+            raise UsageError("give the partition either in DB.TABLE/SPEC or with --partition, not both")
+        part = normalize_partition(partition)
+    t = find_table(engine_or_url, f"{db}.{name}")
+    ploc = None
+    if part:
+        found = [loc for p, loc in t.partitions if p == part]
+        if not found:
+            raise NotFoundError(f"partition {part} of {t.full_name} not found in the Hive 2.3 metastore")
+        ploc = found[0]
+    return TableInfo(db=t.db, table=t.table, tbl_id=0, table_type=None, owner=None, location=t.location,
+                     input_format=None, output_format=None, bucket_count=-1, params=dict(t.params),
+                     partition_keys=list(t.partition_keys), columns=[], partition=part, partition_location=ploc,
+                     partitions=[p for p, _ in t.partitions], hive_version=2)
