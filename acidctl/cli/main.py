@@ -45,6 +45,7 @@ COMMAND_MODULES = (
     "acidctl.cli.clean_cmd",
     "acidctl.cli.revert_cmd",
     "acidctl.cli.export_cmd",
+    "acidctl.cli.upgrade_cmd",
 )
 
 
