@@ -303,30 +303,26 @@ def execute(settings, url: str, report: dict, *, master: str = "local[*]", spark
         if p["status"] == COMPACT:
             todo.setdefault(p["table"], []).append(p["partition"])
     reader = ms2.txn_list(url).to_write_ids()
-    own = None
     runs = []
-    try:
-        if todo and engine == "spark" and spark is None:
-            from acidctl.compact.spark import get_or_create_session
+    if todo and engine == "spark" and spark is None:
+        from acidctl.compact.spark import get_or_create_session
 
-            spark = own = get_or_create_session(master, spark_conf)
-        locations = {t["table"]: t.get("location") for t in report["tables"]}
-        for table, partitions in todo.items():
-            tfs = settings.table_fs(location_url(locations[table]))
-            opts = CompactOptions(mode="major", reader=reader, hive_version=2, engine=engine, master=master,
-                                  spark_conf=spark_conf,
-                                  partitions=[p for p in partitions if p is not None] or None)
-            rep = compact_table(tfs, opts, spark=spark)
-            runs.append({"table": table, "partitions": [p for p in partitions],
-                         "compacted": [p["partition"] or p["path"] for p in rep["partitions"] if p["status"] == "compact"],
-                         "rows_in": sum(p.get("rows_in", 0) for p in rep["partitions"]),
-                         "rows_out": sum(p.get("rows_out", 0) for p in rep["partitions"])})
-    finally:
-        if own is not None:
-            own.stop()
+        # one application for every table; like `compact`, the session ends with the process
+        spark = get_or_create_session(master, spark_conf)
+    locations = {t["table"]: t.get("location") for t in report["tables"]}
+    for table, partitions in todo.items():
+        tfs = settings.table_fs(location_url(locations[table]))
+        opts = CompactOptions(mode="major", reader=reader, hive_version=2, engine=engine, master=master,
+                              spark_conf=spark_conf, partitions=[p for p in partitions if p is not None] or None)
+        rep = compact_table(tfs, opts, spark=spark if engine == "spark" else None)
+        runs.append({"table": table, "partitions": list(partitions),
+                     "compacted": [p["partition"] or p["path"] for p in rep["partitions"] if p["status"] == "compact"],
+                     "rows_in": sum(p.get("rows_in", 0) for p in rep["partitions"]),
+                     "rows_out": sum(p.get("rows_out", 0) for p in rep["partitions"]),
+                     "spark_app_id": (rep.get("spark") or {}).get("app_id")})
     after = check(settings, url, db_glob=report["db"])
-    return {"runs": runs, "spark_applications": 1 if own is not None or (todo and spark is not None) else 0,
-            "after": after}
+    apps = sorted({r["spark_app_id"] for r in runs if r["spark_app_id"]})
+    return {"runs": runs, "spark_applications": apps, "after": after}
 
 
 def exit_ok(report: dict) -> bool:

@@ -133,3 +133,62 @@ def test_spark_engine_major_on_a_legacy_history(tmp_path, spark):
     assert not list(root.glob("base_*/_*"))   # no marker files
     for f in root.glob("base_*/bucket_*"):
         assert po.ORCFile(str(f)).nrows > 0
+
+
+def _upgrade_metastore(tmp_path):
+    """A Hive 2.3 metastore with a legacy table (random history with updates) and the
+    split-update fixture as a partition."""
+    import shutil
+
+    from acidctl.metastore.hive2 import init_hive2
+    from tests.conftest import GOLDEN
+    from tests.metastore.hive2_helpers import add_table, set_txns
+
+    url = f"sqlite:///{tmp_path}/ms.db"
+    init_hive2(url)
+    seed = 0
+    while True:
+        h = random_history(random.Random(seed), mode="legacy", txns=7, buckets=2)
+        if (h.valid(1) and h.valid(2) and "open" not in h.states.values()
+                and any(op == 1 for s in h.stmts if h.valid(s.txn) for op, _, _ in s.events)):
+            break
+        seed += 1
+    root = write_table(h, tmp_path / "w" / "legacy_t")
+    add_table(url, "sales", "legacy_t", f"file:{root}", {"transactional": "true"})
+    part = tmp_path / "w" / "split_t" / "ds=a"
+    shutil.copytree(GOLDEN / "hive23_seed_table", part, ignore=shutil.ignore_patterns("_EXPECTED.md"))
+    add_table(url, "sales", "split_t", f"file:{tmp_path}/w/split_t",
+              {"transactional": "true", "transactional_properties": "default"}, keys=[("ds", "string")],
+              partitions=[("ds=a", f"file:{part}")])
+    set_txns(url, {t: "a" for t, s in h.states.items() if s == "aborted"}, next_txn=h.hwm + 1)
+    return url, h, root, part
+
+
+def test_upgrade_check_execute_local_signs_off(tmp_path):
+    import json
+
+    url, h, root, part = _upgrade_metastore(tmp_path)
+    r = run_cli("--metastore", url, "-o", "json", "upgrade-check", "--execute", "--engine", "local")
+    assert r.code == 0, r.stdout + r.stderr
+    d = json.loads(r.stdout)
+    assert d["ready"] and d["summary"]["compact"] == 0 and d["commands"] == []
+    assert sorted(run["table"] for run in d["executed"]["runs"]) == ["sales.legacy_t", "sales.split_t"]
+    for p in d["partitions"]:
+        assert len(p["current"]) == 1 and p["current"][0].startswith("base_")
+    reader = h.reader_list()
+    assert _read(root, reader) == h.expected()
+    assert list(_read(part, f"2:{ALL}:")) == [(1, 0, 0), (1, 0, 2), (2, 0, 0)]
+
+
+def test_upgrade_check_execute_runs_one_spark_application(tmp_path, spark):
+    from acidctl.cli.main import Settings
+    from acidctl.upgrade import check, execute
+
+    url, h, root, part = _upgrade_metastore(tmp_path)
+    settings = Settings(output=None)
+    before = check(settings, url)
+    assert not before["ready"] and before["summary"]["compact"] == 2
+    done = execute(settings, url, before, spark=spark)
+    assert done["spark_applications"] == [spark.sparkContext.applicationId]
+    assert done["after"]["ready"]
+    assert _read(root, h.reader_list()) == h.expected()
