@@ -534,6 +534,9 @@ def _walk_deltas(scan: _Scan, best: Classified | None) -> list[Classified]:
                 deltas.append(c)
                 current, last_stmt, prev, cover = d.max_write_id, d.statement_id, c, c
                 c.reason = "read: write ids " + _range_text(d.min_write_id, d.max_write_id)
+                if wl.range_valid(d.min_write_id, d.max_write_id) is not RangeResponse.ALL:
+                    # first-use report: say which ids inside the range the reader skips
+                    c.reason += " (events of " + _why_not_valid(wl, d.min_write_id, d.max_write_id) + " skipped)"
             else:
                 c.role = Role.NOT_VISIBLE
                 c.reason = (f"write ids {_range_text(current + 1, d.max_write_id)} not committed "

@@ -149,3 +149,14 @@ def test_random_histories_read_as_hive2s_merge(tmp_path, mode, seed):
     root = write_table(h, tmp_path / "t")
     for hwm in sorted({h.hwm, rng.randint(1, h.hwm)}):
         assert _read(root, h.reader_list(hwm)) == h.expected(hwm), (seed, hwm, h.reader_list(hwm))
+
+
+def test_reason_names_the_ids_skipped_inside_a_read_delta(tmp_path):
+    """First-use report: REASON "read: write ids 1..2" must not hide that 1 is aborted."""
+    t = tmp_path / "t"
+    (t / "delta_0000001_0000002").mkdir(parents=True)
+    (t / "delta_0000003_0000003_0000").mkdir()
+    (lst,) = list_table(TableFS(str(t)))
+    st = get_acid_state(lst, Hive2TxnList.parse(f"3:{ALL}:1").to_write_ids(), hive_version=2)
+    assert st.get("delta_0000001_0000002").reason == "read: write ids 1..2 (events of aborted write id 1 skipped)"
+    assert st.get("delta_0000003_0000003_0000").reason == "read: write ids 3"
