@@ -112,6 +112,11 @@ class Hive2TxnList:
             explicit = self.min_open
         return WriteIdList(table=table, hwm=self.hwm, open=open_ids, aborted=aborted, min_open_write_id=explicit)
 
+    @classmethod
+    def from_write_ids(cls, wl: WriteIdList) -> "Hive2TxnList":
+        """The Hive 2 string of a snapshot held as a WriteIdList (inverse of :meth:`to_write_ids`)."""
+        return cls(hwm=wl.hwm, min_open=wl.min_open, exceptions=wl.exceptions)
+
     def for_compactor(self, table: str | None = None) -> WriteIdList:
         """``createValidCompactTxnList``: hwm = lowest open txn − 1 (or the hwm), only the
         aborted txns ≤ that hwm as exceptions."""

@@ -89,6 +89,7 @@ def build_report(tfs, *, write_ids: WriteIdList, txns: TxnList | None, hive_vers
         "path": tfs.display(tfs.root),
         "hive_version": hive_version,
         "write_ids": dict(wl.to_dict(), assumed=bool(assumed_committed)),
+        **({"hive2_txns": _hive2_txns(wl)} if hive_version == 2 else {}),
         "txns": (dict(tl.to_dict(), assumed=txns is None) if tl is not None else None),
         "assumptions": assumptions,
         "partitions": partitions,
@@ -179,3 +180,10 @@ def deep_findings(tfs, lst: DirListing, st: AcidState, inspect_file: Callable, *
                                "(not write id 0); rows of write ids the snapshot does not cover are not visible, "
                                "and compaction refuses them"))
     return out
+
+
+def _hive2_txns(wl: WriteIdList) -> str:
+    """Under Hive 2 rules the snapshot in Hive 2's own ValidTxnList form."""
+    from acidctl.acid.hive2 import Hive2TxnList
+
+    return str(Hive2TxnList.from_write_ids(wl))

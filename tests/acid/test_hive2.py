@@ -120,6 +120,7 @@ def test_state_under_hive2_rules_has_no_errors_for_hive23_files(tmp_path):
     assert r.code == 0, r.stderr
     rep = json.loads(r.stdout)
     assert rep["hive_version"] == 2 and rep["summary"]["errors"] == 0
+    assert rep["hive2_txns"] == f"2:{ALL}:"
     # the wrong stats of the update's insert file (B.5.2) stay a warning
     assert [f["check"] for f in rep["findings"] if f["severity"] == "warn"] == ["F05"]
 
