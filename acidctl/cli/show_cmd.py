@@ -132,8 +132,14 @@ def locks_cmd(
 
     db, tbl, tpart = _target(target)
     part = _partition(tpart, partition, tbl)
-    rep = show_locks(_metastore(ctx), db=db, table=tbl, partition=part, txn_id=txn, extended=extended,
-                     hive_version=hive_version)
+    try:
+        rep = show_locks(_metastore(ctx), db=db, table=tbl, partition=part, txn_id=txn, extended=extended,
+                         hive_version=hive_version)
+    except UnsupportedSchema:
+        if not _is_hive2(ctx):
+            raise
+        raise UsageError("show locks is not supported on Hive 2.3 metastores yet",
+                         hint="use SHOW LOCKS in Hive 2, or `acidctl show transactions`") from None
     if not rep.locks:
         _require(ctx, db, tbl, hive_version)
 
@@ -226,7 +232,12 @@ def write_ids_cmd(
 
     from acidctl.metastore.snapshot import split_table_name
 
-    rep = write_id_report(_metastore(ctx), table, hive_version=hive_version)
+    try:
+        rep = write_id_report(_metastore(ctx), table, hive_version=hive_version)
+    except UnsupportedSchema:
+        if not _is_hive2(ctx):
+            raise
+        return _hive2_write_ids(ctx, table)
     if rep.write_ids.hwm == 0 and not rep.write_ids.exceptions:
         _require(ctx, *split_table_name(table), hive_version)   # no write ever: does the table exist?
     verbose = verbose or bool(getattr(ctx.obj, "verbose", False))
@@ -297,3 +308,14 @@ def _hive2_compactions(ctx: typer.Context, *, db, table, partition, types, state
                               nv(c["hadoop_job_id"])] for c in d["compactions"]], COMPACTION_HEADERS)
 
     ctx.obj.output.emit(rep, text)
+
+
+def _hive2_write_ids(ctx: typer.Context, table: str) -> None:
+    """Hive 2.3 has no write ids: a table's snapshot is the global ValidTxnList (txn ids)."""
+    from acidctl.metastore.hive2 import find_table, txn_list
+
+    url = _metastore(ctx)
+    t = find_table(url, table)
+    tl = txn_list(url)
+    rep = {"hive_version": 2, "table": t.full_name, "txns": str(tl), "write_ids": str(tl.to_write_ids(t.full_name))}
+    ctx.obj.output.emit(rep, lambda d: f"{d['txns']}   (Hive 2.3: no write ids; txn ids name the directories)")

@@ -52,6 +52,11 @@ def test_txn_list_and_show(empty_db, capsys):
     assert str(ms2.txn_list(empty_db)) == "3:3:2:3"
     assert str(ms2.txn_list(empty_db).for_compactor()).endswith(":2:9223372036854775807::2")
 
+    add_table(empty_db, "db", "t", "file:/tmp/nowhere", {"transactional": "true"})
+    r = run_cli("--metastore", empty_db, "show", "write-ids", "db.t")
+    assert r.code == 0 and r.stdout.split()[0] == "3:3:2:3", r.stdout + r.stderr
+    r = run_cli("--metastore", empty_db, "show", "locks")
+    assert r.code == 2 and "Hive 2.3" in r.stderr
     r = run_cli("--metastore", empty_db, "-o", "json", "show", "transactions")
     assert r.code == 0, r.stderr
     d = json.loads(r.stdout)
