@@ -21,6 +21,11 @@ This module is the bucket task that replaces :func:`acidctl.compact.task._run` f
   index) and exact ``hive.acid.stats``, no ``hive.acid.version``; major ZLIB (the job's default
   ``orc.compress``), minor uncompressed with 16 MiB stripes (B.5.3); ORC file version 0.12.
 
+Publication: staged and renamed exactly as Hive 3 output (:mod:`acidctl.compact.publish`):
+a major compaction and a legacy minor compaction (one ``delta_`` directory) are *atomic*; a
+split-update minor compaction (``delta_`` + ``delete_delta_``) is *non-atomic* and refused
+without ``--allow-non-atomic-publish``, as for Hive 3. Nothing is registered in a 2.3 metastore.
+
 Nothing lost: every event read is counted (``rows_in`` = row-carrying events, incl. legacy
 update/delete events; ``deletes_applied`` = valid events superseded by a newer version or a
 delete; ``aborted_dropped``; ``invisible_dropped`` makes the runner refuse), and before the task

@@ -192,3 +192,82 @@ def test_upgrade_check_execute_runs_one_spark_application(tmp_path, spark):
     assert done["spark_applications"] == [spark.sparkContext.applicationId]
     assert done["after"]["ready"]
     assert _read(root, h.reader_list()) == h.expected()
+
+
+def _plain_orc(path, rows):
+    import pyorc
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as f, pyorc.Writer(f, "struct<_col0:int,_col1:string>") as w:
+        for r in rows:
+            w.write(r)
+
+
+def _acid_orc(path, events):
+    import pyorc
+
+    from tests.hive2_histories import ACID_TYPE
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ops = [e[0] for e in events]
+    with open(path, "wb") as f, pyorc.Writer(f, ACID_TYPE) as w:
+        for e in events:
+            w.write(e)
+        w.set_user_metadata(**{"hive.acid.key.index": b"",
+                               "hive.acid.stats": f"{ops.count(0)},{ops.count(1)},{ops.count(2)}".encode()})
+
+
+def test_originals_get_hive2_row_ids_and_compact(tmp_path):
+    """B.6: original rows are (0, bucket from the name, row number within the file); a legacy
+    update of (0,1,1) by txn 1 and a delete of (0,0,0) by txn 2 apply to exactly those rows."""
+    t = tmp_path / "t"
+    _plain_orc(t / "000000_0", [(10, "a"), (11, "b")])
+    _plain_orc(t / "000001_0", [(20, "c"), (21, "d")])
+    _acid_orc(t / "delta_0000001_0000001_0000" / "bucket_00001", [(1, 0, 1, 1, 1, (99, "D"))])
+    _acid_orc(t / "delta_0000002_0000002_0000" / "bucket_00000", [(2, 0, 0, 0, 2, None)])
+    want = {(0, 0, 1): {"_col0": 11, "_col1": "b"}, (0, 1, 0): {"_col0": 20, "_col1": "c"},
+            (0, 1, 1): {"_col0": 99, "_col1": "D"}}
+    assert _read(t, f"2:{ALL}:") == want
+    rep = _compact(t, f"2:{ALL}:", "major")
+    assert [p["output_dirs"] for p in rep["partitions"]] == [["base_0000002"]]
+    assert _read(t, f"2:{ALL}:") == want
+    events, meta, _ = _events(t / "base_0000002" / "bucket_00001")
+    assert events == [(0, 0, 1, 0, 0, (20, "c")), (1, 0, 1, 1, 1, (99, "D"))]   # the update stays op 1
+    assert meta["hive.acid.stats"] == b"1,1,0"
+
+
+def test_two_originals_of_one_bucket_are_refused(tmp_path):
+    t = tmp_path / "t"
+    _plain_orc(t / "000000_0", [(1, "a")])
+    _plain_orc(t / "000000_1", [(2, "b")])
+    _acid_orc(t / "delta_0000001_0000001_0000" / "bucket_00000", [(0, 1, 0, 0, 1, (3, "c"))])
+    r = run_cli("compact", "--major", "--engine", "local", "--hive-version", "2", "--txns", f"1:{ALL}:", t)
+    assert r.code == 6 and "same ROW__IDs" in r.stderr, r.stderr
+    assert not list(t.glob("base_*"))
+
+
+def test_hive2_key_index_lacks_the_last_stripe():
+    """B.5.2: one entry per stripe except the last, each the stripe's last key (oracle: the
+    stripes as pyorc reads them)."""
+    import io
+
+    import pyarrow as pa
+    import pyorc
+
+    from acidctl.compact.hive2 import encode_hive2_file
+
+    n = 200_000
+    row = pa.StructArray.from_arrays([pa.array(range(n), pa.int32()), pa.array([f"v{i}" * 20 for i in range(n)])],
+                                     names=["_col0", "_col1"])
+    table = pa.table({"operation": pa.array([0] * n, pa.int32()), "originalTransaction": pa.array([1] * n, pa.int64()),
+                      "bucket": pa.array([0] * n, pa.int32()), "rowId": pa.array(range(n), pa.int64()),
+                      "currentTransaction": pa.array([1] * n, pa.int64()), "row": row})
+    data, key_index, stats = encode_hive2_file(table, compression="NONE", stripe_size=1 << 20)
+    r = pyorc.Reader(io.BytesIO(data))
+    lasts, end = [], 0
+    for i in range(r.num_of_stripes):
+        end += len(r.read_stripe(i))
+        lasts.append(f"1,0,{end - 1};")
+    assert r.num_of_stripes > 2
+    assert key_index == "".join(lasts[:-1]) and stats == (n, 0, 0)
+    assert dict(r.user_metadata) == {"hive.acid.key.index": key_index.encode(), "hive.acid.stats": f"{n},0,0".encode()}
