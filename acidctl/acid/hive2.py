@@ -264,6 +264,15 @@ def bucket_events(tfs: "TableFS", listing: "DirListing", state: "AcidState") -> 
         by_bucket.setdefault(s.bucket, ([], []))[1].append(s)
     for bucket in sorted(by_bucket):
         ins_srcs, del_srcs = by_bucket[bucket]
+        raw = [s.path for s in ins_srcs if s.raw]
+        if len(raw) > 1:
+            from acidctl.errors import InvalidAcidLayout
+
+            # Hive 2.3 numbers each original file's rows from 0 (B.6): its merger returns one row
+            # per duplicated ROW__ID and silently drops the others — never reproduced here
+            raise InvalidAcidLayout(f"bucket {bucket} has {len(raw)} original files ({', '.join(raw[:3])}): Hive 2.3 "
+                                    "gives their rows the same ROW__IDs and returns only one row per id",
+                                    hint="read with --hive-version 3 rules (rows numbered across the files)")
         tables, stmts = [], []
         for s in ins_srcs:
             t = read_file_events(tfs, s)

@@ -271,3 +271,13 @@ def test_hive2_key_index_lacks_the_last_stripe():
     assert r.num_of_stripes > 2
     assert key_index == "".join(lasts[:-1]) and stats == (n, 0, 0)
     assert dict(r.user_metadata) == {"hive.acid.key.index": key_index.encode(), "hive.acid.stats": f"{n},0,0".encode()}
+
+
+def test_two_originals_of_one_bucket_are_not_read_partially(tmp_path):
+    t = tmp_path / "t"
+    _plain_orc(t / "000000_0", [(1, "a")])
+    _plain_orc(t / "000000_0_copy_1", [(2, "b")])
+    r = run_cli("dump", "--merged", "--hive-version", "2", "--txns", f"1:{ALL}:", t)
+    assert r.code == 7 and "same ROW__IDs" in r.stderr and r.stdout == "", r.stderr
+    r = run_cli("dump", "--merged", "--write-ids", f"db.t:1:{ALL}::", t)   # Hive 3 numbers across files
+    assert r.code == 0 and len(r.stdout.splitlines()) == 2
