@@ -240,65 +240,58 @@ def read_delete_events(tfs: "TableFS", src) -> "pa.Table":
     return pa.concat_tables(batches)
 
 
-def _dir_of(path: str, partition_path: str) -> str:
-    """The name of the child of the partition directory that holds ``path`` ('' for originals
-    in the partition root)."""
-    rel = path[len(partition_path.rstrip("/")) + 1:] if path.startswith(partition_path.rstrip("/") + "/") else path
-    return rel.split("/", 1)[0] if "/" in rel else ""
+def _statement_of_file(path: str) -> int:
+    return statement_of(posixpath.basename(posixpath.dirname(path)))
 
 
-def bucket_events(tfs: "TableFS", listing: "DirListing", state: "AcidState") -> Iterator[tuple[int, "pa.Table", "np.ndarray", "pa.Table | None", "np.ndarray | None"]]:
-    """Per bucket id (ascending): (bucket, row-carrying events, their statement ids, delete
-    events, their statement ids) of the files ``state`` selects."""
+def merge_sources(tfs: "TableFS", inserts: list, deletes: list, snapshot: WriteIdList) -> "pa.Table | None":
+    """The merged rows of one bucket's sources (:class:`acidctl.acid.read.Source`): row-carrying
+    files and delete files; None when no file holds an event. Two original files of the bucket
+    are refused: Hive 2.3 numbers each one's rows from 0 (B.6) and its merger silently returns
+    one row per duplicated ROW__ID — never reproduced here."""
     import numpy as np
     import pyarrow as pa
 
-    from acidctl.acid.read import _fs_base, plan_sources
+    raw = [s.path for s in inserts if s.raw]
+    if len(raw) > 1:
+        from acidctl.errors import InvalidAcidLayout
+
+        raise InvalidAcidLayout(f"bucket {inserts[0].bucket} has {len(raw)} original files ({', '.join(raw[:3])}): "
+                                "Hive 2.3 gives their rows the same ROW__IDs and returns only one row per id",
+                                hint="read with --hive-version 3 rules (rows numbered across the files)")
+    tables, stmts = [], []
+    for s in inserts:
+        t = read_file_events(tfs, s)
+        if t.num_rows:
+            tables.append(t)
+            stmts.append(np.full(t.num_rows, _statement_of_file(s.path), dtype=np.int64))
+    if not tables:
+        return None
+    dtables, dstmts = [], []
+    for s in deletes:
+        t = read_delete_events(tfs, s)
+        if t.num_rows:
+            dtables.append(t)
+            dstmts.append(np.full(t.num_rows, _statement_of_file(s.path), dtype=np.int64))
+    events = pa.concat_tables(tables, promote_options="permissive")
+    dels = pa.concat_tables(dtables) if dtables else None
+    return collapse(events, np.concatenate(stmts), dels, np.concatenate(dstmts) if dstmts else None, snapshot)
+
+
+def read_partition(tfs: "TableFS", listing: "DirListing", state: "AcidState") -> Iterator[tuple[int, "pa.Table"]]:
+    """(bucket id, merged rows) per bucket, as Hive 2.3's reader returns them (ROW__ID order)."""
+    from acidctl.acid.read import plan_sources
 
     inserts, deletes = plan_sources(tfs, listing, state)
-    base = _fs_base(listing)
     by_bucket: dict[int, tuple[list, list]] = {}
     for s in inserts:
         by_bucket.setdefault(s.bucket, ([], []))[0].append(s)
     for s in deletes:
         by_bucket.setdefault(s.bucket, ([], []))[1].append(s)
     for bucket in sorted(by_bucket):
-        ins_srcs, del_srcs = by_bucket[bucket]
-        raw = [s.path for s in ins_srcs if s.raw]
-        if len(raw) > 1:
-            from acidctl.errors import InvalidAcidLayout
-
-            # Hive 2.3 numbers each original file's rows from 0 (B.6): its merger returns one row
-            # per duplicated ROW__ID and silently drops the others — never reproduced here
-            raise InvalidAcidLayout(f"bucket {bucket} has {len(raw)} original files ({', '.join(raw[:3])}): Hive 2.3 "
-                                    "gives their rows the same ROW__IDs and returns only one row per id",
-                                    hint="read with --hive-version 3 rules (rows numbered across the files)")
-        tables, stmts = [], []
-        for s in ins_srcs:
-            t = read_file_events(tfs, s)
-            if t.num_rows:
-                tables.append(t)
-                stmts.append(np.full(t.num_rows, statement_of(_dir_of(s.path, base)), dtype=np.int64))
-        dtables, dstmts = [], []
-        for s in del_srcs:
-            t = read_delete_events(tfs, s)
-            if t.num_rows:
-                dtables.append(t)
-                dstmts.append(np.full(t.num_rows, statement_of(posixpath.basename(posixpath.dirname(s.path))),
-                                      dtype=np.int64))
-        if not tables:
-            continue
-        events = pa.concat_tables(tables, promote_options="permissive")
-        dels = pa.concat_tables(dtables) if dtables else None
-        yield (bucket, events, np.concatenate(stmts), dels, np.concatenate(dstmts) if dstmts else None)
-
-
-def read_partition(tfs: "TableFS", listing: "DirListing", state: "AcidState") -> Iterator[tuple[int, "pa.Table"]]:
-    """(bucket id, merged rows) per bucket, as Hive 2.3's reader returns them (ROW__ID order)."""
-    for bucket, events, stmt, dels, dstmt in bucket_events(tfs, listing, state):
-        yield bucket, collapse(events, stmt, dels, dstmt, state.write_ids)
-
-
+        merged = merge_sources(tfs, *by_bucket[bucket], state.write_ids)
+        if merged is not None:
+            yield bucket, merged
 # =========================================================================================
 # state: findings that describe what Hive 2.3 itself writes
 # =========================================================================================

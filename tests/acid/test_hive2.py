@@ -161,3 +161,20 @@ def test_reason_names_the_ids_skipped_inside_a_read_delta(tmp_path):
     st = get_acid_state(lst, Hive2TxnList.parse(f"3:{ALL}:1").to_write_ids(), hive_version=2)
     assert st.get("delta_0000001_0000002").reason == "read: write ids 1..2 (events of aborted write id 1 skipped)"
     assert st.get("delta_0000003_0000003_0000").reason == "read: write ids 3"
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_export_of_a_legacy_history_is_hive2s_snapshot(tmp_path, seed):
+    import pyarrow.parquet as pq
+
+    rng = random.Random(500 + seed)
+    h = random_history(rng, mode="legacy", txns=7)
+    root = write_table(h, tmp_path / "t")
+    r = run_cli("export", "--hive-version", "2", "--txns", h.reader_list(), "--with-row-id", root, tmp_path / "out")
+    assert r.code == 0, r.stderr
+    got = {}
+    for f in sorted((tmp_path / "out").rglob("*.parquet")):
+        for d in pq.read_table(f).to_pylist():
+            rid = d.pop("row__id")
+            got[(rid["writeid"], rid["bucketid"], rid["rowid"])] = d
+    assert got == h.expected()
