@@ -178,3 +178,16 @@ def test_export_of_a_legacy_history_is_hive2s_snapshot(tmp_path, seed):
             rid = d.pop("row__id")
             got[(rid["writeid"], rid["bucketid"], rid["rowid"])] = d
     assert got == h.expected()
+
+
+def test_hive2_version_file_in_a_delta_is_not_an_error_under_hive2_rules(tmp_path):
+    """B.3: Hive Streaming leaves Hive 2's 4-byte _orc_acid_version (int 0) in the directory."""
+    t = hive23_table(tmp_path)
+    (t / "delta_0000001_0000001_0000" / "_orc_acid_version").write_bytes(b"\0\0\0\0")
+    r = run_cli("-o", "json", "state", "--hive-version", "2", "--txns", f"2:{ALL}:", t)
+    assert r.code == 0, r.stdout
+    m03 = [f for f in json.loads(r.stdout)["findings"] if f["check"] == "M03"]
+    assert [f["severity"] for f in m03] == ["info"]
+    (t / "delta_0000001_0000001_0000" / "_orc_acid_version").write_bytes(b"7")
+    r = run_cli("-o", "json", "state", "--hive-version", "2", "--txns", f"2:{ALL}:", t)
+    assert r.code == 4   # any other content stays an error
