@@ -215,9 +215,8 @@ def read_file_events(tfs: "TableFS", src) -> "pa.Table":
 
     with OrcFile(tfs, src.path) as f:
         batches = [f.read_stripe_arrow(i) for i in range(f.num_stripes())]
-        schema = None if batches else _arrow_schema_of(f)
+        table = pa.Table.from_batches(batches) if batches else _arrow_schema_of(f).empty_table()
         acid = f.is_acid
-    table = pa.Table.from_batches(batches) if batches else schema.empty_table()
     if src.raw and not acid:
         return _raw_events(table, src.bucket)
     return normalise(table)

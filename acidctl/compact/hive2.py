@@ -35,6 +35,10 @@ returns, the reader's Hive 2 merged read of this bucket is compared before and a
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: B.5.3: CompactorMR's minor output writer (16 MiB stripes, no compression)
 MINOR_STRIPE_SIZE = 16 << 20
@@ -135,6 +139,7 @@ def _compact(task, m: dict) -> None:
             win = hive2.winners(ot, bk.astype(np.int64), rid, cur, stmt, valid, op)
             keep = win[(win < ins.num_rows) & np.isin(op[win], (0, 1))]
             out = ins.take(pa.array(keep, pa.int64()))
+            assert ins_valid is not None   # set whenever ins is
             m["deletes_applied"] = int(ins_valid.sum()) - out.num_rows
         _write(task, m, transform.rename_row(out, task.columns, task.columns_coln_only), delete=False)
         return
@@ -212,7 +217,7 @@ def _write(task, m: dict, table, *, delete: bool) -> None:
     mx.count_written(m, counter, path, table.num_rows, len(data))
 
 
-def _merged(task, srcs, *, missing_ok: bool = False) -> "object":
+def _merged(task, srcs, *, missing_ok: bool = False) -> "pa.Table":
     """The reader's Hive 2 merged rows of this bucket from (inserts, deletes) sources."""
     import pyarrow as pa
 
