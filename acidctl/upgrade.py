@@ -206,7 +206,8 @@ def check_partition(tfs, listing, *, table: str, mode: str, compactor, keys: lis
         pc.reasons.append(f"{len(st.deltas)} current delta(s): {why}")
     if pc.leftover:
         pc.finding("info", "U06", f"{len(pc.leftover)} obsolete/aborted director(y/ies) not cleaned yet: "
-                                  f"{', '.join(pc.leftover[:3])}{', ...' if len(pc.leftover) > 3 else ''}")
+                                  f"{', '.join(pc.leftover[:3])}{', ...' if len(pc.leftover) > 3 else ''} "
+                                  "(Hive 2's Cleaner, or `acidctl clean --hive-version 2`, removes them)")
     return pc
 
 
@@ -316,7 +317,7 @@ def execute(settings, url: str, report: dict, *, master: str = "local[*]", spark
                               spark_conf=spark_conf, partitions=[p for p in partitions if p is not None] or None)
         rep = compact_table(tfs, opts, spark=spark if engine == "spark" else None)
         runs.append({"table": table, "partitions": list(partitions),
-                     "compacted": [p["partition"] or p["path"] for p in rep["partitions"] if p["status"] == "compact"],
+                     "compacted": [p["partition"] for p in rep["partitions"] if p["status"] == "compact"],
                      "rows_in": sum(p.get("rows_in", 0) for p in rep["partitions"]),
                      "rows_out": sum(p.get("rows_out", 0) for p in rep["partitions"]),
                      "spark_app_id": (rep.get("spark") or {}).get("app_id")})

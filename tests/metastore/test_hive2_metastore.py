@@ -180,3 +180,21 @@ def test_partition_literals(ktype, value, literal):
     from acidctl.upgrade import partition_literal
 
     assert partition_literal(value, ktype) == literal
+
+
+def test_upgrade_check_text_is_a_sign_off(tmp_path):
+    url = f"sqlite:///{tmp_path}/ms.db"
+    ms2.init_hive2(url)
+    _fixture_table(tmp_path, url)
+    set_txns(url, {}, next_txn=3)
+    r = run_cli("--metastore", url, "upgrade-check")
+    assert r.code == 4
+    assert "ALTER TABLE db.seed COMPACT 'major';" in r.stdout.splitlines()
+    assert r.stdout.rstrip().splitlines()[-1].startswith("NOT READY: 1 table(s), 1 partition(s)")
+    r = run_cli("--metastore", url, "upgrade-check", "--execute", "--engine", "local")
+    assert r.code == 0, r.stdout + r.stderr
+    assert "compacted db.seed: (table) (4 rows in, 3 out)" in r.stdout
+    assert r.stdout.rstrip().splitlines()[-1].startswith("READY for the Hive 3 upgrade: 1 table(s)")
+    # the metastore's snapshot now reads the base: the same 3 rows Hive 2.3 returned before
+    r = run_cli("--metastore", url, "dump", "--merged", "db.seed")
+    assert [json.loads(x)["_col1"] for x in r.stdout.splitlines()] == ["Jerry", "Kate", "Tom"]
