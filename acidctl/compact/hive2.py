@@ -50,9 +50,13 @@ def run_bucket(task) -> dict:
     :func:`acidctl.compact.task.run_bucket`, which turns expected ones into error records)."""
     from acidctl.compact import metrics as mx
 
+    from acidctl.faults import crash_point
+
     started = time.perf_counter()
+    crash_point("task-start")
     m = mx.new_metrics(task, "hive2")
     _compact(task, m)
+    crash_point("task-after-write")
     m["verified_rows"] = _verify(task)
     m["seconds"] = round(time.perf_counter() - started, 4)
     return m
@@ -207,6 +211,9 @@ def _write(task, m: dict, table, *, delete: bool) -> None:
     if table is None or not table.num_rows or not path:
         return
     major = task.mode == "major"
+    from acidctl.faults import crash_point
+
+    crash_point("task-before-write")
     data, _, _ = encode_hive2_file(table, compression="ZLIB" if major else "NONE",
                                    stripe_size=MAJOR_STRIPE_SIZE if major else MINOR_STRIPE_SIZE,
                                    orc_type=sources.output_type(task.tfs, srcs))
