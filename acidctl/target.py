@@ -128,6 +128,8 @@ def resolve_target(settings, spec: str, *, write_ids: str | None = None, assume_
             # a Hive 2.3 metastore (acidctl.metastore.hive2): its ValidTxnList is the snapshot
             from acidctl.metastore import hive2 as ms2
 
+            if hive_version == 2:
+                ms2.require_hive2(url)   # a Hive 3/4 metastore's TXNS does not give txn-id snapshots
             table = ms2.table_info(url, spec, partition=partition)
             hive_version = 2
             if not (write_ids or assume_committed or txns):

@@ -198,3 +198,12 @@ def test_upgrade_check_text_is_a_sign_off(tmp_path):
     # the metastore's snapshot now reads the base: the same 3 rows Hive 2.3 returned before
     r = run_cli("--metastore", url, "dump", "--merged", "db.seed")
     assert [json.loads(x)["_col1"] for x in r.stdout.splitlines()] == ["Jerry", "Kate", "Tom"]
+
+
+def test_hive_version_2_on_a_hive3_metastore_is_refused(tmp_path):
+    from acidctl.metastore.init import init_metastore
+
+    url = f"sqlite:///{tmp_path}/ms3.db"
+    init_metastore(url, hive_version=3)
+    r = run_cli("--metastore", url, "state", "--hive-version", "2", "default.t")
+    assert r.code == 2 and "Hive 2.x metastore" in r.stderr
