@@ -11,6 +11,8 @@ import json
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from acidctl.acid.acidstate import get_acid_state
 from acidctl.acid.hive2 import Hive2TxnList, read_partition, table_mode
@@ -191,3 +193,34 @@ def test_hive2_version_file_in_a_delta_is_not_an_error_under_hive2_rules(tmp_pat
     (t / "delta_0000001_0000001_0000" / "_orc_acid_version").write_bytes(b"7")
     r = run_cli("-o", "json", "state", "--hive-version", "2", "--txns", f"2:{ALL}:", t)
     assert r.code == 4   # any other content stays an error
+
+
+def _spec_range(hwm, exc, lo, hi):
+    """isTxnRangeValid as B.2 states it."""
+    if lo > hwm:
+        return "NONE"
+    if exc and exc[0] > hi:
+        return "ALL"
+    count = max(0, hi - hwm) + sum(1 for x in exc if lo <= x <= hi)
+    return "ALL" if count == 0 else "NONE" if count == hi - lo + 1 else "SOME"
+
+
+@settings(max_examples=150, deadline=None)
+@given(hwm=st.integers(0, 30), data=st.data())
+def test_txn_list_predicates_match_the_spec(hwm, data):
+    exc = sorted(data.draw(st.sets(st.integers(1, max(hwm, 1)), max_size=6))) if hwm else []
+    opens = [x for x in exc if data.draw(st.booleans())]
+    min_open = min(opens) if opens else ALL
+    text = f"{hwm}:{min_open}:" + ":".join(map(str, exc))
+    tl = Hive2TxnList.parse(text)
+    assert str(tl) == text
+    wl = tl.to_write_ids()
+    lo = data.draw(st.integers(1, 35))
+    hi = data.draw(st.integers(lo, 40))
+    assert wl.range_valid(lo, hi).value == _spec_range(hwm, exc, lo, hi)
+    for t in range(1, 35):
+        assert wl.is_valid(t) == (t <= hwm and t not in exc)
+        assert wl.is_valid_base(t) == (t < int(min_open) and t <= hwm)
+    c = tl.for_compactor()
+    chwm = min(hwm, int(min_open) - 1)
+    assert (c.hwm, c.aborted) == (chwm, tuple(x for x in exc if x <= chwm))
