@@ -48,6 +48,7 @@ COMMAND_MODULES = (
     "acidctl.cli.abort_compactions_cmd",
     "acidctl.cli.unlock_cmd",
     "acidctl.cli.doctor_cmd",
+    "acidctl.cli.upgrade_cmd",
 )
 
 
