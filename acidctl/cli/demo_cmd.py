@@ -7,13 +7,14 @@ from typing import Annotated
 import typer
 
 from acidctl.cli.main import app
+from acidctl.metastore.init import DEFAULT_HIVE_VERSION
 
 
 @app.command("demo")
 def demo_command(
     ctx: typer.Context,
     directory: Annotated[str, typer.Argument(metavar="DIR", help="A new (or empty) directory for the warehouse.")],
-    hive_version: Annotated[int, typer.Option("--hive-version", metavar="3|4", help="Metastore schema to create.")] = 3,
+    hive_version: Annotated[int, typer.Option("--hive-version", metavar="3|4", help="Metastore schema to create (the same default as `metastore init`).")] = DEFAULT_HIVE_VERSION,
 ):
     """Create a local warehouse with two Hive 3 ACID tables laid out exactly as Hive writes them,
     and record their transactions, write ids, a lock and compaction history in a metastore

@@ -23,6 +23,10 @@ from acidctl.errors import RefusedError
 from acidctl.metastore.connection import (create_engine, db_errors, parse_hive_version, safe_url,
                                           _table_names)
 
+#: the ``--hive-version`` of ``metastore init`` and ``demo`` when none is given (one default for
+#: both: the demo warehouse is laid out as Hive 3 writes it). Light module: CLI modules import it.
+DEFAULT_HIVE_VERSION = 3
+
 #: no longer written: databases are told apart by their schema version, not by who created them
 INIT_COMMENT = "acidctl metastore init"
 
@@ -40,7 +44,7 @@ class InitResult:
 
 def init_metastore(url_or_engine: Any, *, hive_version: Any = None, warehouse: str = "file:/tmp/acidctl-warehouse") -> InitResult:
     """Create the tables in an empty database. ``hive_version``: 3 or 4."""
-    from acidctl.metastore.schema import (DEFAULT_HIVE_VERSION, SCHEMA_VERSIONS, VERSION_COMMENTS, Flavor, build_metadata,
+    from acidctl.metastore.schema import (SCHEMA_VERSIONS, VERSION_COMMENTS, Flavor, build_metadata,
                                          seed_rows, tables_for)
 
     hv = parse_hive_version(hive_version)

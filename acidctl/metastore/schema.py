@@ -354,8 +354,6 @@ META_TABLES: dict[str, dict[str, Any]] = {
 #: ``VERSION`` row as schematool's init script writes it
 SCHEMA_VERSIONS = {3: "3.1.0", 4: "4.0.0"}
 VERSION_COMMENTS = {3: "Hive release version 3.1.0", 4: "Hive release version 4.0.0"}
-#: the ``--hive-version`` of ``metastore init`` and ``demo`` when none is given
-DEFAULT_HIVE_VERSION = 4
 
 
 def _has(versions: str, v: int) -> bool:
