@@ -20,7 +20,9 @@ spellings. This module imports SQLAlchemy; CLI modules import it inside command 
 Notation. A column is ``(name, type, nullable, versions[, options])``: ``versions`` is "34"
 (both), "3" or "4"; ``type`` and ``nullable`` may be a ``(hive3, hive4)`` pair and/or a dict
 keyed by dialect (``"*"`` = every other dialect); ``options["default"]`` is a server default
-(``FALSE`` is rendered per dialect). Type codes below.
+(``FALSE`` is rendered per dialect); a table's ``mysql_bin`` gives its string columns MySQL's
+``latin1_bin`` collation as Hive's MySQL script does (``bin=False`` on a column: not that one).
+Type codes below.
 """
 
 from __future__ import annotations
@@ -242,12 +244,14 @@ META_TABLES: dict[str, dict[str, Any]] = {
         "versions": "34",
     },
     "DBS": {
+        "mysql_bin": True,
         "cols": [_nn("DB_ID", _B), _c("DESC", _v(4000)), _nn("DB_LOCATION_URI", _v(4000)), _c("NAME", _v(128)),
                  _c("OWNER_NAME", _v(128)), _c("OWNER_TYPE", _v(10)),
-                 _c("CTLG_NAME", _v(256), {"postgresql": (True, False), "*": False}, default="'hive'"),
+                 _c("CTLG_NAME", _v(256), {"postgresql": (True, False), "*": False}, default="'hive'", bin=False),
                  _c("CREATE_TIME", _BI, versions="4"), _c("DB_MANAGED_LOCATION_URI", _v(4000), versions="4"),
-                 _nn("TYPE", _v(32), "4", default="'NATIVE'"), _c("DATACONNECTOR_NAME", _v(128), versions="4"),
-                 _c("REMOTE_DBNAME", _v(128), versions="4")],
+                 _nn("TYPE", _v(32), "4", default="'NATIVE'", bin=False),
+                 _c("DATACONNECTOR_NAME", _v(128), versions="4", bin=False),
+                 _c("REMOTE_DBNAME", _v(128), versions="4", bin=False)],
         "pk": ["DB_ID"],
         "indexes": [_ix("UNIQUE_DATABASE", ["NAME", "CTLG_NAME"], unique=True, constraint=True)],
         "fks": [_fk(["CTLG_NAME"], "CTLGS", ["NAME"])],
@@ -255,7 +259,8 @@ META_TABLES: dict[str, dict[str, Any]] = {
     },
     "CDS": {"cols": [_nn("CD_ID", _B)], "pk": ["CD_ID"], "versions": "34"},
     "COLUMNS_V2": {
-        "cols": [_nn("CD_ID", _B), _c("COMMENT", _v(4000)), _nn("COLUMN_NAME", _v(767)), _c("TYPE_NAME", _TXT),
+        "mysql_bin": True,
+        "cols": [_nn("CD_ID", _B), _c("COMMENT", _v(4000)), _nn("COLUMN_NAME", _v(767)), _c("TYPE_NAME", _TXT, bin=False),
                  _nn("INTEGER_IDX", _I)],
         "pk": ["CD_ID", "COLUMN_NAME"],
         "indexes": [_ix("COLUMNS_V2_N49", ["CD_ID"], dialects=("mysql",))],
@@ -263,11 +268,13 @@ META_TABLES: dict[str, dict[str, Any]] = {
         "versions": "34",
     },
     "SERDES": {
+        "mysql_bin": True,
         "cols": [_nn("SERDE_ID", _B), _c("NAME", _v(128)), _c("SLIB", _v(4000)), _c("DESCRIPTION", _v(4000)),
                  _c("SERIALIZER_CLASS", _v(4000)), _c("DESERIALIZER_CLASS", _v(4000)), _c("SERDE_TYPE", _I)],
         "pk": ["SERDE_ID"], "versions": "34",
     },
     "SERDE_PARAMS": {
+        "mysql_bin": True,
         "cols": [_nn("SERDE_ID", _B), _nn("PARAM_KEY", _v(256)), _c("PARAM_VALUE", _TXT)],
         "pk": ["SERDE_ID", "PARAM_KEY"],
         "indexes": [_ix("SERDE_PARAMS_N49", ["SERDE_ID"])],
@@ -275,6 +282,7 @@ META_TABLES: dict[str, dict[str, Any]] = {
         "versions": "34",
     },
     "SDS": {
+        "mysql_bin": True,
         "cols": [_nn("SD_ID", _B), _c("CD_ID", _B), _c("INPUT_FORMAT", _v(4000)), _nn("IS_COMPRESSED", _BOOL),
                  _nn("IS_STOREDASSUBDIRECTORIES", _BOOL), _c("LOCATION", _v(4000)), _nn("NUM_BUCKETS", _BI),
                  _c("OUTPUT_FORMAT", _v(4000)), _c("SERDE_ID", _B)],
@@ -284,10 +292,11 @@ META_TABLES: dict[str, dict[str, Any]] = {
         "versions": "34",
     },
     "TBLS": {
+        "mysql_bin": True,
         "cols": [_nn("TBL_ID", _B), _nn("CREATE_TIME", _BI), _c("DB_ID", _B), _nn("LAST_ACCESS_TIME", _BI),
                  _c("OWNER", _v(767)), _c("OWNER_TYPE", _v(10)), _nn("RETENTION", _BI), _c("SD_ID", _B),
-                 _c("TBL_NAME", _v(256)), _c("TBL_TYPE", _v(128)), _c("VIEW_EXPANDED_TEXT", _TXT),
-                 _c("VIEW_ORIGINAL_TEXT", _TXT), _nn("IS_REWRITE_ENABLED", _BOOL, default=_FALSE),
+                 _c("TBL_NAME", _v(256)), _c("TBL_TYPE", _v(128)), _c("VIEW_EXPANDED_TEXT", _TXT, bin=False),
+                 _c("VIEW_ORIGINAL_TEXT", _TXT, bin=False), _nn("IS_REWRITE_ENABLED", _BOOL, default=_FALSE),
                  _c("WRITE_ID", _B, versions="4", default="0")],
         "pk": ["TBL_ID"],
         "indexes": [_ix("UNIQUETABLE", ["TBL_NAME", "DB_ID"], unique=True, constraint=True),
@@ -296,6 +305,7 @@ META_TABLES: dict[str, dict[str, Any]] = {
         "versions": "34",
     },
     "TABLE_PARAMS": {
+        "mysql_bin": True,
         "cols": [_nn("TBL_ID", _B), _nn("PARAM_KEY", _v(256)), _c("PARAM_VALUE", _TXT)],
         "pk": ["TBL_ID", "PARAM_KEY"],
         "indexes": [_ix("TABLE_PARAMS_N49", ["TBL_ID"])],
@@ -303,6 +313,7 @@ META_TABLES: dict[str, dict[str, Any]] = {
         "versions": "34",
     },
     "PARTITIONS": {
+        "mysql_bin": True,
         "cols": [_nn("PART_ID", _B), _nn("CREATE_TIME", _BI), _nn("LAST_ACCESS_TIME", _BI),
                  _c("PART_NAME", _v(767)), _c("SD_ID", _B), _c("TBL_ID", _B),
                  _c("WRITE_ID", _B, versions="4", default="0")],
@@ -313,6 +324,7 @@ META_TABLES: dict[str, dict[str, Any]] = {
         "versions": "34",
     },
     "PARTITION_KEYS": {
+        "mysql_bin": True,
         "cols": [_nn("TBL_ID", _B), _c("PKEY_COMMENT", _v(4000)), _nn("PKEY_NAME", _v(128)),
                  _nn("PKEY_TYPE", _v(767)), _nn("INTEGER_IDX", _BI)],
         "pk": ["TBL_ID", "PKEY_NAME"],
@@ -321,6 +333,7 @@ META_TABLES: dict[str, dict[str, Any]] = {
         "versions": "34",
     },
     "PARTITION_KEY_VALS": {
+        "mysql_bin": True,
         "cols": [_nn("PART_ID", _B), _c("PART_KEY_VAL", _v(256)), _nn("INTEGER_IDX", _BI)],
         "pk": ["PART_ID", "INTEGER_IDX"],
         "indexes": [_ix("PARTITION_KEY_VALS_N49", ["PART_ID"])],
@@ -328,6 +341,7 @@ META_TABLES: dict[str, dict[str, Any]] = {
         "versions": "34",
     },
     "PARTITION_PARAMS": {
+        "mysql_bin": True,
         # 3.1.0: varchar(4000); 4.0.0: text (MySQL MEDIUMTEXT)
         "cols": [_nn("PART_ID", _B), _nn("PARAM_KEY", _v(256)), _c("PARAM_VALUE", (_v(4000), _TXT))],
         "pk": ["PART_ID", "PARAM_KEY"],
@@ -336,6 +350,7 @@ META_TABLES: dict[str, dict[str, Any]] = {
         "versions": "34",
     },
     "SEQUENCE_TABLE": {
+        "mysql_bin": True,
         "cols": [_nn("SEQUENCE_NAME", _v(255)), _nn("NEXT_VAL", _B)],
         "pk": ["SEQUENCE_NAME"],
         "seed": [{"SEQUENCE_NAME": "org.apache.hadoop.hive.metastore.model.MNotificationLog", "NEXT_VAL": 1},
@@ -461,7 +476,7 @@ def pick(value: Any, hive_version: int, dialect: str) -> Any:
     return value
 
 
-def _sa_type(code: str, dialect: str, *, generated_pk: bool = False):
+def _sa_type(code: str, dialect: str, *, generated_pk: bool = False, collation: str | None = None):
     from sqlalchemy.dialects import mysql
 
     if code == _B:
@@ -475,7 +490,7 @@ def _sa_type(code: str, dialect: str, *, generated_pk: bool = False):
     if code == _TS:
         return sa.TIMESTAMP()
     if code == _TXT:
-        return mysql.MEDIUMTEXT() if dialect == "mysql" else sa.Text()
+        return mysql.MEDIUMTEXT(collation=collation) if dialect == "mysql" else sa.Text()
     if code == _LTXT:
         return mysql.LONGTEXT() if dialect == "mysql" else sa.Text()
     if code == _BIN:
@@ -488,7 +503,7 @@ def _sa_type(code: str, dialect: str, *, generated_pk: bool = False):
             return mysql.BIT(1)
         return sa.Boolean(create_constraint=False)
     if code.startswith("varchar"):
-        return sa.String(int(code[7:]))
+        return sa.String(int(code[7:]), collation=collation)
     raise ValueError(code)
 
 
@@ -539,7 +554,10 @@ def build_metadata(flavor: Flavor) -> sa.MetaData:
             kw: dict[str, Any] = {}
             if "default" in opts:
                 kw["server_default"] = sa.text(_default_sql(opts["default"], d))
-            cols.append(sa.Column(flavor.column(name, cname), _sa_type(pick(ctype, v, d), d, generated_pk=gen_pk),
+            # Hive's MySQL script: most metadata name columns are latin1_bin (case-sensitive)
+            coll = "latin1_bin" if (d == "mysql" and spec.get("mysql_bin") and opts.get("bin", True)) else None
+            cols.append(sa.Column(flavor.column(name, cname),
+                                  _sa_type(pick(ctype, v, d), d, generated_pk=gen_pk, collation=coll),
                                   primary_key=cname in pk, nullable=bool(pick(nullable, v, d)) and cname not in pk,
                                   autoincrement=True if gen_pk else False, **kw))
         for fk in spec.get("fks", ()):

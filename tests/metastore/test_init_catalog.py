@@ -323,3 +323,27 @@ def test_txn_components_reference_txns(empty_db, backend, hive_version):
                                   f"{q('TC_OPERATION_TYPE')}) VALUES (42, 'db', 'i')"))
     finally:
         eng.dispose()
+
+
+@pytest.mark.parametrize("backend", [pytest.param("mysql", marks=pytest.mark.mysql)])
+def test_mysql_tables_are_latin1_with_binary_name_columns(empty_db, backend, hive_version):
+    """Hive's MySQL script: InnoDB latin1 tables; metadata name columns ``CHARACTER SET latin1
+    COLLATE latin1_bin`` (case-sensitive), except e.g. ``DBS.CTLG_NAME`` / ``COLUMNS_V2.TYPE_NAME``."""
+    init_metastore(empty_db, hive_version=hive_version)
+    eng = sa.create_engine(empty_db)
+    try:
+        with eng.connect() as c:
+            coll = {(t, col): co for t, col, co in c.execute(sa.text(
+                "SELECT table_name, column_name, collation_name FROM information_schema.columns "
+                "WHERE table_schema = DATABASE() AND collation_name IS NOT NULL"))}
+            engines = {r[0] for r in c.execute(sa.text(
+                "SELECT DISTINCT engine FROM information_schema.tables WHERE table_schema = DATABASE()"))}
+        assert engines == {"InnoDB"}
+        assert {co.split("_")[0] for co in coll.values()} == {"latin1"}
+        for t, col in [("TBLS", "TBL_NAME"), ("DBS", "NAME"), ("PARTITIONS", "PART_NAME"),
+                       ("TABLE_PARAMS", "PARAM_VALUE"), ("SDS", "LOCATION"), ("COLUMNS_V2", "COLUMN_NAME")]:
+            assert coll[(t, col)] == "latin1_bin", (t, col)
+        assert coll[("DBS", "CTLG_NAME")] != "latin1_bin" and coll[("COLUMNS_V2", "TYPE_NAME")] != "latin1_bin"
+        assert coll[("TXNS", "TXN_USER")] != "latin1_bin"
+    finally:
+        eng.dispose()
