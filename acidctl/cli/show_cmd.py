@@ -170,10 +170,10 @@ def compactions_cmd(
     partition: Annotated[Optional[str], typer.Option("--partition", metavar="SPEC", help="Partition, e.g. ds=2024-01-01/hr=1.")] = None,
     ctype: Annotated[Optional[list[str]], typer.Option("--type", metavar="TYPE", help="major, minor, rebalance, abort_txn_cleanup (repeatable).")] = None,
     state: Annotated[Optional[list[str]], typer.Option("--state", metavar="STATE", help="initiated, working, 'ready for cleaning', succeeded, failed, 'did not initiate'/attempted, refused, aborted (repeatable).")] = None,
-    pool: Annotated[Optional[str], typer.Option("--pool", metavar="NAME", help="Compaction pool ('default' = no pool).")] = None,
+    pool: Annotated[Optional[str], typer.Option("--pool", metavar="NAME", help="Compaction pool, compared literally as Hive 4 does (rows without a pool show as 'default' but do not match it; Hive 3 has no pools).")] = None,
     cid: Annotated[Optional[int], typer.Option("--id", metavar="N", help="Only compaction N.")] = None,
     order_by: Annotated[Optional[str], typer.Option("--order-by", metavar="COLS", help="e.g. 'starttime desc, compactionid' (output column names).")] = None,
-    limit: Annotated[Optional[int], typer.Option("--limit", min=0, help="At most N rows.")] = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", min=0, help="At most N rows of the order (0: all, as Hive 4).")] = None,
     hive_version: HiveVersionOpt = None,
 ):
     """SHOW COMPACTIONS: queue and history together, with Hive 4's filters (on Hive 3 too)."""
