@@ -25,6 +25,13 @@ def _isolate_env(monkeypatch, tmp_path_factory):
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("ACIDCTL_CONFIG", str(home / ".acidctl.toml"))
     monkeypatch.setenv("TZ", "UTC")
+    # nor the process-wide switch a `--read-only` CLI run sets (steps.forbid_writes outlives the
+    # invocation; the recorder and every write step check it)
+    from acidctl.metastore import steps
+
+    steps.allow_writes()
+    yield
+    steps.allow_writes()
 
 
 class Result:

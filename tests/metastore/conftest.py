@@ -244,18 +244,6 @@ BACKENDS = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def _metastore_writes_allowed():
-    """The CLI's ``--read-only`` sets a process-wide switch (steps.forbid_writes) that outlives the
-    invocation; every test starts and ends with writes allowed, so a ``--read-only`` run in one test
-    does not refuse the next test's recorder (which is gated by steps.check_writable)."""
-    from acidctl.metastore import steps
-
-    steps.allow_writes()
-    yield
-    steps.allow_writes()
-
-
 @pytest.fixture(params=BACKENDS)
 def backend(request):
     return request.param
