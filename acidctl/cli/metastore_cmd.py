@@ -6,19 +6,22 @@ from typing import Annotated, Optional
 
 import typer
 
-from acidctl.cli.main import app
+from acidctl.cli import options
 from acidctl.metastore.init import DEFAULT_HIVE_VERSION
 
 metastore_app = typer.Typer(name="metastore", help="Create a Hive metastore schema (3.1.0 or 4.0.0) in an empty database.",
                             no_args_is_help=True, rich_markup_mode=None)
-app.add_typer(metastore_app, name="metastore")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(metastore_app, name="metastore")
 
 
 @metastore_app.command("init")
 def init_cmd(
     ctx: typer.Context,
     url: Annotated[Optional[str], typer.Argument(metavar="URL", help="SQLAlchemy URL of an empty database (default: the global --metastore / profile).")] = None,
-    hive_version: Annotated[str, typer.Option("--hive-version", metavar="3|4", help="Schema to create, as Hive's schematool does: 3 (3.1.0) or 4 (4.0.0).")] = str(DEFAULT_HIVE_VERSION),
+    hive_version: options.SchemaHiveVersion = DEFAULT_HIVE_VERSION,   # the same default as `demo`
     warehouse: Annotated[str, typer.Option("--warehouse", metavar="URI", help="Location of the default database.")] = "file:/tmp/acidctl-warehouse",
 ):
     """Create what Hive's schematool -initSchema creates for 3.1.0 / 4.0.0 (PostgreSQL,

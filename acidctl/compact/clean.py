@@ -22,7 +22,6 @@ covers it — Hive's retention), staging directories and locks by their own mtim
 
 from __future__ import annotations
 
-import re
 import time
 
 from acidctl.acid.acidstate import Kind, Role, get_acid_state
@@ -33,21 +32,7 @@ from acidctl.compact.coverage import not_compactor_readable
 from acidctl.compact.planner import STAGING_PREFIX
 from acidctl.compact.revert import REVERTING_PREFIX
 from acidctl.errors import LockConflict, UsageError
-
-_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)?\s*$", re.I)
-
-
-def parse_age(text: str) -> float:
-    """``0``, ``90s``, ``10m``, ``1h``, ``2d`` → seconds."""
-    m = _AGE.match(text or "")
-    if not m:
-        raise UsageError(f"bad age {text!r}: expected e.g. 0, 30s, 10m, 1h, 2d")
-    return float(m.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[(m.group(2) or "s").lower()]
-
-
-def _join(*parts: str) -> str:
-    return "/".join(p.rstrip("/") for p in parts if p)
-
+from acidctl.fs import join_path
 
 def _compacted_hwm(state) -> int | None:
     """H: the highest write id a current base or compacted (statement-less) delta covers."""
@@ -74,13 +59,25 @@ def _cover(state, c):
 
 
 def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, min_age: float = 3600.0,
-               now: float | None = None, own_token: str | None = None) -> dict:
+               now: float | None = None, own_token: str | None = None, insert_only=None, partitions=None,
+               hold: dict | None = None, aborted_upto: dict | None = None) -> dict:
+    """``insert_only``: the table's :class:`acidctl.mm.context.MMContext` (plain data files: every
+    non-hidden file of an MM base/delta is compactor-readable, covers are checked in their format).
+    ``partitions``: only these (partition names; ``None`` = all). ``hold``: ``{partition:
+    reason}`` — obsolete data there is kept (a registered compaction's Cleaner is held back).
+    ``aborted_upto``: ``{partition: highest write id}`` of a registered compaction about to be
+    finished — its aborted directories up to that write id are candidates too (Hive 3 rules
+    included): ``markCleaned`` forgets those aborted txns, after which a leftover aborted delta
+    would read as committed; and, as Hive's Cleaner caps its list at that write id, nothing
+    above it is deleted there (a newer compaction may have made it obsolete after the Cleaner
+    checked for readers: "keep (above the highest write id)")."""
     from acidctl.acid.layout import list_table
 
     now = time.time() if now is None else now
     compactor = reader.for_compactor()
     items: list[dict] = []
     notes: list[str] = []
+    skipped: list = []
     lock = read_lock(tfs, lock_path(tfs))
     if lock is not None and own_token is not None and lock.token == own_token:
         lock = None   # our own (clean --execute) lock
@@ -93,19 +90,22 @@ def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, mi
             notes.append(f"a compaction holds the lock ({lock.describe()}): its staging directories are kept")
 
     for lst in list_table(tfs):
+        if partitions is not None and lst.partition not in partitions:
+            continue
         part_path = lst.fs_path or lst.path
         for it in pub.interrupted(tfs, part_path):
             if it["partial"]:
                 for n in it["staged"]:
-                    items.append({"partition": lst.partition, "path": tfs.display(_join(part_path, n)),
+                    items.append({"partition": lst.partition, "path": tfs.display(join_path(part_path, n)),
                                   "kind": "interrupted-publish", "action": "complete",
                                   "reason": f"publication of {', '.join(it['outputs'])} was interrupted; "
                                             f"finish it from {it['display']}",
-                                  "age_seconds": None, "bytes": 0, "fs_path": _join(part_path, n)})
+                                  "age_seconds": None, "bytes": 0, "fs_path": join_path(part_path, n)})
         rstate = get_acid_state(lst, reader, txns=txns, hive_version=hive_version)
         if rstate.not_enough_history or rstate.reader_errors:
             notes.append(f"{lst.path}: skipped, the snapshot is unreadable "
                          f"({rstate.not_enough_history or rstate.reader_errors[0]})")
+            skipped.append(lst.partition)
             continue
         cstate = get_acid_state(lst, compactor, txns=txns, hive_version=hive_version)
         keep = set()
@@ -129,6 +129,11 @@ def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, mi
         if hive_version == 4:
             for c in rstate.aborted:
                 cands.setdefault(c.name, (c, f"aborted: {c.reason}", None))
+        elif aborted_upto and lst.partition in aborted_upto:
+            for c in rstate.aborted:
+                if c.max_write_id is not None and c.max_write_id <= aborted_upto[lst.partition]:
+                    cands.setdefault(c.name, (c, f"aborted: {c.reason} (up to the registered compaction's highest "
+                                                 f"write id {aborted_upto[lst.partition]})", None))
         for name, (c, reason, cover) in sorted(cands.items()):
             if name in keep:
                 continue
@@ -136,15 +141,22 @@ def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, mi
             age = now - max(mt) if mt else None
             kind = {Kind.BASE: "base", Kind.DELTA: "delta", Kind.DELETE_DELTA: "delete_delta",
                     Kind.ORIGINAL_FILE: "original", Kind.ORIGINAL_DIR: "original"}.get(c.kind, c.kind.value)
-            it = _item(lst.partition, tfs.display(_join(part_path, name)), kind, reason, age, c.bytes,
-                       min_age, fs_path=_join(part_path, name), is_dir=c.entry.is_dir)
-            unread = not_compactor_readable(c.kind, c.entry)
+            it = _item(lst.partition, tfs.display(join_path(part_path, name)), kind, reason, age, c.bytes,
+                       min_age, fs_path=join_path(part_path, name), is_dir=c.entry.is_dir)
+            unread = _unreadable(c.kind, c.entry, insert_only)
             if unread:
                 # no compaction by Hive's rules read these files: no output holds their rows
                 it["action"] = "keep (holds files no compaction read)"
                 it["reason"] += "; kept: " + ", ".join(f.name for f in unread[:3]) + \
                     (" ..." if len(unread) > 3 else "") + " would be lost (other engines read them)"
-            it["_verify"] = (c.kind, c.entry, cover)
+            cap = aborted_upto.get(lst.partition) if aborted_upto else None
+            if cap is not None and it["action"] == "delete" and (c.max_write_id or 0) > cap:
+                it["action"] = "keep (above the highest write id)"
+                it["reason"] += f"; kept: above the registered compaction's highest write id {cap}"
+            if hold and lst.partition in hold and it["action"] == "delete":
+                it["action"] = "keep (held back)"
+                it["reason"] += f"; kept: {hold[lst.partition]}"
+            it["_verify"] = (c.kind, c.entry, cover, insert_only)
             items.append(it)
         for e in tfs.ls(part_path):
             if e.name.startswith(REVERTING_PREFIX) and not live_lock:
@@ -156,8 +168,8 @@ def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, mi
                 continue
             m = pub.read_manifest(tfs, e.path)
             if m and m.get("state") == "publishing" and any(
-                    tfs.exists(_join(part_path, n)) for n in m.get("outputs", [])) and any(
-                    tfs.exists(_join(e.path, n)) for n in m.get("outputs", [])):
+                    tfs.exists(join_path(part_path, n)) for n in m.get("outputs", [])) and any(
+                    tfs.exists(join_path(e.path, n)) for n in m.get("outputs", [])):
                 continue  # partial publication: completed above, never deleted
             if live_lock:
                 continue
@@ -167,7 +179,7 @@ def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, mi
                                age, _du(tfs, e.path), min_age, fs_path=e.path, is_dir=True))
     return {"path": tfs.display(tfs.root), "hive_version": hive_version, "write_ids": str(reader),
             "min_age_seconds": min_age, "items": items, "notes": notes, "executed": False,
-            "summary": _summary(items)}
+            "skipped_partitions": skipped, "summary": _summary(items)}
 
 
 def _item(partition, path, kind, reason, age, size, min_age, *, fs_path=None, is_dir=False, age_guard=True) -> dict:
@@ -246,13 +258,18 @@ def _trash_target(tfs, root: str, path: str) -> str:
 
 
 def clean_table(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, min_age: float = 3600.0,
-                execute: bool = False, now: float | None = None, trash: str | None = None) -> dict:
+                execute: bool = False, now: float | None = None, trash: str | None = None,
+                insert_only=None, partitions=None, hold: dict | None = None,
+                aborted_upto: dict | None = None) -> dict:
     """Plan (dry run) or execute the clean. Executing takes the compaction lock. With ``trash``,
     obsolete directories and files are moved under that root (see :func:`trash_root`) instead
-    of deleted; acidctl's own leftovers (staging, locks) are deleted."""
+    of deleted; acidctl's own leftovers (staging, locks) are deleted. ``partitions`` and
+    ``hold``: see :func:`plan_clean`."""
     troot = trash_root(tfs, trash) if trash else None
+    scope = {"partitions": partitions, "hold": hold, "aborted_upto": aborted_upto, "insert_only": insert_only}
     if not execute:
-        report = plan_clean(tfs, reader=reader, txns=txns, hive_version=hive_version, min_age=min_age, now=now)
+        report = plan_clean(tfs, reader=reader, txns=txns, hive_version=hive_version, min_age=min_age, now=now,
+                            **scope)
         report["trash"] = tfs.display(troot) if troot else None
         if troot:
             for i in report["items"]:
@@ -270,7 +287,7 @@ def clean_table(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, m
     lock = TableLock(tfs, command="clean", break_lock=info is not None and info.stale)
     with lock:
         report = plan_clean(tfs, reader=reader, txns=txns, hive_version=hive_version, min_age=min_age, now=now,
-                            own_token=lock.token)
+                            own_token=lock.token, **scope)
         if lock.broken is not None:  # the stale lock we replaced: report it as removed
             report["items"].insert(0, _item(None, lock.broken.path, "stale-lock",
                                             f"stale compaction lock ({lock.broken.describe()}, process gone)",
@@ -280,6 +297,8 @@ def clean_table(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, m
         from acidctl.acid.layout import list_table
 
         for lst in list_table(tfs):
+            if partitions is not None and lst.partition not in partitions:
+                continue
             for a in pub.recover(tfs, lst.fs_path or lst.path, execute=True):
                 completed.append(a["path"])
         for it in report["items"]:
@@ -352,17 +371,17 @@ def _reverify(tfs, item: dict) -> str | None:
     be readable (every data file's footer, its ACID key index with one entry per stripe, and
     ``hive.acid.stats`` equal to its row count). Returns why not, or None."""
     from acidctl.acid.layout import list_partition
-    from acidctl.compact.coverage import not_compactor_readable, reader_files
+    from acidctl.compact.coverage import reader_files
 
     v = item.get("_verify")
     if v is None:
         return None
-    kind, entry, cover = v
+    kind, entry, cover, mm = v
     part_path, name = item["fs_path"].rsplit("/", 1)
     now = {e.name: e for e in list_partition(tfs, part_path, partition=item["partition"]).entries}
     if name not in now:
         return None   # already gone
-    unread = not_compactor_readable(kind, now[name])
+    unread = _unreadable(kind, now[name], mm)
     if unread:
         return f"{name}/{unread[0].name} is not read by any compaction"
     if cover is None:
@@ -373,20 +392,32 @@ def _reverify(tfs, item: dict) -> str | None:
     for f in reader_files(now[cover.name]):
         if f.size == 0:
             continue
-        problem = _readable(tfs, _join(part_path, cover.name, f.name))
+        problem = _readable(tfs, join_path(part_path, cover.name, f.name), mm)
         if isinstance(problem, str):
             return f"the covering output {cover.name}/{f.name} is not readable: {problem}"
         rows_in_cover += problem
     data = [f for f in reader_files(now[name]) if f.size > 0]
-    if data and rows_in_cover == 0 and cover.kind is Kind.BASE and not _all_rows_gone(tfs, part_path, name, data):
+    if data and rows_in_cover == 0 and cover.kind is Kind.BASE and not _all_rows_gone(tfs, part_path, name, data, mm):
         return f"the covering output {cover.name} holds no rows while {name} holds data"
     return None
 
 
-def _readable(tfs, path: str) -> int | str:
+def _unreadable(kind, entry, mm) -> list:
+    if mm is not None:   # insert-only table (acidctl.mm.coverage)
+        from acidctl.mm.coverage import not_mm_readable
+
+        return not_mm_readable(kind, entry)
+    return not_compactor_readable(kind, entry)
+
+
+def _readable(tfs, path: str, mm=None) -> int | str:
     """Row count of a readable ORC data file, or why it is not readable."""
+    if mm is not None:   # insert-only table: a plain file in the table's format
+        from acidctl.mm.coverage import row_count
+
+        return row_count(tfs, path, mm.storage)
     from acidctl.errors import AcidctlError
-    from acidctl.orc.meta import parse_acid_stats, parse_key_index
+    from acidctl.orc.acidfile import parse_acid_stats, parse_key_index
     from acidctl.orc.reader import OrcFile
 
     try:
@@ -406,13 +437,147 @@ def _readable(tfs, path: str) -> int | str:
         return str(e)
 
 
-def _all_rows_gone(tfs, part_path: str, name: str, data) -> bool:
+def _all_rows_gone(tfs, part_path: str, name: str, data, mm=None) -> bool:
     """An empty base may legitimately cover data whose rows were all deleted or aborted; without
     the snapshot at hand, accept it only when the covered files hold no rows at all."""
     total = 0
     for f in data:
-        r = _readable(tfs, _join(part_path, name, f.name))
+        r = _readable(tfs, join_path(part_path, name, f.name), mm)
         if isinstance(r, str):
             return False
         total += r
     return total == 0
+
+
+# ---------------------------------------------------------------------------------------
+# registered compactions: Hive's Cleaner, queue side (metastore.md §9.3, operations.md §5)
+# ---------------------------------------------------------------------------------------
+
+def _blocked_reason(waits: list[dict]) -> str:
+    return "; ".join(w["message"] for w in waits)
+
+
+def clean_registered(tfs, ms, *, db: str, table: str, reader: WriteIdList, txns=None, hive_version: int = 3,
+                     min_age: float = 3600.0, execute: bool = False, trash: str | None = None,
+                     partitions=None, retention_ms: int = 0, use_min_history_write_id: bool = False,
+                     now: float | None = None, insert_only=None) -> dict:
+    """``clean`` of a table with a metastore: the directories as :func:`clean_table`, and every
+    ``ready for cleaning`` request of the table finished the way Hive's Cleaner finishes it.
+
+    Per request, :func:`acidctl.metastore.cleaner.cleaner_waits` says whether Hive's Cleaner
+    would clean it now; a partition with a held-back request keeps its obsolete data (the
+    report names the txn or lock). With ``execute``: Hive 4 ``markCleanerStart`` on the ready
+    requests, the directories are deleted, and a request whose partition has nothing obsolete
+    left is finished with ``markCleaned`` (history ``succeeded``), lowest highest write id first,
+    with the removal of the aborted txns it emptied; a request whose partition still
+    holds obsolete data (kept by ``--min-age`` or for safety) stays ``ready for cleaning``
+    (Hive 4: ``CQ_CLEANER_START = -1``), as Hive 4's Cleaner leaves it after its verify step.
+
+    Metastore writes not allowed (``--read-only``, or a schema acidctl does not write): the
+    directories are still cleaned — deleting what no reader can need is safe without the queue
+    update, which Hive's own Cleaner (or a later ``clean``) makes: it finds nothing obsolete and
+    marks the request cleaned — and the requests are reported as left ``ready for cleaning``.
+    """
+    import contextlib
+
+    from acidctl.errors import RefusedError
+    from acidctl.metastore import cleaner
+    from acidctl.metastore.steps import check_writable
+
+    writable, why_not = True, None
+    try:
+        check_writable(ms, what="finish compaction requests (markCleaned)")
+    except RefusedError as e:
+        writable, why_not = False, str(e)
+    # like Hive's Cleaner, find and finish the requests under the metastore's Cleaner mutex
+    with cleaner.cleaner_mutex(ms) if execute and writable else contextlib.nullcontext():
+        return _clean_registered(tfs, ms, db=db, table=table, reader=reader, txns=txns, hive_version=hive_version,
+                                 min_age=min_age, execute=execute, trash=trash, partitions=partitions,
+                                 retention_ms=retention_ms, use_min_history_write_id=use_min_history_write_id,
+                                 now=now, writable=writable, why_not=why_not, insert_only=insert_only)
+
+
+def _clean_registered(tfs, ms, *, db, table, reader, txns, hive_version, min_age, execute, trash, partitions,
+                      retention_ms, use_min_history_write_id, now, writable, why_not, insert_only=None) -> dict:
+    from acidctl.errors import NotFoundError
+    from acidctl.metastore import cleaner
+
+    requests = cleaner.ready_requests(ms, db, table, partitions=list(partitions) if partitions is not None else None)
+    waits = cleaner.cleaner_waits(ms, requests, retention_ms=retention_ms,
+                                  use_min_history_write_id=use_min_history_write_id)
+    hold: dict = {}
+    for r in requests:
+        if waits[r["id"]] and r["partition"] not in hold:
+            hold[r["partition"]] = f"compaction {r['id']} is held back: {_blocked_reason(waits[r['id']])}"
+    ready = [r for r in requests if not waits[r["id"]]]
+    started = []
+    if execute and writable:
+        for r in ready:
+            if cleaner.mark_cleaner_start(ms, r["id"]):
+                started.append(r["id"])
+    try:
+        upto: dict = {}
+        for r in ready:
+            if r["partition"] not in hold:
+                upto[r["partition"]] = max(upto.get(r["partition"], 0), r.get("highest_write_id") or 0)
+        report = clean_table(tfs, reader=reader, txns=txns, hive_version=hive_version, min_age=min_age,
+                             execute=execute, now=now, trash=trash, partitions=partitions, hold=hold,
+                             aborted_upto=upto, insert_only=insert_only)
+    except BaseException:
+        for cq_id in started:      # as Hive 4's Cleaner after a failed attempt: not being cleaned
+            try:
+                cleaner.clear_cleaner_start(ms, cq_id)
+            except Exception:
+                pass
+        raise
+    left: dict = {}
+    for i in report["items"]:
+        if i["kind"] in _DATA_KINDS and i["action"].startswith("keep") and "above the highest" not in i["action"]:
+            left.setdefault(i["partition"], []).append(i["path"].rsplit("/", 1)[-1])
+    entries, emptied = [], []
+    for r in requests:
+        e = {"cq_id": r["id"], "partition": r["partition"], "type": {"a": "MAJOR", "i": "MINOR"}.get(r["type"], r["type"]),
+             "highest_write_id": r.get("highest_write_id"), "txn_id": r.get("txn_id"),
+             "next_txn_id": r.get("next_txn_id"), "held_by": waits[r["id"]], "state": "ready for cleaning"}
+        if waits[r["id"]]:
+            e["action"] = "held back"
+            e["reason"] = _blocked_reason(waits[r["id"]])
+        elif r["partition"] in report.get("skipped_partitions", []):
+            e["action"] = "stays ready for cleaning"
+            e["reason"] = "the partition was skipped (its snapshot is unreadable): nothing was verified clean"
+            if execute and writable and r["id"] in started:
+                cleaner.clear_cleaner_start(ms, r["id"])
+        elif left.get(r["partition"]):
+            e["action"] = "stays ready for cleaning"
+            e["reason"] = "obsolete data kept in the partition: " + ", ".join(left[r["partition"]][:5]) + \
+                (" ..." if len(left[r["partition"]]) > 5 else "")
+            if execute and writable and r["id"] in started:
+                cleaner.clear_cleaner_start(ms, r["id"])
+        elif not writable:
+            e["action"] = "stays ready for cleaning"
+            e["reason"] = (f"directories {'cleaned' if execute else 'cleaned with --execute'}, but the queue is not "
+                           f"updated: {why_not}")
+        else:
+            e["action"] = "mark cleaned" if not execute else "marked cleaned"
+            e["reason"] = "nothing obsolete left; no reader can need the old directories"
+            if execute:
+                try:
+                    res = cleaner.mark_cleaned(ms, r["id"])
+                except NotFoundError:
+                    # another Cleaner (Hive's own) finished it meanwhile: nothing left to do
+                    e["action"], e["state"] = "already finished", None
+                    e["reason"] = "the request left the queue meanwhile (another Cleaner finished it)"
+                    entries.append(e)
+                    continue
+                emptied += res["aborted_txns_removed"]
+                e["state"] = "succeeded"
+                e["mark_cleaned"] = res
+        entries.append(e)
+    report["compactions"] = entries
+    report["metastore_writes"] = writable
+    if not writable and requests:
+        report["notes"].append(f"metastore not updated ({why_not}); Hive's Cleaner or a later clean finishes "
+                               "the requests")
+    if execute and writable:
+        report["aborted_txns_removed"] = sorted(set(emptied))
+    return report
