@@ -43,6 +43,7 @@ from typing import Any
 
 from acidctl.errors import RefusedError
 from acidctl.fs import TableFS
+from acidctl.metastore.init import DEFAULT_HIVE_VERSION
 from acidctl.orc import bucketcodec
 
 ORIGINAL_SCHEMA_NOTE = "original (pre-ACID) files carry the plain table schema and no ACID metadata"
@@ -187,7 +188,7 @@ class _Writer:
 
 
 def build_demo(tfs: TableFS, root: str, *, metastore_url: str | None = None,
-               hive_version: int = 3) -> dict[str, Any]:
+               hive_version: int = DEFAULT_HIVE_VERSION) -> dict[str, Any]:
     """Create the demo warehouse under ``root`` (which must be empty or absent) and record it
     in a metastore (default: a new SQLite file ``root/metastore.db`` on local filesystems)."""
     if tfs.exists(root) and tfs.isdir(root) and tfs.ls(root):

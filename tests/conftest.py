@@ -28,6 +28,13 @@ def _isolate_env(monkeypatch, tmp_path_factory):
     # text tables are fitted to $COLUMNS (pytest-xdist workers inherit one): tests that parse
     # text read full lines unless they set COLUMNS themselves
     monkeypatch.delenv("COLUMNS", raising=False)
+    # and no process-wide write switch a `--read-only` CLI run sets (steps.forbid_writes outlives the
+    # invocation; the recorder and every write step check it)
+    from acidctl.metastore import steps
+
+    steps.allow_writes()
+    yield
+    steps.allow_writes()
 
 
 class Result:

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from acidctl.cli import options
+from acidctl.metastore.init import DEFAULT_HIVE_VERSION
 
 
 def register(app: typer.Typer) -> None:
@@ -16,7 +17,7 @@ def register(app: typer.Typer) -> None:
 def demo_command(
     ctx: typer.Context,
     directory: Annotated[str, typer.Argument(metavar="DIR", help="A new (or empty) directory for the warehouse.")],
-    hive_version: options.SchemaHiveVersion = 3,
+    hive_version: options.SchemaHiveVersion = DEFAULT_HIVE_VERSION,   # the same default as `metastore init`
 ):
     """Create a local warehouse with two Hive 3 ACID tables laid out exactly as Hive writes them,
     and record their transactions, write ids, a lock and compaction history in a metastore

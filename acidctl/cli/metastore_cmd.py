@@ -1,4 +1,4 @@
-"""``acidctl metastore init``: create a Hive-shaped metastore database for demos and tests."""
+"""``acidctl metastore init``: create Hive's metastore schema (as schematool does) in an empty database."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from typing import Annotated, Optional
 import typer
 
 from acidctl.cli import options
+from acidctl.metastore.init import DEFAULT_HIVE_VERSION
 
-metastore_app = typer.Typer(name="metastore", help="Create a Hive-shaped metastore database (demos, tests).",
+metastore_app = typer.Typer(name="metastore", help="Create a Hive metastore schema (3.1.0 or 4.0.0) in an empty database.",
                             no_args_is_help=True, rich_markup_mode=None)
 
 
@@ -20,10 +21,13 @@ def register(app: typer.Typer) -> None:
 def init_cmd(
     ctx: typer.Context,
     url: Annotated[Optional[str], typer.Argument(metavar="URL", help="SQLAlchemy URL of an empty database (default: the global --metastore / profile).")] = None,
-    hive_version: options.SchemaHiveVersion = 4,
+    hive_version: options.SchemaHiveVersion = DEFAULT_HIVE_VERSION,   # the same default as `demo`
     warehouse: Annotated[str, typer.Option("--warehouse", metavar="URI", help="Location of the default database.")] = "file:/tmp/acidctl-warehouse",
 ):
-    """Create Hive's transaction tables and the metadata tables acidctl reads.
+    """Create what Hive's schematool -initSchema creates for 3.1.0 / 4.0.0 (PostgreSQL,
+    MySQL/MariaDB; SQLite hand-translated): the transaction tables and the metadata tables
+    acidctl reads, with Hive's columns, keys, seed rows and VERSION row, plus the default
+    database.
 
     Refuses (exit 6) a database that already has any of them.
     """

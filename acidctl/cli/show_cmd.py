@@ -172,10 +172,10 @@ def compactions_cmd(
     partition: Annotated[Optional[str], typer.Option("--partition", metavar="SPEC", help="Partition, e.g. ds=2024-01-01/hr=1.")] = None,
     ctype: Annotated[Optional[list[str]], typer.Option("--type", metavar="TYPE", help="major, minor, rebalance, abort_txn_cleanup (repeatable).")] = None,
     state: Annotated[Optional[list[str]], typer.Option("--state", metavar="STATE", help="initiated, working, 'ready for cleaning', succeeded, failed, 'did not initiate'/attempted, refused, aborted (repeatable).")] = None,
-    pool: Annotated[Optional[str], typer.Option("--pool", metavar="NAME", help="Compaction pool ('default' = no pool).")] = None,
+    pool: Annotated[Optional[str], typer.Option("--pool", metavar="NAME", help="Compaction pool, compared literally as Hive 4 does (rows without a pool show as 'default' but do not match it; Hive 3 has no pools).")] = None,
     cid: Annotated[Optional[int], typer.Option("--id", metavar="N", help="Only compaction N.")] = None,
     order_by: Annotated[Optional[str], typer.Option("--order-by", metavar="COLS", help="e.g. 'starttime desc, compactionid' (output column names).")] = None,
-    limit: Annotated[Optional[int], typer.Option("--limit", min=0, help="At most N rows.")] = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", min=0, help="At most N rows of the order (0: all, as Hive 4).")] = None,
     hive_version: HiveVersionOpt = None,
 ):
     """SHOW COMPACTIONS: queue and history together, with Hive 4's filters (on Hive 3 too)."""
@@ -212,12 +212,32 @@ def compactions_cmd(
                        "Next TxnId", "Commit Time", "Highest WriteId"]
             rows = [[c["compactionid"], c["dbname"], c["tabname"], nv(c["partname"]), c["type"], c["state"],
                      nv(c["workerhost"]), nv(c["workerid"]), tv(c["enqueuetime"]), tv(c["starttime"]),
-                     nv(c["duration"]), nv(c["hadoopjobid"]), nv(c["errormessage"]), nv(c["initiatorhost"]),
-                     nv(c["initiatorid"]), c["poolname"], nv(c["txnid"]), nv(c["nexttxnid"]),
-                     tv(c["committime"]), nv(c["hightestwriteid"])] for c in r.compactions]
+                     hive4_duration(c), nv(c["hadoopjobid"]), nv(c["errormessage"]), nv(c["initiatorhost"]),
+                     nv(c["initiatorid"]), c["poolname"], zero(c["txnid"]), zero(c["nexttxnid"]),
+                     "0" if c["committime"] is None else fmt_ms(c["committime"]),
+                     # Hive 4 fills the response's old highest-*txn*-id field, never the highest
+                     # write id it prints: the cell is always NO_VAL (JSON has the real value)
+                     NO_VAL] for c in r.compactions]
         return render_table(rows, headers)
 
     ctx.obj.output.emit(rep.to_dict(), lambda _d: text(rep))
+
+
+#: states whose rows live in COMPACTION_QUEUE (Hive selects -1 as their end time)
+_QUEUE_STATES = {"initiated", "working", "ready for cleaning"}
+
+
+def zero(v) -> str:
+    """Hive 4 reads TxnId / Next TxnId with ``ResultSet.getLong``: NULL prints 0."""
+    return "0" if v is None else str(v)
+
+
+def hive4_duration(c: dict) -> str:
+    """Hive 4's Duration(ms) cell: NO_VAL for queue rows, else end - start with a NULL read as 0
+    (``getLong``), so an aborted compaction that never started prints its end time."""
+    if c["state"] in _QUEUE_STATES and c["endtime"] is None:
+        return NO_VAL
+    return str((c["endtime"] or 0) - (c["starttime"] or 0))
 
 
 @show_app.command("write-ids")

@@ -271,20 +271,41 @@ def _table_names(conn) -> set[str]:
 
 
 def _columns(conn, table: str) -> set[str]:
+    """Upper-cased column names of one table (``table`` spelled as stored)."""
+    return _all_columns(conn, [table]).get(table, set())
+
+
+def _all_columns(conn, tables: list[str]) -> dict[str, set[str]]:
+    """Upper-cased column names of several tables in one catalog query (SQLite: one pragma each),
+    keyed by the table names as given. MySQL/MariaDB compare case-insensitively
+    (``lower_case_table_names`` may have stored them lower-case)."""
     import sqlalchemy as sa
 
     d = conn.dialect.name
+    out: dict[str, set[str]] = {t: set() for t in tables}
     if d == "postgresql":
         rows = conn.execute(sa.text(
-            "SELECT a.attname FROM pg_catalog.pg_attribute a WHERE a.attrelid = to_regclass(:t) "
-            "AND a.attnum > 0 AND NOT a.attisdropped"), {"t": '"%s"' % table.replace('"', '""')})
+            "SELECT c.relname, a.attname FROM pg_catalog.pg_attribute a "
+            "JOIN pg_catalog.pg_class c ON c.oid = a.attrelid "
+            "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE c.relname = ANY (:names) AND n.nspname = ANY (current_schemas(false)) "
+            "AND c.relkind IN ('r', 'v', 'p') AND a.attnum > 0 AND NOT a.attisdropped"),
+            {"names": list(tables)}) if tables else []
+        for rel, col in rows:
+            if rel in out:
+                out[rel].add(col.upper())
     elif d in ("mysql", "mariadb"):
+        by_lower = {t.lower(): t for t in tables}
         rows = conn.execute(sa.text(
-            "SELECT column_name FROM information_schema.columns WHERE table_schema = DATABASE() "
-            "AND table_name = :t"), {"t": table})
+            "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = DATABASE()"))
+        for rel, col in rows:
+            t = by_lower.get(str(rel).lower())
+            if t is not None:
+                out[t].add(str(col).upper())
     else:
-        rows = conn.execute(sa.text("SELECT name FROM pragma_table_info(:t)"), {"t": table})
-    return {r[0].upper() for r in rows}
+        for t in tables:
+            out[t] = {r[0].upper() for r in conn.execute(sa.text("SELECT name FROM pragma_table_info(:t)"), {"t": t})}
+    return out
 
 
 def parse_hive_version(value: Any) -> int | None:
@@ -344,10 +365,14 @@ def detect(conn, *, hive_version: int | None = None):
         raise UnsupportedSchema("cannot tell the Hive version of this metastore (no VERSION row)",
                                 hint="pass --hive-version 3 or 4")
     flavor = Flavor(dialect=dialect, hive_version=version, txn_lower=txn_lower, schema_version=schema_version)
-    present: dict[str, set[str]] = {}
-    for t in ("TXNS", "COMPACTION_QUEUE", "COMPLETED_COMPACTIONS", "HIVE_LOCKS"):
-        phys = flavor.physical(t)
-        present[t] = _columns(conn, phys)
+    # the columns each table really has: Hive's scripts may carry more (catalog columns of later or
+    # vendor releases) or fewer (older releases) than acidctl's model; queries use what is there
+    from acidctl.metastore.schema import META_TABLES, TXN_TABLES
+
+    wanted = [t for t in list(TXN_TABLES) + list(META_TABLES)
+              if flavor.physical(t) in names or (dialect == "mysql" and flavor.physical(t).upper() in upper)]
+    by_phys = _all_columns(conn, [flavor.physical(t) for t in wanted])
+    present = {t: by_phys[flavor.physical(t)] for t in wanted if by_phys.get(flavor.physical(t))}
     return flavor, Tables(flavor, present)
 
 

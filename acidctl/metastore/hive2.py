@@ -52,7 +52,7 @@ def build_metadata(dialect: str):
     """SQLAlchemy MetaData of a Hive 2.3 metastore (2.3 transaction tables + metadata tables)."""
     import sqlalchemy as sa
 
-    from acidctl.metastore.schema import _BOOL, HIVE2_TXN_TABLES, META_TABLES, _sa_type, hive2_meta_columns
+    from acidctl.metastore.schema import _BOOL, HIVE2_TXN_TABLES, META_TABLES, _sa_type, hive2_meta_columns, pick
 
     f = _flavor(dialect)
     md = sa.MetaData()
@@ -61,10 +61,12 @@ def build_metadata(dialect: str):
     for name, cols, pk in specs:
         columns = []
         for cname, ctype, nullable in cols:
+            # the 3.1 metadata descriptions may differ per dialect: the 2.3 tables are read as 3.1's
+            ctype, nullable = pick(ctype, 3, dialect), pick(nullable, 3, dialect)
             kw: dict[str, Any] = {}
             if ctype == _BOOL and not nullable:
                 kw["server_default"] = sa.text("false" if dialect == "postgresql" else "0")
-            columns.append(sa.Column(f.column(name, cname), _sa_type(ctype, 3, dialect), primary_key=cname in pk,
+            columns.append(sa.Column(f.column(name, cname), _sa_type(ctype, dialect), primary_key=cname in pk,
                                      nullable=nullable and cname not in pk, autoincrement=False, **kw))
         kwargs = {"mysql_engine": "InnoDB", "mysql_charset": "latin1"} if dialect == "mysql" else {}
         sa.Table(f.physical(name), md, *columns, **kwargs)

@@ -1,11 +1,17 @@
-"""``acidctl metastore init``: create Hive's transaction tables plus the metadata tables acidctl
-reads, for the embedded SQLite default, demos and tests.
+"""``acidctl metastore init``: create the metastore schema Hive's schematool creates
+(``-initSchema`` with ``hive-schema-3.1.0.<db>.sql`` / ``hive-schema-4.0.0.<db>.sql``) for every table
+acidctl reads or writes, on PostgreSQL, MySQL/MariaDB and (hand-translated, metastore.md §12) SQLite.
 
 Names, case and quoting follow metastore.md §1.1 (Postgres Hive 3: lower-case transaction
-tables; everything else upper-case). Seed rows as Hive's scripts insert them: one row in each
-sequence table (value 1), Hive 4's ``TXNS`` seed row ``(0, 'c', 0, 0, '', '')`` and
-``TXN_LOCK_TBL`` row, a ``VERSION`` row, and the ``default`` database. Refuses (exit 6) to
-touch a database that already has any of these tables.
+tables; everything else upper-case); columns, types, keys and indexes come from
+:mod:`acidctl.metastore.schema`. Rows: the ones Hive's init script inserts (one row in each
+sequence table, value 1; Hive 4's ``TXNS`` seed row ``(0, 'c', 0, 0, '', '')`` and its
+``TXN_LOCK_TBL`` row; the ``hive`` catalog; ``SEQUENCE_TABLE`` / ``NOTIFICATION_SEQUENCE``) and the
+``VERSION`` row exactly as schematool writes it (``'Hive release version 4.0.0'``) — plus the
+``default`` database that HMS itself creates on its first start (``--warehouse`` is its
+location). ``AUX_TABLE`` starts empty, as with schematool: Hive inserts a mutex row the first
+time it takes that mutex. Refuses (exit 6) to touch a database that already has any of these
+tables.
 """
 
 from __future__ import annotations
@@ -13,10 +19,15 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from acidctl.errors import RefusedError, UsageError
+from acidctl.errors import RefusedError
 from acidctl.metastore.connection import (create_engine, db_errors, parse_hive_version, safe_url,
                                           _table_names)
 
+#: the ``--hive-version`` of ``metastore init`` and ``demo`` when none is given (one default for
+#: both: the demo warehouse is laid out as Hive 3 writes it). Light module: CLI modules import it.
+DEFAULT_HIVE_VERSION = 3
+
+#: no longer written: databases are told apart by their schema version, not by who created them
 INIT_COMMENT = "acidctl metastore init"
 
 
@@ -31,15 +42,14 @@ class InitResult:
         return dataclasses.asdict(self)
 
 
-def init_metastore(url_or_engine: Any, *, hive_version: Any, warehouse: str = "file:/tmp/acidctl-warehouse") -> InitResult:
+def init_metastore(url_or_engine: Any, *, hive_version: Any = None, warehouse: str = "file:/tmp/acidctl-warehouse") -> InitResult:
     """Create the tables in an empty database. ``hive_version``: 3 or 4."""
-    import sqlalchemy as sa
-
-    from acidctl.metastore.schema import SCHEMA_VERSIONS, Flavor, build_metadata
+    from acidctl.metastore.schema import (SCHEMA_VERSIONS, VERSION_COMMENTS, Flavor, build_metadata,
+                                         seed_rows, tables_for)
 
     hv = parse_hive_version(hive_version)
     if hv is None:
-        raise UsageError("--hive-version 3 or 4 is required")
+        hv = DEFAULT_HIVE_VERSION
     if hasattr(url_or_engine, "dialect"):
         engine = url_or_engine
     else:
@@ -59,6 +69,9 @@ def init_metastore(url_or_engine: Any, *, hive_version: Any, warehouse: str = "f
                     f"{safe_url(engine.url)} already has metastore tables ({', '.join(clash[:5])}"
                     f"{', ...' if len(clash) > 5 else ''}); refusing to touch it")
         with engine.begin() as conn:
+            if dialect == "mysql":
+                # as Hive's MySQL script: the seed TXNS row keeps TXN_ID 0 (AUTO_INCREMENT column)
+                conn.exec_driver_sql("SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_AUTO_VALUE_ON_ZERO')")
             md.create_all(conn)
             T = {t.name.upper(): t for t in md.tables.values()}
 
@@ -66,27 +79,16 @@ def init_metastore(url_or_engine: Any, *, hive_version: Any, warehouse: str = "f
                 t = T[name]
                 conn.execute(t.insert().values({flavor.column(name, k): v for k, v in values.items()}))
 
-            sv = SCHEMA_VERSIONS[hv]
-            ins("VERSION", VER_ID=1, SCHEMA_VERSION=sv, VERSION_COMMENT=f"{INIT_COMMENT} (Hive {sv})")
-            ins("NEXT_LOCK_ID", NL_NEXT=1)
-            ins("NEXT_COMPACTION_QUEUE_ID", NCQ_NEXT=1)
-            if hv == 3:
-                ins("NEXT_TXN_ID", NTXN_NEXT=1)
-            else:
-                ins("TXN_LOCK_TBL", TXN_LOCK=1)
-                if dialect == "mysql":
-                    conn.exec_driver_sql("SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_AUTO_VALUE_ON_ZERO')")
+            for name in tables_for(hv):
+                for row in seed_rows(name, hv):
+                    ins(name, **row)
+            if hv == 4:
                 ins("TXNS", TXN_ID=0, TXN_STATE="c", TXN_STARTED=0, TXN_LAST_HEARTBEAT=0,
                     TXN_USER="", TXN_HOST="")
+            # what HMS's first start adds (HMSHandler.createDefaultDB), so tables can be registered
             ins("DBS", DB_ID=1, DESC="Default Hive database", DB_LOCATION_URI=warehouse.rstrip("/"),
                 NAME="default", OWNER_NAME="public", OWNER_TYPE="ROLE", CTLG_NAME="hive")
-            for mutex in ("CheckLock", "Initiator", "Cleaner", "HouseKeeper", "CompactionHistory",
-                          "WriteSetCleaner", "CompactionScheduler", "WriteIdAllocator",
-                          "MaterializationRebuild"):
-                ins("AUX_TABLE", MT_KEY1=mutex, MT_KEY2=0)
-        if dialect == "postgresql" and hv == 4:
-            # keep the generated TXN_ID sequence above the seed row
-            with engine.begin() as conn:
-                conn.execute(sa.text("SELECT setval(pg_get_serial_sequence('\"TXNS\"', 'TXN_ID'), 1, false)"))
+            # last step of Hive's init script
+            ins("VERSION", VER_ID=1, SCHEMA_VERSION=SCHEMA_VERSIONS[hv], VERSION_COMMENT=VERSION_COMMENTS[hv])
     return InitResult(url=safe_url(engine.url), hive_version=hv, schema_version=SCHEMA_VERSIONS[hv],
                       tables=sorted(t.name for t in md.tables.values()))

@@ -295,6 +295,9 @@ def _branch(ms: Metastore, queue: bool, filters: dict, sel_limit: int | None, or
         src = cq if queue else cc
         if src is not None and t.has(src):
             cols.append(getattr(t, src).label(name))
+        elif queue and name == "CC_END":
+            # Hive 4's ShowCompactHandler selects -1 as the queue rows' end time
+            cols.append(sa.cast(sa.literal(-1), sa.BigInteger()).label(name))
         else:
             cols.append(sa.cast(sa.null(), sa.BigInteger() if name not in (
                 "CC_ERROR_MESSAGE", "CC_INITIATOR_ID", "CC_POOL_NAME", "CC_WORKER_ID", "CC_RUN_AS",
@@ -317,7 +320,11 @@ def _branch(ms: Metastore, queue: bool, filters: dict, sel_limit: int | None, or
         conds.append(c("STATE").in_(filters["states"]))
     pool = filters.get("pool")
     if pool is not None:
-        if t.has(p + "POOL_NAME"):
+        if t.has(p + "POOL_NAME") and ms.hive_version >= 4:
+            # Hive 4 compares literally ("CC_POOL_NAME" = :poolName): --pool default finds only rows
+            # whose pool is the string 'default', not the NULL/empty pool that *displays* as default
+            conds.append(c("POOL_NAME") == pool)
+        elif t.has(p + "POOL_NAME"):
             if pool == "default":
                 conds.append(sa.or_(c("POOL_NAME").is_(None), c("POOL_NAME") == "", c("POOL_NAME") == "default"))
             else:
@@ -338,6 +345,17 @@ def _nulls_last(col, desc: bool):
     return [sa.case((col.is_(None), 1), else_=0).asc(), col.desc() if desc else col.asc()]
 
 
+def hive4_recent_first(end, start, commit):
+    """Hive 4's ``TxnQueries.SHOW_COMPACTION_ORDERBY_CLAUSE`` key (sorted DESC): ``CASE WHEN end >
+    start AND end > commit THEN end WHEN start > commit THEN start ELSE commit END``. It is NULL
+    whenever the commit time is NULL (every comparison with NULL is unknown); where such rows
+    sort is the database's own NULL order (PostgreSQL: first in DESC; MySQL/MariaDB, SQLite:
+    last), exactly as Hive's query sorts them on that database."""
+    import sqlalchemy as sa
+
+    return sa.case((sa.and_(end > start, end > commit), end), (start > commit, start), else_=commit)
+
+
 def _greatest(dialect: str, *cols):
     import sqlalchemy as sa
 
@@ -356,13 +374,19 @@ def show_compactions(engine_or_url: Any, *, db: str | None = None, table: str | 
 
     ``types``: names or codes (major, minor, rebalance, abort_txn_cleanup); ``states``: state
     texts or codes (``ready for cleaning``, ``succeeded``, ``r``...); default order: most recent
-    activity first (greatest of end, start and commit time), then enqueue time, then id.
+    activity first, then enqueue time, then id — on Hive 4 exactly Hive's own ORDER BY
+    (:func:`hive4_recent_first`: rows without a commit time have a NULL key and sort where the
+    database puts NULLs), on Hive 3 (whose SHOW COMPACTIONS has no order) the greatest of end,
+    start and commit time. ``pool``: on Hive 4 compared literally, as Hive does. ``limit``: the
+    first N rows of that order; 0 means no limit, as in Hive 4.
     """
     import sqlalchemy as sa
 
     ms: Metastore = connect(engine_or_url, hive_version=hive_version)
     if limit is not None and limit < 0:
         raise UsageError("--limit must be >= 0")
+    if not limit:
+        limit = None        # as Hive 4: LIMIT 0 (or none) means every row
     filters = {
         "id": compaction_id, "db": db.lower() if db else None, "table": table.lower() if table else None,
         "partition": partition,
@@ -372,6 +396,9 @@ def show_compactions(engine_or_url: Any, *, db: str | None = None, table: str | 
     }
     order_spec = _parse_order(order_by)
     dialect = ms.flavor.dialect
+    # Hive 4 sorts with its own CASE (when the schema has the commit time it needs)
+    hive4 = ms.hive_version >= 4 and ms.tables.COMPLETED_COMPACTIONS.has("CC_COMMIT_TIME") \
+        and ms.tables.COMPACTION_QUEUE.has("CQ_COMMIT_TIME")
 
     def order(t, p, queue):
         """ORDER BY for one branch (its own column names; absent columns are constants and skipped)."""
@@ -383,6 +410,10 @@ def show_compactions(engine_or_url: Any, *, db: str | None = None, table: str | 
         if order_spec:
             return [x for c, d in ((col(n), d) for n, d in order_spec) if c is not None
                     for x in _nulls_last(c, d)] + [col("CC_ID").asc()]
+        if hive4:
+            end = col("CC_END") if col("CC_END") is not None else sa.literal(-1)
+            return [hive4_recent_first(end, col("CC_START"), col("CC_COMMIT_TIME")).desc(),
+                    col("CC_ENQUEUE_TIME").asc(), col("CC_ID").asc()]
         recent = [c for c in (col("CC_END"), col("CC_START"), col("CC_COMMIT_TIME")) if c is not None]
         out = [(_greatest(dialect, *recent) if len(recent) > 1 else sa.func.coalesce(recent[0], -1)).desc()]
         if col("CC_ENQUEUE_TIME") is not None:
@@ -396,6 +427,9 @@ def show_compactions(engine_or_url: Any, *, db: str | None = None, table: str | 
     u = sa.union_all(q1, q2).subquery("c")
     if order_spec:
         ob = [x for n, d in order_spec for x in _nulls_last(u.c[n], d)] + [u.c.CC_ID.asc()]
+    elif hive4:
+        ob = [hive4_recent_first(u.c.CC_END, u.c.CC_START, u.c.CC_COMMIT_TIME).desc(),
+              u.c.CC_ENQUEUE_TIME.asc(), u.c.CC_ID.asc()]
     else:
         ob = [_greatest(dialect, u.c.CC_END, u.c.CC_START, u.c.CC_COMMIT_TIME).desc(),
               u.c.CC_ENQUEUE_TIME.asc(), u.c.CC_ID.asc()]

@@ -1,9 +1,10 @@
 """Record transactions, writes, locks and compactions the way Hive's metastore code writes them.
 
-**Writes only into databases created by ``acidctl metastore init`` or into test databases.**
-:class:`Recorder` refuses (``RefusedError``, exit 6) any database whose ``VERSION`` row was not
-written by ``metastore init`` unless ``allow_foreign=True`` (tests building Hive-shaped
-databases by hand). Never point it at a production metastore: it does not take Hive's mutexes.
+**A test and demo tool.** :class:`Recorder` writes only where acidctl may write at all
+(:func:`acidctl.metastore.steps.check_writable`: schema version 3.1.x / 4.0.x — the schema decides,
+not who created the database — and no ``--read-only``); otherwise ``RefusedError`` (exit 6).
+Never point it at a production metastore: it does not take Hive's mutexes (the Worker-side
+protocol lives in ``txns.py`` / ``queue.py``).
 
 What each call writes (metastore.md §4, §7.3, §9):
 
@@ -34,7 +35,6 @@ from typing import Any, Iterable, Sequence
 
 from acidctl.errors import NotFoundError, RefusedError, UsageError
 from acidctl.metastore.connection import Metastore, connect, create_engine, db_now_ms
-from acidctl.metastore.init import INIT_COMMENT
 
 LOCK_TYPE_CODES = {"shared_read": "r", "shared_write": "w", "exclusive": "e", "excl_write": "x",
                    "r": "r", "w": "w", "e": "e", "x": "x"}
@@ -51,28 +51,25 @@ class LockComponent:
 
 
 class Recorder:
-    """Writes Hive-shaped rows into a metastore created by ``acidctl metastore init``."""
+    """Writes Hive-shaped rows into a test or demo metastore (schema 3.1.x / 4.0.x)."""
 
     def __init__(self, engine_or_url: Any, *, hive_version: Any = None, allow_foreign: bool = False):
+        """``allow_foreign`` is accepted for compatibility and has no effect: every database with a
+        writable schema version is accepted, whoever created it."""
         if isinstance(engine_or_url, str):
             engine_or_url = create_engine(engine_or_url)
         self.ms: Metastore = connect(engine_or_url, hive_version=hive_version)
         self.engine = self.ms.engine
         self.T = self.ms.tables
         self.hive_version = self.ms.hive_version
-        if not allow_foreign:
-            self._check_ours()
+        self._check_ours()
 
     # -- plumbing ----------------------------------------------------------------------
     def _check_ours(self) -> None:
-        import sqlalchemy as sa
+        """Refuse (exit 6) unless acidctl may write here: the schema version decides."""
+        from acidctl.metastore.steps import check_writable
 
-        v = self.T.VERSION
-        with self.ms.read() as conn:
-            row = conn.execute(sa.select(v.VERSION_COMMENT)).first()
-        if not row or not (row[0] or "").startswith(INIT_COMMENT):
-            raise RefusedError(f"{self.ms.safe_url()} was not created by `acidctl metastore init`; "
-                               "the recorder writes only into acidctl's own or test databases")
+        check_writable(self.ms, what="record rows in the metastore")
 
     def _now(self, conn, now_ms: int | None) -> int:
         return int(now_ms) if now_ms is not None else db_now_ms(conn)

@@ -1,15 +1,28 @@
-"""Hive's metastore tables as acidctl reads (and, for ``metastore init``, creates) them.
+"""Hive's metastore tables as acidctl reads and (``metastore init``) creates them.
 
-One column list per table and Hive version (../shared/spec/metastore.md §2–§3) is the single
-source for both the query-side table clauses and the DDL. Identifier case follows §1.1:
+One description per table (../shared/spec/metastore.md §2–§3, §12, and the ``hive-schema-3.1.0``
+/ ``hive-schema-4.0.0`` scripts of Hive's schematool for PostgreSQL and MySQL/MariaDB) is the single
+source for both the query-side table clauses and the DDL: every column Hive has in the table,
+its type per dialect, NOT NULL, defaults, primary keys, unique keys, indexes, foreign keys and
+generated ids. SQLite has no Hive script; it gets the same columns with plain types (§12).
 
-* PostgreSQL, Hive 3: transaction tables and columns are unquoted, i.e. **lower-case**
-  (``txns.txn_id``); Hive 4: quoted upper-case (``"TXNS"."TXN_ID"``);
+Identifier case follows §1.1:
+
+* PostgreSQL, Hive 3: transaction tables and columns are unquoted in Hive's script, i.e.
+  **lower-case** (``txns.txn_id``); Hive 4: quoted upper-case (``"TXNS"."TXN_ID"``); a few Hive 4
+  index names stay unquoted (``tc_txnid_index``);
 * metadata tables (``"DBS"``, ``"TBLS"``, ``"VERSION"``, ...) are quoted upper-case everywhere;
 * MySQL/MariaDB and SQLite: the exact upper-case names.
 
 SQLAlchemy quotes a name only when it is not all lower-case, which gives exactly these
 spellings. This module imports SQLAlchemy; CLI modules import it inside command bodies only.
+
+Notation. A column is ``(name, type, nullable, versions[, options])``: ``versions`` is "34"
+(both), "3" or "4"; ``type`` and ``nullable`` may be a ``(hive3, hive4)`` pair and/or a dict
+keyed by dialect (``"*"`` = every other dialect); ``options["default"]`` is a server default
+(``FALSE`` is rendered per dialect); a table's ``mysql_bin`` gives its string columns MySQL's
+``latin1_bin`` collation as Hive's MySQL script does (``bin=False`` on a column: not that one).
+Type codes below.
 """
 
 from __future__ import annotations
@@ -19,297 +32,343 @@ from typing import Any
 
 import sqlalchemy as sa
 
-# (name, type, nullable) — a type is one of the short codes below; "pk" marks a primary key.
-_B, _I, _C1, _TS, _TXT, _BIN, _BOOL = "bigint", "int", "char1", "timestamp", "text", "binary", "bool"
+# type codes: bigint, int, char(1), timestamp, text (MySQL MEDIUMTEXT), long text (MySQL
+# LONGTEXT), binary (bytea / varbinary(2048)), boolean (MySQL bit(1)), varcharN
+_B, _I, _C1, _TS, _TXT, _LTXT, _BIN, _BOOL = "bigint", "int", "char1", "timestamp", "text", "longtext", "binary", "bool"
+#: Hive's PostgreSQL script says bigint where its MySQL script says int(11) (time stamps in
+#: seconds, index positions, bucket counts)
+_BI = {"postgresql": _B, "*": _I}
+_FALSE = "FALSE"
 
 
 def _v(n: int) -> str:
     return f"varchar{n}"
 
 
+def _c(name: str, ctype: Any, nullable: Any = True, versions: str = "34", **options) -> tuple:
+    return (name, ctype, nullable, versions, options)
+
+
+def _nn(name: str, ctype: Any, versions: str = "34", **options) -> tuple:
+    return _c(name, ctype, False, versions, **options)
+
+
+def _ix(name: Any, cols: list[str], *, unique: bool = False, versions: str = "34", dialects: tuple = (),
+        pg_lower: bool = False, using: str | None = None, constraint: bool = False) -> dict:
+    """An index (``constraint=True``: a UNIQUE constraint, as Hive's metadata DDL declares them).
+    ``name`` may be a dict keyed by dialect; ``dialects`` limits it to those dialects;
+    ``pg_lower``: Hive 4's PostgreSQL script leaves this index name unquoted (lower-case)."""
+    return dict(name=name, cols=cols, unique=unique, versions=versions, dialects=dialects,
+                pg_lower=pg_lower, using=using, constraint=constraint)
+
+
+def _fk(cols: list[str], ref: str, ref_cols: list[str], versions: str = "34") -> dict:
+    return dict(cols=cols, ref=ref, ref_cols=ref_cols, versions=versions)
+
+
 # ---------------------------------------------------------------------------------------
-# Transaction tables (§3). Each entry: list of (column, type, nullable, versions)
-# versions: "34" both, "3" Hive 3 only, "4" Hive 4 only. Width differences as (h3, h4).
+# Transaction tables (§3)
 # ---------------------------------------------------------------------------------------
 
 TXN_TABLES: dict[str, dict[str, Any]] = {
     "TXNS": {
         "cols": [
-            ("TXN_ID", _B, False, "34"),
-            ("TXN_STATE", _C1, False, "34"),
-            ("TXN_STARTED", _B, False, "34"),
-            ("TXN_LAST_HEARTBEAT", _B, False, "34"),
-            ("TXN_USER", _v(128), False, "34"),
-            ("TXN_HOST", _v(128), False, "34"),
-            ("TXN_AGENT_INFO", _v(128), True, "34"),
-            ("TXN_META_INFO", _v(128), True, "34"),
-            ("TXN_HEARTBEAT_COUNT", _I, True, "34"),
-            ("TXN_TYPE", _I, True, "34"),
+            _nn("TXN_ID", _B), _nn("TXN_STATE", _C1), _nn("TXN_STARTED", _B),
+            _nn("TXN_LAST_HEARTBEAT", _B), _nn("TXN_USER", _v(128)), _nn("TXN_HOST", _v(128)),
+            _c("TXN_AGENT_INFO", _v(128)), _c("TXN_META_INFO", _v(128)),
+            _c("TXN_HEARTBEAT_COUNT", _I), _c("TXN_TYPE", _I),
         ],
         "pk": ["TXN_ID"],
+        # HIVE-23048: Postgres bigserial, MySQL AUTO_INCREMENT (SQLite: INTEGER PRIMARY KEY AUTOINCREMENT)
+        "generated": {"TXN_ID": "4"},
         "versions": "34",
     },
     "TXN_COMPONENTS": {
         "cols": [
-            ("TC_TXNID", _B, False, "34"),
-            ("TC_DATABASE", _v(128), False, "34"),
-            ("TC_TABLE", (_v(128), _v(256)), True, "34"),
-            ("TC_PARTITION", _v(767), True, "34"),
-            ("TC_OPERATION_TYPE", _C1, False, "34"),
-            ("TC_WRITEID", _B, True, "34"),
+            _nn("TC_TXNID", _B), _nn("TC_DATABASE", _v(128)), _c("TC_TABLE", (_v(128), _v(256))),
+            _c("TC_PARTITION", _v(767)), _nn("TC_OPERATION_TYPE", _C1), _c("TC_WRITEID", _B),
         ],
-        "indexes": [("TC_TXNID_INDEX", ["TC_TXNID"], False)],
+        "indexes": [_ix("TC_TXNID_INDEX", ["TC_TXNID"], pg_lower=True,
+                        using="hash")],
+        "fks": [_fk(["TC_TXNID"], "TXNS", ["TXN_ID"])],
         "versions": "34",
     },
     "COMPLETED_TXN_COMPONENTS": {
         "cols": [
-            ("CTC_TXNID", _B, False, "34"),
-            ("CTC_DATABASE", _v(128), False, "34"),
-            ("CTC_TABLE", _v(256), True, "34"),
-            ("CTC_PARTITION", _v(767), True, "34"),
-            ("CTC_TIMESTAMP", _TS, False, "34"),
-            ("CTC_WRITEID", _B, True, "34"),
-            ("CTC_UPDATE_DELETE", _C1, False, "34"),
+            _nn("CTC_TXNID", _B), _nn("CTC_DATABASE", _v(128)), _c("CTC_TABLE", _v(256)),
+            _c("CTC_PARTITION", _v(767)), _nn("CTC_TIMESTAMP", _TS, default="CURRENT_TIMESTAMP"),
+            _c("CTC_WRITEID", _B), _nn("CTC_UPDATE_DELETE", _C1),
         ],
-        "indexes": [("COMPLETED_TXN_COMPONENTS_INDEX", ["CTC_DATABASE", "CTC_TABLE", "CTC_PARTITION"], False)],
+        "indexes": [_ix({"mysql": "COMPLETED_TXN_COMPONENTS_IDX", "*": "COMPLETED_TXN_COMPONENTS_INDEX"},
+                        ["CTC_DATABASE", "CTC_TABLE", "CTC_PARTITION"], pg_lower=True)],
         "versions": "34",
     },
-    "NEXT_TXN_ID": {"cols": [("NTXN_NEXT", _B, False, "3")], "versions": "3"},
-    "TXN_LOCK_TBL": {"cols": [("TXN_LOCK", _B, False, "4")], "versions": "4"},
+    "NEXT_TXN_ID": {"cols": [_nn("NTXN_NEXT", _B, "3")], "versions": "3", "seed": [{"NTXN_NEXT": 1}]},
+    "TXN_LOCK_TBL": {"cols": [_nn("TXN_LOCK", _B, "4")], "versions": "4", "seed": [{"TXN_LOCK": 1}]},
     "HIVE_LOCKS": {
         "cols": [
-            ("HL_LOCK_EXT_ID", _B, False, "34"),
-            ("HL_LOCK_INT_ID", _B, False, "34"),
-            ("HL_TXNID", _B, False, "34"),
-            ("HL_DB", _v(128), False, "34"),
-            ("HL_TABLE", (_v(128), _v(256)), True, "34"),
-            ("HL_PARTITION", _v(767), True, "34"),
-            ("HL_LOCK_STATE", _C1, False, "34"),
-            ("HL_LOCK_TYPE", _C1, False, "34"),
-            ("HL_LAST_HEARTBEAT", _B, False, "34"),
-            ("HL_ACQUIRED_AT", _B, True, "34"),
-            ("HL_USER", _v(128), False, "34"),
-            ("HL_HOST", _v(128), False, "34"),
-            ("HL_HEARTBEAT_COUNT", _I, True, "34"),
-            ("HL_AGENT_INFO", _v(128), True, "34"),
-            ("HL_BLOCKEDBY_EXT_ID", _B, True, "34"),
-            ("HL_BLOCKEDBY_INT_ID", _B, True, "34"),
+            _nn("HL_LOCK_EXT_ID", _B), _nn("HL_LOCK_INT_ID", _B), _nn("HL_TXNID", _B),
+            _nn("HL_DB", _v(128)), _c("HL_TABLE", (_v(128), _v(256))), _c("HL_PARTITION", _v(767)),
+            _nn("HL_LOCK_STATE", _C1), _nn("HL_LOCK_TYPE", _C1), _nn("HL_LAST_HEARTBEAT", _B),
+            _c("HL_ACQUIRED_AT", _B), _nn("HL_USER", _v(128)), _nn("HL_HOST", _v(128)),
+            _c("HL_HEARTBEAT_COUNT", _I), _c("HL_AGENT_INFO", _v(128)),
+            _c("HL_BLOCKEDBY_EXT_ID", _B), _c("HL_BLOCKEDBY_INT_ID", _B),
         ],
         "pk": ["HL_LOCK_EXT_ID", "HL_LOCK_INT_ID"],
-        "indexes": [("HL_TXNID_INDEX", ["HL_TXNID"], False)],
+        "indexes": [_ix("HL_TXNID_INDEX", ["HL_TXNID"], dialects=("postgresql", "sqlite"), pg_lower=True,
+                        using="hash"),
+                    _ix("HIVE_LOCK_TXNID_INDEX", ["HL_TXNID"], dialects=("mysql",)),
+                    _ix("HL_TXNID_IDX", ["HL_TXNID"], dialects=("mysql",))],
         "versions": "34",
     },
-    "NEXT_LOCK_ID": {"cols": [("NL_NEXT", _B, False, "34")], "versions": "34"},
+    "NEXT_LOCK_ID": {"cols": [_nn("NL_NEXT", _B)], "versions": "34", "seed": [{"NL_NEXT": 1}]},
     "COMPACTION_QUEUE": {
         "cols": [
-            ("CQ_ID", _B, False, "34"),
-            ("CQ_DATABASE", _v(128), False, "34"),
-            ("CQ_TABLE", (_v(128), _v(256)), False, "34"),
-            ("CQ_PARTITION", _v(767), True, "34"),
-            ("CQ_STATE", _C1, False, "34"),
-            ("CQ_TYPE", _C1, False, "34"),
-            ("CQ_TBLPROPERTIES", _v(2048), True, "34"),
-            ("CQ_WORKER_ID", _v(128), True, "34"),
-            ("CQ_ENQUEUE_TIME", _B, True, "4"),
-            ("CQ_START", _B, True, "34"),
-            ("CQ_RUN_AS", _v(128), True, "34"),
-            ("CQ_HIGHEST_WRITE_ID", _B, True, "34"),
-            ("CQ_META_INFO", _BIN, True, "34"),
-            ("CQ_HADOOP_JOB_ID", _v(32), True, "34"),
-            ("CQ_ERROR_MESSAGE", _TXT, True, "4"),
-            ("CQ_NEXT_TXN_ID", _B, True, "4"),
-            ("CQ_TXN_ID", _B, True, "4"),
-            ("CQ_COMMIT_TIME", _B, True, "4"),
-            ("CQ_INITIATOR_ID", _v(128), True, "4"),
-            ("CQ_INITIATOR_VERSION", _v(128), True, "4"),
-            ("CQ_WORKER_VERSION", _v(128), True, "4"),
-            ("CQ_CLEANER_START", _B, True, "4"),
-            ("CQ_RETRY_RETENTION", _B, False, "4"),
-            ("CQ_POOL_NAME", _v(128), True, "4"),
-            ("CQ_NUMBER_OF_BUCKETS", _I, True, "4"),
-            ("CQ_ORDER_BY", _v(4000), True, "4"),
+            _nn("CQ_ID", _B), _nn("CQ_DATABASE", _v(128)), _nn("CQ_TABLE", (_v(128), _v(256))),
+            _c("CQ_PARTITION", _v(767)), _nn("CQ_STATE", _C1), _nn("CQ_TYPE", _C1),
+            _c("CQ_TBLPROPERTIES", _v(2048)), _c("CQ_WORKER_ID", _v(128)),
+            _c("CQ_ENQUEUE_TIME", _B, versions="4"), _c("CQ_START", _B), _c("CQ_RUN_AS", _v(128)),
+            _c("CQ_HIGHEST_WRITE_ID", _B), _c("CQ_META_INFO", _BIN), _c("CQ_HADOOP_JOB_ID", _v(32)),
+            _c("CQ_ERROR_MESSAGE", _TXT, versions="4"), _c("CQ_NEXT_TXN_ID", _B, versions="4"),
+            _c("CQ_TXN_ID", _B, versions="4"), _c("CQ_COMMIT_TIME", _B, versions="4"),
+            _c("CQ_INITIATOR_ID", _v(128), versions="4"), _c("CQ_INITIATOR_VERSION", _v(128), versions="4"),
+            _c("CQ_WORKER_VERSION", _v(128), versions="4"), _c("CQ_CLEANER_START", _B, versions="4"),
+            _nn("CQ_RETRY_RETENTION", _B, "4", default="0"), _c("CQ_POOL_NAME", _v(128), versions="4"),
+            _c("CQ_NUMBER_OF_BUCKETS", _I, versions="4"), _c("CQ_ORDER_BY", _v(4000), versions="4"),
         ],
         "pk": ["CQ_ID"],
-        "defaults": {"CQ_RETRY_RETENTION": "0"},
         "versions": "34",
     },
-    "NEXT_COMPACTION_QUEUE_ID": {"cols": [("NCQ_NEXT", _B, False, "34")], "versions": "34"},
+    "NEXT_COMPACTION_QUEUE_ID": {"cols": [_nn("NCQ_NEXT", _B)], "versions": "34", "seed": [{"NCQ_NEXT": 1}]},
     "COMPLETED_COMPACTIONS": {
         "cols": [
-            ("CC_ID", _B, False, "34"),
-            ("CC_DATABASE", _v(128), False, "34"),
-            ("CC_TABLE", (_v(128), _v(256)), False, "34"),
-            ("CC_PARTITION", _v(767), True, "34"),
-            ("CC_STATE", _C1, False, "34"),
-            ("CC_TYPE", _C1, False, "34"),
-            ("CC_TBLPROPERTIES", _v(2048), True, "34"),
-            ("CC_WORKER_ID", _v(128), True, "34"),
-            ("CC_ENQUEUE_TIME", _B, True, "4"),
-            ("CC_START", _B, True, "34"),
-            ("CC_END", _B, True, "34"),
-            ("CC_RUN_AS", _v(128), True, "34"),
-            ("CC_HIGHEST_WRITE_ID", _B, True, "34"),
-            ("CC_META_INFO", _BIN, True, "34"),
-            ("CC_HADOOP_JOB_ID", _v(32), True, "34"),
-            ("CC_ERROR_MESSAGE", _TXT, True, "4"),
-            ("CC_NEXT_TXN_ID", _B, True, "4"),
-            ("CC_TXN_ID", _B, True, "4"),
-            ("CC_COMMIT_TIME", _B, True, "4"),
-            ("CC_INITIATOR_ID", _v(128), True, "4"),
-            ("CC_INITIATOR_VERSION", _v(128), True, "4"),
-            ("CC_WORKER_VERSION", _v(128), True, "4"),
-            ("CC_POOL_NAME", _v(128), True, "4"),
-            ("CC_NUMBER_OF_BUCKETS", _I, True, "4"),
-            ("CC_ORDER_BY", _v(4000), True, "4"),
+            _nn("CC_ID", _B), _nn("CC_DATABASE", _v(128)), _nn("CC_TABLE", (_v(128), _v(256))),
+            _c("CC_PARTITION", _v(767)), _nn("CC_STATE", _C1), _nn("CC_TYPE", _C1),
+            _c("CC_TBLPROPERTIES", _v(2048)), _c("CC_WORKER_ID", _v(128)),
+            _c("CC_ENQUEUE_TIME", _B, versions="4"), _c("CC_START", _B), _c("CC_END", _B),
+            _c("CC_RUN_AS", _v(128)), _c("CC_HIGHEST_WRITE_ID", _B), _c("CC_META_INFO", _BIN),
+            _c("CC_HADOOP_JOB_ID", _v(32)), _c("CC_ERROR_MESSAGE", _TXT, versions="4"),
+            _c("CC_NEXT_TXN_ID", _B, versions="4"), _c("CC_TXN_ID", _B, versions="4"),
+            _c("CC_COMMIT_TIME", _B, versions="4"), _c("CC_INITIATOR_ID", _v(128), versions="4"),
+            _c("CC_INITIATOR_VERSION", _v(128), versions="4"), _c("CC_WORKER_VERSION", _v(128), versions="4"),
+            _c("CC_POOL_NAME", _v(128), versions="4"), _c("CC_NUMBER_OF_BUCKETS", _I, versions="4"),
+            _c("CC_ORDER_BY", _v(4000), versions="4"),
         ],
         "pk": ["CC_ID"],
         # HIVE-21487 (Hive 4 only)
-        "indexes": [("COMPLETED_COMPACTIONS_RES", ["CC_DATABASE", "CC_TABLE", "CC_PARTITION"], False, "4")],
+        "indexes": [_ix("COMPLETED_COMPACTIONS_RES", ["CC_DATABASE", "CC_TABLE", "CC_PARTITION"], versions="4")],
         "versions": "34",
     },
     "AUX_TABLE": {
-        "cols": [("MT_KEY1", _v(128), False, "34"), ("MT_KEY2", _B, False, "34"),
-                 ("MT_COMMENT", _v(255), True, "34")],
+        "cols": [_nn("MT_KEY1", _v(128)), _nn("MT_KEY2", _B), _c("MT_COMMENT", _v(255))],
         "pk": ["MT_KEY1", "MT_KEY2"],
         "versions": "34",
     },
     "WRITE_SET": {
         "cols": [
-            ("WS_DATABASE", _v(128), False, "34"),
-            ("WS_TABLE", (_v(128), _v(256)), False, "34"),
-            ("WS_PARTITION", _v(767), True, "34"),
-            ("WS_TXNID", _B, False, "34"),
-            ("WS_COMMIT_ID", _B, False, "34"),
-            ("WS_OPERATION_TYPE", _C1, False, "34"),
+            _nn("WS_DATABASE", _v(128)), _nn("WS_TABLE", (_v(128), _v(256))), _c("WS_PARTITION", _v(767)),
+            _nn("WS_TXNID", _B), _nn("WS_COMMIT_ID", _B), _nn("WS_OPERATION_TYPE", _C1),
         ],
         "versions": "34",
     },
     "TXN_TO_WRITE_ID": {
-        "cols": [("T2W_TXNID", _B, False, "34"), ("T2W_DATABASE", _v(128), False, "34"),
-                 ("T2W_TABLE", _v(256), False, "34"), ("T2W_WRITEID", _B, False, "34")],
-        "indexes": [("TBL_TO_TXN_ID_IDX", ["T2W_DATABASE", "T2W_TABLE", "T2W_TXNID"], True),
-                    ("TBL_TO_WRITE_ID_IDX", ["T2W_DATABASE", "T2W_TABLE", "T2W_WRITEID"], True)],
+        "cols": [_nn("T2W_TXNID", _B), _nn("T2W_DATABASE", _v(128)), _nn("T2W_TABLE", _v(256)),
+                 _nn("T2W_WRITEID", _B)],
+        "indexes": [_ix("TBL_TO_TXN_ID_IDX", ["T2W_DATABASE", "T2W_TABLE", "T2W_TXNID"], unique=True),
+                    _ix("TBL_TO_WRITE_ID_IDX", ["T2W_DATABASE", "T2W_TABLE", "T2W_WRITEID"], unique=True)],
         "versions": "34",
     },
     "NEXT_WRITE_ID": {
-        "cols": [("NWI_DATABASE", _v(128), False, "34"), ("NWI_TABLE", _v(256), False, "34"),
-                 ("NWI_NEXT", _B, False, "34")],
-        "indexes": [("NEXT_WRITE_ID_IDX", ["NWI_DATABASE", "NWI_TABLE"], True)],
-        "versions": "34",
-    },
-    "MIN_HISTORY_LEVEL": {
-        "cols": [("MHL_TXNID", _B, False, "34"), ("MHL_MIN_OPEN_TXNID", _B, False, "34")],
-        "pk": ["MHL_TXNID"],
-        "indexes": [("MIN_HISTORY_LEVEL_IDX", ["MHL_MIN_OPEN_TXNID"], False)],
+        "cols": [_nn("NWI_DATABASE", _v(128)), _nn("NWI_TABLE", _v(256)), _nn("NWI_NEXT", _B)],
+        "indexes": [_ix("NEXT_WRITE_ID_IDX", ["NWI_DATABASE", "NWI_TABLE"], unique=True)],
         "versions": "34",
     },
     "MIN_HISTORY_WRITE_ID": {
-        "cols": [("MH_TXNID", _B, False, "4"), ("MH_DATABASE", _v(128), False, "4"),
-                 ("MH_TABLE", _v(256), False, "4"), ("MH_WRITEID", _B, False, "4")],
+        "cols": [_nn("MH_TXNID", _B, "4"), _nn("MH_DATABASE", _v(128), "4"), _nn("MH_TABLE", _v(256), "4"),
+                 _nn("MH_WRITEID", _B, "4")],
+        "fks": [_fk(["MH_TXNID"], "TXNS", ["TXN_ID"], "4")],
         "versions": "4",
     },
+    "MIN_HISTORY_LEVEL": {
+        "cols": [_nn("MHL_TXNID", _B), _nn("MHL_MIN_OPEN_TXNID", _B)],
+        "pk": ["MHL_TXNID"],
+        "indexes": [_ix("MIN_HISTORY_LEVEL_IDX", ["MHL_MIN_OPEN_TXNID"])],
+        "versions": "34",
+    },
     "MATERIALIZATION_REBUILD_LOCKS": {
-        "cols": [("MRL_TXN_ID", _B, False, "34"), ("MRL_DB_NAME", _v(128), False, "34"),
-                 ("MRL_TBL_NAME", _v(256), False, "34"), ("MRL_LAST_HEARTBEAT", _B, False, "34")],
+        "cols": [_nn("MRL_TXN_ID", _B), _nn("MRL_DB_NAME", _v(128)), _nn("MRL_TBL_NAME", _v(256)),
+                 _nn("MRL_LAST_HEARTBEAT", _B)],
         "pk": ["MRL_TXN_ID"],
         "versions": "34",
     },
     "TXN_WRITE_NOTIFICATION_LOG": {
-        "cols": [("WNL_ID", _B, False, "4"), ("WNL_TXNID", _B, False, "4"), ("WNL_WRITEID", _B, False, "4"),
-                 ("WNL_DATABASE", _v(128), False, "4"), ("WNL_TABLE", _v(256), False, "4"),
-                 ("WNL_PARTITION", _v(767), False, "4"), ("WNL_TABLE_OBJ", _TXT, False, "4"),
-                 ("WNL_PARTITION_OBJ", _TXT, True, "4"), ("WNL_FILES", _TXT, True, "4"),
-                 ("WNL_EVENT_TIME", _I, False, "4")],
+        "cols": [_nn("WNL_ID", _B, "4"), _nn("WNL_TXNID", _B, "4"), _nn("WNL_WRITEID", _B, "4"),
+                 _nn("WNL_DATABASE", _v(128), "4"), _nn("WNL_TABLE", _v(256), "4"),
+                 _nn("WNL_PARTITION", _v(767), "4"), _nn("WNL_TABLE_OBJ", _LTXT, "4"),
+                 _c("WNL_PARTITION_OBJ", _LTXT, versions="4"), _c("WNL_FILES", _LTXT, versions="4"),
+                 _nn("WNL_EVENT_TIME", _I, "4")],
         "pk": ["WNL_TXNID", "WNL_DATABASE", "WNL_TABLE", "WNL_PARTITION"],
         "versions": "4",
     },
     "COMPACTION_METRICS_CACHE": {
-        "cols": [("CMC_DATABASE", _v(128), False, "4"), ("CMC_TABLE", _v(256), False, "4"),
-                 ("CMC_PARTITION", _v(767), True, "4"), ("CMC_METRIC_TYPE", _v(128), False, "4"),
-                 ("CMC_METRIC_VALUE", _I, False, "4"), ("CMC_VERSION", _I, False, "4")],
+        "cols": [_nn("CMC_DATABASE", _v(128), "4"), _nn("CMC_TABLE", _v(256), "4"),
+                 _c("CMC_PARTITION", _v(767), versions="4"), _nn("CMC_METRIC_TYPE", _v(128), "4"),
+                 _nn("CMC_METRIC_VALUE", _I, "4"), _nn("CMC_VERSION", _I, "4")],
         "versions": "4",
     },
     "REPL_TXN_MAP": {
-        "cols": [("RTM_REPL_POLICY", _v(256), False, "34"), ("RTM_SRC_TXN_ID", _B, False, "34"),
-                 ("RTM_TARGET_TXN_ID", _B, False, "34")],
+        "cols": [_nn("RTM_REPL_POLICY", _v(256)), _nn("RTM_SRC_TXN_ID", _B), _nn("RTM_TARGET_TXN_ID", _B)],
         "pk": ["RTM_REPL_POLICY", "RTM_SRC_TXN_ID"],
         "versions": "34",
     },
 }
 
-# Metadata tables: quoted upper-case on every database (§1.1). Only the columns acidctl reads
-# or `metastore init` needs (a subset of Hive's DDL, same names and types).
+# ---------------------------------------------------------------------------------------
+# Metadata tables: quoted upper-case on every database (§1.1). The ones acidctl reads plus what
+# they reference (CTLGS) and the sequences schematool seeds; every column of Hive's DDL.
+# ---------------------------------------------------------------------------------------
+
 META_TABLES: dict[str, dict[str, Any]] = {
     "VERSION": {
-        "cols": [("VER_ID", _B, False, "34"), ("SCHEMA_VERSION", _v(127), False, "34"),
-                 ("VERSION_COMMENT", _v(255), True, "34")],
+        "cols": [_nn("VER_ID", _B), _nn("SCHEMA_VERSION", _v(127)),
+                 _c("VERSION_COMMENT", _v(255), {"mysql": True, "*": False})],
         "pk": ["VER_ID"], "versions": "34",
     },
-    "DBS": {
-        "cols": [("DB_ID", _B, False, "34"), ("DESC", _v(4000), True, "34"),
-                 ("DB_LOCATION_URI", _v(4000), False, "34"), ("NAME", _v(128), True, "34"),
-                 ("OWNER_NAME", _v(128), True, "34"), ("OWNER_TYPE", _v(10), True, "34"),
-                 ("CTLG_NAME", _v(256), False, "34"),
-                 ("DB_MANAGED_LOCATION_URI", _v(4000), True, "4")],
-        "pk": ["DB_ID"],
-        "indexes": [("UNIQUE_DATABASE", ["NAME", "CTLG_NAME"], True)],
-        "defaults": {"CTLG_NAME": "'hive'"},
+    "CTLGS": {
+        "cols": [_nn("CTLG_ID", _B), _c("NAME", _v(256)), _c("DESC", _v(4000)), _nn("LOCATION_URI", _v(4000)),
+                 _c("CREATE_TIME", _BI, versions="4")],
+        "pk": ["CTLG_ID"],
+        "indexes": [_ix({"mysql": "UNIQUE_CATALOG", "*": "CTLGS_NAME_key"}, ["NAME"], unique=True, constraint=True)],
+        # "The location is TBD. Hive will fix this when it starts"
+        "seed": [{"CTLG_ID": 1, "NAME": "hive", "DESC": "Default catalog for Hive", "LOCATION_URI": "TBD"}],
         "versions": "34",
     },
-    "CDS": {"cols": [("CD_ID", _B, False, "34")], "pk": ["CD_ID"], "versions": "34"},
+    "DBS": {
+        "mysql_bin": True,
+        "cols": [_nn("DB_ID", _B), _c("DESC", _v(4000)), _nn("DB_LOCATION_URI", _v(4000)), _c("NAME", _v(128)),
+                 _c("OWNER_NAME", _v(128)), _c("OWNER_TYPE", _v(10)),
+                 _c("CTLG_NAME", _v(256), {"postgresql": (True, False), "*": False}, default="'hive'", bin=False),
+                 _c("CREATE_TIME", _BI, versions="4"), _c("DB_MANAGED_LOCATION_URI", _v(4000), versions="4"),
+                 _nn("TYPE", _v(32), "4", default="'NATIVE'", bin=False),
+                 _c("DATACONNECTOR_NAME", _v(128), versions="4", bin=False),
+                 _c("REMOTE_DBNAME", _v(128), versions="4", bin=False)],
+        "pk": ["DB_ID"],
+        "indexes": [_ix("UNIQUE_DATABASE", ["NAME", "CTLG_NAME"], unique=True, constraint=True)],
+        "fks": [_fk(["CTLG_NAME"], "CTLGS", ["NAME"])],
+        "versions": "34",
+    },
+    "CDS": {"cols": [_nn("CD_ID", _B)], "pk": ["CD_ID"], "versions": "34"},
     "COLUMNS_V2": {
-        "cols": [("CD_ID", _B, False, "34"), ("COMMENT", _v(4000), True, "34"),
-                 ("COLUMN_NAME", _v(767), False, "34"), ("TYPE_NAME", _TXT, True, "34"),
-                 ("INTEGER_IDX", _I, False, "34")],
-        "pk": ["CD_ID", "COLUMN_NAME"], "versions": "34",
+        "mysql_bin": True,
+        "cols": [_nn("CD_ID", _B), _c("COMMENT", _v(4000)), _nn("COLUMN_NAME", _v(767)), _c("TYPE_NAME", _TXT, bin=False),
+                 _nn("INTEGER_IDX", _I)],
+        "pk": ["CD_ID", "COLUMN_NAME"],
+        "indexes": [_ix("COLUMNS_V2_N49", ["CD_ID"], dialects=("mysql",))],
+        "fks": [_fk(["CD_ID"], "CDS", ["CD_ID"])],
+        "versions": "34",
+    },
+    "SERDES": {
+        "mysql_bin": True,
+        "cols": [_nn("SERDE_ID", _B), _c("NAME", _v(128)), _c("SLIB", _v(4000)), _c("DESCRIPTION", _v(4000)),
+                 _c("SERIALIZER_CLASS", _v(4000)), _c("DESERIALIZER_CLASS", _v(4000)), _c("SERDE_TYPE", _I)],
+        "pk": ["SERDE_ID"], "versions": "34",
+    },
+    "SERDE_PARAMS": {
+        "mysql_bin": True,
+        "cols": [_nn("SERDE_ID", _B), _nn("PARAM_KEY", _v(256)), _c("PARAM_VALUE", _TXT)],
+        "pk": ["SERDE_ID", "PARAM_KEY"],
+        "indexes": [_ix("SERDE_PARAMS_N49", ["SERDE_ID"])],
+        "fks": [_fk(["SERDE_ID"], "SERDES", ["SERDE_ID"])],
+        "versions": "34",
     },
     "SDS": {
-        "cols": [("SD_ID", _B, False, "34"), ("CD_ID", _B, True, "34"),
-                 ("INPUT_FORMAT", _v(4000), True, "34"), ("IS_COMPRESSED", _BOOL, False, "34"),
-                 ("IS_STOREDASSUBDIRECTORIES", _BOOL, False, "34"), ("LOCATION", _v(4000), True, "34"),
-                 ("NUM_BUCKETS", _I, False, "34"), ("OUTPUT_FORMAT", _v(4000), True, "34"),
-                 ("SERDE_ID", _B, True, "34")],
-        "pk": ["SD_ID"], "versions": "34",
+        "mysql_bin": True,
+        "cols": [_nn("SD_ID", _B), _c("CD_ID", _B), _c("INPUT_FORMAT", _v(4000)), _nn("IS_COMPRESSED", _BOOL),
+                 _nn("IS_STOREDASSUBDIRECTORIES", _BOOL), _c("LOCATION", _v(4000)), _nn("NUM_BUCKETS", _BI),
+                 _c("OUTPUT_FORMAT", _v(4000)), _c("SERDE_ID", _B)],
+        "pk": ["SD_ID"],
+        "indexes": [_ix("SDS_N49", ["SERDE_ID"]), _ix("SDS_N50", ["CD_ID"])],
+        "fks": [_fk(["SERDE_ID"], "SERDES", ["SERDE_ID"]), _fk(["CD_ID"], "CDS", ["CD_ID"])],
+        "versions": "34",
     },
     "TBLS": {
-        "cols": [("TBL_ID", _B, False, "34"), ("CREATE_TIME", _I, False, "34"),
-                 ("DB_ID", _B, True, "34"), ("LAST_ACCESS_TIME", _I, False, "34"),
-                 ("OWNER", _v(767), True, "34"), ("OWNER_TYPE", _v(10), True, "34"),
-                 ("RETENTION", _I, False, "34"), ("SD_ID", _B, True, "34"),
-                 ("TBL_NAME", _v(256), True, "34"), ("TBL_TYPE", _v(128), True, "34"),
-                 ("VIEW_EXPANDED_TEXT", _TXT, True, "34"), ("VIEW_ORIGINAL_TEXT", _TXT, True, "34"),
-                 ("IS_REWRITE_ENABLED", _BOOL, False, "34"), ("WRITE_ID", _B, True, "4")],
+        "mysql_bin": True,
+        "cols": [_nn("TBL_ID", _B), _nn("CREATE_TIME", _BI), _c("DB_ID", _B), _nn("LAST_ACCESS_TIME", _BI),
+                 _c("OWNER", _v(767)), _c("OWNER_TYPE", _v(10)), _nn("RETENTION", _BI), _c("SD_ID", _B),
+                 _c("TBL_NAME", _v(256)), _c("TBL_TYPE", _v(128)), _c("VIEW_EXPANDED_TEXT", _TXT, bin=False),
+                 _c("VIEW_ORIGINAL_TEXT", _TXT, bin=False), _nn("IS_REWRITE_ENABLED", _BOOL, default=_FALSE),
+                 _c("WRITE_ID", _B, versions="4", default="0")],
         "pk": ["TBL_ID"],
-        "indexes": [("UNIQUETABLE", ["TBL_NAME", "DB_ID"], True)],
+        "indexes": [_ix("UNIQUETABLE", ["TBL_NAME", "DB_ID"], unique=True, constraint=True),
+                    _ix("TBLS_N49", ["DB_ID"]), _ix("TBLS_N50", ["SD_ID"])],
+        "fks": [_fk(["DB_ID"], "DBS", ["DB_ID"]), _fk(["SD_ID"], "SDS", ["SD_ID"])],
         "versions": "34",
     },
     "TABLE_PARAMS": {
-        "cols": [("TBL_ID", _B, False, "34"), ("PARAM_KEY", _v(256), False, "34"),
-                 ("PARAM_VALUE", _TXT, True, "34")],
-        "pk": ["TBL_ID", "PARAM_KEY"], "versions": "34",
+        "mysql_bin": True,
+        "cols": [_nn("TBL_ID", _B), _nn("PARAM_KEY", _v(256)), _c("PARAM_VALUE", _TXT)],
+        "pk": ["TBL_ID", "PARAM_KEY"],
+        "indexes": [_ix("TABLE_PARAMS_N49", ["TBL_ID"])],
+        "fks": [_fk(["TBL_ID"], "TBLS", ["TBL_ID"])],
+        "versions": "34",
     },
     "PARTITIONS": {
-        "cols": [("PART_ID", _B, False, "34"), ("CREATE_TIME", _I, False, "34"),
-                 ("LAST_ACCESS_TIME", _I, False, "34"), ("PART_NAME", _v(767), True, "34"),
-                 ("SD_ID", _B, True, "34"), ("TBL_ID", _B, True, "34"), ("WRITE_ID", _B, True, "4")],
+        "mysql_bin": True,
+        "cols": [_nn("PART_ID", _B), _nn("CREATE_TIME", _BI), _nn("LAST_ACCESS_TIME", _BI),
+                 _c("PART_NAME", _v(767)), _c("SD_ID", _B), _c("TBL_ID", _B),
+                 _c("WRITE_ID", _B, versions="4", default="0")],
         "pk": ["PART_ID"],
-        "indexes": [("UNIQUEPARTITION", ["PART_NAME", "TBL_ID"], True)],
+        "indexes": [_ix("UNIQUEPARTITION", ["PART_NAME", "TBL_ID"], unique=True, constraint=True),
+                    _ix("PARTITIONS_N49", ["TBL_ID"]), _ix("PARTITIONS_N50", ["SD_ID"])],
+        "fks": [_fk(["TBL_ID"], "TBLS", ["TBL_ID"]), _fk(["SD_ID"], "SDS", ["SD_ID"])],
         "versions": "34",
     },
     "PARTITION_KEYS": {
-        "cols": [("TBL_ID", _B, False, "34"), ("PKEY_COMMENT", _v(4000), True, "34"),
-                 ("PKEY_NAME", _v(128), False, "34"), ("PKEY_TYPE", _v(767), False, "34"),
-                 ("INTEGER_IDX", _I, False, "34")],
-        "pk": ["TBL_ID", "PKEY_NAME"], "versions": "34",
+        "mysql_bin": True,
+        "cols": [_nn("TBL_ID", _B), _c("PKEY_COMMENT", _v(4000)), _nn("PKEY_NAME", _v(128)),
+                 _nn("PKEY_TYPE", _v(767)), _nn("INTEGER_IDX", _BI)],
+        "pk": ["TBL_ID", "PKEY_NAME"],
+        "indexes": [_ix("PARTITION_KEYS_N49", ["TBL_ID"])],
+        "fks": [_fk(["TBL_ID"], "TBLS", ["TBL_ID"])],
+        "versions": "34",
+    },
+    "PARTITION_KEY_VALS": {
+        "mysql_bin": True,
+        "cols": [_nn("PART_ID", _B), _c("PART_KEY_VAL", _v(256)), _nn("INTEGER_IDX", _BI)],
+        "pk": ["PART_ID", "INTEGER_IDX"],
+        "indexes": [_ix("PARTITION_KEY_VALS_N49", ["PART_ID"])],
+        "fks": [_fk(["PART_ID"], "PARTITIONS", ["PART_ID"])],
+        "versions": "34",
     },
     "PARTITION_PARAMS": {
-        "cols": [("PART_ID", _B, False, "34"), ("PARAM_KEY", _v(256), False, "34"),
-                 ("PARAM_VALUE", _TXT, True, "34")],
-        "pk": ["PART_ID", "PARAM_KEY"], "versions": "34",
+        "mysql_bin": True,
+        # 3.1.0: varchar(4000); 4.0.0: text (MySQL MEDIUMTEXT)
+        "cols": [_nn("PART_ID", _B), _nn("PARAM_KEY", _v(256)), _c("PARAM_VALUE", (_v(4000), _TXT))],
+        "pk": ["PART_ID", "PARAM_KEY"],
+        "indexes": [_ix("PARTITION_PARAMS_N49", ["PART_ID"])],
+        "fks": [_fk(["PART_ID"], "PARTITIONS", ["PART_ID"])],
+        "versions": "34",
+    },
+    "SEQUENCE_TABLE": {
+        "mysql_bin": True,
+        "cols": [_nn("SEQUENCE_NAME", _v(255)), _nn("NEXT_VAL", _B)],
+        "pk": ["SEQUENCE_NAME"],
+        "seed": [{"SEQUENCE_NAME": "org.apache.hadoop.hive.metastore.model.MNotificationLog", "NEXT_VAL": 1},
+                 {"SEQUENCE_NAME": "org.apache.hadoop.hive.metastore.model.MTxnWriteNotificationLog",
+                  "NEXT_VAL": 1, "_versions": "4"}],
+        "versions": "34",
+    },
+    "NOTIFICATION_SEQUENCE": {
+        "cols": [_nn("NNI_ID", _B), _nn("NEXT_EVENT_ID", _B)],
+        "pk": ["NNI_ID"],
+        "seed": [{"NNI_ID": 1, "NEXT_EVENT_ID": 1}],
+        "versions": "34",
     },
 }
 
+#: ``VERSION`` row as schematool's init script writes it
 SCHEMA_VERSIONS = {3: "3.1.0", 4: "4.0.0"}
+VERSION_COMMENTS = {3: "Hive release version 3.1.0", 4: "Hive release version 4.0.0"}
 
 
 def _has(versions: str, v: int) -> bool:
@@ -408,11 +467,18 @@ class Tables:
 # DDL (metastore init)
 # ---------------------------------------------------------------------------------------
 
-def _sa_type(code: str | tuple, hive_version: int, dialect: str, *, generated_pk: bool = False):
+def pick(value: Any, hive_version: int, dialect: str) -> Any:
+    """Resolve a per-dialect dict and/or a ``(hive3, hive4)`` pair of the table descriptions."""
+    if isinstance(value, dict):
+        value = value.get(dialect, value.get("*"))
+    if isinstance(value, tuple):
+        value = value[0] if hive_version == 3 else value[1]
+    return value
+
+
+def _sa_type(code: str, dialect: str, *, generated_pk: bool = False, collation: str | None = None):
     from sqlalchemy.dialects import mysql
 
-    if isinstance(code, tuple):
-        code = code[0] if hive_version == 3 else code[1]
     if code == _B:
         if generated_pk and dialect == "sqlite":
             return sa.Integer()          # INTEGER PRIMARY KEY = SQLite's rowid alias
@@ -424,7 +490,9 @@ def _sa_type(code: str | tuple, hive_version: int, dialect: str, *, generated_pk
     if code == _TS:
         return sa.TIMESTAMP()
     if code == _TXT:
-        return mysql.MEDIUMTEXT() if dialect == "mysql" else sa.Text()
+        return mysql.MEDIUMTEXT(collation=collation) if dialect == "mysql" else sa.Text()
+    if code == _LTXT:
+        return mysql.LONGTEXT() if dialect == "mysql" else sa.Text()
     if code == _BIN:
         if dialect == "postgresql":
             from sqlalchemy.dialects.postgresql import BYTEA
@@ -435,42 +503,87 @@ def _sa_type(code: str | tuple, hive_version: int, dialect: str, *, generated_pk
             return mysql.BIT(1)
         return sa.Boolean(create_constraint=False)
     if code.startswith("varchar"):
-        return sa.String(int(code[7:]))
+        return sa.String(int(code[7:]), collation=collation)
     raise ValueError(code)
+
+
+def _default_sql(value: str, dialect: str) -> str:
+    if value == _FALSE:
+        return "false" if dialect == "postgresql" else "0"
+    return value
+
+
+def index_name(spec: dict, table: str, flavor: Flavor) -> str:
+    """An index's name as stored: unquoted (lower-case) names where Hive's Postgres script
+    leaves them unquoted — every Hive 3 transaction index, a few Hive 4 ones."""
+    name = pick(spec["name"], flavor.hive_version, flavor.dialect)
+    if flavor.dialect == "postgresql" and table in TXN_TABLES and (flavor.txn_lower or spec["pg_lower"]):
+        return name.lower()
+    return name
+
+
+def generated_column(table: str, hive_version: int) -> str | None:
+    """The column the database generates (Hive 4 ``TXNS.TXN_ID``), if any."""
+    for col, vers in _spec(table).get("generated", {}).items():
+        if _has(vers, hive_version):
+            return col
+    return None
+
+
+def seed_rows(table: str, hive_version: int) -> list[dict]:
+    """The rows schematool's init script inserts into ``table`` (besides ``VERSION``)."""
+    out = []
+    for row in _spec(table).get("seed", ()):
+        if _has(row.get("_versions", "34"), hive_version):
+            out.append({k: v for k, v in row.items() if not k.startswith("_")})
+    return out
 
 
 def build_metadata(flavor: Flavor) -> sa.MetaData:
     """SQLAlchemy ``MetaData`` with Hive's tables for ``flavor`` (used by ``metastore init``)."""
     md = sa.MetaData()
     v, d = flavor.hive_version, flavor.dialect
-    for name in tables_for(v):
+    names = tables_for(v)
+    for name in names:
         spec = _spec(name)
-        pk = set(spec.get("pk", ()))
-        defaults = spec.get("defaults", {})
-        generated = name == "TXNS" and v == 4
+        pk = list(spec.get("pk", ()))
+        gen = generated_column(name, v)
         cols = []
-        for cname, ctype, nullable, _vers in columns_for(name, v):
-            gen_pk = generated and cname == "TXN_ID"
+        for cname, ctype, nullable, _vers, opts in columns_for(name, v):
+            gen_pk = cname == gen
             kw: dict[str, Any] = {}
-            if cname in defaults:
-                kw["server_default"] = sa.text(defaults[cname])
-            if ctype == _TS:
-                kw["server_default"] = sa.text("CURRENT_TIMESTAMP")
-            if ctype == _BOOL and not nullable:
-                kw["server_default"] = sa.text("0" if d == "mysql" else ("false" if d == "postgresql" else "0"))
-            cols.append(sa.Column(flavor.column(name, cname), _sa_type(ctype, v, d, generated_pk=gen_pk),
-                                  primary_key=cname in pk, nullable=nullable and cname not in pk,
+            if "default" in opts:
+                kw["server_default"] = sa.text(_default_sql(opts["default"], d))
+            # Hive's MySQL script: most metadata name columns are latin1_bin (case-sensitive)
+            coll = "latin1_bin" if (d == "mysql" and spec.get("mysql_bin") and opts.get("bin", True)) else None
+            cols.append(sa.Column(flavor.column(name, cname),
+                                  _sa_type(pick(ctype, v, d), d, generated_pk=gen_pk, collation=coll),
+                                  primary_key=cname in pk, nullable=bool(pick(nullable, v, d)) and cname not in pk,
                                   autoincrement=True if gen_pk else False, **kw))
+        for fk in spec.get("fks", ()):
+            if _has(fk["versions"], v) and fk["ref"] in names:
+                ref = flavor.physical(fk["ref"])
+                cols.append(sa.ForeignKeyConstraint(
+                    [flavor.column(name, c) for c in fk["cols"]],
+                    [f"{ref}.{flavor.column(fk['ref'], c)}" for c in fk["ref_cols"]],
+                    # Hive's Postgres script declares the metadata foreign keys DEFERRABLE
+                    deferrable=True if (d == "postgresql" and name in META_TABLES) else None))
         kwargs: dict[str, Any] = {}
         if d == "mysql":
             kwargs.update(mysql_engine="InnoDB", mysql_charset="latin1")
+        if gen and d == "sqlite":
+            kwargs["sqlite_autoincrement"] = True   # never reuse a txn id, as a sequence does
         t = sa.Table(flavor.physical(name), md, *cols, **kwargs)
-        for idx in spec.get("indexes", ()):
-            iname, icols, unique = idx[0], idx[1], idx[2]
-            if len(idx) > 3 and not _has(idx[3], v):
+        for ix in spec.get("indexes", ()):
+            if not _has(ix["versions"], v) or (ix["dialects"] and d not in ix["dialects"]):
                 continue
-            phys = iname.lower() if (name in TXN_TABLES and flavor.txn_lower) else iname
-            sa.Index(phys, *[t.c[flavor.column(name, c)] for c in icols], unique=unique)
+            iname = index_name(ix, name, flavor)
+            icols = [t.c[flavor.column(name, c)] for c in ix["cols"]]
+            if ix["constraint"]:
+                t.append_constraint(sa.UniqueConstraint(*icols, name=iname))
+            else:
+                ikw = {"postgresql_using": ix["using"]} if ix["using"] else {}
+                sa.Index(iname, *icols, unique=ix["unique"], **ikw)
     return md
 
 

@@ -137,11 +137,11 @@ def test_unsupported_schema_version(metastore, capsys):
     url, rec = metastore
     v = rec.T.VERSION
     with rec.engine.begin() as c:
-        c.execute(sa.update(v.clause).values({v.SCHEMA_VERSION.name: "2.3.0"}))
+        c.execute(sa.update(v.clause).values({v.SCHEMA_VERSION.name: "1.2.0"}))
     capsys.readouterr()
     assert run_cli(["--metastore", url, "show", "transactions"]) == 7
     err = capsys.readouterr().err
-    assert "unsupported Hive metastore schema version '2.3.0'" in err
+    assert "unsupported Hive metastore schema version '1.2.0'" in err
     # --hive-version overrides the detection
     assert run_cli(["--metastore", url, "show", "transactions", "--hive-version", str(rec.hive_version)]) == 0
     assert run_cli(["--metastore", url, "show", "transactions", "--hive-version", "2"]) == 2
@@ -154,7 +154,9 @@ def test_bad_urls(capsys):
     assert "topsecret" not in err
 
 
-def test_recorder_refuses_foreign_database(tmp_path):
+def test_recorder_writes_by_schema_version_not_by_creator(tmp_path):
+    """A database with Hive's own VERSION comment is written to (the schema version decides, §9–10);
+    a schema version acidctl does not write to is refused (exit 6)."""
     from acidctl.errors import RefusedError
     from acidctl.metastore.init import init_metastore
     from acidctl.metastore.recorder import Recorder
@@ -163,10 +165,13 @@ def test_recorder_refuses_foreign_database(tmp_path):
     init_metastore(url, hive_version=4)
     eng = sa.create_engine(url)
     with eng.begin() as c:
-        c.execute(sa.text('UPDATE "VERSION" SET "VERSION_COMMENT" = \'Hive release version 4.0.0\''))
-    with pytest.raises(RefusedError):
-        Recorder(url)
-    Recorder(url, allow_foreign=True)
+        assert c.execute(sa.text('SELECT "VERSION_COMMENT" FROM "VERSION"')).scalar() == "Hive release version 4.0.0"
+    assert Recorder(url).open_txn(now_ms=1) == 1
+    with eng.begin() as c:
+        c.execute(sa.text('UPDATE "VERSION" SET "SCHEMA_VERSION" = \'2.3.0\''))
+    with pytest.raises(RefusedError, match="2.3.0"):
+        Recorder(url, hive_version=4)
+    eng.dispose()
 
 
 def test_missing_server_binaries_fail_when_required(monkeypatch):

@@ -46,6 +46,13 @@ HIVE3_TXN_DDL = [
     " T2W_TABLE varchar(256) NOT NULL, T2W_WRITEID bigint NOT NULL)",
     "CREATE TABLE NEXT_WRITE_ID (NWI_DATABASE varchar(128) NOT NULL, NWI_TABLE varchar(256) NOT NULL,"
     " NWI_NEXT bigint NOT NULL)",
+    "CREATE TABLE AUX_TABLE (MT_KEY1 varchar(128) NOT NULL, MT_KEY2 bigint NOT NULL, MT_COMMENT varchar(255),"
+    " PRIMARY KEY(MT_KEY1, MT_KEY2))",
+    "CREATE TABLE WRITE_SET (WS_DATABASE varchar(128) NOT NULL, WS_TABLE varchar(128) NOT NULL,"
+    " WS_PARTITION varchar(767), WS_TXNID bigint NOT NULL, WS_COMMIT_ID bigint NOT NULL,"
+    " WS_OPERATION_TYPE char(1) NOT NULL)",
+    "CREATE TABLE MIN_HISTORY_LEVEL (MHL_TXNID bigint NOT NULL, MHL_MIN_OPEN_TXNID bigint NOT NULL,"
+    " PRIMARY KEY(MHL_TXNID))",
 ]
 
 # what Hive 3 did for: txn 1 committed w1 (row deleted), txn 2 aborted w2, txn 3 open w3
@@ -98,6 +105,23 @@ def _check(url):
     return ms
 
 
+def _record_and_check(url):
+    """The recorder (demo/test tool) writes into a database built by Hive's DDL, not by acidctl:
+    the schema version (3.1.0, Hive's own VERSION comment) decides. Txn 4 writes db.t (write id
+    4, NEXT_WRITE_ID was 4) and commits: Hive 3 deletes its TXNS row, so hwm 4 with 2 aborted
+    and 3 open stays "4:3:3:2", and the write-id list becomes db.t:4:3:3:2."""
+    from acidctl.metastore.recorder import Recorder
+
+    rec = Recorder(url)
+    txn = rec.open_txn(user="hive", host="h", now_ms=1600000009000)
+    assert txn == 4
+    assert rec.add_write(txn, "db", "t") == 4
+    rec.commit_txn(txn)
+    txns, wl = table_snapshot(url, "db.t")
+    assert str(txns) == "4:3:3:2" and str(wl) == "db.t:4:3:3:2"
+    rec.engine.dispose()
+
+
 @pytest.mark.postgres
 def test_postgres_hive3_unquoted_lowercase(pg_server):
     url = pg_create_db(pg_server)
@@ -107,6 +131,7 @@ def test_postgres_hive3_unquoted_lowercase(pg_server):
     assert "txns" in names and "TXNS" not in names and "VERSION" in names
     ms = _check(url)
     assert ms.flavor.txn_lower
+    _record_and_check(url)
     eng.dispose()
 
 
@@ -131,6 +156,7 @@ def test_mysql_hive3_script_names(mysql_server):
     url = my_create_db(mysql_server)
     eng = _build(url, "")
     _check(url)
+    _record_and_check(url)
     eng.dispose()
 
 
@@ -138,4 +164,33 @@ def test_sqlite_hive3_script_names(tmp_path):
     url = f"sqlite:///{tmp_path}/h3.db"
     eng = _build(url, '"')
     _check(url)
+    _record_and_check(url)
+    eng.dispose()
+
+
+@pytest.mark.parametrize("hive_version", [4], ids=["hive4"])
+def test_detect_with_extra_and_missing_columns(empty_db, backend, hive_version):
+    """A real schema differs from acidctl's model: later releases add catalog columns
+    (4.3.0: ``HL_CATALOG ... NOT NULL DEFAULT 'hive'``) and tables, older ones lack columns.
+    Detection reads what is there; reads and the recorder keep working."""
+    from acidctl.metastore.init import init_metastore
+    from acidctl.metastore.recorder import LockComponent, Recorder
+
+    init_metastore(empty_db, hive_version=hive_version)
+    eng = sa.create_engine(empty_db)
+    q = eng.dialect.identifier_preparer.quote
+    with eng.begin() as c:
+        c.exec_driver_sql(f"ALTER TABLE {q('HIVE_LOCKS')} ADD {q('HL_CATALOG')} varchar(128) DEFAULT 'hive' NOT NULL")
+        c.exec_driver_sql(f"CREATE TABLE {q('SOMETHING_NEWER')} ({q('X')} int)")
+        c.exec_driver_sql(f"ALTER TABLE {q('COMPACTION_QUEUE')} DROP COLUMN {q('CQ_ORDER_BY')}")
+    ms = connect(empty_db)
+    assert ms.hive_version == 4 and not ms.tables.COMPACTION_QUEUE.has("CQ_ORDER_BY")
+    assert ms.tables.COMPLETED_COMPACTIONS.has("CC_ORDER_BY")
+    rec = Recorder(empty_db)
+    txn = rec.open_txn(now_ms=1600000000000)
+    rec.lock(LockComponent("db", "t", None, "shared_write"), txn_id=txn, user="hive", host="h")
+    assert [(lk["lockid"], lk["transaction_id"]) for lk in show_locks(empty_db).locks] == [("1.1", txn)]
+    cid = rec.enqueue_compaction("db", "t", compaction_type="major", now_ms=1600000000000)
+    assert [c["compactionid"] for c in show_compactions(empty_db).compactions] == [cid]
+    rec.engine.dispose()
     eng.dispose()

@@ -98,3 +98,21 @@ def test_hive4_generated_txn_ids_start_at_1(metastore):
     t1 = rec.open_txn(now_ms=1_000)
     t2 = rec.open_txn(now_ms=1_000)
     assert (t1, t2) == (1, 2)
+
+
+def test_init_and_demo_share_the_default_hive_version(tmp_path, capsys):
+    """One default for `metastore init` and `demo` (new-user report): Hive 3.1.0."""
+    import inspect
+
+    from acidctl.cli.demo_cmd import demo_command
+    from acidctl.demo import build_demo
+
+    url = f"sqlite:///{tmp_path}/d.db"
+    assert run_cli(["metastore", "init", url]) == 0
+    assert "Hive 3.1.0" in capsys.readouterr().out
+    eng = sa.create_engine(url)
+    with eng.connect() as c:
+        assert c.execute(sa.text('SELECT "SCHEMA_VERSION" FROM "VERSION"')).scalar() == "3.1.0"
+    eng.dispose()
+    assert inspect.signature(build_demo).parameters["hive_version"].default == 3
+    assert inspect.signature(demo_command).parameters["hive_version"].default == 3
