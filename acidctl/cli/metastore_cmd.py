@@ -20,7 +20,7 @@ def register(app: typer.Typer) -> None:
 def init_cmd(
     ctx: typer.Context,
     url: Annotated[Optional[str], typer.Argument(metavar="URL", help="SQLAlchemy URL of an empty database (default: the global --metastore / profile).")] = None,
-    hive_version: options.SchemaHiveVersion = 4,
+    hive_version: options.SchemaHiveVersion = 3,
     warehouse: Annotated[str, typer.Option("--warehouse", metavar="URI", help="Location of the default database.")] = "file:/tmp/acidctl-warehouse",
 ):
     """Create Hive's transaction tables and the metadata tables acidctl reads.

@@ -8,7 +8,7 @@ JSON document (stable keys): ``path``, ``hive_version``, ``write_ids`` (+ ``assu
 (+ ``assumed``; null under Hive 3 without ``--txns``), ``assumptions`` (list of strings),
 ``partitions`` (each: ``partition``, ``path``, ``entries`` [one per child: name, path, kind, role,
 reason, is_dir, min/max_write_id, statement_id, visibility_txn, compacted, read_order,
-file_count, bytes, mtime], ``snapshot``, ``roles`` (counts), ``compaction`` (the Initiator's
+file_count, bytes, mtime (epoch ms, as ``show`` and the metastore)], ``snapshot``, ``roles`` (counts), ``compaction`` (the Initiator's
 recommendation), ``findings`` (counts by severity)), ``findings`` (every finding: check,
 severity, path, message) and ``summary``.
 

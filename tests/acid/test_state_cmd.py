@@ -305,3 +305,17 @@ def test_partition_directory_section_is_headed_partition(tmp_path, capsys):
     assert f"== partition ds=2025-01-01: {part}" in out.splitlines()
     code, out, _ = run(["state", str(tmp_path / "t"), "--write-ids", "db.t:1:9223372036854775807::"], capsys)
     assert f"== partition ds=2025-01-01: {part}" in out.splitlines()
+
+
+def test_json_mtime_is_epoch_milliseconds(tmp_path, capsys):
+    """mtime in the same unit as `show` and the metastore (epoch ms)."""
+    import os
+
+    t = tmp_path / "t"
+    d = t / "delta_0000001_0000001_0000"
+    make_dir(d)
+    os.utime(d, (1_700_000_000.25, 1_700_000_000.25))
+    code, doc, _ = run_json(["state", str(t), "--write-ids", "db.t:1:9223372036854775807::"], capsys)
+    assert code == 0
+    [e] = [e for e in doc["partitions"][0]["entries"] if e["name"] == d.name]
+    assert e["mtime"] == 1_700_000_000_250
