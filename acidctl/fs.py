@@ -42,23 +42,6 @@ def join_path(*parts: str) -> str:
     return "/".join(p.rstrip("/") for p in parts if p)
 
 
-def parse_fs_options(pairs: list[str] | tuple[str, ...] | None) -> dict[str, Any]:
-    """``["key=value", ...]`` → dict; ``true``/``false`` and integers are converted."""
-    out: dict[str, Any] = {}
-    for pair in pairs or ():
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise UsageError(f"--fs-option expects key=value, got {pair!r}")
-        low = value.lower()
-        if low in ("true", "false"):
-            out[key] = low == "true"
-        elif value.lstrip("-").isdigit():
-            out[key] = int(value)
-        else:
-            out[key] = value
-    return out
-
-
 class TableFS:
     """A resolved filesystem plus the root path the user named (picklable for Spark tasks)."""
 

@@ -72,3 +72,13 @@ def test_metastore_init_defaults_to_hive_3_like_demo(tmp_path):
     r = run_cli("-o", "json", "metastore", "init", f"sqlite:///{tmp_path / 'ms.db'}")
     assert r.code == 0, r
     assert json.loads(r.stdout)["schema_version"].startswith("3.1")
+
+
+def test_fs_options_are_typed_key_values():
+    from acidctl.cli.options import parse_fs_options
+    from acidctl.errors import UsageError
+
+    assert parse_fs_options(["anon=true", "port=9870", "endpoint_url=http://h:1/x=y", "n=-3"]) == {
+        "anon": True, "port": 9870, "endpoint_url": "http://h:1/x=y", "n": -3}
+    with pytest.raises(UsageError):
+        parse_fs_options(["novalue"])
