@@ -35,10 +35,10 @@ class Entry:
     mtime: float | None = None
 
 
-def join_path(*parts: str) -> str:
-    """Path components joined by one ``/`` (empty parts skipped; a part's trailing ``/``
-    dropped). Unlike ``posixpath.join``, a later absolute part does not discard the earlier
-    ones, and a URL's ``scheme://`` stays intact in the first part."""
+def join_path(*parts: str | None) -> str:
+    """Path components joined by one ``/`` (empty or None parts skipped; a part's trailing
+    ``/`` dropped). Unlike ``posixpath.join``, a later absolute part does not discard the
+    earlier ones, and a URL's ``scheme://`` stays intact in the first part."""
     return "/".join(p.rstrip("/") for p in parts if p)
 
 
