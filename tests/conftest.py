@@ -25,6 +25,9 @@ def _isolate_env(monkeypatch, tmp_path_factory):
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("ACIDCTL_CONFIG", str(home / ".acidctl.toml"))
     monkeypatch.setenv("TZ", "UTC")
+    # text tables are fitted to $COLUMNS (pytest-xdist workers inherit one): tests that parse
+    # text read full lines unless they set COLUMNS themselves
+    monkeypatch.delenv("COLUMNS", raising=False)
 
 
 class Result:

@@ -19,14 +19,16 @@ from acidctl.findings import Finding, Severity
 def build_report(tfs, *, write_ids: WriteIdList, txns: TxnList | None, hive_version: int,
                  assumed_committed: bool = False, table_properties: dict[str, str] | None = None,
                  grace_seconds: float = 86400.0, inspect_file: Callable | None = None,
-                 now: float | None = None, facts=None) -> dict:
+                 now: float | None = None, facts=None, mm_storage=None) -> dict:
     """Everything ``acidctl state`` prints, as a JSON-ready dict with stable keys.
 
     ``write_ids``: the reader's snapshot (``assumed_committed``: it was made up by
     ``--assume-committed``, the output says so); ``txns``: the ValidTxnList when known (given
     or from the metastore) — without it Hive 4 rules treat every visibility txn as committed,
     and say so; ``inspect_file``: :func:`acidctl.orc.meta.inspect_file` for ``--deep``;
-    ``facts``: MetastoreFacts for every partition, or a function of the partition name."""
+    ``facts``: MetastoreFacts for every partition, or a function of the partition name;
+    ``mm_storage``: an insert-only table's storage (format, SerDe) for ``--deep``
+    (:mod:`acidctl.mm.checks` replaces the full-ACID file checks there)."""
     from acidctl.target import check_table_dir
 
     now = time.time() if now is None else now
@@ -65,9 +67,15 @@ def build_report(tfs, *, write_ids: WriteIdList, txns: TxnList | None, hive_vers
         findings = check_partition(lst, st, hive_version=hive_version, recommendation=rec, facts=pfacts,
                                    txns=txns, now=now, grace_seconds=grace_seconds)
         findings += check_publications(tfs, lst)
+        if insert_only:   # insert-only tables: MM01-MM08, and --deep opens plain files (acidctl.mm.checks)
+            from acidctl.mm import checks as mm_checks
+
+            findings = [f for f in findings if f.check not in mm_checks.NOT_FOR_MM]
+            findings += mm_checks.directory_findings(lst, st, properties=props, now=now, grace_seconds=grace_seconds)
         if inspect_file is not None:
-            findings = sorted(findings + deep_findings(tfs, lst, st, inspect_file, hive_version=hive_version),
-                              key=lambda f: (-f.severity.rank, f.check, f.path))
+            extra = (mm_checks.deep_findings(tfs, lst, st, storage=mm_storage, hive_version=hive_version)
+                     if insert_only else deep_findings(tfs, lst, st, inspect_file, hive_version=hive_version))
+            findings = sorted(findings + extra, key=lambda f: (-f.severity.rank, f.check, f.path))
         all_findings.extend(findings)
         partitions.append(_partition(lst, st, rec, findings))
 

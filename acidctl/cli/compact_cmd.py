@@ -112,6 +112,8 @@ def compact_command(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the full plan (partitions, inputs per bucket, output names, what becomes obsolete, bytes in, refusals with reasons) and write nothing: no lock, no staging, no metastore. Exit 6 when the compaction would be refused.")] = False,
     skip_unreadable_files: Annotated[bool, typer.Option("--skip-unreadable-files", help="Compact even when a directory the output makes obsolete holds a file some reader could treat as data and the compaction cannot read (e.g. delta_1_2/streaming.orc); the report lists each as skipped and clean never deletes its directory. Refused by default (exit 6).")] = False,
     table_is_quiescent: Annotated[bool, typer.Option("--table-is-quiescent", help="With --assume-committed: state that nothing writes to the table and every write id in its directory names is committed, so the assumed snapshot may drive a write (recorded in the report).")] = False,
+    file_format: Annotated[Optional[str], typer.Option("--format", metavar="orc|parquet|avro|text", help="The table is insert-only and stores files of this format (a path target; DB.TABLE takes it from the metastore). Use --columns name:type,... for its columns.")] = None,
+    serde_property: Annotated[Optional[list[str]], typer.Option("--serde-property", metavar="KEY=VALUE", help="Insert-only text table given as a path: a LazySimpleSerDe property (field.delim, escape.delim, serialization.null.format, ...), repeatable.")] = None,
     allow_non_atomic_publish: Annotated[bool, typer.Option("--allow-non-atomic-publish", help="Publish even when readers could see it half done: a Hive 3 minor compaction writing both delta_x_y and delete_delta_x_y (two renames), or an object store whose rename copies. Refused by default (exit 6).")] = False,
 ):
     from acidctl.errors import RefusedError, UsageError
@@ -142,8 +144,11 @@ def compact_command(
     if info is not None:
         if not info.transactional:
             raise RefusedError(f"{info.full_name} is not a transactional table")
-        if info.insert_only:
-            raise RefusedError(f"{info.full_name} is insert-only; acidctl compacts full-ACID tables")
+    from acidctl.mm.context import mm_context, parse_serde_properties   # insert-only tables (issue #12)
+
+    mm = mm_context(target, fmt=file_format, columns=columns, serde_properties=parse_serde_properties(serde_property))
+    if mm is not None:
+        columns = None
     props.update(parse_kv(tblproperty, "--tblproperty"))
     parts = list(partition or [])
     if spec_parts:
@@ -196,7 +201,13 @@ def compact_command(
         notes.append("no_auto_compaction is set: the Initiator would skip this table; --due compacts anyway")
     for n in notes:
         settings.output.note(n)
-    report = compact_table(tfs, opts, progress=_progress(settings), registrar=registrar, notes=notes)
+    if mm is not None:
+        from acidctl.mm.compact import compact_mm_table
+
+        opts.insert_only = True
+        report = compact_mm_table(tfs, opts, mm, progress=_progress(settings), registrar=registrar, notes=notes)
+    else:
+        report = compact_table(tfs, opts, progress=_progress(settings), registrar=registrar, notes=notes)
     report["snapshot_source"] = target.source
     report["assumed_quiescent"] = target.source == "--assume-committed"
     if info is not None:

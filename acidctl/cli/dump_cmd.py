@@ -30,6 +30,8 @@ def dump_command(
     txns: options.Txns = None,
     hive_version: options.HiveVersion = None,
     as_of: Annotated[Optional[int], typer.Option("--as-of", metavar="WRITEID", help="With --merged: read the snapshot as it was after this write id.")] = None,
+    file_format: Annotated[Optional[str], typer.Option("--format", metavar="orc|parquet|avro|text", help="Insert-only data: the files' format (a path given with --merged is then an insert-only table; DB.TABLE takes it from the metastore). With --columns name:type,... for text.")] = None,
+    serde_property: Annotated[Optional[list[str]], typer.Option("--serde-property", metavar="KEY=VALUE", help="With --format text: a LazySimpleSerDe property (field.delim, escape.delim, serialization.null.format, ...), repeatable.")] = None,
 ):
     """Print ORC rows as JSON lines, exactly as `hive --orcfiledump -d` / `orc-tools data` do.
 
@@ -50,7 +52,16 @@ def dump_command(
         return
     if merged:
         _merged(settings, paths, write_ids=write_ids, assume_committed=assume_committed, txns=txns,
-                hive_version=hive_version, as_of=as_of, limit=limit)
+                hive_version=hive_version, as_of=as_of, limit=limit, file_format=file_format, columns=columns,
+                serde_property=serde_property)
+        return
+    if file_format or serde_property or (columns and ":" in columns):
+        from acidctl.mm.plain import dump_paths   # insert-only data files (issue #12)
+
+        for chunk in dump_paths(settings, paths, file_format=file_format, columns=columns,
+                                serde_property=serde_property, limit=limit, with_path=with_path,
+                                framing=not out.json):
+            out.write_bytes(chunk)
         return
     ops = None
     if operation:
@@ -94,8 +105,11 @@ def dump_command(
         raise typer.Exit(int(errors[0].exit_code))
 
 
-def _merged(settings, paths, *, write_ids, assume_committed, txns, hive_version, as_of, limit):
+def _merged(settings, paths, *, write_ids, assume_committed, txns, hive_version, as_of, limit, file_format=None,
+            columns=None, serde_property=None):
+    from acidctl.errors import InvalidInputError
     from acidctl.merged import merged_rows
+    from acidctl.mm.context import mm_context, parse_serde_properties
     from acidctl.target import resolve_target
 
     budget = [limit] if limit is not None else None
@@ -109,10 +123,26 @@ def _merged(settings, paths, *, write_ids, assume_committed, txns, hive_version,
         snapshot = target.write_ids if as_of is None else target.write_ids.as_of(as_of)
         left = None if budget is None else budget[0]
         partition = getattr(target.table, "partition", None)
-        for chunk in merged_rows(target.tfs, snapshot, txns=target.txns, hive_version=target.hive_version,
-                                 limit=left, partition=partition):
-            settings.output.write_bytes(bytes(chunk))
-            if budget is not None:
-                budget[0] -= bytes(chunk).count(b"\n")
+        mm = mm_context(target, fmt=file_format, columns=columns,
+                        serde_properties=parse_serde_properties(serde_property))
+        if mm is not None:   # insert-only table: plain rows, no row__id (acidctl.mm.read)
+            from acidctl.mm.read import merged_rows as mm_rows
+
+            chunks = mm_rows(target.tfs, snapshot, mm, txns=target.txns, hive_version=target.hive_version,
+                             limit=left, partition=partition)
+        else:
+            chunks = merged_rows(target.tfs, snapshot, txns=target.txns, hive_version=target.hive_version,
+                                 limit=left, partition=partition)
+        try:
+            for chunk in chunks:
+                settings.output.write_bytes(bytes(chunk))
+                if budget is not None:
+                    budget[0] -= bytes(chunk).count(b"\n")
+        except InvalidInputError as e:
+            if mm is not None or getattr(e, "hint", None):
+                raise
+            raise type(e)(str(e), hint="an insert-only table keeps plain data files: give --format "
+                                       "orc|parquet|avro|text (and --columns name:type,...), or DB.TABLE "
+                                       "with a metastore") from None
         if budget is not None and budget[0] <= 0:
             return

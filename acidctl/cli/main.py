@@ -18,7 +18,7 @@ from typing import Annotated, Optional
 import typer
 
 from acidctl import __version__
-from acidctl.cli.output import Output
+from acidctl.cli.output import Output, set_wide
 from acidctl.errors import AcidctlError, ExitCode, StorageUnavailable, UsageError, redact
 from acidctl.fs import _CREDENTIAL_ERRORS
 
@@ -44,6 +44,7 @@ COMMAND_MODULES = (
     "acidctl.cli.compact_cmd",
     "acidctl.cli.clean_cmd",
     "acidctl.cli.revert_cmd",
+    "acidctl.cli.export_cmd",
 )
 
 
@@ -56,6 +57,7 @@ class Settings:
     fs_options: dict = dataclasses.field(default_factory=dict)
     metastore_url: Optional[str] = None
     profile: Optional[str] = None
+    read_only: bool = False
 
     def table_fs(self, url: str):
         from acidctl.fs import TableFS
@@ -87,6 +89,8 @@ def _global(
     fs_option: Annotated[Optional[list[str]], typer.Option("--fs-option", metavar="KEY=VALUE", help="Filesystem (fsspec) storage option, repeatable.")] = None,
     metastore: Annotated[Optional[str], typer.Option("--metastore", envvar="ACIDCTL_METASTORE_URL", metavar="URL", help="Metastore database URL (SQLAlchemy form), e.g. postgresql://hive@db/metastore.", show_envvar=True)] = None,
     profile: Annotated[Optional[str], typer.Option("--profile", envvar="ACIDCTL_PROFILE", help="Named profile from the config file (~/.acidctl.toml).")] = None,
+    wide: Annotated[bool, typer.Option("--wide", envvar="ACIDCTL_WIDE", help="Text tables at full width (by default they are fitted to the terminal by wrapping the widest cells; pipes get full width).")] = False,
+    read_only: Annotated[bool, typer.Option("--read-only", envvar="ACIDCTL_READ_ONLY", show_envvar=True, help="Forbid every metastore write (also the profile key read_only = true); compactions then run unregistered only where that is safe, else refuse.")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_version_callback, is_eager=True, help="Print the version and exit.")] = False,
 ):
     """Inspect, validate, compact and clean Apache Hive ACID tables."""
@@ -97,6 +101,7 @@ def _global(
         raise typer.BadParameter("must be 'text' or 'json'", param_hint="--output")
     if isinstance(ctx.obj, _Invocation):
         ctx.obj.output, ctx.obj.verbose = mode, verbose
+    set_wide(wide)
     if verbose:
         import logging
 
@@ -109,9 +114,19 @@ def _global(
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(_Redacting("acidctl: %(name)s: %(message)s"))
         logging.basicConfig(level=logging.INFO, handlers=[handler])
+    if not read_only:
+        from acidctl.metastore.connection import profile_setting
+
+        read_only = profile_setting("read_only", profile=profile) in (True, "true", "1", 1)
+    from acidctl.metastore import steps
+
+    if read_only:
+        steps.forbid_writes("--read-only")
+    else:
+        steps.allow_writes()
     ctx.obj = Settings(output=Output(mode, verbose=verbose), verbose=verbose,
                        fs_options=parse_fs_options(fs_option), metastore_url=metastore,
-                       profile=profile)
+                       profile=profile, read_only=read_only)
 
 
 def _load_commands() -> None:

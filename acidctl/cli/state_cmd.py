@@ -75,7 +75,8 @@ def state_command(
     known_txns = target.txns if txns or (target.source == "metastore" and target.hive_version == 4) else None
     report = build_report(target.tfs, write_ids=target.write_ids, assumed_committed=assume_committed,
                           txns=known_txns, hive_version=target.hive_version, table_properties=props,
-                          grace_seconds=grace_hours * 3600.0, inspect_file=inspect_file, facts=facts)
+                          grace_seconds=grace_hours * 3600.0, inspect_file=inspect_file, facts=facts,
+                          mm_storage=_mm_storage(target) if deep else None)
     report["table"] = target.table.full_name if target.table else None
     report["snapshot_source"] = target.source
     for note in report["assumptions"]:
@@ -84,6 +85,16 @@ def state_command(
     errors = report["summary"]["errors"]
     if errors:
         raise ValidationFailed(f"{errors} error-level finding{'s' if errors != 1 else ''} in {report['path']}")
+
+
+def _mm_storage(target):
+    """An insert-only metastore table's storage format (for --deep); None otherwise."""
+    t = target.table
+    if t is None or target.metastore is None or not t.insert_only:
+        return None
+    from acidctl.formats.storage import lookup
+
+    return lookup(target.metastore, t)
 
 
 def _deep_hook():

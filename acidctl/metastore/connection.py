@@ -83,6 +83,20 @@ def resolve_url(flag: str | None = None, *, profile: str | None = None, env: dic
                      hint="use --metastore URL, ACIDCTL_METASTORE_URL, or a profile in ~/.acidctl.toml")
 
 
+def profile_setting(key: str, *, profile: str | None = None, env: dict | None = None) -> Any:
+    """A key of the chosen profile (``[profiles.NAME] key = ...``), else top-level, else None.
+    Unlike :func:`resolve_url` a missing file or profile is not an error here."""
+    env = os.environ if env is None else env
+    path = Path(env["ACIDCTL_CONFIG"]).expanduser() if env.get("ACIDCTL_CONFIG") else config_path()
+    cfg = _load_config(path)
+    profiles = cfg.get("profiles", {}) if isinstance(cfg.get("profiles", {}), dict) else {}
+    name = profile or env.get("ACIDCTL_PROFILE") or cfg.get("default_profile") or "default"
+    prof = profiles.get(name) if isinstance(profiles.get(name), dict) else {}
+    if key in prof:
+        return prof[key]
+    return cfg.get(key)
+
+
 def safe_url(url: Any) -> str:
     """The URL for messages: password hidden."""
     try:

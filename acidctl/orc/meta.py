@@ -96,13 +96,13 @@ def inspect_file(tfs: TableFS, path: str, *, statistics: bool = True, dir_kind: 
                 add("F01", Severity.ERROR, f"not an ACID file: schema {orc.schema}")
             return report
 
-        _check_acid_metadata(orc, meta, stripes, add, report)
+        _check_acid_metadata(orc, meta, stripes, add, report, dir_kind=dir_kind)
         _check_row_schema(orc, add, table_columns)
         _check_events(orc, stripes, report, add, name=name, dir_kind=dir_kind, dir_range=dir_range)
     return report
 
 
-def _check_acid_metadata(orc: OrcFile, meta, stripes, add, report: FileReport):
+def _check_acid_metadata(orc: OrcFile, meta, stripes, add, report: FileReport, *, dir_kind: str | None = None):
     if KEY_INDEX not in meta:
         add("F03", Severity.ERROR, "hive.acid.key.index missing: Hive treats the file as an original (non-ACID) file")
     else:
@@ -117,7 +117,9 @@ def _check_acid_metadata(orc: OrcFile, meta, stripes, add, report: FileReport):
                 add("F04", Severity.ERROR, f"hive.acid.key.index has {len(report.key_index)} entries for "
                                            f"{len(stripes)} stripes (run fixacidkeyindex)")
     if ACID_STATS not in meta:
-        add("F05", Severity.ERROR, "hive.acid.stats missing: Hive 3 fails reading delete deltas without it")
+        # an error in delete files (Hive 3 fails reading delete deltas without it), else a warning
+        add("F05", Severity.ERROR if dir_kind == "delete_delta" else Severity.WARN,
+            "hive.acid.stats missing: Hive 3 fails reading delete deltas without it")
     else:
         try:
             report.acid_stats = parse_acid_stats(meta[ACID_STATS])
