@@ -28,6 +28,7 @@ import os
 import socket
 import time
 
+from acidctl.acid.dirname import is_hidden
 from acidctl.compact.planner import STAGING_PREFIX, PartitionPlan
 from acidctl.errors import RefusedError, WriteVerificationFailed
 from acidctl.fs import join_path
@@ -81,7 +82,7 @@ def check_staged(tfs, plan: PartitionPlan, metrics: list[dict]) -> None:
         want_markers = set(o.markers)
         if not want_markers <= names:
             raise WriteVerificationFailed(f"staged {o.name} lacks {sorted(want_markers - names)}")
-        data = {n for n in names if not n.startswith(("_", "."))}
+        data = {n for n in names if not is_hidden(n)}
         expected = {p.rsplit("/", 1)[-1] for p in written if p.startswith(d + "/")}
         if data != expected:
             raise WriteVerificationFailed(f"staged {o.name} holds {sorted(data)}, the tasks wrote {sorted(expected)}")

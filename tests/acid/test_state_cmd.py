@@ -10,6 +10,8 @@ import pytest
 from acidctl.cli.main import main
 from acidctl.findings import Finding, Severity
 
+from tests.conftest import REAL
+
 from .helpers import COMPACTED, EXAMPLE
 
 
@@ -220,7 +222,7 @@ def test_state_module_imports_no_heavy_libraries():
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-FIXTURES = Path("/work/shared/fixtures/real")
+FIXTURES = REAL
 
 
 def _orc_meta_available():
