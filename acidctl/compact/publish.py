@@ -31,6 +31,7 @@ import time
 from acidctl.acid.dirname import is_hidden
 from acidctl.compact.planner import STAGING_PREFIX, PartitionPlan
 from acidctl.errors import RefusedError, WriteVerificationFailed
+from acidctl.faults import crash_point
 from acidctl.fs import join_path
 
 MANIFEST = "_acidctl_manifest.json"
@@ -93,7 +94,7 @@ def check_staged(tfs, plan: PartitionPlan, metrics: list[dict]) -> None:
                 raise WriteVerificationFailed(f"marker {name} of staged {o.name} does not hold {content!r}")
 
 
-def publish(tfs, plan: PartitionPlan, *, crash=None) -> list[str]:
+def publish(tfs, plan: PartitionPlan) -> list[str]:
     """Rename the staged outputs into the partition; returns the published paths."""
     tfs.write_bytes(join_path(plan.staging, MANIFEST), _manifest(plan, "publishing"))
     done = []
@@ -105,10 +106,9 @@ def publish(tfs, plan: PartitionPlan, *, crash=None) -> list[str]:
                                hint=f"the staged output stays in {tfs.display(plan.staging)}")
         tfs.move_dir(join_path(plan.staging, o.name), target)
         done.append(tfs.display(target))
-        if crash is not None and i + 1 < len(outs):
-            crash("between-renames")
-    if crash is not None:
-        crash("after-rename")
+        if i + 1 < len(outs):
+            crash_point("between-renames")
+    crash_point("after-rename")
     write_record(tfs, plan)
     discard(tfs, plan.staging)
     return done
