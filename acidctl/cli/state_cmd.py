@@ -158,6 +158,15 @@ def _in_read_order(entries: list[dict]) -> list[dict]:
     return sorted(entries, key=key)
 
 
+def _relative(path: str, root: str) -> str:
+    """A finding's path under the table as the header shows it (``.`` for the table itself);
+    paths elsewhere stay whole. Text only: JSON keeps full paths."""
+    root = root.rstrip("/")
+    if path.rstrip("/") == root:
+        return "."
+    return path[len(root) + 1:] if path.startswith(root + "/") else path
+
+
 def render_text(report: dict) -> str:
     from acidctl.cli.output import table
 
@@ -201,7 +210,8 @@ def render_text(report: dict) -> str:
         lines.append(f"compaction: {c['type'].upper()}" + (" - " + "; ".join(c["reasons"]) if c["reasons"] else ""))
     lines.append("")
     if report["findings"]:
-        rows = [[f["severity"].upper(), f["check"], f["path"], f["message"]] for f in report["findings"]]
+        rows = [[f["severity"].upper(), f["check"], _relative(f["path"], report["path"]), f["message"]]
+                for f in report["findings"]]
         lines.append(table(rows, ["SEVERITY", "CHECK", "PATH", "MESSAGE"]))
     else:
         lines.append("no findings")

@@ -321,3 +321,16 @@ def test_json_mtime_is_epoch_milliseconds(tmp_path, capsys):
     assert code == 0
     [e] = [e for e in doc["partitions"][0]["entries"] if e["name"] == d.name]
     assert e["mtime"] == 1_700_000_000_250
+
+
+def test_text_findings_name_paths_under_the_table(tmp_path, capsys):
+    """Text findings show paths relative to the table in the header; JSON keeps them whole."""
+    t = tmp_path / "t"
+    make_dir(t / "delta_0000001_0000001_0000", version=False)   # no _orc_acid_version: an M finding
+    wl = "db.t:1:9223372036854775807::"
+    code, doc, _ = run_json(["state", str(t), "--write-ids", wl], capsys)
+    paths = {f["path"] for f in doc["findings"]}
+    assert str(t / "delta_0000001_0000001_0000") in paths
+    code, out, _ = run(["state", str(t), "--write-ids", wl], capsys)
+    findings = out.split("SEVERITY", 1)[1]
+    assert " delta_0000001_0000001_0000 " in findings and str(tmp_path) not in findings
