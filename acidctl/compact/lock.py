@@ -187,6 +187,5 @@ class TableLock:
     def __enter__(self) -> "TableLock":
         return self.acquire()
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> None:
         self.release()
-        return False

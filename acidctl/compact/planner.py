@@ -112,7 +112,7 @@ class PartitionPlan:
 def covered_aborted(cstate: AcidState) -> list:
     """Aborted-only deltas above the base and at or below the compactor hwm (Hive 3's MR
     compactor reads them and drops their events)."""
-    base_wid = cstate.base_write_id if cstate.base is not None else 0
+    base_wid = cstate.base.base_dir.write_id if cstate.base is not None else 0
     hwm = cstate.write_ids.hwm
     out = []
     for c in cstate.aborted:
@@ -121,7 +121,7 @@ def covered_aborted(cstate: AcidState) -> list:
         lo, hi = c.parsed.min_write_id, c.parsed.max_write_id
         if lo <= base_wid or hi > hwm:
             continue
-        if any(d.min_write_id <= lo and d.max_write_id >= hi for d in cstate.deltas):
+        if any(d.delta_dir.min_write_id <= lo and d.delta_dir.max_write_id >= hi for d in cstate.deltas):
             continue  # already inside a current (compacted) delta's range
         out.append(c)
     return out
@@ -227,9 +227,10 @@ def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, 
 
     outputs: list[OutputDir] = []
     if mode == MAJOR:
-        out_ins = OutputDir(name, "base", top, top, sorted(ins_by), markers)
-        out_del = None
-        outputs.append(out_ins)
+        base_out = OutputDir(name, "base", top, top, sorted(ins_by), markers)
+        outputs.append(base_out)
+        out_ins: OutputDir | None = base_out
+        out_del: OutputDir | None = None
         buckets = sorted(ins_by)
     else:
         has_ins = any(d.kind is Kind.DELTA for d in deltas)

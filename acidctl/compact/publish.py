@@ -96,6 +96,7 @@ def check_staged(tfs, plan: PartitionPlan, metrics: list[dict]) -> None:
 
 def publish(tfs, plan: PartitionPlan) -> list[str]:
     """Rename the staged outputs into the partition; returns the published paths."""
+    assert plan.staging is not None   # planned to run
     tfs.write_bytes(join_path(plan.staging, MANIFEST), _manifest(plan, "publishing"))
     done = []
     outs = sorted(plan.outputs, key=lambda o: _ORDER[o.kind])
