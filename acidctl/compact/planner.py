@@ -136,6 +136,20 @@ def valid_txns_with(txns: TxnList | None, visibility_txn: int | None) -> TxnList
                    aborted=tuple(t for t in txns.aborted if t != visibility_txn))
 
 
+def output_visibility(visibility_txn, hive_version: int) -> int:
+    """The ``_vM`` suffix of a compaction's output: 0 under Hive 3; under Hive 4 the compactor
+    txn (``visibility_txn``, or a function giving it: the metastore opens it only when output
+    is written), which must be given."""
+    if hive_version != 4:
+        return 0
+    v = visibility_txn() if callable(visibility_txn) else visibility_txn
+    if not v or int(v) <= 0:
+        raise UsageError("Hive 4 compaction output is named _v<compactor txn>: pass --visibility-txn M "
+                         "(a committed txn of type COMPACTION) or connect a metastore",
+                         hint="or use --hive-version 3 for Hive 3 naming")
+    return int(v)
+
+
 def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, txns: TxnList | None,
                    hive_version: int, visibility_txn: int | None = None, columns: list[str] | None = None,
                    columns_coln_only: bool = False, skip_unreadable: bool = False) -> PartitionPlan:
@@ -157,16 +171,6 @@ def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, 
     extras = covered_aborted(cstate)
     deltas = sorted(list(cstate.deltas) + extras, key=delta_sort_key)
     h4 = hive_version == 4
-
-    def visibility() -> int:
-        if not h4:
-            return 0
-        v = visibility_txn() if callable(visibility_txn) else visibility_txn
-        if not v or int(v) <= 0:
-            raise UsageError("Hive 4 compaction output is named _v<compactor txn>: pass --visibility-txn M "
-                             "(a committed txn of type COMPACTION) or connect a metastore",
-                             hint="or use --hive-version 3 for Hive 3 naming")
-        return int(v)
 
     if mode == MAJOR:
         if not deltas and not cstate.originals:
@@ -215,7 +219,7 @@ def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, 
     if _refuse_unread(plan, unread_files(((n, by_name[n]) for n in input_children), read_paths, part_path),
                       inputs, skip_unreadable):
         return plan
-    vis = visibility()
+    vis = output_visibility(visibility_txn, hive_version)
     if mode == MAJOR:
         name = BaseDir(top, visibility=vis or 0).format()
     ins_by: dict[int, list] = {}

@@ -33,7 +33,8 @@ from acidctl.acid.listing import ChildEntry, FileInfo
 from acidctl.acid.dirname import METADATA_FILE, BaseDir, DeltaDir, is_hidden
 from acidctl.compact import publish as pub
 from acidctl.compact.planner import (
-    MAJOR, MINOR, METADATA_ACID, STAGING_PREFIX, OutputDir, PartitionPlan, refusal_error, valid_txns_with,
+    MAJOR, MINOR, METADATA_ACID, STAGING_PREFIX, OutputDir, PartitionPlan, output_visibility, refusal_error,
+    valid_txns_with,
 )
 from acidctl.errors import InvalidAcidLayout, RefusedError, UsageError, WriteVerificationFailed
 from acidctl.mm.read import MMFile, dir_files, read_plan
@@ -101,16 +102,6 @@ def plan_partition(tfs, listing, ctx, *, mode: str, reader, txns, hive_version: 
         raise RefusedError(f"{straddle[0].path} spans write ids on both sides of the compactor's high watermark "
                            f"{hwm} (an open write inside its range): nothing can be folded safely")
 
-    def vis() -> int:
-        if not h4:
-            return 0
-        v = visibility_txn() if callable(visibility_txn) else visibility_txn
-        if not v or int(v) <= 0:
-            raise UsageError("Hive 4 compaction output is named _v<compactor txn>: pass --visibility-txn M "
-                             "(a committed txn of type COMPACTION) or connect a metastore",
-                             hint="or use --hive-version 3 for Hive 3 naming")
-        return int(v)
-
     if mode == MAJOR:
         n_inputs = (1 if cstate.base is not None else 0) + len(deltas)
         if not deltas or n_inputs <= 1:   # Hive 3: base + current deltas + originals <= 1 → nothing
@@ -156,7 +147,7 @@ def plan_partition(tfs, listing, ctx, *, mode: str, reader, txns, hive_version: 
             plan.message = (f"refused: {len(unread)} file(s) a reader could treat as data would become obsolete "
                             f"without being read ({', '.join(u['path'] for u in unread[:3])})")
             return plan, None
-    v = vis()
+    v = output_visibility(visibility_txn, hive_version)
     if mode == MAJOR:
         out = OutputDir(BaseDir(hwm, visibility=v).format(), "base", hwm, hwm, [],
                         {} if h4 else {METADATA_FILE: METADATA_ACID})
