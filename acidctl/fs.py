@@ -35,28 +35,11 @@ class Entry:
     mtime: float | None = None
 
 
-def join_path(*parts: str) -> str:
-    """Path components joined by one ``/`` (empty parts skipped; a part's trailing ``/``
-    dropped). Unlike ``posixpath.join``, a later absolute part does not discard the earlier
-    ones, and a URL's ``scheme://`` stays intact in the first part."""
+def join_path(*parts: str | None) -> str:
+    """Path components joined by one ``/`` (empty or None parts skipped; a part's trailing
+    ``/`` dropped). Unlike ``posixpath.join``, a later absolute part does not discard the
+    earlier ones, and a URL's ``scheme://`` stays intact in the first part."""
     return "/".join(p.rstrip("/") for p in parts if p)
-
-
-def parse_fs_options(pairs: list[str] | tuple[str, ...] | None) -> dict[str, Any]:
-    """``["key=value", ...]`` → dict; ``true``/``false`` and integers are converted."""
-    out: dict[str, Any] = {}
-    for pair in pairs or ():
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise UsageError(f"--fs-option expects key=value, got {pair!r}")
-        low = value.lower()
-        if low in ("true", "false"):
-            out[key] = low == "true"
-        elif value.lstrip("-").isdigit():
-            out[key] = int(value)
-        else:
-            out[key] = value
-    return out
 
 
 class TableFS:

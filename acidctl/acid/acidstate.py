@@ -37,7 +37,7 @@ from acidctl.acid.dirname import (
     METADATA_FILE, BaseDir, DeltaDir, HiddenEntry, OriginalFile, delta_read_order, has_acid_prefix, is_hidden, is_hidden_path,
     parse_acid_dir,
 )
-from acidctl.acid.listing import ChildEntry, DirListing
+from acidctl.acid.listing import ChildEntry, DirListing, epoch_ms
 from acidctl.acid.markers import metadata_of
 from acidctl.acid.writeids import LONG_MAX, LONG_MIN, RangeResponse, TxnList, WriteIdList
 from acidctl.errors import InvalidAcidLayout, SnapshotUnavailable, UsageError
@@ -140,7 +140,7 @@ class Classified:
             "statement_id": self.statement_id, "visibility_txn": (d.visibility or None) if d is not None else None,
             "compacted": self.compacted, "read_order": self.read_order,
             "file_count": (len(e.files) if e.is_dir else 1) if e.listed else None,
-            "bytes": e.total_bytes, "mtime": e.mtime,
+            "bytes": e.total_bytes, "mtime": epoch_ms(e.mtime),
         }
 
 

@@ -15,6 +15,12 @@ from typing import Mapping
 from acidctl.acid.dirname import is_hidden_path
 
 
+def epoch_ms(seconds: float | None) -> int | None:
+    """A modification time (epoch seconds, as filesystems give it) in epoch milliseconds: the
+    unit of every time acidctl prints (the metastore's, ``show``'s)."""
+    return None if seconds is None else int(round(seconds * 1000))
+
+
 @dataclasses.dataclass(frozen=True)
 class FileInfo:
     """A file inside a child directory; ``name`` is relative to that directory."""
@@ -24,7 +30,7 @@ class FileInfo:
     mtime: float | None = None
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "size": self.size, "mtime": self.mtime}
+        return {"name": self.name, "size": self.size, "mtime": epoch_ms(self.mtime)}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -98,7 +98,7 @@ def _global(
     version: Annotated[bool, typer.Option("--version", callback=_version_callback, is_eager=True, help="Print the version and exit.")] = False,
 ):
     """Inspect, validate, compact and clean Apache Hive ACID tables."""
-    from acidctl.fs import parse_fs_options
+    from acidctl.cli.options import parse_fs_options
 
     mode = output.lower()
     if mode not in ("text", "json"):

@@ -12,7 +12,7 @@ Only typer/click here (imported anyway): ``acidctl --help`` stays fast.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import click
 import typer
@@ -79,4 +79,19 @@ def parse_kv(pairs, option: str) -> dict[str, str]:
         if not sep or not k.strip():
             raise UsageError(f"{option} expects KEY=VALUE, got {pair!r}")
         out[k.strip()] = v.strip()
+    return out
+
+
+def parse_fs_options(pairs) -> dict[str, Any]:
+    """``--fs-option KEY=VALUE`` pairs → fsspec storage options: ``true``/``false`` and
+    integers converted (fsspec backends expect typed values), the rest kept as strings."""
+    out: dict[str, Any] = {}
+    for key, value in parse_kv(pairs, "--fs-option").items():
+        low = value.lower()
+        if low in ("true", "false"):
+            out[key] = low == "true"
+        elif value.lstrip("-").isdigit():
+            out[key] = int(value)
+        else:
+            out[key] = value
     return out

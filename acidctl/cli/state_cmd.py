@@ -1,17 +1,19 @@
 """``acidctl state PATH``: which directories a Hive reader uses, why, and what is wrong.
 
-The snapshot comes from ``--write-ids`` (Hive's ValidWriteIdList string) or
-``--assume-committed`` (every write id named by a directory is committed; printed loudly).
-Reading the snapshot from the metastore is not wired into this command yet.
+The snapshot comes from the metastore (``DB.TABLE``), ``--write-ids`` (Hive's ValidWriteIdList
+string) or ``--assume-committed`` (every write id named by a directory is committed; printed
+loudly) — :func:`acidctl.target.resolve_target`. The report is built by
+:func:`acidctl.acid.report.build_report`; this module parses options and renders it.
 
 JSON document (stable keys): ``path``, ``hive_version``, ``write_ids`` (+ ``assumed``), ``txns``
 (+ ``assumed``; null under Hive 3 without ``--txns``), ``hive2_txns`` (only under ``--hive-version 2``:
 the snapshot as Hive 2's ValidTxnList), ``assumptions`` (list of strings),
 ``partitions`` (each: ``partition``, ``path``, ``entries`` [one per child: name, path, kind, role,
-reason, is_dir, min/max_write_id, statement_id, visibility_txn, compacted, read_order,
-file_count, bytes, mtime], ``snapshot``, ``roles`` (counts), ``compaction`` (the Initiator's
-recommendation), ``findings`` (counts by severity)), ``findings`` (every finding: check,
-severity, path, message) and ``summary``.
+reason, is_dir, min/max_write_id, statement_id, visibility_txn, compacted, read_order (from 0),
+file_count, bytes, mtime (epoch ms, as ``show`` and the metastore)], ``snapshot``, ``roles``
+(counts), ``compaction`` (the Initiator's recommendation), ``findings`` (counts by severity)),
+``findings`` (every finding: check, severity, path, message), ``summary``, ``table`` and
+``snapshot_source``.
 
 Default rules are Hive 3.1 (``--hive-version 3``): they are the stricter ones for names (a
 ``_vM`` directory is an error, D02, because every Hive 3 reader fails on it). Use
@@ -159,6 +161,15 @@ def _in_read_order(entries: list[dict]) -> list[dict]:
     return sorted(entries, key=key)
 
 
+def _relative(path: str, root: str) -> str:
+    """A finding's path under the table as the header shows it (``.`` for the table itself);
+    paths elsewhere stay whole. Text only: JSON keeps full paths."""
+    root = root.rstrip("/")
+    if path.rstrip("/") == root:
+        return "."
+    return path[len(root) + 1:] if path.startswith(root + "/") else path
+
+
 def render_text(report: dict) -> str:
     from acidctl.cli.output import table
 
@@ -204,7 +215,8 @@ def render_text(report: dict) -> str:
         lines.append(f"compaction: {c['type'].upper()}" + (" - " + "; ".join(c["reasons"]) if c["reasons"] else ""))
     lines.append("")
     if report["findings"]:
-        rows = [[f["severity"].upper(), f["check"], f["path"], f["message"]] for f in report["findings"]]
+        rows = [[f["severity"].upper(), f["check"], _relative(f["path"], report["path"]), f["message"]]
+                for f in report["findings"]]
         lines.append(table(rows, ["SEVERITY", "CHECK", "PATH", "MESSAGE"]))
     else:
         lines.append("no findings")

@@ -130,8 +130,13 @@ class TableLock:
             try:
                 os.write(fd, data)
                 os.fsync(fd)
-            finally:
+            except BaseException:
+                # interrupted (Ctrl-C arrives after the fsync) or failed before the lock is
+                # held: the file is ours and nobody holds it, so it must not stay behind
                 os.close(fd)
+                os.unlink(self.path)
+                raise
+            os.close(fd)
             return True
         try:
             with self.tfs.fs.open(self.path, "xb") as f:
@@ -187,6 +192,5 @@ class TableLock:
     def __enter__(self) -> "TableLock":
         return self.acquire()
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> None:
         self.release()
-        return False

@@ -115,7 +115,7 @@ class PartitionPlan:
 def covered_aborted(cstate: AcidState) -> list:
     """Aborted-only deltas above the base and at or below the compactor hwm (Hive 3's MR
     compactor reads them and drops their events)."""
-    base_wid = cstate.base_write_id if cstate.base is not None else 0
+    base_wid = cstate.base.base_dir.write_id if cstate.base is not None else 0
     hwm = cstate.write_ids.hwm
     out = []
     for c in cstate.aborted:
@@ -124,7 +124,7 @@ def covered_aborted(cstate: AcidState) -> list:
         lo, hi = c.parsed.min_write_id, c.parsed.max_write_id
         if lo <= base_wid or hi > hwm:
             continue
-        if any(d.min_write_id <= lo and d.max_write_id >= hi for d in cstate.deltas):
+        if any(d.delta_dir.min_write_id <= lo and d.delta_dir.max_write_id >= hi for d in cstate.deltas):
             continue  # already inside a current (compacted) delta's range
         out.append(c)
     return out
@@ -137,6 +137,20 @@ def valid_txns_with(txns: TxnList | None, visibility_txn: int | None) -> TxnList
     return TxnList(hwm=max(txns.hwm, visibility_txn),
                    open=tuple(t for t in txns.open if t != visibility_txn),
                    aborted=tuple(t for t in txns.aborted if t != visibility_txn))
+
+
+def output_visibility(visibility_txn, hive_version: int) -> int:
+    """The ``_vM`` suffix of a compaction's output: 0 under Hive 3; under Hive 4 the compactor
+    txn (``visibility_txn``, or a function giving it: the metastore opens it only when output
+    is written), which must be given."""
+    if hive_version != 4:
+        return 0
+    v = visibility_txn() if callable(visibility_txn) else visibility_txn
+    if not v or int(v) <= 0:
+        raise UsageError("Hive 4 compaction output is named _v<compactor txn>: pass --visibility-txn M "
+                         "(a committed txn of type COMPACTION) or connect a metastore",
+                         hint="or use --hive-version 3 for Hive 3 naming")
+    return int(v)
 
 
 def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, txns: TxnList | None,
@@ -160,16 +174,6 @@ def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, 
     extras = covered_aborted(cstate)
     deltas = sorted(list(cstate.deltas) + extras, key=delta_sort_key)
     h4 = hive_version == 4
-
-    def visibility() -> int:
-        if not h4:
-            return 0
-        v = visibility_txn() if callable(visibility_txn) else visibility_txn
-        if not v or int(v) <= 0:
-            raise UsageError("Hive 4 compaction output is named _v<compactor txn>: pass --visibility-txn M "
-                             "(a committed txn of type COMPACTION) or connect a metastore",
-                             hint="or use --hive-version 3 for Hive 3 naming")
-        return int(v)
 
     if mode == MAJOR:
         if not deltas and not cstate.originals:
@@ -220,7 +224,7 @@ def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, 
     if _refuse_unread(plan, unread_files(((n, by_name[n]) for n in input_children), read_paths, part_path),
                       inputs, skip_unreadable):
         return plan
-    vis = visibility()
+    vis = output_visibility(visibility_txn, hive_version)
     if mode == MAJOR:
         name = BaseDir(top, visibility=vis or 0).format()
     ins_by: dict[int, list] = {}
@@ -232,9 +236,10 @@ def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, 
 
     outputs: list[OutputDir] = []
     if mode == MAJOR:
-        out_ins = OutputDir(name, "base", top, top, sorted(ins_by), markers)
-        out_del = None
-        outputs.append(out_ins)
+        base_out = OutputDir(name, "base", top, top, sorted(ins_by), markers)
+        outputs.append(base_out)
+        out_ins: OutputDir | None = base_out
+        out_del: OutputDir | None = None
         buckets = sorted(ins_by)
     else:
         has_ins = any(d.kind is Kind.DELTA for d in deltas)

@@ -28,8 +28,10 @@ import os
 import socket
 import time
 
+from acidctl.acid.dirname import is_hidden
 from acidctl.compact.planner import STAGING_PREFIX, PartitionPlan
 from acidctl.errors import RefusedError, WriteVerificationFailed
+from acidctl.faults import crash_point
 from acidctl.fs import join_path
 
 MANIFEST = "_acidctl_manifest.json"
@@ -81,7 +83,7 @@ def check_staged(tfs, plan: PartitionPlan, metrics: list[dict]) -> None:
         want_markers = set(o.markers)
         if not want_markers <= names:
             raise WriteVerificationFailed(f"staged {o.name} lacks {sorted(want_markers - names)}")
-        data = {n for n in names if not n.startswith(("_", "."))}
+        data = {n for n in names if not is_hidden(n)}
         expected = {p.rsplit("/", 1)[-1] for p in written if p.startswith(d + "/")}
         if data != expected:
             raise WriteVerificationFailed(f"staged {o.name} holds {sorted(data)}, the tasks wrote {sorted(expected)}")
@@ -92,8 +94,9 @@ def check_staged(tfs, plan: PartitionPlan, metrics: list[dict]) -> None:
                 raise WriteVerificationFailed(f"marker {name} of staged {o.name} does not hold {content!r}")
 
 
-def publish(tfs, plan: PartitionPlan, *, crash=None) -> list[str]:
+def publish(tfs, plan: PartitionPlan) -> list[str]:
     """Rename the staged outputs into the partition; returns the published paths."""
+    assert plan.staging is not None   # planned to run
     tfs.write_bytes(join_path(plan.staging, MANIFEST), _manifest(plan, "publishing"))
     done = []
     outs = sorted(plan.outputs, key=lambda o: _ORDER[o.kind])
@@ -104,10 +107,9 @@ def publish(tfs, plan: PartitionPlan, *, crash=None) -> list[str]:
                                hint=f"the staged output stays in {tfs.display(plan.staging)}")
         tfs.move_dir(join_path(plan.staging, o.name), target)
         done.append(tfs.display(target))
-        if crash is not None and i + 1 < len(outs):
-            crash("between-renames")
-    if crash is not None:
-        crash("after-rename")
+        if i + 1 < len(outs):
+            crash_point("between-renames")
+    crash_point("after-rename")
     write_record(tfs, plan)
     discard(tfs, plan.staging)
     return done

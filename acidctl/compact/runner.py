@@ -159,7 +159,7 @@ def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None,
         for i, p in enumerate(work):
             if registrar is not None:
                 registrar.before_publish(p)
-            p.published = pub.publish(tfs, p, crash=crash)
+            p.published = pub.publish(tfs, p)
             published.add(p.staging)
             if registrar is not None:
                 registrar.published(p)

@@ -17,15 +17,12 @@ from __future__ import annotations
 from acidctl.acid.acidstate import Kind
 from acidctl.acid.dirname import ORC_ACID_VERSION_FILE
 from acidctl.findings import Finding, Severity
+from acidctl.fs import join_path
 
 
 #: full-ACID checks that do not apply to insert-only tables: M01 (MM directories never hold
 #: ``_orc_acid_version``), S07 (originals of an MM table are not read with synthetic ROW__IDs: MM01)
 NOT_FOR_MM = frozenset({"M01", "S07"})
-
-
-def _join(*parts: str) -> str:
-    return "/".join(p.rstrip("/") for p in parts if p)
 
 
 def directory_findings(lst, st, *, properties: dict | None = None, now: float | None = None,
@@ -42,7 +39,7 @@ def directory_findings(lst, st, *, properties: dict | None = None, now: float | 
 
     if st.base is None and st.originals:
         for o in st.originals[:20]:
-            add("MM01", Severity.WARN, _join(base, o.rel),
+            add("MM01", Severity.WARN, join_path(base, o.rel),
                 "a file in the partition root of an insert-only table: invisible to Hive readers while "
                 "hive.mm.allow.originals=false (the default); other engines read it")
     for c in st.aborted:
@@ -50,7 +47,7 @@ def directory_findings(lst, st, *, properties: dict | None = None, now: float | 
             add("MM02", Severity.WARN, c.path, "aborted delta (Hive 3 removes it only during an insert-only compaction, "
                                                "minor or major; `acidctl clean` removes it once covered)")
     for e in lst.entries:
-        path = _join(base, e.name)
+        path = join_path(base, e.name)
         if e.is_dir and e.name.startswith(("_tmp.delta_", "_tmp.base_")):
             age = now - e.mtime if e.mtime is not None else None
             if age is None or age > grace_seconds:
@@ -67,7 +64,7 @@ def directory_findings(lst, st, *, properties: dict | None = None, now: float | 
                 add("MM04", Severity.ERROR, path, "_orc_acid_version in an insert-only table's directory: full-ACID data")
             bucket = [f.name for f in e.files if f.name.startswith("bucket_")]
             if bucket:
-                add("MM04", Severity.ERROR, _join(path, bucket[0]),
+                add("MM04", Severity.ERROR, join_path(path, bucket[0]),
                     f"bucket_N file(s) in an insert-only table ({len(bucket)}): full-ACID data, not MM files")
     for key in ("skip.header.line.count", "skip.footer.line.count"):
         v = props.get(key, "").strip()

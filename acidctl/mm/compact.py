@@ -30,19 +30,17 @@ import uuid
 
 from acidctl.acid.acidstate import Kind, get_acid_state
 from acidctl.acid.listing import ChildEntry, FileInfo
-from acidctl.acid.dirname import METADATA_FILE, BaseDir, DeltaDir
+from acidctl.acid.dirname import METADATA_FILE, BaseDir, DeltaDir, is_hidden
 from acidctl.compact import publish as pub
 from acidctl.compact.planner import (
-    MAJOR, MINOR, METADATA_ACID, STAGING_PREFIX, OutputDir, PartitionPlan, refusal_error, valid_txns_with,
+    MAJOR, MINOR, METADATA_ACID, STAGING_PREFIX, OutputDir, PartitionPlan, output_visibility, refusal_error,
+    valid_txns_with,
 )
 from acidctl.errors import InvalidAcidLayout, RefusedError, UsageError, WriteVerificationFailed
 from acidctl.mm.read import MMFile, dir_files, read_plan
+from acidctl.fs import join_path
 
 DATA_FILE = "000000_0"
-
-
-def _join(*parts: str) -> str:
-    return "/".join(p.rstrip("/") for p in parts if p)
 
 
 @dataclasses.dataclass
@@ -104,16 +102,6 @@ def plan_partition(tfs, listing, ctx, *, mode: str, reader, txns, hive_version: 
         raise RefusedError(f"{straddle[0].path} spans write ids on both sides of the compactor's high watermark "
                            f"{hwm} (an open write inside its range): nothing can be folded safely")
 
-    def vis() -> int:
-        if not h4:
-            return 0
-        v = visibility_txn() if callable(visibility_txn) else visibility_txn
-        if not v or int(v) <= 0:
-            raise UsageError("Hive 4 compaction output is named _v<compactor txn>: pass --visibility-txn M "
-                             "(a committed txn of type COMPACTION) or connect a metastore",
-                             hint="or use --hive-version 3 for Hive 3 naming")
-        return int(v)
-
     if mode == MAJOR:
         n_inputs = (1 if cstate.base is not None else 0) + len(deltas)
         if not deltas or n_inputs <= 1:   # Hive 3: base + current deltas + originals <= 1 → nothing
@@ -141,7 +129,7 @@ def plan_partition(tfs, listing, ctx, *, mode: str, reader, txns, hive_version: 
     obsolete = set(inputs)
     if mode == MAJOR:
         obsolete |= {o.rel.split("/", 1)[0] for o in list(rstate.originals) + list(cstate.originals)}
-        obsolete |= {e.name for e in listing.entries if not e.is_dir and not _hidden(e.name)}
+        obsolete |= {e.name for e in listing.entries if not e.is_dir and not is_hidden(e.name)}
     unread = unread_files(((n, by_name[n]) for n in sorted(obsolete) if n in by_name), read_paths, part_path)
     for u in unread:
         if "/" not in u["path"]:
@@ -159,7 +147,7 @@ def plan_partition(tfs, listing, ctx, *, mode: str, reader, txns, hive_version: 
             plan.message = (f"refused: {len(unread)} file(s) a reader could treat as data would become obsolete "
                             f"without being read ({', '.join(u['path'] for u in unread[:3])})")
             return plan, None
-    v = vis()
+    v = output_visibility(visibility_txn, hive_version)
     if mode == MAJOR:
         out = OutputDir(BaseDir(hwm, visibility=v).format(), "base", hwm, hwm, [],
                         {} if h4 else {METADATA_FILE: METADATA_ACID})
@@ -167,11 +155,11 @@ def plan_partition(tfs, listing, ctx, *, mode: str, reader, txns, hive_version: 
         lo = min(d.min_write_id for d in deltas)
         out = OutputDir(DeltaDir(lo, hwm, -1, v).format(), "delta", lo, hwm, [], {})
     if out.name in by_name:
-        raise RefusedError(f"{_join(listing.path, out.name)} already exists; refusing to overwrite it",
+        raise RefusedError(f"{join_path(listing.path, out.name)} already exists; refusing to overwrite it",
                            hint="inspect it with `acidctl state`; `acidctl clean` removes obsolete copies")
     staging_id = uuid.uuid4().hex[:12]
     plan.staging_id = staging_id
-    plan.staging = _join(part_path, STAGING_PREFIX + staging_id)
+    plan.staging = join_path(part_path, STAGING_PREFIX + staging_id)
     plan.outputs = [out]
     plan.status = "compact"
     plan.message = f"{mode} compaction of {len(inputs)} input(s) into {out.name}"
@@ -179,10 +167,6 @@ def plan_partition(tfs, listing, ctx, *, mode: str, reader, txns, hive_version: 
     # the reader's view before, and after publication (the output taken from the staging area)
     work.verify_old = read_plan(listing, rstate)
     return plan, work
-
-
-def _hidden(name: str) -> bool:
-    return name.startswith(("_", "."))
 
 
 def _after_files(listing, plan: PartitionPlan, work: MMWork, written: list[str], *, reader, txns, hive_version,
@@ -196,8 +180,8 @@ def _after_files(listing, plan: PartitionPlan, work: MMWork, written: list[str],
     tl = valid_txns_with(txns, visibility) if hive_version == 4 else txns
     nstate = get_acid_state(virtual, reader, txns=tl, hive_version=hive_version, insert_only=True)
     nstate.require_snapshot()
-    staged_dir = _join(plan.staging, out.name)
-    final_dir = _join(plan.path, out.name)
+    staged_dir = join_path(plan.staging, out.name)
+    final_dir = join_path(plan.path, out.name)
     res = []
     for f in read_plan(virtual, nstate):
         if f.path.startswith(final_dir + "/"):
@@ -249,12 +233,12 @@ def run_partition(tfs, listing, plan: PartitionPlan, work: MMWork, ctx, *, reade
     rows_in = table.num_rows
     codec = choose_codec(ctx.storage, codecs)
     name = DATA_FILE + extension(ctx.storage, codec)
-    out_dir = _join(plan.staging, work.output.name)
+    out_dir = join_path(plan.staging, work.output.name)
     written = []
     bytes_out = 0
     if rows_in:
         data = encode(table.combine_chunks(), row_td, ctx.storage, codec=codec, avro_schema=avro_schema)
-        path = _join(out_dir, name)
+        path = join_path(out_dir, name)
         tfs.write_bytes(path, data)
         written.append(path)
         bytes_out = len(data)

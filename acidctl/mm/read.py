@@ -21,10 +21,7 @@ from typing import Iterator
 from acidctl.acid.acidstate import Kind
 from acidctl.acid.dirname import FLUSH_LENGTH_SUFFIX, is_hidden
 from acidctl.errors import InvalidAcidLayout
-
-
-def _join(*parts: str) -> str:
-    return "/".join(p.rstrip("/") for p in parts if p)
+from acidctl.fs import join_path
 
 
 def _hidden_rel(rel: str) -> bool:
@@ -45,7 +42,7 @@ def dir_files(part_path: str, c) -> list[MMFile]:
     for f in sorted(tuple(c.entry.files) + tuple(c.entry.nested), key=lambda f: f.name):
         if _hidden_rel(f.name) or f.name.endswith(FLUSH_LENGTH_SUFFIX):
             continue
-        out.append(MMFile(_join(part_path, c.name, f.name), c.name, f.name, f.size))
+        out.append(MMFile(join_path(part_path, c.name, f.name), c.name, f.name, f.size))
     return out
 
 

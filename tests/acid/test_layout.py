@@ -12,9 +12,11 @@ from acidctl.acid.layout import list_partition, list_table
 from acidctl.acid.writeids import WriteIdList
 from acidctl.fs import TableFS
 
+from tests.conftest import REAL
+
 from .helpers import COMPACTED
 
-FIXTURES = Path("/work/shared/fixtures/real")
+FIXTURES = REAL
 
 
 @pytest.fixture

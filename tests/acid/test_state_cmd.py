@@ -10,6 +10,8 @@ import pytest
 from acidctl.cli.main import main
 from acidctl.findings import Finding, Severity
 
+from tests.conftest import REAL
+
 from .helpers import COMPACTED, EXAMPLE
 
 
@@ -220,7 +222,7 @@ def test_state_module_imports_no_heavy_libraries():
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-FIXTURES = Path("/work/shared/fixtures/real")
+FIXTURES = REAL
 
 
 def _orc_meta_available():
@@ -305,3 +307,30 @@ def test_partition_directory_section_is_headed_partition(tmp_path, capsys):
     assert f"== partition ds=2025-01-01: {part}" in out.splitlines()
     code, out, _ = run(["state", str(tmp_path / "t"), "--write-ids", "db.t:1:9223372036854775807::"], capsys)
     assert f"== partition ds=2025-01-01: {part}" in out.splitlines()
+
+
+def test_json_mtime_is_epoch_milliseconds(tmp_path, capsys):
+    """mtime in the same unit as `show` and the metastore (epoch ms)."""
+    import os
+
+    t = tmp_path / "t"
+    d = t / "delta_0000001_0000001_0000"
+    make_dir(d)
+    os.utime(d, (1_700_000_000.25, 1_700_000_000.25))
+    code, doc, _ = run_json(["state", str(t), "--write-ids", "db.t:1:9223372036854775807::"], capsys)
+    assert code == 0
+    [e] = [e for e in doc["partitions"][0]["entries"] if e["name"] == d.name]
+    assert e["mtime"] == 1_700_000_000_250
+
+
+def test_text_findings_name_paths_under_the_table(tmp_path, capsys):
+    """Text findings show paths relative to the table in the header; JSON keeps them whole."""
+    t = tmp_path / "t"
+    make_dir(t / "delta_0000001_0000001_0000", version=False)   # no _orc_acid_version: an M finding
+    wl = "db.t:1:9223372036854775807::"
+    code, doc, _ = run_json(["state", str(t), "--write-ids", wl], capsys)
+    paths = {f["path"] for f in doc["findings"]}
+    assert str(t / "delta_0000001_0000001_0000") in paths
+    code, out, _ = run(["state", str(t), "--write-ids", wl], capsys)
+    findings = out.split("SEVERITY", 1)[1]
+    assert " delta_0000001_0000001_0000 " in findings and str(tmp_path) not in findings

@@ -75,3 +75,20 @@ def test_global_options_do_not_leak_between_runs(tmp_path):
     assert run_cli("-o", "json", "state", str(tmp_path / "missing"), "--assume-committed").code != 0
     r = run_cli("state", str(tmp_path / "missing"), "--assume-committed")
     assert r.code != 0 and r.stderr.startswith("acidctl: error: "), r.stderr
+
+
+def test_metastore_init_defaults_to_hive_3_like_demo(tmp_path):
+    """One default Hive version: `demo`, `state` rules and `metastore init` all default to 3.1."""
+    r = run_cli("-o", "json", "metastore", "init", f"sqlite:///{tmp_path / 'ms.db'}")
+    assert r.code == 0, r
+    assert json.loads(r.stdout)["schema_version"].startswith("3.1")
+
+
+def test_fs_options_are_typed_key_values():
+    from acidctl.cli.options import parse_fs_options
+    from acidctl.errors import UsageError
+
+    assert parse_fs_options(["anon=true", "port=9870", "endpoint_url=http://h:1/x=y", "n=-3"]) == {
+        "anon": True, "port": 9870, "endpoint_url": "http://h:1/x=y", "n": -3}
+    with pytest.raises(UsageError):
+        parse_fs_options(["novalue"])

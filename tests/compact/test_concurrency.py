@@ -105,3 +105,23 @@ def test_a_partition_path_takes_the_table_lock(tmp_path, cli):
     assert r.code == 0, r
     assert (wh / "sales" / "ds=2026-01-01" / "base_0000006").is_dir()
     assert not (wh / "sales" / "ds=2026-01-01" / LOCK_NAME).exists()
+
+
+def test_ctrl_c_while_the_lock_is_written_leaves_no_lock(tmp_path, monkeypatch):
+    """Ctrl-C lands after the exclusive create, during the fsync: the lock is not held, so the
+    file must not stay behind (it would block the next run as a 'stale lock')."""
+    from acidctl.compact import lock as lock_mod
+    from acidctl.fs import TableFS
+
+    def interrupted(fd):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(lock_mod.os, "fsync", interrupted)
+    lk = TableLock(TableFS(str(tmp_path)), command="compact")
+    with pytest.raises(KeyboardInterrupt):
+        lk.acquire()
+    assert not lk.held and not (tmp_path / LOCK_NAME).exists()
+    monkeypatch.undo()
+    with TableLock(TableFS(str(tmp_path)), command="compact") as again:   # the next run gets it
+        assert again.held and (tmp_path / LOCK_NAME).exists()
+    assert not (tmp_path / LOCK_NAME).exists()

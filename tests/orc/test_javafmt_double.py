@@ -20,10 +20,8 @@ from hypothesis import strategies as st
 
 from acidctl.orc import javafmt_double
 from acidctl.orc.javafmt_double import format_double_array, java_double_to_string
+from tests.conftest import GOLDEN
 
-GOLDEN = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "golden"
-if not GOLDEN.is_dir():  # pragma: no cover - layout fallback
-    GOLDEN = Path("/work/shared/fixtures/golden")
 
 
 def f32(v: float) -> float:
