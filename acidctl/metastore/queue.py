@@ -271,10 +271,11 @@ def enqueue(ms, db: str, table: str, *, partition: str | None = None, type: str 
 
 def claim(ms, *, worker_id: str, worker_version: str | None = None, pool: str | None = None,
           pool_timeout_ms: int = POOL_TIMEOUT_MS, db_glob: str | None = None, only_ids: list[int] | None = None,
-          types: tuple[str, ...] = ("a", "i"), read_only: bool = False) -> Request | None:
+          types: tuple[str, ...] = ("a", "i"), any_pool: bool = False, read_only: bool = False) -> Request | None:
     """``findNextToCompact``: claim one ``initiated`` request with the conditional update
     (operations.md §3.1); None when there is none left. ``db_glob`` / ``only_ids`` / ``types``
-    narrow the candidates (acidctl runs major and minor compactions only)."""
+    narrow the candidates (acidctl runs major and minor compactions only); ``any_pool`` ignores
+    pools (``compact`` claiming the request of the partition it was asked to compact)."""
     import sqlalchemy as sa
 
     cq = ms.tables.COMPACTION_QUEUE
@@ -283,7 +284,9 @@ def claim(ms, *, worker_id: str, worker_version: str | None = None, pool: str | 
     def step(conn):
         now = steps.now_ms(conn)
         q = sa.select(cq.clause)
-        if h4:
+        if any_pool:
+            q = q.where(cq.CQ_STATE == "i")
+        elif h4:
             if pool:
                 q = q.where(cq.CQ_STATE == "i", cq.CQ_POOL_NAME == pool)
             else:
@@ -446,3 +449,28 @@ def stringable_map(props: dict) -> str:
         k, v = str(k), str(v)
         out.append(f"{len(k)}:{k}{len(v)}:{v}")
     return "".join(out)
+
+
+def enqueue_for(ms, spec: str, *, type: str, pool: str | None = None, read_only: bool = False) -> dict:
+    """``ALTER TABLE DB.TABLE [PARTITION (...)] COMPACT 'major'|'minor' [POOL 'p']`` for
+    ``DB.TABLE[/k=v...]``: the table (and partition) must exist; a partitioned table needs its
+    partition (Hive 3 requires it; Hive 4 would check every partition with the Initiator logic —
+    ``acidctl initiator --once`` does that). The pool defaults to the table's
+    ``hive.compactor.worker.pool`` property (Hive 4). Returns the response as a dict."""
+    from acidctl.metastore.tables import resolve_table
+
+    info = resolve_table(ms, spec)
+    if info.partitioned and not info.partition:
+        raise UsageError(f"{info.full_name} is partitioned: give the partition as {info.full_name}/k=v",
+                         hint="acidctl initiator --once enqueues the partitions the thresholds flag")
+    if not info.transactional:
+        raise RefusedError(f"{info.full_name} is not a transactional table")
+    if ms.hive_version >= 4 and pool is None:
+        pool = (info.params or {}).get(POOL_PROPERTY) or None
+    elif ms.hive_version < 4 and pool is not None:
+        raise UsageError("--pool needs a Hive 4 metastore (Hive 3 has no compaction pools)")
+    res = enqueue(ms, info.db, info.table, partition=info.partition, type=type, pool=pool, read_only=read_only)
+    doc = res.to_dict()
+    doc.update(table=info.full_name, partition=info.partition, type=str(type).lower(), pool=pool,
+               hive_version=ms.hive_version)
+    return doc
