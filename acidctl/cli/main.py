@@ -43,6 +43,9 @@ COMMAND_MODULES = (
     "acidctl.cli.compact_cmd",
     "acidctl.cli.clean_cmd",
     "acidctl.cli.revert_cmd",
+    "acidctl.cli.worker_cmd",
+    "acidctl.cli.abort_cmd",
+    "acidctl.cli.initiator_cmd",
 )
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import getpass
 import logging
+import sys
 from typing import Callable
 
 from acidctl.errors import RefusedError, UsageError
@@ -158,6 +159,8 @@ class Registrar:
         plan.registration = self._record(e, commit)
 
     def failed(self, plan, message: str) -> None:
+        if isinstance(sys.exc_info()[1], KeyboardInterrupt):
+            return      # interrupted, not failed: run_registered abandons the request (claimable again)
         e = self.entries.get(plan.partition)
         if e is not None:
             self._fail(e, message)
@@ -186,6 +189,28 @@ class Registrar:
         for req in list(self._preclaimed.values()):
             self.entries[req.partition] = e = _Entry(req, True)
             self._fail(e, message)
+        self._preclaimed.clear()
+
+    def abandon_all(self) -> None:
+        """Interrupted: requests this run claimed from the queue go back to ``initiated`` (their
+        compactor txns aborted) so any worker can claim them again; requests this run enqueued
+        itself are marked failed ("interrupted")."""
+        for e in self.entries.values():
+            if e.state != "working":
+                continue
+            if not e.claimed:
+                self._fail(e, "interrupted")
+                continue
+            self._stop_heartbeat(e)
+            e.state = "released"
+            if e.txn_id is not None:
+                try:
+                    txns.abort_txn(self.ms, e.txn_id, reason=txns.ABORT_COMPACTION_TXN)
+                except Exception as ex:
+                    log.warning("could not abort compactor txn %d: %s", e.txn_id, ex)
+            queue.release(self.ms, e.request.cq_id, worker_id=self.worker_id)
+        for req in list(self._preclaimed.values()):
+            queue.release(self.ms, req.cq_id, worker_id=self.worker_id)
         self._preclaimed.clear()
 
     def close(self) -> None:
@@ -280,10 +305,12 @@ def run_registered(tfs, opts, *, registrar: Registrar | None, **kw) -> dict:
         return compact_table(tfs, opts, registrar=registrar, **kw)
     except BaseException as e:
         if registrar is not None:
-            msg = str(e) if str(e) else type(e).__name__
             if isinstance(e, KeyboardInterrupt):
-                msg = "interrupted"
-            registrar.fail_all(msg)
+                registrar.abandon_all()
+            else:
+                from acidctl.errors import AcidctlError
+
+                registrar.fail_all(str(e) if isinstance(e, AcidctlError) else f"{type(e).__name__}: {e}")
         raise
     finally:
         if registrar is not None:
