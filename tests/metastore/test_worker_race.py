@@ -1,0 +1,158 @@
+"""Two ``acidctl worker --once`` processes and a scripted "Hive worker" race Hive's conditional
+claim (operations.md §3.1) for 20 queued requests on a real PostgreSQL / MariaDB metastore: every
+request is claimed by exactly one of them, and each of the tables acidctl claimed is compacted
+exactly once (one new base, the merged read unchanged)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from acidctl.metastore import queue
+from acidctl.metastore.connection import connect
+from tests.acidfiles import B0, acid_file
+
+ROOT = Path(__file__).resolve().parents[2]
+ORC_TYPE = ("struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,currentTransaction:bigint,"
+            "row:struct<id:int,name:string>>")
+N = 20
+
+
+def make_table(rec, wh: Path, db: str, name: str, writes: int = 2) -> Path:
+    """A full-ACID table with ``writes`` committed insert deltas (write ids 1..writes), recorded
+    in the metastore as Hive records committed inserts."""
+    loc = wh / f"{db}.db" / name
+    loc.mkdir(parents=True)
+    rec.create_table(db, name, location=f"file:{loc}", columns=[("id", "int"), ("name", "string")])
+    for _ in range(writes):
+        txn = rec.open_txn("hive", "hivehost")
+        w = rec.add_write(txn, db, name, operation="i")
+        rec.commit_txn(txn)
+        d = loc / f"delta_{w:07d}_{w:07d}_0000"
+        acid_file(d / "bucket_00000", ORC_TYPE, [(0, w, B0, 0, w, (w, f"r{w}"))])
+        (d / "_orc_acid_version").write_bytes(b"2")
+    return loc
+
+
+def hive_worker(url: str, hive_version: int, claimed: list, stop: threading.Event) -> None:
+    """Hive's findNextToCompact, written out by hand (not acidctl's code): select the initiated
+    rows, then the conditional update per row until one succeeds; repeat."""
+    eng = sa.create_engine(url, isolation_level="READ COMMITTED")
+    ms = connect(url)
+    cq = ms.tables.COMPACTION_QUEUE
+    try:
+        while not stop.is_set():
+            with eng.begin() as c:
+                ids = [r[0] for r in c.execute(sa.select(cq.CQ_ID).where(cq.CQ_STATE == "i").order_by(cq.CQ_ID))]
+                got = None
+                for i in ids:
+                    n = c.execute(sa.update(cq.clause).where(cq.CQ_ID == i, cq.CQ_STATE == "i").values({
+                        cq.CQ_WORKER_ID.name: "hivehost-17", cq.CQ_START.name: int(time.time() * 1000),
+                        cq.CQ_STATE.name: "w"})).rowcount
+                    if n == 1:
+                        got = i
+                        break
+            if got is None:
+                if not ids:
+                    return
+            else:
+                claimed.append(got)
+                time.sleep(0.05)       # "compacting"
+    finally:
+        eng.dispose()
+
+
+def _wait_for_lock_waiters(url: str, backend: str, n: int, timeout: float = 120.0) -> None:
+    """Until ``n`` sessions wait for a row lock (PostgreSQL: pg_stat_activity; MariaDB:
+    information_schema.INNODB_TRX)."""
+    eng = sa.create_engine(url)
+    q = ("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'" if backend == "postgres" else
+         "SELECT count(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'")
+    deadline = time.time() + timeout
+    try:
+        while time.time() < deadline:
+            with eng.connect() as c:
+                if c.execute(sa.text(q)).scalar() >= n:
+                    return
+            time.sleep(0.1)
+        raise AssertionError(f"the claimers did not all reach the queue within {timeout}s")
+    finally:
+        eng.dispose()
+
+
+@pytest.mark.parametrize("backend", [pytest.param("postgres", marks=pytest.mark.postgres),
+                                     pytest.param("mysql", marks=pytest.mark.mysql)])
+def test_two_acidctl_workers_and_a_hive_worker_claim_each_request_once(metastore, backend, hive_version, tmp_path):
+    url, rec = metastore
+    wh = tmp_path / "wh"
+    locs = {}
+    for i in range(N):
+        locs[f"t{i:02d}"] = make_table(rec, wh, "race", f"t{i:02d}")
+    ms = connect(url)
+    ids = {queue.enqueue(ms, "race", name, type="major").id: name for name in locs}
+    assert len(ids) == N
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    cmd = [sys.executable, "-m", "acidctl", "-o", "json", "--metastore", url, "worker", "--once",
+           "--engine", "local", "--max", str(N)]
+    hive_claimed: list[int] = []
+    stop = threading.Event()
+    # hold every queue row's lock until all three claimers are waiting on it, so they start their
+    # conditional updates at the same moment (a real race, not one after the other)
+    blocker = sa.create_engine(url, isolation_level="READ COMMITTED")
+    cq = ms.tables.COMPACTION_QUEUE
+    with blocker.connect() as bc:
+        tx = bc.begin()
+        bc.execute(sa.select(cq.CQ_ID).with_for_update()).all()
+        procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
+                 for _ in range(2)]
+        t = threading.Thread(target=hive_worker, args=(url, hive_version, hive_claimed, stop))
+        t.start()
+        _wait_for_lock_waiters(url, backend, 3)
+        tx.rollback()
+    blocker.dispose()
+    outs = []
+    for p in procs:
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err.decode()
+        outs.append(json.loads(out))
+    stop.set()
+    t.join(timeout=60)
+
+    by_worker = [[r["cq_id"] for r in o["requests"]] for o in outs]
+    everyone = by_worker[0] + by_worker[1] + hive_claimed
+    # every request claimed exactly once, by exactly one worker
+    assert sorted(everyone) == sorted(ids)
+    assert len(set(everyone)) == len(everyone)
+    assert outs[0]["worker_id"] != outs[1]["worker_id"]
+    # all three took part in the race
+    assert all(len(b) >= 1 for b in by_worker) and len(hive_claimed) >= 1, (by_worker, hive_claimed)
+
+    eng = sa.create_engine(url)
+    cq = ms.tables.COMPACTION_QUEUE
+    with eng.connect() as c:
+        rows = {r[0]: (r[1], r[2], r[3]) for r in c.execute(
+            sa.select(cq.CQ_ID, cq.CQ_STATE, cq.CQ_WORKER_ID, cq.CQ_HIGHEST_WRITE_ID))}
+    eng.dispose()
+    for w, o in zip(by_worker, outs):
+        for r in o["requests"]:
+            assert r["state"] == "ready for cleaning", r
+    for cq_id, name in ids.items():
+        loc = locs[name]
+        bases = sorted(p.name for p in loc.iterdir() if p.name.startswith("base_"))
+        if cq_id in hive_claimed:
+            # the scripted Hive worker holds it: acidctl never touched the table
+            assert rows[cq_id][:2] == ("w", "hivehost-17") and bases == []
+            continue
+        assert rows[cq_id] == ("r", None, 2)          # markCompacted, compactor hwm 2
+        # compacted exactly once: one base over write ids 1..2 (Hive 4: named by its compactor txn)
+        assert len(bases) == 1 and bases[0].startswith("base_0000002")
+        assert (bases[0] == "base_0000002") == (hive_version == 3)
