@@ -159,8 +159,11 @@ class Registrar:
         plan.registration = self._record(e, commit)
 
     def failed(self, plan, message: str) -> None:
-        if isinstance(sys.exc_info()[1], KeyboardInterrupt):
+        exc = sys.exc_info()[1]
+        if isinstance(exc, KeyboardInterrupt):
             return      # interrupted, not failed: run_registered abandons the request (claimable again)
+        if exc is not None and str(exc) and message == type(exc).__name__:
+            message = f"{type(exc).__name__}: {exc}"      # the runner passes only the class name
         e = self.entries.get(plan.partition)
         if e is not None:
             self._fail(e, message)

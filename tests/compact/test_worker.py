@@ -1,0 +1,194 @@
+"""``compact --enqueue`` → ``acidctl worker`` → the new base in ``state`` and the request
+``ready for cleaning`` (metastore.md §9.2); Hive 4's ``_v<txn>`` output invisible to readers until
+the compactor txn commits; abort and interruption paths. The expected directory names come from
+the demo's history (acidctl/demo.py: ``default.sales`` write 7 open, so the compactor hwm is 6 —
+directory-state.md / README essentials 13)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import sqlalchemy as sa
+
+from acidctl.compact import worker as w
+from acidctl.metastore import queue, txns
+from acidctl.metastore.connection import connect
+from acidctl.fs import TableFS
+
+
+def _url(tmp_path):
+    return f"sqlite:///{tmp_path / 'demo' / 'metastore.db'}"
+
+
+def _merged(cli, url, table):
+    r = cli("-o", "json", "--metastore", url, "dump", "--merged", table)
+    assert r.code == 0, r
+    return sorted(r.stdout.splitlines())
+
+
+def _snapshot(cli, url, table, partition=None) -> dict:
+    r = cli("-o", "json", "--metastore", url, "state", table)
+    assert r.code == 0, r
+    parts = json.loads(r.stdout)["partitions"]
+    (p,) = [p for p in parts if (p["partition"] or None) == partition]
+    return p["snapshot"]
+
+
+def _read_order(cli, url, table, partition=None):
+    return _snapshot(cli, url, table, partition)["read_order"]
+
+
+def _queue(url):
+    eng = sa.create_engine(url)
+    with eng.connect() as c:
+        rows = c.execute(sa.text("SELECT CQ_ID, CQ_PARTITION, CQ_STATE, CQ_TYPE, CQ_HIGHEST_WRITE_ID, CQ_WORKER_ID "
+                                 "FROM COMPACTION_QUEUE ORDER BY CQ_ID")).all()
+    eng.dispose()
+    return [tuple(r) for r in rows]
+
+
+@pytest.mark.parametrize("hv", [3, 4])
+def test_enqueue_then_worker_on_spark(tmp_path, cli, spark, hv):
+    assert cli("demo", "--hive-version", str(hv), tmp_path / "demo").code == 0
+    url = _url(tmp_path)
+    before = _merged(cli, url, "default.sales")
+    r = cli("-o", "json", "--metastore", url, "compact", "--enqueue", "default.sales/ds=2026-01-01", "--major")
+    assert r.code == 0, r
+    doc = json.loads(r.stdout)
+    # the demo queued ids 1 (failed) and 2: the next id is 3
+    assert (doc["id"], doc["state"], doc["accepted"]) == (3, "initiated", True)
+    assert doc["message"] == "Compaction enqueued with id 3"
+    # a second request for the same partition is refused (exit 6), as Hive refuses it
+    r = cli("-o", "json", "--metastore", url, "compact", "--enqueue", "default.sales/ds=2026-01-01", "--minor")
+    assert r.code == 6
+    dup = json.loads(r.stdout)
+    assert dup["accepted"] is False and dup["existing_id"] == 3
+
+    ms = connect(url)
+    recs = w.run_cycle(ms, w.WorkerOptions(max=10, engine="spark"), table_fs=lambda u: TableFS(u), spark=spark)
+    # both queued requests (the demo's id 2 and ours) ran in the one Spark application
+    assert [(x["cq_id"], x["partition"], x["state"]) for x in recs] == [
+        (2, "ds=2025-12-31", "ready for cleaning"), (3, "ds=2026-01-01", "ready for cleaning")]
+    by_id = {x["cq_id"]: x for x in recs}
+    base = "base_0000006" if hv == 3 else f"base_0000006_v{by_id[3]['txn_id']:07d}"
+    assert by_id[3]["output_dirs"] == [base]
+    snap = _snapshot(cli, url, "default.sales", "ds=2026-01-01")
+    assert snap["base"] == base and snap["read_order"] == []
+    assert _merged(cli, url, "default.sales") == before
+    q = {row[0]: row for row in _queue(url)}
+    # CQ_HIGHEST_WRITE_ID = the table's compactor hwm (write ids are per table): 6 for both
+    assert q[2][2:] == ("r", "a", 6, None) and q[3][2:] == ("r", "a", 6, None)
+    r = cli("-o", "json", "--metastore", url, "show", "compactions", "--table", "sales")
+    if r.code == 0:
+        states = {c["compactionid"]: c["state"] for c in json.loads(r.stdout)["compactions"]}
+        assert states[2] == states[3] == "ready for cleaning"
+
+
+def test_hive4_output_invisible_until_the_compactor_txn_commits(tmp_path, cli, monkeypatch):
+    assert cli("demo", "--hive-version", "4", tmp_path / "demo").code == 0
+    url = _url(tmp_path)
+    before_rows = _merged(cli, url, "default.employee")
+    before_order = _read_order(cli, url, "default.employee")
+    assert cli("--metastore", url, "compact", "--enqueue", "default.employee", "--minor").code == 0
+    seen = {}
+    real_commit = txns.commit_compaction_txn
+
+    def commit(ms, txn_id, **kw):
+        # published and marked compacted, compactor txn still open: readers must not see it
+        seen["before"] = (_read_order(cli, url, "default.employee"), _merged(cli, url, "default.employee"),
+                          _queue(url))
+        res = real_commit(ms, txn_id, **kw)
+        seen["after"] = (_read_order(cli, url, "default.employee"), _merged(cli, url, "default.employee"))
+        return res
+
+    monkeypatch.setattr("acidctl.compact.register.txns.commit_compaction_txn", commit)
+    ms = connect(url)
+    recs = w.run_cycle(ms, w.WorkerOptions(max=10, engine="local"), table_fs=lambda u: TableFS(u))
+    (emp,) = [x for x in recs if x["table"] == "default.employee"]
+    txn = emp["txn_id"]
+    outs = [f"delta_0000001_0000003_v{txn:07d}", f"delete_delta_0000001_0000003_v{txn:07d}"]
+    assert emp["output_dirs"] == outs and emp["state"] == "ready for cleaning"
+    order, rows, q = seen["before"]
+    assert order == before_order and rows == before_rows
+    (row,) = [r for r in q if r[0] == emp["cq_id"]]
+    assert row[2] == "r"                       # markCompacted happens before the commit
+    order, rows = seen["after"]
+    assert order == [outs[1], outs[0]] and rows == before_rows
+    eng = sa.create_engine(url)
+    with eng.connect() as c:
+        st, ty = c.execute(sa.text("SELECT TXN_STATE, TXN_TYPE FROM TXNS WHERE TXN_ID=:t"), {"t": txn}).one()
+        nxt, ctime = c.execute(sa.text("SELECT CQ_NEXT_TXN_ID, CQ_COMMIT_TIME FROM COMPACTION_QUEUE WHERE CQ_ID=:i"),
+                               {"i": emp["cq_id"]}).one()
+        ctc = c.execute(sa.text("SELECT COUNT(*) FROM COMPLETED_TXN_COMPONENTS WHERE CTC_TXNID=:t"), {"t": txn}).scalar()
+    eng.dispose()
+    assert (st, ty) == ("c", 3) and nxt >= txn and ctime is not None and ctc == 0
+
+
+def test_failure_marks_failed_and_aborts_the_compactor_txn(tmp_path, cli, monkeypatch):
+    assert cli("demo", "--hive-version", "4", tmp_path / "demo").code == 0
+    url = _url(tmp_path)
+    assert cli("--metastore", url, "compact", "--enqueue", "default.employee", "--minor").code == 0
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr("acidctl.compact.publish.publish", boom)
+    ms = connect(url)
+    recs = w.run_cycle(ms, w.WorkerOptions(max=10, engine="local", db_glob="default"),
+                       table_fs=lambda u: TableFS(u))
+    (emp,) = [x for x in recs if x["table"] == "default.employee"]
+    assert emp["state"] == "failed" and "disk full" in emp["message"]
+    eng = sa.create_engine(url)
+    with eng.connect() as c:
+        cc = c.execute(sa.text("SELECT CC_STATE, CC_ERROR_MESSAGE, CC_TXN_ID FROM COMPLETED_COMPACTIONS WHERE CC_ID=:i"),
+                       {"i": emp["cq_id"]}).one()
+        st, meta = c.execute(sa.text("SELECT TXN_STATE, TXN_META_INFO FROM TXNS WHERE TXN_ID=:t"), {"t": cc[2]}).one()
+        comp = c.execute(sa.text("SELECT TC_OPERATION_TYPE FROM TXN_COMPONENTS WHERE TC_TXNID=:t"), {"t": cc[2]}).all()
+    eng.dispose()
+    assert cc[0] == "f" and "disk full" in cc[1]
+    assert (st, meta) == ("a", "compaction transaction abort")
+    assert [tuple(x) for x in comp] == [("c",)]      # the aborted compactor's c row stays for the Cleaner
+    # nothing of the failed run is visible
+    assert not [p for p in (tmp_path / "demo" / "warehouse" / "employee").iterdir() if "_v" in p.name]
+
+
+def test_stop_releases_claimed_requests(tmp_path, cli):
+    """A stop request before a claimed request starts gives it back (w → i), claimable again."""
+    assert cli("demo", tmp_path / "demo").code == 0
+    url = _url(tmp_path)
+    assert cli("--metastore", url, "compact", "--enqueue", "default.employee", "--minor").code == 0
+    ms = connect(url)
+    stop = w.StopFlag()
+    done = []
+
+    def after_first(rec):
+        done.append(rec)
+        stop.set("SIGTERM received")
+
+    recs = w.run_cycle(ms, w.WorkerOptions(max=10, engine="local"), table_fs=lambda u: TableFS(u), stop=stop,
+                       on_request=after_first)
+    assert [x["state"] for x in recs] == ["ready for cleaning", "released"]
+    released = recs[1]["cq_id"]
+    (row,) = [r for r in _queue(url) if r[0] == released]
+    assert row[2] == "i" and row[5] is None
+    assert queue.claim(ms, worker_id="next").cq_id == released
+
+
+def test_worker_cli_once_and_missing_table(tmp_path, cli):
+    assert cli("demo", "--hive-version", "4", tmp_path / "demo").code == 0
+    url = _url(tmp_path)
+    ms = connect(url)
+    gone = queue.enqueue(ms, "default", "no_such_table", type="major").id
+    r = cli("-o", "json", "--metastore", url, "worker", "--once", "--engine", "local", "--max", "1", "--db", "nomatch*")
+    assert r.code == 0, r
+    assert json.loads(r.stdout)["requests"] == []
+    r = cli("-o", "json", "--metastore", url, "worker", "--once", "--engine", "local")
+    assert r.code == 0, r
+    doc = json.loads(r.stdout)
+    by_id = {x["cq_id"]: x for x in doc["requests"]}
+    # Hive 4's Worker refuses a request whose table is gone
+    assert by_id[gone]["state"] == "refused" and "Unable to find table" in by_id[gone]["message"]
+    assert doc["summary"]["refused"] == 1
+    r = cli("--read-only", "--metastore", url, "worker", "--once", "--engine", "local")
+    assert r.code == 6
