@@ -53,6 +53,10 @@ def abort_transactions(
         raise UsageError("give transaction ids and/or --older-than AGE")
     age = txns.parse_age(older_than) if older_than is not None else None
     ms = connect(resolve_url(settings.metastore_url, profile=settings.profile))
+    if execute:
+        from acidctl.metastore import steps
+
+        steps.check_writable(ms, what="abort transactions")
     rows, missing = txns.select_txns(ms, txn_ids=txn_ids or None, older_than_ms=age)
     aborted = 0
     if execute and rows:

@@ -435,3 +435,25 @@ def test_select_txns_for_abort(metastore, hive_version):
     rows, missing = txns.select_txns(ms, txn_ids=[young, 12345])
     assert [r.txn_id for r in rows] == [young] and missing == [12345]
     assert txns.parse_age("15m") == 900_000 and txns.parse_age("2h") == 7_200_000 and txns.parse_age("30") == 30_000
+
+
+def test_abort_transactions_cli(metastore, hive_version, capsys):
+    """``acidctl abort transactions``: a dry run by default, ``--execute`` aborts (ABORT
+    TRANSACTIONS = abortTxns with 'abort by query command')."""
+    from tests.metastore.helpers import cli_json, run_cli
+
+    url, rec = metastore
+    ms = _ms(url)
+    now = _now(ms)
+    old = rec.open_txn("hive", "h", now_ms=now - 7_200_000)
+    young = rec.open_txn("hive", "h")
+    doc = cli_json(capsys, ["--metastore", url, "abort", "transactions", "--older-than", "1h"])
+    assert doc["dry_run"] is True and [t["txn_id"] for t in doc["transactions"]] == [old] and doc["aborted"] == 0
+    assert dict(_rows(ms, "TXNS", "TXN_ID", "TXN_STATE"))[old] == "o"
+    doc = cli_json(capsys, ["--metastore", url, "abort", "transactions", str(old), str(young), "999", "--execute"])
+    assert doc["aborted"] == 2 and doc["not_open"] == [999]
+    states = dict(_rows(ms, "TXNS", "TXN_ID", "TXN_STATE"))
+    assert states[old] == states[young] == "a"
+    capsys.readouterr()
+    assert run_cli(["--metastore", url, "abort", "transactions"]) == 2
+    assert run_cli(["--read-only", "--metastore", url, "abort", "transactions", str(old), "--execute"]) == 6
