@@ -10,8 +10,9 @@ Per compacted partition (a :class:`Registrar` serves one table):
   one (initiator ``<host>-manual``, as a manual request) and claims it. A request a worker is
   ``working`` on refuses the run;
 * Hive 4: a COMPACTION txn is opened (it names the output ``_v<txn>``), heartbeated from a
-  background thread while the compaction runs, and recorded with ``updateCompactorState`` (queue
-  row + ``TXN_COMPONENTS`` ``c`` row); Hive 3: ``setCompactionHighestWriteId`` (and ``setRunAs``);
+  background thread while the compaction runs, holds a SHARED_READ lock on the table/partition,
+  and is recorded with ``updateCompactorState`` (queue row + ``TXN_COMPONENTS`` ``c`` row);
+  Hive 3: ``setCompactionHighestWriteId`` (and ``setRunAs``);
 * after publication ``markCompacted`` (``ready for cleaning``) and, Hive 4, the commit of the
   compactor txn — the output stays invisible to Hive 4 readers until that commit;
 * on failure ``markFailed`` with the error message and, Hive 4, the txn aborted
@@ -124,6 +125,7 @@ class Registrar:
                 opened = txns.open_compaction_txn(self.ms, user=self.run_as)
                 e.txn_id = opened.txn_id
                 e.heartbeat = txns.Heartbeat(self.ms, e.txn_id, interval_s=self.heartbeat_s).start()
+                txns.lock_for_compaction(self.ms, e.txn_id, req.db, req.table, req.partition, user=self.run_as)
                 queue.update_compactor_state(self.ms, req.cq_id, txn_id=e.txn_id, highest_write_id=self.hwm,
                                              run_as=req.run_as or self.run_as)
             else:

@@ -180,6 +180,67 @@ def _delete_min_history(ms, conn, txn_ids: list[int]) -> None:
         conn.execute(sa.delete(w.clause).where(w.MH_TXNID.in_(txn_ids)))
 
 
+def lock_for_compaction(ms, txn_id: int, db: str, table: str, partition: str | None, *, user: str,
+                        host: str | None = None, agent_info: str = "acidctl worker",
+                        read_only: bool = False) -> int:
+    """The Hive 4 Worker's lock (operations.md §3.2 step 3): a SHARED_READ lock owned by the
+    compactor txn on the table or partition, which must be acquired at once. Two DB transactions
+    as Hive's ``lock()``: enqueue (``NEXT_LOCK_ID`` under ``SELECT ... FOR UPDATE``, the
+    ``HIVE_LOCKS`` row waiting, ``HL_LAST_HEARTBEAT`` 0 inside a txn), then ``checkLock`` under the
+    ``CheckLock`` mutex: a SHARED_READ conflicts only with an EXCLUSIVE lock on the same database,
+    table or partition held by a lower lock id. Acquired → ``a`` with ``HL_ACQUIRED_AT``; otherwise
+    the request is removed and :class:`RefusedError` raised (the Worker then fails the request).
+    Released by the commit or abort of the txn. Returns the lock id."""
+    import sqlalchemy as sa
+
+    from acidctl.metastore import queue
+
+    _require_h4(ms, "lock for a compaction")
+    host = host or socket.gethostname()
+    T = ms.tables
+    hl, nl, t = T.HIVE_LOCKS, T.NEXT_LOCK_ID, T.TXNS
+    db, table = db.lower(), table.lower()
+
+    def enqueue(conn):
+        if conn.execute(steps.for_update(sa.select(t.TXN_ID).where(t.TXN_ID == txn_id, t.TXN_STATE == "o"),
+                                         conn)).first() is None:
+            raise TxnNotOpen(f"transaction {txn_id} is not open")
+        ext = conn.execute(steps.for_update(sa.select(nl.NL_NEXT), conn)).scalar()
+        conn.execute(sa.update(nl.clause).values({nl.NL_NEXT.name: int(ext) + 1}))
+        vals = dict(HL_LOCK_EXT_ID=int(ext), HL_LOCK_INT_ID=1, HL_TXNID=txn_id, HL_DB=db, HL_TABLE=table,
+                    HL_PARTITION=partition, HL_LOCK_STATE="w", HL_LOCK_TYPE="r", HL_LAST_HEARTBEAT=0,
+                    HL_USER=user, HL_HOST=host, HL_AGENT_INFO=agent_info)
+        conn.execute(sa.insert(hl.clause).values({getattr(hl, k).name: v for k, v in vals.items()}))
+        return int(ext)
+
+    ext = steps.write_step(ms, enqueue, name="enqueue the compaction lock", read_only=read_only)
+
+    def check(conn):
+        queue.acquire_mutex(ms, conn, "CheckLock")
+        if partition is None:      # a table lock meets every lock on the table or its partitions
+            on_table = hl.HL_TABLE == table
+        else:
+            on_table = sa.and_(hl.HL_TABLE == table, sa.or_(hl.HL_PARTITION.is_(None), hl.HL_PARTITION == partition))
+        same = [hl.HL_DB == db, hl.HL_LOCK_EXT_ID < ext, hl.HL_LOCK_TYPE == "e",
+                sa.or_(hl.HL_TABLE.is_(None), on_table)]
+        blocker = conn.execute(sa.select(hl.HL_LOCK_EXT_ID, hl.HL_LOCK_INT_ID).where(*same)
+                               .order_by(hl.HL_LOCK_EXT_ID)).first()
+        if blocker is not None:
+            conn.execute(sa.delete(hl.clause).where(hl.HL_LOCK_EXT_ID == ext))
+            return blocker
+        now = steps.now_ms(conn)
+        conn.execute(sa.update(hl.clause).where(hl.HL_LOCK_EXT_ID == ext)
+                     .values({hl.HL_LOCK_STATE.name: "a", hl.HL_ACQUIRED_AT.name: now}))
+        return None
+
+    blocker = steps.write_step(ms, check, name="acquire the compaction lock", read_only=read_only)
+    if blocker is not None:
+        where = f"{db}.{table}" + (f"/{partition}" if partition else "")
+        raise RefusedError(f"{where} is locked exclusively (lock {blocker[0]}.{blocker[1]}); the compaction "
+                           "cannot take its shared lock")
+    return ext
+
+
 @dataclasses.dataclass
 class CommitResult:
     txn_id: int

@@ -457,3 +457,35 @@ def test_abort_transactions_cli(metastore, hive_version, capsys):
     capsys.readouterr()
     assert run_cli(["--metastore", url, "abort", "transactions"]) == 2
     assert run_cli(["--read-only", "--metastore", url, "abort", "transactions", str(old), "--execute"]) == 6
+
+
+def test_compaction_lock_rows_and_conflict(metastore, hive_version):
+    """The Hive 4 Worker's SHARED_READ lock owned by its compactor txn (operations.md §3.2)."""
+    url, rec = metastore
+    ms = _ms(url)
+    if hive_version == 3:
+        with pytest.raises(RefusedError):
+            txns.lock_for_compaction(ms, 1, "db", "t", None, user="etl")
+        return
+    o = txns.open_compaction_txn(ms, user="etl", host="wk")
+    t0 = _now(ms)
+    ext = txns.lock_for_compaction(ms, o.txn_id, "db", "t", "p=1", user="etl", host="wk")
+    t1 = _now(ms)
+    assert ext == 1                                   # NEXT_LOCK_ID starts at 1
+    assert _rows(ms, "NEXT_LOCK_ID", "NL_NEXT") == [(2,)]
+    (row,) = _rows(ms, "HIVE_LOCKS", "HL_LOCK_EXT_ID", "HL_LOCK_INT_ID", "HL_TXNID", "HL_DB", "HL_TABLE",
+                   "HL_PARTITION", "HL_LOCK_STATE", "HL_LOCK_TYPE", "HL_LAST_HEARTBEAT", "HL_USER", "HL_HOST",
+                   "HL_BLOCKEDBY_EXT_ID")
+    assert row == (1, 1, o.txn_id, "db", "t", "p=1", "a", "r", 0, "etl", "wk", None)
+    (acq,) = _rows(ms, "HIVE_LOCKS", "HL_ACQUIRED_AT")[0]
+    assert t0 <= acq <= t1
+    # an EXCLUSIVE lock on the table (e.g. DROP TABLE) blocks the shared lock of a later request
+    rec.lock(LockComponent("db", "u", lock_type="exclusive"))          # ext 2
+    o2 = txns.open_compaction_txn(ms, user="etl")
+    with pytest.raises(RefusedError):
+        txns.lock_for_compaction(ms, o2.txn_id, "db", "u", "p=1", user="etl")
+    assert _rows(ms, "HIVE_LOCKS", "HL_TXNID", where=lambda t: t.HL_TXNID == o2.txn_id) == []
+    # another table is not affected; the commit releases the lock
+    assert txns.lock_for_compaction(ms, o2.txn_id, "db", "v", None, user="etl") == 4
+    txns.commit_compaction_txn(ms, o.txn_id)
+    assert _rows(ms, "HIVE_LOCKS", "HL_TXNID", where=lambda t: t.HL_TXNID == o.txn_id) == []
