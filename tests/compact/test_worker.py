@@ -231,3 +231,37 @@ def test_daemon_stops_gracefully_on_sigterm(tmp_path, cli):
     lines = [json.loads(x) for x in out.decode().splitlines()]
     assert [(x["cq_id"], x["state"]) for x in lines] == [(2, "ready for cleaning"), (3, "ready for cleaning")]
     assert [r[2] for r in _queue(url)] == ["r", "r"]
+
+
+@pytest.mark.parametrize("hv", [3, 4])
+def test_read_only_compact_and_no_register(tmp_path, cli, hv):
+    """``--read-only`` forbids every metastore write: a Hive 3 compaction runs unregistered (and
+    says so), a Hive 4 one is refused (its output needs a compactor txn); ``--no-register`` skips
+    registration for one run. The queue and TXNS are untouched either way."""
+    assert cli("demo", "--hive-version", str(hv), tmp_path / "demo").code == 0
+    url = _url(tmp_path)
+    q0 = _queue(url)
+    eng = sa.create_engine(url)
+    with eng.connect() as c:
+        t0 = c.execute(sa.text("SELECT COUNT(*) FROM TXNS")).scalar()
+    r = cli("--read-only", "-o", "json", "--metastore", url, "compact", "--major", "--engine", "local",
+            "default.employee")
+    if hv == 3:
+        assert r.code == 0, r
+        assert any("not registered" in n for n in json.loads(r.stdout)["notes"])
+    else:
+        assert r.code == 6, r
+        assert not [p for p in (tmp_path / "demo" / "warehouse" / "employee").iterdir() if p.name.startswith("base")]
+    vis = ["--visibility-txn", "3"] if hv == 4 else []     # Hive 4: a committed txn of the demo names the output
+    r = cli("-o", "json", "--metastore", url, "compact", "--major", "--engine", "local", "--no-register", *vis,
+            "default.sales")
+    assert r.code == 0, r
+    with eng.connect() as c:
+        assert c.execute(sa.text("SELECT COUNT(*) FROM TXNS")).scalar() == t0
+    eng.dispose()
+    assert _queue(url) == q0
+    # --visibility-txn with registration on is a usage error (acidctl opens its own txn)
+    if hv == 4:
+        r = cli("--metastore", url, "compact", "--minor", "--engine", "local", "--visibility-txn", "3",
+                "default.employee")
+        assert r.code == 2

@@ -156,3 +156,40 @@ def test_two_acidctl_workers_and_a_hive_worker_claim_each_request_once(metastore
         # compacted exactly once: one base over write ids 1..2 (Hive 4: named by its compactor txn)
         assert len(bases) == 1 and bases[0].startswith("base_0000002")
         assert (bases[0] == "base_0000002") == (hive_version == 3)
+
+
+def test_initiator_once_on_every_backend(metastore, hive_version, tmp_path, capsys):
+    """``initiator --once`` under the Initiator mutex (PostgreSQL/MariaDB): a table with two
+    deltas, no base and hive.compactor.delta.num.threshold=1 is due for MAJOR (directory-state.md
+    §8.2: no base → major); a no_auto_compaction table is skipped; the next cycle sees the queued
+    request and enqueues nothing."""
+    from tests.metastore.helpers import cli_json
+
+    url, rec = metastore
+    wh = tmp_path / "wh"
+    make_table(rec, wh, "ini", "due")
+    make_table(rec, wh, "ini", "quiet")
+    make_table(rec, wh, "ini", "manual")
+    eng = sa.create_engine(url)
+    ms = connect(url)
+    tp, tb = ms.tables.TABLE_PARAMS, ms.tables.TBLS
+    with eng.begin() as c:
+        ids = dict(c.execute(sa.select(tb.TBL_NAME, tb.TBL_ID)).all())
+        c.execute(sa.insert(tp.clause).values({tp.TBL_ID.name: ids["due"], tp.PARAM_KEY.name:
+                                               "compactorthreshold.hive.compactor.delta.num.threshold",
+                                               tp.PARAM_VALUE.name: "1"}))
+        c.execute(sa.insert(tp.clause).values({tp.TBL_ID.name: ids["manual"], tp.PARAM_KEY.name: "NO_AUTO_COMPACTION",
+                                               tp.PARAM_VALUE.name: "TRUE"}))
+    eng.dispose()
+    doc = cli_json(capsys, ["--metastore", url, "initiator", "--once", "--db", "ini"])
+    acts = {c["table"]: (c["action"], c.get("type"), c.get("id")) for c in doc["checked"]}
+    assert acts == {"ini.due": ("enqueued", "major", 1), "ini.quiet": ("not-due", None, None),
+                    "ini.manual": ("skipped", None, None)}
+    cq = ms.tables.COMPACTION_QUEUE
+    eng = sa.create_engine(url)
+    with eng.connect() as c:
+        rows = [tuple(r) for r in c.execute(sa.select(cq.CQ_ID, cq.CQ_DATABASE, cq.CQ_TABLE, cq.CQ_STATE, cq.CQ_TYPE))]
+    eng.dispose()
+    assert rows == [(1, "ini", "due", "i", "a")]
+    doc = cli_json(capsys, ["--metastore", url, "initiator", "--once"])
+    assert {c["table"]: c["action"] for c in doc["checked"]}["ini.due"] == "queued"
