@@ -172,12 +172,19 @@ class Registrar:
             plan.registration = self._record(e)
 
     # -- the worker's ----------------------------------------------------------------------
-    def nothing_to_compact(self, partition, mode: str) -> dict:
-        """A claimed request with nothing to compact: Hive 4 opens its txn, ``markRefused`` and
-        commits; Hive 3 ``markCompacted`` (its Cleaner then finishes the request)."""
+    def nothing_to_compact(self, partition, mode: str, *, cleaning_only: bool = False) -> dict:
+        """A claimed request with nothing to compact: Hive 4 opens its txn, then ``markCompacted``
+        when obsolete or aborted directories are left for the Cleaner (``cleaning_only``), else
+        ``markRefused``, and commits either way (operations.md §3.2 step 6); Hive 3
+        ``markCompacted`` (its Cleaner then finishes the request)."""
         e = self._begin(partition, mode)
         commit = None
-        if self.hive_version >= 4:
+        if self.hive_version >= 4 and cleaning_only:
+            queue.mark_compacted(self.ms, e.request.cq_id)
+            self._stop_heartbeat(e)
+            commit = txns.commit_compaction_txn(self.ms, e.txn_id)
+            e.state = "ready for cleaning"
+        elif self.hive_version >= 4:
             queue.mark_refused(self.ms, e.request.cq_id, message=queue.NOTHING_TO_COMPACT)
             self._stop_heartbeat(e)
             commit = txns.commit_compaction_txn(self.ms, e.txn_id)

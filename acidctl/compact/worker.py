@@ -201,11 +201,28 @@ def run_request(ms, req: queue.Request, opts: WorkerOptions, *, worker_id: str,
                        output_dirs=p["output_dirs"], txn_id=m.get("txn_id"), rows_in=p["rows_in"],
                        rows_out=p["rows_out"])
     try:
-        m = reg.nothing_to_compact(req.partition, req.type)
+        m = reg.nothing_to_compact(req.partition, req.type,
+                                   cleaning_only=_left_for_cleaner(tfs, req.partition, wl, tl, hv))
     finally:
         reg.close()
     return _record(req, m["state"], p["message"] if p else "nothing to compact", time.perf_counter() - t0,
                    txn_id=m.get("txn_id"))
+
+
+def _left_for_cleaner(tfs, partition, wl, tl, hv) -> bool:
+    """Obsolete or aborted directories in the compactor's view of the partition: Hive 4's Worker
+    then marks the request compacted (for the Cleaner) instead of refusing it."""
+    from acidctl.acid.initiator import compactor_state
+    from acidctl.acid.layout import list_table
+
+    try:
+        for lst in list_table(tfs):
+            if (lst.partition or None) == partition:
+                st = compactor_state(lst, wl, txns=tl, hive_version=hv)
+                return bool(st.obsolete or st.aborted)
+    except AcidctlError:
+        return False
+    return False
 
 
 def stop_session(session: dict) -> None:

@@ -265,3 +265,46 @@ def test_read_only_compact_and_no_register(tmp_path, cli, hv):
         r = cli("--metastore", url, "compact", "--minor", "--engine", "local", "--visibility-txn", "3",
                 "default.employee")
         assert r.code == 2
+
+
+@pytest.mark.parametrize("hv", [3, 4])
+def test_nothing_to_compact(tmp_path, cli, hv):
+    """A claimed request with nothing to compact (operations.md §3.2 step 6): while the previous
+    compaction's obsolete directories are still there, Hive 4 marks it compacted (for the
+    Cleaner); once they are gone it is refused. Hive 3 always marks it compacted. The Hive 4
+    compactor txn is committed either way."""
+    assert cli("demo", "--hive-version", str(hv), tmp_path / "demo").code == 0
+    url = _url(tmp_path)
+    ms = connect(url)
+    opts = w.WorkerOptions(max=10, engine="local", db_glob="default")
+
+    def run_employee():
+        # the Cleaner's markCleaned would take the 'r' row out of the queue; Hive 4 refuses a new
+        # request while an 'r' row at the same compactor hwm is there (test-only SQL)
+        eng = sa.create_engine(url)
+        with eng.begin() as c:
+            c.execute(sa.text("DELETE FROM COMPACTION_QUEUE WHERE CQ_TABLE='employee' AND CQ_STATE='r'"))
+        eng.dispose()
+        assert cli("--metastore", url, "compact", "--enqueue", "default.employee", "--major").code == 0
+        recs = [x for x in w.run_cycle(ms, opts, table_fs=lambda u: TableFS(u)) if x["table"] == "default.employee"]
+        assert len(recs) == 1
+        return recs[0]
+
+    first = run_employee()
+    assert first["state"] == "ready for cleaning" and first["output_dirs"]
+    second = run_employee()                      # obsolete deltas still on disk
+    assert second["state"] == "ready for cleaning" and second["output_dirs"] == []
+    r = cli("--metastore", url, "clean", "default.employee", "--execute", "--min-age", "0")
+    assert r.code == 0, r
+    third = run_employee()
+    if hv == 3:
+        assert third["state"] == "ready for cleaning"
+    else:
+        assert third["state"] == "refused"
+        eng = sa.create_engine(url)
+        with eng.connect() as c:
+            cc = c.execute(sa.text("SELECT CC_STATE, CC_ERROR_MESSAGE, CC_TXN_ID FROM COMPLETED_COMPACTIONS "
+                                   "WHERE CC_ID=:i"), {"i": third["cq_id"]}).one()
+            st = c.execute(sa.text("SELECT TXN_STATE FROM TXNS WHERE TXN_ID=:t"), {"t": cc[2]}).scalar()
+        eng.dispose()
+        assert cc[0] == "c" and cc[1] == queue.NOTHING_TO_COMPACT and st == "c"
