@@ -2,7 +2,7 @@
 thresholds flag across the warehouse (library: :mod:`acidctl.compact.initiate`).
 
 JSON document: ``checked`` (one record per table/partition: table, partition, action
-[enqueued|queued|skipped|not-due|did-not-initiate|would-enqueue|error], type, id, reasons),
+[enqueued|queued|skipped|not-due|did-not-initiate|would-enqueue|error|revoked], type, id, reasons),
 ``summary`` (counts by action).
 """
 
@@ -18,7 +18,7 @@ from acidctl.cli.main import app
 def _render(doc: dict) -> str:
     from acidctl.cli.output import table
 
-    rows = [[r["table"], r.get("partition") or "", r["action"], r.get("type") or "", r.get("id") or "",
+    rows = [[r["table"] or "", r.get("partition") or "", r["action"], r.get("type") or "", r.get("id") or "",
              "; ".join(r.get("reasons") or [])[:120]] for r in doc["checked"]
             if r["action"] not in ("not-due",)]
     lines = [table(rows, ["TABLE", "PARTITION", "ACTION", "TYPE", "ID", "WHY"])] if rows else []

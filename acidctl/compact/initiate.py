@@ -15,7 +15,9 @@ and each of its partitions, in the order Hive's checks run:
    MAJOR, MINOR or nothing;
 5. enqueue through :func:`acidctl.metastore.queue.enqueue` (the ``CompactionScheduler``
    mutex; a request queued meanwhile is refused there, not duplicated), Hive 4 with initiator
-   ``acidctl@<host>-<pid>`` and the table's pool.
+   ``acidctl@<host>-<pid>`` and the table's pool;
+6. at the end of the cycle, ``revokeTimedoutWorkers``: ``working`` requests older than
+   ``hive.compactor.worker.timeout`` (24 h) go back to ``initiated``.
 
 Derived differences from Hive's Initiator: acidctl checks every partition of every table
 (Hive 4 only revisits partitions written since its previous cycle), and the cycle runs under the
@@ -191,5 +193,11 @@ def run_once(ms, *, table_fs: Callable[[str], object], db_glob: str | None = Non
                            id=res.id if res.accepted else res.existing_id)
                 if not res.accepted:
                     rec["reasons"].append(res.message)
+        if not dry_run:
+            n = queue.revoke_timed_out_workers(ms)
+            if n:
+                out.append({"table": None, "partition": None, "action": "revoked", "id": None, "type": None,
+                            "reasons": [f"{n} working request(s) older than hive.compactor.worker.timeout "
+                                        "back to initiated"]})
     log.info("initiator cycle: %d partition(s) checked", len(out))
     return out

@@ -441,6 +441,26 @@ def release(ms, cq_id: int, *, worker_id: str, read_only: bool = False) -> bool:
     return steps.write_step(ms, step, name="release a claimed compaction", read_only=read_only)
 
 
+WORKER_TIMEOUT_MS = 86_400_000            # hive.compactor.worker.timeout
+
+
+def revoke_timed_out_workers(ms, *, timeout_ms: int = WORKER_TIMEOUT_MS, read_only: bool = False) -> int:
+    """``revokeTimedoutWorkers`` (the Initiator, every cycle): ``working`` rows started more than
+    ``timeout_ms`` ago go back to ``initiated`` with worker and start cleared; ``CQ_TXN_ID``,
+    ``CQ_HIGHEST_WRITE_ID``, worker version and run-as stay (operations.md §3.4)."""
+    import sqlalchemy as sa
+
+    cq = ms.tables.COMPACTION_QUEUE
+
+    def step(conn):
+        now = steps.now_ms(conn)
+        return int(conn.execute(sa.update(cq.clause).where(cq.CQ_STATE == "w", cq.CQ_START < now - timeout_ms)
+                                .values({cq.CQ_WORKER_ID.name: None, cq.CQ_START.name: None,
+                                         cq.CQ_STATE.name: "i"})).rowcount)
+
+    return steps.write_step(ms, step, name="revoke timed-out workers", read_only=read_only)
+
+
 def stringable_map(props: dict) -> str:
     """Hive's StringableMap encoding: ``<n>:<klen>:<key><vlen>:<val>...`` (metastore.md §3.6).
     Hand-written: no Python library implements this Hive-private format."""

@@ -489,3 +489,26 @@ def test_compaction_lock_rows_and_conflict(metastore, hive_version):
     assert txns.lock_for_compaction(ms, o2.txn_id, "db", "v", None, user="etl") == 4
     txns.commit_compaction_txn(ms, o.txn_id)
     assert _rows(ms, "HIVE_LOCKS", "HL_TXNID", where=lambda t: t.HL_TXNID == o.txn_id) == []
+
+
+def test_revoke_timed_out_workers_and_mutex_row_created(metastore, hive_version):
+    url, rec = metastore
+    ms = _ms(url)
+    # a real Hive schema has no AUX_TABLE rows until a mutex is first taken: enqueue creates
+    # (CompactionScheduler, 0) on demand
+    _exec(ms, lambda c, T: c.execute(sa.delete(T.AUX_TABLE.clause)))
+    a = queue.enqueue(ms, "db", "a", type="major").id
+    b = queue.enqueue(ms, "db", "b", type="major").id
+    assert _rows(ms, "AUX_TABLE", "MT_KEY1", "MT_KEY2") == [("CompactionScheduler", 0)]
+    queue.claim(ms, worker_id="old-worker")
+    queue.claim(ms, worker_id="new-worker")
+    if hive_version == 4:
+        queue.update_compactor_state(ms, a, txn_id=77, highest_write_id=5, run_as="etl")
+    now = _now(ms)
+    _exec(ms, lambda c, T: c.execute(sa.update(T.COMPACTION_QUEUE.clause).where(T.COMPACTION_QUEUE.CQ_ID == a)
+                                     .values({T.COMPACTION_QUEUE.CQ_START.name: now - 90_000_000})))
+    assert queue.revoke_timed_out_workers(ms) == 1
+    rows = dict((r[0], r[1:]) for r in _rows(ms, "COMPACTION_QUEUE", "CQ_ID", "CQ_STATE", "CQ_WORKER_ID", "CQ_START"))
+    assert rows[a] == ("i", None, None) and rows[b][:2] == ("w", "new-worker")
+    if hive_version == 4:   # not cleared by the revoke
+        assert _rows(ms, "COMPACTION_QUEUE", "CQ_TXN_ID", "CQ_HIGHEST_WRITE_ID", where=lambda t: t.CQ_ID == a) == [(77, 5)]
