@@ -35,8 +35,14 @@ clean-demo:
 test: setup-test lint
 	ACIDCTL_REQUIRE_SERVERS=1 .venv/bin/python -m pytest -n 2 -q
 
+# packages and modules mypy checks (clean); the rest of acidctl joins as it is typed
+MYPY_PATHS = acidctl/acid acidctl/orc acidctl/faults.py acidctl/durations.py acidctl/cli/options.py \
+	acidctl/cli/commands.py acidctl/compact/task.py acidctl/compact/sources.py acidctl/compact/transform.py \
+	acidctl/compact/verification.py acidctl/compact/metrics.py
+
 lint:
 	.venv/bin/ruff check acidctl tests bench
+	.venv/bin/mypy $(MYPY_PATHS)
 
 bench: setup
 	.venv/bin/python bench/startup.py

@@ -309,6 +309,14 @@ def dump(tfs: TableFS, root: str, opts: DumpOptions, *, framing: bool,
         try:
             yield from dump_file(tfs, path, opts, budget)
         except InvalidInputError as e:
+            from acidctl.mm.plain import fallback   # Parquet/Avro files of insert-only tables
+
+            plain = fallback(tfs, path, opts, budget)
+            if plain is not None:
+                yield from plain
+                if framing:
+                    yield SEPARATOR
+                continue
             if on_error is None:
                 raise
             on_error(e)

@@ -35,6 +35,13 @@ class Entry:
     mtime: float | None = None
 
 
+def join_path(*parts: str) -> str:
+    """Path components joined by one ``/`` (empty parts skipped; a part's trailing ``/``
+    dropped). Unlike ``posixpath.join``, a later absolute part does not discard the earlier
+    ones, and a URL's ``scheme://`` stays intact in the first part."""
+    return "/".join(p.rstrip("/") for p in parts if p)
+
+
 def parse_fs_options(pairs: list[str] | tuple[str, ...] | None) -> dict[str, Any]:
     """``["key=value", ...]`` → dict; ``true``/``false`` and integers are converted."""
     out: dict[str, Any] = {}

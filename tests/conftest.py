@@ -25,6 +25,9 @@ def _isolate_env(monkeypatch, tmp_path_factory):
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("ACIDCTL_CONFIG", str(home / ".acidctl.toml"))
     monkeypatch.setenv("TZ", "UTC")
+    # text tables are fitted to $COLUMNS (pytest-xdist workers inherit one): tests that parse
+    # text read full lines unless they set COLUMNS themselves
+    monkeypatch.delenv("COLUMNS", raising=False)
 
 
 class Result:
@@ -51,7 +54,6 @@ def run_cli(*args: str) -> Result:
     err = io.StringIO()
     old = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = out, err
-    climain._state.update(output="text", verbose=False)
     try:
         climain.main([str(a) for a in args])
         code = 0

@@ -4,7 +4,7 @@
 one table/partition directory (name, is_dir, size, mtime), and for child directories the files
 inside them plus the contents of the small marker files (``_orc_acid_version``,
 ``_metadata_acid``, ``*_flush_length``) already read. :mod:`acidctl.acid.layout` builds it from
-a :class:`~acidctl.fs.TableFS`; tests build it with :meth:`DirListing.build`.
+a :class:`~acidctl.fs.TableFS` (the model: :mod:`acidctl.acid.listing`).
 
 :func:`get_acid_state` returns an :class:`AcidState`: the chosen base, the current deltas in
 Hive's read order, the originals (sorted by full path), and a classification of **every** child
@@ -28,201 +28,19 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import json
 import posixpath
-from typing import Any, Iterable, Mapping
+from typing import Iterable
 
 from acidctl.acid.dirname import (
-    BaseDir, DeltaDir, OriginalFile, has_acid_prefix, is_hidden, parse_acid_dir,
-    HiddenEntry, METADATA_FILE, ORC_ACID_VERSION_FILE, FLUSH_LENGTH_SUFFIX,
+    METADATA_FILE, BaseDir, DeltaDir, HiddenEntry, OriginalFile, delta_read_order, has_acid_prefix, is_hidden, is_hidden_path,
+    parse_acid_dir,
 )
+from acidctl.acid.listing import ChildEntry, DirListing
+from acidctl.acid.markers import metadata_of
 from acidctl.acid.writeids import LONG_MAX, LONG_MIN, RangeResponse, TxnList, WriteIdList
 from acidctl.errors import InvalidAcidLayout, SnapshotUnavailable, UsageError
 
 NOT_ENOUGH_HISTORY = "Not enough history available for ({0},{1}).  Oldest available base: {2}"
-
-#: marker files whose content the listing carries (small by construction)
-MARKER_FILES = (ORC_ACID_VERSION_FILE, METADATA_FILE)
-
-
-def is_marker_name(name: str) -> bool:
-    """Files whose content a listing should carry: version/metadata markers and side files."""
-    return name in MARKER_FILES or name.endswith(FLUSH_LENGTH_SUFFIX)
-
-
-# =========================================================================================
-# listing model
-# =========================================================================================
-
-@dataclasses.dataclass(frozen=True)
-class FileInfo:
-    """A file inside a child directory; ``name`` is relative to that directory."""
-
-    name: str
-    size: int = 0
-    mtime: float | None = None
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "size": self.size, "mtime": self.mtime}
-
-
-@dataclasses.dataclass(frozen=True)
-class ChildEntry:
-    """One child of a table/partition directory.
-
-    For directories: ``files`` are the files inside (one level for base/delta directories;
-    recursively, with relative paths such as ``sub/000000_0``, for other non-hidden
-    directories), ``subdirs`` the names of directories found inside a base/delta (not
-    descended), ``markers`` the contents of marker files read (name → bytes; absent = not
-    present or not read), ``listed`` whether the directory was listed at all (hidden
-    directories are not).
-    """
-
-    name: str
-    is_dir: bool
-    size: int = 0
-    mtime: float | None = None
-    files: tuple[FileInfo, ...] = ()
-    subdirs: tuple[str, ...] = ()
-    markers: Mapping[str, bytes] = dataclasses.field(default_factory=dict)
-    listed: bool = True
-    #: files inside ``subdirs`` of a base/delta directory (relative paths ``sub/name``, any depth;
-    #: hidden subtrees skipped). Hive 3 readers do not read them, Hive 4 and Impala may: a
-    #: compaction must never make such a directory obsolete without having read them.
-    nested: tuple[FileInfo, ...] = ()
-
-    @property
-    def total_bytes(self) -> int:
-        """File bytes (directories: every file listed inside, like Hive's ``sumDirSize``)."""
-        if not self.is_dir:
-            return self.size
-        return sum(f.size for f in self.files)
-
-    def has_file(self, name: str) -> bool:
-        return any(f.name == name for f in self.files)
-
-    def data_files(self) -> list[FileInfo]:
-        """Non-hidden files (any path component hidden → not data)."""
-        return [f for f in self.files if not _hidden_path(f.name)]
-
-
-@dataclasses.dataclass(frozen=True)
-class DirListing:
-    """The children of one table or partition directory (``path`` as the user would type it)."""
-
-    path: str
-    entries: tuple[ChildEntry, ...]
-    partition: str | None = None
-    fs_path: str | None = None       # the path on the filesystem (``path`` is for display)
-
-    def child_path(self, name: str) -> str:
-        if not self.path:
-            return name
-        return self.path + name if self.path.endswith("/") else self.path + "/" + name
-
-    @classmethod
-    def build(cls, path: str, spec: Mapping[str, Any], *, partition: str | None = None,
-              mtime: float | None = None) -> "DirListing":
-        """Build a listing from a nested dict (tests, benchmarks).
-
-        ``{"base_0000005/": {"bucket_00000": 100, "_orc_acid_version": b"2"}, "000000_0": 7}``:
-        a key ending in ``/`` is a directory (value: its own dict, nested dicts allowed), other
-        keys are files whose value is a size (int) or content (bytes, recorded as marker
-        content when the name is a marker).
-        """
-        entries = []
-        for key, value in spec.items():
-            if key.endswith("/"):
-                name = key[:-1]
-                files: list[FileInfo] = []
-                subdirs: list[str] = []
-                markers: dict[str, bytes] = {}
-                nested: list[FileInfo] = []
-                flat_originals = not has_acid_prefix(name) and not is_hidden(name)
-
-                def walk(prefix: str, d: Mapping[str, Any], out: list[FileInfo]):
-                    for k, v in d.items():
-                        if k.endswith("/"):
-                            if prefix == "" and not flat_originals:
-                                subdirs.append(k[:-1])
-                                if not is_hidden(k[:-1]) and v:
-                                    walk(k, v, nested)
-                            elif not (out is nested and is_hidden(k[:-1])):
-                                walk(prefix + k, v, out)
-                        elif isinstance(v, (bytes, bytearray)):
-                            out.append(FileInfo(prefix + k, len(v), mtime))
-                            if prefix == "" and is_marker_name(k):
-                                markers[k] = bytes(v)
-                        else:
-                            out.append(FileInfo(prefix + k, int(v), mtime))
-
-                if value is None:
-                    entries.append(ChildEntry(name, True, 0, mtime, listed=False))
-                    continue
-                walk("", value, files)
-                files.sort(key=lambda f: f.name)
-                entries.append(ChildEntry(name, True, 0, mtime, tuple(files), tuple(sorted(subdirs)),
-                                          markers, listed=True,
-                                          nested=tuple(sorted(nested, key=lambda f: f.name))))
-            else:
-                size = len(value) if isinstance(value, (bytes, bytearray)) else int(value)
-                entries.append(ChildEntry(key, False, size, mtime))
-        return cls(path=path, entries=tuple(entries), partition=partition)
-
-
-def _hidden_path(rel: str) -> bool:
-    if "/" not in rel:
-        return rel.startswith(("_", "."))
-    return any(is_hidden(part) for part in rel.split("/") if part)
-
-
-# =========================================================================================
-# marker contents
-# =========================================================================================
-
-@dataclasses.dataclass(frozen=True)
-class MetadataAcid:
-    """Parsed ``_metadata_acid``: ``{"thisFileVersion":"0","dataFormat":"compacted"}``."""
-
-    version: str | None
-    data_format: str | None
-    error: str | None = None
-
-    @property
-    def compacted(self) -> bool:
-        return self.error is None and self.version == "0" and (self.data_format or "").lower() == "compacted"
-
-    @classmethod
-    def parse(cls, content: bytes) -> "MetadataAcid":
-        try:
-            obj = json.loads(content.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as e:
-            return cls(None, None, f"not JSON: {e}")
-        if not isinstance(obj, dict):
-            return cls(None, None, "not a JSON object")
-        version = obj.get("thisFileVersion")
-        fmt = obj.get("dataFormat")
-        version = None if version is None else str(version)
-        fmt = None if fmt is None else str(fmt)
-        return cls(version, fmt)
-
-    def problem(self, hive_version: int) -> str | None:
-        """Why Hive would throw reading it (check M04), or None."""
-        if self.error:
-            return f"unreadable ({self.error})"
-        if self.version != "0":
-            return f"Unexpected Meta Data version: {self.version}"
-        allowed = ("compacted",) if hive_version == 3 else ("compacted", "truncated", "dropped")
-        if (self.data_format or "").lower() not in allowed:
-            return f"unsupported dataFormat {self.data_format!r} (Hive {hive_version} accepts {', '.join(allowed)})"
-        return None
-
-
-def metadata_of(entry: ChildEntry) -> MetadataAcid | None:
-    content = entry.markers.get(METADATA_FILE)
-    if content is None:
-        return None
-    return MetadataAcid.parse(content)
 
 
 # =========================================================================================
@@ -269,6 +87,18 @@ class Classified:
     parsed: BaseDir | DeltaDir | None = None
     compacted: bool | None = None        # bases only
     read_order: int | None = None        # current deltas: position in Hive's order
+
+    @property
+    def base_dir(self) -> BaseDir:
+        """The parsed name of a base (only for ``Kind.BASE``)."""
+        assert isinstance(self.parsed, BaseDir), self.name
+        return self.parsed
+
+    @property
+    def delta_dir(self) -> DeltaDir:
+        """The parsed name of a (delete) delta (only for delta kinds)."""
+        assert isinstance(self.parsed, DeltaDir), self.name
+        return self.parsed
 
     @property
     def min_write_id(self) -> int | None:
@@ -358,7 +188,7 @@ class AcidState:
 
     @property
     def base_write_id(self) -> int | None:
-        return self.base.parsed.write_id if self.base is not None else None
+        return self.base.base_dir.write_id if self.base is not None else None
 
     def by_role(self, role: Role) -> list[Classified]:
         return [c for c in self.entries if c.role is role]
@@ -407,8 +237,7 @@ class AcidState:
 
 def delta_sort_key(c: Classified):
     """``ParsedDelta.compareTo``: min ASC, max DESC, statement ASC (−1 first), then path."""
-    d = c.parsed
-    return (d.min_write_id, -d.max_write_id, d.statement_id, c.path)
+    return (*delta_read_order(c.delta_dir), c.path)
 
 
 def _range_text(lo: int, hi: int) -> str:
@@ -438,6 +267,41 @@ def _ids_text(ids: tuple[int, ...], limit: int = 5) -> str:
     return s + (f",... ({len(ids)} in all)" if len(ids) > limit else "")
 
 
+@dataclasses.dataclass
+class _Scan:
+    """What the stages of :func:`get_acid_state` hand on to each other."""
+
+    wl: WriteIdList
+    tx: TxnList
+    hive_version: int
+    entries: list[Classified] = dataclasses.field(default_factory=list)   # every child, name order
+    bases: list[Classified] = dataclasses.field(default_factory=list)
+    working: list[Classified] = dataclasses.field(default_factory=list)   # candidate deltas
+    original_files: list[Classified] = dataclasses.field(default_factory=list)
+    original_dirs: list[Classified] = dataclasses.field(default_factory=list)
+    reader_errors: list[str] = dataclasses.field(default_factory=list)
+    aborted_ids: list[int] = dataclasses.field(default_factory=list)
+    has_uncompacted_aborts: bool = False
+    compacted_cache: dict[str, bool] = dataclasses.field(default_factory=dict)
+
+    @property
+    def h4(self) -> bool:
+        return self.hive_version == 4
+
+    def is_compacted(self, c: Classified, *, hive_reads: bool = True) -> bool:
+        """A compacted base (Hive 4: ``_vM`` with M > 0; both: ``_metadata_acid``). Reading an
+        unreadable ``_metadata_acid`` is a reader error when Hive reads it (``hive_reads``)."""
+        if c.name not in self.compacted_cache:
+            md = metadata_of(c.entry)
+            problem = md.problem(self.hive_version) if md is not None else None
+            by_suffix = self.h4 and c.base_dir.visibility > 0
+            if problem and hive_reads and not by_suffix:
+                # MetaDataFile.isCompacted throws while choosing the base
+                self.reader_errors.append(f"{c.path}/{METADATA_FILE}: {problem}")
+            self.compacted_cache[c.name] = by_suffix or (md is not None and md.compacted)
+        return self.compacted_cache[c.name]
+
+
 def get_acid_state(listing: DirListing, write_ids: WriteIdList, *, txns: TxnList | None = None,
                    hive_version: int = 3, ignore_empty_files: bool = True,
                    insert_only: bool = False) -> AcidState:
@@ -449,57 +313,72 @@ def get_acid_state(listing: DirListing, write_ids: WriteIdList, *, txns: TxnList
     ``ignore_empty_files``: readers pass true (zero-length originals are skipped); the Initiator
     passes false. ``insert_only``: Hive 3 then also tracks aborted deltas (insert-only
     compaction path); it does not change the selection.
+
+    Stages (spec §3–§6): :func:`_classify` every child, :func:`_choose_base`,
+    :func:`_not_enough_history`, :func:`_originals` (only without a base), :func:`_walk_deltas`.
     """
     if hive_version not in (3, 4):
         raise UsageError(f"hive version must be 3 or 4, not {hive_version!r}")
-    h4 = hive_version == 4
-    tx = txns if txns is not None else TxnList.all_committed()
-    wl = write_ids
-    entries: list[Classified] = []
-    path_of = listing.child_path
+    scan = _Scan(write_ids, txns if txns is not None else TxnList.all_committed(), hive_version)
+    _classify(scan, listing, ignore_empty_files=ignore_empty_files, insert_only=insert_only)
+    best, oldest = _choose_base(scan)
+    not_enough = _not_enough_history(scan, best, oldest)
+    originals = _originals(scan, best, listing, ignore_empty_files=ignore_empty_files)
+    deltas = _walk_deltas(scan, best)
 
-    bases: list[Classified] = []
-    working: list[Classified] = []
-    original_files: list[Classified] = []
-    original_dirs: list[Classified] = []
-    reader_errors: list[str] = []
-    aborted_ids: list[int] = []
-    has_uncompacted_aborts = False
+    def pick(role):
+        return [c for c in scan.entries if c.role is role]
 
-    # -- 1/2: classify each child (name order = HDFS listing order) ------------------------
+    return AcidState(
+        path=listing.path, partition=listing.partition, hive_version=hive_version,
+        write_ids=write_ids, txns=txns, entries=scan.entries, base=best, deltas=deltas,
+        originals=originals, obsolete=pick(Role.OBSOLETE), aborted=pick(Role.ABORTED),
+        not_visible=pick(Role.NOT_VISIBLE), unusable=pick(Role.UNUSABLE),
+        invalid=pick(Role.INVALID), ignored=pick(Role.IGNORED),
+        aborted_write_ids=tuple(sorted(set(scan.aborted_ids))),
+        has_uncompacted_aborts=scan.has_uncompacted_aborts, not_enough_history=not_enough,
+        reader_errors=scan.reader_errors,
+    )
+
+
+def _classify(scan: _Scan, listing: DirListing, *, ignore_empty_files: bool, insert_only: bool) -> None:
+    """Steps 1/2: every child (name order = HDFS listing order) gets a kind and a first role;
+    bases, candidate deltas and originals are collected for the next stages."""
+    wl, tx, h4 = scan.wl, scan.tx, scan.h4
     for e in sorted(listing.entries, key=lambda x: x.name):
-        p = path_of(e.name)
+        p = listing.child_path(e.name)
         if is_hidden(e.name):
             h = HiddenEntry.parse(e.name)
-            entries.append(Classified(e.name, p, Kind.HIDDEN, Role.IGNORED,
-                                      f"hidden ({h.kind.value}); never listed by readers", e))
+            what = h.kind.value if h is not None else "other"
+            scan.entries.append(Classified(e.name, p, Kind.HIDDEN, Role.IGNORED,
+                                           f"hidden ({what}); never listed by readers", e))
             continue
         if not e.is_dir:
             c = Classified(e.name, p, Kind.ORIGINAL_FILE, Role.ORIGINAL, "", e)
-            entries.append(c)
+            scan.entries.append(c)
             if ignore_empty_files and e.size == 0:
                 c.role, c.reason = Role.IGNORED, "empty original file (readers skip zero-length files)"
             else:
-                original_files.append(c)
+                scan.original_files.append(c)
             continue
         if not has_acid_prefix(e.name):
             c = Classified(e.name, p, Kind.ORIGINAL_DIR, Role.ORIGINAL, "", e)
-            entries.append(c)
-            original_dirs.append(c)
+            scan.entries.append(c)
+            scan.original_dirs.append(c)
             continue
         parsed = parse_acid_dir(e.name)
         if parsed is None:
             msg = f"cannot parse directory name {e.name} (Hive throws NumberFormatException for the whole directory)"
-            entries.append(Classified(e.name, p, Kind.UNPARSEABLE, Role.INVALID, msg, e))
-            reader_errors.append(f"{p}: {msg}")
+            scan.entries.append(Classified(e.name, p, Kind.UNPARSEABLE, Role.INVALID, msg, e))
+            scan.reader_errors.append(f"{p}: {msg}")
             continue
         kind = Kind.BASE if isinstance(parsed, BaseDir) else (Kind.DELETE_DELTA if parsed.delete else Kind.DELTA)
         c = Classified(e.name, p, kind, Role.IGNORED, "", e, parsed)
-        entries.append(c)
+        scan.entries.append(c)
         if not h4 and parsed.has_visibility_suffix:
             c.role = Role.INVALID
             c.reason = "visibility suffix _v is Hive 4 only: Hive 3 readers fail with NumberFormatException"
-            reader_errors.append(f"{p}: {c.reason}")
+            scan.reader_errors.append(f"{p}: {c.reason}")
             continue
         if h4 and not tx.is_valid(parsed.visibility):  # isDirUsable
             if tx.is_aborted(parsed.visibility):
@@ -508,7 +387,7 @@ def get_acid_state(listing: DirListing, write_ids: WriteIdList, *, txns: TxnList
                 c.role, c.reason = Role.NOT_VISIBLE, f"visibility txn {parsed.visibility} not committed for this reader"
             continue
         if kind is Kind.BASE:
-            bases.append(c)
+            scan.bases.append(c)
             continue
         lo, hi = parsed.min_write_id, parsed.max_write_id
         ra = wl.range_aborted(lo, hi)
@@ -518,121 +397,131 @@ def get_acid_state(listing: DirListing, write_ids: WriteIdList, *, txns: TxnList
             c.role = Role.ABORTED
             c.reason = f"every write id aborted ({_range_text(lo, hi)})"
             if h4 or insert_only:
-                aborted_ids.extend(range(lo, hi + 1))  # ALL aborted: at most len(aborted) ids
+                scan.aborted_ids.extend(range(lo, hi + 1))  # ALL aborted: at most len(aborted) ids
             continue
         if ra is RangeResponse.SOME:
-            has_uncompacted_aborts = True
+            scan.has_uncompacted_aborts = True
         if wl.range_valid(lo, hi) is RangeResponse.NONE:
             c.role = Role.NOT_VISIBLE
             c.reason = "no committed write id: " + _why_not_valid(wl, lo, hi)
             continue
-        working.append(c)
+        scan.working.append(c)
 
-    # -- 3.2 / 4.3: base selection ---------------------------------------------------------
+
+def _valid_base(scan: _Scan, c: Classified) -> bool:
+    """``isValidBase``: a conversion base always; Hive 4's shortcut below the lowest open id;
+    a compacted base when every id up to N is committed; an INSERT OVERWRITE base when N is."""
+    wl = scan.wl
+    n = c.base_dir.write_id
+    if n == LONG_MIN:
+        return True
+    if scan.h4 and wl.min_open != LONG_MAX and n <= wl.min_open:  # HIVE-22754 shortcut
+        return True
+    if scan.is_compacted(c):
+        return wl.is_valid_base(n)
+    return wl.is_valid(n)
+
+
+def _choose_base(scan: _Scan) -> tuple[Classified | None, Classified | None]:
+    """Steps 3.2 / 4.3: (the base the reader uses, the oldest base); the others get their role."""
+    wl, tx, h4 = scan.wl, scan.tx, scan.h4
     best: Classified | None = None
     oldest: Classified | None = None
-    compacted_cache: dict[str, bool] = {}
-
-    def is_compacted(c: Classified, *, hive_reads: bool = True) -> bool:
-        if c.name not in compacted_cache:
-            md = metadata_of(c.entry)
-            problem = md.problem(hive_version) if md is not None else None
-            if problem and hive_reads and not (h4 and c.parsed.visibility > 0):
-                # MetaDataFile.isCompacted throws while choosing the base
-                reader_errors.append(f"{c.path}/{METADATA_FILE}: {problem}")
-            compacted_cache[c.name] = (h4 and c.parsed.visibility > 0) or (md is not None and md.compacted)
-        return compacted_cache[c.name]
-
-    def valid_base(c: Classified) -> bool:
-        n = c.parsed.write_id
-        if n == LONG_MIN:
-            return True
-        if h4 and wl.min_open != LONG_MAX and n <= wl.min_open:  # HIVE-22754 shortcut
-            return True
-        if is_compacted(c):
-            return wl.is_valid_base(n)
-        return wl.is_valid(n)
-
-    for c in bases:
-        n = c.parsed.write_id
-        if oldest is None or oldest.parsed.write_id > n:
+    for c in scan.bases:
+        n = c.base_dir.write_id
+        if oldest is None or oldest.base_dir.write_id > n:
             oldest = c
         if h4:
-            if not is_compacted(c) and wl.is_aborted(n):
+            if not scan.is_compacted(c) and wl.is_aborted(n):
                 c.role, c.reason = Role.ABORTED, f"INSERT OVERWRITE by aborted write id {n}"
-                aborted_ids.append(n)
+                scan.aborted_ids.append(n)
                 continue
-            candidate = (best is None or best.parsed.write_id < n
-                         or (best.parsed.write_id == n and is_compacted(c) and tx.is_valid(c.parsed.visibility)))
+            candidate = (best is None or best.base_dir.write_id < n
+                         or (best.base_dir.write_id == n and scan.is_compacted(c) and tx.is_valid(c.base_dir.visibility)))
             if candidate:
-                if valid_base(c):
+                if _valid_base(scan, c):
                     if best is not None:
                         best.role, best.reason = Role.OBSOLETE, f"superseded by {c.name}"
                     best = c
                 else:
-                    _unusable_base(c, wl, is_compacted(c), h4)
+                    _unusable_base(c, wl, scan.is_compacted(c), h4)
             else:
+                assert best is not None   # not a candidate: a base at least as new is chosen
                 c.role, c.reason = Role.OBSOLETE, f"superseded by {best.name}"
         else:
             if best is None:
-                if valid_base(c):
+                if _valid_base(scan, c):
                     best = c
                 else:
-                    _unusable_base(c, wl, is_compacted(c), h4)
-            elif best.parsed.write_id < n:
-                if valid_base(c):
+                    _unusable_base(c, wl, scan.is_compacted(c), h4)
+            elif best.base_dir.write_id < n:
+                if _valid_base(scan, c):
                     best.role, best.reason = Role.OBSOLETE, f"superseded by {c.name}"
                     best = c
                 else:
-                    _unusable_base(c, wl, is_compacted(c), h4)
+                    _unusable_base(c, wl, scan.is_compacted(c), h4)
             else:
                 c.role, c.reason = Role.OBSOLETE, f"superseded by {best.name}"
 
     if best is not None:
         best.role = Role.BASE
-        best.compacted = is_compacted(best, hive_reads=False)
-        best.reason = ("current base (" + ("conversion base" if best.parsed.write_id == LONG_MIN
+        best.compacted = scan.is_compacted(best, hive_reads=False)
+        best.reason = ("current base (" + ("conversion base" if best.base_dir.write_id == LONG_MIN
                        else "compacted" if best.compacted else "INSERT OVERWRITE") + ")")
-    for c in bases:
+    for c in scan.bases:
         if c.compacted is None:
-            c.compacted = is_compacted(c, hive_reads=False)
+            c.compacted = scan.is_compacted(c, hive_reads=False)
+    return best, oldest
 
-    # -- 6: Not enough history -------------------------------------------------------------
-    not_enough = None
-    if oldest is not None and best is None and (not h4 or is_compacted(oldest)):
-        exc = wl.exceptions
-        not_enough = NOT_ENOUGH_HISTORY.format(wl.hwm, exc[0] if exc else "x", oldest.path)
 
-    # -- 3: originals ------------------------------------------------------------------------
+def _not_enough_history(scan: _Scan, best: Classified | None, oldest: Classified | None) -> str | None:
+    """Step 6: Hive's "Not enough history" message when there are bases but none is usable
+    (Hive 4: only when the oldest base is a compacted one)."""
+    if oldest is not None and best is None and (not scan.h4 or scan.is_compacted(oldest)):
+        exc = scan.wl.exceptions
+        return NOT_ENOUGH_HISTORY.format(scan.wl.hwm, exc[0] if exc else "x", oldest.path)
+    return None
+
+
+def _originals(scan: _Scan, best: Classified | None, listing: DirListing, *,
+               ignore_empty_files: bool) -> list[OriginalRef]:
+    """Step 3: the original files read (sorted by full path) — none when there is a base,
+    which makes every original obsolete."""
     originals: list[OriginalRef] = []
     if best is not None:
-        for c in original_files + original_dirs:
+        for c in scan.original_files + scan.original_dirs:
             c.role = Role.OBSOLETE
             c.reason = f"original {'file' if c.kind is Kind.ORIGINAL_FILE else 'directory'} superseded by {best.name}"
-    else:
-        for c in original_files:
-            c.reason = "original file (write id 0, synthetic ROW__IDs)"
-            originals.append(OriginalRef(c.path, c.name, c.entry.size, _bucket_of(c.name)))
-        for c in original_dirs:
-            used = 0
-            for f in c.entry.files:
-                if _hidden_path(f.name) or (ignore_empty_files and f.size == 0):
-                    continue
-                rel = c.name + "/" + f.name
-                originals.append(OriginalRef(path_of(rel), rel, f.size, _bucket_of(posixpath.basename(f.name))))
-                used += 1
-            c.reason = f"original directory: {used} file(s) read as write id 0"
-        originals.sort(key=lambda o: o.path)
+        return originals
+    for c in scan.original_files:
+        c.reason = "original file (write id 0, synthetic ROW__IDs)"
+        originals.append(OriginalRef(c.path, c.name, c.entry.size, _bucket_of(c.name)))
+    for c in scan.original_dirs:
+        used = 0
+        for f in c.entry.files:
+            if is_hidden_path(f.name) or (ignore_empty_files and f.size == 0):
+                continue
+            rel = c.name + "/" + f.name
+            originals.append(OriginalRef(listing.child_path(rel), rel, f.size, _bucket_of(posixpath.basename(f.name))))
+            used += 1
+        c.reason = f"original directory: {used} file(s) read as write id 0"
+    originals.sort(key=lambda o: o.path)
+    return originals
 
-    # -- 4/5: sort and walk the deltas ------------------------------------------------------
-    working.sort(key=delta_sort_key)
-    current = best.parsed.write_id if best is not None else 0
+
+def _walk_deltas(scan: _Scan, best: Classified | None) -> list[Classified]:
+    """Steps 4/5: the candidate deltas in Hive's order, walked from the base's write id: each
+    one read, covered (obsolete) or skipped as not visible; returns the current ones in read
+    order (``read_order`` set)."""
+    wl = scan.wl
+    working = sorted(scan.working, key=delta_sort_key)
+    current = best.base_dir.write_id if best is not None else 0
     last_stmt = -1
     prev: Classified | None = None
     cover = best
     deltas: list[Classified] = []
     for c in working:
-        d = c.parsed
+        d = c.delta_dir
         if d.max_write_id > current:
             if wl.range_valid(current + 1, d.max_write_id) is not RangeResponse.NONE:
                 deltas.append(c)
@@ -647,9 +536,9 @@ def get_acid_state(listing: DirListing, write_ids: WriteIdList, *, txns: TxnList
             deltas.append(c)
             prev = c
             c.reason = f"read: another statement of write id {d.max_write_id}"
-        elif (prev is not None and d.max_write_id == prev.parsed.max_write_id
-              and d.min_write_id == prev.parsed.min_write_id
-              and d.statement_id == prev.parsed.statement_id):
+        elif (prev is not None and d.max_write_id == prev.delta_dir.max_write_id
+              and d.min_write_id == prev.delta_dir.min_write_id
+              and d.statement_id == prev.delta_dir.statement_id):
             c.reason = f"read: same range as {prev.name}"
             deltas.append(c)
             prev = c
@@ -660,24 +549,11 @@ def get_acid_state(listing: DirListing, write_ids: WriteIdList, *, txns: TxnList
         c.role = Role.DELETE_DELTA if c.kind is Kind.DELETE_DELTA else Role.DELTA
     for i, c in enumerate(deltas):
         c.read_order = i
-
-    def pick(role):
-        return [c for c in entries if c.role is role]
-
-    return AcidState(
-        path=listing.path, partition=listing.partition, hive_version=hive_version,
-        write_ids=wl, txns=txns, entries=entries, base=best, deltas=deltas,
-        originals=originals, obsolete=pick(Role.OBSOLETE), aborted=pick(Role.ABORTED),
-        not_visible=pick(Role.NOT_VISIBLE), unusable=pick(Role.UNUSABLE),
-        invalid=pick(Role.INVALID), ignored=pick(Role.IGNORED),
-        aborted_write_ids=tuple(sorted(set(aborted_ids))),
-        has_uncompacted_aborts=has_uncompacted_aborts, not_enough_history=not_enough,
-        reader_errors=reader_errors,
-    )
+    return deltas
 
 
 def _unusable_base(c: Classified, wl: WriteIdList, compacted: bool, h4: bool) -> None:
-    n = c.parsed.write_id
+    n = c.base_dir.write_id
     if compacted:
         c.role = Role.UNUSABLE
         c.reason = (f"compacted base needs every write id <= {n} committed "
@@ -693,18 +569,6 @@ def _unusable_base(c: Classified, wl: WriteIdList, compacted: bool, h4: bool) ->
 def _bucket_of(name: str) -> int | None:
     o = OriginalFile.parse(name)
     return o.bucket if o is not None else None
-
-
-def max_write_id_in_names(listings: Iterable[DirListing]) -> int:
-    """The highest write id any base/delta name mentions (for ``--assume-committed``)."""
-    hi = 0
-    for lst in listings:
-        for e in lst.entries:
-            if e.is_dir and not is_hidden(e.name):
-                d = parse_acid_dir(e.name)
-                if d is not None:
-                    hi = max(hi, d.max_write_id)
-    return hi
 
 
 def visibility_txns_in_names(listings: Iterable[DirListing]) -> list[int]:

@@ -19,12 +19,12 @@ import struct
 import time
 from typing import Iterable
 
-from acidctl.acid.acidstate import (
-    AcidState, ChildEntry, Classified, DirListing, Kind, MetadataAcid, Role, _hidden_path,
-)
+from acidctl.acid.acidstate import AcidState, Classified, Kind, Role
+from acidctl.acid.listing import ChildEntry, DirListing
+from acidctl.acid.markers import MetadataAcid
 from acidctl.acid.dirname import (
     BaseDir, DeltaDir, FLUSH_LENGTH_SUFFIX, HiddenEntry, METADATA_FILE, ORC_ACID_VERSION_FILE,
-    OriginalFile, has_acid_prefix, is_hidden, is_strict_bucket_name, parse_acid_dir,
+    OriginalFile, has_acid_prefix, is_hidden, is_hidden_path, is_strict_bucket_name, parse_acid_dir,
 )
 from acidctl.acid.initiator import ABORTED_KEY, DELTA_NUM_KEY, DELTA_PCT_KEY, Recommendation
 from acidctl.acid.writeids import LONG_MIN, RangeResponse, TxnList
@@ -80,7 +80,7 @@ def check_names(listing: DirListing, *, hive_version: int, now: float | None = N
         p = listing.child_path(e.name)
         if is_hidden(e.name):
             h = HiddenEntry.parse(e.name)
-            if h.kind.leftover:
+            if h is not None and h.kind.leftover:
                 age = _age(e.mtime, now)
                 sev = WARN if age is not None and age > grace_seconds else INFO
                 out.append(_f("D07", sev, p, f"hidden leftover {h.kind.value} entry ({_human_age(age)}): "
@@ -130,7 +130,7 @@ def _check_dir_files(listing: DirListing, e: ChildEntry, d, *, for_compaction: b
     for sub in e.subdirs:
         if is_hidden(sub):
             h = HiddenEntry.parse(sub)
-            if h.kind.leftover:
+            if h is not None and h.kind.leftover:
                 out.append(_f("D07", INFO, f"{p}/{sub}", f"hidden leftover {h.kind.value} directory inside {e.name}"))
             continue
         if is_base:
@@ -141,7 +141,7 @@ def _check_dir_files(listing: DirListing, e: ChildEntry, d, *, for_compaction: b
         if _EXPECTED_FILE.fullmatch(f.name):
             continue  # fast path: canonical bucket files and markers
         fp = f"{p}/{f.name}"
-        if _hidden_path(f.name):
+        if is_hidden_path(f.name):
             h = HiddenEntry.parse(f.name.split("/")[0])
             if h is not None and h.kind.leftover:
                 out.append(_f("D07", INFO, fp, f"hidden leftover {h.kind.value} file inside {e.name}"))
@@ -263,7 +263,8 @@ def check_snapshot(state: AcidState, *, recommendation: Recommendation | None = 
         out.append(_f("S02", sev, root, f"{len(state.obsolete)} obsolete entr{'y' if len(state.obsolete) == 1 else 'ies'} "
                                         "awaiting the Cleaner"))
     aborted_deltas = [c for c in state.aborted if c.kind in (Kind.DELTA, Kind.DELETE_DELTA)
-                      and state.write_ids.range_aborted(c.min_write_id, c.max_write_id) is RangeResponse.ALL]
+                      and state.write_ids.range_aborted(c.delta_dir.min_write_id,
+                                                        c.delta_dir.max_write_id) is RangeResponse.ALL]
     if aborted_deltas:
         ages = [a for a in (_age(c.entry.mtime, now) for c in aborted_deltas) if a is not None]
         oldest = f", oldest {_human_age(max(ages))}" if ages else ""
@@ -312,7 +313,7 @@ def check_snapshot(state: AcidState, *, recommendation: Recommendation | None = 
     if len(bases) > 1:
         out.append(_f("S12", INFO, root, f"{len(bases)} bases: older ones are obsolete"))
     for c in bases:
-        if c.parsed.write_id == LONG_MIN:
+        if c.base_dir.write_id == LONG_MIN:
             out.append(_f("S14", INFO, c.path, "conversion base (first major compaction after converting to ACID)"))
     if facts.table_hwm is not None:
         for c in state.entries:
@@ -324,7 +325,7 @@ def check_snapshot(state: AcidState, *, recommendation: Recommendation | None = 
 
 
 def _sample_ids(c: Classified) -> Iterable[int]:
-    lo, hi = c.min_write_id, c.max_write_id
+    lo, hi = c.delta_dir.min_write_id, c.delta_dir.max_write_id
     if hi - lo <= 64:
         return range(lo, hi + 1)
     return (lo, hi)
@@ -332,16 +333,18 @@ def _sample_ids(c: Classified) -> Iterable[int]:
 
 def _check_overlaps(deltas: list[Classified]) -> list[Finding]:
     out = []
-    ordered = sorted(deltas, key=lambda c: (c.min_write_id, -c.max_write_id, c.name))
-    reach: Classified | None = None
+    ordered = sorted(deltas, key=lambda c: (c.delta_dir.min_write_id, -c.delta_dir.max_write_id, c.name))
+    reach: DeltaDir | None = None
+    reach_name = ""
     for c in ordered:
-        if reach is not None and c.min_write_id <= reach.max_write_id and \
-                (c.min_write_id, c.max_write_id) != (reach.min_write_id, reach.max_write_id):
-            out.append(_f("D04", ERROR, c.path, f"range {c.min_write_id}..{c.max_write_id} overlaps "
-                                                f"{reach.name} without nesting: both are read, write ids "
-                                                f"{c.min_write_id}..{min(c.max_write_id, reach.max_write_id)} appear twice"))
-        if reach is None or c.max_write_id > reach.max_write_id:
-            reach = c
+        d = c.delta_dir
+        if reach is not None and d.min_write_id <= reach.max_write_id and \
+                (d.min_write_id, d.max_write_id) != (reach.min_write_id, reach.max_write_id):
+            out.append(_f("D04", ERROR, c.path, f"range {d.min_write_id}..{d.max_write_id} overlaps "
+                                                f"{reach_name} without nesting: both are read, write ids "
+                                                f"{d.min_write_id}..{min(d.max_write_id, reach.max_write_id)} appear twice"))
+        if reach is None or d.max_write_id > reach.max_write_id:
+            reach, reach_name = d, c.name
     return out
 
 
@@ -356,3 +359,39 @@ def check_partition(listing: DirListing, state: AcidState, *, hive_version: int,
              + check_markers(listing, hive_version=hv, facts=facts)
              + check_snapshot(state, recommendation=recommendation, facts=facts, txns=txns, now=now))
     return sorted(found, key=lambda f: (-f.severity.rank, f.check, f.path))
+
+
+# -- D07 from acidctl's own compaction state (staging publications, the table lock) ----------
+
+def check_publications(tfs, listing: DirListing) -> list[Finding]:
+    """D07 (error) for a non-atomic publication a crash interrupted half way: until it is
+    finished, readers see some outputs without the others (a wrong snapshot)."""
+    from acidctl.compact.planner import STAGING_PREFIX
+
+    if not any(e.name.startswith(STAGING_PREFIX) for e in listing.entries):
+        return []
+    from acidctl.compact.publish import interrupted
+
+    out = []
+    for it in interrupted(tfs, listing.fs_path or listing.path):
+        if it["partial"]:
+            out.append(Finding("D07", ERROR, it["display"],
+                               f"interrupted compaction publish: {', '.join(it['published'])} published, "
+                               f"{', '.join(it['staged'])} still staged; readers see a wrong snapshot until "
+                               "`acidctl compact` or `acidctl clean --execute` finishes it"))
+    return out
+
+
+def check_table_lock(tfs) -> list[Finding]:
+    """D07 for acidctl's own compaction lock at the table root: a compaction running now
+    (info) or a stale lock left by one that died (warn; `clean --execute` removes it)."""
+    from acidctl.compact.lock import lock_path, read_lock
+
+    info = read_lock(tfs, lock_path(tfs))
+    if info is None:
+        return []
+    if info.stale:
+        return [Finding("D07", WARN, info.path,
+                        f"stale compaction lock ({info.describe()}): the compaction died; "
+                        "`acidctl clean --execute` removes it")]
+    return [Finding("D07", INFO, info.path, f"a compaction holds the table lock ({info.describe()})")]

@@ -94,9 +94,10 @@ class BaseDir:
             return None  # "-0": Hive accepts it, but nobody writes it; treat as unparseable
         vis = 0
         if m[2] is not None:
-            vis = _long(m[2])
-            if vis is None:
+            v = _long(m[2])
+            if v is None:
                 return None
+            vis = v
         return cls(write_id=wid, visibility=vis, wid_width=_width(m[1]),
                    vis_width=_width(m[2]) if m[2] is not None else None)
 
@@ -163,9 +164,10 @@ class DeltaDir:
                 return None
         vis = 0
         if m[5] is not None:
-            vis = _long(m[5])
-            if vis is None:
+            v = _long(m[5])
+            if v is None:
                 return None
+            vis = v
         return cls(min_write_id=lo, max_write_id=hi, statement_id=stmt, visibility=vis,
                    delete=m[1] == DELETE_DELTA_PREFIX, min_width=_width(m[2]),
                    max_width=_width(m[3]),
@@ -206,6 +208,12 @@ def parse_acid_dir(name: str) -> "BaseDir | DeltaDir | None":
     if name.startswith(DELTA_PREFIX) or name.startswith(DELETE_DELTA_PREFIX):
         return DeltaDir.parse(name)
     return None
+
+
+def delta_read_order(d: "DeltaDir") -> tuple[int, int, int]:
+    """Hive's ``ParsedDelta.compareTo``: min write id ASC, max DESC, statement id ASC (−1 =
+    none first); callers break ties by path."""
+    return (d.min_write_id, -d.max_write_id, d.statement_id)
 
 
 def has_acid_prefix(name: str) -> bool:
@@ -367,6 +375,11 @@ class HiddenEntry:
 def is_hidden(name: str) -> bool:
     """Hive's ``hiddenFileFilter``: names starting with ``_`` or ``.``."""
     return name.startswith(("_", "."))
+
+
+def is_hidden_path(rel: str) -> bool:
+    """A relative path any of whose components is hidden (readers never reach it)."""
+    return any(is_hidden(part) for part in rel.split("/") if part)
 
 
 def is_partition_dir(name: str) -> bool:

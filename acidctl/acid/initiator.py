@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import struct
-from typing import Mapping
+from typing import Any, Mapping
 
-from acidctl.acid.acidstate import AcidState, DirListing, Kind, get_acid_state
+from acidctl.acid.acidstate import AcidState, Kind, get_acid_state
+from acidctl.acid.listing import DirListing
 from acidctl.acid.writeids import TxnList, WriteIdList
 from acidctl.errors import UsageError
 
@@ -38,7 +39,7 @@ class Thresholds:
         """Apply ``compactorthreshold.<key>`` TBLPROPERTIES over the defaults (10 / 0.1 / 1000)."""
         base = defaults or cls()
         props = props or {}
-        out = {"delta_num": base.delta_num, "delta_pct": base.delta_pct, "aborted_txn": base.aborted_txn}
+        out: dict[str, Any] = {"delta_num": base.delta_num, "delta_pct": base.delta_pct, "aborted_txn": base.aborted_txn}
         source = {DELTA_NUM_KEY: "default", DELTA_PCT_KEY: "default", ABORTED_KEY: "default"}
         for field, key, conv in (("delta_num", DELTA_NUM_KEY, int), ("delta_pct", DELTA_PCT_KEY, float),
                                  ("aborted_txn", ABORTED_KEY, int)):

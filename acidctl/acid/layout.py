@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 
-from acidctl.acid.acidstate import ChildEntry, DirListing, FileInfo, is_marker_name
+from acidctl.acid.listing import ChildEntry, DirListing, FileInfo
+from acidctl.acid.markers import is_marker_name
 from acidctl.acid.dirname import has_acid_prefix, is_hidden, is_partition_dir
 from acidctl.errors import PathNotFound
 from acidctl.fs import Entry, TableFS

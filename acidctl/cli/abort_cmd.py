@@ -1,7 +1,8 @@
 """``acidctl abort ...``: Hive 4's ABORT statements, for Hive 3.1 and 4.0 metastores alike.
 
-``abort_app`` is the shared ``abort`` sub-app: this module holds ``abort transactions``;
-``abort compactions`` is registered onto the same sub-app by its own module.
+``abort_app`` is the shared ``abort`` sub-app (``register(app)`` adds it to the CLI): this module
+holds ``abort transactions``; ``abort compactions`` is added onto the same ``abort_app`` by its
+own module (which must be imported before ``main`` replays the registrations).
 
 ``abort transactions`` JSON document: ``dry_run``, ``older_than_ms``, ``transactions`` (the open
 txns it aborts / would abort: txn_id, state, started, last_heartbeat, user, host, txn_type,
@@ -15,11 +16,12 @@ from typing import Annotated, Optional
 
 import typer
 
-from acidctl.cli.main import app
-
 abort_app = typer.Typer(name="abort", help="Abort transactions (and compactions) as Hive's ABORT statements do.",
                         no_args_is_help=True)
-app.add_typer(abort_app, name="abort")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(abort_app, name="abort")
 
 
 def _render(doc: dict) -> str:

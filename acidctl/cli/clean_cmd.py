@@ -16,7 +16,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from acidctl.cli.main import app
+from acidctl.cli.commands import Commands
+
+app = Commands()   # main calls register(app)
+register = app.register
 
 
 @app.command("clean", help="Remove obsolete and covered aborted directories (as Hive's Cleaner does) and acidctl's "
@@ -32,9 +35,12 @@ def clean_command(
     hive_version: Annotated[Optional[int], typer.Option("--hive-version", metavar="3|4", help="Cleaner rules: 3 (default) or 4 (also every aborted directory).")] = None,
     trash: Annotated[Optional[str], typer.Option("--trash", metavar="DIR|hdfs", help="Move obsolete directories and files under DIR (their full path kept below it) instead of deleting them; 'hdfs' uses Hadoop's trash (/user/<user>/.Trash/Current). Same filesystem as the table.")] = None,
     table_is_quiescent: Annotated[bool, typer.Option("--table-is-quiescent", help="With --assume-committed and --execute: state that nothing writes to the table and every write id in its directory names is committed.")] = False,
+    file_format: Annotated[Optional[str], typer.Option("--format", metavar="orc|parquet|avro|text", help="The table is insert-only and stores files of this format (a path target; DB.TABLE takes it from the metastore).")] = None,
+    serde_property: Annotated[Optional[list[str]], typer.Option("--serde-property", metavar="KEY=VALUE", help="Insert-only text table given as a path: a LazySimpleSerDe property, repeatable.")] = None,
 ):
     from acidctl.cli.compact_cmd import require_real_snapshot, resolve
-    from acidctl.compact.clean import clean_table, parse_age
+    from acidctl.compact.clean import clean_table
+    from acidctl.durations import parse_age
     from acidctl.errors import UsageError
 
     settings = ctx.obj
@@ -48,8 +54,11 @@ def clean_command(
     notes = [f"ASSUMED: {a}" for a in target.assumptions]
     for n in notes:
         settings.output.note(n)
+    from acidctl.mm.context import mm_context, parse_serde_properties   # insert-only tables (issue #12)
+
+    mm = mm_context(target, fmt=file_format, serde_properties=parse_serde_properties(serde_property))
     report = clean_table(target.tfs, reader=target.write_ids, txns=target.txns, hive_version=target.hive_version,
-                         min_age=age, execute=execute, trash=trash)
+                         min_age=age, execute=execute, trash=trash, insert_only=mm)
     if target.table is not None:
         report["table"] = target.table.full_name
     report["notes"] = notes + report["notes"]

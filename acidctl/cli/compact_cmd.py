@@ -24,7 +24,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from acidctl.cli.main import app, parse_kv
+from acidctl.cli.commands import Commands
+from acidctl.cli.options import parse_kv
 
 def resolve(settings, spec: str, **kw):
     """:func:`acidctl.target.resolve_target`, with a DB.TABLE/PARTITION target widened to the
@@ -82,6 +83,10 @@ def _progress(settings):
     return _Progress(err)
 
 
+app = Commands()   # main calls register(app)
+register = app.register
+
+
 @app.command("compact", help="Major or minor compaction of a table or its partitions, written exactly as Hive's "
                              "compactor writes it (base_N / delta_min_max / delete_delta_min_max), run on Spark, "
                              "verified, and published with a rename.")
@@ -109,6 +114,8 @@ def compact_command(
     table_is_quiescent: Annotated[bool, typer.Option("--table-is-quiescent", help="With --assume-committed: state that nothing writes to the table and every write id in its directory names is committed, so the assumed snapshot may drive a write (recorded in the report).")] = False,
     enqueue: Annotated[bool, typer.Option("--enqueue", help="Do not compact: queue a request for DB.TABLE[/PART] (= ALTER TABLE ... COMPACT) for acidctl worker or Hive's workers; prints 'Compaction enqueued with id N'. A request already queued for the partition is refused as Hive refuses it (exit 6).")] = False,
     pool: Annotated[Optional[str], typer.Option("--pool", metavar="NAME", help="With --enqueue on Hive 4: the compaction pool (default: the table's hive.compactor.worker.pool property).")] = None,
+    file_format: Annotated[Optional[str], typer.Option("--format", metavar="orc|parquet|avro|text", help="The table is insert-only and stores files of this format (a path target; DB.TABLE takes it from the metastore). Use --columns name:type,... for its columns.")] = None,
+    serde_property: Annotated[Optional[list[str]], typer.Option("--serde-property", metavar="KEY=VALUE", help="Insert-only text table given as a path: a LazySimpleSerDe property (field.delim, escape.delim, serialization.null.format, ...), repeatable.")] = None,
     allow_non_atomic_publish: Annotated[bool, typer.Option("--allow-non-atomic-publish", help="Publish even when readers could see it half done: a Hive 3 minor compaction writing both delta_x_y and delete_delta_x_y (two renames), or an object store whose rename copies. Refused by default (exit 6).")] = False,
 ):
     from acidctl.errors import RefusedError, UsageError
@@ -143,8 +150,11 @@ def compact_command(
     if info is not None:
         if not info.transactional:
             raise RefusedError(f"{info.full_name} is not a transactional table")
-        if info.insert_only:
-            raise RefusedError(f"{info.full_name} is insert-only; acidctl compacts full-ACID tables")
+    from acidctl.mm.context import mm_context, parse_serde_properties   # insert-only tables (issue #12)
+
+    mm = mm_context(target, fmt=file_format, columns=columns, serde_properties=parse_serde_properties(serde_property))
+    if mm is not None:
+        columns = None
     props.update(parse_kv(tblproperty, "--tblproperty"))
     parts = list(partition or [])
     if spec_parts:
@@ -181,7 +191,14 @@ def compact_command(
         notes.append("no_auto_compaction is set: the Initiator would skip this table; --due compacts anyway")
     for n in notes:
         settings.output.note(n)
-    report = run_registered(tfs, opts, progress=_progress(settings), registrar=registrar, notes=notes)
+    if mm is not None:
+        from acidctl.mm.compact import compact_mm_table
+
+        opts.insert_only = True
+        report = run_registered(tfs, opts, mm, compact_fn=compact_mm_table, progress=_progress(settings),
+                                registrar=registrar, notes=notes)
+    else:
+        report = run_registered(tfs, opts, progress=_progress(settings), registrar=registrar, notes=notes)
     report["snapshot_source"] = target.source
     report["assumed_quiescent"] = target.source == "--assume-committed"
     if info is not None:

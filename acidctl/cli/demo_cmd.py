@@ -6,25 +6,25 @@ from typing import Annotated
 
 import typer
 
-from acidctl.cli.main import app
+from acidctl.cli import options
 
 
-@app.command("demo")
+def register(app: typer.Typer) -> None:
+    app.command("demo")(demo_command)
+
+
 def demo_command(
     ctx: typer.Context,
     directory: Annotated[str, typer.Argument(metavar="DIR", help="A new (or empty) directory for the warehouse.")],
-    hive_version: Annotated[int, typer.Option("--hive-version", metavar="3|4", help="Metastore schema to create.")] = 3,
+    hive_version: options.SchemaHiveVersion = 3,
 ):
     """Create a local warehouse with two Hive 3 ACID tables laid out exactly as Hive writes them,
     and record their transactions, write ids, a lock and compaction history in a metastore
     (default: a new SQLite database DIR/metastore.db; --metastore URL for one made by
     `acidctl metastore init`)."""
     from acidctl.demo import build_demo
-    from acidctl.errors import UsageError
 
     settings = ctx.obj
-    if hive_version not in (3, 4):
-        raise UsageError("--hive-version must be 3 or 4")
     tfs = settings.table_fs(directory)
     result = build_demo(tfs, tfs.root, metastore_url=settings.metastore_url, hive_version=hive_version)
     settings.output.emit(result, _text)

@@ -6,10 +6,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from acidctl.cli.main import app
+from acidctl.cli import options
 
 
-@app.command("dump")
+def register(app: typer.Typer) -> None:
+    app.command("dump")(dump_command)
+
+
 def dump_command(
     ctx: typer.Context,
     paths: Annotated[list[str], typer.Argument(metavar="FILE|DIR...", help="ORC files, or table/partition directories (walked in reader order); with --merged also DB.TABLE[/key=value] from the metastore.")],
@@ -22,17 +25,20 @@ def dump_command(
     with_path: Annotated[Optional[bool], typer.Option("--with-path/--no-path", help="Prefix each row with \"_path\" (default: on when more than one file is dumped).")] = None,
     require_acid: Annotated[bool, typer.Option("--require-acid", help="Fail (exit 7) on a file without the ACID schema.")] = False,
     merged: Annotated[bool, typer.Option("--merged", help="Print the table's current rows as a Hive reader sees them, each with its row__id (PATH is a table or partition directory).")] = False,
-    write_ids: Annotated[Optional[str], typer.Option("--write-ids", metavar="LIST", help="With --merged: the reader's ValidWriteIdList db.table:hwm:minOpen:open,...:aborted,...")] = None,
-    assume_committed: Annotated[bool, typer.Option("--assume-committed", help="With --merged: treat every write id named by a directory as committed.")] = False,
-    txns: Annotated[Optional[str], typer.Option("--txns", metavar="LIST", help="With --merged and --hive-version 4: the ValidTxnList deciding _vM visibility.")] = None,
-    hive_version: Annotated[Optional[int], typer.Option("--hive-version", metavar="3|4", help="With --merged: the reader's rules (default: the metastore's version, else 3).")] = None,
+    write_ids: options.WriteIds = None,
+    assume_committed: options.AssumeCommitted = False,
+    txns: options.Txns = None,
+    hive_version: options.HiveVersion = None,
     as_of: Annotated[Optional[int], typer.Option("--as-of", metavar="WRITEID", help="With --merged: read the snapshot as it was after this write id.")] = None,
+    file_format: Annotated[Optional[str], typer.Option("--format", metavar="orc|parquet|avro|text", help="Insert-only data: the files' format (a path given with --merged is then an insert-only table; DB.TABLE takes it from the metastore). With --columns name:type,... for text.")] = None,
+    serde_property: Annotated[Optional[list[str]], typer.Option("--serde-property", metavar="KEY=VALUE", help="With --format text: a LazySimpleSerDe property (field.delim, escape.delim, serialization.null.format, ...), repeatable.")] = None,
 ):
     """Print ORC rows as JSON lines, exactly as `hive --orcfiledump -d` / `orc-tools data` do.
 
     Text mode (default) frames each file as FileDump does (a line of 120 underscores and an
     empty line after its rows); `-o json` prints bare JSON lines. With --meta, prints
-    metadata and findings; exit code 4 when a check fails with severity error.
+    metadata and findings; exit code 4 when a check fails with severity error. The snapshot
+    options (--write-ids, --assume-committed, --txns, --hive-version) apply with --merged.
     """
     from acidctl.dump import OPERATIONS, DumpOptions, dump, list_data_files, parse_row_id
     from acidctl.errors import InvalidInputError, UsageError
@@ -46,7 +52,16 @@ def dump_command(
         return
     if merged:
         _merged(settings, paths, write_ids=write_ids, assume_committed=assume_committed, txns=txns,
-                hive_version=hive_version, as_of=as_of, limit=limit)
+                hive_version=hive_version, as_of=as_of, limit=limit, file_format=file_format, columns=columns,
+                serde_property=serde_property)
+        return
+    if file_format or serde_property or (columns and ":" in columns):
+        from acidctl.mm.plain import dump_paths   # insert-only data files (issue #12)
+
+        for chunk in dump_paths(settings, paths, file_format=file_format, columns=columns,
+                                serde_property=serde_property, limit=limit, with_path=with_path,
+                                framing=not out.json):
+            out.write_bytes(chunk)
         return
     ops = None
     if operation:
@@ -90,8 +105,11 @@ def dump_command(
         raise typer.Exit(int(errors[0].exit_code))
 
 
-def _merged(settings, paths, *, write_ids, assume_committed, txns, hive_version, as_of, limit):
+def _merged(settings, paths, *, write_ids, assume_committed, txns, hive_version, as_of, limit, file_format=None,
+            columns=None, serde_property=None):
+    from acidctl.errors import InvalidInputError
     from acidctl.merged import merged_rows
+    from acidctl.mm.context import mm_context, parse_serde_properties
     from acidctl.target import resolve_target
 
     budget = [limit] if limit is not None else None
@@ -105,10 +123,26 @@ def _merged(settings, paths, *, write_ids, assume_committed, txns, hive_version,
         snapshot = target.write_ids if as_of is None else target.write_ids.as_of(as_of)
         left = None if budget is None else budget[0]
         partition = getattr(target.table, "partition", None)
-        for chunk in merged_rows(target.tfs, snapshot, txns=target.txns, hive_version=target.hive_version,
-                                 limit=left, partition=partition):
-            settings.output.write_bytes(bytes(chunk))
-            if budget is not None:
-                budget[0] -= bytes(chunk).count(b"\n")
+        mm = mm_context(target, fmt=file_format, columns=columns,
+                        serde_properties=parse_serde_properties(serde_property))
+        if mm is not None:   # insert-only table: plain rows, no row__id (acidctl.mm.read)
+            from acidctl.mm.read import merged_rows as mm_rows
+
+            chunks = mm_rows(target.tfs, snapshot, mm, txns=target.txns, hive_version=target.hive_version,
+                             limit=left, partition=partition)
+        else:
+            chunks = merged_rows(target.tfs, snapshot, txns=target.txns, hive_version=target.hive_version,
+                                 limit=left, partition=partition)
+        try:
+            for chunk in chunks:
+                settings.output.write_bytes(bytes(chunk))
+                if budget is not None:
+                    budget[0] -= bytes(chunk).count(b"\n")
+        except InvalidInputError as e:
+            if mm is not None or getattr(e, "hint", None):
+                raise
+            raise type(e)(str(e), hint="an insert-only table keeps plain data files: give --format "
+                                       "orc|parquet|avro|text (and --columns name:type,...), or DB.TABLE "
+                                       "with a metastore") from None
         if budget is not None and budget[0] <= 0:
             return

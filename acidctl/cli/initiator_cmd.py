@@ -12,7 +12,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from acidctl.cli.main import app
+from acidctl.cli.commands import Commands
+
+app = Commands()   # main calls register(app)
+register = app.register
 
 
 def _render(doc: dict) -> str:

@@ -18,8 +18,8 @@ from typing import Annotated, Optional
 import typer
 
 from acidctl import __version__
-from acidctl.cli.output import Output
-from acidctl.errors import AcidctlError, ExitCode, StorageUnavailable, redact
+from acidctl.cli.output import Output, set_wide
+from acidctl.errors import AcidctlError, ExitCode, StorageUnavailable, UsageError, redact
 from acidctl.fs import _CREDENTIAL_ERRORS
 
 app = typer.Typer(
@@ -33,7 +33,8 @@ app = typer.Typer(
     add_completion=False,
 )
 
-# Each module registers its commands on ``app`` (or adds a sub-typer) when imported.
+# Each module's ``register(app)`` adds its commands (or its sub-typer) to ``app``; command
+# modules never import this module (no import cycle).
 COMMAND_MODULES = (
     "acidctl.cli.dump_cmd",
     "acidctl.cli.demo_cmd",
@@ -43,6 +44,7 @@ COMMAND_MODULES = (
     "acidctl.cli.compact_cmd",
     "acidctl.cli.clean_cmd",
     "acidctl.cli.revert_cmd",
+    "acidctl.cli.export_cmd",
     "acidctl.cli.worker_cmd",
     "acidctl.cli.abort_cmd",
     "acidctl.cli.initiator_cmd",
@@ -66,7 +68,13 @@ class Settings:
         return TableFS(url, self.fs_options)
 
 
-_state = {"output": "text", "verbose": False}
+@dataclasses.dataclass
+class _Invocation:
+    """What the error handler of one :func:`main` call needs to know of the global options
+    (filled in by the callback; before it runs, from argv)."""
+
+    output: str = "text"
+    verbose: bool = False
 
 
 def _version_callback(value: bool):
@@ -84,6 +92,7 @@ def _global(
     fs_option: Annotated[Optional[list[str]], typer.Option("--fs-option", metavar="KEY=VALUE", help="Filesystem (fsspec) storage option, repeatable.")] = None,
     metastore: Annotated[Optional[str], typer.Option("--metastore", envvar="ACIDCTL_METASTORE_URL", metavar="URL", help="Metastore database URL (SQLAlchemy form), e.g. postgresql://hive@db/metastore.", show_envvar=True)] = None,
     profile: Annotated[Optional[str], typer.Option("--profile", envvar="ACIDCTL_PROFILE", help="Named profile from the config file (~/.acidctl.toml).")] = None,
+    wide: Annotated[bool, typer.Option("--wide", envvar="ACIDCTL_WIDE", help="Text tables at full width (by default they are fitted to the terminal by wrapping the widest cells; pipes get full width).")] = False,
     read_only: Annotated[bool, typer.Option("--read-only", envvar="ACIDCTL_READ_ONLY", show_envvar=True, help="Forbid every metastore write (also the profile key read_only = true); compactions then run unregistered only where that is safe, else refuse.")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_version_callback, is_eager=True, help="Print the version and exit.")] = False,
 ):
@@ -93,7 +102,9 @@ def _global(
     mode = output.lower()
     if mode not in ("text", "json"):
         raise typer.BadParameter("must be 'text' or 'json'", param_hint="--output")
-    _state.update(output=mode, verbose=verbose)
+    if isinstance(ctx.obj, _Invocation):
+        ctx.obj.output, ctx.obj.verbose = mode, verbose
+    set_wide(wide)
     if verbose:
         import logging
 
@@ -121,22 +132,12 @@ def _global(
                        profile=profile, read_only=read_only)
 
 
-def parse_kv(pairs, option: str) -> dict[str, str]:
-    """``["KEY=VALUE", ...]`` of a repeatable option → dict (values kept as strings)."""
-    from acidctl.errors import UsageError
-
-    out = {}
-    for pair in pairs or ():
-        k, sep, v = pair.partition("=")
-        if not sep or not k.strip():
-            raise UsageError(f"{option} expects KEY=VALUE, got {pair!r}")
-        out[k.strip()] = v.strip()
-    return out
-
-
 def _load_commands() -> None:
     for name in COMMAND_MODULES:
-        importlib.import_module(name)
+        module = importlib.import_module(name)
+        register = getattr(module, "register", None)
+        if register is not None:   # else the module registered itself on import (older style)
+            register(app)
 
 
 _load_commands()
@@ -157,15 +158,16 @@ def main(argv: Optional[list[str]] = None) -> None:
     from click import exceptions as cx
 
     args = list(sys.argv[1:] if argv is None else argv)
+    run = _Invocation(output=_argv_output_mode(args))
     code = ExitCode.OK
     try:
-        rv = app(args=args, prog_name="acidctl", standalone_mode=False)
+        rv = app(args=args, prog_name="acidctl", standalone_mode=False, obj=run)
         if isinstance(rv, int):
             code = rv
             if rv == ExitCode.INTERRUPTED:   # typer turns KeyboardInterrupt into Exit(130)
                 sys.stderr.write("acidctl: interrupted\n")
     except AcidctlError as e:
-        _output().error(e)
+        _output(run).error(e)
         code = e.exit_code
     except typer.Exit as e:
         code = e.exit_code
@@ -180,11 +182,12 @@ def main(argv: Optional[list[str]] = None) -> None:
     except typer.Abort:   # click's wrapping of KeyboardInterrupt
         sys.stderr.write("acidctl: interrupted\n")
         code = ExitCode.INTERRUPTED
-    except cx.ClickException as e:  # usage errors: click's own message, exit 2
-        if _argv_output_mode(args) == "json":
-            Output("json").error(_UsageAsError(e.format_message()))
-        else:
-            e.show()
+    except cx.UsageError as e:  # click's usage errors: one line (its message) as a UsageError, exit 2
+        hint = f"see '{e.ctx.command_path} --help'" if e.ctx is not None else None
+        _output(run).error(UsageError(e.format_message(), hint=hint))
+        code = ExitCode.USAGE
+    except cx.ClickException as e:
+        e.show()
         code = e.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("acidctl: interrupted\n")
@@ -194,17 +197,17 @@ def main(argv: Optional[list[str]] = None) -> None:
         _silence_stdout()
         code = ExitCode.OK
     except PermissionError as e:   # an unreadable file or directory, a read-only table
-        _output().error(StorageUnavailable(f"permission denied: {e.filename or e}"))
+        _output(run).error(StorageUnavailable(f"permission denied: {e.filename or e}"))
         code = ExitCode.UNAVAILABLE
     except Exception as e:  # a bug: one line, the traceback only with -v
         if type(e).__name__ in _CREDENTIAL_ERRORS:
-            _output().error(StorageUnavailable(f"no usable object-store credentials: {e}"))
+            _output(run).error(StorageUnavailable(f"no usable object-store credentials: {e}"))
             sys.exit(int(ExitCode.UNAVAILABLE))
-        out = _output()
-        if _state["verbose"]:
+        out = _output(run)
+        if run.verbose:
             sys.stderr.write(redact("".join(traceback.format_exception(e))))
         out.error(e)
-        if not _state["verbose"]:
+        if not run.verbose:
             sys.stderr.write("acidctl: this is a bug; rerun with -v for the traceback\n")
         code = ExitCode.INTERNAL
     try:
@@ -214,17 +217,8 @@ def main(argv: Optional[list[str]] = None) -> None:
     sys.exit(int(code))
 
 
-class _UsageAsError(AcidctlError):
-    exit_code = ExitCode.USAGE
-
-    @property
-    def kind(self) -> str:
-        return "UsageError"
-
-
-def _output() -> Output:
-    return Output(_state["output"] if _state["output"] in ("text", "json") else "text",
-                  verbose=_state["verbose"])
+def _output(run: _Invocation) -> Output:
+    return Output(run.output if run.output in ("text", "json") else "text", verbose=run.verbose)
 
 
 def _silence_stdout() -> None:

@@ -2,27 +2,21 @@
 
 from __future__ import annotations
 
-import re
-
 from acidctl.cli.output import table
 from acidctl.errors import ValidationFailed
-
-_DIR = re.compile(r"^(base|delta|delete_delta)_(-?\d+)(?:_(-?\d+))?")
 
 
 def _dir_context(path: str):
     """(kind, (min, max)) from the parent directory name, when it is an ACID directory."""
+    from acidctl.acid.dirname import BaseDir, parse_acid_dir
+
     parts = path.rstrip("/").split("/")
-    parent = parts[-2] if len(parts) > 1 else ""
-    m = _DIR.match(parent)
-    if not m:
+    d = parse_acid_dir(parts[-2]) if len(parts) > 1 else None
+    if d is None:
         return None, None
-    kind = m.group(1)
-    lo = int(m.group(2))
-    hi = int(m.group(3)) if m.group(3) is not None else lo
-    if kind == "base":
+    if isinstance(d, BaseDir):
         return "base", None
-    return kind, (lo, hi)
+    return ("delete_delta" if d.delete else "delta"), (d.min_write_id, d.max_write_id)
 
 
 def run_meta(settings, paths: list[str]) -> None:

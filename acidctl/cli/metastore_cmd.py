@@ -6,18 +6,21 @@ from typing import Annotated, Optional
 
 import typer
 
-from acidctl.cli.main import app
+from acidctl.cli import options
 
 metastore_app = typer.Typer(name="metastore", help="Create a Hive-shaped metastore database (demos, tests).",
                             no_args_is_help=True, rich_markup_mode=None)
-app.add_typer(metastore_app, name="metastore")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(metastore_app, name="metastore")
 
 
 @metastore_app.command("init")
 def init_cmd(
     ctx: typer.Context,
     url: Annotated[Optional[str], typer.Argument(metavar="URL", help="SQLAlchemy URL of an empty database (default: the global --metastore / profile).")] = None,
-    hive_version: Annotated[str, typer.Option("--hive-version", metavar="3|4", help="Schema shape to create: 3 (3.1.0) or 4 (4.0.0).")] = "4",
+    hive_version: options.SchemaHiveVersion = 4,
     warehouse: Annotated[str, typer.Option("--warehouse", metavar="URI", help="Location of the default database.")] = "file:/tmp/acidctl-warehouse",
 ):
     """Create Hive's transaction tables and the metadata tables acidctl reads.

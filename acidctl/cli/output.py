@@ -40,11 +40,81 @@ def to_json(data: Any, *, pretty: bool = True) -> bytes:
     return orjson.dumps(data, default=_default, option=opts)
 
 
-def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], *, missing: str = "") -> str:
+_layout = {"wide": False}
+_GAP = 2          # tabulate's "simple" format puts two spaces between columns
+_HEADER_PAD = 2   # ... and makes each column at least its header + 2 wide (MIN_PADDING)
+_MIN_CELL = 16    # free-text columns are never wrapped narrower than this
+
+
+def set_wide(wide: bool) -> None:
+    """``--wide``: never fit tables to the terminal (set once per invocation by the CLI)."""
+    _layout["wide"] = bool(wide)
+
+
+def terminal_width() -> int | None:
+    """How many columns text tables may use, or None for no limit.
+
+    ``--wide`` → no limit; ``$COLUMNS`` when set; the terminal's width when stdout is a
+    terminal; no limit when stdout is a pipe or file (scripts grep whole lines; they should
+    read ``--output json`` anyway), as kubectl and docker do.
+    """
+    import os
+    import shutil
+
+    if _layout["wide"]:
+        return None
+    env = os.environ.get("COLUMNS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    try:
+        if sys.stdout.isatty():
+            return shutil.get_terminal_size().columns
+    except (AttributeError, ValueError, OSError):
+        pass
+    return None
+
+
+def fit_widths(natural: Sequence[int], width: int) -> list[int | None] | None:
+    """Per-column maximum content widths so that a table whose columns are ``natural`` wide fits
+    ``width``, or None when it already fits. Only free-text columns (wider than ``_MIN_CELL``:
+    reasons, messages, paths) wrap, the widest first, down to ``_MIN_CELL``; ids, states and
+    counts stay whole. When even that does not fit, the narrowest such layout is returned."""
+    cols = list(natural)
+    total = sum(cols) + _GAP * (len(cols) - 1)
+    if total <= width:
+        return None
+    while total > width:
+        i = max(range(len(cols)), key=lambda k: cols[k])
+        if cols[i] <= _MIN_CELL:
+            break
+        step = min(cols[i] - _MIN_CELL, total - width, max(1, cols[i] - _second_widest(cols, i)))
+        cols[i] -= step
+        total -= step
+    return [c if c < n else None for c, n in zip(cols, natural)]
+
+
+def _second_widest(cols: list[int], i: int) -> int:
+    return max((c for k, c in enumerate(cols) if k != i), default=0)
+
+
+def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], *, missing: str = "",
+          width: int | None | bool = True) -> str:
+    """A text table (tabulate, "simple"). Fitted to :func:`terminal_width` by wrapping the
+    widest cells unless ``width`` is given (an int, or None/False for no limit)."""
     from tabulate import tabulate
 
+    limit = terminal_width() if width is True else (width or None)
+    maxcolwidths = None
+    if limit and rows:
+        natural = [len(str(h)) + _HEADER_PAD for h in headers]
+        for r in rows:
+            for k, v in enumerate(r):
+                if k < len(natural):
+                    text = missing if v is None else str(v)
+                    natural[k] = max(natural[k], max((len(x) for x in text.split("\n")), default=0))
+        maxcolwidths = fit_widths(natural, limit)
     return tabulate(rows, headers=headers, tablefmt="simple", missingval=missing,
-                    disable_numparse=True)
+                    disable_numparse=True, maxcolwidths=maxcolwidths)
 
 
 class Output:

@@ -12,16 +12,21 @@ from typing import Annotated, Optional
 
 import typer
 
-from acidctl.cli.main import app
+from acidctl.cli import options
+
+HELP = ("Undo a compaction acidctl published: remove its output while every input is still on "
+        "disk (refused once anything it made obsolete was cleaned). Dry run unless --execute.")
 
 
-@app.command("revert", help="Undo a compaction acidctl published: remove its output while every input is still on "
-                            "disk (refused once anything it made obsolete was cleaned). Dry run unless --execute.")
+def register(app: typer.Typer) -> None:
+    app.command("revert", help=HELP)(revert_command)
+
+
 def revert_command(
     ctx: typer.Context,
     table: Annotated[str, typer.Argument(metavar="PATH|DB.TABLE[/PART]", help="Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore.")],
     output: Annotated[Optional[str], typer.Option("--output", metavar="NAME", help="The output directory to remove (default: the newest compaction of each partition).")] = None,
-    partition: Annotated[Optional[str], typer.Option("--partition", metavar="K=V[/K2=V2]", help="Only this partition.")] = None,
+    partition: options.Partition = None,
     execute: Annotated[bool, typer.Option("--execute", help="Remove the output (default: only print the plan).")] = False,
     break_lock: Annotated[bool, typer.Option("--break-lock", help="Remove an existing (stale) compaction lock first.")] = False,
 ):

@@ -4,23 +4,25 @@ directly from the metastore database (no HiveServer2, no Thrift)."""
 from __future__ import annotations
 
 import datetime as _dt
-import re
 from typing import Annotated, Optional
 
 import typer
 
-from acidctl.cli.main import app
+from acidctl.cli import options
 from acidctl.cli.output import table as render_table
 from acidctl.errors import UsageError
 
 show_app = typer.Typer(name="show", help="Show transactions, locks, compactions and write-id snapshots from the metastore.",
                        no_args_is_help=True, rich_markup_mode=None)
-app.add_typer(show_app, name="show")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(show_app, name="show")
+
 
 NO_VAL = " --- "
 
-HiveVersionOpt = Annotated[Optional[str], typer.Option(
-    "--hive-version", metavar="3|4", help="Override the Hive version detected from the schema.")]
+HiveVersionOpt = options.MetastoreHiveVersion
 
 
 def _metastore(ctx: typer.Context) -> str:
@@ -43,18 +45,6 @@ def fmt_ms(v: Optional[int], *, missing: str = "") -> str:
 
 def _none(v, missing: str) -> str:
     return missing if v is None or v == "" else str(v)
-
-
-_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$", re.I)
-
-
-def parse_age(text: str) -> int:
-    """``90s``, ``10m``, ``2h``, ``1d``, ``500ms`` or plain seconds → milliseconds."""
-    m = _AGE.match(text or "")
-    if not m:
-        raise UsageError(f"bad age {text!r}: expected e.g. 30s, 10m, 2h, 1d")
-    n, unit = float(m.group(1)), (m.group(2) or "s").lower()
-    return int(n * {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}[unit])
 
 
 def _require(ctx: typer.Context, db: Optional[str], table: Optional[str], hive_version) -> None:
@@ -107,10 +97,11 @@ def transactions_cmd(
     hive_version: HiveVersionOpt = None,
 ):
     """SHOW TRANSACTIONS: open and aborted transactions (Hive 4: also young id gaps)."""
+    from acidctl.durations import parse_age
     from acidctl.metastore.queries import show_transactions
 
     rep = show_transactions(_metastore(ctx), states=state, user=user,
-                            min_age_ms=parse_age(older_than) if older_than else None,
+                            min_age_ms=round(parse_age(older_than) * 1000) if older_than else None,
                             limit=limit, hive_version=hive_version)
 
     def text(r) -> str:

@@ -15,7 +15,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from acidctl.cli.main import app, parse_kv
+from acidctl.cli.commands import Commands
+from acidctl.cli.options import parse_kv
+
+app = Commands()   # main calls register(app)
+register = app.register
 
 
 def _install_stop_handlers(stop, settings):

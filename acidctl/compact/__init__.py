@@ -3,7 +3,7 @@
 * :mod:`~acidctl.compact.planner` — inputs per partition (compactor snapshot), output names,
   one :class:`~acidctl.compact.planner.BucketTask` per partition × bucket;
 * :mod:`~acidctl.compact.task` — the executor function: read, merge (Arrow kernel), write,
-  verify one bucket; the ``ACIDCTL_TEST_CRASH_AT`` hooks;
+  verify one bucket (sources, transform, verification, metrics); crash points in acidctl/faults.py;
 * :mod:`~acidctl.compact.spark` — the lazily created SparkSession and the one job;
 * :mod:`~acidctl.compact.publish` — staging directories, manifest, rename into place, recovery;
 * :mod:`~acidctl.compact.lock` — ``<table>/.acidctl-compact.lock``;

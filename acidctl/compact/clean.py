@@ -22,7 +22,6 @@ covers it — Hive's retention), staging directories and locks by their own mtim
 
 from __future__ import annotations
 
-import re
 import time
 
 from acidctl.acid.acidstate import Kind, Role, get_acid_state
@@ -33,21 +32,7 @@ from acidctl.compact.coverage import not_compactor_readable
 from acidctl.compact.planner import STAGING_PREFIX
 from acidctl.compact.revert import REVERTING_PREFIX
 from acidctl.errors import LockConflict, UsageError
-
-_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)?\s*$", re.I)
-
-
-def parse_age(text: str) -> float:
-    """``0``, ``90s``, ``10m``, ``1h``, ``2d`` → seconds."""
-    m = _AGE.match(text or "")
-    if not m:
-        raise UsageError(f"bad age {text!r}: expected e.g. 0, 30s, 10m, 1h, 2d")
-    return float(m.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[(m.group(2) or "s").lower()]
-
-
-def _join(*parts: str) -> str:
-    return "/".join(p.rstrip("/") for p in parts if p)
-
+from acidctl.fs import join_path
 
 def _compacted_hwm(state) -> int | None:
     """H: the highest write id a current base or compacted (statement-less) delta covers."""
@@ -74,7 +59,9 @@ def _cover(state, c):
 
 
 def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, min_age: float = 3600.0,
-               now: float | None = None, own_token: str | None = None) -> dict:
+               now: float | None = None, own_token: str | None = None, insert_only=None) -> dict:
+    """``insert_only``: the table's :class:`acidctl.mm.context.MMContext` (plain data files: every
+    non-hidden file of an MM base/delta is compactor-readable, covers are checked in their format)."""
     from acidctl.acid.layout import list_table
 
     now = time.time() if now is None else now
@@ -97,11 +84,11 @@ def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, mi
         for it in pub.interrupted(tfs, part_path):
             if it["partial"]:
                 for n in it["staged"]:
-                    items.append({"partition": lst.partition, "path": tfs.display(_join(part_path, n)),
+                    items.append({"partition": lst.partition, "path": tfs.display(join_path(part_path, n)),
                                   "kind": "interrupted-publish", "action": "complete",
                                   "reason": f"publication of {', '.join(it['outputs'])} was interrupted; "
                                             f"finish it from {it['display']}",
-                                  "age_seconds": None, "bytes": 0, "fs_path": _join(part_path, n)})
+                                  "age_seconds": None, "bytes": 0, "fs_path": join_path(part_path, n)})
         rstate = get_acid_state(lst, reader, txns=txns, hive_version=hive_version)
         if rstate.not_enough_history or rstate.reader_errors:
             notes.append(f"{lst.path}: skipped, the snapshot is unreadable "
@@ -136,15 +123,15 @@ def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, mi
             age = now - max(mt) if mt else None
             kind = {Kind.BASE: "base", Kind.DELTA: "delta", Kind.DELETE_DELTA: "delete_delta",
                     Kind.ORIGINAL_FILE: "original", Kind.ORIGINAL_DIR: "original"}.get(c.kind, c.kind.value)
-            it = _item(lst.partition, tfs.display(_join(part_path, name)), kind, reason, age, c.bytes,
-                       min_age, fs_path=_join(part_path, name), is_dir=c.entry.is_dir)
-            unread = not_compactor_readable(c.kind, c.entry)
+            it = _item(lst.partition, tfs.display(join_path(part_path, name)), kind, reason, age, c.bytes,
+                       min_age, fs_path=join_path(part_path, name), is_dir=c.entry.is_dir)
+            unread = _unreadable(c.kind, c.entry, insert_only)
             if unread:
                 # no compaction by Hive's rules read these files: no output holds their rows
                 it["action"] = "keep (holds files no compaction read)"
                 it["reason"] += "; kept: " + ", ".join(f.name for f in unread[:3]) + \
                     (" ..." if len(unread) > 3 else "") + " would be lost (other engines read them)"
-            it["_verify"] = (c.kind, c.entry, cover)
+            it["_verify"] = (c.kind, c.entry, cover, insert_only)
             items.append(it)
         for e in tfs.ls(part_path):
             if e.name.startswith(REVERTING_PREFIX) and not live_lock:
@@ -156,8 +143,8 @@ def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, mi
                 continue
             m = pub.read_manifest(tfs, e.path)
             if m and m.get("state") == "publishing" and any(
-                    tfs.exists(_join(part_path, n)) for n in m.get("outputs", [])) and any(
-                    tfs.exists(_join(e.path, n)) for n in m.get("outputs", [])):
+                    tfs.exists(join_path(part_path, n)) for n in m.get("outputs", [])) and any(
+                    tfs.exists(join_path(e.path, n)) for n in m.get("outputs", [])):
                 continue  # partial publication: completed above, never deleted
             if live_lock:
                 continue
@@ -246,13 +233,15 @@ def _trash_target(tfs, root: str, path: str) -> str:
 
 
 def clean_table(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, min_age: float = 3600.0,
-                execute: bool = False, now: float | None = None, trash: str | None = None) -> dict:
+                execute: bool = False, now: float | None = None, trash: str | None = None,
+                insert_only=None) -> dict:
     """Plan (dry run) or execute the clean. Executing takes the compaction lock. With ``trash``,
     obsolete directories and files are moved under that root (see :func:`trash_root`) instead
     of deleted; acidctl's own leftovers (staging, locks) are deleted."""
     troot = trash_root(tfs, trash) if trash else None
     if not execute:
-        report = plan_clean(tfs, reader=reader, txns=txns, hive_version=hive_version, min_age=min_age, now=now)
+        report = plan_clean(tfs, reader=reader, txns=txns, hive_version=hive_version, min_age=min_age, now=now,
+                            insert_only=insert_only)
         report["trash"] = tfs.display(troot) if troot else None
         if troot:
             for i in report["items"]:
@@ -270,7 +259,7 @@ def clean_table(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, m
     lock = TableLock(tfs, command="clean", break_lock=info is not None and info.stale)
     with lock:
         report = plan_clean(tfs, reader=reader, txns=txns, hive_version=hive_version, min_age=min_age, now=now,
-                            own_token=lock.token)
+                            own_token=lock.token, insert_only=insert_only)
         if lock.broken is not None:  # the stale lock we replaced: report it as removed
             report["items"].insert(0, _item(None, lock.broken.path, "stale-lock",
                                             f"stale compaction lock ({lock.broken.describe()}, process gone)",
@@ -352,17 +341,17 @@ def _reverify(tfs, item: dict) -> str | None:
     be readable (every data file's footer, its ACID key index with one entry per stripe, and
     ``hive.acid.stats`` equal to its row count). Returns why not, or None."""
     from acidctl.acid.layout import list_partition
-    from acidctl.compact.coverage import not_compactor_readable, reader_files
+    from acidctl.compact.coverage import reader_files
 
     v = item.get("_verify")
     if v is None:
         return None
-    kind, entry, cover = v
+    kind, entry, cover, mm = v
     part_path, name = item["fs_path"].rsplit("/", 1)
     now = {e.name: e for e in list_partition(tfs, part_path, partition=item["partition"]).entries}
     if name not in now:
         return None   # already gone
-    unread = not_compactor_readable(kind, now[name])
+    unread = _unreadable(kind, now[name], mm)
     if unread:
         return f"{name}/{unread[0].name} is not read by any compaction"
     if cover is None:
@@ -373,20 +362,32 @@ def _reverify(tfs, item: dict) -> str | None:
     for f in reader_files(now[cover.name]):
         if f.size == 0:
             continue
-        problem = _readable(tfs, _join(part_path, cover.name, f.name))
+        problem = _readable(tfs, join_path(part_path, cover.name, f.name), mm)
         if isinstance(problem, str):
             return f"the covering output {cover.name}/{f.name} is not readable: {problem}"
         rows_in_cover += problem
     data = [f for f in reader_files(now[name]) if f.size > 0]
-    if data and rows_in_cover == 0 and cover.kind is Kind.BASE and not _all_rows_gone(tfs, part_path, name, data):
+    if data and rows_in_cover == 0 and cover.kind is Kind.BASE and not _all_rows_gone(tfs, part_path, name, data, mm):
         return f"the covering output {cover.name} holds no rows while {name} holds data"
     return None
 
 
-def _readable(tfs, path: str) -> int | str:
+def _unreadable(kind, entry, mm) -> list:
+    if mm is not None:   # insert-only table (acidctl.mm.coverage)
+        from acidctl.mm.coverage import not_mm_readable
+
+        return not_mm_readable(kind, entry)
+    return not_compactor_readable(kind, entry)
+
+
+def _readable(tfs, path: str, mm=None) -> int | str:
     """Row count of a readable ORC data file, or why it is not readable."""
+    if mm is not None:   # insert-only table: a plain file in the table's format
+        from acidctl.mm.coverage import row_count
+
+        return row_count(tfs, path, mm.storage)
     from acidctl.errors import AcidctlError
-    from acidctl.orc.meta import parse_acid_stats, parse_key_index
+    from acidctl.orc.acidfile import parse_acid_stats, parse_key_index
     from acidctl.orc.reader import OrcFile
 
     try:
@@ -406,12 +407,12 @@ def _readable(tfs, path: str) -> int | str:
         return str(e)
 
 
-def _all_rows_gone(tfs, part_path: str, name: str, data) -> bool:
+def _all_rows_gone(tfs, part_path: str, name: str, data, mm=None) -> bool:
     """An empty base may legitimately cover data whose rows were all deleted or aborted; without
     the snapshot at hand, accept it only when the covered files hold no rows at all."""
     total = 0
     for f in data:
-        r = _readable(tfs, _join(part_path, name, f.name))
+        r = _readable(tfs, join_path(part_path, name, f.name), mm)
         if isinstance(r, str):
             return False
         total += r

@@ -21,26 +21,20 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from acidctl.acid.acidstate import ChildEntry, FileInfo, Kind
-from acidctl.acid.dirname import FLUSH_LENGTH_SUFFIX, BucketFile, OriginalFile, is_hidden
-
-
-def _join(*parts: str) -> str:
-    return "/".join(p.rstrip("/") for p in parts if p)
-
-
-def _hidden(rel: str) -> bool:
-    return any(is_hidden(part) for part in rel.split("/") if part)
+from acidctl.acid.acidstate import Kind
+from acidctl.acid.dirname import FLUSH_LENGTH_SUFFIX, BucketFile, OriginalFile, is_hidden_path
+from acidctl.acid.listing import ChildEntry, FileInfo
+from acidctl.fs import join_path
 
 
 def reader_files(entry: ChildEntry) -> list[FileInfo]:
     """Every file of a child that some reader could treat as data (relative to the child for
     directories; the child itself for a file)."""
     if not entry.is_dir:
-        return [] if _hidden(entry.name) else [FileInfo(entry.name, entry.size, entry.mtime)]
+        return [] if is_hidden_path(entry.name) else [FileInfo(entry.name, entry.size, entry.mtime)]
     out = []
     for f in tuple(entry.files) + tuple(entry.nested):
-        if _hidden(f.name) or f.name.endswith(FLUSH_LENGTH_SUFFIX):
+        if is_hidden_path(f.name) or f.name.endswith(FLUSH_LENGTH_SUFFIX):
             continue
         out.append(f)
     return out
@@ -69,10 +63,10 @@ def unread_files(entries: Iterable[tuple[str, ChildEntry]], read: set[str], part
     out = []
     for name, entry in entries:
         for f in reader_files(entry):
-            full = _join(part_path, name, f.name) if entry.is_dir else _join(part_path, name)
+            full = join_path(part_path, name, f.name) if entry.is_dir else join_path(part_path, name)
             if full in read or f.size == 0:
                 continue
-            rel = _join(name, f.name) if entry.is_dir else name
+            rel = join_path(name, f.name) if entry.is_dir else name
             out.append({"path": rel, "bytes": f.size, "reason": _why_unread(name, entry, f.name),
                         "fix": _fix(rel)})
     return out

@@ -22,15 +22,14 @@ merged read of the new snapshot equals the old one before anything is published.
 from __future__ import annotations
 
 import dataclasses
-import os
 import uuid
 
-from acidctl.acid.acidstate import (
-    AcidState, ChildEntry, DirListing, FileInfo, Kind, delta_sort_key, get_acid_state,
-)
+from acidctl.acid.acidstate import AcidState, Kind, delta_sort_key, get_acid_state
+from acidctl.acid.listing import ChildEntry, DirListing, FileInfo
 from acidctl.acid.dirname import METADATA_FILE, ORC_ACID_VERSION_FILE, BaseDir, DeltaDir
 from acidctl.acid.writeids import TxnList, WriteIdList
 from acidctl.errors import InvalidAcidLayout, RefusedError, UsageError
+from acidctl.fs import join_path
 
 MAJOR, MINOR = "major", "minor"
 STAGING_PREFIX = ".acidctl-staging-"
@@ -74,8 +73,6 @@ class BucketTask:
     verify_new: tuple[list, list]    # reader snapshot after (staging paths for new files)
     columns: list[str] | None = None
     columns_coln_only: bool = False
-    crash_at: str | None = None
-    driver_pid: int | None = None
 
 
 @dataclasses.dataclass
@@ -112,10 +109,6 @@ class PartitionPlan:
                 "refusals": list(self.refusals), "skipped": list(self.skipped)}
 
 
-def _join(*parts: str) -> str:
-    return "/".join(p.rstrip("/") for p in parts if p)
-
-
 def covered_aborted(cstate: AcidState) -> list:
     """Aborted-only deltas above the base and at or below the compactor hwm (Hive 3's MR
     compactor reads them and drops their events)."""
@@ -145,8 +138,7 @@ def valid_txns_with(txns: TxnList | None, visibility_txn: int | None) -> TxnList
 
 def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, txns: TxnList | None,
                    hive_version: int, visibility_txn: int | None = None, columns: list[str] | None = None,
-                   columns_coln_only: bool = False, crash_at: str | None = None,
-                   skip_unreadable: bool = False) -> PartitionPlan:
+                   columns_coln_only: bool = False, skip_unreadable: bool = False) -> PartitionPlan:
     """The plan for one partition (``status`` "nothing" when there is nothing to compact,
     "refused" when the output would make obsolete a file it does not read — see
     :mod:`acidctl.compact.coverage`; ``skip_unreadable`` lists those files as skipped instead)."""
@@ -252,11 +244,11 @@ def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, 
     existing = {e.name for e in listing.entries}
     for o in outputs:
         if o.name in existing:
-            raise RefusedError(f"{_join(listing.path, o.name)} already exists; refusing to overwrite it",
+            raise RefusedError(f"{join_path(listing.path, o.name)} already exists; refusing to overwrite it",
                                hint="inspect it with `acidctl state`; `acidctl clean` removes obsolete copies")
 
     staging_id = uuid.uuid4().hex[:12]
-    staging = _join(part_path, STAGING_PREFIX + staging_id)
+    staging = join_path(part_path, STAGING_PREFIX + staging_id)
 
     # -- the reader's snapshot before and after, for verification -------------------------
     old_ins, old_del = _non_empty(plan_sources(tfs, listing, rstate), sizes)
@@ -265,7 +257,7 @@ def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, 
                             hive_version=hive_version)
     nstate.require_snapshot()
     new_ins, new_del = _non_empty(plan_sources(tfs, virtual, nstate), sizes)
-    remap = {_join(part_path, o.name) + "/": _join(staging, o.name) + "/" for o in outputs}
+    remap = {join_path(part_path, o.name) + "/": join_path(staging, o.name) + "/" for o in outputs}
 
     def moved(src):
         for prefix, target in remap.items():
@@ -291,17 +283,16 @@ def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, 
     def by_bucket(srcs, b):
         return [s for s in srcs if s.bucket == b]
 
-    pid = os.getpid()
     for b in buckets:
         plan.tasks.append(BucketTask(
             tfs=tfs, partition=listing.partition, bucket=b, mode=mode, compactor=compactor, reader=reader,
             inserts=ins_by.get(b, []), deletes=del_by.get(b, []),
-            out_insert=_join(staging, out_ins.name, f"bucket_{b:05d}") if out_ins is not None else None,
-            out_delete=_join(staging, out_del.name, f"bucket_{b:05d}") if out_del is not None else None,
+            out_insert=join_path(staging, out_ins.name, f"bucket_{b:05d}") if out_ins is not None else None,
+            out_delete=join_path(staging, out_del.name, f"bucket_{b:05d}") if out_del is not None else None,
             out_insert_dir=out_ins, out_delete_dir=out_del,
             verify_old=(by_bucket(old_ins, b), by_bucket(old_del, b)),
             verify_new=(by_bucket(new_ins, b), by_bucket(new_del, b)),
-            columns=columns, columns_coln_only=columns_coln_only, crash_at=crash_at, driver_pid=pid))
+            columns=columns, columns_coln_only=columns_coln_only))
     plan.status = "compact"
     plan.inputs = inputs
     plan.input_bytes = input_bytes
@@ -349,7 +340,7 @@ def refusal_error(plans: list[PartitionPlan]) -> RefusedError | None:
     if not refused:
         return None
     files = [(p, r) for p in refused for r in p.refusals]
-    shown = "; ".join(f"{_join(p.display, r['path'])}: {r['reason']}" for p, r in files[:5])
+    shown = "; ".join(f"{join_path(p.display, r['path'])}: {r['reason']}" for p, r in files[:5])
     more = f" (and {len(files) - 5} more)" if len(files) > 5 else ""
     return RefusedError(
         f"compaction refused: {len(files)} file(s) a reader could treat as data would become obsolete without "
@@ -363,9 +354,9 @@ def _file_sizes(listing: DirListing, part_path: str) -> dict[str, int]:
     for e in listing.entries:
         if e.is_dir:
             for f in e.files:
-                out[_join(part_path, e.name, f.name)] = f.size
+                out[join_path(part_path, e.name, f.name)] = f.size
         else:
-            out[_join(part_path, e.name)] = e.size
+            out[join_path(part_path, e.name)] = e.size
     return out
 
 

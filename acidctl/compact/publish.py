@@ -30,14 +30,11 @@ import time
 
 from acidctl.compact.planner import STAGING_PREFIX, PartitionPlan
 from acidctl.errors import RefusedError, WriteVerificationFailed
+from acidctl.fs import join_path
 
 MANIFEST = "_acidctl_manifest.json"
 #: publication order: insert data before delete events, bases alone
 _ORDER = {"base": 0, "delta": 1, "delete_delta": 2}
-
-
-def _join(*parts: str) -> str:
-    return "/".join(p.rstrip("/") for p in parts if p)
 
 
 def _manifest(plan: PartitionPlan, state: str) -> bytes:
@@ -67,19 +64,19 @@ def safety(tfs, plan: PartitionPlan, *, hidden_until_commit: bool) -> tuple[str,
 def prepare(tfs, plan: PartitionPlan) -> None:
     """Create the staging directory, every output directory and its markers."""
     tfs.makedirs(plan.staging)
-    tfs.write_bytes(_join(plan.staging, MANIFEST), _manifest(plan, "staging"))
+    tfs.write_bytes(join_path(plan.staging, MANIFEST), _manifest(plan, "staging"))
     for o in plan.outputs:
-        d = _join(plan.staging, o.name)
+        d = join_path(plan.staging, o.name)
         tfs.makedirs(d)
         for name, content in o.markers.items():
-            tfs.write_bytes(_join(d, name), content)
+            tfs.write_bytes(join_path(d, name), content)
 
 
 def check_staged(tfs, plan: PartitionPlan, metrics: list[dict]) -> None:
     """The staged directories hold exactly the markers and the files the tasks reported."""
     written = {p for m in metrics for p in m.get("files_out", [])}
     for o in plan.outputs:
-        d = _join(plan.staging, o.name)
+        d = join_path(plan.staging, o.name)
         names = {e.name for e in tfs.ls(d)}
         want_markers = set(o.markers)
         if not want_markers <= names:
@@ -91,21 +88,21 @@ def check_staged(tfs, plan: PartitionPlan, metrics: list[dict]) -> None:
         for n in names - data - want_markers:
             raise WriteVerificationFailed(f"unexpected file {n} in staged {o.name}")
         for name, content in o.markers.items():
-            if tfs.read_bytes(_join(d, name)) != content:
+            if tfs.read_bytes(join_path(d, name)) != content:
                 raise WriteVerificationFailed(f"marker {name} of staged {o.name} does not hold {content!r}")
 
 
 def publish(tfs, plan: PartitionPlan, *, crash=None) -> list[str]:
     """Rename the staged outputs into the partition; returns the published paths."""
-    tfs.write_bytes(_join(plan.staging, MANIFEST), _manifest(plan, "publishing"))
+    tfs.write_bytes(join_path(plan.staging, MANIFEST), _manifest(plan, "publishing"))
     done = []
     outs = sorted(plan.outputs, key=lambda o: _ORDER[o.kind])
     for i, o in enumerate(outs):
-        target = _join(plan.path, o.name)
+        target = join_path(plan.path, o.name)
         if tfs.exists(target):
             raise RefusedError(f"{tfs.display(target)} appeared while compacting; not overwriting it",
                                hint=f"the staged output stays in {tfs.display(plan.staging)}")
-        tfs.move_dir(_join(plan.staging, o.name), target)
+        tfs.move_dir(join_path(plan.staging, o.name), target)
         done.append(tfs.display(target))
         if crash is not None and i + 1 < len(outs):
             crash("between-renames")
@@ -128,8 +125,8 @@ def write_record(tfs, plan: PartitionPlan) -> None:
            "outputs": [o.name for o in sorted(plan.outputs, key=lambda o: _ORDER[o.kind])],
            "inputs": plan.input_files}
     try:
-        tfs.makedirs(_join(plan.path, RECORDS_DIR))
-        tfs.write_bytes(_join(plan.path, RECORDS_DIR, plan.outputs[0].name + ".json"),
+        tfs.makedirs(join_path(plan.path, RECORDS_DIR))
+        tfs.write_bytes(join_path(plan.path, RECORDS_DIR, plan.outputs[0].name + ".json"),
                         json.dumps(rec, indent=1).encode())
     except Exception:
         pass   # the publication stands; only the undo record is missing (revert then refuses)
@@ -137,7 +134,7 @@ def write_record(tfs, plan: PartitionPlan) -> None:
 
 def read_records(tfs, partition_path: str) -> list[dict]:
     """The publication records of a partition, newest first (each with its ``record_path``)."""
-    d = _join(partition_path, RECORDS_DIR)
+    d = join_path(partition_path, RECORDS_DIR)
     if not tfs.exists(d):
         return []
     out = []
@@ -166,7 +163,7 @@ def discard(tfs, staging: str) -> None:
 
 def read_manifest(tfs, staging: str) -> dict | None:
     try:
-        return json.loads(tfs.read_bytes(_join(staging, MANIFEST)))
+        return json.loads(tfs.read_bytes(join_path(staging, MANIFEST)))
     except Exception:
         return None
 
@@ -183,8 +180,8 @@ def interrupted(tfs, partition_path: str) -> list[dict]:
         m = read_manifest(tfs, e.path)
         if not m or m.get("state") != "publishing":
             continue
-        published = [n for n in m.get("outputs", []) if tfs.exists(_join(partition_path, n))]
-        staged = [n for n in m.get("outputs", []) if tfs.exists(_join(e.path, n))]
+        published = [n for n in m.get("outputs", []) if tfs.exists(join_path(partition_path, n))]
+        staged = [n for n in m.get("outputs", []) if tfs.exists(join_path(e.path, n))]
         out.append({"staging": e.path, "display": tfs.display(e.path), "published": published,
                     "staged": staged, "outputs": m.get("outputs", []),
                     "partial": bool(published) and bool(staged)})
@@ -204,15 +201,15 @@ def recover(tfs, partition_path: str, *, execute: bool = True) -> list[dict]:
             continue
         for n in it["outputs"]:
             if n in it["staged"]:
-                target = _join(partition_path, n)
+                target = join_path(partition_path, n)
                 actions.append({"action": "complete publish", "path": tfs.display(target),
-                                "from": tfs.display(_join(it["staging"], n))})
+                                "from": tfs.display(join_path(it["staging"], n))})
                 if execute:
                     # on a store whose rename copies, a half-copied target is finished by
                     # copying again; an atomic rename never leaves a half-moved directory
                     if tfs.atomic_rename and tfs.exists(target):
                         raise RefusedError(f"cannot finish the interrupted publish: {tfs.display(target)} exists")
-                    tfs.move_dir(_join(it["staging"], n), target)
+                    tfs.move_dir(join_path(it["staging"], n), target)
         if execute:
             discard(tfs, it["staging"])
     return actions

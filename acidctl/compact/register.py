@@ -307,14 +307,17 @@ def registration_for(target, *, no_register: bool = False, dry_run: bool = False
     return Registration(reg, None, False, notes)
 
 
-def run_registered(tfs, opts, *, registrar: Registrar | None, **kw) -> dict:
-    """:func:`acidctl.compact.runner.compact_table` with the registrar's bookkeeping around it:
-    requests begun but not finished when the run stops (a refusal before publishing, Ctrl-C)
-    are marked failed and their compactor txns aborted; heartbeats always stop."""
-    from acidctl.compact.runner import compact_table
+def run_registered(tfs, opts, *args, registrar: Registrar | None, compact_fn=None, **kw) -> dict:
+    """:func:`acidctl.compact.runner.compact_table` (or ``compact_fn``, e.g. the insert-only
+    runner, called as ``compact_fn(tfs, opts, *args, registrar=..., **kw)``) with the
+    registrar's bookkeeping around it: requests begun but not finished when the run stops (a
+    refusal before publishing) are marked failed and their compactor txns aborted, interrupted
+    ones released; heartbeats always stop."""
+    if compact_fn is None:
+        from acidctl.compact.runner import compact_table as compact_fn
 
     try:
-        return compact_table(tfs, opts, registrar=registrar, **kw)
+        return compact_fn(tfs, opts, *args, registrar=registrar, **kw)
     except BaseException as e:
         if registrar is not None:
             if isinstance(e, KeyboardInterrupt):

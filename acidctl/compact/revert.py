@@ -17,12 +17,9 @@ from acidctl.compact import publish as pub
 from acidctl.compact.coverage import reader_files
 from acidctl.compact.lock import TableLock, table_root
 from acidctl.errors import NotFoundError, RefusedError
+from acidctl.fs import join_path
 
 REVERTING_PREFIX = ".acidctl-reverting-"
-
-
-def _join(*parts: str) -> str:
-    return "/".join(p.rstrip("/") for p in parts if p)
 
 
 def plan_revert(tfs, *, partition: str | None = None, output: str | None = None) -> dict:
@@ -92,12 +89,12 @@ def revert(tfs, *, partition: str | None = None, output: str | None = None, exec
                 if problem:
                     raise RefusedError(f"cannot revert {', '.join(i['outputs'])} in {i['path']}: {problem}")
                 for out in reversed(i["outputs"]):
-                    hidden = _join(part, REVERTING_PREFIX + out)
-                    tfs.rename(_join(part, out), hidden)     # readers see the inputs again from here
+                    hidden = join_path(part, REVERTING_PREFIX + out)
+                    tfs.rename(join_path(part, out), hidden)     # readers see the inputs again from here
                     tfs.rm(hidden, recursive=True)
                 tfs.rm(i["_record"]["record_path"])
                 for left in i["leftovers"]:
-                    tfs.rm(_join(part, left), recursive=True)
+                    tfs.rm(join_path(part, left), recursive=True)
         report["executed"] = True
     for i in report["items"]:
         i.pop("_record", None)

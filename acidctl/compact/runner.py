@@ -23,14 +23,13 @@ Any failure before step 6 removes the staging directories of this run; a SIGKILL
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 from typing import Callable
 
+from acidctl import faults
 from acidctl.compact import publish as pub
 from acidctl.compact.lock import TableLock, table_root
 from acidctl.compact.planner import MAJOR, MINOR, PartitionPlan, plan_partition, refusal_error
-from acidctl.compact.task import CRASH_ENV, crash_if
 from acidctl.errors import AcidctlError, NotFoundError, UsageError
 
 
@@ -66,16 +65,7 @@ def _normalize_partition(spec: str) -> str:
     return "/".join(parts)
 
 
-def _crash_point():
-    configured = os.environ.get(CRASH_ENV) or None
-
-    def crash(point: str) -> None:
-        crash_if(point, configured, None)
-
-    return configured, crash
-
-
-def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None, hooks: dict | None = None,
+def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None,
                   registrar=None, notes: list | None = None) -> dict:
     """Compact the table (or the selected partitions) under ``tfs.root``; returns the report."""
     from acidctl.acid.layout import list_table
@@ -84,9 +74,8 @@ def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None, hooks
         raise UsageError(f"compaction type must be major or minor, not {opts.mode!r}")
     if opts.mode is None and not opts.due:
         raise UsageError("give --major or --minor (or --due to let the Initiator thresholds decide)")
-    hooks = hooks or {}
     notes = notes if notes is not None else []
-    configured, crash = _crash_point()
+    crash = faults.crash_point
     t0 = time.perf_counter()
     report: dict = {"path": tfs.display(tfs.root), "type": opts.mode or "due", "hive_version": opts.hive_version,
                     "write_ids": str(opts.reader), "compactor_write_ids": str(opts.reader.for_compactor()),
@@ -107,9 +96,8 @@ def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None, hooks
             report["recovered"].extend(pub.recover(tfs, lst.fs_path or lst.path))
         if report["recovered"]:
             listings = list_table(tfs)
-        plans.extend(_plan_all(tfs, opts, listings, configured))
-        if "after-plan" in hooks:
-            hooks["after-plan"](plans)
+        plans.extend(_plan_all(tfs, opts, listings))
+        faults.fire("after-plan", plans)
         crash("after-plan")
 
         refused = refusal_error(plans)
@@ -161,8 +149,7 @@ def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None, hooks
         _check_accounting(work, by_part)
         for p in work:
             pub.check_staged(tfs, p, by_part.get(p.partition, []))
-        if "before-publish" in hooks:
-            hooks["before-publish"](plans)
+        faults.fire("before-publish", plans)
         crash("before-publish")
         for p in work:
             _recheck_inputs(tfs, p)
@@ -196,7 +183,7 @@ def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None, hooks
         lock.release()
 
 
-def _plan_all(tfs, opts: CompactOptions, listings: list, configured) -> list[PartitionPlan]:
+def _plan_all(tfs, opts: CompactOptions, listings: list) -> list[PartitionPlan]:
     """Plan every selected partition (the Initiator's choice with ``due``)."""
     from acidctl.acid.initiator import NONE, compactor_state, recommend
 
@@ -230,7 +217,7 @@ def _plan_all(tfs, opts: CompactOptions, listings: list, configured) -> list[Par
         p = plan_partition(tfs, lst, mode=mode, reader=opts.reader, txns=opts.txns,
                            hive_version=opts.hive_version, visibility_txn=_LazyVis(vis, lst.partition, mode),
                            columns=opts.columns, columns_coln_only=opts.columns_coln_only,
-                           crash_at=configured, skip_unreadable=opts.skip_unreadable_files)
+                           skip_unreadable=opts.skip_unreadable_files)
         p.recommendation = rec
         plans.append(p)
     return plans
@@ -249,7 +236,7 @@ def _dry_run(tfs, opts: CompactOptions, report: dict, notes: list, t0: float) ->
     if pending:
         notes.append("interrupted publication(s) the next compact or clean --execute finishes first: "
                      + ", ".join(pending))
-    plans = _plan_all(tfs, opts, listings, None)
+    plans = _plan_all(tfs, opts, listings)
     refused = refusal_error(plans)
     work = [p for p in plans if p.runs]
     for p in work:

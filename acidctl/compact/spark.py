@@ -305,15 +305,17 @@ class _Progress(threading.Thread):
                 self.callback(done, self.total)
 
 
-def run_tasks(spark, tasks: list, *, progress=None) -> list[dict]:
-    """Run every task (one RDD partition each) and return their metrics, in task order."""
-    from acidctl.compact.task import run_tasks as body
+def run_tasks(spark, tasks: list, *, progress=None, body=None, job: str = "acidctl compact") -> list[dict]:
+    """Run every task (one RDD partition each) and return their metrics, in task order.
+    ``body`` is the ``mapPartitions`` function (default: the compaction task)."""
+    if body is None:
+        from acidctl.compact.task import run_tasks as body
 
     if not tasks:
         return []
     sc = spark.sparkContext
     mon = _Progress(sc, len(tasks), progress or (lambda done, total: None))
-    sc.setJobGroup(mon.group, "acidctl compact", interruptOnCancel=True)
+    sc.setJobGroup(mon.group, job, interruptOnCancel=True)
     if progress is not None:
         mon.start()
     def cancel():

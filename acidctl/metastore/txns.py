@@ -460,13 +460,8 @@ def select_txns(ms, *, txn_ids: Iterable[int] | None = None, older_than_ms: int 
 
 
 def parse_age(text: str) -> int:
-    """``90s``, ``15m``, ``2h``, ``3d`` (or plain seconds) → milliseconds."""
-    s = text.strip().lower()
-    units = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-    for u in ("ms", "s", "m", "h", "d"):
-        if s.endswith(u) and s[: -len(u)].strip().replace(".", "", 1).isdigit():
-            return int(float(s[: -len(u)]) * units[u])
-    if s.replace(".", "", 1).isdigit():
-        return int(float(s) * 1000)
-    raise UsageError(f"bad age {text!r}: use e.g. 90s, 15m, 2h, 3d")
+    """``500ms``, ``90s``, ``15m``, ``2h``, ``3d`` (or plain seconds) → milliseconds
+    (:func:`acidctl.durations.parse_age`, the one age parser)."""
+    from acidctl.durations import parse_age as seconds
 
+    return int(round(seconds(text) * 1000))

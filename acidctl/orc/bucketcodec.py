@@ -8,6 +8,10 @@ See ../shared/spec/orc-acid-files.md §4.
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MAX_BUCKET_ID = 4095
 MAX_STATEMENT_ID = 4095
@@ -19,16 +23,8 @@ class DecodedBucket:
     bucket_id: int | None
     statement_id: int | None
 
-    @property
-    def valid(self) -> bool:
-        return self.version in (0, 1)
-
     def to_dict(self) -> dict:
         return {"version": self.version, "bucketId": self.bucket_id, "statementId": self.statement_id}
-
-
-def version_of(value: int) -> int:
-    return (value & 0xE0000000) >> 29
 
 
 def decode(value: int) -> DecodedBucket:
@@ -52,5 +48,12 @@ def encode(bucket_id: int, statement_id: int = 0) -> int:
     return (1 << 29) | (bucket_id << 16) | statement_id
 
 
-def bucket_id_of(value: int) -> int | None:
-    return decode(value).bucket_id
+def decode_array(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorised :func:`decode` of many bucket properties: (version, bucket id) arrays; the
+    bucket id is the whole value for V0 and meaningless for versions other than 0 and 1."""
+    import numpy as np
+
+    v = np.asarray(values).astype(np.int64) & 0xFFFFFFFF
+    version = v >> 29
+    ids = np.where(version == 1, (v & 0x0FFF0000) >> 16, v)
+    return version, ids

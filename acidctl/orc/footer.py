@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import zlib
+from typing import Any
 
 from acidctl.errors import InvalidInputError
 
@@ -62,7 +63,7 @@ def _read_varint(buf: bytes, i: int) -> tuple[int, int]:
         shift += 7
 
 
-def parse_fields(buf: bytes) -> list[tuple[int, int, object]]:
+def parse_fields(buf: bytes) -> list[tuple[int, int, Any]]:
     """(field number, wire type, value) for a protobuf message: ints for varints, bytes for
     length-delimited fields."""
     i = 0
@@ -70,6 +71,7 @@ def parse_fields(buf: bytes) -> list[tuple[int, int, object]]:
     while i < len(buf):
         key, i = _read_varint(buf, i)
         field, wt = key >> 3, key & 7
+        v: int | bytes
         if wt == 0:
             v, i = _read_varint(buf, i)
         elif wt == 2:
@@ -88,7 +90,7 @@ def parse_fields(buf: bytes) -> list[tuple[int, int, object]]:
     return out
 
 
-def encode_fields(fields: list[tuple[int, int, object]]) -> bytes:
+def encode_fields(fields: list[tuple[int, int, Any]]) -> bytes:
     out = bytearray()
     for field, wt, v in fields:
         out += _varint(field << 3 | wt)

@@ -83,10 +83,11 @@ def json_string(s: str) -> str:
     return json.dumps(s, ensure_ascii=False).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
-def _java_utf8_errors(exc: UnicodeDecodeError):
+def _java_utf8_errors(exc: UnicodeError) -> tuple[str, int]:
     # Java's decoder treats a well-formed 3-byte sequence that encodes a UTF-16 surrogate
     # (ED A0..BF 80..BF) as ONE malformed input of length 3; Python reports it byte by byte.
     # Everything else matches Python's "replace" (maximal subparts, one U+FFFD each).
+    assert isinstance(exc, UnicodeDecodeError)   # registered for decoding only
     b = exc.object
     i = exc.start
     if (b[i] == 0xED and i + 2 < len(b)

@@ -11,16 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any
 
 from acidctl.findings import Finding, Severity
 from acidctl.fs import TableFS
+from acidctl.orc import bucketcodec
+from acidctl.orc.acidfile import ACID_STATS, ACID_VERSION, KEY_INDEX, KeyOrder, event_stats, parse_acid_stats, parse_key_index
 from acidctl.orc.reader import OrcFile, StripeInfo
-
-KEY_INDEX = "hive.acid.key.index"
-ACID_STATS = "hive.acid.stats"
-ACID_VERSION = "hive.acid.version"
-
 
 
 @dataclasses.dataclass
@@ -53,27 +49,6 @@ class FileReport:
         d["findings"] = [f.to_dict() for f in self.findings]
         d["key_index"] = None if self.key_index is None else [list(k) for k in self.key_index]
         return d
-
-
-def parse_key_index(text: str) -> list[tuple[int, int, int]]:
-    """``owid,bucket,rowId;`` entries; raises ValueError on malformed text."""
-    if not text:
-        return []
-    parts = text.split(";")
-    if parts[-1] == "":
-        parts.pop()
-    out = []
-    for part in parts:
-        fields = part.split(",")
-        if len(fields) != 3:
-            raise ValueError(part)
-        out.append((int(fields[0]), int(fields[1]), int(fields[2])))
-    return out
-
-
-def parse_acid_stats(text: str) -> dict[str, int]:
-    ins, upd, dele = (int(x) for x in text.split(","))
-    return {"inserts": ins, "updates": upd, "deletes": dele}
 
 
 def _decode(meta: dict[str, bytes]) -> dict[str, str]:
@@ -121,13 +96,13 @@ def inspect_file(tfs: TableFS, path: str, *, statistics: bool = True, dir_kind: 
                 add("F01", Severity.ERROR, f"not an ACID file: schema {orc.schema}")
             return report
 
-        _check_acid_metadata(orc, meta, stripes, add, report)
+        _check_acid_metadata(orc, meta, stripes, add, report, dir_kind=dir_kind)
         _check_row_schema(orc, add, table_columns)
         _check_events(orc, stripes, report, add, name=name, dir_kind=dir_kind, dir_range=dir_range)
     return report
 
 
-def _check_acid_metadata(orc: OrcFile, meta, stripes, add, report: FileReport):
+def _check_acid_metadata(orc: OrcFile, meta, stripes, add, report: FileReport, *, dir_kind: str | None = None):
     if KEY_INDEX not in meta:
         add("F03", Severity.ERROR, "hive.acid.key.index missing: Hive treats the file as an original (non-ACID) file")
     else:
@@ -142,7 +117,9 @@ def _check_acid_metadata(orc: OrcFile, meta, stripes, add, report: FileReport):
                 add("F04", Severity.ERROR, f"hive.acid.key.index has {len(report.key_index)} entries for "
                                            f"{len(stripes)} stripes (run fixacidkeyindex)")
     if ACID_STATS not in meta:
-        add("F05", Severity.ERROR, "hive.acid.stats missing: Hive 3 fails reading delete deltas without it")
+        # an error in delete files (Hive 3 fails reading delete deltas without it), else a warning
+        add("F05", Severity.ERROR if dir_kind == "delete_delta" else Severity.WARN,
+            "hive.acid.stats missing: Hive 3 fails reading delete deltas without it")
     else:
         try:
             report.acid_stats = parse_acid_stats(meta[ACID_STATS])
@@ -175,8 +152,6 @@ def _check_events(orc: OrcFile, stripes, report: FileReport, add, *, name, dir_k
     """Stream the key columns and check order, key index, stats, operations and buckets."""
     import numpy as np
 
-    from acidctl.orc.writer import check_sorted
-
     top = list(orc.schema.fields)
     row_td = orc.schema.fields[top[5]]
     key_cols = top[:5]
@@ -191,12 +166,12 @@ def _check_events(orc: OrcFile, stripes, report: FileReport, add, *, name, dir_k
     bf = BucketFile.parse(name)   # only bucket_N names promise a bucket id (§4.2)
     file_bucket = bf.bucket if bf else None
     counts = {"inserts": 0, "updates": 0, "deletes": 0}
-    prev = None
-    unsorted_at = None
+    order = KeyOrder()
+    unsorted_at: tuple[int, tuple[int, int, int], tuple[int, int, int]] | None = None
     bad_ops = 0
     v0 = 0
     bad_version = 0
-    wrong_bucket = set()
+    wrong_bucket: set[int] = set()
     null_insert = 0
     nonnull_delete = 0
     otxn_ne_ctxn = 0
@@ -219,22 +194,20 @@ def _check_events(orc: OrcFile, stripes, report: FileReport, add, *, name, dir_k
         ct = batch.column(4).to_numpy(zero_copy_only=False).astype(np.int64)
         row_valid = (np.asarray(batch.column(5).is_valid().to_numpy(zero_copy_only=False))
                      if batch.num_columns > 5 else None)
-        counts["inserts"] += int((op == 0).sum())
-        counts["updates"] += int((op == 1).sum())
-        counts["deletes"] += int((op == 2).sum())
+        ins, upd, dele = event_stats(op)
+        counts["inserts"] += ins
+        counts["updates"] += upd
+        counts["deletes"] += dele
         bad_ops += int(((op < 0) | (op > 2)).sum())
         # sort order: strictly increasing (otxn, bucket as signed int, rowId), across batches too
-        if prev is not None:
-            ot_all, bk_all, rid_all = np.r_[prev[0], ot], np.r_[prev[1], bk], np.r_[prev[2], rid]
-        else:
-            ot_all, bk_all, rid_all = ot, bk, rid
-        bad = check_sorted(ot_all, bk_all, rid_all) if unsorted_at is None else None
-        if bad is not None:
-            i = bad - 1
-            unsorted_at = (offset + i - (1 if prev is not None else 0),
-                           (int(ot_all[i]), int(bk_all[i]), int(rid_all[i])),
-                           (int(ot_all[i + 1]), int(bk_all[i + 1]), int(rid_all[i + 1])))
-        prev = (ot[-1:], bk[-1:], rid[-1:])
+        if unsorted_at is None:
+            before = order.last
+            at = order.first_break(ot, bk, rid)
+            if at is not None:
+                if at:
+                    before = (int(ot[at - 1]), int(bk[at - 1]), int(rid[at - 1]))
+                assert before is not None   # a break at index 0 is against the previous batch's key
+                unsorted_at = (offset + at, before, (int(ot[at]), int(bk[at]), int(rid[at])))
         # the key at each stripe's last row, for the key index check
         lo, hi = np.searchsorted(end_rows, [offset, offset + n])
         for g in end_rows[lo:hi]:
@@ -242,11 +215,9 @@ def _check_events(orc: OrcFile, stripes, report: FileReport, add, *, name, dir_k
             last_keys[ends[int(g)]] = (int(ot[j]), int(bk[j]), int(rid[j]))
         offset += n
         # bucket properties
-        ub = bk & 0xFFFFFFFF
-        version = ub >> 29
+        version, ids = bucketcodec.decode_array(bk)
         bad_version += int(((version != 0) & (version != 1)).sum())
         v0 += int((version == 0).sum())
-        ids = np.where(version == 1, (ub & 0x0FFF0000) >> 16, ub)
         if file_bucket is not None:
             wrong = np.unique(ids[((version == 0) | (version == 1)) & (ids != file_bucket)])
             wrong_bucket.update(int(x) for x in wrong[:10])
@@ -274,7 +245,7 @@ def _check_events(orc: OrcFile, stripes, report: FileReport, add, *, name, dir_k
                     st["inserts"], st["updates"], st["deletes"], counts["inserts"], counts["updates"], counts["deletes"]))
     if unsorted_at is not None:
         at, a, b = unsorted_at
-        add("F08", Severity.ERROR, f"events not strictly increasing by (originalTransaction, bucket, rowId) at row {at + 1}: "
+        add("F08", Severity.ERROR, f"events not strictly increasing by (originalTransaction, bucket, rowId) at row {at}: "
                                    f"{','.join(map(str, a))} then {','.join(map(str, b))}")
     if bad_ops:
         add("F10", Severity.ERROR, f"{bad_ops} events with an operation code other than 0, 1, 2")
@@ -299,6 +270,3 @@ def _check_events(orc: OrcFile, stripes, report: FileReport, add, *, name, dir_k
         add("F12", Severity.ERROR, f"{ctxn_outside} events with currentTransaction outside the directory's range "
                                    f"{dir_range[0]}..{dir_range[1]}")
 
-
-def meta_summary(report: FileReport) -> dict[str, Any]:
-    return report.to_dict()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import struct
-from typing import Iterator
+from typing import Any, Iterator
 
 from acidctl.errors import CorruptOrcFile, InvalidInputError, PathNotFound
 from acidctl.fs import TableFS
@@ -110,7 +110,8 @@ class OrcFile:
         except UnicodeDecodeError:
             self.close()
             raise CorruptOrcFile(f"not a readable ORC file: {self.display_path}: undecodable schema") from None
-        self.schema = self._pyorc.schema
+        # pyorc's TypeDescription: a struct's ``fields`` exist at run time, not in its stubs
+        self.schema: Any = self._pyorc.schema
         self.is_acid = is_acid_schema(self.schema)
         self._arrow = None
 
@@ -270,6 +271,21 @@ class OrcFile:
                 f"strings that are not valid UTF-8; acidctl cannot render this combination") from None
         except pyorc.errors.ORCError as e:
             raise CorruptOrcFile(f"cannot read stripe {index} of {self.display_path}: {_orc_message(e)}") from None
+
+
+def key_column_stripes(tfs: TableFS, path: str) -> Iterator:
+    """The five key columns of an ACID file (operation … currentTransaction, named as Hive's
+    writer names them whatever their case in the file), one Arrow table per stripe; the row
+    data is never read. Delete keys are read this way by the merged read and compaction."""
+    import pyarrow as pa
+
+    from acidctl.orc.acidfile import ACID_NAMES
+
+    with OrcFile(tfs, path) as f:
+        cols = list(f.schema.fields)[:5]
+        for i in range(f.num_stripes()):
+            b = f.read_stripe_arrow(i, columns=cols)
+            yield pa.Table.from_batches([b]).rename_columns(list(ACID_NAMES[:5]))
 
 
 def _plain(v):

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -33,12 +34,8 @@ import pyarrow.compute as pc
 
 from acidctl.errors import InvalidInputError
 from acidctl.orc import footer as orcfooter
+from acidctl.orc.acidfile import ACID_NAMES, KeyOrder, acid_user_metadata, check_sorted, encode_key_index, event_stats
 
-ACID_NAMES = ("operation", "originalTransaction", "bucket", "rowId", "currentTransaction", "row")
-ACID_TYPES = (pa.int32(), pa.int64(), pa.int32(), pa.int64(), pa.int64())
-KEY_INDEX = "hive.acid.key.index"
-ACID_STATS = "hive.acid.stats"
-ACID_VERSION = "hive.acid.version"
 COMPRESSIONS = {"NONE": "uncompressed", "ZLIB": "zlib", "SNAPPY": "snappy", "LZ4": "lz4", "ZSTD": "zstd"}
 
 # Hive's writer settings (orc-acid-files.md §11.2): 64 MiB stripes for bases, 8 MiB for deltas
@@ -57,40 +54,6 @@ class WrittenFile:
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
-
-
-def acid_type_string(row_type: str) -> str:
-    """The ORC type string of an ACID file whose ``row`` has the ORC type ``row_type``."""
-    return ("struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,currentTransaction:bigint,"
-            f"row:{row_type}>")
-
-
-def acid_arrow_schema(row_type: pa.StructType) -> pa.Schema:
-    return pa.schema([pa.field(n, t) for n, t in zip(ACID_NAMES, ACID_TYPES)] + [pa.field("row", row_type)])
-
-
-def key_index_for(ot: np.ndarray, bk: np.ndarray, rid: np.ndarray, stripe_rows: list[int]) -> str:
-    out = []
-    end = 0
-    for n in stripe_rows:
-        end += n
-        if n:
-            out.append("%d,%d,%d;" % (ot[end - 1], bk[end - 1], rid[end - 1]))
-    return "".join(out)
-
-
-def check_sorted(ot: np.ndarray, bk: np.ndarray, rid: np.ndarray) -> int | None:
-    """Index of the first event not strictly greater than its predecessor, or None."""
-    if len(ot) < 2:
-        return None
-    inc = (ot[1:] > ot[:-1]) | ((ot[1:] == ot[:-1]) & ((bk[1:] > bk[:-1]) | ((bk[1:] == bk[:-1]) & (rid[1:] > rid[:-1]))))
-    if inc.all():
-        return None
-    return int(np.argmin(inc)) + 1
-
-
-def _stats(op: np.ndarray) -> tuple[int, int, int]:
-    return int((op == 0).sum()), int((op == 1).sum()), int((op == 2).sum())
 
 
 def template_types(orc_type: str | None) -> list | None:
@@ -172,24 +135,21 @@ def encode_acid_file(table: pa.Table, *, orc_type: str | None = None, compressio
     if at is not None:
         raise InvalidInputError(f"events not strictly increasing by (originalTransaction, bucket, rowId) at "
                                 f"row {at}: {ot[at - 1]},{bk[at - 1]},{rid[at - 1]} then {ot[at]},{bk[at]},{rid[at]}")
-    stats = _stats(op)
+    stats = event_stats(op)
     types = template_types(orc_type)
     check_lengths(table, types)
     why = _arrow_cannot_write(table)
     if why and types is None:
         raise InvalidInputError(f"{why}: pyarrow's ORC writer cannot write it, and pyorc needs orc_type")
     if why:
+        assert types is not None   # refused above
         data = _write_pyorc(table, written_type(table, types), compression, stripe_size)
     else:
         data = _write_arrow(table, compression, stripe_size)
     tail = orcfooter.read_tail(data)
     stripe_rows = tail.stripe_rows()
-    key_index = key_index_for(ot, bk, rid, stripe_rows)
-    data = orcfooter.add_user_metadata(data, [
-        (KEY_INDEX, key_index.encode()),
-        (ACID_STATS, ("%d,%d,%d" % stats).encode()),
-        (ACID_VERSION, b"2"),
-    ], orc_type=orc_type)
+    key_index = encode_key_index(ot, bk, rid, stripe_rows)
+    data = orcfooter.add_user_metadata(data, acid_user_metadata(key_index, stats), orc_type=orc_type)
     return data, WrittenFile(path="", rows=table.num_rows, bytes=len(data), stripes=len(stripe_rows),
                              key_index=key_index, stats=stats)
 
@@ -324,11 +284,11 @@ class AcidFileWriter:
         self.verify_file = verify_file
         self.rows = 0
         self.stats = [0, 0, 0]
-        self.schema = None
-        self._last = None          # (ot, bk, rid) of the last written event
-        self._tmp = None
-        self._sink = None
-        self._writer = None
+        self.schema: pa.Schema | None = None
+        self._order = KeyOrder()   # strict key order across batches
+        self._tmp: str | None = None
+        self._sink: Any = None
+        self._writer: Any = None
 
     # -- writing ---------------------------------------------------------------------------
     def _open(self, schema: pa.Schema) -> None:
@@ -371,19 +331,15 @@ class AcidFileWriter:
         ot = table.column("originalTransaction").to_numpy()
         bk = table.column("bucket").to_numpy().astype(np.int64)
         rid = table.column("rowId").to_numpy()
-        if self._last is not None:
-            ot = np.concatenate([[self._last[0]], ot])
-            bk = np.concatenate([[self._last[1]], bk])
-            rid = np.concatenate([[self._last[2]], rid])
-        at = check_sorted(ot, bk, rid)
+        prev = self._order.last
+        at = self._order.first_break(ot, bk, rid)
         if at is not None:
-            row = self.rows + at - (1 if self._last is not None else 0)
+            before = (ot[at - 1], bk[at - 1], rid[at - 1]) if at or prev is None else prev
             raise InvalidInputError(f"events not strictly increasing by (originalTransaction, bucket, rowId) at "
-                                    f"row {row}: {ot[at - 1]},{bk[at - 1]},{rid[at - 1]} then "
+                                    f"row {self.rows + at}: {before[0]},{before[1]},{before[2]} then "
                                     f"{ot[at]},{bk[at]},{rid[at]}")
         check_lengths(table, self._types)
-        self._last = (int(ot[-1]), int(bk[-1]), int(rid[-1]))
-        s = _stats(op)
+        s = event_stats(op)
         self.stats = [a + b for a, b in zip(self.stats, s)]
         self._writer.write(table.replace_schema_metadata(None))
         self.rows += table.num_rows
@@ -396,24 +352,22 @@ class AcidFileWriter:
 
         if self._writer is None:
             return None
+        tmp = self._tmp
+        assert tmp is not None   # created with the writer
         self._writer.close()
         self._sink.close()
         self._writer = None
-        stripe_rows = orcfooter.read_tail_file(self._tmp).stripe_rows()
-        key_index = self._key_index(stripe_rows)
-        stats = tuple(self.stats)
-        orcfooter.add_user_metadata_file(self._tmp, [
-            (KEY_INDEX, key_index.encode()),
-            (ACID_STATS, ("%d,%d,%d" % stats).encode()),
-            (ACID_VERSION, b"2"),
-        ], orc_type=self.orc_type)
-        size = os.path.getsize(self._tmp)
+        stripe_rows = orcfooter.read_tail_file(tmp).stripe_rows()
+        key_index = self._key_index(tmp, stripe_rows)
+        stats = (self.stats[0], self.stats[1], self.stats[2])
+        orcfooter.add_user_metadata_file(tmp, acid_user_metadata(key_index, stats), orc_type=self.orc_type)
+        size = os.path.getsize(tmp)
         if self.tfs.protocol in ("file", "local"):
-            shutil.move(self._tmp, self.path)
+            shutil.move(tmp, self.path)
         else:
             self.tfs.makedirs(self.path.rsplit("/", 1)[0])
-            self.tfs.fs.put_file(self._tmp, self.path)
-            os.unlink(self._tmp)
+            self.tfs.fs.put_file(tmp, self.path)
+            os.unlink(tmp)
         self._tmp = None
         if self.verify_file:
             verify(self.tfs, self.path, expected_rows=self.rows, dir_kind=self.verify_kind,
@@ -421,7 +375,7 @@ class AcidFileWriter:
         return WrittenFile(path=self.tfs.display(self.path), rows=self.rows, bytes=size,
                            stripes=len(stripe_rows), key_index=key_index, stats=stats)
 
-    def _key_index(self, stripe_rows: list[int]) -> str:
+    def _key_index(self, tmp: str, stripe_rows: list[int]) -> str:
         """The key at each stripe's last row, from the key columns read back in batches."""
         import pyarrow.dataset as ds
 
@@ -434,7 +388,7 @@ class AcidFileWriter:
         out = []
         pos = 0
         j = 0
-        with open(self._tmp, "rb") as f:
+        with open(tmp, "rb") as f:
             frag = ds.OrcFileFormat().make_fragment(f)
             for b in frag.to_batches(columns=["originalTransaction", "bucket", "rowId"], batch_size=65536,
                                      use_threads=False):

@@ -5,25 +5,16 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from acidctl.acid.acidstate import (
-    DirListing, Kind, Role, delta_sort_key, get_acid_state, max_write_id_in_names,
+    DirListing, Kind, Role, delta_sort_key, get_acid_state,
 )
 from acidctl.acid.writeids import LONG_MIN, RangeResponse, TxnList, WriteIdList
 from acidctl.errors import InvalidAcidLayout, SnapshotUnavailable, UsageError
 
-from .helpers import acid_dir, listing, names, roles
+from .helpers import EXAMPLE, acid_dir, build_listing, listing, names, roles
 
 ALL_COMMITTED = lambda hwm: WriteIdList.all_committed(hwm, "db.t")  # noqa: E731
 
 # -- §5 worked example ----------------------------------------------------------------------
-
-EXAMPLE = [
-    "base_0000002", "base_0000005",
-    "delete_delta_0000006_0000010", "delete_delta_0000008_0000008_0000",
-    "delta_0000001_0000001_0000", "delta_0000006_0000006_0000", "delta_0000006_0000010",
-    "delta_0000007_0000007_0000", "delta_0000011_0000011_0000", "delta_0000012_0000012_0000",
-    "delta_0000013_0000013_0000", "delta_0000014_0000014_0000",
-]
-
 
 @pytest.mark.parametrize("hv", [3, 4])
 def test_worked_example(hv):
@@ -235,7 +226,7 @@ def test_delete_delta_pairs_and_wider_delta_obsoletes_delete_delta():
 
 def test_trino_fullacid_delete_delta_test_classification():
     """fixtures/real/README.md §4 (derived): the suffix-less copy is taken, _0000 is obsolete."""
-    lst = DirListing.build("/t", {
+    lst = build_listing("/t", {
         "delete_delta_0000004_0000004/": {"bucket_00000": 646},
         "delete_delta_0000004_0000004_0000/": {"bucket_00000": 646},
         "delete_delta_0000007_0000007_0000/": {"bucket_00000": 655},
@@ -297,7 +288,7 @@ def test_conversion_base():
 
 
 def test_bad_metadata_acid_is_a_reader_error():
-    lst = DirListing.build("/t", {"base_0000005/": acid_dir(_metadata_acid=b'{"thisFileVersion":"1","dataFormat":"compacted"}')})
+    lst = build_listing("/t", {"base_0000005/": acid_dir(_metadata_acid=b'{"thisFileVersion":"1","dataFormat":"compacted"}')})
     st_ = get_acid_state(lst, ALL_COMMITTED(5))
     assert any("Unexpected Meta Data version: 1" in e for e in st_.reader_errors)
 
@@ -305,7 +296,7 @@ def test_bad_metadata_acid_is_a_reader_error():
 # -- originals ----------------------------------------------------------------------------
 
 def test_originals_sorted_by_full_path_when_no_base():
-    lst = DirListing.build("/t", {
+    lst = build_listing("/t", {
         "000002_0_copy_2": 743, "000000_0": 730, "000002_0": 741, "000001_0": 730,
         "000002_0_copy_1": 768, "empty_0": 0,
         "HIVE_UNION_SUBDIR_1/": {"000000_0": 5, "_tmp.x": 3, "nested/": {"000001_0": 7}},
@@ -332,13 +323,13 @@ def test_originals_obsolete_with_base():
 
 
 def test_plain_file_named_like_a_delta_is_an_original():
-    lst = DirListing.build("/t", {"delta_0000001_0000001_0000": 5})
+    lst = build_listing("/t", {"delta_0000001_0000001_0000": 5})
     st_ = get_acid_state(lst, ALL_COMMITTED(1))
     assert st_.entries[0].kind is Kind.ORIGINAL_FILE and len(st_.originals) == 1
 
 
 def test_hidden_and_unparseable():
-    lst = DirListing.build("/t", {"_tmp_123/": None, ".hive-staging_x/": None, "_orc_acid_version": b"2",
+    lst = build_listing("/t", {"_tmp_123/": None, ".hive-staging_x/": None, "_orc_acid_version": b"2",
                                   "delta_x_y/": {}, "delta_0000001_0000001_0000/": acid_dir()})
     st_ = get_acid_state(lst, ALL_COMMITTED(1))
     r = roles(st_)
@@ -353,8 +344,15 @@ def test_bad_hive_version():
         get_acid_state(listing(), ALL_COMMITTED(1), hive_version=2)
 
 
-def test_max_write_id_in_names():
-    assert max_write_id_in_names([listing("base_0000003", "delta_0000004_0000009", "delta_bad")]) == 9
+def test_assumed_watermark_is_the_highest_write_id_named(tmp_path):
+    """--assume-committed's hwm (acidctl.target): every partition, hidden and malformed names aside."""
+    from acidctl.fs import TableFS
+    from acidctl.target import max_write_id_in_tree
+
+    for d in ("p=1/base_0000003", "p=1/delta_0000004_0000009", "p=2/delta_bad", "p=2/delta_0000002_0000011",
+              ".hive-staging/delta_0000050_0000050", "p=2/_tmp.delta_0000060_0000060"):
+        (tmp_path / d).mkdir(parents=True)
+    assert max_write_id_in_tree(TableFS(str(tmp_path))) == 11
 
 
 # -- properties ---------------------------------------------------------------------------
@@ -384,7 +382,7 @@ def scenario(draw):
     wl = WriteIdList("db.t", hwm, tuple(x for x, f in zip(exc, flags) if f),
                      tuple(x for x, f in zip(exc, flags) if not f))
     txns = draw(st.sampled_from(["40:31:31:", "40:40::33", "40:9223372036854775807::"]))
-    return hv, DirListing.build("/t", spec), wl, TxnList.parse(txns), draw(st.randoms())
+    return hv, build_listing("/t", spec), wl, TxnList.parse(txns), draw(st.randoms())
 
 
 @settings(max_examples=300, deadline=None)

@@ -4,7 +4,7 @@ import struct
 
 import pytest
 
-from acidctl.acid.acidstate import DirListing, get_acid_state
+from acidctl.acid.acidstate import get_acid_state
 from acidctl.acid.checks import (
     MetastoreFacts, check_markers, check_names, check_partition, check_snapshot,
 )
@@ -12,7 +12,7 @@ from acidctl.acid.initiator import compactor_state, recommend
 from acidctl.acid.writeids import TxnList, WriteIdList
 from acidctl.findings import Severity, has_errors
 
-from .helpers import COMPACTED, acid_dir, listing
+from .helpers import COMPACTED, acid_dir, build_listing, listing
 
 NOW = 1_700_000_000.0
 E, W, I = Severity.ERROR, Severity.WARN, Severity.INFO
@@ -27,11 +27,11 @@ def only(findings, check):
 
 
 def _names(spec, hv=3, **kw):
-    return check_names(DirListing.build("/t", spec, mtime=kw.pop("mtime", NOW)), hive_version=hv, now=NOW, **kw)
+    return check_names(build_listing("/t", spec, mtime=kw.pop("mtime", NOW)), hive_version=hv, now=NOW, **kw)
 
 
 def test_clean_table_has_no_findings():
-    lst = DirListing.build("/t", {"base_0000001/": acid_dir(data=10000, compacted=True),
+    lst = build_listing("/t", {"base_0000001/": acid_dir(data=10000, compacted=True),
                                   "delta_0000002_0000002_0000/": acid_dir(data=10)})
     st = get_acid_state(lst, WriteIdList.all_committed(2))
     rec = recommend(compactor_state(lst, WriteIdList.all_committed(2)))
@@ -78,7 +78,7 @@ def test_d07_leftovers_by_age():
     assert [(x.check, x.severity) for x in old] == [("D07", W)] * 4
     young = _names({"_tmp_abc/": None}, mtime=NOW - 60)
     assert ids(young) == [("D07", I)]
-    unknown = check_names(DirListing.build("/t", {"_tmp_abc/": None}), hive_version=3, now=NOW)
+    unknown = check_names(build_listing("/t", {"_tmp_abc/": None}), hive_version=3, now=NOW)
     assert ids(unknown) == [("D07", I)]
 
 
@@ -106,7 +106,7 @@ def test_d11_bucket_name():
 
 
 def test_m01_m02_missing_version():
-    lst = DirListing.build("/t", {"delta_0000001_0000001_0000/": acid_dir(version=None),
+    lst = build_listing("/t", {"delta_0000001_0000001_0000/": acid_dir(version=None),
                                   "delta_0000002_0000002_0000/": {},
                                   "delete_delta_0000003_0000003_0000/": {"_orc_acid_version": b"2"}})
     f = check_markers(lst, hive_version=3)
@@ -116,7 +116,7 @@ def test_m01_m02_missing_version():
 
 @pytest.mark.parametrize("content", [b"1", b"2\n", b"", b"22"])
 def test_m03_version_content(content):
-    lst = DirListing.build("/t", {"delta_0000001_0000001_0000/": acid_dir(version=content)})
+    lst = build_listing("/t", {"delta_0000001_0000001_0000/": acid_dir(version=content)})
     assert ids(check_markers(lst, hive_version=3)) == [("M03", E)]
 
 
@@ -129,12 +129,12 @@ def test_m03_version_content(content):
     (b"not json", 3, True),
 ])
 def test_m04_metadata(content, hv, bad):
-    lst = DirListing.build("/t", {"base_0000001/": acid_dir(_metadata_acid=content)})
+    lst = build_listing("/t", {"base_0000001/": acid_dir(_metadata_acid=content)})
     assert bool(only(check_markers(lst, hive_version=hv), "M04")) == bad
 
 
 def test_m05_hive3_base_without_metadata():
-    lst = DirListing.build("/t", {"base_0000007/": acid_dir(), "base_-9223372036854775808/": acid_dir()})
+    lst = build_listing("/t", {"base_0000007/": acid_dir(), "base_-9223372036854775808/": acid_dir()})
     assert ids(check_markers(lst, hive_version=3)) == [("M05", I)]
     assert ids(check_markers(lst, hive_version=4)) == []
     facts = MetastoreFacts(compaction_highest_write_ids=frozenset({7}))
@@ -143,7 +143,7 @@ def test_m05_hive3_base_without_metadata():
 
 def test_m06_m07_m08_side_files():
     good = struct.pack(">q", 0) + struct.pack(">q", 1234)
-    lst = DirListing.build("/t", {
+    lst = build_listing("/t", {
         "delta_0000001_0000005/": acid_dir(bucket_00000_flush_length=good),
         "delta_0000006_0000010/": acid_dir(bucket_00000_flush_length=b"\x00\x00"),
         "delta_0000011_0000015/": acid_dir(bucket_00000_flush_length=good + b"\x01"),
@@ -185,7 +185,7 @@ def test_s02_warn_with_cleaner_backlog():
 
 
 def test_s03_s04():
-    lst = DirListing.build("/t", {n + "/": acid_dir() for n in (
+    lst = build_listing("/t", {n + "/": acid_dir() for n in (
         "delta_0000001_0000001_0000", "delta_0000002_0000002_0000", "delta_0000003_0000003_0000")},
         mtime=NOW - 3 * 86400)
     f = _snapshot(lst, WriteIdList.parse("db.t:3:3:3:2"))
@@ -204,7 +204,7 @@ def test_s05_s06_need_a_known_txn_list():
 
 
 def test_s07_s08_s14():
-    f = _snapshot(DirListing.build("/t", {"000000_0": 5}), WriteIdList.all_committed(0))
+    f = _snapshot(build_listing("/t", {"000000_0": 5}), WriteIdList.all_committed(0))
     assert ("S07", I) in ids(f)
     f2 = _snapshot(listing("base_-9223372036854775808", extra={"000000_0": 5}), WriteIdList.all_committed(0))
     assert ("S08", I) in ids(f2) and ("S14", I) in ids(f2)
@@ -213,7 +213,7 @@ def test_s07_s08_s14():
 def test_s09_s10_s11():
     spec = {"base_0000000/": {"bucket_00000": 100}}
     spec.update({f"delta_{i:07d}_{i:07d}_0000/": {"bucket_00000": 10} for i in range(1, 12)})
-    f = _snapshot(DirListing.build("/t", spec), WriteIdList.all_committed(11),
+    f = _snapshot(build_listing("/t", spec), WriteIdList.all_committed(11),
                   facts=MetastoreFacts(aborted_txn_count=1001))
     assert {("S09", W), ("S10", W), ("S11", W)} <= set(ids(f))
 

@@ -2,12 +2,11 @@
 
 import pytest
 
-from acidctl.acid.acidstate import DirListing
 from acidctl.acid.initiator import Thresholds, compactor_state, recommend
 from acidctl.acid.writeids import WriteIdList
 from acidctl.errors import UsageError
 
-from .helpers import COMPACTED
+from .helpers import COMPACTED, build_listing
 
 
 def _deltas(n, size=10, start=1):
@@ -15,7 +14,7 @@ def _deltas(n, size=10, start=1):
 
 
 def _state(spec, wl="db.t:100:9223372036854775807::", hv=3):
-    return compactor_state(DirListing.build("/t", spec), WriteIdList.parse(wl), hive_version=hv)
+    return compactor_state(build_listing("/t", spec), WriteIdList.parse(wl), hive_version=hv)
 
 
 def test_defaults_and_table_overrides():

@@ -10,8 +10,7 @@ import pytest
 from acidctl.cli.main import main
 from acidctl.findings import Finding, Severity
 
-from .helpers import COMPACTED
-from .test_acidstate import EXAMPLE
+from .helpers import COMPACTED, EXAMPLE
 
 
 def run(args, capsys):
@@ -274,3 +273,35 @@ def test_stale_compaction_lock_is_reported(tmp_path, capsys):
     assert code == 0, err
     locks = [f for f in doc["findings"] if f["check"] == "D07" and f["path"].endswith(".acidctl-compact.lock")]
     assert [f["severity"] for f in locks] == ["warn"] and "stale" in locks[0]["message"]
+
+
+def test_text_rows_in_read_order_and_read_numbers_as_json(example, capsys):
+    """Spec worked example (directory-state.md): base_0000005, then the deltas in Hive's read
+    order; READ# is the JSON read_order (both from 0); what the reader skips comes after."""
+    wl = "db.t:14:12:12:13"
+    code, out, _ = run(["state", str(example), "--write-ids", wl], capsys)
+    assert code == 0
+    header = next(ln for ln in out.splitlines() if ln.startswith("ROLE "))
+    table = out.splitlines()[out.splitlines().index(header) + 2:]
+    rows = [ln.split() for ln in table[:len(EXAMPLE)]]
+    names = [next(c for c in r if c.endswith("/")).rstrip("/") for r in rows]
+    read = ["delete_delta_0000006_0000010", "delta_0000006_0000010", "delta_0000011_0000011_0000",
+            "delta_0000014_0000014_0000"]
+    assert names[:5] == ["base_0000005", *read]
+    assert sorted(names[5:]) == sorted(set(EXAMPLE) - {"base_0000005", *read})
+    for i, name in enumerate(read):
+        row = rows[1 + i]
+        assert row[row.index(name + "/") + 1] == str(i)
+    code, doc, _ = run_json(["state", str(example), "--write-ids", wl], capsys)
+    orders = {e["name"]: e["read_order"] for e in doc["partitions"][0]["entries"]}
+    assert [orders[n] for n in read] == [0, 1, 2, 3]
+
+
+def test_partition_directory_section_is_headed_partition(tmp_path, capsys):
+    part = tmp_path / "t" / "ds=2025-01-01"
+    make_dir(part / "delta_0000001_0000001_0000")
+    code, out, _ = run(["state", str(part), "--write-ids", "db.t:1:9223372036854775807::"], capsys)
+    assert code == 0
+    assert f"== partition ds=2025-01-01: {part}" in out.splitlines()
+    code, out, _ = run(["state", str(tmp_path / "t"), "--write-ids", "db.t:1:9223372036854775807::"], capsys)
+    assert f"== partition ds=2025-01-01: {part}" in out.splitlines()

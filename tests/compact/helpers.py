@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from acidctl import faults
 from acidctl.acid.acidstate import get_acid_state
 from acidctl.acid.layout import list_table
 from acidctl.acid.read import read_partition
@@ -37,10 +38,11 @@ def merged(root, snapshot, *, hive_version: int = 3, txns=None) -> dict:
 
 
 def state_report(root, write_ids: str, *, hive_version: int = 3, txns: str | None = None) -> dict:
-    from acidctl.cli.state_cmd import build_report
+    from acidctl.acid.report import build_report
     from acidctl.orc.meta import inspect_file
 
-    return build_report(TableFS(str(root)), write_ids=write_ids, assume_committed=False, txns=txns,
+    return build_report(TableFS(str(root)), write_ids=WriteIdList.parse(write_ids),
+                        txns=None if txns is None else TxnList.parse(txns),
                         hive_version=hive_version, inspect_file=inspect_file)
 
 
@@ -60,7 +62,9 @@ def compact(root, mode, write_ids, *, spark=None, engine=None, hooks=None, **kw)
     kw.setdefault("allow_non_atomic_publish", True)
     opts = CompactOptions(mode=mode, reader=wl, txns=txns, hive_version=hv,
                           engine=engine or ("spark" if spark is not None else "local"), **kw)
-    return compact_table(TableFS(str(root)), opts, spark=spark, hooks=hooks)
+    # ``hooks``: {step: function} run at the runner's steps (acidctl.faults, tests only)
+    with faults.hooks(hooks or {}):
+        return compact_table(TableFS(str(root)), opts, spark=spark)
 
 
 def new_dirs(root: Path, before: set) -> list[Path]:

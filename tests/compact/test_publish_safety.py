@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from acidctl import faults
 from acidctl.acid.writeids import WriteIdList
 from acidctl.compact import publish as pub
 from acidctl.compact.runner import CompactOptions, compact_table
@@ -123,8 +124,9 @@ def test_interrupted_copy_publication_is_finished_by_recover(tmp_path):
         for e in tfs.fs.find(st):
             saved[e] = tfs.fs.cat_file(e)
 
-    rep = compact_table(tfs, CompactOptions(mode="major", reader=wl, engine="local", allow_non_atomic_publish=True),
-                        hooks={"before-publish": keep_staging})
+    with faults.hooks({"before-publish": keep_staging}):
+        rep = compact_table(tfs, CompactOptions(mode="major", reader=wl, engine="local",
+                                                allow_non_atomic_publish=True))
     base = tfs.join(tfs.root, rep["partitions"][0]["output_dirs"][0])
     # the state a crash during the copy leaves: manifest says publishing, target half copied
     for path, data in saved.items():

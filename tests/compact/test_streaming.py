@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from acidctl.acid.read import Source, read_events
+from acidctl.compact import sources
 from acidctl.compact import task as task_mod
 from acidctl.fs import TableFS
 from acidctl.orc import footer, writer
@@ -33,12 +34,8 @@ class _Paths:
         real = task_mod._run
 
         def run(t):
-            if force_whole:
-                task_mod.LAST_PATH = "whole"
-                out = task_mod._run_whole(t)
-            else:
-                out = real(t)
-            self.taken.append(task_mod.LAST_PATH)
+            out = task_mod._run_whole(t) if force_whole else real(t)
+            self.taken.append(out["path"])   # the task's metrics say which path ran
             return out
 
         monkeypatch.setattr(task_mod, "_run", run)
@@ -142,17 +139,17 @@ def test_key_order_of_sources(tmp_path):
     tfs = TableFS(str(tmp_path))
     a, b = _ordinary(tmp_path / "o"), _overlapping(tmp_path / "x")
     srcs = lambda root, names: [Source(str(root / n / "bucket_00000"), 0) for n in names]  # noqa: E731
-    assert task_mod._in_key_order(tfs, srcs(a, ["base_0000001", "delta_0000002_0000002_0000",
+    assert sources.in_key_order(tfs, srcs(a, ["base_0000001", "delta_0000002_0000002_0000",
                                                 "delta_0000003_0000003_0000"]))
-    assert not task_mod._in_key_order(tfs, srcs(a, ["delta_0000002_0000002_0000", "base_0000001"]))
-    assert not task_mod._in_key_order(tfs, srcs(b, ["delta_0000001_0000001_0000", "delta_0000002_0000002_0000"]))
+    assert not sources.in_key_order(tfs, srcs(a, ["delta_0000002_0000002_0000", "base_0000001"]))
+    assert not sources.in_key_order(tfs, srcs(b, ["delta_0000001_0000001_0000", "delta_0000002_0000002_0000"]))
     # original files: synthetic ids from the row counts, increasing across files
     raw = [Source("000000_0", 0, raw=True, first_row_id=0), Source("000000_0_copy_1", 0, raw=True, first_row_id=3)]
     for name in ("000000_0", "000000_0_copy_1"):
         po.write_table(pa.table({"id": pa.array([1, 2, 3], pa.int32())}), str(tmp_path / name))
     raw = [Source(str(tmp_path / s.path), 0, raw=True, first_row_id=s.first_row_id) for s in raw]
-    assert task_mod._source_range(tfs, raw[1]) == ((0, P0, 3), (0, P0, 5))
-    assert task_mod._in_key_order(tfs, raw)
+    assert sources.source_range(tfs, raw[1]) == ((0, P0, 3), (0, P0, 5))
+    assert sources.in_key_order(tfs, raw)
 
 
 # -- (b) random histories and fixture tables ---------------------------------------------------
@@ -307,10 +304,10 @@ def test_batches_fall_back_to_stripes(tmp_path, monkeypatch):
     path = str(root / "base_0000001" / "bucket_00000")
     tfs = TableFS(str(root))
     whole = read_events(tfs, Source(path, 0))
-    monkeypatch.setattr(task_mod, "BATCH_ROWS", 3000)
+    monkeypatch.setattr(sources, "BATCH_ROWS", 3000)
     with OrcFile(tfs, path) as f:
         assert f.num_stripes() > 1
-        fast = list(task_mod._batches(f))
+        fast = list(sources.batches(f))
     assert max(b.num_rows for b in fast) <= 3000
 
     class Broken:
@@ -319,7 +316,7 @@ def test_batches_fall_back_to_stripes(tmp_path, monkeypatch):
 
     monkeypatch.setattr(ds, "OrcFileFormat", Broken)
     with OrcFile(tfs, path) as f:
-        slow = list(task_mod._batches(f))
+        slow = list(sources.batches(f))
     assert max(b.num_rows for b in slow) <= 3000
     for got in (fast, slow):
         assert pa.Table.from_batches(got).rename_columns(whole.column_names).equals(whole)

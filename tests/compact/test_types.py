@@ -21,7 +21,7 @@ from acidctl.compact import task as task_mod
 from acidctl.errors import InvalidInputError
 from acidctl.fs import TableFS
 from acidctl.orc.meta import inspect_file
-from acidctl.orc.writer import acid_type_string
+from acidctl.orc.acidfile import acid_type_string
 from tests.acidfiles import acid_file
 from tests.compact.helpers import ALL, compact, merged, state_errors
 
@@ -84,12 +84,8 @@ def _force(monkeypatch, path: str) -> list:
     real = task_mod._run
 
     def run(t):
-        if path == "whole":
-            task_mod.LAST_PATH = "whole"
-            out = task_mod._run_whole(t)
-        else:
-            out = real(t)
-        taken.append(task_mod.LAST_PATH)
+        out = task_mod._run_whole(t) if path == "whole" else real(t)
+        taken.append(out["path"])   # the task's metrics say which path ran
         return out
 
     monkeypatch.setattr(task_mod, "_run", run)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from acidctl.cli.show_cmd import fmt_ms, parse_age
+from acidctl.cli.show_cmd import fmt_ms
+from acidctl.durations import parse_age
 from acidctl.errors import UsageError
 from acidctl.metastore.queries import (_parse_order, _split_id, compaction_state_text, parse_compaction_state,
                                        parse_compaction_type)
@@ -14,15 +15,18 @@ from acidctl.acid.writeids import WriteIdList
 from acidctl.metastore.snapshot import split_table_name
 
 
-def test_parse_age():
-    assert parse_age("90s") == 90_000
-    assert parse_age("10m") == 600_000
-    assert parse_age("2h") == 7_200_000
-    assert parse_age("1d") == 86_400_000
-    assert parse_age("500ms") == 500
-    assert parse_age("3") == 3000
-    with pytest.raises(UsageError):
-        parse_age("soon")
+def test_parse_age_in_seconds():
+    """One unit for every command: seconds (show converts to the metastore's milliseconds)."""
+    assert parse_age("90s") == 90
+    assert parse_age("10m") == 600
+    assert parse_age("2h") == 7200
+    assert parse_age("1d") == 86_400
+    assert parse_age("500ms") == 0.5
+    assert parse_age("3") == 3
+    assert parse_age("0") == 0
+    for bad in ("soon", "", "-1s", "5w"):
+        with pytest.raises(UsageError):
+            parse_age(bad)
 
 
 def test_fmt_ms_is_utc():

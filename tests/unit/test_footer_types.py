@@ -15,7 +15,7 @@ import pytest
 
 from acidctl.errors import InvalidInputError
 from acidctl.fs import TableFS
-from acidctl.orc import footer, writer
+from acidctl.orc import acidfile, footer, writer
 from tests.acidfiles import B0, events
 
 def _table() -> pa.Table:
@@ -148,7 +148,7 @@ def test_refusal_message_is_one_line():
 
 # -- the writer ---------------------------------------------------------------------------------
 
-ACID_VC = writer.acid_type_string("struct<id:int,name:varchar(4)>")
+ACID_VC = acidfile.acid_type_string("struct<id:int,name:varchar(4)>")
 
 
 def test_encode_acid_file_writes_the_template_types():
@@ -186,7 +186,7 @@ def test_streaming_writer_refuses_another_structure(tmp_path):
     d = tmp_path / "delta_0000001_0000001_0000"
     with pytest.raises(InvalidInputError, match=r"cannot write column row\.name as int"):
         with writer.AcidFileWriter(tfs, str(d / "bucket_00000"),
-                                   orc_type=writer.acid_type_string("struct<id:int,name:int>")) as w:
+                                   orc_type=acidfile.acid_type_string("struct<id:int,name:int>")) as w:
             w.write(events([(1, B0, 0)]))
             w.close()
     assert not d.exists() or not list(d.iterdir())
@@ -202,7 +202,7 @@ def _union_deletes() -> pa.Table:
 
 def test_null_row_with_a_union_goes_through_pyorc():
     """pyarrow's ORC writer would abort the process on this table (a failed C++ check)."""
-    t = writer.acid_type_string("struct<id:int,u:uniontype<int,varchar(3)>>")
+    t = acidfile.acid_type_string("struct<id:int,u:uniontype<int,varchar(3)>>")
     table = _union_deletes()
     assert writer._arrow_cannot_write(table)
     data, info = writer.encode_acid_file(table, orc_type=t)

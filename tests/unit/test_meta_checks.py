@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from acidctl.fs import TableFS
-from acidctl.orc.meta import inspect_file, parse_key_index
+from acidctl.orc.acidfile import parse_key_index
+from acidctl.orc.meta import inspect_file
 from tests.acidfiles import B0, events, good_metadata, write_raw
 
 B1 = B0 + (1 << 16)  # bucket 1
@@ -94,10 +95,20 @@ def test_wrong_stats_in_insert_delta_is_a_warning_F05(tmp_path):
     assert ("F05", "warn") in _checks(_inspect(write_raw(tmp_path / "bucket_00000", t, meta)))
 
 
-def test_missing_stats_is_an_error_F05(tmp_path):
+def test_missing_stats_is_a_warning_outside_delete_deltas_F05(tmp_path):
+    # directory-state.md §9.4: F05 is an error in delete deltas, a warning elsewhere (new-user report)
     t = events([(1, B0, 0)])
     meta = [m for m in good_metadata(t) if m[0] != "hive.acid.stats"]
-    assert ("F05", "error") in _checks(_inspect(write_raw(tmp_path / "bucket_00000", t, meta)))
+    path = write_raw(tmp_path / "delta_0000001_0000001_0000" / "bucket_00000", t, meta)
+    assert ("F05", "warn") in _checks(_inspect(path, dir_kind="delta", dir_range=(1, 1)))
+    assert ("F05", "error") not in _checks(_inspect(path, dir_kind="delta", dir_range=(1, 1)))
+
+
+def test_missing_stats_in_a_delete_delta_is_an_error_F05(tmp_path):
+    t = events([(1, B0, 0)], ops=[2], ctxn=[3])
+    meta = [m for m in good_metadata(t) if m[0] != "hive.acid.stats"]
+    path = write_raw(tmp_path / "delete_delta_0000003_0000003_0000" / "bucket_00000", t, meta)
+    assert ("F05", "error") in _checks(_inspect(path, dir_kind="delete_delta", dir_range=(3, 3)))
 
 
 def test_missing_acid_version_is_a_warning_F06(tmp_path):

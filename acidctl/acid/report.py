@@ -1,0 +1,177 @@
+"""The ``acidctl state`` report: for every partition, the reader's view (``get_acid_state``),
+the Initiator's recommendation and every check's findings, as one JSON-ready dict with stable
+keys (documented in :mod:`acidctl.cli.state_cmd`, which only renders it)."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from acidctl.acid.acidstate import AcidState, Kind, get_acid_state, visibility_txns_in_names
+from acidctl.acid.checks import check_partition, check_publications, check_table_lock
+from acidctl.acid.initiator import NO_AUTO_COMPACTION, Thresholds, compactor_state, recommend
+from acidctl.acid.layout import list_table
+from acidctl.acid.listing import DirListing
+from acidctl.acid.writeids import TxnList, WriteIdList
+from acidctl.findings import Finding, Severity
+
+
+def build_report(tfs, *, write_ids: WriteIdList, txns: TxnList | None, hive_version: int,
+                 assumed_committed: bool = False, table_properties: dict[str, str] | None = None,
+                 grace_seconds: float = 86400.0, inspect_file: Callable | None = None,
+                 now: float | None = None, facts=None, mm_storage=None) -> dict:
+    """Everything ``acidctl state`` prints, as a JSON-ready dict with stable keys.
+
+    ``write_ids``: the reader's snapshot (``assumed_committed``: it was made up by
+    ``--assume-committed``, the output says so); ``txns``: the ValidTxnList when known (given
+    or from the metastore) — without it Hive 4 rules treat every visibility txn as committed,
+    and say so; ``inspect_file``: :func:`acidctl.orc.meta.inspect_file` for ``--deep``;
+    ``facts``: MetastoreFacts for every partition, or a function of the partition name;
+    ``mm_storage``: an insert-only table's storage (format, SerDe) for ``--deep``
+    (:mod:`acidctl.mm.checks` replaces the full-ACID file checks there)."""
+    from acidctl.target import check_table_dir
+
+    now = time.time() if now is None else now
+    props = table_properties or {}
+    check_table_dir(tfs)
+    listings = list_table(tfs)
+
+    assumptions: list[str] = []
+    wl = write_ids
+    if assumed_committed:
+        assumptions.append(f"every write id named by a directory (1..{wl.hwm}) is committed; no open or aborted "
+                           "write ids (--assume-committed). Obsolete/aborted/not-visible roles are NOT "
+                           "those of a real reader.")
+    tl = txns
+    if txns is not None:
+        if hive_version == 3:
+            assumptions.append("--txns is ignored by Hive 3 rules (no visibility suffixes in Hive 3)")
+    elif hive_version == 4:
+        tl = TxnList.all_committed()
+        if visibility_txns_in_names(listings):
+            assumptions.append("no --txns given: every _vM visibility txn is treated as committed")
+
+    thresholds = Thresholds.from_table_properties(props)
+    insert_only = props.get("transactional_properties", "").lower() == "insert_only"
+    no_auto = props.get(NO_AUTO_COMPACTION, "").lower() == "true"
+
+    partitions = []
+    all_findings: list[Finding] = []
+    for lst in listings:
+        pfacts = facts(lst.partition) if callable(facts) else facts
+        st = get_acid_state(lst, wl, txns=tl, hive_version=hive_version, insert_only=insert_only)
+        cst = compactor_state(lst, wl, txns=tl, hive_version=hive_version)
+        rec = recommend(cst, thresholds=thresholds, insert_only=insert_only, hive_version=hive_version,
+                        no_auto_compaction=no_auto,
+                        aborted_txn_count=getattr(pfacts, "aborted_txn_count", None))
+        findings = check_partition(lst, st, hive_version=hive_version, recommendation=rec, facts=pfacts,
+                                   txns=txns, now=now, grace_seconds=grace_seconds)
+        findings += check_publications(tfs, lst)
+        if insert_only:   # insert-only tables: MM01-MM08, and --deep opens plain files (acidctl.mm.checks)
+            from acidctl.mm import checks as mm_checks
+
+            findings = [f for f in findings if f.check not in mm_checks.NOT_FOR_MM]
+            findings += mm_checks.directory_findings(lst, st, properties=props, now=now, grace_seconds=grace_seconds)
+        if inspect_file is not None:
+            extra = (mm_checks.deep_findings(tfs, lst, st, storage=mm_storage, hive_version=hive_version)
+                     if insert_only else deep_findings(tfs, lst, st, inspect_file, hive_version=hive_version))
+            findings = sorted(findings + extra, key=lambda f: (-f.severity.rank, f.check, f.path))
+        all_findings.extend(findings)
+        partitions.append(_partition(lst, st, rec, findings))
+
+    all_findings.extend(check_table_lock(tfs))
+    counts = {s.value: sum(1 for f in all_findings if f.severity is s) for s in Severity}
+    return {
+        "path": tfs.display(tfs.root),
+        "hive_version": hive_version,
+        "write_ids": dict(wl.to_dict(), assumed=bool(assumed_committed)),
+        "txns": (dict(tl.to_dict(), assumed=txns is None) if tl is not None else None),
+        "assumptions": assumptions,
+        "partitions": partitions,
+        "findings": [f.to_dict() for f in all_findings],
+        "summary": {
+            "partitions": len(partitions),
+            "errors": counts["error"], "warnings": counts["warn"], "info": counts["info"],
+            "compaction_due": [p["partition"] or p["path"] for p in partitions if p["compaction"]["type"] != "none"],
+            "unreadable": [p["partition"] or p["path"] for p in partitions if not p["snapshot"]["readable"]],
+        },
+    }
+
+
+def _partition(lst: DirListing, st: AcidState, rec, findings: list[Finding]) -> dict:
+    ins = [c for c in st.deltas if c.kind is Kind.DELTA]
+    dels = [c for c in st.deltas if c.kind is Kind.DELETE_DELTA]
+    roles: dict[str, int] = {}
+    for c in st.entries:
+        roles[c.role.value] = roles.get(c.role.value, 0) + 1
+    return {
+        "partition": lst.partition,
+        "path": lst.path,
+        "entries": [c.to_dict() for c in st.entries],
+        "snapshot": {
+            "base": st.base.name if st.base else None,
+            "base_write_id": st.base_write_id,
+            "base_bytes": st.base.bytes if st.base else 0,
+            "deltas": [c.name for c in ins],
+            "delete_deltas": [c.name for c in dels],
+            "read_order": [c.name for c in st.deltas],
+            "originals": [o.to_dict() for o in st.originals],
+            "delta_count": len(ins), "delta_bytes": sum(c.bytes for c in ins),
+            "delete_delta_count": len(dels), "delete_delta_bytes": sum(c.bytes for c in dels),
+            "original_count": len(st.originals), "original_bytes": sum(o.size for o in st.originals),
+            "aborted_write_ids": list(st.aborted_write_ids),
+            "has_uncompacted_aborts": st.has_uncompacted_aborts,
+            "not_enough_history": st.not_enough_history,
+            "reader_errors": list(st.reader_errors),
+            "readable": not st.not_enough_history and not st.reader_errors,
+        },
+        "roles": roles,
+        "compaction": rec.to_dict(),
+        "findings": {s.value: sum(1 for f in findings if f.severity is s) for s in Severity},
+    }
+
+
+def deep_findings(tfs, lst: DirListing, st: AcidState, inspect_file: Callable, *, hive_version: int = 3) -> list:
+    """``--deep``: the ORC file checks (F01-F16) on every data file the reader would open."""
+    import inspect as _inspect
+
+    from acidctl.acid.dirname import OriginalFile
+    from acidctl.errors import AcidctlError
+
+    try:
+        accepted = set(_inspect.signature(inspect_file).parameters)
+    except (TypeError, ValueError):
+        accepted = set()
+    base = lst.fs_path or lst.path
+    jobs = []   # (path, kwargs)
+    for c in ([st.base] if st.base else []) + list(st.deltas):
+        kind = {Kind.BASE: "base", Kind.DELTA: "delta", Kind.DELETE_DELTA: "delete_delta"}[c.kind]
+        for f in c.entry.data_files():
+            if f.name.endswith("_flush_length") or "/" in f.name:
+                continue
+            raw = OriginalFile.parse(f.name) is not None   # LOAD DATA file: may lack ACID columns
+            jobs.append((tfs.join(base, c.name, f.name),
+                         {"statistics": False, "dir_kind": kind,
+                          "dir_range": (c.min_write_id, c.max_write_id),
+                          "expect_acid": None if raw else True, "hive_version": hive_version}))
+    for o in st.originals:
+        jobs.append((tfs.join(base, o.rel), {"statistics": False, "dir_kind": None, "expect_acid": False,
+                                             "hive_version": hive_version}))
+    out = []
+    for path, kwargs in jobs:
+        try:
+            res = inspect_file(tfs, path, **{k: v for k, v in kwargs.items() if k in accepted})
+        except AcidctlError as e:
+            out.append(Finding("F00", Severity.ERROR, tfs.display(path), f"cannot read the ORC file: {e}"))
+            continue
+        items = getattr(res, "findings", res) or []
+        # the side file (M06) is already reported by the directory checks
+        out.extend(x for x in items if isinstance(x, Finding) and x.check != "M06")
+        if kwargs.get("expect_acid") is False and getattr(res, "is_acid", False):
+            # one interpretation everywhere: the merged read and compaction use such a file's own
+            # ROW__IDs and write ids (as Trino writes 00000_0 files), not synthetic ones
+            out.append(Finding("F16", Severity.WARN, tfs.display(path),
+                               "an ACID file in an original position: read with its own ROW__IDs and write ids "
+                               "(not write id 0); rows of write ids the snapshot does not cover are not visible, "
+                               "and compaction refuses them"))
+    return out

@@ -1,0 +1,73 @@
+"""Options shared by several commands, declared once (flag, metavar, type, help).
+
+The snapshot options (``--write-ids``, ``--assume-committed``, ``--txns``, ``--hive-version``)
+mean the same in every command that reads a table; ``--hive-version`` is one type everywhere
+(:data:`HIVE_VERSION`: ``3`` or ``4``, also ``3.1.x`` / ``4.0.x``, ``auto`` = not given), and
+repeatable ``KEY=VALUE`` options are parsed by :func:`parse_kv`.
+
+Only typer/click here (imported anyway): ``acidctl --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Optional
+
+import click
+import typer
+
+from acidctl.errors import UsageError
+
+
+class HiveVersionType(click.ParamType):
+    """``3`` / ``4`` (or a release such as ``3.1.3``, ``4.0.1``) → the int 3 or 4; ``auto`` →
+    None (the metastore's version, else 3)."""
+
+    name = "3|4"
+
+    def convert(self, value, param, ctx):
+        if value is None or isinstance(value, int) and value in (3, 4):
+            return value
+        text = str(value).strip().lower()
+        if text in ("", "auto"):
+            return None
+        m = re.fullmatch(r"([34])(?:\.\d+){0,2}", text)
+        if not m:
+            self.fail(f"{value!r} is not 3 or 4 (Hive 3.1.x or 4.0.x)", param, ctx)
+        return int(m.group(1))
+
+
+HIVE_VERSION = HiveVersionType()
+
+WRITE_IDS_HELP = ("The reader's ValidWriteIdList: db.table:hwm:minOpenWriteId:open,...:aborted,... "
+                  "(e.g. db.t:14:12:12:13; 'db.t:14:9223372036854775807::' = all committed up to 14).")
+ASSUME_HELP = ("Treat every write id named by a directory as committed (no open or aborted ids). "
+               "For offline inspection only; the output says so.")
+TXNS_HELP = ("Hive 4 ValidTxnList hwm:minOpenTxn:open,...:aborted,... deciding whether _vM directories are "
+             "visible (default: every visibility txn committed).")
+HIVE_VERSION_HELP = ("Hive's rules: 3 (Hive 3.1) or 4 (Hive 4.0: _vM visibility, aborted directories); "
+                     "default: the metastore's version, else 3.")
+
+WriteIds = Annotated[Optional[str], typer.Option("--write-ids", metavar="LIST", help=WRITE_IDS_HELP)]
+AssumeCommitted = Annotated[bool, typer.Option("--assume-committed", help=ASSUME_HELP)]
+Txns = Annotated[Optional[str], typer.Option("--txns", metavar="LIST", help=TXNS_HELP)]
+HiveVersion = Annotated[Optional[int], typer.Option("--hive-version", metavar="3|4", click_type=HIVE_VERSION,
+                                                    help=HIVE_VERSION_HELP)]
+#: metastore commands: the version is detected from the schema unless given
+MetastoreHiveVersion = Annotated[Optional[int], typer.Option(
+    "--hive-version", metavar="3|4", click_type=HIVE_VERSION, help="Override the Hive version detected from the schema.")]
+#: commands that create a metastore schema (a version is always needed)
+SchemaHiveVersion = Annotated[int, typer.Option("--hive-version", metavar="3|4", click_type=HIVE_VERSION,
+                                                help="Metastore schema to create: 3 (3.1.0) or 4 (4.0.0).")]
+Partition = Annotated[Optional[str], typer.Option("--partition", metavar="K=V[/K=V]", help="Only this partition.")]
+
+
+def parse_kv(pairs, option: str) -> dict[str, str]:
+    """``["KEY=VALUE", ...]`` of a repeatable option → dict (values kept as strings)."""
+    out = {}
+    for pair in pairs or ():
+        k, sep, v = pair.partition("=")
+        if not sep or not k.strip():
+            raise UsageError(f"{option} expects KEY=VALUE, got {pair!r}")
+        out[k.strip()] = v.strip()
+    return out

@@ -1,0 +1,537 @@
+"""Compaction of insert-only tables as Hive does it (../shared/spec/insert-only-and-hive2.md A.6):
+the rows of the base and the current deltas (compactor write-id list: aborted ids skipped, open
+ones never folded) rewritten in the table's format, compression and SerDe properties.
+
+* major, Hive 3: ``base_<compactor hwm>/000000_0`` + ``_metadata_acid`` (``CompactorMR.runMmCompaction``);
+* major, Hive 4: ``base_<hwm>_v<compactor txn>/000000_0`` (``MmMajorQueryCompactor``), no marker;
+* minor, Hive 4: the current deltas → ``delta_<min>_<hwm>_v<compactor txn>/000000_0``
+  (``MmMinorQueryCompactor``); Hive 3 has no MM minor compaction (its minor request only deletes
+  aborted deltas, which ``acidctl clean`` does here);
+* file names as Hive's INSERT writes them: ``000000_0`` plus the codec extension for compressed text.
+
+Aborted deltas are never read (their rows are dropped); they become obsolete under the new base
+and ``clean`` removes them. Publication reuses :mod:`acidctl.compact.publish` (staged under a
+hidden directory, verified, one rename; Hive 4 output stays hidden until its compactor txn
+commits) and the nothing-lost rule of :mod:`acidctl.compact.coverage`: every reader-visible file
+of what becomes obsolete was read, or the run refuses (files in the partition root — invisible
+to Hive while ``hive.mm.allow.originals=false`` — included). Before publishing, the rows a
+reader sees after the compaction (new output + what stays) are compared with the rows it sees
+before, as a multiset of rendered rows.
+
+Each partition is one task: on Spark (one application, one job for all partitions, the default)
+or in-process with ``--engine local``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import uuid
+
+from acidctl.acid.acidstate import Kind, get_acid_state
+from acidctl.acid.listing import ChildEntry, FileInfo
+from acidctl.acid.dirname import METADATA_FILE, BaseDir, DeltaDir
+from acidctl.compact import publish as pub
+from acidctl.compact.planner import (
+    MAJOR, MINOR, METADATA_ACID, STAGING_PREFIX, OutputDir, PartitionPlan, refusal_error, valid_txns_with,
+)
+from acidctl.errors import InvalidAcidLayout, RefusedError, UsageError, WriteVerificationFailed
+from acidctl.mm.read import MMFile, dir_files, read_plan
+
+DATA_FILE = "000000_0"
+
+
+def _join(*parts: str) -> str:
+    return "/".join(p.rstrip("/") for p in parts if p)
+
+
+@dataclasses.dataclass
+class MMWork:
+    """What one partition's MM compaction reads and writes (kept beside the PartitionPlan)."""
+
+    files: list[MMFile]
+    output: OutputDir
+    file_name: str = DATA_FILE
+    aborted_dropped: list[str] = dataclasses.field(default_factory=list)
+    verify_old: list[MMFile] = dataclasses.field(default_factory=list)
+    verify_new: list[MMFile] = dataclasses.field(default_factory=list)
+
+
+def check_table(ctx, *, mode: str, hive_version: int) -> None:
+    """Refusals that hold for the whole table."""
+    st = ctx.storage
+    if st.bucket_count and st.bucket_count > 0:
+        raise RefusedError(f"bucketed insert-only table ({st.bucket_count} buckets): Hive writes one file per bucket "
+                           "by its bucketing hash; acidctl does not compact bucketed insert-only tables")
+    if st.format == "text":
+        from acidctl.formats.textfile import TextParams
+
+        p = TextParams.from_properties(st.properties)
+        if p.header_lines or p.footer_lines:
+            raise RefusedError("text table with skip.header.line.count/skip.footer.line.count > 0 (MM07): Hive's "
+                               "writers write no header, so readers would skip real rows of the compacted file")
+    if mode == MINOR and hive_version == 3:
+        raise UsageError("Hive 3 has no minor compaction of insert-only tables (its minor request only deletes "
+                         "aborted deltas): use --major, or `acidctl clean` to remove aborted deltas",
+                         hint="--hive-version 4 writes delta_<min>_<hwm>_v<txn> as MmMinorQueryCompactor does")
+
+
+def plan_partition(tfs, listing, ctx, *, mode: str, reader, txns, hive_version: int, visibility_txn=None,
+                   skip_unreadable: bool = False) -> tuple[PartitionPlan, MMWork | None]:
+    from acidctl.compact.coverage import reader_files, unread_files
+    compactor = reader if reader.compactor else reader.for_compactor()
+    part_path = listing.fs_path or listing.path
+    plan = PartitionPlan(partition=listing.partition, path=part_path, display=listing.path, mode=mode,
+                         status="nothing", message="")
+    rstate = get_acid_state(listing, reader, txns=txns, hive_version=hive_version, insert_only=True)
+    rstate.require_snapshot()
+    cstate = get_acid_state(listing, compactor, txns=txns, hive_version=hive_version, insert_only=True)
+    if cstate.invalid:
+        raise InvalidAcidLayout(f"{cstate.invalid[0].path}: {cstate.invalid[0].reason}")
+    cstate.require_snapshot()
+    for st in (rstate, cstate):
+        for c in st.entries:
+            if c.kind is Kind.DELETE_DELTA:
+                raise InvalidAcidLayout(f"{c.path}: a delete_delta directory in an insert-only table (MM05); "
+                                        "nothing was written")
+    hwm = compactor.hwm
+    h4 = hive_version == 4
+    deltas = [d for d in cstate.deltas if d.kind is Kind.DELTA]
+    aborted = [c.name for c in cstate.aborted if c.kind is Kind.DELTA and c.max_write_id is not None
+               and c.max_write_id <= hwm]
+    straddle = [c for c in cstate.not_visible if c.min_write_id is not None and c.min_write_id <= hwm]
+    if straddle:
+        raise RefusedError(f"{straddle[0].path} spans write ids on both sides of the compactor's high watermark "
+                           f"{hwm} (an open write inside its range): nothing can be folded safely")
+
+    def vis() -> int:
+        if not h4:
+            return 0
+        v = visibility_txn() if callable(visibility_txn) else visibility_txn
+        if not v or int(v) <= 0:
+            raise UsageError("Hive 4 compaction output is named _v<compactor txn>: pass --visibility-txn M "
+                             "(a committed txn of type COMPACTION) or connect a metastore",
+                             hint="or use --hive-version 3 for Hive 3 naming")
+        return int(v)
+
+    if mode == MAJOR:
+        n_inputs = (1 if cstate.base is not None else 0) + len(deltas)
+        if not deltas or n_inputs <= 1:   # Hive 3: base + current deltas + originals <= 1 → nothing
+            from acidctl.compact.planner import _why_nothing
+
+            why = "no current delta directories" if not deltas else f"only one input ({deltas[0].name})"
+            plan.message = "nothing to compact: " + _why_nothing(cstate, why)
+            return plan, None
+        inputs = ([cstate.base.name] if cstate.base is not None else []) + [d.name for d in deltas]
+        read_from = ([cstate.base] if cstate.base is not None else []) + deltas
+    else:
+        if len(deltas) < 2:
+            plan.message = "nothing to compact: fewer than two current delta directories"
+            return plan, None
+        inputs = [d.name for d in deltas]
+        read_from = deltas
+    files = [f for c in read_from for f in dir_files(part_path, c)]
+    by_name = {e.name: e for e in listing.entries}
+    read_paths = {f.path for f in files}
+    plan.read_paths = read_paths
+    plan.input_files = {n: sorted([f.name, f.size] for f in reader_files(by_name[n])) for n in inputs}
+    plan.inputs = inputs
+    plan.input_bytes = sum(f.size for f in files)
+    # nothing lost: every input becomes obsolete, and so does everything the new output covers
+    obsolete = set(inputs)
+    if mode == MAJOR:
+        obsolete |= {o.rel.split("/", 1)[0] for o in list(rstate.originals) + list(cstate.originals)}
+        obsolete |= {e.name for e in listing.entries if not e.is_dir and not _hidden(e.name)}
+    unread = unread_files(((n, by_name[n]) for n in sorted(obsolete) if n in by_name), read_paths, part_path)
+    for u in unread:
+        if "/" not in u["path"]:
+            u["reason"] = ("a file in the partition root: invisible to Hive while hive.mm.allow.originals=false, "
+                           "but other engines read it; the new base would make it obsolete unread")
+            u["fix"] = ("move it into a delta directory (Hive's own conversion puts such files into "
+                        "delta_W_W_0000) or out of the table; or pass --skip-unreadable-files")
+    plan.obsoletes = sorted(obsolete)
+    if unread:
+        if skip_unreadable:
+            plan.skipped.extend(unread)
+        else:
+            plan.status = "refused"
+            plan.refusals = unread
+            plan.message = (f"refused: {len(unread)} file(s) a reader could treat as data would become obsolete "
+                            f"without being read ({', '.join(u['path'] for u in unread[:3])})")
+            return plan, None
+    v = vis()
+    if mode == MAJOR:
+        out = OutputDir(BaseDir(hwm, visibility=v).format(), "base", hwm, hwm, [],
+                        {} if h4 else {METADATA_FILE: METADATA_ACID})
+    else:
+        lo = min(d.min_write_id for d in deltas)
+        out = OutputDir(DeltaDir(lo, hwm, -1, v).format(), "delta", lo, hwm, [], {})
+    if out.name in by_name:
+        raise RefusedError(f"{_join(listing.path, out.name)} already exists; refusing to overwrite it",
+                           hint="inspect it with `acidctl state`; `acidctl clean` removes obsolete copies")
+    staging_id = uuid.uuid4().hex[:12]
+    plan.staging_id = staging_id
+    plan.staging = _join(part_path, STAGING_PREFIX + staging_id)
+    plan.outputs = [out]
+    plan.status = "compact"
+    plan.message = f"{mode} compaction of {len(inputs)} input(s) into {out.name}"
+    work = MMWork(files=[f for f in files if f.size != 0], output=out, aborted_dropped=aborted)
+    # the reader's view before, and after publication (the output taken from the staging area)
+    work.verify_old = read_plan(listing, rstate)
+    return plan, work
+
+
+def _hidden(name: str) -> bool:
+    return name.startswith(("_", "."))
+
+
+def _after_files(listing, plan: PartitionPlan, work: MMWork, written: list[str], *, reader, txns, hive_version,
+                 visibility: int | None) -> list[MMFile]:
+    """The files a reader opens once the output is published (output files from the staging area)."""
+    out = work.output
+    files = tuple(FileInfo(p.rsplit("/", 1)[-1], 1) for p in written) + \
+        tuple(FileInfo(k, len(v)) for k, v in out.markers.items())
+    virtual = dataclasses.replace(listing, entries=tuple(listing.entries) + (
+        ChildEntry(out.name, True, 0, None, tuple(sorted(files, key=lambda f: f.name)), (), dict(out.markers)),))
+    tl = valid_txns_with(txns, visibility) if hive_version == 4 else txns
+    nstate = get_acid_state(virtual, reader, txns=tl, hive_version=hive_version, insert_only=True)
+    nstate.require_snapshot()
+    staged_dir = _join(plan.staging, out.name)
+    final_dir = _join(plan.path, out.name)
+    res = []
+    for f in read_plan(virtual, nstate):
+        if f.path.startswith(final_dir + "/"):
+            f = dataclasses.replace(f, path=staged_dir + f.path[len(final_dir):])
+        res.append(f)
+    return res
+
+
+def _rendered(tfs, files: list[MMFile], storage, row_td) -> list[str]:
+    """Every row of the files as FileDump-style JSON text (a multiset to compare)."""
+    import pyarrow as pa
+
+    from acidctl.formats.files import read_file
+    from acidctl.orc import render
+
+    fields = list(row_td.fields.items())
+    out: list[str] = []
+    for f in files:
+        t = read_file(tfs, f.path, storage, row_td).table
+        if t.num_rows == 0:
+            continue
+        batch = pa.RecordBatch.from_arrays([t.column(i).combine_chunks() for i in range(t.num_columns)],
+                                           names=[n for n, _ in fields])
+        out.extend(render.render_batch(batch, fields).to_pylist())
+    return out
+
+
+def run_partition(tfs, listing, plan: PartitionPlan, work: MMWork, ctx, *, reader, txns, hive_version: int,
+                  visibility: int | None) -> dict:
+    """Read the inputs, write the output into the staging area, verify it; the metrics record."""
+    import pyarrow as pa
+
+    from acidctl.formats.files import choose_codec, encode, extension, read_file
+    from acidctl.formats.hivetypes import arrow_schema, orc_struct
+    from acidctl.mm.read import infer_columns
+
+    t0 = time.perf_counter()
+    columns = ctx.columns or infer_columns(tfs, work.files, ctx.storage)
+    if not columns:
+        raise UsageError("no columns known for the table: give --columns name:type,...")
+    row_td = orc_struct(columns)
+    tables, codecs, avro_schema = [], [], None
+    for f in work.files:
+        d = read_file(tfs, f.path, ctx.storage, row_td)
+        tables.append(d.table)
+        codecs.append(d.codec)
+        avro_schema = d.avro_schema or avro_schema
+    table = pa.concat_tables(tables) if tables else arrow_schema(columns).empty_table()
+    rows_in = table.num_rows
+    codec = choose_codec(ctx.storage, codecs)
+    name = DATA_FILE + extension(ctx.storage, codec)
+    out_dir = _join(plan.staging, work.output.name)
+    written = []
+    bytes_out = 0
+    if rows_in:
+        data = encode(table.combine_chunks(), row_td, ctx.storage, codec=codec, avro_schema=avro_schema)
+        path = _join(out_dir, name)
+        tfs.write_bytes(path, data)
+        written.append(path)
+        bytes_out = len(data)
+    # verify: the written file reads back to the same rows, and a reader's snapshot is unchanged
+    rows_out = sum(read_file(tfs, p, ctx.storage, row_td).table.num_rows for p in written)
+    if rows_out != rows_in:
+        raise WriteVerificationFailed(f"{plan.display}: wrote {rows_in} rows but {rows_out} read back")
+    before = sorted(_rendered(tfs, work.verify_old, ctx.storage, row_td))
+    after = sorted(_rendered(tfs, _after_files(listing, plan, work, written, reader=reader, txns=txns,
+                                               hive_version=hive_version, visibility=visibility),
+                             ctx.storage, row_td))
+    if before != after:
+        raise WriteVerificationFailed(f"{plan.display}: a reader's rows after the compaction differ from before "
+                                      f"({len(before)} rows before, {len(after)} after); nothing was published")
+    return {"partition": plan.partition, "files_out": written, "rows_in": rows_in, "rows_out": rows_out,
+            "delete_events_in": 0, "delete_events_out": 0, "deletes_applied": 0, "aborted_dropped": 0,
+            "bytes_out": bytes_out, "seconds": round(time.perf_counter() - t0, 3), "verified_rows": len(after),
+            "codec": codec, "file_name": name, "aborted_dirs_dropped": list(work.aborted_dropped)}
+
+
+def _recheck_inputs(tfs, p: PartitionPlan) -> None:
+    """Right before publication: a reader-visible file that appeared in anything the output makes
+    obsolete was not read — refuse (the caller discards the staging)."""
+    from acidctl.acid.layout import list_partition
+    from acidctl.compact.coverage import unread_files
+
+    lst = list_partition(tfs, p.path, partition=p.partition)
+    by_name = {e.name: e for e in lst.entries}
+    gone = [n for n in p.inputs if n not in by_name]
+    if gone:
+        raise RefusedError(f"{p.display}: input {gone[0]} disappeared during the compaction; nothing was published")
+    skipped = {sk["path"] for sk in p.skipped}
+    unread = [u for u in unread_files(((n, by_name[n]) for n in p.obsoletes if n in by_name), p.read_paths, p.path)
+              if u["path"] not in skipped]
+    if unread:
+        raise RefusedError(f"{p.display}: {unread[0]['path']} appeared during the compaction and was not read; "
+                           "nothing was published", hint="run the compaction again")
+
+
+@dataclasses.dataclass
+class MMTask:
+    """One partition's work, shipped to a Spark executor (picklable: TableFS, listings and
+    plans are plain data)."""
+
+    tfs: object
+    listing: object
+    plan: PartitionPlan
+    work: MMWork
+    ctx: object
+    reader: object
+    txns: object
+    hive_version: int
+    visibility: int | None
+
+
+def run_mm_task(task: MMTask) -> dict:
+    """Executor side: run one partition; expected failures come back as data (re-raised typed
+    by the driver), as :func:`acidctl.compact.task.run_bucket` does."""
+    from acidctl.errors import AcidctlError
+
+    try:
+        return run_partition(task.tfs, task.listing, task.plan, task.work, task.ctx, reader=task.reader,
+                             txns=task.txns, hive_version=task.hive_version, visibility=task.visibility)
+    except AcidctlError as e:
+        return {"partition": task.plan.partition,
+                "error": {"type": type(e).__name__, "module": type(e).__module__, "message": str(e)}}
+
+
+def run_mm_tasks(iterator):
+    """Spark ``mapPartitions`` body: the metrics of each insert-only task."""
+    for task in iterator:
+        yield run_mm_task(task)
+
+
+def _run_on_spark(spark, tasks: list[MMTask], progress=None) -> list[dict]:
+    """All partitions in one Spark job (one RDD partition each), with the compaction's Ctrl-C
+    handling (job group cancelled, clean interrupt) and failure mapping."""
+    from acidctl.compact.spark import run_tasks
+
+    return run_tasks(spark, tasks, progress=progress, body=run_mm_tasks, job="acidctl compact (insert-only)")
+
+
+def compact_mm_table(tfs, opts, ctx, *, registrar=None, notes: list | None = None, progress=None,
+                     spark=None) -> dict:
+    """``acidctl compact`` for an insert-only table (``opts``: :class:`acidctl.compact.runner.CompactOptions`)."""
+    from acidctl.acid.initiator import NONE, compactor_state, recommend
+    from acidctl.acid.layout import list_table
+    from acidctl.compact.lock import TableLock, table_root
+    from acidctl.compact.runner import _normalize_partition
+    from acidctl.compact.runner import _reraise as reraise
+
+    notes = notes if notes is not None else []
+    t0 = time.perf_counter()
+    mode = opts.mode
+    if mode is not None:
+        check_table(ctx, mode=mode, hive_version=opts.hive_version)
+    report: dict = {"path": tfs.display(tfs.root), "type": mode or "due", "hive_version": opts.hive_version,
+                    "write_ids": str(opts.reader), "compactor_write_ids": str(opts.reader.for_compactor()),
+                    "engine": opts.engine, "insert_only": True, "format": ctx.storage.format,
+                    "partitions": [], "recovered": [], "notes": notes}
+    lock = None
+    if not opts.dry_run:
+        lock = TableLock(tfs, command="compact", break_lock=opts.break_lock, table_root=table_root(tfs.root))
+        lock.acquire()
+        if lock.broken is not None:
+            notes.append(f"broke the lock of {lock.broken.describe()}")
+    plans: list[tuple[PartitionPlan, MMWork | None, object]] = []
+    published: set[str] = set()
+    try:
+        listings = list_table(tfs)
+        if not opts.dry_run:
+            for lst in listings:
+                report["recovered"].extend(pub.recover(tfs, lst.fs_path or lst.path))
+            if report["recovered"]:
+                listings = list_table(tfs)
+        by_name = {lst.partition: lst for lst in listings}
+        if opts.partitions:
+            wanted = [_normalize_partition(p) for p in opts.partitions]
+            missing = [p for p in wanted if p not in by_name]
+            if missing:
+                from acidctl.errors import NotFoundError
+
+                raise NotFoundError(f"partition {missing[0]} not found under {tfs.display(tfs.root)}")
+            listings = [by_name[p] for p in wanted]
+        for lst in listings:
+            m = mode
+            rec = None
+            if opts.due:
+                cst = compactor_state(lst, opts.reader, txns=opts.txns, hive_version=opts.hive_version)
+                r = recommend(cst, thresholds=opts.thresholds, insert_only=opts.hive_version == 3,
+                              hive_version=opts.hive_version)
+                rec = r.to_dict()
+                if r.type == NONE:
+                    plans.append((PartitionPlan(lst.partition, lst.fs_path or lst.path, lst.path, m or NONE,
+                                                "not-due", "not due: " + "; ".join(r.reasons), recommendation=rec),
+                                  None, lst))
+                    continue
+                m = m or r.type
+                if opts.hive_version == 3:
+                    m = MAJOR
+                check_table(ctx, mode=m, hive_version=opts.hive_version)
+            vis = opts.visibility_txn
+            if opts.dry_run and opts.hive_version == 4 and not vis:
+                vis = 9_999_999
+
+            def lazy(v=vis, part=lst.partition, mm=m):
+                return v(part, mm) if callable(v) else v
+
+            p, w = plan_partition(tfs, lst, ctx, mode=m, reader=opts.reader, txns=opts.txns,
+                                  hive_version=opts.hive_version, visibility_txn=lazy,
+                                  skip_unreadable=opts.skip_unreadable_files)
+            p.recommendation = rec
+            plans.append((p, w, lst))
+        if opts.dry_run:
+            return _dry_report(tfs, report, plans, opts, t0)
+        refused = refusal_error([p for p, _, _ in plans])
+        if refused is not None:
+            raise refused
+        for p, _, _ in plans:
+            for sk in p.skipped:
+                notes.append(f"skipped (--skip-unreadable-files): {p.display.rstrip('/')}/{sk['path']}: {sk['reason']}")
+        work = [(p, w, lst) for p, w, lst in plans if p.runs]
+        if registrar is not None:
+            for p, _, _ in work:
+                registrar.check(p.partition, p.mode)
+        metrics: dict = {}
+        hidden = opts.hive_version == 4 and opts.hidden_until_commit
+        for p, _, _ in work:
+            p.publish, why = pub.safety(tfs, p, hidden_until_commit=hidden)
+            if why and not opts.allow_non_atomic_publish:
+                raise RefusedError(f"compaction of {p.partition or p.display} cannot be published atomically: {why}",
+                                   hint="--allow-non-atomic-publish publishes anyway")
+        tasks = []
+        for p, w, lst in work:
+            pub.prepare(tfs, p)
+            vis = w.output.name.rsplit("_v", 1)[-1] if "_v" in w.output.name else None
+            tasks.append(MMTask(tfs, lst, p, w, ctx, opts.reader, opts.txns, opts.hive_version,
+                                int(vis) if vis else None))
+        if opts.engine == "spark" and tasks:
+            from acidctl.compact.spark import get_or_create_session
+
+            s0 = time.perf_counter()
+            if spark is None:
+                spark = get_or_create_session(opts.master, opts.spark_conf)
+            report["spark"] = {"master": spark.sparkContext.master, "app_id": spark.sparkContext.applicationId,
+                               "startup_seconds": round(time.perf_counter() - s0, 3)}
+            results = _run_on_spark(spark, tasks, progress)
+        else:
+            results = []
+            for i, t in enumerate(tasks):
+                results.append(run_mm_task(t))
+                if progress is not None:
+                    progress(i + 1, len(tasks))
+        for m in results:
+            if "error" in m:
+                raise reraise(m["error"])
+        for (p, _, _), m in zip(work, results):
+            metrics[p.partition] = m
+            pub.check_staged(tfs, p, [m])
+        for p, _, _ in work:
+            _recheck_inputs(tfs, p)
+        for p, _, _ in work:
+            if registrar is not None:
+                registrar.before_publish(p)
+            p.published = pub.publish(tfs, p)
+            published.add(p.staging)
+            if registrar is not None:
+                registrar.published(p)
+        report["message"] = "compacted" if work else "nothing to compact"
+        return _finish(report, plans, metrics, t0)
+    except BaseException as e:
+        from acidctl.errors import AcidctlError
+
+        for p, _, _ in plans:
+            if p.runs and p.staging and p.staging not in published:
+                pub.discard(tfs, p.staging)
+                if registrar is not None:
+                    registrar.failed(p, str(e) if isinstance(e, AcidctlError) else type(e).__name__)
+        raise
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _finish(report: dict, plans, metrics: dict, t0: float) -> dict:
+    rows = []
+    for p, w, _ in plans:
+        m = metrics.get(p.partition, {}) if p.runs else {}
+        rec = {"partition": p.partition, "path": p.display, "type": p.mode, "status": p.status,
+               "message": p.message, "input_dirs": list(p.inputs) if p.runs else [],
+               "output_dirs": [o.name for o in p.outputs] if p.runs else [],
+               "published": list(getattr(p, "published", []) or []),
+               "files_out": [f.rsplit("/", 1)[-1] for f in m.get("files_out", [])],
+               "buckets": len(m.get("files_out", [])),
+               "rows_in": m.get("rows_in", 0), "rows_out": m.get("rows_out", 0),
+               "delete_events_in": 0, "delete_events_out": 0, "deletes_applied": 0, "aborted_dropped": 0,
+               "aborted_dirs_dropped": list(w.aborted_dropped) if w is not None and p.runs else [],
+               "bytes_in": p.input_bytes if p.runs else 0, "bytes_out": m.get("bytes_out", 0),
+               "codec": m.get("codec"), "verified_rows": m.get("verified_rows", 0),
+               "task_seconds": m.get("seconds", 0), "publish": p.publish if p.runs else "",
+               "obsoletes": list(p.obsoletes) if p.runs else [], "skipped_files": list(p.skipped)}
+        if p.recommendation is not None:
+            rec["recommendation"] = p.recommendation
+        if hasattr(p, "registration"):
+            rec["metastore"] = p.registration
+        rows.append(rec)
+    report["partitions"] = rows
+    done = [r for r in rows if r["status"] == "compact"]
+    report["compacted"] = len(done)
+    report["nothing_to_compact"] = not done
+    report["summary"] = {"partitions": len(rows), "compacted": len(done),
+                         "rows_in": sum(r["rows_in"] for r in done), "rows_out": sum(r["rows_out"] for r in done),
+                         "bytes_in": sum(r["bytes_in"] for r in done), "bytes_out": sum(r["bytes_out"] for r in done),
+                         "seconds": round(time.perf_counter() - t0, 3)}
+    return report
+
+
+def _dry_report(tfs, report: dict, plans, opts, t0: float) -> dict:
+    refused = refusal_error([p for p, _, _ in plans])
+    parts = []
+    for p, w, _ in plans:
+        d = p.to_dict()
+        d["outputs"] = [o.replace("_v9999999", "_v<txn>") for o in d["outputs"]]
+        d["bytes_in"] = p.input_bytes
+        d["publish"] = ""
+        d["tasks"] = ([{"bucket": 0, "inserts": [tfs.display(f.path) for f in w.files], "deletes": []}]
+                      if w is not None else [])
+        parts.append(d)
+    work = [p for p, _, _ in plans if p.runs]
+    report.update({"dry_run": True, "partitions": parts, "refused": refused is not None,
+                   "message": "dry run: refused" if refused is not None else
+                   ("dry run: nothing to compact" if not work else "dry run: would compact"),
+                   "summary": {"partitions": len(plans), "would_compact": len(work),
+                               "bytes_in": sum(p.input_bytes for p in work),
+                               "refused": sum(1 for p, _, _ in plans if p.status == "refused"),
+                               "seconds": round(time.perf_counter() - t0, 3)}})
+    if refused is not None:
+        report["refusal"] = str(refused)
+    return report
+

@@ -1,0 +1,107 @@
+"""Insert-only tables named DB.TABLE: format, SerDe properties and columns from the metastore
+(SDS, SERDES, SERDE_PARAMS, TABLE_PARAMS, COLUMNS_V2), the snapshot from its transaction tables,
+and the compaction recorded as for full-ACID tables — on real databases (SQLite, and the
+PostgreSQL/MariaDB servers tests/metastore/conftest.py starts)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import sqlalchemy as sa
+
+from tests.metastore.conftest import backend, empty_db, mysql_server, pg_server  # noqa: F401  (fixtures)
+from tests.metastore.conftest import hive_version, metastore  # noqa: F401, F811  (fixtures used below)
+from tests.mm import hivelayout as H
+
+TEXT_SERDE = "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe"
+TEXT_INPUT = "org.apache.hadoop.mapred.TextInputFormat"
+TEXT_OUTPUT = "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat"
+
+
+def add_storage(url: str, table: str, *, slib: str, input_format: str, output_format: str, params: dict) -> None:
+    """SERDES / SERDE_PARAMS as Hive's schema scripts define them (quoted upper-case names), and
+    the table's SDS row pointed at them."""
+    eng = sa.create_engine(url)
+    md = sa.MetaData()
+    serdes = sa.Table("SERDES", md, sa.Column("SERDE_ID", sa.BigInteger, primary_key=True),
+                      sa.Column("NAME", sa.String(128)), sa.Column("SLIB", sa.String(4000)))
+    sparams = sa.Table("SERDE_PARAMS", md, sa.Column("SERDE_ID", sa.BigInteger, primary_key=True),
+                       sa.Column("PARAM_KEY", sa.String(256), primary_key=True), sa.Column("PARAM_VALUE", sa.Text))
+    md.create_all(eng)
+    sds = sa.table("SDS", sa.column("SD_ID"), sa.column("SERDE_ID"), sa.column("INPUT_FORMAT"),
+                   sa.column("OUTPUT_FORMAT"))
+    tbls = sa.table("TBLS", sa.column("SD_ID"), sa.column("TBL_NAME"))
+    with eng.begin() as c:
+        c.execute(serdes.insert().values(SERDE_ID=1, NAME=None, SLIB=slib))
+        for k, v in params.items():
+            c.execute(sparams.insert().values(SERDE_ID=1, PARAM_KEY=k, PARAM_VALUE=v))
+        sd = c.execute(sa.select(tbls.c.SD_ID).where(tbls.c.TBL_NAME == table)).scalar()
+        c.execute(sds.update().where(sds.c.SD_ID == sd).values(SERDE_ID=1, INPUT_FORMAT=input_format,
+                                                               OUTPUT_FORMAT=output_format))
+    eng.dispose()
+
+
+def text_file(rows) -> bytes:
+    # ROW FORMAT DELIMITED FIELDS TERMINATED BY ',' (collection items keep 0x02)
+    return H.encode("text", rows).replace(b"\x01", b",")
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True)
+def test_text_table_from_the_metastore(tmp_path, cli, metastore, hive_version):  # noqa: F811
+    url, rec = metastore
+    root = tmp_path / "wh" / "mmt"
+    rec.create_table("default", "mmt", location=f"file:{root}", columns=H.COLUMNS, insert_only=True)
+    add_storage(url, "mmt", slib=TEXT_SERDE, input_format=TEXT_INPUT, output_format=TEXT_OUTPUT,
+                params={"serialization.format": ",", "field.delim": ","})
+    writes = {1: ("commit", [H.row(1), H.row(2, tags=["a"])]), 2: ("commit", [H.row(3, amount=4.5)]),
+              3: ("abort", [H.row(30, name="aborted")]), 4: ("open", [H.row(40, name="open")])}
+    for w, (state, rows) in writes.items():
+        txn = rec.open_txn()
+        rec.add_write(txn, "default", "mmt")
+        d = root / f"delta_{w:07d}_{w:07d}_0000"
+        d.mkdir(parents=True)
+        (d / "000000_0").write_bytes(text_file(rows))
+        if state == "commit":
+            rec.commit_txn(txn)
+        elif state == "abort":
+            rec.abort_txn(txn)
+    visible = [H.row(1), H.row(2, tags=["a"]), H.row(3, amount=4.5)]
+    r = cli("-o", "json", "--metastore", url, "dump", "--merged", "default.mmt")
+    assert r.code == 0, r
+    got = [json.loads(x) for x in r.stdout.splitlines()]
+    assert [(g["id"], g["name"], g["tags"]) for g in got] == [(v["id"], v["name"], v["tags"]) for v in visible]
+
+    # state --deep reads the table's format from the metastore: text files, no ORC footer checks
+    r = cli("-o", "json", "--metastore", url, "state", "--deep", "default.mmt")
+    assert r.code == 0, r
+    checks = {f["check"] for f in json.loads(r.stdout)["findings"]}
+    assert "MM02" in checks and not checks & {"F00", "F03", "F05", "MM08"}
+    r = cli("-o", "json", "--metastore", url, "compact", "--major", "--engine", "local", "default.mmt")
+    assert r.code == 0, r
+    doc = json.loads(r.stdout)
+    p = doc["partitions"][0]
+    reg = p["metastore"]
+    if hive_version == 3:
+        assert p["output_dirs"] == ["base_0000003"]       # compactor hwm: lowest open write id (4) - 1
+        assert (root / "base_0000003" / "_metadata_acid").is_file()
+    else:
+        assert p["output_dirs"] == [f"base_0000003_v{reg['txn_id']:07d}"]
+        assert p["publish"] == "hidden-until-commit"
+    out = root / p["output_dirs"][0] / "000000_0"
+    assert out.read_bytes() == text_file(visible)         # same SerDe properties: ',' between fields
+    eng = sa.create_engine(url)
+    cq = sa.table("COMPACTION_QUEUE", sa.column("CQ_ID"), sa.column("CQ_STATE"), sa.column("CQ_TYPE"),
+                  sa.column("CQ_HIGHEST_WRITE_ID"), sa.column("CQ_TABLE"))
+    if hive_version == 3 and url.startswith("postgresql"):
+        cq = sa.table("compaction_queue", *[sa.column(c.name.lower()) for c in cq.columns])
+    with eng.connect() as c:
+        row = c.execute(sa.select(*cq.columns).where(list(cq.columns)[0] == reg["cq_id"])).one()
+    eng.dispose()
+    assert (row[1], row[2], row[3]) == ("r", "a", 3)
+    r = cli("-o", "json", "--metastore", url, "dump", "--merged", "default.mmt")
+    assert [json.loads(x)["id"] for x in r.stdout.splitlines()] == [1, 2, 3]
+    r = cli("-o", "json", "--metastore", url, "clean", "default.mmt", "--min-age", "0", "--execute")
+    assert r.code == 0, r
+    left = sorted(x.name for x in root.iterdir() if not x.name.startswith("."))
+    assert left == [p["output_dirs"][0], "delta_0000004_0000004_0000"]
