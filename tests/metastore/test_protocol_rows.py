@@ -17,6 +17,16 @@ from acidctl.metastore.connection import connect, db_now_ms
 from acidctl.metastore.recorder import LockComponent
 
 
+@pytest.fixture(autouse=True)
+def _writes_allowed():
+    """A ``--read-only`` CLI run forbids writes process-wide; library calls of later tests must
+    not inherit it."""
+    from acidctl.metastore import steps
+
+    yield
+    steps.allow_writes()
+
+
 def _ms(url):
     return connect(url)
 
