@@ -43,9 +43,9 @@ def _install_stop_handlers(stop, settings):
 
 
 def _render_once(doc: dict) -> str:
-    from acidctl.compact.worker import _line
+    from acidctl.compact.worker import request_line
 
-    lines = [_line(r) for r in doc["requests"]] or ["no initiated compaction requests to claim"]
+    lines = [request_line(r) for r in doc["requests"]] or ["no initiated compaction requests to claim"]
     s = doc["summary"]
     if doc["requests"]:
         lines.append(", ".join(f"{n} {k}" for k, n in sorted(s.items())))
@@ -99,7 +99,7 @@ def worker_command(
         if settings.output.json:
             settings.output.jsonl([rec])
         else:
-            settings.output.emit(rec, w._line)
+            settings.output.emit(rec, w.request_line)
 
     try:
         if not daemon:

@@ -45,10 +45,10 @@ def threshold_blocked(ms, conn, db: str, table: str, partition: str | None, *, n
     """Operations.md §4.4 for the connected version."""
     import sqlalchemy as sa
 
-    from acidctl.metastore.queue import _partition_eq
+    from acidctl.metastore.queue import partition_eq
 
     cc = ms.tables.COMPLETED_COMPACTIONS
-    where = [cc.CC_DATABASE == db, cc.CC_TABLE == table, _partition_eq(cc.CC_PARTITION, partition)]
+    where = [cc.CC_DATABASE == db, cc.CC_TABLE == table, partition_eq(cc.CC_PARTITION, partition)]
     if ms.hive_version < 4:
         rows = conn.execute(sa.select(cc.CC_STATE).where(*where, cc.CC_STATE != "a")
                             .order_by(cc.CC_ID.desc()).limit(threshold)).all()
@@ -162,7 +162,7 @@ def run_once(ms, *, table_fs: Callable[[str], object], db_glob: str | None = Non
                 with ms.read() as conn:
                     queued = conn.execute(sa.select(cq.CQ_ID).where(
                         cq.CQ_DATABASE == info.db, cq.CQ_TABLE == info.table,
-                        queue._partition_eq(cq.CQ_PARTITION, part), cq.CQ_STATE.in_(["i", "w"]))).first()
+                        queue.partition_eq(cq.CQ_PARTITION, part), cq.CQ_STATE.in_(["i", "w"]))).first()
                     blocked = queued is None and threshold_blocked(
                         ms, conn, info.db, info.table, part, now=steps.now_ms(conn),
                         threshold=failed_threshold, retry_ms=failed_retry_ms)

@@ -72,7 +72,7 @@ class Registrar:
         with self.ms.read() as conn:
             rows = conn.execute(sa.select(cq.CQ_ID, cq.CQ_STATE, cq.CQ_TYPE, cq.CQ_WORKER_ID).where(
                 cq.CQ_DATABASE == self.db, cq.CQ_TABLE == self.table,
-                queue._partition_eq(cq.CQ_PARTITION, partition), cq.CQ_STATE.in_(["i", "w"]))
+                queue.partition_eq(cq.CQ_PARTITION, partition), cq.CQ_STATE.in_(["i", "w"]))
                 .order_by(cq.CQ_ID)).all()
         ours = {e.request.cq_id for e in self.entries.values()}
         where = f"{self.db}.{self.table}{'/' + partition if partition else ''}"

@@ -65,7 +65,7 @@ class WorkerOptions:
     worker_id: str | None = None
 
 
-def _line(rec: dict) -> str:
+def request_line(rec: dict) -> str:
     where = rec["table"] + (f"/{rec['partition']}" if rec.get("partition") else "")
     out = f" ({', '.join(rec['output_dirs'])})" if rec.get("output_dirs") else ""
     msg = f": {rec['message']}" if rec.get("message") and rec["state"] != "ready for cleaning" else ""

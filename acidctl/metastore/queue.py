@@ -162,7 +162,7 @@ def get_request(ms, cq_id: int, conn=None) -> Request | None:
         return q(c)
 
 
-def _partition_eq(col, partition):
+def partition_eq(col, partition):
     return col.is_(None) if partition is None else col == partition
 
 
@@ -233,7 +233,7 @@ def enqueue(ms, db: str, table: str, *, partition: str | None = None, type: str 
 
     def step(conn):
         acquire_mutex(ms, conn, "CompactionScheduler")
-        where = [cq.CQ_DATABASE == db, cq.CQ_TABLE == table, _partition_eq(cq.CQ_PARTITION, partition)]
+        where = [cq.CQ_DATABASE == db, cq.CQ_TABLE == table, partition_eq(cq.CQ_PARTITION, partition)]
         if h4:
             hwm = _compactor_hwm(ms, conn, db, table)
             dup = sa.or_(cq.CQ_STATE.in_(["i", "w"]), sa.and_(cq.CQ_STATE == "r", cq.CQ_HIGHEST_WRITE_ID == hwm))
