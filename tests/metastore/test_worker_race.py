@@ -193,3 +193,50 @@ def test_initiator_once_on_every_backend(metastore, hive_version, tmp_path, caps
     assert rows == [(1, "ini", "due", "i", "a")]
     doc = cli_json(capsys, ["--metastore", url, "initiator", "--once"])
     assert {c["table"]: c["action"] for c in doc["checked"]}["ini.due"] == "queued"
+
+
+def test_compact_claims_the_queued_request_on_every_backend(metastore, hive_version, tmp_path, capsys):
+    """``compact DB.TABLE`` on SQLite/PostgreSQL/MariaDB: the request someone queued
+    (``ALTER TABLE ... COMPACT``, here Hive's own enqueue shape via the recorder) is claimed, not
+    duplicated, and ends ``ready for cleaning`` with the compactor hwm (2); Hive 4 through a
+    committed COMPACTION txn that names the output and has left no TXN_COMPONENTS / HIVE_LOCKS /
+    COMPLETED_TXN_COMPONENTS rows behind; a table without a request gets a manual one."""
+    from tests.metastore.helpers import cli_json
+
+    url, rec = metastore
+    wh = tmp_path / "wh"
+    loc = make_table(rec, wh, "db1", "queued")
+    loc2 = make_table(rec, wh, "db1", "fresh")
+    queued = rec.enqueue_compaction("db1", "queued", compaction_type="major")
+    ms = connect(url)
+    eng = sa.create_engine(url)
+    T = ms.tables
+    with eng.connect() as c:
+        ctc_before = c.execute(sa.select(sa.func.count()).select_from(T.COMPLETED_TXN_COMPONENTS.clause)).scalar()
+    doc = cli_json(capsys, ["--metastore", url, "compact", "--major", "--engine", "local", "db1.queued"])
+    (p,) = doc["partitions"]
+    m = p["metastore"]
+    assert (m["cq_id"], m["claimed_request"], m["state"], m["highest_write_id"]) == (queued, True, "ready for cleaning", 2)
+    doc2 = cli_json(capsys, ["--metastore", url, "compact", "--major", "--engine", "local", "db1.fresh"])
+    m2 = doc2["partitions"][0]["metastore"]
+    assert m2["claimed_request"] is False and m2["cq_id"] == queued + 1
+    cq = T.COMPACTION_QUEUE
+    with eng.connect() as c:
+        rows = [tuple(r) for r in c.execute(sa.select(cq.CQ_ID, cq.CQ_TABLE, cq.CQ_STATE, cq.CQ_HIGHEST_WRITE_ID,
+                                                      cq.CQ_WORKER_ID).order_by(cq.CQ_ID))]
+        assert rows == [(queued, "queued", "r", 2, None), (queued + 1, "fresh", "r", 2, None)]
+        if hive_version == 4:
+            for mm in (m, m2):
+                txn = mm["txn_id"]
+                st, ty = c.execute(sa.select(T.TXNS.TXN_STATE, T.TXNS.TXN_TYPE).where(T.TXNS.TXN_ID == txn)).one()
+                assert (st, ty) == ("c", 3)
+                nxt = c.execute(sa.select(cq.CQ_NEXT_TXN_ID).where(cq.CQ_TXN_ID == txn)).scalar()
+                assert nxt is not None and nxt >= txn
+            assert c.execute(sa.select(sa.func.count()).select_from(T.TXN_COMPONENTS.clause)).scalar() == 0
+            assert c.execute(sa.select(sa.func.count()).select_from(T.HIVE_LOCKS.clause)).scalar() == 0
+            assert doc["partitions"][0]["output_dirs"] == [f"base_0000002_v{m['txn_id']:07d}"]
+        else:
+            assert doc["partitions"][0]["output_dirs"] == ["base_0000002"]
+        assert c.execute(sa.select(sa.func.count()).select_from(T.COMPLETED_TXN_COMPONENTS.clause)).scalar() == ctc_before
+    eng.dispose()
+    assert (loc / doc["partitions"][0]["output_dirs"][0]).is_dir() and (loc2 / doc2["partitions"][0]["output_dirs"][0]).is_dir()
