@@ -318,3 +318,32 @@ def test_nothing_to_compact(tmp_path, cli, hv):
             st = c.execute(sa.text("SELECT TXN_STATE FROM TXNS WHERE TXN_ID=:t"), {"t": cc[2]}).scalar()
         eng.dispose()
         assert cc[0] == "c" and cc[1] == queue.NOTHING_TO_COMPACT and st == "c"
+
+
+def test_compactor_txn_is_heartbeated_while_the_compaction_runs(tmp_path, cli, monkeypatch):
+    """operations.md §2.5: the compactor txn's TXN_LAST_HEARTBEAT moves while the job runs (here
+    every 0.1 s during a publication slowed to 1 s), so Hive's reaper never aborts it."""
+    import time
+
+    from acidctl.compact import publish
+
+    assert cli("demo", "--hive-version", "4", tmp_path / "demo").code == 0
+    url = _url(tmp_path)
+    assert cli("--metastore", url, "compact", "--enqueue", "default.employee", "--minor").code == 0
+    real = publish.publish
+
+    def slow(*a, **k):
+        time.sleep(1.0)
+        return real(*a, **k)
+
+    monkeypatch.setattr("acidctl.compact.publish.publish", slow)
+    ms = connect(url)
+    recs = w.run_cycle(ms, w.WorkerOptions(max=10, engine="local", heartbeat_s=0.1), table_fs=lambda u: TableFS(u))
+    (emp,) = [x for x in recs if x["table"] == "default.employee"]
+    assert emp["state"] == "ready for cleaning"
+    eng = sa.create_engine(url)
+    with eng.connect() as c:
+        started, beat = c.execute(sa.text("SELECT TXN_STARTED, TXN_LAST_HEARTBEAT FROM TXNS WHERE TXN_ID=:t"),
+                                  {"t": emp["txn_id"]}).one()
+    eng.dispose()
+    assert beat - started >= 500
