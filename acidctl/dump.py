@@ -197,9 +197,13 @@ def dump_file(tfs: TableFS, path: str, opts: DumpOptions, budget: list[int] | No
                 if opts.engine == "python":
                     raise ArrowNotRepresentable("forced")
                 batch = orc.read_stripe_arrow(i, columns=arrow_cols)
+                stripe_fields = fields
             except ArrowNotRepresentable:
-                yield from _python_stripe(orc, i, fields, opts, budget, prefix)
-                continue
+                split = None if opts.engine == "python" else _split_stripe(orc, i, fields)
+                if split is None:
+                    yield from _python_stripe(orc, i, fields, opts, budget, prefix)
+                    continue
+                batch, stripe_fields = split
             if filtering:
                 mask = _acid_mask(batch, opts)
                 batch = batch.filter(mask)
@@ -213,41 +217,139 @@ def dump_file(tfs: TableFS, path: str, opts: DumpOptions, budget: list[int] | No
 
             def render_slice(sl):
                 extra = [("bucketDecoded", _decoded_bucket(sl.column(2)))] if decode else None
-                return _to_bytes(render.render_batch(sl, fields, extra=extra, prefix=prefix))
+                return _to_bytes(render.render_batch(sl, stripe_fields, extra=extra, prefix=prefix))
 
-            slices = [batch.slice(o, SLICE_ROWS) for o in range(0, batch.num_rows, SLICE_ROWS)]
+            step = min(SLICE_ROWS, max(256, SLICE_BYTES * batch.num_rows // max(1, batch.nbytes)))
+            slices = [batch.slice(o, step) for o in range(0, batch.num_rows, step)]
             yield from _in_order(render_slice, slices)
 
 
 # Rendering works on slices of a stripe: Arrow's string kernels are several times faster on
 # buffers that stay in cache (bench/dump.py), and slices bound the memory of rendered text.
 SLICE_ROWS = 32768
+#: ... and of at most about this many bytes (wide rows: fewer rows per slice)
+SLICE_BYTES = 4 << 20
 _POOL = None
 
 
 def _in_order(fn, items):
     """``map(fn, items)`` on a small thread pool (pyarrow kernels release the GIL), yielding
-    results in order with at most a few slices in flight."""
+    results in order with at most a few items in flight. ``items`` may be a generator: it is
+    advanced in the caller's thread, so producing the next item (reading, merging) overlaps
+    with rendering the previous ones."""
     global _POOL
     import os
+    from collections import deque
     from concurrent.futures import ThreadPoolExecutor
 
     workers = min(4, os.cpu_count() or 1)
-    if workers < 2 or len(items) < 2:
+    if workers < 2 or (isinstance(items, list) and len(items) < 2):
         for it in items:
             yield fn(it)
         return
     if _POOL is None:
         _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="acidctl-render")
     window = workers * 2
-    pending = [_POOL.submit(fn, it) for it in items[:window]]
-    nxt = window
+    source = iter(items)
+    pending: deque = deque()
+    for it in source:
+        pending.append(_POOL.submit(fn, it))
+        if len(pending) >= window:
+            break
     while pending:
-        fut = pending.pop(0)
-        if nxt < len(items):
-            pending.append(_POOL.submit(fn, items[nxt]))
-            nxt += 1
+        fut = pending.popleft()
+        for it in source:
+            pending.append(_POOL.submit(fn, it))
+            break
         yield fut.result()
+
+
+_TIMESTAMP_KINDS = ("TIMESTAMP", "TIMESTAMP_INSTANT")
+
+
+def _has_timestamp(td) -> bool:
+    kind = td.kind.name
+    if kind in _TIMESTAMP_KINDS:
+        return True
+    if kind == "STRUCT":
+        return any(_has_timestamp(t) for t in td.fields.values())
+    if kind == "LIST":
+        return _has_timestamp(td.type)
+    if kind == "MAP":
+        return _has_timestamp(td.key) or _has_timestamp(td.value)
+    if kind == "UNION":
+        return any(_has_timestamp(t) for t in td.cont_types)
+    return False
+
+
+def _split_stripe(orc: OrcFile, index: int, fields):
+    """A stripe whose timestamps Arrow cannot hold (outside 1677..2262 in nanoseconds), read
+    column-wise all the same: Arrow reads every column but the timestamp ones, pyorc reads
+    only those (as ORC's (seconds, nanos)), and they are rendered by the vectorised timestamp
+    code (:class:`acidctl.orc.render.TimestampParts`). Timestamp fields of the ACID row (or
+    top-level ones of an original file) only; None for timestamps nested deeper (the
+    row-at-a-time path handles those). Returns (batch, fields)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyorc
+
+    from acidctl.orc import render
+
+    if orc.is_acid:
+        row_name, row_td = fields[5]
+        container = list(row_td.fields.items())
+        prefix = row_name + "."
+        top_names = [n for n, _ in fields[:5]]
+    else:
+        container, prefix, top_names, row_name = list(fields), "", [], None
+    ts = [n for n, t in container if t.kind.name in _TIMESTAMP_KINDS]
+    if not ts or any(_has_timestamp(t) for n, t in container if n not in ts):
+        return None
+    others = [n for n, _ in container if n not in ts]
+    cols = top_names + [prefix + n for n in others]
+    if not cols:     # only timestamps: the row's validity still comes from Arrow's top level
+        cols = top_names
+    if cols:
+        got = orc.read_stripe_arrow(index, columns=cols)
+    else:
+        got = None
+    src = orc._source
+    src.seek(0)
+    try:
+        r = pyorc.Reader(src, column_names=[prefix + n for n in ts], converters=render.python_converters())
+        rows = list(r.read_stripe(index))
+    except (pyorc.errors.ORCError, UnicodeDecodeError, ValueError):
+        return None
+    if orc.is_acid:
+        inner = [x[0] for x in rows]
+        row_valid = np.array([x is not None for x in inner], dtype=bool)
+        inner = [x if x is not None else (None,) * len(ts) for x in inner]
+    else:
+        inner, row_valid = rows, None
+    parts = {}
+    for j, name in enumerate(ts):
+        vals = [x[j] for x in inner]
+        valid = np.array([v is not None for v in vals], dtype=bool)
+        secs = np.array([v[0] if v is not None else 0 for v in vals], dtype=np.int64)
+        nanos = np.array([v[1] if v is not None else 0 for v in vals], dtype=np.int64)
+        parts[name] = pa.StructArray.from_arrays([pa.array(secs), pa.array(nanos)], ["seconds", "nanos"],
+                                                 mask=pa.array(~valid))
+    n = len(rows)
+    if orc.is_acid:
+        arrow_row = got.column(row_name) if row_name in got.schema.names else None
+        children = [parts[nm] if nm in parts else arrow_row.field(nm) for nm, _ in container]
+        mask = pa.array(~row_valid) if not row_valid.all() else None
+        row = pa.StructArray.from_arrays(children, [nm for nm, _ in container], mask=mask)
+        arrays = [got.column(c) for c in top_names] + [row]
+        row_view = _StructView(row_td.kind, {nm: (render.TimestampParts() if nm in parts else t)
+                                             for nm, t in container})
+        out_fields = list(fields[:5]) + [(row_name, row_view)]
+    else:
+        arrays = [parts[nm] if nm in parts else got.column(nm) for nm, _ in container]
+        out_fields = [(nm, render.TimestampParts() if nm in parts else t) for nm, t in container]
+    if any(len(a) != n for a in arrays):
+        return None
+    return pa.RecordBatch.from_arrays(arrays, names=[nm for nm, _ in out_fields]), out_fields
 
 
 def _json_literal(s: str) -> str:

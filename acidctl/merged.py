@@ -33,56 +33,113 @@ def _partition_values(partition: str | None) -> list[tuple[str, str]]:
     return out
 
 
+def _path_partition(tfs: TableFS) -> str | None:
+    """``k=v[/k2=v2]``: the trailing partition directories of a partition *path* (so a partition
+    given as a path prints its partition columns, as ``DB.TABLE/k=v`` does)."""
+    from acidctl.acid.dirname import is_partition_dir
+
+    parts = []
+    for name in reversed(tfs.root.rstrip("/").split("/")):
+        if not is_partition_dir(name):
+            break
+        parts.append(name)
+    return "/".join(reversed(parts)) or None
+
+
 def merged_rows(tfs: TableFS, snapshot: WriteIdList, *, txns: TxnList | None = None, hive_version: int = 3,
                 limit: int | None = None, stats: MergedStats | None = None,
                 partition: str | None = None) -> Iterator[bytes]:
     """JSON lines (bytes chunks) of the merged snapshot of every partition under ``tfs.root``.
-    ``partition`` names the partition when ``tfs.root`` is itself one (``k=v/k2=v2``)."""
-    import pyarrow as pa
+    ``partition`` names the partition when ``tfs.root`` is itself one (``k=v/k2=v2``; default:
+    taken from the path).
+
+    Streamed: each partition's insert files are merged in ROW__ID order a batch at a time
+    (:func:`acidctl.acid.read.stream_partition`), so the first line comes after the first batch
+    and memory is bounded by the partition's delete keys plus a batch per open file. A
+    partition with a file not in key order (not written by Hive's rules) is read whole and
+    sorted instead, when that is found before any of its rows was printed."""
     import pyorc
 
     from acidctl.acid.acidstate import get_acid_state
     from acidctl.acid.layout import list_table
-    from acidctl.acid.read import plan_sources, read_partition, row_type
-    from acidctl.dump import _to_bytes
-    from acidctl.orc import render
+    from acidctl.acid.read import plan_sources, row_type
 
     rowid_td = pyorc.Struct(writeid=pyorc.BigInt(), bucketid=pyorc.Int(), rowid=pyorc.BigInt())
-    left = limit
+    if partition is None:
+        partition = _path_partition(tfs)
+    left = [limit] if limit is not None else None
     for listing in list_table(tfs):
         state = get_acid_state(listing, snapshot, txns=txns, hive_version=hive_version)
         state.require_snapshot()
         inserts, _ = plan_sources(tfs, listing, state)
         if not inserts:
             continue
-        td = row_type(tfs, inserts[-1])
-        tables = [t for _, t in read_partition(tfs, listing, state)]
         if stats is not None:
             stats.partitions += 1
-        if not tables:
-            continue
-        events = pa.concat_tables(tables, promote_options="permissive")
-        events = events.sort_by([("originalTransaction", "ascending"), ("bucket", "ascending"),
-                                 ("rowId", "ascending")])
-        if left is not None:
-            events = events.slice(0, left)
-            left -= events.num_rows
-        row = events.column("row").combine_chunks()
-        rowid = pa.StructArray.from_arrays(
-            [events.column("originalTransaction").combine_chunks(), events.column("bucket").combine_chunks(),
-             events.column("rowId").combine_chunks()], ["writeid", "bucketid", "rowid"])
-        cols = [rowid] + [row.field(i) for i in range(row.type.num_fields)]
-        fields = [("row__id", rowid_td)] + [(n, t) for n, t in td.fields.items()][:row.type.num_fields]
+        td = row_type(tfs, inserts[-1])
         pvals = _partition_values("/".join(p for p in (partition, listing.partition) if p))
-        for k, v in pvals:
-            cols.append(pa.array([v] * events.num_rows, pa.string()))
-            fields.append((k, pyorc.String()))
-        batch = pa.RecordBatch.from_arrays(cols, names=[n for n, _ in fields])
-        if stats is not None:
-            stats.rows += batch.num_rows
-        from acidctl.dump import SLICE_ROWS
-
-        for off in range(0, batch.num_rows, SLICE_ROWS):
-            yield _to_bytes(render.render_batch(batch.slice(off, SLICE_ROWS), fields))
-        if left is not None and left <= 0:
+        yield from _render(_live_tables(tfs, listing, state), td, rowid_td, pvals, left, stats)
+        if left is not None and left[0] <= 0:
             return
+
+
+def _live_tables(tfs, listing, state):
+    """The partition's live events in key order: streamed, or (a file out of key order found
+    before anything was yielded) the whole partition sorted."""
+    import pyarrow as pa
+
+    from acidctl.acid.read import OutOfOrder, read_partition, stream_partition
+    from acidctl.errors import InvalidInputError
+
+    started = False
+    try:
+        for t in stream_partition(tfs, listing, state):
+            started = True
+            yield t
+        return
+    except OutOfOrder as e:
+        if started:
+            raise InvalidInputError(f"{tfs.display(str(e))} is not in ROW__ID order (not written by Hive's rules); "
+                                    "the rows printed so far are in order, the rest cannot be streamed",
+                                    hint="compact the partition (compaction writes key order), then dump it again") from None
+    tables = [t for _, t in read_partition(tfs, listing, state)]
+    if tables:
+        events = pa.concat_tables(tables, promote_options="permissive")
+        yield events.sort_by([("originalTransaction", "ascending"), ("bucket", "ascending"),
+                              ("rowId", "ascending")])
+
+
+def _render(tables, td, rowid_td, pvals, left, stats):
+    """Render each table of live events as JSON lines (both cores: slices on the render pool,
+    while the next table is read and merged)."""
+    import pyarrow as pa
+    import pyorc
+
+    from acidctl.dump import SLICE_BYTES, SLICE_ROWS, _in_order, _to_bytes
+    from acidctl.orc import render
+
+    def batches():
+        for events in tables:
+            if left is not None:
+                if left[0] <= 0:
+                    return
+                events = events.slice(0, left[0])
+                left[0] -= events.num_rows
+            row = events.column("row").combine_chunks()
+            rowid = pa.StructArray.from_arrays(
+                [events.column("originalTransaction").combine_chunks(), events.column("bucket").combine_chunks(),
+                 events.column("rowId").combine_chunks()], ["writeid", "bucketid", "rowid"])
+            cols = [rowid] + [row.field(i) for i in range(row.type.num_fields)]
+            fields = [("row__id", rowid_td)] + [(n, t) for n, t in td.fields.items()][:row.type.num_fields]
+            for k, v in pvals:
+                cols.append(pa.array([v] * events.num_rows, pa.string()))
+                fields.append((k, pyorc.String()))
+            batch = pa.RecordBatch.from_arrays(cols, names=[n for n, _ in fields])
+            if stats is not None:
+                stats.rows += batch.num_rows
+            # slices of at most SLICE_ROWS rows and about SLICE_BYTES bytes (wide rows)
+            step = min(SLICE_ROWS, max(256, SLICE_BYTES * batch.num_rows // max(1, batch.nbytes)))
+            for off in range(0, batch.num_rows, step):
+                yield batch.slice(off, step), fields
+
+    yield from _in_order(lambda item: _to_bytes(render.render_batch(*item)), batches())

@@ -1,20 +1,25 @@
-"""Major compaction on Spark against a single-process Arrow baseline measured in the same run.
+"""Major compaction: acidctl's default engine (auto), ``--engine spark`` and ``--engine local``
+against the Arrow lower bound, on the same generated tables, in one run.
 
-    python bench/compact.py [--rows 20000000] [--deltas 50] [--buckets 4] [--master local[*]] [--keep DIR]
+    python bench/compact.py [--rows 2000000] [--partitions-rows 50000] [--partitions 20]
+                            [--deltas 10] [--deletes 100000] [--buckets 2] [--keep DIR]
 
-1. Builds a table of N rows: a compacted ``base_0000001`` holding 80% of the rows in
-   ``--buckets`` bucket files, ``--deltas`` insert deltas (write ids 2..) sharing the other 20%,
-   and a delete delta after every 5th write deleting 0.1% of the base rows each (aimed at the
-   bucket files of their target rows, as Hive writes them).
-2. Spark start-up: ``get_or_create_session`` plus a first job that starts the Python workers
-   and imports pyarrow in them — reported separately.
-3. Steady state: ``compact_table(--major)`` on that warm session (plan, one task per bucket,
-   write, per-task verification — file checks and a before/after merged read of the bucket —
-   and publish), rows/s.
-4. Baseline, same data, one process: for each bucket read every file with pyarrow, anti-join
-   the delete keys, sort, write the ACID file (``merge.apply`` + ``encode_acid_file``) — no
-   verification, no Spark. Prints both throughputs and the ratio.
-5. Peak memory per task: the largest resident-set growth any task saw (sampled in the task).
+Two tables are generated (both: a compacted ``base_0000001`` holding 80 % of the rows,
+``--deltas`` insert deltas sharing the other 20 %, and a delete delta after every 5th write;
+``--deletes`` delete events in all, aimed at base rows in the bucket file of their target):
+
+* one partition × ``--rows`` rows (default 2M, 10 deltas, 100k deletes: the shape issue #14
+  measured Hive's CompactorMR on, 8.0 s on the 2-core CI machine);
+* ``--partitions`` partitions × ``--partitions-rows`` rows (default 20 × 50k; Hive: one
+  CompactorMR job per partition, 9.5 s each = 191 s there).
+
+For each table, on a fresh copy each time, ``acidctl -o json compact --major`` runs end to end
+as an operator runs it (a subprocess: interpreter, imports, planning, tasks, verification,
+publication) with the default engine, ``--engine spark`` and ``--engine local``; the report
+gives the engine auto chose and why, Spark's start-up separately, the task time and the peak
+RSS per task. The Arrow lower bound is one process doing only the work — pyarrow reads every
+file (row struct flattened: Arrow joins cannot carry a struct column), anti-joins the delete
+keys, sorts by ROW__ID and writes ORC — with no ACID metadata and no verification.
 
 Timings are never asserted by tests; this script only reports.
 """
@@ -22,8 +27,10 @@ Timings are never asserted by tests; this script only reports.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -35,6 +42,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 V1 = 1 << 29
+ALL = "9223372036854775807"
 
 
 def _rows(ids: np.ndarray) -> pa.StructArray:
@@ -61,10 +69,10 @@ def _write(path: str, table: pa.Table, *, stripe: int) -> None:
         f.write(data)
 
 
-def build(root: str, rows: int, deltas: int, buckets: int) -> dict:
+def build(root: str, rows: int, deltas: int, buckets: int, deletes: int, seed: int = 42) -> dict:
     from acidctl.orc.writer import BASE_STRIPE_SIZE, DELTA_STRIPE_SIZE
 
-    rng = np.random.default_rng(42)
+    rng = np.random.default_rng(seed)
     base_rows = int(rows * 0.8)
     per_bucket = [base_rows // buckets + (1 if b < base_rows % buckets else 0) for b in range(buckets)]
     next_id = 0
@@ -79,7 +87,8 @@ def build(root: str, rows: int, deltas: int, buckets: int) -> dict:
     with open(os.path.join(base, "_metadata_acid"), "wb") as f:
         f.write(b'{"thisFileVersion":"0","dataFormat":"compacted"}')
     delta_rows = rows - base_rows
-    deleted = 0
+    n_del_deltas = max(1, deltas // 5)
+    events = 0
     w = 1
     for i in range(deltas):
         w += 1
@@ -96,10 +105,10 @@ def build(root: str, rows: int, deltas: int, buckets: int) -> dict:
             _write(os.path.join(root, f"delta_{w:07d}_{w:07d}_0000", f"bucket_{b:05d}"),
                    _acid(np.zeros(m, np.int32), z + w, np.full(m, V1 | (b << 16), np.int32), np.arange(m), z + w,
                          _rows(sel)), stripe=DELTA_STRIPE_SIZE)
-        if (i + 1) % 5 == 0:
+        if (i + 1) % 5 == 0 or (deltas < 5 and i == deltas - 1):
             w += 1
             for b in range(buckets):
-                m = max(1, per_bucket[b] // 1000)
+                m = max(1, min(per_bucket[b], deletes // (n_del_deltas * buckets)))
                 rid = np.sort(rng.choice(per_bucket[b], size=m, replace=False))
                 z = np.zeros(m, np.int64)
                 null_rows = pa.array([None] * m, pa.struct([("id", pa.int64()), ("name", pa.string()),
@@ -107,99 +116,147 @@ def build(root: str, rows: int, deltas: int, buckets: int) -> dict:
                 _write(os.path.join(root, f"delete_delta_{w:07d}_{w:07d}_0000", f"bucket_{b:05d}"),
                        _acid(np.full(m, 2, np.int32), z + 1, np.full(m, V1 | (b << 16), np.int32), rid, z + w,
                              null_rows), stripe=DELTA_STRIPE_SIZE)
-                deleted += m   # may repeat earlier deletes: counted as events, not rows
-    return {"rows": rows, "base_rows": base_rows, "delta_rows": delta_rows, "delete_events": deleted,
-            "hwm": w, "buckets": buckets}
+                events += m   # may repeat earlier deletes: counted as events, not rows
+    return {"rows": rows, "delete_events": events, "hwm": w}
 
 
-def baseline(root: str, hwm: int, out_dir: str) -> tuple[float, int]:
-    """One process: read + anti-join + sort + write, bucket by bucket (no verification)."""
-    from acidctl.acid import merge
-    from acidctl.acid.acidstate import get_acid_state
-    from acidctl.acid.layout import list_table
-    from acidctl.acid.read import plan_sources, read_delete_keys, read_events
-    from acidctl.acid.writeids import WriteIdList
-    from acidctl.fs import TableFS
-    from acidctl.orc.writer import BASE_STRIPE_SIZE, encode_acid_file
+def build_table(root: str, *, partitions: int, rows: int, deltas: int, buckets: int, deletes: int) -> dict:
+    """``partitions`` = 0: unpartitioned; else ``p=0..`` each of ``rows`` rows."""
+    if not partitions:
+        return build(root, rows, deltas, buckets, deletes)
+    infos = [build(os.path.join(root, f"p={k}"), rows, deltas, buckets, deletes, seed=k) for k in range(partitions)]
+    return {"rows": rows * partitions, "delete_events": sum(i["delete_events"] for i in infos),
+            "hwm": infos[0]["hwm"]}
+
+
+# -- the Arrow lower bound -------------------------------------------------------------------
+
+KEYS = ["originalTransaction", "bucket", "rowId"]
+
+
+def _leaf_dirs(root: str) -> list[str]:
+    out = []
+    for d, dirs, _ in os.walk(root):
+        if any(x.startswith(("base_", "delta_", "delete_delta_")) for x in dirs):
+            out.append(d)
+            dirs[:] = []
+    return sorted(out)
+
+
+def arrow_bound(root: str, out_dir: str) -> tuple[float, int, int]:
+    """One process, only the work: read (row struct flattened), anti-join, sort, write ORC.
+    Returns (seconds, rows in, rows out)."""
+    import pyarrow.orc as po
 
     t0 = time.perf_counter()
-    tfs = TableFS(root)
-    wl = WriteIdList.all_committed(hwm)
-    (listing,) = list_table(tfs)
-    state = get_acid_state(listing, wl)
-    ins, dels = plan_sources(tfs, listing, state)
-    out_rows = 0
+    rows_in = rows_out = 0
     os.makedirs(out_dir, exist_ok=True)
-    for b in sorted({s.bucket for s in ins}):
-        events = pa.concat_tables([read_events(tfs, s) for s in ins if s.bucket == b])
-        keys = read_delete_keys(tfs, [s for s in dels if s.bucket == b], wl)
-        live = merge.apply(events, keys, wl)
-        data, info = encode_acid_file(live, stripe_size=BASE_STRIPE_SIZE)
-        with open(os.path.join(out_dir, f"bucket_{b:05d}"), "wb") as f:
-            f.write(data)
-        out_rows += info.rows
-    return time.perf_counter() - t0, out_rows
+    for k, part in enumerate(_leaf_dirs(root)):
+        by_bucket: dict = {}
+        for d in sorted(os.listdir(part)):
+            for f in sorted(os.listdir(os.path.join(part, d))):
+                if f.startswith("bucket_"):
+                    by_bucket.setdefault(f, {"ins": [], "del": []})["del" if d.startswith("delete_") else "ins"].append(
+                        os.path.join(part, d, f))
+        for name, srcs in sorted(by_bucket.items()):
+            ins = pa.concat_tables([po.read_table(p).flatten() for p in srcs["ins"]])
+            rows_in += ins.num_rows
+            if srcs["del"]:
+                dels = pa.concat_tables([po.read_table(p, columns=KEYS) for p in srcs["del"]])
+                ins = ins.join(dels.group_by(KEYS).aggregate([]), KEYS, join_type="left anti")
+            ins = ins.sort_by([(c, "ascending") for c in KEYS])
+            po.write_table(ins, os.path.join(out_dir, f"{k}-{name}"), compression="zlib")
+            rows_out += ins.num_rows
+            del ins
+    return time.perf_counter() - t0, rows_in, rows_out
+
+
+# -- acidctl end to end ---------------------------------------------------------------------
+
+def run_acidctl(table: str, hwm: int, engine: str | None) -> tuple[float, dict]:
+    cmd = [sys.executable, "-m", "acidctl", "-o", "json", "compact", "--major", "--write-ids",
+           f"bench.t:{hwm}:{ALL}::", table]
+    if engine:
+        cmd[6:6] = ["--engine", engine]
+    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    took = time.perf_counter() - t0
+    if r.returncode != 0:
+        sys.exit(f"acidctl compact failed ({r.returncode}): {r.stderr.strip()}")
+    return took, json.loads(r.stdout)
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.0f} MiB"
+
+
+def bench_table(work: str, label: str, *, partitions: int, rows: int, deltas: int, buckets: int,
+                deletes: int, hive_seconds: float | None) -> None:
+    src = os.path.join(work, label)
+    t0 = time.perf_counter()
+    info = build_table(src, partitions=partitions, rows=rows, deltas=deltas, buckets=buckets, deletes=deletes)
+    size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(src) for f in fs)
+    print(f"\n== {label}: {info['rows']:,} rows, {max(partitions, 1)} partition(s) × {buckets} bucket(s), "
+          f"{deltas} deltas, {info['delete_events']:,} delete events, {size / 2**20:.1f} MiB "
+          f"(built in {time.perf_counter() - t0:.1f}s)")
+    tb, rin, rout = arrow_bound(src, os.path.join(work, label + "-arrow"))
+    shutil.rmtree(os.path.join(work, label + "-arrow"), ignore_errors=True)
+    print(f"  arrow lower bound (one process: read flattened + anti-join + sort + ORC write): {tb:6.2f}s  "
+          f"{rin / tb:>12,.0f} rows/s")
+    results = {}
+    for name, engine in (("default", None), ("spark", "spark"), ("local", "local")):
+        copy = os.path.join(work, f"{label}-{name}")
+        shutil.copytree(src, copy)
+        took, rep = run_acidctl(copy, info["hwm"], engine)
+        shutil.rmtree(copy, ignore_errors=True)
+        sm = rep["summary"]
+        if sm["rows_out"] != rout:
+            sys.exit(f"{name}: {sm['rows_out']} rows out, the Arrow bound wrote {rout}")
+        results[name] = took
+        parts = rep["partitions"]
+        rss = max(p.get("peak_task_rss_bytes", 0) for p in parts)
+        growth = max(p.get("peak_task_memory_bytes", 0) for p in parts)
+        extra = ""
+        if rep.get("spark"):
+            extra = f"; spark start-up {rep['spark']['startup_seconds']:.2f}s"
+        vs_hive = f", {hive_seconds / took:5.1f}× Hive" if hive_seconds else ""
+        print(f"  acidctl {name:<8} {took:6.2f}s end to end  {sm['rows_in'] / took:>12,.0f} rows/s  "
+              f"{tb / took:4.2f}× the bound{vs_hive}  [{rep['engine_choice']['reason']}; tasks "
+              f"{rep['task_seconds']:.2f}s{extra}; peak task RSS {_mib(rss)} (+{_mib(growth)})]")
+    if hive_seconds:
+        print(f"  Hive 2.3 CompactorMR on this shape (issue #14, 2-core CI machine): {hive_seconds:.1f}s")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rows", type=int, default=20_000_000)
-    ap.add_argument("--deltas", type=int, default=50)
-    ap.add_argument("--buckets", type=int, default=4)
-    ap.add_argument("--master", default="local[*]")
-    ap.add_argument("--keep", metavar="DIR", help="build the table in DIR and keep it")
+    ap.add_argument("--rows", type=int, default=2_000_000, help="rows of the one-partition table")
+    ap.add_argument("--partitions", type=int, default=20)
+    ap.add_argument("--partitions-rows", type=int, default=50_000, help="rows per partition")
+    ap.add_argument("--deltas", type=int, default=10)
+    ap.add_argument("--deletes", type=int, default=100_000, help="delete events of the one-partition table "
+                    "(the partitioned one: the same fraction)")
+    ap.add_argument("--buckets", type=int, default=2)
+    ap.add_argument("--only", choices=["one", "many"], help="only one of the two tables")
+    ap.add_argument("--keep", metavar="DIR", help="build the tables in DIR and keep them")
     args = ap.parse_args()
 
-    from acidctl.acid.writeids import WriteIdList
-    from acidctl.compact.runner import CompactOptions, compact_table
-    from acidctl.compact.spark import get_or_create_session
-    from acidctl.fs import TableFS
-
     work = args.keep or tempfile.mkdtemp(prefix="acidctl-bench-compact-")
-    root = os.path.join(work, "t")
-    os.makedirs(root, exist_ok=True)
-    t0 = time.perf_counter()
-    info = build(root, args.rows, args.deltas, args.buckets)
-    size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(root) for f in fs)
-    print(f"table: {info['rows']:,} rows ({info['base_rows']:,} in the base, {info['delta_rows']:,} in "
-          f"{args.deltas} deltas), {info['delete_events']:,} delete events, {args.buckets} buckets, "
-          f"{size / 2**20:.1f} MiB; built in {time.perf_counter() - t0:.1f}s")
-
-    t0 = time.perf_counter()
-    spark = get_or_create_session(args.master)
-    t_session = time.perf_counter() - t0
-    t1 = time.perf_counter()
-    spark.sparkContext.parallelize(range(args.buckets), args.buckets).mapPartitions(
-        lambda it: [__import__("acidctl.compact.task").__name__, __import__("pyarrow").__version__]).collect()
-    t_workers = time.perf_counter() - t1
-    print(f"spark start-up ({args.master}): session {t_session:.2f}s + first job (Python workers, acidctl/pyarrow "
-          f"imports) {t_workers:.2f}s = {t_session + t_workers:.2f}s")
-
-    base_dir = os.path.join(work, "baseline-out")
-    tb, brows = baseline(root, info["hwm"], base_dir)
-    shutil.rmtree(base_dir, ignore_errors=True)
-
-    wl = WriteIdList.all_committed(info["hwm"], table="bench.t")
-    t0 = time.perf_counter()
-    rep = compact_table(TableFS(root), CompactOptions(mode="major", reader=wl, engine="spark", master=args.master),
-                        spark=spark)
-    tc = time.perf_counter() - t0
-    p = rep["partitions"][0]
-    assert p["rows_out"] == brows, (p["rows_out"], brows)
-    rows_in = p["rows_in"]
-    print(f"spark major compaction (steady state): {tc:.2f}s, {rows_in / tc:,.0f} rows/s in, "
-          f"{p['rows_out']:,} rows out -> {', '.join(p['output_dirs'])}; tasks {rep['task_seconds']:.2f}s "
-          f"(includes per-task verification: file checks + before/after merged read)")
-    print(f"baseline (one process, pyarrow read + anti-join + sort + write, no verification): {tb:.2f}s, "
-          f"{rows_in / tb:,.0f} rows/s")
-    print(f"ratio spark/baseline throughput: {tb / tc:.2f}x (start-up excluded); "
-          f"with start-up: {tb / (tc + t_session + t_workers):.2f}x")
-    print(f"peak memory per task: {p['peak_task_memory_bytes'] / 2**20:.0f} MiB RSS growth "
-          f"(largest of {p['buckets']} tasks; {rows_in / p['buckets']:,.0f} input rows per task), "
-          f"peak task RSS {rep['partitions'][0].get('peak_task_rss_bytes', 0) / 2**20:.0f} MiB")
-    spark.stop()
-    if not args.keep:
-        shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work, exist_ok=True)
+    print(f"machine: {os.cpu_count()} cores; python {sys.version.split()[0]}, pyarrow {pa.__version__}")
+    try:
+        if args.only in (None, "one"):
+            bench_table(work, "one-partition", partitions=0, rows=args.rows, deltas=args.deltas,
+                        buckets=args.buckets, deletes=args.deletes,
+                        hive_seconds=8.0 if args.rows == 2_000_000 else None)
+        if args.only in (None, "many"):
+            frac = args.deletes / max(1, args.rows)
+            bench_table(work, "partitioned", partitions=args.partitions, rows=args.partitions_rows,
+                        deltas=args.deltas, buckets=args.buckets, deletes=int(args.partitions_rows * frac),
+                        hive_seconds=9.5 * args.partitions if args.partitions_rows == 50_000 else None)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

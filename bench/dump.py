@@ -10,6 +10,11 @@
    Prints rows/s and the ratio (target >= 12x).
 3. Peak RSS of the dump subprocess for N/2 and N rows: it must not grow with the file
    (stripes are streamed).
+4. Data shapes (``--shape-rows`` rows each, written by pyorc): the simple 3-column row, every
+   ORC type, strings with escapes, invalid UTF-8, timestamps outside 1677..2262, decimals,
+   nested types, unions — `acidctl dump` end to end (rows/s, MB/s of JSON printed) against
+   the naive Python baseline (pyorc rows -> json.dumps). ``--only-shapes [SHAPE ...]`` runs
+   only these.
 Timings are never asserted by tests; this script only reports.
 """
 
@@ -103,11 +108,149 @@ def naive(path: str) -> float:
     return time.perf_counter() - t0
 
 
+# -- data shapes ---------------------------------------------------------------------------
+
+ACID = ("struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,currentTransaction:bigint,"
+        "row:%s>")
+
+
+def _shape_rows(shape: str, n: int):
+    """(row ORC type, a function i -> row values) of each shape (pyorc's Python values, with
+    acidctl's raw converters: dates as day numbers, timestamps as (seconds, nanos))."""
+    import decimal
+
+    if shape == "simple-3-columns":
+        return "struct<id:bigint,name:string,amount:double>", lambda i: (i, f"customer-{i % 100000:05d}",
+                                                                           round(i * 0.37 % 10000, 2))
+    if shape == "every-type":
+        t = ("struct<b:boolean,ti:tinyint,si:smallint,i:int,l:bigint,f:float,d:double,dec:decimal(12,4),"
+             "s:string,c:char(4),v:varchar(6),bin:binary,dt:date,ts:timestamp,li:array<int>,m:map<string,double>,"
+             "st:struct<x:int,y:string>,u:uniontype<int,string>>")
+        return t, lambda i: (i % 2 == 0, i % 100, i % 30000, i, i * 1000003, i / 4, i / 8,
+                             decimal.Decimal(i) / 10000, f"s{i}", "ab", f"v{i % 999}", b"\x01\x02",
+                             i % 20000, (1_600_000_000 + i, (i * 7919) % 10**9), [i, i + 1],
+                             {f"k{i % 5}": i / 2}, (i, f"y{i}"), i if i % 2 else f"u{i}")
+    if shape == "strings-with-escapes":
+        return "struct<s:string>", lambda i: (f'say "hi" {i}\n\tpath\\{i}\x01',)
+    if shape == "far-timestamps":
+        return "struct<id:int,ts:timestamp>", lambda i: (i, (-60_000_000_000 + i * 1_234_567, i % 10**9))
+    if shape == "decimals":
+        return "struct<a:decimal(10,2),b:decimal(38,18)>", lambda i: (
+            decimal.Decimal(i) / 100, decimal.Decimal(i * 7919) / 10**18 + i)
+    if shape == "nested":
+        return ("struct<l:array<struct<a:int,b:string>>,m:map<string,array<int>>>",
+                lambda i: ([(i, f"b{i}"), (i + 1, None)], {f"k{i % 7}": [i, i * 2]}))
+    if shape == "long-doubles":
+        # 16-17 significant digits (measurements, i / 7): Java's pre-19 Double.toString is not
+        # the shortest round trip, so these go through acidctl's scalar port value by value
+        return "struct<x:double>", lambda i: (i / 7,)
+    if shape == "unions":
+        return "struct<u:uniontype<int,string,double>>", lambda i: ((i, f"s{i}", i / 4)[i % 3],)
+    raise ValueError(shape)
+
+
+SHAPES = ["simple-3-columns", "every-type", "strings-with-escapes", "invalid-utf8", "far-timestamps",
+          "decimals", "nested", "unions", "long-doubles"]
+
+
+def write_shape(path: str, shape: str, n: int) -> None:
+    import pyorc
+
+    from acidctl.orc.render import python_converters
+
+    if shape == "invalid-utf8":
+        # 1 value in 50 not valid UTF-8: pyorc refuses such strings, Arrow's ORC writer keeps bytes
+        import pyarrow.orc as po
+
+        vals = [(b"bad-\xff\xfe-%d" % i) if i % 50 == 0 else ("name-%d-\u00e9t\u00e9" % i).encode() for i in range(n)]
+        s = pa.array(vals, pa.binary()).view(pa.string())
+        z = np.zeros(n, np.int64)
+        po.write_table(pa.table({"operation": pa.array(np.zeros(n, np.int32)), "originalTransaction": pa.array(z + 1),
+                                 "bucket": pa.array(np.full(n, 536870912, np.int32)), "rowId": pa.array(np.arange(n)),
+                                 "currentTransaction": pa.array(z + 1),
+                                 "row": pa.StructArray.from_arrays([s], ["s"])}), path, compression="zlib")
+        return
+    row_t, fn = _shape_rows(shape, n)
+    with open(path, "wb") as f, pyorc.Writer(f, ACID % row_t, converters=python_converters(),
+                                             stripe_size=64 << 20) as w:
+        for i in range(n):
+            w.write((0, 1, 536870912, i, 1, fn(i)))
+
+
+def _default(v):
+    return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+
+
+def _naive_converters():
+    from acidctl.orc.render import python_converters
+
+    return python_converters()
+
+
+def naive_pyorc(path: str) -> float:
+    """The naive Python baseline: pyorc rows -> json.dumps, one row at a time (pyarrow's
+    to_pylist, with strings as bytes, where pyorc refuses invalid UTF-8)."""
+    import pyorc
+
+    t0 = time.perf_counter()
+    try:
+        with open(path, "rb") as f, open(os.devnull, "w") as out:
+            for row in pyorc.Reader(f, struct_repr=pyorc.StructRepr.DICT, converters=_naive_converters()):
+                out.write(json.dumps(row, default=_default) + "\n")
+    except UnicodeDecodeError:
+        import pyarrow.orc as po
+
+        t0 = time.perf_counter()
+        t = po.read_table(path).flatten()
+        t = pa.table({n: (c.cast(pa.binary()) if c.type == pa.string() else c) for n, c in zip(t.column_names, t.columns)})
+        with open(os.devnull, "w") as out:
+            for row in t.to_pylist():
+                out.write(json.dumps(row, default=_default) + "\n")
+    return time.perf_counter() - t0
+
+
+def dump_pipe(path: str) -> tuple[float, int]:
+    """acidctl -o json dump PATH end to end: (seconds, bytes printed)."""
+    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    t0 = time.perf_counter()
+    p = subprocess.Popen([sys.executable, "-m", "acidctl", "-o", "json", "dump", path], stdout=subprocess.PIPE,
+                         env=env, cwd=ROOT)
+    size = 0
+    while True:
+        chunk = p.stdout.read1(1 << 20)
+        if not chunk:
+            break
+        size += len(chunk)
+    if p.wait() != 0:
+        sys.exit(f"acidctl dump failed on {path}")
+    return time.perf_counter() - t0, size
+
+
+def shapes(d: str, n: int, only: list[str] | None) -> None:
+    print(f"\nshapes ({n:,} rows each; naive baseline: pyorc rows -> json.dumps):")
+    print(f"  {'shape':<22} {'acidctl s':>9} {'rows/s':>11} {'MB/s':>7} {'naive s':>8} {'ratio':>6}")
+    for shape in only or SHAPES:
+        path = os.path.join(d, f"shape-{shape}.orc")
+        if not os.path.exists(path):
+            write_shape(path, shape, n)
+        took, size = dump_pipe(path)
+        base = naive_pyorc(path)
+        print(f"  {shape:<22} {took:>9.2f} {n / took:>11,.0f} {size / took / 1e6:>7.1f} {base:>8.2f} "
+              f"{base / took:>5.1f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=2_000_000)
+    ap.add_argument("--shape-rows", type=int, default=200_000, help="rows of each data shape file")
+    ap.add_argument("--only-shapes", nargs="*", choices=SHAPES, help="only the shapes (no 3-column run)")
     ap.add_argument("--keep")
     args = ap.parse_args()
+    if args.only_shapes is not None:
+        d = args.keep or tempfile.mkdtemp(prefix="acidctl-bench-")
+        os.makedirs(d, exist_ok=True)
+        shapes(d, args.shape_rows, args.only_shapes)
+        return
     n = args.rows
     d = args.keep or tempfile.mkdtemp(prefix="acidctl-bench-")
     os.makedirs(d, exist_ok=True)
@@ -131,6 +274,7 @@ def main() -> None:
     print(f"ratio:  {base / ours:.1f}x the naive baseline (target >= 12x)")
     print(f"memory: peak RSS {rss_half / 1024:.0f} MiB for {n // 2} rows, {rss / 1024:.0f} MiB for {n} rows "
           f"(stripes are streamed: should not double)")
+    shapes(d, args.shape_rows, None)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,10 @@ Prints:
   same marker files, and the ratio of the in-process state run to it.
 
 Then the merged-read throughput: bench/dump.py's table (2M rows) with a 5 % delete delta,
-read through acidctl's merge kernel, against pyarrow reading the same files whole.
+read through acidctl's merge kernel (bucket at a time, and streamed as ``dump --merged`` reads
+it, with the time to its first table), against pyarrow reading the same files whole, and
+``acidctl dump --merged`` end to end (rows/s rendered; time to the first line, also with
+``--limit 10``). bench/merged.py covers other table shapes.
 
 Usage: ``python bench/state.py [--deltas N] [--merged-rows N] [--keep DIR]``. Target: <= 1 s locally.
 """
@@ -105,7 +108,7 @@ def merged_read_bench(tmp: Path, rows: int) -> None:
 
     from acidctl.acid.acidstate import get_acid_state
     from acidctl.acid.layout import list_table
-    from acidctl.acid.read import read_partition
+    from acidctl.acid.read import read_partition, stream_partition
     from acidctl.acid.writeids import WriteIdList
     from acidctl.fs import TableFS
     from acidctl.orc.writer import write_acid_file
@@ -134,6 +137,33 @@ def merged_read_bench(tmp: Path, rows: int) -> None:
         for _, tab in read_partition(tfs, lst, get_acid_state(lst, snap)):
             out += tab.num_rows
     ours = time.perf_counter() - t0
+    # the streamed read behind dump --merged: rows/s and the time to its first table
+    t0 = time.perf_counter()
+    first = None
+    streamed = 0
+    for lst in list_table(tfs):
+        for tab in stream_partition(tfs, lst, get_acid_state(lst, snap)):
+            if first is None:
+                first = time.perf_counter() - t0
+            streamed += tab.num_rows
+    stream_s = time.perf_counter() - t0
+    assert streamed == out, (streamed, out)
+    # end to end: acidctl dump --merged (rendered JSON to a pipe), and --limit 10
+    e2e = {}
+    for extra in ([], ["--limit", "10"]):
+        cmd = [sys.executable, "-m", "acidctl", "-o", "json", "dump", "--merged", *extra, "--write-ids",
+               "db.t:2:9223372036854775807::", str(table)]
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE)
+        first_line = None
+        while True:
+            chunk = p.stdout.read1(1 << 20)
+            if not chunk:
+                break
+            if first_line is None:
+                first_line = time.perf_counter() - t0
+        p.wait()
+        e2e[bool(extra)] = (first_line, time.perf_counter() - t0)
     t0 = time.perf_counter()
     base_rows = po.ORCFile(str(ins / "bucket_00000")).read().num_rows
     po.ORCFile(str(dels / "bucket_00000")).read()
@@ -141,6 +171,10 @@ def merged_read_bench(tmp: Path, rows: int) -> None:
     print(f"merged read:                 {rows} rows - 5 % deletes -> {out} rows in {ours:.2f} s "
           f"({rows / ours / 1e6:.2f} M rows/s); pyarrow read-everything baseline {base:.2f} s "
           f"({base_rows / base / 1e6:.2f} M rows/s); ratio {ours / base:.2f}x the baseline's time")
+    print(f"streamed merged read:        {stream_s:.2f} s ({rows / stream_s / 1e6:.2f} M rows/s), "
+          f"first table after {first:.3f} s")
+    print(f"acidctl dump --merged (e2e): {e2e[False][1]:.2f} s ({out / e2e[False][1] / 1e6:.2f} M rows/s rendered), "
+          f"first line after {e2e[False][0]:.2f} s; --limit 10: first line after {e2e[True][0]:.2f} s")
 
 
 def main() -> None:

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install the PostgreSQL and MariaDB server binaries used by tests/metastore (Debian/Ubuntu).
+# Install the PostgreSQL and MariaDB server binaries used by tests/metastore, and the headless
+# Chromium that tests/doctor/test_html.py renders the HTML report in (Debian/Ubuntu).
 #
 # Idempotent: does nothing when both are present; runs `apt-get update` only if something is
 # missing. System services are NOT started: the tests start their own throw-away servers on
@@ -10,6 +11,9 @@ set -euo pipefail
 have_pg() {
     compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null && compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null
 }
+have_chromium() {
+    command -v chromium >/dev/null || command -v chromium-browser >/dev/null
+}
 have_mariadb() {
     { command -v mariadbd >/dev/null || [ -x /usr/sbin/mariadbd ] || [ -x /usr/sbin/mysqld ]; } &&
     { command -v mariadb-install-db >/dev/null || command -v mysql_install_db >/dev/null; }
@@ -18,9 +22,10 @@ have_mariadb() {
 pkgs=()
 have_pg || pkgs+=(postgresql)
 have_mariadb || pkgs+=(mariadb-server)
+have_chromium || pkgs+=(chromium)
 
 if [ ${#pkgs[@]} -eq 0 ]; then
-    echo "install-test-servers: postgresql and mariadb-server already installed"
+    echo "install-test-servers: postgresql, mariadb-server and chromium already installed"
     exit 0
 fi
 
@@ -46,4 +51,5 @@ $SUDO env DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 apt-get install -y -qq --no-
 
 have_pg || { echo "install-test-servers: PostgreSQL binaries still missing" >&2; exit 1; }
 have_mariadb || { echo "install-test-servers: MariaDB binaries still missing" >&2; exit 1; }
+have_chromium || { echo "install-test-servers: chromium still missing" >&2; exit 1; }
 echo "install-test-servers: done"

@@ -15,6 +15,8 @@ events of the bucket being merged plus that bucket's insert rows.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -54,19 +56,152 @@ def apply(inserts: pa.Table, deletes: pa.Table | None, snapshot: WriteIdList, *,
     """Valid insert events of ``inserts`` not deleted by ``deletes`` (a key table)."""
     keep = pc.and_(pc.equal(inserts.column("operation"), 0),
                    valid_mask(inserts.column("currentTransaction"), snapshot))
-    live = inserts.filter(keep)
+    live = inserts.filter(keep) if not _all_true(keep) else inserts
     if deletes is not None and deletes.num_rows and live.num_rows:
-        # Acero joins cannot carry struct columns: semi-join the keys plus a row index to find
-        # the deleted rows, then filter with a mask (keeps the order; cheaper than a take).
-        keys = live.select(KEY).append_column("__i", pa.array(np.arange(live.num_rows, dtype=np.int64)))
-        hit = keys.join(deletes, keys=KEY, join_type="left semi", use_threads=False)
-        if hit.num_rows:
-            mask = np.ones(live.num_rows, dtype=bool)
-            mask[hit.column("__i").to_numpy()] = False
-            live = live.filter(pa.array(mask))
+        index = _index_of(deletes)
+        deleted = index.deleted(live) if index is not None else None
+        if deleted is None:
+            deleted = _deleted_by_join(live, deletes)
+        if deleted.any():
+            live = live.filter(pa.array(~deleted))
     if sort and live.num_rows and not _is_sorted(live):
         live = live.sort_by([(k, "ascending") for k in KEY])
     return live
+
+
+def _all_true(mask) -> bool:
+    return bool(pc.all(mask).as_py()) if len(mask) else False
+
+
+def _deleted_by_join(live: pa.Table, deletes: pa.Table) -> np.ndarray:
+    """Acero joins cannot carry struct columns: semi-join the keys plus a row index to find
+    the deleted rows (a mask, which keeps the order)."""
+    keys = live.select(KEY).append_column("__i", pa.array(np.arange(live.num_rows, dtype=np.int64)))
+    hit = keys.join(deletes, keys=KEY, join_type="left semi", use_threads=False)
+    mask = np.zeros(live.num_rows, dtype=bool)
+    if hit.num_rows:
+        mask[hit.column("__i").to_numpy()] = True
+    return mask
+
+
+class DeleteIndex:
+    """The delete keys of a bucket, prepared once, for every batch merged against them.
+
+    A hash join rebuilds its hash table from the delete keys on every call, and the streamed
+    paths (compaction, its verification, ``dump --merged``) merge one batch at a time against the
+    same keys: that rebuild was most of the merge time. numpy has no multi-column hash set, so
+    this is by hand, exact in both forms:
+
+    * packed (the usual case: write ids in [0, 2^31), row ids in [0, 2^32)): each distinct
+      (originalTransaction, bucket) pair gets its rank among the delete keys' pairs, and a key
+      becomes ``rank << 32 | rowId`` — order-preserving, so a batch in key order (as files are)
+      is looked up with ``searchsorted`` on sorted needles, which stays in cache;
+    * hashed (anything else): one 64-bit hash per key, every hit confirmed on the three key
+      values; built only when no two distinct delete keys share a hash (else the join is used).
+    """
+
+    def __init__(self, kind: str, arrays: tuple):
+        self.kind, self.arrays = kind, arrays
+
+    @classmethod
+    def build(cls, deletes: pa.Table) -> DeleteIndex | None:
+        cols = _key_arrays(deletes)
+        if cols is None:
+            return None
+        ot, bk, rid = cols
+        if _packable(ot, rid):
+            pairs = np.unique(_pair(ot, bk))
+            if len(pairs) < 2**31:
+                return cls("packed", (pairs, np.unique(_packed(np.searchsorted(pairs, _pair(ot, bk)), rid))))
+        h = _hash(ot, bk, rid)
+        order = np.lexsort((rid, bk, ot, h))
+        h, ot, bk, rid = h[order], ot[order], bk[order], rid[order]
+        if len(h) > 1:
+            same_h = h[1:] == h[:-1]
+            same_key = (ot[1:] == ot[:-1]) & (bk[1:] == bk[:-1]) & (rid[1:] == rid[:-1])
+            if (same_h & ~same_key).any():
+                return None        # a true hash collision: the join handles it
+            keep = np.concatenate(([True], ~same_key))
+            h, ot, bk, rid = h[keep], ot[keep], bk[keep], rid[keep]
+        return cls("hashed", (h, ot, bk, rid))
+
+    def deleted(self, live: pa.Table) -> np.ndarray | None:
+        """Mask of the rows of ``live`` whose key is deleted (None: use the join)."""
+        cols = _key_arrays(live)
+        if cols is None:
+            return None
+        ot, bk, rid = cols
+        if self.kind == "packed":
+            pairs, keys = self.arrays
+            ok = (ot >= 0) & (ot < 2**31) & (rid >= 0) & (rid < 2**32)
+            p = _pair(np.where(ok, ot, 0), bk)
+            r = np.minimum(np.searchsorted(pairs, p), len(pairs) - 1)
+            ok &= pairs[r] == p
+            k = _packed(r, np.where(ok, rid, 0))
+            pos = np.minimum(np.searchsorted(keys, k), len(keys) - 1)
+            return ok & (keys[pos] == k)
+        hs, ots, bks, rids = self.arrays
+        h = _hash(ot, bk, rid)
+        pos = np.minimum(np.searchsorted(hs, h), len(hs) - 1)
+        return (hs[pos] == h) & (ots[pos] == ot) & (bks[pos] == bk) & (rids[pos] == rid)
+
+
+def _packable(ot: np.ndarray, rid: np.ndarray) -> bool:
+    return bool(len(ot)) and ot.min() >= 0 and ot.max() < 2**31 and rid.min() >= 0 and rid.max() < 2**32
+
+
+def _pair(ot: np.ndarray, bk: np.ndarray) -> np.ndarray:
+    """(writeid in [0, 2^31), bucket as 32 unsigned bits) → one int64, order-preserving per writeid."""
+    return (ot << 32) | (bk & 0xFFFFFFFF)
+
+
+def _packed(rank: np.ndarray, rid: np.ndarray) -> np.ndarray:
+    return (rank.astype(np.int64) << 32) | rid
+
+
+def _key_arrays(t: pa.Table):
+    out = []
+    for k in KEY:
+        c = t.column(k)
+        if c.null_count:
+            return None
+        out.append(np.asarray(c.to_numpy(), dtype=np.int64))
+    return out
+
+
+def _hash(ot: np.ndarray, bk: np.ndarray, rid: np.ndarray) -> np.ndarray:
+    """splitmix64-style mixing of the three key values into one uint64 (wrapping arithmetic)."""
+    with np.errstate(over="ignore"):
+        h = ot.view(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        h ^= bk.view(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F)
+        h ^= rid.view(np.uint64) * np.uint64(0x165667B19E3779F9)
+        h ^= h >> np.uint64(33)
+        h *= np.uint64(0xFF51AFD7ED558CCD)
+        h ^= h >> np.uint64(29)
+    return h
+
+
+#: the index of each delete-key table seen (the same table is merged with batch after batch),
+#: by id(); the entry goes when the table does (pa.Table is not hashable: no WeakKeyDictionary)
+_INDEXES: dict = {}
+_NO_INDEX = object()
+
+
+def _forget(key: int):
+    def drop(_ref: object) -> None:
+        _INDEXES.pop(key, None)
+    return drop
+
+
+def _index_of(deletes: pa.Table) -> DeleteIndex | None:
+    key = id(deletes)
+    got = _INDEXES.get(key)
+    if got is None or got[0]() is not deletes:
+        index = DeleteIndex.build(deletes) or _NO_INDEX
+        got = (weakref.ref(deletes, _forget(key)), index)
+        _INDEXES[key] = got
+    index = got[1]
+    return index if isinstance(index, DeleteIndex) else None
 
 
 def _is_sorted(t: pa.Table) -> bool:

@@ -7,7 +7,18 @@ anything obsolete for less than that long (default 1h, like Hive's retention).
 JSON document: ``path``, ``hive_version``, ``write_ids``, ``min_age_seconds``, ``executed``,
 ``items`` (partition, path, kind [base|delta|delete_delta|original|staging|stale-lock|
 interrupted-publish], reason, age_seconds, bytes, is_dir, action [delete|complete|keep (younger
-than --min-age)]), ``deleted``/``completed`` (with --execute), ``notes``, ``summary``.
+than --min-age)|keep (held back)|...]), ``deleted``/``completed`` (with --execute), ``notes``,
+``summary``, ``skipped_partitions`` (snapshot unreadable). For DB.TABLE with a metastore also ``compactions`` (the table's ``ready for
+cleaning`` requests: cq_id, partition, type, highest_write_id, txn_id, next_txn_id, held_by
+[{kind: lock|open-txn|young-txn|min-history-level|min-history-write-id|retention|
+earlier-request|compactor-txn-open|compactor-txn-aborted, txn_id, lock_id, message, ...}],
+action [mark cleaned|marked cleaned|held back|stays ready for cleaning|already finished], reason, state,
+[mark_cleaned]), ``metastore_writes`` and, after markCleaned, ``aborted_txns_removed``.
+
+A registered request is finished (Hive's markCleaned, history ``succeeded``) only when nothing
+holds it back (Hive 3: locks on its partition; Hive 4: open txns below CQ_NEXT_TXN_ID,
+MIN_HISTORY_LEVEL, retention) and nothing obsolete is left in its partition; held back, its
+partition's obsolete data is kept.
 """
 
 from __future__ import annotations
@@ -37,9 +48,10 @@ def clean_command(
     table_is_quiescent: Annotated[bool, typer.Option("--table-is-quiescent", help="With --assume-committed and --execute: state that nothing writes to the table and every write id in its directory names is committed.")] = False,
     file_format: Annotated[Optional[str], typer.Option("--format", metavar="orc|parquet|avro|text", help="The table is insert-only and stores files of this format (a path target; DB.TABLE takes it from the metastore).")] = None,
     serde_property: Annotated[Optional[list[str]], typer.Option("--serde-property", metavar="KEY=VALUE", help="Insert-only text table given as a path: a LazySimpleSerDe property, repeatable.")] = None,
+    min_history_write_id: Annotated[bool, typer.Option("--min-history-write-id", help="Hive 4 with metastore.txn.use.minhistorywriteid=true: a registered compaction waits for the table's MIN_HISTORY_WRITE_ID instead of the global min open txn.")] = False,
 ):
     from acidctl.cli.compact_cmd import require_real_snapshot, resolve
-    from acidctl.compact.clean import clean_table
+    from acidctl.compact.clean import clean_registered, clean_table
     from acidctl.durations import parse_age
     from acidctl.errors import UsageError
 
@@ -47,8 +59,8 @@ def clean_command(
     if hive_version not in (None, 3, 4):
         raise UsageError(f"--hive-version must be 3 or 4, not {hive_version}")
     age = parse_age(min_age)
-    target, _ = resolve(settings, table, write_ids=write_ids, assume_committed=assume_committed, txns=txns,
-                        hive_version=hive_version)
+    target, parts = resolve(settings, table, write_ids=write_ids, assume_committed=assume_committed, txns=txns,
+                            hive_version=hive_version)
     if execute:
         require_real_snapshot(target, quiescent=table_is_quiescent, what="clean --execute")
     notes = [f"ASSUMED: {a}" for a in target.assumptions]
@@ -57,8 +69,15 @@ def clean_command(
     from acidctl.mm.context import mm_context, parse_serde_properties   # insert-only tables (issue #12)
 
     mm = mm_context(target, fmt=file_format, serde_properties=parse_serde_properties(serde_property))
-    report = clean_table(target.tfs, reader=target.write_ids, txns=target.txns, hive_version=target.hive_version,
-                         min_age=age, execute=execute, trash=trash, insert_only=mm)
+    scope = {"partitions": set(parts)} if parts else {}
+    if target.table is not None and target.metastore is not None:
+        report = clean_registered(target.tfs, target.metastore, db=target.table.db, table=target.table.table,
+                                  reader=target.write_ids, txns=target.txns, hive_version=target.hive_version,
+                                  min_age=age, execute=execute, trash=trash,
+                                  use_min_history_write_id=min_history_write_id, insert_only=mm, **scope)
+    else:
+        report = clean_table(target.tfs, reader=target.write_ids, txns=target.txns, hive_version=target.hive_version,
+                             min_age=age, execute=execute, trash=trash, insert_only=mm, **scope)
     if target.table is not None:
         report["table"] = target.table.full_name
     report["notes"] = notes + report["notes"]
@@ -84,6 +103,11 @@ def render_text(report: dict) -> str:
     for i in report.get("items", []):
         if i.get("trashed_to"):
             lines.append(f"moved {i['path']} -> {i['trashed_to']}")
+    if report.get("compactions"):
+        lines.append("compaction requests (ready for cleaning):")
+        rows = [[c["cq_id"], c["partition"] or "(table)", c["type"], c["highest_write_id"], c["action"], c["reason"]]
+                for c in report["compactions"]]
+        lines.append(table(rows, ["ID", "PARTITION", "TYPE", "HIGHEST WRITEID", "ACTION", "REASON"]))
     verb = "deleted" if report["executed"] else "would delete"
     if s.get("bytes_by_kind"):
         lines.append("bytes by kind: " + ", ".join(f"{k} {v}" for k, v in sorted(s["bytes_by_kind"].items())))

@@ -4,10 +4,12 @@ TABLE is a table or partition directory (local, file://, hdfs://, s3://, memory:
 metastore configured, ``DB.TABLE[/k=v...]`` (looked up with
 :func:`acidctl.metastore.tables.resolve_table`). The snapshot comes from ``--write-ids``,
 ``--assume-committed`` or the metastore; the compactor list derived from it never folds an open
-write id. All selected partitions and buckets run in one Spark application.
+write id. All selected partitions and buckets run in one job: worker processes on this machine
+(``--engine local``, or ``auto`` for small inputs) or one Spark application.
 
 JSON document: ``path``, ``type``, ``hive_version``, ``write_ids``, ``compactor_write_ids``,
-``engine``, ``spark`` (master, app_id, startup_seconds), ``message``, ``nothing_to_compact``,
+``engine`` (local|spark: what ran; the requested one when nothing ran), ``engine_choice`` (engine, requested, reason, bytes_in,
+local_max_bytes, workers), ``spark`` (master, app_id, startup_seconds), ``task_seconds``, ``message``, ``nothing_to_compact``,
 ``compacted``, ``recovered`` (interrupted publications finished first), ``notes``,
 ``partitions`` (one metrics record each: partition, path, type, status
 [compact|nothing|not-due], message, input_dirs, output_dirs, published, buckets, rows_in,
@@ -106,7 +108,8 @@ def compact_command(
     tblproperty: Annotated[Optional[list[str]], typer.Option("--tblproperty", metavar="KEY=VALUE", help="Table property for --due thresholds (e.g. compactorthreshold.hive.compactor.delta.num.threshold=20), repeatable.")] = None,
     master: Annotated[str, typer.Option("--master", help="Spark master URL.")] = "local[*]",
     spark_conf: Annotated[Optional[list[str]], typer.Option("--spark-conf", metavar="KEY=VALUE", help="Spark configuration, repeatable (overrides acidctl's defaults).")] = None,
-    engine: Annotated[str, typer.Option("--engine", metavar="spark|local", help="spark (default) or local: the same tasks in this process, no Spark (small tables).")] = "spark",
+    engine: Annotated[str, typer.Option("--engine", metavar="auto|local|spark", help="auto (default): local up to --local-max-bytes of input, Spark above; local: the same tasks in worker processes on this machine, one per core; spark: one Spark application (--master).")] = "auto",
+    local_max_bytes: Annotated[Optional[str], typer.Option("--local-max-bytes", metavar="SIZE", help="With --engine auto: the input size (e.g. 256M, 2G) up to which the compaction runs locally; default $ACIDCTL_LOCAL_MAX_BYTES, else 24M per core.")] = None,
     no_register: Annotated[bool, typer.Option("--no-register", help="Do not record the compaction in the metastore.")] = False,
     break_lock: Annotated[bool, typer.Option("--break-lock", help="Remove an existing (stale) compaction lock first.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the full plan (partitions, inputs per bucket, output names, what becomes obsolete, bytes in, refusals with reasons) and write nothing: no lock, no staging, no metastore. Exit 6 when the compaction would be refused.")] = False,
@@ -127,12 +130,15 @@ def compact_command(
         raise UsageError("give --major or --minor (or --due)")
     if hive_version not in (None, 3, 4):
         raise UsageError(f"--hive-version must be 3 or 4, not {hive_version}")
-    if engine not in ("spark", "local"):
-        raise UsageError(f"--engine must be spark or local, not {engine!r}")
+    from acidctl.compact.engine import ENGINES, parse_size
+
+    if engine not in ENGINES:
+        raise UsageError(f"--engine must be auto, local or spark, not {engine!r}")
     if enqueue:
         return _enqueue(settings, table, major=major, minor=minor, due=due, pool=pool)
     if pool is not None:
         raise UsageError("--pool applies to --enqueue")
+    threshold = parse_size(local_max_bytes) if local_max_bytes is not None else None
     conf = parse_kv(spark_conf, "--spark-conf")
 
     from acidctl.acid.initiator import NO_AUTO_COMPACTION, Thresholds
@@ -184,6 +190,7 @@ def compact_command(
                           hive_version=hv, partitions=parts or None, due=due,
                           thresholds=Thresholds.from_table_properties(props), aborted_txn_counts=aborted,
                           insert_only=False, visibility_txn=vis, columns=col_list, columns_coln_only=coln_only, engine=engine,
+                          local_max_bytes=threshold,
                           master=master, spark_conf=conf, break_lock=break_lock,
                           allow_non_atomic_publish=allow_non_atomic_publish, hidden_until_commit=hidden,
                           skip_unreadable_files=skip_unreadable_files, dry_run=dry_run)
@@ -268,6 +275,8 @@ def render_text(report: dict) -> str:
 
     lines = [f"acidctl compact {report['path']}  (Hive {report['hive_version']}, {report['type']})",
              f"write ids: {report['write_ids']}   compactor: {report['compactor_write_ids']}"]
+    if report.get("engine_choice"):
+        lines.append(f"engine: {report['engine']} ({report['engine_choice']['reason']})")
     if report.get("spark"):
         s = report["spark"]
         lines.append(f"spark: {s['master']} ({s['app_id']}), session ready in {s['startup_seconds']}s")

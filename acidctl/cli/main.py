@@ -47,7 +47,10 @@ COMMAND_MODULES = (
     "acidctl.cli.export_cmd",
     "acidctl.cli.worker_cmd",
     "acidctl.cli.abort_cmd",
+    "acidctl.cli.abort_compactions_cmd",
     "acidctl.cli.initiator_cmd",
+    "acidctl.cli.unlock_cmd",
+    "acidctl.cli.doctor_cmd",
 )
 
 

@@ -3,7 +3,12 @@ inputs read again), as long as nothing it made obsolete has been cleaned. Dry ru
 ``--execute``.
 
 JSON document: ``path``, ``executed``, ``items`` (partition, path, type, outputs, inputs,
-published_at (epoch s), revertible, reason, leftovers), [``table``], ``notes``.
+published_at (epoch s), revertible, reason, leftovers, [metastore]), [``table``], ``notes``.
+
+Given as DB.TABLE, a compaction registered in the metastore (its ``ready for cleaning``
+request) is marked failed ("reverted by acidctl revert: ...") before its output is removed:
+left ``ready for cleaning``, Hive's Cleaner would mark it cleaned and forget the aborted writes
+the revert brought back. Refused under ``--read-only``.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ def revert_command(
     execute: Annotated[bool, typer.Option("--execute", help="Remove the output (default: only print the plan).")] = False,
     break_lock: Annotated[bool, typer.Option("--break-lock", help="Remove an existing (stale) compaction lock first.")] = False,
 ):
-    from acidctl.compact.revert import revert
+    from acidctl.compact.revert import revert, revert_registered
     from acidctl.target import check_table_dir, is_table_name
 
     settings = ctx.obj
@@ -44,12 +49,14 @@ def revert_command(
         if parts and not partition:
             partition = parts[0]
         full_name = target.table.full_name if target.table is not None else None
-        notes.append("a compaction registered in the metastore keeps its queue row; Hive's Cleaner finds nothing "
-                     "obsolete once the output is gone and marks it cleaned")
+        report = revert_registered(tfs, target.metastore, db=target.table.db, table=target.table.table,
+                                   partition=partition, output=output, execute=execute, break_lock=break_lock)
     else:
         tfs = settings.table_fs(table)
         check_table_dir(tfs)
-    report = revert(tfs, partition=partition, output=output, execute=execute, break_lock=break_lock)
+        report = revert(tfs, partition=partition, output=output, execute=execute, break_lock=break_lock)
+        notes.append("given as a path: a compaction registered in a metastore is not looked up; revert it as "
+                     "DB.TABLE so its ready-for-cleaning request is marked failed")
     report["notes"] = notes
     if full_name:
         report["table"] = full_name
@@ -63,7 +70,9 @@ def render_text(report: dict) -> str:
     lines = [f"{head} {report['path']}"]
     lines += [f"note: {n}" for n in report["notes"]]
     rows = [[i["partition"] or "(table)", i["type"], ", ".join(i["outputs"]), len(i["inputs"]),
-             ("reverted" if report["executed"] else "revertible") if i["revertible"] else "refused", i["reason"]]
+             ("reverted" if report["executed"] else "revertible") if i["revertible"] else "refused",
+             i["reason"] + (f"; compaction {i['metastore']['cq_id']}: {i['metastore']['action']}"
+                            if i.get("metastore") else "")]
             for i in report["items"]]
     lines.append(table(rows, ["PARTITION", "TYPE", "OUTPUT", "INPUTS", "STATE", "REASON"]))
     return "\n".join(lines)

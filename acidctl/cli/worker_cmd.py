@@ -11,6 +11,7 @@ object) per request as it finishes.
 from __future__ import annotations
 
 import signal
+import sys
 from typing import Annotated, Optional
 
 import typer
@@ -64,7 +65,7 @@ def worker_command(
     db: Annotated[Optional[str], typer.Option("--db", metavar="GLOB", help="Claim only requests of databases matching GLOB (e.g. 'sales_*').")] = None,
     master: Annotated[str, typer.Option("--master", help="Spark master URL.")] = "local[*]",
     spark_conf: Annotated[Optional[list[str]], typer.Option("--spark-conf", metavar="KEY=VALUE", help="Spark configuration, repeatable.")] = None,
-    engine: Annotated[str, typer.Option("--engine", metavar="spark|local", help="spark (default) or local (in this process, small tables).")] = "spark",
+    engine: Annotated[str, typer.Option("--engine", metavar="spark|auto|local", help="spark (default): every request in one Spark application; auto: local for small inputs, else Spark (the same application); local: worker processes on this machine.")] = "spark",
     poll: Annotated[float, typer.Option("--poll", metavar="SECONDS", help="With --daemon: seconds between queue checks when idle.")] = 30.0,
     allow_non_atomic_publish: Annotated[bool, typer.Option("--allow-non-atomic-publish", help="Publish requests whose output readers could see half done (a Hive 3 minor compaction writing delta and delete_delta), as Hive's compactor does; such requests fail otherwise.")] = False,
 ):
@@ -77,8 +78,10 @@ def worker_command(
         raise UsageError("--max must be at least 1")
     if poll <= 0:
         raise UsageError("--poll must be positive")
-    if engine not in ("spark", "local"):
-        raise UsageError(f"--engine must be spark or local, not {engine!r}")
+    from acidctl.compact.engine import ENGINES
+
+    if engine not in ENGINES:
+        raise UsageError(f"--engine must be spark, auto or local, not {engine!r}")
     conf = parse_kv(spark_conf, "--spark-conf")
 
     from acidctl.compact import worker as w
@@ -114,6 +117,15 @@ def worker_command(
                     stop.wait(poll)
     finally:
         w.stop_session(session)
+        if engine == "auto" and "pyspark" in sys.modules:
+            # the runner started the one shared session on demand (get_or_create reuses it)
+            from pyspark.sql import SparkSession
+
+            from acidctl.compact.spark import stop_session
+
+            active = SparkSession.getActiveSession()
+            if active is not None:
+                stop_session(active)
         for sig, h in old.items():
             signal.signal(sig, h)
     summary: dict = {}

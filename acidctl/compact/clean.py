@@ -59,15 +59,25 @@ def _cover(state, c):
 
 
 def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, min_age: float = 3600.0,
-               now: float | None = None, own_token: str | None = None, insert_only=None) -> dict:
+               now: float | None = None, own_token: str | None = None, insert_only=None, partitions=None,
+               hold: dict | None = None, aborted_upto: dict | None = None) -> dict:
     """``insert_only``: the table's :class:`acidctl.mm.context.MMContext` (plain data files: every
-    non-hidden file of an MM base/delta is compactor-readable, covers are checked in their format)."""
+    non-hidden file of an MM base/delta is compactor-readable, covers are checked in their format).
+    ``partitions``: only these (partition names; ``None`` = all). ``hold``: ``{partition:
+    reason}`` — obsolete data there is kept (a registered compaction's Cleaner is held back).
+    ``aborted_upto``: ``{partition: highest write id}`` of a registered compaction about to be
+    finished — its aborted directories up to that write id are candidates too (Hive 3 rules
+    included): ``markCleaned`` forgets those aborted txns, after which a leftover aborted delta
+    would read as committed; and, as Hive's Cleaner caps its list at that write id, nothing
+    above it is deleted there (a newer compaction may have made it obsolete after the Cleaner
+    checked for readers: "keep (above the highest write id)")."""
     from acidctl.acid.layout import list_table
 
     now = time.time() if now is None else now
     compactor = reader.for_compactor()
     items: list[dict] = []
     notes: list[str] = []
+    skipped: list = []
     lock = read_lock(tfs, lock_path(tfs))
     if lock is not None and own_token is not None and lock.token == own_token:
         lock = None   # our own (clean --execute) lock
@@ -80,6 +90,8 @@ def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, mi
             notes.append(f"a compaction holds the lock ({lock.describe()}): its staging directories are kept")
 
     for lst in list_table(tfs):
+        if partitions is not None and lst.partition not in partitions:
+            continue
         part_path = lst.fs_path or lst.path
         for it in pub.interrupted(tfs, part_path):
             if it["partial"]:
@@ -93,6 +105,7 @@ def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, mi
         if rstate.not_enough_history or rstate.reader_errors:
             notes.append(f"{lst.path}: skipped, the snapshot is unreadable "
                          f"({rstate.not_enough_history or rstate.reader_errors[0]})")
+            skipped.append(lst.partition)
             continue
         cstate = get_acid_state(lst, compactor, txns=txns, hive_version=hive_version)
         keep = set()
@@ -116,6 +129,11 @@ def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, mi
         if hive_version == 4:
             for c in rstate.aborted:
                 cands.setdefault(c.name, (c, f"aborted: {c.reason}", None))
+        elif aborted_upto and lst.partition in aborted_upto:
+            for c in rstate.aborted:
+                if c.max_write_id is not None and c.max_write_id <= aborted_upto[lst.partition]:
+                    cands.setdefault(c.name, (c, f"aborted: {c.reason} (up to the registered compaction's highest "
+                                                 f"write id {aborted_upto[lst.partition]})", None))
         for name, (c, reason, cover) in sorted(cands.items()):
             if name in keep:
                 continue
@@ -131,6 +149,13 @@ def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, mi
                 it["action"] = "keep (holds files no compaction read)"
                 it["reason"] += "; kept: " + ", ".join(f.name for f in unread[:3]) + \
                     (" ..." if len(unread) > 3 else "") + " would be lost (other engines read them)"
+            cap = aborted_upto.get(lst.partition) if aborted_upto else None
+            if cap is not None and it["action"] == "delete" and (c.max_write_id or 0) > cap:
+                it["action"] = "keep (above the highest write id)"
+                it["reason"] += f"; kept: above the registered compaction's highest write id {cap}"
+            if hold and lst.partition in hold and it["action"] == "delete":
+                it["action"] = "keep (held back)"
+                it["reason"] += f"; kept: {hold[lst.partition]}"
             it["_verify"] = (c.kind, c.entry, cover, insert_only)
             items.append(it)
         for e in tfs.ls(part_path):
@@ -154,7 +179,7 @@ def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, mi
                                age, _du(tfs, e.path), min_age, fs_path=e.path, is_dir=True))
     return {"path": tfs.display(tfs.root), "hive_version": hive_version, "write_ids": str(reader),
             "min_age_seconds": min_age, "items": items, "notes": notes, "executed": False,
-            "summary": _summary(items)}
+            "skipped_partitions": skipped, "summary": _summary(items)}
 
 
 def _item(partition, path, kind, reason, age, size, min_age, *, fs_path=None, is_dir=False, age_guard=True) -> dict:
@@ -234,14 +259,17 @@ def _trash_target(tfs, root: str, path: str) -> str:
 
 def clean_table(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, min_age: float = 3600.0,
                 execute: bool = False, now: float | None = None, trash: str | None = None,
-                insert_only=None) -> dict:
+                insert_only=None, partitions=None, hold: dict | None = None,
+                aborted_upto: dict | None = None) -> dict:
     """Plan (dry run) or execute the clean. Executing takes the compaction lock. With ``trash``,
     obsolete directories and files are moved under that root (see :func:`trash_root`) instead
-    of deleted; acidctl's own leftovers (staging, locks) are deleted."""
+    of deleted; acidctl's own leftovers (staging, locks) are deleted. ``partitions`` and
+    ``hold``: see :func:`plan_clean`."""
     troot = trash_root(tfs, trash) if trash else None
+    scope = {"partitions": partitions, "hold": hold, "aborted_upto": aborted_upto, "insert_only": insert_only}
     if not execute:
         report = plan_clean(tfs, reader=reader, txns=txns, hive_version=hive_version, min_age=min_age, now=now,
-                            insert_only=insert_only)
+                            **scope)
         report["trash"] = tfs.display(troot) if troot else None
         if troot:
             for i in report["items"]:
@@ -259,7 +287,7 @@ def clean_table(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, m
     lock = TableLock(tfs, command="clean", break_lock=info is not None and info.stale)
     with lock:
         report = plan_clean(tfs, reader=reader, txns=txns, hive_version=hive_version, min_age=min_age, now=now,
-                            own_token=lock.token, insert_only=insert_only)
+                            own_token=lock.token, **scope)
         if lock.broken is not None:  # the stale lock we replaced: report it as removed
             report["items"].insert(0, _item(None, lock.broken.path, "stale-lock",
                                             f"stale compaction lock ({lock.broken.describe()}, process gone)",
@@ -269,6 +297,8 @@ def clean_table(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, m
         from acidctl.acid.layout import list_table
 
         for lst in list_table(tfs):
+            if partitions is not None and lst.partition not in partitions:
+                continue
             for a in pub.recover(tfs, lst.fs_path or lst.path, execute=True):
                 completed.append(a["path"])
         for it in report["items"]:
@@ -417,3 +447,137 @@ def _all_rows_gone(tfs, part_path: str, name: str, data, mm=None) -> bool:
             return False
         total += r
     return total == 0
+
+
+# ---------------------------------------------------------------------------------------
+# registered compactions: Hive's Cleaner, queue side (metastore.md §9.3, operations.md §5)
+# ---------------------------------------------------------------------------------------
+
+def _blocked_reason(waits: list[dict]) -> str:
+    return "; ".join(w["message"] for w in waits)
+
+
+def clean_registered(tfs, ms, *, db: str, table: str, reader: WriteIdList, txns=None, hive_version: int = 3,
+                     min_age: float = 3600.0, execute: bool = False, trash: str | None = None,
+                     partitions=None, retention_ms: int = 0, use_min_history_write_id: bool = False,
+                     now: float | None = None, insert_only=None) -> dict:
+    """``clean`` of a table with a metastore: the directories as :func:`clean_table`, and every
+    ``ready for cleaning`` request of the table finished the way Hive's Cleaner finishes it.
+
+    Per request, :func:`acidctl.metastore.cleaner.cleaner_waits` says whether Hive's Cleaner
+    would clean it now; a partition with a held-back request keeps its obsolete data (the
+    report names the txn or lock). With ``execute``: Hive 4 ``markCleanerStart`` on the ready
+    requests, the directories are deleted, and a request whose partition has nothing obsolete
+    left is finished with ``markCleaned`` (history ``succeeded``), lowest highest write id first,
+    with the removal of the aborted txns it emptied; a request whose partition still
+    holds obsolete data (kept by ``--min-age`` or for safety) stays ``ready for cleaning``
+    (Hive 4: ``CQ_CLEANER_START = -1``), as Hive 4's Cleaner leaves it after its verify step.
+
+    Metastore writes not allowed (``--read-only``, or a schema acidctl does not write): the
+    directories are still cleaned — deleting what no reader can need is safe without the queue
+    update, which Hive's own Cleaner (or a later ``clean``) makes: it finds nothing obsolete and
+    marks the request cleaned — and the requests are reported as left ``ready for cleaning``.
+    """
+    import contextlib
+
+    from acidctl.errors import RefusedError
+    from acidctl.metastore import cleaner
+    from acidctl.metastore.steps import check_writable
+
+    writable, why_not = True, None
+    try:
+        check_writable(ms, what="finish compaction requests (markCleaned)")
+    except RefusedError as e:
+        writable, why_not = False, str(e)
+    # like Hive's Cleaner, find and finish the requests under the metastore's Cleaner mutex
+    with cleaner.cleaner_mutex(ms) if execute and writable else contextlib.nullcontext():
+        return _clean_registered(tfs, ms, db=db, table=table, reader=reader, txns=txns, hive_version=hive_version,
+                                 min_age=min_age, execute=execute, trash=trash, partitions=partitions,
+                                 retention_ms=retention_ms, use_min_history_write_id=use_min_history_write_id,
+                                 now=now, writable=writable, why_not=why_not, insert_only=insert_only)
+
+
+def _clean_registered(tfs, ms, *, db, table, reader, txns, hive_version, min_age, execute, trash, partitions,
+                      retention_ms, use_min_history_write_id, now, writable, why_not, insert_only=None) -> dict:
+    from acidctl.errors import NotFoundError
+    from acidctl.metastore import cleaner
+
+    requests = cleaner.ready_requests(ms, db, table, partitions=list(partitions) if partitions is not None else None)
+    waits = cleaner.cleaner_waits(ms, requests, retention_ms=retention_ms,
+                                  use_min_history_write_id=use_min_history_write_id)
+    hold: dict = {}
+    for r in requests:
+        if waits[r["id"]] and r["partition"] not in hold:
+            hold[r["partition"]] = f"compaction {r['id']} is held back: {_blocked_reason(waits[r['id']])}"
+    ready = [r for r in requests if not waits[r["id"]]]
+    started = []
+    if execute and writable:
+        for r in ready:
+            if cleaner.mark_cleaner_start(ms, r["id"]):
+                started.append(r["id"])
+    try:
+        upto: dict = {}
+        for r in ready:
+            if r["partition"] not in hold:
+                upto[r["partition"]] = max(upto.get(r["partition"], 0), r.get("highest_write_id") or 0)
+        report = clean_table(tfs, reader=reader, txns=txns, hive_version=hive_version, min_age=min_age,
+                             execute=execute, now=now, trash=trash, partitions=partitions, hold=hold,
+                             aborted_upto=upto, insert_only=insert_only)
+    except BaseException:
+        for cq_id in started:      # as Hive 4's Cleaner after a failed attempt: not being cleaned
+            try:
+                cleaner.clear_cleaner_start(ms, cq_id)
+            except Exception:
+                pass
+        raise
+    left: dict = {}
+    for i in report["items"]:
+        if i["kind"] in _DATA_KINDS and i["action"].startswith("keep") and "above the highest" not in i["action"]:
+            left.setdefault(i["partition"], []).append(i["path"].rsplit("/", 1)[-1])
+    entries, emptied = [], []
+    for r in requests:
+        e = {"cq_id": r["id"], "partition": r["partition"], "type": {"a": "MAJOR", "i": "MINOR"}.get(r["type"], r["type"]),
+             "highest_write_id": r.get("highest_write_id"), "txn_id": r.get("txn_id"),
+             "next_txn_id": r.get("next_txn_id"), "held_by": waits[r["id"]], "state": "ready for cleaning"}
+        if waits[r["id"]]:
+            e["action"] = "held back"
+            e["reason"] = _blocked_reason(waits[r["id"]])
+        elif r["partition"] in report.get("skipped_partitions", []):
+            e["action"] = "stays ready for cleaning"
+            e["reason"] = "the partition was skipped (its snapshot is unreadable): nothing was verified clean"
+            if execute and writable and r["id"] in started:
+                cleaner.clear_cleaner_start(ms, r["id"])
+        elif left.get(r["partition"]):
+            e["action"] = "stays ready for cleaning"
+            e["reason"] = "obsolete data kept in the partition: " + ", ".join(left[r["partition"]][:5]) + \
+                (" ..." if len(left[r["partition"]]) > 5 else "")
+            if execute and writable and r["id"] in started:
+                cleaner.clear_cleaner_start(ms, r["id"])
+        elif not writable:
+            e["action"] = "stays ready for cleaning"
+            e["reason"] = (f"directories {'cleaned' if execute else 'cleaned with --execute'}, but the queue is not "
+                           f"updated: {why_not}")
+        else:
+            e["action"] = "mark cleaned" if not execute else "marked cleaned"
+            e["reason"] = "nothing obsolete left; no reader can need the old directories"
+            if execute:
+                try:
+                    res = cleaner.mark_cleaned(ms, r["id"])
+                except NotFoundError:
+                    # another Cleaner (Hive's own) finished it meanwhile: nothing left to do
+                    e["action"], e["state"] = "already finished", None
+                    e["reason"] = "the request left the queue meanwhile (another Cleaner finished it)"
+                    entries.append(e)
+                    continue
+                emptied += res["aborted_txns_removed"]
+                e["state"] = "succeeded"
+                e["mark_cleaned"] = res
+        entries.append(e)
+    report["compactions"] = entries
+    report["metastore_writes"] = writable
+    if not writable and requests:
+        report["notes"].append(f"metastore not updated ({why_not}); Hive's Cleaner or a later clean finishes "
+                               "the requests")
+    if execute and writable:
+        report["aborted_txns_removed"] = sorted(set(emptied))
+    return report

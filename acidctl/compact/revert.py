@@ -100,3 +100,71 @@ def revert(tfs, *, partition: str | None = None, output: str | None = None, exec
         i.pop("_record", None)
         i.pop("_part_path", None)
     return report
+
+
+# ---------------------------------------------------------------------------------------
+# compactions registered in a metastore
+# ---------------------------------------------------------------------------------------
+
+def _request_for(requests: list[dict], item: dict) -> dict | None:
+    """The ``ready for cleaning`` request that registered ``item``'s output: same partition,
+    Hive 4 ``CQ_TXN_ID`` = the output's ``_v`` txn, else same type with ``CQ_HIGHEST_WRITE_ID``
+    at or above the output's write id (the compactor hwm of the table); the newest such."""
+    from acidctl.acid.dirname import BaseDir, parse_acid_dir
+
+    best = None
+    for out in item["outputs"]:
+        d = parse_acid_dir(out)
+        if d is None:
+            continue
+        wid = d.write_id if isinstance(d, BaseDir) else d.max_write_id
+        ctype = "a" if isinstance(d, BaseDir) else "i"
+        for r in requests:
+            if r["partition"] != item["partition"]:
+                continue
+            if d.visibility:
+                ok = r.get("txn_id") == d.visibility
+            else:
+                ok = r["type"] == ctype and (r.get("highest_write_id") or 0) >= wid and not r.get("txn_id")
+            if ok and (best is None or r["id"] > best["id"]):
+                best = r
+    return best
+
+
+def revert_registered(tfs, ms, *, db: str, table: str, partition: str | None = None, output: str | None = None,
+                      execute: bool = False, break_lock: bool = False) -> dict:
+    """:func:`revert` of a table whose compactions may be registered in a metastore.
+
+    A reverted compaction must leave the ``ready for cleaning`` state: Hive's Cleaner would
+    find nothing obsolete once the output is gone and mark it cleaned — and ``markCleaned``
+    forgets the aborted txns' ``TXN_COMPONENTS`` up to its highest write id, whose empty
+    ``TXNS`` rows then go, so the aborted deltas the revert brought back would read as
+    committed (metastore.md §7.3). So the request is marked **failed** (Hive's ``markFailed``,
+    message "reverted by acidctl revert: ...") before the output is removed (a crash in between
+    leaves a failed request and a standing compaction: nothing wrong is read). Refused when the
+    metastore may not be written (``--read-only``).
+    """
+    from acidctl.metastore.admin import fail_compaction
+    from acidctl.metastore.cleaner import ready_requests
+    from acidctl.metastore.steps import check_writable
+
+    plan = revert(tfs, partition=partition, output=output, execute=False)
+    requests = ready_requests(ms, db, table)
+    matched = {}
+    for i in plan["items"]:
+        r = _request_for(requests, i)
+        if r is not None:
+            matched[i["partition"]] = r
+    if execute and matched:
+        check_writable(ms, what="revert a compaction registered in the metastore (its request must be marked failed)")
+        for part, r in matched.items():
+            outs = next(i["outputs"] for i in plan["items"] if i["partition"] == part)
+            fail_compaction(ms, r["id"], expect_state="r",
+                            message=f"reverted by acidctl revert: {', '.join(outs)} removed")
+    report = revert(tfs, partition=partition, output=output, execute=execute, break_lock=break_lock)
+    for i in report["items"]:
+        r = matched.get(i["partition"])
+        i["metastore"] = None if r is None else {
+            "cq_id": r["id"], "state_before": "ready for cleaning",
+            "action": "marked failed" if execute else "would mark failed"}
+    return report

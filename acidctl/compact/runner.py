@@ -28,6 +28,7 @@ from typing import Callable
 
 from acidctl import faults
 from acidctl.compact import publish as pub
+from acidctl.compact.engine import SPARK, choose_engine
 from acidctl.compact.lock import TableLock, table_root
 from acidctl.compact.planner import MAJOR, MINOR, PartitionPlan, plan_partition, refusal_error
 from acidctl.errors import AcidctlError, NotFoundError, UsageError
@@ -47,7 +48,8 @@ class CompactOptions:
     visibility_txn: int | Callable | None = None
     columns: list[str] | None = None
     columns_coln_only: bool = False       # rename only row fields named _colN (metastore names)
-    engine: str = "spark"                 # spark | local (in-process, no Spark)
+    engine: str = "auto"                  # auto | spark | local (acidctl.compact.engine)
+    local_max_bytes: int | str | None = None  # auto: the input size up to which local runs (None: env/default)
     master: str = "local[*]"
     spark_conf: dict | None = None
     break_lock: bool = False
@@ -119,8 +121,13 @@ def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None,
         for p in work:
             pub.prepare(tfs, p)
         tasks = [t for p in work for t in p.tasks]
+        choice = choose_engine(opts.engine, bytes_in=sum(p.input_bytes for p in work), tasks=len(tasks),
+                               threshold=opts.local_max_bytes, master=opts.master,
+                               protocol=tfs.protocol)
+        report["engine"] = choice.engine
+        report["engine_choice"] = choice.to_dict()
         run_t0 = time.perf_counter()
-        if opts.engine == "spark" and tasks:
+        if choice.engine == SPARK and tasks:
             from acidctl.compact.spark import get_or_create_session, run_tasks
 
             s0 = time.perf_counter()
@@ -132,13 +139,9 @@ def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None,
             run_t0 = time.perf_counter()
             metrics = run_tasks(spark, tasks, progress=progress)
         else:
-            from acidctl.compact.task import run_bucket
+            from acidctl.compact.local import run_tasks as run_local
 
-            metrics = []
-            for i, t in enumerate(tasks):
-                metrics.append(run_bucket(t))
-                if progress is not None:
-                    progress(i + 1, len(tasks))
+            metrics = run_local(tasks, workers=choice.workers, progress=progress)
         report["task_seconds"] = round(time.perf_counter() - run_t0, 3)
         for m in metrics:
             if "error" in m:
@@ -256,6 +259,11 @@ def _dry_run(tfs, opts: CompactOptions, report: dict, notes: list, t0: float) ->
                        "deletes": [tfs.display(s.path) for s in t.deletes]} for t in p.tasks]
         parts.append(d)
     any_refused = refused is not None or any(p.refusals for p in work)
+    choice = choose_engine(opts.engine, bytes_in=sum(p.input_bytes for p in work),
+                           tasks=sum(len(p.tasks) for p in work), threshold=opts.local_max_bytes,
+                           master=opts.master, protocol=tfs.protocol)
+    report["engine"] = choice.engine
+    report["engine_choice"] = choice.to_dict()
     report.update({"dry_run": True, "partitions": parts, "refused": any_refused,
                    "message": "dry run: refused" if any_refused else
                    ("dry run: nothing to compact" if not work else "dry run: would compact"),

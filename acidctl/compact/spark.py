@@ -27,6 +27,10 @@ DEFAULT_CONF = {
     "spark.python.worker.reuse": "true",
     "spark.task.maxFailures": "1",
     "spark.app.name": "acidctl-compact",
+    # what compaction needs and nothing more: no Hive catalog (acidctl reads the metastore
+    # itself), no event log
+    "spark.sql.catalogImplementation": "in-memory",
+    "spark.eventLog.enabled": "false",
 }
 
 

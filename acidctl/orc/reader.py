@@ -79,15 +79,14 @@ class OrcFile:
     """An open ORC file. Use as a context manager; data is read with :meth:`batches`."""
 
     def __init__(self, tfs: TableFS, path: str, *, honour_flush_length: bool = True):
-        import pyorc
-
         self.tfs = tfs
         self.path = path
         self.display_path = tfs.display(path)
         try:
-            self.file_length = tfs.info(path).size
+            info = tfs.info(path)
         except PathNotFound:
             raise PathNotFound(f"no such file: {self.display_path}") from None
+        self.file_length = info.size
         self.flush = read_flush_length(tfs, path) if honour_flush_length else None
         self.length = self.file_length
         if self.flush is not None:
@@ -98,22 +97,45 @@ class OrcFile:
             self.length = min(self.flush.length, self.file_length)
         if self.file_length == 0:
             raise CorruptOrcFile(f"not an ORC file: {self.display_path} is empty (0 bytes)")
+        self._native: list = []        # Arrow-native handles of this file (closed with it)
         self._source = self._open_source()
-        from acidctl.orc.render import python_converters
-
-        try:
-            # raw converters: statistics of dates/timestamps stay numbers (datetime overflows)
-            self._pyorc = pyorc.Reader(self._source, converters=python_converters())
-        except pyorc.errors.ORCError as e:
-            self.close()
-            raise CorruptOrcFile(f"not a readable ORC file: {self.display_path}: {_orc_message(e)}") from None
-        except UnicodeDecodeError:
-            self.close()
-            raise CorruptOrcFile(f"not a readable ORC file: {self.display_path}: undecodable schema") from None
-        # pyorc's TypeDescription: a struct's ``fields`` exist at run time, not in its stubs
-        self.schema: Any = self._pyorc.schema
-        self.is_acid = is_acid_schema(self.schema)
+        self._reader = None
         self._arrow = None
+        # a file opened before (same path, size, length read and mtime) is not parsed by pyorc
+        # again: a compaction task opens each input 3-4 times (range, merge, verification)
+        key = (tfs.protocol, path, self.length, self.file_length, info.mtime)
+        known = _FOOTERS.get(key) if info.mtime is not None else None
+        # pyorc's TypeDescription: a struct's ``fields`` exist at run time, not in its stubs
+        self.schema: Any
+        if known is not None:
+            self.schema, self.is_acid = known
+        else:
+            self.schema = self._pyorc.schema
+            self.is_acid = is_acid_schema(self.schema)
+            if info.mtime is not None:
+                if len(_FOOTERS) >= _FOOTERS_MAX:
+                    _FOOTERS.pop(next(iter(_FOOTERS)))
+                _FOOTERS[key] = (self.schema, self.is_acid)
+
+    @property
+    def _pyorc(self):
+        """pyorc's reader of the footer (created when first needed)."""
+        if self._reader is None:
+            import pyorc
+
+            from acidctl.orc.render import python_converters
+
+            self._source.seek(0)
+            try:
+                # raw converters: statistics of dates/timestamps stay numbers (datetime overflows)
+                self._reader = pyorc.Reader(self._source, converters=python_converters())
+            except pyorc.errors.ORCError as e:
+                self.close()
+                raise CorruptOrcFile(f"not a readable ORC file: {self.display_path}: {_orc_message(e)}") from None
+            except UnicodeDecodeError:
+                self.close()
+                raise CorruptOrcFile(f"not a readable ORC file: {self.display_path}: undecodable schema") from None
+        return self._reader
 
     # -- opening -------------------------------------------------------------------------
     def _open_source(self):
@@ -124,22 +146,45 @@ class OrcFile:
             return open(self.path, "rb")
         return self.tfs.open(self.path, "rb", block_size=8 << 20)
 
+    def _arrow_source(self):
+        """What Arrow reads from: an Arrow-native file for local files and a buffer for a file
+        cut at its flush length (a Python file object makes Arrow call back into Python for
+        every read, under the GIL: 5-8× slower on large stripes, bench/dump.py); else the
+        fsspec file."""
+        import io
+
+        import pyarrow as pa
+
+        if isinstance(self._source, io.BytesIO):
+            return pa.BufferReader(self._source.getvalue())
+        if self.tfs.protocol in ("file", "local") and self.length == self.file_length:
+            try:
+                f = pa.OSFile(self.path, "rb")
+            except OSError:
+                pass
+            else:
+                self._native.append(f)
+                return f
+        self._source.seek(0)
+        return self._source
+
     def _arrow_file(self):
         if self._arrow is None:
             import pyarrow.orc as po
 
-            self._source.seek(0)
             try:
-                self._arrow = po.ORCFile(self._source)
+                self._arrow = po.ORCFile(self._arrow_source())
             except (OSError, ValueError) as e:
                 raise CorruptOrcFile(f"not a readable ORC file: {self.display_path}: {e}") from None
         return self._arrow
 
     def close(self):
-        try:
-            self._source.close()
-        except Exception:
-            pass
+        for f in [self._source, *self._native]:
+            try:
+                f.close()
+            except Exception:
+                pass
+        self._native = []
 
     def __enter__(self):
         return self
@@ -235,13 +280,39 @@ class OrcFile:
         import pyarrow.dataset as ds
 
         done = 0
+        if self._arrow_file().nrows <= SMALL_FILE_ROWS:
+            # a small file (a delta of a few writes): its stripes whole, sliced — a dataset
+            # fragment costs ~1.5 ms to set up per file, 4× a stripe read (bench/merged.py,
+            # 40 partitions: 480 files)
+            for i in range(self._arrow_file().nstripes):
+                b = self.read_stripe_arrow(i, columns=columns)
+                for off in range(0, b.num_rows, batch_rows):
+                    yield b.slice(off, batch_rows)
+            return
         try:
-            self._source.seek(0)
-            frag = ds.OrcFileFormat().make_fragment(self._source)
-            for b in frag.to_batches(columns=columns, batch_size=batch_rows, use_threads=False):
-                if b.num_rows:
-                    done += b.num_rows
-                    yield b
+            frag = ds.OrcFileFormat().make_fragment(self._arrow_source())
+            # ORC's reader decodes small batches several times faster than large ones (wide
+            # strings: 8×; bench/merged.py): read READ_ROWS at a time, hand out up to
+            # batch_rows rows or COALESCE_BYTES bytes at once
+            acc: list = []
+            acc_rows = acc_bytes = 0
+            for b in frag.to_batches(columns=columns, batch_size=min(batch_rows, READ_ROWS), use_threads=False):
+                if not b.num_rows:
+                    continue
+                if acc and acc_rows + b.num_rows > batch_rows:
+                    done += acc_rows
+                    yield _coalesce(acc)
+                    acc, acc_rows, acc_bytes = [], 0, 0
+                acc.append(b)
+                acc_rows += b.num_rows
+                acc_bytes += b.nbytes
+                if acc_rows >= batch_rows or acc_bytes >= COALESCE_BYTES:
+                    done += acc_rows
+                    yield _coalesce(acc)
+                    acc, acc_rows, acc_bytes = [], 0, 0
+            if acc:
+                done += acc_rows
+                yield _coalesce(acc)
             return
         except (pa.ArrowException, OSError, ValueError):
             pass
@@ -286,6 +357,24 @@ def key_column_stripes(tfs: TableFS, path: str) -> Iterator:
         for i in range(f.num_stripes()):
             b = f.read_stripe_arrow(i, columns=cols)
             yield pa.Table.from_batches([b]).rename_columns(list(ACID_NAMES[:5]))
+
+
+#: (protocol, path, bytes read, file size, mtime) -> (schema, is_acid) of files opened before
+_FOOTERS: dict = {}
+_FOOTERS_MAX = 8192
+
+#: files of at most this many rows are read stripe by stripe in :meth:`OrcFile.iter_batches`
+SMALL_FILE_ROWS = 131072
+#: rows ORC's reader decodes at a time in :meth:`OrcFile.iter_batches`
+READ_ROWS = 8192
+#: iter_batches hands out at most this many bytes at once (unless one read batch is larger)
+COALESCE_BYTES = 8 << 20
+
+
+def _coalesce(batches: list):
+    import pyarrow as pa
+
+    return batches[0] if len(batches) == 1 else pa.concat_batches(batches)
 
 
 def _plain(v):

@@ -1,0 +1,55 @@
+"""``acidctl unlock LOCKID``: Hive's ``unlock(lockid)`` on ``HIVE_LOCKS`` (operations.md §6.3).
+Acts at once, like Hive's ``unlock``; ``--dry-run`` only shows the rows.
+
+Deletes exactly the rows Hive deletes: those of the lock that belong to no txn, or are still
+waiting. A lock held by a txn is refused (exit 6), as Hive refuses it ("Unlocking locks
+associated with transaction not permitted"): it goes when its txn commits or aborts. An unknown
+lock id is not an error (Hive's unlock is idempotent); the result says "no such lock".
+
+JSON document: ``lock_id``, ``executed``, ``status`` [unlocked|would unlock|no such lock],
+``rows_deleted``, ``locks`` (lockid, txnid, database, table, partition, lock_state, lock_type,
+user, host, deleted).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+HELP = "Release a lock that belongs to no transaction (Hive's unlock); locks of a transaction are refused."
+
+
+def register(app: typer.Typer) -> None:
+    app.command("unlock", help=HELP)(unlock_command)
+
+
+def unlock_command(
+    ctx: typer.Context,
+    lock_id: Annotated[int, typer.Argument(metavar="LOCKID", help="The lock id (SHOW LOCKS' Lock ID before the dot).")],
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only show the lock rows that would be deleted.")] = False,
+):
+    from acidctl.metastore.admin import unlock
+    from acidctl.metastore.connection import connect, resolve_url
+
+    s = ctx.obj
+    ms = connect(resolve_url(s.metastore_url, profile=s.profile))
+    s.output.emit(unlock(ms, lock_id, execute=not dry_run), render_text)
+
+
+def render_text(report: dict) -> str:
+    from acidctl.cli.output import table
+
+    head = f"acidctl unlock {report['lock_id']}" + ("" if report["executed"] else " (dry run)")
+    lines = [head]
+    if report["locks"]:
+        rows = [[r["lockid"], r["database"], r["table"] or "NULL", r["partition"] or "NULL", r["lock_state"],
+                 r["lock_type"], r["txnid"] or "NULL", r["user"], r["host"],
+                 ("deleted" if report["executed"] else "delete") if r["deleted"] else "kept"] for r in report["locks"]]
+        lines.append(table(rows, ["Lock ID", "Database", "Table", "Partition", "State", "Type", "Transaction ID",
+                                  "User", "Hostname", "Action"]))
+    verb = {"unlocked": f"unlocked: {report['rows_deleted']} row(s) deleted",
+            "would unlock": f"would delete {report['rows_deleted']} row(s)",
+            "no such lock": f"no lock with id {report['lock_id']}: nothing to unlock"}[report["status"]]
+    lines.append(verb)
+    return "\n".join(lines)

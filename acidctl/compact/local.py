@@ -1,0 +1,122 @@
+"""The local engine: the bucket tasks of a compaction in worker processes on this machine, one
+per core, across buckets and partitions — the same :func:`acidctl.compact.task.run_bucket`
+that Spark runs, on the same picklable :class:`~acidctl.compact.planner.BucketTask`, so the
+outputs are the same byte for byte.
+
+Processes, not threads: the task's merge, accounting and verification hold the GIL for part of
+the time. ``forkserver``, not ``fork``: pyarrow's thread pools and allocator in the driver
+(which has already read footers when planning) are not safe to fork; the server imports
+acidctl's task module and pyarrow once and forks every worker from that clean state.
+
+One task, or one core: the task runs in this process (no pool to start).
+
+Workers ignore SIGINT: Ctrl-C reaches the whole foreground process group, and the driver alone
+decides — it stops the workers (SIGTERM, then waits for them) before the runner removes the
+staging directories, so no worker writes into a removed directory.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+
+#: modules the fork server imports once (each worker starts with them loaded)
+PRELOAD = ["acidctl.compact.task", "acidctl.acid.merge", "acidctl.acid.read", "acidctl.orc.writer",
+           "acidctl.orc.meta", "pyarrow", "pyarrow.compute", "pyarrow.orc", "pyorc", "numpy"]
+
+
+def _context():
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(PRELOAD)
+    return ctx
+
+
+def _worker_init() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _task_size(t) -> int:
+    """Rough size of a task (for scheduling the largest first): its input files' sizes."""
+    import os
+
+    n = 0
+    for s in list(t.inserts) + list(t.deletes):
+        try:
+            n += os.path.getsize(s.path) if "://" not in s.path else 0
+        except OSError:
+            pass
+    return n
+
+
+def run_tasks(tasks: list, *, workers: int, progress=None) -> list[dict]:
+    """Run every task; the metrics records in task order."""
+    from acidctl.compact.task import run_bucket
+
+    if workers <= 1 or len(tasks) <= 1:
+        out = []
+        for i, t in enumerate(tasks):
+            out.append(run_bucket(t))
+            if progress is not None:
+                progress(i + 1, len(tasks))
+        return out
+    return _run_pool(tasks, workers, progress, run_bucket)
+
+
+def _run_pool(tasks: list, workers: int, progress, fn) -> list[dict]:
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+
+    from acidctl.compact.spark import TaskFailed
+
+    # largest first: the last task to start is a small one, so the cores finish together
+    order = sorted(range(len(tasks)), key=lambda i: -_task_size(tasks[i]))
+    results: list = [None] * len(tasks)
+    ex = ProcessPoolExecutor(max_workers=workers, mp_context=_context(), initializer=_worker_init)
+    try:
+        pending = {ex.submit(fn, tasks[i]): i for i in order}
+        done_n = 0
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for f in done:
+                i = pending.pop(f)
+                try:
+                    results[i] = f.result()
+                except BrokenProcessPool:
+                    raise TaskFailed("a local worker process died (killed, or out of memory); nothing was "
+                                     "published", hint="rerun with --engine spark, or on a machine with more memory")
+                except Exception as e:
+                    raise TaskFailed(f"local task failed: {type(e).__name__}: {str(e)[:400]}",
+                                     hint="rerun with -v; nothing was published") from e
+                done_n += 1
+                if progress is not None:
+                    progress(done_n, len(tasks))
+        ex.shutdown(wait=True)
+        return results
+    except BaseException:
+        _stop(ex)
+        raise
+
+
+def _stop(ex) -> None:
+    """Cancel what has not started and end the running workers (SIGTERM, then SIGKILL) before
+    returning, so nothing writes into the staging directories the caller removes next.
+    (Python 3.14 has ``ProcessPoolExecutor.terminate_workers``; 3.11 has no public way to reach
+    the worker processes, hence ``_processes``.)"""
+    procs = list((getattr(ex, "_processes", None) or {}).values())
+    ex.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        try:
+            p.terminate()
+        except Exception:
+            pass
+    deadline = time.monotonic() + 5
+    for p in procs:
+        try:
+            p.join(max(0.0, deadline - time.monotonic()))
+            if p.is_alive():
+                p.kill()
+                p.join(1)
+        except Exception:
+            pass

@@ -1,0 +1,337 @@
+"""Collect what the doctor rules look at: the metastore facts and, for every ACID table and
+partition they name, the directory listing classified as Hive's readers, Initiator and Cleaner
+see it.
+
+Directory listings run in a bounded thread pool (one task per table, ``workers`` at a time)
+over any filesystem :class:`acidctl.fs.TableFS` supports; every ``ls`` call is counted (the
+figure ``bench/doctor.py`` reports). Nothing is written.
+
+The result (:class:`Scan`) is plain data: per partition the directories with their roles, sizes
+and write-id ranges, the Initiator's recommendation and the directory checks of
+``acidctl state`` (directory-state.md §9), so that :mod:`acidctl.doctor.findings` stays pure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import threading
+import time
+from typing import Any, Callable
+
+from acidctl.doctor.facts import TableRow, Warehouse
+from acidctl.findings import Finding
+
+#: default number of tables listed at the same time
+DEFAULT_WORKERS = 8
+#: a data file smaller than this counts as a small file (HDFS block-size thinking: 16 MiB)
+SMALL_FILE_BYTES = 16 << 20
+
+
+@dataclasses.dataclass
+class PartitionScan:
+    db: str
+    table: str
+    partition: str | None
+    path: str
+    exists: bool = True
+    in_metastore: bool = True
+    on_disk: bool = True
+    dirs: list[dict] = dataclasses.field(default_factory=list)
+    recommendation: dict | None = None
+    checks: list[Finding] = dataclasses.field(default_factory=list)
+    max_write_id_on_disk: int = 0
+    error: str | None = None
+
+    @property
+    def spec(self) -> str:
+        """``db.table[/part]``: how commands name this partition."""
+        return f"{self.db}.{self.table}" + (f"/{self.partition}" if self.partition else "")
+
+    def to_dict(self) -> dict:
+        return {"db": self.db, "table": self.table, "partition": self.partition, "path": self.path,
+                "exists": self.exists, "in_metastore": self.in_metastore, "on_disk": self.on_disk,
+                "dirs": self.dirs, "recommendation": self.recommendation,
+                "checks": [f.to_dict() for f in self.checks],
+                "max_write_id_on_disk": self.max_write_id_on_disk, "error": self.error}
+
+
+@dataclasses.dataclass
+class Scan:
+    warehouse: Warehouse
+    tables: list[TableRow]                     # the ACID tables selected
+    partitions: list[PartitionScan]
+    listings: int = 0                          # TableFS.ls calls
+    seconds: float = 0.0
+    skipped_tables: list[str] = dataclasses.field(default_factory=list)   # --since
+
+
+def select_tables(wh: Warehouse, *, db_glob: str = "*", table_glob: str = "*") -> list[TableRow]:
+    """The transactional tables whose names match the globs (case-insensitive, like Hive names)."""
+    out = []
+    for t in wh.tables:
+        if not t.transactional:
+            continue
+        if fnmatch.fnmatchcase(t.db, db_glob.lower()) and fnmatch.fnmatchcase(t.table, table_glob.lower()):
+            out.append(t)
+    return out
+
+
+def recent_activity_ms(wh: Warehouse) -> dict[tuple, int]:
+    """(db, table) → the newest metastore trace of the table: a completed write, a queue or
+    history row, an aborted txn or an open/aborted txn holding one of its write ids."""
+    out: dict[tuple, int] = {}
+
+    def see(key, ms):
+        if ms:
+            out[key] = max(out.get(key, 0), int(ms))
+
+    for (d, tn, _p), v in wh.completed_components.items():
+        see((d, tn), v.get("newest"))
+    for r in wh.queue_short + wh.history_short:
+        for k in ("start", "end", "enqueue_time", "commit_time"):
+            see((r["database"], r["table"]), r.get(k))
+    for (d, tn, _p), v in wh.aborted_components.items():
+        see((d, tn), v.get("oldest_started"))
+    for key, ids in wh.invalid_write_ids.items():
+        for _w, txn, _s in ids:
+            tx = wh.txns.get(txn)
+            if tx:
+                see(key, tx["last_heartbeat"] or tx["started"])
+    return out
+
+
+def collect(ms, table_fs: Callable[[str], Any], *, db_glob: str = "*", table_glob: str = "*",
+            since_seconds: float | None = None, workers: int | None = None,
+            now_ms: int | None = None, grace_seconds: float = 86400.0) -> Scan:
+    """Read the metastore (:func:`acidctl.doctor.facts.read_warehouse`) and list every selected
+    ACID table. ``table_fs(url)`` builds a :class:`~acidctl.fs.TableFS` (the CLI passes
+    ``settings.table_fs`` so ``--fs-option`` applies)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from acidctl.doctor.facts import read_warehouse
+
+    t0 = time.perf_counter()
+    wh = read_warehouse(ms, now_ms=now_ms)
+    tables = select_tables(wh, db_glob=db_glob, table_glob=table_glob)
+    skipped: list[str] = []
+    if since_seconds is not None:
+        keep = []
+        activity = recent_activity_ms(wh)
+        for t in tables:
+            act = activity.get((t.db, t.table))
+            if act is not None and act >= wh.now_ms - since_seconds * 1000:
+                keep.append(t)
+            else:
+                skipped.append(t.full_name)
+        tables = keep
+    txns = wh.txn_list()
+    if workers is None:
+        workers = auto_workers(tables)
+    parts: list[PartitionScan] = []
+    listings = 0
+    global _JOB
+    _JOB = (wh, tables, table_fs, txns, grace_seconds)
+    # the scan allocates millions of small, acyclic objects (listing entries, classified
+    # directories): the cyclic GC's generation-0 passes over them cost 10-25 % of the CPU time
+    # and free nothing, so collect rarely while it runs (forked workers inherit the setting)
+    import gc
+
+    thresholds = gc.get_threshold()
+    gc.set_threshold(max(thresholds[0], 50_000), *thresholds[1:])
+    try:
+        chunks = _chunks(len(tables), workers)
+        if workers > 1 and len(tables) >= 2 * workers and _is_local(tables) and _can_fork():
+            # local disks: listing and classifying are CPU-bound Python, so processes (forked:
+            # they inherit the facts read above, nothing is pickled on the way in) are what
+            # actually runs in parallel; threads would only take turns on the GIL
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
+                results = list(pool.map(_scan_chunk, chunks))
+        elif workers > 1 and len(tables) > 1:
+            # remote filesystems: threads overlap the listing round trips
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                results = list(pool.map(_scan_chunk, [[i] for i in range(len(tables))]))
+        else:
+            results = [_scan_chunk(list(range(len(tables))))]
+    finally:
+        _JOB = None
+        gc.set_threshold(*thresholds)
+    for res, n in results:
+        parts.extend(res)
+        listings += n
+    parts.sort(key=lambda p: (p.db, p.table, p.partition or ""))
+    return Scan(warehouse=wh, tables=tables, partitions=parts, listings=listings,
+                seconds=time.perf_counter() - t0, skipped_tables=skipped)
+
+
+#: (warehouse, tables, table_fs, txns, grace_seconds) of the collect() call running now
+_JOB = None
+
+
+def _scan_chunk(indices: list[int]) -> tuple[list[PartitionScan], int]:
+    wh, tables, table_fs, txns, grace = _JOB
+    counter = _Counter()
+    out: list[PartitionScan] = []
+    for i in indices:
+        out.extend(scan_table(wh, tables[i], table_fs, counter=counter, txns=txns, grace_seconds=grace))
+    return out, counter.n
+
+
+def _chunks(n: int, workers: int) -> list[list[int]]:
+    """Table indices in interleaved chunks (about 4 per worker), order restored by the caller's
+    ``map``: neighbouring tables spread over the workers."""
+    k = max(1, min(n, workers * 4))
+    return [list(range(j, n, k)) for j in range(k) if j < n]
+
+
+def _is_local(tables: list[TableRow]) -> bool:
+    return all((t.location or "").startswith(("file:", "/")) for t in tables)
+
+
+def _can_fork() -> bool:
+    import multiprocessing
+    import os
+
+    return hasattr(os, "fork") and "fork" in multiprocessing.get_all_start_methods()
+
+
+def auto_workers(tables: list[TableRow]) -> int:
+    """Threads for listing: ``DEFAULT_WORKERS`` on remote filesystems (the threads overlap
+    network latency); on local disks the work is CPU-bound Python, where more threads than
+    cores only add GIL contention."""
+    import os
+
+    return max(1, min(DEFAULT_WORKERS, os.cpu_count() or 1)) if _is_local(tables) else DEFAULT_WORKERS
+
+
+class _Counter:
+    def __init__(self):
+        self.n = 0
+        self._lock = threading.Lock()
+
+    def wrap(self, tfs):
+        ls = tfs.ls
+
+        def counted(path):
+            with self._lock:
+                self.n += 1
+            return ls(path)
+
+        tfs.ls = counted      # instance attribute: list_table calls tfs.ls(...)
+        return tfs
+
+
+def scan_table(wh: Warehouse, t: TableRow, table_fs, *, counter: _Counter | None = None, txns=None,
+               grace_seconds: float = 86400.0) -> list[PartitionScan]:
+    """Every partition of one table: listed on disk and/or named by the metastore."""
+    from acidctl.acid.layout import list_partition, list_table
+    from acidctl.errors import AcidctlError
+    from acidctl.target import location_url
+
+    counter = counter or _Counter()
+    if not t.location:
+        return [PartitionScan(t.db, t.table, None, "", exists=False, error="the table has no location")]
+    try:
+        tfs = counter.wrap(table_fs(location_url(t.location)))
+    except AcidctlError as e:
+        return [PartitionScan(t.db, t.table, None, t.location, error=str(e))]
+    root = tfs.root
+    try:
+        exists = tfs.exists(root)
+    except AcidctlError as e:
+        return [PartitionScan(t.db, t.table, None, tfs.display(root), error=str(e))]
+    if not exists:
+        return [PartitionScan(t.db, t.table, None, tfs.display(root), exists=False)]
+    try:
+        listings = list_table(tfs)
+    except AcidctlError as e:
+        return [PartitionScan(t.db, t.table, None, tfs.display(root), error=str(e))]
+    partitioned = bool(t.partition_keys)
+    wl = wh.write_id_list(t.db, t.table)
+    out: list[PartitionScan] = []
+    seen: set[str | None] = set()
+    for lst in listings:
+        part = lst.partition
+        if partitioned and part is None:
+            # a partitioned table whose root holds data directly (or nothing yet)
+            if not lst.entries:
+                continue
+        seen.add(part)
+        in_ms = (part in t.partitions) if partitioned else True
+        out.append(_classify(wh, t, lst, txns=txns, in_metastore=in_ms, grace_seconds=grace_seconds, wl=wl))
+    if partitioned:
+        for pname, ploc in sorted(t.partitions.items()):
+            if pname in seen:
+                continue
+            if not ploc:
+                out.append(PartitionScan(t.db, t.table, pname, "", exists=False, error="no location"))
+                continue
+            try:
+                ptfs = counter.wrap(table_fs(location_url(ploc)))
+                if not ptfs.exists(ptfs.root):
+                    out.append(PartitionScan(t.db, t.table, pname, ptfs.display(ptfs.root), exists=False))
+                    continue
+                lst = list_partition(ptfs, ptfs.root, partition=pname)
+            except AcidctlError as e:
+                out.append(PartitionScan(t.db, t.table, pname, ploc, error=str(e)))
+                continue
+            out.append(_classify(wh, t, lst, txns=txns, in_metastore=True, grace_seconds=grace_seconds, wl=wl))
+    return out
+
+
+def _classify(wh: Warehouse, t: TableRow, lst, *, txns, in_metastore: bool, grace_seconds: float, wl=None) -> PartitionScan:
+    from acidctl.acid.acidstate import Kind, get_acid_state
+    from acidctl.acid.checks import MetastoreFacts, check_partition
+    from acidctl.acid.initiator import Thresholds, compactor_state, recommend
+    from acidctl.errors import AcidctlError
+
+    ps = PartitionScan(t.db, t.table, lst.partition, lst.path, in_metastore=in_metastore)
+    hv = wh.hive_version
+    wl = wl if wl is not None else wh.write_id_list(t.db, t.table)
+    key = (t.db, t.table, lst.partition)
+    ab = wh.aborted_components.get(key, {})
+    try:
+        st = get_acid_state(lst, wl, txns=txns if hv == 4 else None, hive_version=hv, insert_only=t.insert_only)
+        cst = compactor_state(lst, wl, txns=txns if hv == 4 else None, hive_version=hv)
+        thresholds = Thresholds.from_table_properties(t.params)
+        rec = recommend(cst, thresholds=thresholds, insert_only=t.insert_only, hive_version=hv,
+                        aborted_txn_count=ab.get("txns", 0), no_auto_compaction=t.flag("no_auto_compaction"))
+    except AcidctlError as e:
+        ps.error = str(e)
+        return ps
+    ps.recommendation = rec.to_dict()
+    highest = wh.highest_write_ids(t.db, t.table)
+    stale = frozenset(w for w, txn, s in wh.invalid_write_ids.get((t.db, t.table), [])
+                      if s == "o" and wh.txns.get(txn, {}).get("last_heartbeat", 0) < wh.now_ms - 300_000)
+    facts = MetastoreFacts(hive_version=hv, table_hwm=wl.hwm, aborted_txn_count=ab.get("txns", 0),
+                           compaction_highest_write_ids=highest, txns=txns, stale_open_write_ids=stale)
+    try:
+        ps.checks = check_partition(lst, st, hive_version=hv, recommendation=rec, facts=facts, txns=txns,
+                                    now=wh.now_ms / 1000.0, grace_seconds=grace_seconds)
+    except AcidctlError as e:
+        ps.error = str(e)
+    base_bytes = st.base.bytes if st.base is not None else 0
+    for c in st.entries:
+        if c.kind in (Kind.HIDDEN,):
+            continue
+        acid_dir = c.kind in (Kind.BASE, Kind.DELTA, Kind.DELETE_DELTA)
+        files = [f for f in c.entry.data_files() if not f.name.endswith("_flush_length")] if c.entry.is_dir else []
+        ps.dirs.append({
+            "name": c.name, "kind": c.kind.value, "role": c.role.value,
+            "min_write_id": c.min_write_id, "max_write_id": c.max_write_id,
+            "statement_id": c.statement_id, "visibility_txn": c.visibility,
+            "bytes": c.bytes, "files": len(files),
+            "small_files": sum(1 for f in files if f.size < SMALL_FILE_BYTES),
+            "has_version_file": c.entry.has_file("_orc_acid_version") if c.entry.is_dir else None,
+            "nested": bool(c.entry.nested or c.entry.subdirs) if acid_dir else False,
+            "mtime": c.entry.mtime,
+            "compacted": c.compacted,
+        })
+        if c.max_write_id is not None and c.max_write_id > ps.max_write_id_on_disk and c.max_write_id < 2 ** 62:
+            ps.max_write_id_on_disk = c.max_write_id
+    ps.dirs.sort(key=lambda d: (d["min_write_id"] if d["min_write_id"] is not None else -1, d["name"]))
+    ps.recommendation["base_bytes_reader"] = base_bytes
+    return ps

@@ -1,0 +1,482 @@
+"""The Cleaner side of Hive's compaction protocol: which ``ready for cleaning`` requests Hive's
+Cleaner would clean now (and what holds the others back), and the rows it changes when it is
+done (../shared/spec/operations.md §5, metastore.md §9.3).
+
+* :func:`ready_requests` — the ``r`` compaction rows of a table (Hive 4's abort-cleanup retry
+  rows, ``CQ_TYPE='c'``, are not compactions and are left out, as Hive's ``ReadyToCleanHandler``
+  does);
+* :func:`cleaner_waits` — per request, what the Cleaner waits for. **Hive 3** (§5.1): the
+  ``HIVE_LOCKS`` present when it first saw the request on the same database, table (both
+  ignoring case) and exact partition (acidctl runs once, so "first saw" is now: every such lock holds the request back;
+  the next run proceeds once they are gone). **Hive 4** (§5.2): the delayed-cleanup retention
+  and ``CQ_RETRY_RETENTION`` after ``CQ_COMMIT_TIME``; ``CQ_NEXT_TXN_ID`` against the min open
+  txn watermark (any open txn below it anywhere blocks, HIVE-26704) — or, with
+  ``metastore.txn.use.minhistorywriteid``, ``CQ_HIGHEST_WRITE_ID`` against the table's lowest
+  ``MIN_HISTORY_WRITE_ID``; the snapshot watermark ``min(minOpenTxn, MIN(MHL_MIN_OPEN_TXNID))``
+  that must make the compactor txn's ``_v`` output visible; and only the request with the
+  lowest ``CQ_HIGHEST_WRITE_ID`` of a partition goes first;
+* :func:`cleaner_mutex` — Hive's ``Cleaner`` mutex (``AUX_TABLE``), held while cleaning;
+* :func:`mark_cleaner_start` / :func:`clear_cleaner_start` — Hive 4's ``CQ_CLEANER_START``;
+* :func:`mark_cleaned` — Hive's ``markCleaned`` for 3.1 and 4.0 (§5.4), one write step,
+  followed in the same step by the removal of the aborted ``TXNS`` rows it emptied (§9.3; in
+  Hive the housekeeping that follows: Hive 3 ``cleanEmptyAbortedTxns``, Hive 4
+  ``AcidTxnCleanerService``); :func:`remove_empty_aborted_txns` does that part alone.
+
+Every write is one :func:`acidctl.metastore.steps.write_step`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator
+
+from acidctl.errors import NotFoundError
+from acidctl.metastore.steps import for_update, now_ms, write_step
+
+LONG_MAX = 9223372036854775807
+OPEN_TXN_TIMEOUT_MS = 1000      # metastore.txn.opentxn.timeout (operations.md §9)
+
+#: COMPACTION_QUEUE columns read for a request (Hive 4 adds the rest when present)
+_REQ_COLS = ("CQ_ID", "CQ_DATABASE", "CQ_TABLE", "CQ_PARTITION", "CQ_STATE", "CQ_TYPE", "CQ_HIGHEST_WRITE_ID",
+             "CQ_RUN_AS", "CQ_START", "CQ_WORKER_ID", "CQ_TXN_ID", "CQ_NEXT_TXN_ID", "CQ_COMMIT_TIME",
+             "CQ_RETRY_RETENTION", "CQ_CLEANER_START", "CQ_ERROR_MESSAGE")
+
+
+def _int(v) -> int | None:
+    return None if v is None else int(v)
+
+
+def ready_requests(ms, db: str, table: str, *, partitions: list[str | None] | None = None) -> list[dict]:
+    """The ``ready for cleaning`` compaction requests of ``db.table`` (optionally only those
+    partitions), ordered by partition, highest write id, id. Plain dicts keyed by lower-case
+    column names without the ``cq_`` prefix."""
+    import sqlalchemy as sa
+
+    cq = ms.tables.COMPACTION_QUEUE
+    cols = [getattr(cq, c) for c in _REQ_COLS if cq.has(c)]
+    q = sa.select(*cols).where(cq.CQ_STATE == "r", sa.func.lower(cq.CQ_DATABASE) == db.lower(),
+                               sa.func.lower(cq.CQ_TABLE) == table.lower())
+    if cq.has("CQ_TYPE"):
+        q = q.where(cq.CQ_TYPE != "c")
+    with ms.read() as conn:
+        rows = conn.execute(q).all()
+    out = []
+    for r in rows:
+        d = {c[3:].lower(): v for c, v in zip([c for c in _REQ_COLS if cq.has(c)], r)}
+        for k in ("id", "highest_write_id", "txn_id", "next_txn_id", "commit_time", "retry_retention",
+                  "start", "cleaner_start"):
+            if k in d:
+                d[k] = _int(d[k])
+        if partitions is not None and d["partition"] not in partitions:
+            continue
+        out.append(d)
+    out.sort(key=lambda d: (d["partition"] or "", d["highest_write_id"] or 0, d["id"]))
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# what the Cleaner waits for
+# ---------------------------------------------------------------------------------------
+
+def _same(a: str | None, b: str | None, *, ignore_case: bool = True) -> bool:
+    """Hive 3.1's ``Cleaner.findRelatedLocks``: both NULL, or equal — database and table names
+    ignoring case, partition names exactly ("leave partition name as is")."""
+    if a is None or b is None:
+        return a is None and b is None
+    return a.lower() == b.lower() if ignore_case else a == b
+
+
+def _h3_waits(ms, conn, requests: list[dict]) -> dict[int, list[dict]]:
+    import sqlalchemy as sa
+
+    h = ms.tables.HIVE_LOCKS
+    dbs = {r["database"].lower() for r in requests}
+    rows = conn.execute(sa.select(h.HL_LOCK_EXT_ID, h.HL_LOCK_INT_ID, h.HL_TXNID, h.HL_DB, h.HL_TABLE,
+                                  h.HL_PARTITION, h.HL_LOCK_STATE, h.HL_LOCK_TYPE, h.HL_USER, h.HL_HOST,
+                                  h.HL_ACQUIRED_AT)
+                        .where(sa.func.lower(h.HL_DB).in_(dbs))
+                        .order_by(h.HL_LOCK_EXT_ID, h.HL_LOCK_INT_ID)).all()
+    out: dict[int, list[dict]] = {}
+    for r in requests:
+        seen: set[int] = set()
+        waits = []
+        for ext, _int_id, txn, hdb, htbl, hpart, st, ty, user, host, acq in rows:
+            if not (_same(hdb, r["database"]) and _same(htbl, r["table"]) and _same(hpart, r["partition"], ignore_case=False)):
+                continue
+            if int(ext) in seen:
+                continue
+            seen.add(int(ext))
+            waits.append({"kind": "lock", "lock_id": int(ext), "txn_id": int(txn) or None,
+                          "lock_state": {"a": "ACQUIRED", "w": "WAITING"}.get(st, st), "lock_type": ty,
+                          "user": user, "host": host,
+                          "message": f"lock {int(ext)}" + (f" of txn {int(txn)}" if int(txn) else "")
+                                     + f" ({user}@{host}) was present when the Cleaner saw the request"})
+        out[r["id"]] = waits
+    return out
+
+
+def _min_open_txn(ms, conn, now: int, timeout_ms: int) -> tuple[int, dict | None, int]:
+    """Hive 4's ``MinOpenTxnIdWaterMark``: ``min(MIN(open TXN_ID) or +inf, low boundary + 1)``
+    where the low boundary is the highest txn started before ``now - opentxn.timeout``. Returns
+    (watermark, the oldest open txn row or None, low boundary)."""
+    import sqlalchemy as sa
+
+    t = ms.tables.TXNS
+    row = conn.execute(sa.select(t.TXN_ID, t.TXN_USER, t.TXN_HOST, t.TXN_STARTED, t.TXN_TYPE)
+                       .where(t.TXN_STATE == "o").order_by(t.TXN_ID).limit(1)).first()
+    low = conn.execute(sa.select(sa.func.max(t.TXN_ID)).where(t.TXN_STARTED < now - timeout_ms)).scalar()
+    low = int(low or 0)
+    oldest = None
+    if row is not None:
+        oldest = {"txn_id": int(row[0]), "user": row[1], "host": row[2], "started": _int(row[3]),
+                  "age_ms": None if row[3] is None else now - int(row[3]), "txn_type": _int(row[4])}
+    mo = oldest["txn_id"] if oldest else LONG_MAX
+    return min(mo, low + 1), oldest, low
+
+
+def _h4_waits(ms, conn, requests: list[dict], *, retention_ms: int, use_min_history_write_id: bool,
+              open_txn_timeout_ms: int) -> dict[int, list[dict]]:
+    import sqlalchemy as sa
+
+    T = ms.tables
+    now = now_ms(conn)
+    watermark, oldest, low = _min_open_txn(ms, conn, now, open_txn_timeout_ms)
+    mhl_min = mhl_txn = None
+    if not use_min_history_write_id:
+        mhl = T.MIN_HISTORY_LEVEL
+        r = conn.execute(sa.select(mhl.MHL_MIN_OPEN_TXNID, mhl.MHL_TXNID)
+                         .order_by(mhl.MHL_MIN_OPEN_TXNID, mhl.MHL_TXNID).limit(1)).first()
+        if r is not None:
+            mhl_min, mhl_txn = int(r[0]), int(r[1])
+    snap_wm = watermark if mhl_min is None else min(watermark, mhl_min)
+    txn_states: dict[int, str] = {}
+    ids = {r["txn_id"] for r in requests if r.get("txn_id")}
+    if ids:
+        t = T.TXNS
+        txn_states = {int(a): b for a, b in conn.execute(sa.select(t.TXN_ID, t.TXN_STATE).where(t.TXN_ID.in_(ids)))}
+    mh_rows: dict[tuple[str, str], tuple[int, int]] = {}
+    if use_min_history_write_id and ms.tables.MIN_HISTORY_WRITE_ID.has("MH_WRITEID"):
+        mh = T.MIN_HISTORY_WRITE_ID
+        for txn, dbn, tbl, wid in conn.execute(sa.select(mh.MH_TXNID, mh.MH_DATABASE, mh.MH_TABLE, mh.MH_WRITEID)):
+            k = (dbn.lower(), tbl.lower())
+            if k not in mh_rows or int(wid) < mh_rows[k][0]:
+                mh_rows[k] = (int(wid), int(txn))
+
+    out: dict[int, list[dict]] = {}
+    for r in requests:
+        waits: list[dict] = []
+        ct, rr = r.get("commit_time"), r.get("retry_retention") or 0
+        if ct is not None and not ct < now - rr - retention_ms:
+            waits.append({"kind": "retention", "until_ms": ct + rr + retention_ms,
+                          "message": f"retention: not before {(ct + rr + retention_ms - now) / 1000:.1f}s from now "
+                                     f"(commit time + CQ_RETRY_RETENTION {rr} ms + retention {retention_ms} ms)"})
+        if use_min_history_write_id:
+            m = mh_rows.get((r["database"].lower(), r["table"].lower()))
+            hw = r.get("highest_write_id") or 0
+            if m is not None and not hw < m[0]:
+                waits.append({"kind": "min-history-write-id", "txn_id": m[1], "write_id": m[0],
+                              "message": f"txn {m[1]} still reads write id {m[0]} of the table "
+                                         f"(MIN_HISTORY_WRITE_ID), not above highest write id {hw}"})
+        else:
+            nxt = r.get("next_txn_id")
+            if nxt is not None and not nxt <= watermark:
+                if oldest is not None and oldest["txn_id"] < nxt and oldest["txn_id"] == watermark:
+                    age = oldest["age_ms"]
+                    waits.append({"kind": "open-txn", **oldest,
+                                  "message": f"open txn {oldest['txn_id']} ({oldest['user']}@{oldest['host']}, "
+                                             f"{'age ' + format(age / 1000, '.0f') + 's' if age is not None else ''}) "
+                                             f"is below CQ_NEXT_TXN_ID {nxt}"})
+                else:
+                    waits.append({"kind": "young-txn", "txn_id": low + 1,
+                                  "message": f"txns above {low} opened less than {open_txn_timeout_ms} ms ago "
+                                             f"(CQ_NEXT_TXN_ID {nxt})"})
+        txn = r.get("txn_id")
+        if txn is not None:
+            st = txn_states.get(txn)
+            if st == "o":
+                waits.append({"kind": "compactor-txn-open", "txn_id": txn,
+                              "message": f"the compactor txn {txn} is still open (the worker has not committed)"})
+            elif st == "a":
+                waits.append({"kind": "compactor-txn-aborted", "txn_id": txn,
+                              "message": f"the compactor txn {txn} was aborted: its output is invisible "
+                                         "(HIVE-29572); abort or fail this request instead of cleaning"})
+            elif not use_min_history_write_id and not txn < snap_wm and \
+                    not any(w["kind"] in ("open-txn", "young-txn") for w in waits):
+                # only a request the ready-to-clean query returned gets this far in Hive
+                holder = mhl_txn if (mhl_min is not None and mhl_min <= watermark) else \
+                    (oldest["txn_id"] if oldest is not None and oldest["txn_id"] == watermark else None)
+                if holder is None:
+                    waits.append({"kind": "young-txn", "txn_id": low + 1,
+                                  "message": f"txns above {low} opened less than {open_txn_timeout_ms} ms ago; "
+                                             f"the compactor txn {txn} is not yet below the cleaner watermark"})
+                else:
+                    waits.append({"kind": "min-history-level", "txn_id": holder,
+                                  "message": f"txn {holder} may still read below the compactor txn {txn} "
+                                             f"(cleaner watermark {snap_wm}: MIN_HISTORY_LEVEL / min open txn)"})
+        out[r["id"]] = waits
+    # Hive 4 cleans only the lowest highest-write-id request per partition at a time
+    # (ReadyToCleanHandler: the minimum is taken over the requests past their retention, before
+    # the txn watermark filter); within one acidctl run the next one may follow once it is done
+    by_part: dict[Any, list[dict]] = {}
+    for r in requests:
+        if not any(w["kind"] == "retention" for w in out[r["id"]]):
+            by_part.setdefault(r["partition"], []).append(r)
+    for rows in by_part.values():
+        blocked_by = None
+        for r in sorted(rows, key=lambda d: (d.get("highest_write_id") or 0, d["id"])):
+            if blocked_by is not None:
+                out[r["id"]].append({"kind": "earlier-request", "cq_id": blocked_by,
+                                     "message": f"compaction {blocked_by} of the same partition (lower highest "
+                                                "write id) is cleaned first"})
+            elif out[r["id"]]:
+                blocked_by = r["id"]
+    return out
+
+
+def cleaner_waits(ms, requests: list[dict], *, retention_ms: int = 0, use_min_history_write_id: bool = False,
+                  open_txn_timeout_ms: int = OPEN_TXN_TIMEOUT_MS) -> dict[int, list[dict]]:
+    """``{cq_id: [what holds it back, ...]}`` — an empty list means Hive's Cleaner would clean it
+    now. ``retention_ms``: Hive 4's ``hive.compactor.cleaner.retention.time.seconds`` when
+    delayed cleanup is on (default off: 0)."""
+    if not requests:
+        return {}
+    with ms.read() as conn:
+        if ms.hive_version == 3:
+            return _h3_waits(ms, conn, requests)
+        return _h4_waits(ms, conn, requests, retention_ms=retention_ms,
+                         use_min_history_write_id=use_min_history_write_id,
+                         open_txn_timeout_ms=open_txn_timeout_ms)
+
+
+# ---------------------------------------------------------------------------------------
+# the Cleaner mutex
+# ---------------------------------------------------------------------------------------
+
+MUTEX_KEY = "Cleaner"
+
+
+@contextlib.contextmanager
+def cleaner_mutex(ms, *, wait_s: int = 60) -> Iterator[None]:
+    """Hold Hive's ``Cleaner`` mutex (operations.md §1) while cleaning, so acidctl and Hive's own
+    Cleaners (one per HMS) never clean at the same time: in its own DB transaction on its own
+    connection, ``SELECT MT_COMMENT, MT_KEY2 FROM AUX_TABLE WHERE MT_KEY1='Cleaner' [AND
+    MT_KEY2=0 on Hive 3] FOR UPDATE``; a missing row is inserted as ``('Cleaner', 0)`` (a
+    concurrent insert's duplicate key is tolerated) and selected again; released by rollback.
+    Waits up to ``wait_s`` for a Cleaner holding it (then ``LockConflict``, exit 6). SQLite has
+    no Hive and each write step already holds the whole database: no mutex there."""
+    import sqlalchemy as sa
+    from sqlalchemy import exc
+
+    from acidctl.errors import LockConflict
+    from acidctl.metastore.connection import db_errors
+    from acidctl.metastore.steps import check_writable, is_retryable
+
+    check_writable(ms, what="take the Cleaner mutex")
+    if ms.engine.dialect.name == "sqlite":
+        yield
+        return
+    aux = ms.tables.AUX_TABLE
+    cond = [aux.MT_KEY1 == MUTEX_KEY]
+    if ms.hive_version == 3:
+        cond.append(aux.MT_KEY2 == 0)
+    q = sa.select(aux.MT_COMMENT, aux.MT_KEY2).where(*cond).with_for_update()
+    with db_errors(ms.engine.url):
+        conn = ms.engine.connect().execution_options(isolation_level="READ COMMITTED")
+    try:
+        with db_errors(ms.engine.url):
+            for attempt in (1, 2):
+                tx = conn.begin()
+                if ms.engine.dialect.name == "postgresql":
+                    conn.execute(sa.text(f"SET LOCAL lock_timeout = '{int(wait_s)}s'"))
+                else:
+                    conn.execute(sa.text(f"SET SESSION innodb_lock_wait_timeout = {int(wait_s)}"))
+                try:
+                    if conn.execute(q).first() is not None:
+                        break
+                    conn.execute(sa.insert(aux.clause).values({aux.MT_KEY1.name: MUTEX_KEY, aux.MT_KEY2.name: 0}))
+                    tx.commit()
+                except exc.IntegrityError:
+                    tx.rollback()     # another instance inserted it first
+                except exc.DBAPIError as e:
+                    tx.rollback()
+                    if is_retryable(e) or "lock" in str(e).lower():
+                        raise LockConflict("another Cleaner holds the metastore's Cleaner mutex (AUX_TABLE); "
+                                           "try again later") from None
+                    raise
+            else:
+                raise LockConflict("could not take the metastore's Cleaner mutex (AUX_TABLE row missing)")
+        try:
+            yield
+        finally:
+            try:
+                tx.rollback()
+            except Exception:
+                pass
+    finally:
+        conn.close()
+
+
+# ---------------------------------------------------------------------------------------
+# writes
+# ---------------------------------------------------------------------------------------
+
+def mark_cleaner_start(ms, cq_id: int) -> bool:
+    """Hive 4 ``markCleanerStart``: ``CQ_CLEANER_START = now`` on the ``r`` row. No-op on Hive 3."""
+    if ms.hive_version == 3:
+        return False
+    import sqlalchemy as sa
+
+    cq = ms.tables.COMPACTION_QUEUE
+
+    def step(conn):
+        return conn.execute(sa.update(cq.clause).where(cq.CQ_ID == cq_id, cq.CQ_STATE == "r")
+                            .values({cq.CQ_CLEANER_START.name: now_ms(conn)})).rowcount == 1
+
+    return write_step(ms, step, name="markCleanerStart")
+
+
+def clear_cleaner_start(ms, cq_id: int) -> bool:
+    """Hive 4 ``clearCleanerStart``: ``CQ_CLEANER_START = -1`` (the row stays ``r``)."""
+    if ms.hive_version == 3:
+        return False
+    import sqlalchemy as sa
+
+    cq = ms.tables.COMPACTION_QUEUE
+
+    def step(conn):
+        return conn.execute(sa.update(cq.clause).where(cq.CQ_ID == cq_id)
+                            .values({cq.CQ_CLEANER_START.name: -1})).rowcount == 1
+
+    return write_step(ms, step, name="clearCleanerStart")
+
+
+def _history_columns(ms) -> list[str]:
+    cc = ms.tables.COMPLETED_COMPACTIONS
+    return [c.name.upper() for c in cc.clause.columns]
+
+
+def mark_cleaned(ms, cq_id: int, *, remove_empty_aborted_txns: bool = True) -> dict:
+    """Hive's ``markCleaned`` (operations.md §5.4), one DB transaction:
+
+    Hive 3: read the row, delete it, insert the history row ``s`` (``CC_END`` = db now), delete
+    the partition's ``COMPLETED_TXN_COMPONENTS`` up to the highest write id (the write-id term
+    only when it is non-zero), select the aborted txns with components on the table/partition
+    with ``TC_WRITEID <= highest`` and delete those components.
+
+    Hive 4: ``INSERT INTO COMPLETED_COMPACTIONS ... SELECT`` (state ``s``, ``CC_END`` = db now,
+    every other ``CC_*`` from ``CQ_*``), delete the row and every ``ABORT_TXN_CLEANUP`` retry row
+    (``CQ_TYPE='c'``) of the table/partition, ``COMPLETED_TXN_COMPONENTS`` as Hive 3, and the
+    aborted txns' ``TXN_COMPONENTS`` with ``TC_WRITEID <= highest`` (only when it is non-zero).
+
+    Then, in the same step unless ``remove_empty_aborted_txns=False``, the aborted ``TXNS``
+    rows this left without any ``TXN_COMPONENTS`` (metastore.md §9.3; in Hive this is the
+    housekeeping that follows: Hive 3 ``cleanEmptyAbortedTxns``, Hive 4's TxnCleaner, whose
+    guards — never the highest ``TXN_ID``, never a txn started within the open-txn timeout —
+    apply on Hive 4).
+
+    Returns what changed: ``{"cq_id", "history_state", "queue_rows_deleted",
+    "completed_txn_components_deleted", "txn_components_deleted", "aborted_txns",
+    "aborted_txns_removed"}``.
+    """
+    import sqlalchemy as sa
+
+    T = ms.tables
+    cq, cc, ctc, tc, t = (T.COMPACTION_QUEUE, T.COMPLETED_COMPACTIONS, T.COMPLETED_TXN_COMPONENTS,
+                          T.TXN_COMPONENTS, T.TXNS)
+    h4 = ms.hive_version >= 4
+
+    def step(conn):
+        # Hive reads the row without a lock; the DELETE below is what must hit exactly one row
+        row = conn.execute(sa.select(cq.clause).where(cq.CQ_ID == cq_id)).mappings().first()
+        if row is None:
+            raise NotFoundError(f"compaction {cq_id} is not in COMPACTION_QUEUE (already cleaned or failed?)")
+        r = {k.upper(): v for k, v in row.items()}
+        db, tbl, part = r["CQ_DATABASE"], r["CQ_TABLE"], r["CQ_PARTITION"]
+        hw = int(r["CQ_HIGHEST_WRITE_ID"] or 0)
+        now = now_ms(conn)
+        hist_cols = _history_columns(ms)
+        if h4:
+            sel = []
+            for c in hist_cols:
+                if c == "CC_STATE":
+                    sel.append(sa.literal("s"))
+                elif c == "CC_END":
+                    sel.append(sa.literal(now, sa.BigInteger()))
+                else:
+                    sel.append(getattr(cq, "CQ_" + c[3:]))
+            conn.execute(sa.insert(cc.clause).from_select([getattr(cc, c) for c in hist_cols],
+                                                          sa.select(*sel).where(cq.CQ_ID == cq_id)))
+            pcond = sa.true() if part is None else cq.CQ_PARTITION == part
+            deleted = conn.execute(sa.delete(cq.clause).where(sa.or_(
+                cq.CQ_ID == cq_id,
+                sa.and_(cq.CQ_DATABASE == db, cq.CQ_TABLE == tbl, cq.CQ_TYPE == "c", pcond)))).rowcount
+        else:
+            deleted = conn.execute(sa.delete(cq.clause).where(cq.CQ_ID == cq_id)).rowcount
+            if deleted != 1:
+                raise NotFoundError(f"compaction {cq_id} could not be deleted from COMPACTION_QUEUE")
+            vals = {}
+            for c in hist_cols:
+                vals[c] = {"CC_STATE": "s", "CC_END": now}.get(c, r.get("CQ_" + c[3:]))
+            conn.execute(sa.insert(cc.clause).values({getattr(cc, k).name: v for k, v in vals.items()}))
+        # COMPLETED_TXN_COMPONENTS of the partition up to the highest write id
+        cond = [ctc.CTC_DATABASE == db, ctc.CTC_TABLE == tbl]
+        if part is not None:
+            cond.append(ctc.CTC_PARTITION == part)
+        if hw != 0:
+            cond.append(ctc.CTC_WRITEID <= hw)
+        n_ctc = conn.execute(sa.delete(ctc.clause).where(*cond)).rowcount
+        # aborted txns' TXN_COMPONENTS up to the highest write id
+        tcond = [tc.TC_DATABASE == db, tc.TC_TABLE == tbl]
+        if part is not None:
+            tcond.append(tc.TC_PARTITION == part)
+        aborted_ids: list[int] = []
+        n_tc = 0
+        if h4:
+            if hw != 0:
+                aborted_ids = sorted({int(x) for (x,) in conn.execute(
+                    sa.select(tc.TC_TXNID).where(*tcond, tc.TC_WRITEID <= hw, tc.TC_TXNID.in_(
+                        sa.select(t.TXN_ID).where(t.TXN_STATE == "a"))))})
+                n_tc = conn.execute(sa.delete(tc.clause).where(
+                    tc.TC_TXNID.in_(sa.select(t.TXN_ID).where(t.TXN_STATE == "a")), *tcond,
+                    tc.TC_WRITEID <= hw)).rowcount
+        else:
+            aborted_ids = sorted({int(x) for (x,) in conn.execute(
+                sa.select(t.TXN_ID).distinct().select_from(t.clause.join(tc.clause, tc.TC_TXNID == t.TXN_ID))
+                .where(t.TXN_STATE == "a", *tcond, tc.TC_WRITEID <= hw))})
+            if aborted_ids:
+                n_tc = conn.execute(sa.delete(tc.clause).where(tc.TC_TXNID.in_(aborted_ids), *tcond)).rowcount
+        removed = _remove_empty_aborted(ms, conn, aborted_ids) if remove_empty_aborted_txns else []
+        return {"cq_id": cq_id, "history_state": "s", "queue_rows_deleted": int(deleted),
+                "completed_txn_components_deleted": int(n_ctc), "txn_components_deleted": int(n_tc),
+                "aborted_txns": aborted_ids, "aborted_txns_removed": removed, "highest_write_id": hw, "end": now}
+
+    return write_step(ms, step, name="markCleaned")
+
+
+def remove_empty_aborted_txns(ms, txn_ids: list[int]) -> list[int]:
+    """Delete the aborted ``TXNS`` rows among ``txn_ids`` that no ``TXN_COMPONENTS`` row
+    references any more — what Hive 3's ``cleanEmptyAbortedTxns`` and Hive 4's
+    ``cleanEmptyAbortedAndCommittedTxns`` do for them (Hive 4 never deletes the row with the
+    highest ``TXN_ID`` nor one started within ``metastore.txn.opentxn.timeout``). Limited to the
+    given ids (the txns a :func:`mark_cleaned` just emptied). Returns the ids deleted."""
+    if not txn_ids:
+        return []
+    return write_step(ms, lambda conn: _remove_empty_aborted(ms, conn, txn_ids), name="cleanEmptyAbortedTxns")
+
+
+def _remove_empty_aborted(ms, conn, txn_ids: list[int]) -> list[int]:
+    import sqlalchemy as sa
+
+    if not txn_ids:
+        return []
+    T = ms.tables
+    t, tc = T.TXNS, T.TXN_COMPONENTS
+    cond = [t.TXN_ID.in_(list(txn_ids)), t.TXN_STATE == "a",
+            t.TXN_ID.not_in(sa.select(tc.TC_TXNID).where(tc.TC_TXNID.in_(list(txn_ids))))]
+    if ms.hive_version >= 4:
+        mx = conn.execute(sa.select(sa.func.max(t.TXN_ID))).scalar()
+        cond += [t.TXN_ID < int(mx or 0), t.TXN_STARTED < now_ms(conn) - OPEN_TXN_TIMEOUT_MS]
+    ids = sorted(int(x) for (x,) in conn.execute(for_update(sa.select(t.TXN_ID).where(*cond), conn)))
+    if ids:
+        conn.execute(sa.delete(t.clause).where(t.TXN_ID.in_(ids), t.TXN_STATE == "a"))
+    return ids

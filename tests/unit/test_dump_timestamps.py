@@ -1,0 +1,74 @@
+"""Timestamps outside Arrow's 1677..2262 (nanoseconds): the stripe is read column-wise all the
+same (Arrow for the other columns, pyorc for the timestamp ones) and must print exactly what
+the row-at-a-time path prints — that path is byte-identical to ORC Java's FileDump on every
+golden file (tests/unit/test_dump_golden.py)."""
+
+from __future__ import annotations
+
+import pyorc
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import acidctl.dump as dumpmod
+from acidctl.dump import DumpOptions, dump
+from acidctl.fs import TableFS
+from acidctl.orc.render import python_converters
+
+ROW = "struct<id:int,ts:timestamp,s:string,tl:timestamp with local time zone,li:array<int>>"
+ACID = ("struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,"
+        "currentTransaction:bigint,row:%s>" % ROW)
+# years 0001..9999 and beyond, both sides of 1582 (Julian) and of Arrow's range
+secs = st.integers(-70_000_000_000, 260_000_000_000) | st.sampled_from(
+    [-62135596800, -12219292800, -12219292801, -9_223_372_037, 9_223_372_036, 0, 253402300799])
+ts = st.none() | st.tuples(secs, st.integers(0, 999_999_999))
+row = st.tuples(st.none() | st.integers(-5, 5), ts, st.none() | st.text(max_size=4), ts,
+                st.none() | st.lists(st.integers(0, 3), max_size=2))
+
+
+def _both(path):
+    t = TableFS(str(path))
+    fast = b"".join(bytes(c) for c in dump(t, t.root, DumpOptions(), framing=True))
+    slow = b"".join(bytes(c) for c in dump(t, t.root, DumpOptions(engine="python"), framing=True))
+    return fast, slow
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=st.lists(st.none() | row, min_size=1, max_size=30))
+def test_acid_file_with_far_timestamps(tmp_path_factory, rows):
+    path = tmp_path_factory.mktemp("ts") / "bucket_00000"
+    with open(path, "wb") as f:
+        with pyorc.Writer(f, ACID, converters=python_converters()) as w:
+            for i, r in enumerate(rows):
+                w.write((2 if r is None else 0, 1, 536870912, i, 1, r))
+    fast, slow = _both(path)
+    assert fast == slow
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=st.lists(row, min_size=1, max_size=30))
+def test_original_file_with_far_timestamps(tmp_path_factory, rows):
+    path = tmp_path_factory.mktemp("ts") / "000000_0"
+    with open(path, "wb") as f:
+        with pyorc.Writer(f, ROW, converters=python_converters()) as w:
+            w.writerows(rows)
+    fast, slow = _both(path)
+    assert fast == slow
+
+
+def test_far_timestamps_take_the_column_wise_path(tmp_path, monkeypatch):
+    """Not the row-at-a-time path: the rows of a stripe with a year-1 timestamp are rendered
+    column-wise (the Python path is never called)."""
+    path = tmp_path / "bucket_00000"
+    with open(path, "wb") as f:
+        with pyorc.Writer(f, ACID, converters=python_converters()) as w:
+            w.write((0, 1, 536870912, 0, 1, (1, (-62135596800, 5), "x", (0, 0), [1])))
+            w.write((0, 1, 536870912, 1, 1, (2, (1_700_000_000, 0), "y\n", None, None)))
+    called = []
+    monkeypatch.setattr(dumpmod, "_python_stripe", lambda *a, **k: called.append(1) or iter(()))
+    t = TableFS(str(path))
+    out = b"".join(bytes(c) for c in dump(t, t.root, DumpOptions(), framing=False)).decode()
+    assert called == []
+    lines = out.splitlines()
+    # Java prints pre-1582 instants in the Julian calendar: proleptic 0001-01-01 is Julian 0001-01-03
+    assert '"ts":"0001-01-03 00:00:00.000000005"' in lines[0] and '"tl":"1970-01-01 00:00:00.0"' in lines[0]
+    assert '"ts":"2023-11-14 22:13:20.0"' in lines[1] and '"tl":null' in lines[1] and '"s":"y\\n"' in lines[1]

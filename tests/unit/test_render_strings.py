@@ -1,0 +1,64 @@
+"""The vectorised string rendering (escapes with string kernels or located with memchr, invalid
+UTF-8 found by halving) equals FileDump's per-value rules — Python's json.dumps (ensure_ascii
+off, U+2028/U+2029 escaped) over Java's UTF-8 decoding — on columns where escapes are rare,
+common, or everywhere, and with invalid UTF-8 among valid values."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyorc
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from acidctl.orc import render
+from acidctl.orc.javafmt import java_decode_utf8
+
+
+def _oracle(b: bytes | None, *, rtrim: bool = False) -> str | None:
+    if b is None:
+        return None
+    s = java_decode_utf8(b)
+    if rtrim:
+        s = s.rstrip(" ")
+    return json.dumps(s, ensure_ascii=False).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def _render(values: list, td) -> list:
+    arr = pa.array(values, pa.binary()).view(pa.string())
+    return render.render_column(arr, td).to_pylist()
+
+
+pieces = st.sampled_from(["a", "xyz", '"', "\\", "\n", "\t", "\x00", "\x01", "\x1f", "\x7f", "\u2028", "\u2029",
+                          "€", "é", " ", "\u00e2"]).map(lambda s: s.encode())
+invalid = st.sampled_from([b"\xff", b"\xc3", b"\xed\xa0\x80", b"\xe2\x82", b"\x80abc"])
+value = st.lists(pieces | invalid, max_size=6).map(b"".join)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.none() | value, min_size=1, max_size=120), st.integers(0, 400))
+def test_strings_match_filedump_rules(values, plain):
+    # ``plain`` escape-free values dilute the column: escapes rare (memchr) or common (kernels)
+    values = values + [b"plain text value"] * plain
+    assert _render(values, pyorc.String()) == [_oracle(v) for v in values]
+    assert _render(values, pyorc.Char(6)) == [_oracle(v, rtrim=True) for v in values]
+    # a slice (dump renders slices of a stripe): offsets not starting at 0
+    arr = pa.array(values, pa.binary()).view(pa.string()).slice(len(values) // 3)
+    assert render.render_column(arr, pyorc.String()).to_pylist() == [_oracle(v) for v in values[len(values) // 3:]]
+
+
+@pytest.mark.parametrize("n", [1, 7, 1000])
+def test_every_value_escaped(n):
+    values = [f'q"{i}\\\n\x02\u2028'.encode() for i in range(n)]
+    assert _render(values, pyorc.String()) == [_oracle(v) for v in values]
+
+
+def test_invalid_values_are_found_among_many_valid_ones():
+    values = [b"ok%d" % i for i in range(5000)]
+    for i in (0, 17, 2500, 4999):
+        values[i] = b"bad\xff%d" % i
+    raw = pa.array(values, pa.binary())
+    assert render._invalid_utf8_positions(raw) == [0, 17, 2500, 4999]
+    assert _render(values, pyorc.String()) == [_oracle(v) for v in values]
