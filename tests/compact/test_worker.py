@@ -389,3 +389,30 @@ def test_compactor_txn_is_heartbeated_while_the_compaction_runs(tmp_path, cli, m
                                   {"t": emp["txn_id"]}).one()
     eng.dispose()
     assert beat - started >= 500
+
+
+def test_interrupt_abandons_the_request_in_flight(tmp_path, cli, monkeypatch):
+    """A second Ctrl-C/SIGTERM interrupts the request in flight: nothing is published, the Hive 4
+    compactor txn is aborted ('compaction transaction abort') and the request is back in
+    ``initiated`` (claimable again), as are the claimed requests not yet started."""
+    assert cli("demo", "--hive-version", "4", tmp_path / "demo").code == 0
+    url = _url(tmp_path)
+    assert cli("--metastore", url, "compact", "--enqueue", "default.employee", "--minor").code == 0
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("acidctl.compact.publish.publish", interrupted)
+    ms = connect(url)
+    with pytest.raises(KeyboardInterrupt):
+        w.run_cycle(ms, w.WorkerOptions(max=10, engine="local"), table_fs=lambda u: TableFS(u))
+    rows = _queue(url)
+    assert [(r[0], r[2], r[5]) for r in rows] == [(2, "i", None), (3, "i", None)]
+    eng = sa.create_engine(url)
+    with eng.connect() as c:
+        compactor = c.execute(sa.text("SELECT TXN_STATE, TXN_META_INFO FROM TXNS WHERE TXN_TYPE=3")).all()
+    eng.dispose()
+    assert [tuple(x) for x in compactor] == [("a", "compaction transaction abort")]
+    for d in ("employee", "sales/ds=2025-12-31"):
+        assert not [p for p in (tmp_path / "demo" / "warehouse" / d).iterdir() if "_v" in p.name]
+    assert queue.claim(ms, worker_id="next").cq_id == 2
