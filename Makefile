@@ -38,7 +38,7 @@ test: setup-test lint
 # packages and modules mypy checks (clean); the rest of acidctl joins as it is typed
 MYPY_PATHS = acidctl/acid acidctl/orc acidctl/faults.py acidctl/durations.py acidctl/cli/options.py \
 	acidctl/cli/commands.py acidctl/compact/task.py acidctl/compact/sources.py acidctl/compact/transform.py \
-	acidctl/compact/verification.py acidctl/compact/metrics.py
+	acidctl/compact/verification.py acidctl/compact/metrics.py acidctl/compact/hive2.py acidctl/upgrade.py
 
 lint:
 	.venv/bin/ruff check acidctl tests bench

@@ -64,6 +64,7 @@ class ExportTask:
     compression: str
     with_row_id: bool
     column_names: list[str] | None  # table column names from the metastore (files may say _colN)
+    hive_version: int = 3           # 2: Hive 2.3's merge (acidctl.acid.hive2: legacy update events)
 
 
 @dataclasses.dataclass
@@ -121,7 +122,7 @@ def plan_export(tfs, snapshot, dest, opts: ExportOptions, *, txns=None, hive_ver
                 inserts=[s for s in inserts if s.bucket == b], deletes=list(deletes),
                 write_ids=str(snapshot), dest_url=dest.url, dest_options=dict(dest.options),
                 out_rel=posixpath.join(staging, out_rel), format=opts.format, compression=compression,
-                with_row_id=opts.with_row_id, column_names=opts.column_names))
+                with_row_id=opts.with_row_id, column_names=opts.column_names, hive_version=hive_version))
     return tasks
 
 
@@ -161,14 +162,21 @@ def run_task(task: ExportTask) -> dict:
     src = TableFS(task.source_url, task.source_options)
     dst = TableFS(task.dest_url, task.dest_options)
     snapshot = WriteIdList.parse(task.write_ids)
-    dkeys = read_delete_keys(src, task.deletes, snapshot)
-    tables = [t for t in (read_events(src, s) for s in task.inserts) if t.num_rows]
     bytes_in = sum(src.info(s.path).size for s in task.inserts)
     metrics = {"partition": task.partition, "bucket": task.bucket, "rows": 0, "file": None, "bytes": 0,
                "bytes_in": bytes_in}
-    if not tables:
-        return metrics
-    merged = merge.apply(pa.concat_tables(tables, promote_options="permissive"), dkeys, snapshot)
+    if task.hive_version == 2:   # Hive 2.3: OrcRawRecordMerger's collapse (acidctl.acid.hive2)
+        from acidctl.acid.hive2 import merge_sources
+
+        merged = merge_sources(src, task.inserts, [d for d in task.deletes if d.bucket == task.bucket], snapshot)
+        if merged is None:
+            return metrics
+    else:
+        dkeys = read_delete_keys(src, task.deletes, snapshot)
+        tables = [t for t in (read_events(src, s) for s in task.inserts) if t.num_rows]
+        if not tables:
+            return metrics
+        merged = merge.apply(pa.concat_tables(tables, promote_options="permissive"), dkeys, snapshot)
     if not merged.num_rows:
         return metrics
     table = _flatten(merged, with_row_id=task.with_row_id, column_names=task.column_names)

@@ -78,9 +78,23 @@ def merged_rows(tfs: TableFS, snapshot: WriteIdList, *, txns: TxnList | None = N
             stats.partitions += 1
         td = row_type(tfs, inserts[-1])
         pvals = _partition_values("/".join(p for p in (partition, listing.partition) if p))
-        yield from _render(_live_tables(tfs, listing, state), td, rowid_td, pvals, left, stats)
+        live = _hive2_tables(tfs, listing, state) if hive_version == 2 else _live_tables(tfs, listing, state)
+        yield from _render(live, td, rowid_td, pvals, left, stats)
         if left is not None and left[0] <= 0:
             return
+
+
+def _hive2_tables(tfs, listing, state):
+    """Hive 2.3's OrcRawRecordMerger (legacy update events): the partition's buckets merged whole,
+    in key order."""
+    import pyarrow as pa
+
+    from acidctl.acid import hive2
+
+    tables = [t for _, t in hive2.read_partition(tfs, listing, state)]
+    if tables:
+        events = pa.concat_tables(tables, promote_options="permissive")
+        yield events.sort_by([("originalTransaction", "ascending"), ("bucket", "ascending"), ("rowId", "ascending")])
 
 
 def _live_tables(tfs, listing, state):

@@ -4,7 +4,8 @@
 or ``DB.TABLE[/key=value...]``. A table name is looked up in the metastore (location, table
 properties) and its snapshot is computed there the way Hive computes it; ``--write-ids`` /
 ``--txns`` override the snapshot, ``--assume-committed`` replaces it for offline inspection and
-is always reported as an assumption.
+is always reported as an assumption. Under ``--hive-version 2`` ``--txns`` is Hive 2.3's
+ValidTxnList and *is* the snapshot (txn ids are write ids; :mod:`acidctl.acid.hive2`).
 """
 
 from __future__ import annotations
@@ -106,8 +107,8 @@ def resolve_target(settings, spec: str, *, write_ids: str | None = None, assume_
     """Resolve ``spec`` and the snapshot options into a :class:`Target`."""
     if write_ids and assume_committed:
         raise UsageError("give either --write-ids or --assume-committed, not both")
-    if hive_version not in (None, 3, 4):
-        raise UsageError("--hive-version must be 3 or 4")
+    if hive_version not in (None, 2, 3, 4):
+        raise UsageError("--hive-version must be 2, 3 or 4")
     table = ms = None
     source = None
     wl = tl = None
@@ -119,26 +120,44 @@ def resolve_target(settings, spec: str, *, write_ids: str | None = None, assume_
         if url is None:
             raise UsageError(f"{spec!r} looks like DB.TABLE but no metastore is configured",
                              hint="use --metastore URL (or ACIDCTL_METASTORE_URL), or give the table's path")
-        from acidctl.metastore.connection import connect
         from acidctl.metastore.snapshot import table_snapshot
         from acidctl.metastore.tables import resolve_table
 
-        ms = connect(url, hive_version=hive_version)
-        table = resolve_table(ms, spec, partition=partition)
+        ms = None if hive_version == 2 else _connect_or_hive2(url, hive_version)
+        if ms is None:
+            # a Hive 2.3 metastore (acidctl.metastore.hive2): its ValidTxnList is the snapshot
+            from acidctl.metastore import hive2 as ms2
+
+            if hive_version == 2:
+                ms2.require_hive2(url)   # a Hive 3/4 metastore's TXNS does not give txn-id snapshots
+            table = ms2.table_info(url, spec, partition=partition)
+            hive_version = 2
+            if not (write_ids or assume_committed or txns):
+                wl = ms2.txn_list(url).to_write_ids(table=table.full_name)
+                source = "metastore"
+        else:
+            table = resolve_table(ms, spec, partition=partition)
+            hive_version = hive_version or ms.hive_version
+            if not (write_ids or assume_committed):
+                tl, wl = table_snapshot(ms, table.full_name)
+                source = "metastore"
         if not table.path:
             raise UsageError(f"{table.full_name} has no location in the metastore")
         tfs = settings.table_fs(location_url(table.path))
         props = {k: v for k, v in (table.params or {}).items()}
-        hive_version = hive_version or ms.hive_version
-        if not (write_ids or assume_committed):
-            tl, wl = table_snapshot(ms, table.full_name)
-            source = "metastore"
     else:
         if partition:
             spec = spec.rstrip("/") + "/" + partition.strip("/")
         tfs = settings.table_fs(spec)
     check_table_dir(tfs)
     hive_version = hive_version or 3
+    if hive_version == 2 and txns and not (write_ids or assume_committed):
+        # Hive 2.3: the ValidTxnList is the snapshot (txn ids are the directories' ids)
+        from acidctl.acid.hive2 import Hive2TxnList
+
+        wl = Hive2TxnList.parse(txns).to_write_ids()
+        return Target(tfs=tfs, write_ids=wl, txns=None, hive_version=2, source="--txns", table=table,
+                      properties=props, assumptions=assumptions, metastore=ms, warnings=warnings)
     if write_ids:
         wl = WriteIdList.parse(write_ids)
         source = "--write-ids"
@@ -151,17 +170,37 @@ def resolve_target(settings, spec: str, *, write_ids: str | None = None, assume_
                            "write ids (--assume-committed)")
     elif wl is None:
         hint = ("give --write-ids LIST (Hive's ValidWriteIdList, e.g. db.t:14:9223372036854775807::) or "
-                "--assume-committed")
+                "--assume-committed" + (" or --txns (Hive 2's ValidTxnList)" if hive_version == 2 else ""))
         if _metastore_url(settings) is not None:
             hint += ", or name the table as DB.TABLE to read its snapshot from the metastore"
         raise UsageError("no snapshot for a path", hint=hint)
-    if txns:
+    if hive_version == 2:
+        if txns:
+            raise UsageError("--txns and --write-ids/--assume-committed are alternatives under --hive-version 2")
+        tl = None   # Hive 2.3 has no visibility suffixes
+    elif txns:
         tl = TxnList.parse(txns)
     elif tl is None and hive_version == 4:
         tl = TxnList.all_committed()
         assumptions.append("no --txns given: every _vM visibility txn is treated as committed")
     return Target(tfs=tfs, write_ids=wl, txns=tl, hive_version=hive_version, source=source, table=table,
                   properties=props, assumptions=assumptions, metastore=ms, warnings=warnings)
+
+
+def _connect_or_hive2(url: str, hive_version: int | None):
+    """The connected Hive 3/4 metastore, or None when detection refuses it because it is a
+    Hive 2.x one (checked only then: no extra round trip for Hive 3/4 metastores)."""
+    from acidctl.errors import UnsupportedSchema
+    from acidctl.metastore.connection import connect
+
+    try:
+        return connect(url, hive_version=hive_version)
+    except UnsupportedSchema:
+        from acidctl.metastore.hive2 import is_hive2
+
+        if hive_version is None and is_hive2(url):
+            return None
+        raise
 
 
 def _check_list_table(wl: WriteIdList, table, tfs: TableFS, warnings: list[str]) -> None:

@@ -22,6 +22,8 @@ Hive-version differences implemented here (spec §4):
 * ``isValidBase``: Hive 4 admits any base with ``N <= minOpenWriteId`` when something is open.
 * an INSERT OVERWRITE base of an aborted write id is an *aborted* directory in Hive 4.
 * "Not enough history" in Hive 4 only when the oldest (visible) base is a compacted base.
+* Hive 2.3 (``hive_version=2``, insert-only-and-hive2.md B.4): the list holds txn ids (see
+  :mod:`acidctl.acid.hive2`); no ``_metadata_acid``, so ``isValidBase`` judges every base.
 """
 
 from __future__ import annotations
@@ -291,6 +293,8 @@ class _Scan:
     def is_compacted(self, c: Classified, *, hive_reads: bool = True) -> bool:
         """A compacted base (Hive 4: ``_vM`` with M > 0; both: ``_metadata_acid``). Reading an
         unreadable ``_metadata_acid`` is a reader error when Hive reads it (``hive_reads``)."""
+        if self.hive_version == 2:
+            return False   # Hive 2.3 has no _metadata_acid: every base is judged alike (B.4)
         if c.name not in self.compacted_cache:
             md = metadata_of(c.entry)
             problem = md.problem(self.hive_version) if md is not None else None
@@ -317,8 +321,8 @@ def get_acid_state(listing: DirListing, write_ids: WriteIdList, *, txns: TxnList
     Stages (spec §3–§6): :func:`_classify` every child, :func:`_choose_base`,
     :func:`_not_enough_history`, :func:`_originals` (only without a base), :func:`_walk_deltas`.
     """
-    if hive_version not in (3, 4):
-        raise UsageError(f"hive version must be 3 or 4, not {hive_version!r}")
+    if hive_version not in (2, 3, 4):
+        raise UsageError(f"hive version must be 2, 3 or 4, not {hive_version!r}")
     scan = _Scan(write_ids, txns if txns is not None else TxnList.all_committed(), hive_version)
     _classify(scan, listing, ignore_empty_files=ignore_empty_files, insert_only=insert_only)
     best, oldest = _choose_base(scan)
@@ -415,6 +419,8 @@ def _valid_base(scan: _Scan, c: Classified) -> bool:
     n = c.base_dir.write_id
     if n == LONG_MIN:
         return True
+    if scan.hive_version == 2:   # Hive 2.3: isValidBase for every base (insert-only-and-hive2.md B.4)
+        return wl.is_valid_base(n)
     if scan.h4 and wl.min_open != LONG_MAX and n <= wl.min_open:  # HIVE-22754 shortcut
         return True
     if scan.is_compacted(c):
@@ -444,7 +450,7 @@ def _choose_base(scan: _Scan) -> tuple[Classified | None, Classified | None]:
                         best.role, best.reason = Role.OBSOLETE, f"superseded by {c.name}"
                     best = c
                 else:
-                    _unusable_base(c, wl, scan.is_compacted(c), h4)
+                    _unusable_base(c, wl, scan.is_compacted(c), h4, scan.hive_version == 2)
             else:
                 assert best is not None   # not a candidate: a base at least as new is chosen
                 c.role, c.reason = Role.OBSOLETE, f"superseded by {best.name}"
@@ -453,13 +459,13 @@ def _choose_base(scan: _Scan) -> tuple[Classified | None, Classified | None]:
                 if _valid_base(scan, c):
                     best = c
                 else:
-                    _unusable_base(c, wl, scan.is_compacted(c), h4)
+                    _unusable_base(c, wl, scan.is_compacted(c), h4, scan.hive_version == 2)
             elif best.base_dir.write_id < n:
                 if _valid_base(scan, c):
                     best.role, best.reason = Role.OBSOLETE, f"superseded by {c.name}"
                     best = c
                 else:
-                    _unusable_base(c, wl, scan.is_compacted(c), h4)
+                    _unusable_base(c, wl, scan.is_compacted(c), h4, scan.hive_version == 2)
             else:
                 c.role, c.reason = Role.OBSOLETE, f"superseded by {best.name}"
 
@@ -467,6 +473,7 @@ def _choose_base(scan: _Scan) -> tuple[Classified | None, Classified | None]:
         best.role = Role.BASE
         best.compacted = scan.is_compacted(best, hive_reads=False)
         best.reason = ("current base (" + ("conversion base" if best.base_dir.write_id == LONG_MIN
+                       else "Hive 2.3 base" if scan.hive_version == 2
                        else "compacted" if best.compacted else "INSERT OVERWRITE") + ")")
     for c in scan.bases:
         if c.compacted is None:
@@ -527,6 +534,9 @@ def _walk_deltas(scan: _Scan, best: Classified | None) -> list[Classified]:
                 deltas.append(c)
                 current, last_stmt, prev, cover = d.max_write_id, d.statement_id, c, c
                 c.reason = "read: write ids " + _range_text(d.min_write_id, d.max_write_id)
+                if wl.range_valid(d.min_write_id, d.max_write_id) is not RangeResponse.ALL:
+                    # first-use report: say which ids inside the range the reader skips
+                    c.reason += " (events of " + _why_not_valid(wl, d.min_write_id, d.max_write_id) + " skipped)"
             else:
                 c.role = Role.NOT_VISIBLE
                 c.reason = (f"write ids {_range_text(current + 1, d.max_write_id)} not committed "
@@ -552,8 +562,13 @@ def _walk_deltas(scan: _Scan, best: Classified | None) -> list[Classified]:
     return deltas
 
 
-def _unusable_base(c: Classified, wl: WriteIdList, compacted: bool, h4: bool) -> None:
+def _unusable_base(c: Classified, wl: WriteIdList, compacted: bool, h4: bool, h2: bool = False) -> None:
     n = c.base_dir.write_id
+    if h2:
+        c.role = Role.UNUSABLE
+        c.reason = (f"Hive 2.3 base needs txn {n} below the lowest open txn "
+                    f"({wl.min_open if wl.min_open != LONG_MAX else 'none'}) and <= the high-water mark {wl.hwm}")
+        return
     if compacted:
         c.role = Role.UNUSABLE
         c.reason = (f"compacted base needs every write id <= {n} committed "

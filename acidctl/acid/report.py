@@ -76,6 +76,10 @@ def build_report(tfs, *, write_ids: WriteIdList, txns: TxnList | None, hive_vers
             extra = (mm_checks.deep_findings(tfs, lst, st, storage=mm_storage, hive_version=hive_version)
                      if insert_only else deep_findings(tfs, lst, st, inspect_file, hive_version=hive_version))
             findings = sorted(findings + extra, key=lambda f: (-f.severity.rank, f.check, f.path))
+        if hive_version == 2:
+            from acidctl.acid.hive2 import hive2_findings
+
+            findings = sorted(hive2_findings(findings), key=lambda f: (-f.severity.rank, f.check, f.path))
         all_findings.extend(findings)
         partitions.append(_partition(lst, st, rec, findings))
 
@@ -85,6 +89,7 @@ def build_report(tfs, *, write_ids: WriteIdList, txns: TxnList | None, hive_vers
         "path": tfs.display(tfs.root),
         "hive_version": hive_version,
         "write_ids": dict(wl.to_dict(), assumed=bool(assumed_committed)),
+        **({"hive2_txns": _hive2_txns(wl)} if hive_version == 2 else {}),
         "txns": (dict(tl.to_dict(), assumed=txns is None) if tl is not None else None),
         "assumptions": assumptions,
         "partitions": partitions,
@@ -175,3 +180,10 @@ def deep_findings(tfs, lst: DirListing, st: AcidState, inspect_file: Callable, *
                                "(not write id 0); rows of write ids the snapshot does not cover are not visible, "
                                "and compaction refuses them"))
     return out
+
+
+def _hive2_txns(wl: WriteIdList) -> str:
+    """Under Hive 2 rules the snapshot in Hive 2's own ValidTxnList form."""
+    from acidctl.acid.hive2 import Hive2TxnList
+
+    return str(Hive2TxnList.from_write_ids(wl))

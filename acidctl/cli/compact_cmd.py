@@ -101,8 +101,8 @@ def compact_command(
     partition: Annotated[Optional[list[str]], typer.Option("--partition", metavar="K=V[/K2=V2]", help="Compact only this partition (repeatable).")] = None,
     write_ids: Annotated[Optional[str], typer.Option("--write-ids", metavar="LIST", help="The reader's ValidWriteIdList db.table:hwm:minOpenWriteId:open:aborted; the compactor list (hwm = lowest open - 1) is derived from it.")] = None,
     assume_committed: Annotated[bool, typer.Option("--assume-committed", help="Treat every write id named by a directory as committed (offline use only).")] = False,
-    txns: Annotated[Optional[str], typer.Option("--txns", metavar="LIST", help="Hive 4 ValidTxnList deciding which _vM directories are visible.")] = None,
-    hive_version: Annotated[Optional[int], typer.Option("--hive-version", metavar="3|4", help="Output for Hive 3 (base_N + _metadata_acid, default) or Hive 4 (_v<compactor txn>); default: the metastore's version, else 3.")] = None,
+    txns: Annotated[Optional[str], typer.Option("--txns", metavar="LIST", help="Hive 4 ValidTxnList deciding which _vM directories are visible; with --hive-version 2 the snapshot (Hive 2's hwm:minOpenTxn[:exception]*).")] = None,
+    hive_version: Annotated[Optional[int], typer.Option("--hive-version", metavar="2|3|4", help="Output for Hive 3 (base_N + _metadata_acid, default), Hive 4 (_v<compactor txn>) or Hive 2.3 (CompactorMR's files: no markers, legacy update events merged); default: the metastore's version, else 3.")] = None,
     visibility_txn: Annotated[Optional[int], typer.Option("--visibility-txn", metavar="M", help="Hive 4 without a metastore: the committed COMPACTION txn that names the output (_vM).")] = None,
     columns: Annotated[Optional[str], typer.Option("--columns", metavar="A,B,...", help="Column names for the row struct (replaces _colN names); default: the files' names, lower-cased.")] = None,
     tblproperty: Annotated[Optional[list[str]], typer.Option("--tblproperty", metavar="KEY=VALUE", help="Table property for --due thresholds (e.g. compactorthreshold.hive.compactor.delta.num.threshold=20), repeatable.")] = None,
@@ -128,8 +128,8 @@ def compact_command(
         raise UsageError("give --major or --minor, not both")
     if not (major or minor or due):
         raise UsageError("give --major or --minor (or --due)")
-    if hive_version not in (None, 3, 4):
-        raise UsageError(f"--hive-version must be 3 or 4, not {hive_version}")
+    if hive_version not in (None, 2, 3, 4):
+        raise UsageError(f"--hive-version must be 2, 3 or 4, not {hive_version}")
     from acidctl.compact.engine import ENGINES, parse_size
 
     if engine not in ENGINES:

@@ -51,6 +51,7 @@ COMMAND_MODULES = (
     "acidctl.cli.initiator_cmd",
     "acidctl.cli.unlock_cmd",
     "acidctl.cli.doctor_cmd",
+    "acidctl.cli.upgrade_cmd",
 )
 
 

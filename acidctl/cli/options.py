@@ -2,7 +2,8 @@
 
 The snapshot options (``--write-ids``, ``--assume-committed``, ``--txns``, ``--hive-version``)
 mean the same in every command that reads a table; ``--hive-version`` is one type everywhere
-(:data:`HIVE_VERSION`: ``3`` or ``4``, also ``3.1.x`` / ``4.0.x``, ``auto`` = not given), and
+(:data:`HIVE_VERSION`: ``3`` or ``4``, also ``3.1.x`` / ``4.0.x``, ``auto`` = not given;
+:data:`READER_HIVE_VERSION` also ``2`` for the commands that read tables), and
 repeatable ``KEY=VALUE`` options are parsed by :func:`parse_kv`.
 
 Only typer/click here (imported anyway): ``acidctl --help`` stays fast.
@@ -21,37 +22,45 @@ from acidctl.errors import UsageError
 
 class HiveVersionType(click.ParamType):
     """``3`` / ``4`` (or a release such as ``3.1.3``, ``4.0.1``) → the int 3 or 4; ``auto`` →
-    None (the metastore's version, else 3)."""
+    None (the metastore's version, else 3). ``allowed`` widens it: :data:`READER_HIVE_VERSION`
+    also takes ``2`` / ``2.3.x`` (Hive 2.3 ACID v1 rules) for the commands that read tables."""
 
-    name = "3|4"
+    def __init__(self, allowed: tuple[int, ...] = (3, 4)):
+        self.allowed = allowed
+        self.name = "|".join(map(str, allowed))
 
     def convert(self, value, param, ctx):
-        if value is None or isinstance(value, int) and value in (3, 4):
+        if value is None or isinstance(value, int) and value in self.allowed:
             return value
         text = str(value).strip().lower()
         if text in ("", "auto"):
             return None
-        m = re.fullmatch(r"([34])(?:\.\d+){0,2}", text)
-        if not m:
-            self.fail(f"{value!r} is not 3 or 4 (Hive 3.1.x or 4.0.x)", param, ctx)
+        m = re.fullmatch(r"(\d)(?:\.\d+){0,2}", text)
+        if not m or int(m.group(1)) not in self.allowed:
+            names = {2: "Hive 2.3.x", 3: "Hive 3.1.x", 4: "Hive 4.0.x"}
+            self.fail(f"{value!r} is not {' or '.join(map(str, self.allowed))} "
+                      f"({' or '.join(names[v] for v in self.allowed)})", param, ctx)
         return int(m.group(1))
 
 
 HIVE_VERSION = HiveVersionType()
+#: dump --merged / state / compact / clean: also Hive 2.3 (ACID v1) rules
+READER_HIVE_VERSION = HiveVersionType((2, 3, 4))
 
 WRITE_IDS_HELP = ("The reader's ValidWriteIdList: db.table:hwm:minOpenWriteId:open,...:aborted,... "
                   "(e.g. db.t:14:12:12:13; 'db.t:14:9223372036854775807::' = all committed up to 14).")
 ASSUME_HELP = ("Treat every write id named by a directory as committed (no open or aborted ids). "
                "For offline inspection only; the output says so.")
 TXNS_HELP = ("Hive 4 ValidTxnList hwm:minOpenTxn:open,...:aborted,... deciding whether _vM directories are "
-             "visible (default: every visibility txn committed).")
-HIVE_VERSION_HELP = ("Hive's rules: 3 (Hive 3.1) or 4 (Hive 4.0: _vM visibility, aborted directories); "
-                     "default: the metastore's version, else 3.")
+             "visible (default: every visibility txn committed); with --hive-version 2 the table's snapshot, "
+             "Hive 2's hwm:minOpenTxn[:exception]* (e.g. 5:4:3:4).")
+HIVE_VERSION_HELP = ("Hive's rules: 3 (Hive 3.1), 4 (Hive 4.0: _vM visibility, aborted directories) or 2 "
+                     "(Hive 2.3 ACID v1: txn ids, legacy update events); default: the metastore's version, else 3.")
 
 WriteIds = Annotated[Optional[str], typer.Option("--write-ids", metavar="LIST", help=WRITE_IDS_HELP)]
 AssumeCommitted = Annotated[bool, typer.Option("--assume-committed", help=ASSUME_HELP)]
 Txns = Annotated[Optional[str], typer.Option("--txns", metavar="LIST", help=TXNS_HELP)]
-HiveVersion = Annotated[Optional[int], typer.Option("--hive-version", metavar="3|4", click_type=HIVE_VERSION,
+HiveVersion = Annotated[Optional[int], typer.Option("--hive-version", metavar="2|3|4", click_type=READER_HIVE_VERSION,
                                                     help=HIVE_VERSION_HELP)]
 #: metastore commands: the version is detected from the schema unless given
 MetastoreHiveVersion = Annotated[Optional[int], typer.Option(

@@ -10,7 +10,7 @@ import typer
 
 from acidctl.cli import options
 from acidctl.cli.output import table as render_table
-from acidctl.errors import UsageError
+from acidctl.errors import UnsupportedSchema, UsageError
 
 show_app = typer.Typer(name="show", help="Show transactions, locks, compactions and write-id snapshots from the metastore.",
                        no_args_is_help=True, rich_markup_mode=None)
@@ -100,9 +100,14 @@ def transactions_cmd(
     from acidctl.durations import parse_age
     from acidctl.metastore.queries import show_transactions
 
-    rep = show_transactions(_metastore(ctx), states=state, user=user,
-                            min_age_ms=round(parse_age(older_than) * 1000) if older_than else None,
-                            limit=limit, hive_version=hive_version)
+    try:
+        rep = show_transactions(_metastore(ctx), states=state, user=user,
+                                min_age_ms=round(parse_age(older_than) * 1000) if older_than else None,
+                                limit=limit, hive_version=hive_version)
+    except UnsupportedSchema:
+        if not _is_hive2(ctx):
+            raise
+        return _hive2_transactions(ctx, state=state, user=user, older_than=older_than, limit=limit)
 
     def text(r) -> str:
         rows = [[t["txnid"], t["state"], fmt_ms(t["startedtime"]), fmt_ms(t["lastheartbeattime"]),
@@ -127,8 +132,14 @@ def locks_cmd(
 
     db, tbl, tpart = _target(target)
     part = _partition(tpart, partition, tbl)
-    rep = show_locks(_metastore(ctx), db=db, table=tbl, partition=part, txn_id=txn, extended=extended,
-                     hive_version=hive_version)
+    try:
+        rep = show_locks(_metastore(ctx), db=db, table=tbl, partition=part, txn_id=txn, extended=extended,
+                         hive_version=hive_version)
+    except UnsupportedSchema:
+        if not _is_hive2(ctx):
+            raise
+        raise UsageError("show locks is not supported on Hive 2.3 metastores yet",
+                         hint="use SHOW LOCKS in Hive 2, or `acidctl show transactions`") from None
     if not rep.locks:
         _require(ctx, db, tbl, hive_version)
 
@@ -172,9 +183,16 @@ def compactions_cmd(
 
     db, tbl, tpart = _target(target)
     part = _partition(tpart, partition, tbl)
-    rep = show_compactions(_metastore(ctx), db=db, table=tbl, partition=part, types=ctype, states=state,
-                           pool=pool, compaction_id=cid, order_by=order_by, limit=limit,
-                           hive_version=hive_version)
+    try:
+        rep = show_compactions(_metastore(ctx), db=db, table=tbl, partition=part, types=ctype, states=state,
+                               pool=pool, compaction_id=cid, order_by=order_by, limit=limit,
+                               hive_version=hive_version)
+    except UnsupportedSchema:
+        if not _is_hive2(ctx):
+            raise
+        if pool or cid is not None or order_by:
+            raise UsageError("--pool, --id and --order-by do not exist in Hive 2.3 (no compaction id, no pools)")
+        return _hive2_compactions(ctx, db=db, table=tbl, partition=part, types=ctype, states=state, limit=limit)
     if not rep.compactions:
         _require(ctx, db, tbl, hive_version)
 
@@ -214,7 +232,12 @@ def write_ids_cmd(
 
     from acidctl.metastore.snapshot import split_table_name
 
-    rep = write_id_report(_metastore(ctx), table, hive_version=hive_version)
+    try:
+        rep = write_id_report(_metastore(ctx), table, hive_version=hive_version)
+    except UnsupportedSchema:
+        if not _is_hive2(ctx):
+            raise
+        return _hive2_write_ids(ctx, table)
     if rep.write_ids.hwm == 0 and not rep.write_ids.exceptions:
         _require(ctx, *split_table_name(table), hive_version)   # no write ever: does the table exist?
     verbose = verbose or bool(getattr(ctx.obj, "verbose", False))
@@ -234,3 +257,65 @@ def write_ids_cmd(
         return "\n".join(lines)
 
     ctx.obj.output.emit(rep.to_dict(), lambda _d: text(rep))
+
+
+# -- Hive 2.3 metastores (issue #12 part 2; acidctl.metastore.hive2) ---------------------
+
+def _is_hive2(ctx: typer.Context) -> bool:
+    """Whether the metastore that Hive 3/4 detection refused is a Hive 2.x one."""
+    from acidctl.metastore.hive2 import is_hive2
+
+    return is_hive2(_metastore(ctx))
+
+
+def _hive2_transactions(ctx: typer.Context, *, state, user, older_than, limit) -> None:
+    """Hive 2.3 SHOW TRANSACTIONS: the same 6 columns; open and aborted TXNS rows ≤ hwm."""
+    from acidctl.metastore.hive2 import show_transactions
+
+    if older_than:
+        raise UsageError("--older-than is not supported on Hive 2.3 metastores")
+    rep = show_transactions(_metastore(ctx))
+    want = {x.strip().upper() for x in state or ()}
+    rows = [t for t in rep["transactions"] if (not want or t["state"] in want) and (not user or t["user"] == user)]
+    rep["transactions"] = rows[:limit] if limit is not None else rows
+
+    def text(d) -> str:
+        return render_table([[t["txn_id"], t["state"], fmt_ms(t["started_ms"]), fmt_ms(t["last_heartbeat_ms"]),
+                              _none(t["user"], ""), _none(t["host"], "")] for t in d["transactions"]],
+                            ["Transaction ID", "Transaction State", "Started Time", "Last Heartbeat Time", "User",
+                             "Hostname"])
+
+    ctx.obj.output.emit(rep, text)
+
+
+def _hive2_compactions(ctx: typer.Context, *, db, table, partition, types, states, limit) -> None:
+    """Hive 2.3 SHOW COMPACTIONS: 9 columns, no CompactionId; missing values ' --- '."""
+    from acidctl.metastore.hive2 import COMPACTION_HEADERS, show_compactions
+
+    rep = show_compactions(_metastore(ctx))
+    tset = {x.strip().upper() for x in types or ()}
+    sset = {x.strip().lower() for x in states or ()}
+    rows = [c for c in rep["compactions"]
+            if (not db or (c["database"] or "").lower() == db) and (not table or (c["table"] or "").lower() == table)
+            and (not partition or c["partition"] == partition) and (not tset or c["type"] in tset)
+            and (not sset or c["state"] in sset)]
+    rep["compactions"] = rows[:limit] if limit is not None else rows
+
+    def text(d) -> str:
+        nv = lambda v: NO_VAL if v is None or v == "" else str(v)  # noqa: E731
+        return render_table([[c["database"], c["table"], nv(c["partition"]), c["type"], c["state"], nv(c["worker"]),
+                              NO_VAL if not c["start_ms"] else fmt_ms(c["start_ms"]), nv(c["duration_ms"]),
+                              nv(c["hadoop_job_id"])] for c in d["compactions"]], COMPACTION_HEADERS)
+
+    ctx.obj.output.emit(rep, text)
+
+
+def _hive2_write_ids(ctx: typer.Context, table: str) -> None:
+    """Hive 2.3 has no write ids: a table's snapshot is the global ValidTxnList (txn ids)."""
+    from acidctl.metastore.hive2 import find_table, txn_list
+
+    url = _metastore(ctx)
+    t = find_table(url, table)
+    tl = txn_list(url)
+    rep = {"hive_version": 2, "table": t.full_name, "txns": str(tl), "write_ids": str(tl.to_write_ids(t.full_name))}
+    ctx.obj.output.emit(rep, lambda d: f"{d['txns']}   (Hive 2.3: no write ids; txn ids name the directories)")

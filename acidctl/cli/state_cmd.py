@@ -5,7 +5,8 @@ The snapshot comes from ``--write-ids`` (Hive's ValidWriteIdList string) or
 Reading the snapshot from the metastore is not wired into this command yet.
 
 JSON document (stable keys): ``path``, ``hive_version``, ``write_ids`` (+ ``assumed``), ``txns``
-(+ ``assumed``; null under Hive 3 without ``--txns``), ``assumptions`` (list of strings),
+(+ ``assumed``; null under Hive 3 without ``--txns``), ``hive2_txns`` (only under ``--hive-version 2``:
+the snapshot as Hive 2's ValidTxnList), ``assumptions`` (list of strings),
 ``partitions`` (each: ``partition``, ``path``, ``entries`` [one per child: name, path, kind, role,
 reason, is_dir, min/max_write_id, statement_id, visibility_txn, compacted, read_order,
 file_count, bytes, mtime], ``snapshot``, ``roles`` (counts), ``compaction`` (the Initiator's
@@ -166,6 +167,8 @@ def render_text(report: dict) -> str:
     lines.append(f"write ids: {wl['string']}" + ("   [ASSUMED]" if wl["assumed"] else ""))
     if report["txns"] is not None:
         lines.append(f"txns:      {report['txns']['string']}" + ("   [ASSUMED]" if report["txns"]["assumed"] else ""))
+    if report.get("hive2_txns"):
+        lines.append(f"txns:      {report['hive2_txns']}   (Hive 2 ValidTxnList; txn ids are the write ids)")
     for a in report["assumptions"]:
         lines.append(f"!! ASSUMED: {a}")
     for p in report["partitions"]:

@@ -9,7 +9,9 @@
 * :mod:`~acidctl.compact.lock` — ``<table>/.acidctl-compact.lock``;
 * :mod:`~acidctl.compact.register` — recording the compaction in a metastore;
 * :mod:`~acidctl.compact.runner` — ``compact_table``: the whole sequence;
-* :mod:`~acidctl.compact.clean` — what Hive's Cleaner would remove, plus acidctl's leftovers.
+* :mod:`~acidctl.compact.clean` — what Hive's Cleaner would remove, plus acidctl's leftovers;
+* :mod:`~acidctl.compact.hive2` — the bucket task for Hive 2.3 (ACID v1) tables: merged as
+  OrcRawRecordMerger, written as CompactorMR.
 
 Nothing here imports pyspark at module level.
 """

@@ -12,7 +12,9 @@ Rules (../shared/spec/orc-acid-files.md §12.3, directory-state.md §2/§3):
   (N = the highest write id of the compacted deltas; originals only: ``base_0`` — never Hive's
   ``base_-9223372036854775808``: no negative write id in a name);
 * minor: the current deltas only → ``delta_min_max`` / ``delete_delta_min_max`` (no statement id);
-* Hive 4 adds ``_v<compactor txn>``.
+* Hive 4 adds ``_v<compactor txn>``;
+* Hive 2.3 (``hive_version=2``): the same names, no marker files, and the tasks merge and
+  write as Hive 2.3's CompactorMR (:mod:`acidctl.compact.hive2`).
 
 Each task also carries the sources of the **reader's** snapshot for its bucket before and after
 the compaction (the new directories taken from the staging area), so the task can check that a
@@ -73,6 +75,7 @@ class BucketTask:
     verify_new: tuple[list, list]    # reader snapshot after (staging paths for new files)
     columns: list[str] | None = None
     columns_coln_only: bool = False
+    hive_version: int = 3            # 2: Hive 2.3 CompactorMR output (acidctl.compact.hive2)
 
 
 @dataclasses.dataclass
@@ -180,6 +183,8 @@ def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, 
         markers = {ORC_ACID_VERSION_FILE: ORC_ACID_VERSION}
         if not h4:
             markers[METADATA_FILE] = METADATA_ACID
+        if hive_version == 2:
+            markers = {}   # Hive 2.3's CompactorMR writes no marker file (insert-only-and-hive2.md B.7)
         inputs = ([cstate.base.name] if cstate.base is not None else []) + \
                  [o.rel for o in cstate.originals] + [d.name for d in deltas]
         input_bytes = (cstate.base.bytes if cstate.base is not None else 0) + \
@@ -197,7 +202,7 @@ def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, 
         istate = dataclasses.replace(cstate, base=None, originals=[], deltas=deltas)
         inputs = [d.name for d in deltas]
         input_bytes = sum(d.bytes for d in deltas)
-        markers = {ORC_ACID_VERSION_FILE: ORC_ACID_VERSION}
+        markers = {} if hive_version == 2 else {ORC_ACID_VERSION_FILE: ORC_ACID_VERSION}
 
     sizes = _file_sizes(listing, part_path)
     inserts, deletes = _non_empty(plan_sources(tfs, listing, istate), sizes)
@@ -292,7 +297,7 @@ def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, 
             out_insert_dir=out_ins, out_delete_dir=out_del,
             verify_old=(by_bucket(old_ins, b), by_bucket(old_del, b)),
             verify_new=(by_bucket(new_ins, b), by_bucket(new_del, b)),
-            columns=columns, columns_coln_only=columns_coln_only))
+            columns=columns, columns_coln_only=columns_coln_only, hive_version=hive_version))
     plan.status = "compact"
     plan.inputs = inputs
     plan.input_bytes = input_bytes

@@ -286,6 +286,10 @@ def registration_for(target, *, no_register: bool = False, dry_run: bool = False
     if no_register:
         notes.append("not registered in the metastore (--no-register)")
         return Registration(None, visibility_txn, False, notes)
+    if hv < 3:
+        notes.append("not registered in the metastore: acidctl does not write to Hive 2.3 metastores "
+                     "(run `acidctl clean --hive-version 2` for the obsolete directories)")
+        return Registration(None, visibility_txn, False, notes)
     if visibility_txn is not None:
         raise UsageError("--visibility-txn names the output of an unregistered compaction; with a metastore "
                          "acidctl opens its own compactor txn",

@@ -56,7 +56,11 @@ def run_bucket(task) -> dict:
 
 def _run(task) -> dict:
     """Streaming when the bucket's insert sources are in key order (the usual case), else
-    the whole-bucket path."""
+    the whole-bucket path; Hive 2.3 tables: :mod:`acidctl.compact.hive2`."""
+    if getattr(task, "hive_version", 3) == 2:
+        from acidctl.compact import hive2
+
+        return hive2.run_bucket(task)
     if sources.in_key_order(task.tfs, task.inserts):
         try:
             return _run_streaming(task)

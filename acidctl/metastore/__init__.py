@@ -10,6 +10,8 @@ Public API (import from the submodules to keep ``import acidctl.metastore`` free
 * :func:`acidctl.metastore.connection.connect`, :func:`~acidctl.metastore.connection.resolve_url`
 * :func:`acidctl.metastore.queries.show_transactions` / ``show_locks`` / ``show_compactions``
 * :class:`acidctl.metastore.recorder.Recorder`, :func:`acidctl.metastore.init.init_metastore`
+* :mod:`acidctl.metastore.hive2` — Hive 2.3 metastores (read only): ``is_hive2``, ``txn_list``,
+  ``show_transactions`` / ``show_compactions``, ``list_tables``, ``table_info``, ``init_hive2``
 """
 
 

@@ -476,3 +476,68 @@ def build_metadata(flavor: Flavor) -> sa.MetaData:
 
 # Extra indexes acidctl recommends and `metastore init` creates (not part of Hive's DDL) —
 # none: acidctl's queries use Hive's own indexes (see bench/show.py).
+
+
+# =======================================================================================
+# Hive 2.3 (issue #12 part 2) — a separate, self-contained addition keyed by version 2.
+# Used only by acidctl.metastore.hive2 (2.3 metastores: `show`, snapshots, upgrade-check);
+# nothing above reads it. The transaction tables of hive-txn-schema-2.3.0 (spec
+# insert-only-and-hive2.md B.8): no TXN_TYPE, no write-id tables or columns, CQ/CC_HIGHEST_TXN_ID,
+# nullable TC_TXNID/CTC_TXNID/HL_TXNID. Same identifier rules as Hive 3 (Postgres: unquoted,
+# i.e. lower-case, transaction tables; quoted upper-case metadata tables).
+# =======================================================================================
+
+HIVE2_SCHEMA_VERSION = "2.3.0"
+
+HIVE2_TXN_TABLES: dict[str, dict[str, Any]] = {
+    "TXNS": {"cols": [("TXN_ID", _B, False), ("TXN_STATE", _C1, False), ("TXN_STARTED", _B, False),
+                      ("TXN_LAST_HEARTBEAT", _B, False), ("TXN_USER", _v(128), False),
+                      ("TXN_HOST", _v(128), False), ("TXN_AGENT_INFO", _v(128), True),
+                      ("TXN_META_INFO", _v(128), True), ("TXN_HEARTBEAT_COUNT", _I, True)],
+             "pk": ["TXN_ID"]},
+    "TXN_COMPONENTS": {"cols": [("TC_TXNID", _B, True), ("TC_DATABASE", _v(128), False),
+                                ("TC_TABLE", _v(128), True), ("TC_PARTITION", _v(767), True),
+                                ("TC_OPERATION_TYPE", _C1, False)]},
+    "COMPLETED_TXN_COMPONENTS": {"cols": [("CTC_TXNID", _B, True), ("CTC_DATABASE", _v(128), False),
+                                          ("CTC_TABLE", _v(256), True), ("CTC_PARTITION", _v(767), True)]},
+    "NEXT_TXN_ID": {"cols": [("NTXN_NEXT", _B, False)]},
+    "HIVE_LOCKS": {"cols": [("HL_LOCK_EXT_ID", _B, False), ("HL_LOCK_INT_ID", _B, False), ("HL_TXNID", _B, True),
+                            ("HL_DB", _v(128), False), ("HL_TABLE", _v(128), True), ("HL_PARTITION", _v(767), True),
+                            ("HL_LOCK_STATE", _C1, False), ("HL_LOCK_TYPE", _C1, False),
+                            ("HL_LAST_HEARTBEAT", _B, False), ("HL_ACQUIRED_AT", _B, True),
+                            ("HL_USER", _v(128), False), ("HL_HOST", _v(128), False),
+                            ("HL_HEARTBEAT_COUNT", _I, True), ("HL_AGENT_INFO", _v(128), True),
+                            ("HL_BLOCKEDBY_EXT_ID", _B, True), ("HL_BLOCKEDBY_INT_ID", _B, True)],
+                   "pk": ["HL_LOCK_EXT_ID", "HL_LOCK_INT_ID"]},
+    "NEXT_LOCK_ID": {"cols": [("NL_NEXT", _B, False)]},
+    "COMPACTION_QUEUE": {"cols": [("CQ_ID", _B, False), ("CQ_DATABASE", _v(128), False), ("CQ_TABLE", _v(128), False),
+                                  ("CQ_PARTITION", _v(767), True), ("CQ_STATE", _C1, False), ("CQ_TYPE", _C1, False),
+                                  ("CQ_TBLPROPERTIES", _v(2048), True), ("CQ_WORKER_ID", _v(128), True),
+                                  ("CQ_START", _B, True), ("CQ_RUN_AS", _v(128), True),
+                                  ("CQ_HIGHEST_TXN_ID", _B, True), ("CQ_META_INFO", _BIN, True),
+                                  ("CQ_HADOOP_JOB_ID", _v(32), True)],
+                         "pk": ["CQ_ID"]},
+    "NEXT_COMPACTION_QUEUE_ID": {"cols": [("NCQ_NEXT", _B, False)]},
+    "COMPLETED_COMPACTIONS": {"cols": [("CC_ID", _B, False), ("CC_DATABASE", _v(128), False),
+                                       ("CC_TABLE", _v(128), False), ("CC_PARTITION", _v(767), True),
+                                       ("CC_STATE", _C1, False), ("CC_TYPE", _C1, False),
+                                       ("CC_TBLPROPERTIES", _v(2048), True), ("CC_WORKER_ID", _v(128), True),
+                                       ("CC_START", _B, True), ("CC_END", _B, True), ("CC_RUN_AS", _v(128), True),
+                                       ("CC_HIGHEST_TXN_ID", _B, True), ("CC_META_INFO", _BIN, True),
+                                       ("CC_HADOOP_JOB_ID", _v(32), True)],
+                              "pk": ["CC_ID"]},
+    "AUX_TABLE": {"cols": [("MT_KEY1", _v(128), False), ("MT_KEY2", _B, False), ("MT_COMMENT", _v(255), True)],
+                  "pk": ["MT_KEY1", "MT_KEY2"]},
+    "WRITE_SET": {"cols": [("WS_DATABASE", _v(128), False), ("WS_TABLE", _v(128), False),
+                           ("WS_PARTITION", _v(767), True), ("WS_TXNID", _B, False), ("WS_COMMIT_ID", _B, False),
+                           ("WS_OPERATION_TYPE", _C1, False)]},
+}
+
+#: metadata columns of META_TABLES (Hive 3 set) that a 2.3 schema lacks (catalogs: 3.0)
+HIVE2_META_ABSENT: dict[str, set[str]] = {"DBS": {"CTLG_NAME"}}
+
+
+def hive2_meta_columns(table: str) -> list[tuple]:
+    """(name, type, nullable) of a metadata table in a Hive 2.3 schema."""
+    absent = HIVE2_META_ABSENT.get(table, set())
+    return [c[:3] for c in columns_for(table, 3) if c[0] not in absent]

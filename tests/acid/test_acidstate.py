@@ -341,7 +341,7 @@ def test_hidden_and_unparseable():
 
 def test_bad_hive_version():
     with pytest.raises(UsageError):
-        get_acid_state(listing(), ALL_COMMITTED(1), hive_version=2)
+        get_acid_state(listing(), ALL_COMMITTED(1), hive_version=5)   # 2 = Hive 2.3 rules (tests/acid/test_hive2.py)
 
 
 def test_assumed_watermark_is_the_highest_write_id_named(tmp_path):

@@ -21,9 +21,19 @@ def test_hive_version_type_accepts_versions(given, expected):
     assert HIVE_VERSION.convert(given, None, None) == expected
 
 
+def test_reader_hive_version_takes_hive_2():
+    from acidctl.cli.options import HIVE_VERSION, READER_HIVE_VERSION
+
+    assert READER_HIVE_VERSION.convert("2.3.10", None, None) == 2
+    assert READER_HIVE_VERSION.convert("4", None, None) == 4
+    with pytest.raises(Exception):
+        HIVE_VERSION.convert("2", None, None)
+
+
 @pytest.mark.parametrize("argv", [
     ["state", "/nonexistent", "--assume-committed", "--hive-version", "5"],
-    ["dump", "--merged", "--assume-committed", "--hive-version", "2", "/nonexistent"],
+    ["dump", "--merged", "--assume-committed", "--hive-version", "1", "/nonexistent"],
+    ["show", "transactions", "--hive-version", "2"],
     ["show", "transactions", "--hive-version", "x"],
     ["demo", "--hive-version", "5", "/nonexistent"],
     ["metastore", "init", "sqlite://", "--hive-version", "3.2.x"],
