@@ -1,15 +1,68 @@
-"""``acidctl abort ...``: Hive's ABORT statements (sub-commands register on :data:`abort_app`).
+"""``acidctl abort ...``: Hive 4's ABORT statements, for Hive 3.1 and 4.0 metastores alike.
 
-Minimal placeholder from the admin branch: the protocol branch owns this module (``abort
-transactions``); ``abort compactions`` lives in :mod:`acidctl.cli.abort_compactions_cmd`.
+``abort_app`` is the shared ``abort`` sub-app (``register(app)`` adds it to the CLI): this module
+holds ``abort transactions``; ``abort compactions`` is added onto the same ``abort_app`` by its
+own module (which must be imported before ``main`` replays the registrations).
+
+``abort transactions`` JSON document: ``dry_run``, ``older_than_ms``, ``transactions`` (the open
+txns it aborts / would abort: txn_id, state, started, last_heartbeat, user, host, txn_type,
+age_ms), ``not_open`` (listed ids that are not open), ``aborted`` (TXNS rows changed; 0 in a dry
+run).
 """
 
 from __future__ import annotations
 
+from typing import Annotated, Optional
+
 import typer
 
-from acidctl.cli.main import app
+abort_app = typer.Typer(name="abort", help="Abort transactions (and compactions) as Hive's ABORT statements do.",
+                        no_args_is_help=True)
 
-abort_app = typer.Typer(name="abort", help="Hive's ABORT TRANSACTIONS / ABORT COMPACTIONS on the metastore tables "
-                                           "(dry run unless --execute).", no_args_is_help=True)
-app.add_typer(abort_app)
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(abort_app, name="abort")
+
+
+def _render(doc: dict) -> str:
+    from acidctl.cli.output import table
+
+    rows = [[t["txn_id"], t["user"], t["host"], t["txn_type"], round(t["age_ms"] / 1000)] for t in doc["transactions"]]
+    lines = [table(rows, ["TXN", "USER", "HOST", "TYPE", "AGE S"])] if rows else []
+    if doc["not_open"]:
+        lines.append("not open (nothing to abort): " + ", ".join(str(i) for i in doc["not_open"]))
+    if doc["dry_run"]:
+        lines.append(f"dry run: would abort {len(doc['transactions'])} transaction(s); add --execute to abort them")
+    else:
+        lines.append(f"aborted {doc['aborted']} transaction(s)")
+    return "\n".join(lines)
+
+
+@abort_app.command("transactions", help="ABORT TRANSACTIONS: open txns become aborted (their locks released, what "
+                                        "they wrote left for the Cleaner). Dry run unless --execute.")
+def abort_transactions(
+    ctx: typer.Context,
+    txn_ids: Annotated[Optional[list[int]], typer.Argument(metavar="[TXNID]...", help="Transaction ids.")] = None,
+    older_than: Annotated[Optional[str], typer.Option("--older-than", metavar="AGE", help="Only open txns started more than AGE ago (90s, 15m, 2h, 3d; database clock); without ids: every such txn.")] = None,
+    execute: Annotated[bool, typer.Option("--execute", help="Abort them (default: show what would be aborted).")] = False,
+):
+    from acidctl.errors import UsageError
+    from acidctl.metastore import txns
+    from acidctl.metastore.connection import connect, resolve_url
+
+    settings = ctx.obj
+    if not txn_ids and older_than is None:
+        raise UsageError("give transaction ids and/or --older-than AGE")
+    age = txns.parse_age(older_than) if older_than is not None else None
+    ms = connect(resolve_url(settings.metastore_url, profile=settings.profile))
+    if execute:
+        from acidctl.metastore import steps
+
+        steps.check_writable(ms, what="abort transactions")
+    rows, missing = txns.select_txns(ms, txn_ids=txn_ids or None, older_than_ms=age)
+    aborted = 0
+    if execute and rows:
+        aborted = txns.abort_txns(ms, [r.txn_id for r in rows], reason=txns.ABORT_QUERY)
+    doc = {"dry_run": not execute, "older_than_ms": age, "transactions": [r.to_dict() for r in rows],
+           "not_open": missing, "aborted": aborted}
+    settings.output.emit(doc, _render)

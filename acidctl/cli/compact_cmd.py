@@ -115,6 +115,8 @@ def compact_command(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the full plan (partitions, inputs per bucket, output names, what becomes obsolete, bytes in, refusals with reasons) and write nothing: no lock, no staging, no metastore. Exit 6 when the compaction would be refused.")] = False,
     skip_unreadable_files: Annotated[bool, typer.Option("--skip-unreadable-files", help="Compact even when a directory the output makes obsolete holds a file some reader could treat as data and the compaction cannot read (e.g. delta_1_2/streaming.orc); the report lists each as skipped and clean never deletes its directory. Refused by default (exit 6).")] = False,
     table_is_quiescent: Annotated[bool, typer.Option("--table-is-quiescent", help="With --assume-committed: state that nothing writes to the table and every write id in its directory names is committed, so the assumed snapshot may drive a write (recorded in the report).")] = False,
+    enqueue: Annotated[bool, typer.Option("--enqueue", help="Do not compact: queue a request for DB.TABLE[/PART] (= ALTER TABLE ... COMPACT) for acidctl worker or Hive's workers; prints 'Compaction enqueued with id N'. A request already queued for the partition is refused as Hive refuses it (exit 6).")] = False,
+    pool: Annotated[Optional[str], typer.Option("--pool", metavar="NAME", help="With --enqueue on Hive 4: the compaction pool (default: the table's hive.compactor.worker.pool property).")] = None,
     file_format: Annotated[Optional[str], typer.Option("--format", metavar="orc|parquet|avro|text", help="The table is insert-only and stores files of this format (a path target; DB.TABLE takes it from the metastore). Use --columns name:type,... for its columns.")] = None,
     serde_property: Annotated[Optional[list[str]], typer.Option("--serde-property", metavar="KEY=VALUE", help="Insert-only text table given as a path: a LazySimpleSerDe property (field.delim, escape.delim, serialization.null.format, ...), repeatable.")] = None,
     allow_non_atomic_publish: Annotated[bool, typer.Option("--allow-non-atomic-publish", help="Publish even when readers could see it half done: a Hive 3 minor compaction writing both delta_x_y and delete_delta_x_y (two renames), or an object store whose rename copies. Refused by default (exit 6).")] = False,
@@ -132,11 +134,15 @@ def compact_command(
 
     if engine not in ENGINES:
         raise UsageError(f"--engine must be auto, local or spark, not {engine!r}")
+    if enqueue:
+        return _enqueue(settings, table, major=major, minor=minor, due=due, pool=pool)
+    if pool is not None:
+        raise UsageError("--pool applies to --enqueue")
     threshold = parse_size(local_max_bytes) if local_max_bytes is not None else None
     conf = parse_kv(spark_conf, "--spark-conf")
 
     from acidctl.acid.initiator import NO_AUTO_COMPACTION, Thresholds
-    from acidctl.compact.runner import CompactOptions, compact_table
+    from acidctl.compact.runner import CompactOptions
 
     target, spec_parts = resolve(settings, table, write_ids=write_ids, assume_committed=assume_committed,
                                  txns=txns, hive_version=hive_version)
@@ -168,31 +174,12 @@ def compact_command(
         col_list, coln_only = [n for n, _ in info.columns], True
     url = target.metastore
 
-    registrar = None
-    vis = visibility_txn
-    if dry_run:
-        no_register = True   # a dry run never writes to the metastore
-    if not no_register and info is None and settings.metastore_url:
-        notes.append("not registered in the metastore: give the table as DB.TABLE to record the compaction")
-    if not no_register and info is not None and hv == 2:
-        notes.append("not registered in the metastore: acidctl does not write to Hive 2.3 metastores "
-                     "(run `acidctl clean --hive-version 2` for the obsolete directories)")
-    elif not no_register and info is not None:
-        if True:
-            try:
-                from acidctl.compact.register import Registrar
-                from acidctl.metastore.recorder import Recorder
+    from acidctl.compact.register import registration_for, run_registered
 
-                registrar = Registrar(Recorder(url.engine, hive_version=hv), info.db, info.table,
-                                      compactor_hwm=wl.for_compactor().hwm)
-            except RefusedError as e:
-                notes.append(f"not registered in the metastore: {e}")
-    if info is not None and no_register and not dry_run:
-        notes.append("not registered in the metastore (--no-register)")
-    hidden = False
-    if hv == 4 and vis is None and registrar is not None:
-        vis = registrar.visibility
-        hidden = True   # the compactor txn commits after publication: readers see all or nothing
+    reg = registration_for(target, no_register=no_register, dry_run=dry_run, visibility_txn=visibility_txn,
+                           metastore_configured=bool(settings.metastore_url))
+    notes.extend(reg.notes)
+    registrar, vis, hidden = reg.registrar, reg.visibility_txn, reg.hidden_until_commit
     aborted = None
     if due and info is not None and url is not None:
         # the Initiator's third trigger: more aborted txns than the threshold → major
@@ -215,9 +202,10 @@ def compact_command(
         from acidctl.mm.compact import compact_mm_table
 
         opts.insert_only = True
-        report = compact_mm_table(tfs, opts, mm, progress=_progress(settings), registrar=registrar, notes=notes)
+        report = run_registered(tfs, opts, mm, compact_fn=compact_mm_table, progress=_progress(settings),
+                                registrar=registrar, notes=notes)
     else:
-        report = compact_table(tfs, opts, progress=_progress(settings), registrar=registrar, notes=notes)
+        report = run_registered(tfs, opts, progress=_progress(settings), registrar=registrar, notes=notes)
     report["snapshot_source"] = target.source
     report["assumed_quiescent"] = target.source == "--assume-committed"
     if info is not None:
@@ -228,6 +216,23 @@ def compact_command(
             raise RefusedError(report.get("refusal") or "the compaction would be refused (see the plan)")
         return
     settings.output.emit(report, render_text)
+
+
+def _enqueue(settings, spec: str, *, major: bool, minor: bool, due: bool, pool) -> None:
+    from acidctl.errors import RefusedError, UsageError
+    from acidctl.metastore.connection import connect, resolve_url
+    from acidctl.metastore.queue import enqueue_for
+    from acidctl.target import is_table_name
+
+    if due or not (major or minor):
+        raise UsageError("--enqueue needs --major or --minor")
+    if not is_table_name(spec):
+        raise UsageError(f"--enqueue takes DB.TABLE[/PART], not a path ({spec!r})")
+    url = resolve_url(settings.metastore_url, profile=settings.profile)
+    doc = enqueue_for(connect(url), spec, type="major" if major else "minor", pool=pool)
+    settings.output.emit(doc, lambda d: d["message"])
+    if not doc["accepted"]:
+        raise RefusedError(doc["message"])
 
 
 def render_dry_run(report: dict) -> str:

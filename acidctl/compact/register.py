@@ -1,96 +1,344 @@
-"""Recording acidctl's compactions in a metastore the way Hive's Worker does
-(../shared/spec/metastore.md §9.2, §10), through :class:`acidctl.metastore.recorder.Recorder`.
+"""Registering acidctl's compactions in the metastore with Hive's own Worker protocol
+(../shared/spec/metastore.md §9.2, §10; operations.md §2–§3), through
+:mod:`acidctl.metastore.queue` and :mod:`acidctl.metastore.txns` — one Hive step = one DB
+transaction.
 
-One COMPACTION_QUEUE row per compacted partition: enqueued (``i``), claimed (``w``), and after
-publication marked compacted (``r``, ``CQ_HIGHEST_WRITE_ID`` = the compactor hwm) so that the
-Cleaner removes the directories the compaction made obsolete. Hive 4 additionally opens a
-compactor txn (type COMPACTION = 3) whose id names the output (``_v<txn>``), records it on the
-queue row (plus the ``TXN_COMPONENTS`` ``c`` row) and commits it after publication. A failure
-marks the row failed (``f``) and aborts the txn.
+Per compacted partition (a :class:`Registrar` serves one table):
 
-The Recorder writes only into databases created by ``acidctl metastore init`` (or test
-databases); for any other metastore it raises ``RefusedError`` and ``compact`` reports that the
-compaction was not registered.
+* the request: one already queued for the partition (``ALTER TABLE ... COMPACT``, the Initiator,
+  ``compact --enqueue``) is **claimed** with the conditional update; otherwise acidctl enqueues
+  one (initiator ``<host>-manual``, as a manual request) and claims it. A request a worker is
+  ``working`` on refuses the run;
+* Hive 4: a COMPACTION txn is opened (it names the output ``_v<txn>``), heartbeated from a
+  background thread while the compaction runs, holds a SHARED_READ lock on the table/partition,
+  and is recorded with ``updateCompactorState`` (queue row + ``TXN_COMPONENTS`` ``c`` row);
+  Hive 3: ``setCompactionHighestWriteId`` (and ``setRunAs``);
+* after publication ``markCompacted`` (``ready for cleaning``) and, Hive 4, the commit of the
+  compactor txn — the output stays invisible to Hive 4 readers until that commit;
+* on failure ``markFailed`` with the error message and, Hive 4, the txn aborted
+  (``compaction transaction abort``);
+* a claimed request with nothing to compact: Hive 4 ``markRefused`` and commit, Hive 3
+  ``markCompacted`` (as their Workers do).
+
+:func:`registration_for` decides whether a ``compact`` run registers (``--no-register``,
+``--dry-run``, ``--read-only``, the schema version) — the CLI only passes its options.
 """
 
 from __future__ import annotations
 
-import socket
+import dataclasses
+import getpass
+import logging
+import sys
+from typing import Callable
+
+from acidctl.errors import RefusedError, UsageError
+from acidctl.metastore import queue, steps, txns
+
+log = logging.getLogger("acidctl.compact")
+
+
+@dataclasses.dataclass
+class _Entry:
+    request: queue.Request
+    claimed: bool                  # an existing request was claimed (not enqueued by this run)
+    txn_id: int | None = None
+    heartbeat: txns.Heartbeat | None = None
+    state: str = "working"         # working | ready for cleaning | refused | failed
 
 
 class Registrar:
-    def __init__(self, recorder, db: str, table: str, *, compactor_hwm: int):
-        self.rec = recorder
-        self.db, self.table = db, table
-        self.hwm = compactor_hwm
-        self.hive_version = recorder.hive_version
+    def __init__(self, ms, db: str, table: str, *, compactor_hwm: int, run_as: str | None = None,
+                 worker_id: str | None = None, requests: dict | None = None,
+                 heartbeat_s: float = txns.TXN_TIMEOUT_S / 4):
+        self.ms = ms
+        self.db, self.table = db.lower(), table.lower()
+        self.hwm = int(compactor_hwm)
+        self.hive_version = ms.hive_version
+        self.run_as = run_as or getpass.getuser()
+        self.worker_id = worker_id or queue.process_id()
+        self.heartbeat_s = heartbeat_s
         self.entries: dict = {}
-        self.worker = f"{socket.gethostname()}-acidctl"
+        # requests a worker already claimed, by partition
+        self._preclaimed: dict = dict(requests or {})
 
+    # -- the request ---------------------------------------------------------------------
     def _queued(self, partition, mode: str) -> int | None:
-        """An ``initiated`` request of this type for the partition (claimed like Hive's Worker
-        claims one); a request a worker is already ``working`` on is refused (exit 6)."""
-        from acidctl.errors import RefusedError
-        from acidctl.metastore.queries import show_compactions
+        """The ``initiated`` request of this partition (if any); refuse when a worker holds it
+        or when it asks for the other compaction type."""
+        import sqlalchemy as sa
 
-        rows = show_compactions(self.rec.ms, db=self.db, table=self.table, partition=partition,
-                                states=["initiated", "working"]).compactions
-        ours = {e["cq_id"] for e in self.entries.values()}
-        rows = [r for r in rows if (r.get("partname") or None) == partition and int(r["compactionid"]) not in ours]
-        for r in rows:
-            if r["state"] == "working":
-                raise RefusedError(f"compaction {r['compactionid']} of {self.db}.{self.table}"
-                                   f"{'/' + partition if partition else ''} is being worked on by {r.get('workerid') or r.get('worker')}")
-        for r in rows:
-            if str(r["type"]).lower() == mode:
-                return int(r["compactionid"])
+        cq = self.ms.tables.COMPACTION_QUEUE
+        with self.ms.read() as conn:
+            rows = conn.execute(sa.select(cq.CQ_ID, cq.CQ_STATE, cq.CQ_TYPE, cq.CQ_WORKER_ID).where(
+                cq.CQ_DATABASE == self.db, cq.CQ_TABLE == self.table,
+                queue.partition_eq(cq.CQ_PARTITION, partition), cq.CQ_STATE.in_(["i", "w"]))
+                .order_by(cq.CQ_ID)).all()
+        ours = {e.request.cq_id for e in self.entries.values()}
+        where = f"{self.db}.{self.table}{'/' + partition if partition else ''}"
+        for cq_id, st, ty, worker in rows:
+            if int(cq_id) in ours:
+                continue
+            if st == "w":
+                raise RefusedError(f"compaction {cq_id} of {where} is being worked on by {worker}",
+                                   hint="wait for it (acidctl show compactions), or pass --no-register")
+            want = queue.TYPE_CODES[mode]
+            if ty != want:
+                raise RefusedError(f"a {queue.TYPE_NAMES.get(ty, ty)} compaction of {where} is already queued "
+                                   f"(id {cq_id}); this run would duplicate it",
+                                   hint=f"run `acidctl worker` (or compact --{queue.TYPE_NAMES.get(ty, ty)}) to "
+                                        "do the queued request")
+            return int(cq_id)
         return None
 
     def check(self, partition, mode: str) -> None:
-        """Refuse early (before any work) when a worker holds this partition."""
-        self._queued(partition, mode)
+        """Before any work (the runner calls it once per partition that will run): claim the
+        request now, as Hive's Worker claims before it compacts."""
+        self._begin(partition, mode)
 
-    def _begin(self, partition, mode: str) -> dict:
+    def _claim(self, partition, mode: str) -> tuple[queue.Request, bool]:
+        if partition in self._preclaimed:
+            return self._preclaimed.pop(partition), True
+        for _ in range(3):
+            cq_id = self._queued(partition, mode)
+            claimed = cq_id is not None
+            if cq_id is None:
+                res = queue.enqueue(self.ms, self.db, self.table, partition=partition, type=mode,
+                                    run_as=self.run_as)
+                cq_id = res.id if res.accepted else res.existing_id
+                claimed = not res.accepted
+            if cq_id is None:   # neither accepted nor naming the request that blocks it
+                from acidctl.errors import RefusedError
+
+                raise RefusedError(f"could not enqueue the compaction of {self.db}.{self.table}: {res.message}")
+            req = queue.claim(self.ms, worker_id=self.worker_id, only_ids=[cq_id],
+                              types=(queue.TYPE_CODES[mode],), any_pool=True)
+            if req is not None:
+                return req, claimed
+        raise RefusedError(f"could not claim a compaction request for {self.db}.{self.table}"
+                           f"{'/' + partition if partition else ''}: another worker keeps taking it")
+
+    def _begin(self, partition, mode: str) -> _Entry:
         e = self.entries.get(partition)
-        if e is None:
-            cq = self._queued(partition, mode)
-            claimed = cq is not None
-            if cq is None:
-                cq = self.rec.enqueue_compaction(self.db, self.table, partition=partition, compaction_type=mode,
-                                                 initiator_id=f"{socket.gethostname()}-manual")
-            self.rec.mark_working(cq, worker_id=self.worker)
-            e = self.entries[partition] = {"cq_id": cq, "txn_id": None, "state": "working", "claimed": claimed}
+        if e is not None:
+            return e
+        req, claimed = self._claim(partition, mode)
+        e = self.entries[partition] = _Entry(req, claimed)
+        try:
+            if self.hive_version >= 4:
+                opened = txns.open_compaction_txn(self.ms, user=self.run_as)
+                e.txn_id = opened.txn_id
+                e.heartbeat = txns.Heartbeat(self.ms, e.txn_id, interval_s=self.heartbeat_s).start()
+                txns.lock_for_compaction(self.ms, e.txn_id, req.db, req.table, req.partition, user=self.run_as)
+                queue.update_compactor_state(self.ms, req.cq_id, txn_id=e.txn_id, highest_write_id=self.hwm,
+                                             run_as=req.run_as or self.run_as)
+            else:
+                queue.set_highest_write_id(self.ms, req.cq_id, self.hwm)
+                if req.run_as is None:
+                    queue.set_run_as(self.ms, req.cq_id, self.run_as)
+        except BaseException as ex:
+            self._fail(e, f"{type(ex).__name__}: {ex}")
+            raise
+        log.info("compaction %d of %s: claimed%s", req.cq_id, req.display,
+                 f", compactor txn {e.txn_id}" if e.txn_id is not None else "")
         return e
 
+    # -- the runner's callbacks ------------------------------------------------------------
     def visibility(self, partition, mode: str) -> int:
-        """Hive 4: the compactor txn of this partition's compaction (opened on first use)."""
-        e = self._begin(partition, mode)
-        if e["txn_id"] is None:
-            e["txn_id"] = self.rec.open_txn("acidctl", socket.gethostname(), txn_type=3)
-        return e["txn_id"]
+        """Hive 4: the compactor txn that names this partition's output (``_v<txn>``)."""
+        txn = self._begin(partition, mode).txn_id
+        assert txn is not None, "Hive 4 compactions always open a compactor txn"
+        return txn
 
     def before_publish(self, plan) -> None:
-        self._begin(plan.partition, plan.mode)
+        e = self._begin(plan.partition, plan.mode)
+        if e.heartbeat is not None and e.heartbeat.lost:
+            raise RefusedError(f"compactor txn {e.txn_id} was aborted while the compaction ran ({e.heartbeat.lost}); "
+                               "not publishing")
 
     def published(self, plan) -> None:
         e = self._begin(plan.partition, plan.mode)
-        self.rec.mark_compacted(e["cq_id"], highest_write_id=self.hwm,
-                                txn_id=e["txn_id"] if self.hive_version >= 4 else None)
-        if e["txn_id"] is not None:
-            self.rec.commit_txn(e["txn_id"])
-        e["state"] = "ready for cleaning"
-        plan.registration = {"cq_id": e["cq_id"], "txn_id": e["txn_id"], "state": e["state"],
-                             "highest_write_id": self.hwm, "claimed_request": e["claimed"]}
+        queue.mark_compacted(self.ms, e.request.cq_id)
+        commit = None
+        if e.txn_id is not None:
+            self._stop_heartbeat(e)
+            commit = txns.commit_compaction_txn(self.ms, e.txn_id)
+        e.state = "ready for cleaning"
+        plan.registration = self._record(e, commit)
 
     def failed(self, plan, message: str) -> None:
+        exc = sys.exc_info()[1]
+        if isinstance(exc, KeyboardInterrupt):
+            return      # interrupted, not failed: run_registered abandons the request (claimable again)
+        if exc is not None and str(exc) and message == type(exc).__name__:
+            message = f"{type(exc).__name__}: {exc}"      # the runner passes only the class name
         e = self.entries.get(plan.partition)
-        if e is None or e["state"] != "working":
+        if e is not None:
+            self._fail(e, message)
+            plan.registration = self._record(e)
+
+    # -- the worker's ----------------------------------------------------------------------
+    def nothing_to_compact(self, partition, mode: str, *, cleaning_only: bool = False) -> dict:
+        """A claimed request with nothing to compact: Hive 4 opens its txn, then ``markCompacted``
+        when obsolete or aborted directories are left for the Cleaner (``cleaning_only``), else
+        ``markRefused``, and commits either way (operations.md §3.2 step 6); Hive 3
+        ``markCompacted`` (its Cleaner then finishes the request)."""
+        e = self._begin(partition, mode)
+        commit = None
+        if self.hive_version >= 4 and cleaning_only:
+            queue.mark_compacted(self.ms, e.request.cq_id)
+            self._stop_heartbeat(e)
+            assert e.txn_id is not None
+            commit = txns.commit_compaction_txn(self.ms, e.txn_id)
+            e.state = "ready for cleaning"
+        elif self.hive_version >= 4:
+            queue.mark_refused(self.ms, e.request.cq_id, message=queue.NOTHING_TO_COMPACT)
+            self._stop_heartbeat(e)
+            assert e.txn_id is not None
+            commit = txns.commit_compaction_txn(self.ms, e.txn_id)
+            e.state = "refused"
+        else:
+            queue.mark_compacted(self.ms, e.request.cq_id)
+            e.state = "ready for cleaning"
+        return self._record(e, commit)
+
+    def fail_all(self, message: str) -> None:
+        """Every request still being worked on → failed (txn aborted): the run ended early."""
+        for e in self.entries.values():
+            self._fail(e, message)
+        for req in list(self._preclaimed.values()):
+            self.entries[req.partition] = e = _Entry(req, True)
+            self._fail(e, message)
+        self._preclaimed.clear()
+
+    def abandon_all(self) -> None:
+        """Interrupted: requests this run claimed from the queue go back to ``initiated`` (their
+        compactor txns aborted) so any worker can claim them again; requests this run enqueued
+        itself are marked failed ("interrupted")."""
+        for e in self.entries.values():
+            if e.state != "working":
+                continue
+            if not e.claimed:
+                self._fail(e, "interrupted")
+                continue
+            self._stop_heartbeat(e)
+            e.state = "released"
+            if e.txn_id is not None:
+                try:
+                    txns.abort_txn(self.ms, e.txn_id, reason=txns.ABORT_COMPACTION_TXN)
+                except Exception as ex:
+                    log.warning("could not abort compactor txn %d: %s", e.txn_id, ex)
+            queue.release(self.ms, e.request.cq_id, worker_id=self.worker_id)
+        for req in list(self._preclaimed.values()):
+            queue.release(self.ms, req.cq_id, worker_id=self.worker_id)
+        self._preclaimed.clear()
+
+    def close(self) -> None:
+        for e in self.entries.values():
+            self._stop_heartbeat(e)
+
+    # -- helpers -------------------------------------------------------------------------
+    def _stop_heartbeat(self, e: _Entry) -> None:
+        if e.heartbeat is not None:
+            e.heartbeat.stop()
+            e.heartbeat = None
+
+    def _fail(self, e: _Entry, message: str) -> None:
+        if e.state != "working":
             return
+        self._stop_heartbeat(e)
+        e.state = "failed"
         try:
-            self.rec.mark_failed(e["cq_id"], error_message=message[:2000])
-            if e["txn_id"] is not None:
-                self.rec.abort_txn(e["txn_id"])
-        except Exception:
-            pass
-        e["state"] = "failed"
-        plan.registration = {"cq_id": e["cq_id"], "txn_id": e["txn_id"], "state": "failed"}
+            queue.mark_failed(self.ms, e.request.cq_id, message=message[:4000])
+        except Exception as ex:   # keep the original error; the row stays 'w' for Hive's revoke
+            log.warning("could not mark compaction %d failed: %s", e.request.cq_id, ex)
+        if e.txn_id is not None:
+            try:
+                txns.abort_txn(self.ms, e.txn_id, reason=txns.ABORT_COMPACTION_TXN)
+            except Exception as ex:   # the timeout reaper aborts it after hive.txn.timeout
+                log.warning("could not abort compactor txn %d: %s", e.txn_id, ex)
+
+    def _record(self, e: _Entry, commit=None) -> dict:
+        rec = {"cq_id": e.request.cq_id, "txn_id": e.txn_id, "state": e.state, "highest_write_id": self.hwm,
+               "claimed_request": e.claimed}
+        if commit is not None and commit.commit_id is not None:
+            rec["next_txn_id"] = commit.commit_id
+        return rec
+
+
+@dataclasses.dataclass
+class Registration:
+    """What :func:`registration_for` decided for one ``compact`` run."""
+
+    registrar: Registrar | None
+    visibility_txn: int | Callable | None
+    hidden_until_commit: bool
+    notes: list
+
+
+def registration_for(target, *, no_register: bool = False, dry_run: bool = False,
+                     visibility_txn: int | None = None, metastore_configured: bool = False,
+                     heartbeat_s: float = txns.TXN_TIMEOUT_S / 4) -> Registration:
+    """Whether and how a ``compact`` run registers in the metastore. Writes are on by default
+    where the compaction needs them (a DB.TABLE target on a 3.1.x/4.0.x schema); ``--no-register``
+    skips them for one run; ``--read-only`` or another schema version leaves a Hive 3 compaction
+    unregistered (noted) and refuses a Hive 4 one, whose output needs a compactor txn."""
+    info, ms, hv = target.table, target.metastore, target.hive_version
+    notes: list[str] = []
+    if dry_run:
+        return Registration(None, visibility_txn, False, notes)
+    if info is None or ms is None:
+        if metastore_configured and not no_register:
+            notes.append("not registered in the metastore: give the table as DB.TABLE to record the compaction")
+        return Registration(None, visibility_txn, False, notes)
+    if no_register:
+        notes.append("not registered in the metastore (--no-register)")
+        return Registration(None, visibility_txn, False, notes)
+    if hv < 3:
+        notes.append("not registered in the metastore: acidctl does not write to Hive 2.3 metastores "
+                     "(run `acidctl clean --hive-version 2` for the obsolete directories)")
+        return Registration(None, visibility_txn, False, notes)
+    if visibility_txn is not None:
+        raise UsageError("--visibility-txn names the output of an unregistered compaction; with a metastore "
+                         "acidctl opens its own compactor txn",
+                         hint="drop --visibility-txn, or add --no-register to use a txn you committed yourself")
+    try:
+        steps.check_writable(ms, what="register the compaction")
+    except RefusedError as e:
+        if hv >= 4:
+            raise RefusedError(f"a Hive 4 compaction needs a compactor txn: {e}",
+                               hint="allow metastore writes, or pass --no-register with --visibility-txn M "
+                                    "(a committed COMPACTION txn)") from None
+        notes.append(f"not registered in the metastore: {e}")
+        return Registration(None, None, False, notes)
+    wl = target.write_ids
+    reg = Registrar(ms, info.db, info.table, compactor_hwm=wl.for_compactor().hwm,
+                    run_as=info.owner or None, heartbeat_s=heartbeat_s)
+    if hv >= 4:
+        return Registration(reg, reg.visibility, True, notes)
+    return Registration(reg, None, False, notes)
+
+
+def run_registered(tfs, opts, *args, registrar: Registrar | None, compact_fn=None, **kw) -> dict:
+    """:func:`acidctl.compact.runner.compact_table` (or ``compact_fn``, e.g. the insert-only
+    runner, called as ``compact_fn(tfs, opts, *args, registrar=..., **kw)``) with the
+    registrar's bookkeeping around it: requests begun but not finished when the run stops (a
+    refusal before publishing) are marked failed and their compactor txns aborted, interrupted
+    ones released; heartbeats always stop."""
+    if compact_fn is None:
+        from acidctl.compact.runner import compact_table as compact_fn
+
+    try:
+        return compact_fn(tfs, opts, *args, registrar=registrar, **kw)
+    except BaseException as e:
+        if registrar is not None:
+            if isinstance(e, KeyboardInterrupt):
+                registrar.abandon_all()
+            else:
+                from acidctl.errors import AcidctlError
+
+                registrar.fail_all(str(e) if isinstance(e, AcidctlError) else f"{type(e).__name__}: {e}")
+        raise
+    finally:
+        if registrar is not None:
+            registrar.close()

@@ -1,0 +1,54 @@
+"""``acidctl initiator --once [--db GLOB]``: one Initiator cycle — enqueue what the Initiator
+thresholds flag across the warehouse (library: :mod:`acidctl.compact.initiate`).
+
+JSON document: ``checked`` (one record per table/partition: table, partition, action
+[enqueued|queued|skipped|not-due|did-not-initiate|would-enqueue|error|revoked], type, id, reasons),
+``summary`` (counts by action).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from acidctl.cli.commands import Commands
+
+app = Commands()   # main calls register(app)
+register = app.register
+
+
+def _render(doc: dict) -> str:
+    from acidctl.cli.output import table
+
+    rows = [[r["table"] or "", r.get("partition") or "", r["action"], r.get("type") or "", r.get("id") or "",
+             "; ".join(r.get("reasons") or [])[:120]] for r in doc["checked"]
+            if r["action"] not in ("not-due",)]
+    lines = [table(rows, ["TABLE", "PARTITION", "ACTION", "TYPE", "ID", "WHY"])] if rows else []
+    lines.append(", ".join(f"{n} {k}" for k, n in sorted(doc["summary"].items())) or "no ACID tables found")
+    return "\n".join(lines)
+
+
+@app.command("initiator", help="One Initiator cycle: enqueue a compaction for every partition the Initiator thresholds "
+                               "flag (honouring no_auto_compaction, queued requests and Hive's failed-compaction "
+                               "threshold).")
+def initiator_command(
+    ctx: typer.Context,
+    once: Annotated[bool, typer.Option("--once", help="Run one cycle and exit (required: acidctl runs no Initiator daemon).")] = False,
+    db: Annotated[Optional[str], typer.Option("--db", metavar="GLOB", help="Only databases matching GLOB.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be enqueued; write nothing.")] = False,
+):
+    from acidctl.errors import UsageError
+
+    settings = ctx.obj
+    if not once:
+        raise UsageError("give --once (acidctl runs one Initiator cycle per invocation)")
+    from acidctl.compact.initiate import run_once
+    from acidctl.metastore.connection import connect, resolve_url
+
+    ms = connect(resolve_url(settings.metastore_url, profile=settings.profile))
+    checked = run_once(ms, table_fs=settings.table_fs, db_glob=db, dry_run=dry_run)
+    summary: dict = {}
+    for r in checked:
+        summary[r["action"]] = summary.get(r["action"], 0) + 1
+    settings.output.emit({"checked": checked, "summary": summary}, _render)

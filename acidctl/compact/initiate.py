@@ -1,0 +1,203 @@
+"""``acidctl initiator --once``: one Initiator cycle over the warehouse (operations.md §4).
+
+For every transactional full-ACID table of the metastore (``--db GLOB`` narrows the databases)
+and each of its partitions, in the order Hive's checks run:
+
+1. ``no_auto_compaction=true`` (either case of the key) on the table → skip;
+2. an ``initiated``/``working`` request for the same db/table/partition → skip;
+3. the failure threshold (``hive.compactor.initiator.failed.compacts.threshold``, 2) → a
+   ``did not initiate`` / ``attempted`` history row (``markFailed`` with id 0) and skip —
+   Hive 3: the newest N non-``a`` history rows are all ``f``; Hive 4: the newest N of the
+   ``s``/``f`` rows are all ``f`` and the newest of them was enqueued less than
+   ``metastore.compactor.initiator.failed.retry.time`` (7 days) ago;
+4. the thresholds of :mod:`acidctl.acid.initiator` (the logic of ``state`` and
+   ``compact --due``: delta count, delta/base size, aborted txns) on the compactor's view →
+   MAJOR, MINOR or nothing;
+5. enqueue through :func:`acidctl.metastore.queue.enqueue` (the ``CompactionScheduler``
+   mutex; a request queued meanwhile is refused there, not duplicated), Hive 4 with initiator
+   ``acidctl@<host>-<pid>`` and the table's pool;
+6. at the end of the cycle, ``revokeTimedoutWorkers``: ``working`` requests older than
+   ``hive.compactor.worker.timeout`` (24 h) go back to ``initiated``.
+
+Derived differences from Hive's Initiator: acidctl checks every partition of every table
+(Hive 4 only revisits partitions written since its previous cycle), and the cycle runs under the
+``Initiator`` mutex on PostgreSQL/MariaDB (on SQLite each step is serialised anyway); the mutex
+is released without storing the cycle start (Hive 4's next cycle re-scans as usual).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import logging
+from typing import Any, Callable, Iterator
+
+from acidctl.errors import AcidctlError
+
+log = logging.getLogger("acidctl.initiator")
+
+FAILED_THRESHOLD = 2                      # hive.compactor.initiator.failed.compacts.threshold
+FAILED_RETRY_MS = 7 * 86_400_000          # metastore.compactor.initiator.failed.retry.time
+
+
+def threshold_blocked(ms, conn, db: str, table: str, partition: str | None, *, now: int,
+                      threshold: int = FAILED_THRESHOLD, retry_ms: int = FAILED_RETRY_MS) -> bool:
+    """Operations.md §4.4 for the connected version."""
+    import sqlalchemy as sa
+
+    from acidctl.metastore.queue import partition_eq
+
+    cc = ms.tables.COMPLETED_COMPACTIONS
+    where = [cc.CC_DATABASE == db, cc.CC_TABLE == table, partition_eq(cc.CC_PARTITION, partition)]
+    if ms.hive_version < 4:
+        rows = conn.execute(sa.select(cc.CC_STATE).where(*where, cc.CC_STATE != "a")
+                            .order_by(cc.CC_ID.desc()).limit(threshold)).all()
+        return len(rows) >= threshold and all(r[0] == "f" for r in rows)
+    rows = conn.execute(sa.select(cc.CC_STATE, cc.CC_ENQUEUE_TIME).where(*where, cc.CC_STATE.in_(["s", "f"]))
+                        .order_by(cc.CC_ID.desc()).limit(threshold)).all()
+    if len(rows) < threshold or not all(r[0] == "f" for r in rows):
+        return False
+    newest = max((int(r[1]) for r in rows if r[1] is not None), default=None)
+    if retry_ms > 0 and newest is not None and newest + retry_ms < now:
+        return False
+    return True
+
+
+def record_not_initiated(ms, db: str, table: str, partition: str | None, message: str, *, type_code: str = "i") -> int:
+    """``markFailed`` with id 0: a new id from ``NEXT_COMPACTION_QUEUE_ID``, type MINOR when
+    unknown, start = end = now, state ``a`` (operations.md §3.3 step 3). Returns the id."""
+    import sqlalchemy as sa
+
+    from acidctl.metastore import queue, steps
+
+    cc = ms.tables.COMPLETED_COMPACTIONS
+
+    def step(conn):
+        cc_id = queue.next_queue_id(ms, conn)
+        now = steps.now_ms(conn)
+        vals = dict(CC_ID=cc_id, CC_DATABASE=db, CC_TABLE=table, CC_PARTITION=partition, CC_STATE="a",
+                    CC_TYPE=type_code, CC_START=now, CC_END=now)
+        if cc.has("CC_ERROR_MESSAGE"):
+            vals["CC_ERROR_MESSAGE"] = message
+        conn.execute(sa.insert(cc.clause).values({getattr(cc, k).name: v for k, v in vals.items()}))
+        return cc_id
+
+    return steps.write_step(ms, step, name="record a compaction that did not initiate")
+
+
+@contextlib.contextmanager
+def initiator_mutex(ms) -> Iterator[None]:
+    """Hold the ``Initiator`` AUX_TABLE row for the cycle on a connection of its own, as Hive's
+    MutexAPI does (operations.md §1). SQLite: not taken (one writer at a time already)."""
+    from acidctl.metastore import queue
+
+    if ms.engine.dialect.name == "sqlite":
+        yield
+        return
+    with ms.engine.connect() as conn:
+        conn = conn.execution_options(isolation_level="READ COMMITTED")
+        with conn.begin() as tx:
+            queue.acquire_mutex(ms, conn, "Initiator")
+            try:
+                yield
+            finally:
+                tx.rollback()
+
+
+def _tables(ms, db_glob: str | None) -> list[str]:
+    import sqlalchemy as sa
+
+    T = ms.tables
+    with ms.read() as conn:
+        rows = conn.execute(sa.select(T.DBS.NAME, T.TBLS.TBL_NAME)
+                            .select_from(T.TBLS.clause.join(T.DBS.clause, T.DBS.DB_ID == T.TBLS.DB_ID))
+                            .order_by(T.DBS.NAME, T.TBLS.TBL_NAME)).all()
+    return [f"{d}.{t}" for d, t in rows if not db_glob or fnmatch.fnmatchcase(d, db_glob.lower())]
+
+
+def run_once(ms, *, table_fs: Callable[[str], Any], db_glob: str | None = None,
+             failed_threshold: int = FAILED_THRESHOLD, failed_retry_ms: int = FAILED_RETRY_MS,
+             dry_run: bool = False) -> list[dict]:
+    """One cycle; one record per checked partition: table, partition, action
+    [enqueued|queued|skipped|not-due|did-not-initiate|error], type, id, reasons."""
+    import sqlalchemy as sa
+
+    from acidctl.acid.initiator import Thresholds, compactor_state, recommend
+    from acidctl.acid.layout import list_table
+    from acidctl.metastore import queue, steps
+    from acidctl.metastore.facts import table_facts
+    from acidctl.metastore.snapshot import table_snapshot
+    from acidctl.metastore.tables import resolve_table
+    from acidctl.target import location_url
+
+    if not dry_run:
+        steps.check_writable(ms, what="enqueue compactions")
+    out: list[dict] = []
+    with initiator_mutex(ms) if not dry_run else contextlib.nullcontext():
+        for name in _tables(ms, db_glob):
+            try:
+                info = resolve_table(ms, name)
+            except AcidctlError as e:
+                out.append({"table": name, "partition": None, "action": "error", "reasons": [str(e)]})
+                continue
+            if not info.full_acid or not info.location:
+                continue
+            if info.no_auto_compaction:
+                out.append({"table": name, "partition": None, "action": "skipped",
+                            "reasons": ["no_auto_compaction=true"]})
+                continue
+            try:
+                tl, wl = table_snapshot(ms, name)
+                facts = table_facts(ms, info.db, info.table)
+                listings = list_table(table_fs(location_url(info.location)))
+            except AcidctlError as e:
+                out.append({"table": name, "partition": None, "action": "error", "reasons": [str(e)]})
+                continue
+            thresholds = Thresholds.from_table_properties(info.params)
+            cq = ms.tables.COMPACTION_QUEUE
+            for lst in listings:
+                part = lst.partition or None
+                rec: dict[str, Any] = {"table": name, "partition": part, "type": None, "id": None, "reasons": []}
+                out.append(rec)
+                with ms.read() as conn:
+                    queued = conn.execute(sa.select(cq.CQ_ID).where(
+                        cq.CQ_DATABASE == info.db, cq.CQ_TABLE == info.table,
+                        queue.partition_eq(cq.CQ_PARTITION, part), cq.CQ_STATE.in_(["i", "w"]))).first()
+                    blocked = queued is None and threshold_blocked(
+                        ms, conn, info.db, info.table, part, now=steps.now_ms(conn),
+                        threshold=failed_threshold, retry_ms=failed_retry_ms)
+                if queued is not None:
+                    rec.update(action="queued", id=int(queued[0]), reasons=["a request is already initiated or working"])
+                    continue
+                if blocked:
+                    msg = f"Compaction is not initiated since last {failed_threshold} consecutive compaction attempts failed"
+                    rec.update(action="did-not-initiate", reasons=[msg])
+                    if not dry_run:
+                        rec["id"] = record_not_initiated(ms, info.db, info.table, part, msg)
+                    continue
+                cst = compactor_state(lst, wl, txns=tl, hive_version=ms.hive_version)
+                r = recommend(cst, thresholds=thresholds, hive_version=ms.hive_version,
+                              aborted_txn_count=facts.aborted_txns_by_partition.get(part, 0))
+                rec["reasons"] = list(r.reasons)
+                if not r.due:
+                    rec["action"] = "not-due"
+                    continue
+                rec["type"] = r.type
+                if dry_run:
+                    rec["action"] = "would-enqueue"
+                    continue
+                res = queue.enqueue(ms, info.db, info.table, partition=part, type=r.type,
+                                    pool=(info.params or {}).get(queue.POOL_PROPERTY) or None,
+                                    initiator_id=queue.process_id())
+                rec.update(action="enqueued" if res.accepted else "queued",
+                           id=res.id if res.accepted else res.existing_id)
+                if not res.accepted:
+                    rec["reasons"].append(res.message)
+        if not dry_run:
+            n = queue.revoke_timed_out_workers(ms)
+            if n:
+                out.append({"table": None, "partition": None, "action": "revoked", "id": None, "type": None,
+                            "reasons": [f"{n} working request(s) older than hive.compactor.worker.timeout "
+                                        "back to initiated"]})
+    log.info("initiator cycle: %d partition(s) checked", len(out))
+    return out

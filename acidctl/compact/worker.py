@@ -1,0 +1,233 @@
+"""``acidctl worker``: run Hive's compaction queue on Spark, as one more Worker
+(../shared/spec/operations.md §3, metastore.md §9.2).
+
+One cycle (:func:`run_cycle`): claim up to ``max`` ``initiated`` requests with Hive's conditional
+update (:func:`acidctl.metastore.queue.claim` — never racing Hive's own workers or another
+acidctl), then run them one after another in **one** Spark application through the compaction
+runner, each registered by :class:`acidctl.compact.register.Registrar`:
+
+* table missing, not transactional or insert-only → Hive 4 ``refused`` (``markRefused``), Hive 3
+  ``failed`` with the reason (Hive 3's Worker would ``markCleaned`` a dropped table; acidctl
+  leaves that to the Cleaner side and records why);
+* compacted → ``ready for cleaning`` (Hive 4: after the compactor txn committed);
+* nothing to compact → Hive 4 ``refused``, Hive 3 ``ready for cleaning`` (as their Workers do);
+* any error → ``failed`` with the error message (Hive 4: compactor txn aborted).
+
+A stop request (SIGTERM, Ctrl-C: :class:`StopFlag`) lets the request in flight finish; the
+claimed requests not yet started are released (``w`` → ``i``) so any worker can claim them. A
+second interrupt abandons the request in flight safely: its staging is removed by the runner,
+its compactor txn aborted and the request released (claimable again).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+from typing import Callable
+
+from acidctl.errors import AcidctlError, NotFoundError
+from acidctl.metastore import queue
+
+log = logging.getLogger("acidctl.worker")
+
+
+class StopFlag:
+    """Set by the signal handlers; checked between requests."""
+
+    def __init__(self):
+        self._ev = threading.Event()
+        self.reason: str | None = None
+
+    def set(self, reason: str = "stop requested") -> None:
+        self.reason = reason
+        self._ev.set()
+
+    def is_set(self) -> bool:
+        return self._ev.is_set()
+
+    def wait(self, seconds: float) -> bool:
+        return self._ev.wait(seconds)
+
+
+@dataclasses.dataclass
+class WorkerOptions:
+    max: int = 10
+    pool: str | None = None
+    db_glob: str | None = None
+    engine: str = "spark"
+    master: str = "local[*]"
+    spark_conf: dict | None = None
+    allow_non_atomic_publish: bool = False
+    heartbeat_s: float = 75.0
+    poll_s: float = 30.0
+    worker_id: str | None = None
+
+
+def request_line(rec: dict) -> str:
+    where = rec["table"] + (f"/{rec['partition']}" if rec.get("partition") else "")
+    out = f" ({', '.join(rec['output_dirs'])})" if rec.get("output_dirs") else ""
+    msg = f": {rec['message']}" if rec.get("message") and rec["state"] != "ready for cleaning" else ""
+    return f"compaction {rec['cq_id']} {where} {rec['type']}: {rec['state']}{out}{msg} [{rec['seconds']}s]"
+
+
+def claim_batch(ms, opts: WorkerOptions, worker_id: str, stop: StopFlag | None = None) -> list[queue.Request]:
+    got: list[queue.Request] = []
+    while len(got) < opts.max and not (stop and stop.is_set()):
+        req = queue.claim(ms, worker_id=worker_id, pool=opts.pool, db_glob=opts.db_glob)
+        if req is None:
+            break
+        got.append(req)
+    return got
+
+
+def run_cycle(ms, opts: WorkerOptions, *, table_fs: Callable[[str], object], spark=None,
+              stop: StopFlag | None = None, on_request: Callable[[dict], None] | None = None,
+              session: dict | None = None) -> list[dict]:
+    """Claim and run up to ``opts.max`` requests; one record per request. ``session`` holds the
+    Spark session across cycles (``{"spark": ...}``; created on first need)."""
+    worker_id = opts.worker_id or queue.process_id()
+    claimed = claim_batch(ms, opts, worker_id, stop)
+    records: list[dict] = []
+    session = session if session is not None else {}
+    if spark is not None:
+        session["spark"] = spark
+    for i, req in enumerate(claimed):
+        if stop is not None and stop.is_set():
+            for rest in claimed[i:]:
+                queue.release(ms, rest.cq_id, worker_id=worker_id)
+                rec = _record(rest, "released", f"{stop.reason}: back to initiated", 0.0)
+                records.append(rec)
+                if on_request:
+                    on_request(rec)
+            break
+        try:
+            rec = run_request(ms, req, opts, worker_id=worker_id, table_fs=table_fs, session=session)
+        except KeyboardInterrupt:
+            for rest in claimed[i + 1:]:
+                queue.release(ms, rest.cq_id, worker_id=worker_id)
+            raise
+        records.append(rec)
+        if on_request:
+            on_request(rec)
+    return records
+
+
+def _record(req: queue.Request, state: str, message: str | None, seconds: float, **kw) -> dict:
+    rec = {"cq_id": req.cq_id, "table": req.full_name, "partition": req.partition, "type": req.type,
+           "state": state, "message": message, "output_dirs": [], "txn_id": None, "seconds": round(seconds, 3)}
+    rec.update(kw)
+    return rec
+
+
+def _spark_for(opts: WorkerOptions, session: dict):
+    if opts.engine != "spark":
+        return None
+    if session.get("spark") is None:
+        from acidctl.compact.spark import get_or_create_session
+
+        session["spark"] = get_or_create_session(opts.master, opts.spark_conf)
+        session["own"] = True
+    return session["spark"]
+
+
+def run_request(ms, req: queue.Request, opts: WorkerOptions, *, worker_id: str,
+                table_fs: Callable[[str], object], session: dict) -> dict:
+    """Compact one claimed request and move it to its next state (see the module docstring)."""
+    from acidctl.acid.initiator import Thresholds
+    from acidctl.compact.register import Registrar, run_registered
+    from acidctl.compact.runner import CompactOptions
+    from acidctl.metastore.snapshot import table_snapshot
+    from acidctl.metastore.tables import resolve_table
+    from acidctl.target import location_url
+
+    t0 = time.perf_counter()
+    hv = ms.hive_version
+
+    def refuse(message: str) -> dict:
+        if hv >= 4:
+            queue.mark_refused(ms, req.cq_id, message=message)
+            return _record(req, "refused", message, time.perf_counter() - t0)
+        queue.mark_failed(ms, req.cq_id, message=message)
+        return _record(req, "failed", message, time.perf_counter() - t0)
+
+    try:
+        info = resolve_table(ms, req.full_name, partition=req.partition)
+    except NotFoundError as e:
+        return refuse(f"Unable to find table or partition: {e}")
+    except AcidctlError as e:
+        queue.mark_failed(ms, req.cq_id, message=str(e))
+        return _record(req, "failed", str(e), time.perf_counter() - t0)
+    if not info.transactional or info.insert_only or not info.location:
+        why = "not a transactional table" if not info.transactional else \
+            "insert-only: acidctl compacts full-ACID tables" if info.insert_only else "no location in the metastore"
+        return refuse(f"{info.full_name}: {why}")
+    if req.type not in ("major", "minor"):
+        return refuse(f"{req.type} compaction is not supported by acidctl")
+    reg = None
+    try:
+        tl, wl = table_snapshot(ms, info.full_name)
+        tfs = table_fs(location_url(info.location))
+        reg = Registrar(ms, info.db, info.table, compactor_hwm=wl.for_compactor().hwm,
+                        run_as=req.run_as or info.owner or None, worker_id=worker_id,
+                        requests={req.partition: req}, heartbeat_s=opts.heartbeat_s)
+        cols = [n for n, _ in info.columns] if info.columns else None
+        copts = CompactOptions(mode=req.type, reader=wl, txns=tl, hive_version=hv,
+                               partitions=[req.partition] if req.partition else None,
+                               thresholds=Thresholds.from_table_properties(info.params),
+                               visibility_txn=reg.visibility if hv >= 4 else None,
+                               hidden_until_commit=hv >= 4, columns=cols, columns_coln_only=cols is not None,
+                               engine=opts.engine, master=opts.master, spark_conf=opts.spark_conf,
+                               allow_non_atomic_publish=opts.allow_non_atomic_publish)
+        report = run_registered(tfs, copts, registrar=reg, spark=_spark_for(opts, session))
+    except KeyboardInterrupt:
+        if reg is not None:
+            reg.abandon_all()
+        else:
+            queue.release(ms, req.cq_id, worker_id=worker_id)
+        raise
+    except Exception as e:
+        msg = str(e) if isinstance(e, AcidctlError) else f"{type(e).__name__}: {e}"
+        if reg is None:
+            queue.mark_failed(ms, req.cq_id, message=msg)
+        log.info("compaction %d failed: %s", req.cq_id, msg)
+        return _record(req, "failed", msg, time.perf_counter() - t0)
+    parts = [p for p in report["partitions"] if p["partition"] == req.partition] or report["partitions"]
+    p = parts[0] if parts else None
+    if p is not None and p["status"] == "compact":
+        m = p.get("metastore") or {}
+        return _record(req, m.get("state", "ready for cleaning"), report.get("message"), time.perf_counter() - t0,
+                       output_dirs=p["output_dirs"], txn_id=m.get("txn_id"), rows_in=p["rows_in"],
+                       rows_out=p["rows_out"])
+    try:
+        m = reg.nothing_to_compact(req.partition, req.type,
+                                   cleaning_only=_left_for_cleaner(tfs, req.partition, wl, tl, hv))
+    finally:
+        reg.close()
+    return _record(req, m["state"], p["message"] if p else "nothing to compact", time.perf_counter() - t0,
+                   txn_id=m.get("txn_id"))
+
+
+def _left_for_cleaner(tfs, partition, wl, tl, hv) -> bool:
+    """Obsolete or aborted directories in the compactor's view of the partition: Hive 4's Worker
+    then marks the request compacted (for the Cleaner) instead of refusing it."""
+    from acidctl.acid.initiator import compactor_state
+    from acidctl.acid.layout import list_table
+
+    try:
+        for lst in list_table(tfs):
+            if (lst.partition or None) == partition:
+                st = compactor_state(lst, wl, txns=tl, hive_version=hv)
+                return bool(st.obsolete or st.aborted)
+    except AcidctlError:
+        return False
+    return False
+
+
+def stop_session(session: dict) -> None:
+    if session.get("own") and session.get("spark") is not None:
+        from acidctl.compact.spark import stop_session as stop
+
+        stop(session["spark"])
+    session.clear()
