@@ -512,8 +512,10 @@ def test_revoke_timed_out_workers_and_mutex_row_created(metastore, hive_version)
     assert _rows(ms, "AUX_TABLE", "MT_KEY1", "MT_KEY2") == [("CompactionScheduler", 0)]
     queue.claim(ms, worker_id="old-worker")
     queue.claim(ms, worker_id="new-worker")
-    if hive_version == 4:
-        queue.update_compactor_state(ms, a, txn_id=77, highest_write_id=5, run_as="etl")
+    txn = None
+    if hive_version == 4:   # a real compactor txn (TXN_COMPONENTS.TC_TXNID references TXNS)
+        txn = txns.open_compaction_txn(ms, user="etl").txn_id
+        queue.update_compactor_state(ms, a, txn_id=txn, highest_write_id=5, run_as="etl")
     now = _now(ms)
     _exec(ms, lambda c, T: c.execute(sa.update(T.COMPACTION_QUEUE.clause).where(T.COMPACTION_QUEUE.CQ_ID == a)
                                      .values({T.COMPACTION_QUEUE.CQ_START.name: now - 90_000_000})))
@@ -521,4 +523,4 @@ def test_revoke_timed_out_workers_and_mutex_row_created(metastore, hive_version)
     rows = dict((r[0], r[1:]) for r in _rows(ms, "COMPACTION_QUEUE", "CQ_ID", "CQ_STATE", "CQ_WORKER_ID", "CQ_START"))
     assert rows[a] == ("i", None, None) and rows[b][:2] == ("w", "new-worker")
     if hive_version == 4:   # not cleared by the revoke
-        assert _rows(ms, "COMPACTION_QUEUE", "CQ_TXN_ID", "CQ_HIGHEST_WRITE_ID", where=lambda t: t.CQ_ID == a) == [(77, 5)]
+        assert _rows(ms, "COMPACTION_QUEUE", "CQ_TXN_ID", "CQ_HIGHEST_WRITE_ID", where=lambda t: t.CQ_ID == a) == [(txn, 5)]
