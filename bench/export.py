@@ -62,6 +62,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=20_000_000)
     ap.add_argument("--deltas", type=int, default=50)
     ap.add_argument("--buckets", type=int, default=4)
+    ap.add_argument("--deletes", type=int, default=None, help="delete events (default: 0.1 %% of the rows)")
     ap.add_argument("--master", default="local[*]")
     ap.add_argument("--format", default="parquet", choices=["parquet", "orc"])
     args = ap.parse_args()
@@ -75,10 +76,10 @@ def main() -> None:
     try:
         root = os.path.join(work, "t")
         t0 = time.perf_counter()
-        info = _build()(root, args.rows, args.deltas, args.buckets)
-        print(f"table: {args.rows:,} rows ({info['base_rows']:,} in the base, {info['delta_rows']:,} in "
-              f"{args.deltas} deltas, {info['delete_events']:,} delete events), {args.buckets} buckets; "
-              f"built in {time.perf_counter() - t0:.1f}s")
+        deletes = args.deletes if args.deletes is not None else max(1, args.rows // 1000)
+        info = _build()(root, args.rows, args.deltas, args.buckets, deletes)
+        print(f"table: {args.rows:,} rows ({args.deltas} deltas, {info['delete_events']:,} delete events), "
+              f"{args.buckets} buckets; built in {time.perf_counter() - t0:.1f}s")
         wl = WriteIdList.all_committed(info["hwm"], table="bench.t")
 
         tb, rows_in = baseline(root, os.path.join(work, "baseline"), args.format)
