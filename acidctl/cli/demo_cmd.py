@@ -19,7 +19,9 @@ def demo_command(
     directory: Annotated[str, typer.Argument(metavar="DIR", help="A new (or empty) directory for the warehouse.")],
     hive_version: options.SchemaHiveVersion = DEFAULT_HIVE_VERSION,   # the same default as `metastore init`
 ):
-    """Create a local warehouse with two Hive 3 ACID tables laid out exactly as Hive writes them,
+    """Create a local warehouse with two Hive 3 ACID tables laid out as Hive writes them (the
+    directories, names, markers and ACID metadata are Hive's; the ORC files are written by ORC C++
+    through pyarrow, not by ORC Java),
     and record their transactions, write ids, a lock and compaction history in a metastore
     (default: a new SQLite database DIR/metastore.db; --metastore URL for one made by
     `acidctl metastore init`)."""

@@ -27,7 +27,12 @@ def run_meta(settings, paths: list[str]) -> None:
     reports = []
     for p in paths:
         tfs = settings.table_fs(p)
-        for f in list_data_files(tfs, tfs.root):
+        files = list_data_files(tfs, tfs.root)
+        if not files:   # as `dump` says it: nothing was checked is not a clean bill of health
+            from acidctl.errors import InvalidInputError
+
+            raise InvalidInputError(f"no data files under {tfs.display(tfs.root)}")
+        for f in files:
             kind, rng = _dir_context(f)
             reports.append(inspect_file(tfs, f, dir_kind=kind, dir_range=rng))
     findings = [f for r in reports for f in r.findings]

@@ -235,3 +235,12 @@ def test_a_bad_file_among_several_is_reported_and_the_rest_dumped(cli, tmp_path)
     assert r.code == 7, r
     assert len(r.stdout.splitlines()) == 2 * len(one) == 50000
     assert json.loads(r.stderr.strip())["error"]["type"] == "CorruptOrcFile" and str(bad) in r.stderr
+
+
+def test_empty_directory_is_invalid_input_for_meta_as_for_rows(cli, tmp_path):
+    """Nothing checked is not a clean bill of health: `dump --meta` of a directory without data
+    files exits 7 like `dump` does (new-user report)."""
+    (tmp_path / "empty").mkdir()
+    for argv in (["dump", tmp_path / "empty"], ["dump", "--meta", tmp_path / "empty"]):
+        r = cli(*argv)
+        assert r.code == 7 and "no data files under" in r.stderr, (argv, r)
