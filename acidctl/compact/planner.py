@@ -94,6 +94,7 @@ class PartitionPlan:
     recommendation: dict | None = None
     staging_id: str | None = None
     publish: str = ""                # atomic | hidden-until-commit | non-atomic (set by the runner)
+    published: list[str] = dataclasses.field(default_factory=list)  # paths renamed in (set by the runner)
     refusals: list[dict] = dataclasses.field(default_factory=list)   # unread files (status "refused")
     skipped: list[dict] = dataclasses.field(default_factory=list)    # unread files, --skip-unreadable-files
     obsoletes: list[str] = dataclasses.field(default_factory=list)   # children the output makes obsolete

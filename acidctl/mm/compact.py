@@ -29,7 +29,7 @@ import time
 import uuid
 
 from acidctl.acid.acidstate import Kind, get_acid_state
-from acidctl.acid.listing import ChildEntry, FileInfo
+from acidctl.acid.listing import ChildEntry, DirListing, FileInfo
 from acidctl.acid.dirname import METADATA_FILE, BaseDir, DeltaDir, is_hidden
 from acidctl.compact import publish as pub
 from acidctl.compact.planner import (
@@ -152,7 +152,7 @@ def plan_partition(tfs, listing, ctx, *, mode: str, reader, txns, hive_version: 
         out = OutputDir(BaseDir(hwm, visibility=v).format(), "base", hwm, hwm, [],
                         {} if h4 else {METADATA_FILE: METADATA_ACID})
     else:
-        lo = min(d.min_write_id for d in deltas)
+        lo = min(d.delta_dir.min_write_id for d in deltas)
         out = OutputDir(DeltaDir(lo, hwm, -1, v).format(), "delta", lo, hwm, [], {})
     if out.name in by_name:
         raise RefusedError(f"{join_path(listing.path, out.name)} already exists; refusing to overwrite it",
@@ -345,7 +345,7 @@ def compact_mm_table(tfs, opts, ctx, *, registrar=None, notes: list | None = Non
         lock.acquire()
         if lock.broken is not None:
             notes.append(f"broke the lock of {lock.broken.describe()}")
-    plans: list[tuple[PartitionPlan, MMWork | None, object]] = []
+    plans: list[tuple[PartitionPlan, MMWork | None, DirListing]] = []
     published: set[str] = set()
     try:
         listings = list_table(tfs)
@@ -413,6 +413,7 @@ def compact_mm_table(tfs, opts, ctx, *, registrar=None, notes: list | None = Non
                                    hint="--allow-non-atomic-publish publishes anyway")
         tasks = []
         for p, w, lst in work:
+            assert w is not None   # plan_partition returns work for every plan that runs
             pub.prepare(tfs, p)
             vis = w.output.name.rsplit("_v", 1)[-1] if "_v" in w.output.name else None
             tasks.append(MMTask(tfs, lst, p, w, ctx, opts.reader, opts.txns, opts.hive_version,
@@ -444,7 +445,8 @@ def compact_mm_table(tfs, opts, ctx, *, registrar=None, notes: list | None = Non
             if registrar is not None:
                 registrar.before_publish(p)
             p.published = pub.publish(tfs, p)
-            published.add(p.staging)
+            if p.staging is not None:
+                published.add(p.staging)
             if registrar is not None:
                 registrar.published(p)
         report["message"] = "compacted" if work else "nothing to compact"

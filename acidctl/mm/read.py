@@ -16,12 +16,15 @@ so printing one would invent it.
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from acidctl.acid.acidstate import Kind
 from acidctl.acid.dirname import FLUSH_LENGTH_SUFFIX, is_hidden
 from acidctl.errors import InvalidAcidLayout
 from acidctl.fs import join_path
+
+if TYPE_CHECKING:
+    from acidctl.formats.files import FileData
 
 
 def _hidden_rel(rel: str) -> bool:
@@ -73,7 +76,7 @@ def infer_columns(tfs, files: list[MMFile], storage):
     return file_columns(tfs, files[0].path, storage.format)
 
 
-def read_files(tfs, files: list[MMFile], storage, row_td) -> Iterator[tuple[MMFile, object]]:
+def read_files(tfs, files: list[MMFile], storage, row_td) -> Iterator[tuple[MMFile, FileData]]:
     """(file, FileData) for each file, in order."""
     from acidctl.formats.files import read_file
 
