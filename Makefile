@@ -37,7 +37,7 @@ test: setup-test lint
 
 # packages and modules mypy checks (clean); the rest of acidctl joins as it is typed
 MYPY_PATHS = acidctl/acid acidctl/orc acidctl/compact acidctl/faults.py acidctl/durations.py \
-	acidctl/cli/options.py acidctl/cli/commands.py acidctl/upgrade.py acidctl/metastore acidctl/doctor \
+	acidctl/cli/options.py acidctl/cli/commands.py acidctl/cli/targets.py acidctl/upgrade.py acidctl/metastore acidctl/doctor \
 	acidctl/mm acidctl/formats acidctl/export.py
 
 lint:

@@ -33,11 +33,10 @@ from acidctl.cli.options import parse_kv
 def resolve(settings, spec: str, **kw):
     """:func:`acidctl.target.resolve_target`, with a DB.TABLE/PARTITION target widened to the
     table directory plus a partition filter (the lock lives at the table root)."""
-    from acidctl.target import location_url, resolve_target
+    from acidctl.cli.targets import resolve as resolve_and_tell
+    from acidctl.target import location_url
 
-    target = resolve_target(settings, spec, **kw)
-    for w in target.warnings:
-        settings.output.note("acidctl: warning: " + w)
+    target = resolve_and_tell(settings, spec, **kw)
     parts = []
     t = target.table
     if t is not None and t.partition and t.location:

@@ -163,6 +163,20 @@ def discard(tfs, staging: str) -> None:
         pass
 
 
+def discard_unpublished(tfs, plans: list[PartitionPlan], published: set[str], error: BaseException, *,
+                        registrar=None) -> None:
+    """After ``error``: remove every staging directory not yet published and tell the
+    registrar (the metastore request is marked failed with the message, or the error's type
+    for anything that is not an acidctl error, e.g. KeyboardInterrupt)."""
+    from acidctl.errors import AcidctlError
+
+    for p in plans:
+        if p.runs and p.staging and p.staging not in published:
+            discard(tfs, p.staging)
+            if registrar is not None:
+                registrar.failed(p, str(error) if isinstance(error, AcidctlError) else type(error).__name__)
+
+
 def read_manifest(tfs, staging: str) -> dict | None:
     try:
         return json.loads(tfs.read_bytes(join_path(staging, MANIFEST)))

@@ -31,7 +31,8 @@ from acidctl.compact import publish as pub
 from acidctl.compact.engine import SPARK, choose_engine
 from acidctl.compact.lock import TableLock, table_root
 from acidctl.compact.planner import MAJOR, MINOR, PartitionPlan, plan_partition, refusal_error
-from acidctl.errors import AcidctlError, NotFoundError, UsageError
+from acidctl.compact.report import finish_report, partition_record
+from acidctl.errors import NotFoundError, UsageError
 
 
 @dataclasses.dataclass
@@ -175,11 +176,7 @@ def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None,
             from acidctl.compact.spark import stop_session
 
             stop_session(own_session[0])    # the JVM ends before acidctl does
-        for p in plans:
-            if p.runs and p.staging and p.staging not in published:
-                pub.discard(tfs, p.staging)
-                if registrar is not None:
-                    registrar.failed(p, str(e) if isinstance(e, AcidctlError) else type(e).__name__)
+        pub.discard_unpublished(tfs, plans, published, e, registrar=registrar)
         raise
     finally:
         crash("before-unlock")
@@ -392,11 +389,7 @@ def _finish(report: dict, plans: list[PartitionPlan], by_part: dict, t0: float) 
     rows = []
     for p in plans:
         ms = by_part.get(p.partition, []) if p.runs else []
-        rec = {
-            "partition": p.partition, "path": p.display, "type": p.mode, "status": p.status,
-            "message": p.message, "input_dirs": list(p.inputs),
-            "output_dirs": [o.name for o in p.outputs] if p.runs else [],
-            "published": list(getattr(p, "published", []) or []),
+        rows.append(partition_record(p, {
             "buckets": len(p.tasks) if p.runs else 0,
             "rows_in": sum(m["rows_in"] for m in ms),
             "delete_events_in": sum(m["delete_events_in"] for m in ms),
@@ -411,23 +404,5 @@ def _finish(report: dict, plans: list[PartitionPlan], by_part: dict, t0: float) 
             "peak_task_memory_bytes": max((m.get("task_memory_bytes", 0) for m in ms), default=0),
             "peak_task_rss_bytes": max((m.get("peak_rss_bytes", 0) for m in ms), default=0),
             "verified_rows": sum(m.get("verified_rows", 0) for m in ms),
-            "publish": p.publish if p.runs else "",
-            "obsoletes": list(p.obsoletes) if p.runs else [],
-            "skipped_files": list(p.skipped),
-        }
-        if p.recommendation is not None:
-            rec["recommendation"] = p.recommendation
-        if hasattr(p, "registration"):
-            rec["metastore"] = p.registration
-        rows.append(rec)
-    report["partitions"] = rows
-    compacted = [r for r in rows if r["status"] == "compact"]
-    report["compacted"] = len(compacted)
-    report["nothing_to_compact"] = not compacted
-    report["summary"] = {
-        "partitions": len(rows), "compacted": len(compacted),
-        "rows_in": sum(r["rows_in"] for r in compacted), "rows_out": sum(r["rows_out"] for r in compacted),
-        "bytes_in": sum(r["bytes_in"] for r in compacted), "bytes_out": sum(r["bytes_out"] for r in compacted),
-        "seconds": round(time.perf_counter() - t0, 3),
-    }
-    return report
+        }, input_dirs=list(p.inputs)))
+    return finish_report(report, rows, t0)

@@ -32,6 +32,7 @@ from acidctl.acid.acidstate import Kind, get_acid_state
 from acidctl.acid.listing import ChildEntry, DirListing, FileInfo
 from acidctl.acid.dirname import METADATA_FILE, BaseDir, DeltaDir, is_hidden
 from acidctl.compact import publish as pub
+from acidctl.compact.report import finish_report, partition_record
 from acidctl.compact.planner import (
     MAJOR, MINOR, METADATA_ACID, STAGING_PREFIX, OutputDir, PartitionPlan, output_visibility, refusal_error,
     valid_txns_with,
@@ -452,13 +453,7 @@ def compact_mm_table(tfs, opts, ctx, *, registrar=None, notes: list | None = Non
         report["message"] = "compacted" if work else "nothing to compact"
         return _finish(report, plans, metrics, t0)
     except BaseException as e:
-        from acidctl.errors import AcidctlError
-
-        for p, _, _ in plans:
-            if p.runs and p.staging and p.staging not in published:
-                pub.discard(tfs, p.staging)
-                if registrar is not None:
-                    registrar.failed(p, str(e) if isinstance(e, AcidctlError) else type(e).__name__)
+        pub.discard_unpublished(tfs, [p for p, _, _ in plans], published, e, registrar=registrar)
         raise
     finally:
         if lock is not None:
@@ -469,33 +464,17 @@ def _finish(report: dict, plans, metrics: dict, t0: float) -> dict:
     rows = []
     for p, w, _ in plans:
         m = metrics.get(p.partition, {}) if p.runs else {}
-        rec = {"partition": p.partition, "path": p.display, "type": p.mode, "status": p.status,
-               "message": p.message, "input_dirs": list(p.inputs) if p.runs else [],
-               "output_dirs": [o.name for o in p.outputs] if p.runs else [],
-               "published": list(getattr(p, "published", []) or []),
-               "files_out": [f.rsplit("/", 1)[-1] for f in m.get("files_out", [])],
-               "buckets": len(m.get("files_out", [])),
-               "rows_in": m.get("rows_in", 0), "rows_out": m.get("rows_out", 0),
-               "delete_events_in": 0, "delete_events_out": 0, "deletes_applied": 0, "aborted_dropped": 0,
-               "aborted_dirs_dropped": list(w.aborted_dropped) if w is not None and p.runs else [],
-               "bytes_in": p.input_bytes if p.runs else 0, "bytes_out": m.get("bytes_out", 0),
-               "codec": m.get("codec"), "verified_rows": m.get("verified_rows", 0),
-               "task_seconds": m.get("seconds", 0), "publish": p.publish if p.runs else "",
-               "obsoletes": list(p.obsoletes) if p.runs else [], "skipped_files": list(p.skipped)}
-        if p.recommendation is not None:
-            rec["recommendation"] = p.recommendation
-        if hasattr(p, "registration"):
-            rec["metastore"] = p.registration
-        rows.append(rec)
-    report["partitions"] = rows
-    done = [r for r in rows if r["status"] == "compact"]
-    report["compacted"] = len(done)
-    report["nothing_to_compact"] = not done
-    report["summary"] = {"partitions": len(rows), "compacted": len(done),
-                         "rows_in": sum(r["rows_in"] for r in done), "rows_out": sum(r["rows_out"] for r in done),
-                         "bytes_in": sum(r["bytes_in"] for r in done), "bytes_out": sum(r["bytes_out"] for r in done),
-                         "seconds": round(time.perf_counter() - t0, 3)}
-    return report
+        rows.append(partition_record(p, {
+            "files_out": [f.rsplit("/", 1)[-1] for f in m.get("files_out", [])],
+            "buckets": len(m.get("files_out", [])),
+            "rows_in": m.get("rows_in", 0), "rows_out": m.get("rows_out", 0),
+            "delete_events_in": 0, "delete_events_out": 0, "deletes_applied": 0, "aborted_dropped": 0,
+            "aborted_dirs_dropped": list(w.aborted_dropped) if w is not None and p.runs else [],
+            "bytes_in": p.input_bytes if p.runs else 0, "bytes_out": m.get("bytes_out", 0),
+            "codec": m.get("codec"), "verified_rows": m.get("verified_rows", 0),
+            "task_seconds": m.get("seconds", 0),
+        }, input_dirs=list(p.inputs) if p.runs else []))
+    return finish_report(report, rows, t0)
 
 
 def _dry_report(tfs, report: dict, plans, opts, t0: float) -> dict:
