@@ -163,6 +163,28 @@ def discard(tfs, staging: str) -> None:
         pass
 
 
+def recheck_inputs(tfs, p: PartitionPlan, *, required: list[str]) -> None:
+    """Right before publication: list the partition again. A name of ``required`` that is gone
+    (full-ACID: everything the output makes obsolete; insert-only: the inputs), or a
+    reader-visible file that appeared in anything the output makes obsolete (a streaming writer,
+    a copy by hand), was not read, so publishing would hide it: refused (the caller discards
+    the staging)."""
+    from acidctl.acid.layout import list_partition
+    from acidctl.compact.coverage import unread_files
+
+    lst = list_partition(tfs, p.path, partition=p.partition)
+    by_name = {e.name: e for e in lst.entries}
+    gone = [n for n in required if n not in by_name]
+    if gone:
+        raise RefusedError(f"{p.display}: input {gone[0]} disappeared during the compaction; nothing was published")
+    skipped = {sk["path"] for sk in p.skipped}
+    unread = [u for u in unread_files(((n, by_name[n]) for n in p.obsoletes if n in by_name), p.read_paths, p.path)
+              if u["path"] not in skipped]
+    if unread:
+        raise RefusedError(f"{p.display}: {unread[0]['path']} appeared during the compaction and was not read; "
+                           "nothing was published", hint="run the compaction again")
+
+
 def discard_unpublished(tfs, plans: list[PartitionPlan], published: set[str], error: BaseException, *,
                         registrar=None) -> None:
     """After ``error``: remove every staging directory not yet published and tell the

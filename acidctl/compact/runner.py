@@ -156,7 +156,7 @@ def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None,
         faults.fire("before-publish", plans)
         crash("before-publish")
         for p in work:
-            _recheck_inputs(tfs, p)
+            pub.recheck_inputs(tfs, p, required=p.obsoletes)
         for i, p in enumerate(work):
             if registrar is not None:
                 registrar.before_publish(p)
@@ -271,27 +271,6 @@ def _dry_run(tfs, opts: CompactOptions, report: dict, notes: list, t0: float) ->
     if refused is not None:
         report["refusal"] = str(refused)
     return report
-
-
-def _recheck_inputs(tfs, p: PartitionPlan) -> None:
-    """Right before publication: list the partition again; a reader-visible file that appeared in
-    a directory the output makes obsolete (a streaming writer, a copy by hand) was not read, so
-    publishing would hide it — refuse (the staging is discarded by the caller)."""
-    from acidctl.acid.layout import list_partition
-    from acidctl.compact.coverage import unread_files
-    from acidctl.errors import RefusedError
-
-    lst = list_partition(tfs, p.path, partition=p.partition)
-    by_name = {e.name: e for e in lst.entries}
-    gone = [n for n in p.obsoletes if n not in by_name]
-    if gone:
-        raise RefusedError(f"{p.display}: input {gone[0]} disappeared during the compaction; nothing was published")
-    skipped = {sk["path"] for sk in p.skipped}
-    unread = [u for u in unread_files(((n, by_name[n]) for n in p.obsoletes), p.read_paths, p.path)
-              if u["path"] not in skipped]
-    if unread:
-        raise RefusedError(f"{p.display}: {unread[0]['path']} appeared during the compaction and was not read; "
-                           "nothing was published", hint="run the compaction again")
 
 
 def _check_accounting(work: list[PartitionPlan], by_part: dict) -> None:

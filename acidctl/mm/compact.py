@@ -260,25 +260,6 @@ def run_partition(tfs, listing, plan: PartitionPlan, work: MMWork, ctx, *, reade
             "codec": codec, "file_name": name, "aborted_dirs_dropped": list(work.aborted_dropped)}
 
 
-def _recheck_inputs(tfs, p: PartitionPlan) -> None:
-    """Right before publication: a reader-visible file that appeared in anything the output makes
-    obsolete was not read — refuse (the caller discards the staging)."""
-    from acidctl.acid.layout import list_partition
-    from acidctl.compact.coverage import unread_files
-
-    lst = list_partition(tfs, p.path, partition=p.partition)
-    by_name = {e.name: e for e in lst.entries}
-    gone = [n for n in p.inputs if n not in by_name]
-    if gone:
-        raise RefusedError(f"{p.display}: input {gone[0]} disappeared during the compaction; nothing was published")
-    skipped = {sk["path"] for sk in p.skipped}
-    unread = [u for u in unread_files(((n, by_name[n]) for n in p.obsoletes if n in by_name), p.read_paths, p.path)
-              if u["path"] not in skipped]
-    if unread:
-        raise RefusedError(f"{p.display}: {unread[0]['path']} appeared during the compaction and was not read; "
-                           "nothing was published", hint="run the compaction again")
-
-
 @dataclasses.dataclass
 class MMTask:
     """One partition's work, shipped to a Spark executor (picklable: TableFS, listings and
@@ -441,7 +422,7 @@ def compact_mm_table(tfs, opts, ctx, *, registrar=None, notes: list | None = Non
             metrics[p.partition] = m
             pub.check_staged(tfs, p, [m])
         for p, _, _ in work:
-            _recheck_inputs(tfs, p)
+            pub.recheck_inputs(tfs, p, required=p.inputs)
         for p, _, _ in work:
             if registrar is not None:
                 registrar.before_publish(p)
