@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from acidctl import faults
 from acidctl.compact import publish as pub
@@ -34,16 +34,20 @@ from acidctl.compact.planner import MAJOR, MINOR, PartitionPlan, plan_partition,
 from acidctl.compact.report import finish_report, partition_record
 from acidctl.errors import NotFoundError, UsageError
 
+if TYPE_CHECKING:
+    from acidctl.acid.initiator import Thresholds
+    from acidctl.acid.writeids import TxnList, WriteIdList
+
 
 @dataclasses.dataclass
 class CompactOptions:
     mode: str | None                      # major | minor | None (with due: the Initiator's choice)
-    reader: object                        # WriteIdList (the reader's snapshot)
-    txns: object = None                   # TxnList (Hive 4 visibility)
+    reader: WriteIdList                   # the reader's snapshot
+    txns: TxnList | None = None           # Hive 4 visibility
     hive_version: int = 3
     partitions: list[str] | None = None
     due: bool = False
-    thresholds: object = None             # initiator.Thresholds
+    thresholds: Thresholds | None = None  # the Initiator's (None: Hive's defaults)
     aborted_txn_counts: dict | None = None  # metastore: aborted txns per partition (None: unknown)
     insert_only: bool = False
     visibility_txn: int | Callable | None = None
@@ -161,7 +165,8 @@ def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None,
             if registrar is not None:
                 registrar.before_publish(p)
             p.published = pub.publish(tfs, p)
-            published.add(p.staging)
+            if p.staging is not None:
+                published.add(p.staging)
             if registrar is not None:
                 registrar.published(p)
             if progress is not None and hasattr(progress, "partition"):
@@ -211,6 +216,8 @@ def _plan_all(tfs, opts: CompactOptions, listings: list) -> list[PartitionPlan]:
                                            "not-due", "not due: " + "; ".join(r.reasons), recommendation=rec))
                 continue
             mode = mode or r.type
+        if mode is None:   # CompactOptions: a mode, or due (which chose one above)
+            raise UsageError("give --major or --minor (or --due)")
         vis = opts.visibility_txn
         if opts.dry_run and opts.hive_version == 4 and not vis:
             vis = DRY_RUN_TXN
