@@ -405,8 +405,11 @@ def dump(tfs: TableFS, root: str, opts: DumpOptions, *, framing: bool,
     """All files under ``root``; with ``framing`` each file ends with FileDump's separator.
     ``budget`` ([rows left]) lets several roots share one --limit. ``on_error(exc)``: called for
     a file that is not readable ORC, and the dump goes on with the next file (as Java FileDump
-    does); without it the error is raised."""
+    does); without it the error is raised. With ``--row-id`` / ``--operation`` (filters Java
+    FileDump does not have) a file without a matching event prints nothing, not even the
+    separator."""
     files = list_data_files(tfs, root)
+    filtered = bool(opts.row_ids) or opts.operations is not None
     if not files:
         raise InvalidInputError(f"no data files under {tfs.display(root)}")
     if budget is None and opts.limit is not None:
@@ -414,8 +417,11 @@ def dump(tfs: TableFS, root: str, opts: DumpOptions, *, framing: bool,
     for path in files:
         if budget is not None and budget[0] <= 0:
             break
+        wrote = False
         try:
-            yield from dump_file(tfs, path, opts, budget)
+            for chunk in dump_file(tfs, path, opts, budget):
+                wrote = wrote or bool(chunk)
+                yield chunk
         except InvalidInputError as e:
             from acidctl.mm.plain import fallback   # Parquet/Avro files of insert-only tables
 
@@ -429,5 +435,5 @@ def dump(tfs: TableFS, root: str, opts: DumpOptions, *, framing: bool,
                 raise
             on_error(e)
             continue
-        if framing:
+        if framing and (wrote or not filtered):
             yield SEPARATOR
