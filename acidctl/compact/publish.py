@@ -163,6 +163,19 @@ def discard(tfs, staging: str) -> None:
         pass
 
 
+def publish_registered(tfs, p: PartitionPlan, *, published: set[str], registrar=None) -> None:
+    """Publish one partition (:func:`publish`), between the registrar's ``before_publish`` and
+    ``published`` (Hive's Worker protocol, :mod:`acidctl.compact.register`); its staging
+    directory is added to ``published`` so that a later failure does not discard it."""
+    if registrar is not None:
+        registrar.before_publish(p)
+    p.published = publish(tfs, p)
+    if p.staging is not None:
+        published.add(p.staging)
+    if registrar is not None:
+        registrar.published(p)
+
+
 def recheck_inputs(tfs, p: PartitionPlan, *, required: list[str]) -> None:
     """Right before publication: list the partition again. A name of ``required`` that is gone
     (full-ACID: everything the output makes obsolete; insert-only: the inputs), or a

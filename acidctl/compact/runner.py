@@ -162,13 +162,7 @@ def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None,
         for p in work:
             pub.recheck_inputs(tfs, p, required=p.obsoletes)
         for i, p in enumerate(work):
-            if registrar is not None:
-                registrar.before_publish(p)
-            p.published = pub.publish(tfs, p)
-            if p.staging is not None:
-                published.add(p.staging)
-            if registrar is not None:
-                registrar.published(p)
+            pub.publish_registered(tfs, p, published=published, registrar=registrar)
             if progress is not None and hasattr(progress, "partition"):
                 progress.partition(i + 1, len(work), p.partition)
             if i == 0:

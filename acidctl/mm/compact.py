@@ -424,13 +424,7 @@ def compact_mm_table(tfs, opts, ctx, *, registrar=None, notes: list | None = Non
         for p, _, _ in work:
             pub.recheck_inputs(tfs, p, required=p.inputs)
         for p, _, _ in work:
-            if registrar is not None:
-                registrar.before_publish(p)
-            p.published = pub.publish(tfs, p)
-            if p.staging is not None:
-                published.add(p.staging)
-            if registrar is not None:
-                registrar.published(p)
+            pub.publish_registered(tfs, p, published=published, registrar=registrar)
         report["message"] = "compacted" if work else "nothing to compact"
         return _finish(report, plans, metrics, t0)
     except BaseException as e:
