@@ -343,7 +343,14 @@ def _split_stripe(orc: OrcFile, index: int, fields):
     n = len(rows)
     if orc.is_acid:
         arrow_row = got.column(row_name) if row_name in got.schema.names else None
-        children = [parts[nm] if nm in parts else arrow_row.field(nm) for nm, _ in container]
+        children = []
+        for nm, _ in container:
+            if nm in parts:
+                children.append(parts[nm])
+            else:   # a non-timestamp field: read from Arrow with the row (``cols`` above)
+                assert arrow_row is not None
+                children.append(arrow_row.field(nm))
+        assert row_valid is not None   # set for ACID files above
         mask = pa.array(~row_valid) if not row_valid.all() else None
         row = pa.StructArray.from_arrays(children, [nm for nm, _ in container], mask=mask)
         arrays = [got.column(c) for c in top_names] + [row]

@@ -67,15 +67,15 @@ def clean_command(
     from acidctl.mm.context import mm_context, parse_serde_properties   # insert-only tables (issue #12)
 
     mm = mm_context(target, fmt=file_format, serde_properties=parse_serde_properties(serde_property))
-    scope = {"partitions": set(parts)} if parts else {}
+    scope = set(parts) if parts else None
     if target.table is not None and target.metastore is not None:
         report = clean_registered(target.tfs, target.metastore, db=target.table.db, table=target.table.table,
                                   reader=target.write_ids, txns=target.txns, hive_version=target.hive_version,
                                   min_age=age, execute=execute, trash=trash,
-                                  use_min_history_write_id=min_history_write_id, insert_only=mm, **scope)
+                                  use_min_history_write_id=min_history_write_id, insert_only=mm, partitions=scope)
     else:
         report = clean_table(target.tfs, reader=target.write_ids, txns=target.txns, hive_version=target.hive_version,
-                             min_age=age, execute=execute, trash=trash, insert_only=mm, **scope)
+                             min_age=age, execute=execute, trash=trash, insert_only=mm, partitions=scope)
     if target.table is not None:
         report["table"] = target.table.full_name
     report["notes"] = notes + report["notes"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from acidctl.cli.output import table
 from acidctl.errors import ValidationFailed
 
@@ -31,7 +33,7 @@ def run_meta(settings, paths: list[str]) -> None:
             kind, rng = _dir_context(f)
             reports.append(inspect_file(tfs, f, dir_kind=kind, dir_range=rng))
     findings = [f for r in reports for f in r.findings]
-    data = {"files": [r.to_dict() for r in reports],
+    data: dict[str, Any] = {"files": [r.to_dict() for r in reports],
             "summary": {"files": len(reports),
                         "errors": sum(f.severity.value == "error" for f in findings),
                         "warnings": sum(f.severity.value == "warn" for f in findings)}}
