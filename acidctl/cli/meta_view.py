@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from acidctl.cli.output import table
-from acidctl.errors import ValidationFailed
+from acidctl.errors import InvalidInputError, ValidationFailed
 
 
 def _dir_context(path: str):
@@ -29,7 +29,10 @@ def run_meta(settings, paths: list[str]) -> None:
     reports = []
     for p in paths:
         tfs = settings.table_fs(p)
-        for f in list_data_files(tfs, tfs.root):
+        files = list_data_files(tfs, tfs.root)
+        if not files:   # as `dump` without --meta (exit 7), not an empty success
+            raise InvalidInputError(f"no data files under {tfs.display(tfs.root)}")
+        for f in files:
             kind, rng = _dir_context(f)
             reports.append(inspect_file(tfs, f, dir_kind=kind, dir_range=rng))
     findings = [f for r in reports for f in r.findings]

@@ -104,6 +104,15 @@ def test_filtered_dump_frames_only_files_with_a_match(cli):
     assert r.stdout.count(SEP) == 2
 
 
+def test_meta_of_a_directory_without_data_files_fails_as_dump_does(cli, tmp_path):
+    """`dump --meta emptydir` and `dump emptydir` both exit 7 with one line (first-use report)."""
+    (tmp_path / "empty").mkdir()
+    for args in (["dump", "--meta"], ["dump"]):
+        r = cli(*args, tmp_path / "empty")
+        assert r.code == 7, r
+        assert r.stderr.count("\n") == 1 and "no data files under" in r.stderr
+
+
 def test_bad_row_id_is_a_usage_error(cli):
     r = cli("dump", "--row-id", "1,2", NATION)
     assert r.code == 2 and "WRITEID,BUCKET,ROWID" in r.stderr
