@@ -113,6 +113,8 @@ class _Writer:
     def bucket_of(self, row: tuple) -> int:
         if not self.table.buckets:
             return 0  # unbucketed: one writer, task 0
+        if self.table.bucket_column is None:
+            raise ValueError(f"demo table {self.table.name} has buckets but no bucket column")
         idx = [c.name for c in self.table.columns].index(self.table.bucket_column)
         return (row[idx] & 0x7FFFFFFF) % self.table.buckets  # bucketing_version 1 hash of an int
 
@@ -167,7 +169,10 @@ class _Writer:
         d = self._acid_dir(partition, "delete_delta", write_id, stmt)
         by_bucket: dict[int, list[tuple]] = {}
         for (otxn, prop, rid) in row_ids:
-            by_bucket.setdefault(bucketcodec.decode(prop).bucket_id, []).append(
+            bucket_id = bucketcodec.decode(prop).bucket_id
+            if bucket_id is None:   # the demo only writes V1 properties (bucketcodec.encode)
+                raise ValueError(f"not a V0/V1 bucket property: {prop}")
+            by_bucket.setdefault(bucket_id, []).append(
                 (2, otxn, prop, rid, write_id, None))
         for b, ev in sorted(by_bucket.items()):
             self._write(d, b, ev)
@@ -284,8 +289,8 @@ def _record(url: str, tfs: TableFS, warehouse: str, tables: list[DemoTable], hiv
                          columns=[(c.name, c.hive_type) for c in t.columns],
                          partition_keys=[(k, "string") for k in t.partition_keys], params=params,
                          buckets=t.buckets or -1)
-        for part in sorted(p for p in t.expected if p):
-            rec.add_partition(t.db, t.name, part, location=_location(tfs, tfs.join(loc, part)))
+        for pname in sorted(p for p in t.expected if p):
+            rec.add_partition(t.db, t.name, pname, location=_location(tfs, tfs.join(loc, pname)))
     open_txn = None
     for t in tables:
         for w in t.writes:

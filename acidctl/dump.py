@@ -9,9 +9,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterator
 
+from acidctl.acid.dirname import FLUSH_LENGTH_SUFFIX, BaseDir, delta_read_order, is_hidden, parse_acid_dir
 from acidctl.errors import InvalidInputError, NotAcidFile, UsageError
 from acidctl.fs import TableFS
-from acidctl.orc.reader import FLUSH_SUFFIX, OrcFile
+from acidctl.orc.reader import OrcFile
 
 SEPARATOR = b"_" * 120 + b"\n\n"  # what FileDump prints after each file
 OPERATIONS = {"insert": 0, "update": 1, "delete": 2}
@@ -42,20 +43,19 @@ def parse_row_id(text: str) -> tuple[int, int, int]:
 # -- which files, in which order ----------------------------------------------------------
 
 def _hidden(name: str) -> bool:
-    return name.startswith(("_", ".")) or name.endswith(FLUSH_SUFFIX)
+    """Hidden (Hive's ``hiddenFileFilter``) or an ``_flush_length`` side file."""
+    return is_hidden(name) or name.endswith(FLUSH_LENGTH_SUFFIX)
 
 
 def _dir_sort_key(name: str):
     """Reader order: originals first, then bases by write id, then deltas in Hive's order
-    (min ASC, max DESC, statement ASC with none first, then name)."""
-    from acidctl.acid.dirname import BaseDir, parse_acid_dir
-
+    (:func:`acidctl.acid.dirname.delta_read_order`), then name."""
     d = parse_acid_dir(name)
     if d is None:
         return (0, 0, 0, 0, name)
     if isinstance(d, BaseDir):
         return (1, d.write_id, 0, 0, name)
-    return (2, d.min_write_id, -d.max_write_id, d.statement_id, name)
+    return (2, *delta_read_order(d), name)
 
 
 def list_data_files(tfs: TableFS, root: str) -> list[str]:
@@ -144,19 +144,25 @@ def _pa_int_array(values):
 
 
 def _decoded_bucket(bucket_col):
+    """``bucketDecoded`` JSON objects of a stripe's bucket column (:func:`bucketcodec.decode_fields`;
+    ids null for an invalid version, everything null for a null property)."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    v = pc.bit_wise_and(pc.cast(bucket_col, pa.int64()), 0xFFFFFFFF)
-    version = pc.shift_right(v, 29)
-    is_v1 = pc.equal(version, 1)
-    bid = pc.if_else(is_v1, pc.shift_right(pc.bit_wise_and(v, 0x0FFF0000), 16),
-                     pc.if_else(pc.equal(version, 0), v, None))
-    stmt = pc.if_else(is_v1, pc.bit_wise_and(v, 0xFFF), pc.if_else(pc.equal(version, 0), 0, None))
-    def s(a):
-        return pc.fill_null(pc.cast(a, pa.string()), "null")
-    return pc.binary_join_element_wise('{"version":', s(version), ',"bucketId":', s(bid),
-                                       ',"statementId":', s(stmt), "}", "")
+    from acidctl.orc import bucketcodec
+
+    col = bucket_col.combine_chunks() if isinstance(bucket_col, pa.ChunkedArray) else bucket_col
+    nulls = np.asarray(col.is_null().to_numpy(zero_copy_only=False), bool)
+    version, bid, stmt = bucketcodec.decode_fields(col.fill_null(0).to_numpy(zero_copy_only=False))
+    invalid = nulls | (version > 1)
+
+    def s(a, mask):
+        return pc.fill_null(pc.cast(pa.array(a, mask=mask), pa.string()), "null")
+
+    version, bid, stmt = s(version, nulls), s(bid, invalid), s(stmt, invalid)
+    return pc.binary_join_element_wise('{"version":', version, ',"bucketId":', bid,
+                                       ',"statementId":', stmt, "}", "")
 
 
 def _to_bytes(rendered):
@@ -337,7 +343,14 @@ def _split_stripe(orc: OrcFile, index: int, fields):
     n = len(rows)
     if orc.is_acid:
         arrow_row = got.column(row_name) if row_name in got.schema.names else None
-        children = [parts[nm] if nm in parts else arrow_row.field(nm) for nm, _ in container]
+        children = []
+        for nm, _ in container:
+            if nm in parts:
+                children.append(parts[nm])
+            else:   # a non-timestamp field: read from Arrow with the row (``cols`` above)
+                assert arrow_row is not None
+                children.append(arrow_row.field(nm))
+        assert row_valid is not None   # set for ACID files above
         mask = pa.array(~row_valid) if not row_valid.all() else None
         row = pa.StructArray.from_arrays(children, [nm for nm, _ in container], mask=mask)
         arrays = [got.column(c) for c in top_names] + [row]
@@ -399,8 +412,11 @@ def dump(tfs: TableFS, root: str, opts: DumpOptions, *, framing: bool,
     """All files under ``root``; with ``framing`` each file ends with FileDump's separator.
     ``budget`` ([rows left]) lets several roots share one --limit. ``on_error(exc)``: called for
     a file that is not readable ORC, and the dump goes on with the next file (as Java FileDump
-    does); without it the error is raised."""
+    does); without it the error is raised. With ``--row-id`` / ``--operation`` (filters Java
+    FileDump does not have) a file without a matching event prints nothing, not even the
+    separator."""
     files = list_data_files(tfs, root)
+    filtered = bool(opts.row_ids) or opts.operations is not None
     if not files:
         raise InvalidInputError(f"no data files under {tfs.display(root)}")
     if budget is None and opts.limit is not None:
@@ -408,8 +424,11 @@ def dump(tfs: TableFS, root: str, opts: DumpOptions, *, framing: bool,
     for path in files:
         if budget is not None and budget[0] <= 0:
             break
+        wrote = False
         try:
-            yield from dump_file(tfs, path, opts, budget)
+            for chunk in dump_file(tfs, path, opts, budget):
+                wrote = wrote or bool(chunk)
+                yield chunk
         except InvalidInputError as e:
             from acidctl.mm.plain import fallback   # Parquet/Avro files of insert-only tables
 
@@ -423,5 +442,5 @@ def dump(tfs: TableFS, root: str, opts: DumpOptions, *, framing: bool,
                 raise
             on_error(e)
             continue
-        if framing:
+        if framing and (wrote or not filtered):
             yield SEPARATOR

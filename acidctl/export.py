@@ -163,7 +163,7 @@ def run_task(task: ExportTask) -> dict:
     dst = TableFS(task.dest_url, task.dest_options)
     snapshot = WriteIdList.parse(task.write_ids)
     bytes_in = sum(src.info(s.path).size for s in task.inserts)
-    metrics = {"partition": task.partition, "bucket": task.bucket, "rows": 0, "file": None, "bytes": 0,
+    metrics: dict[str, Any] = {"partition": task.partition, "bucket": task.bucket, "rows": 0, "file": None, "bytes": 0,
                "bytes_in": bytes_in}
     if task.hive_version == 2:   # Hive 2.3: OrcRawRecordMerger's collapse (acidctl.acid.hive2)
         from acidctl.acid.hive2 import merge_sources

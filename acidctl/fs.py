@@ -202,8 +202,9 @@ def _entry(d: dict) -> Entry:
     name = d["name"].rstrip("/")
     is_dir = d.get("type") == "directory"
     mtime = d.get("mtime") or d.get("modificationTime") or d.get("LastModified")
-    if hasattr(mtime, "timestamp"):
-        mtime = mtime.timestamp()
+    to_seconds = getattr(mtime, "timestamp", None)   # datetime (S3)
+    if callable(to_seconds):
+        mtime = to_seconds()
     elif isinstance(mtime, (int, float)) and mtime > 1e11:  # WebHDFS: milliseconds
         mtime = mtime / 1000.0
     return Entry(path=name, name=posixpath.basename(name), is_dir=is_dir,

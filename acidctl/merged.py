@@ -21,7 +21,7 @@ class MergedStats:
     rows: int = 0
 
 
-def _partition_values(partition: str | None) -> list[tuple[str, str]]:
+def partition_values(partition: str | None) -> list[tuple[str, str]]:
     from urllib.parse import unquote
 
     if not partition:
@@ -31,6 +31,22 @@ def _partition_values(partition: str | None) -> list[tuple[str, str]]:
         k, _, v = part.partition("=")
         out.append((unquote(k), unquote(v)))
     return out
+
+
+def partition_batch(cols: list, fields: list, pvals: list[tuple[str, str]], num_rows: int,
+                    stats: MergedStats | None = None):
+    """The rows' columns plus one string column per partition key (Hive prints partition
+    columns after the row's, as strings), as a RecordBatch and its render fields; counted in
+    ``stats``. Shared by the full-ACID and insert-only merged reads."""
+    import pyarrow as pa
+    import pyorc
+
+    cols = list(cols) + [pa.array([v] * num_rows, pa.string()) for _, v in pvals]
+    fields = list(fields) + [(k, pyorc.String()) for k, _ in pvals]
+    batch = pa.RecordBatch.from_arrays(cols, names=[name for name, _ in fields])
+    if stats is not None:
+        stats.rows += batch.num_rows
+    return batch, fields
 
 
 def _path_partition(tfs: TableFS) -> str | None:
@@ -77,7 +93,7 @@ def merged_rows(tfs: TableFS, snapshot: WriteIdList, *, txns: TxnList | None = N
         if stats is not None:
             stats.partitions += 1
         td = row_type(tfs, inserts[-1])
-        pvals = _partition_values("/".join(p for p in (partition, listing.partition) if p))
+        pvals = partition_values("/".join(p for p in (partition, listing.partition) if p))
         live = _hive2_tables(tfs, listing, state) if hive_version == 2 else _live_tables(tfs, listing, state)
         yield from _render(live, td, rowid_td, pvals, left, stats)
         if left is not None and left[0] <= 0:
@@ -127,7 +143,6 @@ def _render(tables, td, rowid_td, pvals, left, stats):
     """Render each table of live events as JSON lines (both cores: slices on the render pool,
     while the next table is read and merged)."""
     import pyarrow as pa
-    import pyorc
 
     from acidctl.dump import SLICE_BYTES, SLICE_ROWS, _in_order, _to_bytes
     from acidctl.orc import render
@@ -145,12 +160,7 @@ def _render(tables, td, rowid_td, pvals, left, stats):
                  events.column("rowId").combine_chunks()], ["writeid", "bucketid", "rowid"])
             cols = [rowid] + [row.field(i) for i in range(row.type.num_fields)]
             fields = [("row__id", rowid_td)] + [(n, t) for n, t in td.fields.items()][:row.type.num_fields]
-            for k, v in pvals:
-                cols.append(pa.array([v] * events.num_rows, pa.string()))
-                fields.append((k, pyorc.String()))
-            batch = pa.RecordBatch.from_arrays(cols, names=[n for n, _ in fields])
-            if stats is not None:
-                stats.rows += batch.num_rows
+            batch, fields = partition_batch(cols, fields, pvals, events.num_rows, stats)
             # slices of at most SLICE_ROWS rows and about SLICE_BYTES bytes (wide rows)
             step = min(SLICE_ROWS, max(256, SLICE_BYTES * batch.num_rows // max(1, batch.nbytes)))
             for off in range(0, batch.num_rows, step):

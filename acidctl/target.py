@@ -183,6 +183,7 @@ def resolve_target(settings, spec: str, *, write_ids: str | None = None, assume_
     elif tl is None and hive_version == 4:
         tl = TxnList.all_committed()
         assumptions.append("no --txns given: every _vM visibility txn is treated as committed")
+    assert source is not None   # set wherever wl is (metastore, --write-ids, --assume-committed)
     return Target(tfs=tfs, write_ids=wl, txns=tl, hive_version=hive_version, source=source, table=table,
                   properties=props, assumptions=assumptions, metastore=ms, warnings=warnings)
 

@@ -6,7 +6,8 @@ documentation specifies it: ``/webhdfs/v1/<path>?op=...`` with JSON ``FileStatus
 ``FileStatuses`` bodies, ``RemoteException`` errors, and the NameNode → DataNode 307
 redirects for OPEN, CREATE and APPEND (the "DataNode" is this same server under
 ``/datanode/``). Every request is counted per operation so tests can check how many listings
-a command makes.
+a command makes, and the credentials each NameNode request carried (``user.name``, a
+``delegation`` token, ``doas``) are recorded in ``credentials``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ class WebHDFS:
     def __init__(self, root: str):
         self.root = root
         self.ops: collections.Counter = collections.Counter()
+        #: (op, user.name, delegation, doas) of every NameNode request
+        self.credentials: list[tuple[str, str | None, str | None, str | None]] = []
         handler = type("Handler", (_Handler,), {"server_state": self})
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.port = self.httpd.server_address[1]
@@ -65,6 +68,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _parse(self):
         u = urlparse(self.path)
         q = {k: v[0] for k, v in parse_qs(u.query).items()}
+        if u.path.startswith("/webhdfs/v1"):
+            self.server_state.credentials.append((q.get("op", "").upper(), q.get("user.name"), q.get("delegation"),
+                                                  q.get("doas")))
         return u.path, q
 
     def _send(self, code: int, body: bytes = b"", ctype: str = "application/json", headers=None):

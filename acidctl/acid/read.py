@@ -10,7 +10,7 @@ the name, statement)``, row ids counted across the bucket's files in full-path o
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterator
+from typing import TYPE_CHECKING, Generator, Iterator
 
 import pyarrow as pa
 
@@ -18,9 +18,12 @@ from acidctl.acid import merge
 from acidctl.acid.acidstate import AcidState, DirListing, Kind
 from acidctl.acid.dirname import BucketFile, OriginalFile
 from acidctl.acid.writeids import WriteIdList
-from acidctl.fs import TableFS
+from acidctl.fs import TableFS, join_path
 from acidctl.orc import bucketcodec
-from acidctl.orc.reader import OrcFile
+from acidctl.orc.reader import OrcFile, key_column_stripes
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 
@@ -38,10 +41,6 @@ class Source:
 
 def _fs_base(listing: DirListing) -> str:
     return listing.fs_path or listing.path
-
-
-def _join(*parts: str) -> str:
-    return "/".join(p.rstrip("/") for p in parts if p)
 
 
 def plan_sources(tfs: TableFS, listing: DirListing, state: AcidState) -> tuple[list[Source], list[Source]]:
@@ -66,30 +65,30 @@ def plan_sources(tfs: TableFS, listing: DirListing, state: AcidState) -> tuple[l
     if state.base is not None:
         entry = state.base.entry
         files = sorted(f.name for f in entry.data_files())
-        bdir = _join(base_path, state.base.name)
+        bdir = join_path(base_path, state.base.name)
         wid = state.base.max_write_id or 0
         for name in files:
             m = BucketFile.parse(name.rsplit("/", 1)[-1])
-            path = _join(bdir, name)
+            path = join_path(bdir, name)
             if m:
                 inserts.append(Source(path, m.bucket))
             else:
                 add_raw(path, name, wid, 0)   # LOAD DATA into a base / conversion base
     else:
         for ref in state.originals:
-            add_raw(_join(base_path, ref.rel), ref.rel, 0, 0)
+            add_raw(join_path(base_path, ref.rel), ref.rel, 0, 0)
     for d in state.deltas:
-        ddir = _join(base_path, d.name)
+        ddir = join_path(base_path, d.name)
         for f in sorted(d.entry.data_files(), key=lambda f: f.name):
             leaf = f.name.rsplit("/", 1)[-1]
             m = BucketFile.parse(leaf)
             if d.kind is Kind.DELETE_DELTA:
                 if m:
-                    deletes.append(Source(_join(ddir, f.name), m.bucket))
+                    deletes.append(Source(join_path(ddir, f.name), m.bucket))
             elif m:
-                inserts.append(Source(_join(ddir, f.name), m.bucket))
+                inserts.append(Source(join_path(ddir, f.name), m.bucket))
             elif OriginalFile.parse(leaf):   # LOAD DATA into a delta: raw files with write id N
-                add_raw(_join(ddir, f.name), f.name, d.min_write_id or 0, max(d.statement_id or 0, 0))
+                add_raw(join_path(ddir, f.name), f.name, d.min_write_id or 0, max(d.statement_id or 0, 0))
     return inserts, deletes
 
 
@@ -97,8 +96,7 @@ def read_events(tfs: TableFS, src: Source, *, columns: list[str] | None = None) 
     """A file's events (all stripes) as an ACID table; raw files get synthetic row ids."""
     with OrcFile(tfs, src.path) as f:
         batches = [f.read_stripe_arrow(i) for i in range(f.num_stripes())]
-        schema = None if batches else _arrow_schema_of(f)
-    table = pa.Table.from_batches(batches) if batches else schema.empty_table()
+        table = pa.Table.from_batches(batches) if batches else _arrow_schema_of(f).empty_table()
     if src.raw:
         return merge.with_synthetic_ids(table, write_id=src.write_id,
                                         bucket_property=bucketcodec.encode(src.bucket, src.statement),
@@ -114,15 +112,7 @@ def _arrow_schema_of(f: OrcFile) -> pa.Schema:
 
 def read_delete_keys(tfs: TableFS, deletes: list[Source], snapshot: WriteIdList) -> pa.Table | None:
     """Valid delete keys of every delete file (only the key columns are read)."""
-    keys = []
-    for src in deletes:
-        with OrcFile(tfs, src.path) as f:
-            top = list(f.schema.fields)
-            cols = top[:5]
-            for i in range(f.num_stripes()):
-                b = f.read_stripe_arrow(i, columns=cols)
-                t = pa.Table.from_batches([b]).rename_columns(merge.ACID_COLUMNS[:5])
-                keys.append(merge.delete_keys(t, snapshot))
+    keys = [merge.delete_keys(t, snapshot) for src in deletes for t in key_column_stripes(tfs, src.path)]
     return pa.concat_tables(keys) if keys else None
 
 
@@ -215,14 +205,15 @@ class _SourceStream:
     def __init__(self, tfs: TableFS, src: Source, deletes, snapshot: WriteIdList, batch_rows: int):
         self.tfs, self.src, self.deletes, self.snapshot, self.batch_rows = tfs, src, deletes, snapshot, batch_rows
         self.lower = _lower_bound(src)
-        self._it = None
-        self._file = None
+        self._it: Generator[pa.Table, None, None] | None = None
+        self._file: OrcFile | None = None
         self._seen = 0                 # raw files: rows read so far (synthetic row ids)
-        self.last = None               # last key handed out
-        self.buf = None                # (table, ot, bk, rid) not yet taken
+        self.last: tuple[int, int, int] | None = None     # last key handed out
+        # (table, ot, bk, rid) not yet taken: the rows and their key columns as numpy arrays
+        self.buf: tuple[pa.Table, np.ndarray, np.ndarray, np.ndarray] | None = None
         self.done = False
 
-    def _batches(self):
+    def _batches(self) -> Generator[pa.Table, None, None]:
         f = OrcFile(self.tfs, self.src.path)
         self._file = f
         try:
@@ -266,11 +257,13 @@ class _SourceStream:
         return False
 
     def last_key(self) -> tuple[int, int, int]:
+        assert self.buf is not None, "last_key() after a successful fill()"
         _, ot, bk, rid = self.buf
         return (int(ot[-1]), int(bk[-1]), int(rid[-1]))
 
     def take(self, bound) -> pa.Table | None:
         """The buffered rows with key ≤ ``bound`` (removed from the buffer)."""
+        assert self.buf is not None, "take() after a successful fill()"
         t, ot, bk, rid = self.buf
         n = _count_le(ot, bk, rid, bound)
         if n == 0:

@@ -27,6 +27,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from acidctl.cli import options
 from acidctl.cli.commands import Commands
 
 app = Commands()   # main calls register(app)
@@ -40,10 +41,10 @@ def clean_command(
     table: Annotated[str, typer.Argument(metavar="PATH|DB.TABLE", help="Table or partition directory, or DB.TABLE looked up in the metastore.")],
     execute: Annotated[bool, typer.Option("--execute", help="Delete (default: only print the plan).")] = False,
     min_age: Annotated[str, typer.Option("--min-age", metavar="AGE", help="Keep anything obsolete for less than AGE (0, 30s, 10m, 1h, 2d).")] = "1h",
-    write_ids: Annotated[Optional[str], typer.Option("--write-ids", metavar="LIST", help="The reader's ValidWriteIdList; nothing it (or the compactor list) reads is removed.")] = None,
-    assume_committed: Annotated[bool, typer.Option("--assume-committed", help="Treat every write id named by a directory as committed (offline use only).")] = False,
-    txns: Annotated[Optional[str], typer.Option("--txns", metavar="LIST", help="Hive 4 ValidTxnList for _vM visibility; with --hive-version 2 the snapshot (Hive 2's ValidTxnList).")] = None,
-    hive_version: Annotated[Optional[int], typer.Option("--hive-version", metavar="2|3|4", help="Cleaner rules: 3 (default), 4 (also every aborted directory) or 2 (Hive 2.3: as 3, txn ids).")] = None,
+    write_ids: Annotated[Optional[str], options.write_ids_option("The reader's ValidWriteIdList; nothing it (or the compactor list) reads is removed.")] = None,
+    assume_committed: Annotated[bool, options.assume_committed_option("Treat every write id named by a directory as committed (offline use only).")] = False,
+    txns: Annotated[Optional[str], options.txns_option("Hive 4 ValidTxnList for _vM visibility; with --hive-version 2 the snapshot (Hive 2's ValidTxnList).")] = None,
+    hive_version: Annotated[Optional[int], options.hive_version_option("Cleaner rules: 3 (default), 4 (also every aborted directory) or 2 (Hive 2.3: as 3, txn ids).")] = None,
     trash: Annotated[Optional[str], typer.Option("--trash", metavar="DIR|hdfs", help="Move obsolete directories and files under DIR (their full path kept below it) instead of deleting them; 'hdfs' uses Hadoop's trash (/user/<user>/.Trash/Current). Same filesystem as the table.")] = None,
     table_is_quiescent: Annotated[bool, typer.Option("--table-is-quiescent", help="With --assume-committed and --execute: state that nothing writes to the table and every write id in its directory names is committed.")] = False,
     file_format: Annotated[Optional[str], typer.Option("--format", metavar="orc|parquet|avro|text", help="The table is insert-only and stores files of this format (a path target; DB.TABLE takes it from the metastore).")] = None,
@@ -53,11 +54,8 @@ def clean_command(
     from acidctl.cli.compact_cmd import require_real_snapshot, resolve
     from acidctl.compact.clean import clean_registered, clean_table
     from acidctl.durations import parse_age
-    from acidctl.errors import UsageError
 
     settings = ctx.obj
-    if hive_version not in (None, 2, 3, 4):
-        raise UsageError(f"--hive-version must be 2, 3 or 4, not {hive_version}")
     age = parse_age(min_age)
     target, parts = resolve(settings, table, write_ids=write_ids, assume_committed=assume_committed, txns=txns,
                             hive_version=hive_version)
@@ -69,15 +67,15 @@ def clean_command(
     from acidctl.mm.context import mm_context, parse_serde_properties   # insert-only tables (issue #12)
 
     mm = mm_context(target, fmt=file_format, serde_properties=parse_serde_properties(serde_property))
-    scope = {"partitions": set(parts)} if parts else {}
+    scope = set(parts) if parts else None
     if target.table is not None and target.metastore is not None:
         report = clean_registered(target.tfs, target.metastore, db=target.table.db, table=target.table.table,
                                   reader=target.write_ids, txns=target.txns, hive_version=target.hive_version,
                                   min_age=age, execute=execute, trash=trash,
-                                  use_min_history_write_id=min_history_write_id, insert_only=mm, **scope)
+                                  use_min_history_write_id=min_history_write_id, insert_only=mm, partitions=scope)
     else:
         report = clean_table(target.tfs, reader=target.write_ids, txns=target.txns, hive_version=target.hive_version,
-                             min_age=age, execute=execute, trash=trash, insert_only=mm, **scope)
+                             min_age=age, execute=execute, trash=trash, insert_only=mm, partitions=scope)
     if target.table is not None:
         report["table"] = target.table.full_name
     report["notes"] = notes + report["notes"]

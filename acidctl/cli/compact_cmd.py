@@ -27,16 +27,16 @@ from typing import Annotated, Optional
 import typer
 
 from acidctl.cli.commands import Commands
+from acidctl.cli import options
 from acidctl.cli.options import parse_kv
 
 def resolve(settings, spec: str, **kw):
     """:func:`acidctl.target.resolve_target`, with a DB.TABLE/PARTITION target widened to the
     table directory plus a partition filter (the lock lives at the table root)."""
-    from acidctl.target import location_url, resolve_target
+    from acidctl.cli.targets import resolve as resolve_and_tell
+    from acidctl.target import location_url
 
-    target = resolve_target(settings, spec, **kw)
-    for w in target.warnings:
-        settings.output.note("acidctl: warning: " + w)
+    target = resolve_and_tell(settings, spec, **kw)
     parts = []
     t = target.table
     if t is not None and t.partition and t.location:
@@ -98,11 +98,11 @@ def compact_command(
     major: Annotated[bool, typer.Option("--major", help="Major compaction: base + deltas -> base_N.")] = False,
     minor: Annotated[bool, typer.Option("--minor", help="Minor compaction: deltas -> delta_min_max + delete_delta_min_max.")] = False,
     due: Annotated[bool, typer.Option("--due", help="Only partitions the Initiator thresholds flag (without --major/--minor: the type it recommends).")] = False,
-    partition: Annotated[Optional[list[str]], typer.Option("--partition", metavar="K=V[/K2=V2]", help="Compact only this partition (repeatable).")] = None,
-    write_ids: Annotated[Optional[str], typer.Option("--write-ids", metavar="LIST", help="The reader's ValidWriteIdList db.table:hwm:minOpenWriteId:open:aborted; the compactor list (hwm = lowest open - 1) is derived from it.")] = None,
-    assume_committed: Annotated[bool, typer.Option("--assume-committed", help="Treat every write id named by a directory as committed (offline use only).")] = False,
-    txns: Annotated[Optional[str], typer.Option("--txns", metavar="LIST", help="Hive 4 ValidTxnList deciding which _vM directories are visible; with --hive-version 2 the snapshot (Hive 2's hwm:minOpenTxn[:exception]*).")] = None,
-    hive_version: Annotated[Optional[int], typer.Option("--hive-version", metavar="2|3|4", help="Output for Hive 3 (base_N + _metadata_acid, default), Hive 4 (_v<compactor txn>) or Hive 2.3 (CompactorMR's files: no markers, legacy update events merged); default: the metastore's version, else 3.")] = None,
+    partition: Annotated[Optional[list[str]], options.partition_option("Compact only this partition (repeatable).")] = None,
+    write_ids: Annotated[Optional[str], options.write_ids_option("The reader's ValidWriteIdList db.table:hwm:minOpenWriteId:open:aborted; the compactor list (hwm = lowest open - 1) is derived from it.")] = None,
+    assume_committed: Annotated[bool, options.assume_committed_option("Treat every write id named by a directory as committed (offline use only).")] = False,
+    txns: Annotated[Optional[str], options.txns_option("Hive 4 ValidTxnList deciding which _vM directories are visible; with --hive-version 2 the snapshot (Hive 2's hwm:minOpenTxn[:exception]*).")] = None,
+    hive_version: Annotated[Optional[int], options.hive_version_option("Output for Hive 3 (base_N + _metadata_acid, default), Hive 4 (_v<compactor txn>) or Hive 2.3 (CompactorMR's files: no markers, legacy update events merged); default: the metastore's version, else 3.")] = None,
     visibility_txn: Annotated[Optional[int], typer.Option("--visibility-txn", metavar="M", help="Hive 4 without a metastore: the committed COMPACTION txn that names the output (_vM).")] = None,
     columns: Annotated[Optional[str], typer.Option("--columns", metavar="A,B,...", help="Column names for the row struct (replaces _colN names); default: the files' names, lower-cased.")] = None,
     tblproperty: Annotated[Optional[list[str]], typer.Option("--tblproperty", metavar="KEY=VALUE", help="Table property for --due thresholds (e.g. compactorthreshold.hive.compactor.delta.num.threshold=20), repeatable.")] = None,
@@ -128,8 +128,6 @@ def compact_command(
         raise UsageError("give --major or --minor, not both")
     if not (major or minor or due):
         raise UsageError("give --major or --minor (or --due)")
-    if hive_version not in (None, 2, 3, 4):
-        raise UsageError(f"--hive-version must be 2, 3 or 4, not {hive_version}")
     from acidctl.compact.engine import ENGINES, parse_size
 
     if engine not in ENGINES:
@@ -262,7 +260,7 @@ def render_dry_run(report: dict) -> str:
     return "\n".join(lines)
 
 
-def _bytes(n: int) -> str:
+def _bytes(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
             return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"

@@ -110,17 +110,13 @@ def _merged(settings, paths, *, write_ids, assume_committed, txns, hive_version,
     from acidctl.errors import InvalidInputError
     from acidctl.merged import merged_rows
     from acidctl.mm.context import mm_context, parse_serde_properties
-    from acidctl.target import resolve_target
+    from acidctl.cli.targets import resolve, snapshot_as_of
 
     budget = [limit] if limit is not None else None
     for p in paths:
-        target = resolve_target(settings, p, write_ids=write_ids, assume_committed=assume_committed, txns=txns,
-                                hive_version=hive_version)
-        for note in target.assumptions:
-            settings.output.warn("ASSUMED: " + note)
-        for w in target.warnings:
-            settings.output.note("acidctl: warning: " + w)
-        snapshot = target.write_ids if as_of is None else target.write_ids.as_of(as_of)
+        target = resolve(settings, p, warn_assumptions=True, write_ids=write_ids, assume_committed=assume_committed,
+                         txns=txns, hive_version=hive_version)
+        snapshot = snapshot_as_of(target, as_of)
         left = None if budget is None else budget[0]
         partition = getattr(target.table, "partition", None)
         mm = mm_context(target, fmt=file_format, columns=columns,

@@ -41,16 +41,12 @@ def export_command(
     hive_version: options.HiveVersion = None,
 ):
     from acidctl.export import ExportOptions, export_table
-    from acidctl.target import resolve_target
+    from acidctl.cli.targets import resolve, snapshot_as_of
 
     settings = ctx.obj
-    target = resolve_target(settings, table, write_ids=write_ids, assume_committed=assume_committed, txns=txns,
-                            hive_version=hive_version)
-    for note in target.assumptions:
-        settings.output.warn("ASSUMED: " + note)
-    for w in target.warnings:
-        settings.output.note("acidctl: warning: " + w)
-    snapshot = target.write_ids if as_of is None else target.write_ids.as_of(as_of)
+    target = resolve(settings, table, warn_assumptions=True, write_ids=write_ids, assume_committed=assume_committed,
+                     txns=txns, hive_version=hive_version)
+    snapshot = snapshot_as_of(target, as_of)
     info = target.table
     columns = [c for c, _ in info.columns] if info is not None and getattr(info, "columns", None) else None
     opts = ExportOptions(format=fmt.lower(), compression=compression, with_row_id=with_row_id,

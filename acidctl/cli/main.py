@@ -163,7 +163,7 @@ def main(argv: Optional[list[str]] = None) -> None:
 
     args = list(sys.argv[1:] if argv is None else argv)
     run = _Invocation(output=_argv_output_mode(args))
-    code = ExitCode.OK
+    code: int = ExitCode.OK
     try:
         rv = app(args=args, prog_name="acidctl", standalone_mode=False, obj=run)
         if isinstance(rv, int):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from acidctl.cli.output import table
-from acidctl.errors import ValidationFailed
+from acidctl.errors import InvalidInputError, ValidationFailed
 
 
 def _dir_context(path: str):
@@ -28,15 +30,13 @@ def run_meta(settings, paths: list[str]) -> None:
     for p in paths:
         tfs = settings.table_fs(p)
         files = list_data_files(tfs, tfs.root)
-        if not files:   # as `dump` says it: nothing was checked is not a clean bill of health
-            from acidctl.errors import InvalidInputError
-
+        if not files:   # as `dump` without --meta (exit 7), not an empty success
             raise InvalidInputError(f"no data files under {tfs.display(tfs.root)}")
         for f in files:
             kind, rng = _dir_context(f)
             reports.append(inspect_file(tfs, f, dir_kind=kind, dir_range=rng))
     findings = [f for r in reports for f in r.findings]
-    data = {"files": [r.to_dict() for r in reports],
+    data: dict[str, Any] = {"files": [r.to_dict() for r in reports],
             "summary": {"files": len(reports),
                         "errors": sum(f.severity.value == "error" for f in findings),
                         "warnings": sum(f.severity.value == "warn" for f in findings)}}

@@ -57,18 +57,45 @@ TXNS_HELP = ("Hive 4 ValidTxnList hwm:minOpenTxn:open,...:aborted,... deciding w
 HIVE_VERSION_HELP = ("Hive's rules: 3 (Hive 3.1), 4 (Hive 4.0: _vM visibility, aborted directories) or 2 "
                      "(Hive 2.3 ACID v1: txn ids, legacy update events); default: the metastore's version, else 3.")
 
-WriteIds = Annotated[Optional[str], typer.Option("--write-ids", metavar="LIST", help=WRITE_IDS_HELP)]
-AssumeCommitted = Annotated[bool, typer.Option("--assume-committed", help=ASSUME_HELP)]
-Txns = Annotated[Optional[str], typer.Option("--txns", metavar="LIST", help=TXNS_HELP)]
-HiveVersion = Annotated[Optional[int], typer.Option("--hive-version", metavar="2|3|4", click_type=READER_HIVE_VERSION,
-                                                    help=HIVE_VERSION_HELP)]
+PARTITION_METAVAR = "K=V[/K=V]"
+
+
+# The snapshot options as typer.Option factories: the flag, metavar and type are declared here
+# once; a command whose meaning is narrower (compact's compactor list, clean's Cleaner rules)
+# passes its own help text. Use as ``Annotated[Optional[str], options.write_ids_option(HELP)]``.
+def write_ids_option(help: str = WRITE_IDS_HELP) -> Any:
+    return typer.Option("--write-ids", metavar="LIST", help=help)
+
+
+def assume_committed_option(help: str = ASSUME_HELP) -> Any:
+    return typer.Option("--assume-committed", help=help)
+
+
+def txns_option(help: str = TXNS_HELP) -> Any:
+    return typer.Option("--txns", metavar="LIST", help=help)
+
+
+def hive_version_option(help: str = HIVE_VERSION_HELP) -> Any:
+    """``--hive-version`` of the commands that read tables: 2, 3 or 4 (:data:`READER_HIVE_VERSION`)."""
+    return typer.Option("--hive-version", metavar="2|3|4", click_type=READER_HIVE_VERSION, help=help)
+
+
+def partition_option(help: str = "Only this partition.") -> Any:
+    """``--partition K=V[/K=V]`` (a ``list[str]`` annotation makes it repeatable)."""
+    return typer.Option("--partition", metavar=PARTITION_METAVAR, help=help)
+
+
+WriteIds = Annotated[Optional[str], write_ids_option()]
+AssumeCommitted = Annotated[bool, assume_committed_option()]
+Txns = Annotated[Optional[str], txns_option()]
+HiveVersion = Annotated[Optional[int], hive_version_option()]
 #: metastore commands: the version is detected from the schema unless given
 MetastoreHiveVersion = Annotated[Optional[int], typer.Option(
     "--hive-version", metavar="3|4", click_type=HIVE_VERSION, help="Override the Hive version detected from the schema.")]
 #: commands that create a metastore schema (a version is always needed)
 SchemaHiveVersion = Annotated[int, typer.Option("--hive-version", metavar="3|4", click_type=HIVE_VERSION,
                                                 help="Metastore schema to create: 3 (3.1.0) or 4 (4.0.0).")]
-Partition = Annotated[Optional[str], typer.Option("--partition", metavar="K=V[/K=V]", help="Only this partition.")]
+Partition = Annotated[Optional[str], partition_option()]
 
 
 def parse_kv(pairs, option: str) -> dict[str, str]:

@@ -20,7 +20,7 @@ from acidctl.errors import AcidctlError, redact
 def _default(obj: Any):
     if hasattr(obj, "to_dict"):
         return obj.to_dict()
-    if dataclasses.is_dataclass(obj):
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return dataclasses.asdict(obj)
     if isinstance(obj, enum.Enum):
         return obj.value

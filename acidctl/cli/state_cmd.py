@@ -52,13 +52,11 @@ def state_command(
     grace_hours: Annotated[float, typer.Option("--grace-hours", help="Age after which hidden leftovers (D07) are warnings.")] = 24.0,
 ):
     from acidctl.errors import ValidationFailed
-    from acidctl.target import resolve_target
+    from acidctl.cli.targets import resolve
 
     settings = ctx.obj
-    target = resolve_target(settings, path, write_ids=write_ids, assume_committed=assume_committed, txns=txns,
-                            hive_version=hive_version, partition=partition)
-    for w in target.warnings:
-        settings.output.note("acidctl: warning: " + w)
+    target = resolve(settings, path, write_ids=write_ids, assume_committed=assume_committed, txns=txns,
+                     hive_version=hive_version, partition=partition)
     inspect_file = _deep_hook() if deep else None
     props = {**target.properties, **options.parse_kv(tblproperty, "--tblproperty")}
     facts = None
@@ -120,7 +118,7 @@ def _deep_hook():
 # text rendering
 # =========================================================================================
 
-def _fmt_bytes(n: int) -> str:
+def _fmt_bytes(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(n) < 1024 or unit == "TiB":
             return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from typing import Callable
 
 from acidctl.acid.acidstate import AcidState, Kind, delta_sort_key, get_acid_state
 from acidctl.acid.listing import ChildEntry, DirListing, FileInfo
@@ -94,6 +95,7 @@ class PartitionPlan:
     recommendation: dict | None = None
     staging_id: str | None = None
     publish: str = ""                # atomic | hidden-until-commit | non-atomic (set by the runner)
+    published: list[str] = dataclasses.field(default_factory=list)  # paths renamed in (set by the runner)
     refusals: list[dict] = dataclasses.field(default_factory=list)   # unread files (status "refused")
     skipped: list[dict] = dataclasses.field(default_factory=list)    # unread files, --skip-unreadable-files
     obsoletes: list[str] = dataclasses.field(default_factory=list)   # children the output makes obsolete
@@ -154,7 +156,8 @@ def output_visibility(visibility_txn, hive_version: int) -> int:
 
 
 def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, txns: TxnList | None,
-                   hive_version: int, visibility_txn: int | None = None, columns: list[str] | None = None,
+                   hive_version: int, visibility_txn: int | Callable[[], int | None] | None = None,
+                   columns: list[str] | None = None,
                    columns_coln_only: bool = False, skip_unreadable: bool = False) -> PartitionPlan:
     """The plan for one partition (``status`` "nothing" when there is nothing to compact,
     "refused" when the output would make obsolete a file it does not read — see

@@ -163,6 +163,55 @@ def discard(tfs, staging: str) -> None:
         pass
 
 
+def publish_registered(tfs, p: PartitionPlan, *, published: set[str], registrar=None) -> None:
+    """Publish one partition (:func:`publish`), between the registrar's ``before_publish`` and
+    ``published`` (Hive's Worker protocol, :mod:`acidctl.compact.register`); its staging
+    directory is added to ``published`` so that a later failure does not discard it."""
+    if registrar is not None:
+        registrar.before_publish(p)
+    p.published = publish(tfs, p)
+    if p.staging is not None:
+        published.add(p.staging)
+    if registrar is not None:
+        registrar.published(p)
+
+
+def recheck_inputs(tfs, p: PartitionPlan, *, required: list[str]) -> None:
+    """Right before publication: list the partition again. A name of ``required`` that is gone
+    (full-ACID: everything the output makes obsolete; insert-only: the inputs), or a
+    reader-visible file that appeared in anything the output makes obsolete (a streaming writer,
+    a copy by hand), was not read, so publishing would hide it: refused (the caller discards
+    the staging)."""
+    from acidctl.acid.layout import list_partition
+    from acidctl.compact.coverage import unread_files
+
+    lst = list_partition(tfs, p.path, partition=p.partition)
+    by_name = {e.name: e for e in lst.entries}
+    gone = [n for n in required if n not in by_name]
+    if gone:
+        raise RefusedError(f"{p.display}: input {gone[0]} disappeared during the compaction; nothing was published")
+    skipped = {sk["path"] for sk in p.skipped}
+    unread = [u for u in unread_files(((n, by_name[n]) for n in p.obsoletes if n in by_name), p.read_paths, p.path)
+              if u["path"] not in skipped]
+    if unread:
+        raise RefusedError(f"{p.display}: {unread[0]['path']} appeared during the compaction and was not read; "
+                           "nothing was published", hint="run the compaction again")
+
+
+def discard_unpublished(tfs, plans: list[PartitionPlan], published: set[str], error: BaseException, *,
+                        registrar=None) -> None:
+    """After ``error``: remove every staging directory not yet published and tell the
+    registrar (the metastore request is marked failed with the message, or the error's type
+    for anything that is not an acidctl error, e.g. KeyboardInterrupt)."""
+    from acidctl.errors import AcidctlError
+
+    for p in plans:
+        if p.runs and p.staging and p.staging not in published:
+            discard(tfs, p.staging)
+            if registrar is not None:
+                registrar.failed(p, str(error) if isinstance(error, AcidctlError) else type(error).__name__)
+
+
 def read_manifest(tfs, staging: str) -> dict | None:
     try:
         return json.loads(tfs.read_bytes(join_path(staging, MANIFEST)))

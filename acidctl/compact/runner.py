@@ -24,25 +24,30 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from acidctl import faults
 from acidctl.compact import publish as pub
 from acidctl.compact.engine import SPARK, choose_engine
 from acidctl.compact.lock import TableLock, table_root
 from acidctl.compact.planner import MAJOR, MINOR, PartitionPlan, plan_partition, refusal_error
-from acidctl.errors import AcidctlError, NotFoundError, UsageError
+from acidctl.compact.report import finish_report, partition_record
+from acidctl.errors import NotFoundError, UsageError
+
+if TYPE_CHECKING:
+    from acidctl.acid.initiator import Thresholds
+    from acidctl.acid.writeids import TxnList, WriteIdList
 
 
 @dataclasses.dataclass
 class CompactOptions:
     mode: str | None                      # major | minor | None (with due: the Initiator's choice)
-    reader: object                        # WriteIdList (the reader's snapshot)
-    txns: object = None                   # TxnList (Hive 4 visibility)
+    reader: WriteIdList                   # the reader's snapshot
+    txns: TxnList | None = None           # Hive 4 visibility
     hive_version: int = 3
     partitions: list[str] | None = None
     due: bool = False
-    thresholds: object = None             # initiator.Thresholds
+    thresholds: Thresholds | None = None  # the Initiator's (None: Hive's defaults)
     aborted_txn_counts: dict | None = None  # metastore: aborted txns per partition (None: unknown)
     insert_only: bool = False
     visibility_txn: int | Callable | None = None
@@ -155,14 +160,9 @@ def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None,
         faults.fire("before-publish", plans)
         crash("before-publish")
         for p in work:
-            _recheck_inputs(tfs, p)
+            pub.recheck_inputs(tfs, p, required=p.obsoletes)
         for i, p in enumerate(work):
-            if registrar is not None:
-                registrar.before_publish(p)
-            p.published = pub.publish(tfs, p)
-            published.add(p.staging)
-            if registrar is not None:
-                registrar.published(p)
+            pub.publish_registered(tfs, p, published=published, registrar=registrar)
             if progress is not None and hasattr(progress, "partition"):
                 progress.partition(i + 1, len(work), p.partition)
             if i == 0:
@@ -175,11 +175,7 @@ def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None,
             from acidctl.compact.spark import stop_session
 
             stop_session(own_session[0])    # the JVM ends before acidctl does
-        for p in plans:
-            if p.runs and p.staging and p.staging not in published:
-                pub.discard(tfs, p.staging)
-                if registrar is not None:
-                    registrar.failed(p, str(e) if isinstance(e, AcidctlError) else type(e).__name__)
+        pub.discard_unpublished(tfs, plans, published, e, registrar=registrar)
         raise
     finally:
         crash("before-unlock")
@@ -214,6 +210,8 @@ def _plan_all(tfs, opts: CompactOptions, listings: list) -> list[PartitionPlan]:
                                            "not-due", "not due: " + "; ".join(r.reasons), recommendation=rec))
                 continue
             mode = mode or r.type
+        if mode is None:   # CompactOptions: a mode, or due (which chose one above)
+            raise UsageError("give --major or --minor (or --due)")
         vis = opts.visibility_txn
         if opts.dry_run and opts.hive_version == 4 and not vis:
             vis = DRY_RUN_TXN
@@ -274,27 +272,6 @@ def _dry_run(tfs, opts: CompactOptions, report: dict, notes: list, t0: float) ->
     if refused is not None:
         report["refusal"] = str(refused)
     return report
-
-
-def _recheck_inputs(tfs, p: PartitionPlan) -> None:
-    """Right before publication: list the partition again; a reader-visible file that appeared in
-    a directory the output makes obsolete (a streaming writer, a copy by hand) was not read, so
-    publishing would hide it — refuse (the staging is discarded by the caller)."""
-    from acidctl.acid.layout import list_partition
-    from acidctl.compact.coverage import unread_files
-    from acidctl.errors import RefusedError
-
-    lst = list_partition(tfs, p.path, partition=p.partition)
-    by_name = {e.name: e for e in lst.entries}
-    gone = [n for n in p.obsoletes if n not in by_name]
-    if gone:
-        raise RefusedError(f"{p.display}: input {gone[0]} disappeared during the compaction; nothing was published")
-    skipped = {sk["path"] for sk in p.skipped}
-    unread = [u for u in unread_files(((n, by_name[n]) for n in p.obsoletes), p.read_paths, p.path)
-              if u["path"] not in skipped]
-    if unread:
-        raise RefusedError(f"{p.display}: {unread[0]['path']} appeared during the compaction and was not read; "
-                           "nothing was published", hint="run the compaction again")
 
 
 def _check_accounting(work: list[PartitionPlan], by_part: dict) -> None:
@@ -392,11 +369,7 @@ def _finish(report: dict, plans: list[PartitionPlan], by_part: dict, t0: float) 
     rows = []
     for p in plans:
         ms = by_part.get(p.partition, []) if p.runs else []
-        rec = {
-            "partition": p.partition, "path": p.display, "type": p.mode, "status": p.status,
-            "message": p.message, "input_dirs": list(p.inputs),
-            "output_dirs": [o.name for o in p.outputs] if p.runs else [],
-            "published": list(getattr(p, "published", []) or []),
+        rows.append(partition_record(p, {
             "buckets": len(p.tasks) if p.runs else 0,
             "rows_in": sum(m["rows_in"] for m in ms),
             "delete_events_in": sum(m["delete_events_in"] for m in ms),
@@ -411,23 +384,5 @@ def _finish(report: dict, plans: list[PartitionPlan], by_part: dict, t0: float) 
             "peak_task_memory_bytes": max((m.get("task_memory_bytes", 0) for m in ms), default=0),
             "peak_task_rss_bytes": max((m.get("peak_rss_bytes", 0) for m in ms), default=0),
             "verified_rows": sum(m.get("verified_rows", 0) for m in ms),
-            "publish": p.publish if p.runs else "",
-            "obsoletes": list(p.obsoletes) if p.runs else [],
-            "skipped_files": list(p.skipped),
-        }
-        if p.recommendation is not None:
-            rec["recommendation"] = p.recommendation
-        if hasattr(p, "registration"):
-            rec["metastore"] = p.registration
-        rows.append(rec)
-    report["partitions"] = rows
-    compacted = [r for r in rows if r["status"] == "compact"]
-    report["compacted"] = len(compacted)
-    report["nothing_to_compact"] = not compacted
-    report["summary"] = {
-        "partitions": len(rows), "compacted": len(compacted),
-        "rows_in": sum(r["rows_in"] for r in compacted), "rows_out": sum(r["rows_out"] for r in compacted),
-        "bytes_in": sum(r["bytes_in"] for r in compacted), "bytes_out": sum(r["bytes_out"] for r in compacted),
-        "seconds": round(time.perf_counter() - t0, 3),
-    }
-    return report
+        }, input_dirs=list(p.inputs)))
+    return finish_report(report, rows, t0)

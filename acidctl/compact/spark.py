@@ -91,7 +91,11 @@ def _quiet_log4j_options() -> str | None:
         fd, path = tempfile.mkstemp(prefix="acidctl-log4j2-", suffix=".properties")
         with os.fdopen(fd, "w") as f:
             f.write(_QUIET_LOG4J)
-        atexit.register(lambda: os.path.exists(path) and os.unlink(path))
+        def remove(path: str = path) -> None:
+            if os.path.exists(path):
+                os.unlink(path)
+
+        atexit.register(remove)
         _LOG4J_FILE = path
     return f"-Dlog4j2.configurationFile=file:{_LOG4J_FILE}"
 

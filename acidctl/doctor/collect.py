@@ -19,6 +19,7 @@ import threading
 import time
 from typing import Any, Callable
 
+from acidctl.acid.writeids import TxnList
 from acidctl.doctor.facts import TableRow, Warehouse
 from acidctl.findings import Finding
 
@@ -168,10 +169,12 @@ def collect(ms, table_fs: Callable[[str], Any], *, db_glob: str = "*", table_glo
 
 
 #: (warehouse, tables, table_fs, txns, grace_seconds) of the collect() call running now
-_JOB = None
+_JOB: tuple[Warehouse, list[TableRow], Callable[[str], Any], TxnList, float] | None = None
 
 
 def _scan_chunk(indices: list[int]) -> tuple[list[PartitionScan], int]:
+    if _JOB is None:  # only collect() runs chunks, with _JOB set for the call
+        raise RuntimeError("_scan_chunk outside collect()")
     wh, tables, table_fs, txns, grace = _JOB
     counter = _Counter()
     out: list[PartitionScan] = []

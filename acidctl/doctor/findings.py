@@ -197,9 +197,11 @@ def _part_sql(partition: str) -> str:
     return ", ".join(kv)
 
 
-STATES = {"i": "initiated", "w": "working", "r": "ready for cleaning", "f": "failed", "s": "succeeded",
+#: compaction state and type codes (CQ_STATE/CC_STATE, CQ_TYPE/CC_TYPE) by name; rows may lack
+#: the code (None), which then stays as it is
+STATES: dict[str | None, str] = {"i": "initiated", "w": "working", "r": "ready for cleaning", "f": "failed", "s": "succeeded",
           "a": "did not initiate", "c": "refused", "x": "aborted"}
-TYPES = {"a": "major", "i": "minor", "r": "rebalance", "c": "abort txn cleanup"}
+TYPES: dict[str | None, str] = {"a": "major", "i": "minor", "r": "rebalance", "c": "abort txn cleanup"}
 
 
 def _norm_part(p: Any) -> str | None:
@@ -358,7 +360,7 @@ def queue_findings(wh, lim: Limits) -> list[DoctorFinding]:
             if age is not None and age > lim.worker_timeout:
                 txn = r.get("txn_id")
                 tx = wh.txns.get(int(txn)) if txn else None
-                fix = fix_abort_txns([int(txn)]) if tx is not None and tx["state"] == "o" else None
+                fix = fix_abort_txns([int(txn)]) if txn and tx is not None and tx["state"] == "o" else None
                 out.append(DoctorFinding(
                     "COMPACTION_WORKING_TOO_LONG", ERROR, f"compaction {r['id']} working for {human_age(age)}", tbl, part,
                     f"{ctype} compaction {r['id']} (worker {r.get('worker_id')}) has been working {human_age(age)} > "
@@ -510,7 +512,7 @@ def lock_findings(wh, lim: Limits) -> list[DoctorFinding]:
             continue
         if state == "w":
             chain = [ext]
-            cur = lk
+            cur: dict | None = lk
             seen = {ext}
             while cur is not None and cur.get("HL_BLOCKEDBY_EXT_ID") is not None:
                 b = int(cur["HL_BLOCKEDBY_EXT_ID"])

@@ -116,9 +116,14 @@ def write(table, row_td, *, schema: dict | str | None, codec: str | None) -> byt
     import pyarrow as pa
 
     if isinstance(schema, str):
-        schema = json.loads(schema)
+        try:
+            schema = json.loads(schema)
+        except ValueError as e:
+            raise UnsupportedSchema(f"the Avro schema (avro.schema.literal) is not JSON: {e}") from None
     if schema is None:
         schema = derived_schema(row_td)
+    if not isinstance(schema, dict):
+        raise UnsupportedSchema(f"the Avro schema must be a record (a JSON object), got {type(schema).__name__}")
     parsed = fastavro.parse_schema(schema)
     names = [f["name"] for f in schema.get("fields", [])]
     by_lower = {n.lower(): n for n in names}

@@ -20,9 +20,13 @@ import bz2
 import dataclasses
 import gzip
 import zlib
+from typing import TYPE_CHECKING
 
 from acidctl.errors import InvalidInputError, NotAcidFile
 from acidctl.formats.storage import AVRO, ORC, PARQUET, TEXT, Storage
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: Hadoop codec extensions of compressed text files (``Utilities.getFileExtension``)
 TEXT_CODECS = {".deflate": "deflate", ".gz": "gzip", ".bz2": "bzip2"}
@@ -89,7 +93,7 @@ def extension(storage: Storage, codec: str | None) -> str:
 
 @dataclasses.dataclass
 class FileData:
-    table: object            # pyarrow.Table with the table's columns
+    table: pa.Table          # the table's columns
     codec: str | None        # the file's compression, in the writer's spelling
     avro_schema: dict | None = None
 

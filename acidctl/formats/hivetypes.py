@@ -8,6 +8,7 @@ written here.
 from __future__ import annotations
 
 import dataclasses
+from typing import TypeGuard
 
 from acidctl.errors import UnsupportedSchema, UsageError
 
@@ -20,7 +21,9 @@ class Column:
 
 def split_top_level(text: str, sep: str = ",") -> list[str]:
     """Split at ``sep`` outside ``<...>`` and ``(...)`` (types contain commas)."""
-    out, depth, cur = [], 0, []
+    out: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in text:
         if ch in "<(":
             depth += 1
@@ -50,8 +53,9 @@ def parse_columns(spec: str) -> list[Column]:
     return cols
 
 
-def is_typed_spec(spec: str | None) -> bool:
-    return bool(spec) and ":" in spec
+def is_typed_spec(spec: str | None) -> TypeGuard[str]:
+    """``--columns`` names types (``name:type,...``) rather than selecting columns."""
+    return spec is not None and ":" in spec
 
 
 def orc_struct(columns: list[Column]):
@@ -63,6 +67,8 @@ def orc_struct(columns: list[Column]):
         td = pyorc.TypeDescription.from_string(text)
     except Exception as e:
         raise UnsupportedSchema(f"cannot parse the column types {text}: {e}") from None
+    if not isinstance(td, pyorc.Struct):  # a struct<...> text parses to a Struct; narrows the type
+        raise UnsupportedSchema(f"cannot parse the column types {text}: not a struct")
     for c, (_, t) in zip(columns, td.fields.items()):
         arrow_type(t, where=c.name)   # rejects unions and unknown kinds early
     return td

@@ -186,7 +186,10 @@ def _parse_primitive(raw: bytes, td, p: TextParams):
         if not d.is_finite():
             return None
         d = d.quantize(Decimal(1).scaleb(-td.scale), rounding=ROUND_HALF_UP)
-        if len(d.as_tuple().digits) - max(0, -d.as_tuple().exponent) > td.precision - td.scale and d != 0:
+        digits, exponent = d.as_tuple().digits, d.as_tuple().exponent
+        if not isinstance(exponent, int):  # only NaN/Infinity have a letter exponent: excluded above
+            return None
+        if len(digits) - max(0, -exponent) > td.precision - td.scale and d != 0:
             return None
         return d
     if kind == "DATE":

@@ -18,6 +18,8 @@ Dry runs read only; every write is one :func:`acidctl.metastore.steps.write_step
 
 from __future__ import annotations
 
+from typing import Any
+
 from acidctl.errors import NotFoundError, RefusedError, UsageError
 from acidctl.metastore.steps import for_update, now_ms, write_step
 
@@ -38,7 +40,7 @@ def _history_row(ms, q: dict, *, state: str, end: int, error: str | None) -> dic
     ``CC_*`` from the same-named ``CQ_*``, except the state, the end time and the error message
     (Hive 4); ``CQ_CLEANER_START`` and ``CQ_RETRY_RETENTION`` have no ``CC_`` column."""
     cc = ms.tables.COMPLETED_COMPACTIONS
-    out = {}
+    out: dict[str, Any] = {}
     for col in cc.clause.columns:
         c = col.name.upper()
         if c == "CC_STATE":

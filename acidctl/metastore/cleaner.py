@@ -385,7 +385,7 @@ def mark_cleaned(ms, cq_id: int, *, remove_empty_aborted_txns: bool = True) -> d
                           T.TXN_COMPONENTS, T.TXNS)
     h4 = ms.hive_version >= 4
 
-    def step(conn):
+    def step(conn: sa.Connection) -> dict[str, Any]:
         # Hive reads the row without a lock; the DELETE below is what must hit exactly one row
         row = conn.execute(sa.select(cq.clause).where(cq.CQ_ID == cq_id)).mappings().first()
         if row is None:

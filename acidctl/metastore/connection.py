@@ -21,7 +21,8 @@ import logging
 import os
 import re
 from pathlib import Path
-from typing import Any, Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from acidctl.errors import (AcidctlError, MetastoreError, MetastoreUnavailable, UnsupportedSchema,
                             UsageError, redact)
@@ -52,21 +53,22 @@ def _load_config(path: Path) -> dict:
         raise UsageError(f"cannot read config file {path}: {e}") from None
 
 
-def resolve_url(flag: str | None = None, *, profile: str | None = None, env: dict | None = None) -> str:
+def resolve_url(flag: str | None = None, *, profile: str | None = None,
+                env: Mapping[str, str] | None = None) -> str:
     """The metastore URL: ``flag`` > ``ACIDCTL_METASTORE_URL`` > config file profile.
 
     Note: typer already maps ``ACIDCTL_METASTORE_URL`` onto ``--metastore``; the env lookup
     here serves library callers.
     """
-    env = os.environ if env is None else env
+    environ: Mapping[str, str] = os.environ if env is None else env
     if flag:
         return flag
-    if env.get("ACIDCTL_METASTORE_URL"):
-        return env["ACIDCTL_METASTORE_URL"]
-    path = Path(env["ACIDCTL_CONFIG"]).expanduser() if env.get("ACIDCTL_CONFIG") else config_path()
+    if environ.get("ACIDCTL_METASTORE_URL"):
+        return environ["ACIDCTL_METASTORE_URL"]
+    path = Path(environ["ACIDCTL_CONFIG"]).expanduser() if environ.get("ACIDCTL_CONFIG") else config_path()
     cfg = _load_config(path)
     profiles = cfg.get("profiles", {}) if isinstance(cfg.get("profiles", {}), dict) else {}
-    name = profile or env.get("ACIDCTL_PROFILE") or cfg.get("default_profile")
+    name = profile or environ.get("ACIDCTL_PROFILE") or cfg.get("default_profile")
     if name:
         if name not in profiles:
             raise UsageError(f"profile {name!r} not found in {path}",
@@ -83,15 +85,17 @@ def resolve_url(flag: str | None = None, *, profile: str | None = None, env: dic
                      hint="use --metastore URL, ACIDCTL_METASTORE_URL, or a profile in ~/.acidctl.toml")
 
 
-def profile_setting(key: str, *, profile: str | None = None, env: dict | None = None) -> Any:
+def profile_setting(key: str, *, profile: str | None = None, env: Mapping[str, str] | None = None) -> Any:
     """A key of the chosen profile (``[profiles.NAME] key = ...``), else top-level, else None.
     Unlike :func:`resolve_url` a missing file or profile is not an error here."""
-    env = os.environ if env is None else env
-    path = Path(env["ACIDCTL_CONFIG"]).expanduser() if env.get("ACIDCTL_CONFIG") else config_path()
+    environ: Mapping[str, str] = os.environ if env is None else env
+    path = Path(environ["ACIDCTL_CONFIG"]).expanduser() if environ.get("ACIDCTL_CONFIG") else config_path()
     cfg = _load_config(path)
     profiles = cfg.get("profiles", {}) if isinstance(cfg.get("profiles", {}), dict) else {}
-    name = profile or env.get("ACIDCTL_PROFILE") or cfg.get("default_profile") or "default"
-    prof = profiles.get(name) if isinstance(profiles.get(name), dict) else {}
+    name = profile or environ.get("ACIDCTL_PROFILE") or cfg.get("default_profile") or "default"
+    prof = profiles.get(name)
+    if not isinstance(prof, dict):
+        prof = {}
     if key in prof:
         return prof[key]
     return cfg.get(key)

@@ -68,7 +68,7 @@ def build_metadata(dialect: str):
                 kw["server_default"] = sa.text("false" if dialect == "postgresql" else "0")
             columns.append(sa.Column(f.column(name, cname), _sa_type(ctype, dialect), primary_key=cname in pk,
                                      nullable=nullable and cname not in pk, autoincrement=False, **kw))
-        kwargs = {"mysql_engine": "InnoDB", "mysql_charset": "latin1"} if dialect == "mysql" else {}
+        kwargs: dict[str, Any] = {"mysql_engine": "InnoDB", "mysql_charset": "latin1"} if dialect == "mysql" else {}
         sa.Table(f.physical(name), md, *columns, **kwargs)
     return md
 

@@ -231,7 +231,7 @@ def enqueue(ms, db: str, table: str, *, partition: str | None = None, type: str 
     h4 = ms.hive_version >= 4
     tblprops = stringable_map(properties) if properties else None
 
-    def step(conn):
+    def step(conn: sa.Connection) -> EnqueueResult:
         acquire_mutex(ms, conn, "CompactionScheduler")
         where = [cq.CQ_DATABASE == db, cq.CQ_TABLE == table, partition_eq(cq.CQ_PARTITION, partition)]
         if h4:
@@ -241,7 +241,7 @@ def enqueue(ms, db: str, table: str, *, partition: str | None = None, type: str 
             dup = cq.CQ_STATE.in_(["i", "w"])
         row = conn.execute(sa.select(cq.CQ_ID, cq.CQ_STATE).where(dup, *where)).first()
         if row is not None:
-            eid, st = int(row[0]), row[1]
+            eid, st = int(row[0]), str(row[1])   # CQ_STATE is CHAR(1) NOT NULL
             if h4:
                 return EnqueueResult(-1, "refused", False,
                                      f"Compaction is already scheduled with state='{STATE_ENUM.get(st, st)}' and id={eid}",

@@ -548,7 +548,7 @@ def build_metadata(flavor: Flavor) -> sa.MetaData:
         spec = _spec(name)
         pk = list(spec.get("pk", ()))
         gen = generated_column(name, v)
-        cols = []
+        cols: list[sa.schema.SchemaItem] = []
         for cname, ctype, nullable, _vers, opts in columns_for(name, v):
             gen_pk = cname == gen
             kw: dict[str, Any] = {}

@@ -29,9 +29,10 @@ import time
 import uuid
 
 from acidctl.acid.acidstate import Kind, get_acid_state
-from acidctl.acid.listing import ChildEntry, FileInfo
+from acidctl.acid.listing import ChildEntry, DirListing, FileInfo
 from acidctl.acid.dirname import METADATA_FILE, BaseDir, DeltaDir, is_hidden
 from acidctl.compact import publish as pub
+from acidctl.compact.report import finish_report, partition_record
 from acidctl.compact.planner import (
     MAJOR, MINOR, METADATA_ACID, STAGING_PREFIX, OutputDir, PartitionPlan, output_visibility, refusal_error,
     valid_txns_with,
@@ -152,7 +153,7 @@ def plan_partition(tfs, listing, ctx, *, mode: str, reader, txns, hive_version: 
         out = OutputDir(BaseDir(hwm, visibility=v).format(), "base", hwm, hwm, [],
                         {} if h4 else {METADATA_FILE: METADATA_ACID})
     else:
-        lo = min(d.min_write_id for d in deltas)
+        lo = min(d.delta_dir.min_write_id for d in deltas)
         out = OutputDir(DeltaDir(lo, hwm, -1, v).format(), "delta", lo, hwm, [], {})
     if out.name in by_name:
         raise RefusedError(f"{join_path(listing.path, out.name)} already exists; refusing to overwrite it",
@@ -259,25 +260,6 @@ def run_partition(tfs, listing, plan: PartitionPlan, work: MMWork, ctx, *, reade
             "codec": codec, "file_name": name, "aborted_dirs_dropped": list(work.aborted_dropped)}
 
 
-def _recheck_inputs(tfs, p: PartitionPlan) -> None:
-    """Right before publication: a reader-visible file that appeared in anything the output makes
-    obsolete was not read — refuse (the caller discards the staging)."""
-    from acidctl.acid.layout import list_partition
-    from acidctl.compact.coverage import unread_files
-
-    lst = list_partition(tfs, p.path, partition=p.partition)
-    by_name = {e.name: e for e in lst.entries}
-    gone = [n for n in p.inputs if n not in by_name]
-    if gone:
-        raise RefusedError(f"{p.display}: input {gone[0]} disappeared during the compaction; nothing was published")
-    skipped = {sk["path"] for sk in p.skipped}
-    unread = [u for u in unread_files(((n, by_name[n]) for n in p.obsoletes if n in by_name), p.read_paths, p.path)
-              if u["path"] not in skipped]
-    if unread:
-        raise RefusedError(f"{p.display}: {unread[0]['path']} appeared during the compaction and was not read; "
-                           "nothing was published", hint="run the compaction again")
-
-
 @dataclasses.dataclass
 class MMTask:
     """One partition's work, shipped to a Spark executor (picklable: TableFS, listings and
@@ -345,7 +327,7 @@ def compact_mm_table(tfs, opts, ctx, *, registrar=None, notes: list | None = Non
         lock.acquire()
         if lock.broken is not None:
             notes.append(f"broke the lock of {lock.broken.describe()}")
-    plans: list[tuple[PartitionPlan, MMWork | None, object]] = []
+    plans: list[tuple[PartitionPlan, MMWork | None, DirListing]] = []
     published: set[str] = set()
     try:
         listings = list_table(tfs)
@@ -413,6 +395,7 @@ def compact_mm_table(tfs, opts, ctx, *, registrar=None, notes: list | None = Non
                                    hint="--allow-non-atomic-publish publishes anyway")
         tasks = []
         for p, w, lst in work:
+            assert w is not None   # plan_partition returns work for every plan that runs
             pub.prepare(tfs, p)
             vis = w.output.name.rsplit("_v", 1)[-1] if "_v" in w.output.name else None
             tasks.append(MMTask(tfs, lst, p, w, ctx, opts.reader, opts.txns, opts.hive_version,
@@ -439,24 +422,13 @@ def compact_mm_table(tfs, opts, ctx, *, registrar=None, notes: list | None = Non
             metrics[p.partition] = m
             pub.check_staged(tfs, p, [m])
         for p, _, _ in work:
-            _recheck_inputs(tfs, p)
+            pub.recheck_inputs(tfs, p, required=p.inputs)
         for p, _, _ in work:
-            if registrar is not None:
-                registrar.before_publish(p)
-            p.published = pub.publish(tfs, p)
-            published.add(p.staging)
-            if registrar is not None:
-                registrar.published(p)
+            pub.publish_registered(tfs, p, published=published, registrar=registrar)
         report["message"] = "compacted" if work else "nothing to compact"
         return _finish(report, plans, metrics, t0)
     except BaseException as e:
-        from acidctl.errors import AcidctlError
-
-        for p, _, _ in plans:
-            if p.runs and p.staging and p.staging not in published:
-                pub.discard(tfs, p.staging)
-                if registrar is not None:
-                    registrar.failed(p, str(e) if isinstance(e, AcidctlError) else type(e).__name__)
+        pub.discard_unpublished(tfs, [p for p, _, _ in plans], published, e, registrar=registrar)
         raise
     finally:
         if lock is not None:
@@ -467,33 +439,17 @@ def _finish(report: dict, plans, metrics: dict, t0: float) -> dict:
     rows = []
     for p, w, _ in plans:
         m = metrics.get(p.partition, {}) if p.runs else {}
-        rec = {"partition": p.partition, "path": p.display, "type": p.mode, "status": p.status,
-               "message": p.message, "input_dirs": list(p.inputs) if p.runs else [],
-               "output_dirs": [o.name for o in p.outputs] if p.runs else [],
-               "published": list(getattr(p, "published", []) or []),
-               "files_out": [f.rsplit("/", 1)[-1] for f in m.get("files_out", [])],
-               "buckets": len(m.get("files_out", [])),
-               "rows_in": m.get("rows_in", 0), "rows_out": m.get("rows_out", 0),
-               "delete_events_in": 0, "delete_events_out": 0, "deletes_applied": 0, "aborted_dropped": 0,
-               "aborted_dirs_dropped": list(w.aborted_dropped) if w is not None and p.runs else [],
-               "bytes_in": p.input_bytes if p.runs else 0, "bytes_out": m.get("bytes_out", 0),
-               "codec": m.get("codec"), "verified_rows": m.get("verified_rows", 0),
-               "task_seconds": m.get("seconds", 0), "publish": p.publish if p.runs else "",
-               "obsoletes": list(p.obsoletes) if p.runs else [], "skipped_files": list(p.skipped)}
-        if p.recommendation is not None:
-            rec["recommendation"] = p.recommendation
-        if hasattr(p, "registration"):
-            rec["metastore"] = p.registration
-        rows.append(rec)
-    report["partitions"] = rows
-    done = [r for r in rows if r["status"] == "compact"]
-    report["compacted"] = len(done)
-    report["nothing_to_compact"] = not done
-    report["summary"] = {"partitions": len(rows), "compacted": len(done),
-                         "rows_in": sum(r["rows_in"] for r in done), "rows_out": sum(r["rows_out"] for r in done),
-                         "bytes_in": sum(r["bytes_in"] for r in done), "bytes_out": sum(r["bytes_out"] for r in done),
-                         "seconds": round(time.perf_counter() - t0, 3)}
-    return report
+        rows.append(partition_record(p, {
+            "files_out": [f.rsplit("/", 1)[-1] for f in m.get("files_out", [])],
+            "buckets": len(m.get("files_out", [])),
+            "rows_in": m.get("rows_in", 0), "rows_out": m.get("rows_out", 0),
+            "delete_events_in": 0, "delete_events_out": 0, "deletes_applied": 0, "aborted_dropped": 0,
+            "aborted_dirs_dropped": list(w.aborted_dropped) if w is not None and p.runs else [],
+            "bytes_in": p.input_bytes if p.runs else 0, "bytes_out": m.get("bytes_out", 0),
+            "codec": m.get("codec"), "verified_rows": m.get("verified_rows", 0),
+            "task_seconds": m.get("seconds", 0),
+        }, input_dirs=list(p.inputs) if p.runs else []))
+    return finish_report(report, rows, t0)
 
 
 def _dry_report(tfs, report: dict, plans, opts, t0: float) -> dict:

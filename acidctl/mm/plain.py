@@ -6,10 +6,13 @@ name:type,...`` (required for text).
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from acidctl.errors import UnsupportedSchema, UsageError
 from acidctl.formats.hivetypes import Column
+
+if TYPE_CHECKING:
+    from acidctl.fs import TableFS
 
 
 def hive_type_of_arrow(t) -> str:
@@ -142,7 +145,7 @@ def dump_plain(tfs, path: str, *, fmt: str, columns: list[Column] | None, proper
         return
     batch = pa.RecordBatch.from_arrays([t.column(i).combine_chunks() for i in range(t.num_columns)],
                                        names=[n for n, _ in fields])
-    prefix = [("_path", _json_literal(tfs.display(path)))] if with_path else None
+    prefix: list[tuple[str, object]] | None = [("_path", _json_literal(tfs.display(path)))] if with_path else None
     for off in range(0, batch.num_rows, SLICE_ROWS):
         yield _to_bytes(render.render_batch(batch.slice(off, SLICE_ROWS), fields, prefix=prefix))
 
@@ -160,7 +163,7 @@ def dump_paths(settings, paths: list[str], *, file_format: str | None, columns: 
     storage = offline(file_format or _guess(settings, paths), parse_serde_properties(serde_property))
     typed = parse_columns(columns) if is_typed_spec(columns) else None
     select = [c.strip() for c in columns.split(",") if c.strip()] if columns and not typed else None
-    files = []
+    files: list[tuple[TableFS, str]] = []
     for p in paths:
         tfs = settings.table_fs(p)
         files.extend((tfs, f) for f in list_data_files(tfs, tfs.root))

@@ -16,16 +16,15 @@ so printing one would invent it.
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from acidctl.acid.acidstate import Kind
-from acidctl.acid.dirname import FLUSH_LENGTH_SUFFIX, is_hidden
+from acidctl.acid.dirname import FLUSH_LENGTH_SUFFIX, is_hidden_path
 from acidctl.errors import InvalidAcidLayout
 from acidctl.fs import join_path
 
-
-def _hidden_rel(rel: str) -> bool:
-    return any(is_hidden(p) for p in rel.split("/") if p)
+if TYPE_CHECKING:
+    from acidctl.formats.files import FileData
 
 
 @dataclasses.dataclass
@@ -40,7 +39,7 @@ def dir_files(part_path: str, c) -> list[MMFile]:
     """Every reader-visible file of one base/delta directory (nested ones included), in name order."""
     out = []
     for f in sorted(tuple(c.entry.files) + tuple(c.entry.nested), key=lambda f: f.name):
-        if _hidden_rel(f.name) or f.name.endswith(FLUSH_LENGTH_SUFFIX):
+        if is_hidden_path(f.name) or f.name.endswith(FLUSH_LENGTH_SUFFIX):
             continue
         out.append(MMFile(join_path(part_path, c.name, f.name), c.name, f.name, f.size))
     return out
@@ -73,7 +72,7 @@ def infer_columns(tfs, files: list[MMFile], storage):
     return file_columns(tfs, files[0].path, storage.format)
 
 
-def read_files(tfs, files: list[MMFile], storage, row_td) -> Iterator[tuple[MMFile, object]]:
+def read_files(tfs, files: list[MMFile], storage, row_td) -> Iterator[tuple[MMFile, FileData]]:
     """(file, FileData) for each file, in order."""
     from acidctl.formats.files import read_file
 
@@ -84,14 +83,12 @@ def read_files(tfs, files: list[MMFile], storage, row_td) -> Iterator[tuple[MMFi
 def merged_rows(tfs, snapshot, ctx, *, txns=None, hive_version: int = 3, limit: int | None = None,
                 partition: str | None = None, allow_originals: bool = False, stats=None) -> Iterator[bytes]:
     """JSON lines (bytes) of the rows a Hive reader returns, every partition under ``tfs.root``."""
-    import pyarrow as pa
-    import pyorc
 
     from acidctl.acid.acidstate import get_acid_state
     from acidctl.acid.layout import list_table
     from acidctl.dump import SLICE_ROWS, _to_bytes
     from acidctl.formats.hivetypes import orc_struct
-    from acidctl.merged import _partition_values
+    from acidctl.merged import partition_batch, partition_values
     from acidctl.orc import render
 
     left = limit
@@ -108,7 +105,7 @@ def merged_rows(tfs, snapshot, ctx, *, txns=None, hive_version: int = 3, limit: 
             columns = infer_columns(tfs, files, ctx.storage)
         row_td = orc_struct(columns)
         fields = list(row_td.fields.items())
-        pvals = _partition_values("/".join(p for p in (partition, listing.partition) if p))
+        pvals = partition_values("/".join(p for p in (partition, listing.partition) if p))
         for _, data in read_files(tfs, files, ctx.storage, row_td):
             t = data.table
             if left is not None:
@@ -119,13 +116,7 @@ def merged_rows(tfs, snapshot, ctx, *, txns=None, hive_version: int = 3, limit: 
                     return
                 continue
             cols = [t.column(i).combine_chunks() for i in range(t.num_columns)]
-            fl = list(fields)
-            for k, v in pvals:
-                cols.append(pa.array([v] * t.num_rows, pa.string()))
-                fl.append((k, pyorc.String()))
-            batch = pa.RecordBatch.from_arrays(cols, names=[n for n, _ in fl])
-            if stats is not None:
-                stats.rows += batch.num_rows
+            batch, fl = partition_batch(cols, fields, pvals, t.num_rows, stats)
             for off in range(0, batch.num_rows, SLICE_ROWS):
                 yield _to_bytes(render.render_batch(batch.slice(off, SLICE_ROWS), fl))
             if left is not None and left <= 0:

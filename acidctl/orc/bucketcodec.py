@@ -48,12 +48,21 @@ def encode(bucket_id: int, statement_id: int = 0) -> int:
     return (1 << 29) | (bucket_id << 16) | statement_id
 
 
-def decode_array(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Vectorised :func:`decode` of many bucket properties: (version, bucket id) arrays; the
-    bucket id is the whole value for V0 and meaningless for versions other than 0 and 1."""
+def decode_fields(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Vectorised :func:`decode` of many bucket properties: (version, bucket id, statement id)
+    int64 arrays. As :func:`decode`: V0's bucket id is the whole value and its statement id 0;
+    for versions other than 0 and 1 (``version > 1``) the ids are meaningless (``decode``'s None)."""
     import numpy as np
 
     v = np.asarray(values).astype(np.int64) & 0xFFFFFFFF
     version = v >> 29
-    ids = np.where(version == 1, (v & 0x0FFF0000) >> 16, v)
+    is_v1 = version == 1
+    ids = np.where(is_v1, (v & 0x0FFF0000) >> 16, v)
+    statements = np.where(is_v1, v & 0x00000FFF, 0)
+    return version, ids, statements
+
+
+def decode_array(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(version, bucket id) of :func:`decode_fields`."""
+    version, ids, _ = decode_fields(values)
     return version, ids

@@ -85,6 +85,34 @@ def test_filter_by_row_id(cli):
     assert len(rows) == 1 and rows[0]["rowId"] == 12345
 
 
+def test_filtered_dump_frames_only_files_with_a_match(cli):
+    """--row-id / --operation: a file without a matching event prints nothing, not even
+    FileDump's separator (first-use report); an unfiltered dump still frames every file."""
+    alltypes = GOLDEN / "alltypes" / "bucket_00000"
+    r = cli("dump", "--row-id", "2,536870912,12345", alltypes, NATION)
+    assert r.code == 0, r
+    assert r.stdout.count(SEP) == 1
+    rows = [json.loads(x) for x in r.stdout.splitlines() if x.startswith("{")]
+    assert [(x["originalTransaction"], x["bucket"], x["rowId"]) for x in rows] == [(2, 536870912, 12345)]
+    # alltypes holds exactly one delete event; the nation file only inserts
+    r = cli("dump", "--operation", "delete", NATION, alltypes)
+    assert r.code == 0, r
+    assert r.stdout.count(SEP) == 1 and r.stdout.index(SEP) > r.stdout.index('"operation":2')
+    r = cli("dump", "--limit", "1", NATION, alltypes)
+    assert r.stdout.count(SEP) == 1   # --limit 1: the second file is never opened
+    r = cli("dump", "--columns", "c_int", alltypes, alltypes)
+    assert r.stdout.count(SEP) == 2
+
+
+def test_meta_of_a_directory_without_data_files_fails_as_dump_does(cli, tmp_path):
+    """`dump --meta emptydir` and `dump emptydir` both exit 7 with one line (first-use report)."""
+    (tmp_path / "empty").mkdir()
+    for args in (["dump", "--meta"], ["dump"]):
+        r = cli(*args, tmp_path / "empty")
+        assert r.code == 7, r
+        assert r.stderr.count("\n") == 1 and "no data files under" in r.stderr
+
+
 def test_bad_row_id_is_a_usage_error(cli):
     r = cli("dump", "--row-id", "1,2", NATION)
     assert r.code == 2 and "WRITEID,BUCKET,ROWID" in r.stderr
@@ -236,11 +264,3 @@ def test_a_bad_file_among_several_is_reported_and_the_rest_dumped(cli, tmp_path)
     assert len(r.stdout.splitlines()) == 2 * len(one) == 50000
     assert json.loads(r.stderr.strip())["error"]["type"] == "CorruptOrcFile" and str(bad) in r.stderr
 
-
-def test_empty_directory_is_invalid_input_for_meta_as_for_rows(cli, tmp_path):
-    """Nothing checked is not a clean bill of health: `dump --meta` of a directory without data
-    files exits 7 like `dump` does (new-user report)."""
-    (tmp_path / "empty").mkdir()
-    for argv in (["dump", tmp_path / "empty"], ["dump", "--meta", tmp_path / "empty"]):
-        r = cli(*argv)
-        assert r.code == 7 and "no data files under" in r.stderr, (argv, r)

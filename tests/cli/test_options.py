@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import REAL, run_cli
 
 CLI = Path(__file__).resolve().parents[2] / "acidctl" / "cli"
 
@@ -37,6 +37,8 @@ def test_reader_hive_version_takes_hive_2():
     ["show", "transactions", "--hive-version", "x"],
     ["demo", "--hive-version", "5", "/nonexistent"],
     ["metastore", "init", "sqlite://", "--hive-version", "3.2.x"],
+    ["compact", "--major", "--assume-committed", "--hive-version", "5", "/nonexistent"],
+    ["clean", "/nonexistent", "--assume-committed", "--hive-version", "1"],
 ])
 def test_bad_hive_version_is_a_one_line_usage_error(argv):
     r = run_cli(*argv)
@@ -92,3 +94,30 @@ def test_fs_options_are_typed_key_values():
         "anon": True, "port": 9870, "endpoint_url": "http://h:1/x=y", "n": -3}
     with pytest.raises(UsageError):
         parse_fs_options(["novalue"])
+
+
+@pytest.mark.parametrize("given,expected", [("3.1.3", 3), ("4.0.1", 4), ("2.3.9", 2)])
+@pytest.mark.parametrize("command", [
+    ["clean", "--min-age", "0"],
+    ["compact", "--dry-run", "--major", "--table-is-quiescent"],
+])
+def test_compact_and_clean_take_the_shared_hive_version_type(tmp_path, command, given, expected):
+    """compact and clean parse --hive-version as every other table command does: a Hive release
+    names its major version (before, they took only a bare int)."""
+    import shutil
+
+    table = tmp_path / "nation"
+    shutil.copytree(REAL / "trino" / "nation_delete_deltas", table)
+    r = run_cli("-o", "json", *command, "--assume-committed", "--hive-version", given, str(table))
+    assert r.code == 0, r
+    assert json.loads(r.stdout)["hive_version"] == expected
+
+
+@pytest.mark.parametrize("command,text", [
+    ("compact", "the compactor list (hwm = lowest open - 1) is derived from it"),
+    ("clean", "Cleaner rules: 3 (default)"),
+])
+def test_compact_and_clean_keep_their_own_snapshot_help(command, text):
+    r = run_cli(command, "--help")
+    assert r.code == 0
+    assert text in " ".join(r.stdout.split()), r.stdout

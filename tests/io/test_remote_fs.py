@@ -67,6 +67,24 @@ def test_demo_written_over_webhdfs_reads_back(cli, hdfs):
     assert hdfs.ops["CREATE"] > 0
 
 
+def test_webhdfs_delegation_token_and_proxy_user_reach_every_namenode_request(cli, hdfs, tmp_path):
+    """Secured clusters without the hdfs (HdfsCLI) package: `--fs-option token=...` (a
+    delegation token), `user=` and `proxy_to=` are fsspec WebHDFS arguments; WebHDFS's REST
+    API names them `delegation`, `user.name` and `doas` on every NameNode request (a token
+    carries the user itself: fsspec refuses it together with `user`/`proxy_to`)."""
+    t = _nation(tmp_path / "hdfs")
+    local = cli("dump", t / "delta_0000002_0000002_0000" / "bucket_00000")
+    r = cli("--fs-option", "token=TOKEN-abc", "dump", hdfs.url("/warehouse/nation/delta_0000002_0000002_0000/bucket_00000"))
+    assert r.code == 0, r
+    assert r.stdout_bytes == local.stdout_bytes
+    assert hdfs.credentials and {c[2] for c in hdfs.credentials} == {"TOKEN-abc"}
+    hdfs.credentials.clear()
+    r = cli("--fs-option", "user=hive", "--fs-option", "proxy_to=etl", "-o", "json", "state",
+            "--write-ids", f"db.t:4:{ALL}::", hdfs.url("/warehouse/nation"))
+    assert r.code == 0, r
+    assert hdfs.credentials and {(c[1], c[3]) for c in hdfs.credentials} == {("hive", "etl")}
+
+
 def test_missing_path_over_webhdfs_exit_3(cli, hdfs):
     r = cli("dump", hdfs.url("/nope/bucket_00000"))
     assert r.code == 3 and "no such file" in r.stderr

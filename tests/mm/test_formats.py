@@ -64,3 +64,21 @@ def test_merged_read_of_a_path_without_format_hints_at_insert_only(tmp_path, cli
     H.build(tmp_path / "t", "parquet", {"delta_0000001_0000001_0000": {"000000_0": [H.row(1)]}})
     r = cli("dump", "--merged", tmp_path / "t", "--write-ids", "default.t:1:9223372036854775807::")
     assert r.code == 7 and "--format" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_avro_schema_that_is_not_a_record_is_a_one_line_error():
+    """avro.schema.literal must be a JSON record (an object): anything else is UnsupportedSchema
+    (exit 7), never a traceback from json or a missing .get."""
+    import pyarrow as pa
+    import pytest
+
+    from acidctl.errors import UnsupportedSchema
+    from acidctl.formats import avrofile
+    from acidctl.formats.hivetypes import Column, orc_struct
+
+    row_td = orc_struct([Column("id", "int")])
+    table = pa.table({"id": pa.array([1], pa.int32())})
+    for bad in ('["null", "int"]', "{not json"):
+        with pytest.raises(UnsupportedSchema) as e:
+            avrofile.write(table, row_td, schema=bad, codec=None)
+        assert "\n" not in str(e.value)
