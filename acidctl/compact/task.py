@@ -61,9 +61,10 @@ def _run(task) -> dict:
         from acidctl.compact import hive2
 
         return hive2.run_bucket(task)
-    if sources.in_key_order(task.tfs, task.inserts):
+    ranges: dict = {}   # the key-range probes of the inputs, re-used by the verification
+    if sources.in_key_order(task.tfs, task.inserts, ranges=ranges):
         try:
-            return _run_streaming(task)
+            return _run_streaming(task, ranges)
         except transform.NotInOrder:
             pass   # an input file not sorted inside: nothing was moved into place
     return _run_whole(task)
@@ -134,7 +135,7 @@ def _run_whole(task) -> dict:
     return m
 
 
-def _run_streaming(task) -> dict:
+def _run_streaming(task, ranges: dict | None = None) -> dict:
     from acidctl.orc import writer
 
     crash_point("task-start")
@@ -205,5 +206,5 @@ def _run_streaming(task) -> dict:
     del out_del, keys
     crash_point("task-after-write")
     m["bytes_in"] = sources.input_bytes(task)
-    m["verified_rows"] = verification.refuse_if_changed(task, verification.verify_streaming(task))
+    m["verified_rows"] = verification.refuse_if_changed(task, verification.verify_streaming(task, ranges=ranges))
     return m

@@ -52,13 +52,14 @@ def _py(t):
     return [norm(r) for r in t.to_pylist()]
 
 
-def merged_stream(tfs, srcs, snapshot, columns, coln_only, *, missing_ok: bool):
+def merged_stream(tfs, srcs, snapshot, columns, coln_only, *, missing_ok: bool, ranges: dict | None = None):
     """The merged read of one bucket as a sequence of tables (the whole-bucket read as one
-    table when the sources are not in key order)."""
+    table when the sources are not in key order); ``ranges`` as for
+    :func:`~acidctl.compact.sources.in_key_order`."""
     from acidctl.acid import merge
 
     ins_srcs, del_srcs = srcs
-    if not in_key_order(tfs, ins_srcs, missing_ok=missing_ok):
+    if not in_key_order(tfs, ins_srcs, missing_ok=missing_ok, ranges=ranges):
         t = merged(SourceReader(tfs), srcs, snapshot, columns, coln_only, missing_ok=missing_ok)
         if t is not None:
             yield t
@@ -109,13 +110,14 @@ def compare_streams(a, b) -> tuple[bool, int, int]:
         ob += k
 
 
-def verify_streaming(task) -> tuple[bool, int, int]:
+def verify_streaming(task, *, ranges: dict | None = None) -> tuple[bool, int, int]:
     """(same, rows before, rows after): the reader's merged snapshot of the bucket before and
     after, compared in key order without holding either (whole-bucket reads when a side
-    is not in order)."""
+    is not in order). ``ranges``: the task's probe cache of its inputs (the old side only:
+    the new side's files were just written)."""
     args = (task.reader, task.columns, task.columns_coln_only)
     try:
-        return compare_streams(merged_stream(task.tfs, task.verify_old, *args, missing_ok=False),
+        return compare_streams(merged_stream(task.tfs, task.verify_old, *args, missing_ok=False, ranges=ranges),
                                merged_stream(task.tfs, task.verify_new, *args, missing_ok=True))
     except NotInOrder:
         pass

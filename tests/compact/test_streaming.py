@@ -320,3 +320,35 @@ def test_batches_fall_back_to_stripes(tmp_path, monkeypatch):
     assert max(b.num_rows for b in slow) <= 3000
     for got in (fast, slow):
         assert pa.Table.from_batches(got).rename_columns(whole.column_names).equals(whole)
+
+
+def test_each_input_probed_once_per_task(tmp_path, monkeypatch):
+    """The verification's old side re-uses the task's key-range probes of its inputs (the same
+    files, unchanged under the lock); the result is the same as without the cache."""
+    wids = "db.t:4:9223372036854775807::"
+    probed = []
+    real = sources.source_range
+
+    def spy(tfs, src):
+        probed.append(sources.source_key(src))
+        return real(tfs, src)
+
+    monkeypatch.setattr(sources, "source_range", spy)
+    root = _ordinary(tmp_path / "a")
+    rep = compact(root, "major", wids, engine="local")
+    inputs = [k for k in probed if "/base_0000001/" in k[0] or "/delta_0000002" in k[0] or "/delta_0000003" in k[0]]
+    # three insert sources of bucket 0, each probed once (the output's probe is its own)
+    assert sorted(set(inputs)) == sorted(inputs) and len(inputs) == 3
+    # base 10 rows + 5 + 3, minus the two deleted keys
+    assert rep["summary"]["rows_out"] == 16
+
+
+def test_key_order_cache_is_consulted(tmp_path):
+    tfs = TableFS(str(tmp_path))
+    a = _ordinary(tmp_path / "o")
+    srcs = [Source(str(a / n / "bucket_00000"), 0) for n in ("base_0000001", "delta_0000002_0000002_0000")]
+    ranges: dict = {}
+    assert sources.in_key_order(tfs, srcs, ranges=ranges)
+    assert ranges[sources.source_key(srcs[0])] == ((1, P0, 0), (1, P0, 9))
+    ranges[sources.source_key(srcs[1])] = "?"     # a cached "cannot judge" wins over the file
+    assert not sources.in_key_order(tfs, srcs, ranges=ranges)
