@@ -195,10 +195,47 @@ def test_fast_path_covers_ordinary_data(monkeypatch):
     prices = pa.array([(i * 7919 % 10_000_000) / 100 * (-1) ** i for i in range(n)])
     out = format_double_array(prices).to_pylist()
     assert out[:3] == ["0.0", "-79.19", "158.38"]
+    # 16-17 significant digits in 10**-3 .. 10**7 (measurements, i / 7) are fast too
+    out = format_double_array(pa.array([0.1 + 0.2, 1 / 7, 666666.6666666666])).to_pylist()
+    assert out == ["0.30000000000000004", "0.14285714285714285", "666666.6666666666"]
     assert calls == []
-    # and the others do
-    format_double_array(pa.array([0.1 + 0.2, 1e7, float("nan")]))
-    assert len(calls) == 3
+    # and the others do: E-notation range, NaN
+    format_double_array(pa.array([1e7, 2e23, 0.0009999999999999998, float("nan")]))
+    assert len(calls) == 4
+
+
+def _long_digit_values(seed: int, n: int) -> list[float]:
+    """Doubles in 10**-3 .. 10**7 whose shortest decimal has 16 or 17 significant digits:
+    random bit patterns, i / 7 and i / 3 series, and neighbours of every power of ten and two
+    in the range (where dtoa's decimal-exponent estimate and tolerance change)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    e = rng.integers(1023 - 10, 1023 + 24, n)
+    bits = (e.astype(np.int64) << 52) | rng.integers(0, 1 << 52, n, dtype=np.int64)
+    vals = bits.view(np.float64).tolist() + [i / 7 for i in range(1, n)] + [-i / 3 * 1e-3 for i in range(1, n)]
+    for c in [10.0**p for p in range(-3, 8)] + [2.0**p for p in range(-10, 24)]:
+        for direction in (math.inf, -math.inf):
+            v = c
+            for _ in range(200):
+                v = math.nextafter(v, direction)
+                vals.append(v)
+    keep = []
+    for v in vals:
+        r = repr(abs(v))
+        if 1e-3 <= abs(v) < 1e7 and "e" not in r and len(r.replace(".", "").lstrip("0")) >= 16:
+            keep.append(v)
+    return keep
+
+
+def test_long_digit_doubles_vectorised_equals_scalar():
+    """The fast path's argument for 16-17 digit values (format_double_array's docstring),
+    checked against the scalar port of Java's dtoa (itself checked against Java 17 output:
+    test_golden_*), on a few thousand values of every kind named there."""
+    values = _long_digit_values(14, 3000)
+    assert len(values) > 5000
+    out = format_double_array(pa.array(values, pa.float64())).to_pylist()
+    assert out == [java_double_to_string(v) for v in values]
 
 
 # --- the real oracle: Java 17 FileDump output ----------------------------------------------
