@@ -199,9 +199,10 @@ def test_fast_path_covers_ordinary_data(monkeypatch):
     out = format_double_array(pa.array([0.1 + 0.2, 1 / 7, 666666.6666666666])).to_pylist()
     assert out == ["0.30000000000000004", "0.14285714285714285", "666666.6666666666"]
     assert calls == []
-    # and the others do: E-notation range, NaN
+    # and the others do: integral E-notation values, NaN (0.0009999999999999998 is laid
+    # out from its shortest digits: test_every_exponent_vectorised_equals_scalar)
     format_double_array(pa.array([1e7, 2e23, 0.0009999999999999998, float("nan")]))
-    assert len(calls) == 4
+    assert len(calls) == 3
 
 
 def _long_digit_values(seed: int, n: int) -> list[float]:
@@ -294,3 +295,36 @@ def test_golden_multistripe_scores():
         scores.append(row[5][2])
     out = format_double_array(pa.array(scores, pa.float64())).to_pylist()
     assert ["null" if s is None else s for s in out] == expected
+
+
+def test_every_exponent_vectorised_equals_scalar(monkeypatch):
+    """Outside 10**-3 .. 10**7 non-integral values with 2+ shortest digits are laid out from
+    the shortest digits (``_from_shortest``); the others (integral, one digit, powers of two,
+    subnormals, NaN/Infinity) go to the port. Both against the scalar port, on random bit
+    patterns of every exponent and decimal draws scaled by 10**-300 .. 10**300."""
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    n = 4000
+    e = rng.integers(0, 2048, n, dtype=np.int64)
+    mant = np.where(rng.integers(0, 4, n) == 0, rng.integers(0, 1 << 10, n, dtype=np.int64) << 42,
+                    rng.integers(0, 1 << 52, n, dtype=np.int64))
+    sign = rng.integers(0, 2, n, dtype=np.int64) << 63
+    vals = ((e << 52) | mant | sign).view(np.float64).tolist()
+    vals += (rng.uniform(1, 10, n).round(6) * 10.0 ** rng.integers(-300, 300, n)).tolist()
+    vals += [2.0**-24, 2.82879384806159e17, 2e23, 1e23, 1e-5, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308,
+             3.1450586214885035e25, 1.2345678901234567e-05, 0.0009999999999999998]
+    taken = []
+    real = javafmt_double._from_shortest
+
+    def spy(x):
+        r = real(x)
+        taken.append(r is not None)
+        return r
+
+    monkeypatch.setattr(javafmt_double, "_from_shortest", spy)
+    out = format_double_array(pa.array(vals, pa.float64())).to_pylist()
+    assert out == [java_double_to_string(v) for v in vals]
+    assert sum(taken) > n // 2 and not all(taken)    # both ways were exercised
+    assert out[-11:-8] == ["5.9604644775390625E-8", "2.82879384806159008E17", "1.9999999999999998E23"]
+    assert out[-7:-5] == ["1.0E-5", "4.9E-324"]   # Java 17 (the module docstring; Double.MIN_VALUE)
