@@ -5,7 +5,7 @@ and nothing is published."""
 
 from __future__ import annotations
 
-from acidctl.compact.sources import SourceReader, in_key_order, stream_delete_keys, stream_events
+from acidctl.compact.sources import SourceReader, stream_delete_keys, stream_events
 from acidctl.compact.transform import NotInOrder, SameSchema, StreamOrder, rename_row
 
 
@@ -52,18 +52,13 @@ def _py(t):
     return [norm(r) for r in t.to_pylist()]
 
 
-def merged_stream(tfs, srcs, snapshot, columns, coln_only, *, missing_ok: bool, ranges: dict | None = None):
-    """The merged read of one bucket as a sequence of tables (the whole-bucket read as one
-    table when the sources are not in key order); ``ranges`` as for
-    :func:`~acidctl.compact.sources.in_key_order`."""
+def merged_stream(tfs, srcs, snapshot, columns, coln_only, *, missing_ok: bool):
+    """The merged read of one bucket as a sequence of tables in key order; raises
+    :class:`~acidctl.compact.transform.NotInOrder` when the live events do not come in key
+    order (the caller then reads the bucket whole: :func:`verify_whole`)."""
     from acidctl.acid import merge
 
     ins_srcs, del_srcs = srcs
-    if not in_key_order(tfs, ins_srcs, missing_ok=missing_ok, ranges=ranges):
-        t = merged(SourceReader(tfs), srcs, snapshot, columns, coln_only, missing_ok=missing_ok)
-        if t is not None:
-            yield t
-        return
     keys = loaded = None
     order = StreamOrder()
     schema = SameSchema()
@@ -110,14 +105,13 @@ def compare_streams(a, b) -> tuple[bool, int, int]:
         ob += k
 
 
-def verify_streaming(task, *, ranges: dict | None = None) -> tuple[bool, int, int]:
+def verify_streaming(task) -> tuple[bool, int, int]:
     """(same, rows before, rows after): the reader's merged snapshot of the bucket before and
     after, compared in key order without holding either (whole-bucket reads when a side
-    is not in order). ``ranges``: the task's probe cache of its inputs (the old side only:
-    the new side's files were just written)."""
+    turns out not to be in order)."""
     args = (task.reader, task.columns, task.columns_coln_only)
     try:
-        return compare_streams(merged_stream(task.tfs, task.verify_old, *args, missing_ok=False, ranges=ranges),
+        return compare_streams(merged_stream(task.tfs, task.verify_old, *args, missing_ok=False),
                                merged_stream(task.tfs, task.verify_new, *args, missing_ok=True))
     except NotInOrder:
         pass
