@@ -401,8 +401,23 @@ def _format_float64(arr):
     else:
         body = shortest
 
-    # Everything else, once per distinct value: the shortest digits laid out as Java does
-    # where they are Java's (:func:`_from_shortest`), else the scalar port.
+    # Outside that range, where Java's digits are the shortest ones (:func:`_from_shortest`):
+    # the shortest digits in Java's E-notation, vectorised.
+    e_ok = _e_notation(arr, absx, shortest, fast)
+    if e_ok is not None:
+        mask, text = e_ok
+        body = pc.if_else(mask, text, body)
+        fast = pc.or_(fast, mask)
+
+    # Integral values from 10**7 up to 2**63: Java's integer path, vectorised.
+    i_ok = _integer_path(arr, absx, fast)
+    if i_ok is not None:
+        mask, text = i_ok
+        body = pc.if_else(mask, text, body)
+        fast = pc.or_(fast, mask)
+
+    # Everything else, once per distinct value: the scalar port (_from_shortest first: the
+    # vectorised rule above may leave a value it would take, e.g. Arrow printing plain digits).
     slow = pc.and_(pc.invert(fast), pc.is_valid(arr))
     if pc.any(slow).as_py():
         cache: dict[float, str] = {}
@@ -416,6 +431,83 @@ def _format_float64(arr):
             out.append(r)
         body = pc.replace_with_mask(body, slow, pa.array(out, pa.string()))
     return body
+
+
+def _e_notation(arr, absx, shortest, fast):
+    """(mask, text): the values outside ``10**-3 .. 10**7`` that :func:`_from_shortest` would
+    lay out from their shortest digits, and that text — the same rule on whole arrays (Arrow
+    prints the shortest digits as ``d.ddde±N``, ``de±N`` or plain ``0.0000dd`` / ``dddd.dd``);
+    None when there is none."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    a = absx.to_numpy(zero_copy_only=False)
+    with np.errstate(invalid="ignore"):
+        bits = a.view(np.int64)
+        exp = (bits >> 52) & 0x7FF
+        ok = (exp != 0) & (exp != 0x7FF) & ((bits & _SIGNIF_BIT_MASK) != 0) & (np.floor(a) != a)
+    ok &= ~np.asarray(fast.to_numpy(zero_copy_only=False), dtype=bool)
+    ok &= np.asarray(pc.is_valid(arr).to_numpy(zero_copy_only=False), dtype=bool)
+    if not ok.any():
+        return None
+    mask = pa.array(ok)
+    # the shortest digits of |x|: Arrow's text without its sign
+    text = pc.if_else(mask, pc.utf8_ltrim(shortest, "-"), "0e0")
+    parts = pc.extract_regex(text, r"^(?P<i>[0-9]+)(?:\.(?P<f>[0-9]+))?(?:e(?P<e>[-+]?[0-9]+))?$")
+    whole, frac = pc.struct_field(parts, "i"), pc.struct_field(parts, "f")
+    e10 = pc.struct_field(parts, "e")
+    has_e = pc.greater(pc.utf8_length(e10), 0)
+    digits = pc.binary_join_element_wise(whole, frac, "")
+    lead = pc.subtract(pc.utf8_length(frac), pc.utf8_length(pc.utf8_ltrim(frac, "0")))
+    plain_exp = pc.if_else(pc.equal(whole, "0"), pc.negate(lead), pc.utf8_length(whole))
+    e_val = pc.cast(pc.if_else(has_e, pc.utf8_ltrim(e10, "+"), "0"), pa.int32())
+    dec_exponent = pc.if_else(has_e, pc.add(e_val, 1), plain_exp)
+    ds = pc.utf8_rtrim(pc.utf8_ltrim(digits, "0"), "0")
+    # one digit: E-notation forces a second one (the port); parse failures: the port
+    good = pc.fill_null(pc.and_(pc.greater_equal(pc.utf8_length(ds), 2), pc.is_valid(parts)), False)
+    mask = pc.and_(mask, good)
+    sign = pc.if_else(pc.less(arr, 0.0), "-", "")
+    mant = pc.binary_join_element_wise(sign, pc.utf8_slice_codeunits(ds, 0, 1), ".",
+                                       pc.utf8_slice_codeunits(ds, 1), "E",
+                                       pc.cast(pc.subtract(dec_exponent, 1), pa.string()), "")
+    # Java's E-notation needs decExponent <= -3 or >= 8, which |x| < 10**-3 or >= 10**7 gives
+    return mask, mant
+
+
+def _integer_path(arr, absx, fast):
+    """(mask, text) for the integral values ``10**7 <= |x| < 2**63`` (not taken by the fast
+    path): ``dtoa``'s integer branch (``nTinyBits == 0``, ``binExp <= 62``) on whole arrays —
+    the value as a long, the insignificant digits of its binary exponent rounded away half
+    up (:func:`_develop_long_digits`), trailing zeros dropped, E-notation (``decExponent``
+    is 8 or more). None when there is none."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    a = absx.to_numpy(zero_copy_only=False)
+    with np.errstate(invalid="ignore"):
+        ok = (a >= 1e7) & (a < 9.223372036854775808e18) & (np.floor(a) == a)
+    ok &= ~np.asarray(fast.to_numpy(zero_copy_only=False), dtype=bool)
+    ok &= np.asarray(pc.is_valid(arr).to_numpy(zero_copy_only=False), dtype=bool)
+    if not ok.any():
+        return None
+    lv = np.where(ok, a, 0.0).astype(np.int64)
+    bin_exp = ((np.where(ok, a, 1.0).view(np.int64) >> 52) & 0x7FF) - _EXP_BIAS
+    # insignificantDigitsForPow2(binExp - nSignificantBits - 1), nSignificantBits = 53
+    p2 = np.clip(bin_exp - 54, 0, len(_INSIGNIFICANT_DIGITS_NUMBER) - 1)
+    insig = np.where(bin_exp > 53, np.asarray(_INSIGNIFICANT_DIGITS_NUMBER, np.int64)[p2], 0)
+    pow10 = 10 ** insig
+    residue = lv % pow10
+    lv = lv // pow10 + ((insig > 0) & (residue >= (pow10 >> 1)))
+    text = pc.cast(pa.array(lv), pa.string())
+    ds = pc.utf8_rtrim(text, "0")
+    dec_exponent = pc.add(pc.utf8_length(text), pa.array(insig.astype(np.int32)))
+    frac = pc.if_else(pc.greater(pc.utf8_length(ds), 1), pc.utf8_slice_codeunits(ds, 1), "0")
+    sign = pc.if_else(pc.less(arr, 0.0), "-", "")
+    out = pc.binary_join_element_wise(sign, pc.utf8_slice_codeunits(ds, 0, 1), ".", frac, "E",
+                                      pc.cast(pc.subtract(dec_exponent, 1), pa.string()), "")
+    return pa.array(ok), out
 
 
 def _from_shortest(x: float) -> str | None:

@@ -199,10 +199,10 @@ def test_fast_path_covers_ordinary_data(monkeypatch):
     out = format_double_array(pa.array([0.1 + 0.2, 1 / 7, 666666.6666666666])).to_pylist()
     assert out == ["0.30000000000000004", "0.14285714285714285", "666666.6666666666"]
     assert calls == []
-    # and the others do: integral E-notation values, NaN (0.0009999999999999998 is laid
-    # out from its shortest digits: test_every_exponent_vectorised_equals_scalar)
+    # and the others do: integral values from 2**63, NaN (1e7: Java's integer path and
+    # 0.0009999999999999998: its shortest digits, both vectorised; tests below)
     format_double_array(pa.array([1e7, 2e23, 0.0009999999999999998, float("nan")]))
-    assert len(calls) == 3
+    assert len(calls) == 2
 
 
 def _long_digit_values(seed: int, n: int) -> list[float]:
@@ -314,17 +314,37 @@ def test_every_exponent_vectorised_equals_scalar(monkeypatch):
     vals += (rng.uniform(1, 10, n).round(6) * 10.0 ** rng.integers(-300, 300, n)).tolist()
     vals += [2.0**-24, 2.82879384806159e17, 2e23, 1e23, 1e-5, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308,
              3.1450586214885035e25, 1.2345678901234567e-05, 0.0009999999999999998]
-    taken = []
-    real = javafmt_double._from_shortest
+    ported = []
+    real = javafmt_double.java_double_to_string
 
     def spy(x):
-        r = real(x)
-        taken.append(r is not None)
-        return r
+        ported.append(x)
+        return real(x)
 
-    monkeypatch.setattr(javafmt_double, "_from_shortest", spy)
-    out = format_double_array(pa.array(vals, pa.float64())).to_pylist()
+    with monkeypatch.context() as mp:
+        mp.setattr(javafmt_double, "java_double_to_string", spy)
+        out = format_double_array(pa.array(vals, pa.float64())).to_pylist()
     assert out == [java_double_to_string(v) for v in vals]
-    assert sum(taken) > n // 2 and not all(taken)    # both ways were exercised
+    # both ways were exercised: most values laid out from their shortest digits, the
+    # integral / one-digit / power-of-two / subnormal / NaN ones by the port
+    assert 0 < len(ported) < len(vals) // 2
+    assert 2.0**-24 in ported and 2e23 in ported and 5e-324 in ported
     assert out[-11:-8] == ["5.9604644775390625E-8", "2.82879384806159008E17", "1.9999999999999998E23"]
     assert out[-7:-5] == ["1.0E-5", "4.9E-324"]   # Java 17 (the module docstring; Double.MIN_VALUE)
+
+
+def test_integral_values_vectorised_equals_scalar(monkeypatch):
+    """Integral values 10**7 <= |x| < 2**63 follow Java's integer path (insignificant digits
+    rounded away: 2.82879384806159008E17) on whole arrays, never the scalar port."""
+    import numpy as np
+
+    rng = np.random.default_rng(9)
+    ints = rng.integers(10**7, 2**62, 3000).astype(float) * rng.choice([1, -1], 3000)
+    vals = ints.tolist() + [2.82879384806159e17, 1e8, 12345678.0, 2.0**62, 2.0**53 + 2, 9.2e18, 1e16]
+    vals += [float(2**k) for k in range(24, 63)] + [float(10**k) for k in range(7, 19)]
+    expected = [java_double_to_string(v) for v in vals]
+    calls = []
+    monkeypatch.setattr(javafmt_double, "java_double_to_string", lambda x: calls.append(x) or "")
+    assert format_double_array(pa.array(vals, pa.float64())).to_pylist() == expected
+    assert calls == []
+    assert expected[3000:3002] == ["2.82879384806159008E17", "1.0E8"]   # Java 17 (the module docstring)
