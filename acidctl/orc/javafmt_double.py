@@ -25,9 +25,11 @@ code.
   Zeros and values with ``10**-3 <= |x| < 10**7`` (the usual data: ``0.5``, ``149999.5``,
   prices like ``12.34``, measurements like ``0.1 + 0.2`` or ``i / 7``) are rendered by
   Arrow's own float -> string cast plus a ``.0`` suffix for integral values; for those Java
-  prints the same digits (argument in that function's docstring). Everything else
-  (NaN/Infinity, the E-notation range) goes through the scalar port, once per distinct
-  value.
+  prints the same digits (argument in that function's docstring). Outside that range,
+  vectorised as well: non-integral values in E-notation from their shortest digits (where
+  those are Java's: :func:`_from_shortest`) and integral values below ``2**63`` by Java's
+  integer path. The rest (NaN/Infinity, subnormals, powers of two, one-digit values,
+  integral values from ``2**63``) goes through the scalar port, once per distinct value.
 
 Checked against the real Java 17 ``Double.toString`` on 3 million values (random bit
 patterns, every float32 class, powers of two and ten with neighbours, subnormals, short
@@ -360,9 +362,9 @@ def format_double_array(arr: pa.Array | pa.ChunkedArray) -> pa.StringArray | pa.
     is the only candidate); 16-17 digit values (``i / 7``, measurements) went through the
     scalar port at ~40k values/s. The argument above covers every length, and the tests
     compare both paths on 16-17 digit values from random bit patterns and decimal draws
-    (the scalar port itself is checked against Java 17 on 3 million values). Everything
-    else (NaN/Infinity, ``|x| < 10**-3`` or ``>= 10**7``: E-notation and Java's integer
-    path) goes to the scalar port, once per distinct value.
+    (the scalar port itself is checked against Java 17 on 3 million values). Outside
+    the range: :func:`_e_notation` and :func:`_integer_path`; the rest goes to the scalar
+    port, once per distinct value.
     """
     import pyarrow as pa
 
