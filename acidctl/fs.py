@@ -112,6 +112,20 @@ class TableFS:
         entries = [e for e in entries if e.path.rstrip("/") != path.rstrip("/")]
         return sorted(entries, key=lambda e: e.name)
 
+    def subdirs(self, path: str) -> list[Entry]:
+        """The directories directly under ``path``, sorted by name. Locally without a stat per
+        entry (``os.scandir`` knows directories from the listing itself), so size and mtime
+        are 0: for walks that only need names (``--assume-committed``'s highest write id)."""
+        if self.protocol not in ("file", "local"):
+            return [e for e in self.ls(path) if e.is_dir]
+        prefix = path if path.endswith("/") else path + "/"
+        with _errors(path):
+            with os.scandir(path) as it:
+                out = [Entry(path=prefix + e.name, name=e.name, is_dir=True, size=0, mtime=0.0)
+                       for e in it if e.is_dir()]
+        out.sort(key=lambda e: e.name)
+        return out
+
     def open(self, path: str, mode: str = "rb", **kw):
         if self._fs is None and mode == "rb":
             with _errors(path):

@@ -81,8 +81,8 @@ def max_write_id_in_tree(tfs: TableFS) -> int:
     hi = 0
     stack = [tfs.root]
     while stack:
-        for e in tfs.ls(stack.pop()):
-            if not e.is_dir or is_hidden(e.name):
+        for e in tfs.subdirs(stack.pop()):
+            if is_hidden(e.name):
                 continue
             d = parse_acid_dir(e.name)
             if d is not None:

@@ -141,16 +141,20 @@ def _shape_rows(shape: str, n: int):
         return ("struct<l:array<struct<a:int,b:string>>,m:map<string,array<int>>>",
                 lambda i: ([(i, f"b{i}"), (i + 1, None)], {f"k{i % 7}": [i, i * 2]}))
     if shape == "long-doubles":
-        # 16-17 significant digits (measurements, i / 7): Java's pre-19 Double.toString is not
-        # the shortest round trip, so these go through acidctl's scalar port value by value
+        # 16-17 significant digits (measurements, i / 7) in 1e-3..1e7: vectorised (Java's
+        # pre-19 Double.toString prints the shortest digits there; javafmt_double)
         return "struct<x:double>", lambda i: (i / 7,)
+    if shape == "e-notation-doubles":
+        # the same digits at 1e-9 and 1e12 scale: Java's E-notation, laid out from the
+        # shortest digits value by value (integral values and powers of two: the exact port)
+        return "struct<x:double,y:double>", lambda i: (i / 7 * 1e-9, i / 7 * 1e12 + 0.5)
     if shape == "unions":
         return "struct<u:uniontype<int,string,double>>", lambda i: ((i, f"s{i}", i / 4)[i % 3],)
     raise ValueError(shape)
 
 
 SHAPES = ["simple-3-columns", "every-type", "strings-with-escapes", "invalid-utf8", "far-timestamps",
-          "decimals", "nested", "unions", "long-doubles"]
+          "decimals", "nested", "unions", "long-doubles", "e-notation-doubles"]
 
 
 def write_shape(path: str, shape: str, n: int) -> None:

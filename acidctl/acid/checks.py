@@ -366,7 +366,7 @@ def check_partition(listing: DirListing, state: AcidState, *, hive_version: int,
 def check_publications(tfs, listing: DirListing) -> list[Finding]:
     """D07 (error) for a non-atomic publication a crash interrupted half way: until it is
     finished, readers see some outputs without the others (a wrong snapshot)."""
-    from acidctl.compact.planner import STAGING_PREFIX
+    from acidctl.acid.dirname import STAGING_PREFIX
 
     if not any(e.name.startswith(STAGING_PREFIX) for e in listing.entries):
         return []

@@ -42,6 +42,9 @@ COPY_KEYWORD = "_copy_"
 UNION_SUBDIR_PREFIX = "HIVE_UNION_SUBDIR_"
 ORC_ACID_VERSION_FILE = "_orc_acid_version"
 METADATA_FILE = "_metadata_acid"
+#: acidctl's own staging directories (hidden: a dot prefix); here, not in the compaction
+#: planner, so that ``state``'s D07 check needs no compaction import
+STAGING_PREFIX = ".acidctl-staging-"
 
 DELTA_DIGITS = 7
 STATEMENT_DIGITS = 4

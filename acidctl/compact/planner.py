@@ -29,13 +29,12 @@ from typing import Callable
 
 from acidctl.acid.acidstate import AcidState, Kind, delta_sort_key, get_acid_state
 from acidctl.acid.listing import ChildEntry, DirListing, FileInfo
-from acidctl.acid.dirname import METADATA_FILE, ORC_ACID_VERSION_FILE, BaseDir, DeltaDir
+from acidctl.acid.dirname import METADATA_FILE, ORC_ACID_VERSION_FILE, STAGING_PREFIX, BaseDir, DeltaDir
 from acidctl.acid.writeids import TxnList, WriteIdList
 from acidctl.errors import InvalidAcidLayout, RefusedError, UsageError
 from acidctl.fs import join_path
 
 MAJOR, MINOR = "major", "minor"
-STAGING_PREFIX = ".acidctl-staging-"
 METADATA_ACID = b'{"thisFileVersion":"0","dataFormat":"compacted"}'
 ORC_ACID_VERSION = b"2"
 

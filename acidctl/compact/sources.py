@@ -1,14 +1,16 @@
-"""What a compaction task reads: its sources' events (whole, or stripe by stripe), the key
-order probe that decides whether the bucket can be streamed, the valid delete keys, and the
-ORC type the output is written with.
+"""What a compaction task reads: its sources' events (whole, or stripe by stripe), the valid
+delete keys, and the ORC type the output is written with.
 
 Within a bucket, Hive's insert sources (originals or the base, then the insert deltas in
 write-id/statement order) normally hold increasing, disjoint key ranges. Then the merged
 bucket is the concatenation of each source's live events, stripe by stripe, and a task needs
-in memory only the bucket's valid delete keys plus a few stripes. Each source's first and
-last key are read up front (:func:`source_range`: synthetic ids of original files are known
-from the row counts; ACID files: the first key columns and the key index or a scan); the live
-rows are checked again while streaming (:class:`acidctl.compact.transform.StreamOrder`).
+in memory only the bucket's valid delete keys plus a few stripes. Nothing is probed up front:
+the live events are checked while streaming (:class:`acidctl.compact.transform.StreamOrder`)
+and a bucket out of order is redone whole (:mod:`acidctl.compact.task`). Until issue #14 each
+source's first and last keys were read first (a probe costing ~1 ms per input file, 12 % of a
+compaction of many small partitions); the stream check alone decides the same cases, since
+the whole-bucket path's output is the sorted live events and a stream whose live events
+increase strictly is that sequence.
 """
 
 from __future__ import annotations
@@ -115,7 +117,9 @@ def stream_delete_keys(tfs, srcs, snapshot, *, missing_ok: bool = False, on_stri
 
 def stream_events(tfs, srcs, *, missing_ok: bool = False):
     """Every source's events, one batch at a time, as ACID tables (raw files get their
-    synthetic row ids counted across batches); empty batches are skipped."""
+    synthetic row ids counted across batches); empty batches are skipped. Raises
+    :class:`~acidctl.compact.transform.NotStreamable` for a non-raw source that is not an
+    ACID file."""
     import pyarrow as pa
 
     from acidctl.acid import merge
@@ -126,6 +130,10 @@ def stream_events(tfs, srcs, *, missing_ok: bool = False):
         if missing_ok and not tfs.exists(s.path):
             continue
         with OrcFile(tfs, s.path) as f:
+            if not s.raw and not f.is_acid:
+                from acidctl.compact.transform import NotStreamable
+
+                raise NotStreamable(f"{f.display_path} is not an ACID file")
             pos = s.first_row_id
             bp = bucketcodec.encode(s.bucket, s.statement) if s.raw else 0
             for b in batches(f):
@@ -136,74 +144,6 @@ def stream_events(tfs, srcs, *, missing_ok: bool = False):
                 else:
                     t = merge.normalise(t)
                 yield t
-
-
-# -- key order probe --------------------------------------------------------------------------
-
-def source_range(tfs, src):
-    """(first key, last key) of a source's events, None for an empty source, or "?" when the
-    file cannot be judged cheaply (not an ACID file, unreadable key columns)."""
-    from acidctl.orc import bucketcodec
-    from acidctl.orc.acidfile import signed_bucket
-    from acidctl.orc.reader import OrcFile
-
-    with OrcFile(tfs, src.path) as f:
-        if src.raw:
-            n = f.rows
-            if not n:
-                return None
-            bp = signed_bucket(bucketcodec.encode(src.bucket, src.statement))
-            return (src.write_id, bp, src.first_row_id), (src.write_id, bp, src.first_row_id + n - 1)
-        if not f.is_acid:
-            return "?"
-        if not f.rows:
-            return None
-        names = list(f.schema.fields)[1:4]
-        first = next(batches(f, columns=names, batch_rows=1024), None)
-        if first is None:
-            return None
-        last = _key_index_last(f)
-        if last is None:
-            # no usable key index: the last key from a scan of the key columns (bounded memory)
-            for b in batches(f, columns=names):
-                last = tuple(b.column(i)[b.num_rows - 1].as_py() for i in range(3))
-        return tuple(first.column(i)[0].as_py() for i in range(3)), last
-
-
-def _key_index_last(f):
-    """The last key of an ACID file from its ``hive.acid.key.index`` (the last stripe's last
-    key), or None when it is missing or malformed. A wrong index cannot produce wrong output:
-    the streamed events are checked again while they are written."""
-    from acidctl.orc.acidfile import KEY_INDEX, parse_key_index, signed_bucket
-
-    raw = f.user_metadata.get(KEY_INDEX)
-    if not raw:
-        return None
-    try:
-        entries = parse_key_index(raw.decode())
-    except (UnicodeDecodeError, ValueError):
-        return None
-    if not entries or len(entries) != sum(1 for s in f.stripes() if s.rows):
-        return None
-    ot, bk, rid = entries[-1]
-    return ot, signed_bucket(bk), rid
-
-
-def in_key_order(tfs, srcs, *, missing_ok: bool = False) -> bool:
-    """Do the sources' key ranges increase strictly, without overlapping?"""
-    prev = None
-    for s in srcs:
-        if missing_ok and not tfs.exists(s.path):
-            continue
-        r = source_range(tfs, s)
-        if r is None:
-            continue
-        if r == "?" or any(v is None for v in r[0] + r[1]):
-            return False
-        if r[0] > r[1] or (prev is not None and not prev < r[0]):
-            return False
-        prev = r[1]
-    return True
 
 
 # -- output -----------------------------------------------------------------------------------

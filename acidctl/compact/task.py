@@ -55,17 +55,19 @@ def run_bucket(task) -> dict:
 
 
 def _run(task) -> dict:
-    """Streaming when the bucket's insert sources are in key order (the usual case), else
+    """Streaming when the bucket's live insert events come in key order (the usual case), else
     the whole-bucket path; Hive 2.3 tables: :mod:`acidctl.compact.hive2`."""
     if getattr(task, "hive_version", 3) == 2:
         from acidctl.compact import hive2
 
         return hive2.run_bucket(task)
-    if sources.in_key_order(task.tfs, task.inserts):
-        try:
-            return _run_streaming(task)
-        except transform.NotInOrder:
-            pass   # an input file not sorted inside: nothing was moved into place
+    # optimistic: the order is checked on the live events while streaming, and a bucket that
+    # turns out not to be in order (sources overlapping or unsorted inside, or not ACID files)
+    # is redone whole — nothing was moved into place (no probe up front: acidctl.compact.sources)
+    try:
+        return _run_streaming(task)
+    except transform.NotInOrder:
+        pass
     return _run_whole(task)
 
 

@@ -18,6 +18,11 @@ class NotInOrder(Exception):
     """The streamed events are not strictly increasing: use the whole-bucket path."""
 
 
+class NotStreamable(NotInOrder):
+    """A source the streaming path cannot read (neither an ACID file nor an original file
+    read as one): use the whole-bucket path."""
+
+
 def valid_mask(t, snap, m: dict, *, inserts: bool):
     """The mask of the events of ``t`` carried over, counting in ``m`` why the others are not.
 

@@ -5,7 +5,7 @@ and nothing is published."""
 
 from __future__ import annotations
 
-from acidctl.compact.sources import SourceReader, in_key_order, stream_delete_keys, stream_events
+from acidctl.compact.sources import SourceReader, stream_delete_keys, stream_events
 from acidctl.compact.transform import NotInOrder, SameSchema, StreamOrder, rename_row
 
 
@@ -53,16 +53,12 @@ def _py(t):
 
 
 def merged_stream(tfs, srcs, snapshot, columns, coln_only, *, missing_ok: bool):
-    """The merged read of one bucket as a sequence of tables (the whole-bucket read as one
-    table when the sources are not in key order)."""
+    """The merged read of one bucket as a sequence of tables in key order; raises
+    :class:`~acidctl.compact.transform.NotInOrder` when the live events do not come in key
+    order (the caller then reads the bucket whole: :func:`verify_whole`)."""
     from acidctl.acid import merge
 
     ins_srcs, del_srcs = srcs
-    if not in_key_order(tfs, ins_srcs, missing_ok=missing_ok):
-        t = merged(SourceReader(tfs), srcs, snapshot, columns, coln_only, missing_ok=missing_ok)
-        if t is not None:
-            yield t
-        return
     keys = loaded = None
     order = StreamOrder()
     schema = SameSchema()
@@ -112,7 +108,7 @@ def compare_streams(a, b) -> tuple[bool, int, int]:
 def verify_streaming(task) -> tuple[bool, int, int]:
     """(same, rows before, rows after): the reader's merged snapshot of the bucket before and
     after, compared in key order without holding either (whole-bucket reads when a side
-    is not in order)."""
+    turns out not to be in order)."""
     args = (task.reader, task.columns, task.columns_coln_only)
     try:
         return compare_streams(merged_stream(task.tfs, task.verify_old, *args, missing_ok=False),

@@ -192,3 +192,39 @@ def test_nation_layout_assembled(tmp_path):
     assert [(d.name, d.bytes) for d in st.deltas] == [
         ("delta_0000002_0000002_0000", 11406), ("delete_delta_0000003_0000003_0000", 873),
         ("delete_delta_0000004_0000004_0000", 882)]
+
+
+def test_subdirs_and_max_write_id_in_tree(tmp_path):
+    """TableFS.subdirs: the directories only (symlinks to directories followed, as ls does),
+    sorted; the highest write id of every partition's directory names, hidden ones skipped."""
+    import os
+
+    from acidctl.target import max_write_id_in_tree
+
+    mk(tmp_path / "t", {"p=1": {"delta_0000003_0000007_0000": {"bucket_00000": 1},
+                                "base_0000002": {"bucket_00000": 1}, "_tmp": {}},
+                        "p=2": {"delete_delta_0000009_0000009_0000": {"bucket_00000": 1},
+                                ".hive-staging_x": {"delta_0000099_0000099_0000": {}},
+                                "delta_0000050_0000050_0000.tmp": {}},
+                        "000000_0": 3})
+    os.symlink(tmp_path / "t" / "p=1", tmp_path / "t" / "p=3")
+    tfs = TableFS(str(tmp_path / "t"))
+    names = [e.name for e in tfs.subdirs(str(tmp_path / "t"))]
+    assert names == ["p=1", "p=2", "p=3"]
+    assert [e.name for e in tfs.subdirs(str(tmp_path / "t" / "p=2"))] == sorted(
+        n for n in os.listdir(tmp_path / "t" / "p=2") if (tmp_path / "t" / "p=2" / n).is_dir())
+    # p=1: 7 (delta 3..7); p=2: 9 (the hidden staging dir's 99 and a non-ACID name don't count)
+    assert max_write_id_in_tree(tfs) == 9
+
+
+def test_subdirs_remote():
+    tfs = TableFS("memory://acidctl-subdirs-test/t")
+    tfs.write_bytes("/acidctl-subdirs-test/t/delta_0000004_0000004_0000/bucket_00000", b"abc")
+    tfs.write_bytes("/acidctl-subdirs-test/t/_orc_acid_version_not_a_dir", b"2")
+    try:
+        from acidctl.target import max_write_id_in_tree
+
+        assert [e.name for e in tfs.subdirs("/acidctl-subdirs-test/t")] == ["delta_0000004_0000004_0000"]
+        assert max_write_id_in_tree(tfs) == 4
+    finally:
+        tfs.rm("/acidctl-subdirs-test", recursive=True)

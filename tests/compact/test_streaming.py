@@ -135,21 +135,33 @@ def test_path_taken_and_same_result(tmp_path, monkeypatch, mode, build, expect):
     assert merged(roots["a"], wids) == merged(roots["b"], wids)
 
 
-def test_key_order_of_sources(tmp_path):
+def test_original_files_stream_with_synthetic_ids(tmp_path, monkeypatch):
+    """Original (raw) files stream with synthetic row ids counted across files; an ACID-named
+    directory holding a plain (non-ACID) ORC file cannot stream and is read whole."""
+    wids = "db.t:4:9223372036854775807::"
+
+    def raw(root):
+        for name, ids in (("000000_0", [1, 2, 3]), ("000000_0_copy_1", [4, 5])):
+            root.mkdir(parents=True, exist_ok=True)
+            po.write_table(pa.table({"id": pa.array(ids, pa.int32())}), str(root / name))
+        return root
+
+    roots = {}
+    taken, ra, rb = _both(monkeypatch, lambda n: roots.setdefault(n, raw(tmp_path / n)), "major", wids,
+                          engine="local")
+    assert taken == ["stream"]
+    _assert_same_outputs(roots["a"], roots["b"])
+    # synthetic ids: write id 0, bucket 0, rows 0..4 in file order (orc-acid-files.md: originals)
+    [out] = [v for k, v in _outputs(roots["a"]).items() if k.startswith("base_")]
+    assert out.column("rowId").to_pylist() == [0, 1, 2, 3, 4]
+    assert [r["id"] for r in out.column("row").to_pylist()] == [1, 2, 3, 4, 5]
+
     tfs = TableFS(str(tmp_path))
-    a, b = _ordinary(tmp_path / "o"), _overlapping(tmp_path / "x")
-    srcs = lambda root, names: [Source(str(root / n / "bucket_00000"), 0) for n in names]  # noqa: E731
-    assert sources.in_key_order(tfs, srcs(a, ["base_0000001", "delta_0000002_0000002_0000",
-                                                "delta_0000003_0000003_0000"]))
-    assert not sources.in_key_order(tfs, srcs(a, ["delta_0000002_0000002_0000", "base_0000001"]))
-    assert not sources.in_key_order(tfs, srcs(b, ["delta_0000001_0000001_0000", "delta_0000002_0000002_0000"]))
-    # original files: synthetic ids from the row counts, increasing across files
-    raw = [Source("000000_0", 0, raw=True, first_row_id=0), Source("000000_0_copy_1", 0, raw=True, first_row_id=3)]
-    for name in ("000000_0", "000000_0_copy_1"):
-        po.write_table(pa.table({"id": pa.array([1, 2, 3], pa.int32())}), str(tmp_path / name))
-    raw = [Source(str(tmp_path / s.path), 0, raw=True, first_row_id=s.first_row_id) for s in raw]
-    assert sources.source_range(tfs, raw[1]) == ((0, P0, 3), (0, P0, 5))
-    assert sources.in_key_order(tfs, raw)
+    plain = tmp_path / "p" / "delta_0000001_0000001_0000" / "bucket_00000"
+    plain.parent.mkdir(parents=True)
+    po.write_table(pa.table({"id": pa.array([1], pa.int32())}), str(plain))
+    with pytest.raises(task_mod.transform.NotStreamable):
+        list(sources.stream_events(tfs, [Source(str(plain), 0)]))
 
 
 # -- (b) random histories and fixture tables ---------------------------------------------------

@@ -195,10 +195,48 @@ def test_fast_path_covers_ordinary_data(monkeypatch):
     prices = pa.array([(i * 7919 % 10_000_000) / 100 * (-1) ** i for i in range(n)])
     out = format_double_array(prices).to_pylist()
     assert out[:3] == ["0.0", "-79.19", "158.38"]
+    # 16-17 significant digits in 10**-3 .. 10**7 (measurements, i / 7) are fast too
+    out = format_double_array(pa.array([0.1 + 0.2, 1 / 7, 666666.6666666666])).to_pylist()
+    assert out == ["0.30000000000000004", "0.14285714285714285", "666666.6666666666"]
     assert calls == []
-    # and the others do
-    format_double_array(pa.array([0.1 + 0.2, 1e7, float("nan")]))
-    assert len(calls) == 3
+    # and the others do: integral values from 2**63, NaN (1e7: Java's integer path and
+    # 0.0009999999999999998: its shortest digits, both vectorised; tests below)
+    format_double_array(pa.array([1e7, 2e23, 0.0009999999999999998, float("nan")]))
+    assert len(calls) == 2
+
+
+def _long_digit_values(seed: int, n: int) -> list[float]:
+    """Doubles in 10**-3 .. 10**7 whose shortest decimal has 16 or 17 significant digits:
+    random bit patterns, i / 7 and i / 3 series, and neighbours of every power of ten and two
+    in the range (where dtoa's decimal-exponent estimate and tolerance change)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    e = rng.integers(1023 - 10, 1023 + 24, n)
+    bits = (e.astype(np.int64) << 52) | rng.integers(0, 1 << 52, n, dtype=np.int64)
+    vals = bits.view(np.float64).tolist() + [i / 7 for i in range(1, n)] + [-i / 3 * 1e-3 for i in range(1, n)]
+    for c in [10.0**p for p in range(-3, 8)] + [2.0**p for p in range(-10, 24)]:
+        for direction in (math.inf, -math.inf):
+            v = c
+            for _ in range(200):
+                v = math.nextafter(v, direction)
+                vals.append(v)
+    keep = []
+    for v in vals:
+        r = repr(abs(v))
+        if 1e-3 <= abs(v) < 1e7 and "e" not in r and len(r.replace(".", "").lstrip("0")) >= 16:
+            keep.append(v)
+    return keep
+
+
+def test_long_digit_doubles_vectorised_equals_scalar():
+    """The fast path's argument for 16-17 digit values (format_double_array's docstring),
+    checked against the scalar port of Java's dtoa (itself checked against Java 17 output:
+    test_golden_*), on a few thousand values of every kind named there."""
+    values = _long_digit_values(14, 3000)
+    assert len(values) > 5000
+    out = format_double_array(pa.array(values, pa.float64())).to_pylist()
+    assert out == [java_double_to_string(v) for v in values]
 
 
 # --- the real oracle: Java 17 FileDump output ----------------------------------------------
@@ -257,3 +295,56 @@ def test_golden_multistripe_scores():
         scores.append(row[5][2])
     out = format_double_array(pa.array(scores, pa.float64())).to_pylist()
     assert ["null" if s is None else s for s in out] == expected
+
+
+def test_every_exponent_vectorised_equals_scalar(monkeypatch):
+    """Outside 10**-3 .. 10**7 non-integral values with 2+ shortest digits are laid out from
+    the shortest digits (``_from_shortest``); the others (integral, one digit, powers of two,
+    subnormals, NaN/Infinity) go to the port. Both against the scalar port, on random bit
+    patterns of every exponent and decimal draws scaled by 10**-300 .. 10**300."""
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    n = 4000
+    e = rng.integers(0, 2048, n, dtype=np.int64)
+    mant = np.where(rng.integers(0, 4, n) == 0, rng.integers(0, 1 << 10, n, dtype=np.int64) << 42,
+                    rng.integers(0, 1 << 52, n, dtype=np.int64))
+    sign = rng.integers(0, 2, n, dtype=np.int64) << 63
+    vals = ((e << 52) | mant | sign).view(np.float64).tolist()
+    vals += (rng.uniform(1, 10, n).round(6) * 10.0 ** rng.integers(-300, 300, n)).tolist()
+    vals += [2.0**-24, 2.82879384806159e17, 2e23, 1e23, 1e-5, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308,
+             3.1450586214885035e25, 1.2345678901234567e-05, 0.0009999999999999998]
+    ported = []
+    real = javafmt_double.java_double_to_string
+
+    def spy(x):
+        ported.append(x)
+        return real(x)
+
+    with monkeypatch.context() as mp:
+        mp.setattr(javafmt_double, "java_double_to_string", spy)
+        out = format_double_array(pa.array(vals, pa.float64())).to_pylist()
+    assert out == [java_double_to_string(v) for v in vals]
+    # both ways were exercised: most values laid out from their shortest digits, the
+    # integral / one-digit / power-of-two / subnormal / NaN ones by the port
+    assert 0 < len(ported) < len(vals) // 2
+    assert 2.0**-24 in ported and 2e23 in ported and 5e-324 in ported
+    assert out[-11:-8] == ["5.9604644775390625E-8", "2.82879384806159008E17", "1.9999999999999998E23"]
+    assert out[-7:-5] == ["1.0E-5", "4.9E-324"]   # Java 17 (the module docstring; Double.MIN_VALUE)
+
+
+def test_integral_values_vectorised_equals_scalar(monkeypatch):
+    """Integral values 10**7 <= |x| < 2**63 follow Java's integer path (insignificant digits
+    rounded away: 2.82879384806159008E17) on whole arrays, never the scalar port."""
+    import numpy as np
+
+    rng = np.random.default_rng(9)
+    ints = rng.integers(10**7, 2**62, 3000).astype(float) * rng.choice([1, -1], 3000)
+    vals = ints.tolist() + [2.82879384806159e17, 1e8, 12345678.0, 2.0**62, 2.0**53 + 2, 9.2e18, 1e16]
+    vals += [float(2**k) for k in range(24, 63)] + [float(10**k) for k in range(7, 19)]
+    expected = [java_double_to_string(v) for v in vals]
+    calls = []
+    monkeypatch.setattr(javafmt_double, "java_double_to_string", lambda x: calls.append(x) or "")
+    assert format_double_array(pa.array(vals, pa.float64())).to_pylist() == expected
+    assert calls == []
+    assert expected[3000:3002] == ["2.82879384806159008E17", "1.0E8"]   # Java 17 (the module docstring)
