@@ -40,6 +40,7 @@ MYPY_PATHS = acidctl
 
 lint:
 	.venv/bin/ruff check acidctl tests bench
+	.venv/bin/ruff format --check acidctl tests bench
 	.venv/bin/mypy $(MYPY_PATHS)
 
 bench: setup

@@ -64,7 +64,7 @@ class DemoTable:
     buckets: int | None = None
     bucket_column: str | None = None
     properties: dict[str, str] = dataclasses.field(default_factory=dict)
-    writes: list[dict] = dataclasses.field(default_factory=list)   # write id, txn outcome, dirs
+    writes: list[dict] = dataclasses.field(default_factory=list)  # write id, txn outcome, dirs
     expected: dict[str, list[tuple]] = dataclasses.field(default_factory=dict)
 
     @property
@@ -72,10 +72,15 @@ class DemoTable:
         return f"{self.db}.{self.name}"
 
     def to_dict(self) -> dict:
-        return {"table": self.full_name, "columns": [dataclasses.asdict(c) for c in self.columns],
-                "partition_keys": self.partition_keys, "buckets": self.buckets,
-                "properties": self.properties, "writes": self.writes,
-                "expected_rows": {k: [list(map(_plain, r)) for r in v] for k, v in self.expected.items()}}
+        return {
+            "table": self.full_name,
+            "columns": [dataclasses.asdict(c) for c in self.columns],
+            "partition_keys": self.partition_keys,
+            "buckets": self.buckets,
+            "properties": self.properties,
+            "writes": self.writes,
+            "expected_rows": {k: [list(map(_plain, r)) for r in v] for k, v in self.expected.items()},
+        }
 
 
 def _plain(v):
@@ -127,10 +132,13 @@ class _Writer:
     def _row_struct(self, rows: list[tuple | None]):
         import pyarrow as pa
 
-        kids = [pa.array([None if r is None else r[i] for r in rows], _arrow_type(c.hive_type))
-                for i, c in enumerate(self.table.columns)]
-        return pa.StructArray.from_arrays(kids, [c.name for c in self.table.columns],
-                                          mask=pa.array([r is None for r in rows]))
+        kids = [
+            pa.array([None if r is None else r[i] for r in rows], _arrow_type(c.hive_type))
+            for i, c in enumerate(self.table.columns)
+        ]
+        return pa.StructArray.from_arrays(
+            kids, [c.name for c in self.table.columns], mask=pa.array([r is None for r in rows])
+        )
 
     def _write(self, directory: str, bucket: int, events: list[tuple]):
         import pyarrow as pa
@@ -138,16 +146,19 @@ class _Writer:
         from acidctl.orc.writer import DELTA_STRIPE_SIZE, write_acid_file
 
         events.sort(key=lambda e: (e[1], e[2], e[3]))
-        table = pa.table({
-            "operation": pa.array([e[0] for e in events], pa.int32()),
-            "originalTransaction": pa.array([e[1] for e in events], pa.int64()),
-            "bucket": pa.array([e[2] for e in events], pa.int32()),
-            "rowId": pa.array([e[3] for e in events], pa.int64()),
-            "currentTransaction": pa.array([e[4] for e in events], pa.int64()),
-            "row": self._row_struct([e[5] for e in events]),
-        })
-        return write_acid_file(self.tfs, self.tfs.join(directory, f"bucket_{bucket:05d}"), table,
-                               stripe_size=DELTA_STRIPE_SIZE)
+        table = pa.table(
+            {
+                "operation": pa.array([e[0] for e in events], pa.int32()),
+                "originalTransaction": pa.array([e[1] for e in events], pa.int64()),
+                "bucket": pa.array([e[2] for e in events], pa.int32()),
+                "rowId": pa.array([e[3] for e in events], pa.int64()),
+                "currentTransaction": pa.array([e[4] for e in events], pa.int64()),
+                "row": self._row_struct([e[5] for e in events]),
+            }
+        )
+        return write_acid_file(
+            self.tfs, self.tfs.join(directory, f"bucket_{bucket:05d}"), table, stripe_size=DELTA_STRIPE_SIZE
+        )
 
     def insert(self, write_id: int, rows: list[tuple], *, partition: str | None = None, stmt: int = 0):
         """INSERT: one file per bucket; returns {row: row id} for later updates/deletes."""
@@ -163,17 +174,17 @@ class _Writer:
             ids.update({r: (write_id, prop, i) for i, r in enumerate(rs)})
         return d, ids
 
-    def delete(self, write_id: int, row_ids: list[tuple[int, int, int]], *, partition: str | None = None,
-               stmt: int = 0):
+    def delete(
+        self, write_id: int, row_ids: list[tuple[int, int, int]], *, partition: str | None = None, stmt: int = 0
+    ):
         """DELETE: each event goes into bucket_N of the target row's decoded bucket id."""
         d = self._acid_dir(partition, "delete_delta", write_id, stmt)
         by_bucket: dict[int, list[tuple]] = {}
-        for (otxn, prop, rid) in row_ids:
+        for otxn, prop, rid in row_ids:
             bucket_id = bucketcodec.decode(prop).bucket_id
-            if bucket_id is None:   # the demo only writes V1 properties (bucketcodec.encode)
+            if bucket_id is None:  # the demo only writes V1 properties (bucketcodec.encode)
                 raise ValueError(f"not a V0/V1 bucket property: {prop}")
-            by_bucket.setdefault(bucket_id, []).append(
-                (2, otxn, prop, rid, write_id, None))
+            by_bucket.setdefault(bucket_id, []).append((2, otxn, prop, rid, write_id, None))
         for b, ev in sorted(by_bucket.items()):
             self._write(d, b, ev)
         return d
@@ -185,15 +196,20 @@ class _Writer:
 
         d = self.part_dir(partition)
         for name, rows in files.items():
-            t = pa.table({c.name: pa.array([r[i] for r in rows], _arrow_type(c.hive_type))
-                          for i, c in enumerate(self.table.columns)})
+            t = pa.table(
+                {
+                    c.name: pa.array([r[i] for r in rows], _arrow_type(c.hive_type))
+                    for i, c in enumerate(self.table.columns)
+                }
+            )
             sink = pa.BufferOutputStream()
             po.write_table(t, sink, compression="zlib")
             self.tfs.write_bytes(self.tfs.join(d, name), sink.getvalue().to_pybytes())
 
 
-def build_demo(tfs: TableFS, root: str, *, metastore_url: str | None = None,
-               hive_version: int = DEFAULT_HIVE_VERSION) -> dict[str, Any]:
+def build_demo(
+    tfs: TableFS, root: str, *, metastore_url: str | None = None, hive_version: int = DEFAULT_HIVE_VERSION
+) -> dict[str, Any]:
     """Create the demo warehouse under ``root`` (which must be empty or absent) and record it
     in a metastore (default: a new SQLite file ``root/metastore.db`` on local filesystems)."""
     if tfs.exists(root) and tfs.isdir(root) and tfs.ls(root):
@@ -202,9 +218,12 @@ def build_demo(tfs: TableFS, root: str, *, metastore_url: str | None = None,
     warehouse = tfs.join(root, "warehouse")
     tfs.makedirs(warehouse)
 
-    employee = DemoTable("default", "employee", [Column("id", "int"), Column("name", "string"),
-                                                 Column("salary", "int")],
-                         properties={"transactional": "true"})
+    employee = DemoTable(
+        "default",
+        "employee",
+        [Column("id", "int"), Column("name", "string"), Column("salary", "int")],
+        properties={"transactional": "true"},
+    )
     w = _Writer(tfs, warehouse, employee)
     _, ids = w.insert(1, [(1, "Jerry", 5000), (2, "Tom", 8000), (3, "Kate", 6000)])
     employee.writes.append({"write_id": 1, "state": "committed", "statement": "INSERT"})
@@ -217,33 +236,49 @@ def build_demo(tfs: TableFS, root: str, *, metastore_url: str | None = None,
     employee.expected[""] = [(1, "Jerry", 5000), (2, "Tom", 7000), (4, "Mary", 9000)]
 
     D = decimal.Decimal
-    sales = DemoTable("default", "sales", [Column("id", "int"), Column("item", "string"),
-                                           Column("amount", "decimal(10,2)")],
-                      partition_keys=["ds"], buckets=2, bucket_column="id",
-                      properties={"transactional": "true", "bucketing_version": "1"})
+    sales = DemoTable(
+        "default",
+        "sales",
+        [Column("id", "int"), Column("item", "string"), Column("amount", "decimal(10,2)")],
+        partition_keys=["ds"],
+        buckets=2,
+        bucket_column="id",
+        properties={"transactional": "true", "bucketing_version": "1"},
+    )
     s = _Writer(tfs, warehouse, sales)
     row = lambda i: (i, f"item-{i:03d}", D(i) * D("1.50"))  # noqa: E731
     p1, p2 = "ds=2025-12-31", "ds=2026-01-01"
-    s.originals(p1, {"000000_0": [row(2), row(4)], "000001_0": [row(1), row(3)],
-                     "000001_0_copy_1": [row(5)]})
+    s.originals(p1, {"000000_0": [row(2), row(4)], "000001_0": [row(1), row(3)], "000001_0_copy_1": [row(5)]})
     # synthetic row ids: bucket 1 files in path order: 000001_0 (rows 0, 1), _copy_1 (row 2)
-    s.delete(1, [(0, bucketcodec.encode(1, 0), 1)], partition=p1)            # id 3
+    s.delete(1, [(0, bucketcodec.encode(1, 0), 1)], partition=p1)  # id 3
     sales.writes.append({"write_id": 1, "state": "committed", "partition": p1, "statement": f"DELETE id 3 ({p1})"})
     s.insert(2, [row(6), row(7)], partition=p1)
     sales.writes.append({"write_id": 2, "state": "committed", "partition": p1, "statement": f"INSERT ids 6, 7 ({p1})"})
     _, ids3 = s.insert(3, [row(i) for i in range(10, 20)], partition=p2)
     sales.writes.append({"write_id": 3, "state": "committed", "partition": p2, "statement": f"INSERT ids 10-19 ({p2})"})
     s.insert(4, [row(100), row(101)], partition=p2)
-    sales.writes.append({"write_id": 4, "state": "aborted", "partition": p2, "statement": f"INSERT ids 100, 101 ({p2}), txn aborted"})
+    sales.writes.append(
+        {"write_id": 4, "state": "aborted", "partition": p2, "statement": f"INSERT ids 100, 101 ({p2}), txn aborted"}
+    )
     s.delete(5, [ids3[row(10)]], partition=p2, stmt=0)
     s.insert(5, [(10, "item-010", D("99.99"))], partition=p2, stmt=0)
     s.insert(5, [row(21)], partition=p2, stmt=1)
-    sales.writes.append({"write_id": 5, "state": "committed", "partition": p2,
-                         "statement": f"UPDATE id 10 (stmt 0); INSERT id 21 (stmt 1) ({p2})"})
+    sales.writes.append(
+        {
+            "write_id": 5,
+            "state": "committed",
+            "partition": p2,
+            "statement": f"UPDATE id 10 (stmt 0); INSERT id 21 (stmt 1) ({p2})",
+        }
+    )
     s.delete(6, [ids3[row(11)], ids3[row(12)]], partition=p2)
-    sales.writes.append({"write_id": 6, "state": "committed", "partition": p2, "statement": f"DELETE ids 11, 12 ({p2})"})
-    s.insert(7, [row(200)], partition=p2)   # txn 10, still open: invisible to readers
-    sales.writes.append({"write_id": 7, "state": "open", "partition": p2, "statement": f"INSERT id 200 ({p2}), txn still open"})
+    sales.writes.append(
+        {"write_id": 6, "state": "committed", "partition": p2, "statement": f"DELETE ids 11, 12 ({p2})"}
+    )
+    s.insert(7, [row(200)], partition=p2)  # txn 10, still open: invisible to readers
+    sales.writes.append(
+        {"write_id": 7, "state": "open", "partition": p2, "statement": f"INSERT id 200 ({p2}), txn still open"}
+    )
     sales.expected[p1] = sorted([row(1), row(2), row(4), row(5), row(6), row(7)])
     sales.expected[p2] = sorted([(10, "item-010", D("99.99"))] + [row(i) for i in (13, 14, 15, 16, 17, 18, 19, 21)])
 
@@ -256,8 +291,10 @@ def build_demo(tfs: TableFS, root: str, *, metastore_url: str | None = None,
         "metastore": _safe(metastore_url),
         "hive_version": hive_version,
         "warehouse": tfs.display(warehouse),
-        "tables": [t.to_dict() | {"location": tfs.display(tfs.join(warehouse, t.name)),
-                                  "write_ids": _write_id_list(t)} for t in tables],
+        "tables": [
+            t.to_dict() | {"location": tfs.display(tfs.join(warehouse, t.name)), "write_ids": _write_id_list(t)}
+            for t in tables
+        ],
     }
 
 
@@ -285,10 +322,15 @@ def _record(url: str, tfs: TableFS, warehouse: str, tables: list[DemoTable], hiv
     for t in tables:
         loc = tfs.join(warehouse, t.name)
         params = dict(t.properties)
-        rec.create_table(t.db, t.name, location=_location(tfs, loc),
-                         columns=[(c.name, c.hive_type) for c in t.columns],
-                         partition_keys=[(k, "string") for k in t.partition_keys], params=params,
-                         buckets=t.buckets or -1)
+        rec.create_table(
+            t.db,
+            t.name,
+            location=_location(tfs, loc),
+            columns=[(c.name, c.hive_type) for c in t.columns],
+            partition_keys=[(k, "string") for k in t.partition_keys],
+            params=params,
+            buckets=t.buckets or -1,
+        )
         for pname in sorted(p for p in t.expected if p):
             rec.add_partition(t.db, t.name, pname, location=_location(tfs, tfs.join(loc, pname)))
     open_txn = None
@@ -306,8 +348,13 @@ def _record(url: str, tfs: TableFS, warehouse: str, tables: list[DemoTable], hiv
                 open_txn = (txn, t, part)
     if open_txn is not None:
         txn, t, part = open_txn
-        rec.lock(LockComponent(t.db, t.name, part, "shared_write"), txn_id=txn, user="hive",
-                 host="demo-host", agent_info="acidctl demo")
+        rec.lock(
+            LockComponent(t.db, t.name, part, "shared_write"),
+            txn_id=txn,
+            user="hive",
+            host="demo-host",
+            agent_info="acidctl demo",
+        )
     cq = rec.enqueue_compaction("default", "sales", partition="ds=2025-12-31", compaction_type="major")
     rec.mark_working(cq, worker_id="demo-host-1")
     rec.mark_failed(cq, error_message="demo: worker lost its container")

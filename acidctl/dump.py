@@ -21,13 +21,13 @@ OPERATIONS = {"insert": 0, "update": 1, "delete": 2}
 @dataclasses.dataclass
 class DumpOptions:
     limit: int | None = None
-    columns: list[str] | None = None        # fields of `row` (ACID files) or top-level (originals)
+    columns: list[str] | None = None  # fields of `row` (ACID files) or top-level (originals)
     decode_bucket: bool = False
     operations: set[int] | None = None
     row_ids: list[tuple[int, int, int]] | None = None
     with_path: bool = False
     require_acid: bool = False
-    engine: str = "auto"                    # "python": force the exact row-at-a-time path (tests)
+    engine: str = "auto"  # "python": force the exact row-at-a-time path (tests)
 
 
 def parse_row_id(text: str) -> tuple[int, int, int]:
@@ -41,6 +41,7 @@ def parse_row_id(text: str) -> tuple[int, int, int]:
 
 
 # -- which files, in which order ----------------------------------------------------------
+
 
 def _hidden(name: str) -> bool:
     """Hidden (Hive's ``hiddenFileFilter``) or an ``_flush_length`` side file."""
@@ -80,6 +81,7 @@ def list_data_files(tfs: TableFS, root: str) -> list[str]:
 
 # -- rendering -----------------------------------------------------------------------------
 
+
 class _StructView:
     """An ORC struct type restricted to some of its fields (for --columns)."""
 
@@ -109,8 +111,9 @@ def _select(orc: OrcFile, columns: list[str] | None):
         row_td = top[row_name]
         columns, missing = _resolve(row_td.fields, columns)
         if missing:
-            raise UsageError(f"no such column in {orc.display_path}: {', '.join(missing)} "
-                             f"(columns: {', '.join(row_td.fields)})")
+            raise UsageError(
+                f"no such column in {orc.display_path}: {', '.join(missing)} (columns: {', '.join(row_td.fields)})"
+            )
         sub = _StructView(row_td.kind, {c: row_td.fields[c] for c in row_td.fields if c in columns})
         names = list(top)[:5] + [f"{row_name}.{c}" for c in sub.fields]
         return names, [(n, top[n]) for n in list(top)[:5]] + [(row_name, sub)]
@@ -130,8 +133,9 @@ def _acid_mask(batch, opts: DumpOptions):
     if opts.row_ids:
         rid = None
         for w, b, r in opts.row_ids:
-            m = pc.and_(pc.and_(pc.equal(batch.column(1), w), pc.equal(batch.column(2), b)),
-                        pc.equal(batch.column(3), r))
+            m = pc.and_(
+                pc.and_(pc.equal(batch.column(1), w), pc.equal(batch.column(2), b)), pc.equal(batch.column(3), r)
+            )
             rid = m if rid is None else pc.or_(rid, m)
         mask = rid if mask is None else pc.and_(mask, rid)
     return mask
@@ -161,8 +165,7 @@ def _decoded_bucket(bucket_col):
         return pc.fill_null(pc.cast(pa.array(a, mask=mask), pa.string()), "null")
 
     version, bid, stmt = s(version, nulls), s(bid, invalid), s(stmt, invalid)
-    return pc.binary_join_element_wise('{"version":', version, ',"bucketId":', bid,
-                                       ',"statementId":', stmt, "}", "")
+    return pc.binary_join_element_wise('{"version":', version, ',"bucketId":', bid, ',"statementId":', stmt, "}", "")
 
 
 def _to_bytes(rendered):
@@ -313,7 +316,7 @@ def _split_stripe(orc: OrcFile, index: int, fields):
         return None
     others = [n for n, _ in container if n not in ts]
     cols = top_names + [prefix + n for n in others]
-    if not cols:     # only timestamps: the row's validity still comes from Arrow's top level
+    if not cols:  # only timestamps: the row's validity still comes from Arrow's top level
         cols = top_names
     if cols:
         got = orc.read_stripe_arrow(index, columns=cols)
@@ -338,8 +341,9 @@ def _split_stripe(orc: OrcFile, index: int, fields):
         valid = np.array([v is not None for v in vals], dtype=bool)
         secs = np.array([v[0] if v is not None else 0 for v in vals], dtype=np.int64)
         nanos = np.array([v[1] if v is not None else 0 for v in vals], dtype=np.int64)
-        parts[name] = pa.StructArray.from_arrays([pa.array(secs), pa.array(nanos)], ["seconds", "nanos"],
-                                                 mask=pa.array(~valid))
+        parts[name] = pa.StructArray.from_arrays(
+            [pa.array(secs), pa.array(nanos)], ["seconds", "nanos"], mask=pa.array(~valid)
+        )
     n = len(rows)
     if orc.is_acid:
         arrow_row = got.column(row_name) if row_name in got.schema.names else None
@@ -347,15 +351,16 @@ def _split_stripe(orc: OrcFile, index: int, fields):
         for nm, _ in container:
             if nm in parts:
                 children.append(parts[nm])
-            else:   # a non-timestamp field: read from Arrow with the row (``cols`` above)
+            else:  # a non-timestamp field: read from Arrow with the row (``cols`` above)
                 assert arrow_row is not None
                 children.append(arrow_row.field(nm))
-        assert row_valid is not None   # set for ACID files above
+        assert row_valid is not None  # set for ACID files above
         mask = pa.array(~row_valid) if not row_valid.all() else None
         row = pa.StructArray.from_arrays(children, [nm for nm, _ in container], mask=mask)
         arrays = [got.column(c) for c in top_names] + [row]
-        row_view = _StructView(row_td.kind, {nm: (render.TimestampParts() if nm in parts else t)
-                                             for nm, t in container})
+        row_view = _StructView(
+            row_td.kind, {nm: (render.TimestampParts() if nm in parts else t) for nm, t in container}
+        )
         out_fields = list(fields[:5]) + [(row_name, row_view)]
     else:
         arrays = [parts[nm] if nm in parts else got.column(nm) for nm, _ in container]
@@ -400,15 +405,18 @@ def _python_stripe(orc: OrcFile, index: int, fields, opts: DumpOptions, budget, 
         if opts.decode_bucket and orc.is_acid:
             d = bucketcodec.decode(row[2])
             text = text[:-1] + ',"bucketDecoded":{"version":%d,"bucketId":%s,"statementId":%s}}' % (
-                d.version, "null" if d.bucket_id is None else d.bucket_id,
-                "null" if d.statement_id is None else d.statement_id)
+                d.version,
+                "null" if d.bucket_id is None else d.bucket_id,
+                "null" if d.statement_id is None else d.statement_id,
+            )
         out.append(text)
     if out:
         yield ("\n".join(out) + "\n").encode("utf-8")
 
 
-def dump(tfs: TableFS, root: str, opts: DumpOptions, *, framing: bool,
-         budget: list[int] | None = None, on_error=None) -> Iterator[bytes]:
+def dump(
+    tfs: TableFS, root: str, opts: DumpOptions, *, framing: bool, budget: list[int] | None = None, on_error=None
+) -> Iterator[bytes]:
     """All files under ``root``; with ``framing`` each file ends with FileDump's separator.
     ``budget`` ([rows left]) lets several roots share one --limit. ``on_error(exc)``: called for
     a file that is not readable ORC, and the dump goes on with the next file (as Java FileDump
@@ -430,7 +438,7 @@ def dump(tfs: TableFS, root: str, opts: DumpOptions, *, framing: bool,
                 wrote = wrote or bool(chunk)
                 yield chunk
         except InvalidInputError as e:
-            from acidctl.mm.plain import fallback   # Parquet/Avro files of insert-only tables
+            from acidctl.mm.plain import fallback  # Parquet/Avro files of insert-only tables
 
             plain = fallback(tfs, path, opts, budget)
             if plain is not None:

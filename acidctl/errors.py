@@ -16,14 +16,14 @@ import re
 
 class ExitCode(enum.IntEnum):
     OK = 0
-    INTERNAL = 1          # unexpected error (a bug): please report it
-    USAGE = 2             # bad command line (typer/click's own code)
-    NOT_FOUND = 3         # file, directory, table, partition, compaction id ... does not exist
-    VALIDATION = 4        # the command ran and found problems of severity "error"
-    UNAVAILABLE = 5       # storage or metastore unreachable / refused the connection
-    CONFLICT = 6          # lock held by someone else, or a request refused for safety
-    INVALID_INPUT = 7     # input exists but is unusable: not ORC, truncated, not ACID, not a table
-    INTERRUPTED = 130     # Ctrl-C
+    INTERNAL = 1  # unexpected error (a bug): please report it
+    USAGE = 2  # bad command line (typer/click's own code)
+    NOT_FOUND = 3  # file, directory, table, partition, compaction id ... does not exist
+    VALIDATION = 4  # the command ran and found problems of severity "error"
+    UNAVAILABLE = 5  # storage or metastore unreachable / refused the connection
+    CONFLICT = 6  # lock held by someone else, or a request refused for safety
+    INVALID_INPUT = 7  # input exists but is unusable: not ORC, truncated, not ACID, not a table
+    INTERRUPTED = 130  # Ctrl-C
 
 
 EXIT_CODE_DOC = {
@@ -40,8 +40,10 @@ EXIT_CODE_DOC = {
 
 
 _URL_PASSWORD = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<user>[^:/@\s]*):(?P<pw>[^@/\s]*)@")
-_KV_PASSWORD = re.compile(r"(?i)(?P<key>password|passwd|pwd|secret|token|credential|access_key|secret_key|api_key)"
-                          r"(?P<sep>\s*(?:=|:|%3D)\s*)(?P<val>[^\s&;,'\"]+)")
+_KV_PASSWORD = re.compile(
+    r"(?i)(?P<key>password|passwd|pwd|secret|token|credential|access_key|secret_key|api_key)"
+    r"(?P<sep>\s*(?:=|:|%3D)\s*)(?P<val>[^\s&;,'\"]+)"
+)
 
 
 def redact(text: str) -> str:

@@ -41,8 +41,10 @@ FORMATS = {"parquet": "parquet", "orc": "orc"}
 #: which cannot read ZSTD) and Impala can read
 DEFAULT_COMPRESSION = {"parquet": "snappy", "orc": "zlib"}
 #: the codecs each pyarrow writer accepts
-CODECS = {"parquet": ("none", "snappy", "gzip", "brotli", "lz4", "zstd"),
-          "orc": ("uncompressed", "snappy", "zlib", "lz4", "zstd")}
+CODECS = {
+    "parquet": ("none", "snappy", "gzip", "brotli", "lz4", "zstd"),
+    "orc": ("uncompressed", "snappy", "zlib", "lz4", "zstd"),
+}
 ROW_ID_FIELDS = (("writeid", "int64"), ("bucketid", "int32"), ("rowid", "int64"))
 
 
@@ -52,19 +54,19 @@ class ExportTask:
 
     source_url: str
     source_options: dict
-    partition: str | None           # relative partition path, Hive-escaped (k=v/k2=v2)
+    partition: str | None  # relative partition path, Hive-escaped (k=v/k2=v2)
     bucket: int
-    inserts: list                   # acidctl.acid.read.Source, in read order
-    deletes: list                   # every delete file of the partition
-    write_ids: str                  # the reader's ValidWriteIdList
+    inserts: list  # acidctl.acid.read.Source, in read order
+    deletes: list  # every delete file of the partition
+    write_ids: str  # the reader's ValidWriteIdList
     dest_url: str
     dest_options: dict
-    out_rel: str                    # path of the file under the staging directory
+    out_rel: str  # path of the file under the staging directory
     format: str
     compression: str
     with_row_id: bool
     column_names: list[str] | None  # table column names from the metastore (files may say _colN)
-    hive_version: int = 3           # 2: Hive 2.3's merge (acidctl.acid.hive2: legacy update events)
+    hive_version: int = 3  # 2: Hive 2.3's merge (acidctl.acid.hive2: legacy update events)
 
 
 @dataclasses.dataclass
@@ -72,8 +74,8 @@ class ExportOptions:
     format: str = "parquet"
     compression: str | None = None
     with_row_id: bool = False
-    partitions: list[str] | None = None     # only these partitions (k=v[/k2=v2] prefixes)
-    engine: str = "local"                   # local | spark
+    partitions: list[str] | None = None  # only these partitions (k=v[/k2=v2] prefixes)
+    engine: str = "local"  # local | spark
     master: str = "local[*]"
     spark_conf: dict = dataclasses.field(default_factory=dict)
     column_names: list[str] | None = None
@@ -83,8 +85,9 @@ def _check_options(opts: ExportOptions) -> None:
     if opts.format not in FORMATS:
         raise UsageError(f"--format must be parquet or orc, not {opts.format!r}")
     if opts.compression and opts.compression.lower() not in CODECS[opts.format]:
-        raise UsageError(f"--compression for {opts.format} must be one of {', '.join(CODECS[opts.format])}, "
-                         f"not {opts.compression!r}")
+        raise UsageError(
+            f"--compression for {opts.format} must be one of {', '.join(CODECS[opts.format])}, not {opts.compression!r}"
+        )
     if opts.engine not in ("local", "spark"):
         raise UsageError(f"--engine must be local or spark, not {opts.engine!r}")
 
@@ -95,11 +98,20 @@ def _partition_selected(partition: str | None, wanted: list[str] | None) -> bool
     if partition is None:
         return False
     parts = partition.split("/")
-    return any(parts[:len(w.split("/"))] == w.strip("/").split("/") for w in wanted)
+    return any(parts[: len(w.split("/"))] == w.strip("/").split("/") for w in wanted)
 
 
-def plan_export(tfs, snapshot, dest, opts: ExportOptions, *, txns=None, hive_version: int = 3,
-                partition_prefix: str | None = None, staging: str) -> list[ExportTask]:
+def plan_export(
+    tfs,
+    snapshot,
+    dest,
+    opts: ExportOptions,
+    *,
+    txns=None,
+    hive_version: int = 3,
+    partition_prefix: str | None = None,
+    staging: str,
+) -> list[ExportTask]:
     """The tasks of an export: one per partition × bucket id of the snapshot's insert files."""
     from acidctl.acid.acidstate import get_acid_state
     from acidctl.acid.layout import list_table
@@ -117,12 +129,25 @@ def plan_export(tfs, snapshot, dest, opts: ExportOptions, *, txns=None, hive_ver
         buckets = sorted({s.bucket for s in inserts})
         for b in buckets:
             out_rel = posixpath.join(rel or "", f"bucket_{b:05d}.{opts.format}")
-            tasks.append(ExportTask(
-                source_url=tfs.url, source_options=dict(tfs.options), partition=rel, bucket=b,
-                inserts=[s for s in inserts if s.bucket == b], deletes=list(deletes),
-                write_ids=str(snapshot), dest_url=dest.url, dest_options=dict(dest.options),
-                out_rel=posixpath.join(staging, out_rel), format=opts.format, compression=compression,
-                with_row_id=opts.with_row_id, column_names=opts.column_names, hive_version=hive_version))
+            tasks.append(
+                ExportTask(
+                    source_url=tfs.url,
+                    source_options=dict(tfs.options),
+                    partition=rel,
+                    bucket=b,
+                    inserts=[s for s in inserts if s.bucket == b],
+                    deletes=list(deletes),
+                    write_ids=str(snapshot),
+                    dest_url=dest.url,
+                    dest_options=dict(dest.options),
+                    out_rel=posixpath.join(staging, out_rel),
+                    format=opts.format,
+                    compression=compression,
+                    with_row_id=opts.with_row_id,
+                    column_names=opts.column_names,
+                    hive_version=hive_version,
+                )
+            )
     return tasks
 
 
@@ -141,9 +166,13 @@ def _flatten(merged, *, with_row_id: bool, column_names: list[str] | None):
     # the struct's own nulls (never set by Hive for inserts) would hide child values: keep children
     if with_row_id:
         rid = pa.StructArray.from_arrays(
-            [merged.column("originalTransaction").combine_chunks().cast(pa.int64()),
-             merged.column("bucket").combine_chunks().cast(pa.int32()),
-             merged.column("rowId").combine_chunks().cast(pa.int64())], [n for n, _ in ROW_ID_FIELDS])
+            [
+                merged.column("originalTransaction").combine_chunks().cast(pa.int64()),
+                merged.column("bucket").combine_chunks().cast(pa.int32()),
+                merged.column("rowId").combine_chunks().cast(pa.int64()),
+            ],
+            [n for n, _ in ROW_ID_FIELDS],
+        )
         arrays.insert(0, rid)
         names.insert(0, "row__id")
     return pa.Table.from_arrays(arrays, names=names)
@@ -163,9 +192,15 @@ def run_task(task: ExportTask) -> dict:
     dst = TableFS(task.dest_url, task.dest_options)
     snapshot = WriteIdList.parse(task.write_ids)
     bytes_in = sum(src.info(s.path).size for s in task.inserts)
-    metrics: dict[str, Any] = {"partition": task.partition, "bucket": task.bucket, "rows": 0, "file": None, "bytes": 0,
-               "bytes_in": bytes_in}
-    if task.hive_version == 2:   # Hive 2.3: OrcRawRecordMerger's collapse (acidctl.acid.hive2)
+    metrics: dict[str, Any] = {
+        "partition": task.partition,
+        "bucket": task.bucket,
+        "rows": 0,
+        "file": None,
+        "bytes": 0,
+        "bytes_in": bytes_in,
+    }
+    if task.hive_version == 2:  # Hive 2.3: OrcRawRecordMerger's collapse (acidctl.acid.hive2)
         from acidctl.acid.hive2 import merge_sources
 
         merged = merge_sources(src, task.inserts, [d for d in task.deletes if d.bucket == task.bucket], snapshot)
@@ -186,8 +221,9 @@ def run_task(task: ExportTask) -> dict:
     _write(dst, path, table, task.format, task.compression)
     rows, schema = _read_back(dst, path, task.format)
     if rows != table.num_rows or schema.names != table.schema.names:
-        raise InvalidInputError(f"export verification failed for {dst.display(path)}: wrote {table.num_rows} rows, "
-                                f"read back {rows}")
+        raise InvalidInputError(
+            f"export verification failed for {dst.display(path)}: wrote {table.num_rows} rows, read back {rows}"
+        )
     metrics.update(rows=rows, file=task.out_rel, bytes=dst.info(path).size, seconds=round(time.monotonic() - t0, 3))
     return metrics
 
@@ -207,8 +243,10 @@ def _write(dst, path: str, table, fmt: str, compression: str) -> None:
             with dst.open(path, "wb") as f:
                 po.write_table(table, f, compression=compression)
     except pa.ArrowException as e:
-        raise InvalidInputError(f"cannot write {fmt}: {str(e).splitlines()[0]}",
-                                hint="uniontype columns have no Parquet equivalent; try --format orc") from None
+        raise InvalidInputError(
+            f"cannot write {fmt}: {str(e).splitlines()[0]}",
+            hint="uniontype columns have no Parquet equivalent; try --format orc",
+        ) from None
 
 
 def _read_back(dst, path: str, fmt: str):
@@ -236,16 +274,28 @@ def _prepare_dest(dest) -> tuple[str, str]:
     final = dest.root.rstrip("/")
     if dest.exists(final):
         if not dest.isdir(final) or dest.ls(final):
-            raise RefusedError(f"{dest.display(final)} exists and is not empty; export never overwrites",
-                               hint="choose a new DEST or remove the old export first")
+            raise RefusedError(
+                f"{dest.display(final)} exists and is not empty; export never overwrites",
+                hint="choose a new DEST or remove the old export first",
+            )
     parent, name = posixpath.split(final)
     staging = posixpath.join(parent, f".{name}.acidctl-export-{uuid.uuid4().hex[:12]}")
     return final, staging
 
 
-def export_table(tfs, snapshot, dest_url: str, opts: ExportOptions, *, dest_options: dict | None = None,
-                 txns=None, hive_version: int = 3, partition_prefix: str | None = None,
-                 spark=None, progress=None) -> dict:
+def export_table(
+    tfs,
+    snapshot,
+    dest_url: str,
+    opts: ExportOptions,
+    *,
+    dest_options: dict | None = None,
+    txns=None,
+    hive_version: int = 3,
+    partition_prefix: str | None = None,
+    spark=None,
+    progress=None,
+) -> dict:
     """Export the snapshot of the table/partition at ``tfs`` to ``dest_url``. Returns the report."""
     from acidctl.fs import TableFS
 
@@ -254,12 +304,26 @@ def export_table(tfs, snapshot, dest_url: str, opts: ExportOptions, *, dest_opti
     dest = TableFS(dest_url, dest_options)
     final, staging = _prepare_dest(dest)
     staging_rel = posixpath.relpath(staging, dest.root)
-    tasks = plan_export(tfs, snapshot, dest, opts, txns=txns, hive_version=hive_version,
-                        partition_prefix=partition_prefix, staging=staging_rel)
-    report: dict[str, Any] = {"source": tfs.display(tfs.root), "dest": dest.display(final), "format": opts.format,
-                              "compression": (opts.compression or DEFAULT_COMPRESSION[opts.format]).lower(),
-                              "write_ids": str(snapshot), "engine": opts.engine, "with_row_id": opts.with_row_id,
-                              "tasks": len(tasks)}
+    tasks = plan_export(
+        tfs,
+        snapshot,
+        dest,
+        opts,
+        txns=txns,
+        hive_version=hive_version,
+        partition_prefix=partition_prefix,
+        staging=staging_rel,
+    )
+    report: dict[str, Any] = {
+        "source": tfs.display(tfs.root),
+        "dest": dest.display(final),
+        "format": opts.format,
+        "compression": (opts.compression or DEFAULT_COMPRESSION[opts.format]).lower(),
+        "write_ids": str(snapshot),
+        "engine": opts.engine,
+        "with_row_id": opts.with_row_id,
+        "tasks": len(tasks),
+    }
     dest.makedirs(staging)
     try:
         if opts.engine == "spark" and tasks:
@@ -275,7 +339,7 @@ def export_table(tfs, snapshot, dest_url: str, opts: ExportOptions, *, dest_opti
                 metrics.append(run_task(task))
                 if progress:
                     progress(i + 1, len(tasks))
-        if dest.exists(final):          # an empty directory: replaced by the staging directory
+        if dest.exists(final):  # an empty directory: replaced by the staging directory
             dest.rm(final, recursive=True)
         dest.rename(staging, final)
     except BaseException:
@@ -288,11 +352,23 @@ def export_table(tfs, snapshot, dest_url: str, opts: ExportOptions, *, dest_opti
     parts = sorted({m["partition"] or "" for m in metrics})
     report.update(
         publish="atomic" if dest.atomic_rename else "non-atomic",
-        partitions=len(parts), files=len(files), rows=sum(m["rows"] for m in metrics),
-        bytes=sum(m["bytes"] for m in metrics), bytes_in=sum(m["bytes_in"] for m in metrics),
+        partitions=len(parts),
+        files=len(files),
+        rows=sum(m["rows"] for m in metrics),
+        bytes=sum(m["bytes"] for m in metrics),
+        bytes_in=sum(m["bytes_in"] for m in metrics),
         seconds=round(time.monotonic() - t0, 3),
-        outputs=[{"partition": m["partition"], "bucket": m["bucket"], "file": _final_rel(m["file"], staging_rel),
-                  "rows": m["rows"], "bytes": m["bytes"]} for m in files])
+        outputs=[
+            {
+                "partition": m["partition"],
+                "bucket": m["bucket"],
+                "file": _final_rel(m["file"], staging_rel),
+                "rows": m["rows"],
+                "bytes": m["bytes"],
+            }
+            for m in files
+        ],
+    )
     return report
 
 

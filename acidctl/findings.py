@@ -29,8 +29,7 @@ class Finding:
     message: str
 
     def to_dict(self) -> dict:
-        return {"check": self.check, "severity": self.severity.value, "path": self.path,
-                "message": self.message}
+        return {"check": self.check, "severity": self.severity.value, "path": self.path, "message": self.message}
 
 
 def has_errors(findings) -> bool:

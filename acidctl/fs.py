@@ -53,7 +53,7 @@ class TableFS:
             # local paths need no fsspec for listing and reading (saves its import, ~60 ms,
             # on every start); it is loaded on first use of anything else
             self.protocol = "file"
-            self.root = os.path.abspath(url[len("file://"):] if url.startswith("file://") else url)
+            self.root = os.path.abspath(url[len("file://") :] if url.startswith("file://") else url)
             self.root = self.root.rstrip("/") or "/"
         else:
             self._fs, self.root = _resolve(url, self.options)
@@ -121,8 +121,9 @@ class TableFS:
         prefix = path if path.endswith("/") else path + "/"
         with _errors(path):
             with os.scandir(path) as it:
-                out = [Entry(path=prefix + e.name, name=e.name, is_dir=True, size=0, mtime=0.0)
-                       for e in it if e.is_dir()]
+                out = [
+                    Entry(path=prefix + e.name, name=e.name, is_dir=True, size=0, mtime=0.0) for e in it if e.is_dir()
+                ]
         out.sort(key=lambda e: e.name)
         return out
 
@@ -188,8 +189,13 @@ def _local_info(path: str) -> Entry:
     with _errors(path):
         st = os.stat(path)
     is_dir = stat.S_ISDIR(st.st_mode)
-    return Entry(path=path, name=posixpath.basename(path.rstrip("/")) or "/", is_dir=is_dir,
-                 size=0 if is_dir else st.st_size, mtime=st.st_mtime)
+    return Entry(
+        path=path,
+        name=posixpath.basename(path.rstrip("/")) or "/",
+        is_dir=is_dir,
+        size=0 if is_dir else st.st_size,
+        mtime=st.st_mtime,
+    )
 
 
 def _local_ls(path: str) -> list[Entry]:
@@ -206,8 +212,15 @@ def _local_ls(path: str) -> list[Entry]:
                 except FileNotFoundError:  # removed while listing
                     continue
                 is_dir = e.is_dir()
-                out.append(Entry(path=prefix + e.name, name=e.name, is_dir=is_dir,
-                                 size=0 if is_dir else st.st_size, mtime=st.st_mtime))
+                out.append(
+                    Entry(
+                        path=prefix + e.name,
+                        name=e.name,
+                        is_dir=is_dir,
+                        size=0 if is_dir else st.st_size,
+                        mtime=st.st_mtime,
+                    )
+                )
     out.sort(key=lambda e: e.name)
     return out
 
@@ -216,13 +229,12 @@ def _entry(d: dict) -> Entry:
     name = d["name"].rstrip("/")
     is_dir = d.get("type") == "directory"
     mtime = d.get("mtime") or d.get("modificationTime") or d.get("LastModified")
-    to_seconds = getattr(mtime, "timestamp", None)   # datetime (S3)
+    to_seconds = getattr(mtime, "timestamp", None)  # datetime (S3)
     if callable(to_seconds):
         mtime = to_seconds()
     elif isinstance(mtime, (int, float)) and mtime > 1e11:  # WebHDFS: milliseconds
         mtime = mtime / 1000.0
-    return Entry(path=name, name=posixpath.basename(name), is_dir=is_dir,
-                 size=int(d.get("size") or 0), mtime=mtime)
+    return Entry(path=name, name=posixpath.basename(name), is_dir=is_dir, size=int(d.get("size") or 0), mtime=mtime)
 
 
 def _resolve(url: str, options: dict[str, Any]):
@@ -230,11 +242,13 @@ def _resolve(url: str, options: dict[str, Any]):
 
     try:
         if url.startswith("hdfs://"):
-            url = "webhdfs://" + url[len("hdfs://"):]
+            url = "webhdfs://" + url[len("hdfs://") :]
         fs, path = fsspec.core.url_to_fs(url, **options)
     except ImportError as e:
-        raise UsageError(f"no filesystem support for {url}: {e}",
-                         hint="install the extra, e.g. pip install 'acidctl[hdfs]' or 'acidctl[s3]'") from None
+        raise UsageError(
+            f"no filesystem support for {url}: {e}",
+            hint="install the extra, e.g. pip install 'acidctl[hdfs]' or 'acidctl[s3]'",
+        ) from None
     except (ValueError, TypeError) as e:
         raise UsageError(f"cannot open filesystem for {url}: {e}") from None
     if fs.protocol in ("file", "local") or (isinstance(fs.protocol, tuple) and "file" in fs.protocol):
@@ -257,8 +271,13 @@ class _errors:
         if isinstance(ev, FileNotFoundError):
             raise PathNotFound(f"no such file or directory: {self.path}") from None
         if isinstance(ev, (ConnectionError, TimeoutError)) or type(ev).__name__ in (
-                "ConnectionError", "ConnectTimeout", "ReadTimeout", "NewConnectionError",
-                "MaxRetryError", "EndpointConnectionError"):
+            "ConnectionError",
+            "ConnectTimeout",
+            "ReadTimeout",
+            "NewConnectionError",
+            "MaxRetryError",
+            "EndpointConnectionError",
+        ):
             raise StorageUnavailable(f"storage unavailable for {self.path}: {ev}") from None
         if isinstance(ev, NotADirectoryError):
             from acidctl.errors import NotATable
@@ -267,13 +286,21 @@ class _errors:
         if isinstance(ev, PermissionError):
             raise StorageUnavailable(f"permission denied: {self.path}") from None
         if type(ev).__name__ in _CREDENTIAL_ERRORS:
-            raise StorageUnavailable(f"no usable credentials for {self.path}: {ev}",
-                                     hint="configure the object store's credentials (environment, profile, "
-                                          "or --fs-option key=... secret=...)") from None
+            raise StorageUnavailable(
+                f"no usable credentials for {self.path}: {ev}",
+                hint="configure the object store's credentials (environment, profile, "
+                "or --fs-option key=... secret=...)",
+            ) from None
         return False
 
 
 #: botocore/s3fs/gcsfs/adlfs credential failures (matched by name: those packages are optional)
-_CREDENTIAL_ERRORS = ("NoCredentialsError", "PartialCredentialsError", "CredentialRetrievalError",
-                      "InvalidAccessKeyId", "SignatureDoesNotMatch", "DefaultCredentialsError",
-                      "ClientAuthenticationError")
+_CREDENTIAL_ERRORS = (
+    "NoCredentialsError",
+    "PartialCredentialsError",
+    "CredentialRetrievalError",
+    "InvalidAccessKeyId",
+    "SignatureDoesNotMatch",
+    "DefaultCredentialsError",
+    "ClientAuthenticationError",
+)

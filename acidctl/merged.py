@@ -33,8 +33,9 @@ def partition_values(partition: str | None) -> list[tuple[str, str]]:
     return out
 
 
-def partition_batch(cols: list, fields: list, pvals: list[tuple[str, str]], num_rows: int,
-                    stats: MergedStats | None = None):
+def partition_batch(
+    cols: list, fields: list, pvals: list[tuple[str, str]], num_rows: int, stats: MergedStats | None = None
+):
     """The rows' columns plus one string column per partition key (Hive prints partition
     columns after the row's, as strings), as a RecordBatch and its render fields; counted in
     ``stats``. Shared by the full-ACID and insert-only merged reads."""
@@ -62,9 +63,16 @@ def _path_partition(tfs: TableFS) -> str | None:
     return "/".join(reversed(parts)) or None
 
 
-def merged_rows(tfs: TableFS, snapshot: WriteIdList, *, txns: TxnList | None = None, hive_version: int = 3,
-                limit: int | None = None, stats: MergedStats | None = None,
-                partition: str | None = None) -> Iterator[bytes]:
+def merged_rows(
+    tfs: TableFS,
+    snapshot: WriteIdList,
+    *,
+    txns: TxnList | None = None,
+    hive_version: int = 3,
+    limit: int | None = None,
+    stats: MergedStats | None = None,
+    partition: str | None = None,
+) -> Iterator[bytes]:
     """JSON lines (bytes chunks) of the merged snapshot of every partition under ``tfs.root``.
     ``partition`` names the partition when ``tfs.root`` is itself one (``k=v/k2=v2``; default:
     taken from the path).
@@ -129,14 +137,15 @@ def _live_tables(tfs, listing, state):
         return
     except OutOfOrder as e:
         if started:
-            raise InvalidInputError(f"{tfs.display(str(e))} is not in ROW__ID order (not written by Hive's rules); "
-                                    "the rows printed so far are in order, the rest cannot be streamed",
-                                    hint="compact the partition (compaction writes key order), then dump it again") from None
+            raise InvalidInputError(
+                f"{tfs.display(str(e))} is not in ROW__ID order (not written by Hive's rules); "
+                "the rows printed so far are in order, the rest cannot be streamed",
+                hint="compact the partition (compaction writes key order), then dump it again",
+            ) from None
     tables = [t for _, t in read_partition(tfs, listing, state)]
     if tables:
         events = pa.concat_tables(tables, promote_options="permissive")
-        yield events.sort_by([("originalTransaction", "ascending"), ("bucket", "ascending"),
-                              ("rowId", "ascending")])
+        yield events.sort_by([("originalTransaction", "ascending"), ("bucket", "ascending"), ("rowId", "ascending")])
 
 
 def _render(tables, td, rowid_td, pvals, left, stats):
@@ -156,10 +165,15 @@ def _render(tables, td, rowid_td, pvals, left, stats):
                 left[0] -= events.num_rows
             row = events.column("row").combine_chunks()
             rowid = pa.StructArray.from_arrays(
-                [events.column("originalTransaction").combine_chunks(), events.column("bucket").combine_chunks(),
-                 events.column("rowId").combine_chunks()], ["writeid", "bucketid", "rowid"])
+                [
+                    events.column("originalTransaction").combine_chunks(),
+                    events.column("bucket").combine_chunks(),
+                    events.column("rowId").combine_chunks(),
+                ],
+                ["writeid", "bucketid", "rowid"],
+            )
             cols = [rowid] + [row.field(i) for i in range(row.type.num_fields)]
-            fields = [("row__id", rowid_td)] + [(n, t) for n, t in td.fields.items()][:row.type.num_fields]
+            fields = [("row__id", rowid_td)] + [(n, t) for n, t in td.fields.items()][: row.type.num_fields]
             batch, fields = partition_batch(cols, fields, pvals, events.num_rows, stats)
             # slices of at most SLICE_ROWS rows and about SLICE_BYTES bytes (wide rows)
             step = min(SLICE_ROWS, max(256, SLICE_BYTES * batch.num_rows // max(1, batch.nbytes)))

@@ -28,22 +28,28 @@ class Target:
     write_ids: WriteIdList
     txns: TxnList | None
     hive_version: int
-    source: str                               # metastore | --write-ids | --assume-committed
-    table: Any = None                         # metastore TableInfo when looked up
+    source: str  # metastore | --write-ids | --assume-committed
+    table: Any = None  # metastore TableInfo when looked up
     properties: dict[str, str] = dataclasses.field(default_factory=dict)
     assumptions: list[str] = dataclasses.field(default_factory=list)
-    metastore: Any = None                     # the connected Metastore, when used
-    warnings: list[str] = dataclasses.field(default_factory=list)   # printed on stderr by commands
+    metastore: Any = None  # the connected Metastore, when used
+    warnings: list[str] = dataclasses.field(default_factory=list)  # printed on stderr by commands
 
     @property
     def display(self) -> str:
         return self.tfs.display(self.tfs.root)
 
     def to_dict(self) -> dict:
-        return {"path": self.display, "table": self.table.full_name if self.table else None,
-                "partition": getattr(self.table, "partition", None), "snapshot_source": self.source,
-                "write_ids": str(self.write_ids), "txns": str(self.txns) if self.txns else None,
-                "hive_version": self.hive_version, "assumptions": self.assumptions}
+        return {
+            "path": self.display,
+            "table": self.table.full_name if self.table else None,
+            "partition": getattr(self.table, "partition", None),
+            "snapshot_source": self.source,
+            "write_ids": str(self.write_ids),
+            "txns": str(self.txns) if self.txns else None,
+            "hive_version": self.hive_version,
+            "assumptions": self.assumptions,
+        }
 
 
 def is_table_name(spec: str) -> bool:
@@ -54,7 +60,7 @@ def is_table_name(spec: str) -> bool:
 def location_url(location: str) -> str:
     """SDS.LOCATION as an fsspec URL (Hive writes ``file:/path`` for local warehouses)."""
     if location.startswith("file:") and not location.startswith("file://"):
-        return "file://" + "/" + location[len("file:"):].lstrip("/")
+        return "file://" + "/" + location[len("file:") :].lstrip("/")
     return location
 
 
@@ -66,11 +72,15 @@ def check_table_dir(tfs: TableFS) -> None:
     from acidctl.errors import NotATable
 
     if not tfs.info(tfs.root).is_dir:
-        raise NotATable(f"{tfs.display(tfs.root)} is a file, not a table or partition directory",
-                        hint="use `acidctl dump` for files")
+        raise NotATable(
+            f"{tfs.display(tfs.root)} is a file, not a table or partition directory",
+            hint="use `acidctl dump` for files",
+        )
     if parse_acid_dir(posixpath.basename(tfs.root.rstrip("/"))) is not None:
-        raise NotATable(f"{tfs.display(tfs.root)} is a base/delta directory, not a table or partition",
-                        hint="pass the directory that contains it")
+        raise NotATable(
+            f"{tfs.display(tfs.root)} is a base/delta directory, not a table or partition",
+            hint="pass the directory that contains it",
+        )
 
 
 def max_write_id_in_tree(tfs: TableFS) -> int:
@@ -101,9 +111,16 @@ def _metastore_url(settings) -> str | None:
         return None
 
 
-def resolve_target(settings, spec: str, *, write_ids: str | None = None, assume_committed: bool = False,
-                   txns: str | None = None, hive_version: int | None = None,
-                   partition: str | None = None) -> Target:
+def resolve_target(
+    settings,
+    spec: str,
+    *,
+    write_ids: str | None = None,
+    assume_committed: bool = False,
+    txns: str | None = None,
+    hive_version: int | None = None,
+    partition: str | None = None,
+) -> Target:
     """Resolve ``spec`` and the snapshot options into a :class:`Target`."""
     if write_ids and assume_committed:
         raise UsageError("give either --write-ids or --assume-committed, not both")
@@ -118,8 +135,10 @@ def resolve_target(settings, spec: str, *, write_ids: str | None = None, assume_
     if is_table_name(spec):
         url = _metastore_url(settings)
         if url is None:
-            raise UsageError(f"{spec!r} looks like DB.TABLE but no metastore is configured",
-                             hint="use --metastore URL (or ACIDCTL_METASTORE_URL), or give the table's path")
+            raise UsageError(
+                f"{spec!r} looks like DB.TABLE but no metastore is configured",
+                hint="use --metastore URL (or ACIDCTL_METASTORE_URL), or give the table's path",
+            )
         from acidctl.metastore.snapshot import table_snapshot
         from acidctl.metastore.tables import resolve_table
 
@@ -129,7 +148,7 @@ def resolve_target(settings, spec: str, *, write_ids: str | None = None, assume_
             from acidctl.metastore import hive2 as ms2
 
             if hive_version == 2:
-                ms2.require_hive2(url)   # a Hive 3/4 metastore's TXNS does not give txn-id snapshots
+                ms2.require_hive2(url)  # a Hive 3/4 metastore's TXNS does not give txn-id snapshots
             table = ms2.table_info(url, spec, partition=partition)
             hive_version = 2
             if not (write_ids or assume_committed or txns):
@@ -156,8 +175,18 @@ def resolve_target(settings, spec: str, *, write_ids: str | None = None, assume_
         from acidctl.acid.hive2 import Hive2TxnList
 
         wl = Hive2TxnList.parse(txns).to_write_ids()
-        return Target(tfs=tfs, write_ids=wl, txns=None, hive_version=2, source="--txns", table=table,
-                      properties=props, assumptions=assumptions, metastore=ms, warnings=warnings)
+        return Target(
+            tfs=tfs,
+            write_ids=wl,
+            txns=None,
+            hive_version=2,
+            source="--txns",
+            table=table,
+            properties=props,
+            assumptions=assumptions,
+            metastore=ms,
+            warnings=warnings,
+        )
     if write_ids:
         wl = WriteIdList.parse(write_ids)
         source = "--write-ids"
@@ -166,26 +195,40 @@ def resolve_target(settings, spec: str, *, write_ids: str | None = None, assume_
         hwm = max_write_id_in_tree(tfs)
         wl = WriteIdList.all_committed(hwm)
         source = "--assume-committed"
-        assumptions.append(f"every write id named by a directory (1..{hwm}) is committed; no open or aborted "
-                           "write ids (--assume-committed)")
+        assumptions.append(
+            f"every write id named by a directory (1..{hwm}) is committed; no open or aborted "
+            "write ids (--assume-committed)"
+        )
     elif wl is None:
-        hint = ("give --write-ids LIST (Hive's ValidWriteIdList, e.g. db.t:14:9223372036854775807::) or "
-                "--assume-committed" + (" or --txns (Hive 2's ValidTxnList)" if hive_version == 2 else ""))
+        hint = (
+            "give --write-ids LIST (Hive's ValidWriteIdList, e.g. db.t:14:9223372036854775807::) or "
+            "--assume-committed" + (" or --txns (Hive 2's ValidTxnList)" if hive_version == 2 else "")
+        )
         if _metastore_url(settings) is not None:
             hint += ", or name the table as DB.TABLE to read its snapshot from the metastore"
         raise UsageError("no snapshot for a path", hint=hint)
     if hive_version == 2:
         if txns:
             raise UsageError("--txns and --write-ids/--assume-committed are alternatives under --hive-version 2")
-        tl = None   # Hive 2.3 has no visibility suffixes
+        tl = None  # Hive 2.3 has no visibility suffixes
     elif txns:
         tl = TxnList.parse(txns)
     elif tl is None and hive_version == 4:
         tl = TxnList.all_committed()
         assumptions.append("no --txns given: every _vM visibility txn is treated as committed")
-    assert source is not None   # set wherever wl is (metastore, --write-ids, --assume-committed)
-    return Target(tfs=tfs, write_ids=wl, txns=tl, hive_version=hive_version, source=source, table=table,
-                  properties=props, assumptions=assumptions, metastore=ms, warnings=warnings)
+    assert source is not None  # set wherever wl is (metastore, --write-ids, --assume-committed)
+    return Target(
+        tfs=tfs,
+        write_ids=wl,
+        txns=tl,
+        hive_version=hive_version,
+        source=source,
+        table=table,
+        properties=props,
+        assumptions=assumptions,
+        metastore=ms,
+        warnings=warnings,
+    )
 
 
 def _connect_or_hive2(url: str, hive_version: int | None):
@@ -218,4 +261,6 @@ def _check_list_table(wl: WriteIdList, table, tfs: TableFS, warnings: list[str])
     parts = [p for p in tfs.root.rstrip("/").split("/") if p and "=" not in p]
     name = parts[-1].lower() if parts else ""
     if name and wl.table.split(".")[-1].lower() != name:
-        warnings.append(f"--write-ids names table {wl.table}, but the directory is {posixpath.basename(tfs.root) or tfs.root}")
+        warnings.append(
+            f"--write-ids names table {wl.table}, but the directory is {posixpath.basename(tfs.root) or tfs.root}"
+        )

@@ -46,14 +46,14 @@ class PartitionCheck:
     table: str
     partition: str | None
     path: str
-    mode: str                                   # legacy | split-update
+    mode: str  # legacy | split-update
     status: str = READY
     reasons: list[str] = dataclasses.field(default_factory=list)
-    preupgrade_tool: bool = False               # PreUpgradeTool would flag it
-    current: list[str] = dataclasses.field(default_factory=list)        # base + current deltas
-    blocked_by: list[str] = dataclasses.field(default_factory=list)     # deltas of open txns
-    leftover: list[str] = dataclasses.field(default_factory=list)       # obsolete/aborted, for the Cleaner
-    files: list[dict] = dataclasses.field(default_factory=list)         # files with update/delete events
+    preupgrade_tool: bool = False  # PreUpgradeTool would flag it
+    current: list[str] = dataclasses.field(default_factory=list)  # base + current deltas
+    blocked_by: list[str] = dataclasses.field(default_factory=list)  # deltas of open txns
+    leftover: list[str] = dataclasses.field(default_factory=list)  # obsolete/aborted, for the Cleaner
+    files: list[dict] = dataclasses.field(default_factory=list)  # files with update/delete events
     findings: list[dict] = dataclasses.field(default_factory=list)
     bytes: int = 0
     command: str | None = None
@@ -62,14 +62,26 @@ class PartitionCheck:
         self.findings.append({"severity": severity, "check": check, "message": message})
 
     def to_dict(self) -> dict:
-        return {"table": self.table, "partition": self.partition, "path": self.path, "mode": self.mode,
-                "status": self.status, "reasons": list(self.reasons), "preupgrade_tool": self.preupgrade_tool,
-                "current": list(self.current), "blocked_by": list(self.blocked_by), "leftover": list(self.leftover),
-                "files": list(self.files), "findings": list(self.findings), "bytes": self.bytes,
-                "command": self.command}
+        return {
+            "table": self.table,
+            "partition": self.partition,
+            "path": self.path,
+            "mode": self.mode,
+            "status": self.status,
+            "reasons": list(self.reasons),
+            "preupgrade_tool": self.preupgrade_tool,
+            "current": list(self.current),
+            "blocked_by": list(self.blocked_by),
+            "leftover": list(self.leftover),
+            "files": list(self.files),
+            "findings": list(self.findings),
+            "bytes": self.bytes,
+            "command": self.command,
+        }
 
 
 # -- ALTER TABLE ... COMPACT 'major' (C.2 steps 5/6) -------------------------------------------
+
 
 def _quote(v: str) -> str:
     # Hive string literal: backslash escapes (BaseSemanticAnalyzer.unescapeSQLString); derived
@@ -112,6 +124,7 @@ def compact_command(db: str, table: str, partition: str | None, keys: list[tuple
 
 # -- one partition (C.2 step 4, C.5) --------------------------------------------------------
 
+
 def _count_ops(tfs, path: str) -> tuple[int, int, int]:
     import numpy as np
 
@@ -150,8 +163,11 @@ def check_partition(tfs, listing, *, table: str, mode: str, compactor, keys: lis
         pc.current.append(st.base.name)
     pc.current += [d.name for d in st.deltas]
     pc.blocked_by = [c.name for c in st.not_visible if c.kind in (Kind.DELTA, Kind.DELETE_DELTA)]
-    pc.leftover = [c.name for c in st.entries if c.role in (Role.OBSOLETE, Role.ABORTED)
-                   and c.kind in (Kind.BASE, Kind.DELTA, Kind.DELETE_DELTA)]
+    pc.leftover = [
+        c.name
+        for c in st.entries
+        if c.role in (Role.OBSOLETE, Role.ABORTED) and c.kind in (Kind.BASE, Kind.DELTA, Kind.DELETE_DELTA)
+    ]
     if st.not_enough_history or st.reader_errors:
         pc.status = ERROR
         pc.reasons.append(st.not_enough_history or st.reader_errors[0])
@@ -170,30 +186,55 @@ def check_partition(tfs, listing, *, table: str, mode: str, compactor, keys: lis
                 counted = _count_ops(tfs, path)
                 rel = f"{d.name}/{f.name}"
                 if stats is None:
-                    pc.finding("error", "U01", f"AcidStats missing in {rel} (PreUpgradeTool aborts here); "
-                                               "the rows were counted instead")
+                    pc.finding(
+                        "error",
+                        "U01",
+                        f"AcidStats missing in {rel} (PreUpgradeTool aborts here); the rows were counted instead",
+                    )
                 elif stats != counted:
-                    pc.finding("warn", "U02", f"{rel}: hive.acid.stats says {','.join(map(str, stats))} but the file "
-                                              f"holds {','.join(map(str, counted))} (inserts,updates,deletes); counted")
+                    pc.finding(
+                        "warn",
+                        "U02",
+                        f"{rel}: hive.acid.stats says {','.join(map(str, stats))} but the file "
+                        f"holds {','.join(map(str, counted))} (inserts,updates,deletes); counted",
+                    )
                 if stats is not None and (stats[1] or stats[2]):
                     pc.preupgrade_tool = True
                 if counted[1] or counted[2]:
-                    pc.files.append({"path": rel, "inserts": counted[0], "updates": counted[1],
-                                     "deletes": counted[2], "stats": list(stats) if stats else None})
+                    pc.files.append(
+                        {
+                            "path": rel,
+                            "inserts": counted[0],
+                            "updates": counted[1],
+                            "deletes": counted[2],
+                            "stats": list(stats) if stats else None,
+                        }
+                    )
     # C.5 step 5
     if mode == LEGACY and any(d.kind is Kind.DELETE_DELTA for d in st.deltas):
         pc.finding("warn", "U03", "delete_delta directories in a legacy table (written under another mode)")
     originals = [o for o in st.originals]
-    copies = [o.rel for o in originals if (OriginalFile.parse(o.rel.rsplit("/", 1)[-1]) or OriginalFile(0, 0)).copy is not None]
+    copies = [
+        o.rel
+        for o in originals
+        if (OriginalFile.parse(o.rel.rsplit("/", 1)[-1]) or OriginalFile(0, 0)).copy is not None
+    ]
     if copies:
-        pc.finding("warn", "U04", f"_copy_N original files ({', '.join(copies[:3])}): Hive 2 cannot read them as "
-                                  "ACID originals (bucket -1)")
+        pc.finding(
+            "warn",
+            "U04",
+            f"_copy_N original files ({', '.join(copies[:3])}): Hive 2 cannot read them as ACID originals (bucket -1)",
+        )
     per_bucket: dict = {}
     for o in originals:
         per_bucket.setdefault(o.bucket, []).append(o.rel)
     if st.deltas and any(len(v) > 1 for v in per_bucket.values()):
-        pc.finding("error", "U05", "several original files of one bucket next to deltas: Hive 2 numbers their "
-                                   "rows per file, Hive 3 across files, so updates/deletes would hit other rows")
+        pc.finding(
+            "error",
+            "U05",
+            "several original files of one bucket next to deltas: Hive 2 numbers their "
+            "rows per file, Hive 3 across files, so updates/deletes would hit other rows",
+        )
 
     if pc.blocked_by:
         pc.status = BLOCKED
@@ -201,17 +242,25 @@ def check_partition(tfs, listing, *, table: str, mode: str, compactor, keys: lis
     if st.deltas:
         if pc.status == READY:
             pc.status = COMPACT
-        why = "update/delete events in current deltas (PreUpgradeTool rule)" if pc.files or pc.preupgrade_tool \
+        why = (
+            "update/delete events in current deltas (PreUpgradeTool rule)"
+            if pc.files or pc.preupgrade_tool
             else "current deltas left (insert events only)"
+        )
         pc.reasons.append(f"{len(st.deltas)} current delta(s): {why}")
     if pc.leftover:
-        pc.finding("info", "U06", f"{len(pc.leftover)} obsolete/aborted director(y/ies) not cleaned yet: "
-                                  f"{', '.join(pc.leftover[:3])}{', ...' if len(pc.leftover) > 3 else ''} "
-                                  "(Hive 2's Cleaner, or `acidctl clean --hive-version 2`, removes them)")
+        pc.finding(
+            "info",
+            "U06",
+            f"{len(pc.leftover)} obsolete/aborted director(y/ies) not cleaned yet: "
+            f"{', '.join(pc.leftover[:3])}{', ...' if len(pc.leftover) > 3 else ''} "
+            "(Hive 2's Cleaner, or `acidctl clean --hive-version 2`, removes them)",
+        )
     return pc
 
 
 # -- the whole metastore --------------------------------------------------------------------
+
 
 def check(settings, url: str, *, db_glob: str = "*", now: float | None = None) -> dict:
     """The upgrade-check report of every ACID table of the Hive 2 metastore at ``url``."""
@@ -230,25 +279,40 @@ def check(settings, url: str, *, db_glob: str = "*", now: float | None = None) -
         tfinds: list[dict] = []
         value = t.transactional_value
         if value != "true":
-            tfinds.append({"severity": "warn", "check": "U07", "message":
-                           f"transactional={value!r} is not exactly 'true': the Hive 3 schema upgrade gives this "
-                           "table no NEXT_WRITE_ID row, so its first write ids could reuse old directory names; "
-                           "set it to 'true' before upgrading"})
+            tfinds.append(
+                {
+                    "severity": "warn",
+                    "check": "U07",
+                    "message": f"transactional={value!r} is not exactly 'true': the Hive 3 schema upgrade gives this "
+                    "table no NEXT_WRITE_ID row, so its first write ids could reuse old directory names; "
+                    "set it to 'true' before upgrading",
+                }
+            )
         try:
             mode = table_mode(t.params)
-        except Exception as e:   # e.g. insert_only: not a Hive 2 ACID mode
+        except Exception as e:  # e.g. insert_only: not a Hive 2 ACID mode
             tfinds.append({"severity": "error", "check": "U08", "message": str(e)})
             tables.append({"table": t.full_name, "mode": None, "findings": tfinds, "partitions": 0})
             continue
         if (t.params.get("transactional_properties") or "").strip().lower() == "legacy":
-            tfinds.append({"severity": "warn", "check": "U09", "message":
-                           "transactional_properties=legacy: Hive 3 refuses this value; remove the property "
-                           "after the compaction (Hive 3 reads the table as split-update)"})
+            tfinds.append(
+                {
+                    "severity": "warn",
+                    "check": "U09",
+                    "message": "transactional_properties=legacy: Hive 3 refuses this value; remove the property "
+                    "after the compaction (Hive 3 reads the table as split-update)",
+                }
+            )
         opens = open_by_table.get((t.db.lower(), t.table.lower()), [])
         if opens:
-            tfinds.append({"severity": "warn", "check": "U10", "message":
-                           f"open txn(s) {', '.join(map(str, opens[:5]))} write this table: stop writers "
-                           "(and HiveServer2) before compacting for the upgrade"})
+            tfinds.append(
+                {
+                    "severity": "warn",
+                    "check": "U10",
+                    "message": f"open txn(s) {', '.join(map(str, opens[:5]))} write this table: stop writers "
+                    "(and HiveServer2) before compacting for the upgrade",
+                }
+            )
         if not t.location:
             tfinds.append({"severity": "error", "check": "U11", "message": "no location in the metastore"})
             tables.append({"table": t.full_name, "mode": mode, "findings": tfinds, "partitions": 0})
@@ -259,7 +323,7 @@ def check(settings, url: str, *, db_glob: str = "*", now: float | None = None) -
         n = 0
         for lst in listings:
             if t.partition_keys and lst.partition not in known and lst.partition is not None:
-                continue   # a directory the metastore does not know: not a partition Hive reads
+                continue  # a directory the metastore does not know: not a partition Hive reads
             pc = check_partition(tfs, lst, table=t.full_name, mode=mode, compactor=compactor, keys=t.partition_keys)
             for q in pending.get((t.db.lower(), t.table.lower(), lst.partition), []):
                 pc.finding("info", "U12", f"compaction already queued: {q['type']} {q['state']}")
@@ -267,8 +331,7 @@ def check(settings, url: str, *, db_glob: str = "*", now: float | None = None) -
                 pc.command = compact_command(t.db, t.table, lst.partition, t.partition_keys)
             parts.append(pc)
             n += 1
-        tables.append({"table": t.full_name, "mode": mode, "findings": tfinds, "partitions": n,
-                       "location": t.location})
+        tables.append({"table": t.full_name, "mode": mode, "findings": tfinds, "partitions": n, "location": t.location})
     return _report(url, tl, compactor, db_glob, tables, parts, now)
 
 
@@ -277,22 +340,40 @@ def _report(url, tl: Hive2TxnList, compactor, db_glob, tables, parts: list[Parti
 
     now = time.time() if now is None else now
     counts = {s: sum(1 for p in parts if p.status == s) for s in (READY, COMPACT, BLOCKED, ERROR)}
-    errors = sum(1 for p in parts for f in p.findings if f["severity"] == "error") + \
-        sum(1 for t in tables for f in t["findings"] if f["severity"] == "error")
+    errors = sum(1 for p in parts for f in p.findings if f["severity"] == "error") + sum(
+        1 for t in tables for f in t["findings"] if f["severity"] == "error"
+    )
     ready = counts[READY] == len(parts) and not errors
     return {
-        "metastore": redact(url), "checked_at": _dt.datetime.fromtimestamp(now, _dt.timezone.utc).isoformat(),
-        "db": db_glob, "txns": str(tl), "compactor_txns": f"{compactor.hwm}:{compactor.min_open}:"
-        + ":".join(map(str, compactor.aborted)),
-        "ready": ready, "summary": {"tables": len(tables), "partitions": len(parts), **counts, "errors": errors,
-                                    "bytes_to_compact": sum(p.bytes for p in parts if p.status == COMPACT)},
-        "tables": tables, "partitions": [p.to_dict() for p in parts],
+        "metastore": redact(url),
+        "checked_at": _dt.datetime.fromtimestamp(now, _dt.timezone.utc).isoformat(),
+        "db": db_glob,
+        "txns": str(tl),
+        "compactor_txns": f"{compactor.hwm}:{compactor.min_open}:" + ":".join(map(str, compactor.aborted)),
+        "ready": ready,
+        "summary": {
+            "tables": len(tables),
+            "partitions": len(parts),
+            **counts,
+            "errors": errors,
+            "bytes_to_compact": sum(p.bytes for p in parts if p.status == COMPACT),
+        },
+        "tables": tables,
+        "partitions": [p.to_dict() for p in parts],
         "commands": [p.command for p in parts if p.command],
     }
 
 
-def execute(settings, url: str, report: dict, *, master: str = "local[*]", spark_conf: dict | None = None,
-            engine: str = "spark", spark=None) -> dict:
+def execute(
+    settings,
+    url: str,
+    report: dict,
+    *,
+    master: str = "local[*]",
+    spark_conf: dict | None = None,
+    engine: str = "spark",
+    spark=None,
+) -> dict:
     """Run the major compactions of ``report`` (status ``compact``) with Hive 2.3 output on one
     Spark application, then check again; returns {"runs": [...], "after": report}."""
     from acidctl.compact.runner import CompactOptions, compact_table
@@ -313,14 +394,26 @@ def execute(settings, url: str, report: dict, *, master: str = "local[*]", spark
     locations = {t["table"]: t.get("location") for t in report["tables"]}
     for table, partitions in todo.items():
         tfs = settings.table_fs(location_url(locations[table]))
-        opts = CompactOptions(mode="major", reader=reader, hive_version=2, engine=engine, master=master,
-                              spark_conf=spark_conf, partitions=[p for p in partitions if p is not None] or None)
+        opts = CompactOptions(
+            mode="major",
+            reader=reader,
+            hive_version=2,
+            engine=engine,
+            master=master,
+            spark_conf=spark_conf,
+            partitions=[p for p in partitions if p is not None] or None,
+        )
         rep = compact_table(tfs, opts, spark=spark if engine == "spark" else None)
-        runs.append({"table": table, "partitions": list(partitions),
-                     "compacted": [p["partition"] for p in rep["partitions"] if p["status"] == "compact"],
-                     "rows_in": sum(p.get("rows_in", 0) for p in rep["partitions"]),
-                     "rows_out": sum(p.get("rows_out", 0) for p in rep["partitions"]),
-                     "spark_app_id": (rep.get("spark") or {}).get("app_id")})
+        runs.append(
+            {
+                "table": table,
+                "partitions": list(partitions),
+                "compacted": [p["partition"] for p in rep["partitions"] if p["status"] == "compact"],
+                "rows_in": sum(p.get("rows_in", 0) for p in rep["partitions"]),
+                "rows_out": sum(p.get("rows_out", 0) for p in rep["partitions"]),
+                "spark_app_id": (rep.get("spark") or {}).get("app_id"),
+            }
+        )
     after = check(settings, url, db_glob=report["db"])
     apps = sorted({r["spark_app_id"] for r in runs if r["spark_app_id"]})
     return {"runs": runs, "spark_applications": apps, "after": after}

@@ -53,9 +53,16 @@ def _rows(ids: np.ndarray) -> pa.StructArray:
 
 
 def _acid(op, ot, bk, rid, ct, row) -> pa.Table:
-    return pa.table({"operation": pa.array(op, pa.int32()), "originalTransaction": pa.array(ot, pa.int64()),
-                     "bucket": pa.array(bk, pa.int32()), "rowId": pa.array(rid, pa.int64()),
-                     "currentTransaction": pa.array(ct, pa.int64()), "row": row})
+    return pa.table(
+        {
+            "operation": pa.array(op, pa.int32()),
+            "originalTransaction": pa.array(ot, pa.int64()),
+            "bucket": pa.array(bk, pa.int32()),
+            "rowId": pa.array(rid, pa.int64()),
+            "currentTransaction": pa.array(ct, pa.int64()),
+            "row": row,
+        }
+    )
 
 
 def _write(path: str, table: pa.Table, *, stripe: int) -> None:
@@ -81,9 +88,11 @@ def build(root: str, rows: int, deltas: int, buckets: int, deletes: int, seed: i
         ids = np.arange(next_id, next_id + n, dtype=np.int64)
         next_id += n
         z = np.zeros(n, np.int64)
-        _write(os.path.join(base, f"bucket_{b:05d}"),
-               _acid(np.zeros(n, np.int32), z + 1, np.full(n, V1 | (b << 16), np.int32), np.arange(n), z + 1,
-                     _rows(ids)), stripe=BASE_STRIPE_SIZE)
+        _write(
+            os.path.join(base, f"bucket_{b:05d}"),
+            _acid(np.zeros(n, np.int32), z + 1, np.full(n, V1 | (b << 16), np.int32), np.arange(n), z + 1, _rows(ids)),
+            stripe=BASE_STRIPE_SIZE,
+        )
     with open(os.path.join(base, "_metadata_acid"), "wb") as f:
         f.write(b'{"thisFileVersion":"0","dataFormat":"compacted"}')
     delta_rows = rows - base_rows
@@ -102,21 +111,28 @@ def build(root: str, rows: int, deltas: int, buckets: int, deletes: int, seed: i
             if not m:
                 continue
             z = np.zeros(m, np.int64)
-            _write(os.path.join(root, f"delta_{w:07d}_{w:07d}_0000", f"bucket_{b:05d}"),
-                   _acid(np.zeros(m, np.int32), z + w, np.full(m, V1 | (b << 16), np.int32), np.arange(m), z + w,
-                         _rows(sel)), stripe=DELTA_STRIPE_SIZE)
+            _write(
+                os.path.join(root, f"delta_{w:07d}_{w:07d}_0000", f"bucket_{b:05d}"),
+                _acid(
+                    np.zeros(m, np.int32), z + w, np.full(m, V1 | (b << 16), np.int32), np.arange(m), z + w, _rows(sel)
+                ),
+                stripe=DELTA_STRIPE_SIZE,
+            )
         if (i + 1) % 5 == 0 or (deltas < 5 and i == deltas - 1):
             w += 1
             for b in range(buckets):
                 m = max(1, min(per_bucket[b], deletes // (n_del_deltas * buckets)))
                 rid = np.sort(rng.choice(per_bucket[b], size=m, replace=False))
                 z = np.zeros(m, np.int64)
-                null_rows = pa.array([None] * m, pa.struct([("id", pa.int64()), ("name", pa.string()),
-                                                            ("amount", pa.float64())]))
-                _write(os.path.join(root, f"delete_delta_{w:07d}_{w:07d}_0000", f"bucket_{b:05d}"),
-                       _acid(np.full(m, 2, np.int32), z + 1, np.full(m, V1 | (b << 16), np.int32), rid, z + w,
-                             null_rows), stripe=DELTA_STRIPE_SIZE)
-                events += m   # may repeat earlier deletes: counted as events, not rows
+                null_rows = pa.array(
+                    [None] * m, pa.struct([("id", pa.int64()), ("name", pa.string()), ("amount", pa.float64())])
+                )
+                _write(
+                    os.path.join(root, f"delete_delta_{w:07d}_{w:07d}_0000", f"bucket_{b:05d}"),
+                    _acid(np.full(m, 2, np.int32), z + 1, np.full(m, V1 | (b << 16), np.int32), rid, z + w, null_rows),
+                    stripe=DELTA_STRIPE_SIZE,
+                )
+                events += m  # may repeat earlier deletes: counted as events, not rows
     return {"rows": rows, "delete_events": events, "hwm": w}
 
 
@@ -125,8 +141,7 @@ def build_table(root: str, *, partitions: int, rows: int, deltas: int, buckets: 
     if not partitions:
         return build(root, rows, deltas, buckets, deletes)
     infos = [build(os.path.join(root, f"p={k}"), rows, deltas, buckets, deletes, seed=k) for k in range(partitions)]
-    return {"rows": rows * partitions, "delete_events": sum(i["delete_events"] for i in infos),
-            "hwm": infos[0]["hwm"]}
+    return {"rows": rows * partitions, "delete_events": sum(i["delete_events"] for i in infos), "hwm": infos[0]["hwm"]}
 
 
 # -- the Arrow lower bound -------------------------------------------------------------------
@@ -157,7 +172,8 @@ def arrow_bound(root: str, out_dir: str) -> tuple[float, int, int]:
             for f in sorted(os.listdir(os.path.join(part, d))):
                 if f.startswith("bucket_"):
                     by_bucket.setdefault(f, {"ins": [], "del": []})["del" if d.startswith("delete_") else "ins"].append(
-                        os.path.join(part, d, f))
+                        os.path.join(part, d, f)
+                    )
         for name, srcs in sorted(by_bucket.items()):
             ins = pa.concat_tables([po.read_table(p).flatten() for p in srcs["ins"]])
             rows_in += ins.num_rows
@@ -173,9 +189,20 @@ def arrow_bound(root: str, out_dir: str) -> tuple[float, int, int]:
 
 # -- acidctl end to end ---------------------------------------------------------------------
 
+
 def run_acidctl(table: str, hwm: int, engine: str | None) -> tuple[float, dict]:
-    cmd = [sys.executable, "-m", "acidctl", "-o", "json", "compact", "--major", "--write-ids",
-           f"bench.t:{hwm}:{ALL}::", table]
+    cmd = [
+        sys.executable,
+        "-m",
+        "acidctl",
+        "-o",
+        "json",
+        "compact",
+        "--major",
+        "--write-ids",
+        f"bench.t:{hwm}:{ALL}::",
+        table,
+    ]
     if engine:
         cmd[6:6] = ["--engine", engine]
     env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
@@ -191,19 +218,32 @@ def _mib(n: int) -> str:
     return f"{n / 2**20:.0f} MiB"
 
 
-def bench_table(work: str, label: str, *, partitions: int, rows: int, deltas: int, buckets: int,
-                deletes: int, hive_seconds: float | None) -> None:
+def bench_table(
+    work: str,
+    label: str,
+    *,
+    partitions: int,
+    rows: int,
+    deltas: int,
+    buckets: int,
+    deletes: int,
+    hive_seconds: float | None,
+) -> None:
     src = os.path.join(work, label)
     t0 = time.perf_counter()
     info = build_table(src, partitions=partitions, rows=rows, deltas=deltas, buckets=buckets, deletes=deletes)
     size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(src) for f in fs)
-    print(f"\n== {label}: {info['rows']:,} rows, {max(partitions, 1)} partition(s) × {buckets} bucket(s), "
-          f"{deltas} deltas, {info['delete_events']:,} delete events, {size / 2**20:.1f} MiB "
-          f"(built in {time.perf_counter() - t0:.1f}s)")
+    print(
+        f"\n== {label}: {info['rows']:,} rows, {max(partitions, 1)} partition(s) × {buckets} bucket(s), "
+        f"{deltas} deltas, {info['delete_events']:,} delete events, {size / 2**20:.1f} MiB "
+        f"(built in {time.perf_counter() - t0:.1f}s)"
+    )
     tb, rin, rout = arrow_bound(src, os.path.join(work, label + "-arrow"))
     shutil.rmtree(os.path.join(work, label + "-arrow"), ignore_errors=True)
-    print(f"  arrow lower bound (one process: read flattened + anti-join + sort + ORC write): {tb:6.2f}s  "
-          f"{rin / tb:>12,.0f} rows/s")
+    print(
+        f"  arrow lower bound (one process: read flattened + anti-join + sort + ORC write): {tb:6.2f}s  "
+        f"{rin / tb:>12,.0f} rows/s"
+    )
     results = {}
     for name, engine in (("default", None), ("spark", "spark"), ("local", "local")):
         copy = os.path.join(work, f"{label}-{name}")
@@ -221,9 +261,11 @@ def bench_table(work: str, label: str, *, partitions: int, rows: int, deltas: in
         if rep.get("spark"):
             extra = f"; spark start-up {rep['spark']['startup_seconds']:.2f}s"
         vs_hive = f", {hive_seconds / took:5.1f}× Hive" if hive_seconds else ""
-        print(f"  acidctl {name:<8} {took:6.2f}s end to end  {sm['rows_in'] / took:>12,.0f} rows/s  "
-              f"{tb / took:4.2f}× the bound{vs_hive}  [{rep['engine_choice']['reason']}; tasks "
-              f"{rep['task_seconds']:.2f}s{extra}; peak task RSS {_mib(rss)} (+{_mib(growth)})]")
+        print(
+            f"  acidctl {name:<8} {took:6.2f}s end to end  {sm['rows_in'] / took:>12,.0f} rows/s  "
+            f"{tb / took:4.2f}× the bound{vs_hive}  [{rep['engine_choice']['reason']}; tasks "
+            f"{rep['task_seconds']:.2f}s{extra}; peak task RSS {_mib(rss)} (+{_mib(growth)})]"
+        )
     if hive_seconds:
         print(f"  Hive 2.3 CompactorMR on this shape (issue #14, 2-core CI machine): {hive_seconds:.1f}s")
 
@@ -234,8 +276,12 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=20)
     ap.add_argument("--partitions-rows", type=int, default=50_000, help="rows per partition")
     ap.add_argument("--deltas", type=int, default=10)
-    ap.add_argument("--deletes", type=int, default=100_000, help="delete events of the one-partition table "
-                    "(the partitioned one: the same fraction)")
+    ap.add_argument(
+        "--deletes",
+        type=int,
+        default=100_000,
+        help="delete events of the one-partition table (the partitioned one: the same fraction)",
+    )
     ap.add_argument("--buckets", type=int, default=2)
     ap.add_argument("--only", choices=["one", "many"], help="only one of the two tables")
     ap.add_argument("--keep", metavar="DIR", help="build the tables in DIR and keep them")
@@ -246,14 +292,28 @@ def main() -> None:
     print(f"machine: {os.cpu_count()} cores; python {sys.version.split()[0]}, pyarrow {pa.__version__}")
     try:
         if args.only in (None, "one"):
-            bench_table(work, "one-partition", partitions=0, rows=args.rows, deltas=args.deltas,
-                        buckets=args.buckets, deletes=args.deletes,
-                        hive_seconds=8.0 if args.rows == 2_000_000 else None)
+            bench_table(
+                work,
+                "one-partition",
+                partitions=0,
+                rows=args.rows,
+                deltas=args.deltas,
+                buckets=args.buckets,
+                deletes=args.deletes,
+                hive_seconds=8.0 if args.rows == 2_000_000 else None,
+            )
         if args.only in (None, "many"):
             frac = args.deletes / max(1, args.rows)
-            bench_table(work, "partitioned", partitions=args.partitions, rows=args.partitions_rows,
-                        deltas=args.deltas, buckets=args.buckets, deletes=int(args.partitions_rows * frac),
-                        hive_seconds=9.5 * args.partitions if args.partitions_rows == 50_000 else None)
+            bench_table(
+                work,
+                "partitioned",
+                partitions=args.partitions,
+                rows=args.partitions_rows,
+                deltas=args.deltas,
+                buckets=args.buckets,
+                deletes=int(args.partitions_rows * frac),
+                hive_seconds=9.5 * args.partitions if args.partitions_rows == 50_000 else None,
+            )
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

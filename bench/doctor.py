@@ -48,19 +48,50 @@ def build(root: Path, tables: int, partitions: int, dirs: int) -> str:
     T = ms.tables
     now = int(time.time() * 1000)
     stamp = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
-    rows: dict[str, list[dict]] = {k: [] for k in ("CDS", "SDS", "TBLS", "TABLE_PARAMS", "PARTITION_KEYS",
-                                                  "PARTITIONS", "NEXT_WRITE_ID", "COMPLETED_TXN_COMPONENTS")}
+    rows: dict[str, list[dict]] = {
+        k: []
+        for k in (
+            "CDS",
+            "SDS",
+            "TBLS",
+            "TABLE_PARAMS",
+            "PARTITION_KEYS",
+            "PARTITIONS",
+            "NEXT_WRITE_ID",
+            "COMPLETED_TXN_COMPONENTS",
+        )
+    }
     sd = part_id = 0
     for t in range(tables):
         name = f"t{t:05d}"
         loc = wh / "bench.db" / name
         rows["CDS"].append({"CD_ID": t + 1})
         sd += 1
-        rows["SDS"].append({"SD_ID": sd, "CD_ID": t + 1, "LOCATION": f"file:{loc}", "NUM_BUCKETS": -1,
-                            "IS_COMPRESSED": False, "IS_STOREDASSUBDIRECTORIES": False})
-        rows["TBLS"].append({"TBL_ID": t + 1, "CREATE_TIME": now // 1000, "DB_ID": 2, "LAST_ACCESS_TIME": 0,
-                             "OWNER": "hive", "OWNER_TYPE": "USER", "RETENTION": 0, "SD_ID": sd, "TBL_NAME": name,
-                             "TBL_TYPE": "MANAGED_TABLE", "IS_REWRITE_ENABLED": False})
+        rows["SDS"].append(
+            {
+                "SD_ID": sd,
+                "CD_ID": t + 1,
+                "LOCATION": f"file:{loc}",
+                "NUM_BUCKETS": -1,
+                "IS_COMPRESSED": False,
+                "IS_STOREDASSUBDIRECTORIES": False,
+            }
+        )
+        rows["TBLS"].append(
+            {
+                "TBL_ID": t + 1,
+                "CREATE_TIME": now // 1000,
+                "DB_ID": 2,
+                "LAST_ACCESS_TIME": 0,
+                "OWNER": "hive",
+                "OWNER_TYPE": "USER",
+                "RETENTION": 0,
+                "SD_ID": sd,
+                "TBL_NAME": name,
+                "TBL_TYPE": "MANAGED_TABLE",
+                "IS_REWRITE_ENABLED": False,
+            }
+        )
         rows["TABLE_PARAMS"].append({"TBL_ID": t + 1, "PARAM_KEY": "transactional", "PARAM_VALUE": "true"})
         rows["PARTITION_KEYS"].append({"TBL_ID": t + 1, "PKEY_NAME": "p", "PKEY_TYPE": "int", "INTEGER_IDX": 0})
         rows["NEXT_WRITE_ID"].append({"NWI_DATABASE": "bench", "NWI_TABLE": name, "NWI_NEXT": dirs + 1})
@@ -68,14 +99,37 @@ def build(root: Path, tables: int, partitions: int, dirs: int) -> str:
             pdir = loc / f"p={p}"
             sd += 1
             part_id += 1
-            rows["SDS"].append({"SD_ID": sd, "CD_ID": t + 1, "LOCATION": f"file:{pdir}", "NUM_BUCKETS": -1,
-                                "IS_COMPRESSED": False, "IS_STOREDASSUBDIRECTORIES": False})
-            rows["PARTITIONS"].append({"PART_ID": part_id, "CREATE_TIME": now // 1000, "LAST_ACCESS_TIME": 0,
-                                       "PART_NAME": f"p={p}", "SD_ID": sd, "TBL_ID": t + 1})
-            rows["COMPLETED_TXN_COMPONENTS"].append({"CTC_TXNID": 1, "CTC_DATABASE": "bench", "CTC_TABLE": name,
-                                                     "CTC_PARTITION": f"p={p}", "CTC_WRITEID": dirs,
-                                                     "CTC_TIMESTAMP": stamp,
-                                                     "CTC_UPDATE_DELETE": "N"})
+            rows["SDS"].append(
+                {
+                    "SD_ID": sd,
+                    "CD_ID": t + 1,
+                    "LOCATION": f"file:{pdir}",
+                    "NUM_BUCKETS": -1,
+                    "IS_COMPRESSED": False,
+                    "IS_STOREDASSUBDIRECTORIES": False,
+                }
+            )
+            rows["PARTITIONS"].append(
+                {
+                    "PART_ID": part_id,
+                    "CREATE_TIME": now // 1000,
+                    "LAST_ACCESS_TIME": 0,
+                    "PART_NAME": f"p={p}",
+                    "SD_ID": sd,
+                    "TBL_ID": t + 1,
+                }
+            )
+            rows["COMPLETED_TXN_COMPONENTS"].append(
+                {
+                    "CTC_TXNID": 1,
+                    "CTC_DATABASE": "bench",
+                    "CTC_TABLE": name,
+                    "CTC_PARTITION": f"p={p}",
+                    "CTC_WRITEID": dirs,
+                    "CTC_TIMESTAMP": stamp,
+                    "CTC_UPDATE_DELETE": "N",
+                }
+            )
             pdir.mkdir(parents=True)
             for d in range(dirs):
                 name_d = "base_0000001" if d == 0 else f"delta_{d + 1:07d}_{d + 1:07d}_0000"
@@ -84,13 +138,23 @@ def build(root: Path, tables: int, partitions: int, dirs: int) -> str:
                 (dd / "bucket_00000").write_bytes(b"x" * 64)
                 (dd / "_orc_acid_version").write_bytes(b"2")
     with ms.engine.begin() as conn:
-        conn.execute(sa.insert(T.DBS.clause).values({"DB_ID": 2, "DESC": None, "DB_LOCATION_URI": f"file:{wh}/bench.db",
-                                                     "NAME": "bench", "OWNER_NAME": "hive", "OWNER_TYPE": "USER",
-                                                     "CTLG_NAME": "hive"}))
+        conn.execute(
+            sa.insert(T.DBS.clause).values(
+                {
+                    "DB_ID": 2,
+                    "DESC": None,
+                    "DB_LOCATION_URI": f"file:{wh}/bench.db",
+                    "NAME": "bench",
+                    "OWNER_NAME": "hive",
+                    "OWNER_TYPE": "USER",
+                    "CTLG_NAME": "hive",
+                }
+            )
+        )
         for table, batch in rows.items():
             t = getattr(T, table)
             for i in range(0, len(batch), 5000):
-                chunk = batch[i:i + 5000]
+                chunk = batch[i : i + 5000]
                 conn.execute(sa.insert(t.clause), [{getattr(t, k).name: v for k, v in r.items()} for r in chunk])
     # a little life: an open txn, an aborted one, a queued compaction
     from acidctl.metastore.recorder import Recorder
@@ -158,8 +222,10 @@ def main() -> int:
             root.mkdir(parents=True, exist_ok=True)
             build(root, args.tables, args.partitions, args.dirs)
         url = f"sqlite:///{root}/metastore.db"
-        print(f"warehouse: {args.tables} tables x {args.partitions} partitions x {args.dirs} directories "
-              f"(built in {time.perf_counter() - t0:.1f}s) at {root}")
+        print(
+            f"warehouse: {args.tables} tables x {args.partitions} partitions x {args.dirs} directories "
+            f"(built in {time.perf_counter() - t0:.1f}s) at {root}"
+        )
         base = baseline(root)
         print(f"baseline (os.scandir walk + marker reads): {base:.2f}s")
         # half the tables (half the partitions) first: the time should roughly halve
@@ -167,12 +233,15 @@ def main() -> int:
             th, ch, lh, ph = in_process(url, table_glob="t00[0-4]*")
             print(f"doctor in-process, {ph} partitions: {th:.2f}s wall, {ch:.2f}s CPU, {lh} directory listings")
         t, c, listings, parts = in_process(url)
-        print(f"doctor in-process, {parts} partitions: {t:.2f}s wall, {c:.2f}s CPU, {listings} directory listings "
-              f"({t / base:.1f}x the baseline walk); {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
+        print(
+            f"doctor in-process, {parts} partitions: {t:.2f}s wall, {c:.2f}s CPU, {listings} directory listings "
+            f"({t / base:.1f}x the baseline walk); {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}"
+        )
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         t1 = time.perf_counter()
-        r = subprocess.run([sys.executable, "-m", "acidctl", "--metastore", url, "-o", "json", "doctor"],
-                           capture_output=True, env=env)
+        r = subprocess.run(
+            [sys.executable, "-m", "acidctl", "--metastore", url, "-o", "json", "doctor"], capture_output=True, env=env
+        )
         wall = time.perf_counter() - t1
         print(f"acidctl -o json doctor (subprocess, exit {r.returncode}): {wall:.2f}s end to end")
         target = 10.0

@@ -42,17 +42,25 @@ def make_table(n: int, start: int = 0) -> pa.Table:
     names = pa.array([f"customer-{i % 100000:05d}" for i in ids.tolist()])
     amount = np.round(rng.uniform(0, 10_000, n), 2)
     row = pa.StructArray.from_arrays(
-        [pa.array(ids), names, pa.array(amount), pa.array(ids % 3 == 0),
-         pa.array((ids % 3650).astype(np.int32) + 18000, pa.date32())],
-        ["id", "name", "amount", "active", "day"])
-    return pa.table({
-        "operation": pa.array(np.zeros(n, np.int32)),
-        "originalTransaction": pa.array(np.ones(n, np.int64)),
-        "bucket": pa.array(np.full(n, 536870912, np.int32)),
-        "rowId": pa.array(ids),
-        "currentTransaction": pa.array(np.ones(n, np.int64)),
-        "row": row,
-    })
+        [
+            pa.array(ids),
+            names,
+            pa.array(amount),
+            pa.array(ids % 3 == 0),
+            pa.array((ids % 3650).astype(np.int32) + 18000, pa.date32()),
+        ],
+        ["id", "name", "amount", "active", "day"],
+    )
+    return pa.table(
+        {
+            "operation": pa.array(np.zeros(n, np.int32)),
+            "originalTransaction": pa.array(np.ones(n, np.int64)),
+            "bucket": pa.array(np.full(n, 536870912, np.int32)),
+            "rowId": pa.array(ids),
+            "currentTransaction": pa.array(np.ones(n, np.int64)),
+            "row": row,
+        }
+    )
 
 
 def write_file(path: str, n: int) -> float:
@@ -73,27 +81,40 @@ def pyorc_write(path: str, n: int) -> float:
     t = make_table(n)
     rows = t.to_pylist()
     t0 = time.perf_counter()
-    schema = ("struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,currentTransaction:bigint,"
-              "row:struct<id:bigint,name:string,amount:double,active:boolean,day:date>>")
+    schema = (
+        "struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,currentTransaction:bigint,"
+        "row:struct<id:bigint,name:string,amount:double,active:boolean,day:date>>"
+    )
     epoch = dt.date(1970, 1, 1)
     with open(path, "wb") as f, pyorc.Writer(f, schema, converters=python_converters()) as w:
         for r in rows:
             x = r["row"]
-            w.write((r["operation"], r["originalTransaction"], r["bucket"], r["rowId"], r["currentTransaction"],
-                     (x["id"], x["name"], x["amount"], x["active"], (x["day"] - epoch).days)))
+            w.write(
+                (
+                    r["operation"],
+                    r["originalTransaction"],
+                    r["bucket"],
+                    r["rowId"],
+                    r["currentTransaction"],
+                    (x["id"], x["name"], x["amount"], x["active"], (x["day"] - epoch).days),
+                )
+            )
     return time.perf_counter() - t0
 
 
 def run_dump(path: str) -> tuple[float, int]:
-    code = ("import resource, sys\n"
-            "from acidctl.cli.main import main\n"
-            "try:\n    main(['-o', 'json', 'dump', sys.argv[1]])\n"
-            "except SystemExit:\n    pass\n"
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n")
+    code = (
+        "import resource, sys\n"
+        "from acidctl.cli.main import main\n"
+        "try:\n    main(['-o', 'json', 'dump', sys.argv[1]])\n"
+        "except SystemExit:\n    pass\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+    )
     t0 = time.perf_counter()
     with open(os.devnull, "wb") as devnull:
-        p = subprocess.run([sys.executable, "-c", code, path], stdout=devnull, stderr=subprocess.PIPE,
-                           check=True, cwd=ROOT)
+        p = subprocess.run(
+            [sys.executable, "-c", code, path], stdout=devnull, stderr=subprocess.PIPE, check=True, cwd=ROOT
+        )
     return time.perf_counter() - t0, int(p.stderr.decode().strip().splitlines()[-1])
 
 
@@ -110,8 +131,7 @@ def naive(path: str) -> float:
 
 # -- data shapes ---------------------------------------------------------------------------
 
-ACID = ("struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,currentTransaction:bigint,"
-        "row:%s>")
+ACID = "struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,currentTransaction:bigint,row:%s>"
 
 
 def _shape_rows(shape: str, n: int):
@@ -120,26 +140,51 @@ def _shape_rows(shape: str, n: int):
     import decimal
 
     if shape == "simple-3-columns":
-        return "struct<id:bigint,name:string,amount:double>", lambda i: (i, f"customer-{i % 100000:05d}",
-                                                                           round(i * 0.37 % 10000, 2))
+        return "struct<id:bigint,name:string,amount:double>", lambda i: (
+            i,
+            f"customer-{i % 100000:05d}",
+            round(i * 0.37 % 10000, 2),
+        )
     if shape == "every-type":
-        t = ("struct<b:boolean,ti:tinyint,si:smallint,i:int,l:bigint,f:float,d:double,dec:decimal(12,4),"
-             "s:string,c:char(4),v:varchar(6),bin:binary,dt:date,ts:timestamp,li:array<int>,m:map<string,double>,"
-             "st:struct<x:int,y:string>,u:uniontype<int,string>>")
-        return t, lambda i: (i % 2 == 0, i % 100, i % 30000, i, i * 1000003, i / 4, i / 8,
-                             decimal.Decimal(i) / 10000, f"s{i}", "ab", f"v{i % 999}", b"\x01\x02",
-                             i % 20000, (1_600_000_000 + i, (i * 7919) % 10**9), [i, i + 1],
-                             {f"k{i % 5}": i / 2}, (i, f"y{i}"), i if i % 2 else f"u{i}")
+        t = (
+            "struct<b:boolean,ti:tinyint,si:smallint,i:int,l:bigint,f:float,d:double,dec:decimal(12,4),"
+            "s:string,c:char(4),v:varchar(6),bin:binary,dt:date,ts:timestamp,li:array<int>,m:map<string,double>,"
+            "st:struct<x:int,y:string>,u:uniontype<int,string>>"
+        )
+        return t, lambda i: (
+            i % 2 == 0,
+            i % 100,
+            i % 30000,
+            i,
+            i * 1000003,
+            i / 4,
+            i / 8,
+            decimal.Decimal(i) / 10000,
+            f"s{i}",
+            "ab",
+            f"v{i % 999}",
+            b"\x01\x02",
+            i % 20000,
+            (1_600_000_000 + i, (i * 7919) % 10**9),
+            [i, i + 1],
+            {f"k{i % 5}": i / 2},
+            (i, f"y{i}"),
+            i if i % 2 else f"u{i}",
+        )
     if shape == "strings-with-escapes":
         return "struct<s:string>", lambda i: (f'say "hi" {i}\n\tpath\\{i}\x01',)
     if shape == "far-timestamps":
         return "struct<id:int,ts:timestamp>", lambda i: (i, (-60_000_000_000 + i * 1_234_567, i % 10**9))
     if shape == "decimals":
         return "struct<a:decimal(10,2),b:decimal(38,18)>", lambda i: (
-            decimal.Decimal(i) / 100, decimal.Decimal(i * 7919) / 10**18 + i)
+            decimal.Decimal(i) / 100,
+            decimal.Decimal(i * 7919) / 10**18 + i,
+        )
     if shape == "nested":
-        return ("struct<l:array<struct<a:int,b:string>>,m:map<string,array<int>>>",
-                lambda i: ([(i, f"b{i}"), (i + 1, None)], {f"k{i % 7}": [i, i * 2]}))
+        return (
+            "struct<l:array<struct<a:int,b:string>>,m:map<string,array<int>>>",
+            lambda i: ([(i, f"b{i}"), (i + 1, None)], {f"k{i % 7}": [i, i * 2]}),
+        )
     if shape == "long-doubles":
         # 16-17 significant digits (measurements, i / 7) in 1e-3..1e7: vectorised (Java's
         # pre-19 Double.toString prints the shortest digits there; javafmt_double)
@@ -153,8 +198,18 @@ def _shape_rows(shape: str, n: int):
     raise ValueError(shape)
 
 
-SHAPES = ["simple-3-columns", "every-type", "strings-with-escapes", "invalid-utf8", "far-timestamps",
-          "decimals", "nested", "unions", "long-doubles", "e-notation-doubles"]
+SHAPES = [
+    "simple-3-columns",
+    "every-type",
+    "strings-with-escapes",
+    "invalid-utf8",
+    "far-timestamps",
+    "decimals",
+    "nested",
+    "unions",
+    "long-doubles",
+    "e-notation-doubles",
+]
 
 
 def write_shape(path: str, shape: str, n: int) -> None:
@@ -169,14 +224,26 @@ def write_shape(path: str, shape: str, n: int) -> None:
         vals = [(b"bad-\xff\xfe-%d" % i) if i % 50 == 0 else ("name-%d-\u00e9t\u00e9" % i).encode() for i in range(n)]
         s = pa.array(vals, pa.binary()).view(pa.string())
         z = np.zeros(n, np.int64)
-        po.write_table(pa.table({"operation": pa.array(np.zeros(n, np.int32)), "originalTransaction": pa.array(z + 1),
-                                 "bucket": pa.array(np.full(n, 536870912, np.int32)), "rowId": pa.array(np.arange(n)),
-                                 "currentTransaction": pa.array(z + 1),
-                                 "row": pa.StructArray.from_arrays([s], ["s"])}), path, compression="zlib")
+        po.write_table(
+            pa.table(
+                {
+                    "operation": pa.array(np.zeros(n, np.int32)),
+                    "originalTransaction": pa.array(z + 1),
+                    "bucket": pa.array(np.full(n, 536870912, np.int32)),
+                    "rowId": pa.array(np.arange(n)),
+                    "currentTransaction": pa.array(z + 1),
+                    "row": pa.StructArray.from_arrays([s], ["s"]),
+                }
+            ),
+            path,
+            compression="zlib",
+        )
         return
     row_t, fn = _shape_rows(shape, n)
-    with open(path, "wb") as f, pyorc.Writer(f, ACID % row_t, converters=python_converters(),
-                                             stripe_size=64 << 20) as w:
+    with (
+        open(path, "wb") as f,
+        pyorc.Writer(f, ACID % row_t, converters=python_converters(), stripe_size=64 << 20) as w,
+    ):
         for i in range(n):
             w.write((0, 1, 536870912, i, 1, fn(i)))
 
@@ -206,7 +273,9 @@ def naive_pyorc(path: str) -> float:
 
         t0 = time.perf_counter()
         t = po.read_table(path).flatten()
-        t = pa.table({n: (c.cast(pa.binary()) if c.type == pa.string() else c) for n, c in zip(t.column_names, t.columns)})
+        t = pa.table(
+            {n: (c.cast(pa.binary()) if c.type == pa.string() else c) for n, c in zip(t.column_names, t.columns)}
+        )
         with open(os.devnull, "w") as out:
             for row in t.to_pylist():
                 out.write(json.dumps(row, default=_default) + "\n")
@@ -217,8 +286,9 @@ def dump_pipe(path: str) -> tuple[float, int]:
     """acidctl -o json dump PATH end to end: (seconds, bytes printed)."""
     env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
     t0 = time.perf_counter()
-    p = subprocess.Popen([sys.executable, "-m", "acidctl", "-o", "json", "dump", path], stdout=subprocess.PIPE,
-                         env=env, cwd=ROOT)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "acidctl", "-o", "json", "dump", path], stdout=subprocess.PIPE, env=env, cwd=ROOT
+    )
     size = 0
     while True:
         chunk = p.stdout.read1(1 << 20)
@@ -239,8 +309,9 @@ def shapes(d: str, n: int, only: list[str] | None) -> None:
             write_shape(path, shape, n)
         took, size = dump_pipe(path)
         base = naive_pyorc(path)
-        print(f"  {shape:<22} {took:>9.2f} {n / took:>11,.0f} {size / took / 1e6:>7.1f} {base:>8.2f} "
-              f"{base / took:>5.1f}x")
+        print(
+            f"  {shape:<22} {took:>9.2f} {n / took:>11,.0f} {size / took / 1e6:>7.1f} {base:>8.2f} {base / took:>5.1f}x"
+        )
 
 
 def main() -> None:
@@ -266,18 +337,24 @@ def main() -> None:
     small = max(n // 10, 1000)
     w_small = write_file(os.path.join(d, "small.orc"), small)
     w_pyorc = pyorc_write(os.path.join(d, "pyorc.orc"), small)
-    print(f"writer: {n} rows in {w:.2f} s ({n / w / 1e6:.2f} M rows/s, includes verification); "
-          f"on {small} rows acidctl {w_small:.3f} s vs pyorc row writer {w_pyorc:.3f} s "
-          f"({w_pyorc / w_small:.1f}x)")
+    print(
+        f"writer: {n} rows in {w:.2f} s ({n / w / 1e6:.2f} M rows/s, includes verification); "
+        f"on {small} rows acidctl {w_small:.3f} s vs pyorc row writer {w_pyorc:.3f} s "
+        f"({w_pyorc / w_small:.1f}x)"
+    )
 
     ours, rss = run_dump(big)
     _, rss_half = run_dump(half)
     base = naive(big)
-    print(f"dump:   acidctl {n / ours / 1e6:.2f} M rows/s ({ours:.2f} s end to end), "
-          f"naive pyarrow->to_pylist->json.dumps {n / base / 1e6:.3f} M rows/s ({base:.2f} s)")
+    print(
+        f"dump:   acidctl {n / ours / 1e6:.2f} M rows/s ({ours:.2f} s end to end), "
+        f"naive pyarrow->to_pylist->json.dumps {n / base / 1e6:.3f} M rows/s ({base:.2f} s)"
+    )
     print(f"ratio:  {base / ours:.1f}x the naive baseline (target >= 12x)")
-    print(f"memory: peak RSS {rss_half / 1024:.0f} MiB for {n // 2} rows, {rss / 1024:.0f} MiB for {n} rows "
-          f"(stripes are streamed: should not double)")
+    print(
+        f"memory: peak RSS {rss_half / 1024:.0f} MiB for {n // 2} rows, {rss / 1024:.0f} MiB for {n} rows "
+        f"(stripes are streamed: should not double)"
+    )
     shapes(d, args.shape_rows, None)
 
 

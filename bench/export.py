@@ -78,33 +78,47 @@ def main() -> None:
         t0 = time.perf_counter()
         deletes = args.deletes if args.deletes is not None else max(1, args.rows // 1000)
         info = _build()(root, args.rows, args.deltas, args.buckets, deletes)
-        print(f"table: {args.rows:,} rows ({args.deltas} deltas, {info['delete_events']:,} delete events), "
-              f"{args.buckets} buckets; built in {time.perf_counter() - t0:.1f}s")
+        print(
+            f"table: {args.rows:,} rows ({args.deltas} deltas, {info['delete_events']:,} delete events), "
+            f"{args.buckets} buckets; built in {time.perf_counter() - t0:.1f}s"
+        )
         wl = WriteIdList.all_committed(info["hwm"], table="bench.t")
 
         tb, rows_in = baseline(root, os.path.join(work, "baseline"), args.format)
-        print(f"baseline (pyarrow read + {args.format} write of every file, no merge): {tb:.2f}s, "
-              f"{rows_in / tb:,.0f} rows/s")
+        print(
+            f"baseline (pyarrow read + {args.format} write of every file, no merge): {tb:.2f}s, "
+            f"{rows_in / tb:,.0f} rows/s"
+        )
 
         t0 = time.perf_counter()
         rep = export_table(TableFS(root), wl, os.path.join(work, "local"), ExportOptions(format=args.format))
         tl = time.perf_counter() - t0
-        print(f"export --engine local: {tl:.2f}s, {rows_in / tl:,.0f} rows/s in, {rep['rows']:,} rows out; "
-              f"{tb / tl:.2f}x the baseline's throughput")
+        print(
+            f"export --engine local: {tl:.2f}s, {rows_in / tl:,.0f} rows/s in, {rep['rows']:,} rows out; "
+            f"{tb / tl:.2f}x the baseline's throughput"
+        )
 
         t0 = time.perf_counter()
         spark = get_or_create_session(args.master, {"spark.ui.enabled": "false"})
         spark.sparkContext.parallelize(range(2), 2).mapPartitions(
-            lambda it: [__import__("acidctl.export").__name__, __import__("pyarrow").__version__]).collect()
+            lambda it: [__import__("acidctl.export").__name__, __import__("pyarrow").__version__]
+        ).collect()
         ts = time.perf_counter() - t0
         t0 = time.perf_counter()
-        rep2 = export_table(TableFS(root), wl, os.path.join(work, "spark"),
-                            ExportOptions(format=args.format, engine="spark", master=args.master), spark=spark)
+        rep2 = export_table(
+            TableFS(root),
+            wl,
+            os.path.join(work, "spark"),
+            ExportOptions(format=args.format, engine="spark", master=args.master),
+            spark=spark,
+        )
         tx = time.perf_counter() - t0
         assert rep2["rows"] == rep["rows"]
-        print(f"export --engine spark ({args.master}): start-up {ts:.2f}s, then {tx:.2f}s, "
-              f"{rows_in / tx:,.0f} rows/s in; {tb / tx:.2f}x the baseline's throughput after start-up "
-              f"({tb / (tx + ts):.2f}x with it)")
+        print(
+            f"export --engine spark ({args.master}): start-up {ts:.2f}s, then {tx:.2f}s, "
+            f"{rows_in / tx:,.0f} rows/s in; {tb / tx:.2f}x the baseline's throughput after start-up "
+            f"({tb / (tx + ts):.2f}x with it)"
+        )
         spark.stop()
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -41,8 +41,9 @@ ALL = "9223372036854775807"
 def _wide_rows(ids: np.ndarray) -> pa.StructArray:
     pad = "x" * 1000
     names = pa.array([f"customer-{i:09d}-{pad}" for i in ids.tolist()])
-    return pa.StructArray.from_arrays([pa.array(ids), names, pa.array(ids.astype(np.float64) / 7)],
-                                      ["id", "name", "amount"])
+    return pa.StructArray.from_arrays(
+        [pa.array(ids), names, pa.array(ids.astype(np.float64) / 7)], ["id", "name", "amount"]
+    )
 
 
 SHAPES = {
@@ -63,8 +64,9 @@ def build(root: str, rows: int, shape: dict) -> dict:
     if shape.get("wide"):
         gen._rows = _wide_rows
     try:
-        return gen.build_table(root, partitions=parts, rows=per, deltas=shape["deltas"], buckets=shape["buckets"],
-                               deletes=deletes)
+        return gen.build_table(
+            root, partitions=parts, rows=per, deltas=shape["deltas"], buckets=shape["buckets"], deletes=deletes
+        )
     finally:
         gen._rows = orig
 
@@ -85,8 +87,18 @@ def arrow_floor(root: str) -> tuple[float, int]:
 
 def run(root: str, hwm: int, limit: int | None = None) -> tuple[float, float, int, int, int]:
     """(seconds to the first line, seconds in all, lines, bytes, peak RSS bytes)."""
-    cmd = [sys.executable, "-m", "acidctl", "-o", "json", "dump", "--merged", "--write-ids",
-           f"bench.t:{hwm}:{ALL}::", root]
+    cmd = [
+        sys.executable,
+        "-m",
+        "acidctl",
+        "-o",
+        "json",
+        "dump",
+        "--merged",
+        "--write-ids",
+        f"bench.t:{hwm}:{ALL}::",
+        root,
+    ]
     if limit is not None:
         cmd[6:6] = ["--limit", str(limit)]
     env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
@@ -117,8 +129,10 @@ def main() -> None:
     args = ap.parse_args()
     work = args.keep or tempfile.mkdtemp(prefix="acidctl-bench-merged-")
     print(f"machine: {os.cpu_count()} cores; python {sys.version.split()[0]}, pyarrow {pa.__version__}")
-    print(f"{'shape':<16} {'rows out':>10} {'MiB in':>7} {'total s':>8} {'rows/s':>11} {'MB/s out':>9} "
-          f"{'1st row s':>9} {'limit 10 s':>10} {'peak RSS':>9} {'floor rows/s':>13}")
+    print(
+        f"{'shape':<16} {'rows out':>10} {'MiB in':>7} {'total s':>8} {'rows/s':>11} {'MB/s out':>9} "
+        f"{'1st row s':>9} {'limit 10 s':>10} {'peak RSS':>9} {'floor rows/s':>13}"
+    )
     try:
         for name in args.only or SHAPES:
             root = os.path.join(work, name)
@@ -135,9 +149,11 @@ def main() -> None:
             first, took, lines, nbytes, rss = run(root, hwm)
             lim_first, _, lim_lines, _, _ = run(root, hwm, limit=10)
             assert lim_lines == 10, lim_lines
-            print(f"{name:<16} {lines:>10,} {size / 2**20:>7.1f} {took:>8.2f} {lines / took:>11,.0f} "
-                  f"{nbytes / took / 1e6:>9.1f} {first:>9.2f} {lim_first:>10.2f} {rss / 2**20:>7.0f}Mi "
-                  f"{floor_rows / floor_s:>13,.0f}")
+            print(
+                f"{name:<16} {lines:>10,} {size / 2**20:>7.1f} {took:>8.2f} {lines / took:>11,.0f} "
+                f"{nbytes / took / 1e6:>9.1f} {first:>9.2f} {lim_first:>10.2f} {rss / 2**20:>7.0f}Mi "
+                f"{floor_rows / floor_s:>13,.0f}"
+            )
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

@@ -59,13 +59,28 @@ def fill(url: str, n_comp: int, n_locks: int) -> None:
     def rows():
         for i in range(1, n_comp + 1):
             start = t0 + i * 1000
-            yield dict(CC_ID=i, CC_DATABASE="db", CC_TABLE=f"t{i % TABLES}", CC_PARTITION=None,
-                       CC_STATE="s" if i % 10 else "f", CC_TYPE="a" if i % 3 else "i",
-                       CC_WORKER_ID=f"worker{i % 7}.example.com-{i % 13}", CC_ENQUEUE_TIME=start - 500,
-                       CC_START=start, CC_END=start + 200 + i % 50, CC_RUN_AS="hive",
-                       CC_HIGHEST_WRITE_ID=i, CC_HADOOP_JOB_ID=None, CC_INITIATOR_ID="hms-1-Initiator-1",
-                       CC_INITIATOR_VERSION="4.0.0", CC_WORKER_VERSION="4.0.0", CC_TXN_ID=10 * i,
-                       CC_NEXT_TXN_ID=10 * i + 1, CC_COMMIT_TIME=start + 150)
+            yield dict(
+                CC_ID=i,
+                CC_DATABASE="db",
+                CC_TABLE=f"t{i % TABLES}",
+                CC_PARTITION=None,
+                CC_STATE="s" if i % 10 else "f",
+                CC_TYPE="a" if i % 3 else "i",
+                CC_WORKER_ID=f"worker{i % 7}.example.com-{i % 13}",
+                CC_ENQUEUE_TIME=start - 500,
+                CC_START=start,
+                CC_END=start + 200 + i % 50,
+                CC_RUN_AS="hive",
+                CC_HIGHEST_WRITE_ID=i,
+                CC_HADOOP_JOB_ID=None,
+                CC_INITIATOR_ID="hms-1-Initiator-1",
+                CC_INITIATOR_VERSION="4.0.0",
+                CC_WORKER_VERSION="4.0.0",
+                CC_TXN_ID=10 * i,
+                CC_NEXT_TXN_ID=10 * i + 1,
+                CC_COMMIT_TIME=start + 150,
+            )
+
     rec.add_completed_compactions(rows())
     for k in range(20):
         rec.enqueue_compaction("db", f"t{k}", compaction_type="minor", now_ms=t0 + n_comp * 1000 + k)
@@ -74,20 +89,31 @@ def fill(url: str, n_comp: int, n_locks: int) -> None:
     for i in range(n_locks):
         ext, intid = i // 2 + 1, i % 2 + 1
         waiting = i % 50 == 49
-        batch.append({h.HL_LOCK_EXT_ID.name: ext, h.HL_LOCK_INT_ID.name: intid, h.HL_TXNID.name: ext,
-                      h.HL_DB.name: "db", h.HL_TABLE.name: f"t{ext % TABLES}", h.HL_PARTITION.name: None,
-                      h.HL_LOCK_STATE.name: "w" if waiting else "a",
-                      h.HL_LOCK_TYPE.name: "rwxe"[i % 4], h.HL_LAST_HEARTBEAT.name: 0,
-                      h.HL_ACQUIRED_AT.name: None if waiting else t0, h.HL_USER.name: "hive",
-                      h.HL_HOST.name: "hs2.example.com", h.HL_HEARTBEAT_COUNT.name: None,
-                      h.HL_AGENT_INFO.name: f"hive_{ext}",
-                      h.HL_BLOCKEDBY_EXT_ID.name: 1 if waiting else None,
-                      h.HL_BLOCKEDBY_INT_ID.name: 1 if waiting else None})
+        batch.append(
+            {
+                h.HL_LOCK_EXT_ID.name: ext,
+                h.HL_LOCK_INT_ID.name: intid,
+                h.HL_TXNID.name: ext,
+                h.HL_DB.name: "db",
+                h.HL_TABLE.name: f"t{ext % TABLES}",
+                h.HL_PARTITION.name: None,
+                h.HL_LOCK_STATE.name: "w" if waiting else "a",
+                h.HL_LOCK_TYPE.name: "rwxe"[i % 4],
+                h.HL_LAST_HEARTBEAT.name: 0,
+                h.HL_ACQUIRED_AT.name: None if waiting else t0,
+                h.HL_USER.name: "hive",
+                h.HL_HOST.name: "hs2.example.com",
+                h.HL_HEARTBEAT_COUNT.name: None,
+                h.HL_AGENT_INFO.name: f"hive_{ext}",
+                h.HL_BLOCKEDBY_EXT_ID.name: 1 if waiting else None,
+                h.HL_BLOCKEDBY_INT_ID.name: 1 if waiting else None,
+            }
+        )
     with rec.engine.begin() as c:
         for j in range(0, len(batch), 5000):
-            c.execute(sa.insert(h.clause), batch[j:j + 5000])
+            c.execute(sa.insert(h.clause), batch[j : j + 5000])
         if rec.ms.flavor.dialect == "postgresql":
-            c.exec_driver_sql('ANALYZE')
+            c.exec_driver_sql("ANALYZE")
         elif rec.ms.flavor.dialect == "sqlite":
             c.exec_driver_sql("ANALYZE")
     rec.engine.dispose()
@@ -123,8 +149,10 @@ def select1(url: str) -> tuple[float, float]:
             t0 = time.perf_counter()
             c.execute(sa.text("SELECT 1")).scalar()
             samples.append(time.perf_counter() - t0)
-    code = ("import sqlalchemy as sa, sys; e = sa.create_engine(sys.argv[1]); "
-            "c = e.connect(); c.execute(sa.text('SELECT 1')).scalar()")
+    code = (
+        "import sqlalchemy as sa, sys; e = sa.create_engine(sys.argv[1]); "
+        "c = e.connect(); c.execute(sa.text('SELECT 1')).scalar()"
+    )
     fresh = timed([sys.executable, "-c", code, url])
     return statistics.median(samples), fresh
 
@@ -143,16 +171,35 @@ def start_postgres(base: str) -> tuple[str, list[str], str]:
         pw = pwd.getpwnam("postgres")
         os.chown(base, pw.pw_uid, pw.pw_gid)
     data = os.path.join(base, "data")
-    subprocess.run(pre + [f"{b}/initdb", "-D", data, "-U", "postgres", "-A", "trust", "--no-instructions"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        pre + [f"{b}/initdb", "-D", data, "-U", "postgres", "-A", "trust", "--no-instructions"],
+        check=True,
+        capture_output=True,
+    )
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    subprocess.run(pre + [f"{b}/pg_ctl", "-D", data, "-l", os.path.join(base, "log"), "-w", "-o",
-                          f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off", "start"],
-                   check=True, capture_output=True)
-    subprocess.run(pre + [f"{b}/createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "bench"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        pre
+        + [
+            f"{b}/pg_ctl",
+            "-D",
+            data,
+            "-l",
+            os.path.join(base, "log"),
+            "-w",
+            "-o",
+            f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off",
+            "start",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        pre + [f"{b}/createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "bench"],
+        check=True,
+        capture_output=True,
+    )
     stop = pre + [f"{b}/pg_ctl", "-D", data, "-m", "fast", "-w", "stop"]
     return f"postgresql+psycopg://postgres@127.0.0.1:{port}/bench", stop, base
 
@@ -171,10 +218,12 @@ def run(label: str, url: str, n_comp: int, n_locks: int) -> None:
     locks_tbl = timed(acid + ["-o", "json", "show", "locks", "db.t42"])
     print(f"  SELECT 1 round trip (in-process)             {rt * 1000:8.3f} ms")
     print(f"  fresh python + SQLAlchemy + connect + SELECT 1 {fresh * 1000:6.0f} ms   (baseline)")
-    for name, v in (("show compactions db.t42 --limit 20 (json)", comp),
-                    ("show locks db.t42 (json)", locks_tbl),
-                    (f"show locks, all {n_locks} (json)", locks_json),
-                    (f"show locks, all {n_locks} (text table)", locks_text)):
+    for name, v in (
+        ("show compactions db.t42 --limit 20 (json)", comp),
+        ("show locks db.t42 (json)", locks_tbl),
+        (f"show locks, all {n_locks} (json)", locks_json),
+        (f"show locks, all {n_locks} (text table)", locks_text),
+    ):
         print(f"  {name:<46} {v * 1000:6.0f} ms   {v / fresh:5.2f}x baseline")
 
 

@@ -32,11 +32,13 @@ def main() -> None:
         t = timed([sys.executable, "-m", "acidctl", *args])
         verdict = "ok" if t <= 0.3 else "SLOW (target 0.3 s)"
         print(f"acidctl {' '.join(args):24s} {t * 1000:7.1f} ms  ({t / base:4.1f}x baseline)  {verdict}")
-    probe = ("import sys; sys.argv=['acidctl','--help']\n"
-             "from acidctl.cli.main import main\n"
-             "try:\n    main()\nexcept SystemExit:\n    pass\n"
-             "heavy=[m for m in ('pyarrow','pyspark','sqlalchemy','pyorc','numpy','fsspec') if m in sys.modules]\n"
-             "print('heavy modules imported by --help:', heavy or 'none', file=sys.stderr)")
+    probe = (
+        "import sys; sys.argv=['acidctl','--help']\n"
+        "from acidctl.cli.main import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "heavy=[m for m in ('pyarrow','pyspark','sqlalchemy','pyorc','numpy','fsspec') if m in sys.modules]\n"
+        "print('heavy modules imported by --help:', heavy or 'none', file=sys.stderr)"
+    )
     subprocess.run([sys.executable, "-c", probe], stdout=subprocess.DEVNULL, check=False)
 
 

@@ -80,8 +80,7 @@ def in_process(table: Path) -> tuple[float, int, dict]:
     TableFS.ls = counting_ls
     try:
         t0 = time.perf_counter()
-        report = build_report(TableFS(str(table)), write_ids=assumed, assumed_committed=True, txns=None,
-                              hive_version=3)
+        report = build_report(TableFS(str(table)), write_ids=assumed, assumed_committed=True, txns=None, hive_version=3)
         elapsed = time.perf_counter() - t0
     finally:
         TableFS.ls = orig
@@ -120,14 +119,18 @@ def merged_read_bench(tmp: Path, rows: int) -> None:
         dels.mkdir(parents=True)
         t = make_table(rows)
         write_acid_file(TableFS(str(ins)), str(ins / "bucket_00000"), t, stripe_size=8 << 20)
-        victims = np.arange(0, rows, 20, dtype=np.int64)   # 5 %
+        victims = np.arange(0, rows, 20, dtype=np.int64)  # 5 %
         n = len(victims)
-        d = pa.table({"operation": pa.array(np.full(n, 2, np.int32)),
-                      "originalTransaction": pa.array(np.ones(n, np.int64)),
-                      "bucket": pa.array(np.full(n, 536870912, np.int32)),
-                      "rowId": pa.array(victims),
-                      "currentTransaction": pa.array(np.full(n, 2, np.int64)),
-                      "row": pa.nulls(n, t.schema.field("row").type)})
+        d = pa.table(
+            {
+                "operation": pa.array(np.full(n, 2, np.int32)),
+                "originalTransaction": pa.array(np.ones(n, np.int64)),
+                "bucket": pa.array(np.full(n, 536870912, np.int32)),
+                "rowId": pa.array(victims),
+                "currentTransaction": pa.array(np.full(n, 2, np.int64)),
+                "row": pa.nulls(n, t.schema.field("row").type),
+            }
+        )
         write_acid_file(TableFS(str(dels)), str(dels / "bucket_00000"), d)
     snap = WriteIdList.parse("db.t:2:9223372036854775807::")
     t0 = time.perf_counter()
@@ -151,8 +154,19 @@ def merged_read_bench(tmp: Path, rows: int) -> None:
     # end to end: acidctl dump --merged (rendered JSON to a pipe), and --limit 10
     e2e = {}
     for extra in ([], ["--limit", "10"]):
-        cmd = [sys.executable, "-m", "acidctl", "-o", "json", "dump", "--merged", *extra, "--write-ids",
-               "db.t:2:9223372036854775807::", str(table)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "acidctl",
+            "-o",
+            "json",
+            "dump",
+            "--merged",
+            *extra,
+            "--write-ids",
+            "db.t:2:9223372036854775807::",
+            str(table),
+        ]
         t0 = time.perf_counter()
         p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE)
         first_line = None
@@ -168,13 +182,19 @@ def merged_read_bench(tmp: Path, rows: int) -> None:
     base_rows = po.ORCFile(str(ins / "bucket_00000")).read().num_rows
     po.ORCFile(str(dels / "bucket_00000")).read()
     base = time.perf_counter() - t0
-    print(f"merged read:                 {rows} rows - 5 % deletes -> {out} rows in {ours:.2f} s "
-          f"({rows / ours / 1e6:.2f} M rows/s); pyarrow read-everything baseline {base:.2f} s "
-          f"({base_rows / base / 1e6:.2f} M rows/s); ratio {ours / base:.2f}x the baseline's time")
-    print(f"streamed merged read:        {stream_s:.2f} s ({rows / stream_s / 1e6:.2f} M rows/s), "
-          f"first table after {first:.3f} s")
-    print(f"acidctl dump --merged (e2e): {e2e[False][1]:.2f} s ({out / e2e[False][1] / 1e6:.2f} M rows/s rendered), "
-          f"first line after {e2e[False][0]:.2f} s; --limit 10: first line after {e2e[True][0]:.2f} s")
+    print(
+        f"merged read:                 {rows} rows - 5 % deletes -> {out} rows in {ours:.2f} s "
+        f"({rows / ours / 1e6:.2f} M rows/s); pyarrow read-everything baseline {base:.2f} s "
+        f"({base_rows / base / 1e6:.2f} M rows/s); ratio {ours / base:.2f}x the baseline's time"
+    )
+    print(
+        f"streamed merged read:        {stream_s:.2f} s ({rows / stream_s / 1e6:.2f} M rows/s), "
+        f"first table after {first:.3f} s"
+    )
+    print(
+        f"acidctl dump --merged (e2e): {e2e[False][1]:.2f} s ({out / e2e[False][1] / 1e6:.2f} M rows/s rendered), "
+        f"first line after {e2e[False][0]:.2f} s; --limit 10: first line after {e2e[True][0]:.2f} s"
+    )
 
 
 def main() -> None:
@@ -205,8 +225,10 @@ def main() -> None:
         print(f"current deltas:              {len(p['snapshot']['read_order'])}; compaction {p['compaction']['type']}")
         print(f"baseline os.scandir walk:    {base_s:.3f} s")
         print(f"state in-process:            {proc_s:.3f} s  (ratio to baseline {proc_s / base_s:.1f}x)")
-        print(f"acidctl -o json state (e2e): {json_s:.3f} s best of {args.repeat}  exit {json_rc}"
-              f"  (all: {', '.join(f'{r[0]:.2f}' for r in runs)}; mean CPU per run {child_cpu:.2f} s)")
+        print(
+            f"acidctl -o json state (e2e): {json_s:.3f} s best of {args.repeat}  exit {json_rc}"
+            f"  (all: {', '.join(f'{r[0]:.2f}' for r in runs)}; mean CPU per run {child_cpu:.2f} s)"
+        )
         print(f"acidctl state text (e2e):    {text_s:.3f} s  exit {text_rc}")
         print(f"target <= 1 s end to end:    {'met' if json_s <= 1.0 else 'NOT met'}")
         merged_read_bench(tmp, args.merged_rows)

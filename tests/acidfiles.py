@@ -26,15 +26,19 @@ def events(keys, *, ops=None, ctxn=None, rows=None, names=("id", "name")) -> pa.
     if rows is None:
         rows = [None if o == 2 else (int(r), f"n{int(r)}") for o, r in zip(op, rid)]
     valid = [r is not None for r in rows]
-    kids = [pa.array([r[i] if r is not None else None for r in rows],
-                     pa.int32() if i == 0 else pa.string()) for i in range(2)]
+    kids = [
+        pa.array([r[i] if r is not None else None for r in rows], pa.int32() if i == 0 else pa.string())
+        for i in range(2)
+    ]
     row = pa.StructArray.from_arrays(kids, list(names), mask=pa.array([not v for v in valid]))
-    return pa.table({"operation": op, "originalTransaction": ot, "bucket": bk, "rowId": rid,
-                     "currentTransaction": ct, "row": row})
+    return pa.table(
+        {"operation": op, "originalTransaction": ot, "bucket": bk, "rowId": rid, "currentTransaction": ct, "row": row}
+    )
 
 
-def write_raw(path: Path, table: pa.Table, metadata: list[tuple[str, str]] | None,
-              *, stripe_size: int = 64 << 20) -> Path:
+def write_raw(
+    path: Path, table: pa.Table, metadata: list[tuple[str, str]] | None, *, stripe_size: int = 64 << 20
+) -> Path:
     """Write ``table`` as ORC with exactly ``metadata`` as user metadata (no checks at all)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     sink = pa.BufferOutputStream()
@@ -50,9 +54,11 @@ def good_metadata(table: pa.Table) -> list[tuple[str, str]]:
     """What a correct single-stripe file carries, worked out from the events."""
     ops = table.column("operation").to_pylist()
     last = [table.column(c)[table.num_rows - 1].as_py() for c in ("originalTransaction", "bucket", "rowId")]
-    return [("hive.acid.key.index", "%d,%d,%d;" % tuple(last)),
-            ("hive.acid.stats", "%d,%d,%d" % (ops.count(0), ops.count(1), ops.count(2))),
-            ("hive.acid.version", "2")]
+    return [
+        ("hive.acid.key.index", "%d,%d,%d;" % tuple(last)),
+        ("hive.acid.stats", "%d,%d,%d" % (ops.count(0), ops.count(1), ops.count(2))),
+        ("hive.acid.version", "2"),
+    ]
 
 
 def nation_table(dst: Path, *, markers: bool = False, name: str = "nation") -> Path:
@@ -64,11 +70,17 @@ def nation_table(dst: Path, *, markers: bool = False, name: str = "nation") -> P
 
     t = dst / name
     src = REAL / "trino"
-    for d, f in (("delta_0000002_0000002_0000", src / "nationFile25kRowsSortedOnNationKey" / "bucket_00000"),
-                 ("delete_delta_0000003_0000003_0000",
-                  src / "nation_delete_deltas" / "delete_delta_0000003_0000003_0000" / "bucket_00000"),
-                 ("delete_delta_0000004_0000004_0000",
-                  src / "nation_delete_deltas" / "delete_delta_0000004_0000004_0000" / "bucket_00000")):
+    for d, f in (
+        ("delta_0000002_0000002_0000", src / "nationFile25kRowsSortedOnNationKey" / "bucket_00000"),
+        (
+            "delete_delta_0000003_0000003_0000",
+            src / "nation_delete_deltas" / "delete_delta_0000003_0000003_0000" / "bucket_00000",
+        ),
+        (
+            "delete_delta_0000004_0000004_0000",
+            src / "nation_delete_deltas" / "delete_delta_0000004_0000004_0000" / "bucket_00000",
+        ),
+    ):
         (t / d).mkdir(parents=True)
         shutil.copy(f, t / d / "bucket_00000")
         if markers:
@@ -83,8 +95,12 @@ def acid_file(path: Path, orc_type: str, events: list[tuple]) -> Path:
     buf = io.BytesIO()
     with pyorc.Writer(buf, orc_type, compression=pyorc.CompressionKind.ZLIB) as w:
         w.writerows(events)
-        w.set_user_metadata(**{"hive.acid.key.index": ("%d,%d,%d;" % events[-1][1:4]).encode(),
-                               "hive.acid.stats": b"%d,%d,%d" % (ops.count(0), ops.count(1), ops.count(2)),
-                               "hive.acid.version": b"2"})
+        w.set_user_metadata(
+            **{
+                "hive.acid.key.index": ("%d,%d,%d;" % events[-1][1:4]).encode(),
+                "hive.acid.stats": b"%d,%d,%d" % (ops.count(0), ops.count(1), ops.count(2)),
+                "hive.acid.version": b"2",
+            }
+        )
     path.write_bytes(buf.getvalue())
     return path

@@ -32,29 +32,32 @@ def prop(bucket: int, stmt: int) -> int:
 
 @dataclasses.dataclass
 class Statement:
-    kind: str                     # insert | delete | update
-    values: list[int]             # insert/update: new values; delete: ignored
-    picks: list[int]              # delete/update: indexes into the visible rows (mod len)
-    part: int = 0                 # partition index (mod History.partitions)
+    kind: str  # insert | delete | update
+    values: list[int]  # insert/update: new values; delete: ignored
+    picks: list[int]  # delete/update: indexes into the visible rows (mod len)
+    part: int = 0  # partition index (mod History.partitions)
 
 
 @dataclasses.dataclass
 class Txn:
-    state: str                    # committed | aborted | open
+    state: str  # committed | aborted | open
     statements: list[Statement]
 
 
 @dataclasses.dataclass
 class History:
     buckets: int
-    originals: list[int]          # values of pre-ACID rows (empty: none)
+    originals: list[int]  # values of pre-ACID rows (empty: none)
     txns: list[Txn]
-    partitions: int = 1           # > 1: a table partitioned by p=0..partitions-1
+    partitions: int = 1  # > 1: a table partitioned by p=0..partitions-1
 
     def snapshot(self, table: str = "db.t") -> WriteIdList:
-        return WriteIdList(table=table, hwm=len(self.txns),
-                           open=tuple(i + 1 for i, t in enumerate(self.txns) if t.state == "open"),
-                           aborted=tuple(i + 1 for i, t in enumerate(self.txns) if t.state == "aborted"))
+        return WriteIdList(
+            table=table,
+            hwm=len(self.txns),
+            open=tuple(i + 1 for i, t in enumerate(self.txns) if t.state == "open"),
+            aborted=tuple(i + 1 for i, t in enumerate(self.txns) if t.state == "aborted"),
+        )
 
     # -- the reference model -------------------------------------------------------------
     def play_table(self, root: Path | None = None) -> dict[tuple, tuple[int, str]]:
@@ -130,30 +133,53 @@ def _write_acid(path: Path, events: list[tuple]):
     path.parent.mkdir(parents=True, exist_ok=True)
     (path.parent / "_orc_acid_version").write_bytes(b"2")
     events = sorted(events, key=lambda e: (e[1], e[2], e[3]))
-    t = pa.table({"operation": pa.array([e[0] for e in events], pa.int32()),
-                  "originalTransaction": pa.array([e[1] for e in events], pa.int64()),
-                  "bucket": pa.array([e[2] for e in events], pa.int32()),
-                  "rowId": pa.array([e[3] for e in events], pa.int64()),
-                  "currentTransaction": pa.array([e[4] for e in events], pa.int64()),
-                  "row": _row_struct([e[5] for e in events])})
+    t = pa.table(
+        {
+            "operation": pa.array([e[0] for e in events], pa.int32()),
+            "originalTransaction": pa.array([e[1] for e in events], pa.int64()),
+            "bucket": pa.array([e[2] for e in events], pa.int32()),
+            "rowId": pa.array([e[3] for e in events], pa.int64()),
+            "currentTransaction": pa.array([e[4] for e in events], pa.int64()),
+            "row": _row_struct([e[5] for e in events]),
+        }
+    )
     write_acid_file(TableFS(str(path.parent)), str(path), t)
 
 
 def _write_original(path: Path, rows):
     path.parent.mkdir(parents=True, exist_ok=True)
-    po.write_table(pa.table({"id": pa.array([r[0] for r in rows], pa.int32()),
-                             "name": pa.array([r[1] for r in rows], pa.string())}), str(path))
+    po.write_table(
+        pa.table(
+            {"id": pa.array([r[0] for r in rows], pa.int32()), "name": pa.array([r[1] for r in rows], pa.string())}
+        ),
+        str(path),
+    )
 
 
 values = st.lists(st.integers(0, 1000), min_size=1, max_size=6)
-statements = st.builds(Statement, kind=st.sampled_from(["insert", "delete", "update"]), values=values,
-                       picks=st.lists(st.integers(0, 50), min_size=1, max_size=3), part=st.integers(0, 2))
-txns = st.builds(Txn, state=st.sampled_from(["committed", "committed", "committed", "aborted", "open"]),
-                 statements=st.lists(statements, min_size=1, max_size=2))
-histories = st.builds(History, buckets=st.integers(1, 3),
-                      originals=st.one_of(st.just([]), st.lists(st.integers(0, 1000), min_size=1, max_size=6)),
-                      txns=st.lists(txns, min_size=1, max_size=6))
+statements = st.builds(
+    Statement,
+    kind=st.sampled_from(["insert", "delete", "update"]),
+    values=values,
+    picks=st.lists(st.integers(0, 50), min_size=1, max_size=3),
+    part=st.integers(0, 2),
+)
+txns = st.builds(
+    Txn,
+    state=st.sampled_from(["committed", "committed", "committed", "aborted", "open"]),
+    statements=st.lists(statements, min_size=1, max_size=2),
+)
+histories = st.builds(
+    History,
+    buckets=st.integers(1, 3),
+    originals=st.one_of(st.just([]), st.lists(st.integers(0, 1000), min_size=1, max_size=6)),
+    txns=st.lists(txns, min_size=1, max_size=6),
+)
 #: the same, on tables partitioned into 1-3 partitions
-partitioned_histories = st.builds(History, buckets=st.integers(1, 3),
-                                  originals=st.one_of(st.just([]), st.lists(st.integers(0, 1000), min_size=1, max_size=4)),
-                                  txns=st.lists(txns, min_size=1, max_size=6), partitions=st.integers(1, 3))
+partitioned_histories = st.builds(
+    History,
+    buckets=st.integers(1, 3),
+    originals=st.one_of(st.just([]), st.lists(st.integers(0, 1000), min_size=1, max_size=4)),
+    txns=st.lists(txns, min_size=1, max_size=6),
+    partitions=st.integers(1, 3),
+)

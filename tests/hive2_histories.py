@@ -24,8 +24,9 @@ import random
 from pathlib import Path
 
 ROW_TYPE = "struct<_col0:int,_col1:string>"
-ACID_TYPE = ("struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,"
-             f"currentTransaction:bigint,row:{ROW_TYPE}>")
+ACID_TYPE = (
+    f"struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,currentTransaction:bigint,row:{ROW_TYPE}>"
+)
 LONG_MAX = 9223372036854775807
 
 
@@ -39,9 +40,9 @@ class Stmt:
 
 @dataclasses.dataclass
 class History:
-    mode: str                              # legacy | split-update
+    mode: str  # legacy | split-update
     stmts: list[Stmt]
-    states: dict[int, str]                 # txn → committed | aborted | open
+    states: dict[int, str]  # txn → committed | aborted | open
     hwm: int
 
     def reader_list(self, hwm: int | None = None) -> str:
@@ -82,10 +83,10 @@ class History:
 def random_history(rng: random.Random, *, mode: str = "legacy", txns: int = 8, buckets: int = 2) -> History:
     """Txns 1..txns, each committed (mostly), aborted or open; one or two statements each with
     inserts, updates and deletes of rows a writer can see (committed rows and its own)."""
-    committed: dict = {}     # key -> row, what later writers see
+    committed: dict = {}  # key -> row, what later writers see
     stmts: list[Stmt] = []
     states: dict[int, str] = {}
-    next_row: dict = {}      # (txn, bucket) -> next row id
+    next_row: dict = {}  # (txn, bucket) -> next row id
     for t in range(1, txns + 1):
         state = rng.choices(["committed", "aborted", "open"], [6, 2, 1])[0]
         states[t] = state
@@ -116,7 +117,7 @@ def random_history(rng: random.Random, *, mode: str = "legacy", txns: int = 8, b
                     row = {"_col0": rng.randint(100, 200), "_col1": "u%d" % t}
                     st.events.append((1, key, row))
                     view[key] = row
-                else:   # split-update: delete + insert with a new row id
+                else:  # split-update: delete + insert with a new row id
                     b = key[1]
                     rid = next_row.get((t, b), 0)
                     next_row[(t, b)] = rid + 1

@@ -62,10 +62,10 @@ def _tail(path: Path, n: int = 30) -> str:
 
 @dataclass
 class Cluster:
-    url: str            # spark://127.0.0.1:PORT as the master reports it
-    web: str            # http://127.0.0.1:PORT of the master's UI (its /json/ status)
-    dir: Path           # work and log directories live here
-    env: dict           # the environment the daemons run with
+    url: str  # spark://127.0.0.1:PORT as the master reports it
+    web: str  # http://127.0.0.1:PORT of the master's UI (its /json/ status)
+    dir: Path  # work and log directories live here
+    env: dict  # the environment the daemons run with
 
     @property
     def work_dir(self) -> Path:
@@ -86,12 +86,19 @@ class Cluster:
 def _start(cmd: list, log: Path, env: dict) -> subprocess.Popen:
     with open(log, "wb") as f:
         # own process group: spark-class execs java, and the worker's executors are its children
-        return subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env=env, cwd=log.parent, start_new_session=True)
+        return subprocess.Popen(
+            cmd,
+            stdout=f,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=log.parent,
+            start_new_session=True,
+        )
 
 
 def _stop(procs: list[subprocess.Popen]) -> None:
-    for p in reversed(procs):          # worker (and its executors) first, then the master
+    for p in reversed(procs):  # worker (and its executors) first, then the master
         if p.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(p.pid, signal.SIGTERM)
@@ -136,26 +143,45 @@ def standalone_cluster(base: Path, *, cores: int = 1, memory: str = "1g"):
     conf_dir, local_dirs = base / "conf", base / "local"
     for d in (conf_dir, local_dirs):
         d.mkdir(exist_ok=True)
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("SPARK_", "PYSPARK_")) and k not in ("PYTHONPATH", "_JAVA_OPTIONS")}
-    env.update({
-        "SPARK_HOME": str(home),
-        "SPARK_CONF_DIR": str(conf_dir),          # empty: no spark-defaults/spark-env from anywhere
-        "SPARK_LOCAL_IP": "127.0.0.1",
-        "SPARK_LOCAL_DIRS": str(local_dirs),      # the executors' scratch space
-        "SPARK_DAEMON_MEMORY": "256m",
-        "SPARK_DAEMON_JAVA_OPTS": FAST_JVM,
-        # no REST submission server (one more port)
-        "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false",
-    })
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("SPARK_", "PYSPARK_")) and k not in ("PYTHONPATH", "_JAVA_OPTIONS")
+    }
+    env.update(
+        {
+            "SPARK_HOME": str(home),
+            "SPARK_CONF_DIR": str(conf_dir),  # empty: no spark-defaults/spark-env from anywhere
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "SPARK_LOCAL_DIRS": str(local_dirs),  # the executors' scratch space
+            "SPARK_DAEMON_MEMORY": "256m",
+            "SPARK_DAEMON_JAVA_OPTS": FAST_JVM,
+            # no REST submission server (one more port)
+            "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false",
+        }
+    )
     spark_class = str(home / "bin" / "spark-class")
     port, web_port, worker_web = free_port(), free_port(), free_port()
     web = f"http://127.0.0.1:{web_port}"
     procs: list[subprocess.Popen] = []
     cluster = Cluster(url="", web=web, dir=base, env=env)
     try:
-        procs.append(_start([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                             "--port", str(port), "--webui-port", str(web_port)], base / "master.log", env))
+        procs.append(
+            _start(
+                [
+                    spark_class,
+                    "org.apache.spark.deploy.master.Master",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                    "--webui-port",
+                    str(web_port),
+                ],
+                base / "master.log",
+                env,
+            )
+        )
 
         def master_alive():
             st = cluster.status()
@@ -163,10 +189,27 @@ def standalone_cluster(base: Path, *, cores: int = 1, memory: str = "1g"):
 
         # the URL the master bound (it moves to the next port if ours was taken meanwhile)
         cluster.url = _wait("Spark master start", master_alive, procs, cluster.logs)
-        procs.append(_start([spark_class, "org.apache.spark.deploy.worker.Worker", cluster.url,
-                             "--host", "127.0.0.1", "--cores", str(cores), "--memory", memory,
-                             "--webui-port", str(worker_web), "--work-dir", str(cluster.work_dir)],
-                            base / "worker.log", env))
+        procs.append(
+            _start(
+                [
+                    spark_class,
+                    "org.apache.spark.deploy.worker.Worker",
+                    cluster.url,
+                    "--host",
+                    "127.0.0.1",
+                    "--cores",
+                    str(cores),
+                    "--memory",
+                    memory,
+                    "--webui-port",
+                    str(worker_web),
+                    "--work-dir",
+                    str(cluster.work_dir),
+                ],
+                base / "worker.log",
+                env,
+            )
+        )
 
         def worker_alive():
             return any(w.get("state") == "ALIVE" for w in cluster.status().get("workers", []))
@@ -226,9 +269,10 @@ def hidden_acidctl_python(base: Path, import_log: Path) -> Path:
     wrapper = base / "python-without-acidctl"
     wrapper.write_text(
         "#!/bin/sh\n"
-        f"PYTHONPATH={shlex.quote(str(site))}\"${{PYTHONPATH:+:$PYTHONPATH}}\"\n"
+        f'PYTHONPATH={shlex.quote(str(site))}"${{PYTHONPATH:+:$PYTHONPATH}}"\n'
         f"ACIDCTL_TEST_IMPORT_LOG={shlex.quote(str(import_log))}\n"
         "export PYTHONPATH ACIDCTL_TEST_IMPORT_LOG\n"
-        f"exec {shlex.quote(sys.executable)} \"$@\"\n")
+        f'exec {shlex.quote(sys.executable)} "$@"\n'
+    )
     wrapper.chmod(0o755)
     return wrapper

@@ -50,11 +50,21 @@ class WebHDFS:
 def _status(path: str, suffix: str) -> dict:
     st = os.stat(path)
     is_dir = os.path.isdir(path)
-    return {"accessTime": int(st.st_atime * 1000), "blockSize": 134217728, "childrenNum": 0, "fileId": st.st_ino,
-            "group": "supergroup", "length": 0 if is_dir else st.st_size,
-            "modificationTime": int(st.st_mtime * 1000), "owner": "hive", "pathSuffix": suffix,
-            "permission": "755" if is_dir else "644", "replication": 0 if is_dir else 3, "storagePolicy": 0,
-            "type": "DIRECTORY" if is_dir else "FILE"}
+    return {
+        "accessTime": int(st.st_atime * 1000),
+        "blockSize": 134217728,
+        "childrenNum": 0,
+        "fileId": st.st_ino,
+        "group": "supergroup",
+        "length": 0 if is_dir else st.st_size,
+        "modificationTime": int(st.st_mtime * 1000),
+        "owner": "hive",
+        "pathSuffix": suffix,
+        "permission": "755" if is_dir else "644",
+        "replication": 0 if is_dir else 3,
+        "storagePolicy": 0,
+        "type": "DIRECTORY" if is_dir else "FILE",
+    }
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -69,8 +79,9 @@ class _Handler(BaseHTTPRequestHandler):
         u = urlparse(self.path)
         q = {k: v[0] for k, v in parse_qs(u.query).items()}
         if u.path.startswith("/webhdfs/v1"):
-            self.server_state.credentials.append((q.get("op", "").upper(), q.get("user.name"), q.get("delegation"),
-                                                  q.get("doas")))
+            self.server_state.credentials.append(
+                (q.get("op", "").upper(), q.get("user.name"), q.get("delegation"), q.get("doas"))
+            )
         return u.path, q
 
     def _send(self, code: int, body: bytes = b"", ctype: str = "application/json", headers=None):
@@ -87,15 +98,14 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(code, json.dumps(obj).encode())
 
     def _error(self, code: int, exc: str, msg: str):
-        self._json(code, {"RemoteException": {"exception": exc, "javaClassName": f"java.io.{exc}",
-                                              "message": msg}})
+        self._json(code, {"RemoteException": {"exception": exc, "javaClassName": f"java.io.{exc}", "message": msg}})
 
     def _body(self) -> bytes:
         n = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(n) if n else b""
 
     def _fs_path(self, url_path: str, prefix: str) -> tuple[str, str]:
-        hdfs = unquote(url_path[len(prefix):]) or "/"
+        hdfs = unquote(url_path[len(prefix) :]) or "/"
         return hdfs, self.server_state.local(hdfs)
 
     # -- verbs ------------------------------------------------------------------------------

@@ -34,7 +34,15 @@ import posixpath
 from typing import Iterable
 
 from acidctl.acid.dirname import (
-    METADATA_FILE, BaseDir, DeltaDir, HiddenEntry, OriginalFile, delta_read_order, has_acid_prefix, is_hidden, is_hidden_path,
+    METADATA_FILE,
+    BaseDir,
+    DeltaDir,
+    HiddenEntry,
+    OriginalFile,
+    delta_read_order,
+    has_acid_prefix,
+    is_hidden,
+    is_hidden_path,
     parse_acid_dir,
 )
 from acidctl.acid.listing import ChildEntry, DirListing, epoch_ms
@@ -48,6 +56,7 @@ NOT_ENOUGH_HISTORY = "Not enough history available for ({0},{1}).  Oldest availa
 # =========================================================================================
 # result model
 # =========================================================================================
+
 
 class Role(str, enum.Enum):
     BASE = "base"
@@ -87,8 +96,8 @@ class Classified:
     reason: str
     entry: ChildEntry
     parsed: BaseDir | DeltaDir | None = None
-    compacted: bool | None = None        # bases only
-    read_order: int | None = None        # current deltas: position in Hive's order
+    compacted: bool | None = None  # bases only
+    read_order: int | None = None  # current deltas: position in Hive's order
 
     @property
     def base_dir(self) -> BaseDir:
@@ -133,14 +142,21 @@ class Classified:
     def to_dict(self) -> dict:
         d, e = self.parsed, self.entry
         return {
-            "name": self.name, "path": self.path, "kind": self.kind.value, "role": self.role.value,
-            "reason": self.reason, "is_dir": e.is_dir,
+            "name": self.name,
+            "path": self.path,
+            "kind": self.kind.value,
+            "role": self.role.value,
+            "reason": self.reason,
+            "is_dir": e.is_dir,
             "min_write_id": d.min_write_id if d is not None else None,
             "max_write_id": d.max_write_id if d is not None else None,
-            "statement_id": self.statement_id, "visibility_txn": (d.visibility or None) if d is not None else None,
-            "compacted": self.compacted, "read_order": self.read_order,
+            "statement_id": self.statement_id,
+            "visibility_txn": (d.visibility or None) if d is not None else None,
+            "compacted": self.compacted,
+            "read_order": self.read_order,
             "file_count": (len(e.files) if e.is_dir else 1) if e.listed else None,
-            "bytes": e.total_bytes, "mtime": epoch_ms(e.mtime),
+            "bytes": e.total_bytes,
+            "mtime": epoch_ms(e.mtime),
         }
 
 
@@ -148,8 +164,8 @@ class Classified:
 class OriginalRef:
     """An original file the reader uses (synthetic ROW__IDs, write id 0)."""
 
-    path: str          # full path
-    rel: str           # relative to the partition directory
+    path: str  # full path
+    rel: str  # relative to the partition directory
     size: int
     bucket: int | None  # from the name (``000002_0`` → 2); None if the name does not match
 
@@ -164,19 +180,19 @@ class AcidState:
     hive_version: int
     write_ids: WriteIdList
     txns: TxnList | None
-    entries: list[Classified]                 # every child, in name order
+    entries: list[Classified]  # every child, in name order
     base: Classified | None
-    deltas: list[Classified]                  # current deltas and delete deltas, Hive's read order
-    originals: list[OriginalRef]              # current originals, sorted by full path
+    deltas: list[Classified]  # current deltas and delete deltas, Hive's read order
+    originals: list[OriginalRef]  # current originals, sorted by full path
     obsolete: list[Classified]
     aborted: list[Classified]
     not_visible: list[Classified]
     unusable: list[Classified]
     invalid: list[Classified]
     ignored: list[Classified]
-    aborted_write_ids: tuple[int, ...] = ()   # Hive 4: ids of aborted directories
-    has_uncompacted_aborts: bool = False      # Hive 4: a current delta spans aborted ids
-    not_enough_history: str | None = None     # Hive's message, if a reader would get it
+    aborted_write_ids: tuple[int, ...] = ()  # Hive 4: ids of aborted directories
+    has_uncompacted_aborts: bool = False  # Hive 4: a current delta spans aborted ids
+    not_enough_history: str | None = None  # Hive's message, if a reader would get it
     reader_errors: list[str] = dataclasses.field(default_factory=list)  # other reasons readers fail
 
     # -- convenience -----------------------------------------------------------------------
@@ -207,15 +223,18 @@ class AcidState:
             raise SnapshotUnavailable(self.not_enough_history)
         if self.reader_errors:
             hint = None
-            if self.hive_version != 4 and any(c.role is Role.INVALID and c.parsed is not None
-                                              and c.parsed.has_visibility_suffix for c in self.entries):
+            if self.hive_version != 4 and any(
+                c.role is Role.INVALID and c.parsed is not None and c.parsed.has_visibility_suffix for c in self.entries
+            ):
                 hint = "the _vM names were written by Hive 4: pass --hive-version 4 (and --txns for their visibility)"
             raise InvalidAcidLayout(self.reader_errors[0], hint=hint)
         return self
 
     def to_dict(self) -> dict:
         return {
-            "path": self.path, "partition": self.partition, "hive_version": self.hive_version,
+            "path": self.path,
+            "partition": self.partition,
+            "hive_version": self.hive_version,
             "base": self.base.name if self.base else None,
             "base_write_id": self.base_write_id,
             "deltas": [c.name for c in self.deltas],
@@ -237,6 +256,7 @@ class AcidState:
 # getAcidState
 # =========================================================================================
 
+
 def delta_sort_key(c: Classified):
     """``ParsedDelta.compareTo``: min ASC, max DESC, statement ASC (−1 first), then path."""
     return (*delta_read_order(c.delta_dir), c.path)
@@ -250,13 +270,17 @@ def _why_not_valid(wl: WriteIdList, lo: int, hi: int) -> str:
     """Explain a NONE range: which ids are open, aborted or above the high-water mark."""
     parts = []
     if hi > wl.hwm:
-        parts.append(f"above the high-water mark {wl.hwm}" if lo > wl.hwm
-                     else f"{_range_text(max(lo, wl.hwm + 1), hi)} above the high-water mark {wl.hwm}")
+        parts.append(
+            f"above the high-water mark {wl.hwm}"
+            if lo > wl.hwm
+            else f"{_range_text(max(lo, wl.hwm + 1), hi)} above the high-water mark {wl.hwm}"
+        )
     top = min(hi, wl.hwm)
     if lo <= top:
         import bisect
-        o = wl.open[bisect.bisect_left(wl.open, lo):bisect.bisect_right(wl.open, top)]
-        a = wl.aborted[bisect.bisect_left(wl.aborted, lo):bisect.bisect_right(wl.aborted, top)]
+
+        o = wl.open[bisect.bisect_left(wl.open, lo) : bisect.bisect_right(wl.open, top)]
+        a = wl.aborted[bisect.bisect_left(wl.aborted, lo) : bisect.bisect_right(wl.aborted, top)]
         if o:
             parts.append(("open write id " if len(o) == 1 else "open write ids ") + _ids_text(o))
         if a:
@@ -276,9 +300,9 @@ class _Scan:
     wl: WriteIdList
     tx: TxnList
     hive_version: int
-    entries: list[Classified] = dataclasses.field(default_factory=list)   # every child, name order
+    entries: list[Classified] = dataclasses.field(default_factory=list)  # every child, name order
     bases: list[Classified] = dataclasses.field(default_factory=list)
-    working: list[Classified] = dataclasses.field(default_factory=list)   # candidate deltas
+    working: list[Classified] = dataclasses.field(default_factory=list)  # candidate deltas
     original_files: list[Classified] = dataclasses.field(default_factory=list)
     original_dirs: list[Classified] = dataclasses.field(default_factory=list)
     reader_errors: list[str] = dataclasses.field(default_factory=list)
@@ -294,7 +318,7 @@ class _Scan:
         """A compacted base (Hive 4: ``_vM`` with M > 0; both: ``_metadata_acid``). Reading an
         unreadable ``_metadata_acid`` is a reader error when Hive reads it (``hive_reads``)."""
         if self.hive_version == 2:
-            return False   # Hive 2.3 has no _metadata_acid: every base is judged alike (B.4)
+            return False  # Hive 2.3 has no _metadata_acid: every base is judged alike (B.4)
         if c.name not in self.compacted_cache:
             md = metadata_of(c.entry)
             problem = md.problem(self.hive_version) if md is not None else None
@@ -306,9 +330,15 @@ class _Scan:
         return self.compacted_cache[c.name]
 
 
-def get_acid_state(listing: DirListing, write_ids: WriteIdList, *, txns: TxnList | None = None,
-                   hive_version: int = 3, ignore_empty_files: bool = True,
-                   insert_only: bool = False) -> AcidState:
+def get_acid_state(
+    listing: DirListing,
+    write_ids: WriteIdList,
+    *,
+    txns: TxnList | None = None,
+    hive_version: int = 3,
+    ignore_empty_files: bool = True,
+    insert_only: bool = False,
+) -> AcidState:
     """Hive's reader directory selection for one table/partition directory.
 
     ``write_ids``: the reader's ValidWriteIdList (or a compactor list, ``for_compactor()``).
@@ -334,13 +364,24 @@ def get_acid_state(listing: DirListing, write_ids: WriteIdList, *, txns: TxnList
         return [c for c in scan.entries if c.role is role]
 
     return AcidState(
-        path=listing.path, partition=listing.partition, hive_version=hive_version,
-        write_ids=write_ids, txns=txns, entries=scan.entries, base=best, deltas=deltas,
-        originals=originals, obsolete=pick(Role.OBSOLETE), aborted=pick(Role.ABORTED),
-        not_visible=pick(Role.NOT_VISIBLE), unusable=pick(Role.UNUSABLE),
-        invalid=pick(Role.INVALID), ignored=pick(Role.IGNORED),
+        path=listing.path,
+        partition=listing.partition,
+        hive_version=hive_version,
+        write_ids=write_ids,
+        txns=txns,
+        entries=scan.entries,
+        base=best,
+        deltas=deltas,
+        originals=originals,
+        obsolete=pick(Role.OBSOLETE),
+        aborted=pick(Role.ABORTED),
+        not_visible=pick(Role.NOT_VISIBLE),
+        unusable=pick(Role.UNUSABLE),
+        invalid=pick(Role.INVALID),
+        ignored=pick(Role.IGNORED),
         aborted_write_ids=tuple(sorted(set(scan.aborted_ids))),
-        has_uncompacted_aborts=scan.has_uncompacted_aborts, not_enough_history=not_enough,
+        has_uncompacted_aborts=scan.has_uncompacted_aborts,
+        not_enough_history=not_enough,
         reader_errors=scan.reader_errors,
     )
 
@@ -354,8 +395,9 @@ def _classify(scan: _Scan, listing: DirListing, *, ignore_empty_files: bool, ins
         if is_hidden(e.name):
             h = HiddenEntry.parse(e.name)
             what = h.kind.value if h is not None else "other"
-            scan.entries.append(Classified(e.name, p, Kind.HIDDEN, Role.IGNORED,
-                                           f"hidden ({what}); never listed by readers", e))
+            scan.entries.append(
+                Classified(e.name, p, Kind.HIDDEN, Role.IGNORED, f"hidden ({what}); never listed by readers", e)
+            )
             continue
         if not e.is_dir:
             c = Classified(e.name, p, Kind.ORIGINAL_FILE, Role.ORIGINAL, "", e)
@@ -386,7 +428,10 @@ def _classify(scan: _Scan, listing: DirListing, *, ignore_empty_files: bool, ins
             continue
         if h4 and not tx.is_valid(parsed.visibility):  # isDirUsable
             if tx.is_aborted(parsed.visibility):
-                c.role, c.reason = Role.ABORTED, f"visibility txn {parsed.visibility} aborted (failed compaction output)"
+                c.role, c.reason = (
+                    Role.ABORTED,
+                    f"visibility txn {parsed.visibility} aborted (failed compaction output)",
+                )
             else:
                 c.role, c.reason = Role.NOT_VISIBLE, f"visibility txn {parsed.visibility} not committed for this reader"
             continue
@@ -419,7 +464,7 @@ def _valid_base(scan: _Scan, c: Classified) -> bool:
     n = c.base_dir.write_id
     if n == LONG_MIN:
         return True
-    if scan.hive_version == 2:   # Hive 2.3: isValidBase for every base (insert-only-and-hive2.md B.4)
+    if scan.hive_version == 2:  # Hive 2.3: isValidBase for every base (insert-only-and-hive2.md B.4)
         return wl.is_valid_base(n)
     if scan.h4 and wl.min_open != LONG_MAX and n <= wl.min_open:  # HIVE-22754 shortcut
         return True
@@ -442,8 +487,11 @@ def _choose_base(scan: _Scan) -> tuple[Classified | None, Classified | None]:
                 c.role, c.reason = Role.ABORTED, f"INSERT OVERWRITE by aborted write id {n}"
                 scan.aborted_ids.append(n)
                 continue
-            candidate = (best is None or best.base_dir.write_id < n
-                         or (best.base_dir.write_id == n and scan.is_compacted(c) and tx.is_valid(c.base_dir.visibility)))
+            candidate = (
+                best is None
+                or best.base_dir.write_id < n
+                or (best.base_dir.write_id == n and scan.is_compacted(c) and tx.is_valid(c.base_dir.visibility))
+            )
             if candidate:
                 if _valid_base(scan, c):
                     if best is not None:
@@ -452,7 +500,7 @@ def _choose_base(scan: _Scan) -> tuple[Classified | None, Classified | None]:
                 else:
                     _unusable_base(c, wl, scan.is_compacted(c), h4, scan.hive_version == 2)
             else:
-                assert best is not None   # not a candidate: a base at least as new is chosen
+                assert best is not None  # not a candidate: a base at least as new is chosen
                 c.role, c.reason = Role.OBSOLETE, f"superseded by {best.name}"
         else:
             if best is None:
@@ -472,9 +520,19 @@ def _choose_base(scan: _Scan) -> tuple[Classified | None, Classified | None]:
     if best is not None:
         best.role = Role.BASE
         best.compacted = scan.is_compacted(best, hive_reads=False)
-        best.reason = ("current base (" + ("conversion base" if best.base_dir.write_id == LONG_MIN
-                       else "Hive 2.3 base" if scan.hive_version == 2
-                       else "compacted" if best.compacted else "INSERT OVERWRITE") + ")")
+        best.reason = (
+            "current base ("
+            + (
+                "conversion base"
+                if best.base_dir.write_id == LONG_MIN
+                else "Hive 2.3 base"
+                if scan.hive_version == 2
+                else "compacted"
+                if best.compacted
+                else "INSERT OVERWRITE"
+            )
+            + ")"
+        )
     for c in scan.bases:
         if c.compacted is None:
             c.compacted = scan.is_compacted(c, hive_reads=False)
@@ -490,8 +548,9 @@ def _not_enough_history(scan: _Scan, best: Classified | None, oldest: Classified
     return None
 
 
-def _originals(scan: _Scan, best: Classified | None, listing: DirListing, *,
-               ignore_empty_files: bool) -> list[OriginalRef]:
+def _originals(
+    scan: _Scan, best: Classified | None, listing: DirListing, *, ignore_empty_files: bool
+) -> list[OriginalRef]:
     """Step 3: the original files read (sorted by full path) — none when there is a base,
     which makes every original obsolete."""
     originals: list[OriginalRef] = []
@@ -539,16 +598,21 @@ def _walk_deltas(scan: _Scan, best: Classified | None) -> list[Classified]:
                     c.reason += " (events of " + _why_not_valid(wl, d.min_write_id, d.max_write_id) + " skipped)"
             else:
                 c.role = Role.NOT_VISIBLE
-                c.reason = (f"write ids {_range_text(current + 1, d.max_write_id)} not committed "
-                            f"({_why_not_valid(wl, current + 1, d.max_write_id)}); the rest is covered")
+                c.reason = (
+                    f"write ids {_range_text(current + 1, d.max_write_id)} not committed "
+                    f"({_why_not_valid(wl, current + 1, d.max_write_id)}); the rest is covered"
+                )
                 continue
         elif d.max_write_id == current and last_stmt >= 0:
             deltas.append(c)
             prev = c
             c.reason = f"read: another statement of write id {d.max_write_id}"
-        elif (prev is not None and d.max_write_id == prev.delta_dir.max_write_id
-              and d.min_write_id == prev.delta_dir.min_write_id
-              and d.statement_id == prev.delta_dir.statement_id):
+        elif (
+            prev is not None
+            and d.max_write_id == prev.delta_dir.max_write_id
+            and d.min_write_id == prev.delta_dir.min_write_id
+            and d.statement_id == prev.delta_dir.statement_id
+        ):
             c.reason = f"read: same range as {prev.name}"
             deltas.append(c)
             prev = c
@@ -566,13 +630,17 @@ def _unusable_base(c: Classified, wl: WriteIdList, compacted: bool, h4: bool, h2
     n = c.base_dir.write_id
     if h2:
         c.role = Role.UNUSABLE
-        c.reason = (f"Hive 2.3 base needs txn {n} below the lowest open txn "
-                    f"({wl.min_open if wl.min_open != LONG_MAX else 'none'}) and <= the high-water mark {wl.hwm}")
+        c.reason = (
+            f"Hive 2.3 base needs txn {n} below the lowest open txn "
+            f"({wl.min_open if wl.min_open != LONG_MAX else 'none'}) and <= the high-water mark {wl.hwm}"
+        )
         return
     if compacted:
         c.role = Role.UNUSABLE
-        c.reason = (f"compacted base needs every write id <= {n} committed "
-                    f"(lowest open {wl.min_open if wl.open else 'none'}, high-water mark {wl.hwm})")
+        c.reason = (
+            f"compacted base needs every write id <= {n} committed "
+            f"(lowest open {wl.min_open if wl.open else 'none'}, high-water mark {wl.hwm})"
+        )
     elif wl.is_aborted(n):
         c.role = Role.ABORTED
         c.reason = f"INSERT OVERWRITE by aborted write id {n}; readers ignore it"

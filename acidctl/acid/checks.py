@@ -23,8 +23,18 @@ from acidctl.acid.acidstate import AcidState, Classified, Kind, Role
 from acidctl.acid.listing import ChildEntry, DirListing
 from acidctl.acid.markers import MetadataAcid
 from acidctl.acid.dirname import (
-    BaseDir, DeltaDir, FLUSH_LENGTH_SUFFIX, HiddenEntry, METADATA_FILE, ORC_ACID_VERSION_FILE,
-    OriginalFile, has_acid_prefix, is_hidden, is_hidden_path, is_strict_bucket_name, parse_acid_dir,
+    BaseDir,
+    DeltaDir,
+    FLUSH_LENGTH_SUFFIX,
+    HiddenEntry,
+    METADATA_FILE,
+    ORC_ACID_VERSION_FILE,
+    OriginalFile,
+    has_acid_prefix,
+    is_hidden,
+    is_hidden_path,
+    is_strict_bucket_name,
+    parse_acid_dir,
 )
 from acidctl.acid.initiator import ABORTED_KEY, DELTA_NUM_KEY, DELTA_PCT_KEY, Recommendation
 from acidctl.acid.writeids import LONG_MIN, RangeResponse, TxnList
@@ -40,12 +50,12 @@ class MetastoreFacts:
     """Facts only the metastore knows; every field optional (None / empty = unknown)."""
 
     hive_version: int | None = None
-    table_hwm: int | None = None                         # NEXT_WRITE_ID − 1 (S13)
-    aborted_txn_count: int | None = None                 # aborted txns on the partition (S11)
+    table_hwm: int | None = None  # NEXT_WRITE_ID − 1 (S13)
+    aborted_txn_count: int | None = None  # aborted txns on the partition (S11)
     compaction_highest_write_ids: frozenset[int] = frozenset()  # CQ_HIGHEST_WRITE_ID values (M05)
-    txns: TxnList | None = None                          # for S05/S06
-    stale_open_write_ids: frozenset[int] = frozenset()   # open write ids whose txn heartbeat is too old (S04)
-    cleaner_backlog_seconds: float | None = None         # age of the oldest 'r' queue row (S02)
+    txns: TxnList | None = None  # for S05/S06
+    stale_open_write_ids: frozenset[int] = frozenset()  # open write ids whose txn heartbeat is too old (S04)
+    cleaner_backlog_seconds: float | None = None  # age of the oldest 'r' queue row (S02)
 
 
 def _f(check: str, sev: Severity, path: str, msg: str) -> Finding:
@@ -70,8 +80,15 @@ def _human_age(seconds: float | None) -> str:
 # D: names and layout
 # =========================================================================================
 
-def check_names(listing: DirListing, *, hive_version: int, now: float | None = None,
-                grace_seconds: float = DEFAULT_GRACE_SECONDS, for_compaction: bool = False) -> list[Finding]:
+
+def check_names(
+    listing: DirListing,
+    *,
+    hive_version: int,
+    now: float | None = None,
+    grace_seconds: float = DEFAULT_GRACE_SECONDS,
+    for_compaction: bool = False,
+) -> list[Finding]:
     """D01–D03, D05–D11 for one table/partition directory listing."""
     now = time.time() if now is None else now
     out: list[Finding] = []
@@ -83,47 +100,88 @@ def check_names(listing: DirListing, *, hive_version: int, now: float | None = N
             if h is not None and h.kind.leftover:
                 age = _age(e.mtime, now)
                 sev = WARN if age is not None and age > grace_seconds else INFO
-                out.append(_f("D07", sev, p, f"hidden leftover {h.kind.value} entry ({_human_age(age)}): "
-                                             "ignored by readers, usually a failed job or compaction"))
+                out.append(
+                    _f(
+                        "D07",
+                        sev,
+                        p,
+                        f"hidden leftover {h.kind.value} entry ({_human_age(age)}): "
+                        "ignored by readers, usually a failed job or compaction",
+                    )
+                )
             continue
         if not e.is_dir:
             continue
         if not has_acid_prefix(e.name):
-            out.append(_f("D08", INFO, p, "non-ACID subdirectory: read as original files (write id 0) "
-                                          "while no base exists, obsolete otherwise"))
+            out.append(
+                _f(
+                    "D08",
+                    INFO,
+                    p,
+                    "non-ACID subdirectory: read as original files (write id 0) "
+                    "while no base exists, obsolete otherwise",
+                )
+            )
             continue
         d = parse_acid_dir(e.name)
         if d is None:
-            out.append(_f("D01", ERROR, p, f"{e.name} starts with an ACID prefix but does not parse: "
-                                           "Hive throws NumberFormatException for the whole directory"))
+            out.append(
+                _f(
+                    "D01",
+                    ERROR,
+                    p,
+                    f"{e.name} starts with an ACID prefix but does not parse: "
+                    "Hive throws NumberFormatException for the whole directory",
+                )
+            )
             continue
         if d.has_visibility_suffix and hive_version == 3:
-            out.append(_f("D02", ERROR, p, f"visibility suffix _v{d.visibility} is Hive 4 only: every Hive 3 "
-                                           "reader of this directory fails with NumberFormatException"))
+            out.append(
+                _f(
+                    "D02",
+                    ERROR,
+                    p,
+                    f"visibility suffix _v{d.visibility} is Hive 4 only: every Hive 3 "
+                    "reader of this directory fails with NumberFormatException",
+                )
+            )
         if isinstance(d, DeltaDir):
             if d.statement_id > 0:
                 out.append(_f("D05", INFO, p, f"statement id {d.statement_id}: multi-statement transaction"))
             groups.setdefault((d.delete, d.min_write_id, d.max_write_id, d.statement_id), []).append((e.name, d))
         if d.short_padding:
-            out.append(_f("D06", INFO, p, "write id written with fewer than 7 digits: parses, but current "
-                                          "Hive never writes it (old streaming or test data)"))
-        out.extend(_check_dir_files(listing, e, d, for_compaction=for_compaction, now=now,
-                                    grace_seconds=grace_seconds))
+            out.append(
+                _f(
+                    "D06",
+                    INFO,
+                    p,
+                    "write id written with fewer than 7 digits: parses, but current "
+                    "Hive never writes it (old streaming or test data)",
+                )
+            )
+        out.extend(_check_dir_files(listing, e, d, for_compaction=for_compaction, now=now, grace_seconds=grace_seconds))
     for key, members in groups.items():
         vis = {d.visibility for _, d in members}
         if len(vis) > 1:
             names = ", ".join(n for n, _ in members)
-            out.append(_f("D03", ERROR, listing.child_path(members[0][0]),
-                          f"same range and statement with different _v suffixes ({names}): all are read, "
-                          "rows are duplicated; usually a compaction that ran twice"))
+            out.append(
+                _f(
+                    "D03",
+                    ERROR,
+                    listing.child_path(members[0][0]),
+                    f"same range and statement with different _v suffixes ({names}): all are read, "
+                    "rows are duplicated; usually a compaction that ran twice",
+                )
+            )
     return out
 
 
 _EXPECTED_FILE = re.compile(r"bucket_[0-9]{5}(?:_[0-9]+)?|_orc_acid_version|_metadata_acid")
 
 
-def _check_dir_files(listing: DirListing, e: ChildEntry, d, *, for_compaction: bool, now: float,
-                     grace_seconds: float) -> list[Finding]:
+def _check_dir_files(
+    listing: DirListing, e: ChildEntry, d, *, for_compaction: bool, now: float, grace_seconds: float
+) -> list[Finding]:
     out: list[Finding] = []
     p = listing.child_path(e.name)
     is_base = isinstance(d, BaseDir)
@@ -136,7 +194,9 @@ def _check_dir_files(listing: DirListing, e: ChildEntry, d, *, for_compaction: b
         if is_base:
             out.append(_f("D09", WARN, f"{p}/{sub}", f"unexpected subdirectory inside base {e.name}"))
         else:
-            out.append(_f("D10", WARN, f"{p}/{sub}", f"unexpected subdirectory inside {e.name}: ignored by Hive readers"))
+            out.append(
+                _f("D10", WARN, f"{p}/{sub}", f"unexpected subdirectory inside {e.name}: ignored by Hive readers")
+            )
     for f in e.files:
         if _EXPECTED_FILE.fullmatch(f.name):
             continue  # fast path: canonical bucket files and markers
@@ -150,22 +210,46 @@ def _check_dir_files(listing: DirListing, e: ChildEntry, d, *, for_compaction: b
         if name.startswith("bucket_"):
             if name.endswith(FLUSH_LENGTH_SUFFIX):
                 if is_base:
-                    out.append(_f("D09", ERROR, fp, "streaming side file inside a base: Hive reads every "
-                                                    "non-hidden base file as data"))
+                    out.append(
+                        _f(
+                            "D09",
+                            ERROR,
+                            fp,
+                            "streaming side file inside a base: Hive reads every non-hidden base file as data",
+                        )
+                    )
                 continue
             if not is_strict_bucket_name(name):
-                out.append(_f("D11", ERROR if for_compaction else WARN, fp,
-                              "bucket file name does not match bucket_\\d{5}[_attempt]: the Hive 3 compactor "
-                              "throws 'Found a non-bucket file that we thought matched the bucket pattern!'"))
+                out.append(
+                    _f(
+                        "D11",
+                        ERROR if for_compaction else WARN,
+                        fp,
+                        "bucket file name does not match bucket_\\d{5}[_attempt]: the Hive 3 compactor "
+                        "throws 'Found a non-bucket file that we thought matched the bucket pattern!'",
+                    )
+                )
             continue
         if OriginalFile.parse(name) is not None and not (isinstance(d, DeltaDir) and d.delete):
             continue  # LOAD DATA raw file (original-file naming) in a base or insert delta
         if is_base:
-            out.append(_f("D09", ERROR, fp, f"unexpected file {name} inside base {e.name}: Hive reads every "
-                                            "non-hidden base file as data"))
+            out.append(
+                _f(
+                    "D09",
+                    ERROR,
+                    fp,
+                    f"unexpected file {name} inside base {e.name}: Hive reads every non-hidden base file as data",
+                )
+            )
         else:
-            out.append(_f("D10", WARN, fp, f"unexpected file {name} inside {e.name}: not a bucket_N file, "
-                                           "silently ignored by Hive readers"))
+            out.append(
+                _f(
+                    "D10",
+                    WARN,
+                    fp,
+                    f"unexpected file {name} inside {e.name}: not a bucket_N file, silently ignored by Hive readers",
+                )
+            )
     return out
 
 
@@ -173,8 +257,8 @@ def _check_dir_files(listing: DirListing, e: ChildEntry, d, *, for_compaction: b
 # M: markers and side files
 # =========================================================================================
 
-def check_markers(listing: DirListing, *, hive_version: int,
-                  facts: MetastoreFacts | None = None) -> list[Finding]:
+
+def check_markers(listing: DirListing, *, hive_version: int, facts: MetastoreFacts | None = None) -> list[Finding]:
     """M01–M08 for the base/delta directories of one listing."""
     out: list[Finding] = []
     for e in sorted(listing.entries, key=lambda x: x.name):
@@ -189,49 +273,103 @@ def check_markers(listing: DirListing, *, hive_version: int,
         has_version = ORC_ACID_VERSION_FILE in file_names
         if not has_version:
             if data:
-                out.append(_f("M01", WARN, p, "no _orc_acid_version: Hive treats the ACID version as 0, "
-                                              "Trino falls back to file metadata"))
+                out.append(
+                    _f(
+                        "M01",
+                        WARN,
+                        p,
+                        "no _orc_acid_version: Hive treats the ACID version as 0, Trino falls back to file metadata",
+                    )
+                )
             elif isinstance(d, DeltaDir):
-                out.append(_f("M02", ERROR, p, "empty delta directory without _orc_acid_version: Hive 3.1 "
-                                               "fails on it (trinodb/trino#5026); delete the directory"))
+                out.append(
+                    _f(
+                        "M02",
+                        ERROR,
+                        p,
+                        "empty delta directory without _orc_acid_version: Hive 3.1 "
+                        "fails on it (trinodb/trino#5026); delete the directory",
+                    )
+                )
         else:
             content = e.markers.get(ORC_ACID_VERSION_FILE)
             if content is not None and content != b"2":
-                out.append(_f("M03", ERROR, f"{p}/{ORC_ACID_VERSION_FILE}",
-                              f"_orc_acid_version content {content[:16]!r} is not exactly '2'"))
+                out.append(
+                    _f(
+                        "M03",
+                        ERROR,
+                        f"{p}/{ORC_ACID_VERSION_FILE}",
+                        f"_orc_acid_version content {content[:16]!r} is not exactly '2'",
+                    )
+                )
         if METADATA_FILE in file_names:
             content = e.markers.get(METADATA_FILE)
             if content is not None:
                 problem = MetadataAcid.parse(content).problem(hive_version)
                 if problem:
-                    out.append(_f("M04", ERROR, f"{p}/{METADATA_FILE}", f"_metadata_acid {problem}: Hive throws on read"))
-        elif (isinstance(d, BaseDir) and hive_version == 3 and not d.has_visibility_suffix
-              and d.write_id != LONG_MIN):
+                    out.append(
+                        _f("M04", ERROR, f"{p}/{METADATA_FILE}", f"_metadata_acid {problem}: Hive throws on read")
+                    )
+        elif isinstance(d, BaseDir) and hive_version == 3 and not d.has_visibility_suffix and d.write_id != LONG_MIN:
             hw = facts.compaction_highest_write_ids if facts else frozenset()
             if d.write_id in hw:
-                out.append(_f("M05", WARN, p, f"base without _metadata_acid, but a compaction's highest write id "
-                                              f"is {d.write_id}: Hive 3 treats compactor output as an INSERT "
-                                              "OVERWRITE base (weaker validity rule)"))
+                out.append(
+                    _f(
+                        "M05",
+                        WARN,
+                        p,
+                        f"base without _metadata_acid, but a compaction's highest write id "
+                        f"is {d.write_id}: Hive 3 treats compactor output as an INSERT "
+                        "OVERWRITE base (weaker validity rule)",
+                    )
+                )
             else:
-                out.append(_f("M05", INFO, p, "base without _metadata_acid: Hive 3 treats it as an INSERT "
-                                              "OVERWRITE base (valid once its write id is committed)"))
+                out.append(
+                    _f(
+                        "M05",
+                        INFO,
+                        p,
+                        "base without _metadata_acid: Hive 3 treats it as an INSERT "
+                        "OVERWRITE base (valid once its write id is committed)",
+                    )
+                )
         for f in e.files:
             if "/" in f.name or not f.name.endswith(FLUSH_LENGTH_SUFFIX):
                 continue
             fp = f"{p}/{f.name}"
-            out.append(_f("M06", WARN, fp, "streaming side file present: a writer is active or died; readers "
-                                           "use the logical length it records"))
+            out.append(
+                _f(
+                    "M06",
+                    WARN,
+                    fp,
+                    "streaming side file present: a writer is active or died; readers "
+                    "use the logical length it records",
+                )
+            )
             content = e.markers.get(f.name)
             if content is None:
                 continue
             n = len(content) // 8
-            last = struct.unpack(">q", content[(n - 1) * 8:n * 8])[0] if n else None
+            last = struct.unpack(">q", content[(n - 1) * 8 : n * 8])[0] if n else None
             if last is None or last < 0:
-                out.append(_f("M07", ERROR, fp, f"{fp} found but is not readable.  Consider waiting or "
-                                                "orcfiledump --recover (no complete non-negative 8-byte length)"))
+                out.append(
+                    _f(
+                        "M07",
+                        ERROR,
+                        fp,
+                        f"{fp} found but is not readable.  Consider waiting or "
+                        "orcfiledump --recover (no complete non-negative 8-byte length)",
+                    )
+                )
             if len(content) % 8:
-                out.append(_f("M08", INFO, fp, f"side file length {len(content)} is not a multiple of 8: the "
-                                               "last partial value is ignored"))
+                out.append(
+                    _f(
+                        "M08",
+                        INFO,
+                        fp,
+                        f"side file length {len(content)} is not a multiple of 8: the last partial value is ignored",
+                    )
+                )
     return out
 
 
@@ -239,9 +377,15 @@ def check_markers(listing: DirListing, *, hive_version: int,
 # S: snapshot state (+ D04)
 # =========================================================================================
 
-def check_snapshot(state: AcidState, *, recommendation: Recommendation | None = None,
-                   facts: MetastoreFacts | None = None, txns: TxnList | None = None,
-                   now: float | None = None) -> list[Finding]:
+
+def check_snapshot(
+    state: AcidState,
+    *,
+    recommendation: Recommendation | None = None,
+    facts: MetastoreFacts | None = None,
+    txns: TxnList | None = None,
+    now: float | None = None,
+) -> list[Finding]:
     """S01–S14 (the (M) ones when ``facts`` are given) and D04.
 
     ``recommendation``: the Initiator's view (S09/S10). ``txns``: a ValidTxnList the caller
@@ -259,25 +403,54 @@ def check_snapshot(state: AcidState, *, recommendation: Recommendation | None = 
     out.extend(_check_overlaps(state.deltas))
 
     if state.obsolete:
-        sev = WARN if facts.cleaner_backlog_seconds is not None and facts.cleaner_backlog_seconds > DEFAULT_GRACE_SECONDS else INFO
-        out.append(_f("S02", sev, root, f"{len(state.obsolete)} obsolete entr{'y' if len(state.obsolete) == 1 else 'ies'} "
-                                        "awaiting the Cleaner"))
-    aborted_deltas = [c for c in state.aborted if c.kind in (Kind.DELTA, Kind.DELETE_DELTA)
-                      and state.write_ids.range_aborted(c.delta_dir.min_write_id,
-                                                        c.delta_dir.max_write_id) is RangeResponse.ALL]
+        sev = (
+            WARN
+            if facts.cleaner_backlog_seconds is not None and facts.cleaner_backlog_seconds > DEFAULT_GRACE_SECONDS
+            else INFO
+        )
+        out.append(
+            _f(
+                "S02",
+                sev,
+                root,
+                f"{len(state.obsolete)} obsolete entr{'y' if len(state.obsolete) == 1 else 'ies'} awaiting the Cleaner",
+            )
+        )
+    aborted_deltas = [
+        c
+        for c in state.aborted
+        if c.kind in (Kind.DELTA, Kind.DELETE_DELTA)
+        and state.write_ids.range_aborted(c.delta_dir.min_write_id, c.delta_dir.max_write_id) is RangeResponse.ALL
+    ]
     if aborted_deltas:
         ages = [a for a in (_age(c.entry.mtime, now) for c in aborted_deltas) if a is not None]
         oldest = f", oldest {_human_age(max(ages))}" if ages else ""
-        out.append(_f("S03", WARN, root, f"{len(aborted_deltas)} aborted-only delta director"
-                                         f"{'y' if len(aborted_deltas) == 1 else 'ies'}{oldest}: garbage until compacted and cleaned"))
+        out.append(
+            _f(
+                "S03",
+                WARN,
+                root,
+                f"{len(aborted_deltas)} aborted-only delta director"
+                f"{'y' if len(aborted_deltas) == 1 else 'ies'}{oldest}: garbage until compacted and cleaned",
+            )
+        )
     wl = state.write_ids
-    open_deltas = [c for c in state.not_visible if c.kind in (Kind.DELTA, Kind.DELETE_DELTA)
-                   and any(wl.is_open(w) for w in _sample_ids(c))]
+    open_deltas = [
+        c
+        for c in state.not_visible
+        if c.kind in (Kind.DELTA, Kind.DELETE_DELTA) and any(wl.is_open(w) for w in _sample_ids(c))
+    ]
     if open_deltas:
         stale = [c for c in open_deltas if any(w in facts.stale_open_write_ids for w in _sample_ids(c))]
         if stale:
-            out.append(_f("S04", WARN, root, f"{len(stale)} delta(s) of open write ids whose txn heartbeat is "
-                                             "older than hive.txn.timeout"))
+            out.append(
+                _f(
+                    "S04",
+                    WARN,
+                    root,
+                    f"{len(stale)} delta(s) of open write ids whose txn heartbeat is older than hive.txn.timeout",
+                )
+            )
         else:
             out.append(_f("S04", INFO, root, f"{len(open_deltas)} delta(s) of open write ids: in-flight writes"))
     tl = txns or facts.txns
@@ -287,28 +460,61 @@ def check_snapshot(state: AcidState, *, recommendation: Recommendation | None = 
             if v is None or c.role is Role.INVALID:
                 continue
             if tl.is_aborted(v):
-                out.append(_f("S06", WARN, c.path, f"visibility txn {v} aborted: failed compaction output, "
-                                                   "removed by the Hive 4 Cleaner"))
+                out.append(
+                    _f(
+                        "S06",
+                        WARN,
+                        c.path,
+                        f"visibility txn {v} aborted: failed compaction output, removed by the Hive 4 Cleaner",
+                    )
+                )
             elif not tl.is_valid(v):
                 out.append(_f("S05", INFO, c.path, f"visibility txn {v} still open: compaction in flight, invisible"))
-    has_originals = any(c.kind in (Kind.ORIGINAL_FILE, Kind.ORIGINAL_DIR) and c.role is not Role.IGNORED
-                        for c in state.entries)
+    has_originals = any(
+        c.kind in (Kind.ORIGINAL_FILE, Kind.ORIGINAL_DIR) and c.role is not Role.IGNORED for c in state.entries
+    )
     if has_originals and state.base is None:
-        out.append(_f("S07", INFO, root, f"{len(state.originals)} original file(s) and no base: converted table "
-                                         "not yet major-compacted; synthetic ROW__IDs in use"))
+        out.append(
+            _f(
+                "S07",
+                INFO,
+                root,
+                f"{len(state.originals)} original file(s) and no base: converted table "
+                "not yet major-compacted; synthetic ROW__IDs in use",
+            )
+        )
     elif has_originals:
         out.append(_f("S08", INFO, root, "original files alongside a usable base: obsolete, awaiting the Cleaner"))
     if recommendation is not None:
         r, t = recommendation, recommendation.thresholds
         if r.delta_count > t.delta_num:
-            out.append(_f("S09", WARN, root, f"{r.delta_count} current deltas > {DELTA_NUM_KEY} {t.delta_num}: "
-                                             f"{'major' if r.no_base else 'minor'} compaction due"))
+            out.append(
+                _f(
+                    "S09",
+                    WARN,
+                    root,
+                    f"{r.delta_count} current deltas > {DELTA_NUM_KEY} {t.delta_num}: "
+                    f"{'major' if r.no_base else 'minor'} compaction due",
+                )
+            )
         if r.ratio_exceeded:
-            out.append(_f("S10", WARN, root, f"delta/base size ratio {r.ratio:.3g} > {DELTA_PCT_KEY} {t.delta_pct:g}: "
-                                             "major compaction due"))
+            out.append(
+                _f(
+                    "S10",
+                    WARN,
+                    root,
+                    f"delta/base size ratio {r.ratio:.3g} > {DELTA_PCT_KEY} {t.delta_pct:g}: major compaction due",
+                )
+            )
         if facts.aborted_txn_count is not None and facts.aborted_txn_count > t.aborted_txn:
-            out.append(_f("S11", WARN, root, f"{facts.aborted_txn_count} aborted txns > {ABORTED_KEY} "
-                                             f"{t.aborted_txn}: major compaction due"))
+            out.append(
+                _f(
+                    "S11",
+                    WARN,
+                    root,
+                    f"{facts.aborted_txn_count} aborted txns > {ABORTED_KEY} {t.aborted_txn}: major compaction due",
+                )
+            )
     bases = [c for c in state.entries if c.kind is Kind.BASE and c.role is not Role.INVALID]
     if len(bases) > 1:
         out.append(_f("S12", INFO, root, f"{len(bases)} bases: older ones are obsolete"))
@@ -317,10 +523,20 @@ def check_snapshot(state: AcidState, *, recommendation: Recommendation | None = 
             out.append(_f("S14", INFO, c.path, "conversion base (first major compaction after converting to ACID)"))
     if facts.table_hwm is not None:
         for c in state.entries:
-            if c.kind in (Kind.BASE, Kind.DELTA, Kind.DELETE_DELTA) and c.max_write_id is not None \
-                    and c.max_write_id > facts.table_hwm:
-                out.append(_f("S13", ERROR, c.path, f"write id {c.max_write_id} above the table's high-water mark "
-                                                    f"{facts.table_hwm}: written without a write-id allocation"))
+            if (
+                c.kind in (Kind.BASE, Kind.DELTA, Kind.DELETE_DELTA)
+                and c.max_write_id is not None
+                and c.max_write_id > facts.table_hwm
+            ):
+                out.append(
+                    _f(
+                        "S13",
+                        ERROR,
+                        c.path,
+                        f"write id {c.max_write_id} above the table's high-water mark "
+                        f"{facts.table_hwm}: written without a write-id allocation",
+                    )
+                )
     return out
 
 
@@ -338,30 +554,50 @@ def _check_overlaps(deltas: list[Classified]) -> list[Finding]:
     reach_name = ""
     for c in ordered:
         d = c.delta_dir
-        if reach is not None and d.min_write_id <= reach.max_write_id and \
-                (d.min_write_id, d.max_write_id) != (reach.min_write_id, reach.max_write_id):
-            out.append(_f("D04", ERROR, c.path, f"range {d.min_write_id}..{d.max_write_id} overlaps "
-                                                f"{reach_name} without nesting: both are read, write ids "
-                                                f"{d.min_write_id}..{min(d.max_write_id, reach.max_write_id)} appear twice"))
+        if (
+            reach is not None
+            and d.min_write_id <= reach.max_write_id
+            and (d.min_write_id, d.max_write_id) != (reach.min_write_id, reach.max_write_id)
+        ):
+            out.append(
+                _f(
+                    "D04",
+                    ERROR,
+                    c.path,
+                    f"range {d.min_write_id}..{d.max_write_id} overlaps "
+                    f"{reach_name} without nesting: both are read, write ids "
+                    f"{d.min_write_id}..{min(d.max_write_id, reach.max_write_id)} appear twice",
+                )
+            )
         if reach is None or d.max_write_id > reach.max_write_id:
             reach, reach_name = d, c.name
     return out
 
 
-def check_partition(listing: DirListing, state: AcidState, *, hive_version: int,
-                    recommendation: Recommendation | None = None, facts: MetastoreFacts | None = None,
-                    txns: TxnList | None = None, now: float | None = None,
-                    grace_seconds: float = DEFAULT_GRACE_SECONDS, for_compaction: bool = False) -> list[Finding]:
+def check_partition(
+    listing: DirListing,
+    state: AcidState,
+    *,
+    hive_version: int,
+    recommendation: Recommendation | None = None,
+    facts: MetastoreFacts | None = None,
+    txns: TxnList | None = None,
+    now: float | None = None,
+    grace_seconds: float = DEFAULT_GRACE_SECONDS,
+    for_compaction: bool = False,
+) -> list[Finding]:
     """Every directory-level check for one partition, sorted by severity (errors first) then path."""
     hv = facts.hive_version if facts is not None and facts.hive_version else hive_version
-    found = (check_names(listing, hive_version=hv, now=now, grace_seconds=grace_seconds,
-                         for_compaction=for_compaction)
-             + check_markers(listing, hive_version=hv, facts=facts)
-             + check_snapshot(state, recommendation=recommendation, facts=facts, txns=txns, now=now))
+    found = (
+        check_names(listing, hive_version=hv, now=now, grace_seconds=grace_seconds, for_compaction=for_compaction)
+        + check_markers(listing, hive_version=hv, facts=facts)
+        + check_snapshot(state, recommendation=recommendation, facts=facts, txns=txns, now=now)
+    )
     return sorted(found, key=lambda f: (-f.severity.rank, f.check, f.path))
 
 
 # -- D07 from acidctl's own compaction state (staging publications, the table lock) ----------
+
 
 def check_publications(tfs, listing: DirListing) -> list[Finding]:
     """D07 (error) for a non-atomic publication a crash interrupted half way: until it is
@@ -375,10 +611,16 @@ def check_publications(tfs, listing: DirListing) -> list[Finding]:
     out = []
     for it in interrupted(tfs, listing.fs_path or listing.path):
         if it["partial"]:
-            out.append(Finding("D07", ERROR, it["display"],
-                               f"interrupted compaction publish: {', '.join(it['published'])} published, "
-                               f"{', '.join(it['staged'])} still staged; readers see a wrong snapshot until "
-                               "`acidctl compact` or `acidctl clean --execute` finishes it"))
+            out.append(
+                Finding(
+                    "D07",
+                    ERROR,
+                    it["display"],
+                    f"interrupted compaction publish: {', '.join(it['published'])} published, "
+                    f"{', '.join(it['staged'])} still staged; readers see a wrong snapshot until "
+                    "`acidctl compact` or `acidctl clean --execute` finishes it",
+                )
+            )
     return out
 
 
@@ -391,7 +633,12 @@ def check_table_lock(tfs) -> list[Finding]:
     if info is None:
         return []
     if info.stale:
-        return [Finding("D07", WARN, info.path,
-                        f"stale compaction lock ({info.describe()}): the compaction died; "
-                        "`acidctl clean --execute` removes it")]
+        return [
+            Finding(
+                "D07",
+                WARN,
+                info.path,
+                f"stale compaction lock ({info.describe()}): the compaction died; `acidctl clean --execute` removes it",
+            )
+        ]
     return [Finding("D07", INFO, info.path, f"a compaction holds the table lock ({info.describe()})")]

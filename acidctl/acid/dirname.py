@@ -76,6 +76,7 @@ def _long(text: str) -> int | None:
 
 # -- directories --------------------------------------------------------------------------
 
+
 @dataclasses.dataclass(frozen=True)
 class BaseDir:
     """``base_N[_vM]``. ``visibility`` 0 means "no suffix" (``_v0`` means the same)."""
@@ -101,8 +102,9 @@ class BaseDir:
             if v is None:
                 return None
             vis = v
-        return cls(write_id=wid, visibility=vis, wid_width=_width(m[1]),
-                   vis_width=_width(m[2]) if m[2] is not None else None)
+        return cls(
+            write_id=wid, visibility=vis, wid_width=_width(m[1]), vis_width=_width(m[2]) if m[2] is not None else None
+        )
 
     def format(self) -> str:
         s = BASE_PREFIX + _fmt(self.write_id, self.wid_width)
@@ -171,11 +173,17 @@ class DeltaDir:
             if v is None:
                 return None
             vis = v
-        return cls(min_write_id=lo, max_write_id=hi, statement_id=stmt, visibility=vis,
-                   delete=m[1] == DELETE_DELTA_PREFIX, min_width=_width(m[2]),
-                   max_width=_width(m[3]),
-                   stmt_width=_width(m[4]) if m[4] is not None else STATEMENT_DIGITS,
-                   vis_width=_width(m[5]) if m[5] is not None else None)
+        return cls(
+            min_write_id=lo,
+            max_write_id=hi,
+            statement_id=stmt,
+            visibility=vis,
+            delete=m[1] == DELETE_DELTA_PREFIX,
+            min_width=_width(m[2]),
+            max_width=_width(m[3]),
+            stmt_width=_width(m[4]) if m[4] is not None else STATEMENT_DIGITS,
+            vis_width=_width(m[5]) if m[5] is not None else None,
+        )
 
     def format(self) -> str:
         s = self.prefix + _fmt(self.min_write_id, self.min_width) + "_" + _fmt(self.max_write_id, self.max_width)
@@ -234,6 +242,7 @@ def hive3_parses(name: str) -> bool:
 
 
 # -- files --------------------------------------------------------------------------------
+
 
 @dataclasses.dataclass(frozen=True)
 class BucketFile:
@@ -296,11 +305,21 @@ class OriginalFile:
         m = _ORIGINAL_RE.fullmatch(name)
         if not m or int(m[1]) > INT_MAX:
             return None
-        return cls(bucket=int(m[1]), task=int(m[2]), copy=int(m[3]) if m[3] is not None else None,
-                   bucket_width=_width(m[1]), task_text=m[2], copy_text=m[3])
+        return cls(
+            bucket=int(m[1]),
+            task=int(m[2]),
+            copy=int(m[3]) if m[3] is not None else None,
+            bucket_width=_width(m[1]),
+            task_text=m[2],
+            copy_text=m[3],
+        )
 
     def format(self) -> str:
-        s = _fmt(self.bucket, self.bucket_width) + "_" + (self.task_text if self.task_text is not None else str(self.task))
+        s = (
+            _fmt(self.bucket, self.bucket_width)
+            + "_"
+            + (self.task_text if self.task_text is not None else str(self.task))
+        )
         if self.copy is not None:
             s += COPY_KEYWORD + (self.copy_text if self.copy_text is not None else str(self.copy))
         return s
@@ -325,19 +344,24 @@ class UnionSubdir:
 class HiddenKind(str, enum.Enum):
     ORC_ACID_VERSION = "orc_acid_version"
     METADATA_ACID = "metadata_acid"
-    TMP = "tmp"                      # _tmp_<uuid> (Hive 3 compactor staging), _tmp.*
-    TASK_TMP = "task_tmp"            # _task_tmp.*
-    HIVE_STAGING = "hive_staging"    # .hive-staging*
+    TMP = "tmp"  # _tmp_<uuid> (Hive 3 compactor staging), _tmp.*
+    TASK_TMP = "task_tmp"  # _task_tmp.*
+    HIVE_STAGING = "hive_staging"  # .hive-staging*
     ACIDCTL_STAGING = "acidctl_staging"  # .acidctl-staging-*
     ACIDCTL_REVERTING = "acidctl_reverting"  # .acidctl-reverting-* (a revert that died)
-    SUCCESS = "success"              # _SUCCESS
+    SUCCESS = "success"  # _SUCCESS
     OTHER = "other"
 
     @property
     def leftover(self) -> bool:
         """Temporary output of a job (check D07)."""
-        return self in (HiddenKind.TMP, HiddenKind.TASK_TMP, HiddenKind.HIVE_STAGING,
-                        HiddenKind.ACIDCTL_STAGING, HiddenKind.ACIDCTL_REVERTING)
+        return self in (
+            HiddenKind.TMP,
+            HiddenKind.TASK_TMP,
+            HiddenKind.HIVE_STAGING,
+            HiddenKind.ACIDCTL_STAGING,
+            HiddenKind.ACIDCTL_REVERTING,
+        )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -72,13 +72,17 @@ class Hive2TxnList:
         while parts and parts[-1] == "":
             parts.pop()
         if len(parts) < 2:
-            raise UsageError(f"bad Hive 2 txn list {text!r}: expected hwm:minOpenTxn[:exception]*",
-                             hint="e.g. 2:9223372036854775807: (all committed up to 2) or 5:4:3:4")
+            raise UsageError(
+                f"bad Hive 2 txn list {text!r}: expected hwm:minOpenTxn[:exception]*",
+                hint="e.g. 2:9223372036854775807: (all committed up to 2) or 5:4:3:4",
+            )
         try:
             nums = [int(p) for p in parts]
         except ValueError:
-            raise UsageError(f"bad Hive 2 txn list {text!r}: every field must be an integer "
-                             "(Hive 3's comma lists are not Hive 2's format)") from None
+            raise UsageError(
+                f"bad Hive 2 txn list {text!r}: every field must be an integer "
+                "(Hive 3's comma lists are not Hive 2's format)"
+            ) from None
         hwm, min_open, exc = nums[0], nums[1], nums[2:]
         if hwm < 0 or min_open < 1 or any(not 1 <= x <= hwm for x in exc):
             raise UsageError(f"bad Hive 2 txn list {text!r}: ids must be ≥ 1 and exceptions ≤ the high-water mark")
@@ -90,8 +94,12 @@ class Hive2TxnList:
         return f"{self.hwm}:{self.min_open}:" + ":".join(map(str, self.exceptions))
 
     def to_dict(self) -> dict:
-        return {"hwm": self.hwm, "min_open_txn": self.min_open, "exceptions": list(self.exceptions),
-                "string": str(self)}
+        return {
+            "hwm": self.hwm,
+            "min_open_txn": self.min_open,
+            "exceptions": list(self.exceptions),
+            "string": str(self),
+        }
 
     # -- Hive 2's predicates (ValidReadTxnList) ------------------------------------------
     def is_valid(self, t: int) -> bool:
@@ -121,8 +129,7 @@ class Hive2TxnList:
         """``createValidCompactTxnList``: hwm = lowest open txn − 1 (or the hwm), only the
         aborted txns ≤ that hwm as exceptions."""
         hwm = min(self.hwm, self.min_open - 1)
-        return WriteIdList(table=table, hwm=hwm, aborted=tuple(x for x in self.exceptions if x <= hwm),
-                           compactor=True)
+        return WriteIdList(table=table, hwm=hwm, aborted=tuple(x for x in self.exceptions if x <= hwm), compactor=True)
 
 
 def from_states(hwm: int, states: dict[int, str], *, own_txn: int | None = None) -> Hive2TxnList:
@@ -137,6 +144,7 @@ def from_states(hwm: int, states: dict[int, str], *, own_txn: int | None = None)
 # OrcRawRecordMerger
 # =========================================================================================
 
+
 def statement_of(dir_name: str) -> int:
     """The statement id the merger gives a directory's events: the delta's suffix, 0 for bases,
     originals and deltas without suffix (``ParsedDelta.getStatementId``)."""
@@ -148,8 +156,15 @@ def statement_of(dir_name: str) -> int:
     return 0
 
 
-def winners(ot: "np.ndarray", bucket: "np.ndarray", rid: "np.ndarray", cur: "np.ndarray", stmt: "np.ndarray",
-            valid: "np.ndarray", op: "np.ndarray | None" = None) -> "np.ndarray":
+def winners(
+    ot: "np.ndarray",
+    bucket: "np.ndarray",
+    rid: "np.ndarray",
+    cur: "np.ndarray",
+    stmt: "np.ndarray",
+    valid: "np.ndarray",
+    op: "np.ndarray | None" = None,
+) -> "np.ndarray":
     """Indices of the winning event of every row key, in key order: among the ``valid`` events,
     the first by (ot, bucket, rowId) ASC, currentTransaction DESC, statement DESC, and — when
     all of these tie, which only a minor compaction's unsuffixed output can cause — a delete
@@ -168,8 +183,13 @@ def winners(ot: "np.ndarray", bucket: "np.ndarray", rid: "np.ndarray", cur: "np.
     return order[first]
 
 
-def collapse(inserts: "pa.Table", insert_stmt: "np.ndarray", deletes: "pa.Table | None",
-             delete_stmt: "np.ndarray | None", snapshot: WriteIdList) -> "pa.Table":
+def collapse(
+    inserts: "pa.Table",
+    insert_stmt: "np.ndarray",
+    deletes: "pa.Table | None",
+    delete_stmt: "np.ndarray | None",
+    snapshot: WriteIdList,
+) -> "pa.Table":
     """The merged rows of one bucket: ``inserts`` are the events that carry rows (ACID columns,
     any operation — legacy deltas hold 0, 1 and 2), ``deletes`` the key columns plus
     ``operation``/``currentTransaction`` of delete files (split-update). Rows whose winning
@@ -180,8 +200,10 @@ def collapse(inserts: "pa.Table", insert_stmt: "np.ndarray", deletes: "pa.Table 
     from acidctl.acid.merge import valid_mask
 
     def cols(t):
-        return [t.column(c).to_numpy(zero_copy_only=False) for c in
-                ("originalTransaction", "bucket", "rowId", "currentTransaction", "operation")]
+        return [
+            t.column(c).to_numpy(zero_copy_only=False)
+            for c in ("originalTransaction", "bucket", "rowId", "currentTransaction", "operation")
+        ]
 
     n = inserts.num_rows
     parts = [cols(inserts)]
@@ -231,11 +253,17 @@ def read_delete_events(tfs: "TableFS", src) -> "pa.Table":
 
     with OrcFile(tfs, src.path) as f:
         cols = list(f.schema.fields)[:5]
-        batches = [pa.Table.from_batches([f.read_stripe_arrow(i, columns=cols)]).rename_columns(ACID_COLUMNS[:5])
-                   for i in range(f.num_stripes())]
+        batches = [
+            pa.Table.from_batches([f.read_stripe_arrow(i, columns=cols)]).rename_columns(ACID_COLUMNS[:5])
+            for i in range(f.num_stripes())
+        ]
     if not batches:
-        return pa.table({c: pa.array([], t) for c, t in zip(
-            ACID_COLUMNS[:5], [pa.int32(), pa.int64(), pa.int32(), pa.int64(), pa.int64()])})
+        return pa.table(
+            {
+                c: pa.array([], t)
+                for c, t in zip(ACID_COLUMNS[:5], [pa.int32(), pa.int64(), pa.int32(), pa.int64(), pa.int64()])
+            }
+        )
     return pa.concat_tables(batches)
 
 
@@ -255,9 +283,11 @@ def merge_sources(tfs: "TableFS", inserts: list, deletes: list, snapshot: WriteI
     if len(raw) > 1:
         from acidctl.errors import InvalidAcidLayout
 
-        raise InvalidAcidLayout(f"bucket {inserts[0].bucket} has {len(raw)} original files ({', '.join(raw[:3])}): "
-                                "Hive 2.3 gives their rows the same ROW__IDs and returns only one row per id",
-                                hint="read with --hive-version 3 rules (rows numbered across the files)")
+        raise InvalidAcidLayout(
+            f"bucket {inserts[0].bucket} has {len(raw)} original files ({', '.join(raw[:3])}): "
+            "Hive 2.3 gives their rows the same ROW__IDs and returns only one row per id",
+            hint="read with --hive-version 3 rules (rows numbered across the files)",
+        )
     tables, stmts = [], []
     for s in inserts:
         t = read_file_events(tfs, s)
@@ -291,6 +321,8 @@ def read_partition(tfs: "TableFS", listing: "DirListing", state: "AcidState") ->
         merged = merge_sources(tfs, *by_bucket[bucket], state.write_ids)
         if merged is not None:
             yield bucket, merged
+
+
 # =========================================================================================
 # state: findings that describe what Hive 2.3 itself writes
 # =========================================================================================
@@ -312,5 +344,9 @@ def hive2_findings(findings: list) -> list:
         # M03 on Hive 2's own _orc_acid_version: 4 bytes, a big-endian int 0 (B.3)
         return f.check in HIVE2_NORMAL or (f.check == "M03" and HIVE2_VERSION_FILE in f.message)
 
-    return [dataclasses.replace(f, severity=Severity.INFO, message=f.message + " (what Hive 2.3 writes)")
-            if normal(f) and f.severity is not Severity.INFO else f for f in findings]
+    return [
+        dataclasses.replace(f, severity=Severity.INFO, message=f.message + " (what Hive 2.3 writes)")
+        if normal(f) and f.severity is not Severity.INFO
+        else f
+        for f in findings
+    ]

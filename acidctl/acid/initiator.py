@@ -34,15 +34,23 @@ class Thresholds:
     source: Mapping[str, str] = dataclasses.field(default_factory=dict, compare=False)  # key → "default"|"table"
 
     @classmethod
-    def from_table_properties(cls, props: Mapping[str, str] | None, *,
-                              defaults: "Thresholds | None" = None) -> "Thresholds":
+    def from_table_properties(
+        cls, props: Mapping[str, str] | None, *, defaults: "Thresholds | None" = None
+    ) -> "Thresholds":
         """Apply ``compactorthreshold.<key>`` TBLPROPERTIES over the defaults (10 / 0.1 / 1000)."""
         base = defaults or cls()
         props = props or {}
-        out: dict[str, Any] = {"delta_num": base.delta_num, "delta_pct": base.delta_pct, "aborted_txn": base.aborted_txn}
+        out: dict[str, Any] = {
+            "delta_num": base.delta_num,
+            "delta_pct": base.delta_pct,
+            "aborted_txn": base.aborted_txn,
+        }
         source = {DELTA_NUM_KEY: "default", DELTA_PCT_KEY: "default", ABORTED_KEY: "default"}
-        for field, key, conv in (("delta_num", DELTA_NUM_KEY, int), ("delta_pct", DELTA_PCT_KEY, float),
-                                 ("aborted_txn", ABORTED_KEY, int)):
+        for field, key, conv in (
+            ("delta_num", DELTA_NUM_KEY, int),
+            ("delta_pct", DELTA_PCT_KEY, float),
+            ("aborted_txn", ABORTED_KEY, int),
+        ):
             raw = props.get(THRESHOLD_PREFIX + key)
             if raw is None:
                 continue
@@ -54,56 +62,75 @@ class Thresholds:
         return cls(**out, source=source)
 
     def to_dict(self) -> dict:
-        return {DELTA_NUM_KEY: self.delta_num, DELTA_PCT_KEY: self.delta_pct,
-                ABORTED_KEY: self.aborted_txn, "source": dict(self.source)}
+        return {
+            DELTA_NUM_KEY: self.delta_num,
+            DELTA_PCT_KEY: self.delta_pct,
+            ABORTED_KEY: self.aborted_txn,
+            "source": dict(self.source),
+        }
 
 
 @dataclasses.dataclass
 class Recommendation:
-    type: str                       # "none" | "minor" | "major"
+    type: str  # "none" | "minor" | "major"
     reasons: list[str]
     base_bytes: int
     delta_bytes: int
-    delta_count: int                # current deltas + delete deltas (compactor view)
+    delta_count: int  # current deltas + delete deltas (compactor view)
     insert_delta_count: int
     delete_delta_count: int
-    ratio: float | None             # delta_bytes / base_bytes (None when base_bytes == 0)
+    ratio: float | None  # delta_bytes / base_bytes (None when base_bytes == 0)
     no_base: bool
     thresholds: Thresholds
     aborted_txn_count: int | None = None
     auto_compaction_disabled: bool = False
-    ratio_exceeded: bool = False    # ratio > delta.pct.threshold in Java float arithmetic
+    ratio_exceeded: bool = False  # ratio > delta.pct.threshold in Java float arithmetic
 
     @property
     def due(self) -> bool:
         return self.type != NONE
 
     def to_dict(self) -> dict:
-        return {"type": self.type, "reasons": list(self.reasons), "base_bytes": self.base_bytes,
-                "delta_bytes": self.delta_bytes, "delta_count": self.delta_count,
-                "insert_delta_count": self.insert_delta_count,
-                "delete_delta_count": self.delete_delta_count, "ratio": self.ratio,
-                "no_base": self.no_base, "thresholds": self.thresholds.to_dict(),
-                "aborted_txn_count": self.aborted_txn_count,
-                "auto_compaction_disabled": self.auto_compaction_disabled,
-                "ratio_exceeded": self.ratio_exceeded}
+        return {
+            "type": self.type,
+            "reasons": list(self.reasons),
+            "base_bytes": self.base_bytes,
+            "delta_bytes": self.delta_bytes,
+            "delta_count": self.delta_count,
+            "insert_delta_count": self.insert_delta_count,
+            "delete_delta_count": self.delete_delta_count,
+            "ratio": self.ratio,
+            "no_base": self.no_base,
+            "thresholds": self.thresholds.to_dict(),
+            "aborted_txn_count": self.aborted_txn_count,
+            "auto_compaction_disabled": self.auto_compaction_disabled,
+            "ratio_exceeded": self.ratio_exceeded,
+        }
 
 
 def _f32(x: float) -> float:
     return struct.unpack(">f", struct.pack(">f", x))[0]
 
 
-def compactor_state(listing: DirListing, write_ids: WriteIdList, *, txns: TxnList | None = None,
-                    hive_version: int = 3) -> AcidState:
+def compactor_state(
+    listing: DirListing, write_ids: WriteIdList, *, txns: TxnList | None = None, hive_version: int = 3
+) -> AcidState:
     """``getAcidState`` as the Initiator runs it: compactor list, empty files not ignored."""
     wl = write_ids if write_ids.compactor else write_ids.for_compactor()
     return get_acid_state(listing, wl, txns=txns, hive_version=hive_version, ignore_empty_files=False)
 
 
-def recommend(state: AcidState, *, thresholds: Thresholds | None = None,
-              aborted_txn_count: int | None = None, insert_only: bool = False,
-              hive_version: int | None = None, query_based: bool = False,
-              old_aborted_txn: bool = False, no_auto_compaction: bool = False) -> Recommendation:
+def recommend(
+    state: AcidState,
+    *,
+    thresholds: Thresholds | None = None,
+    aborted_txn_count: int | None = None,
+    insert_only: bool = False,
+    hive_version: int | None = None,
+    query_based: bool = False,
+    old_aborted_txn: bool = False,
+    no_auto_compaction: bool = False,
+) -> Recommendation:
     """Minor / major / none for one partition, with the reasons.
 
     ``aborted_txn_count`` (metastore): aborted txns touching the partition; more than the
@@ -124,11 +151,26 @@ def recommend(state: AcidState, *, thresholds: Thresholds | None = None,
     reasons: list[str] = []
 
     def result(kind: str, no_base: bool = False) -> Recommendation:
-        return Recommendation(kind, reasons, base_bytes, delta_bytes, n, n_ins, n - n_ins, ratio,
-                              no_base, t, aborted_txn_count, no_auto_compaction, big)
+        return Recommendation(
+            kind,
+            reasons,
+            base_bytes,
+            delta_bytes,
+            n,
+            n_ins,
+            n - n_ins,
+            ratio,
+            no_base,
+            t,
+            aborted_txn_count,
+            no_auto_compaction,
+            big,
+        )
 
     if no_auto_compaction:
-        reasons.append(f"{NO_AUTO_COMPACTION}=true: the Initiator skips this table (recommendation shown for a manual run)")
+        reasons.append(
+            f"{NO_AUTO_COMPACTION}=true: the Initiator skips this table (recommendation shown for a manual run)"
+        )
     if aborted_txn_count is not None and aborted_txn_count > t.aborted_txn:
         reasons.append(f"{aborted_txn_count} aborted txns > {ABORTED_KEY} {t.aborted_txn}")
         return result(MAJOR)
@@ -138,7 +180,9 @@ def recommend(state: AcidState, *, thresholds: Thresholds | None = None,
     else:
         multi_base = hv == 4 and delta_bytes == 0 and any(c.kind is Kind.BASE for c in state.obsolete)
         if big:
-            reasons.append(f"delta bytes / base bytes = {delta_bytes}/{base_bytes} = {ratio:.3g} > {DELTA_PCT_KEY} {t.delta_pct:g}")
+            reasons.append(
+                f"delta bytes / base bytes = {delta_bytes}/{base_bytes} = {ratio:.3g} > {DELTA_PCT_KEY} {t.delta_pct:g}"
+            )
             return result(MAJOR)
         if multi_base:
             reasons.append("no deltas and an obsolete base besides the current one (Hive 4 multiBase)")

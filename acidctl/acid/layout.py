@@ -23,8 +23,9 @@ MAX_MARKER_BYTES = 1 << 20
 REMOTE_WORKERS = 8
 
 
-def list_table(tfs: TableFS, path: str | None = None, *, read_markers: bool = True,
-               workers: int | None = None) -> list[DirListing]:
+def list_table(
+    tfs: TableFS, path: str | None = None, *, read_markers: bool = True, workers: int | None = None
+) -> list[DirListing]:
     """Listings of every partition of a table (or the table itself when unpartitioned).
 
     A directory level is a *partition level* when it holds ``key=value`` directories and no
@@ -46,21 +47,37 @@ def _is_partition_level(entries: list[Entry]) -> bool:
     return not any((not e.is_dir) or has_acid_prefix(e.name) for e in visible)
 
 
-def _walk(tfs: TableFS, root: str, path: str, entries: list[Entry], out: list[DirListing],
-          read_markers: bool, workers: int | None) -> None:
+def _walk(
+    tfs: TableFS,
+    root: str,
+    path: str,
+    entries: list[Entry],
+    out: list[DirListing],
+    read_markers: bool,
+    workers: int | None,
+) -> None:
     if not _is_partition_level(entries):
-        rel = path[len(root):].strip("/") if path != root else None
-        out.append(list_partition(tfs, path, entries=entries, partition=rel or None,
-                                  read_markers=read_markers, workers=workers))
+        rel = path[len(root) :].strip("/") if path != root else None
+        out.append(
+            list_partition(
+                tfs, path, entries=entries, partition=rel or None, read_markers=read_markers, workers=workers
+            )
+        )
         return
     for e in entries:
         if e.is_dir and is_partition_dir(e.name):
             _walk(tfs, root, e.path, tfs.ls(e.path), out, read_markers, workers)
 
 
-def list_partition(tfs: TableFS, path: str, *, entries: list[Entry] | None = None,
-                   partition: str | None = None, read_markers: bool = True,
-                   workers: int | None = None) -> DirListing:
+def list_partition(
+    tfs: TableFS,
+    path: str,
+    *,
+    entries: list[Entry] | None = None,
+    partition: str | None = None,
+    read_markers: bool = True,
+    workers: int | None = None,
+) -> DirListing:
     """The listing model of one table/partition directory.
 
     ``entries``: the directory's own listing when the caller already has it (no second ``ls``).
@@ -112,8 +129,7 @@ def _acid_dir(tfs: TableFS, e: Entry, read_markers: bool) -> ChildEntry:
             content = _read_small(tfs, f.path)
             if content is not None:
                 markers[f.name] = content
-    return ChildEntry(e.name, True, 0, e.mtime, tuple(files), tuple(subdirs), markers,
-                      nested=tuple(nested))
+    return ChildEntry(e.name, True, 0, e.mtime, tuple(files), tuple(subdirs), markers, nested=tuple(nested))
 
 
 def _read_small(tfs: TableFS, path: str) -> bytes | None:

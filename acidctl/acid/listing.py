@@ -80,7 +80,7 @@ class DirListing:
     path: str
     entries: tuple[ChildEntry, ...]
     partition: str | None = None
-    fs_path: str | None = None       # the path on the filesystem (``path`` is for display)
+    fs_path: str | None = None  # the path on the filesystem (``path`` is for display)
 
     def child_path(self, name: str) -> str:
         if not self.path:

@@ -46,16 +46,13 @@ def normalise(table: pa.Table) -> pa.Table:
 def delete_keys(events: pa.Table, snapshot: WriteIdList) -> pa.Table:
     """The keys deleted by the valid delete events among ``events`` (any ACID event table)."""
     events = events.select(["operation", *KEY, "currentTransaction"])
-    keep = pc.and_(pc.equal(events.column("operation"), 2),
-                   valid_mask(events.column("currentTransaction"), snapshot))
+    keep = pc.and_(pc.equal(events.column("operation"), 2), valid_mask(events.column("currentTransaction"), snapshot))
     return events.filter(keep).select(KEY)
 
 
-def apply(inserts: pa.Table, deletes: pa.Table | None, snapshot: WriteIdList, *,
-          sort: bool = True) -> pa.Table:
+def apply(inserts: pa.Table, deletes: pa.Table | None, snapshot: WriteIdList, *, sort: bool = True) -> pa.Table:
     """Valid insert events of ``inserts`` not deleted by ``deletes`` (a key table)."""
-    keep = pc.and_(pc.equal(inserts.column("operation"), 0),
-                   valid_mask(inserts.column("currentTransaction"), snapshot))
+    keep = pc.and_(pc.equal(inserts.column("operation"), 0), valid_mask(inserts.column("currentTransaction"), snapshot))
     live = inserts.filter(keep) if not _all_true(keep) else inserts
     if deletes is not None and deletes.num_rows and live.num_rows:
         index = _index_of(deletes)
@@ -120,7 +117,7 @@ class DeleteIndex:
             same_h = h[1:] == h[:-1]
             same_key = (ot[1:] == ot[:-1]) & (bk[1:] == bk[:-1]) & (rid[1:] == rid[:-1])
             if (same_h & ~same_key).any():
-                return None        # a true hash collision: the join handles it
+                return None  # a true hash collision: the join handles it
             keep = np.concatenate(([True], ~same_key))
             h, ot, bk, rid = h[keep], ot[keep], bk[keep], rid[keep]
         return cls("hashed", (h, ot, bk, rid))
@@ -190,6 +187,7 @@ _NO_INDEX = object()
 def _forget(key: int):
     def drop(_ref: object) -> None:
         _INDEXES.pop(key, None)
+
     return drop
 
 
@@ -211,7 +209,9 @@ def _is_sorted(t: pa.Table) -> bool:
     rid = t.column("rowId").to_numpy()
     if len(ot) < 2:
         return True
-    ge = (ot[1:] > ot[:-1]) | ((ot[1:] == ot[:-1]) & ((bk[1:] > bk[:-1]) | ((bk[1:] == bk[:-1]) & (rid[1:] >= rid[:-1]))))
+    ge = (ot[1:] > ot[:-1]) | (
+        (ot[1:] == ot[:-1]) & ((bk[1:] > bk[:-1]) | ((bk[1:] == bk[:-1]) & (rid[1:] >= rid[:-1])))
+    )
     return bool(ge.all())
 
 
@@ -222,8 +222,12 @@ def merge(insert_tables: list[pa.Table], delete_tables: list[pa.Table], snapshot
     if keys:
         deletes = pa.concat_tables(keys)
     if not insert_tables:
-        return pa.table({c: pa.array([], t) for c, t in zip(ACID_COLUMNS[:5],
-                         [pa.int32(), pa.int64(), pa.int32(), pa.int64(), pa.int64()])})
+        return pa.table(
+            {
+                c: pa.array([], t)
+                for c, t in zip(ACID_COLUMNS[:5], [pa.int32(), pa.int64(), pa.int32(), pa.int64(), pa.int64()])
+            }
+        )
     inserts = pa.concat_tables([normalise(t) for t in insert_tables], promote_options="permissive")
     return apply(inserts, deletes, snapshot)
 
@@ -231,14 +235,20 @@ def merge(insert_tables: list[pa.Table], delete_tables: list[pa.Table], snapshot
 def with_synthetic_ids(rows: pa.Table, *, write_id: int, bucket_property: int, first_row_id: int) -> pa.Table:
     """An original (non-ACID) file's rows as insert events with Hive's synthetic ROW__IDs."""
     n = rows.num_rows
-    row = pa.StructArray.from_arrays([rows.column(i).combine_chunks() for i in range(rows.num_columns)],
-                                     fields=list(rows.schema)) if rows.num_columns else \
-        pa.array([{}] * n, pa.struct([]))
-    return pa.table({
-        "operation": pa.array([0] * n, pa.int32()),
-        "originalTransaction": pa.array([write_id] * n, pa.int64()),
-        "bucket": pa.array([bucket_property] * n, pa.int32()),
-        "rowId": pa.array(range(first_row_id, first_row_id + n), pa.int64()),
-        "currentTransaction": pa.array([write_id] * n, pa.int64()),
-        "row": row,
-    })
+    row = (
+        pa.StructArray.from_arrays(
+            [rows.column(i).combine_chunks() for i in range(rows.num_columns)], fields=list(rows.schema)
+        )
+        if rows.num_columns
+        else pa.array([{}] * n, pa.struct([]))
+    )
+    return pa.table(
+        {
+            "operation": pa.array([0] * n, pa.int32()),
+            "originalTransaction": pa.array([write_id] * n, pa.int64()),
+            "bucket": pa.array([bucket_property] * n, pa.int32()),
+            "rowId": pa.array(range(first_row_id, first_row_id + n), pa.int64()),
+            "currentTransaction": pa.array([write_id] * n, pa.int64()),
+            "row": row,
+        }
+    )

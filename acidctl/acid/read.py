@@ -26,17 +26,16 @@ if TYPE_CHECKING:
     import numpy as np
 
 
-
 @dataclasses.dataclass
 class Source:
     """One data file to read, with what is needed to turn it into ACID events."""
 
     path: str
     bucket: int
-    raw: bool = False               # original layout: synthetic row ids
-    write_id: int = 0               # for raw files
+    raw: bool = False  # original layout: synthetic row ids
+    write_id: int = 0  # for raw files
     statement: int = 0
-    first_row_id: int = 0           # for raw files: row ids already used in this bucket
+    first_row_id: int = 0  # for raw files: row ids already used in this bucket
 
 
 def _fs_base(listing: DirListing) -> str:
@@ -73,7 +72,7 @@ def plan_sources(tfs: TableFS, listing: DirListing, state: AcidState) -> tuple[l
             if m:
                 inserts.append(Source(path, m.bucket))
             else:
-                add_raw(path, name, wid, 0)   # LOAD DATA into a base / conversion base
+                add_raw(path, name, wid, 0)  # LOAD DATA into a base / conversion base
     else:
         for ref in state.originals:
             add_raw(join_path(base_path, ref.rel), ref.rel, 0, 0)
@@ -87,7 +86,7 @@ def plan_sources(tfs: TableFS, listing: DirListing, state: AcidState) -> tuple[l
                     deletes.append(Source(join_path(ddir, f.name), m.bucket))
             elif m:
                 inserts.append(Source(join_path(ddir, f.name), m.bucket))
-            elif OriginalFile.parse(leaf):   # LOAD DATA into a delta: raw files with write id N
+            elif OriginalFile.parse(leaf):  # LOAD DATA into a delta: raw files with write id N
                 add_raw(join_path(ddir, f.name), f.name, d.min_write_id or 0, max(d.statement_id or 0, 0))
     return inserts, deletes
 
@@ -98,9 +97,12 @@ def read_events(tfs: TableFS, src: Source, *, columns: list[str] | None = None) 
         batches = [f.read_stripe_arrow(i) for i in range(f.num_stripes())]
         table = pa.Table.from_batches(batches) if batches else _arrow_schema_of(f).empty_table()
     if src.raw:
-        return merge.with_synthetic_ids(table, write_id=src.write_id,
-                                        bucket_property=bucketcodec.encode(src.bucket, src.statement),
-                                        first_row_id=src.first_row_id)
+        return merge.with_synthetic_ids(
+            table,
+            write_id=src.write_id,
+            bucket_property=bucketcodec.encode(src.bucket, src.statement),
+            first_row_id=src.first_row_id,
+        )
     return merge.normalise(table)
 
 
@@ -143,6 +145,7 @@ def row_type(tfs: TableFS, src: Source):
 
 # -- streaming, in ROW__ID order ----------------------------------------------------------
 
+
 class OutOfOrder(Exception):
     """An insert file is not in ROW__ID order (inside, or against what its directory name
     promises): the caller falls back to sorting what it has not printed yet."""
@@ -172,16 +175,22 @@ def _lower_bound(src: Source) -> tuple[int, int, int]:
 def _keys(t: pa.Table):
     import numpy as np
 
-    return (np.asarray(t.column("originalTransaction").to_numpy(), np.int64),
-            np.asarray(t.column("bucket").to_numpy(), np.int64),
-            np.asarray(t.column("rowId").to_numpy(), np.int64))
+    return (
+        np.asarray(t.column("originalTransaction").to_numpy(), np.int64),
+        np.asarray(t.column("bucket").to_numpy(), np.int64),
+        np.asarray(t.column("rowId").to_numpy(), np.int64),
+    )
 
 
 def _sorted_keys(ot, bk, rid) -> bool:
     if len(ot) < 2:
         return True
-    return bool(((ot[1:] > ot[:-1]) | ((ot[1:] == ot[:-1]) & ((bk[1:] > bk[:-1]) |
-                 ((bk[1:] == bk[:-1]) & (rid[1:] >= rid[:-1]))))).all())
+    return bool(
+        (
+            (ot[1:] > ot[:-1])
+            | ((ot[1:] == ot[:-1]) & ((bk[1:] > bk[:-1]) | ((bk[1:] == bk[:-1]) & (rid[1:] >= rid[:-1]))))
+        ).all()
+    )
 
 
 def _count_le(ot, bk, rid, bound) -> int:
@@ -207,8 +216,8 @@ class _SourceStream:
         self.lower = _lower_bound(src)
         self._it: Generator[pa.Table, None, None] | None = None
         self._file: OrcFile | None = None
-        self._seen = 0                 # raw files: rows read so far (synthetic row ids)
-        self.last: tuple[int, int, int] | None = None     # last key handed out
+        self._seen = 0  # raw files: rows read so far (synthetic row ids)
+        self.last: tuple[int, int, int] | None = None  # last key handed out
         # (table, ot, bk, rid) not yet taken: the rows and their key columns as numpy arrays
         self.buf: tuple[pa.Table, np.ndarray, np.ndarray, np.ndarray] | None = None
         self.done = False
@@ -238,9 +247,12 @@ class _SourceStream:
         for t in self._it:
             n = t.num_rows
             if self.src.raw:
-                t = merge.with_synthetic_ids(t, write_id=self.src.write_id,
-                                             bucket_property=bucketcodec.encode(self.src.bucket, self.src.statement),
-                                             first_row_id=self.src.first_row_id + self._seen)
+                t = merge.with_synthetic_ids(
+                    t,
+                    write_id=self.src.write_id,
+                    bucket_property=bucketcodec.encode(self.src.bucket, self.src.statement),
+                    first_row_id=self.src.first_row_id + self._seen,
+                )
             else:
                 t = merge.normalise(t)
             self._seen += n
@@ -280,8 +292,9 @@ class _SourceStream:
 OUT_BYTES = 8 << 20
 
 
-def stream_partition(tfs: TableFS, listing: DirListing, state: AcidState, *,
-                     batch_rows: int = 65536) -> Iterator[pa.Table]:
+def stream_partition(
+    tfs: TableFS, listing: DirListing, state: AcidState, *, batch_rows: int = 65536
+) -> Iterator[pa.Table]:
     """The partition's live events in ROW__ID order (originalTransaction, bucket, rowId), as
     tables of about ``batch_rows`` rows, streamed: a k-way merge of the insert files, each
     opened only when the output reaches the smallest key its name allows and read a batch at a
@@ -298,11 +311,15 @@ def stream_partition(tfs: TableFS, listing: DirListing, state: AcidState, *,
     # batches, not after 32 × 65,536 rows)
     unbounded = sum(1 for s in inserts if _lower_bound(s) == _LOWEST)
     first_rows = max(2048, batch_rows // max(1, unbounded))
-    streams = sorted((_SourceStream(tfs, s, dkeys, state.write_ids,
-                                    first_rows if _lower_bound(s) == _LOWEST else batch_rows) for s in inserts),
-                     key=lambda s: s.lower)
-    want = min(batch_rows, 4096)       # the first table small (time to first row), then full ones
-    pending = list(reversed(streams))         # pop() gives the smallest lower bound
+    streams = sorted(
+        (
+            _SourceStream(tfs, s, dkeys, state.write_ids, first_rows if _lower_bound(s) == _LOWEST else batch_rows)
+            for s in inserts
+        ),
+        key=lambda s: s.lower,
+    )
+    want = min(batch_rows, 4096)  # the first table small (time to first row), then full ones
+    pending = list(reversed(streams))  # pop() gives the smallest lower bound
     active: list[_SourceStream] = []
     out: list[pa.Table] = []
     out_rows = out_bytes = 0

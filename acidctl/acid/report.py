@@ -16,10 +16,20 @@ from acidctl.acid.writeids import TxnList, WriteIdList
 from acidctl.findings import Finding, Severity
 
 
-def build_report(tfs, *, write_ids: WriteIdList, txns: TxnList | None, hive_version: int,
-                 assumed_committed: bool = False, table_properties: dict[str, str] | None = None,
-                 grace_seconds: float = 86400.0, inspect_file: Callable | None = None,
-                 now: float | None = None, facts=None, mm_storage=None) -> dict:
+def build_report(
+    tfs,
+    *,
+    write_ids: WriteIdList,
+    txns: TxnList | None,
+    hive_version: int,
+    assumed_committed: bool = False,
+    table_properties: dict[str, str] | None = None,
+    grace_seconds: float = 86400.0,
+    inspect_file: Callable | None = None,
+    now: float | None = None,
+    facts=None,
+    mm_storage=None,
+) -> dict:
     """Everything ``acidctl state`` prints, as a JSON-ready dict with stable keys.
 
     ``write_ids``: the reader's snapshot (``assumed_committed``: it was made up by
@@ -39,9 +49,11 @@ def build_report(tfs, *, write_ids: WriteIdList, txns: TxnList | None, hive_vers
     assumptions: list[str] = []
     wl = write_ids
     if assumed_committed:
-        assumptions.append(f"every write id named by a directory (1..{wl.hwm}) is committed; no open or aborted "
-                           "write ids (--assume-committed). Obsolete/aborted/not-visible roles are NOT "
-                           "those of a real reader.")
+        assumptions.append(
+            f"every write id named by a directory (1..{wl.hwm}) is committed; no open or aborted "
+            "write ids (--assume-committed). Obsolete/aborted/not-visible roles are NOT "
+            "those of a real reader."
+        )
     tl = txns
     if txns is not None:
         if hive_version == 3:
@@ -61,20 +73,36 @@ def build_report(tfs, *, write_ids: WriteIdList, txns: TxnList | None, hive_vers
         pfacts = facts(lst.partition) if callable(facts) else facts
         st = get_acid_state(lst, wl, txns=tl, hive_version=hive_version, insert_only=insert_only)
         cst = compactor_state(lst, wl, txns=tl, hive_version=hive_version)
-        rec = recommend(cst, thresholds=thresholds, insert_only=insert_only, hive_version=hive_version,
-                        no_auto_compaction=no_auto,
-                        aborted_txn_count=getattr(pfacts, "aborted_txn_count", None))
-        findings = check_partition(lst, st, hive_version=hive_version, recommendation=rec, facts=pfacts,
-                                   txns=txns, now=now, grace_seconds=grace_seconds)
+        rec = recommend(
+            cst,
+            thresholds=thresholds,
+            insert_only=insert_only,
+            hive_version=hive_version,
+            no_auto_compaction=no_auto,
+            aborted_txn_count=getattr(pfacts, "aborted_txn_count", None),
+        )
+        findings = check_partition(
+            lst,
+            st,
+            hive_version=hive_version,
+            recommendation=rec,
+            facts=pfacts,
+            txns=txns,
+            now=now,
+            grace_seconds=grace_seconds,
+        )
         findings += check_publications(tfs, lst)
-        if insert_only:   # insert-only tables: MM01-MM08, and --deep opens plain files (acidctl.mm.checks)
+        if insert_only:  # insert-only tables: MM01-MM08, and --deep opens plain files (acidctl.mm.checks)
             from acidctl.mm import checks as mm_checks
 
             findings = [f for f in findings if f.check not in mm_checks.NOT_FOR_MM]
             findings += mm_checks.directory_findings(lst, st, properties=props, now=now, grace_seconds=grace_seconds)
         if inspect_file is not None:
-            extra = (mm_checks.deep_findings(tfs, lst, st, storage=mm_storage, hive_version=hive_version)
-                     if insert_only else deep_findings(tfs, lst, st, inspect_file, hive_version=hive_version))
+            extra = (
+                mm_checks.deep_findings(tfs, lst, st, storage=mm_storage, hive_version=hive_version)
+                if insert_only
+                else deep_findings(tfs, lst, st, inspect_file, hive_version=hive_version)
+            )
             findings = sorted(findings + extra, key=lambda f: (-f.severity.rank, f.check, f.path))
         if hive_version == 2:
             from acidctl.acid.hive2 import hive2_findings
@@ -96,7 +124,9 @@ def build_report(tfs, *, write_ids: WriteIdList, txns: TxnList | None, hive_vers
         "findings": [f.to_dict() for f in all_findings],
         "summary": {
             "partitions": len(partitions),
-            "errors": counts["error"], "warnings": counts["warn"], "info": counts["info"],
+            "errors": counts["error"],
+            "warnings": counts["warn"],
+            "info": counts["info"],
             "compaction_due": [p["partition"] or p["path"] for p in partitions if p["compaction"]["type"] != "none"],
             "unreadable": [p["partition"] or p["path"] for p in partitions if not p["snapshot"]["readable"]],
         },
@@ -121,9 +151,12 @@ def _partition(lst: DirListing, st: AcidState, rec, findings: list[Finding]) -> 
             "delete_deltas": [c.name for c in dels],
             "read_order": [c.name for c in st.deltas],
             "originals": [o.to_dict() for o in st.originals],
-            "delta_count": len(ins), "delta_bytes": sum(c.bytes for c in ins),
-            "delete_delta_count": len(dels), "delete_delta_bytes": sum(c.bytes for c in dels),
-            "original_count": len(st.originals), "original_bytes": sum(o.size for o in st.originals),
+            "delta_count": len(ins),
+            "delta_bytes": sum(c.bytes for c in ins),
+            "delete_delta_count": len(dels),
+            "delete_delta_bytes": sum(c.bytes for c in dels),
+            "original_count": len(st.originals),
+            "original_bytes": sum(o.size for o in st.originals),
             "aborted_write_ids": list(st.aborted_write_ids),
             "has_uncompacted_aborts": st.has_uncompacted_aborts,
             "not_enough_history": st.not_enough_history,
@@ -148,20 +181,32 @@ def deep_findings(tfs, lst: DirListing, st: AcidState, inspect_file: Callable, *
     except (TypeError, ValueError):
         accepted = set()
     base = lst.fs_path or lst.path
-    jobs = []   # (path, kwargs)
+    jobs = []  # (path, kwargs)
     for c in ([st.base] if st.base else []) + list(st.deltas):
         kind = {Kind.BASE: "base", Kind.DELTA: "delta", Kind.DELETE_DELTA: "delete_delta"}[c.kind]
         for f in c.entry.data_files():
             if f.name.endswith("_flush_length") or "/" in f.name:
                 continue
-            raw = OriginalFile.parse(f.name) is not None   # LOAD DATA file: may lack ACID columns
-            jobs.append((tfs.join(base, c.name, f.name),
-                         {"statistics": False, "dir_kind": kind,
-                          "dir_range": (c.min_write_id, c.max_write_id),
-                          "expect_acid": None if raw else True, "hive_version": hive_version}))
+            raw = OriginalFile.parse(f.name) is not None  # LOAD DATA file: may lack ACID columns
+            jobs.append(
+                (
+                    tfs.join(base, c.name, f.name),
+                    {
+                        "statistics": False,
+                        "dir_kind": kind,
+                        "dir_range": (c.min_write_id, c.max_write_id),
+                        "expect_acid": None if raw else True,
+                        "hive_version": hive_version,
+                    },
+                )
+            )
     for o in st.originals:
-        jobs.append((tfs.join(base, o.rel), {"statistics": False, "dir_kind": None, "expect_acid": False,
-                                             "hive_version": hive_version}))
+        jobs.append(
+            (
+                tfs.join(base, o.rel),
+                {"statistics": False, "dir_kind": None, "expect_acid": False, "hive_version": hive_version},
+            )
+        )
     out = []
     for path, kwargs in jobs:
         try:
@@ -175,10 +220,16 @@ def deep_findings(tfs, lst: DirListing, st: AcidState, inspect_file: Callable, *
         if kwargs.get("expect_acid") is False and getattr(res, "is_acid", False):
             # one interpretation everywhere: the merged read and compaction use such a file's own
             # ROW__IDs and write ids (as Trino writes 00000_0 files), not synthetic ones
-            out.append(Finding("F16", Severity.WARN, tfs.display(path),
-                               "an ACID file in an original position: read with its own ROW__IDs and write ids "
-                               "(not write id 0); rows of write ids the snapshot does not cover are not visible, "
-                               "and compaction refuses them"))
+            out.append(
+                Finding(
+                    "F16",
+                    Severity.WARN,
+                    tfs.display(path),
+                    "an ACID file in an original position: read with its own ROW__IDs and write ids "
+                    "(not write id 0); rows of write ids the snapshot does not cover are not visible, "
+                    "and compaction refuses them",
+                )
+            )
     return out
 
 

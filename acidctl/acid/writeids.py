@@ -113,14 +113,24 @@ class WriteIdList:
         return self.open[0] if self.open else LONG_MAX
 
     def __str__(self) -> str:
-        body = "%d:%d:%s:%s" % (self.hwm, self.min_open, ",".join(map(str, self.open)),
-                                ",".join(map(str, self.aborted)))
+        body = "%d:%d:%s:%s" % (
+            self.hwm,
+            self.min_open,
+            ",".join(map(str, self.open)),
+            ",".join(map(str, self.aborted)),
+        )
         return f"{self.table if self.table else 'null'}:{body}"
 
     def to_dict(self) -> dict:
-        return {"table": self.table, "hwm": self.hwm, "min_open_write_id": self.min_open,
-                "open": list(self.open), "aborted": list(self.aborted),
-                "compactor": self.compactor, "string": str(self)}
+        return {
+            "table": self.table,
+            "hwm": self.hwm,
+            "min_open_write_id": self.min_open,
+            "open": list(self.open),
+            "aborted": list(self.aborted),
+            "compactor": self.compactor,
+            "string": str(self),
+        }
 
     # -- predicates (storage-api) ---------------------------------------------------------
     @property
@@ -174,9 +184,14 @@ class WriteIdList:
     def for_compactor(self) -> "WriteIdList":
         """ValidCompactorWriteIdList: hwm = lowest open − 1; only aborted ids ≤ hwm remain."""
         hwm = min(self.hwm, self.min_open - 1) if self.open else self.hwm
-        return WriteIdList(table=self.table, hwm=hwm, open=(),
-                           aborted=tuple(a for a in self.aborted if a <= hwm), compactor=True,
-                           min_open_write_id=self.min_open if self.open else None)
+        return WriteIdList(
+            table=self.table,
+            hwm=hwm,
+            open=(),
+            aborted=tuple(a for a in self.aborted if a <= hwm),
+            compactor=True,
+            min_open_write_id=self.min_open if self.open else None,
+        )
 
     def for_cleaner(self, highest_write_id: int) -> "WriteIdList":
         """Hive 3 Cleaner list: hwm = the compaction's highest write id, no exceptions."""
@@ -186,14 +201,19 @@ class WriteIdList:
         """The same snapshot cut at ``write_id`` (for ``--as-of``). Beyond the high watermark
         there is nothing to cut: refused, so that a typo does not silently read the present."""
         if write_id > self.hwm:
-            raise UsageError(f"--as-of {write_id} is beyond the snapshot's high watermark {self.hwm}",
-                             hint=f"use --as-of {self.hwm} or lower")
+            raise UsageError(
+                f"--as-of {write_id} is beyond the snapshot's high watermark {self.hwm}",
+                hint=f"use --as-of {self.hwm} or lower",
+            )
         if write_id < 0:
             raise UsageError(f"--as-of {write_id}: write ids are not negative")
         hwm = min(self.hwm, write_id)
-        return WriteIdList(table=self.table, hwm=hwm,
-                           open=tuple(x for x in self.open if x <= hwm),
-                           aborted=tuple(x for x in self.aborted if x <= hwm))
+        return WriteIdList(
+            table=self.table,
+            hwm=hwm,
+            open=tuple(x for x in self.open if x <= hwm),
+            aborted=tuple(x for x in self.aborted if x <= hwm),
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -228,12 +248,21 @@ class TxnList:
         return self.open[0] if self.open else LONG_MAX
 
     def __str__(self) -> str:
-        return "%d:%d:%s:%s" % (self.hwm, self.min_open, ",".join(map(str, self.open)),
-                                ",".join(map(str, self.aborted)))
+        return "%d:%d:%s:%s" % (
+            self.hwm,
+            self.min_open,
+            ",".join(map(str, self.open)),
+            ",".join(map(str, self.aborted)),
+        )
 
     def to_dict(self) -> dict:
-        return {"hwm": self.hwm, "min_open_txn": self.min_open, "open": list(self.open),
-                "aborted": list(self.aborted), "string": str(self)}
+        return {
+            "hwm": self.hwm,
+            "min_open_txn": self.min_open,
+            "open": list(self.open),
+            "aborted": list(self.aborted),
+            "string": str(self),
+        }
 
     def is_valid(self, txn: int) -> bool:
         """isTxnValid; txn 0 (no visibility suffix) is always valid."""

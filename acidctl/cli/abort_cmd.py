@@ -16,8 +16,9 @@ from typing import Annotated, Optional
 
 import typer
 
-abort_app = typer.Typer(name="abort", help="Abort transactions (and compactions) as Hive's ABORT statements do.",
-                        no_args_is_help=True)
+abort_app = typer.Typer(
+    name="abort", help="Abort transactions (and compactions) as Hive's ABORT statements do.", no_args_is_help=True
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -38,13 +39,25 @@ def _render(doc: dict) -> str:
     return "\n".join(lines)
 
 
-@abort_app.command("transactions", help="ABORT TRANSACTIONS: open txns become aborted (their locks released, what "
-                                        "they wrote left for the Cleaner). Dry run unless --execute.")
+@abort_app.command(
+    "transactions",
+    help="ABORT TRANSACTIONS: open txns become aborted (their locks released, what "
+    "they wrote left for the Cleaner). Dry run unless --execute.",
+)
 def abort_transactions(
     ctx: typer.Context,
     txn_ids: Annotated[Optional[list[int]], typer.Argument(metavar="[TXNID]...", help="Transaction ids.")] = None,
-    older_than: Annotated[Optional[str], typer.Option("--older-than", metavar="AGE", help="Only open txns started more than AGE ago (90s, 15m, 2h, 3d; database clock); without ids: every such txn.")] = None,
-    execute: Annotated[bool, typer.Option("--execute", help="Abort them (default: show what would be aborted).")] = False,
+    older_than: Annotated[
+        Optional[str],
+        typer.Option(
+            "--older-than",
+            metavar="AGE",
+            help="Only open txns started more than AGE ago (90s, 15m, 2h, 3d; database clock); without ids: every such txn.",
+        ),
+    ] = None,
+    execute: Annotated[
+        bool, typer.Option("--execute", help="Abort them (default: show what would be aborted).")
+    ] = False,
 ):
     from acidctl.errors import UsageError
     from acidctl.metastore import txns
@@ -63,6 +76,11 @@ def abort_transactions(
     aborted = 0
     if execute and rows:
         aborted = txns.abort_txns(ms, [r.txn_id for r in rows], reason=txns.ABORT_QUERY)
-    doc = {"dry_run": not execute, "older_than_ms": age, "transactions": [r.to_dict() for r in rows],
-           "not_open": missing, "aborted": aborted}
+    doc = {
+        "dry_run": not execute,
+        "older_than_ms": age,
+        "transactions": [r.to_dict() for r in rows],
+        "not_open": missing,
+        "aborted": aborted,
+    }
     settings.output.emit(doc, _render)

@@ -19,12 +19,17 @@ import typer
 from acidctl.cli.abort_cmd import abort_app
 
 
-@abort_app.command("compactions", help="Abort initiated compaction requests (Hive 4 ABORT COMPACTIONS; on Hive 3 the "
-                                       "queue row is deleted). Dry run unless --execute.")
+@abort_app.command(
+    "compactions",
+    help="Abort initiated compaction requests (Hive 4 ABORT COMPACTIONS; on Hive 3 the "
+    "queue row is deleted). Dry run unless --execute.",
+)
 def abort_compactions_command(
     ctx: typer.Context,
     ids: Annotated[list[int], typer.Argument(metavar="ID...", help="Compaction ids (SHOW COMPACTIONS' CompactionId).")],
-    execute: Annotated[bool, typer.Option("--execute", help="Abort them (default: only show what would happen).")] = False,
+    execute: Annotated[
+        bool, typer.Option("--execute", help="Abort them (default: only show what would happen).")
+    ] = False,
 ):
     from acidctl.errors import NotFoundError, RefusedError
     from acidctl.metastore.admin import abort_compactions

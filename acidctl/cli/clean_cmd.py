@@ -30,26 +30,88 @@ import typer
 from acidctl.cli import options
 from acidctl.cli.commands import Commands
 
-app = Commands()   # main calls register(app)
+app = Commands()  # main calls register(app)
 register = app.register
 
 
-@app.command("clean", help="Remove obsolete and covered aborted directories (as Hive's Cleaner does) and acidctl's "
-                           "leftovers (.acidctl-staging-*, stale lock). Dry run unless --execute.")
+@app.command(
+    "clean",
+    help="Remove obsolete and covered aborted directories (as Hive's Cleaner does) and acidctl's "
+    "leftovers (.acidctl-staging-*, stale lock). Dry run unless --execute.",
+)
 def clean_command(
     ctx: typer.Context,
-    table: Annotated[str, typer.Argument(metavar="PATH|DB.TABLE", help="Table or partition directory, or DB.TABLE looked up in the metastore.")],
+    table: Annotated[
+        str,
+        typer.Argument(
+            metavar="PATH|DB.TABLE", help="Table or partition directory, or DB.TABLE looked up in the metastore."
+        ),
+    ],
     execute: Annotated[bool, typer.Option("--execute", help="Delete (default: only print the plan).")] = False,
-    min_age: Annotated[str, typer.Option("--min-age", metavar="AGE", help="Keep anything obsolete for less than AGE (0, 30s, 10m, 1h, 2d).")] = "1h",
-    write_ids: Annotated[Optional[str], options.write_ids_option("The reader's ValidWriteIdList; nothing it (or the compactor list) reads is removed.")] = None,
-    assume_committed: Annotated[bool, options.assume_committed_option("Treat every write id named by a directory as committed (offline use only).")] = False,
-    txns: Annotated[Optional[str], options.txns_option("Hive 4 ValidTxnList for _vM visibility; with --hive-version 2 the snapshot (Hive 2's ValidTxnList).")] = None,
-    hive_version: Annotated[Optional[int], options.hive_version_option("Cleaner rules: 3 (default), 4 (also every aborted directory) or 2 (Hive 2.3: as 3, txn ids).")] = None,
-    trash: Annotated[Optional[str], typer.Option("--trash", metavar="DIR|hdfs", help="Move obsolete directories and files under DIR (their full path kept below it) instead of deleting them; 'hdfs' uses Hadoop's trash (/user/<user>/.Trash/Current). Same filesystem as the table.")] = None,
-    table_is_quiescent: Annotated[bool, typer.Option("--table-is-quiescent", help="With --assume-committed and --execute: state that nothing writes to the table and every write id in its directory names is committed.")] = False,
-    file_format: Annotated[Optional[str], typer.Option("--format", metavar="orc|parquet|avro|text", help="The table is insert-only and stores files of this format (a path target; DB.TABLE takes it from the metastore).")] = None,
-    serde_property: Annotated[Optional[list[str]], typer.Option("--serde-property", metavar="KEY=VALUE", help="Insert-only text table given as a path: a LazySimpleSerDe property, repeatable.")] = None,
-    min_history_write_id: Annotated[bool, typer.Option("--min-history-write-id", help="Hive 4 with metastore.txn.use.minhistorywriteid=true: a registered compaction waits for the table's MIN_HISTORY_WRITE_ID instead of the global min open txn.")] = False,
+    min_age: Annotated[
+        str,
+        typer.Option(
+            "--min-age", metavar="AGE", help="Keep anything obsolete for less than AGE (0, 30s, 10m, 1h, 2d)."
+        ),
+    ] = "1h",
+    write_ids: Annotated[
+        Optional[str],
+        options.write_ids_option("The reader's ValidWriteIdList; nothing it (or the compactor list) reads is removed."),
+    ] = None,
+    assume_committed: Annotated[
+        bool,
+        options.assume_committed_option("Treat every write id named by a directory as committed (offline use only)."),
+    ] = False,
+    txns: Annotated[
+        Optional[str],
+        options.txns_option(
+            "Hive 4 ValidTxnList for _vM visibility; with --hive-version 2 the snapshot (Hive 2's ValidTxnList)."
+        ),
+    ] = None,
+    hive_version: Annotated[
+        Optional[int],
+        options.hive_version_option(
+            "Cleaner rules: 3 (default), 4 (also every aborted directory) or 2 (Hive 2.3: as 3, txn ids)."
+        ),
+    ] = None,
+    trash: Annotated[
+        Optional[str],
+        typer.Option(
+            "--trash",
+            metavar="DIR|hdfs",
+            help="Move obsolete directories and files under DIR (their full path kept below it) instead of deleting them; 'hdfs' uses Hadoop's trash (/user/<user>/.Trash/Current). Same filesystem as the table.",
+        ),
+    ] = None,
+    table_is_quiescent: Annotated[
+        bool,
+        typer.Option(
+            "--table-is-quiescent",
+            help="With --assume-committed and --execute: state that nothing writes to the table and every write id in its directory names is committed.",
+        ),
+    ] = False,
+    file_format: Annotated[
+        Optional[str],
+        typer.Option(
+            "--format",
+            metavar="orc|parquet|avro|text",
+            help="The table is insert-only and stores files of this format (a path target; DB.TABLE takes it from the metastore).",
+        ),
+    ] = None,
+    serde_property: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--serde-property",
+            metavar="KEY=VALUE",
+            help="Insert-only text table given as a path: a LazySimpleSerDe property, repeatable.",
+        ),
+    ] = None,
+    min_history_write_id: Annotated[
+        bool,
+        typer.Option(
+            "--min-history-write-id",
+            help="Hive 4 with metastore.txn.use.minhistorywriteid=true: a registered compaction waits for the table's MIN_HISTORY_WRITE_ID instead of the global min open txn.",
+        ),
+    ] = False,
 ):
     from acidctl.cli.compact_cmd import require_real_snapshot, resolve
     from acidctl.compact.clean import clean_registered, clean_table
@@ -57,25 +119,46 @@ def clean_command(
 
     settings = ctx.obj
     age = parse_age(min_age)
-    target, parts = resolve(settings, table, write_ids=write_ids, assume_committed=assume_committed, txns=txns,
-                            hive_version=hive_version)
+    target, parts = resolve(
+        settings, table, write_ids=write_ids, assume_committed=assume_committed, txns=txns, hive_version=hive_version
+    )
     if execute:
         require_real_snapshot(target, quiescent=table_is_quiescent, what="clean --execute")
     notes = [f"ASSUMED: {a}" for a in target.assumptions]
     for n in notes:
         settings.output.note(n)
-    from acidctl.mm.context import mm_context, parse_serde_properties   # insert-only tables (issue #12)
+    from acidctl.mm.context import mm_context, parse_serde_properties  # insert-only tables (issue #12)
 
     mm = mm_context(target, fmt=file_format, serde_properties=parse_serde_properties(serde_property))
     scope = set(parts) if parts else None
     if target.table is not None and target.metastore is not None:
-        report = clean_registered(target.tfs, target.metastore, db=target.table.db, table=target.table.table,
-                                  reader=target.write_ids, txns=target.txns, hive_version=target.hive_version,
-                                  min_age=age, execute=execute, trash=trash,
-                                  use_min_history_write_id=min_history_write_id, insert_only=mm, partitions=scope)
+        report = clean_registered(
+            target.tfs,
+            target.metastore,
+            db=target.table.db,
+            table=target.table.table,
+            reader=target.write_ids,
+            txns=target.txns,
+            hive_version=target.hive_version,
+            min_age=age,
+            execute=execute,
+            trash=trash,
+            use_min_history_write_id=min_history_write_id,
+            insert_only=mm,
+            partitions=scope,
+        )
     else:
-        report = clean_table(target.tfs, reader=target.write_ids, txns=target.txns, hive_version=target.hive_version,
-                             min_age=age, execute=execute, trash=trash, insert_only=mm, partitions=scope)
+        report = clean_table(
+            target.tfs,
+            reader=target.write_ids,
+            txns=target.txns,
+            hive_version=target.hive_version,
+            min_age=age,
+            execute=execute,
+            trash=trash,
+            insert_only=mm,
+            partitions=scope,
+        )
     if target.table is not None:
         report["table"] = target.table.full_name
     report["notes"] = notes + report["notes"]
@@ -90,8 +173,17 @@ def render_text(report: dict) -> str:
     for n in report["notes"]:
         lines.append(f"note: {n}")
     if report["items"]:
-        rows = [[i["action"], i["kind"], i["path"], "" if i["age_seconds"] is None else f"{i['age_seconds']:.0f}s",
-                 i["bytes"], i["reason"]] for i in report["items"]]
+        rows = [
+            [
+                i["action"],
+                i["kind"],
+                i["path"],
+                "" if i["age_seconds"] is None else f"{i['age_seconds']:.0f}s",
+                i["bytes"],
+                i["reason"],
+            ]
+            for i in report["items"]
+        ]
         lines.append(table(rows, ["ACTION", "KIND", "PATH", "AGE", "BYTES", "REASON"]))
     else:
         lines.append("nothing to clean")
@@ -103,15 +195,22 @@ def render_text(report: dict) -> str:
             lines.append(f"moved {i['path']} -> {i['trashed_to']}")
     if report.get("compactions"):
         lines.append("compaction requests (ready for cleaning):")
-        rows = [[c["cq_id"], c["partition"] or "(table)", c["type"], c["highest_write_id"], c["action"], c["reason"]]
-                for c in report["compactions"]]
+        rows = [
+            [c["cq_id"], c["partition"] or "(table)", c["type"], c["highest_write_id"], c["action"], c["reason"]]
+            for c in report["compactions"]
+        ]
         lines.append(table(rows, ["ID", "PARTITION", "TYPE", "HIGHEST WRITEID", "ACTION", "REASON"]))
     verb = "deleted" if report["executed"] else "would delete"
     if s.get("bytes_by_kind"):
         lines.append("bytes by kind: " + ", ".join(f"{k} {v}" for k, v in sorted(s["bytes_by_kind"].items())))
-    moved = (f", {'moved' if report['executed'] else 'would move'} {s.get('trash', 0)} to trash"
-             if report.get("trash") else "")
-    lines.append(f"{verb} {s['delete']} path(s){moved} ({s['bytes']} bytes); {s['kept_young']} kept (younger than --min-age); "
-                 f"{s['complete']} interrupted publication(s) to finish"
-                 + (f"; {s['kept_unsafe']} kept for safety (see REASON)" if s.get("kept_unsafe") else ""))
+    moved = (
+        f", {'moved' if report['executed'] else 'would move'} {s.get('trash', 0)} to trash"
+        if report.get("trash")
+        else ""
+    )
+    lines.append(
+        f"{verb} {s['delete']} path(s){moved} ({s['bytes']} bytes); {s['kept_young']} kept (younger than --min-age); "
+        f"{s['complete']} interrupted publication(s) to finish"
+        + (f"; {s['kept_unsafe']} kept for safety (see REASON)" if s.get("kept_unsafe") else "")
+    )
     return "\n".join(lines)

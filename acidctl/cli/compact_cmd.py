@@ -30,6 +30,7 @@ from acidctl.cli.commands import Commands
 from acidctl.cli import options
 from acidctl.cli.options import parse_kv
 
+
 def resolve(settings, spec: str, **kw):
     """:func:`acidctl.target.resolve_target`, with a DB.TABLE/PARTITION target widened to the
     table directory plus a partition filter (the lock lives at the table root)."""
@@ -53,10 +54,12 @@ def require_real_snapshot(target, *, quiescent: bool, what: str) -> None:
 
     assumed = target.source == "--assume-committed"
     if assumed and not quiescent:
-        raise UsageError(f"{what} refuses to write on an assumed snapshot (--assume-committed treats every write "
-                         "id in the directory names as committed, which folds open and aborted writes)",
-                         hint="give the real snapshot (DB.TABLE with a metastore, or --write-ids), or add "
-                              "--table-is-quiescent if nothing writes to the table and every write id is committed")
+        raise UsageError(
+            f"{what} refuses to write on an assumed snapshot (--assume-committed treats every write "
+            "id in the directory names as committed, which folds open and aborted writes)",
+            hint="give the real snapshot (DB.TABLE with a metastore, or --write-ids), or add "
+            "--table-is-quiescent if nothing writes to the table and every write id is committed",
+        )
     if quiescent and not assumed:
         raise UsageError("--table-is-quiescent only applies with --assume-committed")
 
@@ -85,41 +88,173 @@ def _progress(settings):
     return _Progress(err)
 
 
-app = Commands()   # main calls register(app)
+app = Commands()  # main calls register(app)
 register = app.register
 
 
-@app.command("compact", help="Major or minor compaction of a table or its partitions, written exactly as Hive's "
-                             "compactor writes it (base_N / delta_min_max / delete_delta_min_max), run on Spark, "
-                             "verified, and published with a rename.")
+@app.command(
+    "compact",
+    help="Major or minor compaction of a table or its partitions, written exactly as Hive's "
+    "compactor writes it (base_N / delta_min_max / delete_delta_min_max), run on Spark, "
+    "verified, and published with a rename.",
+)
 def compact_command(
     ctx: typer.Context,
-    table: Annotated[str, typer.Argument(metavar="PATH|DB.TABLE[/PART]", help="Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore (location, snapshot, properties).")],
+    table: Annotated[
+        str,
+        typer.Argument(
+            metavar="PATH|DB.TABLE[/PART]",
+            help="Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore (location, snapshot, properties).",
+        ),
+    ],
     major: Annotated[bool, typer.Option("--major", help="Major compaction: base + deltas -> base_N.")] = False,
-    minor: Annotated[bool, typer.Option("--minor", help="Minor compaction: deltas -> delta_min_max + delete_delta_min_max.")] = False,
-    due: Annotated[bool, typer.Option("--due", help="Only partitions the Initiator thresholds flag (without --major/--minor: the type it recommends).")] = False,
-    partition: Annotated[Optional[list[str]], options.partition_option("Compact only this partition (repeatable).")] = None,
-    write_ids: Annotated[Optional[str], options.write_ids_option("The reader's ValidWriteIdList db.table:hwm:minOpenWriteId:open:aborted; the compactor list (hwm = lowest open - 1) is derived from it.")] = None,
-    assume_committed: Annotated[bool, options.assume_committed_option("Treat every write id named by a directory as committed (offline use only).")] = False,
-    txns: Annotated[Optional[str], options.txns_option("Hive 4 ValidTxnList deciding which _vM directories are visible; with --hive-version 2 the snapshot (Hive 2's hwm:minOpenTxn[:exception]*).")] = None,
-    hive_version: Annotated[Optional[int], options.hive_version_option("Output for Hive 3 (base_N + _metadata_acid, default), Hive 4 (_v<compactor txn>) or Hive 2.3 (CompactorMR's files: no markers, legacy update events merged); default: the metastore's version, else 3.")] = None,
-    visibility_txn: Annotated[Optional[int], typer.Option("--visibility-txn", metavar="M", help="Hive 4 without a metastore: the committed COMPACTION txn that names the output (_vM).")] = None,
-    columns: Annotated[Optional[str], typer.Option("--columns", metavar="A,B,...", help="Column names for the row struct (replaces _colN names); default: the files' names, lower-cased.")] = None,
-    tblproperty: Annotated[Optional[list[str]], typer.Option("--tblproperty", metavar="KEY=VALUE", help="Table property for --due thresholds (e.g. compactorthreshold.hive.compactor.delta.num.threshold=20), repeatable.")] = None,
+    minor: Annotated[
+        bool, typer.Option("--minor", help="Minor compaction: deltas -> delta_min_max + delete_delta_min_max.")
+    ] = False,
+    due: Annotated[
+        bool,
+        typer.Option(
+            "--due",
+            help="Only partitions the Initiator thresholds flag (without --major/--minor: the type it recommends).",
+        ),
+    ] = False,
+    partition: Annotated[
+        Optional[list[str]], options.partition_option("Compact only this partition (repeatable).")
+    ] = None,
+    write_ids: Annotated[
+        Optional[str],
+        options.write_ids_option(
+            "The reader's ValidWriteIdList db.table:hwm:minOpenWriteId:open:aborted; the compactor list (hwm = lowest open - 1) is derived from it."
+        ),
+    ] = None,
+    assume_committed: Annotated[
+        bool,
+        options.assume_committed_option("Treat every write id named by a directory as committed (offline use only)."),
+    ] = False,
+    txns: Annotated[
+        Optional[str],
+        options.txns_option(
+            "Hive 4 ValidTxnList deciding which _vM directories are visible; with --hive-version 2 the snapshot (Hive 2's hwm:minOpenTxn[:exception]*)."
+        ),
+    ] = None,
+    hive_version: Annotated[
+        Optional[int],
+        options.hive_version_option(
+            "Output for Hive 3 (base_N + _metadata_acid, default), Hive 4 (_v<compactor txn>) or Hive 2.3 (CompactorMR's files: no markers, legacy update events merged); default: the metastore's version, else 3."
+        ),
+    ] = None,
+    visibility_txn: Annotated[
+        Optional[int],
+        typer.Option(
+            "--visibility-txn",
+            metavar="M",
+            help="Hive 4 without a metastore: the committed COMPACTION txn that names the output (_vM).",
+        ),
+    ] = None,
+    columns: Annotated[
+        Optional[str],
+        typer.Option(
+            "--columns",
+            metavar="A,B,...",
+            help="Column names for the row struct (replaces _colN names); default: the files' names, lower-cased.",
+        ),
+    ] = None,
+    tblproperty: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--tblproperty",
+            metavar="KEY=VALUE",
+            help="Table property for --due thresholds (e.g. compactorthreshold.hive.compactor.delta.num.threshold=20), repeatable.",
+        ),
+    ] = None,
     master: Annotated[str, typer.Option("--master", help="Spark master URL.")] = "local[*]",
-    spark_conf: Annotated[Optional[list[str]], typer.Option("--spark-conf", metavar="KEY=VALUE", help="Spark configuration, repeatable (overrides acidctl's defaults).")] = None,
-    engine: Annotated[str, typer.Option("--engine", metavar="auto|local|spark", help="auto (default): local up to --local-max-bytes of input, Spark above; local: the same tasks in worker processes on this machine, one per core; spark: one Spark application (--master).")] = "auto",
-    local_max_bytes: Annotated[Optional[str], typer.Option("--local-max-bytes", metavar="SIZE", help="With --engine auto: the input size (e.g. 256M, 2G) up to which the compaction runs locally; default $ACIDCTL_LOCAL_MAX_BYTES, else 24M per core.")] = None,
-    no_register: Annotated[bool, typer.Option("--no-register", help="Do not record the compaction in the metastore.")] = False,
-    break_lock: Annotated[bool, typer.Option("--break-lock", help="Remove an existing (stale) compaction lock first.")] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the full plan (partitions, inputs per bucket, output names, what becomes obsolete, bytes in, refusals with reasons) and write nothing: no lock, no staging, no metastore. Exit 6 when the compaction would be refused.")] = False,
-    skip_unreadable_files: Annotated[bool, typer.Option("--skip-unreadable-files", help="Compact even when a directory the output makes obsolete holds a file some reader could treat as data and the compaction cannot read (e.g. delta_1_2/streaming.orc); the report lists each as skipped and clean never deletes its directory. Refused by default (exit 6).")] = False,
-    table_is_quiescent: Annotated[bool, typer.Option("--table-is-quiescent", help="With --assume-committed: state that nothing writes to the table and every write id in its directory names is committed, so the assumed snapshot may drive a write (recorded in the report).")] = False,
-    enqueue: Annotated[bool, typer.Option("--enqueue", help="Do not compact: queue a request for DB.TABLE[/PART] (= ALTER TABLE ... COMPACT) for acidctl worker or Hive's workers; prints 'Compaction enqueued with id N'. A request already queued for the partition is refused as Hive refuses it (exit 6).")] = False,
-    pool: Annotated[Optional[str], typer.Option("--pool", metavar="NAME", help="With --enqueue on Hive 4: the compaction pool (default: the table's hive.compactor.worker.pool property).")] = None,
-    file_format: Annotated[Optional[str], typer.Option("--format", metavar="orc|parquet|avro|text", help="The table is insert-only and stores files of this format (a path target; DB.TABLE takes it from the metastore). Use --columns name:type,... for its columns.")] = None,
-    serde_property: Annotated[Optional[list[str]], typer.Option("--serde-property", metavar="KEY=VALUE", help="Insert-only text table given as a path: a LazySimpleSerDe property (field.delim, escape.delim, serialization.null.format, ...), repeatable.")] = None,
-    allow_non_atomic_publish: Annotated[bool, typer.Option("--allow-non-atomic-publish", help="Publish even when readers could see it half done: a Hive 3 minor compaction writing both delta_x_y and delete_delta_x_y (two renames), or an object store whose rename copies. Refused by default (exit 6).")] = False,
+    spark_conf: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--spark-conf", metavar="KEY=VALUE", help="Spark configuration, repeatable (overrides acidctl's defaults)."
+        ),
+    ] = None,
+    engine: Annotated[
+        str,
+        typer.Option(
+            "--engine",
+            metavar="auto|local|spark",
+            help="auto (default): local up to --local-max-bytes of input, Spark above; local: the same tasks in worker processes on this machine, one per core; spark: one Spark application (--master).",
+        ),
+    ] = "auto",
+    local_max_bytes: Annotated[
+        Optional[str],
+        typer.Option(
+            "--local-max-bytes",
+            metavar="SIZE",
+            help="With --engine auto: the input size (e.g. 256M, 2G) up to which the compaction runs locally; default $ACIDCTL_LOCAL_MAX_BYTES, else 24M per core.",
+        ),
+    ] = None,
+    no_register: Annotated[
+        bool, typer.Option("--no-register", help="Do not record the compaction in the metastore.")
+    ] = False,
+    break_lock: Annotated[
+        bool, typer.Option("--break-lock", help="Remove an existing (stale) compaction lock first.")
+    ] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Print the full plan (partitions, inputs per bucket, output names, what becomes obsolete, bytes in, refusals with reasons) and write nothing: no lock, no staging, no metastore. Exit 6 when the compaction would be refused.",
+        ),
+    ] = False,
+    skip_unreadable_files: Annotated[
+        bool,
+        typer.Option(
+            "--skip-unreadable-files",
+            help="Compact even when a directory the output makes obsolete holds a file some reader could treat as data and the compaction cannot read (e.g. delta_1_2/streaming.orc); the report lists each as skipped and clean never deletes its directory. Refused by default (exit 6).",
+        ),
+    ] = False,
+    table_is_quiescent: Annotated[
+        bool,
+        typer.Option(
+            "--table-is-quiescent",
+            help="With --assume-committed: state that nothing writes to the table and every write id in its directory names is committed, so the assumed snapshot may drive a write (recorded in the report).",
+        ),
+    ] = False,
+    enqueue: Annotated[
+        bool,
+        typer.Option(
+            "--enqueue",
+            help="Do not compact: queue a request for DB.TABLE[/PART] (= ALTER TABLE ... COMPACT) for acidctl worker or Hive's workers; prints 'Compaction enqueued with id N'. A request already queued for the partition is refused as Hive refuses it (exit 6).",
+        ),
+    ] = False,
+    pool: Annotated[
+        Optional[str],
+        typer.Option(
+            "--pool",
+            metavar="NAME",
+            help="With --enqueue on Hive 4: the compaction pool (default: the table's hive.compactor.worker.pool property).",
+        ),
+    ] = None,
+    file_format: Annotated[
+        Optional[str],
+        typer.Option(
+            "--format",
+            metavar="orc|parquet|avro|text",
+            help="The table is insert-only and stores files of this format (a path target; DB.TABLE takes it from the metastore). Use --columns name:type,... for its columns.",
+        ),
+    ] = None,
+    serde_property: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--serde-property",
+            metavar="KEY=VALUE",
+            help="Insert-only text table given as a path: a LazySimpleSerDe property (field.delim, escape.delim, serialization.null.format, ...), repeatable.",
+        ),
+    ] = None,
+    allow_non_atomic_publish: Annotated[
+        bool,
+        typer.Option(
+            "--allow-non-atomic-publish",
+            help="Publish even when readers could see it half done: a Hive 3 minor compaction writing both delta_x_y and delete_delta_x_y (two renames), or an object store whose rename copies. Refused by default (exit 6).",
+        ),
+    ] = False,
 ):
     from acidctl.errors import RefusedError, UsageError
 
@@ -142,19 +277,22 @@ def compact_command(
     from acidctl.acid.initiator import NO_AUTO_COMPACTION, Thresholds
     from acidctl.compact.runner import CompactOptions
 
-    target, spec_parts = resolve(settings, table, write_ids=write_ids, assume_committed=assume_committed,
-                                 txns=txns, hive_version=hive_version)
+    target, spec_parts = resolve(
+        settings, table, write_ids=write_ids, assume_committed=assume_committed, txns=txns, hive_version=hive_version
+    )
     tfs, info, wl, tl, hv = target.tfs, target.table, target.write_ids, target.txns, target.hive_version
     require_real_snapshot(target, quiescent=table_is_quiescent, what="compact")
     notes = [f"ASSUMED: {a}" for a in target.assumptions]
     if target.source == "--assume-committed":
-        notes.append("--table-is-quiescent: the user stated that the table is quiescent and every write id "
-                     "in its directory names is committed")
+        notes.append(
+            "--table-is-quiescent: the user stated that the table is quiescent and every write id "
+            "in its directory names is committed"
+        )
     props = dict(target.properties)
     if info is not None:
         if not info.transactional:
             raise RefusedError(f"{info.full_name} is not a transactional table")
-    from acidctl.mm.context import mm_context, parse_serde_properties   # insert-only tables (issue #12)
+    from acidctl.mm.context import mm_context, parse_serde_properties  # insert-only tables (issue #12)
 
     mm = mm_context(target, fmt=file_format, columns=columns, serde_properties=parse_serde_properties(serde_property))
     if mm is not None:
@@ -174,8 +312,13 @@ def compact_command(
 
     from acidctl.compact.register import registration_for, run_registered
 
-    reg = registration_for(target, no_register=no_register, dry_run=dry_run, visibility_txn=visibility_txn,
-                           metastore_configured=bool(settings.metastore_url))
+    reg = registration_for(
+        target,
+        no_register=no_register,
+        dry_run=dry_run,
+        visibility_txn=visibility_txn,
+        metastore_configured=bool(settings.metastore_url),
+    )
     notes.extend(reg.notes)
     registrar, vis, hidden = reg.registrar, reg.visibility_txn, reg.hidden_until_commit
     aborted = None
@@ -184,14 +327,29 @@ def compact_command(
         from acidctl.metastore.facts import table_facts
 
         aborted = table_facts(url, info.db, info.table).aborted_txns_by_partition
-    opts = CompactOptions(mode="major" if major else "minor" if minor else None, reader=wl, txns=tl,
-                          hive_version=hv, partitions=parts or None, due=due,
-                          thresholds=Thresholds.from_table_properties(props), aborted_txn_counts=aborted,
-                          insert_only=False, visibility_txn=vis, columns=col_list, columns_coln_only=coln_only, engine=engine,
-                          local_max_bytes=threshold,
-                          master=master, spark_conf=conf, break_lock=break_lock,
-                          allow_non_atomic_publish=allow_non_atomic_publish, hidden_until_commit=hidden,
-                          skip_unreadable_files=skip_unreadable_files, dry_run=dry_run)
+    opts = CompactOptions(
+        mode="major" if major else "minor" if minor else None,
+        reader=wl,
+        txns=tl,
+        hive_version=hv,
+        partitions=parts or None,
+        due=due,
+        thresholds=Thresholds.from_table_properties(props),
+        aborted_txn_counts=aborted,
+        insert_only=False,
+        visibility_txn=vis,
+        columns=col_list,
+        columns_coln_only=coln_only,
+        engine=engine,
+        local_max_bytes=threshold,
+        master=master,
+        spark_conf=conf,
+        break_lock=break_lock,
+        allow_non_atomic_publish=allow_non_atomic_publish,
+        hidden_until_commit=hidden,
+        skip_unreadable_files=skip_unreadable_files,
+        dry_run=dry_run,
+    )
     if NO_AUTO_COMPACTION in {k.lower() for k in props} and due:
         notes.append("no_auto_compaction is set: the Initiator would skip this table; --due compacts anyway")
     for n in notes:
@@ -200,8 +358,9 @@ def compact_command(
         from acidctl.mm.compact import compact_mm_table
 
         opts.insert_only = True
-        report = run_registered(tfs, opts, mm, compact_fn=compact_mm_table, progress=_progress(settings),
-                                registrar=registrar, notes=notes)
+        report = run_registered(
+            tfs, opts, mm, compact_fn=compact_mm_table, progress=_progress(settings), registrar=registrar, notes=notes
+        )
     else:
         report = run_registered(tfs, opts, progress=_progress(settings), registrar=registrar, notes=notes)
     report["snapshot_source"] = target.source
@@ -235,28 +394,36 @@ def _enqueue(settings, spec: str, *, major: bool, minor: bool, due: bool, pool) 
 
 def render_dry_run(report: dict) -> str:
     """Every partition's plan; every path in full (no truncation)."""
-    lines = [f"acidctl compact --dry-run {report['path']}  (Hive {report['hive_version']}, {report['type']}; "
-             "nothing is written)",
-             f"write ids: {report['write_ids']}   compactor: {report['compactor_write_ids']}"]
+    lines = [
+        f"acidctl compact --dry-run {report['path']}  (Hive {report['hive_version']}, {report['type']}; "
+        "nothing is written)",
+        f"write ids: {report['write_ids']}   compactor: {report['compactor_write_ids']}",
+    ]
     for n in report.get("notes", []):
         lines.append(f"note: {n}")
     for p in report["partitions"]:
-        lines.append(f"== {'partition ' + p['partition'] if p['partition'] else 'table'}: {p['status']} — {p['message']}")
+        lines.append(
+            f"== {'partition ' + p['partition'] if p['partition'] else 'table'}: {p['status']} — {p['message']}"
+        )
         if p["status"] not in ("compact", "refused"):
             continue
         lines.append(f"   inputs ({_bytes(p['bytes_in'])}): {', '.join(p['inputs']) or '-'}")
         lines.append(f"   outputs: {', '.join(p['outputs']) or '-'}   publish: {p['publish'] or '-'}")
         lines.append(f"   becomes obsolete: {', '.join(p['obsoletes']) or '-'}")
         for t in p["tasks"]:
-            lines.append(f"   bucket {t['bucket']}: {len(t['inserts'])} insert file(s), {len(t['deletes'])} delete file(s)")
+            lines.append(
+                f"   bucket {t['bucket']}: {len(t['inserts'])} insert file(s), {len(t['deletes'])} delete file(s)"
+            )
             lines.extend(f"     {f}" for f in t["inserts"] + t["deletes"])
         for r in p["refusals"]:
             lines.append(f"   REFUSED {r['path']}: {r['reason']} — {r['fix']}")
         for r in p["skipped"]:
             lines.append(f"   skipped {r['path']}: {r['reason']}")
     sm = report["summary"]
-    lines.append(f"{report['message']}: {sm['would_compact']} of {sm['partitions']} partition(s), "
-                 f"{_bytes(sm['bytes_in'])} in, {sm['refused']} refused")
+    lines.append(
+        f"{report['message']}: {sm['would_compact']} of {sm['partitions']} partition(s), "
+        f"{_bytes(sm['bytes_in'])} in, {sm['refused']} refused"
+    )
     return "\n".join(lines)
 
 
@@ -271,8 +438,10 @@ def _bytes(n: float) -> str:
 def render_text(report: dict) -> str:
     from acidctl.cli.output import table
 
-    lines = [f"acidctl compact {report['path']}  (Hive {report['hive_version']}, {report['type']})",
-             f"write ids: {report['write_ids']}   compactor: {report['compactor_write_ids']}"]
+    lines = [
+        f"acidctl compact {report['path']}  (Hive {report['hive_version']}, {report['type']})",
+        f"write ids: {report['write_ids']}   compactor: {report['compactor_write_ids']}",
+    ]
     if report.get("engine_choice"):
         lines.append(f"engine: {report['engine']} ({report['engine_choice']['reason']})")
     if report.get("spark"):
@@ -282,13 +451,48 @@ def render_text(report: dict) -> str:
         lines.append(f"recovered: {r['action']} {r['path']}")
     rows = []
     for p in report["partitions"]:
-        rows.append([p["partition"] or "(table)", p["type"], p["status"],
-                     len(p["input_dirs"]), ", ".join(p["output_dirs"]) or p["message"],
-                     p["buckets"], p["rows_in"], p["rows_out"], p["deletes_applied"], p["aborted_dropped"],
-                     p["delete_events_out"], _bytes(p["bytes_in"]), _bytes(p["bytes_out"]), p["task_seconds"]])
-    lines.append(table(rows, ["PARTITION", "TYPE", "STATUS", "INPUTS", "OUTPUT", "BUCKETS", "ROWS IN", "ROWS OUT",
-                              "DELETED", "ABORTED", "DEL EVENTS OUT", "BYTES IN", "BYTES OUT", "TASK S"]))
+        rows.append(
+            [
+                p["partition"] or "(table)",
+                p["type"],
+                p["status"],
+                len(p["input_dirs"]),
+                ", ".join(p["output_dirs"]) or p["message"],
+                p["buckets"],
+                p["rows_in"],
+                p["rows_out"],
+                p["deletes_applied"],
+                p["aborted_dropped"],
+                p["delete_events_out"],
+                _bytes(p["bytes_in"]),
+                _bytes(p["bytes_out"]),
+                p["task_seconds"],
+            ]
+        )
+    lines.append(
+        table(
+            rows,
+            [
+                "PARTITION",
+                "TYPE",
+                "STATUS",
+                "INPUTS",
+                "OUTPUT",
+                "BUCKETS",
+                "ROWS IN",
+                "ROWS OUT",
+                "DELETED",
+                "ABORTED",
+                "DEL EVENTS OUT",
+                "BYTES IN",
+                "BYTES OUT",
+                "TASK S",
+            ],
+        )
+    )
     sm = report["summary"]
-    lines.append(f"{report['message']}: {sm['compacted']} of {sm['partitions']} partition(s), "
-                 f"{sm['rows_in']} rows in, {sm['rows_out']} rows out, {sm['seconds']}s")
+    lines.append(
+        f"{report['message']}: {sm['compacted']} of {sm['partitions']} partition(s), "
+        f"{sm['rows_in']} rows in, {sm['rows_out']} rows out, {sm['seconds']}s"
+    )
     return "\n".join(lines)

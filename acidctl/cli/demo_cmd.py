@@ -17,7 +17,7 @@ def register(app: typer.Typer) -> None:
 def demo_command(
     ctx: typer.Context,
     directory: Annotated[str, typer.Argument(metavar="DIR", help="A new (or empty) directory for the warehouse.")],
-    hive_version: options.SchemaHiveVersion = DEFAULT_HIVE_VERSION,   # the same default as `metastore init`
+    hive_version: options.SchemaHiveVersion = DEFAULT_HIVE_VERSION,  # the same default as `metastore init`
 ):
     """Create a local warehouse with two Hive 3 ACID tables laid out as Hive writes them (the
     directories, names, markers and ACID metadata are Hive's; the ORC files are written by ORC C++
@@ -40,8 +40,13 @@ def _text(d: dict) -> str:
     for t in d["tables"]:
         for w in t["writes"]:
             rows.append((t["table"], w["write_id"], w["state"], w["statement"]))
-    lines = [f"Demo warehouse: {d['warehouse']}", f"Metastore:      {d['metastore']} (Hive {d['hive_version']})", "",
-             table(rows, ["table", "write id", "state", "what"]), ""]
+    lines = [
+        f"Demo warehouse: {d['warehouse']}",
+        f"Metastore:      {d['metastore']} (Hive {d['hive_version']})",
+        "",
+        table(rows, ["table", "write id", "state", "what"]),
+        "",
+    ]
     for t in d["tables"]:
         lines.append(f"{t['table']}: {t['location']}  (snapshot: --write-ids {t['write_ids']})")
     return "\n".join(lines)

@@ -38,8 +38,9 @@ def _params(cmd) -> list[str]:
 
 
 def _usage(path: str, cmd) -> str:
-    args = " ".join(f"\\fI{_roff(p.metavar or p.name.upper())}\\fR" for p in cmd.params
-                    if p.param_type_name == "argument")
+    args = " ".join(
+        f"\\fI{_roff(p.metavar or p.name.upper())}\\fR" for p in cmd.params if p.param_type_name == "argument"
+    )
     return f".B acidctl {path}\n[\\fIOPTIONS\\fR] {args}".rstrip()
 
 
@@ -69,18 +70,24 @@ def man_page() -> str:
         ".B acidctl",
         "[\\fIGLOBAL OPTIONS\\fR] \\fICOMMAND\\fR [\\fIOPTIONS\\fR] [\\fIARGS\\fR]",
         ".SH DESCRIPTION",
-        _roff("acidctl reads Hive ACID (transactional ORC) tables directly from storage and from the "
-              "metastore database: it dumps ACID ORC files exactly as ORC's FileDump does, validates "
-              "table directories against committed write ids, shows transactions, locks and "
-              "compactions, and compacts tables on Spark. Results go to stdout (text or JSON), "
-              "errors to stderr as one line."),
+        _roff(
+            "acidctl reads Hive ACID (transactional ORC) tables directly from storage and from the "
+            "metastore database: it dumps ACID ORC files exactly as ORC's FileDump does, validates "
+            "table directories against committed write ids, shows transactions, locks and "
+            "compactions, and compacts tables on Spark. Results go to stdout (text or JSON), "
+            "errors to stderr as one line."
+        ),
         ".SH GLOBAL OPTIONS",
         *_params(root),
         ".SH COMMANDS",
     ]
     for path, cmd in _walk(root):
-        lines += [f'.SS "acidctl {_roff(path)}"', _usage(path, cmd), ".PP",
-                  _roff(" ".join((cmd.help or "").split("\n\n")[0].split()))]
+        lines += [
+            f'.SS "acidctl {_roff(path)}"',
+            _usage(path, cmd),
+            ".PP",
+            _roff(" ".join((cmd.help or "").split("\n\n")[0].split())),
+        ]
         rest = (cmd.help or "").split("\n\n")[1:]
         for para in rest:
             lines += [".PP", _roff(" ".join(para.split()))]
@@ -88,12 +95,23 @@ def man_page() -> str:
     lines += [".SH EXIT STATUS"]
     for code, doc in EXIT_CODE_DOC.items():
         lines += [".TP", f"\\fB{int(code)}\\fR", _roff(doc)]
-    lines += [".SH ENVIRONMENT",
-              ".TP", "\\fBACIDCTL_METASTORE_URL\\fR", "Metastore database URL (SQLAlchemy form).",
-              ".TP", "\\fBACIDCTL_OUTPUT\\fR", "Default for \\fB\\-\\-output\\fR.",
-              ".TP", "\\fBACIDCTL_PROFILE\\fR", "Named profile of the config file.",
-              ".TP", "\\fBACIDCTL_CONFIG\\fR", "Config file path (default \\fI~/.acidctl.toml\\fR).",
-              ".SH SEE ALSO", "hive(1), orc\\-tools"]
+    lines += [
+        ".SH ENVIRONMENT",
+        ".TP",
+        "\\fBACIDCTL_METASTORE_URL\\fR",
+        "Metastore database URL (SQLAlchemy form).",
+        ".TP",
+        "\\fBACIDCTL_OUTPUT\\fR",
+        "Default for \\fB\\-\\-output\\fR.",
+        ".TP",
+        "\\fBACIDCTL_PROFILE\\fR",
+        "Named profile of the config file.",
+        ".TP",
+        "\\fBACIDCTL_CONFIG\\fR",
+        "Config file path (default \\fI~/.acidctl.toml\\fR).",
+        ".SH SEE ALSO",
+        "hive(1), orc\\-tools",
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -18,27 +18,37 @@ from acidctl.cli.options import parse_kv
 
 _DB_HELP = "Only databases matching this glob (case-insensitive)."
 _TABLE_HELP = "Only tables matching this glob (case-insensitive)."
-_CONF_HELP = ("A Hive setting that differs from the default, repeatable: hive.txn.timeout, "
-              "hive.compactor.worker.timeout, hive.compactor.initiator.failed.compacts.threshold, "
-              "metastore.compactor.initiator.failed.retry.time and the metastore.compactor.*/acidmetrics "
-              "thresholds (durations as 600, 10m, 12h, 7d).")
-_SINCE_HELP = ("Only list the directories of tables with metastore activity (a write, compaction or open/aborted "
-               "txn) within AGE (30m, 6h, 2d); metastore-wide findings still cover everything.")
+_CONF_HELP = (
+    "A Hive setting that differs from the default, repeatable: hive.txn.timeout, "
+    "hive.compactor.worker.timeout, hive.compactor.initiator.failed.compacts.threshold, "
+    "metastore.compactor.initiator.failed.retry.time and the metastore.compactor.*/acidmetrics "
+    "thresholds (durations as 600, 10m, 12h, 7d)."
+)
+_SINCE_HELP = (
+    "Only list the directories of tables with metastore activity (a write, compaction or open/aborted "
+    "txn) within AGE (30m, 6h, 2d); metastore-wide findings still cover everything."
+)
 
-DOCTOR_HELP = ("Check every ACID table and partition the metastore knows against its directories: "
-               "stuck transactions, compactions and locks, Cleaner and Initiator blocks, metastore "
-               "bloat, files vs metastore, reader compatibility. Each finding names its evidence and "
-               "the command that fixes it. Read-only. Exit 4 when an error-level finding exists.")
+DOCTOR_HELP = (
+    "Check every ACID table and partition the metastore knows against its directories: "
+    "stuck transactions, compactions and locks, Cleaner and Initiator blocks, metastore "
+    "bloat, files vs metastore, reader compatibility. Each finding names its evidence and "
+    "the command that fixes it. Read-only. Exit 4 when an error-level finding exists."
+)
 
-WHY_HELP = ("Replay Hive's decisions about one table or partition, step by step with the numbers: "
-            "would the Initiator queue it now and why not, what the Worker would produce, what the "
-            "Cleaner can remove and what holds it back. Hive 3.1 and 4 rules. Read-only.")
+WHY_HELP = (
+    "Replay Hive's decisions about one table or partition, step by step with the numbers: "
+    "would the Initiator queue it now and why not, what the Worker would produce, what the "
+    "Cleaner can remove and what holds it back. Hive 3.1 and 4 rules. Read-only."
+)
 
-METRICS_HELP = ("The gauges Hive 4's AcidMetricService exports (open/aborted txns and their ages, "
-                "initiated/working/ready-for-cleaning compactions and their ages, locks, "
-                "COMPLETED_TXN_COMPONENTS and TXN_TO_WRITE_ID rows, per-table delta counts), computed "
-                "from the metastore for Hive 3.1 and 4, in the Prometheus text format (or JSON with "
-                "-o json).")
+METRICS_HELP = (
+    "The gauges Hive 4's AcidMetricService exports (open/aborted txns and their ages, "
+    "initiated/working/ready-for-cleaning compactions and their ages, locks, "
+    "COMPLETED_TXN_COMPONENTS and TXN_TO_WRITE_ID rows, per-table delta counts), computed "
+    "from the metastore for Hive 3.1 and 4, in the Prometheus text format (or JSON with "
+    "-o json)."
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -63,8 +73,23 @@ def doctor_command(
     db: Annotated[str, typer.Option("--db", metavar="GLOB", help=_DB_HELP)] = "*",
     table: Annotated[str, typer.Option("--table", metavar="GLOB", help=_TABLE_HELP)] = "*",
     since: Annotated[Optional[str], typer.Option("--since", metavar="AGE", help=_SINCE_HELP)] = None,
-    workers: Annotated[Optional[int], typer.Option("--workers", min=1, max=256, help="Tables listed in parallel (default: 8 on remote filesystems, the number of cores on local disks).")] = None,
-    html: Annotated[Optional[str], typer.Option("--html", metavar="FILE", help="Also write a self-contained HTML report (charts, sortable findings, timelines, compaction history) to FILE.")] = None,
+    workers: Annotated[
+        Optional[int],
+        typer.Option(
+            "--workers",
+            min=1,
+            max=256,
+            help="Tables listed in parallel (default: 8 on remote filesystems, the number of cores on local disks).",
+        ),
+    ] = None,
+    html: Annotated[
+        Optional[str],
+        typer.Option(
+            "--html",
+            metavar="FILE",
+            help="Also write a self-contained HTML report (charts, sortable findings, timelines, compaction history) to FILE.",
+        ),
+    ] = None,
     conf: Annotated[Optional[list[str]], typer.Option("--conf", metavar="KEY=VALUE", help=_CONF_HELP)] = None,
 ):
     from acidctl.durations import parse_age
@@ -94,11 +119,13 @@ def render_doctor(report: dict) -> str:
     from acidctl.cli.output import table
 
     s = report["summary"]
-    lines = [f"acidctl doctor  (Hive {report['hive_version']} metastore)",
-             f"checked {s['tables_checked']} ACID table(s), {s['partitions_checked']} partition(s) "
-             f"({s['directory_listings']} directory listings, {s['seconds']:.2f}s); "
-             f"{s['open_txns']} open txn(s), {s['aborted_txns']} aborted txn(s), {s['locks']} lock(s), "
-             f"{s['compaction_queue']} queued compaction(s)"]
+    lines = [
+        f"acidctl doctor  (Hive {report['hive_version']} metastore)",
+        f"checked {s['tables_checked']} ACID table(s), {s['partitions_checked']} partition(s) "
+        f"({s['directory_listings']} directory listings, {s['seconds']:.2f}s); "
+        f"{s['open_txns']} open txn(s), {s['aborted_txns']} aborted txn(s), {s['locks']} lock(s), "
+        f"{s['compaction_queue']} queued compaction(s)",
+    ]
     if s["tables_skipped"]:
         lines.append(f"skipped (no activity within --since): {len(s['tables_skipped'])} table(s)")
     o = s.get("oldest_open_txn")
@@ -109,10 +136,15 @@ def render_doctor(report: dict) -> str:
         if o["blocks_cleaning"]:
             held.append(f"{len(o['blocks_cleaning'])} compaction(s) waiting for the Cleaner")
         if o["open_write_ids_on"]:
-            held.append("open write ids on " + ", ".join(o["open_write_ids_on"][:5])
-                        + (" ..." if len(o["open_write_ids_on"]) > 5 else ""))
-        lines.append(f"oldest open txn: {o['txn_id']} ({o['user']}@{o['host']}, open {human_age(o['age_seconds'])})"
-                     + (f"; holds back {'; '.join(held)}" if held else ""))
+            held.append(
+                "open write ids on "
+                + ", ".join(o["open_write_ids_on"][:5])
+                + (" ..." if len(o["open_write_ids_on"]) > 5 else "")
+            )
+        lines.append(
+            f"oldest open txn: {o['txn_id']} ({o['user']}@{o['host']}, open {human_age(o['age_seconds'])})"
+            + (f"; holds back {'; '.join(held)}" if held else "")
+        )
     lines.append(f"findings: {s['errors']} error(s), {s['warnings']} warning(s), {s['info']} info")
     if s["worst"]:
         lines.append("worst:")
@@ -131,11 +163,24 @@ def render_doctor(report: dict) -> str:
     parts = [p for p in report["partitions"] if p["delta_count"] or p["delete_delta_count"] or p["obsolete_bytes"]]
     if parts:
         lines.append("")
-        rows = [[p["table"] + (f"/{p['partition']}" if p["partition"] else ""), p["delta_count"], p["delta_bytes"],
-                 p["delete_delta_count"], p["delete_delta_bytes"], p["base_bytes"], p["obsolete_bytes"],
-                 p["compaction"] or ""] for p in parts[:50]]
-        lines.append(table(rows, ["PARTITION", "DELTAS", "BYTES", "DELETE DELTAS", "BYTES", "BASE BYTES",
-                                  "OBSOLETE BYTES", "DUE"]))
+        rows = [
+            [
+                p["table"] + (f"/{p['partition']}" if p["partition"] else ""),
+                p["delta_count"],
+                p["delta_bytes"],
+                p["delete_delta_count"],
+                p["delete_delta_bytes"],
+                p["base_bytes"],
+                p["obsolete_bytes"],
+                p["compaction"] or "",
+            ]
+            for p in parts[:50]
+        ]
+        lines.append(
+            table(
+                rows, ["PARTITION", "DELTAS", "BYTES", "DELETE DELTAS", "BYTES", "BASE BYTES", "OBSOLETE BYTES", "DUE"]
+            )
+        )
         if len(parts) > 50:
             lines.append(f"... {len(parts) - 50} more partition(s) in --output json")
     if not report["findings"]:
@@ -146,7 +191,12 @@ def render_doctor(report: dict) -> str:
 
 def why_command(
     ctx: typer.Context,
-    spec: Annotated[str, typer.Argument(metavar="DB.TABLE[/PART]", help="The table (every partition) or one partition, e.g. db.sales/ds=2026-01-01.")],
+    spec: Annotated[
+        str,
+        typer.Argument(
+            metavar="DB.TABLE[/PART]", help="The table (every partition) or one partition, e.g. db.sales/ds=2026-01-01."
+        ),
+    ],
     conf: Annotated[Optional[list[str]], typer.Option("--conf", metavar="KEY=VALUE", help=_CONF_HELP)] = None,
 ):
     from acidctl.doctor.collect import scan_table
@@ -169,11 +219,16 @@ def why_command(
         scans = [p for p in scans if p.partition == part]
         if not scans:
             raise NotFoundError(f"partition {part} of {db}.{tbl} is neither in the metastore nor on disk")
-    out = {"table": t.full_name, "spec": spec, "hive_version": wh.hive_version,
-           "partitions": [replay(wh, t, ps, limits=limits) for ps in scans if ps.exists and not ps.error]}
+    out = {
+        "table": t.full_name,
+        "spec": spec,
+        "hive_version": wh.hive_version,
+        "partitions": [replay(wh, t, ps, limits=limits) for ps in scans if ps.exists and not ps.error],
+    }
     missing = [ps for ps in scans if not ps.exists or ps.error]
-    out["unreadable"] = [{"partition": ps.partition, "path": ps.path, "error": ps.error or "location does not exist"}
-                         for ps in missing]
+    out["unreadable"] = [
+        {"partition": ps.partition, "path": ps.path, "error": ps.error or "location does not exist"} for ps in missing
+    ]
     settings.output.emit(out, render_why)
 
 
@@ -195,10 +250,27 @@ def render_why(out: dict) -> str:
 
 def metrics_command(
     ctx: typer.Context,
-    deltas: Annotated[bool, typer.Option("--deltas", help="Compute the per-table delta gauges from the directories (any Hive version) instead of Hive 4's COMPACTION_METRICS_CACHE.")] = False,
-    db: Annotated[str, typer.Option("--db", metavar="GLOB", help="With --deltas: only databases matching this glob.")] = "*",
-    table: Annotated[str, typer.Option("--table", metavar="GLOB", help="With --deltas: only tables matching this glob.")] = "*",
-    textfile: Annotated[Optional[str], typer.Option("--textfile", metavar="FILE", help="Write the Prometheus text to FILE atomically (for node_exporter's textfile collector) instead of stdout.")] = None,
+    deltas: Annotated[
+        bool,
+        typer.Option(
+            "--deltas",
+            help="Compute the per-table delta gauges from the directories (any Hive version) instead of Hive 4's COMPACTION_METRICS_CACHE.",
+        ),
+    ] = False,
+    db: Annotated[
+        str, typer.Option("--db", metavar="GLOB", help="With --deltas: only databases matching this glob.")
+    ] = "*",
+    table: Annotated[
+        str, typer.Option("--table", metavar="GLOB", help="With --deltas: only tables matching this glob.")
+    ] = "*",
+    textfile: Annotated[
+        Optional[str],
+        typer.Option(
+            "--textfile",
+            metavar="FILE",
+            help="Write the Prometheus text to FILE atomically (for node_exporter's textfile collector) instead of stdout.",
+        ),
+    ] = None,
 ):
     from acidctl.doctor.metrics import compute, prometheus_text
 
@@ -226,7 +298,7 @@ def metrics_command(
             with os.fdopen(fd, "w") as f:
                 f.write(text)
             os.chmod(tmp, 0o644)
-            os.replace(tmp, textfile)      # node_exporter must never read a half-written file
+            os.replace(tmp, textfile)  # node_exporter must never read a half-written file
         except OSError as e:
             raise StorageUnavailable(f"cannot write {textfile}: {e.strerror or e}") from None
         settings.output.note(f"acidctl: metrics written to {textfile}")

@@ -15,23 +15,86 @@ def register(app: typer.Typer) -> None:
 
 def dump_command(
     ctx: typer.Context,
-    paths: Annotated[list[str], typer.Argument(metavar="FILE|DIR...", help="ORC files, or table/partition directories (walked in reader order); with --merged also DB.TABLE[/key=value] from the metastore.")],
-    meta: Annotated[bool, typer.Option("--meta", help="Print file metadata (stripes, schema, statistics, user metadata) and run the ACID checks instead of rows.")] = False,
+    paths: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="FILE|DIR...",
+            help="ORC files, or table/partition directories (walked in reader order); with --merged also DB.TABLE[/key=value] from the metastore.",
+        ),
+    ],
+    meta: Annotated[
+        bool,
+        typer.Option(
+            "--meta",
+            help="Print file metadata (stripes, schema, statistics, user metadata) and run the ACID checks instead of rows.",
+        ),
+    ] = False,
     limit: Annotated[Optional[int], typer.Option("--limit", "-n", min=0, help="Stop after N rows in total.")] = None,
-    columns: Annotated[Optional[str], typer.Option("--columns", metavar="COL,...", help="Only these columns of `row` (top-level columns for original files).")] = None,
-    decode_bucket: Annotated[bool, typer.Option("--decode-bucket", help="Add bucketDecoded {version, bucketId, statementId} to every ACID row.")] = False,
-    operation: Annotated[Optional[list[str]], typer.Option("--operation", metavar="insert|update|delete", help="Only events of this operation (repeatable).")] = None,
-    row_id: Annotated[Optional[list[str]], typer.Option("--row-id", metavar="WRITEID,BUCKET,ROWID", help="Only the event(s) with this row id (repeatable); BUCKET is the encoded property, e.g. 536870912.")] = None,
-    with_path: Annotated[Optional[bool], typer.Option("--with-path/--no-path", help="Prefix each row with \"_path\" (default: on when more than one file is dumped).")] = None,
-    require_acid: Annotated[bool, typer.Option("--require-acid", help="Fail (exit 7) on a file without the ACID schema.")] = False,
-    merged: Annotated[bool, typer.Option("--merged", help="Print the table's current rows as a Hive reader sees them, each with its row__id (PATH is a table or partition directory).")] = False,
+    columns: Annotated[
+        Optional[str],
+        typer.Option(
+            "--columns", metavar="COL,...", help="Only these columns of `row` (top-level columns for original files)."
+        ),
+    ] = None,
+    decode_bucket: Annotated[
+        bool,
+        typer.Option("--decode-bucket", help="Add bucketDecoded {version, bucketId, statementId} to every ACID row."),
+    ] = False,
+    operation: Annotated[
+        Optional[list[str]],
+        typer.Option("--operation", metavar="insert|update|delete", help="Only events of this operation (repeatable)."),
+    ] = None,
+    row_id: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--row-id",
+            metavar="WRITEID,BUCKET,ROWID",
+            help="Only the event(s) with this row id (repeatable); BUCKET is the encoded property, e.g. 536870912.",
+        ),
+    ] = None,
+    with_path: Annotated[
+        Optional[bool],
+        typer.Option(
+            "--with-path/--no-path",
+            help='Prefix each row with "_path" (default: on when more than one file is dumped).',
+        ),
+    ] = None,
+    require_acid: Annotated[
+        bool, typer.Option("--require-acid", help="Fail (exit 7) on a file without the ACID schema.")
+    ] = False,
+    merged: Annotated[
+        bool,
+        typer.Option(
+            "--merged",
+            help="Print the table's current rows as a Hive reader sees them, each with its row__id (PATH is a table or partition directory).",
+        ),
+    ] = False,
     write_ids: options.WriteIds = None,
     assume_committed: options.AssumeCommitted = False,
     txns: options.Txns = None,
     hive_version: options.HiveVersion = None,
-    as_of: Annotated[Optional[int], typer.Option("--as-of", metavar="WRITEID", help="With --merged: read the snapshot as it was after this write id.")] = None,
-    file_format: Annotated[Optional[str], typer.Option("--format", metavar="orc|parquet|avro|text", help="Insert-only data: the files' format (a path given with --merged is then an insert-only table; DB.TABLE takes it from the metastore). With --columns name:type,... for text.")] = None,
-    serde_property: Annotated[Optional[list[str]], typer.Option("--serde-property", metavar="KEY=VALUE", help="With --format text: a LazySimpleSerDe property (field.delim, escape.delim, serialization.null.format, ...), repeatable.")] = None,
+    as_of: Annotated[
+        Optional[int],
+        typer.Option(
+            "--as-of", metavar="WRITEID", help="With --merged: read the snapshot as it was after this write id."
+        ),
+    ] = None,
+    file_format: Annotated[
+        Optional[str],
+        typer.Option(
+            "--format",
+            metavar="orc|parquet|avro|text",
+            help="Insert-only data: the files' format (a path given with --merged is then an insert-only table; DB.TABLE takes it from the metastore). With --columns name:type,... for text.",
+        ),
+    ] = None,
+    serde_property: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--serde-property",
+            metavar="KEY=VALUE",
+            help="With --format text: a LazySimpleSerDe property (field.delim, escape.delim, serialization.null.format, ...), repeatable.",
+        ),
+    ] = None,
 ):
     """Print ORC rows as JSON lines, exactly as `hive --orcfiledump -d` / `orc-tools data` do.
 
@@ -51,16 +114,33 @@ def dump_command(
         run_meta(settings, paths)
         return
     if merged:
-        _merged(settings, paths, write_ids=write_ids, assume_committed=assume_committed, txns=txns,
-                hive_version=hive_version, as_of=as_of, limit=limit, file_format=file_format, columns=columns,
-                serde_property=serde_property)
+        _merged(
+            settings,
+            paths,
+            write_ids=write_ids,
+            assume_committed=assume_committed,
+            txns=txns,
+            hive_version=hive_version,
+            as_of=as_of,
+            limit=limit,
+            file_format=file_format,
+            columns=columns,
+            serde_property=serde_property,
+        )
         return
     if file_format or serde_property or (columns and ":" in columns):
-        from acidctl.mm.plain import dump_paths   # insert-only data files (issue #12)
+        from acidctl.mm.plain import dump_paths  # insert-only data files (issue #12)
 
-        for chunk in dump_paths(settings, paths, file_format=file_format, columns=columns,
-                                serde_property=serde_property, limit=limit, with_path=with_path,
-                                framing=not out.json):
+        for chunk in dump_paths(
+            settings,
+            paths,
+            file_format=file_format,
+            columns=columns,
+            serde_property=serde_property,
+            limit=limit,
+            with_path=with_path,
+            framing=not out.json,
+        ):
             out.write_bytes(chunk)
         return
     ops = None
@@ -89,7 +169,7 @@ def dump_command(
     budget = [limit] if limit is not None else None
     errors: list = []
 
-    def bad_file(e) -> None:     # reported at once; the dump goes on, the exit code says it
+    def bad_file(e) -> None:  # reported at once; the dump goes on, the exit code says it
         out.error(e)
         errors.append(e)
 
@@ -97,7 +177,7 @@ def dump_command(
         try:
             for chunk in dump(tfs, root, opts, framing=not out.json, budget=budget, on_error=bad_file):
                 out.write_bytes(chunk)
-        except InvalidInputError as e:   # nothing to dump under one of several roots
+        except InvalidInputError as e:  # nothing to dump under one of several roots
             if len(targets) == 1:
                 raise
             bad_file(e)
@@ -105,8 +185,20 @@ def dump_command(
         raise typer.Exit(int(errors[0].exit_code))
 
 
-def _merged(settings, paths, *, write_ids, assume_committed, txns, hive_version, as_of, limit, file_format=None,
-            columns=None, serde_property=None):
+def _merged(
+    settings,
+    paths,
+    *,
+    write_ids,
+    assume_committed,
+    txns,
+    hive_version,
+    as_of,
+    limit,
+    file_format=None,
+    columns=None,
+    serde_property=None,
+):
     from acidctl.errors import InvalidInputError
     from acidctl.merged import merged_rows
     from acidctl.mm.context import mm_context, parse_serde_properties
@@ -114,21 +206,42 @@ def _merged(settings, paths, *, write_ids, assume_committed, txns, hive_version,
 
     budget = [limit] if limit is not None else None
     for p in paths:
-        target = resolve(settings, p, warn_assumptions=True, write_ids=write_ids, assume_committed=assume_committed,
-                         txns=txns, hive_version=hive_version)
+        target = resolve(
+            settings,
+            p,
+            warn_assumptions=True,
+            write_ids=write_ids,
+            assume_committed=assume_committed,
+            txns=txns,
+            hive_version=hive_version,
+        )
         snapshot = snapshot_as_of(target, as_of)
         left = None if budget is None else budget[0]
         partition = getattr(target.table, "partition", None)
-        mm = mm_context(target, fmt=file_format, columns=columns,
-                        serde_properties=parse_serde_properties(serde_property))
-        if mm is not None:   # insert-only table: plain rows, no row__id (acidctl.mm.read)
+        mm = mm_context(
+            target, fmt=file_format, columns=columns, serde_properties=parse_serde_properties(serde_property)
+        )
+        if mm is not None:  # insert-only table: plain rows, no row__id (acidctl.mm.read)
             from acidctl.mm.read import merged_rows as mm_rows
 
-            chunks = mm_rows(target.tfs, snapshot, mm, txns=target.txns, hive_version=target.hive_version,
-                             limit=left, partition=partition)
+            chunks = mm_rows(
+                target.tfs,
+                snapshot,
+                mm,
+                txns=target.txns,
+                hive_version=target.hive_version,
+                limit=left,
+                partition=partition,
+            )
         else:
-            chunks = merged_rows(target.tfs, snapshot, txns=target.txns, hive_version=target.hive_version,
-                                 limit=left, partition=partition)
+            chunks = merged_rows(
+                target.tfs,
+                snapshot,
+                txns=target.txns,
+                hive_version=target.hive_version,
+                limit=left,
+                partition=partition,
+            )
         try:
             for chunk in chunks:
                 settings.output.write_bytes(bytes(chunk))
@@ -137,8 +250,11 @@ def _merged(settings, paths, *, write_ids, assume_committed, txns, hive_version,
         except InvalidInputError as e:
             if mm is not None or getattr(e, "hint", None):
                 raise
-            raise type(e)(str(e), hint="an insert-only table keeps plain data files: give --format "
-                                       "orc|parquet|avro|text (and --columns name:type,...), or DB.TABLE "
-                                       "with a metastore") from None
+            raise type(e)(
+                str(e),
+                hint="an insert-only table keeps plain data files: give --format "
+                "orc|parquet|avro|text (and --columns name:type,...), or DB.TABLE "
+                "with a metastore",
+            ) from None
         if budget is not None and budget[0] <= 0:
             return

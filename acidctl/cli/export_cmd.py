@@ -14,9 +14,11 @@ import typer
 
 from acidctl.cli import options
 
-HELP = ("Write a table's current rows (as a Hive reader sees them) as plain Parquet or ORC files that any "
-        "engine reads: one file per partition and bucket, Hive-style k=v partition directories. DEST must not "
-        "exist; published with one rename.")
+HELP = (
+    "Write a table's current rows (as a Hive reader sees them) as plain Parquet or ORC files that any "
+    "engine reads: one file per partition and bucket, Hive-style k=v partition directories. DEST must not "
+    "exist; published with one rename."
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -25,16 +27,59 @@ def register(app: typer.Typer) -> None:
 
 def export_command(
     ctx: typer.Context,
-    table: Annotated[str, typer.Argument(metavar="PATH|DB.TABLE[/PART]", help="Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore (its snapshot too).")],
-    dest: Annotated[str, typer.Argument(metavar="DEST", help="Directory to create (any filesystem acidctl reads); must not exist or be empty.")],
+    table: Annotated[
+        str,
+        typer.Argument(
+            metavar="PATH|DB.TABLE[/PART]",
+            help="Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore (its snapshot too).",
+        ),
+    ],
+    dest: Annotated[
+        str,
+        typer.Argument(
+            metavar="DEST", help="Directory to create (any filesystem acidctl reads); must not exist or be empty."
+        ),
+    ],
     fmt: Annotated[str, typer.Option("--format", metavar="parquet|orc", help="File format.")] = "parquet",
-    compression: Annotated[Optional[str], typer.Option("--compression", metavar="CODEC", help="Codec (default: snappy for Parquet, zlib for ORC — readable by every Hive).")] = None,
-    as_of: Annotated[Optional[int], typer.Option("--as-of", metavar="WRITEID", help="Export the snapshot as it was after this write id.")] = None,
-    partition: Annotated[Optional[list[str]], typer.Option("--partition", metavar="K=V[/K2=V2]", help="Only this partition (repeatable; a prefix of nested keys selects all below).")] = None,
-    with_row_id: Annotated[bool, typer.Option("--with-row-id", help="Add Hive's row__id struct (writeid, bucketid, rowid) as the first column.")] = False,
-    engine: Annotated[str, typer.Option("--engine", metavar="local|spark", help="Run in this process, or one Spark task per partition and bucket (big tables).")] = "local",
-    master: Annotated[str, typer.Option("--master", metavar="URL", help="Spark master with --engine spark.")] = "local[*]",
-    spark_conf: Annotated[Optional[list[str]], typer.Option("--spark-conf", metavar="KEY=VALUE", help="Spark configuration with --engine spark (repeatable).")] = None,
+    compression: Annotated[
+        Optional[str],
+        typer.Option(
+            "--compression",
+            metavar="CODEC",
+            help="Codec (default: snappy for Parquet, zlib for ORC — readable by every Hive).",
+        ),
+    ] = None,
+    as_of: Annotated[
+        Optional[int],
+        typer.Option("--as-of", metavar="WRITEID", help="Export the snapshot as it was after this write id."),
+    ] = None,
+    partition: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--partition",
+            metavar="K=V[/K2=V2]",
+            help="Only this partition (repeatable; a prefix of nested keys selects all below).",
+        ),
+    ] = None,
+    with_row_id: Annotated[
+        bool,
+        typer.Option("--with-row-id", help="Add Hive's row__id struct (writeid, bucketid, rowid) as the first column."),
+    ] = False,
+    engine: Annotated[
+        str,
+        typer.Option(
+            "--engine",
+            metavar="local|spark",
+            help="Run in this process, or one Spark task per partition and bucket (big tables).",
+        ),
+    ] = "local",
+    master: Annotated[
+        str, typer.Option("--master", metavar="URL", help="Spark master with --engine spark.")
+    ] = "local[*]",
+    spark_conf: Annotated[
+        Optional[list[str]],
+        typer.Option("--spark-conf", metavar="KEY=VALUE", help="Spark configuration with --engine spark (repeatable)."),
+    ] = None,
     write_ids: options.WriteIds = None,
     assume_committed: options.AssumeCommitted = False,
     txns: options.Txns = None,
@@ -44,16 +89,38 @@ def export_command(
     from acidctl.cli.targets import resolve, snapshot_as_of
 
     settings = ctx.obj
-    target = resolve(settings, table, warn_assumptions=True, write_ids=write_ids, assume_committed=assume_committed,
-                     txns=txns, hive_version=hive_version)
+    target = resolve(
+        settings,
+        table,
+        warn_assumptions=True,
+        write_ids=write_ids,
+        assume_committed=assume_committed,
+        txns=txns,
+        hive_version=hive_version,
+    )
     snapshot = snapshot_as_of(target, as_of)
     info = target.table
     columns = [c for c, _ in info.columns] if info is not None and getattr(info, "columns", None) else None
-    opts = ExportOptions(format=fmt.lower(), compression=compression, with_row_id=with_row_id,
-                         partitions=list(partition) if partition else None, engine=engine.lower(), master=master,
-                         spark_conf=options.parse_kv(spark_conf, "--spark-conf"), column_names=columns)
-    report = export_table(target.tfs, snapshot, dest, opts, dest_options=settings.fs_options, txns=target.txns,
-                          hive_version=target.hive_version, partition_prefix=getattr(info, "partition", None))
+    opts = ExportOptions(
+        format=fmt.lower(),
+        compression=compression,
+        with_row_id=with_row_id,
+        partitions=list(partition) if partition else None,
+        engine=engine.lower(),
+        master=master,
+        spark_conf=options.parse_kv(spark_conf, "--spark-conf"),
+        column_names=columns,
+    )
+    report = export_table(
+        target.tfs,
+        snapshot,
+        dest,
+        opts,
+        dest_options=settings.fs_options,
+        txns=target.txns,
+        hive_version=target.hive_version,
+        partition_prefix=getattr(info, "partition", None),
+    )
     if info is not None:
         report["table"] = info.full_name
     settings.output.emit(report, render_text)
@@ -62,12 +129,16 @@ def export_command(
 def render_text(r: dict) -> str:
     from acidctl.cli.output import table
 
-    lines = [f"acidctl export {r['source']} -> {r['dest']}  ({r['format']}, {r['compression']}, "
-             f"engine {r['engine']}, publish {r['publish']})",
-             f"snapshot: {r['write_ids']}"]
+    lines = [
+        f"acidctl export {r['source']} -> {r['dest']}  ({r['format']}, {r['compression']}, "
+        f"engine {r['engine']}, publish {r['publish']})",
+        f"snapshot: {r['write_ids']}",
+    ]
     rows = [[o["partition"] or "(table)", o["bucket"], o["file"], o["rows"], o["bytes"]] for o in r["outputs"]]
     if rows:
         lines.append(table(rows, ["PARTITION", "BUCKET", "FILE", "ROWS", "BYTES"]))
-    lines.append(f"exported {r['rows']} row(s) in {r['files']} file(s) from {r['partitions']} partition(s), "
-                 f"{r['bytes']} bytes, {r['seconds']} s")
+    lines.append(
+        f"exported {r['rows']} row(s) in {r['files']} file(s) from {r['partitions']} partition(s), "
+        f"{r['bytes']} bytes, {r['seconds']} s"
+    )
     return "\n".join(lines)

@@ -14,27 +14,41 @@ import typer
 
 from acidctl.cli.commands import Commands
 
-app = Commands()   # main calls register(app)
+app = Commands()  # main calls register(app)
 register = app.register
 
 
 def _render(doc: dict) -> str:
     from acidctl.cli.output import table
 
-    rows = [[r["table"] or "", r.get("partition") or "", r["action"], r.get("type") or "", r.get("id") or "",
-             "; ".join(r.get("reasons") or [])[:120]] for r in doc["checked"]
-            if r["action"] not in ("not-due",)]
+    rows = [
+        [
+            r["table"] or "",
+            r.get("partition") or "",
+            r["action"],
+            r.get("type") or "",
+            r.get("id") or "",
+            "; ".join(r.get("reasons") or [])[:120],
+        ]
+        for r in doc["checked"]
+        if r["action"] not in ("not-due",)
+    ]
     lines = [table(rows, ["TABLE", "PARTITION", "ACTION", "TYPE", "ID", "WHY"])] if rows else []
     lines.append(", ".join(f"{n} {k}" for k, n in sorted(doc["summary"].items())) or "no ACID tables found")
     return "\n".join(lines)
 
 
-@app.command("initiator", help="One Initiator cycle: enqueue a compaction for every partition the Initiator thresholds "
-                               "flag (honouring no_auto_compaction, queued requests and Hive's failed-compaction "
-                               "threshold).")
+@app.command(
+    "initiator",
+    help="One Initiator cycle: enqueue a compaction for every partition the Initiator thresholds "
+    "flag (honouring no_auto_compaction, queued requests and Hive's failed-compaction "
+    "threshold).",
+)
 def initiator_command(
     ctx: typer.Context,
-    once: Annotated[bool, typer.Option("--once", help="Run one cycle and exit (required: acidctl runs no Initiator daemon).")] = False,
+    once: Annotated[
+        bool, typer.Option("--once", help="Run one cycle and exit (required: acidctl runs no Initiator daemon).")
+    ] = False,
     db: Annotated[Optional[str], typer.Option("--db", metavar="GLOB", help="Only databases matching GLOB.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be enqueued; write nothing.")] = False,
 ):

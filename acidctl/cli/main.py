@@ -90,15 +90,55 @@ def _version_callback(value: bool):
 @app.callback()
 def _global(
     ctx: typer.Context,
-    output: Annotated[str, typer.Option("--output", "-o", help="Result format: text or json.",
-                                        envvar="ACIDCTL_OUTPUT", case_sensitive=False)] = "text",
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log progress to stderr; show tracebacks of internal errors.")] = False,
-    fs_option: Annotated[Optional[list[str]], typer.Option("--fs-option", metavar="KEY=VALUE", help="Filesystem (fsspec) storage option, repeatable.")] = None,
-    metastore: Annotated[Optional[str], typer.Option("--metastore", envvar="ACIDCTL_METASTORE_URL", metavar="URL", help="Metastore database URL (SQLAlchemy form), e.g. postgresql://hive@db/metastore.", show_envvar=True)] = None,
-    profile: Annotated[Optional[str], typer.Option("--profile", envvar="ACIDCTL_PROFILE", help="Named profile from the config file (~/.acidctl.toml).")] = None,
-    wide: Annotated[bool, typer.Option("--wide", envvar="ACIDCTL_WIDE", help="Text tables at full width (by default they are fitted to the terminal by wrapping the widest cells; pipes get full width).")] = False,
-    read_only: Annotated[bool, typer.Option("--read-only", envvar="ACIDCTL_READ_ONLY", show_envvar=True, help="Forbid every metastore write (also the profile key read_only = true); compactions then run unregistered only where that is safe, else refuse.")] = False,
-    version: Annotated[bool, typer.Option("--version", callback=_version_callback, is_eager=True, help="Print the version and exit.")] = False,
+    output: Annotated[
+        str,
+        typer.Option(
+            "--output", "-o", help="Result format: text or json.", envvar="ACIDCTL_OUTPUT", case_sensitive=False
+        ),
+    ] = "text",
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Log progress to stderr; show tracebacks of internal errors.")
+    ] = False,
+    fs_option: Annotated[
+        Optional[list[str]],
+        typer.Option("--fs-option", metavar="KEY=VALUE", help="Filesystem (fsspec) storage option, repeatable."),
+    ] = None,
+    metastore: Annotated[
+        Optional[str],
+        typer.Option(
+            "--metastore",
+            envvar="ACIDCTL_METASTORE_URL",
+            metavar="URL",
+            help="Metastore database URL (SQLAlchemy form), e.g. postgresql://hive@db/metastore.",
+            show_envvar=True,
+        ),
+    ] = None,
+    profile: Annotated[
+        Optional[str],
+        typer.Option(
+            "--profile", envvar="ACIDCTL_PROFILE", help="Named profile from the config file (~/.acidctl.toml)."
+        ),
+    ] = None,
+    wide: Annotated[
+        bool,
+        typer.Option(
+            "--wide",
+            envvar="ACIDCTL_WIDE",
+            help="Text tables at full width (by default they are fitted to the terminal by wrapping the widest cells; pipes get full width).",
+        ),
+    ] = False,
+    read_only: Annotated[
+        bool,
+        typer.Option(
+            "--read-only",
+            envvar="ACIDCTL_READ_ONLY",
+            show_envvar=True,
+            help="Forbid every metastore write (also the profile key read_only = true); compactions then run unregistered only where that is safe, else refuse.",
+        ),
+    ] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version_callback, is_eager=True, help="Print the version and exit.")
+    ] = False,
 ):
     """Inspect, validate, compact and clean Apache Hive ACID tables."""
     from acidctl.cli.options import parse_fs_options
@@ -131,16 +171,21 @@ def _global(
         steps.forbid_writes("--read-only")
     else:
         steps.allow_writes()
-    ctx.obj = Settings(output=Output(mode, verbose=verbose), verbose=verbose,
-                       fs_options=parse_fs_options(fs_option), metastore_url=metastore,
-                       profile=profile, read_only=read_only)
+    ctx.obj = Settings(
+        output=Output(mode, verbose=verbose),
+        verbose=verbose,
+        fs_options=parse_fs_options(fs_option),
+        metastore_url=metastore,
+        profile=profile,
+        read_only=read_only,
+    )
 
 
 def _load_commands() -> None:
     for name in COMMAND_MODULES:
         module = importlib.import_module(name)
         register = getattr(module, "register", None)
-        if register is not None:   # else the module registered itself on import (older style)
+        if register is not None:  # else the module registered itself on import (older style)
             register(app)
 
 
@@ -168,7 +213,7 @@ def main(argv: Optional[list[str]] = None) -> None:
         rv = app(args=args, prog_name="acidctl", standalone_mode=False, obj=run)
         if isinstance(rv, int):
             code = rv
-            if rv == ExitCode.INTERRUPTED:   # typer turns KeyboardInterrupt into Exit(130)
+            if rv == ExitCode.INTERRUPTED:  # typer turns KeyboardInterrupt into Exit(130)
                 sys.stderr.write("acidctl: interrupted\n")
     except AcidctlError as e:
         _output(run).error(e)
@@ -183,7 +228,7 @@ def main(argv: Optional[list[str]] = None) -> None:
             code = ExitCode.OK
         else:
             raise
-    except typer.Abort:   # click's wrapping of KeyboardInterrupt
+    except typer.Abort:  # click's wrapping of KeyboardInterrupt
         sys.stderr.write("acidctl: interrupted\n")
         code = ExitCode.INTERRUPTED
     except cx.UsageError as e:  # click's usage errors: one line (its message) as a UsageError, exit 2
@@ -200,7 +245,7 @@ def main(argv: Optional[list[str]] = None) -> None:
         # `acidctl dump ... | head`: the reader went away; that is not an error
         _silence_stdout()
         code = ExitCode.OK
-    except PermissionError as e:   # an unreadable file or directory, a read-only table
+    except PermissionError as e:  # an unreadable file or directory, a read-only table
         _output(run).error(StorageUnavailable(f"permission denied: {e.filename or e}"))
         code = ExitCode.UNAVAILABLE
     except Exception as e:  # a bug: one line, the traceback only with -v

@@ -30,20 +30,23 @@ def run_meta(settings, paths: list[str]) -> None:
     for p in paths:
         tfs = settings.table_fs(p)
         files = list_data_files(tfs, tfs.root)
-        if not files:   # as `dump` without --meta (exit 7), not an empty success
+        if not files:  # as `dump` without --meta (exit 7), not an empty success
             raise InvalidInputError(f"no data files under {tfs.display(tfs.root)}")
         for f in files:
             kind, rng = _dir_context(f)
             reports.append(inspect_file(tfs, f, dir_kind=kind, dir_range=rng))
     findings = [f for r in reports for f in r.findings]
-    data: dict[str, Any] = {"files": [r.to_dict() for r in reports],
-            "summary": {"files": len(reports),
-                        "errors": sum(f.severity.value == "error" for f in findings),
-                        "warnings": sum(f.severity.value == "warn" for f in findings)}}
+    data: dict[str, Any] = {
+        "files": [r.to_dict() for r in reports],
+        "summary": {
+            "files": len(reports),
+            "errors": sum(f.severity.value == "error" for f in findings),
+            "warnings": sum(f.severity.value == "warn" for f in findings),
+        },
+    }
     settings.output.emit(data, _text)
     if has_errors(findings):
-        raise ValidationFailed(f"{data['summary']['errors']} error-level finding(s) in "
-                               f"{len(reports)} file(s)")
+        raise ValidationFailed(f"{data['summary']['errors']} error-level finding(s) in {len(reports)} file(s)")
 
 
 def _text(data: dict) -> str:
@@ -52,12 +55,21 @@ def _text(data: dict) -> str:
         out.append(f"File: {r['path']}")
         facts = [
             ("File version", r["format_version"]),
-            ("Writer", f"{r['writer']} (writer version {r['writer_version']})"
-                       + (f", {r['software_version']}" if r["software_version"] else "")),
-            ("Compression", r["compression"] + (f", block size {r['compression_block_size']}"
-                                                if r["compression"] != "NONE" else "")),
-            ("Length", f"{r['length']} bytes" + (f" of {r['file_length']} (flush length)"
-                                                 if r["length"] != r["file_length"] else "")),
+            (
+                "Writer",
+                f"{r['writer']} (writer version {r['writer_version']})"
+                + (f", {r['software_version']}" if r["software_version"] else ""),
+            ),
+            (
+                "Compression",
+                r["compression"]
+                + (f", block size {r['compression_block_size']}" if r["compression"] != "NONE" else ""),
+            ),
+            (
+                "Length",
+                f"{r['length']} bytes"
+                + (f" of {r['file_length']} (flush length)" if r["length"] != r["file_length"] else ""),
+            ),
             ("Rows", r["rows"]),
             ("Stripes", len(r["stripes"])),
             ("Row index stride", r["row_index_stride"]),
@@ -74,24 +86,33 @@ def _text(data: dict) -> str:
             rows = []
             for s in r["stripes"]:
                 k = keys[s["index"]] if s["index"] < len(keys) else None
-                rows.append((s["index"], s["offset"], s["length"], s["rows"],
-                             ",".join(map(str, k)) if k else "-"))
+                rows.append((s["index"], s["offset"], s["length"], s["rows"], ",".join(map(str, k)) if k else "-"))
             out.append(table(rows, ["stripe", "offset", "length", "rows", "key index entry"]))
         if r["column_statistics"]:
             out.append("")
             rows = []
             for i, st in enumerate(r["column_statistics"]):
                 extra = {k: v for k, v in st.items() if k not in ("kind", "number_of_values", "has_null")}
-                rows.append((i, st.get("kind"), st.get("number_of_values"), st.get("has_null"),
-                             ", ".join(f"{k}={_short(v)}" for k, v in extra.items())))
+                rows.append(
+                    (
+                        i,
+                        st.get("kind"),
+                        st.get("number_of_values"),
+                        st.get("has_null"),
+                        ", ".join(f"{k}={_short(v)}" for k, v in extra.items()),
+                    )
+                )
             out.append(table(rows, ["column", "kind", "values", "has null", "statistics"]))
         if r["user_metadata"]:
             out.append("")
             out.append(table(sorted(r["user_metadata"].items()), ["user metadata", "value"]))
         out.append("")
         if r["findings"]:
-            out.append(table([(f["severity"], f["check"], f["message"]) for f in r["findings"]],
-                             ["severity", "check", "finding"]))
+            out.append(
+                table(
+                    [(f["severity"], f["check"], f["message"]) for f in r["findings"]], ["severity", "check", "finding"]
+                )
+            )
         else:
             out.append("ACID checks: no findings" if r["is_acid"] else "Not an ACID file (original/plain ORC)")
         out.append("")

@@ -9,8 +9,12 @@ import typer
 from acidctl.cli import options
 from acidctl.metastore.init import DEFAULT_HIVE_VERSION
 
-metastore_app = typer.Typer(name="metastore", help="Create a Hive metastore schema (3.1.0 or 4.0.0) in an empty database.",
-                            no_args_is_help=True, rich_markup_mode=None)
+metastore_app = typer.Typer(
+    name="metastore",
+    help="Create a Hive metastore schema (3.1.0 or 4.0.0) in an empty database.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -20,9 +24,16 @@ def register(app: typer.Typer) -> None:
 @metastore_app.command("init")
 def init_cmd(
     ctx: typer.Context,
-    url: Annotated[Optional[str], typer.Argument(metavar="URL", help="SQLAlchemy URL of an empty database (default: the global --metastore / profile).")] = None,
-    hive_version: options.SchemaHiveVersion = DEFAULT_HIVE_VERSION,   # the same default as `demo`
-    warehouse: Annotated[str, typer.Option("--warehouse", metavar="URI", help="Location of the default database.")] = "file:/tmp/acidctl-warehouse",
+    url: Annotated[
+        Optional[str],
+        typer.Argument(
+            metavar="URL", help="SQLAlchemy URL of an empty database (default: the global --metastore / profile)."
+        ),
+    ] = None,
+    hive_version: options.SchemaHiveVersion = DEFAULT_HIVE_VERSION,  # the same default as `demo`
+    warehouse: Annotated[
+        str, typer.Option("--warehouse", metavar="URI", help="Location of the default database.")
+    ] = "file:/tmp/acidctl-warehouse",
 ):
     """Create what Hive's schematool -initSchema creates for 3.1.0 / 4.0.0 (PostgreSQL,
     MySQL/MariaDB; SQLite hand-translated): the transaction tables and the metadata tables

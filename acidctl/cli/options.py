@@ -38,8 +38,12 @@ class HiveVersionType(click.ParamType):
         m = re.fullmatch(r"(\d)(?:\.\d+){0,2}", text)
         if not m or int(m.group(1)) not in self.allowed:
             names = {2: "Hive 2.3.x", 3: "Hive 3.1.x", 4: "Hive 4.0.x"}
-            self.fail(f"{value!r} is not {' or '.join(map(str, self.allowed))} "
-                      f"({' or '.join(names[v] for v in self.allowed)})", param, ctx)
+            self.fail(
+                f"{value!r} is not {' or '.join(map(str, self.allowed))} "
+                f"({' or '.join(names[v] for v in self.allowed)})",
+                param,
+                ctx,
+            )
         return int(m.group(1))
 
 
@@ -47,15 +51,23 @@ HIVE_VERSION = HiveVersionType()
 #: dump --merged / state / compact / clean: also Hive 2.3 (ACID v1) rules
 READER_HIVE_VERSION = HiveVersionType((2, 3, 4))
 
-WRITE_IDS_HELP = ("The reader's ValidWriteIdList: db.table:hwm:minOpenWriteId:open,...:aborted,... "
-                  "(e.g. db.t:14:12:12:13; 'db.t:14:9223372036854775807::' = all committed up to 14).")
-ASSUME_HELP = ("Treat every write id named by a directory as committed (no open or aborted ids). "
-               "For offline inspection only; the output says so.")
-TXNS_HELP = ("Hive 4 ValidTxnList hwm:minOpenTxn:open,...:aborted,... deciding whether _vM directories are "
-             "visible (default: every visibility txn committed); with --hive-version 2 the table's snapshot, "
-             "Hive 2's hwm:minOpenTxn[:exception]* (e.g. 5:4:3:4).")
-HIVE_VERSION_HELP = ("Hive's rules: 3 (Hive 3.1), 4 (Hive 4.0: _vM visibility, aborted directories) or 2 "
-                     "(Hive 2.3 ACID v1: txn ids, legacy update events); default: the metastore's version, else 3.")
+WRITE_IDS_HELP = (
+    "The reader's ValidWriteIdList: db.table:hwm:minOpenWriteId:open,...:aborted,... "
+    "(e.g. db.t:14:12:12:13; 'db.t:14:9223372036854775807::' = all committed up to 14)."
+)
+ASSUME_HELP = (
+    "Treat every write id named by a directory as committed (no open or aborted ids). "
+    "For offline inspection only; the output says so."
+)
+TXNS_HELP = (
+    "Hive 4 ValidTxnList hwm:minOpenTxn:open,...:aborted,... deciding whether _vM directories are "
+    "visible (default: every visibility txn committed); with --hive-version 2 the table's snapshot, "
+    "Hive 2's hwm:minOpenTxn[:exception]* (e.g. 5:4:3:4)."
+)
+HIVE_VERSION_HELP = (
+    "Hive's rules: 3 (Hive 3.1), 4 (Hive 4.0: _vM visibility, aborted directories) or 2 "
+    "(Hive 2.3 ACID v1: txn ids, legacy update events); default: the metastore's version, else 3."
+)
 
 PARTITION_METAVAR = "K=V[/K=V]"
 
@@ -90,11 +102,25 @@ AssumeCommitted = Annotated[bool, assume_committed_option()]
 Txns = Annotated[Optional[str], txns_option()]
 HiveVersion = Annotated[Optional[int], hive_version_option()]
 #: metastore commands: the version is detected from the schema unless given
-MetastoreHiveVersion = Annotated[Optional[int], typer.Option(
-    "--hive-version", metavar="3|4", click_type=HIVE_VERSION, help="Override the Hive version detected from the schema.")]
+MetastoreHiveVersion = Annotated[
+    Optional[int],
+    typer.Option(
+        "--hive-version",
+        metavar="3|4",
+        click_type=HIVE_VERSION,
+        help="Override the Hive version detected from the schema.",
+    ),
+]
 #: commands that create a metastore schema (a version is always needed)
-SchemaHiveVersion = Annotated[int, typer.Option("--hive-version", metavar="3|4", click_type=HIVE_VERSION,
-                                                help="Metastore schema to create: 3 (3.1.0) or 4 (4.0.0).")]
+SchemaHiveVersion = Annotated[
+    int,
+    typer.Option(
+        "--hive-version",
+        metavar="3|4",
+        click_type=HIVE_VERSION,
+        help="Metastore schema to create: 3 (3.1.0) or 4 (4.0.0).",
+    ),
+]
 Partition = Annotated[Optional[str], partition_option()]
 
 

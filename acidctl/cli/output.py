@@ -41,9 +41,9 @@ def to_json(data: Any, *, pretty: bool = True) -> bytes:
 
 
 _layout = {"wide": False}
-_GAP = 2          # tabulate's "simple" format puts two spaces between columns
-_HEADER_PAD = 2   # ... and makes each column at least its header + 2 wide (MIN_PADDING)
-_MIN_CELL = 16    # free-text columns are never wrapped narrower than this
+_GAP = 2  # tabulate's "simple" format puts two spaces between columns
+_HEADER_PAD = 2  # ... and makes each column at least its header + 2 wide (MIN_PADDING)
+_MIN_CELL = 16  # free-text columns are never wrapped narrower than this
 
 
 def set_wide(wide: bool) -> None:
@@ -97,8 +97,9 @@ def _second_widest(cols: list[int], i: int) -> int:
     return max((c for k, c in enumerate(cols) if k != i), default=0)
 
 
-def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], *, missing: str = "",
-          width: int | None | bool = True) -> str:
+def table(
+    rows: Sequence[Sequence[Any]], headers: Sequence[str], *, missing: str = "", width: int | None | bool = True
+) -> str:
     """A text table (tabulate, "simple"). Fitted to :func:`terminal_width` by wrapping the
     widest cells unless ``width`` is given (an int, or None/False for no limit)."""
     from tabulate import tabulate
@@ -113,8 +114,9 @@ def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], *, missing: str
                     text = missing if v is None else str(v)
                     natural[k] = max(natural[k], max((len(x) for x in text.split("\n")), default=0))
         maxcolwidths = fit_widths(natural, limit)
-    return tabulate(rows, headers=headers, tablefmt="simple", missingval=missing,
-                    disable_numparse=True, maxcolwidths=maxcolwidths)
+    return tabulate(
+        rows, headers=headers, tablefmt="simple", missingval=missing, disable_numparse=True, maxcolwidths=maxcolwidths
+    )
 
 
 class Output:
@@ -175,8 +177,7 @@ class Output:
         if isinstance(exc, AcidctlError):
             payload = exc.to_dict()
         else:
-            payload = {"type": "InternalError", "message": redact(f"{type(exc).__name__}: {exc}"),
-                       "exit_code": 1}
+            payload = {"type": "InternalError", "message": redact(f"{type(exc).__name__}: {exc}"), "exit_code": 1}
         if self.json:
             self.err.write(to_json({"error": payload}, pretty=False).decode() + "\n")
         else:

@@ -19,8 +19,10 @@ import typer
 
 from acidctl.cli import options
 
-HELP = ("Undo a compaction acidctl published: remove its output while every input is still on "
-        "disk (refused once anything it made obsolete was cleaned). Dry run unless --execute.")
+HELP = (
+    "Undo a compaction acidctl published: remove its output while every input is still on "
+    "disk (refused once anything it made obsolete was cleaned). Dry run unless --execute."
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -29,11 +31,28 @@ def register(app: typer.Typer) -> None:
 
 def revert_command(
     ctx: typer.Context,
-    table: Annotated[str, typer.Argument(metavar="PATH|DB.TABLE[/PART]", help="Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore.")],
-    output: Annotated[Optional[str], typer.Option("--output", metavar="NAME", help="The output directory to remove (default: the newest compaction of each partition).")] = None,
+    table: Annotated[
+        str,
+        typer.Argument(
+            metavar="PATH|DB.TABLE[/PART]",
+            help="Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore.",
+        ),
+    ],
+    output: Annotated[
+        Optional[str],
+        typer.Option(
+            "--output",
+            metavar="NAME",
+            help="The output directory to remove (default: the newest compaction of each partition).",
+        ),
+    ] = None,
     partition: options.Partition = None,
-    execute: Annotated[bool, typer.Option("--execute", help="Remove the output (default: only print the plan).")] = False,
-    break_lock: Annotated[bool, typer.Option("--break-lock", help="Remove an existing (stale) compaction lock first.")] = False,
+    execute: Annotated[
+        bool, typer.Option("--execute", help="Remove the output (default: only print the plan).")
+    ] = False,
+    break_lock: Annotated[
+        bool, typer.Option("--break-lock", help="Remove an existing (stale) compaction lock first.")
+    ] = False,
 ):
     from acidctl.compact.revert import revert, revert_registered
     from acidctl.target import check_table_dir, is_table_name
@@ -49,14 +68,24 @@ def revert_command(
         if parts and not partition:
             partition = parts[0]
         full_name = target.table.full_name if target.table is not None else None
-        report = revert_registered(tfs, target.metastore, db=target.table.db, table=target.table.table,
-                                   partition=partition, output=output, execute=execute, break_lock=break_lock)
+        report = revert_registered(
+            tfs,
+            target.metastore,
+            db=target.table.db,
+            table=target.table.table,
+            partition=partition,
+            output=output,
+            execute=execute,
+            break_lock=break_lock,
+        )
     else:
         tfs = settings.table_fs(table)
         check_table_dir(tfs)
         report = revert(tfs, partition=partition, output=output, execute=execute, break_lock=break_lock)
-        notes.append("given as a path: a compaction registered in a metastore is not looked up; revert it as "
-                     "DB.TABLE so its ready-for-cleaning request is marked failed")
+        notes.append(
+            "given as a path: a compaction registered in a metastore is not looked up; revert it as "
+            "DB.TABLE so its ready-for-cleaning request is marked failed"
+        )
     report["notes"] = notes
     if full_name:
         report["table"] = full_name
@@ -69,10 +98,17 @@ def render_text(report: dict) -> str:
     head = "acidctl revert" + ("" if report["executed"] else " (dry run; --execute to remove the output)")
     lines = [f"{head} {report['path']}"]
     lines += [f"note: {n}" for n in report["notes"]]
-    rows = [[i["partition"] or "(table)", i["type"], ", ".join(i["outputs"]), len(i["inputs"]),
-             ("reverted" if report["executed"] else "revertible") if i["revertible"] else "refused",
-             i["reason"] + (f"; compaction {i['metastore']['cq_id']}: {i['metastore']['action']}"
-                            if i.get("metastore") else "")]
-            for i in report["items"]]
+    rows = [
+        [
+            i["partition"] or "(table)",
+            i["type"],
+            ", ".join(i["outputs"]),
+            len(i["inputs"]),
+            ("reverted" if report["executed"] else "revertible") if i["revertible"] else "refused",
+            i["reason"]
+            + (f"; compaction {i['metastore']['cq_id']}: {i['metastore']['action']}" if i.get("metastore") else ""),
+        ]
+        for i in report["items"]
+    ]
     lines.append(table(rows, ["PARTITION", "TYPE", "OUTPUT", "INPUTS", "STATE", "REASON"]))
     return "\n".join(lines)

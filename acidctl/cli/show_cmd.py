@@ -12,8 +12,12 @@ from acidctl.cli import options
 from acidctl.cli.output import table as render_table
 from acidctl.errors import UnsupportedSchema, UsageError
 
-show_app = typer.Typer(name="show", help="Show transactions, locks, compactions and write-id snapshots from the metastore.",
-                       no_args_is_help=True, rich_markup_mode=None)
+show_app = typer.Typer(
+    name="show",
+    help="Show transactions, locks, compactions and write-id snapshots from the metastore.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -87,12 +91,20 @@ def _partition(target_part: Optional[str], opt: Optional[str], table: Optional[s
 
 # ---------------------------------------------------------------------------------------
 
+
 @show_app.command("transactions")
 def transactions_cmd(
     ctx: typer.Context,
     state: Annotated[Optional[list[str]], typer.Option("--state", help="open or aborted (repeatable).")] = None,
     user: Annotated[Optional[str], typer.Option("--user", help="Only transactions of this user.")] = None,
-    older_than: Annotated[Optional[str], typer.Option("--older-than", metavar="AGE", help="Only transactions started at least AGE ago (30s, 10m, 2h, 1d), by the database clock.")] = None,
+    older_than: Annotated[
+        Optional[str],
+        typer.Option(
+            "--older-than",
+            metavar="AGE",
+            help="Only transactions started at least AGE ago (30s, 10m, 2h, 1d), by the database clock.",
+        ),
+    ] = None,
     limit: Annotated[Optional[int], typer.Option("--limit", min=0, help="At most N rows (lowest ids first).")] = None,
     hive_version: HiveVersionOpt = None,
 ):
@@ -101,19 +113,34 @@ def transactions_cmd(
     from acidctl.metastore.queries import show_transactions
 
     try:
-        rep = show_transactions(_metastore(ctx), states=state, user=user,
-                                min_age_ms=round(parse_age(older_than) * 1000) if older_than else None,
-                                limit=limit, hive_version=hive_version)
+        rep = show_transactions(
+            _metastore(ctx),
+            states=state,
+            user=user,
+            min_age_ms=round(parse_age(older_than) * 1000) if older_than else None,
+            limit=limit,
+            hive_version=hive_version,
+        )
     except UnsupportedSchema:
         if not _is_hive2(ctx):
             raise
         return _hive2_transactions(ctx, state=state, user=user, older_than=older_than, limit=limit)
 
     def text(r) -> str:
-        rows = [[t["txnid"], t["state"], fmt_ms(t["startedtime"]), fmt_ms(t["lastheartbeattime"]),
-                 _none(t["user"], ""), _none(t["host"], "")] for t in r.transactions]
-        return render_table(rows, ["Transaction ID", "Transaction State", "Started Time",
-                                   "Last Heartbeat Time", "User", "Hostname"])
+        rows = [
+            [
+                t["txnid"],
+                t["state"],
+                fmt_ms(t["startedtime"]),
+                fmt_ms(t["lastheartbeattime"]),
+                _none(t["user"], ""),
+                _none(t["host"], ""),
+            ]
+            for t in r.transactions
+        ]
+        return render_table(
+            rows, ["Transaction ID", "Transaction State", "Started Time", "Last Heartbeat Time", "User", "Hostname"]
+        )
 
     ctx.obj.output.emit(rep.to_dict(), lambda _d: text(rep))
 
@@ -121,10 +148,16 @@ def transactions_cmd(
 @show_app.command("locks")
 def locks_cmd(
     ctx: typer.Context,
-    target: Annotated[Optional[str], typer.Argument(metavar="[DB[.TABLE]]", help="Only locks on this database or table.")] = None,
-    partition: Annotated[Optional[str], typer.Option("--partition", metavar="SPEC", help="Partition, e.g. ds=2024-01-01/hr=1.")] = None,
+    target: Annotated[
+        Optional[str], typer.Argument(metavar="[DB[.TABLE]]", help="Only locks on this database or table.")
+    ] = None,
+    partition: Annotated[
+        Optional[str], typer.Option("--partition", metavar="SPEC", help="Partition, e.g. ds=2024-01-01/hr=1.")
+    ] = None,
     txn: Annotated[Optional[int], typer.Option("--txn", metavar="ID", help="Only locks of this transaction.")] = None,
-    extended: Annotated[bool, typer.Option("--extended", help="Add heartbeat count and the owning transaction's state and heartbeat.")] = False,
+    extended: Annotated[
+        bool, typer.Option("--extended", help="Add heartbeat count and the owning transaction's state and heartbeat.")
+    ] = False,
     hive_version: HiveVersionOpt = None,
 ):
     """SHOW LOCKS: Hive's 13 columns, acquired before waiting."""
@@ -133,32 +166,61 @@ def locks_cmd(
     db, tbl, tpart = _target(target)
     part = _partition(tpart, partition, tbl)
     try:
-        rep = show_locks(_metastore(ctx), db=db, table=tbl, partition=part, txn_id=txn, extended=extended,
-                         hive_version=hive_version)
+        rep = show_locks(
+            _metastore(ctx), db=db, table=tbl, partition=part, txn_id=txn, extended=extended, hive_version=hive_version
+        )
     except UnsupportedSchema:
         if not _is_hive2(ctx):
             raise
-        raise UsageError("show locks is not supported on Hive 2.3 metastores yet",
-                         hint="use SHOW LOCKS in Hive 2, or `acidctl show transactions`") from None
+        raise UsageError(
+            "show locks is not supported on Hive 2.3 metastores yet",
+            hint="use SHOW LOCKS in Hive 2, or `acidctl show transactions`",
+        ) from None
     if not rep.locks:
         _require(ctx, db, tbl, hive_version)
 
     def text(r) -> str:
-        headers = ["Lock ID", "Database", "Table", "Partition", "State", "Blocked By", "Type",
-                   "Transaction ID", "Last Heartbeat", "Acquired At", "User", "Hostname", "Agent Info"]
+        headers = [
+            "Lock ID",
+            "Database",
+            "Table",
+            "Partition",
+            "State",
+            "Blocked By",
+            "Type",
+            "Transaction ID",
+            "Last Heartbeat",
+            "Acquired At",
+            "User",
+            "Hostname",
+            "Agent Info",
+        ]
         if r.extended:
             headers += ["Heartbeat Count", "Txn State", "Txn Last Heartbeat"]
         rows = []
         for k in r.locks:
             hb = k["last_heartbeat"]
-            row = [k["lockid"], k["database"], _none(k["table"], "NULL"), _none(k["partition"], "NULL"),
-                   k["lock_state"], k["blocked_by"] or "", k["lock_type"],
-                   _none(k["transaction_id"], "NULL"), fmt_ms(hb) if hb else "0",
-                   fmt_ms(k["acquired_at"], missing="NULL"), k["user"], k["hostname"],
-                   _none(k["agent_info"], "NULL")]
+            row = [
+                k["lockid"],
+                k["database"],
+                _none(k["table"], "NULL"),
+                _none(k["partition"], "NULL"),
+                k["lock_state"],
+                k["blocked_by"] or "",
+                k["lock_type"],
+                _none(k["transaction_id"], "NULL"),
+                fmt_ms(hb) if hb else "0",
+                fmt_ms(k["acquired_at"], missing="NULL"),
+                k["user"],
+                k["hostname"],
+                _none(k["agent_info"], "NULL"),
+            ]
             if r.extended:
-                row += [_none(k["heartbeat_count"], "NULL"), _none(k.get("txn_state"), "NULL"),
-                        fmt_ms(k.get("txn_last_heartbeat"), missing="NULL")]
+                row += [
+                    _none(k["heartbeat_count"], "NULL"),
+                    _none(k.get("txn_state"), "NULL"),
+                    fmt_ms(k.get("txn_last_heartbeat"), missing="NULL"),
+                ]
             rows.append(row)
         return render_table(rows, headers)
 
@@ -168,14 +230,40 @@ def locks_cmd(
 @show_app.command("compactions")
 def compactions_cmd(
     ctx: typer.Context,
-    target: Annotated[Optional[str], typer.Argument(metavar="[DB[.TABLE]]", help="Only compactions of this database or table.")] = None,
-    partition: Annotated[Optional[str], typer.Option("--partition", metavar="SPEC", help="Partition, e.g. ds=2024-01-01/hr=1.")] = None,
-    ctype: Annotated[Optional[list[str]], typer.Option("--type", metavar="TYPE", help="major, minor, rebalance, abort_txn_cleanup (repeatable).")] = None,
-    state: Annotated[Optional[list[str]], typer.Option("--state", metavar="STATE", help="initiated, working, 'ready for cleaning', succeeded, failed, 'did not initiate'/attempted, refused, aborted (repeatable).")] = None,
-    pool: Annotated[Optional[str], typer.Option("--pool", metavar="NAME", help="Compaction pool, compared literally as Hive 4 does (rows without a pool show as 'default' but do not match it; Hive 3 has no pools).")] = None,
+    target: Annotated[
+        Optional[str], typer.Argument(metavar="[DB[.TABLE]]", help="Only compactions of this database or table.")
+    ] = None,
+    partition: Annotated[
+        Optional[str], typer.Option("--partition", metavar="SPEC", help="Partition, e.g. ds=2024-01-01/hr=1.")
+    ] = None,
+    ctype: Annotated[
+        Optional[list[str]],
+        typer.Option("--type", metavar="TYPE", help="major, minor, rebalance, abort_txn_cleanup (repeatable)."),
+    ] = None,
+    state: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--state",
+            metavar="STATE",
+            help="initiated, working, 'ready for cleaning', succeeded, failed, 'did not initiate'/attempted, refused, aborted (repeatable).",
+        ),
+    ] = None,
+    pool: Annotated[
+        Optional[str],
+        typer.Option(
+            "--pool",
+            metavar="NAME",
+            help="Compaction pool, compared literally as Hive 4 does (rows without a pool show as 'default' but do not match it; Hive 3 has no pools).",
+        ),
+    ] = None,
     cid: Annotated[Optional[int], typer.Option("--id", metavar="N", help="Only compaction N.")] = None,
-    order_by: Annotated[Optional[str], typer.Option("--order-by", metavar="COLS", help="e.g. 'starttime desc, compactionid' (output column names).")] = None,
-    limit: Annotated[Optional[int], typer.Option("--limit", min=0, help="At most N rows of the order (0: all, as Hive 4).")] = None,
+    order_by: Annotated[
+        Optional[str],
+        typer.Option("--order-by", metavar="COLS", help="e.g. 'starttime desc, compactionid' (output column names)."),
+    ] = None,
+    limit: Annotated[
+        Optional[int], typer.Option("--limit", min=0, help="At most N rows of the order (0: all, as Hive 4).")
+    ] = None,
     hive_version: HiveVersionOpt = None,
 ):
     """SHOW COMPACTIONS: queue and history together, with Hive 4's filters (on Hive 3 too)."""
@@ -184,9 +272,19 @@ def compactions_cmd(
     db, tbl, tpart = _target(target)
     part = _partition(tpart, partition, tbl)
     try:
-        rep = show_compactions(_metastore(ctx), db=db, table=tbl, partition=part, types=ctype, states=state,
-                               pool=pool, compaction_id=cid, order_by=order_by, limit=limit,
-                               hive_version=hive_version)
+        rep = show_compactions(
+            _metastore(ctx),
+            db=db,
+            table=tbl,
+            partition=part,
+            types=ctype,
+            states=state,
+            pool=pool,
+            compaction_id=cid,
+            order_by=order_by,
+            limit=limit,
+            hive_version=hive_version,
+        )
     except UnsupportedSchema:
         if not _is_hive2(ctx):
             raise
@@ -200,24 +298,83 @@ def compactions_cmd(
         nv = lambda v: NO_VAL if v is None or v == "" else str(v)  # noqa: E731
         tv = lambda v: NO_VAL if not v else fmt_ms(v)  # noqa: E731
         if r.hive_version == 3:
-            headers = ["CompactionId", "Database", "Table", "Partition", "Type", "State", "Worker",
-                       "Start Time", "Duration(ms)", "HadoopJobId"]
-            rows = [[c["compactionid"], c["dbname"], c["tabname"], nv(c["partname"]), c["type"], c["state"],
-                     nv(c["worker"]), tv(c["starttime"]), nv(c["duration"]), nv(c["hadoopjobid"])]
-                    for c in r.compactions]
+            headers = [
+                "CompactionId",
+                "Database",
+                "Table",
+                "Partition",
+                "Type",
+                "State",
+                "Worker",
+                "Start Time",
+                "Duration(ms)",
+                "HadoopJobId",
+            ]
+            rows = [
+                [
+                    c["compactionid"],
+                    c["dbname"],
+                    c["tabname"],
+                    nv(c["partname"]),
+                    c["type"],
+                    c["state"],
+                    nv(c["worker"]),
+                    tv(c["starttime"]),
+                    nv(c["duration"]),
+                    nv(c["hadoopjobid"]),
+                ]
+                for c in r.compactions
+            ]
         else:
-            headers = ["CompactionId", "Database", "Table", "Partition", "Type", "State", "Worker host",
-                       "Worker", "Enqueue Time", "Start Time", "Duration(ms)", "HadoopJobId",
-                       "Error message", "Initiator host", "Initiator", "Pool name", "TxnId",
-                       "Next TxnId", "Commit Time", "Highest WriteId"]
-            rows = [[c["compactionid"], c["dbname"], c["tabname"], nv(c["partname"]), c["type"], c["state"],
-                     nv(c["workerhost"]), nv(c["workerid"]), tv(c["enqueuetime"]), tv(c["starttime"]),
-                     hive4_duration(c), nv(c["hadoopjobid"]), nv(c["errormessage"]), nv(c["initiatorhost"]),
-                     nv(c["initiatorid"]), c["poolname"], zero(c["txnid"]), zero(c["nexttxnid"]),
-                     "0" if c["committime"] is None else fmt_ms(c["committime"]),
-                     # Hive 4 fills the response's old highest-*txn*-id field, never the highest
-                     # write id it prints: the cell is always NO_VAL (JSON has the real value)
-                     NO_VAL] for c in r.compactions]
+            headers = [
+                "CompactionId",
+                "Database",
+                "Table",
+                "Partition",
+                "Type",
+                "State",
+                "Worker host",
+                "Worker",
+                "Enqueue Time",
+                "Start Time",
+                "Duration(ms)",
+                "HadoopJobId",
+                "Error message",
+                "Initiator host",
+                "Initiator",
+                "Pool name",
+                "TxnId",
+                "Next TxnId",
+                "Commit Time",
+                "Highest WriteId",
+            ]
+            rows = [
+                [
+                    c["compactionid"],
+                    c["dbname"],
+                    c["tabname"],
+                    nv(c["partname"]),
+                    c["type"],
+                    c["state"],
+                    nv(c["workerhost"]),
+                    nv(c["workerid"]),
+                    tv(c["enqueuetime"]),
+                    tv(c["starttime"]),
+                    hive4_duration(c),
+                    nv(c["hadoopjobid"]),
+                    nv(c["errormessage"]),
+                    nv(c["initiatorhost"]),
+                    nv(c["initiatorid"]),
+                    c["poolname"],
+                    zero(c["txnid"]),
+                    zero(c["nexttxnid"]),
+                    "0" if c["committime"] is None else fmt_ms(c["committime"]),
+                    # Hive 4 fills the response's old highest-*txn*-id field, never the highest
+                    # write id it prints: the cell is always NO_VAL (JSON has the real value)
+                    NO_VAL,
+                ]
+                for c in r.compactions
+            ]
         return render_table(rows, headers)
 
     ctx.obj.output.emit(rep.to_dict(), lambda _d: text(rep))
@@ -244,7 +401,9 @@ def hive4_duration(c: dict) -> str:
 def write_ids_cmd(
     ctx: typer.Context,
     table: Annotated[str, typer.Argument(metavar="DB.TABLE", help="The table.")],
-    verbose: Annotated[bool, typer.Option("--verbose", help="One row per open/aborted write id (also with the global -v).")] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", help="One row per open/aborted write id (also with the global -v).")
+    ] = False,
     hive_version: HiveVersionOpt = None,
 ):
     """The table's ValidReaderWriteIdList for a fresh reader, as Hive computes it."""
@@ -259,7 +418,7 @@ def write_ids_cmd(
             raise
         return _hive2_write_ids(ctx, table)
     if rep.write_ids.hwm == 0 and not rep.write_ids.exceptions:
-        _require(ctx, *split_table_name(table), hive_version)   # no write ever: does the table exist?
+        _require(ctx, *split_table_name(table), hive_version)  # no write ever: does the table exist?
     verbose = verbose or bool(getattr(ctx.obj, "verbose", False))
 
     def text(r) -> str:
@@ -269,8 +428,9 @@ def write_ids_cmd(
             rows = []
             for i in r.invalid:
                 info = r.txn_info.get(i.txn_id, {})
-                rows.append([i.write_id, i.txn_id, i.state, _none(info.get("user"), ""),
-                             fmt_ms(info.get("startedtime"))])
+                rows.append(
+                    [i.write_id, i.txn_id, i.state, _none(info.get("user"), ""), fmt_ms(info.get("startedtime"))]
+                )
             if rows:
                 lines.append("")
                 lines.append(render_table(rows, ["Write ID", "Transaction ID", "State", "User", "Started Time"]))
@@ -280,6 +440,7 @@ def write_ids_cmd(
 
 
 # -- Hive 2.3 metastores (issue #12 part 2; acidctl.metastore.hive2) ---------------------
+
 
 def _is_hive2(ctx: typer.Context) -> bool:
     """Whether the metastore that Hive 3/4 detection refused is a Hive 2.x one."""
@@ -300,10 +461,20 @@ def _hive2_transactions(ctx: typer.Context, *, state, user, older_than, limit) -
     rep["transactions"] = rows[:limit] if limit is not None else rows
 
     def text(d) -> str:
-        return render_table([[t["txn_id"], t["state"], fmt_ms(t["started_ms"]), fmt_ms(t["last_heartbeat_ms"]),
-                              _none(t["user"], ""), _none(t["host"], "")] for t in d["transactions"]],
-                            ["Transaction ID", "Transaction State", "Started Time", "Last Heartbeat Time", "User",
-                             "Hostname"])
+        return render_table(
+            [
+                [
+                    t["txn_id"],
+                    t["state"],
+                    fmt_ms(t["started_ms"]),
+                    fmt_ms(t["last_heartbeat_ms"]),
+                    _none(t["user"], ""),
+                    _none(t["host"], ""),
+                ]
+                for t in d["transactions"]
+            ],
+            ["Transaction ID", "Transaction State", "Started Time", "Last Heartbeat Time", "User", "Hostname"],
+        )
 
     ctx.obj.output.emit(rep, text)
 
@@ -315,17 +486,36 @@ def _hive2_compactions(ctx: typer.Context, *, db, table, partition, types, state
     rep = show_compactions(_metastore(ctx))
     tset = {x.strip().upper() for x in types or ()}
     sset = {x.strip().lower() for x in states or ()}
-    rows = [c for c in rep["compactions"]
-            if (not db or (c["database"] or "").lower() == db) and (not table or (c["table"] or "").lower() == table)
-            and (not partition or c["partition"] == partition) and (not tset or c["type"] in tset)
-            and (not sset or c["state"] in sset)]
+    rows = [
+        c
+        for c in rep["compactions"]
+        if (not db or (c["database"] or "").lower() == db)
+        and (not table or (c["table"] or "").lower() == table)
+        and (not partition or c["partition"] == partition)
+        and (not tset or c["type"] in tset)
+        and (not sset or c["state"] in sset)
+    ]
     rep["compactions"] = rows[:limit] if limit is not None else rows
 
     def text(d) -> str:
         nv = lambda v: NO_VAL if v is None or v == "" else str(v)  # noqa: E731
-        return render_table([[c["database"], c["table"], nv(c["partition"]), c["type"], c["state"], nv(c["worker"]),
-                              NO_VAL if not c["start_ms"] else fmt_ms(c["start_ms"]), nv(c["duration_ms"]),
-                              nv(c["hadoop_job_id"])] for c in d["compactions"]], COMPACTION_HEADERS)
+        return render_table(
+            [
+                [
+                    c["database"],
+                    c["table"],
+                    nv(c["partition"]),
+                    c["type"],
+                    c["state"],
+                    nv(c["worker"]),
+                    NO_VAL if not c["start_ms"] else fmt_ms(c["start_ms"]),
+                    nv(c["duration_ms"]),
+                    nv(c["hadoop_job_id"]),
+                ]
+                for c in d["compactions"]
+            ],
+            COMPACTION_HEADERS,
+        )
 
     ctx.obj.output.emit(rep, text)
 

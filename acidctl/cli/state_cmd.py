@@ -30,8 +30,10 @@ import typer
 
 from acidctl.cli import options
 
-HELP = ("Classify a table or partition directory the way Hive's getAcidState does (base, deltas, obsolete, "
-        "aborted, not visible yet, originals) and run the directory checks D01-D11, M01-M08, S01-S14.")
+HELP = (
+    "Classify a table or partition directory the way Hive's getAcidState does (base, deltas, obsolete, "
+    "aborted, not visible yet, originals) and run the directory checks D01-D11, M01-M08, S01-S14."
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -40,23 +42,46 @@ def register(app: typer.Typer) -> None:
 
 def state_command(
     ctx: typer.Context,
-    path: Annotated[str, typer.Argument(metavar="PATH|DB.TABLE[/PART]", help="Table or partition directory (local path, file://, hdfs://, s3://, memory://), or DB.TABLE[/key=value] looked up in the metastore (its snapshot too).")],
+    path: Annotated[
+        str,
+        typer.Argument(
+            metavar="PATH|DB.TABLE[/PART]",
+            help="Table or partition directory (local path, file://, hdfs://, s3://, memory://), or DB.TABLE[/key=value] looked up in the metastore (its snapshot too).",
+        ),
+    ],
     write_ids: options.WriteIds = None,
     assume_committed: options.AssumeCommitted = False,
     txns: options.Txns = None,
     hive_version: options.HiveVersion = None,
-    deep: Annotated[bool, typer.Option("--deep", help="Also open ORC footers of the files read (checks F01-F15).")] = False,
+    deep: Annotated[
+        bool, typer.Option("--deep", help="Also open ORC footers of the files read (checks F01-F15).")
+    ] = False,
     partition: options.Partition = None,
-    tblproperty: Annotated[Optional[list[str]], typer.Option("--tblproperty", metavar="KEY=VALUE",
-                                                             help="Table property, repeatable (e.g. compactorthreshold.hive.compactor.delta.num.threshold=20, transactional_properties=insert_only, no_auto_compaction=true).")] = None,
-    grace_hours: Annotated[float, typer.Option("--grace-hours", help="Age after which hidden leftovers (D07) are warnings.")] = 24.0,
+    tblproperty: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--tblproperty",
+            metavar="KEY=VALUE",
+            help="Table property, repeatable (e.g. compactorthreshold.hive.compactor.delta.num.threshold=20, transactional_properties=insert_only, no_auto_compaction=true).",
+        ),
+    ] = None,
+    grace_hours: Annotated[
+        float, typer.Option("--grace-hours", help="Age after which hidden leftovers (D07) are warnings.")
+    ] = 24.0,
 ):
     from acidctl.errors import ValidationFailed
     from acidctl.cli.targets import resolve
 
     settings = ctx.obj
-    target = resolve(settings, path, write_ids=write_ids, assume_committed=assume_committed, txns=txns,
-                     hive_version=hive_version, partition=partition)
+    target = resolve(
+        settings,
+        path,
+        write_ids=write_ids,
+        assume_committed=assume_committed,
+        txns=txns,
+        hive_version=hive_version,
+        partition=partition,
+    )
     inspect_file = _deep_hook() if deep else None
     props = {**target.properties, **options.parse_kv(tblproperty, "--tblproperty")}
     facts = None
@@ -69,15 +94,24 @@ def state_command(
         def facts(partition, tf=tf, base_part=base_part):
             name = "/".join(p for p in (base_part, partition) if p) or None
             return facts_for_partition(tf, name, hive_version=target.hive_version, txns=target.txns)
+
     from acidctl.acid.report import build_report
 
     # the ValidTxnList when one is known (--txns, or Hive 4's from the metastore); Hive 3 rules
     # ignore it, and the metastore's Hive 3 txn list is not shown
     known_txns = target.txns if txns or (target.source == "metastore" and target.hive_version == 4) else None
-    report = build_report(target.tfs, write_ids=target.write_ids, assumed_committed=assume_committed,
-                          txns=known_txns, hive_version=target.hive_version, table_properties=props,
-                          grace_seconds=grace_hours * 3600.0, inspect_file=inspect_file, facts=facts,
-                          mm_storage=_mm_storage(target) if deep else None)
+    report = build_report(
+        target.tfs,
+        write_ids=target.write_ids,
+        assumed_committed=assume_committed,
+        txns=known_txns,
+        hive_version=target.hive_version,
+        table_properties=props,
+        grace_seconds=grace_hours * 3600.0,
+        inspect_file=inspect_file,
+        facts=facts,
+        mm_storage=_mm_storage(target) if deep else None,
+    )
     report["table"] = target.table.full_name if target.table else None
     report["snapshot_source"] = target.source
     for note in report["assumptions"]:
@@ -109,14 +143,17 @@ def _deep_hook():
     try:
         from acidctl.orc.meta import inspect_file  # noqa: PLC0415
     except ImportError as e:
-        raise UsageError(f"--deep is not available in this build: acidctl.orc.meta.inspect_file cannot be imported ({e})",
-                         hint="run without --deep for the directory checks") from None
+        raise UsageError(
+            f"--deep is not available in this build: acidctl.orc.meta.inspect_file cannot be imported ({e})",
+            hint="run without --deep for the directory checks",
+        ) from None
     return inspect_file
 
 
 # =========================================================================================
 # text rendering
 # =========================================================================================
+
 
 def _fmt_bytes(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
@@ -149,6 +186,7 @@ def _section_title(p: dict) -> str:
 def _in_read_order(entries: list[dict]) -> list[dict]:
     """Rows as a reader reads them: the base or the originals, then the current deltas in Hive's
     read order (READ#, the JSON ``read_order``); then everything it does not read, by name."""
+
     def key(e: dict):
         if e["role"] in ("base", "original"):
             return (0, 0, e["name"])
@@ -165,7 +203,7 @@ def _relative(path: str, root: str) -> str:
     root = root.rstrip("/")
     if path.rstrip("/") == root:
         return "."
-    return path[len(root) + 1:] if path.startswith(root + "/") else path
+    return path[len(root) + 1 :] if path.startswith(root + "/") else path
 
 
 def render_text(report: dict) -> str:
@@ -185,11 +223,19 @@ def render_text(report: dict) -> str:
         lines.append(f"== {_section_title(p)}: {p['path']}")
         rows = []
         for e in _in_read_order(p["entries"]):
-            rows.append([e["role"], e["name"] + ("/" if e["is_dir"] else ""),
-                         "" if e["read_order"] is None else e["read_order"], _wid_range(e),
-                         "" if e["statement_id"] is None else e["statement_id"],
-                         "" if e["visibility_txn"] is None else e["visibility_txn"],
-                         "" if e["file_count"] is None else e["file_count"], e["bytes"], e["reason"]])
+            rows.append(
+                [
+                    e["role"],
+                    e["name"] + ("/" if e["is_dir"] else ""),
+                    "" if e["read_order"] is None else e["read_order"],
+                    _wid_range(e),
+                    "" if e["statement_id"] is None else e["statement_id"],
+                    "" if e["visibility_txn"] is None else e["visibility_txn"],
+                    "" if e["file_count"] is None else e["file_count"],
+                    e["bytes"],
+                    e["reason"],
+                ]
+            )
         lines.append(table(rows, ["ROLE", "NAME", "READ#", "WRITE IDS", "STMT", "VIS TXN", "FILES", "BYTES", "REASON"]))
         s, c = p["snapshot"], p["compaction"]
         t = c["thresholds"]
@@ -197,28 +243,40 @@ def render_text(report: dict) -> str:
         if s["not_enough_history"]:
             lines.append(f"snapshot:   UNREADABLE: {s['not_enough_history']}")
         elif s["base"]:
-            lines.append(f"snapshot:   base {s['base']} ({_fmt_bytes(s['base_bytes'])}) + {len(s['read_order'])} delta dir(s)")
+            lines.append(
+                f"snapshot:   base {s['base']} ({_fmt_bytes(s['base_bytes'])}) + {len(s['read_order'])} delta dir(s)"
+            )
         elif s["original_count"]:
-            lines.append(f"snapshot:   no base; {s['original_count']} original file(s) ({_fmt_bytes(s['original_bytes'])}) "
-                         f"+ {len(s['read_order'])} delta dir(s)")
+            lines.append(
+                f"snapshot:   no base; {s['original_count']} original file(s) ({_fmt_bytes(s['original_bytes'])}) "
+                f"+ {len(s['read_order'])} delta dir(s)"
+            )
         else:
             lines.append(f"snapshot:   no base; {len(s['read_order'])} delta dir(s)")
         for err in s["reader_errors"]:
             lines.append(f"            READERS FAIL: {err}")
-        lines.append(f"deltas:     {s['delta_count']} insert ({_fmt_bytes(s['delta_bytes'])}), "
-                     f"{s['delete_delta_count']} delete ({_fmt_bytes(s['delete_delta_bytes'])})")
+        lines.append(
+            f"deltas:     {s['delta_count']} insert ({_fmt_bytes(s['delta_bytes'])}), "
+            f"{s['delete_delta_count']} delete ({_fmt_bytes(s['delete_delta_bytes'])})"
+        )
         ratio = "n/a" if c["ratio"] is None else f"{c['ratio']:.3g}"
-        lines.append(f"initiator:  {c['delta_count']} deltas vs threshold {t['hive.compactor.delta.num.threshold']}; "
-                     f"delta/base {ratio} vs {t['hive.compactor.delta.pct.threshold']:g}  (compactor snapshot)")
+        lines.append(
+            f"initiator:  {c['delta_count']} deltas vs threshold {t['hive.compactor.delta.num.threshold']}; "
+            f"delta/base {ratio} vs {t['hive.compactor.delta.pct.threshold']:g}  (compactor snapshot)"
+        )
         lines.append(f"compaction: {c['type'].upper()}" + (" - " + "; ".join(c["reasons"]) if c["reasons"] else ""))
     lines.append("")
     if report["findings"]:
-        rows = [[f["severity"].upper(), f["check"], _relative(f["path"], report["path"]), f["message"]]
-                for f in report["findings"]]
+        rows = [
+            [f["severity"].upper(), f["check"], _relative(f["path"], report["path"]), f["message"]]
+            for f in report["findings"]
+        ]
         lines.append(table(rows, ["SEVERITY", "CHECK", "PATH", "MESSAGE"]))
     else:
         lines.append("no findings")
     sm = report["summary"]
-    lines.append(f"summary: {sm['partitions']} partition(s), {sm['errors']} error(s), {sm['warnings']} warning(s), "
-                 f"{sm['info']} info; compaction due: {', '.join(sm['compaction_due']) or 'none'}")
+    lines.append(
+        f"summary: {sm['partitions']} partition(s), {sm['errors']} error(s), {sm['warnings']} warning(s), "
+        f"{sm['info']} info; compaction due: {', '.join(sm['compaction_due']) or 'none'}"
+    )
     return "\n".join(lines)

@@ -43,13 +43,42 @@ def render_text(report: dict) -> str:
     head = f"acidctl unlock {report['lock_id']}" + ("" if report["executed"] else " (dry run)")
     lines = [head]
     if report["locks"]:
-        rows = [[r["lockid"], r["database"], r["table"] or "NULL", r["partition"] or "NULL", r["lock_state"],
-                 r["lock_type"], r["txnid"] or "NULL", r["user"], r["host"],
-                 ("deleted" if report["executed"] else "delete") if r["deleted"] else "kept"] for r in report["locks"]]
-        lines.append(table(rows, ["Lock ID", "Database", "Table", "Partition", "State", "Type", "Transaction ID",
-                                  "User", "Hostname", "Action"]))
-    verb = {"unlocked": f"unlocked: {report['rows_deleted']} row(s) deleted",
-            "would unlock": f"would delete {report['rows_deleted']} row(s)",
-            "no such lock": f"no lock with id {report['lock_id']}: nothing to unlock"}[report["status"]]
+        rows = [
+            [
+                r["lockid"],
+                r["database"],
+                r["table"] or "NULL",
+                r["partition"] or "NULL",
+                r["lock_state"],
+                r["lock_type"],
+                r["txnid"] or "NULL",
+                r["user"],
+                r["host"],
+                ("deleted" if report["executed"] else "delete") if r["deleted"] else "kept",
+            ]
+            for r in report["locks"]
+        ]
+        lines.append(
+            table(
+                rows,
+                [
+                    "Lock ID",
+                    "Database",
+                    "Table",
+                    "Partition",
+                    "State",
+                    "Type",
+                    "Transaction ID",
+                    "User",
+                    "Hostname",
+                    "Action",
+                ],
+            )
+        )
+    verb = {
+        "unlocked": f"unlocked: {report['rows_deleted']} row(s) deleted",
+        "would unlock": f"would delete {report['rows_deleted']} row(s)",
+        "no such lock": f"no lock with id {report['lock_id']}: nothing to unlock",
+    }[report["status"]]
     lines.append(verb)
     return "\n".join(lines)

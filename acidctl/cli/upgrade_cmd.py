@@ -19,9 +19,11 @@ import typer
 
 from acidctl.cli.options import parse_kv
 
-HELP = ("Check every ACID table of a Hive 2 metastore for the Hive 3 upgrade: any delta left needs a major "
-        "compaction (the ALTER TABLE ... COMPACT 'major' lines are printed); --execute runs them on Spark with "
-        "Hive 2.3 output and checks again.")
+HELP = (
+    "Check every ACID table of a Hive 2 metastore for the Hive 3 upgrade: any delta left needs a major "
+    "compaction (the ALTER TABLE ... COMPACT 'major' lines are printed); --execute runs them on Spark with "
+    "Hive 2.3 output and checks again."
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -30,11 +32,27 @@ def register(app: typer.Typer) -> None:
 
 def upgrade_check_command(
     ctx: typer.Context,
-    db: Annotated[str, typer.Option("--db", metavar="GLOB", help="Only databases matching GLOB (case-insensitive, e.g. 'sales*').")] = "*",
-    execute: Annotated[bool, typer.Option("--execute", help="Run the needed major compactions (one Spark application) and check again.")] = False,
+    db: Annotated[
+        str,
+        typer.Option("--db", metavar="GLOB", help="Only databases matching GLOB (case-insensitive, e.g. 'sales*')."),
+    ] = "*",
+    execute: Annotated[
+        bool,
+        typer.Option("--execute", help="Run the needed major compactions (one Spark application) and check again."),
+    ] = False,
     master: Annotated[str, typer.Option("--master", help="Spark master URL (--execute).")] = "local[*]",
-    spark_conf: Annotated[Optional[list[str]], typer.Option("--spark-conf", metavar="KEY=VALUE", help="Spark configuration, repeatable (--execute).")] = None,
-    engine: Annotated[str, typer.Option("--engine", metavar="spark|local", help="spark (default) or local: the compactions in this process (--execute).")] = "spark",
+    spark_conf: Annotated[
+        Optional[list[str]],
+        typer.Option("--spark-conf", metavar="KEY=VALUE", help="Spark configuration, repeatable (--execute)."),
+    ] = None,
+    engine: Annotated[
+        str,
+        typer.Option(
+            "--engine",
+            metavar="spark|local",
+            help="spark (default) or local: the compactions in this process (--execute).",
+        ),
+    ] = "spark",
 ):
     from acidctl.errors import UsageError, ValidationFailed
     from acidctl.metastore.connection import resolve_url
@@ -47,39 +65,60 @@ def upgrade_check_command(
     url = resolve_url(getattr(settings, "metastore_url", None), profile=getattr(settings, "profile", None))
     report = check(settings, url, db_glob=db)
     if execute:
-        done = run(settings, url, report, master=master, spark_conf=parse_kv(spark_conf, "--spark-conf"),
-                   engine=engine)
-        report = dict(done["after"], executed={"runs": done["runs"],
-                                               "spark_applications": done["spark_applications"]})
+        done = run(settings, url, report, master=master, spark_conf=parse_kv(spark_conf, "--spark-conf"), engine=engine)
+        report = dict(done["after"], executed={"runs": done["runs"], "spark_applications": done["spark_applications"]})
     settings.output.emit(report, _text)
     if not report["ready"]:
         s = report["summary"]
-        raise ValidationFailed(f"not ready for the Hive 3 upgrade: {s['compact']} partition(s) to compact, "
-                               f"{s['blocked']} blocked, {s['error']} unreadable, {s['errors']} error finding(s)")
+        raise ValidationFailed(
+            f"not ready for the Hive 3 upgrade: {s['compact']} partition(s) to compact, "
+            f"{s['blocked']} blocked, {s['error']} unreadable, {s['errors']} error finding(s)"
+        )
 
 
 def _text(r: dict) -> str:
     from acidctl.cli.output import table
 
-    lines = [f"acidctl upgrade-check  {r['metastore']}  (databases {r['db']!r}, {r['checked_at']})",
-             f"txns: {r['txns']}   compactor: {r['compactor_txns']}"]
+    lines = [
+        f"acidctl upgrade-check  {r['metastore']}  (databases {r['db']!r}, {r['checked_at']})",
+        f"txns: {r['txns']}   compactor: {r['compactor_txns']}",
+    ]
     if "executed" in r:
         for run in r["executed"]["runs"]:
-            lines.append(f"compacted {run['table']}: {', '.join(p or '(table)' for p in run['compacted']) or 'nothing'}"
-                         f" ({run['rows_in']} rows in, {run['rows_out']} out)")
-    rows = [[p["table"], p["partition"] or "", p["mode"], p["status"].upper(), "yes" if p["preupgrade_tool"] else "",
-             ", ".join(p["current"]) or "-", "; ".join(p["reasons"])] for p in r["partitions"]]
+            lines.append(
+                f"compacted {run['table']}: {', '.join(p or '(table)' for p in run['compacted']) or 'nothing'}"
+                f" ({run['rows_in']} rows in, {run['rows_out']} out)"
+            )
+    rows = [
+        [
+            p["table"],
+            p["partition"] or "",
+            p["mode"],
+            p["status"].upper(),
+            "yes" if p["preupgrade_tool"] else "",
+            ", ".join(p["current"]) or "-",
+            "; ".join(p["reasons"]),
+        ]
+        for p in r["partitions"]
+    ]
     lines += ["", table(rows, ["TABLE", "PARTITION", "MODE", "STATUS", "PREUPGRADETOOL", "CURRENT", "WHY"])]
-    finds = [[f["severity"].upper(), f["check"], t["table"], "", f["message"]] for t in r["tables"] for f in t["findings"]]
-    finds += [[f["severity"].upper(), f["check"], p["table"], p["partition"] or "", f["message"]]
-              for p in r["partitions"] for f in p["findings"]]
+    finds = [
+        [f["severity"].upper(), f["check"], t["table"], "", f["message"]] for t in r["tables"] for f in t["findings"]
+    ]
+    finds += [
+        [f["severity"].upper(), f["check"], p["table"], p["partition"] or "", f["message"]]
+        for p in r["partitions"]
+        for f in p["findings"]
+    ]
     if finds:
         lines += ["", table(finds, ["SEVERITY", "CHECK", "TABLE", "PARTITION", "MESSAGE"])]
     if r["commands"]:
         lines += ["", "-- run on the Hive 2 cluster (or: acidctl upgrade-check --execute)"] + r["commands"]
     s = r["summary"]
     lines.append("")
-    lines.append(("READY for the Hive 3 upgrade: " if r["ready"] else "NOT READY: ")
-                 + f"{s['tables']} table(s), {s['partitions']} partition(s): {s['ready']} ready, {s['compact']} to compact, "
-                 f"{s['blocked']} blocked, {s['error']} unreadable; {s['errors']} error finding(s)")
+    lines.append(
+        ("READY for the Hive 3 upgrade: " if r["ready"] else "NOT READY: ")
+        + f"{s['tables']} table(s), {s['partitions']} partition(s): {s['ready']} ready, {s['compact']} to compact, "
+        f"{s['blocked']} blocked, {s['error']} unreadable; {s['errors']} error finding(s)"
+    )
     return "\n".join(lines)

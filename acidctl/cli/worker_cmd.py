@@ -19,7 +19,7 @@ import typer
 from acidctl.cli.commands import Commands
 from acidctl.cli.options import parse_kv
 
-app = Commands()   # main calls register(app)
+app = Commands()  # main calls register(app)
 register = app.register
 
 
@@ -32,13 +32,14 @@ def _install_stop_handlers(stop, settings):
             raise KeyboardInterrupt
         name = signal.Signals(signum).name
         stop.set(f"{name} received")
-        settings.output.note(f"acidctl worker: {name}: finishing the request in flight, then stopping "
-                             "(again to abandon it)")
+        settings.output.note(
+            f"acidctl worker: {name}: finishing the request in flight, then stopping (again to abandon it)"
+        )
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         try:
             old[sig] = signal.signal(sig, handler)
-        except ValueError:   # not the main thread (tests calling main() from a thread)
+        except ValueError:  # not the main thread (tests calling main() from a thread)
             pass
     return old
 
@@ -53,21 +54,59 @@ def _render_once(doc: dict) -> str:
     return "\n".join(lines)
 
 
-@app.command("worker", help="Run Hive's compaction queue: claim initiated requests (Hive's conditional update, safe "
-                            "next to Hive's own workers), compact them in one Spark application and move each to "
-                            "ready for cleaning / refused / failed with the error message.")
+@app.command(
+    "worker",
+    help="Run Hive's compaction queue: claim initiated requests (Hive's conditional update, safe "
+    "next to Hive's own workers), compact them in one Spark application and move each to "
+    "ready for cleaning / refused / failed with the error message.",
+)
 def worker_command(
     ctx: typer.Context,
-    once: Annotated[bool, typer.Option("--once", help="One cycle: claim up to --max requests, run them, exit (default).")] = False,
-    daemon: Annotated[bool, typer.Option("--daemon", help="Poll the queue until SIGTERM/Ctrl-C (the request in flight finishes; a second signal abandons it, leaving it claimable again).")] = False,
+    once: Annotated[
+        bool, typer.Option("--once", help="One cycle: claim up to --max requests, run them, exit (default).")
+    ] = False,
+    daemon: Annotated[
+        bool,
+        typer.Option(
+            "--daemon",
+            help="Poll the queue until SIGTERM/Ctrl-C (the request in flight finishes; a second signal abandons it, leaving it claimable again).",
+        ),
+    ] = False,
     max_requests: Annotated[int, typer.Option("--max", metavar="N", help="Claim at most N requests per cycle.")] = 10,
-    pool: Annotated[Optional[str], typer.Option("--pool", metavar="NAME", help="Hive 4: claim only requests of this pool (default pool: unpooled requests and pooled ones older than 12 h).")] = None,
-    db: Annotated[Optional[str], typer.Option("--db", metavar="GLOB", help="Claim only requests of databases matching GLOB (e.g. 'sales_*').")] = None,
+    pool: Annotated[
+        Optional[str],
+        typer.Option(
+            "--pool",
+            metavar="NAME",
+            help="Hive 4: claim only requests of this pool (default pool: unpooled requests and pooled ones older than 12 h).",
+        ),
+    ] = None,
+    db: Annotated[
+        Optional[str],
+        typer.Option("--db", metavar="GLOB", help="Claim only requests of databases matching GLOB (e.g. 'sales_*')."),
+    ] = None,
     master: Annotated[str, typer.Option("--master", help="Spark master URL.")] = "local[*]",
-    spark_conf: Annotated[Optional[list[str]], typer.Option("--spark-conf", metavar="KEY=VALUE", help="Spark configuration, repeatable.")] = None,
-    engine: Annotated[str, typer.Option("--engine", metavar="spark|auto|local", help="spark (default): every request in one Spark application; auto: local for small inputs, else Spark (the same application); local: worker processes on this machine.")] = "spark",
-    poll: Annotated[float, typer.Option("--poll", metavar="SECONDS", help="With --daemon: seconds between queue checks when idle.")] = 30.0,
-    allow_non_atomic_publish: Annotated[bool, typer.Option("--allow-non-atomic-publish", help="Publish requests whose output readers could see half done (a Hive 3 minor compaction writing delta and delete_delta), as Hive's compactor does; such requests fail otherwise.")] = False,
+    spark_conf: Annotated[
+        Optional[list[str]], typer.Option("--spark-conf", metavar="KEY=VALUE", help="Spark configuration, repeatable.")
+    ] = None,
+    engine: Annotated[
+        str,
+        typer.Option(
+            "--engine",
+            metavar="spark|auto|local",
+            help="spark (default): every request in one Spark application; auto: local for small inputs, else Spark (the same application); local: worker processes on this machine.",
+        ),
+    ] = "spark",
+    poll: Annotated[
+        float, typer.Option("--poll", metavar="SECONDS", help="With --daemon: seconds between queue checks when idle.")
+    ] = 30.0,
+    allow_non_atomic_publish: Annotated[
+        bool,
+        typer.Option(
+            "--allow-non-atomic-publish",
+            help="Publish requests whose output readers could see half done (a Hive 3 minor compaction writing delta and delete_delta), as Hive's compactor does; such requests fail otherwise.",
+        ),
+    ] = False,
 ):
     from acidctl.errors import UsageError
 
@@ -90,9 +129,17 @@ def worker_command(
 
     ms = connect(resolve_url(settings.metastore_url, profile=settings.profile))
     steps.check_writable(ms, what="run compaction requests")
-    opts = w.WorkerOptions(max=max_requests, pool=pool, db_glob=db, engine=engine, master=master, spark_conf=conf,
-                           allow_non_atomic_publish=allow_non_atomic_publish, poll_s=poll,
-                           worker_id=queue.process_id())
+    opts = w.WorkerOptions(
+        max=max_requests,
+        pool=pool,
+        db_glob=db,
+        engine=engine,
+        master=master,
+        spark_conf=conf,
+        allow_non_atomic_publish=allow_non_atomic_publish,
+        poll_s=poll,
+        worker_id=queue.process_id(),
+    )
     stop = w.StopFlag()
     old = _install_stop_handlers(stop, settings)
     session: dict = {}
@@ -110,8 +157,7 @@ def worker_command(
         else:
             settings.output.note(f"acidctl worker {opts.worker_id}: polling every {poll:g}s (SIGTERM/Ctrl-C stops)")
             while not stop.is_set():
-                got = w.run_cycle(ms, opts, table_fs=settings.table_fs, stop=stop, session=session,
-                                  on_request=one_line)
+                got = w.run_cycle(ms, opts, table_fs=settings.table_fs, stop=stop, session=session, on_request=one_line)
                 records.extend(got)
                 if not got:
                     stop.wait(poll)
@@ -132,7 +178,9 @@ def worker_command(
     for r in records:
         summary[r["state"]] = summary.get(r["state"], 0) + 1
     if daemon:
-        settings.output.note("acidctl worker: stopped; " + (", ".join(f"{n} {k}" for k, n in sorted(summary.items()))
-                                                             or "no requests run"))
+        settings.output.note(
+            "acidctl worker: stopped; "
+            + (", ".join(f"{n} {k}" for k, n in sorted(summary.items())) or "no requests run")
+        )
         return
     settings.output.emit({"worker_id": opts.worker_id, "requests": records, "summary": summary}, _render_once)

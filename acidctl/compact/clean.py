@@ -34,6 +34,7 @@ from acidctl.compact.revert import REVERTING_PREFIX
 from acidctl.errors import LockConflict, UsageError
 from acidctl.fs import join_path
 
+
 def _compacted_hwm(state) -> int | None:
     """H: the highest write id a current base or compacted (statement-less) delta covers."""
     hs = []
@@ -48,8 +49,12 @@ def _compacted_hwm(state) -> int | None:
 
 
 def _cover(state, c):
-    if c.kind in (Kind.BASE, Kind.ORIGINAL_FILE, Kind.ORIGINAL_DIR) or state.base is not None and \
-            c.max_write_id is not None and state.base.parsed.write_id >= c.max_write_id:
+    if (
+        c.kind in (Kind.BASE, Kind.ORIGINAL_FILE, Kind.ORIGINAL_DIR)
+        or state.base is not None
+        and c.max_write_id is not None
+        and state.base.parsed.write_id >= c.max_write_id
+    ):
         if state.base is not None:
             return state.base
     for d in state.deltas:
@@ -58,9 +63,20 @@ def _cover(state, c):
     return state.base
 
 
-def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, min_age: float = 3600.0,
-               now: float | None = None, own_token: str | None = None, insert_only=None, partitions=None,
-               hold: dict | None = None, aborted_upto: dict | None = None) -> dict:
+def plan_clean(
+    tfs,
+    *,
+    reader: WriteIdList,
+    txns=None,
+    hive_version: int = 3,
+    min_age: float = 3600.0,
+    now: float | None = None,
+    own_token: str | None = None,
+    insert_only=None,
+    partitions=None,
+    hold: dict | None = None,
+    aborted_upto: dict | None = None,
+) -> dict:
     """``insert_only``: the table's :class:`acidctl.mm.context.MMContext` (plain data files: every
     non-hidden file of an MM base/delta is compactor-readable, covers are checked in their format).
     ``partitions``: only these (partition names; ``None`` = all). ``hold``: ``{partition:
@@ -80,12 +96,22 @@ def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, mi
     skipped: list = []
     lock = read_lock(tfs, lock_path(tfs))
     if lock is not None and own_token is not None and lock.token == own_token:
-        lock = None   # our own (clean --execute) lock
+        lock = None  # our own (clean --execute) lock
     live_lock = lock is not None and not lock.stale
     if lock is not None:
         if lock.stale:
-            items.append(_item(None, lock.path, "stale-lock", f"stale compaction lock ({lock.describe()}, process gone)",
-                               lock.age_seconds, 0, min_age, age_guard=False))
+            items.append(
+                _item(
+                    None,
+                    lock.path,
+                    "stale-lock",
+                    f"stale compaction lock ({lock.describe()}, process gone)",
+                    lock.age_seconds,
+                    0,
+                    min_age,
+                    age_guard=False,
+                )
+            )
         else:
             notes.append(f"a compaction holds the lock ({lock.describe()}): its staging directories are kept")
 
@@ -96,15 +122,25 @@ def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, mi
         for it in pub.interrupted(tfs, part_path):
             if it["partial"]:
                 for n in it["staged"]:
-                    items.append({"partition": lst.partition, "path": tfs.display(join_path(part_path, n)),
-                                  "kind": "interrupted-publish", "action": "complete",
-                                  "reason": f"publication of {', '.join(it['outputs'])} was interrupted; "
-                                            f"finish it from {it['display']}",
-                                  "age_seconds": None, "bytes": 0, "fs_path": join_path(part_path, n)})
+                    items.append(
+                        {
+                            "partition": lst.partition,
+                            "path": tfs.display(join_path(part_path, n)),
+                            "kind": "interrupted-publish",
+                            "action": "complete",
+                            "reason": f"publication of {', '.join(it['outputs'])} was interrupted; "
+                            f"finish it from {it['display']}",
+                            "age_seconds": None,
+                            "bytes": 0,
+                            "fs_path": join_path(part_path, n),
+                        }
+                    )
         rstate = get_acid_state(lst, reader, txns=txns, hive_version=hive_version)
         if rstate.not_enough_history or rstate.reader_errors:
-            notes.append(f"{lst.path}: skipped, the snapshot is unreadable "
-                         f"({rstate.not_enough_history or rstate.reader_errors[0]})")
+            notes.append(
+                f"{lst.path}: skipped, the snapshot is unreadable "
+                f"({rstate.not_enough_history or rstate.reader_errors[0]})"
+            )
             skipped.append(lst.partition)
             continue
         cstate = get_acid_state(lst, compactor, txns=txns, hive_version=hive_version)
@@ -132,23 +168,48 @@ def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, mi
         elif aborted_upto and lst.partition in aborted_upto:
             for c in rstate.aborted:
                 if c.max_write_id is not None and c.max_write_id <= aborted_upto[lst.partition]:
-                    cands.setdefault(c.name, (c, f"aborted: {c.reason} (up to the registered compaction's highest "
-                                                 f"write id {aborted_upto[lst.partition]})", None))
+                    cands.setdefault(
+                        c.name,
+                        (
+                            c,
+                            f"aborted: {c.reason} (up to the registered compaction's highest "
+                            f"write id {aborted_upto[lst.partition]})",
+                            None,
+                        ),
+                    )
         for name, (c, reason, cover) in sorted(cands.items()):
             if name in keep:
                 continue
             mt = [x for x in (c.entry.mtime, cover.entry.mtime if cover is not None else None) if x is not None]
             age = now - max(mt) if mt else None
-            kind = {Kind.BASE: "base", Kind.DELTA: "delta", Kind.DELETE_DELTA: "delete_delta",
-                    Kind.ORIGINAL_FILE: "original", Kind.ORIGINAL_DIR: "original"}.get(c.kind, c.kind.value)
-            it = _item(lst.partition, tfs.display(join_path(part_path, name)), kind, reason, age, c.bytes,
-                       min_age, fs_path=join_path(part_path, name), is_dir=c.entry.is_dir)
+            kind = {
+                Kind.BASE: "base",
+                Kind.DELTA: "delta",
+                Kind.DELETE_DELTA: "delete_delta",
+                Kind.ORIGINAL_FILE: "original",
+                Kind.ORIGINAL_DIR: "original",
+            }.get(c.kind, c.kind.value)
+            it = _item(
+                lst.partition,
+                tfs.display(join_path(part_path, name)),
+                kind,
+                reason,
+                age,
+                c.bytes,
+                min_age,
+                fs_path=join_path(part_path, name),
+                is_dir=c.entry.is_dir,
+            )
             unread = _unreadable(c.kind, c.entry, insert_only)
             if unread:
                 # no compaction by Hive's rules read these files: no output holds their rows
                 it["action"] = "keep (holds files no compaction read)"
-                it["reason"] += "; kept: " + ", ".join(f.name for f in unread[:3]) + \
-                    (" ..." if len(unread) > 3 else "") + " would be lost (other engines read them)"
+                it["reason"] += (
+                    "; kept: "
+                    + ", ".join(f.name for f in unread[:3])
+                    + (" ..." if len(unread) > 3 else "")
+                    + " would be lost (other engines read them)"
+                )
             cap = aborted_upto.get(lst.partition) if aborted_upto else None
             if cap is not None and it["action"] == "delete" and (c.max_write_id or 0) > cap:
                 it["action"] = "keep (above the highest write id)"
@@ -160,34 +221,73 @@ def plan_clean(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, mi
             items.append(it)
         for e in tfs.ls(part_path):
             if e.name.startswith(REVERTING_PREFIX) and not live_lock:
-                items.append(_item(lst.partition, tfs.display(e.path), "revert-leftover",
-                                   "output of a revert that died after hiding it (readers ignore it)",
-                                   None, _du(tfs, e.path), min_age, fs_path=e.path, is_dir=True, age_guard=False))
+                items.append(
+                    _item(
+                        lst.partition,
+                        tfs.display(e.path),
+                        "revert-leftover",
+                        "output of a revert that died after hiding it (readers ignore it)",
+                        None,
+                        _du(tfs, e.path),
+                        min_age,
+                        fs_path=e.path,
+                        is_dir=True,
+                        age_guard=False,
+                    )
+                )
                 continue
             if not e.name.startswith(STAGING_PREFIX):
                 continue
             m = pub.read_manifest(tfs, e.path)
-            if m and m.get("state") == "publishing" and any(
-                    tfs.exists(join_path(part_path, n)) for n in m.get("outputs", [])) and any(
-                    tfs.exists(join_path(e.path, n)) for n in m.get("outputs", [])):
+            if (
+                m
+                and m.get("state") == "publishing"
+                and any(tfs.exists(join_path(part_path, n)) for n in m.get("outputs", []))
+                and any(tfs.exists(join_path(e.path, n)) for n in m.get("outputs", []))
+            ):
                 continue  # partial publication: completed above, never deleted
             if live_lock:
                 continue
             age = now - e.mtime if e.mtime is not None else None
-            items.append(_item(lst.partition, tfs.display(e.path), "staging",
-                               "acidctl staging directory left by a compaction that did not finish",
-                               age, _du(tfs, e.path), min_age, fs_path=e.path, is_dir=True))
-    return {"path": tfs.display(tfs.root), "hive_version": hive_version, "write_ids": str(reader),
-            "min_age_seconds": min_age, "items": items, "notes": notes, "executed": False,
-            "skipped_partitions": skipped, "summary": _summary(items)}
+            items.append(
+                _item(
+                    lst.partition,
+                    tfs.display(e.path),
+                    "staging",
+                    "acidctl staging directory left by a compaction that did not finish",
+                    age,
+                    _du(tfs, e.path),
+                    min_age,
+                    fs_path=e.path,
+                    is_dir=True,
+                )
+            )
+    return {
+        "path": tfs.display(tfs.root),
+        "hive_version": hive_version,
+        "write_ids": str(reader),
+        "min_age_seconds": min_age,
+        "items": items,
+        "notes": notes,
+        "executed": False,
+        "skipped_partitions": skipped,
+        "summary": _summary(items),
+    }
 
 
 def _item(partition, path, kind, reason, age, size, min_age, *, fs_path=None, is_dir=False, age_guard=True) -> dict:
     young = age_guard and (age is None or age < min_age)
-    return {"partition": partition, "path": path, "kind": kind, "reason": reason,
-            "age_seconds": None if age is None else round(age, 1), "bytes": size,
-            "action": "keep (younger than --min-age)" if young else "delete",
-            "fs_path": fs_path if fs_path is not None else path, "is_dir": is_dir}
+    return {
+        "partition": partition,
+        "path": path,
+        "kind": kind,
+        "reason": reason,
+        "age_seconds": None if age is None else round(age, 1),
+        "bytes": size,
+        "action": "keep (younger than --min-age)" if young else "delete",
+        "fs_path": fs_path if fs_path is not None else path,
+        "is_dir": is_dir,
+    }
 
 
 def _du(tfs, path: str) -> int:
@@ -205,13 +305,16 @@ def _summary(items) -> dict:
     for i in items:
         if i["action"] in ("delete", "move to trash"):
             by_kind[i["kind"]] = by_kind.get(i["kind"], 0) + (i["bytes"] or 0)
-    return {"candidates": len(items), "delete": sum(1 for i in items if i["action"] == "delete"),
-            "trash": sum(1 for i in items if i["action"] == "move to trash"),
-            "bytes_by_kind": by_kind,
-            "complete": sum(1 for i in items if i["action"] == "complete"),
-            "kept_young": sum(1 for i in items if i["action"] == "keep (younger than --min-age)"),
-            "kept_unsafe": sum(1 for i in items if i["action"].startswith("keep") and "younger" not in i["action"]),
-            "bytes": sum(i["bytes"] or 0 for i in items if i["action"] in ("delete", "move to trash"))}
+    return {
+        "candidates": len(items),
+        "delete": sum(1 for i in items if i["action"] == "delete"),
+        "trash": sum(1 for i in items if i["action"] == "move to trash"),
+        "bytes_by_kind": by_kind,
+        "complete": sum(1 for i in items if i["action"] == "complete"),
+        "kept_young": sum(1 for i in items if i["action"] == "keep (younger than --min-age)"),
+        "kept_unsafe": sum(1 for i in items if i["action"].startswith("keep") and "younger" not in i["action"]),
+        "bytes": sum(i["bytes"] or 0 for i in items if i["action"] in ("delete", "move to trash")),
+    }
 
 
 HDFS_TRASH = "hdfs"
@@ -235,8 +338,10 @@ def trash_root(tfs, trash: str) -> str:
 
         proto = get_protocol(trash)
         if proto not in (tfs.protocol, "file" if tfs.protocol == "local" else tfs.protocol):
-            raise UsageError(f"--trash {trash} is on another filesystem than the table ({tfs.protocol}): "
-                             "moving there would be a copy, not a rename")
+            raise UsageError(
+                f"--trash {trash} is on another filesystem than the table ({tfs.protocol}): "
+                "moving there would be a copy, not a rename"
+            )
         trash = tfs.fs._strip_protocol(trash)
     elif tfs.protocol in ("file", "local"):
         trash = os.path.abspath(trash)
@@ -257,10 +362,21 @@ def _trash_target(tfs, root: str, path: str) -> str:
     return cand
 
 
-def clean_table(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, min_age: float = 3600.0,
-                execute: bool = False, now: float | None = None, trash: str | None = None,
-                insert_only=None, partitions=None, hold: dict | None = None,
-                aborted_upto: dict | None = None) -> dict:
+def clean_table(
+    tfs,
+    *,
+    reader: WriteIdList,
+    txns=None,
+    hive_version: int = 3,
+    min_age: float = 3600.0,
+    execute: bool = False,
+    now: float | None = None,
+    trash: str | None = None,
+    insert_only=None,
+    partitions=None,
+    hold: dict | None = None,
+    aborted_upto: dict | None = None,
+) -> dict:
     """Plan (dry run) or execute the clean. Executing takes the compaction lock. With ``trash``,
     obsolete directories and files are moved under that root (see :func:`trash_root`) instead
     of deleted; acidctl's own leftovers (staging, locks) are deleted. ``partitions`` and
@@ -268,8 +384,7 @@ def clean_table(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, m
     troot = trash_root(tfs, trash) if trash else None
     scope = {"partitions": partitions, "hold": hold, "aborted_upto": aborted_upto, "insert_only": insert_only}
     if not execute:
-        report = plan_clean(tfs, reader=reader, txns=txns, hive_version=hive_version, min_age=min_age, now=now,
-                            **scope)
+        report = plan_clean(tfs, reader=reader, txns=txns, hive_version=hive_version, min_age=min_age, now=now, **scope)
         report["trash"] = tfs.display(troot) if troot else None
         if troot:
             for i in report["items"]:
@@ -282,16 +397,36 @@ def clean_table(tfs, *, reader: WriteIdList, txns=None, hive_version: int = 3, m
         return report
     info = read_lock(tfs, lock_path(tfs))
     if info is not None and not info.stale:
-        raise LockConflict(f"a compaction is running ({info.describe()}): not cleaning {tfs.display(tfs.root)}",
-                           hint="wait for it to finish")
+        raise LockConflict(
+            f"a compaction is running ({info.describe()}): not cleaning {tfs.display(tfs.root)}",
+            hint="wait for it to finish",
+        )
     lock = TableLock(tfs, command="clean", break_lock=info is not None and info.stale)
     with lock:
-        report = plan_clean(tfs, reader=reader, txns=txns, hive_version=hive_version, min_age=min_age, now=now,
-                            own_token=lock.token, **scope)
+        report = plan_clean(
+            tfs,
+            reader=reader,
+            txns=txns,
+            hive_version=hive_version,
+            min_age=min_age,
+            now=now,
+            own_token=lock.token,
+            **scope,
+        )
         if lock.broken is not None:  # the stale lock we replaced: report it as removed
-            report["items"].insert(0, _item(None, lock.broken.path, "stale-lock",
-                                            f"stale compaction lock ({lock.broken.describe()}, process gone)",
-                                            lock.broken.age_seconds, 0, min_age, age_guard=False))
+            report["items"].insert(
+                0,
+                _item(
+                    None,
+                    lock.broken.path,
+                    "stale-lock",
+                    f"stale compaction lock ({lock.broken.describe()}, process gone)",
+                    lock.broken.age_seconds,
+                    0,
+                    min_age,
+                    age_guard=False,
+                ),
+            )
             report["summary"] = _summary(report["items"])
         deleted, completed, trashed = [], [], []
         from acidctl.acid.layout import list_table
@@ -380,12 +515,12 @@ def _reverify(tfs, item: dict) -> str | None:
     part_path, name = item["fs_path"].rsplit("/", 1)
     now = {e.name: e for e in list_partition(tfs, part_path, partition=item["partition"]).entries}
     if name not in now:
-        return None   # already gone
+        return None  # already gone
     unread = _unreadable(kind, now[name], mm)
     if unread:
         return f"{name}/{unread[0].name} is not read by any compaction"
     if cover is None:
-        return None   # Hive 4 aborted directories: no cover needed, nothing valid in them
+        return None  # Hive 4 aborted directories: no cover needed, nothing valid in them
     if cover.name not in now:
         return f"the output covering it, {cover.name}, no longer exists"
     rows_in_cover = 0
@@ -403,7 +538,7 @@ def _reverify(tfs, item: dict) -> str | None:
 
 
 def _unreadable(kind, entry, mm) -> list:
-    if mm is not None:   # insert-only table (acidctl.mm.coverage)
+    if mm is not None:  # insert-only table (acidctl.mm.coverage)
         from acidctl.mm.coverage import not_mm_readable
 
         return not_mm_readable(kind, entry)
@@ -412,7 +547,7 @@ def _unreadable(kind, entry, mm) -> list:
 
 def _readable(tfs, path: str, mm=None) -> int | str:
     """Row count of a readable ORC data file, or why it is not readable."""
-    if mm is not None:   # insert-only table: a plain file in the table's format
+    if mm is not None:  # insert-only table: a plain file in the table's format
         from acidctl.mm.coverage import row_count
 
         return row_count(tfs, path, mm.storage)
@@ -456,14 +591,29 @@ def _all_rows_gone(tfs, part_path: str, name: str, data, mm=None) -> bool:
 # registered compactions: Hive's Cleaner, queue side (metastore.md §9.3, operations.md §5)
 # ---------------------------------------------------------------------------------------
 
+
 def _blocked_reason(waits: list[dict]) -> str:
     return "; ".join(w["message"] for w in waits)
 
 
-def clean_registered(tfs, ms, *, db: str, table: str, reader: WriteIdList, txns=None, hive_version: int = 3,
-                     min_age: float = 3600.0, execute: bool = False, trash: str | None = None,
-                     partitions=None, retention_ms: int = 0, use_min_history_write_id: bool = False,
-                     now: float | None = None, insert_only=None) -> dict:
+def clean_registered(
+    tfs,
+    ms,
+    *,
+    db: str,
+    table: str,
+    reader: WriteIdList,
+    txns=None,
+    hive_version: int = 3,
+    min_age: float = 3600.0,
+    execute: bool = False,
+    trash: str | None = None,
+    partitions=None,
+    retention_ms: int = 0,
+    use_min_history_write_id: bool = False,
+    now: float | None = None,
+    insert_only=None,
+) -> dict:
     """``clean`` of a table with a metastore: the directories as :func:`clean_table`, and every
     ``ready for cleaning`` request of the table finished the way Hive's Cleaner finishes it.
 
@@ -494,20 +644,54 @@ def clean_registered(tfs, ms, *, db: str, table: str, reader: WriteIdList, txns=
         writable, why_not = False, str(e)
     # like Hive's Cleaner, find and finish the requests under the metastore's Cleaner mutex
     with cleaner.cleaner_mutex(ms) if execute and writable else contextlib.nullcontext():
-        return _clean_registered(tfs, ms, db=db, table=table, reader=reader, txns=txns, hive_version=hive_version,
-                                 min_age=min_age, execute=execute, trash=trash, partitions=partitions,
-                                 retention_ms=retention_ms, use_min_history_write_id=use_min_history_write_id,
-                                 now=now, writable=writable, why_not=why_not, insert_only=insert_only)
+        return _clean_registered(
+            tfs,
+            ms,
+            db=db,
+            table=table,
+            reader=reader,
+            txns=txns,
+            hive_version=hive_version,
+            min_age=min_age,
+            execute=execute,
+            trash=trash,
+            partitions=partitions,
+            retention_ms=retention_ms,
+            use_min_history_write_id=use_min_history_write_id,
+            now=now,
+            writable=writable,
+            why_not=why_not,
+            insert_only=insert_only,
+        )
 
 
-def _clean_registered(tfs, ms, *, db, table, reader, txns, hive_version, min_age, execute, trash, partitions,
-                      retention_ms, use_min_history_write_id, now, writable, why_not, insert_only=None) -> dict:
+def _clean_registered(
+    tfs,
+    ms,
+    *,
+    db,
+    table,
+    reader,
+    txns,
+    hive_version,
+    min_age,
+    execute,
+    trash,
+    partitions,
+    retention_ms,
+    use_min_history_write_id,
+    now,
+    writable,
+    why_not,
+    insert_only=None,
+) -> dict:
     from acidctl.errors import NotFoundError
     from acidctl.metastore import cleaner
 
     requests = cleaner.ready_requests(ms, db, table, partitions=list(partitions) if partitions is not None else None)
-    waits = cleaner.cleaner_waits(ms, requests, retention_ms=retention_ms,
-                                  use_min_history_write_id=use_min_history_write_id)
+    waits = cleaner.cleaner_waits(
+        ms, requests, retention_ms=retention_ms, use_min_history_write_id=use_min_history_write_id
+    )
     hold: dict = {}
     for r in requests:
         if waits[r["id"]] and r["partition"] not in hold:
@@ -523,11 +707,22 @@ def _clean_registered(tfs, ms, *, db, table, reader, txns, hive_version, min_age
         for r in ready:
             if r["partition"] not in hold:
                 upto[r["partition"]] = max(upto.get(r["partition"], 0), r.get("highest_write_id") or 0)
-        report = clean_table(tfs, reader=reader, txns=txns, hive_version=hive_version, min_age=min_age,
-                             execute=execute, now=now, trash=trash, partitions=partitions, hold=hold,
-                             aborted_upto=upto, insert_only=insert_only)
+        report = clean_table(
+            tfs,
+            reader=reader,
+            txns=txns,
+            hive_version=hive_version,
+            min_age=min_age,
+            execute=execute,
+            now=now,
+            trash=trash,
+            partitions=partitions,
+            hold=hold,
+            aborted_upto=upto,
+            insert_only=insert_only,
+        )
     except BaseException:
-        for cq_id in started:      # as Hive 4's Cleaner after a failed attempt: not being cleaned
+        for cq_id in started:  # as Hive 4's Cleaner after a failed attempt: not being cleaned
             try:
                 cleaner.clear_cleaner_start(ms, cq_id)
             except Exception:
@@ -539,9 +734,16 @@ def _clean_registered(tfs, ms, *, db, table, reader, txns, hive_version, min_age
             left.setdefault(i["partition"], []).append(i["path"].rsplit("/", 1)[-1])
     entries, emptied = [], []
     for r in requests:
-        e = {"cq_id": r["id"], "partition": r["partition"], "type": {"a": "MAJOR", "i": "MINOR"}.get(r["type"], r["type"]),
-             "highest_write_id": r.get("highest_write_id"), "txn_id": r.get("txn_id"),
-             "next_txn_id": r.get("next_txn_id"), "held_by": waits[r["id"]], "state": "ready for cleaning"}
+        e = {
+            "cq_id": r["id"],
+            "partition": r["partition"],
+            "type": {"a": "MAJOR", "i": "MINOR"}.get(r["type"], r["type"]),
+            "highest_write_id": r.get("highest_write_id"),
+            "txn_id": r.get("txn_id"),
+            "next_txn_id": r.get("next_txn_id"),
+            "held_by": waits[r["id"]],
+            "state": "ready for cleaning",
+        }
         if waits[r["id"]]:
             e["action"] = "held back"
             e["reason"] = _blocked_reason(waits[r["id"]])
@@ -552,14 +754,19 @@ def _clean_registered(tfs, ms, *, db, table, reader, txns, hive_version, min_age
                 cleaner.clear_cleaner_start(ms, r["id"])
         elif left.get(r["partition"]):
             e["action"] = "stays ready for cleaning"
-            e["reason"] = "obsolete data kept in the partition: " + ", ".join(left[r["partition"]][:5]) + \
-                (" ..." if len(left[r["partition"]]) > 5 else "")
+            e["reason"] = (
+                "obsolete data kept in the partition: "
+                + ", ".join(left[r["partition"]][:5])
+                + (" ..." if len(left[r["partition"]]) > 5 else "")
+            )
             if execute and writable and r["id"] in started:
                 cleaner.clear_cleaner_start(ms, r["id"])
         elif not writable:
             e["action"] = "stays ready for cleaning"
-            e["reason"] = (f"directories {'cleaned' if execute else 'cleaned with --execute'}, but the queue is not "
-                           f"updated: {why_not}")
+            e["reason"] = (
+                f"directories {'cleaned' if execute else 'cleaned with --execute'}, but the queue is not "
+                f"updated: {why_not}"
+            )
         else:
             e["action"] = "mark cleaned" if not execute else "marked cleaned"
             e["reason"] = "nothing obsolete left; no reader can need the old directories"
@@ -579,8 +786,9 @@ def _clean_registered(tfs, ms, *, db, table, reader, txns, hive_version, min_age
     report["compactions"] = entries
     report["metastore_writes"] = writable
     if not writable and requests:
-        report["notes"].append(f"metastore not updated ({why_not}); Hive's Cleaner or a later clean finishes "
-                               "the requests")
+        report["notes"].append(
+            f"metastore not updated ({why_not}); Hive's Cleaner or a later clean finishes the requests"
+        )
     if execute and writable:
         report["aborted_txns_removed"] = sorted(set(emptied))
     return report

@@ -45,10 +45,10 @@ def compactor_reads(kind: Kind, rel: str) -> bool:
     reads the file ``rel`` of a directory of this kind."""
     if kind in (Kind.ORIGINAL_FILE, Kind.ORIGINAL_DIR):
         return True
-    if "/" in rel:   # nested inside a base/delta: not read
+    if "/" in rel:  # nested inside a base/delta: not read
         return False
     if kind is Kind.BASE:
-        return True   # bucket files as ACID, anything else as a raw file
+        return True  # bucket files as ACID, anything else as a raw file
     if kind is Kind.DELTA:
         return BucketFile.parse(rel) is not None or OriginalFile.parse(rel) is not None
     if kind is Kind.DELETE_DELTA:
@@ -67,8 +67,7 @@ def unread_files(entries: Iterable[tuple[str, ChildEntry]], read: set[str], part
             if full in read or f.size == 0:
                 continue
             rel = join_path(name, f.name) if entry.is_dir else name
-            out.append({"path": rel, "bytes": f.size, "reason": _why_unread(name, entry, f.name),
-                        "fix": _fix(rel)})
+            out.append({"path": rel, "bytes": f.size, "reason": _why_unread(name, entry, f.name), "fix": _fix(rel)})
     return out
 
 
@@ -85,11 +84,12 @@ def _why_unread(name: str, entry: ChildEntry, rel: str) -> str:
     if name.startswith("delete_delta_") and BucketFile.parse(leaf) is None:
         return "not a bucket_N file: Hive's readers skip it, other engines (Impala) may read it"
     if BucketFile.parse(leaf) is None:
-        return "not a bucket_N file: Hive's readers skip it, other engines (Impala reads every " \
-               "non-hidden file) read it"
+        return "not a bucket_N file: Hive's readers skip it, other engines (Impala reads every non-hidden file) read it"
     return "not read by the compaction"
 
 
 def _fix(rel: str) -> str:
-    return (f"rename {rel} to a bucket_N name if it is ACID data of that bucket, or move it out of the table; "
-            "or pass --skip-unreadable-files to compact without it (clean then keeps its directory)")
+    return (
+        f"rename {rel} to a bucket_N name if it is ACID data of that bucket, or move it out of the table; "
+        "or pass --skip-unreadable-files to compact without it (clean then keeps its directory)"
+    )

@@ -37,13 +37,28 @@ LOCAL_BYTES_PER_CORE = 24 * 2**20
 def default_local_max_bytes() -> int:
     return LOCAL_BYTES_PER_CORE * cores()
 
+
 #: below this many input bytes the local engine runs the tasks in this process (no worker pool)
 POOL_MIN_BYTES = 2 * 2**20
 #: environment override of ``POOL_MIN_BYTES`` (bytes; 0: always a pool when there are 2+ tasks)
 POOL_MIN_ENV = "ACIDCTL_LOCAL_POOL_MIN_BYTES"
 
-_UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "kib": 2**10, "m": 2**20, "mb": 2**20, "mib": 2**20,
-          "g": 2**30, "gb": 2**30, "gib": 2**30, "t": 2**40, "tb": 2**40, "tib": 2**40}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 2**10,
+    "kb": 2**10,
+    "kib": 2**10,
+    "m": 2**20,
+    "mb": 2**20,
+    "mib": 2**20,
+    "g": 2**30,
+    "gb": 2**30,
+    "gib": 2**30,
+    "t": 2**40,
+    "tb": 2**40,
+    "tib": 2**40,
+}
 
 
 def parse_size(text: str, what: str = "--local-max-bytes") -> int:
@@ -65,12 +80,12 @@ def cores() -> int:
 
 @dataclasses.dataclass
 class EngineChoice:
-    engine: str                 # local | spark (what runs)
-    requested: str              # auto | local | spark (what was asked for)
+    engine: str  # local | spark (what runs)
+    requested: str  # auto | local | spark (what was asked for)
     reason: str
     bytes_in: int
     local_max_bytes: int | None  # the auto threshold (None unless auto)
-    workers: int = 1            # local: worker processes (1: in this process)
+    workers: int = 1  # local: worker processes (1: in this process)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -90,8 +105,15 @@ def local_max_bytes(option: int | str | None = None) -> tuple[int, str]:
 PROCESS_LOCAL_PROTOCOLS = ("memory",)
 
 
-def choose_engine(requested: str, *, bytes_in: int, tasks: int, threshold: int | str | None = None,
-                  master: str = "local[*]", protocol: str = "file") -> EngineChoice:
+def choose_engine(
+    requested: str,
+    *,
+    bytes_in: int,
+    tasks: int,
+    threshold: int | str | None = None,
+    master: str = "local[*]",
+    protocol: str = "file",
+) -> EngineChoice:
     """Decide which engine runs ``tasks`` bucket tasks reading ``bytes_in`` bytes (the outputs
     are the same, byte for byte, whichever engine runs). ``auto`` with a cluster ``master``
     (anything but ``local[...]``) is Spark: naming a cluster is asking for it. A table on a
@@ -99,8 +121,14 @@ def choose_engine(requested: str, *, bytes_in: int, tasks: int, threshold: int |
     if requested not in ENGINES:
         raise UsageError(f"--engine must be auto, local or spark, not {requested!r}")
     if protocol in PROCESS_LOCAL_PROTOCOLS and requested != SPARK:
-        return EngineChoice(LOCAL, requested, f"{requested}: a {protocol}:// table is visible to this process only: "
-                            "compacted in this process", bytes_in, None, 1)
+        return EngineChoice(
+            LOCAL,
+            requested,
+            f"{requested}: a {protocol}:// table is visible to this process only: compacted in this process",
+            bytes_in,
+            None,
+            1,
+        )
     # below POOL_MIN_BYTES one process is sooner: starting the worker pool (a fork server that
     # imports pyarrow) costs about what a second core would save
     floor = int(os.environ.get(POOL_MIN_ENV) or POOL_MIN_BYTES)
@@ -114,8 +142,10 @@ def choose_engine(requested: str, *, bytes_in: int, tasks: int, threshold: int |
     if not master.startswith("local"):
         return EngineChoice(SPARK, AUTO, f"auto: --master {master} names a cluster: Spark", bytes_in, limit, 1)
     if bytes_in <= limit:
-        why = (f"auto: {mib:.1f} MiB of input ≤ {limit / 2**20:.0f} MiB ({source}): compacted locally "
-               f"({_where(workers)}) sooner than Spark could start")
+        why = (
+            f"auto: {mib:.1f} MiB of input ≤ {limit / 2**20:.0f} MiB ({source}): compacted locally "
+            f"({_where(workers)}) sooner than Spark could start"
+        )
         return EngineChoice(LOCAL, AUTO, why, bytes_in, limit, workers)
     why = f"auto: {mib:.1f} MiB of input > {limit / 2**20:.0f} MiB ({source}): Spark"
     return EngineChoice(SPARK, AUTO, why, bytes_in, limit, 1)

@@ -79,8 +79,9 @@ def _events(task, srcs, *, deletes: bool, missing_ok: bool = False):
         t = hive2.read_delete_events(task.tfs, s) if deletes else hive2.read_file_events(task.tfs, s)
         if t.num_rows:
             tables.append(t)
-            stmts.append(np.full(t.num_rows, hive2.statement_of(posixpath.basename(posixpath.dirname(s.path))),
-                                 dtype=np.int64))
+            stmts.append(
+                np.full(t.num_rows, hive2.statement_of(posixpath.basename(posixpath.dirname(s.path))), dtype=np.int64)
+            )
     if not tables:
         return None, None
     return pa.concat_tables(tables, promote_options="permissive"), np.concatenate(stmts)
@@ -113,9 +114,12 @@ def _compact(task, m: dict) -> None:
         from acidctl.errors import RefusedError
 
         # Hive 2 numbers synthetic row ids per file (B.6): two originals of one bucket share ROW__IDs
-        raise RefusedError(f"bucket {task.bucket} of {where} has {len(raw)} original files ({', '.join(raw[:3])}): "
-                           "Hive 2.3 gives their rows the same ROW__IDs, so they cannot be merged without loss; "
-                           "nothing was written", hint="compact it with --hive-version 3 rules after the upgrade")
+        raise RefusedError(
+            f"bucket {task.bucket} of {where} has {len(raw)} original files ({', '.join(raw[:3])}): "
+            "Hive 2.3 gives their rows the same ROW__IDs, so they cannot be merged without loss; "
+            "nothing was written",
+            hint="compact it with --hive-version 3 rules after the upgrade",
+        )
     ins, ins_stmt = _events(task, task.inserts, deletes=False)
     dels, del_stmt = _events(task, task.deletes, deletes=task.mode == "major")
     if ins is not None:
@@ -130,21 +134,25 @@ def _compact(task, m: dict) -> None:
     if task.mode == "major":
         out = None
         if ins is not None:
-            cols = [ins.column(c).to_numpy(zero_copy_only=False) for c in
-                    ("originalTransaction", "bucket", "rowId", "currentTransaction", "operation")]
+            cols = [
+                ins.column(c).to_numpy(zero_copy_only=False)
+                for c in ("originalTransaction", "bucket", "rowId", "currentTransaction", "operation")
+            ]
             stmt = ins_stmt
             valid = ins_valid
             if dels is not None:
-                cols = [np.concatenate([a, dels.column(c).to_numpy(zero_copy_only=False)]) for a, c in
-                        zip(cols, ("originalTransaction", "bucket", "rowId", "currentTransaction", "operation"))]
+                cols = [
+                    np.concatenate([a, dels.column(c).to_numpy(zero_copy_only=False)])
+                    for a, c in zip(cols, ("originalTransaction", "bucket", "rowId", "currentTransaction", "operation"))
+                ]
                 stmt = np.concatenate([stmt, del_stmt])
                 valid = np.concatenate([valid, del_valid])
             ot, bk, rid, cur, op = cols
-            assert stmt is not None and valid is not None   # set whenever ins is
+            assert stmt is not None and valid is not None  # set whenever ins is
             win = hive2.winners(ot, bk.astype(np.int64), rid, cur, stmt, valid, op)
             keep = win[(win < ins.num_rows) & np.isin(op[win], (0, 1))]
             out = ins.take(pa.array(keep, pa.int64()))
-            assert ins_valid is not None   # set whenever ins is
+            assert ins_valid is not None  # set whenever ins is
             m["deletes_applied"] = int(ins_valid.sum()) - out.num_rows
         _write(task, m, transform.rename_row(out, task.columns, task.columns_coln_only), delete=False)
         return
@@ -160,8 +168,10 @@ def _minor_events(t, stmt, valid):
     import numpy as np
     import pyarrow as pa
 
-    ot, bk, rid, cur = (t.column(c).to_numpy(zero_copy_only=False) for c in
-                        ("originalTransaction", "bucket", "rowId", "currentTransaction"))
+    ot, bk, rid, cur = (
+        t.column(c).to_numpy(zero_copy_only=False)
+        for c in ("originalTransaction", "bucket", "rowId", "currentTransaction")
+    )
     order = np.lexsort((-stmt, -cur.astype(np.int64), rid, bk.astype(np.int64), ot))
     order = order[valid[order]]
     if len(order) > 1:
@@ -172,7 +182,9 @@ def _minor_events(t, stmt, valid):
     return t.take(pa.array(order, pa.int64()))
 
 
-def encode_hive2_file(table, *, compression: str, stripe_size: int, orc_type: str | None = None) -> tuple[bytes, str, tuple]:
+def encode_hive2_file(
+    table, *, compression: str, stripe_size: int, orc_type: str | None = None
+) -> tuple[bytes, str, tuple]:
     """ORC bytes of an event table as Hive 2.3 writes it: (data, key index, stats)."""
     import numpy as np
     import pyarrow as pa
@@ -183,8 +195,15 @@ def encode_hive2_file(table, *, compression: str, stripe_size: int, orc_type: st
     from acidctl.orc.writer import COMPRESSIONS
 
     sink = pa.BufferOutputStream()
-    po.write_table(table, sink, compression=COMPRESSIONS[compression], stripe_size=stripe_size,
-                   file_version="0.12", compression_block_size=256 * 1024, row_index_stride=10000)
+    po.write_table(
+        table,
+        sink,
+        compression=COMPRESSIONS[compression],
+        stripe_size=stripe_size,
+        file_version="0.12",
+        compression_block_size=256 * 1024,
+        row_index_stride=10000,
+    )
     data = sink.getvalue().to_pybytes()
     ot = table.column("originalTransaction").to_numpy()
     bk = table.column("bucket").to_numpy().astype(np.int64)
@@ -194,8 +213,9 @@ def encode_hive2_file(table, *, compression: str, stripe_size: int, orc_type: st
     entries = encode_key_index(ot, bk, rid, stripe_rows).split(";")[:-1]
     key_index = "".join(e + ";" for e in entries[:-1])
     stats = event_stats(table.column("operation").to_numpy())
-    data = orcfooter.add_user_metadata(data, [(KEY_INDEX, key_index.encode()),
-                                              (ACID_STATS, format_acid_stats(stats).encode())], orc_type=orc_type)
+    data = orcfooter.add_user_metadata(
+        data, [(KEY_INDEX, key_index.encode()), (ACID_STATS, format_acid_stats(stats).encode())], orc_type=orc_type
+    )
     return data, key_index, stats
 
 
@@ -215,9 +235,12 @@ def _write(task, m: dict, table, *, delete: bool) -> None:
     from acidctl.faults import crash_point
 
     crash_point("task-before-write")
-    data, _, _ = encode_hive2_file(table, compression="ZLIB" if major else "NONE",
-                                   stripe_size=MAJOR_STRIPE_SIZE if major else MINOR_STRIPE_SIZE,
-                                   orc_type=sources.output_type(task.tfs, srcs))
+    data, _, _ = encode_hive2_file(
+        table,
+        compression="ZLIB" if major else "NONE",
+        stripe_size=MAJOR_STRIPE_SIZE if major else MINOR_STRIPE_SIZE,
+        orc_type=sources.output_type(task.tfs, srcs),
+    )
     task.tfs.write_bytes(path, data)
     with OrcFile(task.tfs, path) as f:
         if f.rows != table.num_rows:
@@ -244,8 +267,10 @@ def _verify(task) -> int:
 
     old, new = _merged(task, task.verify_old), _merged(task, task.verify_new, missing_ok=True)
     if old.num_rows != new.num_rows:
-        raise WriteVerificationFailed(f"bucket {task.bucket} of {task.partition or 'the table'}: the reader sees "
-                                      f"{old.num_rows} rows before and {new.num_rows} after; nothing was published")
+        raise WriteVerificationFailed(
+            f"bucket {task.bucket} of {task.partition or 'the table'}: the reader sees "
+            f"{old.num_rows} rows before and {new.num_rows} after; nothing was published"
+        )
     if not old.num_rows:
         return 0
     for c in ("originalTransaction", "bucket", "rowId", "currentTransaction", "row"):
@@ -254,6 +279,8 @@ def _verify(task) -> int:
             continue
         # types may differ only in Arrow details (e.g. a struct's field nullability): compare values
         if a.to_pylist() != b.to_pylist():
-            raise WriteVerificationFailed(f"bucket {task.bucket} of {task.partition or 'the table'}: column {c} of "
-                                          "the reader's rows differs after the compaction; nothing was published")
+            raise WriteVerificationFailed(
+                f"bucket {task.bucket} of {task.partition or 'the table'}: column {c} of "
+                "the reader's rows differs after the compaction; nothing was published"
+            )
     return old.num_rows

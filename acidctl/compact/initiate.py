@@ -36,12 +36,21 @@ from acidctl.errors import AcidctlError
 
 log = logging.getLogger("acidctl.initiator")
 
-FAILED_THRESHOLD = 2                      # hive.compactor.initiator.failed.compacts.threshold
-FAILED_RETRY_MS = 7 * 86_400_000          # metastore.compactor.initiator.failed.retry.time
+FAILED_THRESHOLD = 2  # hive.compactor.initiator.failed.compacts.threshold
+FAILED_RETRY_MS = 7 * 86_400_000  # metastore.compactor.initiator.failed.retry.time
 
 
-def threshold_blocked(ms, conn, db: str, table: str, partition: str | None, *, now: int,
-                      threshold: int = FAILED_THRESHOLD, retry_ms: int = FAILED_RETRY_MS) -> bool:
+def threshold_blocked(
+    ms,
+    conn,
+    db: str,
+    table: str,
+    partition: str | None,
+    *,
+    now: int,
+    threshold: int = FAILED_THRESHOLD,
+    retry_ms: int = FAILED_RETRY_MS,
+) -> bool:
     """Operations.md §4.4 for the connected version."""
     import sqlalchemy as sa
 
@@ -50,11 +59,16 @@ def threshold_blocked(ms, conn, db: str, table: str, partition: str | None, *, n
     cc = ms.tables.COMPLETED_COMPACTIONS
     where = [cc.CC_DATABASE == db, cc.CC_TABLE == table, partition_eq(cc.CC_PARTITION, partition)]
     if ms.hive_version < 4:
-        rows = conn.execute(sa.select(cc.CC_STATE).where(*where, cc.CC_STATE != "a")
-                            .order_by(cc.CC_ID.desc()).limit(threshold)).all()
+        rows = conn.execute(
+            sa.select(cc.CC_STATE).where(*where, cc.CC_STATE != "a").order_by(cc.CC_ID.desc()).limit(threshold)
+        ).all()
         return len(rows) >= threshold and all(r[0] == "f" for r in rows)
-    rows = conn.execute(sa.select(cc.CC_STATE, cc.CC_ENQUEUE_TIME).where(*where, cc.CC_STATE.in_(["s", "f"]))
-                        .order_by(cc.CC_ID.desc()).limit(threshold)).all()
+    rows = conn.execute(
+        sa.select(cc.CC_STATE, cc.CC_ENQUEUE_TIME)
+        .where(*where, cc.CC_STATE.in_(["s", "f"]))
+        .order_by(cc.CC_ID.desc())
+        .limit(threshold)
+    ).all()
     if len(rows) < threshold or not all(r[0] == "f" for r in rows):
         return False
     newest = max((int(r[1]) for r in rows if r[1] is not None), default=None)
@@ -75,8 +89,16 @@ def record_not_initiated(ms, db: str, table: str, partition: str | None, message
     def step(conn):
         cc_id = queue.next_queue_id(ms, conn)
         now = steps.now_ms(conn)
-        vals = dict(CC_ID=cc_id, CC_DATABASE=db, CC_TABLE=table, CC_PARTITION=partition, CC_STATE="a",
-                    CC_TYPE=type_code, CC_START=now, CC_END=now)
+        vals = dict(
+            CC_ID=cc_id,
+            CC_DATABASE=db,
+            CC_TABLE=table,
+            CC_PARTITION=partition,
+            CC_STATE="a",
+            CC_TYPE=type_code,
+            CC_START=now,
+            CC_END=now,
+        )
         if cc.has("CC_ERROR_MESSAGE"):
             vals["CC_ERROR_MESSAGE"] = message
         conn.execute(sa.insert(cc.clause).values({getattr(cc, k).name: v for k, v in vals.items()}))
@@ -109,15 +131,23 @@ def _tables(ms, db_glob: str | None) -> list[str]:
 
     T = ms.tables
     with ms.read() as conn:
-        rows = conn.execute(sa.select(T.DBS.NAME, T.TBLS.TBL_NAME)
-                            .select_from(T.TBLS.clause.join(T.DBS.clause, T.DBS.DB_ID == T.TBLS.DB_ID))
-                            .order_by(T.DBS.NAME, T.TBLS.TBL_NAME)).all()
+        rows = conn.execute(
+            sa.select(T.DBS.NAME, T.TBLS.TBL_NAME)
+            .select_from(T.TBLS.clause.join(T.DBS.clause, T.DBS.DB_ID == T.TBLS.DB_ID))
+            .order_by(T.DBS.NAME, T.TBLS.TBL_NAME)
+        ).all()
     return [f"{d}.{t}" for d, t in rows if not db_glob or fnmatch.fnmatchcase(d, db_glob.lower())]
 
 
-def run_once(ms, *, table_fs: Callable[[str], Any], db_glob: str | None = None,
-             failed_threshold: int = FAILED_THRESHOLD, failed_retry_ms: int = FAILED_RETRY_MS,
-             dry_run: bool = False) -> list[dict]:
+def run_once(
+    ms,
+    *,
+    table_fs: Callable[[str], Any],
+    db_glob: str | None = None,
+    failed_threshold: int = FAILED_THRESHOLD,
+    failed_retry_ms: int = FAILED_RETRY_MS,
+    dry_run: bool = False,
+) -> list[dict]:
     """One cycle; one record per checked partition: table, partition, action
     [enqueued|queued|skipped|not-due|did-not-initiate|error], type, id, reasons."""
     import sqlalchemy as sa
@@ -143,8 +173,9 @@ def run_once(ms, *, table_fs: Callable[[str], Any], db_glob: str | None = None,
             if not info.full_acid or not info.location:
                 continue
             if info.no_auto_compaction:
-                out.append({"table": name, "partition": None, "action": "skipped",
-                            "reasons": ["no_auto_compaction=true"]})
+                out.append(
+                    {"table": name, "partition": None, "action": "skipped", "reasons": ["no_auto_compaction=true"]}
+                )
                 continue
             try:
                 tl, wl = table_snapshot(ms, name)
@@ -160,14 +191,28 @@ def run_once(ms, *, table_fs: Callable[[str], Any], db_glob: str | None = None,
                 rec: dict[str, Any] = {"table": name, "partition": part, "type": None, "id": None, "reasons": []}
                 out.append(rec)
                 with ms.read() as conn:
-                    queued = conn.execute(sa.select(cq.CQ_ID).where(
-                        cq.CQ_DATABASE == info.db, cq.CQ_TABLE == info.table,
-                        queue.partition_eq(cq.CQ_PARTITION, part), cq.CQ_STATE.in_(["i", "w"]))).first()
+                    queued = conn.execute(
+                        sa.select(cq.CQ_ID).where(
+                            cq.CQ_DATABASE == info.db,
+                            cq.CQ_TABLE == info.table,
+                            queue.partition_eq(cq.CQ_PARTITION, part),
+                            cq.CQ_STATE.in_(["i", "w"]),
+                        )
+                    ).first()
                     blocked = queued is None and threshold_blocked(
-                        ms, conn, info.db, info.table, part, now=steps.now_ms(conn),
-                        threshold=failed_threshold, retry_ms=failed_retry_ms)
+                        ms,
+                        conn,
+                        info.db,
+                        info.table,
+                        part,
+                        now=steps.now_ms(conn),
+                        threshold=failed_threshold,
+                        retry_ms=failed_retry_ms,
+                    )
                 if queued is not None:
-                    rec.update(action="queued", id=int(queued[0]), reasons=["a request is already initiated or working"])
+                    rec.update(
+                        action="queued", id=int(queued[0]), reasons=["a request is already initiated or working"]
+                    )
                     continue
                 if blocked:
                     msg = f"Compaction is not initiated since last {failed_threshold} consecutive compaction attempts failed"
@@ -176,8 +221,12 @@ def run_once(ms, *, table_fs: Callable[[str], Any], db_glob: str | None = None,
                         rec["id"] = record_not_initiated(ms, info.db, info.table, part, msg)
                     continue
                 cst = compactor_state(lst, wl, txns=tl, hive_version=ms.hive_version)
-                r = recommend(cst, thresholds=thresholds, hive_version=ms.hive_version,
-                              aborted_txn_count=facts.aborted_txns_by_partition.get(part, 0))
+                r = recommend(
+                    cst,
+                    thresholds=thresholds,
+                    hive_version=ms.hive_version,
+                    aborted_txn_count=facts.aborted_txns_by_partition.get(part, 0),
+                )
                 rec["reasons"] = list(r.reasons)
                 if not r.due:
                     rec["action"] = "not-due"
@@ -186,18 +235,34 @@ def run_once(ms, *, table_fs: Callable[[str], Any], db_glob: str | None = None,
                 if dry_run:
                     rec["action"] = "would-enqueue"
                     continue
-                res = queue.enqueue(ms, info.db, info.table, partition=part, type=r.type,
-                                    pool=(info.params or {}).get(queue.POOL_PROPERTY) or None,
-                                    initiator_id=queue.process_id())
-                rec.update(action="enqueued" if res.accepted else "queued",
-                           id=res.id if res.accepted else res.existing_id)
+                res = queue.enqueue(
+                    ms,
+                    info.db,
+                    info.table,
+                    partition=part,
+                    type=r.type,
+                    pool=(info.params or {}).get(queue.POOL_PROPERTY) or None,
+                    initiator_id=queue.process_id(),
+                )
+                rec.update(
+                    action="enqueued" if res.accepted else "queued", id=res.id if res.accepted else res.existing_id
+                )
                 if not res.accepted:
                     rec["reasons"].append(res.message)
         if not dry_run:
             n = queue.revoke_timed_out_workers(ms)
             if n:
-                out.append({"table": None, "partition": None, "action": "revoked", "id": None, "type": None,
-                            "reasons": [f"{n} working request(s) older than hive.compactor.worker.timeout "
-                                        "back to initiated"]})
+                out.append(
+                    {
+                        "table": None,
+                        "partition": None,
+                        "action": "revoked",
+                        "id": None,
+                        "type": None,
+                        "reasons": [
+                            f"{n} working request(s) older than hive.compactor.worker.timeout back to initiated"
+                        ],
+                    }
+                )
     log.info("initiator cycle: %d partition(s) checked", len(out))
     return out

@@ -21,8 +21,18 @@ import signal
 import time
 
 #: modules the fork server imports once (each worker starts with them loaded)
-PRELOAD = ["acidctl.compact.task", "acidctl.acid.merge", "acidctl.acid.read", "acidctl.orc.writer",
-           "acidctl.orc.meta", "pyarrow", "pyarrow.compute", "pyarrow.orc", "pyorc", "numpy"]
+PRELOAD = [
+    "acidctl.compact.task",
+    "acidctl.acid.merge",
+    "acidctl.acid.read",
+    "acidctl.orc.writer",
+    "acidctl.orc.meta",
+    "pyarrow",
+    "pyarrow.compute",
+    "pyarrow.orc",
+    "pyorc",
+    "numpy",
+]
 
 
 def _context():
@@ -84,11 +94,15 @@ def _run_pool(tasks: list, workers: int, progress, fn) -> list[dict]:
                 try:
                     results[i] = f.result()
                 except BrokenProcessPool:
-                    raise TaskFailed("a local worker process died (killed, or out of memory); nothing was "
-                                     "published", hint="rerun with --engine spark, or on a machine with more memory")
+                    raise TaskFailed(
+                        "a local worker process died (killed, or out of memory); nothing was published",
+                        hint="rerun with --engine spark, or on a machine with more memory",
+                    )
                 except Exception as e:
-                    raise TaskFailed(f"local task failed: {type(e).__name__}: {str(e)[:400]}",
-                                     hint="rerun with -v; nothing was published") from e
+                    raise TaskFailed(
+                        f"local task failed: {type(e).__name__}: {str(e)[:400]}",
+                        hint="rerun with -v; nothing was published",
+                    ) from e
                 done_n += 1
                 if progress is not None:
                     progress(done_n, len(tasks))

@@ -54,8 +54,15 @@ class LockInfo:
         return f"pid {self.pid} on {self.host}{age_txt}"
 
     def to_dict(self) -> dict:
-        return {"path": self.path, "pid": self.pid, "host": self.host, "started": self.started,
-                "command": self.command, "stale": self.stale, "age_seconds": self.age_seconds}
+        return {
+            "path": self.path,
+            "pid": self.pid,
+            "host": self.host,
+            "started": self.started,
+            "command": self.command,
+            "stale": self.stale,
+            "age_seconds": self.age_seconds,
+        }
 
 
 def pid_alive(pid: int) -> bool:
@@ -99,15 +106,21 @@ def read_lock(tfs, path: str) -> LockInfo | None:
         d = json.loads(raw)
     except ValueError:
         d = {}
-    return LockInfo(path=tfs.display(path), pid=d.get("pid"), host=d.get("host"), started=d.get("started"),
-                    token=d.get("token"), command=d.get("command"), raw=raw)
+    return LockInfo(
+        path=tfs.display(path),
+        pid=d.get("pid"),
+        host=d.get("host"),
+        started=d.get("started"),
+        token=d.get("token"),
+        command=d.get("command"),
+        raw=raw,
+    )
 
 
 class TableLock:
     """Context manager: ``with TableLock(tfs, command="compact"): ...``."""
 
-    def __init__(self, tfs, *, command: str = "compact", break_lock: bool = False,
-                 table_root: str | None = None):
+    def __init__(self, tfs, *, command: str = "compact", break_lock: bool = False, table_root: str | None = None):
         self.tfs = tfs
         self.path = lock_path(tfs, table_root)
         self.command = command
@@ -117,8 +130,15 @@ class TableLock:
         self.broken: LockInfo | None = None
 
     def _payload(self) -> bytes:
-        return json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": time.time(),
-                           "token": self.token, "command": self.command}).encode()
+        return json.dumps(
+            {
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "started": time.time(),
+                "token": self.token,
+                "command": self.command,
+            }
+        ).encode()
 
     def _create(self) -> bool:
         data = self._payload()
@@ -173,10 +193,14 @@ class TableLock:
         if info is None:
             raise LockConflict(f"cannot create the lock file {self.tfs.display(self.path)}")
         if info.stale:
-            raise LockConflict(f"stale compaction lock {info.path} ({info.describe()}, process gone)",
-                               hint="run `acidctl clean --execute` or pass --break-lock")
-        raise LockConflict(f"table is locked by another acidctl {info.command or 'run'} ({info.describe()}): {info.path}",
-                           hint="wait for it to finish; --break-lock only if you are sure it is dead")
+            raise LockConflict(
+                f"stale compaction lock {info.path} ({info.describe()}, process gone)",
+                hint="run `acidctl clean --execute` or pass --break-lock",
+            )
+        raise LockConflict(
+            f"table is locked by another acidctl {info.command or 'run'} ({info.describe()}): {info.path}",
+            hint="wait for it to finish; --break-lock only if you are sure it is dead",
+        )
 
     def release(self) -> None:
         if not self.held:

@@ -9,17 +9,28 @@ from __future__ import annotations
 import os
 import threading
 
-STREAM = "stream"   # the bucket's inputs were streamed in key order
-WHOLE = "whole"     # every input of the bucket in one Arrow table
+STREAM = "stream"  # the bucket's inputs were streamed in key order
+WHOLE = "whole"  # every input of the bucket in one Arrow table
 
 
 def new_metrics(task, path: str) -> dict:
     """The metrics record of ``task`` (a :class:`~acidctl.compact.planner.BucketTask`) taking
     ``path`` (:data:`STREAM` or :data:`WHOLE`)."""
-    return {"partition": task.partition, "bucket": task.bucket, "path": path, "rows_in": 0,
-            "delete_events_in": 0, "rows_out": 0, "delete_events_out": 0, "deletes_applied": 0,
-            "aborted_dropped": 0, "invisible_dropped": 0, "other_events_dropped": 0, "bytes_out": 0,
-            "files_out": []}
+    return {
+        "partition": task.partition,
+        "bucket": task.bucket,
+        "path": path,
+        "rows_in": 0,
+        "delete_events_in": 0,
+        "rows_out": 0,
+        "delete_events_out": 0,
+        "deletes_applied": 0,
+        "aborted_dropped": 0,
+        "invisible_dropped": 0,
+        "other_events_dropped": 0,
+        "bytes_out": 0,
+        "files_out": [],
+    }
 
 
 def count_written(m: dict, counter: str, path: str, rows: int, size: int) -> None:
@@ -31,8 +42,11 @@ def count_written(m: dict, counter: str, path: str, rows: int, size: int) -> Non
 
 def error_record(task, e: Exception) -> dict:
     """An expected failure as a record (the driver re-raises it with its acidctl error class)."""
-    return {"partition": task.partition, "bucket": task.bucket,
-            "error": {"type": type(e).__name__, "module": type(e).__module__, "message": str(e)}}
+    return {
+        "partition": task.partition,
+        "bucket": task.bucket,
+        "error": {"type": type(e).__name__, "module": type(e).__module__, "message": str(e)},
+    }
 
 
 class PeakRss:

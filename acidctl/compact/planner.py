@@ -51,40 +51,45 @@ class OutputDir:
     markers: dict[str, bytes]
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "kind": self.kind, "min_write_id": self.min_write_id,
-                "max_write_id": self.max_write_id, "buckets": list(self.buckets)}
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "min_write_id": self.min_write_id,
+            "max_write_id": self.max_write_id,
+            "buckets": list(self.buckets),
+        }
 
 
 @dataclasses.dataclass
 class BucketTask:
     """Everything one executor task needs (picklable; no driver state)."""
 
-    tfs: object                      # TableFS
+    tfs: object  # TableFS
     partition: str | None
     bucket: int
     mode: str
     compactor: WriteIdList
     reader: WriteIdList
-    inserts: list                    # read.Source, compactor inputs of this bucket
+    inserts: list  # read.Source, compactor inputs of this bucket
     deletes: list
-    out_insert: str | None           # staging path of the insert/base file
-    out_delete: str | None           # staging path of the delete file (minor)
+    out_insert: str | None  # staging path of the insert/base file
+    out_delete: str | None  # staging path of the delete file (minor)
     out_insert_dir: OutputDir | None
     out_delete_dir: OutputDir | None
-    verify_old: tuple[list, list]    # reader snapshot before: (inserts, deletes) of this bucket
-    verify_new: tuple[list, list]    # reader snapshot after (staging paths for new files)
+    verify_old: tuple[list, list]  # reader snapshot before: (inserts, deletes) of this bucket
+    verify_new: tuple[list, list]  # reader snapshot after (staging paths for new files)
     columns: list[str] | None = None
     columns_coln_only: bool = False
-    hive_version: int = 3            # 2: Hive 2.3 CompactorMR output (acidctl.compact.hive2)
+    hive_version: int = 3  # 2: Hive 2.3 CompactorMR output (acidctl.compact.hive2)
 
 
 @dataclasses.dataclass
 class PartitionPlan:
     partition: str | None
-    path: str                        # filesystem path of the partition directory
+    path: str  # filesystem path of the partition directory
     display: str
     mode: str
-    status: str                      # compact | nothing | not-due
+    status: str  # compact | nothing | not-due
     message: str
     inputs: list[str] = dataclasses.field(default_factory=list)
     input_bytes: int = 0
@@ -93,12 +98,12 @@ class PartitionPlan:
     tasks: list[BucketTask] = dataclasses.field(default_factory=list)
     recommendation: dict | None = None
     staging_id: str | None = None
-    publish: str = ""                # atomic | hidden-until-commit | non-atomic (set by the runner)
+    publish: str = ""  # atomic | hidden-until-commit | non-atomic (set by the runner)
     published: list[str] = dataclasses.field(default_factory=list)  # paths renamed in (set by the runner)
-    refusals: list[dict] = dataclasses.field(default_factory=list)   # unread files (status "refused")
-    skipped: list[dict] = dataclasses.field(default_factory=list)    # unread files, --skip-unreadable-files
-    obsoletes: list[str] = dataclasses.field(default_factory=list)   # children the output makes obsolete
-    read_paths: set[str] = dataclasses.field(default_factory=set)    # every file the tasks read
+    refusals: list[dict] = dataclasses.field(default_factory=list)  # unread files (status "refused")
+    skipped: list[dict] = dataclasses.field(default_factory=list)  # unread files, --skip-unreadable-files
+    obsoletes: list[str] = dataclasses.field(default_factory=list)  # children the output makes obsolete
+    read_paths: set[str] = dataclasses.field(default_factory=set)  # every file the tasks read
     input_files: dict[str, list] = dataclasses.field(default_factory=dict)  # child -> [[file, size]] (revert)
 
     @property
@@ -106,11 +111,20 @@ class PartitionPlan:
         return self.status == "compact"
 
     def to_dict(self) -> dict:
-        return {"partition": self.partition, "path": self.display, "type": self.mode,
-                "status": self.status, "message": self.message, "inputs": list(self.inputs),
-                "outputs": [o.name for o in self.outputs], "buckets": len(self.tasks),
-                "recommendation": self.recommendation, "obsoletes": list(self.obsoletes),
-                "refusals": list(self.refusals), "skipped": list(self.skipped)}
+        return {
+            "partition": self.partition,
+            "path": self.display,
+            "type": self.mode,
+            "status": self.status,
+            "message": self.message,
+            "inputs": list(self.inputs),
+            "outputs": [o.name for o in self.outputs],
+            "buckets": len(self.tasks),
+            "recommendation": self.recommendation,
+            "obsoletes": list(self.obsoletes),
+            "refusals": list(self.refusals),
+            "skipped": list(self.skipped),
+        }
 
 
 def covered_aborted(cstate: AcidState) -> list:
@@ -135,9 +149,11 @@ def valid_txns_with(txns: TxnList | None, visibility_txn: int | None) -> TxnList
     """The txn list a reader has once the compactor txn committed."""
     if txns is None or not visibility_txn:
         return txns
-    return TxnList(hwm=max(txns.hwm, visibility_txn),
-                   open=tuple(t for t in txns.open if t != visibility_txn),
-                   aborted=tuple(t for t in txns.aborted if t != visibility_txn))
+    return TxnList(
+        hwm=max(txns.hwm, visibility_txn),
+        open=tuple(t for t in txns.open if t != visibility_txn),
+        aborted=tuple(t for t in txns.aborted if t != visibility_txn),
+    )
 
 
 def output_visibility(visibility_txn, hive_version: int) -> int:
@@ -148,16 +164,27 @@ def output_visibility(visibility_txn, hive_version: int) -> int:
         return 0
     v = visibility_txn() if callable(visibility_txn) else visibility_txn
     if not v or int(v) <= 0:
-        raise UsageError("Hive 4 compaction output is named _v<compactor txn>: pass --visibility-txn M "
-                         "(a committed txn of type COMPACTION) or connect a metastore",
-                         hint="or use --hive-version 3 for Hive 3 naming")
+        raise UsageError(
+            "Hive 4 compaction output is named _v<compactor txn>: pass --visibility-txn M "
+            "(a committed txn of type COMPACTION) or connect a metastore",
+            hint="or use --hive-version 3 for Hive 3 naming",
+        )
     return int(v)
 
 
-def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, txns: TxnList | None,
-                   hive_version: int, visibility_txn: int | Callable[[], int | None] | None = None,
-                   columns: list[str] | None = None,
-                   columns_coln_only: bool = False, skip_unreadable: bool = False) -> PartitionPlan:
+def plan_partition(
+    tfs,
+    listing: DirListing,
+    *,
+    mode: str,
+    reader: WriteIdList,
+    txns: TxnList | None,
+    hive_version: int,
+    visibility_txn: int | Callable[[], int | None] | None = None,
+    columns: list[str] | None = None,
+    columns_coln_only: bool = False,
+    skip_unreadable: bool = False,
+) -> PartitionPlan:
     """The plan for one partition (``status`` "nothing" when there is nothing to compact,
     "refused" when the output would make obsolete a file it does not read — see
     :mod:`acidctl.compact.coverage`; ``skip_unreadable`` lists those files as skipped instead)."""
@@ -165,8 +192,9 @@ def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, 
 
     compactor = reader if reader.compactor else reader.for_compactor()
     part_path = listing.fs_path or listing.path
-    plan = PartitionPlan(partition=listing.partition, path=part_path, display=listing.path, mode=mode,
-                         status="nothing", message="")
+    plan = PartitionPlan(
+        partition=listing.partition, path=part_path, display=listing.path, mode=mode, status="nothing", message=""
+    )
     rstate = get_acid_state(listing, reader, txns=txns, hive_version=hive_version)
     rstate.require_snapshot()
     cstate = get_acid_state(listing, compactor, txns=txns, hive_version=hive_version)
@@ -179,7 +207,9 @@ def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, 
 
     if mode == MAJOR:
         if not deltas and not cstate.originals:
-            plan.message = "nothing to compact: " + _why_nothing(cstate, "no delta files or original files found to compact")
+            plan.message = "nothing to compact: " + _why_nothing(
+                cstate, "no delta files or original files found to compact"
+            )
             return plan
         # originals only: Hive's CompactorMR names it base_-9223372036854775808 (Long.MIN_VALUE);
         # acidctl never writes a negative write id into a name (issue #9): base_0 holds exactly
@@ -190,19 +220,24 @@ def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, 
         if not h4:
             markers[METADATA_FILE] = METADATA_ACID
         if hive_version == 2:
-            markers = {}   # Hive 2.3's CompactorMR writes no marker file (insert-only-and-hive2.md B.7)
-        inputs = ([cstate.base.name] if cstate.base is not None else []) + \
-                 [o.rel for o in cstate.originals] + [d.name for d in deltas]
-        input_bytes = (cstate.base.bytes if cstate.base is not None else 0) + \
-            sum(o.size for o in cstate.originals) + sum(d.bytes for d in deltas)
+            markers = {}  # Hive 2.3's CompactorMR writes no marker file (insert-only-and-hive2.md B.7)
+        inputs = (
+            ([cstate.base.name] if cstate.base is not None else [])
+            + [o.rel for o in cstate.originals]
+            + [d.name for d in deltas]
+        )
+        input_bytes = (
+            (cstate.base.bytes if cstate.base is not None else 0)
+            + sum(o.size for o in cstate.originals)
+            + sum(d.bytes for d in deltas)
+        )
     else:
         if not deltas:
             plan.message = "nothing to compact: " + _why_nothing(cstate, "no current delta directories")
             return plan
         lo = min(d.min_write_id for d in deltas)
         hi = max(d.max_write_id for d in deltas)
-        if all(d.min_write_id == lo and d.max_write_id == hi and d.statement_id is None for d in deltas) \
-                and not extras:
+        if all(d.min_write_id == lo and d.max_write_id == hi and d.statement_id is None for d in deltas) and not extras:
             plan.message = f"nothing to compact: the current deltas already cover {lo}..{hi} as one range"
             return plan
         istate = dataclasses.replace(cstate, base=None, originals=[], deltas=deltas)
@@ -223,8 +258,9 @@ def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, 
     input_children = sorted({i.split("/", 1)[0] for i in inputs})
     plan.read_paths = read_paths
     plan.input_files = {n: sorted([f.name, f.size] for f in reader_files(by_name[n])) for n in input_children}
-    if _refuse_unread(plan, unread_files(((n, by_name[n]) for n in input_children), read_paths, part_path),
-                      inputs, skip_unreadable):
+    if _refuse_unread(
+        plan, unread_files(((n, by_name[n]) for n in input_children), read_paths, part_path), inputs, skip_unreadable
+    ):
         return plan
     vis = output_visibility(visibility_txn, hive_version)
     if mode == MAJOR:
@@ -246,18 +282,28 @@ def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, 
     else:
         has_ins = any(d.kind is Kind.DELTA for d in deltas)
         has_del = any(d.kind is Kind.DELETE_DELTA for d in deltas)
-        out_ins = OutputDir(DeltaDir(lo, hi, -1, vis or 0).format(), "delta", lo, hi,
-                            sorted(ins_by), markers) if has_ins or ins_by else None
-        out_del = OutputDir(DeltaDir(lo, hi, -1, vis or 0, delete=True).format(), "delete_delta", lo, hi,
-                            sorted(del_by), markers) if has_del or del_by else None
+        out_ins = (
+            OutputDir(DeltaDir(lo, hi, -1, vis or 0).format(), "delta", lo, hi, sorted(ins_by), markers)
+            if has_ins or ins_by
+            else None
+        )
+        out_del = (
+            OutputDir(
+                DeltaDir(lo, hi, -1, vis or 0, delete=True).format(), "delete_delta", lo, hi, sorted(del_by), markers
+            )
+            if has_del or del_by
+            else None
+        )
         outputs.extend(o for o in (out_ins, out_del) if o is not None)
         buckets = sorted(set(ins_by) | set(del_by))
 
     existing = {e.name for e in listing.entries}
     for o in outputs:
         if o.name in existing:
-            raise RefusedError(f"{join_path(listing.path, o.name)} already exists; refusing to overwrite it",
-                               hint="inspect it with `acidctl state`; `acidctl clean` removes obsolete copies")
+            raise RefusedError(
+                f"{join_path(listing.path, o.name)} already exists; refusing to overwrite it",
+                hint="inspect it with `acidctl state`; `acidctl clean` removes obsolete copies",
+            )
 
     staging_id = uuid.uuid4().hex[:12]
     staging = join_path(part_path, STAGING_PREFIX + staging_id)
@@ -265,8 +311,9 @@ def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, 
     # -- the reader's snapshot before and after, for verification -------------------------
     old_ins, old_del = _non_empty(plan_sources(tfs, listing, rstate), sizes)
     virtual = _with_outputs(listing, outputs)
-    nstate = get_acid_state(virtual, reader, txns=valid_txns_with(txns, vis or None) if h4 else txns,
-                            hive_version=hive_version)
+    nstate = get_acid_state(
+        virtual, reader, txns=valid_txns_with(txns, vis or None) if h4 else txns, hive_version=hive_version
+    )
     nstate.require_snapshot()
     new_ins, new_del = _non_empty(plan_sources(tfs, virtual, nstate), sizes)
     remap = {join_path(part_path, o.name) + "/": join_path(staging, o.name) + "/" for o in outputs}
@@ -274,7 +321,7 @@ def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, 
     def moved(src):
         for prefix, target in remap.items():
             if src.path.startswith(prefix):
-                return dataclasses.replace(src, path=target + src.path[len(prefix):])
+                return dataclasses.replace(src, path=target + src.path[len(prefix) :])
         return src
 
     new_ins = [moved(s) for s in new_ins]
@@ -282,13 +329,18 @@ def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, 
 
     # -- what the published output makes obsolete for readers (and for Hive's Cleaner list) --
     top_id = max(o.max_write_id for o in outputs)
-    clstate = get_acid_state(virtual, WriteIdList(table=reader.table, hwm=max(top_id, 0)), txns=nstate.txns,
-                             hive_version=hive_version)
+    clstate = get_acid_state(
+        virtual, WriteIdList(table=reader.table, hwm=max(top_id, 0)), txns=nstate.txns, hive_version=hive_version
+    )
     was_live = {c.name for st in (rstate, cstate) for c in st.entries if c.role.current}
     now_obsolete = {c.name for c in nstate.obsolete} | {c.name for c in clstate.obsolete}
     plan.obsoletes = sorted((was_live & now_obsolete) | set(input_children))
-    if _refuse_unread(plan, unread_files(((n, by_name[n]) for n in plan.obsoletes if n in by_name), read_paths,
-                                         part_path), inputs, skip_unreadable):
+    if _refuse_unread(
+        plan,
+        unread_files(((n, by_name[n]) for n in plan.obsoletes if n in by_name), read_paths, part_path),
+        inputs,
+        skip_unreadable,
+    ):
         plan.outputs = outputs
         return plan
 
@@ -296,15 +348,27 @@ def plan_partition(tfs, listing: DirListing, *, mode: str, reader: WriteIdList, 
         return [s for s in srcs if s.bucket == b]
 
     for b in buckets:
-        plan.tasks.append(BucketTask(
-            tfs=tfs, partition=listing.partition, bucket=b, mode=mode, compactor=compactor, reader=reader,
-            inserts=ins_by.get(b, []), deletes=del_by.get(b, []),
-            out_insert=join_path(staging, out_ins.name, f"bucket_{b:05d}") if out_ins is not None else None,
-            out_delete=join_path(staging, out_del.name, f"bucket_{b:05d}") if out_del is not None else None,
-            out_insert_dir=out_ins, out_delete_dir=out_del,
-            verify_old=(by_bucket(old_ins, b), by_bucket(old_del, b)),
-            verify_new=(by_bucket(new_ins, b), by_bucket(new_del, b)),
-            columns=columns, columns_coln_only=columns_coln_only, hive_version=hive_version))
+        plan.tasks.append(
+            BucketTask(
+                tfs=tfs,
+                partition=listing.partition,
+                bucket=b,
+                mode=mode,
+                compactor=compactor,
+                reader=reader,
+                inserts=ins_by.get(b, []),
+                deletes=del_by.get(b, []),
+                out_insert=join_path(staging, out_ins.name, f"bucket_{b:05d}") if out_ins is not None else None,
+                out_delete=join_path(staging, out_del.name, f"bucket_{b:05d}") if out_del is not None else None,
+                out_insert_dir=out_ins,
+                out_delete_dir=out_del,
+                verify_old=(by_bucket(old_ins, b), by_bucket(old_del, b)),
+                verify_new=(by_bucket(new_ins, b), by_bucket(new_del, b)),
+                columns=columns,
+                columns_coln_only=columns_coln_only,
+                hive_version=hive_version,
+            )
+        )
     plan.status = "compact"
     plan.inputs = inputs
     plan.input_bytes = input_bytes
@@ -326,9 +390,11 @@ def _refuse_unread(plan: PartitionPlan, unread: list[dict], inputs: list[str], s
     plan.status = "refused"
     plan.refusals = unread
     plan.inputs = inputs
-    plan.message = (f"refused: {len(unread)} file(s) a reader could treat as data would become obsolete "
-                    f"without being read ({', '.join(u['path'] for u in unread[:3])}"
-                    f"{', ...' if len(unread) > 3 else ''})")
+    plan.message = (
+        f"refused: {len(unread)} file(s) a reader could treat as data would become obsolete "
+        f"without being read ({', '.join(u['path'] for u in unread[:3])}"
+        f"{', ...' if len(unread) > 3 else ''})"
+    )
     return True
 
 
@@ -338,9 +404,10 @@ def _why_nothing(cstate: AcidState, default: str) -> str:
     held = [c for c in cstate.not_visible if c.max_write_id is not None]
     if held:
         c = held[0]
-        return (f"{c.name} spans write id {c.max_write_id}, above the compactor's high watermark {hwm} "
-                f"(an open or uncommitted write: never folded)"
-                + (f" and {len(held) - 1} more" if len(held) > 1 else ""))
+        return (
+            f"{c.name} spans write id {c.max_write_id}, above the compactor's high watermark {hwm} "
+            f"(an open or uncommitted write: never folded)" + (f" and {len(held) - 1} more" if len(held) > 1 else "")
+        )
     if cstate.base is not None:
         return f"{default} above the current base {cstate.base.name}"
     return default
@@ -358,7 +425,8 @@ def refusal_error(plans: list[PartitionPlan]) -> RefusedError | None:
         f"compaction refused: {len(files)} file(s) a reader could treat as data would become obsolete without "
         f"being read: {shown}{more}; nothing was written",
         hint="rename each to a bucket_N name if it is ACID data of that bucket, or move it out of the table; "
-             "--skip-unreadable-files compacts without them (clean then keeps their directories)")
+        "--skip-unreadable-files compacts without them (clean then keeps their directories)",
+    )
 
 
 def _file_sizes(listing: DirListing, part_path: str) -> dict[str, int]:
@@ -385,6 +453,5 @@ def _with_outputs(listing: DirListing, outputs: list[OutputDir]) -> DirListing:
     for o in outputs:
         files = [FileInfo(f"bucket_{b:05d}", 1) for b in o.buckets]
         files += [FileInfo(k, len(v)) for k, v in o.markers.items()]
-        extra.append(ChildEntry(o.name, True, 0, None, tuple(sorted(files, key=lambda f: f.name)), (),
-                                dict(o.markers)))
+        extra.append(ChildEntry(o.name, True, 0, None, tuple(sorted(files, key=lambda f: f.name)), (), dict(o.markers)))
     return dataclasses.replace(listing, entries=tuple(listing.entries) + tuple(extra))

@@ -40,11 +40,19 @@ _ORDER = {"base": 0, "delta": 1, "delete_delta": 2}
 
 
 def _manifest(plan: PartitionPlan, state: str) -> bytes:
-    return json.dumps({
-        "state": state, "type": plan.mode, "partition": plan.partition,
-        "outputs": [o.name for o in sorted(plan.outputs, key=lambda o: _ORDER[o.kind])],
-        "inputs": plan.inputs, "pid": os.getpid(), "host": socket.gethostname(), "time": time.time(),
-    }, indent=1).encode()
+    return json.dumps(
+        {
+            "state": state,
+            "type": plan.mode,
+            "partition": plan.partition,
+            "outputs": [o.name for o in sorted(plan.outputs, key=lambda o: _ORDER[o.kind])],
+            "inputs": plan.inputs,
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "time": time.time(),
+        },
+        indent=1,
+    ).encode()
 
 
 ATOMIC, HIDDEN, NON_ATOMIC = "atomic", "hidden-until-commit", "non-atomic"
@@ -56,8 +64,10 @@ def safety(tfs, plan: PartitionPlan, *, hidden_until_commit: bool) -> tuple[str,
         return HIDDEN, None
     why = []
     if len(plan.outputs) > 1:
-        why.append(f"publishing {' and '.join(o.name for o in plan.outputs)} takes {len(plan.outputs)} renames "
-                   "and each alone changes what readers see")
+        why.append(
+            f"publishing {' and '.join(o.name for o in plan.outputs)} takes {len(plan.outputs)} renames "
+            "and each alone changes what readers see"
+        )
     if not tfs.atomic_rename:
         why.append(f"a directory rename on {tfs.protocol}:// copies file by file")
     return (NON_ATOMIC, "; ".join(why)) if why else (ATOMIC, None)
@@ -96,15 +106,17 @@ def check_staged(tfs, plan: PartitionPlan, metrics: list[dict]) -> None:
 
 def publish(tfs, plan: PartitionPlan) -> list[str]:
     """Rename the staged outputs into the partition; returns the published paths."""
-    assert plan.staging is not None   # planned to run
+    assert plan.staging is not None  # planned to run
     tfs.write_bytes(join_path(plan.staging, MANIFEST), _manifest(plan, "publishing"))
     done = []
     outs = sorted(plan.outputs, key=lambda o: _ORDER[o.kind])
     for i, o in enumerate(outs):
         target = join_path(plan.path, o.name)
         if tfs.exists(target):
-            raise RefusedError(f"{tfs.display(target)} appeared while compacting; not overwriting it",
-                               hint=f"the staged output stays in {tfs.display(plan.staging)}")
+            raise RefusedError(
+                f"{tfs.display(target)} appeared while compacting; not overwriting it",
+                hint=f"the staged output stays in {tfs.display(plan.staging)}",
+            )
         tfs.move_dir(join_path(plan.staging, o.name), target)
         done.append(tfs.display(target))
         if i + 1 < len(outs):
@@ -122,16 +134,23 @@ RECORDS_DIR = ".acidctl-published"
 
 def write_record(tfs, plan: PartitionPlan) -> None:
     """The durable record of a publication: outputs, and each input with its files and sizes."""
-    rec = {"version": 1, "type": plan.mode, "partition": plan.partition, "time": time.time(),
-           "host": socket.gethostname(), "staging_id": plan.staging_id,
-           "outputs": [o.name for o in sorted(plan.outputs, key=lambda o: _ORDER[o.kind])],
-           "inputs": plan.input_files}
+    rec = {
+        "version": 1,
+        "type": plan.mode,
+        "partition": plan.partition,
+        "time": time.time(),
+        "host": socket.gethostname(),
+        "staging_id": plan.staging_id,
+        "outputs": [o.name for o in sorted(plan.outputs, key=lambda o: _ORDER[o.kind])],
+        "inputs": plan.input_files,
+    }
     try:
         tfs.makedirs(join_path(plan.path, RECORDS_DIR))
-        tfs.write_bytes(join_path(plan.path, RECORDS_DIR, plan.outputs[0].name + ".json"),
-                        json.dumps(rec, indent=1).encode())
+        tfs.write_bytes(
+            join_path(plan.path, RECORDS_DIR, plan.outputs[0].name + ".json"), json.dumps(rec, indent=1).encode()
+        )
     except Exception:
-        pass   # the publication stands; only the undo record is missing (revert then refuses)
+        pass  # the publication stands; only the undo record is missing (revert then refuses)
 
 
 def read_records(tfs, partition_path: str) -> list[dict]:
@@ -191,15 +210,21 @@ def recheck_inputs(tfs, p: PartitionPlan, *, required: list[str]) -> None:
     if gone:
         raise RefusedError(f"{p.display}: input {gone[0]} disappeared during the compaction; nothing was published")
     skipped = {sk["path"] for sk in p.skipped}
-    unread = [u for u in unread_files(((n, by_name[n]) for n in p.obsoletes if n in by_name), p.read_paths, p.path)
-              if u["path"] not in skipped]
+    unread = [
+        u
+        for u in unread_files(((n, by_name[n]) for n in p.obsoletes if n in by_name), p.read_paths, p.path)
+        if u["path"] not in skipped
+    ]
     if unread:
-        raise RefusedError(f"{p.display}: {unread[0]['path']} appeared during the compaction and was not read; "
-                           "nothing was published", hint="run the compaction again")
+        raise RefusedError(
+            f"{p.display}: {unread[0]['path']} appeared during the compaction and was not read; nothing was published",
+            hint="run the compaction again",
+        )
 
 
-def discard_unpublished(tfs, plans: list[PartitionPlan], published: set[str], error: BaseException, *,
-                        registrar=None) -> None:
+def discard_unpublished(
+    tfs, plans: list[PartitionPlan], published: set[str], error: BaseException, *, registrar=None
+) -> None:
     """After ``error``: remove every staging directory not yet published and tell the
     registrar (the metastore request is marked failed with the message, or the error's type
     for anything that is not an acidctl error, e.g. KeyboardInterrupt)."""
@@ -233,9 +258,16 @@ def interrupted(tfs, partition_path: str) -> list[dict]:
             continue
         published = [n for n in m.get("outputs", []) if tfs.exists(join_path(partition_path, n))]
         staged = [n for n in m.get("outputs", []) if tfs.exists(join_path(e.path, n))]
-        out.append({"staging": e.path, "display": tfs.display(e.path), "published": published,
-                    "staged": staged, "outputs": m.get("outputs", []),
-                    "partial": bool(published) and bool(staged)})
+        out.append(
+            {
+                "staging": e.path,
+                "display": tfs.display(e.path),
+                "published": published,
+                "staged": staged,
+                "outputs": m.get("outputs", []),
+                "partial": bool(published) and bool(staged),
+            }
+        )
     return out
 
 
@@ -253,8 +285,13 @@ def recover(tfs, partition_path: str, *, execute: bool = True) -> list[dict]:
         for n in it["outputs"]:
             if n in it["staged"]:
                 target = join_path(partition_path, n)
-                actions.append({"action": "complete publish", "path": tfs.display(target),
-                                "from": tfs.display(join_path(it["staging"], n))})
+                actions.append(
+                    {
+                        "action": "complete publish",
+                        "path": tfs.display(target),
+                        "from": tfs.display(join_path(it["staging"], n)),
+                    }
+                )
                 if execute:
                     # on a store whose rename copies, a half-copied target is finished by
                     # copying again; an atomic rename never leaves a half-moved directory

@@ -41,16 +41,25 @@ log = logging.getLogger("acidctl.compact")
 @dataclasses.dataclass
 class _Entry:
     request: queue.Request
-    claimed: bool                  # an existing request was claimed (not enqueued by this run)
+    claimed: bool  # an existing request was claimed (not enqueued by this run)
     txn_id: int | None = None
     heartbeat: txns.Heartbeat | None = None
-    state: str = "working"         # working | ready for cleaning | refused | failed
+    state: str = "working"  # working | ready for cleaning | refused | failed
 
 
 class Registrar:
-    def __init__(self, ms, db: str, table: str, *, compactor_hwm: int, run_as: str | None = None,
-                 worker_id: str | None = None, requests: dict | None = None,
-                 heartbeat_s: float = txns.TXN_TIMEOUT_S / 4):
+    def __init__(
+        self,
+        ms,
+        db: str,
+        table: str,
+        *,
+        compactor_hwm: int,
+        run_as: str | None = None,
+        worker_id: str | None = None,
+        requests: dict | None = None,
+        heartbeat_s: float = txns.TXN_TIMEOUT_S / 4,
+    ):
         self.ms = ms
         self.db, self.table = db.lower(), table.lower()
         self.hwm = int(compactor_hwm)
@@ -70,24 +79,33 @@ class Registrar:
 
         cq = self.ms.tables.COMPACTION_QUEUE
         with self.ms.read() as conn:
-            rows = conn.execute(sa.select(cq.CQ_ID, cq.CQ_STATE, cq.CQ_TYPE, cq.CQ_WORKER_ID).where(
-                cq.CQ_DATABASE == self.db, cq.CQ_TABLE == self.table,
-                queue.partition_eq(cq.CQ_PARTITION, partition), cq.CQ_STATE.in_(["i", "w"]))
-                .order_by(cq.CQ_ID)).all()
+            rows = conn.execute(
+                sa.select(cq.CQ_ID, cq.CQ_STATE, cq.CQ_TYPE, cq.CQ_WORKER_ID)
+                .where(
+                    cq.CQ_DATABASE == self.db,
+                    cq.CQ_TABLE == self.table,
+                    queue.partition_eq(cq.CQ_PARTITION, partition),
+                    cq.CQ_STATE.in_(["i", "w"]),
+                )
+                .order_by(cq.CQ_ID)
+            ).all()
         ours = {e.request.cq_id for e in self.entries.values()}
         where = f"{self.db}.{self.table}{'/' + partition if partition else ''}"
         for cq_id, st, ty, worker in rows:
             if int(cq_id) in ours:
                 continue
             if st == "w":
-                raise RefusedError(f"compaction {cq_id} of {where} is being worked on by {worker}",
-                                   hint="wait for it (acidctl show compactions), or pass --no-register")
+                raise RefusedError(
+                    f"compaction {cq_id} of {where} is being worked on by {worker}",
+                    hint="wait for it (acidctl show compactions), or pass --no-register",
+                )
             want = queue.TYPE_CODES[mode]
             if ty != want:
-                raise RefusedError(f"a {queue.TYPE_NAMES.get(ty, ty)} compaction of {where} is already queued "
-                                   f"(id {cq_id}); this run would duplicate it",
-                                   hint=f"run `acidctl worker` (or compact --{queue.TYPE_NAMES.get(ty, ty)}) to "
-                                        "do the queued request")
+                raise RefusedError(
+                    f"a {queue.TYPE_NAMES.get(ty, ty)} compaction of {where} is already queued "
+                    f"(id {cq_id}); this run would duplicate it",
+                    hint=f"run `acidctl worker` (or compact --{queue.TYPE_NAMES.get(ty, ty)}) to do the queued request",
+                )
             return int(cq_id)
         return None
 
@@ -103,20 +121,22 @@ class Registrar:
             cq_id = self._queued(partition, mode)
             claimed = cq_id is not None
             if cq_id is None:
-                res = queue.enqueue(self.ms, self.db, self.table, partition=partition, type=mode,
-                                    run_as=self.run_as)
+                res = queue.enqueue(self.ms, self.db, self.table, partition=partition, type=mode, run_as=self.run_as)
                 cq_id = res.id if res.accepted else res.existing_id
                 claimed = not res.accepted
-            if cq_id is None:   # neither accepted nor naming the request that blocks it
+            if cq_id is None:  # neither accepted nor naming the request that blocks it
                 from acidctl.errors import RefusedError
 
                 raise RefusedError(f"could not enqueue the compaction of {self.db}.{self.table}: {res.message}")
-            req = queue.claim(self.ms, worker_id=self.worker_id, only_ids=[cq_id],
-                              types=(queue.TYPE_CODES[mode],), any_pool=True)
+            req = queue.claim(
+                self.ms, worker_id=self.worker_id, only_ids=[cq_id], types=(queue.TYPE_CODES[mode],), any_pool=True
+            )
             if req is not None:
                 return req, claimed
-        raise RefusedError(f"could not claim a compaction request for {self.db}.{self.table}"
-                           f"{'/' + partition if partition else ''}: another worker keeps taking it")
+        raise RefusedError(
+            f"could not claim a compaction request for {self.db}.{self.table}"
+            f"{'/' + partition if partition else ''}: another worker keeps taking it"
+        )
 
     def _begin(self, partition, mode: str) -> _Entry:
         e = self.entries.get(partition)
@@ -130,8 +150,9 @@ class Registrar:
                 e.txn_id = opened.txn_id
                 e.heartbeat = txns.Heartbeat(self.ms, e.txn_id, interval_s=self.heartbeat_s).start()
                 txns.lock_for_compaction(self.ms, e.txn_id, req.db, req.table, req.partition, user=self.run_as)
-                queue.update_compactor_state(self.ms, req.cq_id, txn_id=e.txn_id, highest_write_id=self.hwm,
-                                             run_as=req.run_as or self.run_as)
+                queue.update_compactor_state(
+                    self.ms, req.cq_id, txn_id=e.txn_id, highest_write_id=self.hwm, run_as=req.run_as or self.run_as
+                )
             else:
                 queue.set_highest_write_id(self.ms, req.cq_id, self.hwm)
                 if req.run_as is None:
@@ -139,8 +160,12 @@ class Registrar:
         except BaseException as ex:
             self._fail(e, f"{type(ex).__name__}: {ex}")
             raise
-        log.info("compaction %d of %s: claimed%s", req.cq_id, req.display,
-                 f", compactor txn {e.txn_id}" if e.txn_id is not None else "")
+        log.info(
+            "compaction %d of %s: claimed%s",
+            req.cq_id,
+            req.display,
+            f", compactor txn {e.txn_id}" if e.txn_id is not None else "",
+        )
         return e
 
     # -- the runner's callbacks ------------------------------------------------------------
@@ -153,8 +178,9 @@ class Registrar:
     def before_publish(self, plan) -> None:
         e = self._begin(plan.partition, plan.mode)
         if e.heartbeat is not None and e.heartbeat.lost:
-            raise RefusedError(f"compactor txn {e.txn_id} was aborted while the compaction ran ({e.heartbeat.lost}); "
-                               "not publishing")
+            raise RefusedError(
+                f"compactor txn {e.txn_id} was aborted while the compaction ran ({e.heartbeat.lost}); not publishing"
+            )
 
     def published(self, plan) -> None:
         e = self._begin(plan.partition, plan.mode)
@@ -169,9 +195,9 @@ class Registrar:
     def failed(self, plan, message: str) -> None:
         exc = sys.exc_info()[1]
         if isinstance(exc, KeyboardInterrupt):
-            return      # interrupted, not failed: run_registered abandons the request (claimable again)
+            return  # interrupted, not failed: run_registered abandons the request (claimable again)
         if exc is not None and str(exc) and message == type(exc).__name__:
-            message = f"{type(exc).__name__}: {exc}"      # the runner passes only the class name
+            message = f"{type(exc).__name__}: {exc}"  # the runner passes only the class name
         e = self.entries.get(plan.partition)
         if e is not None:
             self._fail(e, message)
@@ -250,17 +276,22 @@ class Registrar:
         e.state = "failed"
         try:
             queue.mark_failed(self.ms, e.request.cq_id, message=message[:4000])
-        except Exception as ex:   # keep the original error; the row stays 'w' for Hive's revoke
+        except Exception as ex:  # keep the original error; the row stays 'w' for Hive's revoke
             log.warning("could not mark compaction %d failed: %s", e.request.cq_id, ex)
         if e.txn_id is not None:
             try:
                 txns.abort_txn(self.ms, e.txn_id, reason=txns.ABORT_COMPACTION_TXN)
-            except Exception as ex:   # the timeout reaper aborts it after hive.txn.timeout
+            except Exception as ex:  # the timeout reaper aborts it after hive.txn.timeout
                 log.warning("could not abort compactor txn %d: %s", e.txn_id, ex)
 
     def _record(self, e: _Entry, commit=None) -> dict:
-        rec = {"cq_id": e.request.cq_id, "txn_id": e.txn_id, "state": e.state, "highest_write_id": self.hwm,
-               "claimed_request": e.claimed}
+        rec = {
+            "cq_id": e.request.cq_id,
+            "txn_id": e.txn_id,
+            "state": e.state,
+            "highest_write_id": self.hwm,
+            "claimed_request": e.claimed,
+        }
         if commit is not None and commit.commit_id is not None:
             rec["next_txn_id"] = commit.commit_id
         return rec
@@ -276,9 +307,15 @@ class Registration:
     notes: list
 
 
-def registration_for(target, *, no_register: bool = False, dry_run: bool = False,
-                     visibility_txn: int | None = None, metastore_configured: bool = False,
-                     heartbeat_s: float = txns.TXN_TIMEOUT_S / 4) -> Registration:
+def registration_for(
+    target,
+    *,
+    no_register: bool = False,
+    dry_run: bool = False,
+    visibility_txn: int | None = None,
+    metastore_configured: bool = False,
+    heartbeat_s: float = txns.TXN_TIMEOUT_S / 4,
+) -> Registration:
     """Whether and how a ``compact`` run registers in the metastore. Writes are on by default
     where the compaction needs them (a DB.TABLE target on a 3.1.x/4.0.x schema); ``--no-register``
     skips them for one run; ``--read-only`` or another schema version leaves a Hive 3 compaction
@@ -295,25 +332,37 @@ def registration_for(target, *, no_register: bool = False, dry_run: bool = False
         notes.append("not registered in the metastore (--no-register)")
         return Registration(None, visibility_txn, False, notes)
     if hv < 3:
-        notes.append("not registered in the metastore: acidctl does not write to Hive 2.3 metastores "
-                     "(run `acidctl clean --hive-version 2` for the obsolete directories)")
+        notes.append(
+            "not registered in the metastore: acidctl does not write to Hive 2.3 metastores "
+            "(run `acidctl clean --hive-version 2` for the obsolete directories)"
+        )
         return Registration(None, visibility_txn, False, notes)
     if visibility_txn is not None:
-        raise UsageError("--visibility-txn names the output of an unregistered compaction; with a metastore "
-                         "acidctl opens its own compactor txn",
-                         hint="drop --visibility-txn, or add --no-register to use a txn you committed yourself")
+        raise UsageError(
+            "--visibility-txn names the output of an unregistered compaction; with a metastore "
+            "acidctl opens its own compactor txn",
+            hint="drop --visibility-txn, or add --no-register to use a txn you committed yourself",
+        )
     try:
         steps.check_writable(ms, what="register the compaction")
     except RefusedError as e:
         if hv >= 4:
-            raise RefusedError(f"a Hive 4 compaction needs a compactor txn: {e}",
-                               hint="allow metastore writes, or pass --no-register with --visibility-txn M "
-                                    "(a committed COMPACTION txn)") from None
+            raise RefusedError(
+                f"a Hive 4 compaction needs a compactor txn: {e}",
+                hint="allow metastore writes, or pass --no-register with --visibility-txn M "
+                "(a committed COMPACTION txn)",
+            ) from None
         notes.append(f"not registered in the metastore: {e}")
         return Registration(None, None, False, notes)
     wl = target.write_ids
-    reg = Registrar(ms, info.db, info.table, compactor_hwm=wl.for_compactor().hwm,
-                    run_as=info.owner or None, heartbeat_s=heartbeat_s)
+    reg = Registrar(
+        ms,
+        info.db,
+        info.table,
+        compactor_hwm=wl.for_compactor().hwm,
+        run_as=info.owner or None,
+        heartbeat_s=heartbeat_s,
+    )
     if hv >= 4:
         return Registration(reg, reg.visibility, True, notes)
     return Registration(reg, None, False, notes)

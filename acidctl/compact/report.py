@@ -17,8 +17,12 @@ from acidctl.compact.planner import PartitionPlan
 def partition_record(p: PartitionPlan, body: dict[str, Any], *, input_dirs: list[str]) -> dict[str, Any]:
     """One partition's record: the plan's fields, ``body`` (the engine's metrics) in the middle."""
     rec: dict[str, Any] = {
-        "partition": p.partition, "path": p.display, "type": p.mode, "status": p.status,
-        "message": p.message, "input_dirs": input_dirs,
+        "partition": p.partition,
+        "path": p.display,
+        "type": p.mode,
+        "status": p.status,
+        "message": p.message,
+        "input_dirs": input_dirs,
         "output_dirs": [o.name for o in p.outputs] if p.runs else [],
         "published": list(p.published),
         **body,
@@ -28,7 +32,7 @@ def partition_record(p: PartitionPlan, body: dict[str, Any], *, input_dirs: list
     }
     if p.recommendation is not None:
         rec["recommendation"] = p.recommendation
-    registration = getattr(p, "registration", None)   # set by acidctl.compact.register on registered runs
+    registration = getattr(p, "registration", None)  # set by acidctl.compact.register on registered runs
     if registration is not None:
         rec["metastore"] = registration
     return rec
@@ -41,9 +45,12 @@ def finish_report(report: dict[str, Any], rows: list[dict[str, Any]], t0: float)
     report["compacted"] = len(done)
     report["nothing_to_compact"] = not done
     report["summary"] = {
-        "partitions": len(rows), "compacted": len(done),
-        "rows_in": sum(r["rows_in"] for r in done), "rows_out": sum(r["rows_out"] for r in done),
-        "bytes_in": sum(r["bytes_in"] for r in done), "bytes_out": sum(r["bytes_out"] for r in done),
+        "partitions": len(rows),
+        "compacted": len(done),
+        "rows_in": sum(r["rows_in"] for r in done),
+        "rows_out": sum(r["rows_out"] for r in done),
+        "bytes_in": sum(r["bytes_in"] for r in done),
+        "bytes_out": sum(r["bytes_out"] for r in done),
         "seconds": round(time.perf_counter() - t0, 3),
     }
     return report

@@ -39,17 +39,27 @@ def plan_revert(tfs, *, partition: str | None = None, output: str | None = None)
         rec = records[0]
         by_name = {e.name: e for e in lst.entries}
         problem = _blocker(rec, by_name, pub.read_records(tfs, part_path))
-        items.append({"partition": lst.partition, "path": tfs.display(part_path), "type": rec.get("type"),
-                      "outputs": rec.get("outputs", []), "inputs": sorted(rec.get("inputs", {})),
-                      "published_at": rec.get("time"), "revertible": problem is None,
-                      "reason": problem or "every input is still there with the files the compaction read",
-                      "_record": rec, "_part_path": part_path,
-                      "leftovers": [e.name for e in lst.entries if e.name.startswith(REVERTING_PREFIX)]})
+        items.append(
+            {
+                "partition": lst.partition,
+                "path": tfs.display(part_path),
+                "type": rec.get("type"),
+                "outputs": rec.get("outputs", []),
+                "inputs": sorted(rec.get("inputs", {})),
+                "published_at": rec.get("time"),
+                "revertible": problem is None,
+                "reason": problem or "every input is still there with the files the compaction read",
+                "_record": rec,
+                "_part_path": part_path,
+                "leftovers": [e.name for e in lst.entries if e.name.startswith(REVERTING_PREFIX)],
+            }
+        )
     if not items:
         where = f"partition {partition}" if partition else tfs.display(tfs.root)
-        raise NotFoundError(f"no compaction published by acidctl to revert in {where}" +
-                            (f" with output {output}" if output else ""),
-                            hint="acidctl keeps a record per published compaction in .acidctl-published/")
+        raise NotFoundError(
+            f"no compaction published by acidctl to revert in {where}" + (f" with output {output}" if output else ""),
+            hint="acidctl keeps a record per published compaction in .acidctl-published/",
+        )
     return {"path": tfs.display(tfs.root), "items": items, "executed": False}
 
 
@@ -59,7 +69,9 @@ def _blocker(rec: dict, by_name: dict, all_records: list[dict]) -> str | None:
             return f"output {out} no longer exists"
         for other in all_records:
             if other is not rec and out in other.get("inputs", {}):
-                return f"output {out} was compacted again (into {', '.join(other.get('outputs', []))}): revert that first"
+                return (
+                    f"output {out} was compacted again (into {', '.join(other.get('outputs', []))}): revert that first"
+                )
     for name, files in rec.get("inputs", {}).items():
         e = by_name.get(name)
         if e is None:
@@ -70,8 +82,9 @@ def _blocker(rec: dict, by_name: dict, all_records: list[dict]) -> str | None:
     return None
 
 
-def revert(tfs, *, partition: str | None = None, output: str | None = None, execute: bool = False,
-           break_lock: bool = False) -> dict:
+def revert(
+    tfs, *, partition: str | None = None, output: str | None = None, execute: bool = False, break_lock: bool = False
+) -> dict:
     report = plan_revert(tfs, partition=partition, output=output)
     blocked = [i for i in report["items"] if not i["revertible"]]
     if blocked:
@@ -90,7 +103,7 @@ def revert(tfs, *, partition: str | None = None, output: str | None = None, exec
                     raise RefusedError(f"cannot revert {', '.join(i['outputs'])} in {i['path']}: {problem}")
                 for out in reversed(i["outputs"]):
                     hidden = join_path(part, REVERTING_PREFIX + out)
-                    tfs.rename(join_path(part, out), hidden)     # readers see the inputs again from here
+                    tfs.rename(join_path(part, out), hidden)  # readers see the inputs again from here
                     tfs.rm(hidden, recursive=True)
                 tfs.rm(i["_record"]["record_path"])
                 for left in i["leftovers"]:
@@ -105,6 +118,7 @@ def revert(tfs, *, partition: str | None = None, output: str | None = None, exec
 # ---------------------------------------------------------------------------------------
 # compactions registered in a metastore
 # ---------------------------------------------------------------------------------------
+
 
 def _request_for(requests: list[dict], item: dict) -> dict | None:
     """The ``ready for cleaning`` request that registered ``item``'s output: same partition,
@@ -131,8 +145,17 @@ def _request_for(requests: list[dict], item: dict) -> dict | None:
     return best
 
 
-def revert_registered(tfs, ms, *, db: str, table: str, partition: str | None = None, output: str | None = None,
-                      execute: bool = False, break_lock: bool = False) -> dict:
+def revert_registered(
+    tfs,
+    ms,
+    *,
+    db: str,
+    table: str,
+    partition: str | None = None,
+    output: str | None = None,
+    execute: bool = False,
+    break_lock: bool = False,
+) -> dict:
     """:func:`revert` of a table whose compactions may be registered in a metastore.
 
     A reverted compaction must leave the ``ready for cleaning`` state: Hive's Cleaner would
@@ -159,12 +182,19 @@ def revert_registered(tfs, ms, *, db: str, table: str, partition: str | None = N
         check_writable(ms, what="revert a compaction registered in the metastore (its request must be marked failed)")
         for part, r in matched.items():
             outs = next(i["outputs"] for i in plan["items"] if i["partition"] == part)
-            fail_compaction(ms, r["id"], expect_state="r",
-                            message=f"reverted by acidctl revert: {', '.join(outs)} removed")
+            fail_compaction(
+                ms, r["id"], expect_state="r", message=f"reverted by acidctl revert: {', '.join(outs)} removed"
+            )
     report = revert(tfs, partition=partition, output=output, execute=execute, break_lock=break_lock)
     for i in report["items"]:
         r = matched.get(i["partition"])
-        i["metastore"] = None if r is None else {
-            "cq_id": r["id"], "state_before": "ready for cleaning",
-            "action": "marked failed" if execute else "would mark failed"}
+        i["metastore"] = (
+            None
+            if r is None
+            else {
+                "cq_id": r["id"],
+                "state_before": "ready for cleaning",
+                "action": "marked failed" if execute else "would mark failed",
+            }
+        )
     return report

@@ -41,9 +41,9 @@ if TYPE_CHECKING:
 
 @dataclasses.dataclass
 class CompactOptions:
-    mode: str | None                      # major | minor | None (with due: the Initiator's choice)
-    reader: WriteIdList                   # the reader's snapshot
-    txns: TxnList | None = None           # Hive 4 visibility
+    mode: str | None  # major | minor | None (with due: the Initiator's choice)
+    reader: WriteIdList  # the reader's snapshot
+    txns: TxnList | None = None  # Hive 4 visibility
     hive_version: int = 3
     partitions: list[str] | None = None
     due: bool = False
@@ -52,16 +52,16 @@ class CompactOptions:
     insert_only: bool = False
     visibility_txn: int | Callable | None = None
     columns: list[str] | None = None
-    columns_coln_only: bool = False       # rename only row fields named _colN (metastore names)
-    engine: str = "auto"                  # auto | spark | local (acidctl.compact.engine)
+    columns_coln_only: bool = False  # rename only row fields named _colN (metastore names)
+    engine: str = "auto"  # auto | spark | local (acidctl.compact.engine)
     local_max_bytes: int | str | None = None  # auto: the input size up to which local runs (None: env/default)
     master: str = "local[*]"
     spark_conf: dict | None = None
     break_lock: bool = False
     allow_non_atomic_publish: bool = False  # publish even when readers could see it half done
-    skip_unreadable_files: bool = False   # compact without reader-visible files it cannot read (listed)
-    dry_run: bool = False                 # plan only: no lock, no staging, no recovery, no metastore
-    hidden_until_commit: bool = False     # Hive 4: the _v<txn> output's txn commits after publishing
+    skip_unreadable_files: bool = False  # compact without reader-visible files it cannot read (listed)
+    dry_run: bool = False  # plan only: no lock, no staging, no recovery, no metastore
+    hidden_until_commit: bool = False  # Hive 4: the _v<txn> output's txn commits after publishing
 
 
 def _normalize_partition(spec: str) -> str:
@@ -72,8 +72,9 @@ def _normalize_partition(spec: str) -> str:
     return "/".join(parts)
 
 
-def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None,
-                  registrar=None, notes: list | None = None) -> dict:
+def compact_table(
+    tfs, opts: CompactOptions, *, spark=None, progress=None, registrar=None, notes: list | None = None
+) -> dict:
     """Compact the table (or the selected partitions) under ``tfs.root``; returns the report."""
     from acidctl.acid.layout import list_table
 
@@ -84,9 +85,17 @@ def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None,
     notes = notes if notes is not None else []
     crash = faults.crash_point
     t0 = time.perf_counter()
-    report: dict = {"path": tfs.display(tfs.root), "type": opts.mode or "due", "hive_version": opts.hive_version,
-                    "write_ids": str(opts.reader), "compactor_write_ids": str(opts.reader.for_compactor()),
-                    "engine": opts.engine, "partitions": [], "recovered": [], "notes": notes}
+    report: dict = {
+        "path": tfs.display(tfs.root),
+        "type": opts.mode or "due",
+        "hive_version": opts.hive_version,
+        "write_ids": str(opts.reader),
+        "compactor_write_ids": str(opts.reader.for_compactor()),
+        "engine": opts.engine,
+        "partitions": [],
+        "recovered": [],
+        "notes": notes,
+    }
     if opts.dry_run:
         return _dry_run(tfs, opts, report, notes, t0)
     lock = TableLock(tfs, command="compact", break_lock=opts.break_lock, table_root=table_root(tfs.root))
@@ -95,7 +104,7 @@ def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None,
         notes.append(f"broke the lock of {lock.broken.describe()}")
     plans: list[PartitionPlan] = []
     published: set[str] = set()
-    own_session: list = []   # the Spark session this run started (stopped on Ctrl-C)
+    own_session: list = []  # the Spark session this run started (stopped on Ctrl-C)
     try:
         crash("after-lock")
         listings = list_table(tfs)
@@ -126,9 +135,14 @@ def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None,
         for p in work:
             pub.prepare(tfs, p)
         tasks = [t for p in work for t in p.tasks]
-        choice = choose_engine(opts.engine, bytes_in=sum(p.input_bytes for p in work), tasks=len(tasks),
-                               threshold=opts.local_max_bytes, master=opts.master,
-                               protocol=tfs.protocol)
+        choice = choose_engine(
+            opts.engine,
+            bytes_in=sum(p.input_bytes for p in work),
+            tasks=len(tasks),
+            threshold=opts.local_max_bytes,
+            master=opts.master,
+            protocol=tfs.protocol,
+        )
         report["engine"] = choice.engine
         report["engine_choice"] = choice.to_dict()
         run_t0 = time.perf_counter()
@@ -139,8 +153,11 @@ def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None,
             if spark is None:
                 spark = get_or_create_session(opts.master, opts.spark_conf)
                 own_session.append(spark)
-            report["spark"] = {"master": spark.sparkContext.master, "app_id": spark.sparkContext.applicationId,
-                               "startup_seconds": round(time.perf_counter() - s0, 3)}
+            report["spark"] = {
+                "master": spark.sparkContext.master,
+                "app_id": spark.sparkContext.applicationId,
+                "startup_seconds": round(time.perf_counter() - s0, 3),
+            }
             run_t0 = time.perf_counter()
             metrics = run_tasks(spark, tasks, progress=progress)
         else:
@@ -174,7 +191,7 @@ def compact_table(tfs, opts: CompactOptions, *, spark=None, progress=None,
         if isinstance(e, KeyboardInterrupt) and own_session:
             from acidctl.compact.spark import stop_session
 
-            stop_session(own_session[0])    # the JVM ends before acidctl does
+            stop_session(own_session[0])  # the JVM ends before acidctl does
         pub.discard_unpublished(tfs, plans, published, e, registrar=registrar)
         raise
     finally:
@@ -192,33 +209,56 @@ def _plan_all(tfs, opts: CompactOptions, listings: list) -> list[PartitionPlan]:
         wanted = [_normalize_partition(p) for p in opts.partitions]
         missing = [p for p in wanted if p not in by_name]
         if missing:
-            raise NotFoundError(f"partition {missing[0]} not found under {tfs.display(tfs.root)}",
-                                hint="partitions: " + (", ".join(str(k) for k in by_name) or "none (unpartitioned)"))
+            raise NotFoundError(
+                f"partition {missing[0]} not found under {tfs.display(tfs.root)}",
+                hint="partitions: " + (", ".join(str(k) for k in by_name) or "none (unpartitioned)"),
+            )
         listings = [by_name[p] for p in wanted]
     for lst in listings:
         mode = opts.mode
         rec = None
         if opts.due:
             cst = compactor_state(lst, opts.reader, txns=opts.txns, hive_version=opts.hive_version)
-            aborted = (opts.aborted_txn_counts.get(lst.partition, 0)
-                       if opts.aborted_txn_counts is not None else None)
-            r = recommend(cst, thresholds=opts.thresholds, insert_only=opts.insert_only,
-                          hive_version=opts.hive_version, aborted_txn_count=aborted)
+            aborted = opts.aborted_txn_counts.get(lst.partition, 0) if opts.aborted_txn_counts is not None else None
+            r = recommend(
+                cst,
+                thresholds=opts.thresholds,
+                insert_only=opts.insert_only,
+                hive_version=opts.hive_version,
+                aborted_txn_count=aborted,
+            )
             rec = r.to_dict()
             if r.type == NONE:
-                plans.append(PartitionPlan(lst.partition, lst.fs_path or lst.path, lst.path, mode or NONE,
-                                           "not-due", "not due: " + "; ".join(r.reasons), recommendation=rec))
+                plans.append(
+                    PartitionPlan(
+                        lst.partition,
+                        lst.fs_path or lst.path,
+                        lst.path,
+                        mode or NONE,
+                        "not-due",
+                        "not due: " + "; ".join(r.reasons),
+                        recommendation=rec,
+                    )
+                )
                 continue
             mode = mode or r.type
-        if mode is None:   # CompactOptions: a mode, or due (which chose one above)
+        if mode is None:  # CompactOptions: a mode, or due (which chose one above)
             raise UsageError("give --major or --minor (or --due)")
         vis = opts.visibility_txn
         if opts.dry_run and opts.hive_version == 4 and not vis:
             vis = DRY_RUN_TXN
-        p = plan_partition(tfs, lst, mode=mode, reader=opts.reader, txns=opts.txns,
-                           hive_version=opts.hive_version, visibility_txn=_LazyVis(vis, lst.partition, mode),
-                           columns=opts.columns, columns_coln_only=opts.columns_coln_only,
-                           skip_unreadable=opts.skip_unreadable_files)
+        p = plan_partition(
+            tfs,
+            lst,
+            mode=mode,
+            reader=opts.reader,
+            txns=opts.txns,
+            hive_version=opts.hive_version,
+            visibility_txn=_LazyVis(vis, lst.partition, mode),
+            columns=opts.columns,
+            columns_coln_only=opts.columns_coln_only,
+            skip_unreadable=opts.skip_unreadable_files,
+        )
         p.recommendation = rec
         plans.append(p)
     return plans
@@ -235,16 +275,22 @@ def _dry_run(tfs, opts: CompactOptions, report: dict, notes: list, t0: float) ->
     listings = list_table(tfs)
     pending = [it["display"] for lst in listings for it in pub.interrupted(tfs, lst.fs_path or lst.path)]
     if pending:
-        notes.append("interrupted publication(s) the next compact or clean --execute finishes first: "
-                     + ", ".join(pending))
+        notes.append(
+            "interrupted publication(s) the next compact or clean --execute finishes first: " + ", ".join(pending)
+        )
     plans = _plan_all(tfs, opts, listings)
     refused = refusal_error(plans)
     work = [p for p in plans if p.runs]
     for p in work:
         p.publish, why = pub.safety(tfs, p, hidden_until_commit=opts.hive_version == 4 and opts.hidden_until_commit)
         if why and not opts.allow_non_atomic_publish:
-            p.refusals.append({"path": "", "reason": f"cannot be published atomically: {why}",
-                               "fix": "--major, or --allow-non-atomic-publish"})
+            p.refusals.append(
+                {
+                    "path": "",
+                    "reason": f"cannot be published atomically: {why}",
+                    "fix": "--major, or --allow-non-atomic-publish",
+                }
+            )
     placeholder = f"_v{DRY_RUN_TXN:07d}"
     parts = []
     for p in plans:
@@ -252,23 +298,43 @@ def _dry_run(tfs, opts: CompactOptions, report: dict, notes: list, t0: float) ->
         d["outputs"] = [o.replace(placeholder, "_v<txn>") for o in d["outputs"]]
         d["bytes_in"] = p.input_bytes
         d["publish"] = p.publish
-        d["tasks"] = [{"bucket": t.bucket,
-                       "inserts": [tfs.display(s.path) for s in t.inserts],
-                       "deletes": [tfs.display(s.path) for s in t.deletes]} for t in p.tasks]
+        d["tasks"] = [
+            {
+                "bucket": t.bucket,
+                "inserts": [tfs.display(s.path) for s in t.inserts],
+                "deletes": [tfs.display(s.path) for s in t.deletes],
+            }
+            for t in p.tasks
+        ]
         parts.append(d)
     any_refused = refused is not None or any(p.refusals for p in work)
-    choice = choose_engine(opts.engine, bytes_in=sum(p.input_bytes for p in work),
-                           tasks=sum(len(p.tasks) for p in work), threshold=opts.local_max_bytes,
-                           master=opts.master, protocol=tfs.protocol)
+    choice = choose_engine(
+        opts.engine,
+        bytes_in=sum(p.input_bytes for p in work),
+        tasks=sum(len(p.tasks) for p in work),
+        threshold=opts.local_max_bytes,
+        master=opts.master,
+        protocol=tfs.protocol,
+    )
     report["engine"] = choice.engine
     report["engine_choice"] = choice.to_dict()
-    report.update({"dry_run": True, "partitions": parts, "refused": any_refused,
-                   "message": "dry run: refused" if any_refused else
-                   ("dry run: nothing to compact" if not work else "dry run: would compact"),
-                   "summary": {"partitions": len(plans), "would_compact": len(work),
-                               "bytes_in": sum(p.input_bytes for p in work),
-                               "refused": sum(1 for p in plans if p.status == "refused" or p.refusals),
-                               "seconds": round(time.perf_counter() - t0, 3)}})
+    report.update(
+        {
+            "dry_run": True,
+            "partitions": parts,
+            "refused": any_refused,
+            "message": "dry run: refused"
+            if any_refused
+            else ("dry run: nothing to compact" if not work else "dry run: would compact"),
+            "summary": {
+                "partitions": len(plans),
+                "would_compact": len(work),
+                "bytes_in": sum(p.input_bytes for p in work),
+                "refused": sum(1 for p in plans if p.status == "refused" or p.refusals),
+                "seconds": round(time.perf_counter() - t0, 3),
+            },
+        }
+    )
     if refused is not None:
         report["refusal"] = str(refused)
     return report
@@ -296,18 +362,22 @@ def _check_accounting(work: list[PartitionPlan], by_part: dict) -> None:
                 f"compactor's high watermark (open, or not allocated yet), so they are neither committed nor "
                 f"aborted and must not be dropped or folded; nothing was published",
                 hint="check the snapshot (--write-ids / the metastore): an ACID file outside a delta directory "
-                     "holds rows of write ids the snapshot does not know")
+                "holds rows of write ids the snapshot does not know",
+            )
         if other:
             raise RefusedError(
                 f"{p.mode} compaction of {where} refused: {other} event(s) of an operation the output cannot "
                 "hold (e.g. ACID v1 update events); nothing was published",
-                hint="compact it with Hive 2's own compactor before upgrading, or inspect with `acidctl dump --meta`")
+                hint="compact it with Hive 2's own compactor before upgrading, or inspect with `acidctl dump --meta`",
+            )
         rows_in = sum(m["rows_in"] for m in ms)
         rows_out = sum(m["rows_out"] for m in ms)
         accounted = sum(m["deletes_applied"] + m["aborted_dropped"] for m in ms)
         if p.mode == MAJOR and rows_out != rows_in - accounted:
-            raise RefusedError(f"major compaction of {where} refused: {rows_in} rows in, {rows_out} out, but only "
-                               f"{accounted} deleted or aborted; nothing was published")
+            raise RefusedError(
+                f"major compaction of {where} refused: {rows_in} rows in, {rows_out} out, but only "
+                f"{accounted} deleted or aborted; nothing was published"
+            )
         if rows_in and not rows_out and rows_in != accounted and p.mode == MAJOR:
             raise RefusedError(f"major compaction of {where} refused: {rows_in} rows in and none out")
 
@@ -333,8 +403,9 @@ def _check_publish_safety(tfs, work: list[PartitionPlan], opts: CompactOptions, 
             f"{opts.mode or p.mode} compaction of {where}{more} cannot be published atomically: {why}; "
             "a reader listing meanwhile, or a crash, would see a wrong snapshot",
             hint="--major publishes one directory; Hive 4 output with a metastore stays hidden until its "
-                 "compactor txn commits; --allow-non-atomic-publish publishes anyway, as Hive's own "
-                 "compactor does (an interrupted publication is finished by the next compact or clean --execute)")
+            "compactor txn commits; --allow-non-atomic-publish publishes anyway, as Hive's own "
+            "compactor does (an interrupted publication is finished by the next compact or clean --execute)",
+        )
     for p, why in unsafe:
         notes.append(f"non-atomic publication of {p.partition or p.display} (allowed): {why}")
 
@@ -369,20 +440,26 @@ def _finish(report: dict, plans: list[PartitionPlan], by_part: dict, t0: float) 
     rows = []
     for p in plans:
         ms = by_part.get(p.partition, []) if p.runs else []
-        rows.append(partition_record(p, {
-            "buckets": len(p.tasks) if p.runs else 0,
-            "rows_in": sum(m["rows_in"] for m in ms),
-            "delete_events_in": sum(m["delete_events_in"] for m in ms),
-            "rows_out": sum(m["rows_out"] for m in ms),
-            "delete_events_out": sum(m["delete_events_out"] for m in ms),
-            "deletes_applied": sum(m["deletes_applied"] for m in ms),
-            "aborted_dropped": sum(m["aborted_dropped"] for m in ms),
-            "invisible_dropped": sum(m.get("invisible_dropped", 0) for m in ms),
-            "bytes_in": p.input_bytes if p.runs else 0,
-            "bytes_out": sum(m["bytes_out"] for m in ms),
-            "task_seconds": round(sum(m.get("seconds", 0) for m in ms), 3),
-            "peak_task_memory_bytes": max((m.get("task_memory_bytes", 0) for m in ms), default=0),
-            "peak_task_rss_bytes": max((m.get("peak_rss_bytes", 0) for m in ms), default=0),
-            "verified_rows": sum(m.get("verified_rows", 0) for m in ms),
-        }, input_dirs=list(p.inputs)))
+        rows.append(
+            partition_record(
+                p,
+                {
+                    "buckets": len(p.tasks) if p.runs else 0,
+                    "rows_in": sum(m["rows_in"] for m in ms),
+                    "delete_events_in": sum(m["delete_events_in"] for m in ms),
+                    "rows_out": sum(m["rows_out"] for m in ms),
+                    "delete_events_out": sum(m["delete_events_out"] for m in ms),
+                    "deletes_applied": sum(m["deletes_applied"] for m in ms),
+                    "aborted_dropped": sum(m["aborted_dropped"] for m in ms),
+                    "invisible_dropped": sum(m.get("invisible_dropped", 0) for m in ms),
+                    "bytes_in": p.input_bytes if p.runs else 0,
+                    "bytes_out": sum(m["bytes_out"] for m in ms),
+                    "task_seconds": round(sum(m.get("seconds", 0) for m in ms), 3),
+                    "peak_task_memory_bytes": max((m.get("task_memory_bytes", 0) for m in ms), default=0),
+                    "peak_task_rss_bytes": max((m.get("peak_rss_bytes", 0) for m in ms), default=0),
+                    "verified_rows": sum(m.get("verified_rows", 0) for m in ms),
+                },
+                input_dirs=list(p.inputs),
+            )
+        )
     return finish_report(report, rows, t0)

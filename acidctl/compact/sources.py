@@ -148,6 +148,7 @@ def stream_events(tfs, srcs, *, missing_ok: bool = False):
 
 # -- output -----------------------------------------------------------------------------------
 
+
 def output_type(tfs, srcs) -> str | None:
     """The ORC type string an output made from ``srcs`` is written with: the newest source's
     (highest write id, then statement, then Hive's read order), None without sources.

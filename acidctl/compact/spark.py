@@ -91,6 +91,7 @@ def _quiet_log4j_options() -> str | None:
         fd, path = tempfile.mkstemp(prefix="acidctl-log4j2-", suffix=".properties")
         with os.fdopen(fd, "w") as f:
             f.write(_QUIET_LOG4J)
+
         def remove(path: str = path) -> None:
             if os.path.exists(path):
                 os.unlink(path)
@@ -110,7 +111,7 @@ def _loopback_master(master: str) -> bool:
     """``spark://HOST:PORT[,HOST2:PORT2]`` whose every host is a loopback address."""
     if not master.startswith("spark://"):
         return False
-    hosts = [hp.rsplit(":", 1)[0] for hp in master[len("spark://"):].split(",") if hp]
+    hosts = [hp.rsplit(":", 1)[0] for hp in master[len("spark://") :].split(",") if hp]
     return bool(hosts) and all(h.lower() in _LOOPBACK_HOSTS or h.startswith("127.") for h in hosts)
 
 
@@ -188,15 +189,17 @@ def probe_master(master: str, *, timeout: float = 3.0) -> None:
     if not master.startswith("spark://"):
         return
     errors = []
-    for hp in master[len("spark://"):].split(","):
+    for hp in master[len("spark://") :].split(","):
         host, _, port = hp.strip().rpartition(":")
         try:
             with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
                 return
         except (OSError, ValueError) as e:
             errors.append(f"{hp}: {e.strerror if isinstance(e, OSError) and e.strerror else e}")
-    raise SparkUnavailable(f"Spark master {master} is unreachable ({'; '.join(errors)})",
-                           hint="check --master (host and port of the standalone master, default port 7077)")
+    raise SparkUnavailable(
+        f"Spark master {master} is unreachable ({'; '.join(errors)})",
+        hint="check --master (host and port of the standalone master, default port 7077)",
+    )
 
 
 def get_or_create_session(master: str = "local[*]", conf: dict | None = None):
@@ -204,8 +207,7 @@ def get_or_create_session(master: str = "local[*]", conf: dict | None = None):
     try:
         from pyspark.sql import SparkSession
     except ImportError as e:
-        raise SparkUnavailable(f"pyspark is not installed: {e}",
-                               hint="pip install 'acidctl[spark]'") from None
+        raise SparkUnavailable(f"pyspark is not installed: {e}", hint="pip install 'acidctl[spark]'") from None
     # pyspark takes the executors' Python from PYSPARK_PYTHON (read when the SparkContext is
     # created), not from spark.pyspark.python: an explicit --spark-conf must reach it
     explicit = (conf or {}).get("spark.pyspark.python")
@@ -233,12 +235,14 @@ def get_or_create_session(master: str = "local[*]", conf: dict | None = None):
             spark = builder.getOrCreate()
         except Exception as e:  # Java missing, bad master URL, ...
             msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise SparkUnavailable(f"cannot start Spark (master {master}): {msg}",
-                                   hint="Java 17 must be installed; check --master and --spark-conf") from None
+            raise SparkUnavailable(
+                f"cannot start Spark (master {master}): {msg}",
+                hint="Java 17 must be installed; check --master and --spark-conf",
+            ) from None
         finally:
             if main:
-                signal.signal(signal.SIGINT, intr._handler)     # SparkContext replaced it
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})   # a pending Ctrl-C lands here
+                signal.signal(signal.SIGINT, intr._handler)  # SparkContext replaced it
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # a pending Ctrl-C lands here
     if intr.received:
         stop_session(spark)
         raise KeyboardInterrupt
@@ -326,9 +330,10 @@ def run_tasks(spark, tasks: list, *, progress=None, body=None, job: str = "acidc
     sc.setJobGroup(mon.group, job, interruptOnCancel=True)
     if progress is not None:
         mon.start()
+
     def cancel():
         try:
-            sc.cancelJobGroup(mon.group)   # stop the executors before the staging is removed
+            sc.cancelJobGroup(mon.group)  # stop the executors before the staging is removed
         except Exception:
             pass
 
@@ -368,6 +373,8 @@ def _task_failure(e: Exception) -> Exception:
     text = str(e)
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     # the Python exception line of the worker traceback, if present
-    msg = next((ln for ln in reversed(lines) if ("Error:" in ln or "Exception:" in ln)
-                and not ln.startswith("at ")), lines[0] if lines else type(e).__name__)
+    msg = next(
+        (ln for ln in reversed(lines) if ("Error:" in ln or "Exception:" in ln) and not ln.startswith("at ")),
+        lines[0] if lines else type(e).__name__,
+    )
     return TaskFailed(f"Spark task failed: {msg[:400]}", hint="rerun with -v; nothing was published")

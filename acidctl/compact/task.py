@@ -88,11 +88,17 @@ def _write_output(task, m: dict, table, *, delete: bool) -> None:
         path, out_dir, srcs, counter = task.out_insert, task.out_insert_dir, task.inserts, "rows_out"
     if table is None or not table.num_rows or not path:
         return
-    data, info = writer.encode_acid_file(table, orc_type=sources.output_type(task.tfs, srcs),
-                                         stripe_size=_stripe_size(out_dir))
+    data, info = writer.encode_acid_file(
+        table, orc_type=sources.output_type(task.tfs, srcs), stripe_size=_stripe_size(out_dir)
+    )
     task.tfs.write_bytes(path, data)
-    writer.verify(task.tfs, path, expected_rows=table.num_rows, dir_kind=out_dir.kind,
-                  dir_range=(out_dir.min_write_id, out_dir.max_write_id))
+    writer.verify(
+        task.tfs,
+        path,
+        expected_rows=table.num_rows,
+        dir_kind=out_dir.kind,
+        dir_range=(out_dir.min_write_id, out_dir.max_write_id),
+    )
     mx.count_written(m, counter, path, info.rows, info.bytes)
 
 
@@ -172,10 +178,18 @@ def _run_streaming(task) -> dict:
     order = transform.StreamOrder()
     schema = transform.SameSchema()
     out_dir = task.out_insert_dir
-    w = writer.AcidFileWriter(
-        task.tfs, task.out_insert, orc_type=sources.output_type(task.tfs, task.inserts),
-        stripe_size=_stripe_size(out_dir), verify_kind=out_dir.kind,
-        verify_range=(out_dir.min_write_id, out_dir.max_write_id)) if task.out_insert else None
+    w = (
+        writer.AcidFileWriter(
+            task.tfs,
+            task.out_insert,
+            orc_type=sources.output_type(task.tfs, task.inserts),
+            stripe_size=_stripe_size(out_dir),
+            verify_kind=out_dir.kind,
+            verify_range=(out_dir.min_write_id, out_dir.max_write_id),
+        )
+        if task.out_insert
+        else None
+    )
     written = None
     try:
         for t in sources.stream_events(task.tfs, task.inserts):

@@ -78,8 +78,14 @@ def minor_deletes(dels, snap, m: dict, columns, coln_only):
     earliest deleting write); aborted ones are counted in ``m``."""
     keep = valid_mask(dels, snap, m, inserts=False)
     d = dels.filter(keep)
-    d = d.sort_by([("originalTransaction", "ascending"), ("bucket", "ascending"),
-                   ("rowId", "ascending"), ("currentTransaction", "ascending")])
+    d = d.sort_by(
+        [
+            ("originalTransaction", "ascending"),
+            ("bucket", "ascending"),
+            ("rowId", "ascending"),
+            ("currentTransaction", "ascending"),
+        ]
+    )
     return rename_row(dedupe_keys(d), columns, coln_only)
 
 
@@ -126,9 +132,12 @@ def rename_row(table, columns: list[str] | None, coln_only: bool = False):
         return table
     fields = [pa.field(n, f.type, f.nullable) for n, f in zip(new, rt)]
     row = table.column("row")
-    chunks = [pa.StructArray.from_arrays([c.field(i) for i in range(c.type.num_fields)], fields=fields,
-                                         mask=c.is_null()) if len(c) else pa.array([], pa.struct(fields))
-              for c in row.chunks]
+    chunks = [
+        pa.StructArray.from_arrays([c.field(i) for i in range(c.type.num_fields)], fields=fields, mask=c.is_null())
+        if len(c)
+        else pa.array([], pa.struct(fields))
+        for c in row.chunks
+    ]
     col = pa.chunked_array(chunks, type=pa.struct(fields))
     return table.set_column(table.schema.get_field_index("row"), "row", col)
 
@@ -146,9 +155,11 @@ def check_bucket(table, bucket: int, what: str, path_hint: str) -> None:
     bad = np.nonzero(ids != bucket)[0]
     if len(bad):
         i = int(bad[0])
-        raise InvalidAcidLayout(f"{what} with bucket property {int(table.column('bucket')[i].as_py())} "
-                                f"(bucket {int(ids[i])}) stored in bucket_{bucket:05d} of {path_hint}: "
-                                "Hive would not apply it there (F09/F15); refusing to compact")
+        raise InvalidAcidLayout(
+            f"{what} with bucket property {int(table.column('bucket')[i].as_py())} "
+            f"(bucket {int(ids[i])}) stored in bucket_{bucket:05d} of {path_hint}: "
+            "Hive would not apply it there (F09/F15); refusing to compact"
+        )
 
 
 class StreamOrder:

@@ -111,8 +111,10 @@ def verify_streaming(task) -> tuple[bool, int, int]:
     turns out not to be in order)."""
     args = (task.reader, task.columns, task.columns_coln_only)
     try:
-        return compare_streams(merged_stream(task.tfs, task.verify_old, *args, missing_ok=False),
-                               merged_stream(task.tfs, task.verify_new, *args, missing_ok=True))
+        return compare_streams(
+            merged_stream(task.tfs, task.verify_old, *args, missing_ok=False),
+            merged_stream(task.tfs, task.verify_new, *args, missing_ok=True),
+        )
     except NotInOrder:
         pass
     return verify_whole(task, SourceReader(task.tfs))
@@ -137,5 +139,6 @@ def refuse_if_changed(task, result: tuple[bool, int, int]) -> int:
         where = task.partition or "the table"
         raise WriteVerificationFailed(
             f"merged read of bucket {task.bucket} of {where} differs after compaction "
-            f"({n_old} rows before, {n_new} after); nothing was published")
+            f"({n_old} rows before, {n_new} after); nothing was published"
+        )
     return n_old

@@ -82,9 +82,16 @@ def claim_batch(ms, opts: WorkerOptions, worker_id: str, stop: StopFlag | None =
     return got
 
 
-def run_cycle(ms, opts: WorkerOptions, *, table_fs: Callable[[str], object], spark=None,
-              stop: StopFlag | None = None, on_request: Callable[[dict], None] | None = None,
-              session: dict | None = None) -> list[dict]:
+def run_cycle(
+    ms,
+    opts: WorkerOptions,
+    *,
+    table_fs: Callable[[str], object],
+    spark=None,
+    stop: StopFlag | None = None,
+    on_request: Callable[[dict], None] | None = None,
+    session: dict | None = None,
+) -> list[dict]:
     """Claim and run up to ``opts.max`` requests; one record per request. ``session`` holds the
     Spark session across cycles (``{"spark": ...}``; created on first need)."""
     worker_id = opts.worker_id or queue.process_id()
@@ -105,7 +112,7 @@ def run_cycle(ms, opts: WorkerOptions, *, table_fs: Callable[[str], object], spa
         try:
             rec = run_request(ms, req, opts, worker_id=worker_id, table_fs=table_fs, session=session)
         except KeyboardInterrupt:
-            for rest in claimed[i + 1:]:
+            for rest in claimed[i + 1 :]:
                 queue.release(ms, rest.cq_id, worker_id=worker_id)
             raise
         records.append(rec)
@@ -115,8 +122,17 @@ def run_cycle(ms, opts: WorkerOptions, *, table_fs: Callable[[str], object], spa
 
 
 def _record(req: queue.Request, state: str, message: str | None, seconds: float, **kw) -> dict:
-    rec = {"cq_id": req.cq_id, "table": req.full_name, "partition": req.partition, "type": req.type,
-           "state": state, "message": message, "output_dirs": [], "txn_id": None, "seconds": round(seconds, 3)}
+    rec = {
+        "cq_id": req.cq_id,
+        "table": req.full_name,
+        "partition": req.partition,
+        "type": req.type,
+        "state": state,
+        "message": message,
+        "output_dirs": [],
+        "txn_id": None,
+        "seconds": round(seconds, 3),
+    }
     rec.update(kw)
     return rec
 
@@ -132,8 +148,9 @@ def _spark_for(opts: WorkerOptions, session: dict):
     return session["spark"]
 
 
-def run_request(ms, req: queue.Request, opts: WorkerOptions, *, worker_id: str,
-                table_fs: Callable[[str], object], session: dict) -> dict:
+def run_request(
+    ms, req: queue.Request, opts: WorkerOptions, *, worker_id: str, table_fs: Callable[[str], object], session: dict
+) -> dict:
     """Compact one claimed request and move it to its next state (see the module docstring)."""
     from acidctl.acid.initiator import Thresholds
     from acidctl.compact.register import Registrar, run_registered
@@ -160,8 +177,13 @@ def run_request(ms, req: queue.Request, opts: WorkerOptions, *, worker_id: str,
         queue.mark_failed(ms, req.cq_id, message=str(e))
         return _record(req, "failed", str(e), time.perf_counter() - t0)
     if not info.transactional or info.insert_only or not info.location:
-        why = "not a transactional table" if not info.transactional else \
-            "insert-only: acidctl compacts full-ACID tables" if info.insert_only else "no location in the metastore"
+        why = (
+            "not a transactional table"
+            if not info.transactional
+            else "insert-only: acidctl compacts full-ACID tables"
+            if info.insert_only
+            else "no location in the metastore"
+        )
         return refuse(f"{info.full_name}: {why}")
     if req.type not in ("major", "minor"):
         return refuse(f"{req.type} compaction is not supported by acidctl")
@@ -169,17 +191,33 @@ def run_request(ms, req: queue.Request, opts: WorkerOptions, *, worker_id: str,
     try:
         tl, wl = table_snapshot(ms, info.full_name)
         tfs = table_fs(location_url(info.location))
-        reg = Registrar(ms, info.db, info.table, compactor_hwm=wl.for_compactor().hwm,
-                        run_as=req.run_as or info.owner or None, worker_id=worker_id,
-                        requests={req.partition: req}, heartbeat_s=opts.heartbeat_s)
+        reg = Registrar(
+            ms,
+            info.db,
+            info.table,
+            compactor_hwm=wl.for_compactor().hwm,
+            run_as=req.run_as or info.owner or None,
+            worker_id=worker_id,
+            requests={req.partition: req},
+            heartbeat_s=opts.heartbeat_s,
+        )
         cols = [n for n, _ in info.columns] if info.columns else None
-        copts = CompactOptions(mode=req.type, reader=wl, txns=tl, hive_version=hv,
-                               partitions=[req.partition] if req.partition else None,
-                               thresholds=Thresholds.from_table_properties(info.params),
-                               visibility_txn=reg.visibility if hv >= 4 else None,
-                               hidden_until_commit=hv >= 4, columns=cols, columns_coln_only=cols is not None,
-                               engine=opts.engine, master=opts.master, spark_conf=opts.spark_conf,
-                               allow_non_atomic_publish=opts.allow_non_atomic_publish)
+        copts = CompactOptions(
+            mode=req.type,
+            reader=wl,
+            txns=tl,
+            hive_version=hv,
+            partitions=[req.partition] if req.partition else None,
+            thresholds=Thresholds.from_table_properties(info.params),
+            visibility_txn=reg.visibility if hv >= 4 else None,
+            hidden_until_commit=hv >= 4,
+            columns=cols,
+            columns_coln_only=cols is not None,
+            engine=opts.engine,
+            master=opts.master,
+            spark_conf=opts.spark_conf,
+            allow_non_atomic_publish=opts.allow_non_atomic_publish,
+        )
         report = run_registered(tfs, copts, registrar=reg, spark=_spark_for(opts, session))
     except KeyboardInterrupt:
         if reg is not None:
@@ -197,16 +235,25 @@ def run_request(ms, req: queue.Request, opts: WorkerOptions, *, worker_id: str,
     p = parts[0] if parts else None
     if p is not None and p["status"] == "compact":
         m = p.get("metastore") or {}
-        return _record(req, m.get("state", "ready for cleaning"), report.get("message"), time.perf_counter() - t0,
-                       output_dirs=p["output_dirs"], txn_id=m.get("txn_id"), rows_in=p["rows_in"],
-                       rows_out=p["rows_out"])
+        return _record(
+            req,
+            m.get("state", "ready for cleaning"),
+            report.get("message"),
+            time.perf_counter() - t0,
+            output_dirs=p["output_dirs"],
+            txn_id=m.get("txn_id"),
+            rows_in=p["rows_in"],
+            rows_out=p["rows_out"],
+        )
     try:
-        m = reg.nothing_to_compact(req.partition, req.type,
-                                   cleaning_only=_left_for_cleaner(tfs, req.partition, wl, tl, hv))
+        m = reg.nothing_to_compact(
+            req.partition, req.type, cleaning_only=_left_for_cleaner(tfs, req.partition, wl, tl, hv)
+        )
     finally:
         reg.close()
-    return _record(req, m["state"], p["message"] if p else "nothing to compact", time.perf_counter() - t0,
-                   txn_id=m.get("txn_id"))
+    return _record(
+        req, m["state"], p["message"] if p else "nothing to compact", time.perf_counter() - t0, txn_id=m.get("txn_id")
+    )
 
 
 def _left_for_cleaner(tfs, partition, wl, tl, hv) -> bool:

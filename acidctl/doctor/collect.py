@@ -50,21 +50,30 @@ class PartitionScan:
         return f"{self.db}.{self.table}" + (f"/{self.partition}" if self.partition else "")
 
     def to_dict(self) -> dict:
-        return {"db": self.db, "table": self.table, "partition": self.partition, "path": self.path,
-                "exists": self.exists, "in_metastore": self.in_metastore, "on_disk": self.on_disk,
-                "dirs": self.dirs, "recommendation": self.recommendation,
-                "checks": [f.to_dict() for f in self.checks],
-                "max_write_id_on_disk": self.max_write_id_on_disk, "error": self.error}
+        return {
+            "db": self.db,
+            "table": self.table,
+            "partition": self.partition,
+            "path": self.path,
+            "exists": self.exists,
+            "in_metastore": self.in_metastore,
+            "on_disk": self.on_disk,
+            "dirs": self.dirs,
+            "recommendation": self.recommendation,
+            "checks": [f.to_dict() for f in self.checks],
+            "max_write_id_on_disk": self.max_write_id_on_disk,
+            "error": self.error,
+        }
 
 
 @dataclasses.dataclass
 class Scan:
     warehouse: Warehouse
-    tables: list[TableRow]                     # the ACID tables selected
+    tables: list[TableRow]  # the ACID tables selected
     partitions: list[PartitionScan]
-    listings: int = 0                          # TableFS.ls calls
+    listings: int = 0  # TableFS.ls calls
     seconds: float = 0.0
-    skipped_tables: list[str] = dataclasses.field(default_factory=list)   # --since
+    skipped_tables: list[str] = dataclasses.field(default_factory=list)  # --since
 
 
 def select_tables(wh: Warehouse, *, db_glob: str = "*", table_glob: str = "*") -> list[TableRow]:
@@ -102,9 +111,17 @@ def recent_activity_ms(wh: Warehouse) -> dict[tuple, int]:
     return out
 
 
-def collect(ms, table_fs: Callable[[str], Any], *, db_glob: str = "*", table_glob: str = "*",
-            since_seconds: float | None = None, workers: int | None = None,
-            now_ms: int | None = None, grace_seconds: float = 86400.0) -> Scan:
+def collect(
+    ms,
+    table_fs: Callable[[str], Any],
+    *,
+    db_glob: str = "*",
+    table_glob: str = "*",
+    since_seconds: float | None = None,
+    workers: int | None = None,
+    now_ms: int | None = None,
+    grace_seconds: float = 86400.0,
+) -> Scan:
     """Read the metastore (:func:`acidctl.doctor.facts.read_warehouse`) and list every selected
     ACID table. ``table_fs(url)`` builds a :class:`~acidctl.fs.TableFS` (the CLI passes
     ``settings.table_fs`` so ``--fs-option`` applies)."""
@@ -164,8 +181,14 @@ def collect(ms, table_fs: Callable[[str], Any], *, db_glob: str = "*", table_glo
         parts.extend(res)
         listings += n
     parts.sort(key=lambda p: (p.db, p.table, p.partition or ""))
-    return Scan(warehouse=wh, tables=tables, partitions=parts, listings=listings,
-                seconds=time.perf_counter() - t0, skipped_tables=skipped)
+    return Scan(
+        warehouse=wh,
+        tables=tables,
+        partitions=parts,
+        listings=listings,
+        seconds=time.perf_counter() - t0,
+        skipped_tables=skipped,
+    )
 
 
 #: (warehouse, tables, table_fs, txns, grace_seconds) of the collect() call running now
@@ -223,12 +246,13 @@ class _Counter:
                 self.n += 1
             return ls(path)
 
-        tfs.ls = counted      # instance attribute: list_table calls tfs.ls(...)
+        tfs.ls = counted  # instance attribute: list_table calls tfs.ls(...)
         return tfs
 
 
-def scan_table(wh: Warehouse, t: TableRow, table_fs, *, counter: _Counter | None = None, txns=None,
-               grace_seconds: float = 86400.0) -> list[PartitionScan]:
+def scan_table(
+    wh: Warehouse, t: TableRow, table_fs, *, counter: _Counter | None = None, txns=None, grace_seconds: float = 86400.0
+) -> list[PartitionScan]:
     """Every partition of one table: listed on disk and/or named by the metastore."""
     from acidctl.acid.layout import list_partition, list_table
     from acidctl.errors import AcidctlError
@@ -285,7 +309,9 @@ def scan_table(wh: Warehouse, t: TableRow, table_fs, *, counter: _Counter | None
     return out
 
 
-def _classify(wh: Warehouse, t: TableRow, lst, *, txns, in_metastore: bool, grace_seconds: float, wl=None) -> PartitionScan:
+def _classify(
+    wh: Warehouse, t: TableRow, lst, *, txns, in_metastore: bool, grace_seconds: float, wl=None
+) -> PartitionScan:
     from acidctl.acid.acidstate import Kind, get_acid_state
     from acidctl.acid.checks import MetastoreFacts, check_partition
     from acidctl.acid.initiator import Thresholds, compactor_state, recommend
@@ -300,20 +326,43 @@ def _classify(wh: Warehouse, t: TableRow, lst, *, txns, in_metastore: bool, grac
         st = get_acid_state(lst, wl, txns=txns if hv == 4 else None, hive_version=hv, insert_only=t.insert_only)
         cst = compactor_state(lst, wl, txns=txns if hv == 4 else None, hive_version=hv)
         thresholds = Thresholds.from_table_properties(t.params)
-        rec = recommend(cst, thresholds=thresholds, insert_only=t.insert_only, hive_version=hv,
-                        aborted_txn_count=ab.get("txns", 0), no_auto_compaction=t.flag("no_auto_compaction"))
+        rec = recommend(
+            cst,
+            thresholds=thresholds,
+            insert_only=t.insert_only,
+            hive_version=hv,
+            aborted_txn_count=ab.get("txns", 0),
+            no_auto_compaction=t.flag("no_auto_compaction"),
+        )
     except AcidctlError as e:
         ps.error = str(e)
         return ps
     ps.recommendation = rec.to_dict()
     highest = wh.highest_write_ids(t.db, t.table)
-    stale = frozenset(w for w, txn, s in wh.invalid_write_ids.get((t.db, t.table), [])
-                      if s == "o" and wh.txns.get(txn, {}).get("last_heartbeat", 0) < wh.now_ms - 300_000)
-    facts = MetastoreFacts(hive_version=hv, table_hwm=wl.hwm, aborted_txn_count=ab.get("txns", 0),
-                           compaction_highest_write_ids=highest, txns=txns, stale_open_write_ids=stale)
+    stale = frozenset(
+        w
+        for w, txn, s in wh.invalid_write_ids.get((t.db, t.table), [])
+        if s == "o" and wh.txns.get(txn, {}).get("last_heartbeat", 0) < wh.now_ms - 300_000
+    )
+    facts = MetastoreFacts(
+        hive_version=hv,
+        table_hwm=wl.hwm,
+        aborted_txn_count=ab.get("txns", 0),
+        compaction_highest_write_ids=highest,
+        txns=txns,
+        stale_open_write_ids=stale,
+    )
     try:
-        ps.checks = check_partition(lst, st, hive_version=hv, recommendation=rec, facts=facts, txns=txns,
-                                    now=wh.now_ms / 1000.0, grace_seconds=grace_seconds)
+        ps.checks = check_partition(
+            lst,
+            st,
+            hive_version=hv,
+            recommendation=rec,
+            facts=facts,
+            txns=txns,
+            now=wh.now_ms / 1000.0,
+            grace_seconds=grace_seconds,
+        )
     except AcidctlError as e:
         ps.error = str(e)
     base_bytes = st.base.bytes if st.base is not None else 0
@@ -322,18 +371,25 @@ def _classify(wh: Warehouse, t: TableRow, lst, *, txns, in_metastore: bool, grac
             continue
         acid_dir = c.kind in (Kind.BASE, Kind.DELTA, Kind.DELETE_DELTA)
         files = [f for f in c.entry.data_files() if not f.name.endswith("_flush_length")] if c.entry.is_dir else []
-        ps.dirs.append({
-            "name": c.name, "kind": c.kind.value, "role": c.role.value,
-            "min_write_id": c.min_write_id, "max_write_id": c.max_write_id,
-            "statement_id": c.statement_id, "visibility_txn": c.visibility,
-            "bytes": c.bytes, "files": len(files),
-            "small_files": sum(1 for f in files if f.size < SMALL_FILE_BYTES),
-            "has_version_file": c.entry.has_file("_orc_acid_version") if c.entry.is_dir else None,
-            "nested": bool(c.entry.nested or c.entry.subdirs) if acid_dir else False,
-            "mtime": c.entry.mtime,
-            "compacted": c.compacted,
-        })
-        if c.max_write_id is not None and c.max_write_id > ps.max_write_id_on_disk and c.max_write_id < 2 ** 62:
+        ps.dirs.append(
+            {
+                "name": c.name,
+                "kind": c.kind.value,
+                "role": c.role.value,
+                "min_write_id": c.min_write_id,
+                "max_write_id": c.max_write_id,
+                "statement_id": c.statement_id,
+                "visibility_txn": c.visibility,
+                "bytes": c.bytes,
+                "files": len(files),
+                "small_files": sum(1 for f in files if f.size < SMALL_FILE_BYTES),
+                "has_version_file": c.entry.has_file("_orc_acid_version") if c.entry.is_dir else None,
+                "nested": bool(c.entry.nested or c.entry.subdirs) if acid_dir else False,
+                "mtime": c.entry.mtime,
+                "compacted": c.compacted,
+            }
+        )
+        if c.max_write_id is not None and c.max_write_id > ps.max_write_id_on_disk and c.max_write_id < 2**62:
             ps.max_write_id_on_disk = c.max_write_id
     ps.dirs.sort(key=lambda d: (d["min_write_id"] if d["min_write_id"] is not None else -1, d["name"]))
     ps.recommendation["base_bytes_reader"] = base_bytes

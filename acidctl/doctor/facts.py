@@ -36,7 +36,7 @@ class TableRow:
     location: str | None
     params: dict[str, str]
     partition_keys: list[str]
-    partitions: dict[str, str | None]          # PART_NAME → location
+    partitions: dict[str, str | None]  # PART_NAME → location
 
     @property
     def full_name(self) -> str:
@@ -71,22 +71,22 @@ class Warehouse:
     hive_version: int
     now_ms: int
     tables: list[TableRow]
-    txns: dict[int, dict]                       # open and aborted TXNS rows by id
+    txns: dict[int, dict]  # open and aborted TXNS rows by id
     txn_hwm: int
-    aborted_components: dict[Key, dict]         # (db, table, part) → rows, txns, oldest_started
-    completed_components: dict[Key, dict]       # (db, table, part) → rows, newest (ms or None)
-    write_set: dict[Key, int]                   # (db, table) → rows
-    txn_to_write_id: dict[Key, int]             # (db, table) → rows
+    aborted_components: dict[Key, dict]  # (db, table, part) → rows, txns, oldest_started
+    completed_components: dict[Key, dict]  # (db, table, part) → rows, newest (ms or None)
+    write_set: dict[Key, int]  # (db, table) → rows
+    txn_to_write_id: dict[Key, int]  # (db, table) → rows
     invalid_write_ids: dict[Key, list[tuple[int, int, str]]]  # (db, table) → (write id, txn, 'o'|'a')
-    next_write_id: dict[Key, int]               # (db, table) → NWI_NEXT
-    locks: list[dict]                           # HIVE_LOCKS rows (upper-case column names)
-    queue: list[dict]                           # COMPACTION_QUEUE rows
-    history: list[dict]                         # COMPLETED_COMPACTIONS rows
-    min_history_level: int | None               # MIN(MHL_MIN_OPEN_TXNID)
-    min_history_write_id: dict[Key, int]        # Hive 4: (db, table) → MIN(MH_WRITEID)
-    initiator_last_cycle_ms: int | None         # Hive 4: AUX_TABLE 'Initiator' MT_KEY2
-    metrics_cache: list[dict]                   # Hive 4 COMPACTION_METRICS_CACHE rows
-    purgeable: dict = dataclasses.field(default_factory=dict)   # table → rows the housekeeper would delete
+    next_write_id: dict[Key, int]  # (db, table) → NWI_NEXT
+    locks: list[dict]  # HIVE_LOCKS rows (upper-case column names)
+    queue: list[dict]  # COMPACTION_QUEUE rows
+    history: list[dict]  # COMPLETED_COMPACTIONS rows
+    min_history_level: int | None  # MIN(MHL_MIN_OPEN_TXNID)
+    min_history_write_id: dict[Key, int]  # Hive 4: (db, table) → MIN(MH_WRITEID)
+    initiator_last_cycle_ms: int | None  # Hive 4: AUX_TABLE 'Initiator' MT_KEY2
+    metrics_cache: list[dict]  # Hive 4 COMPACTION_METRICS_CACHE rows
+    purgeable: dict = dataclasses.field(default_factory=dict)  # table → rows the housekeeper would delete
 
     def table(self, db: str, table: str) -> TableRow | None:
         return self._table_index.get((db, table))
@@ -140,22 +140,27 @@ class Warehouse:
     def txn_list(self) -> TxnList:
         """The ValidReadTxnList of a fresh reader (open and aborted ids as exceptions)."""
         ids = sorted(self.txns)
-        return TxnList(hwm=self.txn_hwm,
-                       open=tuple(i for i in ids if self.txns[i]["state"] == "o" and i <= self.txn_hwm),
-                       aborted=tuple(i for i in ids if self.txns[i]["state"] == "a" and i <= self.txn_hwm))
+        return TxnList(
+            hwm=self.txn_hwm,
+            open=tuple(i for i in ids if self.txns[i]["state"] == "o" and i <= self.txn_hwm),
+            aborted=tuple(i for i in ids if self.txns[i]["state"] == "a" and i <= self.txn_hwm),
+        )
 
     def write_id_list(self, db: str, table: str) -> WriteIdList:
         """The table's ValidReaderWriteIdList (hwm = NEXT_WRITE_ID − 1)."""
         nxt = self.next_write_id.get((db, table))
         hwm = int(nxt) - 1 if nxt is not None else 0
         inv = [x for x in self.invalid_write_ids.get((db, table), []) if x[0] <= hwm]
-        return WriteIdList(table=f"{db}.{table}", hwm=hwm,
-                           open=tuple(sorted(w for w, _, s in inv if s == "o")),
-                           aborted=tuple(sorted(w for w, _, s in inv if s == "a")))
+        return WriteIdList(
+            table=f"{db}.{table}",
+            hwm=hwm,
+            open=tuple(sorted(w for w, _, s in inv if s == "o")),
+            aborted=tuple(sorted(w for w, _, s in inv if s == "a")),
+        )
 
 
 def _short(r: dict, pre: str) -> dict:
-    out = {k[len(pre):].lower(): v for k, v in r.items() if k.startswith(pre)}
+    out = {k[len(pre) :].lower(): v for k, v in r.items() if k.startswith(pre)}
     out["partition"] = out.get("partition") or None
     out["database"] = str(out.get("database") or "").lower()
     out["table"] = str(out.get("table") or "").lower()
@@ -198,9 +203,10 @@ def read_warehouse(ms: Metastore, *, now_ms: int | None = None) -> Warehouse:
         # -- tables, partitions --------------------------------------------------------
         dbs, tbls, sds = T.DBS, T.TBLS, T.SDS
         trows = conn.execute(
-            sa.select(dbs.NAME, tbls.TBL_NAME, tbls.TBL_ID, sds.LOCATION)
-            .select_from(tbls.clause.join(dbs.clause, dbs.DB_ID == tbls.DB_ID)
-                         .outerjoin(sds.clause, sds.SD_ID == tbls.SD_ID))).all()
+            sa.select(dbs.NAME, tbls.TBL_NAME, tbls.TBL_ID, sds.LOCATION).select_from(
+                tbls.clause.join(dbs.clause, dbs.DB_ID == tbls.DB_ID).outerjoin(sds.clause, sds.SD_ID == tbls.SD_ID)
+            )
+        ).all()
         tables: dict[int, TableRow] = {}
         for dbn, tn, tid, loc in trows:
             tables[int(tid)] = TableRow(str(dbn).lower(), str(tn).lower(), int(tid), loc, {}, [], {})
@@ -214,24 +220,41 @@ def read_warehouse(ms: Metastore, *, now_ms: int | None = None) -> Warehouse:
                 tables[int(tid)].partition_keys.append(name)
         parts = T.PARTITIONS
         for tid, pname, loc in conn.execute(
-                sa.select(parts.TBL_ID, parts.PART_NAME, sds.LOCATION)
-                .select_from(parts.clause.outerjoin(sds.clause, sds.SD_ID == parts.SD_ID))):
+            sa.select(parts.TBL_ID, parts.PART_NAME, sds.LOCATION).select_from(
+                parts.clause.outerjoin(sds.clause, sds.SD_ID == parts.SD_ID)
+            )
+        ):
             if int(tid) in tables:
                 tables[int(tid)].partitions[pname] = loc
 
         # -- transactions ---------------------------------------------------------------
         t = T.TXNS
-        cols = [t.TXN_ID, t.TXN_STATE, t.TXN_STARTED, t.TXN_LAST_HEARTBEAT, t.TXN_USER, t.TXN_HOST,
-                t.TXN_TYPE if t.has("TXN_TYPE") else sa.literal(None),
-                t.TXN_META_INFO if t.has("TXN_META_INFO") else sa.literal(None),
-                t.TXN_AGENT_INFO if t.has("TXN_AGENT_INFO") else sa.literal(None)]
+        cols = [
+            t.TXN_ID,
+            t.TXN_STATE,
+            t.TXN_STARTED,
+            t.TXN_LAST_HEARTBEAT,
+            t.TXN_USER,
+            t.TXN_HOST,
+            t.TXN_TYPE if t.has("TXN_TYPE") else sa.literal(None),
+            t.TXN_META_INFO if t.has("TXN_META_INFO") else sa.literal(None),
+            t.TXN_AGENT_INFO if t.has("TXN_AGENT_INFO") else sa.literal(None),
+        ]
         txns: dict[int, dict] = {}
         for tid, st, started, hb, user, host, ttype, meta, agent in conn.execute(
-                sa.select(*cols).where(t.TXN_STATE.in_(["o", "a"]))):
-            txns[int(tid)] = {"txn_id": int(tid), "state": st, "started": int(started or 0),
-                              "last_heartbeat": int(hb or 0), "user": user, "host": host,
-                              "type": int(ttype) if ttype is not None else None, "meta_info": meta,
-                              "agent_info": agent}
+            sa.select(*cols).where(t.TXN_STATE.in_(["o", "a"]))
+        ):
+            txns[int(tid)] = {
+                "txn_id": int(tid),
+                "state": st,
+                "started": int(started or 0),
+                "last_heartbeat": int(hb or 0),
+                "user": user,
+                "host": host,
+                "type": int(ttype) if ttype is not None else None,
+                "meta_info": meta,
+                "agent_info": agent,
+            }
         if ms.hive_version == 3:
             nxt = conn.execute(sa.select(T.NEXT_TXN_ID.NTXN_NEXT)).scalar()
             txn_hwm = int(nxt) - 1 if nxt is not None else 0
@@ -242,42 +265,79 @@ def read_warehouse(ms: Metastore, *, now_ms: int | None = None) -> Warehouse:
         # -- components ---------------------------------------------------------------
         tc = T.TXN_COMPONENTS
         aborted: dict[Key, dict] = {}
-        q = (sa.select(tc.TC_DATABASE, tc.TC_TABLE, tc.TC_PARTITION, sa.func.count(),
-                       sa.func.count(sa.distinct(tc.TC_TXNID)), sa.func.min(t.TXN_STARTED))
-             .select_from(tc.clause.join(t.clause, tc.TC_TXNID == t.TXN_ID))
-             .where(t.TXN_STATE == "a").group_by(tc.TC_DATABASE, tc.TC_TABLE, tc.TC_PARTITION))
+        q = (
+            sa.select(
+                tc.TC_DATABASE,
+                tc.TC_TABLE,
+                tc.TC_PARTITION,
+                sa.func.count(),
+                sa.func.count(sa.distinct(tc.TC_TXNID)),
+                sa.func.min(t.TXN_STARTED),
+            )
+            .select_from(tc.clause.join(t.clause, tc.TC_TXNID == t.TXN_ID))
+            .where(t.TXN_STATE == "a")
+            .group_by(tc.TC_DATABASE, tc.TC_TABLE, tc.TC_PARTITION)
+        )
         for dbn, tn, part, n, ntx, oldest in conn.execute(q):
-            aborted[(dbn, tn, part)] = {"rows": int(n), "txns": int(ntx),
-                                        "oldest_started": int(oldest) if oldest is not None else None}
+            aborted[(dbn, tn, part)] = {
+                "rows": int(n),
+                "txns": int(ntx),
+                "oldest_started": int(oldest) if oldest is not None else None,
+            }
         ctc = T.COMPLETED_TXN_COMPONENTS
         completed: dict[Key, dict] = {}
-        q = (sa.select(ctc.CTC_DATABASE, ctc.CTC_TABLE, ctc.CTC_PARTITION, sa.func.count(),
-                       sa.func.max(ctc.CTC_TIMESTAMP))
-             .group_by(ctc.CTC_DATABASE, ctc.CTC_TABLE, ctc.CTC_PARTITION))
+        q = sa.select(
+            ctc.CTC_DATABASE, ctc.CTC_TABLE, ctc.CTC_PARTITION, sa.func.count(), sa.func.max(ctc.CTC_TIMESTAMP)
+        ).group_by(ctc.CTC_DATABASE, ctc.CTC_TABLE, ctc.CTC_PARTITION)
         for dbn, tn, part, n, newest in conn.execute(q):
             completed[(dbn, tn, part)] = {"rows": int(n), "newest": _ms(newest)}
         ws = T.WRITE_SET
-        write_set = {(d, tn): int(n) for d, tn, n in conn.execute(
-            sa.select(ws.WS_DATABASE, ws.WS_TABLE, sa.func.count()).group_by(ws.WS_DATABASE, ws.WS_TABLE))}
+        write_set = {
+            (d, tn): int(n)
+            for d, tn, n in conn.execute(
+                sa.select(ws.WS_DATABASE, ws.WS_TABLE, sa.func.count()).group_by(ws.WS_DATABASE, ws.WS_TABLE)
+            )
+        }
         t2w = T.TXN_TO_WRITE_ID
-        t2w_counts = {(d, tn): int(n) for d, tn, n in conn.execute(
-            sa.select(t2w.T2W_DATABASE, t2w.T2W_TABLE, sa.func.count()).group_by(t2w.T2W_DATABASE, t2w.T2W_TABLE))}
+        t2w_counts = {
+            (d, tn): int(n)
+            for d, tn, n in conn.execute(
+                sa.select(t2w.T2W_DATABASE, t2w.T2W_TABLE, sa.func.count()).group_by(t2w.T2W_DATABASE, t2w.T2W_TABLE)
+            )
+        }
         invalid: dict[Key, list] = {}
         for d, tn, txn, wid, st in conn.execute(
-                sa.select(t2w.T2W_DATABASE, t2w.T2W_TABLE, t2w.T2W_TXNID, t2w.T2W_WRITEID, t.TXN_STATE)
-                .select_from(t2w.clause.join(t.clause, t2w.T2W_TXNID == t.TXN_ID))
-                .where(t.TXN_STATE.in_(["o", "a"]))):
+            sa.select(t2w.T2W_DATABASE, t2w.T2W_TABLE, t2w.T2W_TXNID, t2w.T2W_WRITEID, t.TXN_STATE)
+            .select_from(t2w.clause.join(t.clause, t2w.T2W_TXNID == t.TXN_ID))
+            .where(t.TXN_STATE.in_(["o", "a"]))
+        ):
             invalid.setdefault((d, tn), []).append((int(wid), int(txn), st))
         # what the housekeeper would purge now (operations.md §2.5/§2.7, derived): TXN_TO_WRITE_ID
         # rows below the lowest open or aborted txn, WRITE_SET rows below the lowest open txn
         low_any = min(txns) if txns else None
         low_open = min((i for i, x in txns.items() if x["state"] == "o"), default=None)
-        purge_t2w = int(conn.execute(sa.select(sa.func.count()).select_from(t2w.clause).where(
-            t2w.T2W_TXNID < low_any)).scalar() or 0) if low_any is not None else sum(t2w_counts.values())
-        purge_ws = int(conn.execute(sa.select(sa.func.count()).select_from(ws.clause).where(
-            ws.WS_COMMIT_ID < low_open)).scalar() or 0) if low_open is not None else sum(write_set.values())
+        purge_t2w = (
+            int(
+                conn.execute(sa.select(sa.func.count()).select_from(t2w.clause).where(t2w.T2W_TXNID < low_any)).scalar()
+                or 0
+            )
+            if low_any is not None
+            else sum(t2w_counts.values())
+        )
+        purge_ws = (
+            int(
+                conn.execute(
+                    sa.select(sa.func.count()).select_from(ws.clause).where(ws.WS_COMMIT_ID < low_open)
+                ).scalar()
+                or 0
+            )
+            if low_open is not None
+            else sum(write_set.values())
+        )
         nwi = T.NEXT_WRITE_ID
-        next_wid = {(d, tn): int(n) for d, tn, n in conn.execute(sa.select(nwi.NWI_DATABASE, nwi.NWI_TABLE, nwi.NWI_NEXT))}
+        next_wid = {
+            (d, tn): int(n) for d, tn, n in conn.execute(sa.select(nwi.NWI_DATABASE, nwi.NWI_TABLE, nwi.NWI_NEXT))
+        }
 
         # -- locks, compactions --------------------------------------------------------
         locks = _rows(conn, T.HIVE_LOCKS)
@@ -289,16 +349,34 @@ def read_warehouse(ms: Metastore, *, now_ms: int | None = None) -> Warehouse:
         cache: list[dict] = []
         if ms.hive_version >= 4:
             m = T.MIN_HISTORY_WRITE_ID
-            mhw = {(d, tn): int(w) for d, tn, w in conn.execute(
-                sa.select(m.MH_DATABASE, m.MH_TABLE, sa.func.min(m.MH_WRITEID)).group_by(m.MH_DATABASE, m.MH_TABLE))}
+            mhw = {
+                (d, tn): int(w)
+                for d, tn, w in conn.execute(
+                    sa.select(m.MH_DATABASE, m.MH_TABLE, sa.func.min(m.MH_WRITEID)).group_by(m.MH_DATABASE, m.MH_TABLE)
+                )
+            }
             aux = T.AUX_TABLE
             v = conn.execute(sa.select(aux.MT_KEY2).where(aux.MT_KEY1 == "Initiator")).scalar()
             last_cycle = int(v) if v else None
             cache = _rows(conn, T.COMPACTION_METRICS_CACHE)
-    return Warehouse(hive_version=ms.hive_version, now_ms=now, tables=sorted(tables.values(), key=lambda x: (x.db, x.table)),
-                     txns=txns, txn_hwm=txn_hwm, aborted_components=aborted, completed_components=completed,
-                     write_set=write_set, txn_to_write_id=t2w_counts, invalid_write_ids=invalid,
-                     next_write_id=next_wid, locks=locks, queue=queue, history=history,
-                     min_history_level=int(mhl) if mhl is not None else None, min_history_write_id=mhw,
-                     initiator_last_cycle_ms=last_cycle, metrics_cache=cache,
-                     purgeable={"TXN_TO_WRITE_ID": purge_t2w, "WRITE_SET": purge_ws})
+    return Warehouse(
+        hive_version=ms.hive_version,
+        now_ms=now,
+        tables=sorted(tables.values(), key=lambda x: (x.db, x.table)),
+        txns=txns,
+        txn_hwm=txn_hwm,
+        aborted_components=aborted,
+        completed_components=completed,
+        write_set=write_set,
+        txn_to_write_id=t2w_counts,
+        invalid_write_ids=invalid,
+        next_write_id=next_wid,
+        locks=locks,
+        queue=queue,
+        history=history,
+        min_history_level=int(mhl) if mhl is not None else None,
+        min_history_write_id=mhw,
+        initiator_last_cycle_ms=last_cycle,
+        metrics_cache=cache,
+        purgeable={"TXN_TO_WRITE_ID": purge_t2w, "WRITE_SET": purge_ws},
+    )

@@ -56,21 +56,21 @@ H = 3600.0
 class Limits:
     """Thresholds (Hive defaults, operations.md §9); seconds unless named otherwise."""
 
-    txn_timeout: float = 300.0                     # hive.txn.timeout
-    open_txn_warn: float = 24 * H                  # metastore.compactor.oldest.open.txn.threshold.warning
+    txn_timeout: float = 300.0  # hive.txn.timeout
+    open_txn_warn: float = 24 * H  # metastore.compactor.oldest.open.txn.threshold.warning
     open_txn_error: float = 72 * H
-    worker_timeout: float = 86400.0                # hive.compactor.worker.timeout
-    initiated_warn: float = 1 * H                  # ...oldest.initiated.compaction.time.threshold.warning
+    worker_timeout: float = 86400.0  # hive.compactor.worker.timeout
+    initiated_warn: float = 1 * H  # ...oldest.initiated.compaction.time.threshold.warning
     initiated_error: float = 12 * H
-    uncleaned: float = 24 * H                      # ...oldest.uncleaned.compaction.time.threshold
-    aborted_age_warn: float = 24 * H               # ...oldest.uncleaned.aborted.txn.time.threshold.warning
-    aborted_metrics: int = 1500                    # metastore.acidmetrics.table.aborted.txns.threshold
-    records_warn: int = 500_000                    # ...completed.txn.components / txn.to.writeid .record.threshold
+    uncleaned: float = 24 * H  # ...oldest.uncleaned.compaction.time.threshold
+    aborted_age_warn: float = 24 * H  # ...oldest.uncleaned.aborted.txn.time.threshold.warning
+    aborted_metrics: int = 1500  # metastore.acidmetrics.table.aborted.txns.threshold
+    records_warn: int = 500_000  # ...completed.txn.components / txn.to.writeid .record.threshold
     records_error: int = 1_000_000
-    failed_threshold: int = 2                      # hive.compactor.initiator.failed.compacts.threshold
-    failed_retry: float = 7 * 86400.0              # metastore.compactor.initiator.failed.retry.time (Hive 4)
-    small_files: int = 100                         # small data files in the current snapshot of a partition
-    obsolete_grace: float = 1 * H                  # obsolete directories younger than this: info only
+    failed_threshold: int = 2  # hive.compactor.initiator.failed.compacts.threshold
+    failed_retry: float = 7 * 86400.0  # metastore.compactor.initiator.failed.retry.time (Hive 4)
+    small_files: int = 100  # small data files in the current snapshot of a partition
+    obsolete_grace: float = 1 * H  # obsolete directories younger than this: info only
 
 
 #: Hive configuration keys (operations.md §9) → Limits fields; ``--conf KEY=VALUE`` sets them
@@ -107,7 +107,9 @@ def limits_from_conf(conf: dict[str, str]) -> Limits:
         try:
             vals[field] = int(v) if isinstance(default, int) else parse_age(v)
         except (ValueError, UsageError):
-            raise UsageError(f"--conf {k}={v!r}: expected {'an integer' if isinstance(default, int) else 'a duration (600, 10m, 12h, 7d)'}") from None
+            raise UsageError(
+                f"--conf {k}={v!r}: expected {'an integer' if isinstance(default, int) else 'a duration (600, 10m, 12h, 7d)'}"
+            ) from None
     return dataclasses.replace(Limits(), **vals)
 
 
@@ -116,7 +118,7 @@ class DoctorFinding:
     code: str
     severity: Severity
     title: str
-    table: str | None             # db.table (None: warehouse-wide)
+    table: str | None  # db.table (None: warehouse-wide)
     partition: str | None
     message: str
     evidence: dict
@@ -130,14 +132,24 @@ class DoctorFinding:
         return self.table + (f"/{self.partition}" if self.partition else "")
 
     def to_dict(self) -> dict:
-        return {"code": self.code, "severity": self.severity.value, "title": self.title,
-                "subject": self.subject, "table": self.table, "partition": self.partition,
-                "path": self.path, "message": self.message, "evidence": self.evidence, "fix": self.fix}
+        return {
+            "code": self.code,
+            "severity": self.severity.value,
+            "title": self.title,
+            "subject": self.subject,
+            "table": self.table,
+            "partition": self.partition,
+            "path": self.path,
+            "message": self.message,
+            "evidence": self.evidence,
+            "fix": self.fix,
+        }
 
 
 # ---------------------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------------------
+
 
 def human_age(seconds: float | None) -> str:
     if seconds is None:
@@ -199,8 +211,16 @@ def _part_sql(partition: str) -> str:
 
 #: compaction state and type codes (CQ_STATE/CC_STATE, CQ_TYPE/CC_TYPE) by name; rows may lack
 #: the code (None), which then stays as it is
-STATES: dict[str | None, str] = {"i": "initiated", "w": "working", "r": "ready for cleaning", "f": "failed", "s": "succeeded",
-          "a": "did not initiate", "c": "refused", "x": "aborted"}
+STATES: dict[str | None, str] = {
+    "i": "initiated",
+    "w": "working",
+    "r": "ready for cleaning",
+    "f": "failed",
+    "s": "succeeded",
+    "a": "did not initiate",
+    "c": "refused",
+    "x": "aborted",
+}
 TYPES: dict[str | None, str] = {"a": "major", "i": "minor", "r": "rebalance", "c": "abort txn cleanup"}
 
 
@@ -220,6 +240,7 @@ def history_rows(wh) -> list[dict]:
 # ---------------------------------------------------------------------------------------
 # the catalogue
 # ---------------------------------------------------------------------------------------
+
 
 def diagnose(scan, *, limits: Limits | None = None) -> list[DoctorFinding]:
     """Every finding of the scan, most severe first (then code, subject)."""
@@ -244,24 +265,46 @@ def txn_findings(wh, lim: Limits) -> list[DoctorFinding]:
     for t in sorted(wh.open_txns, key=lambda x: x["txn_id"]):
         age = _age(wh.now_ms, t["started"])
         hb = _age(wh.now_ms, t["last_heartbeat"])
-        ev = {"txn_id": t["txn_id"], "user": t["user"], "host": t["host"], "type": t["type"],
-              "age_seconds": age, "heartbeat_age_seconds": hb, "agent_info": t.get("agent_info")}
+        ev = {
+            "txn_id": t["txn_id"],
+            "user": t["user"],
+            "host": t["host"],
+            "type": t["type"],
+            "age_seconds": age,
+            "heartbeat_age_seconds": hb,
+            "agent_info": t.get("agent_info"),
+        }
         repl = t["type"] == 1
         if hb is not None and hb > lim.txn_timeout and not repl:
-            out.append(DoctorFinding(
-                "TXN_NO_HEARTBEAT", ERROR if (age or 0) >= lim.open_txn_error else WARN,
-                f"txn {t['txn_id']} has not heartbeated for {human_age(hb)}", None, None,
-                f"open txn {t['txn_id']} ({t['user']}@{t['host']}, open {human_age(age)}) has no heartbeat for "
-                f"{human_age(hb)} > hive.txn.timeout {lim.txn_timeout:g}s: its client is gone and the timeout "
-                "reaper (AcidHouseKeeperService) is not running; it holds back the Cleaner and the Initiator",
-                ev, fix_abort_txns([t["txn_id"]])))
+            out.append(
+                DoctorFinding(
+                    "TXN_NO_HEARTBEAT",
+                    ERROR if (age or 0) >= lim.open_txn_error else WARN,
+                    f"txn {t['txn_id']} has not heartbeated for {human_age(hb)}",
+                    None,
+                    None,
+                    f"open txn {t['txn_id']} ({t['user']}@{t['host']}, open {human_age(age)}) has no heartbeat for "
+                    f"{human_age(hb)} > hive.txn.timeout {lim.txn_timeout:g}s: its client is gone and the timeout "
+                    "reaper (AcidHouseKeeperService) is not running; it holds back the Cleaner and the Initiator",
+                    ev,
+                    fix_abort_txns([t["txn_id"]]),
+                )
+            )
         elif age is not None and age >= lim.open_txn_warn and not repl:
             sev = ERROR if age >= lim.open_txn_error else WARN
-            out.append(DoctorFinding(
-                "TXN_LONG_OPEN", sev, f"txn {t['txn_id']} open for {human_age(age)}", None, None,
-                f"open txn {t['txn_id']} ({t['user']}@{t['host']}) has been open {human_age(age)} (still heartbeating); "
-                f"Hive 4 logs this at {human_age(lim.open_txn_warn)} (warn) / {human_age(lim.open_txn_error)} (error)",
-                ev, fix_abort_txns([t["txn_id"]])))
+            out.append(
+                DoctorFinding(
+                    "TXN_LONG_OPEN",
+                    sev,
+                    f"txn {t['txn_id']} open for {human_age(age)}",
+                    None,
+                    None,
+                    f"open txn {t['txn_id']} ({t['user']}@{t['host']}) has been open {human_age(age)} (still heartbeating); "
+                    f"Hive 4 logs this at {human_age(lim.open_txn_warn)} (warn) / {human_age(lim.open_txn_error)} (error)",
+                    ev,
+                    fix_abort_txns([t["txn_id"]]),
+                )
+            )
     return out
 
 
@@ -291,8 +334,11 @@ def blocking_locks(wh, row: dict) -> list[dict]:
     """Hive 3 (§5.1): locks on the same db, table and exact partition as an ``r`` row."""
     out = []
     for lk in wh.locks:
-        if (str(lk.get("HL_DB") or "").lower() == row["database"] and str(lk.get("HL_TABLE") or "").lower() == row["table"]
-                and _norm_part(lk.get("HL_PARTITION")) == row["partition"]):
+        if (
+            str(lk.get("HL_DB") or "").lower() == row["database"]
+            and str(lk.get("HL_TABLE") or "").lower() == row["table"]
+            and _norm_part(lk.get("HL_PARTITION")) == row["partition"]
+        ):
             out.append(lk)
     return out
 
@@ -313,26 +359,46 @@ def cleaner_findings(wh, lim: Limits) -> list[DoctorFinding]:
             age = _age(wh.now_ms, t.get("started"))
             tables = sorted({spec_of(r["database"], r["table"], r["partition"]) for r in rows})
             fix = fix_abort_txns([tid]) if t.get("state") == "o" else None
-            out.append(DoctorFinding(
-                "CLEANER_BLOCKED_BY_TXN", ERROR if (age or 0) >= lim.open_txn_warn else WARN,
-                f"open txn {tid} blocks the Cleaner for {len(rows)} compaction(s)", None, None,
-                f"txn {tid} ({t.get('user')}@{t.get('host')}, open {human_age(age)}) is below CQ_NEXT_TXN_ID of "
-                f"{len(rows)} ready-for-cleaning compaction(s) on {', '.join(tables[:5])}"
-                f"{' ...' if len(tables) > 5 else ''}: Hive 4's Cleaner waits for every txn below it (HIVE-26704)",
-                {"txn_id": tid, "user": t.get("user"), "host": t.get("host"), "age_seconds": age,
-                 "compaction_ids": sorted(int(r["id"]) for r in rows), "partitions": tables}, fix))
+            out.append(
+                DoctorFinding(
+                    "CLEANER_BLOCKED_BY_TXN",
+                    ERROR if (age or 0) >= lim.open_txn_warn else WARN,
+                    f"open txn {tid} blocks the Cleaner for {len(rows)} compaction(s)",
+                    None,
+                    None,
+                    f"txn {tid} ({t.get('user')}@{t.get('host')}, open {human_age(age)}) is below CQ_NEXT_TXN_ID of "
+                    f"{len(rows)} ready-for-cleaning compaction(s) on {', '.join(tables[:5])}"
+                    f"{' ...' if len(tables) > 5 else ''}: Hive 4's Cleaner waits for every txn below it (HIVE-26704)",
+                    {
+                        "txn_id": tid,
+                        "user": t.get("user"),
+                        "host": t.get("host"),
+                        "age_seconds": age,
+                        "compaction_ids": sorted(int(r["id"]) for r in rows),
+                        "partitions": tables,
+                    },
+                    fix,
+                )
+            )
         for r in ready:
             if r.get("next_txn_id") is None and r.get("txn_id"):
                 tx = wh.txns.get(int(r["txn_id"]))
                 if tx is None or tx["state"] == "a":
                     st = "aborted" if tx else "gone"
-                    out.append(DoctorFinding(
-                        "COMPACTION_ORPHANED", ERROR, f"compaction {r['id']} is ready for cleaning but its txn is {st}",
-                        spec_of(r["database"], r["table"]), r["partition"],
-                        f"compaction {r['id']} was marked compacted but its compaction txn {r['txn_id']} is {st} "
-                        "(the Worker died before committing, HIVE-29572): the Cleaner will never pick it and it "
-                        "blocks newer compactions of the partition",
-                        {"compaction_id": int(r["id"]), "txn_id": int(r["txn_id"]), "txn_state": st}, None))
+                    out.append(
+                        DoctorFinding(
+                            "COMPACTION_ORPHANED",
+                            ERROR,
+                            f"compaction {r['id']} is ready for cleaning but its txn is {st}",
+                            spec_of(r["database"], r["table"]),
+                            r["partition"],
+                            f"compaction {r['id']} was marked compacted but its compaction txn {r['txn_id']} is {st} "
+                            "(the Worker died before committing, HIVE-29572): the Cleaner will never pick it and it "
+                            "blocks newer compactions of the partition",
+                            {"compaction_id": int(r["id"]), "txn_id": int(r["txn_id"]), "txn_state": st},
+                            None,
+                        )
+                    )
     else:
         for r in ready:
             locks = blocking_locks(wh, r)
@@ -341,12 +407,19 @@ def cleaner_findings(wh, lim: Limits) -> list[DoctorFinding]:
             ids = sorted({int(lk["HL_LOCK_EXT_ID"]) for lk in locks})
             txns = sorted({int(lk["HL_TXNID"]) for lk in locks if int(lk["HL_TXNID"] or 0) > 0})
             fix = fix_abort_txns(txns) if txns else fix_unlock(ids[0]) if len(ids) == 1 else None
-            out.append(DoctorFinding(
-                "CLEANER_BLOCKED_BY_LOCK", WARN, f"compaction {r['id']} waits for {len(ids)} lock(s)",
-                spec_of(r["database"], r["table"]), r["partition"],
-                f"Hive 3's Cleaner cleans compaction {r['id']} only once the locks it saw on the partition are gone: "
-                f"lock(s) {', '.join(map(str, ids))}" + (f" of txn(s) {', '.join(map(str, txns))}" if txns else ""),
-                {"compaction_id": int(r["id"]), "lock_ids": ids, "txn_ids": txns}, fix))
+            out.append(
+                DoctorFinding(
+                    "CLEANER_BLOCKED_BY_LOCK",
+                    WARN,
+                    f"compaction {r['id']} waits for {len(ids)} lock(s)",
+                    spec_of(r["database"], r["table"]),
+                    r["partition"],
+                    f"Hive 3's Cleaner cleans compaction {r['id']} only once the locks it saw on the partition are gone: "
+                    f"lock(s) {', '.join(map(str, ids))}" + (f" of txn(s) {', '.join(map(str, txns))}" if txns else ""),
+                    {"compaction_id": int(r["id"]), "lock_ids": ids, "txn_ids": txns},
+                    fix,
+                )
+            )
     return out
 
 
@@ -361,61 +434,114 @@ def queue_findings(wh, lim: Limits) -> list[DoctorFinding]:
                 txn = r.get("txn_id")
                 tx = wh.txns.get(int(txn)) if txn else None
                 fix = fix_abort_txns([int(txn)]) if txn and tx is not None and tx["state"] == "o" else None
-                out.append(DoctorFinding(
-                    "COMPACTION_WORKING_TOO_LONG", ERROR, f"compaction {r['id']} working for {human_age(age)}", tbl, part,
-                    f"{ctype} compaction {r['id']} (worker {r.get('worker_id')}) has been working {human_age(age)} > "
-                    f"hive.compactor.worker.timeout {human_age(lim.worker_timeout)}: the worker is dead; the Initiator's "
-                    "revokeTimedoutWorkers would reset it to initiated"
-                    + (f"; its compaction txn {txn} is still open" if fix else ""),
-                    {"compaction_id": int(r["id"]), "worker_id": r.get("worker_id"), "age_seconds": age,
-                     "txn_id": int(txn) if txn else None}, fix))
+                out.append(
+                    DoctorFinding(
+                        "COMPACTION_WORKING_TOO_LONG",
+                        ERROR,
+                        f"compaction {r['id']} working for {human_age(age)}",
+                        tbl,
+                        part,
+                        f"{ctype} compaction {r['id']} (worker {r.get('worker_id')}) has been working {human_age(age)} > "
+                        f"hive.compactor.worker.timeout {human_age(lim.worker_timeout)}: the worker is dead; the Initiator's "
+                        "revokeTimedoutWorkers would reset it to initiated"
+                        + (f"; its compaction txn {txn} is still open" if fix else ""),
+                        {
+                            "compaction_id": int(r["id"]),
+                            "worker_id": r.get("worker_id"),
+                            "age_seconds": age,
+                            "txn_id": int(txn) if txn else None,
+                        },
+                        fix,
+                    )
+                )
         elif r["state"] == "i":
             age = _age(wh.now_ms, r.get("enqueue_time"))
             at_least = False
             if age is None:
                 # Hive 3 records no enqueue time. Queue ids only grow, so the request is at least as
                 # old as the earliest start of any compaction with a higher id (derived lower bound)
-                later = [int(x["start"]) for x in queue_rows(wh) + history_rows(wh)
-                         if int(x["id"]) > int(r["id"]) and x.get("start")]
+                later = [
+                    int(x["start"])
+                    for x in queue_rows(wh) + history_rows(wh)
+                    if int(x["id"]) > int(r["id"]) and x.get("start")
+                ]
                 age = _age(wh.now_ms, min(later)) if later else None
                 at_least = age is not None
             if age is not None and age >= lim.initiated_warn:
                 sev = ERROR if age >= lim.initiated_error else WARN
                 pool = r.get("pool_name")
-                out.append(DoctorFinding(
-                    "COMPACTION_INITIATED_TOO_LONG", sev,
-                    f"compaction {r['id']} initiated {'at least ' if at_least else ''}{human_age(age)} ago", tbl, part,
-                    f"{ctype} compaction {r['id']} has waited {'at least ' if at_least else ''}{human_age(age)} for a worker"
-                    + (f" of pool {pool}" if pool else "")
-                    + ": no Worker runs (hive.compactor.worker.threads=0?); abort it, or run it with "
-                    + fix_compact(r["database"], r["table"], part, "major" if r.get("type") == "a" else "minor"),
-                    {"compaction_id": int(r["id"]), "age_seconds": age, "age_is_lower_bound": at_least,
-                     "type": ctype, "pool": pool},
-                    fix_abort_compactions([int(r["id"])])))
+                out.append(
+                    DoctorFinding(
+                        "COMPACTION_INITIATED_TOO_LONG",
+                        sev,
+                        f"compaction {r['id']} initiated {'at least ' if at_least else ''}{human_age(age)} ago",
+                        tbl,
+                        part,
+                        f"{ctype} compaction {r['id']} has waited {'at least ' if at_least else ''}{human_age(age)} for a worker"
+                        + (f" of pool {pool}" if pool else "")
+                        + ": no Worker runs (hive.compactor.worker.threads=0?); abort it, or run it with "
+                        + fix_compact(r["database"], r["table"], part, "major" if r.get("type") == "a" else "minor"),
+                        {
+                            "compaction_id": int(r["id"]),
+                            "age_seconds": age,
+                            "age_is_lower_bound": at_least,
+                            "type": ctype,
+                            "pool": pool,
+                        },
+                        fix_abort_compactions([int(r["id"])]),
+                    )
+                )
         elif r["state"] == "r" and r.get("type") != "c" and int(r.get("retry_retention") or 0) > 0:
             # Hive 4 Cleaner error loop (§5.2 step 9, HIVE-25943): backoff, then 'failed' at the 6th error
             ret = int(r["retry_retention"])
             attempts = 1
             while (300_000 << attempts) <= ret:
                 attempts += 1
-            out.append(DoctorFinding(
-                "CLEANER_RETRYING", WARN, f"the Cleaner keeps failing on compaction {r['id']}", tbl, part,
-                f"the Cleaner failed {attempts} time(s) on compaction {r['id']} (retry retention {ret // 1000}s; after "
-                f"5 retries the row becomes failed and its obsolete directories stay): {r.get('error_message') or 'no message'}",
-                {"compaction_id": int(r["id"]), "retry_retention_ms": ret, "attempts": attempts,
-                 "error": r.get("error_message")}, None))
+            out.append(
+                DoctorFinding(
+                    "CLEANER_RETRYING",
+                    WARN,
+                    f"the Cleaner keeps failing on compaction {r['id']}",
+                    tbl,
+                    part,
+                    f"the Cleaner failed {attempts} time(s) on compaction {r['id']} (retry retention {ret // 1000}s; after "
+                    f"5 retries the row becomes failed and its obsolete directories stay): {r.get('error_message') or 'no message'}",
+                    {
+                        "compaction_id": int(r["id"]),
+                        "retry_retention_ms": ret,
+                        "attempts": attempts,
+                        "error": r.get("error_message"),
+                    },
+                    None,
+                )
+            )
         elif r["state"] == "r" and r.get("type") != "c":
             age = _age(wh.now_ms, r.get("commit_time") or r.get("start"))
-            if age is not None and age > lim.uncleaned and blocked_by_txn(wh, r) is None and (
-                    wh.hive_version >= 4 or not blocking_locks(wh, r)):
-                out.append(DoctorFinding(
-                    "COMPACTION_CLEANING_TOO_LONG", WARN, f"compaction {r['id']} ready for cleaning for {human_age(age)}",
-                    tbl, part,
-                    f"compaction {r['id']} has been ready for cleaning {human_age(age)} and nothing holds it back: "
-                    "is the Cleaner running (hive.compactor.initiator.on / metastore.compactor.cleaner.on)?"
-                    + (f" last error: {r.get('error_message')}" if r.get("error_message") else ""),
-                    {"compaction_id": int(r["id"]), "age_seconds": age,
-                     "retry_retention": r.get("retry_retention"), "error": r.get("error_message")}, None))
+            if (
+                age is not None
+                and age > lim.uncleaned
+                and blocked_by_txn(wh, r) is None
+                and (wh.hive_version >= 4 or not blocking_locks(wh, r))
+            ):
+                out.append(
+                    DoctorFinding(
+                        "COMPACTION_CLEANING_TOO_LONG",
+                        WARN,
+                        f"compaction {r['id']} ready for cleaning for {human_age(age)}",
+                        tbl,
+                        part,
+                        f"compaction {r['id']} has been ready for cleaning {human_age(age)} and nothing holds it back: "
+                        "is the Cleaner running (hive.compactor.initiator.on / metastore.compactor.cleaner.on)?"
+                        + (f" last error: {r.get('error_message')}" if r.get("error_message") else ""),
+                        {
+                            "compaction_id": int(r["id"]),
+                            "age_seconds": age,
+                            "retry_retention": r.get("retry_retention"),
+                            "error": r.get("error_message"),
+                        },
+                        None,
+                    )
+                )
     return out
 
 
@@ -431,13 +557,20 @@ def _many_ready(wh) -> list[DoctorFinding]:
         if len(rows) < 2:
             continue
         rows.sort(key=lambda r: (int(r.get("highest_write_id") or 0), int(r["id"])))
-        out.append(DoctorFinding(
-            "CLEANER_BACKLOG", WARN, f"{len(rows)} compactions wait for the Cleaner on one partition",
-            spec_of(db, table), part,
-            f"{len(rows)} ready-for-cleaning compactions ({', '.join(str(r['id']) for r in rows)}): the Cleaner takes "
-            f"the one with the lowest highest write id first (compaction {rows[0]['id']}); see `acidctl why "
-            f"{spec_of(db, table, part)}` for what holds it back",
-            {"compaction_ids": [int(r["id"]) for r in rows], "first": int(rows[0]["id"])}, None))
+        out.append(
+            DoctorFinding(
+                "CLEANER_BACKLOG",
+                WARN,
+                f"{len(rows)} compactions wait for the Cleaner on one partition",
+                spec_of(db, table),
+                part,
+                f"{len(rows)} ready-for-cleaning compactions ({', '.join(str(r['id']) for r in rows)}): the Cleaner takes "
+                f"the one with the lowest highest write id first (compaction {rows[0]['id']}); see `acidctl why "
+                f"{spec_of(db, table, part)}` for what holds it back",
+                {"compaction_ids": [int(r["id"]) for r in rows], "first": int(rows[0]["id"])},
+                None,
+            )
+        )
     return out
 
 
@@ -453,8 +586,11 @@ def failure_block(wh, db: str, table: str, partition: str | None, *, lim: Limits
     newest = rows[:n]
     if len(newest) < n or any(r["state"] != "f" for r in newest):
         return None
-    info = {"failed_ids": [int(r["id"]) for r in newest], "threshold": n,
-            "errors": [r.get("error_message") for r in newest if r.get("error_message")]}
+    info = {
+        "failed_ids": [int(r["id"]) for r in newest],
+        "threshold": n,
+        "errors": [r.get("error_message") for r in newest if r.get("error_message")],
+    }
     if wh.hive_version >= 4 and lim.failed_retry > 0:
         enq = max((int(r.get("enqueue_time") or 0) for r in newest), default=0)
         if enq and enq + lim.failed_retry * 1000 < wh.now_ms:
@@ -475,14 +611,22 @@ def initiator_findings(wh, scan, lim: Limits) -> list[DoctorFinding]:
         blk = failure_block(wh, db, table, part, lim=lim)
         if blk is None:
             continue
-        out.append(DoctorFinding(
-            "INITIATOR_SKIPS_FAILED", WARN, "the Initiator skips this partition after failed compactions",
-            spec_of(db, table), part,
-            f"the newest {blk['threshold']} compactions ({', '.join(map(str, blk['failed_ids']))}) failed: "
-            "hive.compactor.initiator.failed.compacts.threshold is reached and the Initiator records "
-            "'did not initiate' instead of compacting" + (f"; last error: {blk['errors'][0]}" if blk["errors"] else "")
-            + "; a manual compaction bypasses it",
-            blk, fix_compact(db, table, part)))
+        out.append(
+            DoctorFinding(
+                "INITIATOR_SKIPS_FAILED",
+                WARN,
+                "the Initiator skips this partition after failed compactions",
+                spec_of(db, table),
+                part,
+                f"the newest {blk['threshold']} compactions ({', '.join(map(str, blk['failed_ids']))}) failed: "
+                "hive.compactor.initiator.failed.compacts.threshold is reached and the Initiator records "
+                "'did not initiate' instead of compacting"
+                + (f"; last error: {blk['errors'][0]}" if blk["errors"] else "")
+                + "; a manual compaction bypasses it",
+                blk,
+                fix_compact(db, table, part),
+            )
+        )
     return out
 
 
@@ -495,20 +639,42 @@ def lock_findings(wh, lim: Limits) -> list[DoctorFinding]:
         lk = comps[0]
         txn = int(lk.get("HL_TXNID") or 0)
         state = lk.get("HL_LOCK_STATE")
-        where = spec_of(lk.get("HL_DB") or "?", lk.get("HL_TABLE") or "*") if lk.get("HL_TABLE") else (lk.get("HL_DB") or "?")
+        where = (
+            spec_of(lk.get("HL_DB") or "?", lk.get("HL_TABLE") or "*")
+            if lk.get("HL_TABLE")
+            else (lk.get("HL_DB") or "?")
+        )
         part = _norm_part(lk.get("HL_PARTITION"))
-        ev = {"lock_id": ext, "txn_id": txn or None, "state": "waiting" if state == "w" else "acquired",
-              "type": lk.get("HL_LOCK_TYPE"), "user": lk.get("HL_USER"), "host": lk.get("HL_HOST"),
-              "agent_info": lk.get("HL_AGENT_INFO")}
+        ev = {
+            "lock_id": ext,
+            "txn_id": txn or None,
+            "state": "waiting" if state == "w" else "acquired",
+            "type": lk.get("HL_LOCK_TYPE"),
+            "user": lk.get("HL_USER"),
+            "host": lk.get("HL_HOST"),
+            "agent_info": lk.get("HL_AGENT_INFO"),
+        }
         if txn and txn not in wh.txns or txn and wh.txns[txn]["state"] == "a":
             st = "aborted" if txn in wh.txns else "committed or gone"
-            out.append(DoctorFinding(
-                "LOCK_OF_FINISHED_TXN", ERROR, f"lock {ext} belongs to txn {txn}, which is {st}", where, part,
-                f"lock {ext} ({ev['state']}) is held for txn {txn}, which is {st}: Hive removes a txn's locks when it "
-                "commits or aborts, so this row is left over and blocks conflicting lock requests"
-                + ("" if state == "w" else "; Hive's unlock() refuses locks of txns (only the row's deletion by a "
-                   "metastore administrator removes it)"),
-                {**ev, "txn_state": st}, fix_unlock(ext) if state == "w" else None))
+            out.append(
+                DoctorFinding(
+                    "LOCK_OF_FINISHED_TXN",
+                    ERROR,
+                    f"lock {ext} belongs to txn {txn}, which is {st}",
+                    where,
+                    part,
+                    f"lock {ext} ({ev['state']}) is held for txn {txn}, which is {st}: Hive removes a txn's locks when it "
+                    "commits or aborts, so this row is left over and blocks conflicting lock requests"
+                    + (
+                        ""
+                        if state == "w"
+                        else "; Hive's unlock() refuses locks of txns (only the row's deletion by a "
+                        "metastore administrator removes it)"
+                    ),
+                    {**ev, "txn_state": st},
+                    fix_unlock(ext) if state == "w" else None,
+                )
+            )
             continue
         if state == "w":
             chain = [ext]
@@ -530,22 +696,41 @@ def lock_findings(wh, lim: Limits) -> list[DoctorFinding]:
                 rtxn = int(root.get("HL_TXNID") or 0)
                 fix = fix_abort_txns([rtxn]) if rtxn else fix_unlock(int(root["HL_LOCK_EXT_ID"]))
             sev = WARN if age is None or age < lim.txn_timeout else ERROR
-            out.append(DoctorFinding(
-                "LOCK_WAITING", sev, f"lock {ext} is waiting" + (f" behind {chain[-1]}" if root is not None else ""),
-                where, part,
-                f"lock {ext} ({ev['user']}@{ev['host']}) waits; blocker chain: " + " -> ".join(map(str, chain))
-                + (f"; the root {chain[-1]} belongs to txn {int(root.get('HL_TXNID') or 0)}"
-                   if root is not None and root.get("HL_TXNID") else "")
-                + ("" if root is not None else "; no blocker recorded"),
-                {**ev, "chain": chain, "age_seconds": age}, fix))
+            out.append(
+                DoctorFinding(
+                    "LOCK_WAITING",
+                    sev,
+                    f"lock {ext} is waiting" + (f" behind {chain[-1]}" if root is not None else ""),
+                    where,
+                    part,
+                    f"lock {ext} ({ev['user']}@{ev['host']}) waits; blocker chain: "
+                    + " -> ".join(map(str, chain))
+                    + (
+                        f"; the root {chain[-1]} belongs to txn {int(root.get('HL_TXNID') or 0)}"
+                        if root is not None and root.get("HL_TXNID")
+                        else ""
+                    )
+                    + ("" if root is not None else "; no blocker recorded"),
+                    {**ev, "chain": chain, "age_seconds": age},
+                    fix,
+                )
+            )
         elif not txn:
             hb = _age(wh.now_ms, lk.get("HL_LAST_HEARTBEAT"))
             if hb is not None and hb > lim.txn_timeout:
-                out.append(DoctorFinding(
-                    "LOCK_EXPIRED", WARN, f"lock {ext} has not heartbeated for {human_age(hb)}", where, part,
-                    f"lock {ext} outside any txn has no heartbeat for {human_age(hb)} > hive.txn.timeout: its client "
-                    "is gone and the reaper is not running",
-                    {**ev, "heartbeat_age_seconds": hb}, fix_unlock(ext)))
+                out.append(
+                    DoctorFinding(
+                        "LOCK_EXPIRED",
+                        WARN,
+                        f"lock {ext} has not heartbeated for {human_age(hb)}",
+                        where,
+                        part,
+                        f"lock {ext} outside any txn has no heartbeat for {human_age(hb)} > hive.txn.timeout: its client "
+                        "is gone and the reaper is not running",
+                        {**ev, "heartbeat_age_seconds": hb},
+                        fix_unlock(ext),
+                    )
+                )
     return out
 
 
@@ -561,12 +746,17 @@ def bloat_findings(wh, scan, lim: Limits) -> list[DoctorFinding]:
         return dict(sorted(agg.items(), key=lambda kv: -kv[1]))
 
     checks = [
-        ("COMPLETED_TXN_COMPONENTS", per_table(wh.completed_components),
-         "rows go when the Cleaner marks a compaction cleaned (up to its highest write id)"),
-        ("TXN_TO_WRITE_ID", per_table(wh.txn_to_write_id),
-         "the housekeeper deletes rows below the lowest open or aborted txn (one row per table is kept)"),
-        ("WRITE_SET", per_table(wh.write_set),
-         "the housekeeper deletes rows older than the lowest open txn"),
+        (
+            "COMPLETED_TXN_COMPONENTS",
+            per_table(wh.completed_components),
+            "rows go when the Cleaner marks a compaction cleaned (up to its highest write id)",
+        ),
+        (
+            "TXN_TO_WRITE_ID",
+            per_table(wh.txn_to_write_id),
+            "the housekeeper deletes rows below the lowest open or aborted txn (one row per table is kept)",
+        ),
+        ("WRITE_SET", per_table(wh.write_set), "the housekeeper deletes rows older than the lowest open txn"),
     ]
     for name, tables, how in checks:
         total = sum(tables.values())
@@ -578,38 +768,77 @@ def bloat_findings(wh, scan, lim: Limits) -> list[DoctorFinding]:
         if first and name == "COMPLETED_TXN_COMPONENTS":
             db, tbl = first.split(".", 1)
             fix = fix_compact(db, tbl, None)
-        out.append(DoctorFinding(
-            "METASTORE_BLOAT", ERROR if total >= lim.records_error else WARN, f"{name} holds {total} rows", None, None,
-            f"{name} has {total} rows (Hive 4 warns at {lim.records_warn}, errors at {lim.records_error}); "
-            f"{how}" + (f" ({wh.purgeable[name]} could go now)" if wh.purgeable.get(name) is not None else "")
-            + "; largest: " + ", ".join(f"{t} {n}" for t, n in top[:5]),
-            {"table": name, "rows": total, "by_table": dict(top),
-             "purgeable_by_housekeeper": wh.purgeable.get(name)}, fix))
+        out.append(
+            DoctorFinding(
+                "METASTORE_BLOAT",
+                ERROR if total >= lim.records_error else WARN,
+                f"{name} holds {total} rows",
+                None,
+                None,
+                f"{name} has {total} rows (Hive 4 warns at {lim.records_warn}, errors at {lim.records_error}); "
+                f"{how}"
+                + (f" ({wh.purgeable[name]} could go now)" if wh.purgeable.get(name) is not None else "")
+                + "; largest: "
+                + ", ".join(f"{t} {n}" for t, n in top[:5]),
+                {
+                    "table": name,
+                    "rows": total,
+                    "by_table": dict(top),
+                    "purgeable_by_housekeeper": wh.purgeable.get(name),
+                },
+                fix,
+            )
+        )
     # aborted-txn components per partition above the metrics threshold
-    for (db, tbl, part), v in sorted(wh.aborted_components.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or "")):
+    for (db, tbl, part), v in sorted(
+        wh.aborted_components.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or "")
+    ):
         if v["rows"] > lim.aborted_metrics:
-            out.append(DoctorFinding(
-                "METASTORE_BLOAT", ERROR, f"{v['rows']} TXN_COMPONENTS rows of aborted txns", spec_of(db, tbl), part,
-                f"{v['rows']} TXN_COMPONENTS rows of {v['txns']} aborted txns on this partition > "
-                f"metastore.acidmetrics.table.aborted.txns.threshold {lim.aborted_metrics}; they go when a compaction "
-                "of the partition is cleaned",
-                {"table": "TXN_COMPONENTS", "rows": v["rows"], "aborted_txns": v["txns"]},
-                fix_compact(db, tbl, part)))
+            out.append(
+                DoctorFinding(
+                    "METASTORE_BLOAT",
+                    ERROR,
+                    f"{v['rows']} TXN_COMPONENTS rows of aborted txns",
+                    spec_of(db, tbl),
+                    part,
+                    f"{v['rows']} TXN_COMPONENTS rows of {v['txns']} aborted txns on this partition > "
+                    f"metastore.acidmetrics.table.aborted.txns.threshold {lim.aborted_metrics}; they go when a compaction "
+                    "of the partition is cleaned",
+                    {"table": "TXN_COMPONENTS", "rows": v["rows"], "aborted_txns": v["txns"]},
+                    fix_compact(db, tbl, part),
+                )
+            )
     return out
 
 
 # reader-compatibility rules keyed by the directory check they refine
 _READER_RULES = {
-    "M01": ("READER_TRINO", WARN, "Trino and Impala",
-            "a base/delta without _orc_acid_version: Trino falls back to the data files' metadata and rejects "
-            "files without hive.acid.version >= 2; Hive reads it as ACID version 0, which Impala does not support"),
-    "M02": ("READER_HIVE3", ERROR, "Hive 3.1 and Trino",
-            "an empty delta without _orc_acid_version: Hive 3.1 readers fail on it (trinodb/trino#5026)"),
-    "D11": ("READER_TRINO", WARN, "Trino and Hive 3's compactor",
-            "bucket file names not matching bucket_NNNNN: Trino pairs delete deltas by file name and Hive 3's MR "
-            "compactor throws 'Found a non-bucket file'"),
-    "M06": ("READER_TRINO", WARN, "Trino and Presto",
-            "a streaming _flush_length side file: Presto/Trino do not honour it (prestodb/presto#4587)"),
+    "M01": (
+        "READER_TRINO",
+        WARN,
+        "Trino and Impala",
+        "a base/delta without _orc_acid_version: Trino falls back to the data files' metadata and rejects "
+        "files without hive.acid.version >= 2; Hive reads it as ACID version 0, which Impala does not support",
+    ),
+    "M02": (
+        "READER_HIVE3",
+        ERROR,
+        "Hive 3.1 and Trino",
+        "an empty delta without _orc_acid_version: Hive 3.1 readers fail on it (trinodb/trino#5026)",
+    ),
+    "D11": (
+        "READER_TRINO",
+        WARN,
+        "Trino and Hive 3's compactor",
+        "bucket file names not matching bucket_NNNNN: Trino pairs delete deltas by file name and Hive 3's MR "
+        "compactor throws 'Found a non-bucket file'",
+    ),
+    "M06": (
+        "READER_TRINO",
+        WARN,
+        "Trino and Presto",
+        "a streaming _flush_length side file: Presto/Trino do not honour it (prestodb/presto#4587)",
+    ),
 }
 
 
@@ -621,55 +850,127 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
     if not ps.exists:
         if part is None:
             fix = None
-            msg = (f"the table's location {ps.path or '(none)'} does not exist: every query fails; recreate the "
-                   "directory or drop the table")
+            msg = (
+                f"the table's location {ps.path or '(none)'} does not exist: every query fails; recreate the "
+                "directory or drop the table"
+            )
         else:
             fix = cmd("beeline", "-e", f"ALTER TABLE {tbl} DROP IF EXISTS PARTITION ({_part_sql(part)})")
             msg = f"the partition's location {ps.path or '(none)'} does not exist: queries over it fail"
-        out.append(DoctorFinding("LOCATION_MISSING", ERROR, "location does not exist", tbl, part,
-                                 msg + (f" ({ps.error})" if ps.error else ""), {"location": ps.path}, fix, ps.path))
+        out.append(
+            DoctorFinding(
+                "LOCATION_MISSING",
+                ERROR,
+                "location does not exist",
+                tbl,
+                part,
+                msg + (f" ({ps.error})" if ps.error else ""),
+                {"location": ps.path},
+                fix,
+                ps.path,
+            )
+        )
         return out
     if ps.error:
         # storage unreachable, permission denied, an unparseable layout: nothing else can be judged
-        out.append(DoctorFinding("LISTING_FAILED", ERROR, "cannot list or classify the directory", tbl, part, ps.error,
-                                 {"path": ps.path}, None, ps.path))
+        out.append(
+            DoctorFinding(
+                "LISTING_FAILED",
+                ERROR,
+                "cannot list or classify the directory",
+                tbl,
+                part,
+                ps.error,
+                {"path": ps.path},
+                None,
+                ps.path,
+            )
+        )
         return out
     if not ps.in_metastore:
-        out.append(DoctorFinding(
-            "PARTITION_NOT_IN_METASTORE", WARN, "partition directory unknown to the metastore", tbl, part,
-            f"{ps.path} holds partition {part}, which the metastore does not list: no query reads it and the "
-            "Initiator never compacts it", {"path": ps.path},
-            cmd("beeline", "-e", f"MSCK REPAIR TABLE {tbl}"), ps.path))
+        out.append(
+            DoctorFinding(
+                "PARTITION_NOT_IN_METASTORE",
+                WARN,
+                "partition directory unknown to the metastore",
+                tbl,
+                part,
+                f"{ps.path} holds partition {part}, which the metastore does not list: no query reads it and the "
+                "Initiator never compacts it",
+                {"path": ps.path},
+                cmd("beeline", "-e", f"MSCK REPAIR TABLE {tbl}"),
+                ps.path,
+            )
+        )
     # files vs metastore: write ids above NEXT_WRITE_ID
     nwi = wh.next_write_id.get((ps.db, ps.table))
     hwm = int(nwi) - 1 if nwi is not None else 0
-    above = [d["name"] for d in ps.dirs if d["max_write_id"] is not None and hwm < d["max_write_id"] < 2 ** 62]
+    above = [d["name"] for d in ps.dirs if d["max_write_id"] is not None and hwm < d["max_write_id"] < 2**62]
     if above:
-        out.append(DoctorFinding(
-            "WRITE_ID_ABOVE_HWM", ERROR, "directories above the table's write-id high-water mark", tbl, part,
-            f"{len(above)} director{'y' if len(above) == 1 else 'ies'} ({', '.join(above[:5])}) name write ids above "
-            f"NEXT_WRITE_ID - 1 = {hwm}: written without a write-id allocation, invisible to readers and unmanaged; "
-            "the next allocations will collide with them", {"table_hwm": hwm, "dirs": above}, None, ps.path))
+        out.append(
+            DoctorFinding(
+                "WRITE_ID_ABOVE_HWM",
+                ERROR,
+                "directories above the table's write-id high-water mark",
+                tbl,
+                part,
+                f"{len(above)} director{'y' if len(above) == 1 else 'ies'} ({', '.join(above[:5])}) name write ids above "
+                f"NEXT_WRITE_ID - 1 = {hwm}: written without a write-id allocation, invisible to readers and unmanaged; "
+                "the next allocations will collide with them",
+                {"table_hwm": hwm, "dirs": above},
+                None,
+                ps.path,
+            )
+        )
     rec = ps.recommendation or {}
     # compaction due / no_auto_compaction
     if rec.get("type") not in (None, "none"):
         kind = rec["type"]
         queued = [r for r in wh.compactions_of(ps.db, ps.table, part)[0] if r["state"] in ("i", "w")]
-        ev = {k: rec.get(k) for k in ("type", "delta_count", "insert_delta_count", "delete_delta_count",
-                                      "delta_bytes", "base_bytes", "ratio", "aborted_txn_count")}
+        ev = {
+            k: rec.get(k)
+            for k in (
+                "type",
+                "delta_count",
+                "insert_delta_count",
+                "delete_delta_count",
+                "delta_bytes",
+                "base_bytes",
+                "ratio",
+                "aborted_txn_count",
+            )
+        }
         ev["thresholds"] = rec.get("thresholds")
         ev["reasons"] = rec.get("reasons")
         if t is not None and t.flag("no_auto_compaction"):
-            out.append(DoctorFinding(
-                "INITIATOR_SKIPS_NO_AUTO", WARN, f"{kind} compaction due but no_auto_compaction=true", tbl, part,
-                f"{kind} compaction is due ({'; '.join(r for r in rec.get('reasons', []) if not r.startswith('no_auto'))}) "
-                "but the table sets no_auto_compaction=true: the Initiator never queues it", ev,
-                fix_compact(ps.db, ps.table, part, kind), ps.path))
+            out.append(
+                DoctorFinding(
+                    "INITIATOR_SKIPS_NO_AUTO",
+                    WARN,
+                    f"{kind} compaction due but no_auto_compaction=true",
+                    tbl,
+                    part,
+                    f"{kind} compaction is due ({'; '.join(r for r in rec.get('reasons', []) if not r.startswith('no_auto'))}) "
+                    "but the table sets no_auto_compaction=true: the Initiator never queues it",
+                    ev,
+                    fix_compact(ps.db, ps.table, part, kind),
+                    ps.path,
+                )
+            )
         elif not queued:
-            out.append(DoctorFinding(
-                "COMPACTION_DUE", WARN, f"{kind} compaction due", tbl, part,
-                f"{kind} compaction due: {'; '.join(rec.get('reasons', []))}", ev,
-                fix_compact(ps.db, ps.table, part, kind), ps.path))
+            out.append(
+                DoctorFinding(
+                    "COMPACTION_DUE",
+                    WARN,
+                    f"{kind} compaction due",
+                    tbl,
+                    part,
+                    f"{kind} compaction due: {'; '.join(rec.get('reasons', []))}",
+                    ev,
+                    fix_compact(ps.db, ps.table, part, kind),
+                    ps.path,
+                )
+            )
     # aborted piles
     ab = wh.aborted_components.get((ps.db, ps.table, part))
     if ab:
@@ -680,12 +981,26 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
         # AcidMetricLogger warns at 24 h and 48 h alike (§8.3); above 1500 rows METASTORE_BLOAT is the error
         if ab["rows"] > thr or (age is not None and age >= lim.aborted_age_warn):
             sev = WARN
-            out.append(DoctorFinding(
-                "ABORTED_PILE", sev, f"{ab['txns']} aborted txn(s) not cleaned up", tbl, part,
-                f"{ab['txns']} aborted txn(s) ({ab['rows']} TXN_COMPONENTS rows, oldest {human_age(age)}) on this "
-                f"partition; abortedtxn.threshold {thr}; {len(aborted_dirs)} aborted director{'y' if len(aborted_dirs) == 1 else 'ies'} on disk",
-                {"aborted_txns": ab["txns"], "rows": ab["rows"], "oldest_age_seconds": age,
-                 "aborted_dirs": aborted_dirs, "threshold": thr}, fix_compact(ps.db, ps.table, part), ps.path))
+            out.append(
+                DoctorFinding(
+                    "ABORTED_PILE",
+                    sev,
+                    f"{ab['txns']} aborted txn(s) not cleaned up",
+                    tbl,
+                    part,
+                    f"{ab['txns']} aborted txn(s) ({ab['rows']} TXN_COMPONENTS rows, oldest {human_age(age)}) on this "
+                    f"partition; abortedtxn.threshold {thr}; {len(aborted_dirs)} aborted director{'y' if len(aborted_dirs) == 1 else 'ies'} on disk",
+                    {
+                        "aborted_txns": ab["txns"],
+                        "rows": ab["rows"],
+                        "oldest_age_seconds": age,
+                        "aborted_dirs": aborted_dirs,
+                        "threshold": thr,
+                    },
+                    fix_compact(ps.db, ps.table, part),
+                    ps.path,
+                )
+            )
     # obsolete bytes waiting for the Cleaner
     obs = [d for d in ps.dirs if d["role"] in ("obsolete", "aborted")]
     if obs:
@@ -693,29 +1008,55 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
         mt = [d["mtime"] for d in obs if d["mtime"]]
         age = (wh.now_ms / 1000.0 - min(mt)) if mt else None
         sev = WARN if age is not None and age > lim.obsolete_grace else INFO
-        out.append(DoctorFinding(
-            "OBSOLETE_WAITING", sev, f"{len(obs)} obsolete/aborted directories ({nbytes} bytes) wait for the Cleaner",
-            tbl, part,
-            f"{len(obs)} director{'y' if len(obs) == 1 else 'ies'} ({', '.join(d['name'] for d in obs[:5])}"
-            f"{' ...' if len(obs) > 5 else ''}; {nbytes} bytes, oldest {human_age(age)}) "
-            f"{'is' if len(obs) == 1 else 'are'} no longer read and wait{'s' if len(obs) == 1 else ''} for the Cleaner", {"dirs": [d["name"] for d in obs], "bytes": nbytes, "oldest_age_seconds": age},
-            fix_clean(ps.db, ps.table), ps.path))
+        out.append(
+            DoctorFinding(
+                "OBSOLETE_WAITING",
+                sev,
+                f"{len(obs)} obsolete/aborted directories ({nbytes} bytes) wait for the Cleaner",
+                tbl,
+                part,
+                f"{len(obs)} director{'y' if len(obs) == 1 else 'ies'} ({', '.join(d['name'] for d in obs[:5])}"
+                f"{' ...' if len(obs) > 5 else ''}; {nbytes} bytes, oldest {human_age(age)}) "
+                f"{'is' if len(obs) == 1 else 'are'} no longer read and wait{'s' if len(obs) == 1 else ''} for the Cleaner",
+                {"dirs": [d["name"] for d in obs], "bytes": nbytes, "oldest_age_seconds": age},
+                fix_clean(ps.db, ps.table),
+                ps.path,
+            )
+        )
     # small files
     cur = [d for d in ps.dirs if d["role"] in ("base", "delta", "delete delta", "original")]
     small = sum(d["small_files"] for d in cur)
     if small >= lim.small_files:
-        out.append(DoctorFinding(
-            "SMALL_FILES", WARN, f"{small} small data files in the current snapshot", tbl, part,
-            f"every query opens {small} data files smaller than 16 MiB; a major compaction rewrites them into one base",
-            {"small_files": small, "dirs": len(cur)}, fix_compact(ps.db, ps.table, part), ps.path))
+        out.append(
+            DoctorFinding(
+                "SMALL_FILES",
+                WARN,
+                f"{small} small data files in the current snapshot",
+                tbl,
+                part,
+                f"every query opens {small} data files smaller than 16 MiB; a major compaction rewrites them into one base",
+                {"small_files": small, "dirs": len(cur)},
+                fix_compact(ps.db, ps.table, part),
+                ps.path,
+            )
+        )
     # compaction history vs disk
     out += _history_vs_disk(wh, ps, tbl, part)
     # reader compatibility + other directory checks
     for engine_code, sev, engines, paths, why in _reader_findings(ps):
-        out.append(DoctorFinding(
-            engine_code, sev, f"layout {engines} cannot read", tbl, part,
-            f"{why}: {', '.join(paths[:5])}{' ...' if len(paths) > 5 else ''}",
-            {"engines": engines, "paths": paths}, fix_compact(ps.db, ps.table, part), ps.path))
+        out.append(
+            DoctorFinding(
+                engine_code,
+                sev,
+                f"layout {engines} cannot read",
+                tbl,
+                part,
+                f"{why}: {', '.join(paths[:5])}{' ...' if len(paths) > 5 else ''}",
+                {"engines": engines, "paths": paths},
+                fix_compact(ps.db, ps.table, part),
+                ps.path,
+            )
+        )
     covered = {"S02", "S03", "S09", "S10", "S11", "S13", "M01", "M02", "D11", "M06"}
     seen: set[tuple] = set()
     for f in ps.checks:
@@ -726,8 +1067,19 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
             continue
         seen.add(key)
         title = f.message if len(f.message) <= 80 else f.message[:77] + "..."
-        out.append(DoctorFinding(f"STATE_{f.check}", f.severity, title, tbl, part, f.message,
-                                 {"check": f.check, "path": f.path}, None, f.path))
+        out.append(
+            DoctorFinding(
+                f"STATE_{f.check}",
+                f.severity,
+                title,
+                tbl,
+                part,
+                f.message,
+                {"check": f.check, "path": f.path},
+                None,
+                f.path,
+            )
+        )
     return out
 
 
@@ -744,20 +1096,48 @@ def _reader_findings(ps) -> list[tuple]:
         out.append((code, sev, engines, sorted(set(paths)), why))
     nested = [d["name"] for d in ps.dirs if d.get("nested") and d["role"] != "obsolete"]
     if nested:
-        out.append(("READER_TRINO", WARN, "Trino and Hive 3", nested,
-                    "subdirectories inside a base/delta (e.g. HIVE_UNION_SUBDIR_n): Hive 3 and Trino read only the "
-                    "directory's own files and miss these rows (derived)"))
-    minor_dd = [d["name"] for d in ps.dirs if d["kind"] == "delete_delta" and d["role"] == "delete delta"
-                and d["min_write_id"] is not None and d["max_write_id"] != d["min_write_id"] and d["statement_id"] is None]
+        out.append(
+            (
+                "READER_TRINO",
+                WARN,
+                "Trino and Hive 3",
+                nested,
+                "subdirectories inside a base/delta (e.g. HIVE_UNION_SUBDIR_n): Hive 3 and Trino read only the "
+                "directory's own files and miss these rows (derived)",
+            )
+        )
+    minor_dd = [
+        d["name"]
+        for d in ps.dirs
+        if d["kind"] == "delete_delta"
+        and d["role"] == "delete delta"
+        and d["min_write_id"] is not None
+        and d["max_write_id"] != d["min_write_id"]
+        and d["statement_id"] is None
+    ]
     if minor_dd:
-        out.append(("READER_TRINO", INFO, "older Trino", minor_dd,
-                    "minor-compacted delete deltas (delete_delta_a_b without statement id): Trino releases before "
-                    "trinodb/trino#4623 cannot pair them and return deleted rows"))
+        out.append(
+            (
+                "READER_TRINO",
+                INFO,
+                "older Trino",
+                minor_dd,
+                "minor-compacted delete deltas (delete_delta_a_b without statement id): Trino releases before "
+                "trinodb/trino#4623 cannot pair them and return deleted rows",
+            )
+        )
     dds = [d["name"] for d in ps.dirs if d["role"] == "delete delta"]
     if dds:
-        out.append(("READER_SPARK", INFO, "Spark (without the Hive Warehouse Connector)", dds,
-                    "delete deltas: Spark's built-in ORC reader reads ACID files as plain ORC, cannot apply deletes "
-                    "and returns deleted rows (qubole/spark-acid#41)"))
+        out.append(
+            (
+                "READER_SPARK",
+                INFO,
+                "Spark (without the Hive Warehouse Connector)",
+                dds,
+                "delete deltas: Spark's built-in ORC reader reads ACID files as plain ORC, cannot apply deletes "
+                "and returns deleted rows (qubole/spark-acid#41)",
+            )
+        )
     return out
 
 
@@ -770,43 +1150,70 @@ def _history_vs_disk(wh, ps, tbl: str, part: str | None) -> list[DoctorFinding]:
         r = succ[0]
         n = int(r["highest_write_id"])
         kind = r.get("type")
-        if kind == "a":     # major: base_N
+        if kind == "a":  # major: base_N
             match = [d for d in dirs if d["kind"] == "base" and d["max_write_id"] == n]
-        else:               # minor: delta_a_N / delete_delta_a_N without statement id
-            match = [d for d in dirs if d["kind"] in ("delta", "delete_delta") and d["max_write_id"] == n
-                     and d["statement_id"] is None]
-        later_base = [d for d in dirs if d["kind"] == "base" and d["max_write_id"] is not None and d["max_write_id"] > n]
+        else:  # minor: delta_a_N / delete_delta_a_N without statement id
+            match = [
+                d
+                for d in dirs
+                if d["kind"] in ("delta", "delete_delta") and d["max_write_id"] == n and d["statement_id"] is None
+            ]
+        later_base = [
+            d for d in dirs if d["kind"] == "base" and d["max_write_id"] is not None and d["max_write_id"] > n
+        ]
         if not match and not later_base:
             want = f"base_{n:07d}" if kind == "a" else f"delta_*_{n:07d}"
-            out.append(DoctorFinding(
-                "COMPACTION_SUCCEEDED_NO_OUTPUT", WARN, f"succeeded compaction {r['id']} left nothing on disk", tbl, part,
-                f"compaction {r['id']} ({TYPES.get(kind, kind)}, highest write id {n}) succeeded but no {want} exists "
-                "and no newer base replaces it: it compacted nothing (or its output was removed)",
-                {"compaction_id": int(r["id"]), "highest_write_id": n, "type": TYPES.get(kind, kind)},
-                fix_compact(ps.db, ps.table, part), ps.path))
+            out.append(
+                DoctorFinding(
+                    "COMPACTION_SUCCEEDED_NO_OUTPUT",
+                    WARN,
+                    f"succeeded compaction {r['id']} left nothing on disk",
+                    tbl,
+                    part,
+                    f"compaction {r['id']} ({TYPES.get(kind, kind)}, highest write id {n}) succeeded but no {want} exists "
+                    "and no newer base replaces it: it compacted nothing (or its output was removed)",
+                    {"compaction_id": int(r["id"]), "highest_write_id": n, "type": TYPES.get(kind, kind)},
+                    fix_compact(ps.db, ps.table, part),
+                    ps.path,
+                )
+            )
     explained = {int(r["highest_write_id"]) for r in rows if r.get("highest_write_id") is not None}
     explained |= {int(r["highest_write_id"]) for r in qrows if r.get("highest_write_id") is not None}
     for d in dirs:
         if d["role"] not in ("base", "delta", "delete delta"):
             continue
         compacted = (d["kind"] == "base" and (d.get("compacted") or d.get("visibility_txn"))) or (
-            d["kind"] in ("delta", "delete_delta") and d["statement_id"] is None
-            and d["min_write_id"] is not None and d["max_write_id"] != d["min_write_id"] and d.get("visibility_txn"))
+            d["kind"] in ("delta", "delete_delta")
+            and d["statement_id"] is None
+            and d["min_write_id"] is not None
+            and d["max_write_id"] != d["min_write_id"]
+            and d.get("visibility_txn")
+        )
         if not compacted or d["max_write_id"] is None or d["max_write_id"] <= 0:
             continue
         if d["max_write_id"] not in explained:
-            out.append(DoctorFinding(
-                "UNEXPLAINED_COMPACTED_DIR", WARN, f"{d['name']}: no compaction explains it", tbl, part,
-                f"{d['name']} is compactor output but no queue or history row has highest write id {d['max_write_id']}: "
-                "written by a compactor that did not register (or history was purged); a registered major "
-                "compaction replaces it", {"dir": d["name"], "write_id": d["max_write_id"]},
-                fix_compact(ps.db, ps.table, part), ps.path))
+            out.append(
+                DoctorFinding(
+                    "UNEXPLAINED_COMPACTED_DIR",
+                    WARN,
+                    f"{d['name']}: no compaction explains it",
+                    tbl,
+                    part,
+                    f"{d['name']} is compactor output but no queue or history row has highest write id {d['max_write_id']}: "
+                    "written by a compactor that did not register (or history was purged); a registered major "
+                    "compaction replaces it",
+                    {"dir": d["name"], "write_id": d["max_write_id"]},
+                    fix_compact(ps.db, ps.table, part),
+                    ps.path,
+                )
+            )
     return out
 
 
 # ---------------------------------------------------------------------------------------
 # the report
 # ---------------------------------------------------------------------------------------
+
 
 def build_report(scan, findings: list[DoctorFinding]) -> dict:
     """The JSON document of ``acidctl doctor`` (stable keys)."""
@@ -827,7 +1234,9 @@ def build_report(scan, findings: list[DoctorFinding]) -> dict:
             "aborted_txns": len(wh.aborted_txns),
             "locks": len({int(lk["HL_LOCK_EXT_ID"]) for lk in wh.locks}),
             "compaction_queue": len(wh.queue),
-            "errors": counts["error"], "warnings": counts["warn"], "info": counts["info"],
+            "errors": counts["error"],
+            "warnings": counts["warn"],
+            "info": counts["info"],
             "by_code": dict(sorted(by_code.items())),
             "worst": [f.to_dict() for f in findings[:5] if f.severity is not INFO],
             "oldest_open_txn": oldest_open_txn(wh),
@@ -844,23 +1253,42 @@ def oldest_open_txn(wh) -> dict | None:
     low, t = cleaner_watermark(wh)
     if t is None:
         return None
-    blocked = [int(r["id"]) for r in queue_rows(wh)
-               if r["state"] == "r" and r.get("type") != "c" and blocked_by_txn(wh, r) is t]
-    tables = sorted(f"{d}.{tn}" for (d, tn), ids in wh.invalid_write_ids.items()
-                    if any(txn == low and st == "o" for _w, txn, st in ids))
-    return {"txn_id": low, "user": t["user"], "host": t["host"], "type": t["type"],
-            "age_seconds": _age(wh.now_ms, t["started"]), "heartbeat_age_seconds": _age(wh.now_ms, t["last_heartbeat"]),
-            "blocks_cleaning": blocked, "open_write_ids_on": tables, "min_history_level": wh.min_history_level}
+    blocked = [
+        int(r["id"])
+        for r in queue_rows(wh)
+        if r["state"] == "r" and r.get("type") != "c" and blocked_by_txn(wh, r) is t
+    ]
+    tables = sorted(
+        f"{d}.{tn}"
+        for (d, tn), ids in wh.invalid_write_ids.items()
+        if any(txn == low and st == "o" for _w, txn, st in ids)
+    )
+    return {
+        "txn_id": low,
+        "user": t["user"],
+        "host": t["host"],
+        "type": t["type"],
+        "age_seconds": _age(wh.now_ms, t["started"]),
+        "heartbeat_age_seconds": _age(wh.now_ms, t["last_heartbeat"]),
+        "blocks_cleaning": blocked,
+        "open_write_ids_on": tables,
+        "min_history_level": wh.min_history_level,
+    }
 
 
 def _partition_summary(ps) -> dict:
     rec = ps.recommendation or {}
     cur = [d for d in ps.dirs if d["role"] in ("base", "delta", "delete delta", "original")]
-    return {"table": f"{ps.db}.{ps.table}", "partition": ps.partition, "path": ps.path,
-            "delta_count": sum(1 for d in cur if d["kind"] == "delta"),
-            "delete_delta_count": sum(1 for d in cur if d["kind"] == "delete_delta"),
-            "delta_bytes": sum(d["bytes"] for d in cur if d["kind"] == "delta"),
-            "delete_delta_bytes": sum(d["bytes"] for d in cur if d["kind"] == "delete_delta"),
-            "base_bytes": sum(d["bytes"] for d in cur if d["kind"] == "base"),
-            "obsolete_bytes": sum(d["bytes"] for d in ps.dirs if d["role"] in ("obsolete", "aborted")),
-            "directories": len(ps.dirs), "compaction": rec.get("type")}
+    return {
+        "table": f"{ps.db}.{ps.table}",
+        "partition": ps.partition,
+        "path": ps.path,
+        "delta_count": sum(1 for d in cur if d["kind"] == "delta"),
+        "delete_delta_count": sum(1 for d in cur if d["kind"] == "delete_delta"),
+        "delta_bytes": sum(d["bytes"] for d in cur if d["kind"] == "delta"),
+        "delete_delta_bytes": sum(d["bytes"] for d in cur if d["kind"] == "delete_delta"),
+        "base_bytes": sum(d["bytes"] for d in cur if d["kind"] == "base"),
+        "obsolete_bytes": sum(d["bytes"] for d in ps.dirs if d["role"] in ("obsolete", "aborted")),
+        "directories": len(ps.dirs),
+        "compaction": rec.get("type"),
+    }

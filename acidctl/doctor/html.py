@@ -155,9 +155,18 @@ the directory's write ids; colour = its role for a fresh reader.</div>
 </html>
 """
 
-_ROLE_COLOURS = {"base": "#1f77b4", "delta": "#2ca02c", "delete delta": "#d62728", "obsolete": "#7f7f7f",
-                 "aborted": "#ff7f0e", "not visible yet": "#9467bd", "unusable base": "#8c564b",
-                 "original": "#17becf", "ignored": "#bcbd22", "invalid": "#e377c2"}
+_ROLE_COLOURS = {
+    "base": "#1f77b4",
+    "delta": "#2ca02c",
+    "delete delta": "#d62728",
+    "obsolete": "#7f7f7f",
+    "aborted": "#ff7f0e",
+    "not visible yet": "#9467bd",
+    "unusable base": "#8c564b",
+    "original": "#17becf",
+    "ignored": "#bcbd22",
+    "invalid": "#e377c2",
+}
 
 
 def _ts(ms) -> str:
@@ -173,8 +182,9 @@ def chart_data(report: dict, scan) -> tuple[dict, list[dict], list[dict]]:
     wh = scan.warehouse
     per_table: dict[str, dict[str, int]] = {}
     for p in report["partitions"]:
-        t = per_table.setdefault(p["table"], {"deltas": 0, "delete_deltas": 0, "delta_bytes": 0,
-                                              "delete_delta_bytes": 0, "base_bytes": 0})
+        t = per_table.setdefault(
+            p["table"], {"deltas": 0, "delete_deltas": 0, "delta_bytes": 0, "delete_delta_bytes": 0, "base_bytes": 0}
+        )
         t["deltas"] += p["delta_count"]
         t["delete_deltas"] += p["delete_delta_count"]
         t["delta_bytes"] += p["delta_bytes"]
@@ -182,25 +192,45 @@ def chart_data(report: dict, scan) -> tuple[dict, list[dict], list[dict]]:
         t["base_bytes"] += p["base_bytes"]
     top = sorted(per_table.items(), key=lambda kv: -(kv[1]["deltas"] + kv[1]["delete_deltas"]))[:MAX_TABLES]
     names = [k for k, _ in top]
-    counts = [{"type": "bar", "name": "deltas", "x": names, "y": [v["deltas"] for _, v in top]},
-              {"type": "bar", "name": "delete deltas", "x": names, "y": [v["delete_deltas"] for _, v in top]}]
-    nbytes = [{"type": "bar", "name": label, "x": names, "y": [v[key] for _, v in top]}
-              for label, key in (("delta bytes", "delta_bytes"), ("delete delta bytes", "delete_delta_bytes"),
-                                 ("base bytes", "base_bytes"))]
+    counts = [
+        {"type": "bar", "name": "deltas", "x": names, "y": [v["deltas"] for _, v in top]},
+        {"type": "bar", "name": "delete deltas", "x": names, "y": [v["delete_deltas"] for _, v in top]},
+    ]
+    nbytes = [
+        {"type": "bar", "name": label, "x": names, "y": [v[key] for _, v in top]}
+        for label, key in (
+            ("delta bytes", "delta_bytes"),
+            ("delete delta bytes", "delete_delta_bytes"),
+            ("base bytes", "base_bytes"),
+        )
+    ]
     timelines = []
     parts = sorted(scan.partitions, key=lambda p: -len(p.dirs))[:MAX_TIMELINES]
     for p in parts:
-        dirs = [d for d in p.dirs if d["min_write_id"] is not None and d["max_write_id"] is not None
-                and -1 < d["max_write_id"] < 2 ** 62]
+        dirs = [
+            d
+            for d in p.dirs
+            if d["min_write_id"] is not None and d["max_write_id"] is not None and -1 < d["max_write_id"] < 2**62
+        ]
         if not dirs:
             continue
         by_role: dict[str, dict] = {}
         for d in dirs:
             lo = max(int(d["min_write_id"]), 0)
             hi = int(d["max_write_id"])
-            tr = by_role.setdefault(d["role"], {"type": "bar", "orientation": "h", "name": d["role"], "x": [],
-                                                "base": [], "y": [], "text": [],
-                                                "marker": {"color": _ROLE_COLOURS.get(d["role"], "#333")}})
+            tr = by_role.setdefault(
+                d["role"],
+                {
+                    "type": "bar",
+                    "orientation": "h",
+                    "name": d["role"],
+                    "x": [],
+                    "base": [],
+                    "y": [],
+                    "text": [],
+                    "marker": {"color": _ROLE_COLOURS.get(d["role"], "#333")},
+                },
+            )
             tr["base"].append(lo - 0.45 if d["kind"] != "base" else 0)
             tr["x"].append((hi - lo + 0.9) if d["kind"] != "base" else hi + 0.45)
             tr["y"].append(d["name"])
@@ -209,17 +239,28 @@ def chart_data(report: dict, scan) -> tuple[dict, list[dict], list[dict]]:
         timelines.append({"title": title, "traces": list(by_role.values()), "rows": len(dirs)})
     hist = []
     for r in sorted(history_rows(wh) + queue_rows(wh), key=lambda r: -int(r["id"]))[:MAX_HISTORY]:
-        hist.append({"id": int(r["id"]), "table": f"{r['database']}.{r['table']}", "partition": r["partition"],
-                     "type": TYPES.get(r.get("type"), r.get("type")), "state": STATES.get(r.get("state"), r.get("state")),
-                     "highest_write_id": r.get("highest_write_id"), "start": r.get("start") or r.get("enqueue_time"),
-                     "end": r.get("end"), "error": r.get("error_message"),
-                     "start_text": _ts(r.get("start") or r.get("enqueue_time")), "end_text": _ts(r.get("end"))})
+        hist.append(
+            {
+                "id": int(r["id"]),
+                "table": f"{r['database']}.{r['table']}",
+                "partition": r["partition"],
+                "type": TYPES.get(r.get("type"), r.get("type")),
+                "state": STATES.get(r.get("state"), r.get("state")),
+                "highest_write_id": r.get("highest_write_id"),
+                "start": r.get("start") or r.get("enqueue_time"),
+                "end": r.get("end"),
+                "error": r.get("error_message"),
+                "start_text": _ts(r.get("start") or r.get("enqueue_time")),
+                "end_text": _ts(r.get("end")),
+            }
+        )
     by_state: dict[str, dict] = {}
     for h in hist:
         if not h["start"]:
             continue
-        tr = by_state.setdefault(h["state"], {"type": "scatter", "mode": "markers", "name": h["state"],
-                                              "x": [], "y": [], "text": []})
+        tr = by_state.setdefault(
+            h["state"], {"type": "scatter", "mode": "markers", "name": h["state"], "x": [], "y": [], "text": []}
+        )
         tr["x"].append(_dt.datetime.fromtimestamp(int(h["start"]) / 1000, _dt.timezone.utc).isoformat())
         tr["y"].append(h["table"] + (f"/{h['partition']}" if h["partition"] else ""))
         tr["text"].append(f"#{h['id']} {h['type']}")
@@ -234,8 +275,14 @@ def render_html(report: dict, scan) -> str:
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     charts, timelines, hist = chart_data(report, scan)
     return env.from_string(_TEMPLATE).render(
-        report=report, s=report["summary"], charts=charts, timelines=timelines, history=hist,
-        plotly_js=get_plotlyjs(), generated=_ts(scan.warehouse.now_ms) + " UTC")
+        report=report,
+        s=report["summary"],
+        charts=charts,
+        timelines=timelines,
+        history=hist,
+        plotly_js=get_plotlyjs(),
+        generated=_ts(scan.warehouse.now_ms) + " UTC",
+    )
 
 
 def write_html(path: str, report: dict, scan) -> None:
@@ -245,7 +292,9 @@ def write_html(path: str, report: dict, scan) -> None:
     try:
         html = render_html(report, scan)
     except ImportError as e:
-        raise UsageError(f"--html needs the plotly and Jinja2 packages: {e}", hint="pip install acidctl[html]") from None
+        raise UsageError(
+            f"--html needs the plotly and Jinja2 packages: {e}", hint="pip install acidctl[html]"
+        ) from None
     try:
         with open(path, "w", encoding="utf-8") as f:
             f.write(html)

@@ -16,15 +16,20 @@ from __future__ import annotations
 
 import re
 
-STATE_GAUGES = {"i": "compaction_num_initiated", "w": "compaction_num_working",
-                "r": "compaction_num_ready_for_cleaning", "f": "compaction_num_failed",
-                "s": "compaction_num_succeeded", "a": "compaction_num_did_not_initiate",
-                "c": "compaction_num_refused"}
+STATE_GAUGES = {
+    "i": "compaction_num_initiated",
+    "w": "compaction_num_working",
+    "r": "compaction_num_ready_for_cleaning",
+    "f": "compaction_num_failed",
+    "s": "compaction_num_succeeded",
+    "a": "compaction_num_did_not_initiate",
+    "c": "compaction_num_refused",
+}
 
-DELTA_NUM_THRESHOLD = 100          # metastore.deltametrics.delta.num.threshold
-OBSOLETE_NUM_THRESHOLD = 100       # metastore.deltametrics.obsolete.delta.num.threshold
-DELTA_PCT_THRESHOLD = 0.01         # metastore.deltametrics.delta.pct.threshold
-ABORTED_TXNS_THRESHOLD = 1500      # metastore.acidmetrics.table.aborted.txns.threshold
+DELTA_NUM_THRESHOLD = 100  # metastore.deltametrics.delta.num.threshold
+OBSOLETE_NUM_THRESHOLD = 100  # metastore.deltametrics.obsolete.delta.num.threshold
+DELTA_PCT_THRESHOLD = 0.01  # metastore.deltametrics.delta.pct.threshold
+ABORTED_TXNS_THRESHOLD = 1500  # metastore.acidmetrics.table.aborted.txns.threshold
 
 
 def _host(worker_id: str | None) -> str | None:
@@ -38,8 +43,9 @@ def _age_s(now_ms: int, ms) -> int:
     return max(0, int((now_ms - int(ms)) / 1000)) if ms else 0
 
 
-def compute(wh, partitions=None, *, delta_threshold: int = DELTA_NUM_THRESHOLD,
-            obsolete_threshold: int = OBSOLETE_NUM_THRESHOLD) -> dict:
+def compute(
+    wh, partitions=None, *, delta_threshold: int = DELTA_NUM_THRESHOLD, obsolete_threshold: int = OBSOLETE_NUM_THRESHOLD
+) -> dict:
     from acidctl.doctor.findings import history_rows, queue_rows
 
     now = wh.now_ms
@@ -61,17 +67,25 @@ def compute(wh, partitions=None, *, delta_threshold: int = DELTA_NUM_THRESHOLD,
     g["compaction_oldest_enqueue_age_in_sec"] = max((_age_s(now, r.get("enqueue_time")) for r in init), default=0)
     g["compaction_oldest_working_age_in_sec"] = max((_age_s(now, r.get("start")) for r in work), default=0)
     g["compaction_oldest_cleaning_age_in_sec"] = max(
-        (_age_s(now, r.get("cleaner_start")) for r in ready if (r.get("cleaner_start") or 0) > 0), default=0)
-    inits = {_host(r.get("initiator_id")) for r in newest.values()
-             if r.get("initiator_id") and not str(r["initiator_id"]).endswith("manual")}
+        (_age_s(now, r.get("cleaner_start")) for r in ready if (r.get("cleaner_start") or 0) > 0), default=0
+    )
+    inits = {
+        _host(r.get("initiator_id"))
+        for r in newest.values()
+        if r.get("initiator_id") and not str(r["initiator_id"]).endswith("manual")
+    }
     g["compaction_num_initiators"] = len(inits - {None})
-    g["compaction_num_workers"] = len({_host(r.get("worker_id")) for r in newest.values() if r.get("worker_id")} - {None})
+    g["compaction_num_workers"] = len(
+        {_host(r.get("worker_id")) for r in newest.values() if r.get("worker_id")} - {None}
+    )
     g["compaction_num_initiator_versions"] = len({r.get("initiator_version") for r in newest.values()} - {None})
     g["compaction_num_worker_versions"] = len({r.get("worker_version") for r in newest.values()} - {None})
-    for name, rows, col in (("compaction_pools_initiated_item_count", init, None),
-                            ("compaction_pools_working_item_count", work, None),
-                            ("compaction_pools_oldest_enqueue_age_in_sec", init, "enqueue_time"),
-                            ("compaction_pools_oldest_working_age_in_sec", work, "start")):
+    for name, rows, col in (
+        ("compaction_pools_initiated_item_count", init, None),
+        ("compaction_pools_working_item_count", work, None),
+        ("compaction_pools_oldest_enqueue_age_in_sec", init, "enqueue_time"),
+        ("compaction_pools_oldest_working_age_in_sec", work, "start"),
+    ):
         m: dict[str, int] = {}
         for r in rows:
             pool = r.get("pool_name") or "default"
@@ -96,11 +110,14 @@ def compute(wh, partitions=None, *, delta_threshold: int = DELTA_NUM_THRESHOLD,
         ct = [int(r["commit_time"]) for r in ready if r.get("commit_time")]
     else:
         ct = [int(r["start"]) for r in ready if r.get("start")]
-        notes.append("Hive 3 has no CQ_COMMIT_TIME: oldest_ready_for_cleaning_age_in_sec uses CQ_START; "
-                     "no CQ_ENQUEUE_TIME or CQ_CLEANER_START: those ages are 0")
+        notes.append(
+            "Hive 3 has no CQ_COMMIT_TIME: oldest_ready_for_cleaning_age_in_sec uses CQ_START; "
+            "no CQ_ENQUEUE_TIME or CQ_CLEANER_START: those ages are 0"
+        )
     g["oldest_ready_for_cleaning_age_in_sec"] = _age_s(now, min(ct)) if ct else 0
-    g["tables_with_x_aborted_transactions"] = sum(1 for v in wh.aborted_components.values()
-                                                  if v["rows"] > ABORTED_TXNS_THRESHOLD)
+    g["tables_with_x_aborted_transactions"] = sum(
+        1 for v in wh.aborted_components.values() if v["rows"] > ABORTED_TXNS_THRESHOLD
+    )
     # delta gauges: Hive 4's cache, or computed from the directories (--deltas)
     active: dict[str, int] = {}
     small: dict[str, int] = {}
@@ -121,21 +138,35 @@ def compute(wh, partitions=None, *, delta_threshold: int = DELTA_NUM_THRESHOLD,
     else:
         for r in wh.metrics_cache:
             key = f"{r['CMC_DATABASE']}.{r['CMC_TABLE']}" + (f"/{r['CMC_PARTITION']}" if r.get("CMC_PARTITION") else "")
-            target = {"HIVE_ACID_NUM_DELTAS": active, "HIVE_ACID_NUM_SMALL_DELTAS": small,
-                      "HIVE_ACID_NUM_OBSOLETE_DELTAS": obsolete}.get(r["CMC_METRIC_TYPE"])
+            target = {
+                "HIVE_ACID_NUM_DELTAS": active,
+                "HIVE_ACID_NUM_SMALL_DELTAS": small,
+                "HIVE_ACID_NUM_OBSOLETE_DELTAS": obsolete,
+            }.get(r["CMC_METRIC_TYPE"])
             if target is not None:
                 target[key] = int(r["CMC_METRIC_VALUE"])
     maps["compaction_num_active_deltas"] = active
     maps["compaction_num_small_deltas"] = small
     maps["compaction_num_obsolete_deltas"] = obsolete
-    return {"hive_version": wh.hive_version, "now_ms": now, "gauges": g, "maps": maps, "notes": notes,
-            "delta_source": "directories" if partitions is not None else "COMPACTION_METRICS_CACHE"}
+    return {
+        "hive_version": wh.hive_version,
+        "now_ms": now,
+        "gauges": g,
+        "maps": maps,
+        "notes": notes,
+        "delta_source": "directories" if partitions is not None else "COMPACTION_METRICS_CACHE",
+    }
 
 
-_MAP_LABEL = {"compaction_pools_initiated_item_count": "pool", "compaction_pools_working_item_count": "pool",
-              "compaction_pools_oldest_enqueue_age_in_sec": "pool", "compaction_pools_oldest_working_age_in_sec": "pool",
-              "compaction_num_active_deltas": "table", "compaction_num_small_deltas": "table",
-              "compaction_num_obsolete_deltas": "table"}
+_MAP_LABEL = {
+    "compaction_pools_initiated_item_count": "pool",
+    "compaction_pools_working_item_count": "pool",
+    "compaction_pools_oldest_enqueue_age_in_sec": "pool",
+    "compaction_pools_oldest_working_age_in_sec": "pool",
+    "compaction_num_active_deltas": "table",
+    "compaction_num_small_deltas": "table",
+    "compaction_num_obsolete_deltas": "table",
+}
 
 
 def prometheus_text(result: dict) -> str:

@@ -12,7 +12,14 @@ component stops here) or ``note``. ``verdict`` is the first stop (or what happen
 from __future__ import annotations
 
 from acidctl.doctor.findings import (
-    Limits, TYPES, blocked_by_txn, blocking_locks, failure_block, history_rows, human_age, queue_rows,
+    Limits,
+    TYPES,
+    blocked_by_txn,
+    blocking_locks,
+    failure_block,
+    history_rows,
+    human_age,
+    queue_rows,
 )
 
 
@@ -23,9 +30,15 @@ def _step(rule: str, outcome: str, detail: str, **values) -> dict:
 def replay(wh, table, ps, *, limits: Limits | None = None) -> dict:
     """Initiator, Worker and Cleaner replay for one partition (``ps`` from the collector)."""
     lim = limits or Limits()
-    return {"table": table.full_name, "partition": ps.partition, "path": ps.path, "hive_version": wh.hive_version,
-            "initiator": initiator(wh, table, ps, lim), "worker": worker(wh, table, ps),
-            "cleaner": cleaner(wh, table, ps, lim)}
+    return {
+        "table": table.full_name,
+        "partition": ps.partition,
+        "path": ps.path,
+        "hive_version": wh.hive_version,
+        "initiator": initiator(wh, table, ps, lim),
+        "worker": worker(wh, table, ps),
+        "cleaner": cleaner(wh, table, ps, lim),
+    }
 
 
 def _verdict(steps: list[dict], otherwise: str) -> str:
@@ -45,41 +58,77 @@ def initiator(wh, t, ps, lim: Limits) -> dict:
     rec = ps.recommendation or {}
     thr = rec.get("thresholds") or {}
     ab_thr = thr.get("hive.compactor.abortedtxn.threshold", 1000)
-    hist = sorted((r for r in history_rows(wh) if (r["database"], r["table"], r["partition"]) == key),
-                  key=lambda r: -int(r["id"]))
-    queued = [r for r in queue_rows(wh) if (r["database"], r["table"], r["partition"]) == key and r["state"] in ("i", "w")]
+    hist = sorted(
+        (r for r in history_rows(wh) if (r["database"], r["table"], r["partition"]) == key), key=lambda r: -int(r["id"])
+    )
+    queued = [
+        r for r in queue_rows(wh) if (r["database"], r["table"], r["partition"]) == key and r["state"] in ("i", "w")
+    ]
 
     # candidates (§4.2)
-    many_aborts = ab.get("rows", 0) > ab_thr      # §4.2: TXN_COMPONENTS rows of aborted txns
+    many_aborts = ab.get("rows", 0) > ab_thr  # §4.2: TXN_COMPONENTS rows of aborted txns
     if ctc is None and not (many_aborts and hv == 3):
-        steps.append(_step("candidate", "stop",
-                           "not a candidate: no COMPLETED_TXN_COMPONENTS rows for it (nothing written since its last "
-                           "cleaned compaction)" + (f"; {ab.get('rows')} aborted-txn component row(s) <= abortedtxn.threshold {ab_thr}" if ab else ""),
-                           completed_txn_components=0, aborted_txns=ab.get("txns", 0)))
-    elif hv >= 4 and wh.initiator_last_cycle_ms and ctc is not None and (ctc.get("newest") or 0) < wh.initiator_last_cycle_ms \
-            and not (hist and hist[0]["state"] in ("a", "f")):
-        steps.append(_step("candidate", "stop",
-                           f"no write since the Initiator's previous cycle ({human_age((wh.now_ms - wh.initiator_last_cycle_ms) / 1000)} ago): "
-                           "Hive 4 only revisits partitions written since then (or whose newest compaction failed)",
-                           newest_write_ms=ctc.get("newest"), last_cycle_ms=wh.initiator_last_cycle_ms))
+        steps.append(
+            _step(
+                "candidate",
+                "stop",
+                "not a candidate: no COMPLETED_TXN_COMPONENTS rows for it (nothing written since its last "
+                "cleaned compaction)"
+                + (f"; {ab.get('rows')} aborted-txn component row(s) <= abortedtxn.threshold {ab_thr}" if ab else ""),
+                completed_txn_components=0,
+                aborted_txns=ab.get("txns", 0),
+            )
+        )
+    elif (
+        hv >= 4
+        and wh.initiator_last_cycle_ms
+        and ctc is not None
+        and (ctc.get("newest") or 0) < wh.initiator_last_cycle_ms
+        and not (hist and hist[0]["state"] in ("a", "f"))
+    ):
+        steps.append(
+            _step(
+                "candidate",
+                "stop",
+                f"no write since the Initiator's previous cycle ({human_age((wh.now_ms - wh.initiator_last_cycle_ms) / 1000)} ago): "
+                "Hive 4 only revisits partitions written since then (or whose newest compaction failed)",
+                newest_write_ms=ctc.get("newest"),
+                last_cycle_ms=wh.initiator_last_cycle_ms,
+            )
+        )
     else:
-        steps.append(_step("candidate", "ok", f"{ctc['rows'] if ctc else 0} COMPLETED_TXN_COMPONENTS row(s)"
-                           + (f", {ab.get('rows')} aborted-txn component row(s) > {ab_thr}" if many_aborts else ""),
-                           completed_txn_components=ctc["rows"] if ctc else 0, aborted_txns=ab.get("txns", 0)))
+        steps.append(
+            _step(
+                "candidate",
+                "ok",
+                f"{ctc['rows'] if ctc else 0} COMPLETED_TXN_COMPONENTS row(s)"
+                + (f", {ab.get('rows')} aborted-txn component row(s) > {ab_thr}" if many_aborts else ""),
+                completed_txn_components=ctc["rows"] if ctc else 0,
+                aborted_txns=ab.get("txns", 0),
+            )
+        )
 
     def queue_check():
         if queued:
             r = queued[0]
-            steps.append(_step("queued", "stop", f"compaction {r['id']} is already {'initiated' if r['state'] == 'i' else 'working'}",
-                               compaction_id=int(r["id"])))
+            steps.append(
+                _step(
+                    "queued",
+                    "stop",
+                    f"compaction {r['id']} is already {'initiated' if r['state'] == 'i' else 'working'}",
+                    compaction_id=int(r["id"]),
+                )
+            )
         else:
             steps.append(_step("queued", "ok", "no initiated/working compaction for it"))
 
     def failure_check():
         blk = failure_block(wh, t.db, t.table, part, lim=lim)
         if blk:
-            d = (f"the newest {blk['threshold']} compactions failed ({', '.join(map(str, blk['failed_ids']))}): "
-                 "hive.compactor.initiator.failed.compacts.threshold reached")
+            d = (
+                f"the newest {blk['threshold']} compactions failed ({', '.join(map(str, blk['failed_ids']))}): "
+                "hive.compactor.initiator.failed.compacts.threshold reached"
+            )
             if blk.get("retry_at_ms"):
                 d += f"; retried after {human_age((blk['retry_at_ms'] - wh.now_ms) / 1000)}"
             steps.append(_step("failed threshold", "stop", d, **blk))
@@ -101,7 +150,9 @@ def initiator(wh, t, ps, lim: Limits) -> dict:
         failure_check()
         no_auto_check()
         if t.insert_only:
-            steps.append(_step("insert-only", "ok", "insert-only table; hive.compactor.compact.insert.only=true (default)"))
+            steps.append(
+                _step("insert-only", "ok", "insert-only table; hive.compactor.compact.insert.only=true (default)")
+            )
         partition_check()
     else:
         no_auto_check()
@@ -111,8 +162,18 @@ def initiator(wh, t, ps, lim: Limits) -> dict:
     # thresholds (directory-state.md §8.2)
     kind = rec.get("type", "none")
     reasons = "; ".join(rec.get("reasons") or [])
-    vals = {k: rec.get(k) for k in ("delta_count", "insert_delta_count", "delete_delta_count", "delta_bytes",
-                                    "base_bytes", "ratio", "aborted_txn_count")}
+    vals = {
+        k: rec.get(k)
+        for k in (
+            "delta_count",
+            "insert_delta_count",
+            "delete_delta_count",
+            "delta_bytes",
+            "base_bytes",
+            "ratio",
+            "aborted_txn_count",
+        )
+    }
     vals["thresholds"] = {k: v for k, v in thr.items() if k != "source"}
     vals["threshold_source"] = thr.get("source")
     if kind == "none":
@@ -122,9 +183,14 @@ def initiator(wh, t, ps, lim: Limits) -> dict:
     # is any Initiator running at all?
     recent = [r for r in queue_rows(wh) + history_rows(wh) if r.get("initiator_id")]
     if hv >= 4 and recent and all(str(r["initiator_id"]).endswith("manual") for r in recent):
-        steps.append(_step("initiator activity", "note",
-                           "every compaction row was requested manually: the Initiator is probably off "
-                           "(hive.compactor.initiator.on=false)"))
+        steps.append(
+            _step(
+                "initiator activity",
+                "note",
+                "every compaction row was requested manually: the Initiator is probably off "
+                "(hive.compactor.initiator.on=false)",
+            )
+        )
     return {"steps": steps, "verdict": _verdict(steps, f"the Initiator would request a {kind.upper()} compaction now")}
 
 
@@ -134,31 +200,63 @@ def worker(wh, t, ps) -> dict:
     wl = wh.write_id_list(t.db, t.table).for_compactor()
     hwm = wl.hwm
     cur = [d for d in ps.dirs if d["role"] in ("base", "delta", "delete delta", "original")]
-    steps = [_step("compactor snapshot", "note",
-                   f"compactor write-id list {wl}: high-water mark {hwm} (below the lowest open write id), "
-                   f"aborted ids skipped", write_ids=str(wl), highest_write_id=hwm)]
+    steps = [
+        _step(
+            "compactor snapshot",
+            "note",
+            f"compactor write-id list {wl}: high-water mark {hwm} (below the lowest open write id), "
+            f"aborted ids skipped",
+            write_ids=str(wl),
+            highest_write_id=hwm,
+        )
+    ]
     if kind == "none":
-        steps.append(_step("type", "note", "no compaction is due; a manual MAJOR would still fold the current directories"))
+        steps.append(
+            _step("type", "note", "no compaction is due; a manual MAJOR would still fold the current directories")
+        )
         kind = "major"
-    inputs = [d["name"] for d in cur] if kind == "major" else [d["name"] for d in cur if d["kind"] in ("delta", "delete_delta")]
+    inputs = (
+        [d["name"] for d in cur]
+        if kind == "major"
+        else [d["name"] for d in cur if d["kind"] in ("delta", "delete_delta")]
+    )
     vis = "_v<compaction txn>" if wh.hive_version >= 4 else ""
     if kind == "major":
         out = [f"base_{hwm:07d}{vis}"]
         enough = any(d["kind"] in ("original_file", "original_dir") for d in cur) or len(cur) >= 2
     else:
-        lo = min((d["min_write_id"] for d in cur if d["kind"] in ("delta", "delete_delta") and d["min_write_id"]), default=hwm)
+        lo = min(
+            (d["min_write_id"] for d in cur if d["kind"] in ("delta", "delete_delta") and d["min_write_id"]),
+            default=hwm,
+        )
         out = [f"delta_{lo:07d}_{hwm:07d}{vis}"]
         if any(d["kind"] == "delete_delta" for d in cur):
             out.append(f"delete_delta_{lo:07d}_{hwm:07d}{vis}")
         n_delta = sum(1 for d in cur if d["kind"] in ("delta", "delete_delta"))
         enough = n_delta >= 2
     if not enough:
-        steps.append(_step("enough to compact", "stop", f"{kind} compaction has too little to fold "
-                           f"({len(inputs)} input director{'y' if len(inputs) == 1 else 'ies'}): the Worker marks it "
-                           "refused (or compacted when only cleaning is needed)", inputs=inputs))
+        steps.append(
+            _step(
+                "enough to compact",
+                "stop",
+                f"{kind} compaction has too little to fold "
+                f"({len(inputs)} input director{'y' if len(inputs) == 1 else 'ies'}): the Worker marks it "
+                "refused (or compacted when only cleaning is needed)",
+                inputs=inputs,
+            )
+        )
     else:
-        steps.append(_step("output", "ok", f"{kind.upper()} would read {len(inputs)} director{'y' if len(inputs) == 1 else 'ies'} "
-                           f"and write {', '.join(out)}", inputs=inputs, outputs=out, type=kind))
+        steps.append(
+            _step(
+                "output",
+                "ok",
+                f"{kind.upper()} would read {len(inputs)} director{'y' if len(inputs) == 1 else 'ies'} "
+                f"and write {', '.join(out)}",
+                inputs=inputs,
+                outputs=out,
+                type=kind,
+            )
+        )
     return {"steps": steps, "verdict": _verdict(steps, f"{kind.upper()} → {', '.join(out)}")}
 
 
@@ -168,24 +266,46 @@ def cleaner(wh, t, ps, lim: Limits) -> dict:
     steps: list[dict] = []
     obsolete = [d for d in ps.dirs if d["role"] == "obsolete"]
     aborted = [d for d in ps.dirs if d["role"] == "aborted"]
-    steps.append(_step("removable", "note",
-                       f"{len(obsolete)} obsolete and {len(aborted)} aborted director{'y' if len(aborted) == 1 else 'ies'} "
-                       f"({sum(d['bytes'] for d in obsolete + aborted)} bytes) for the current reader snapshot",
-                       obsolete=[d["name"] for d in obsolete], aborted=[d["name"] for d in aborted]))
-    ready = sorted((r for r in queue_rows(wh) if (r["database"], r["table"], r["partition"]) == key and r["state"] == "r"),
-                   key=lambda r: int(r.get("highest_write_id") or 0))
+    steps.append(
+        _step(
+            "removable",
+            "note",
+            f"{len(obsolete)} obsolete and {len(aborted)} aborted director{'y' if len(aborted) == 1 else 'ies'} "
+            f"({sum(d['bytes'] for d in obsolete + aborted)} bytes) for the current reader snapshot",
+            obsolete=[d["name"] for d in obsolete],
+            aborted=[d["name"] for d in aborted],
+        )
+    )
+    ready = sorted(
+        (r for r in queue_rows(wh) if (r["database"], r["table"], r["partition"]) == key and r["state"] == "r"),
+        key=lambda r: int(r.get("highest_write_id") or 0),
+    )
     if not ready:
         if obsolete or aborted:
-            steps.append(_step("queue", "stop", "no compaction is ready for cleaning here: Hive's Cleaner only runs "
-                               "after a compaction" + (" (Hive 4 also removes aborted directories on its own)" if hv >= 4 else "")
-                               + "; `acidctl clean` removes them directly"))
+            steps.append(
+                _step(
+                    "queue",
+                    "stop",
+                    "no compaction is ready for cleaning here: Hive's Cleaner only runs "
+                    "after a compaction"
+                    + (" (Hive 4 also removes aborted directories on its own)" if hv >= 4 else "")
+                    + "; `acidctl clean` removes them directly",
+                )
+            )
         else:
             steps.append(_step("queue", "ok", "nothing to clean"))
         return {"steps": steps, "verdict": _verdict(steps, "nothing to clean")}
     r = ready[0]
     if len(ready) > 1:
-        steps.append(_step("order", "note", f"{len(ready)} ready-for-cleaning rows: the Cleaner takes the lowest "
-                           f"CQ_HIGHEST_WRITE_ID first (compaction {r['id']})", compaction_ids=[int(x["id"]) for x in ready]))
+        steps.append(
+            _step(
+                "order",
+                "note",
+                f"{len(ready)} ready-for-cleaning rows: the Cleaner takes the lowest "
+                f"CQ_HIGHEST_WRITE_ID first (compaction {r['id']})",
+                compaction_ids=[int(x["id"]) for x in ready],
+            )
+        )
     if t.flag("NO_CLEANUP"):
         steps.append(_step("NO_CLEANUP", "stop", "table property NO_CLEANUP=true: the Cleaner refuses the row"))
     if hv >= 4:
@@ -193,37 +313,75 @@ def cleaner(wh, t, ps, lim: Limits) -> dict:
         if r.get("next_txn_id") is None and r.get("txn_id"):
             st = wh.txns.get(int(r["txn_id"]), {}).get("state", "committed or gone")
             if st in ("a", "committed or gone"):
-                steps.append(_step("compaction txn", "stop", f"compaction txn {r['txn_id']} is {'aborted' if st == 'a' else st} "
-                                   "and CQ_NEXT_TXN_ID is NULL: the row is orphaned (HIVE-29572)"))
+                steps.append(
+                    _step(
+                        "compaction txn",
+                        "stop",
+                        f"compaction txn {r['txn_id']} is {'aborted' if st == 'a' else st} "
+                        "and CQ_NEXT_TXN_ID is NULL: the row is orphaned (HIVE-29572)",
+                    )
+                )
             else:
-                steps.append(_step("compaction txn", "stop", f"compaction txn {r['txn_id']} is still open (the Worker "
-                                   "has not committed)"))
+                steps.append(
+                    _step(
+                        "compaction txn",
+                        "stop",
+                        f"compaction txn {r['txn_id']} is still open (the Worker has not committed)",
+                    )
+                )
         if tx is not None:
-            steps.append(_step("open txn", "stop",
-                               f"txn {tx['txn_id']} ({tx.get('user')}@{tx.get('host')}, open "
-                               f"{human_age((wh.now_ms - int(tx['started'])) / 1000) if tx.get('started') else '?'}) is below "
-                               f"CQ_NEXT_TXN_ID {r.get('next_txn_id')}: the Cleaner waits for it (HIVE-26704)",
-                               txn_id=tx["txn_id"], next_txn_id=r.get("next_txn_id")))
+            steps.append(
+                _step(
+                    "open txn",
+                    "stop",
+                    f"txn {tx['txn_id']} ({tx.get('user')}@{tx.get('host')}, open "
+                    f"{human_age((wh.now_ms - int(tx['started'])) / 1000) if tx.get('started') else '?'}) is below "
+                    f"CQ_NEXT_TXN_ID {r.get('next_txn_id')}: the Cleaner waits for it (HIVE-26704)",
+                    txn_id=tx["txn_id"],
+                    next_txn_id=r.get("next_txn_id"),
+                )
+            )
         else:
             steps.append(_step("open txn", "ok", f"no open txn below CQ_NEXT_TXN_ID {r.get('next_txn_id')}"))
         if wh.min_history_level is not None and r.get("next_txn_id") and wh.min_history_level < int(r["next_txn_id"]):
-            steps.append(_step("reader snapshot", "note",
-                               f"MIN_HISTORY_LEVEL {wh.min_history_level}: a reader snapshot below it caps what is "
-                               "removed", min_history_level=wh.min_history_level))
+            steps.append(
+                _step(
+                    "reader snapshot",
+                    "note",
+                    f"MIN_HISTORY_LEVEL {wh.min_history_level}: a reader snapshot below it caps what is removed",
+                    min_history_level=wh.min_history_level,
+                )
+            )
         ret = int(r.get("retry_retention") or 0)
         ct = r.get("commit_time")
         if ret and ct and int(ct) + ret > wh.now_ms:
-            steps.append(_step("retry", "stop", f"after a Cleaner error the next attempt is in "
-                               f"{human_age((int(ct) + ret - wh.now_ms) / 1000)}: {r.get('error_message')}"))
+            steps.append(
+                _step(
+                    "retry",
+                    "stop",
+                    f"after a Cleaner error the next attempt is in "
+                    f"{human_age((int(ct) + ret - wh.now_ms) / 1000)}: {r.get('error_message')}",
+                )
+            )
     else:
         locks = blocking_locks(wh, r)
         if locks:
             ids = sorted({int(x["HL_LOCK_EXT_ID"]) for x in locks})
-            steps.append(_step("locks", "stop", f"Hive 3's Cleaner waits for lock(s) {', '.join(map(str, ids))} on the "
-                               "partition to go", lock_ids=ids))
+            steps.append(
+                _step(
+                    "locks",
+                    "stop",
+                    f"Hive 3's Cleaner waits for lock(s) {', '.join(map(str, ids))} on the partition to go",
+                    lock_ids=ids,
+                )
+            )
         else:
             steps.append(_step("locks", "ok", "no lock on the partition"))
     if r.get("error_message"):
         steps.append(_step("last error", "note", str(r["error_message"])))
-    return {"steps": steps, "verdict": _verdict(steps, f"the Cleaner can clean compaction {r['id']} "
-                                                         f"({TYPES.get(r.get('type'), r.get('type'))}) now")}
+    return {
+        "steps": steps,
+        "verdict": _verdict(
+            steps, f"the Cleaner can clean compaction {r['id']} ({TYPES.get(r.get('type'), r.get('type'))}) now"
+        ),
+    }

@@ -76,21 +76,38 @@ def _to_arrow_value(v, td):
         low = {kk.lower(): kk for kk in v}
         return {n: _to_arrow_value(v.get(low.get(n.lower(), n)), t) for n, t in td.fields.items()}
     if k in ("CHAR",) and isinstance(v, str) and td.max_length:
-        return v[:td.max_length].rstrip(" ")
+        return v[: td.max_length].rstrip(" ")
     return v
 
 
 # -- writing ------------------------------------------------------------------------------
 
+
 def derived_schema(row_td, name: str = "baseRecord") -> dict:
-    return {"type": "record", "name": name, "namespace": "", "fields": [
-        {"name": n, "type": ["null", _avro_type(t, f"{name}_{n}")], "default": None} for n, t in row_td.fields.items()]}
+    return {
+        "type": "record",
+        "name": name,
+        "namespace": "",
+        "fields": [
+            {"name": n, "type": ["null", _avro_type(t, f"{name}_{n}")], "default": None}
+            for n, t in row_td.fields.items()
+        ],
+    }
 
 
 def _avro_type(td, name: str):
     k = td.kind.name
-    simple = {"BOOLEAN": "boolean", "BYTE": "int", "SHORT": "int", "INT": "int", "LONG": "long", "FLOAT": "float",
-              "DOUBLE": "double", "STRING": "string", "BINARY": "bytes"}
+    simple = {
+        "BOOLEAN": "boolean",
+        "BYTE": "int",
+        "SHORT": "int",
+        "INT": "int",
+        "LONG": "long",
+        "FLOAT": "float",
+        "DOUBLE": "double",
+        "STRING": "string",
+        "BINARY": "bytes",
+    }
     if k in simple:
         return simple[k]
     if k in ("VARCHAR", "CHAR"):
@@ -106,8 +123,14 @@ def _avro_type(td, name: str):
     if k == "MAP":
         return {"type": "map", "values": ["null", _avro_type(td.value, name + "_value")]}
     if k == "STRUCT":
-        return {"type": "record", "name": name, "fields": [
-            {"name": n, "type": ["null", _avro_type(t, f"{name}_{n}")], "default": None} for n, t in td.fields.items()]}
+        return {
+            "type": "record",
+            "name": name,
+            "fields": [
+                {"name": n, "type": ["null", _avro_type(t, f"{name}_{n}")], "default": None}
+                for n, t in td.fields.items()
+            ],
+        }
     raise UnsupportedSchema(f"type {td} cannot be written to Avro")
 
 

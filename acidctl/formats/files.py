@@ -55,8 +55,10 @@ def text_codec(path: str) -> str | None:
         if name.endswith(ext):
             return codec
     if name.endswith(_UNSUPPORTED_TEXT):
-        raise InvalidInputError(f"{name}: compressed text with codec {name.rsplit('.', 1)[-1]} is not supported "
-                                "(acidctl reads uncompressed, .deflate, .gz and .bz2 text files)")
+        raise InvalidInputError(
+            f"{name}: compressed text with codec {name.rsplit('.', 1)[-1]} is not supported "
+            "(acidctl reads uncompressed, .deflate, .gz and .bz2 text files)"
+        )
     return None
 
 
@@ -93,8 +95,8 @@ def extension(storage: Storage, codec: str | None) -> str:
 
 @dataclasses.dataclass
 class FileData:
-    table: pa.Table          # the table's columns
-    codec: str | None        # the file's compression, in the writer's spelling
+    table: pa.Table  # the table's columns
+    codec: str | None  # the file's compression, in the writer's spelling
     avro_schema: dict | None = None
 
 
@@ -114,9 +116,11 @@ def _read(data: bytes, path: str, storage: Storage, row_td) -> FileData:
     found = sniff(data[:4])
     fmt = storage.format
     if fmt != TEXT and found != fmt:
-        raise InvalidInputError(f"not a readable {fmt.upper() if fmt == ORC else fmt.capitalize()} file "
-                                f"({'looks like ' + found if found else 'no ' + fmt + ' magic'}); the table "
-                                f"stores {fmt}")
+        raise InvalidInputError(
+            f"not a readable {fmt.upper() if fmt == ORC else fmt.capitalize()} file "
+            f"({'looks like ' + found if found else 'no ' + fmt + ' magic'}); the table "
+            f"stores {fmt}"
+        )
     if fmt == ORC:
         import pyarrow.orc as po
 
@@ -127,8 +131,10 @@ def _read(data: bytes, path: str, storage: Storage, row_td) -> FileData:
         except Exception as e:
             raise InvalidInputError(f"not a readable ORC file: {e}") from None
         if [n.lower() for n in t.column_names] == list(_ACID_FIELDS):
-            raise NotInsertOnlyData("an ACID event file (operation, originalTransaction, ... row) in an insert-only "
-                                    "table: not insert-only data")
+            raise NotInsertOnlyData(
+                "an ACID event file (operation, originalTransaction, ... row) in an insert-only "
+                "table: not insert-only data"
+            )
         return FileData(conform(t, row_td, positional=_all_coln(t.column_names)), codec)
     if fmt == PARQUET:
         import pyarrow.parquet as pq
@@ -136,8 +142,11 @@ def _read(data: bytes, path: str, storage: Storage, row_td) -> FileData:
         try:
             f = pq.ParquetFile(pa.BufferReader(data))
             t = f.read()
-            codec = f.metadata.row_group(0).column(0).compression if f.metadata.num_row_groups and \
-                f.metadata.num_columns else None
+            codec = (
+                f.metadata.row_group(0).column(0).compression
+                if f.metadata.num_row_groups and f.metadata.num_columns
+                else None
+            )
         except Exception as e:
             raise InvalidInputError(f"not a readable Parquet file: {e}") from None
         return FileData(conform(t, row_td), codec)
@@ -181,7 +190,9 @@ def conform(t, row_td, *, positional: bool = False):
                 try:
                     col = col.cast(want)
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-                    raise UnsupportedSchema(f"column {name}: the file's {col.type} cannot be read as {td}: {e}") from None
+                    raise UnsupportedSchema(
+                        f"column {name}: the file's {col.type} cannot be read as {td}: {e}"
+                    ) from None
             arrays.append(col)
         names.append(name)
     return pa.Table.from_arrays(arrays, names=names)
@@ -189,10 +200,26 @@ def conform(t, row_td, *, positional: bool = False):
 
 # -- writing ------------------------------------------------------------------------------
 
-_ORC_CODECS = {"NONE": "uncompressed", "UNCOMPRESSED": "uncompressed", "ZLIB": "zlib", "SNAPPY": "snappy",
-               "LZ4": "lz4", "ZSTD": "zstd", "LZO": None}
-_PARQUET_CODECS = {"UNCOMPRESSED": "none", "NONE": "none", "SNAPPY": "snappy", "GZIP": "gzip", "LZO": None,
-                   "BROTLI": "brotli", "LZ4": "lz4", "LZ4_RAW": "lz4", "ZSTD": "zstd"}
+_ORC_CODECS = {
+    "NONE": "uncompressed",
+    "UNCOMPRESSED": "uncompressed",
+    "ZLIB": "zlib",
+    "SNAPPY": "snappy",
+    "LZ4": "lz4",
+    "ZSTD": "zstd",
+    "LZO": None,
+}
+_PARQUET_CODECS = {
+    "UNCOMPRESSED": "none",
+    "NONE": "none",
+    "SNAPPY": "snappy",
+    "GZIP": "gzip",
+    "LZO": None,
+    "BROTLI": "brotli",
+    "LZ4": "lz4",
+    "LZ4_RAW": "lz4",
+    "ZSTD": "zstd",
+}
 
 
 def choose_codec(storage: Storage, input_codecs: list) -> str | None:

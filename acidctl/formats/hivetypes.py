@@ -15,8 +15,8 @@ from acidctl.errors import UnsupportedSchema, UsageError
 
 @dataclasses.dataclass(frozen=True)
 class Column:
-    name: str          # lower-case, as Hive stores it
-    type: str          # Hive type string, e.g. decimal(10,2), array<string>
+    name: str  # lower-case, as Hive stores it
+    type: str  # Hive type string, e.g. decimal(10,2), array<string>
 
 
 def split_top_level(text: str, sep: str = ",") -> list[str]:
@@ -49,7 +49,7 @@ def parse_columns(spec: str) -> list[Column]:
         cols.append(Column(name.strip().strip("`").lower(), typ.strip().lower()))
     if not cols:
         raise UsageError("--columns is empty")
-    orc_struct(cols)   # validates every type
+    orc_struct(cols)  # validates every type
     return cols
 
 
@@ -70,14 +70,23 @@ def orc_struct(columns: list[Column]):
     if not isinstance(td, pyorc.Struct):  # a struct<...> text parses to a Struct; narrows the type
         raise UnsupportedSchema(f"cannot parse the column types {text}: not a struct")
     for c, (_, t) in zip(columns, td.fields.items()):
-        arrow_type(t, where=c.name)   # rejects unions and unknown kinds early
+        arrow_type(t, where=c.name)  # rejects unions and unknown kinds early
     return td
 
 
 _PRIMITIVE = {
-    "BOOLEAN": "bool_", "BYTE": "int8", "SHORT": "int16", "INT": "int32", "LONG": "int64",
-    "FLOAT": "float32", "DOUBLE": "float64", "STRING": "string", "VARCHAR": "string", "CHAR": "string",
-    "BINARY": "binary", "DATE": "date32",
+    "BOOLEAN": "bool_",
+    "BYTE": "int8",
+    "SHORT": "int16",
+    "INT": "int32",
+    "LONG": "int64",
+    "FLOAT": "float32",
+    "DOUBLE": "float64",
+    "STRING": "string",
+    "VARCHAR": "string",
+    "CHAR": "string",
+    "BINARY": "binary",
+    "DATE": "date32",
 }
 
 

@@ -52,7 +52,7 @@ def get_byte(value: str | None, default: int) -> int:
 class TextParams:
     separators: bytes = DEFAULT_SEPARATORS
     null: bytes = DEFAULT_NULL
-    escape: int | None = None           # escape byte, only when escape.delim is set
+    escape: int | None = None  # escape byte, only when escape.delim is set
     escape_crlf: bool = False
     header_lines: int = 0
     footer_lines: int = 0
@@ -72,11 +72,14 @@ class TextParams:
                 raise UnsupportedSchema(f"{key}=true is not supported (acidctl reads 8 separator levels)")
         esc = props.get("escape.delim")
         null = props.get("serialization.null.format")
-        return cls(separators=bytes(seps), null=DEFAULT_NULL if null is None else null.encode("utf-8"),
-                   escape=get_byte(esc, ord("\\")) if esc not in (None, "") else None,
-                   escape_crlf=props.get("serialization.escape.crlf", "").strip().lower() == "true",
-                   header_lines=_count(props.get("skip.header.line.count")),
-                   footer_lines=_count(props.get("skip.footer.line.count")))
+        return cls(
+            separators=bytes(seps),
+            null=DEFAULT_NULL if null is None else null.encode("utf-8"),
+            escape=get_byte(esc, ord("\\")) if esc not in (None, "") else None,
+            escape_crlf=props.get("serialization.escape.crlf", "").strip().lower() == "true",
+            header_lines=_count(props.get("skip.header.line.count")),
+            footer_lines=_count(props.get("skip.footer.line.count")),
+        )
 
     def needs_escape(self) -> bytes:
         """The bytes written with the escape byte in front (all separators and the escape byte;
@@ -97,6 +100,7 @@ def _count(v: str | None) -> int:
 
 
 # -- reading ------------------------------------------------------------------------------
+
 
 def split_lines(data: bytes) -> list[bytes]:
     """``LineRecordReader`` without a custom delimiter: a record ends at LF, CR or CR LF; a final
@@ -159,9 +163,9 @@ def _parse_primitive(raw: bytes, td, p: TextParams):
     if kind in ("STRING", "VARCHAR", "CHAR"):
         s = unescape(raw, p.escape).decode("utf-8", "replace")
         if kind == "VARCHAR" and td.max_length and len(s) > td.max_length:
-            s = s[:td.max_length]
+            s = s[: td.max_length]
         if kind == "CHAR":
-            s = s[:td.max_length].rstrip(" ") if td.max_length else s.rstrip(" ")
+            s = s[: td.max_length].rstrip(" ") if td.max_length else s.rstrip(" ")
         return s
     if kind in _RANGES:
         # LazyInteger/LazyLong: sign, digits, an ignored fraction; anything else or overflow → NULL
@@ -197,7 +201,7 @@ def _parse_primitive(raw: bytes, td, p: TextParams):
         if not m:
             return None
         y, mo, da = (int(g) for g in m.groups()[:3])
-        try:   # a lenient resolver: 2020-02-30 rolls over into March
+        try:  # a lenient resolver: 2020-02-30 rolls over into March
             return dt.date(y, 1, 1) + _months_days(y, mo, da)
         except (ValueError, OverflowError):
             return None
@@ -248,15 +252,18 @@ def parse_value(raw: bytes, td, level: int, p: TextParams):
             kv = _split(entry, p.separators[level + 1], p.escape)
             k = parse_value(kv[0], td.key, level + 2, p)
             if k is None:
-                continue   # Arrow maps have no NULL keys (Hive drops them on write as well)
+                continue  # Arrow maps have no NULL keys (Hive drops them on write as well)
             v = parse_value(kv[1], td.value, level + 2, p) if len(kv) > 1 else None
             out.append((k, v))
         return out
     if kind == "STRUCT":
         names = list(td.fields)
         parts = _split(raw, p.separators[level], p.escape)
-        return {n: (parse_value(parts[i], t, level + 1, p) if i < len(parts) else None)
-                for i, (n, t) in enumerate(td.fields.items()) if n in names}
+        return {
+            n: (parse_value(parts[i], t, level + 1, p) if i < len(parts) else None)
+            for i, (n, t) in enumerate(td.fields.items())
+            if n in names
+        }
     return _parse_primitive(raw, td, p)
 
 
@@ -264,9 +271,9 @@ def read_rows(data: bytes, row_td, p: TextParams) -> list[list]:
     """Column-major values of every row (``row_td``: the table's ``struct<...>`` type)."""
     lines = split_lines(data)
     if p.header_lines:
-        lines = lines[p.header_lines:]
+        lines = lines[p.header_lines :]
     if p.footer_lines:
-        lines = lines[:-p.footer_lines] if p.footer_lines < len(lines) else []
+        lines = lines[: -p.footer_lines] if p.footer_lines < len(lines) else []
     fields = list(row_td.fields.items())
     cols: list[list] = [[] for _ in fields]
     sep0 = p.separators[0]
@@ -337,6 +344,7 @@ def _conv(v, td):
 
 # -- writing ------------------------------------------------------------------------------
 
+
 def write_escaped(data: bytes, p: TextParams, needs: bytes) -> bytes:
     """``LazyUtils.writeEscaped``: the escape byte before every byte that needs it; CR and LF
     (when they need it) become ``<esc>r`` / ``<esc>n``."""
@@ -381,12 +389,14 @@ def _format_primitive(v, td, p: TextParams, needs: bytes) -> bytes:
     if kind in ("STRING", "VARCHAR", "CHAR"):
         s = v
         if kind == "CHAR" and td.max_length:
-            s = s.ljust(td.max_length)          # HiveCharWritable.getPaddedValue
+            s = s.ljust(td.max_length)  # HiveCharWritable.getPaddedValue
         out = write_escaped(s.encode("utf-8"), p, needs)
         if out == p.null:
             # Hive writes it the same way, and every reader then sees NULL: refuse instead
-            raise NullMarkerValue(f"the string {s!r} equals the table's NULL marker and has no byte to escape: "
-                                  "written back it would read as NULL (Hive's own compaction turns it into NULL)")
+            raise NullMarkerValue(
+                f"the string {s!r} equals the table's NULL marker and has no byte to escape: "
+                "written back it would read as NULL (Hive's own compaction turns it into NULL)"
+            )
         return out
     if kind == "BOOLEAN":
         return b"true" if v else b"false"
@@ -432,8 +442,10 @@ def format_value(v, td, level: int, p: TextParams, needs: bytes) -> bytes:
     if kind == "MAP":
         sep, kv = bytes([p.separators[level]]), bytes([p.separators[level + 1]])
         items = v.items() if isinstance(v, dict) else v
-        return sep.join(format_value(a, td.key, level + 2, p, needs) + kv + format_value(b, td.value, level + 2, p, needs)
-                        for a, b in items)
+        return sep.join(
+            format_value(a, td.key, level + 2, p, needs) + kv + format_value(b, td.value, level + 2, p, needs)
+            for a, b in items
+        )
     if kind == "STRUCT":
         sep = bytes([p.separators[level]])
         return sep.join(format_value(v.get(n), t, level + 1, p, needs) for n, t in td.fields.items())
@@ -457,7 +469,9 @@ def write_rows(table, row_td, p: TextParams) -> bytes:
             cols.append(col.to_pylist())
     out = bytearray()
     for r in range(table.num_rows):
-        out += sep0.join(format_value(_nested_back(cols[i][r], td), td, 1, p, needs) for i, (_, td) in enumerate(fields))
+        out += sep0.join(
+            format_value(_nested_back(cols[i][r], td), td, 1, p, needs) for i, (_, td) in enumerate(fields)
+        )
         out += b"\n"
     return bytes(out)
 
@@ -480,7 +494,7 @@ def _ts_ns(v, td):
     if v is None:
         return None
     if td.kind.name == "TIMESTAMP":
-        if hasattr(v, "value"):          # pandas.Timestamp
+        if hasattr(v, "value"):  # pandas.Timestamp
             return int(v.value)
         delta = v - dt.datetime(1970, 1, 1)
         return (delta.days * 86400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000

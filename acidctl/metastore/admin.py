@@ -23,10 +23,18 @@ from typing import Any
 from acidctl.errors import NotFoundError, RefusedError, UsageError
 from acidctl.metastore.steps import for_update, now_ms, write_step
 
-ABORT_MESSAGE = "Compaction Aborted by Abort Comapction request."   # sic, as Hive writes it
+ABORT_MESSAGE = "Compaction Aborted by Abort Comapction request."  # sic, as Hive writes it
 #: Hive 4 ``CompactionState`` names, as its error messages print them
-STATE_NAMES = {"i": "INITIATED", "w": "WORKING", "r": "READY_FOR_CLEANING", "f": "FAILED", "s": "SUCCEEDED",
-               "a": "DID_NOT_INITIATE", "c": "REFUSED", "x": "ABORTED"}
+STATE_NAMES = {
+    "i": "INITIATED",
+    "w": "WORKING",
+    "r": "READY_FOR_CLEANING",
+    "f": "FAILED",
+    "s": "SUCCEEDED",
+    "a": "DID_NOT_INITIATE",
+    "c": "REFUSED",
+    "x": "ABORTED",
+}
 
 
 def _state_name(code: str | None, hive_version: int) -> str:
@@ -65,6 +73,7 @@ def _insert_history(ms, conn, values: dict) -> None:
 # ABORT COMPACTIONS
 # ---------------------------------------------------------------------------------------
 
+
 def _lookup(ms, ids: list[int]) -> dict[int, dict]:
     """Hive's union of COMPACTION_QUEUE and COMPLETED_COMPACTIONS by id."""
     import sqlalchemy as sa
@@ -72,12 +81,25 @@ def _lookup(ms, ids: list[int]) -> dict[int, dict]:
     cq, cc = ms.tables.COMPACTION_QUEUE, ms.tables.COMPLETED_COMPACTIONS
     found: dict[int, dict] = {}
     with ms.read() as conn:
-        for t, p in ((cc, "CC_"), (cq, "CQ_")):   # a queue row wins over a (stale) history row
-            for r in conn.execute(sa.select(getattr(t, p + "ID"), getattr(t, p + "DATABASE"), getattr(t, p + "TABLE"),
-                                            getattr(t, p + "PARTITION"), getattr(t, p + "STATE"),
-                                            getattr(t, p + "TYPE")).where(getattr(t, p + "ID").in_(ids))):
-                found[int(r[0])] = {"database": r[1], "table": r[2], "partition": r[3], "state": r[4],
-                                    "type": r[5], "in_queue": p == "CQ_"}
+        for t, p in ((cc, "CC_"), (cq, "CQ_")):  # a queue row wins over a (stale) history row
+            for r in conn.execute(
+                sa.select(
+                    getattr(t, p + "ID"),
+                    getattr(t, p + "DATABASE"),
+                    getattr(t, p + "TABLE"),
+                    getattr(t, p + "PARTITION"),
+                    getattr(t, p + "STATE"),
+                    getattr(t, p + "TYPE"),
+                ).where(getattr(t, p + "ID").in_(ids))
+            ):
+                found[int(r[0])] = {
+                    "database": r[1],
+                    "table": r[2],
+                    "partition": r[3],
+                    "state": r[4],
+                    "type": r[5],
+                    "in_queue": p == "CQ_",
+                }
     return found
 
 
@@ -93,16 +115,26 @@ def abort_compactions(ms, ids: list[int], *, execute: bool = False) -> dict:
     out = []
     for i in ids:
         f = found.get(i)
-        el = {"compactionid": i, "database": f and f["database"], "table": f and f["table"],
-              "partition": f and f["partition"], "state": f and f["state"]}
+        el = {
+            "compactionid": i,
+            "database": f and f["database"],
+            "table": f and f["table"],
+            "partition": f and f["partition"],
+            "state": f and f["state"],
+        }
         if f is None:
             el.update(status="Error", message="No Such Compaction Id Available")
         elif f["state"] != "i" or not f["in_queue"]:
-            el.update(status="Error", message="Error while aborting compaction as compaction is in state-"
-                                              + _state_name(f["state"], hv))
+            el.update(
+                status="Error",
+                message="Error while aborting compaction as compaction is in state-" + _state_name(f["state"], hv),
+            )
         elif not execute:
-            el.update(status="Eligible", message="would be aborted (dry run; --execute to abort)"
-                      + ("" if hv >= 4 else "; Hive 3: the queue row is deleted, no history row"))
+            el.update(
+                status="Eligible",
+                message="would be aborted (dry run; --execute to abort)"
+                + ("" if hv >= 4 else "; Hive 3: the queue row is deleted, no history row"),
+            )
         else:
             el.update(_abort_one(ms, i))
         out.append(el)
@@ -126,23 +158,31 @@ def _abort_one(ms, cq_id: int) -> dict:
             return {"status": "Error", "message": "No Such Compaction Id Available", "state": None}
         q = {k.upper(): v for k, v in row.items()}
         if q["CQ_STATE"] != "i":
-            return {"status": "Error", "state": q["CQ_STATE"],
-                    "message": "Error while aborting compaction as compaction is in state-"
-                               + _state_name(q["CQ_STATE"], ms.hive_version)}
+            return {
+                "status": "Error",
+                "state": q["CQ_STATE"],
+                "message": "Error while aborting compaction as compaction is in state-"
+                + _state_name(q["CQ_STATE"], ms.hive_version),
+            }
         if h4:
             _insert_history(ms, conn, _history_row(ms, q, state="x", end=now_ms(conn), error=ABORT_MESSAGE))
         n = conn.execute(sa.delete(cq.clause).where(cq.CQ_ID == cq_id)).rowcount
         if n != 1:
             raise _NotOne()
-        return {"status": "Success", "state": "x" if h4 else None,
-                "message": "Successfully aborted compaction" + ("" if h4 else " (Hive 3: queue row deleted, "
-                                                                               "no history row)")}
+        return {
+            "status": "Success",
+            "state": "x" if h4 else None,
+            "message": "Successfully aborted compaction"
+            + ("" if h4 else " (Hive 3: queue row deleted, no history row)"),
+        }
 
     try:
         return write_step(ms, step, name="abortCompaction")
     except _NotOne:
-        return {"status": "Error",
-                "message": "Error while aborting compaction: Unable to update compaction record in COMPACTION_QUEUE"}
+        return {
+            "status": "Error",
+            "message": "Error while aborting compaction: Unable to update compaction record in COMPACTION_QUEUE",
+        }
 
 
 # ---------------------------------------------------------------------------------------
@@ -157,20 +197,45 @@ def _lock_rows(ms, conn, lock_id: int) -> list[dict]:
     import sqlalchemy as sa
 
     h = ms.tables.HIVE_LOCKS
-    rows = conn.execute(sa.select(h.HL_LOCK_EXT_ID, h.HL_LOCK_INT_ID, h.HL_TXNID, h.HL_DB, h.HL_TABLE,
-                                  h.HL_PARTITION, h.HL_LOCK_STATE, h.HL_LOCK_TYPE, h.HL_USER, h.HL_HOST)
-                        .where(h.HL_LOCK_EXT_ID == lock_id).order_by(h.HL_LOCK_INT_ID)).all()
-    return [{"lockid": f"{int(r[0])}.{int(r[1])}", "txnid": int(r[2]), "database": r[3], "table": r[4],
-             "partition": r[5], "lock_state": _LOCK_STATES.get(r[6], r[6]),
-             "lock_type": _LOCK_TYPES.get(r[7], r[7]), "user": r[8], "host": r[9],
-             "deleted": int(r[2]) == 0 or r[6] == "w"} for r in rows]
+    rows = conn.execute(
+        sa.select(
+            h.HL_LOCK_EXT_ID,
+            h.HL_LOCK_INT_ID,
+            h.HL_TXNID,
+            h.HL_DB,
+            h.HL_TABLE,
+            h.HL_PARTITION,
+            h.HL_LOCK_STATE,
+            h.HL_LOCK_TYPE,
+            h.HL_USER,
+            h.HL_HOST,
+        )
+        .where(h.HL_LOCK_EXT_ID == lock_id)
+        .order_by(h.HL_LOCK_INT_ID)
+    ).all()
+    return [
+        {
+            "lockid": f"{int(r[0])}.{int(r[1])}",
+            "txnid": int(r[2]),
+            "database": r[3],
+            "table": r[4],
+            "partition": r[5],
+            "lock_state": _LOCK_STATES.get(r[6], r[6]),
+            "lock_type": _LOCK_TYPES.get(r[7], r[7]),
+            "user": r[8],
+            "host": r[9],
+            "deleted": int(r[2]) == 0 or r[6] == "w",
+        }
+        for r in rows
+    ]
 
 
 def _refuse_txn_lock(lock_id: int, rows: list[dict]) -> None:
     txn = next(r["txnid"] for r in rows if r["txnid"])
-    raise RefusedError(f"Unlocking locks associated with transaction not permitted: lock {lock_id} belongs to "
-                       f"txn {txn}", hint=f"locks of a txn go when it commits or aborts (acidctl abort "
-                                          f"transactions {txn})")
+    raise RefusedError(
+        f"Unlocking locks associated with transaction not permitted: lock {lock_id} belongs to txn {txn}",
+        hint=f"locks of a txn go when it commits or aborts (acidctl abort transactions {txn})",
+    )
 
 
 def unlock(ms, lock_id: int, *, execute: bool = False) -> dict:
@@ -186,9 +251,13 @@ def unlock(ms, lock_id: int, *, execute: bool = False) -> dict:
             rows = _lock_rows(ms, conn, lock_id)
         if rows and not any(r["deleted"] for r in rows):
             _refuse_txn_lock(lock_id, rows)
-        return {"lock_id": lock_id, "executed": False, "locks": rows,
-                "rows_deleted": sum(r["deleted"] for r in rows),
-                "status": "would unlock" if rows else "no such lock"}
+        return {
+            "lock_id": lock_id,
+            "executed": False,
+            "locks": rows,
+            "rows_deleted": sum(r["deleted"] for r in rows),
+            "status": "would unlock" if rows else "no such lock",
+        }
 
     class _Refused(Exception):
         def __init__(self, rows):
@@ -196,12 +265,13 @@ def unlock(ms, lock_id: int, *, execute: bool = False) -> dict:
 
     def step(conn):
         before = _lock_rows(ms, conn, lock_id)
-        n = conn.execute(sa.delete(h.clause).where(h.HL_LOCK_EXT_ID == lock_id,
-                                                   sa.or_(h.HL_TXNID == 0, h.HL_LOCK_STATE == "w"))).rowcount
+        n = conn.execute(
+            sa.delete(h.clause).where(h.HL_LOCK_EXT_ID == lock_id, sa.or_(h.HL_TXNID == 0, h.HL_LOCK_STATE == "w"))
+        ).rowcount
         if n < 1:
             now = _lock_rows(ms, conn, lock_id)
             if now:
-                raise _Refused(now)    # rolls the (empty) step back, as Hive does
+                raise _Refused(now)  # rolls the (empty) step back, as Hive does
         return before, n
 
     try:
@@ -210,13 +280,19 @@ def unlock(ms, lock_id: int, *, execute: bool = False) -> dict:
         if any(x["txnid"] for x in r.rows):
             _refuse_txn_lock(lock_id, r.rows)
         raise RefusedError(f"found lock {lock_id} in an unexpected state") from None
-    return {"lock_id": lock_id, "executed": True, "locks": before, "rows_deleted": int(n),
-            "status": "unlocked" if n else "no such lock"}
+    return {
+        "lock_id": lock_id,
+        "executed": True,
+        "locks": before,
+        "rows_deleted": int(n),
+        "status": "unlocked" if n else "no such lock",
+    }
 
 
 # ---------------------------------------------------------------------------------------
 # markFailed (for revert)
 # ---------------------------------------------------------------------------------------
+
 
 def fail_compaction(ms, cq_id: int, *, message: str, expect_state: str | None = None) -> dict:
     """Hive's ``markFailed`` (operations.md §3.3): the queue row moves to COMPLETED_COMPACTIONS
@@ -232,11 +308,14 @@ def fail_compaction(ms, cq_id: int, *, message: str, expect_state: str | None = 
             raise NotFoundError(f"compaction {cq_id} is not in COMPACTION_QUEUE")
         q = {k.upper(): v for k, v in row.items()}
         if expect_state is not None and q["CQ_STATE"] != expect_state:
-            raise RefusedError(f"compaction {cq_id} is in state {_state_name(q['CQ_STATE'], ms.hive_version)}, "
-                               f"not {_state_name(expect_state, ms.hive_version)}")
+            raise RefusedError(
+                f"compaction {cq_id} is in state {_state_name(q['CQ_STATE'], ms.hive_version)}, "
+                f"not {_state_name(expect_state, ms.hive_version)}"
+            )
         conn.execute(sa.delete(cq.clause).where(cq.CQ_ID == cq_id))
-        _insert_history(ms, conn, _history_row(ms, q, state="f", end=now_ms(conn),
-                                               error=message if ms.hive_version >= 4 else None))
+        _insert_history(
+            ms, conn, _history_row(ms, q, state="f", end=now_ms(conn), error=message if ms.hive_version >= 4 else None)
+        )
         return {"cq_id": cq_id, "state": "f", "message": message}
 
     return write_step(ms, step, name="markFailed")

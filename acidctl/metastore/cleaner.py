@@ -34,12 +34,27 @@ from acidctl.errors import NotFoundError
 from acidctl.metastore.steps import for_update, now_ms, write_step
 
 LONG_MAX = 9223372036854775807
-OPEN_TXN_TIMEOUT_MS = 1000      # metastore.txn.opentxn.timeout (operations.md §9)
+OPEN_TXN_TIMEOUT_MS = 1000  # metastore.txn.opentxn.timeout (operations.md §9)
 
 #: COMPACTION_QUEUE columns read for a request (Hive 4 adds the rest when present)
-_REQ_COLS = ("CQ_ID", "CQ_DATABASE", "CQ_TABLE", "CQ_PARTITION", "CQ_STATE", "CQ_TYPE", "CQ_HIGHEST_WRITE_ID",
-             "CQ_RUN_AS", "CQ_START", "CQ_WORKER_ID", "CQ_TXN_ID", "CQ_NEXT_TXN_ID", "CQ_COMMIT_TIME",
-             "CQ_RETRY_RETENTION", "CQ_CLEANER_START", "CQ_ERROR_MESSAGE")
+_REQ_COLS = (
+    "CQ_ID",
+    "CQ_DATABASE",
+    "CQ_TABLE",
+    "CQ_PARTITION",
+    "CQ_STATE",
+    "CQ_TYPE",
+    "CQ_HIGHEST_WRITE_ID",
+    "CQ_RUN_AS",
+    "CQ_START",
+    "CQ_WORKER_ID",
+    "CQ_TXN_ID",
+    "CQ_NEXT_TXN_ID",
+    "CQ_COMMIT_TIME",
+    "CQ_RETRY_RETENTION",
+    "CQ_CLEANER_START",
+    "CQ_ERROR_MESSAGE",
+)
 
 
 def _int(v) -> int | None:
@@ -54,8 +69,9 @@ def ready_requests(ms, db: str, table: str, *, partitions: list[str | None] | No
 
     cq = ms.tables.COMPACTION_QUEUE
     cols = [getattr(cq, c) for c in _REQ_COLS if cq.has(c)]
-    q = sa.select(*cols).where(cq.CQ_STATE == "r", sa.func.lower(cq.CQ_DATABASE) == db.lower(),
-                               sa.func.lower(cq.CQ_TABLE) == table.lower())
+    q = sa.select(*cols).where(
+        cq.CQ_STATE == "r", sa.func.lower(cq.CQ_DATABASE) == db.lower(), sa.func.lower(cq.CQ_TABLE) == table.lower()
+    )
     if cq.has("CQ_TYPE"):
         q = q.where(cq.CQ_TYPE != "c")
     with ms.read() as conn:
@@ -63,8 +79,16 @@ def ready_requests(ms, db: str, table: str, *, partitions: list[str | None] | No
     out = []
     for r in rows:
         d = {c[3:].lower(): v for c, v in zip([c for c in _REQ_COLS if cq.has(c)], r)}
-        for k in ("id", "highest_write_id", "txn_id", "next_txn_id", "commit_time", "retry_retention",
-                  "start", "cleaner_start"):
+        for k in (
+            "id",
+            "highest_write_id",
+            "txn_id",
+            "next_txn_id",
+            "commit_time",
+            "retry_retention",
+            "start",
+            "cleaner_start",
+        ):
             if k in d:
                 d[k] = _int(d[k])
         if partitions is not None and d["partition"] not in partitions:
@@ -77,6 +101,7 @@ def ready_requests(ms, db: str, table: str, *, partitions: list[str | None] | No
 # ---------------------------------------------------------------------------------------
 # what the Cleaner waits for
 # ---------------------------------------------------------------------------------------
+
 
 def _same(a: str | None, b: str | None, *, ignore_case: bool = True) -> bool:
     """Hive 3.1's ``Cleaner.findRelatedLocks``: both NULL, or equal — database and table names
@@ -91,26 +116,51 @@ def _h3_waits(ms, conn, requests: list[dict]) -> dict[int, list[dict]]:
 
     h = ms.tables.HIVE_LOCKS
     dbs = {r["database"].lower() for r in requests}
-    rows = conn.execute(sa.select(h.HL_LOCK_EXT_ID, h.HL_LOCK_INT_ID, h.HL_TXNID, h.HL_DB, h.HL_TABLE,
-                                  h.HL_PARTITION, h.HL_LOCK_STATE, h.HL_LOCK_TYPE, h.HL_USER, h.HL_HOST,
-                                  h.HL_ACQUIRED_AT)
-                        .where(sa.func.lower(h.HL_DB).in_(dbs))
-                        .order_by(h.HL_LOCK_EXT_ID, h.HL_LOCK_INT_ID)).all()
+    rows = conn.execute(
+        sa.select(
+            h.HL_LOCK_EXT_ID,
+            h.HL_LOCK_INT_ID,
+            h.HL_TXNID,
+            h.HL_DB,
+            h.HL_TABLE,
+            h.HL_PARTITION,
+            h.HL_LOCK_STATE,
+            h.HL_LOCK_TYPE,
+            h.HL_USER,
+            h.HL_HOST,
+            h.HL_ACQUIRED_AT,
+        )
+        .where(sa.func.lower(h.HL_DB).in_(dbs))
+        .order_by(h.HL_LOCK_EXT_ID, h.HL_LOCK_INT_ID)
+    ).all()
     out: dict[int, list[dict]] = {}
     for r in requests:
         seen: set[int] = set()
         waits = []
         for ext, _int_id, txn, hdb, htbl, hpart, st, ty, user, host, acq in rows:
-            if not (_same(hdb, r["database"]) and _same(htbl, r["table"]) and _same(hpart, r["partition"], ignore_case=False)):
+            if not (
+                _same(hdb, r["database"])
+                and _same(htbl, r["table"])
+                and _same(hpart, r["partition"], ignore_case=False)
+            ):
                 continue
             if int(ext) in seen:
                 continue
             seen.add(int(ext))
-            waits.append({"kind": "lock", "lock_id": int(ext), "txn_id": int(txn) or None,
-                          "lock_state": {"a": "ACQUIRED", "w": "WAITING"}.get(st, st), "lock_type": ty,
-                          "user": user, "host": host,
-                          "message": f"lock {int(ext)}" + (f" of txn {int(txn)}" if int(txn) else "")
-                                     + f" ({user}@{host}) was present when the Cleaner saw the request"})
+            waits.append(
+                {
+                    "kind": "lock",
+                    "lock_id": int(ext),
+                    "txn_id": int(txn) or None,
+                    "lock_state": {"a": "ACQUIRED", "w": "WAITING"}.get(st, st),
+                    "lock_type": ty,
+                    "user": user,
+                    "host": host,
+                    "message": f"lock {int(ext)}"
+                    + (f" of txn {int(txn)}" if int(txn) else "")
+                    + f" ({user}@{host}) was present when the Cleaner saw the request",
+                }
+            )
         out[r["id"]] = waits
     return out
 
@@ -122,20 +172,31 @@ def _min_open_txn(ms, conn, now: int, timeout_ms: int) -> tuple[int, dict | None
     import sqlalchemy as sa
 
     t = ms.tables.TXNS
-    row = conn.execute(sa.select(t.TXN_ID, t.TXN_USER, t.TXN_HOST, t.TXN_STARTED, t.TXN_TYPE)
-                       .where(t.TXN_STATE == "o").order_by(t.TXN_ID).limit(1)).first()
+    row = conn.execute(
+        sa.select(t.TXN_ID, t.TXN_USER, t.TXN_HOST, t.TXN_STARTED, t.TXN_TYPE)
+        .where(t.TXN_STATE == "o")
+        .order_by(t.TXN_ID)
+        .limit(1)
+    ).first()
     low = conn.execute(sa.select(sa.func.max(t.TXN_ID)).where(t.TXN_STARTED < now - timeout_ms)).scalar()
     low = int(low or 0)
     oldest = None
     if row is not None:
-        oldest = {"txn_id": int(row[0]), "user": row[1], "host": row[2], "started": _int(row[3]),
-                  "age_ms": None if row[3] is None else now - int(row[3]), "txn_type": _int(row[4])}
+        oldest = {
+            "txn_id": int(row[0]),
+            "user": row[1],
+            "host": row[2],
+            "started": _int(row[3]),
+            "age_ms": None if row[3] is None else now - int(row[3]),
+            "txn_type": _int(row[4]),
+        }
     mo = oldest["txn_id"] if oldest else LONG_MAX
     return min(mo, low + 1), oldest, low
 
 
-def _h4_waits(ms, conn, requests: list[dict], *, retention_ms: int, use_min_history_write_id: bool,
-              open_txn_timeout_ms: int) -> dict[int, list[dict]]:
+def _h4_waits(
+    ms, conn, requests: list[dict], *, retention_ms: int, use_min_history_write_id: bool, open_txn_timeout_ms: int
+) -> dict[int, list[dict]]:
     import sqlalchemy as sa
 
     T = ms.tables
@@ -144,8 +205,9 @@ def _h4_waits(ms, conn, requests: list[dict], *, retention_ms: int, use_min_hist
     mhl_min = mhl_txn = None
     if not use_min_history_write_id:
         mhl = T.MIN_HISTORY_LEVEL
-        r = conn.execute(sa.select(mhl.MHL_MIN_OPEN_TXNID, mhl.MHL_TXNID)
-                         .order_by(mhl.MHL_MIN_OPEN_TXNID, mhl.MHL_TXNID).limit(1)).first()
+        r = conn.execute(
+            sa.select(mhl.MHL_MIN_OPEN_TXNID, mhl.MHL_TXNID).order_by(mhl.MHL_MIN_OPEN_TXNID, mhl.MHL_TXNID).limit(1)
+        ).first()
         if r is not None:
             mhl_min, mhl_txn = int(r[0]), int(r[1])
     snap_wm = watermark if mhl_min is None else min(watermark, mhl_min)
@@ -167,52 +229,99 @@ def _h4_waits(ms, conn, requests: list[dict], *, retention_ms: int, use_min_hist
         waits: list[dict] = []
         ct, rr = r.get("commit_time"), r.get("retry_retention") or 0
         if ct is not None and not ct < now - rr - retention_ms:
-            waits.append({"kind": "retention", "until_ms": ct + rr + retention_ms,
-                          "message": f"retention: not before {(ct + rr + retention_ms - now) / 1000:.1f}s from now "
-                                     f"(commit time + CQ_RETRY_RETENTION {rr} ms + retention {retention_ms} ms)"})
+            waits.append(
+                {
+                    "kind": "retention",
+                    "until_ms": ct + rr + retention_ms,
+                    "message": f"retention: not before {(ct + rr + retention_ms - now) / 1000:.1f}s from now "
+                    f"(commit time + CQ_RETRY_RETENTION {rr} ms + retention {retention_ms} ms)",
+                }
+            )
         if use_min_history_write_id:
             m = mh_rows.get((r["database"].lower(), r["table"].lower()))
             hw = r.get("highest_write_id") or 0
             if m is not None and not hw < m[0]:
-                waits.append({"kind": "min-history-write-id", "txn_id": m[1], "write_id": m[0],
-                              "message": f"txn {m[1]} still reads write id {m[0]} of the table "
-                                         f"(MIN_HISTORY_WRITE_ID), not above highest write id {hw}"})
+                waits.append(
+                    {
+                        "kind": "min-history-write-id",
+                        "txn_id": m[1],
+                        "write_id": m[0],
+                        "message": f"txn {m[1]} still reads write id {m[0]} of the table "
+                        f"(MIN_HISTORY_WRITE_ID), not above highest write id {hw}",
+                    }
+                )
         else:
             nxt = r.get("next_txn_id")
             if nxt is not None and not nxt <= watermark:
                 if oldest is not None and oldest["txn_id"] < nxt and oldest["txn_id"] == watermark:
                     age = oldest["age_ms"]
-                    waits.append({"kind": "open-txn", **oldest,
-                                  "message": f"open txn {oldest['txn_id']} ({oldest['user']}@{oldest['host']}, "
-                                             f"{'age ' + format(age / 1000, '.0f') + 's' if age is not None else ''}) "
-                                             f"is below CQ_NEXT_TXN_ID {nxt}"})
+                    waits.append(
+                        {
+                            "kind": "open-txn",
+                            **oldest,
+                            "message": f"open txn {oldest['txn_id']} ({oldest['user']}@{oldest['host']}, "
+                            f"{'age ' + format(age / 1000, '.0f') + 's' if age is not None else ''}) "
+                            f"is below CQ_NEXT_TXN_ID {nxt}",
+                        }
+                    )
                 else:
-                    waits.append({"kind": "young-txn", "txn_id": low + 1,
-                                  "message": f"txns above {low} opened less than {open_txn_timeout_ms} ms ago "
-                                             f"(CQ_NEXT_TXN_ID {nxt})"})
+                    waits.append(
+                        {
+                            "kind": "young-txn",
+                            "txn_id": low + 1,
+                            "message": f"txns above {low} opened less than {open_txn_timeout_ms} ms ago "
+                            f"(CQ_NEXT_TXN_ID {nxt})",
+                        }
+                    )
         txn = r.get("txn_id")
         if txn is not None:
             st = txn_states.get(txn)
             if st == "o":
-                waits.append({"kind": "compactor-txn-open", "txn_id": txn,
-                              "message": f"the compactor txn {txn} is still open (the worker has not committed)"})
+                waits.append(
+                    {
+                        "kind": "compactor-txn-open",
+                        "txn_id": txn,
+                        "message": f"the compactor txn {txn} is still open (the worker has not committed)",
+                    }
+                )
             elif st == "a":
-                waits.append({"kind": "compactor-txn-aborted", "txn_id": txn,
-                              "message": f"the compactor txn {txn} was aborted: its output is invisible "
-                                         "(HIVE-29572); abort or fail this request instead of cleaning"})
-            elif not use_min_history_write_id and not txn < snap_wm and \
-                    not any(w["kind"] in ("open-txn", "young-txn") for w in waits):
+                waits.append(
+                    {
+                        "kind": "compactor-txn-aborted",
+                        "txn_id": txn,
+                        "message": f"the compactor txn {txn} was aborted: its output is invisible "
+                        "(HIVE-29572); abort or fail this request instead of cleaning",
+                    }
+                )
+            elif (
+                not use_min_history_write_id
+                and not txn < snap_wm
+                and not any(w["kind"] in ("open-txn", "young-txn") for w in waits)
+            ):
                 # only a request the ready-to-clean query returned gets this far in Hive
-                holder = mhl_txn if (mhl_min is not None and mhl_min <= watermark) else \
-                    (oldest["txn_id"] if oldest is not None and oldest["txn_id"] == watermark else None)
+                holder = (
+                    mhl_txn
+                    if (mhl_min is not None and mhl_min <= watermark)
+                    else (oldest["txn_id"] if oldest is not None and oldest["txn_id"] == watermark else None)
+                )
                 if holder is None:
-                    waits.append({"kind": "young-txn", "txn_id": low + 1,
-                                  "message": f"txns above {low} opened less than {open_txn_timeout_ms} ms ago; "
-                                             f"the compactor txn {txn} is not yet below the cleaner watermark"})
+                    waits.append(
+                        {
+                            "kind": "young-txn",
+                            "txn_id": low + 1,
+                            "message": f"txns above {low} opened less than {open_txn_timeout_ms} ms ago; "
+                            f"the compactor txn {txn} is not yet below the cleaner watermark",
+                        }
+                    )
                 else:
-                    waits.append({"kind": "min-history-level", "txn_id": holder,
-                                  "message": f"txn {holder} may still read below the compactor txn {txn} "
-                                             f"(cleaner watermark {snap_wm}: MIN_HISTORY_LEVEL / min open txn)"})
+                    waits.append(
+                        {
+                            "kind": "min-history-level",
+                            "txn_id": holder,
+                            "message": f"txn {holder} may still read below the compactor txn {txn} "
+                            f"(cleaner watermark {snap_wm}: MIN_HISTORY_LEVEL / min open txn)",
+                        }
+                    )
         out[r["id"]] = waits
     # Hive 4 cleans only the lowest highest-write-id request per partition at a time
     # (ReadyToCleanHandler: the minimum is taken over the requests past their retention, before
@@ -225,16 +334,27 @@ def _h4_waits(ms, conn, requests: list[dict], *, retention_ms: int, use_min_hist
         blocked_by = None
         for r in sorted(rows, key=lambda d: (d.get("highest_write_id") or 0, d["id"])):
             if blocked_by is not None:
-                out[r["id"]].append({"kind": "earlier-request", "cq_id": blocked_by,
-                                     "message": f"compaction {blocked_by} of the same partition (lower highest "
-                                                "write id) is cleaned first"})
+                out[r["id"]].append(
+                    {
+                        "kind": "earlier-request",
+                        "cq_id": blocked_by,
+                        "message": f"compaction {blocked_by} of the same partition (lower highest "
+                        "write id) is cleaned first",
+                    }
+                )
             elif out[r["id"]]:
                 blocked_by = r["id"]
     return out
 
 
-def cleaner_waits(ms, requests: list[dict], *, retention_ms: int = 0, use_min_history_write_id: bool = False,
-                  open_txn_timeout_ms: int = OPEN_TXN_TIMEOUT_MS) -> dict[int, list[dict]]:
+def cleaner_waits(
+    ms,
+    requests: list[dict],
+    *,
+    retention_ms: int = 0,
+    use_min_history_write_id: bool = False,
+    open_txn_timeout_ms: int = OPEN_TXN_TIMEOUT_MS,
+) -> dict[int, list[dict]]:
     """``{cq_id: [what holds it back, ...]}`` — an empty list means Hive's Cleaner would clean it
     now. ``retention_ms``: Hive 4's ``hive.compactor.cleaner.retention.time.seconds`` when
     delayed cleanup is on (default off: 0)."""
@@ -243,9 +363,14 @@ def cleaner_waits(ms, requests: list[dict], *, retention_ms: int = 0, use_min_hi
     with ms.read() as conn:
         if ms.hive_version == 3:
             return _h3_waits(ms, conn, requests)
-        return _h4_waits(ms, conn, requests, retention_ms=retention_ms,
-                         use_min_history_write_id=use_min_history_write_id,
-                         open_txn_timeout_ms=open_txn_timeout_ms)
+        return _h4_waits(
+            ms,
+            conn,
+            requests,
+            retention_ms=retention_ms,
+            use_min_history_write_id=use_min_history_write_id,
+            open_txn_timeout_ms=open_txn_timeout_ms,
+        )
 
 
 # ---------------------------------------------------------------------------------------
@@ -296,12 +421,13 @@ def cleaner_mutex(ms, *, wait_s: int = 60) -> Iterator[None]:
                     conn.execute(sa.insert(aux.clause).values({aux.MT_KEY1.name: MUTEX_KEY, aux.MT_KEY2.name: 0}))
                     tx.commit()
                 except exc.IntegrityError:
-                    tx.rollback()     # another instance inserted it first
+                    tx.rollback()  # another instance inserted it first
                 except exc.DBAPIError as e:
                     tx.rollback()
                     if is_retryable(e) or "lock" in str(e).lower():
-                        raise LockConflict("another Cleaner holds the metastore's Cleaner mutex (AUX_TABLE); "
-                                           "try again later") from None
+                        raise LockConflict(
+                            "another Cleaner holds the metastore's Cleaner mutex (AUX_TABLE); try again later"
+                        ) from None
                     raise
             else:
                 raise LockConflict("could not take the metastore's Cleaner mutex (AUX_TABLE row missing)")
@@ -320,6 +446,7 @@ def cleaner_mutex(ms, *, wait_s: int = 60) -> Iterator[None]:
 # writes
 # ---------------------------------------------------------------------------------------
 
+
 def mark_cleaner_start(ms, cq_id: int) -> bool:
     """Hive 4 ``markCleanerStart``: ``CQ_CLEANER_START = now`` on the ``r`` row. No-op on Hive 3."""
     if ms.hive_version == 3:
@@ -329,8 +456,14 @@ def mark_cleaner_start(ms, cq_id: int) -> bool:
     cq = ms.tables.COMPACTION_QUEUE
 
     def step(conn):
-        return conn.execute(sa.update(cq.clause).where(cq.CQ_ID == cq_id, cq.CQ_STATE == "r")
-                            .values({cq.CQ_CLEANER_START.name: now_ms(conn)})).rowcount == 1
+        return (
+            conn.execute(
+                sa.update(cq.clause)
+                .where(cq.CQ_ID == cq_id, cq.CQ_STATE == "r")
+                .values({cq.CQ_CLEANER_START.name: now_ms(conn)})
+            ).rowcount
+            == 1
+        )
 
     return write_step(ms, step, name="markCleanerStart")
 
@@ -344,8 +477,10 @@ def clear_cleaner_start(ms, cq_id: int) -> bool:
     cq = ms.tables.COMPACTION_QUEUE
 
     def step(conn):
-        return conn.execute(sa.update(cq.clause).where(cq.CQ_ID == cq_id)
-                            .values({cq.CQ_CLEANER_START.name: -1})).rowcount == 1
+        return (
+            conn.execute(sa.update(cq.clause).where(cq.CQ_ID == cq_id).values({cq.CQ_CLEANER_START.name: -1})).rowcount
+            == 1
+        )
 
     return write_step(ms, step, name="clearCleanerStart")
 
@@ -381,8 +516,13 @@ def mark_cleaned(ms, cq_id: int, *, remove_empty_aborted_txns: bool = True) -> d
     import sqlalchemy as sa
 
     T = ms.tables
-    cq, cc, ctc, tc, t = (T.COMPACTION_QUEUE, T.COMPLETED_COMPACTIONS, T.COMPLETED_TXN_COMPONENTS,
-                          T.TXN_COMPONENTS, T.TXNS)
+    cq, cc, ctc, tc, t = (
+        T.COMPACTION_QUEUE,
+        T.COMPLETED_COMPACTIONS,
+        T.COMPLETED_TXN_COMPONENTS,
+        T.TXN_COMPONENTS,
+        T.TXNS,
+    )
     h4 = ms.hive_version >= 4
 
     def step(conn: sa.Connection) -> dict[str, Any]:
@@ -404,12 +544,19 @@ def mark_cleaned(ms, cq_id: int, *, remove_empty_aborted_txns: bool = True) -> d
                     sel.append(sa.literal(now, sa.BigInteger()))
                 else:
                     sel.append(getattr(cq, "CQ_" + c[3:]))
-            conn.execute(sa.insert(cc.clause).from_select([getattr(cc, c) for c in hist_cols],
-                                                          sa.select(*sel).where(cq.CQ_ID == cq_id)))
+            conn.execute(
+                sa.insert(cc.clause).from_select(
+                    [getattr(cc, c) for c in hist_cols], sa.select(*sel).where(cq.CQ_ID == cq_id)
+                )
+            )
             pcond = sa.true() if part is None else cq.CQ_PARTITION == part
-            deleted = conn.execute(sa.delete(cq.clause).where(sa.or_(
-                cq.CQ_ID == cq_id,
-                sa.and_(cq.CQ_DATABASE == db, cq.CQ_TABLE == tbl, cq.CQ_TYPE == "c", pcond)))).rowcount
+            deleted = conn.execute(
+                sa.delete(cq.clause).where(
+                    sa.or_(
+                        cq.CQ_ID == cq_id, sa.and_(cq.CQ_DATABASE == db, cq.CQ_TABLE == tbl, cq.CQ_TYPE == "c", pcond)
+                    )
+                )
+            ).rowcount
         else:
             deleted = conn.execute(sa.delete(cq.clause).where(cq.CQ_ID == cq_id)).rowcount
             if deleted != 1:
@@ -433,22 +580,49 @@ def mark_cleaned(ms, cq_id: int, *, remove_empty_aborted_txns: bool = True) -> d
         n_tc = 0
         if h4:
             if hw != 0:
-                aborted_ids = sorted({int(x) for (x,) in conn.execute(
-                    sa.select(tc.TC_TXNID).where(*tcond, tc.TC_WRITEID <= hw, tc.TC_TXNID.in_(
-                        sa.select(t.TXN_ID).where(t.TXN_STATE == "a"))))})
-                n_tc = conn.execute(sa.delete(tc.clause).where(
-                    tc.TC_TXNID.in_(sa.select(t.TXN_ID).where(t.TXN_STATE == "a")), *tcond,
-                    tc.TC_WRITEID <= hw)).rowcount
+                aborted_ids = sorted(
+                    {
+                        int(x)
+                        for (x,) in conn.execute(
+                            sa.select(tc.TC_TXNID).where(
+                                *tcond,
+                                tc.TC_WRITEID <= hw,
+                                tc.TC_TXNID.in_(sa.select(t.TXN_ID).where(t.TXN_STATE == "a")),
+                            )
+                        )
+                    }
+                )
+                n_tc = conn.execute(
+                    sa.delete(tc.clause).where(
+                        tc.TC_TXNID.in_(sa.select(t.TXN_ID).where(t.TXN_STATE == "a")), *tcond, tc.TC_WRITEID <= hw
+                    )
+                ).rowcount
         else:
-            aborted_ids = sorted({int(x) for (x,) in conn.execute(
-                sa.select(t.TXN_ID).distinct().select_from(t.clause.join(tc.clause, tc.TC_TXNID == t.TXN_ID))
-                .where(t.TXN_STATE == "a", *tcond, tc.TC_WRITEID <= hw))})
+            aborted_ids = sorted(
+                {
+                    int(x)
+                    for (x,) in conn.execute(
+                        sa.select(t.TXN_ID)
+                        .distinct()
+                        .select_from(t.clause.join(tc.clause, tc.TC_TXNID == t.TXN_ID))
+                        .where(t.TXN_STATE == "a", *tcond, tc.TC_WRITEID <= hw)
+                    )
+                }
+            )
             if aborted_ids:
                 n_tc = conn.execute(sa.delete(tc.clause).where(tc.TC_TXNID.in_(aborted_ids), *tcond)).rowcount
         removed = _remove_empty_aborted(ms, conn, aborted_ids) if remove_empty_aborted_txns else []
-        return {"cq_id": cq_id, "history_state": "s", "queue_rows_deleted": int(deleted),
-                "completed_txn_components_deleted": int(n_ctc), "txn_components_deleted": int(n_tc),
-                "aborted_txns": aborted_ids, "aborted_txns_removed": removed, "highest_write_id": hw, "end": now}
+        return {
+            "cq_id": cq_id,
+            "history_state": "s",
+            "queue_rows_deleted": int(deleted),
+            "completed_txn_components_deleted": int(n_ctc),
+            "txn_components_deleted": int(n_tc),
+            "aborted_txns": aborted_ids,
+            "aborted_txns_removed": removed,
+            "highest_write_id": hw,
+            "end": now,
+        }
 
     return write_step(ms, step, name="markCleaned")
 
@@ -471,8 +645,11 @@ def _remove_empty_aborted(ms, conn, txn_ids: list[int]) -> list[int]:
         return []
     T = ms.tables
     t, tc = T.TXNS, T.TXN_COMPONENTS
-    cond = [t.TXN_ID.in_(list(txn_ids)), t.TXN_STATE == "a",
-            t.TXN_ID.not_in(sa.select(tc.TC_TXNID).where(tc.TC_TXNID.in_(list(txn_ids))))]
+    cond = [
+        t.TXN_ID.in_(list(txn_ids)),
+        t.TXN_STATE == "a",
+        t.TXN_ID.not_in(sa.select(tc.TC_TXNID).where(tc.TC_TXNID.in_(list(txn_ids)))),
+    ]
     if ms.hive_version >= 4:
         mx = conn.execute(sa.select(sa.func.max(t.TXN_ID))).scalar()
         cond += [t.TXN_ID < int(mx or 0), t.TXN_STARTED < now_ms(conn) - OPEN_TXN_TIMEOUT_MS]

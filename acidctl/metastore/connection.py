@@ -24,8 +24,7 @@ from pathlib import Path
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from acidctl.errors import (AcidctlError, MetastoreError, MetastoreUnavailable, UnsupportedSchema,
-                            UsageError, redact)
+from acidctl.errors import AcidctlError, MetastoreError, MetastoreUnavailable, UnsupportedSchema, UsageError, redact
 
 log = logging.getLogger("acidctl.metastore")
 
@@ -35,6 +34,7 @@ SUPPORTED_DIALECTS = ("postgresql", "mysql", "sqlite")
 # ---------------------------------------------------------------------------------------
 # URL resolution
 # ---------------------------------------------------------------------------------------
+
 
 def config_path() -> Path:
     p = os.environ.get("ACIDCTL_CONFIG")
@@ -53,8 +53,7 @@ def _load_config(path: Path) -> dict:
         raise UsageError(f"cannot read config file {path}: {e}") from None
 
 
-def resolve_url(flag: str | None = None, *, profile: str | None = None,
-                env: Mapping[str, str] | None = None) -> str:
+def resolve_url(flag: str | None = None, *, profile: str | None = None, env: Mapping[str, str] | None = None) -> str:
     """The metastore URL: ``flag`` > ``ACIDCTL_METASTORE_URL`` > config file profile.
 
     Note: typer already maps ``ACIDCTL_METASTORE_URL`` onto ``--metastore``; the env lookup
@@ -71,8 +70,9 @@ def resolve_url(flag: str | None = None, *, profile: str | None = None,
     name = profile or environ.get("ACIDCTL_PROFILE") or cfg.get("default_profile")
     if name:
         if name not in profiles:
-            raise UsageError(f"profile {name!r} not found in {path}",
-                             hint="define [profiles.%s] metastore = \"URL\"" % name)
+            raise UsageError(
+                f"profile {name!r} not found in {path}", hint='define [profiles.%s] metastore = "URL"' % name
+            )
         url = profiles[name].get("metastore") or profiles[name].get("metastore_url")
         if not url:
             raise UsageError(f"profile {name!r} in {path} has no 'metastore' URL")
@@ -81,8 +81,9 @@ def resolve_url(flag: str | None = None, *, profile: str | None = None,
         return profiles["default"]["metastore"]
     if cfg.get("metastore"):
         return cfg["metastore"]
-    raise UsageError("no metastore given",
-                     hint="use --metastore URL, ACIDCTL_METASTORE_URL, or a profile in ~/.acidctl.toml")
+    raise UsageError(
+        "no metastore given", hint="use --metastore URL, ACIDCTL_METASTORE_URL, or a profile in ~/.acidctl.toml"
+    )
 
 
 def profile_setting(key: str, *, profile: str | None = None, env: Mapping[str, str] | None = None) -> Any:
@@ -116,6 +117,7 @@ def safe_url(url: Any) -> str:
 # Engines
 # ---------------------------------------------------------------------------------------
 
+
 def _normalize_url(url: str):
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
@@ -123,8 +125,10 @@ def _normalize_url(url: str):
     try:
         u = make_url(url)
     except ArgumentError:
-        raise UsageError(f"not a database URL: {redact(str(url))}",
-                         hint="e.g. postgresql+psycopg://hive@host/metastore, mysql+pymysql://..., sqlite:///path") from None
+        raise UsageError(
+            f"not a database URL: {redact(str(url))}",
+            hint="e.g. postgresql+psycopg://hive@host/metastore, mysql+pymysql://..., sqlite:///path",
+        ) from None
     backend = u.get_backend_name()
     if backend == "mariadb":
         u = u.set(drivername="mysql+pymysql")
@@ -133,8 +137,10 @@ def _normalize_url(url: str):
     elif backend == "mysql" and u.drivername == "mysql":
         u = u.set(drivername="mysql+pymysql")
     if u.get_backend_name() not in SUPPORTED_DIALECTS:
-        raise UsageError(f"unsupported metastore database {backend!r} in {safe_url(u)}",
-                         hint="supported: postgresql, mysql/mariadb, sqlite")
+        raise UsageError(
+            f"unsupported metastore database {backend!r} in {safe_url(u)}",
+            hint="supported: postgresql, mysql/mariadb, sqlite",
+        )
     return u
 
 
@@ -162,8 +168,9 @@ def create_engine(url: Any, *, connect_timeout: int = 10, must_exist: bool = Tru
     try:
         return sa.create_engine(u, **kw)
     except NoSuchModuleError:
-        raise UsageError(f"no driver for {safe_url(u)}",
-                         hint="install acidctl[postgres] (psycopg) or acidctl[mysql] (PyMySQL)") from None
+        raise UsageError(
+            f"no driver for {safe_url(u)}", hint="install acidctl[postgres] (psycopg) or acidctl[mysql] (PyMySQL)"
+        ) from None
     except ModuleNotFoundError as e:
         raise UsageError(f"database driver missing for {safe_url(u)}: {e.name}") from None
 
@@ -193,8 +200,9 @@ def translate_error(e: BaseException, url: Any = None) -> AcidctlError:
             return UnsupportedSchema(f"metastore query failed{where}: {msg}")
         return MetastoreUnavailable(f"cannot reach the metastore{where}: {msg}")
     if isinstance(e, exc.ProgrammingError):
-        return UnsupportedSchema(f"metastore query failed{where}: {msg}",
-                                 hint="is this a Hive metastore of a supported version?")
+        return UnsupportedSchema(
+            f"metastore query failed{where}: {msg}", hint="is this a Hive metastore of a supported version?"
+        )
     if isinstance(e, exc.DBAPIError):
         return MetastoreError(f"metastore query failed{where}: {msg}")
     return MetastoreError(f"metastore error{where}: {msg}")
@@ -212,13 +220,17 @@ def db_errors(url: Any = None) -> Iterator[None]:
     except exc.SQLAlchemyError as e:
         err = translate_error(e, url)
     except OSError as e:
-        err = MetastoreUnavailable(f"cannot reach the metastore{f' ({safe_url(url)})' if url is not None else ''}: {redact(str(e))}")
+        err = MetastoreUnavailable(
+            f"cannot reach the metastore{f' ({safe_url(url)})' if url is not None else ''}: {redact(str(e))}"
+        )
     except TypeError as e:
         # a URL query option the DBAPI driver does not accept (pymysql's connect(**kwargs))
         if "keyword argument" not in str(e):
             raise
-        err = UsageError(f"the metastore URL{f' ({safe_url(url)})' if url is not None else ''} has an option "
-                         f"the database driver does not accept: {redact(str(e))}")
+        err = UsageError(
+            f"the metastore URL{f' ({safe_url(url)})' if url is not None else ''} has an option "
+            f"the database driver does not accept: {redact(str(e))}"
+        )
     else:
         return
     raise err from None
@@ -263,12 +275,14 @@ def _table_names(conn) -> set[str]:
 
     d = conn.dialect.name
     if d == "postgresql":
-        rows = conn.execute(sa.text(
-            "SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE c.relkind IN ('r', 'v', 'p') AND n.nspname = ANY (current_schemas(false))"))
+        rows = conn.execute(
+            sa.text(
+                "SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE c.relkind IN ('r', 'v', 'p') AND n.nspname = ANY (current_schemas(false))"
+            )
+        )
     elif d in ("mysql", "mariadb"):
-        rows = conn.execute(sa.text(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE()"))
+        rows = conn.execute(sa.text("SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE()"))
     else:
         rows = conn.execute(sa.text("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"))
     return {r[0] for r in rows}
@@ -288,20 +302,28 @@ def _all_columns(conn, tables: list[str]) -> dict[str, set[str]]:
     d = conn.dialect.name
     out: dict[str, set[str]] = {t: set() for t in tables}
     if d == "postgresql":
-        rows = conn.execute(sa.text(
-            "SELECT c.relname, a.attname FROM pg_catalog.pg_attribute a "
-            "JOIN pg_catalog.pg_class c ON c.oid = a.attrelid "
-            "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE c.relname = ANY (:names) AND n.nspname = ANY (current_schemas(false)) "
-            "AND c.relkind IN ('r', 'v', 'p') AND a.attnum > 0 AND NOT a.attisdropped"),
-            {"names": list(tables)}) if tables else []
+        rows = (
+            conn.execute(
+                sa.text(
+                    "SELECT c.relname, a.attname FROM pg_catalog.pg_attribute a "
+                    "JOIN pg_catalog.pg_class c ON c.oid = a.attrelid "
+                    "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+                    "WHERE c.relname = ANY (:names) AND n.nspname = ANY (current_schemas(false)) "
+                    "AND c.relkind IN ('r', 'v', 'p') AND a.attnum > 0 AND NOT a.attisdropped"
+                ),
+                {"names": list(tables)},
+            )
+            if tables
+            else []
+        )
         for rel, col in rows:
             if rel in out:
                 out[rel].add(col.upper())
     elif d in ("mysql", "mariadb"):
         by_lower = {t.lower(): t for t in tables}
-        rows = conn.execute(sa.text(
-            "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = DATABASE()"))
+        rows = conn.execute(
+            sa.text("SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = DATABASE()")
+        )
         for rel, col in rows:
             t = by_lower.get(str(rel).lower())
             if t is not None:
@@ -345,7 +367,8 @@ def detect(conn, *, hive_version: int | None = None):
     if missing:
         raise UnsupportedSchema(
             f"not a Hive metastore with transaction tables: missing {', '.join(missing)}",
-            hint="point --metastore at the metastore database, or create one with `acidctl metastore init`")
+            hint="point --metastore at the metastore database, or create one with `acidctl metastore init`",
+        )
     schema_version = None
     if "VERSION" in names or (dialect != "postgresql" and "VERSION" in upper):
         q = conn.dialect.identifier_preparer.quote
@@ -357,8 +380,10 @@ def detect(conn, *, hive_version: int | None = None):
         if m and m.group(1) in ("3", "4"):
             detected = int(m.group(1))
         elif hive_version is None:
-            raise UnsupportedSchema(f"unsupported Hive metastore schema version {schema_version!r}",
-                                    hint="acidctl supports Hive 3.1 and 4.0 metastores; override with --hive-version")
+            raise UnsupportedSchema(
+                f"unsupported Hive metastore schema version {schema_version!r}",
+                hint="acidctl supports Hive 3.1 and 4.0 metastores; override with --hive-version",
+            )
     if detected is None:
         if "TXN_LOCK_TBL" in upper:
             detected = 4
@@ -366,15 +391,19 @@ def detect(conn, *, hive_version: int | None = None):
             detected = 3
     version = hive_version or detected
     if version is None:
-        raise UnsupportedSchema("cannot tell the Hive version of this metastore (no VERSION row)",
-                                hint="pass --hive-version 3 or 4")
+        raise UnsupportedSchema(
+            "cannot tell the Hive version of this metastore (no VERSION row)", hint="pass --hive-version 3 or 4"
+        )
     flavor = Flavor(dialect=dialect, hive_version=version, txn_lower=txn_lower, schema_version=schema_version)
     # the columns each table really has: Hive's scripts may carry more (catalog columns of later or
     # vendor releases) or fewer (older releases) than acidctl's model; queries use what is there
     from acidctl.metastore.schema import META_TABLES, TXN_TABLES
 
-    wanted = [t for t in list(TXN_TABLES) + list(META_TABLES)
-              if flavor.physical(t) in names or (dialect == "mysql" and flavor.physical(t).upper() in upper)]
+    wanted = [
+        t
+        for t in list(TXN_TABLES) + list(META_TABLES)
+        if flavor.physical(t) in names or (dialect == "mysql" and flavor.physical(t).upper() in upper)
+    ]
     by_phys = _all_columns(conn, [flavor.physical(t) for t in wanted])
     present = {t: by_phys[flavor.physical(t)] for t in wanted if by_phys.get(flavor.physical(t))}
     return flavor, Tables(flavor, present)
@@ -413,8 +442,13 @@ def connect(engine_or_url: Any, *, hive_version: Any = None) -> Metastore:
     log.info("metastore %s", safe_url(engine.url))
     with read_only(engine) as conn:
         flavor, tables = detect(conn, hive_version=hv)
-    log.info("metastore flavour: %s, Hive %d (schema %s)%s", flavor.dialect, flavor.hive_version,
-             flavor.schema_version, ", lower-case transaction tables" if flavor.txn_lower else "")
+    log.info(
+        "metastore flavour: %s, Hive %d (schema %s)%s",
+        flavor.dialect,
+        flavor.hive_version,
+        flavor.schema_version,
+        ", lower-case transaction tables" if flavor.txn_lower else "",
+    )
     return Metastore(engine=engine, flavor=flavor, tables=tables, url=engine.url)
 
 

@@ -20,20 +20,50 @@ from typing import Any
 
 from acidctl.acid.hive2 import Hive2TxnList, from_states
 from acidctl.errors import RefusedError, TableNotFound, UsageError
-from acidctl.metastore.connection import _columns, _table_names, as_engine, create_engine, db_errors, read_only, safe_url
+from acidctl.metastore.connection import (
+    _columns,
+    _table_names,
+    as_engine,
+    create_engine,
+    db_errors,
+    read_only,
+    safe_url,
+)
 
 INIT_COMMENT = "acidctl metastore init"
 #: 2.3 AUX_TABLE mutex names (B.8)
-MUTEXES = ("Initiator", "Cleaner", "HouseKeeper", "CompactionHistory", "CheckLock", "WriteSetCleaner",
-           "CompactionScheduler")
+MUTEXES = (
+    "Initiator",
+    "Cleaner",
+    "HouseKeeper",
+    "CompactionHistory",
+    "CheckLock",
+    "WriteSetCleaner",
+    "CompactionScheduler",
+)
 TXN_STATES = {"o": "OPEN", "a": "ABORTED"}
 #: SHOW COMPACTIONS state texts of 2.3 (B.9)
-COMPACTION_STATES = {"i": "initiated", "w": "working", "r": "ready for cleaning", "f": "failed",
-                     "s": "succeeded", "a": "attempted"}
+COMPACTION_STATES = {
+    "i": "initiated",
+    "w": "working",
+    "r": "ready for cleaning",
+    "f": "failed",
+    "s": "succeeded",
+    "a": "attempted",
+}
 COMPACTION_TYPES = {"a": "MAJOR", "i": "MINOR"}
 #: SHOW COMPACTIONS column headers in Hive 2.3 (9 columns, no CompactionId)
-COMPACTION_HEADERS = ["Database", "Table", "Partition", "Type", "State", "Worker", "Start Time", "Duration(ms)",
-                      "HadoopJobId"]
+COMPACTION_HEADERS = [
+    "Database",
+    "Table",
+    "Partition",
+    "Type",
+    "State",
+    "Worker",
+    "Start Time",
+    "Duration(ms)",
+    "HadoopJobId",
+]
 
 
 def _dialect(engine) -> str:
@@ -44,8 +74,9 @@ def _dialect(engine) -> str:
 def _flavor(dialect: str):
     from acidctl.metastore.schema import HIVE2_SCHEMA_VERSION, Flavor
 
-    return Flavor(dialect=dialect, hive_version=2, txn_lower=dialect == "postgresql",
-                  schema_version=HIVE2_SCHEMA_VERSION)
+    return Flavor(
+        dialect=dialect, hive_version=2, txn_lower=dialect == "postgresql", schema_version=HIVE2_SCHEMA_VERSION
+    )
 
 
 def build_metadata(dialect: str):
@@ -66,8 +97,16 @@ def build_metadata(dialect: str):
             kw: dict[str, Any] = {}
             if ctype == _BOOL and not nullable:
                 kw["server_default"] = sa.text("false" if dialect == "postgresql" else "0")
-            columns.append(sa.Column(f.column(name, cname), _sa_type(ctype, dialect), primary_key=cname in pk,
-                                     nullable=nullable and cname not in pk, autoincrement=False, **kw))
+            columns.append(
+                sa.Column(
+                    f.column(name, cname),
+                    _sa_type(ctype, dialect),
+                    primary_key=cname in pk,
+                    nullable=nullable and cname not in pk,
+                    autoincrement=False,
+                    **kw,
+                )
+            )
         kwargs: dict[str, Any] = {"mysql_engine": "InnoDB", "mysql_charset": "latin1"} if dialect == "mysql" else {}
         sa.Table(f.physical(name), md, *columns, **kwargs)
     return md
@@ -87,8 +126,9 @@ def init_hive2(url_or_engine: Any, *, warehouse: str = "file:/tmp/acidctl-wareho
             clash = sorted({n.upper() for n in _table_names(conn)} & {t.upper() for t in md.tables})
             conn.rollback()
         if clash:
-            raise RefusedError(f"{safe_url(engine.url)} already has metastore tables ({', '.join(clash[:5])}); "
-                               "refusing to touch it")
+            raise RefusedError(
+                f"{safe_url(engine.url)} already has metastore tables ({', '.join(clash[:5])}); refusing to touch it"
+            )
         with engine.begin() as conn:
             md.create_all(conn)
             tables = {t.name.upper(): t for t in md.tables.values()}
@@ -96,17 +136,32 @@ def init_hive2(url_or_engine: Any, *, warehouse: str = "file:/tmp/acidctl-wareho
             def ins(name: str, **values):
                 conn.execute(tables[name].insert().values({f.column(name, k): v for k, v in values.items()}))
 
-            ins("VERSION", VER_ID=1, SCHEMA_VERSION=HIVE2_SCHEMA_VERSION,
-                VERSION_COMMENT=f"{INIT_COMMENT} (Hive {HIVE2_SCHEMA_VERSION})")
+            ins(
+                "VERSION",
+                VER_ID=1,
+                SCHEMA_VERSION=HIVE2_SCHEMA_VERSION,
+                VERSION_COMMENT=f"{INIT_COMMENT} (Hive {HIVE2_SCHEMA_VERSION})",
+            )
             ins("NEXT_TXN_ID", NTXN_NEXT=1)
             ins("NEXT_LOCK_ID", NL_NEXT=1)
             ins("NEXT_COMPACTION_QUEUE_ID", NCQ_NEXT=1)
-            ins("DBS", DB_ID=1, DESC="Default Hive database", DB_LOCATION_URI=warehouse.rstrip("/"), NAME="default",
-                OWNER_NAME="public", OWNER_TYPE="ROLE")
+            ins(
+                "DBS",
+                DB_ID=1,
+                DESC="Default Hive database",
+                DB_LOCATION_URI=warehouse.rstrip("/"),
+                NAME="default",
+                OWNER_NAME="public",
+                OWNER_TYPE="ROLE",
+            )
             for m in MUTEXES:
                 ins("AUX_TABLE", MT_KEY1=m, MT_KEY2=0)
-    return {"url": safe_url(engine.url), "hive_version": 2, "schema_version": HIVE2_SCHEMA_VERSION,
-            "tables": sorted(md.tables)}
+    return {
+        "url": safe_url(engine.url),
+        "hive_version": 2,
+        "schema_version": HIVE2_SCHEMA_VERSION,
+        "tables": sorted(md.tables),
+    }
 
 
 def is_hive2(engine_or_url: Any) -> bool:
@@ -145,8 +200,11 @@ class Hive2Metastore:
 
         from acidctl.metastore.schema import HIVE2_TXN_TABLES, T, hive2_meta_columns
 
-        cols = [c[0] for c in HIVE2_TXN_TABLES[name]["cols"]] if name in HIVE2_TXN_TABLES else \
-            [c[0] for c in hive2_meta_columns(name)]
+        cols = (
+            [c[0] for c in HIVE2_TXN_TABLES[name]["cols"]]
+            if name in HIVE2_TXN_TABLES
+            else [c[0] for c in hive2_meta_columns(name)]
+        )
         f = self.flavor
         clause = sa.table(f.physical(name), *[sa.column(f.column(name, c)) for c in cols])
         return T(name, clause, f.txn_lower and name in HIVE2_TXN_TABLES)
@@ -166,13 +224,17 @@ def connect_hive2(engine_or_url: Any) -> Hive2Metastore:
 # snapshots (B.2)
 # =========================================================================================
 
+
 def _txn_rows(ms: Hive2Metastore, conn) -> tuple[int, list]:
     import sqlalchemy as sa
 
     nt, tx = ms.t("NEXT_TXN_ID"), ms.t("TXNS")
     nxt = conn.execute(sa.select(nt.NTXN_NEXT)).scalar()
-    rows = conn.execute(sa.select(tx.TXN_ID, tx.TXN_STATE, tx.TXN_STARTED, tx.TXN_LAST_HEARTBEAT, tx.TXN_USER,
-                                  tx.TXN_HOST).order_by(tx.TXN_ID)).all()
+    rows = conn.execute(
+        sa.select(tx.TXN_ID, tx.TXN_STATE, tx.TXN_STARTED, tx.TXN_LAST_HEARTBEAT, tx.TXN_USER, tx.TXN_HOST).order_by(
+            tx.TXN_ID
+        )
+    ).all()
     return (int(nxt) - 1 if nxt is not None else 0), rows
 
 
@@ -188,13 +250,24 @@ def txn_list(engine_or_url: Any) -> Hive2TxnList:
 # SHOW TRANSACTIONS / SHOW COMPACTIONS (B.9)
 # =========================================================================================
 
+
 def show_transactions(engine_or_url: Any) -> dict:
     """Every TXNS row with TXN_ID ≤ hwm (open and aborted; committed ones are deleted in 2.3)."""
     ms = connect_hive2(engine_or_url)
     with db_errors(ms.engine.url), ms.read() as conn:
         hwm, rows = _txn_rows(ms, conn)
-    out = [{"txn_id": int(r[0]), "state": TXN_STATES.get(r[1], r[1]), "started_ms": r[2], "last_heartbeat_ms": r[3],
-            "user": r[4], "host": r[5]} for r in rows if int(r[0]) <= hwm]
+    out = [
+        {
+            "txn_id": int(r[0]),
+            "state": TXN_STATES.get(r[1], r[1]),
+            "started_ms": r[2],
+            "last_heartbeat_ms": r[3],
+            "user": r[4],
+            "host": r[5],
+        }
+        for r in rows
+        if int(r[0]) <= hwm
+    ]
     return {"hive_version": 2, "txn_high_water_mark": hwm, "transactions": out}
 
 
@@ -205,18 +278,51 @@ def show_compactions(engine_or_url: Any, *, now_ms: int | None = None) -> dict:
     ms = connect_hive2(engine_or_url)
     q, c = ms.t("COMPACTION_QUEUE"), ms.t("COMPLETED_COMPACTIONS")
     with db_errors(ms.engine.url), ms.read() as conn:
-        queued = conn.execute(sa.select(q.CQ_DATABASE, q.CQ_TABLE, q.CQ_PARTITION, q.CQ_TYPE, q.CQ_STATE,
-                                        q.CQ_WORKER_ID, q.CQ_START, sa.null(), q.CQ_HADOOP_JOB_ID,
-                                        q.CQ_HIGHEST_TXN_ID)).all()
-        done = conn.execute(sa.select(c.CC_DATABASE, c.CC_TABLE, c.CC_PARTITION, c.CC_TYPE, c.CC_STATE,
-                                      c.CC_WORKER_ID, c.CC_START, c.CC_END, c.CC_HADOOP_JOB_ID,
-                                      c.CC_HIGHEST_TXN_ID)).all()
+        queued = conn.execute(
+            sa.select(
+                q.CQ_DATABASE,
+                q.CQ_TABLE,
+                q.CQ_PARTITION,
+                q.CQ_TYPE,
+                q.CQ_STATE,
+                q.CQ_WORKER_ID,
+                q.CQ_START,
+                sa.null(),
+                q.CQ_HADOOP_JOB_ID,
+                q.CQ_HIGHEST_TXN_ID,
+            )
+        ).all()
+        done = conn.execute(
+            sa.select(
+                c.CC_DATABASE,
+                c.CC_TABLE,
+                c.CC_PARTITION,
+                c.CC_TYPE,
+                c.CC_STATE,
+                c.CC_WORKER_ID,
+                c.CC_START,
+                c.CC_END,
+                c.CC_HADOOP_JOB_ID,
+                c.CC_HIGHEST_TXN_ID,
+            )
+        ).all()
     rows = []
     for r, finished in [(r, False) for r in queued] + [(r, True) for r in done]:
         duration = (int(r[7]) - int(r[6])) if finished and r[6] is not None and r[7] is not None else None
-        rows.append({"database": r[0], "table": r[1], "partition": r[2], "type": COMPACTION_TYPES.get(r[3], r[3]),
-                     "state": COMPACTION_STATES.get(r[4], r[4]), "worker": r[5], "start_ms": r[6],
-                     "duration_ms": duration, "hadoop_job_id": r[8], "highest_txn_id": r[9]})
+        rows.append(
+            {
+                "database": r[0],
+                "table": r[1],
+                "partition": r[2],
+                "type": COMPACTION_TYPES.get(r[3], r[3]),
+                "state": COMPACTION_STATES.get(r[4], r[4]),
+                "worker": r[5],
+                "start_ms": r[6],
+                "duration_ms": duration,
+                "hadoop_job_id": r[8],
+                "highest_txn_id": r[9],
+            }
+        )
     return {"hive_version": 2, "compactions": rows}
 
 
@@ -224,14 +330,15 @@ def show_compactions(engine_or_url: Any, *, now_ms: int | None = None) -> dict:
 # tables (for DB.TABLE targets and upgrade-check)
 # =========================================================================================
 
+
 @dataclasses.dataclass
 class Hive2Table:
     db: str
     table: str
     location: str | None
     params: dict[str, str]
-    partition_keys: list[tuple[str, str]]           # (name, type) in order
-    partitions: list[tuple[str, str | None]]        # (PART_NAME, location)
+    partition_keys: list[tuple[str, str]]  # (name, type) in order
+    partitions: list[tuple[str, str | None]]  # (PART_NAME, location)
 
     @property
     def full_name(self) -> str:
@@ -242,9 +349,13 @@ class Hive2Table:
         return self.params.get("transactional")
 
     def to_dict(self) -> dict:
-        return {"table": self.full_name, "location": self.location, "params": dict(self.params),
-                "partition_keys": [list(k) for k in self.partition_keys],
-                "partitions": [p for p, _ in self.partitions]}
+        return {
+            "table": self.full_name,
+            "location": self.location,
+            "params": dict(self.params),
+            "partition_keys": [list(k) for k in self.partition_keys],
+            "partitions": [p for p, _ in self.partitions],
+        }
 
 
 def list_tables(engine_or_url: Any, *, db_glob: str = "*", transactional_only: bool = True) -> list[Hive2Table]:
@@ -258,10 +369,11 @@ def list_tables(engine_or_url: Any, *, db_glob: str = "*", transactional_only: b
     ps = ms.t("SDS")
     pat = db_glob.lower()
     with db_errors(ms.engine.url), ms.read() as conn:
-        tabs = conn.execute(sa.select(t.TBL_ID, d.NAME, t.TBL_NAME, s.LOCATION)
-                            .select_from(t.clause.join(d.clause, t.DB_ID == d.DB_ID)
-                                         .outerjoin(s.clause, t.SD_ID == s.SD_ID))
-                            .order_by(d.NAME, t.TBL_NAME)).all()
+        tabs = conn.execute(
+            sa.select(t.TBL_ID, d.NAME, t.TBL_NAME, s.LOCATION)
+            .select_from(t.clause.join(d.clause, t.DB_ID == d.DB_ID).outerjoin(s.clause, t.SD_ID == s.SD_ID))
+            .order_by(d.NAME, t.TBL_NAME)
+        ).all()
         tabs = [r for r in tabs if fnmatch.fnmatchcase((r[1] or "").lower(), pat)]
         ids = [r[0] for r in tabs]
         params: dict[int, dict[str, str]] = {}
@@ -270,12 +382,18 @@ def list_tables(engine_or_url: Any, *, db_glob: str = "*", transactional_only: b
         if ids:
             for tid, k, v in conn.execute(sa.select(p.TBL_ID, p.PARAM_KEY, p.PARAM_VALUE).where(p.TBL_ID.in_(ids))):
                 params.setdefault(tid, {})[k] = v
-            for tid, name, typ, _ in conn.execute(sa.select(pk.TBL_ID, pk.PKEY_NAME, pk.PKEY_TYPE, pk.INTEGER_IDX)
-                                                  .where(pk.TBL_ID.in_(ids)).order_by(pk.TBL_ID, pk.INTEGER_IDX)):
+            for tid, name, typ, _ in conn.execute(
+                sa.select(pk.TBL_ID, pk.PKEY_NAME, pk.PKEY_TYPE, pk.INTEGER_IDX)
+                .where(pk.TBL_ID.in_(ids))
+                .order_by(pk.TBL_ID, pk.INTEGER_IDX)
+            ):
                 keys.setdefault(tid, []).append((name, typ))
-            for tid, name, loc in conn.execute(sa.select(pp.TBL_ID, pp.PART_NAME, ps.LOCATION)
-                                               .select_from(pp.clause.outerjoin(ps.clause, pp.SD_ID == ps.SD_ID))
-                                               .where(pp.TBL_ID.in_(ids)).order_by(pp.TBL_ID, pp.PART_NAME)):
+            for tid, name, loc in conn.execute(
+                sa.select(pp.TBL_ID, pp.PART_NAME, ps.LOCATION)
+                .select_from(pp.clause.outerjoin(ps.clause, pp.SD_ID == ps.SD_ID))
+                .where(pp.TBL_ID.in_(ids))
+                .order_by(pp.TBL_ID, pp.PART_NAME)
+            ):
                 parts.setdefault(tid, []).append((name, loc))
     out = []
     for tid, db, name, loc in tabs:
@@ -311,9 +429,11 @@ def open_txn_components(engine_or_url: Any) -> dict[tuple[str, str], list[int]]:
     ms = connect_hive2(engine_or_url)
     tc, tx = ms.t("TXN_COMPONENTS"), ms.t("TXNS")
     with db_errors(ms.engine.url), ms.read() as conn:
-        rows = conn.execute(sa.select(tc.TC_DATABASE, tc.TC_TABLE, tc.TC_TXNID)
-                            .select_from(tc.clause.join(tx.clause, tc.TC_TXNID == tx.TXN_ID))
-                            .where(tx.TXN_STATE == "o")).all()
+        rows = conn.execute(
+            sa.select(tc.TC_DATABASE, tc.TC_TABLE, tc.TC_TXNID)
+            .select_from(tc.clause.join(tx.clause, tc.TC_TXNID == tx.TXN_ID))
+            .where(tx.TXN_STATE == "o")
+        ).all()
     out: dict = {}
     for db, tbl, txn in rows:
         out.setdefault(((db or "").lower(), (tbl or "").lower()), []).append(int(txn))
@@ -322,8 +442,10 @@ def open_txn_components(engine_or_url: Any) -> dict[tuple[str, str], list[int]]:
 
 def require_hive2(engine_or_url: Any) -> Hive2Metastore:
     if not is_hive2(engine_or_url):
-        raise UsageError("this command needs a Hive 2.x metastore (VERSION 2.x, CQ_HIGHEST_TXN_ID)",
-                         hint="point --metastore at the Hive 2 cluster's metastore database")
+        raise UsageError(
+            "this command needs a Hive 2.x metastore (VERSION 2.x, CQ_HIGHEST_TXN_ID)",
+            hint="point --metastore at the Hive 2 cluster's metastore database",
+        )
     return connect_hive2(engine_or_url)
 
 
@@ -348,7 +470,21 @@ def table_info(engine_or_url: Any, spec: str, *, partition: str | None = None):
         if not found:
             raise NotFoundError(f"partition {part} of {t.full_name} not found in the Hive 2.3 metastore")
         ploc = found[0]
-    return TableInfo(db=t.db, table=t.table, tbl_id=0, table_type=None, owner=None, location=t.location,
-                     input_format=None, output_format=None, bucket_count=-1, params=dict(t.params),
-                     partition_keys=list(t.partition_keys), columns=[], partition=part, partition_location=ploc,
-                     partitions=[p for p, _ in t.partitions], hive_version=2)
+    return TableInfo(
+        db=t.db,
+        table=t.table,
+        tbl_id=0,
+        table_type=None,
+        owner=None,
+        location=t.location,
+        input_format=None,
+        output_format=None,
+        bucket_count=-1,
+        params=dict(t.params),
+        partition_keys=list(t.partition_keys),
+        columns=[],
+        partition=part,
+        partition_location=ploc,
+        partitions=[p for p, _ in t.partitions],
+        hive_version=2,
+    )

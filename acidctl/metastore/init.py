@@ -20,8 +20,7 @@ import dataclasses
 from typing import Any
 
 from acidctl.errors import RefusedError
-from acidctl.metastore.connection import (create_engine, db_errors, parse_hive_version, safe_url,
-                                          _table_names)
+from acidctl.metastore.connection import create_engine, db_errors, parse_hive_version, safe_url, _table_names
 
 #: the ``--hive-version`` of ``metastore init`` and ``demo`` when none is given (one default for
 #: both: the demo warehouse is laid out as Hive 3 writes it). Light module: CLI modules import it.
@@ -42,10 +41,18 @@ class InitResult:
         return dataclasses.asdict(self)
 
 
-def init_metastore(url_or_engine: Any, *, hive_version: Any = None, warehouse: str = "file:/tmp/acidctl-warehouse") -> InitResult:
+def init_metastore(
+    url_or_engine: Any, *, hive_version: Any = None, warehouse: str = "file:/tmp/acidctl-warehouse"
+) -> InitResult:
     """Create the tables in an empty database. ``hive_version``: 3 or 4."""
-    from acidctl.metastore.schema import (SCHEMA_VERSIONS, VERSION_COMMENTS, Flavor, build_metadata,
-                                         seed_rows, tables_for)
+    from acidctl.metastore.schema import (
+        SCHEMA_VERSIONS,
+        VERSION_COMMENTS,
+        Flavor,
+        build_metadata,
+        seed_rows,
+        tables_for,
+    )
 
     hv = parse_hive_version(hive_version)
     if hv is None:
@@ -67,7 +74,8 @@ def init_metastore(url_or_engine: Any, *, hive_version: Any = None, warehouse: s
             if clash:
                 raise RefusedError(
                     f"{safe_url(engine.url)} already has metastore tables ({', '.join(clash[:5])}"
-                    f"{', ...' if len(clash) > 5 else ''}); refusing to touch it")
+                    f"{', ...' if len(clash) > 5 else ''}); refusing to touch it"
+                )
         with engine.begin() as conn:
             if dialect == "mysql":
                 # as Hive's MySQL script: the seed TXNS row keeps TXN_ID 0 (AUTO_INCREMENT column)
@@ -83,12 +91,23 @@ def init_metastore(url_or_engine: Any, *, hive_version: Any = None, warehouse: s
                 for row in seed_rows(name, hv):
                     ins(name, **row)
             if hv == 4:
-                ins("TXNS", TXN_ID=0, TXN_STATE="c", TXN_STARTED=0, TXN_LAST_HEARTBEAT=0,
-                    TXN_USER="", TXN_HOST="")
+                ins("TXNS", TXN_ID=0, TXN_STATE="c", TXN_STARTED=0, TXN_LAST_HEARTBEAT=0, TXN_USER="", TXN_HOST="")
             # what HMS's first start adds (HMSHandler.createDefaultDB), so tables can be registered
-            ins("DBS", DB_ID=1, DESC="Default Hive database", DB_LOCATION_URI=warehouse.rstrip("/"),
-                NAME="default", OWNER_NAME="public", OWNER_TYPE="ROLE", CTLG_NAME="hive")
+            ins(
+                "DBS",
+                DB_ID=1,
+                DESC="Default Hive database",
+                DB_LOCATION_URI=warehouse.rstrip("/"),
+                NAME="default",
+                OWNER_NAME="public",
+                OWNER_TYPE="ROLE",
+                CTLG_NAME="hive",
+            )
             # last step of Hive's init script
             ins("VERSION", VER_ID=1, SCHEMA_VERSION=SCHEMA_VERSIONS[hv], VERSION_COMMENT=VERSION_COMMENTS[hv])
-    return InitResult(url=safe_url(engine.url), hive_version=hv, schema_version=SCHEMA_VERSIONS[hv],
-                      tables=sorted(t.name for t in md.tables.values()))
+    return InitResult(
+        url=safe_url(engine.url),
+        hive_version=hv,
+        schema_version=SCHEMA_VERSIONS[hv],
+        tables=sorted(t.name for t in md.tables.values()),
+    )

@@ -13,7 +13,7 @@ from acidctl.errors import UsageError
 from acidctl.metastore.connection import Metastore, connect, db_now_ms
 from acidctl.metastore.snapshot import TXN_TYPES, h3_txn_hwm, h4_txn_rows
 
-NO_VAL = " --- "     # MetaStoreUtils.NO_VAL
+NO_VAL = " --- "  # MetaStoreUtils.NO_VAL
 
 TXN_STATES = {"o": "OPEN", "a": "ABORTED", "c": "COMMITTED"}
 LOCK_STATES = {"a": "ACQUIRED", "w": "WAITING"}
@@ -21,11 +21,24 @@ LOCK_TYPES = {"r": "SHARED_READ", "w": "SHARED_WRITE", "e": "EXCLUSIVE", "x": "E
 # order in SHOW LOCKS: less restrictive first (LockTypeComparator)
 LOCK_TYPE_RANK = {"r": 1, "w": 2, "x": 3, "e": 4}
 COMPACTION_TYPES = {"a": "MAJOR", "i": "MINOR", "r": "REBALANCE", "c": "ABORT_TXN_CLEANUP"}
-COMPACTION_STATES_H3 = {"i": "initiated", "w": "working", "r": "ready for cleaning",
-                        "f": "failed", "s": "succeeded", "a": "attempted"}
-COMPACTION_STATES_H4 = {"i": "initiated", "w": "working", "r": "ready for cleaning",
-                        "f": "failed", "s": "succeeded", "a": "did not initiate",
-                        "c": "refused", "x": "aborted"}
+COMPACTION_STATES_H3 = {
+    "i": "initiated",
+    "w": "working",
+    "r": "ready for cleaning",
+    "f": "failed",
+    "s": "succeeded",
+    "a": "attempted",
+}
+COMPACTION_STATES_H4 = {
+    "i": "initiated",
+    "w": "working",
+    "r": "ready for cleaning",
+    "f": "failed",
+    "s": "succeeded",
+    "a": "did not initiate",
+    "c": "refused",
+    "x": "aborted",
+}
 
 
 def compaction_state_text(code: str | None, hive_version: int) -> str | None:
@@ -40,8 +53,7 @@ def parse_compaction_type(value: str) -> str:
     for code, name in COMPACTION_TYPES.items():
         if v in (name.lower(), code):
             return code
-    raise UsageError(f"unknown compaction type {value!r}",
-                     hint="one of: major, minor, rebalance, abort_txn_cleanup")
+    raise UsageError(f"unknown compaction type {value!r}", hint="one of: major, minor, rebalance, abort_txn_cleanup")
 
 
 def parse_compaction_state(value: str) -> list[str]:
@@ -65,12 +77,13 @@ def _split_id(worker: str | None) -> tuple[str | None, str | None]:
     i = worker.rfind("-")
     if i < 0:
         return worker, None
-    return worker[:i], worker[i + 1:]
+    return worker[:i], worker[i + 1 :]
 
 
 # ---------------------------------------------------------------------------------------
 # SHOW TRANSACTIONS
 # ---------------------------------------------------------------------------------------
+
 
 @dataclasses.dataclass
 class TxnsReport:
@@ -79,12 +92,23 @@ class TxnsReport:
     transactions: list[dict]
 
     def to_dict(self) -> dict:
-        return {"hive_version": self.hive_version, "txn_high_water_mark": self.txn_high_water_mark, "transactions": self.transactions}
+        return {
+            "hive_version": self.hive_version,
+            "txn_high_water_mark": self.txn_high_water_mark,
+            "transactions": self.transactions,
+        }
 
 
-def show_transactions(engine_or_url: Any, *, states: Iterable[str] | None = None, user: str | None = None,
-                      min_age_ms: int | None = None, limit: int | None = None,
-                      hive_version: Any = None, now_ms: int | None = None) -> TxnsReport:
+def show_transactions(
+    engine_or_url: Any,
+    *,
+    states: Iterable[str] | None = None,
+    user: str | None = None,
+    min_age_ms: int | None = None,
+    limit: int | None = None,
+    hive_version: Any = None,
+    now_ms: int | None = None,
+) -> TxnsReport:
     """Open and aborted transactions (Hive 4: plus young id gaps as synthetic open rows).
 
     ``states``: subset of {"open", "aborted"}; ``min_age_ms``: only txns started at least that
@@ -125,23 +149,51 @@ def show_transactions(engine_or_url: Any, *, states: Iterable[str] | None = None
             conds.append(t.TXN_USER == user)
         if min_age_ms:
             conds.append(t.TXN_STARTED <= now - int(min_age_ms))
-        cols = [t.TXN_ID, t.TXN_STATE, t.TXN_STARTED, t.TXN_LAST_HEARTBEAT, t.TXN_USER, t.TXN_HOST,
-                t.TXN_AGENT_INFO, t.TXN_TYPE if t.has("TXN_TYPE") else sa.literal(None),
-                t.TXN_HEARTBEAT_COUNT]
+        cols = [
+            t.TXN_ID,
+            t.TXN_STATE,
+            t.TXN_STARTED,
+            t.TXN_LAST_HEARTBEAT,
+            t.TXN_USER,
+            t.TXN_HOST,
+            t.TXN_AGENT_INFO,
+            t.TXN_TYPE if t.has("TXN_TYPE") else sa.literal(None),
+            t.TXN_HEARTBEAT_COUNT,
+        ]
         q = sa.select(*cols).where(*conds).order_by(t.TXN_ID)
         if limit is not None:
             q = q.limit(limit)
         rows_out = []
         for tid, st, started, hb, u, host, agent, ttype, hbc in conn.execute(q):
-            rows_out.append({
-                "txnid": int(tid), "state": TXN_STATES.get(st, st), "startedtime": _int(started),
-                "lastheartbeattime": _int(hb), "user": u, "host": host, "agentinfo": agent,
-                "type": TXN_TYPES.get(ttype) if ttype is not None else None,
-                "heartbeatcount": _int(hbc), "synthetic": False})
+            rows_out.append(
+                {
+                    "txnid": int(tid),
+                    "state": TXN_STATES.get(st, st),
+                    "startedtime": _int(started),
+                    "lastheartbeattime": _int(hb),
+                    "user": u,
+                    "host": host,
+                    "agentinfo": agent,
+                    "type": TXN_TYPES.get(ttype) if ttype is not None else None,
+                    "heartbeatcount": _int(hbc),
+                    "synthetic": False,
+                }
+            )
     for g in gaps:
-        rows_out.append({"txnid": g, "state": "OPEN", "startedtime": None, "lastheartbeattime": None,
-                         "user": None, "host": None, "agentinfo": None, "type": "DEFAULT",
-                         "heartbeatcount": None, "synthetic": True})
+        rows_out.append(
+            {
+                "txnid": g,
+                "state": "OPEN",
+                "startedtime": None,
+                "lastheartbeattime": None,
+                "user": None,
+                "host": None,
+                "agentinfo": None,
+                "type": "DEFAULT",
+                "heartbeatcount": None,
+                "synthetic": True,
+            }
+        )
     rows_out.sort(key=lambda r: r["txnid"])
     if limit is not None:
         rows_out = rows_out[:limit]
@@ -156,6 +208,7 @@ def _int(v) -> int | None:
 # SHOW LOCKS
 # ---------------------------------------------------------------------------------------
 
+
 @dataclasses.dataclass
 class LocksReport:
     hive_version: int
@@ -167,9 +220,16 @@ class LocksReport:
         return {"hive_version": self.hive_version, "extended": self.extended, "locks": self.locks}
 
 
-def show_locks(engine_or_url: Any, *, db: str | None = None, table: str | None = None,
-               partition: str | None = None, txn_id: int | None = None, extended: bool = False,
-               hive_version: Any = None) -> LocksReport:
+def show_locks(
+    engine_or_url: Any,
+    *,
+    db: str | None = None,
+    table: str | None = None,
+    partition: str | None = None,
+    txn_id: int | None = None,
+    extended: bool = False,
+    hive_version: Any = None,
+) -> LocksReport:
     """HIVE_LOCKS rows in SHOW LOCKS order: acquired before waiting, then lock type (less
     restrictive first), external id, internal id."""
     import sqlalchemy as sa
@@ -187,30 +247,51 @@ def show_locks(engine_or_url: Any, *, db: str | None = None, table: str | None =
         conds.append(h.HL_TXNID == txn_id)
     rank = sa.case({k: v for k, v in LOCK_TYPE_RANK.items()}, value=h.HL_LOCK_TYPE, else_=9)
     state_rank = sa.case((h.HL_LOCK_STATE == "a", 0), else_=1)
-    cols = [h.HL_LOCK_EXT_ID, h.HL_LOCK_INT_ID, h.HL_DB, h.HL_TABLE, h.HL_PARTITION, h.HL_LOCK_STATE,
-            h.HL_BLOCKEDBY_EXT_ID, h.HL_BLOCKEDBY_INT_ID, h.HL_LOCK_TYPE, h.HL_TXNID,
-            h.HL_LAST_HEARTBEAT, h.HL_ACQUIRED_AT, h.HL_USER, h.HL_HOST, h.HL_AGENT_INFO,
-            h.HL_HEARTBEAT_COUNT]
+    cols = [
+        h.HL_LOCK_EXT_ID,
+        h.HL_LOCK_INT_ID,
+        h.HL_DB,
+        h.HL_TABLE,
+        h.HL_PARTITION,
+        h.HL_LOCK_STATE,
+        h.HL_BLOCKEDBY_EXT_ID,
+        h.HL_BLOCKEDBY_INT_ID,
+        h.HL_LOCK_TYPE,
+        h.HL_TXNID,
+        h.HL_LAST_HEARTBEAT,
+        h.HL_ACQUIRED_AT,
+        h.HL_USER,
+        h.HL_HOST,
+        h.HL_AGENT_INFO,
+        h.HL_HEARTBEAT_COUNT,
+    ]
     src: Any = h.clause
     if extended:
         t = ms.tables.TXNS
         cols += [t.TXN_STATE, t.TXN_LAST_HEARTBEAT]
         src = h.clause.outerjoin(t.clause, t.TXN_ID == h.HL_TXNID)
-    q = (sa.select(*cols).select_from(src).where(*conds)
-         .order_by(state_rank, rank, h.HL_LOCK_EXT_ID, h.HL_LOCK_INT_ID))
+    q = sa.select(*cols).select_from(src).where(*conds).order_by(state_rank, rank, h.HL_LOCK_EXT_ID, h.HL_LOCK_INT_ID)
     out = []
     with ms.read() as conn:
         for r in conn.execute(q):
             ext, intid, hdb, htab, hpart, st, bext, bint, ltype, txn, hb, acq, u, host, agent, hbc = r[:16]
             d = {
-                "lockid": f"{ext}.{intid}", "lock_ext_id": int(ext), "lock_int_id": int(intid),
-                "database": hdb, "table": htab, "partition": hpart,
+                "lockid": f"{ext}.{intid}",
+                "lock_ext_id": int(ext),
+                "lock_int_id": int(intid),
+                "database": hdb,
+                "table": htab,
+                "partition": hpart,
                 "lock_state": LOCK_STATES.get(st, st),
                 "blocked_by": f"{bext}.{bint}" if bext is not None else None,
                 "lock_type": LOCK_TYPES.get(ltype, ltype),
                 "transaction_id": int(txn) if txn else None,
-                "last_heartbeat": _int(hb), "acquired_at": int(acq) if acq else None,
-                "user": u, "hostname": host, "agent_info": agent, "heartbeat_count": _int(hbc),
+                "last_heartbeat": _int(hb),
+                "acquired_at": int(acq) if acq else None,
+                "user": u,
+                "hostname": host,
+                "agent_info": agent,
+                "heartbeat_count": _int(hbc),
             }
             if extended:
                 d["txn_state"] = TXN_STATES.get(r[16], r[16]) if r[16] is not None else None
@@ -225,30 +306,56 @@ def show_locks(engine_or_url: Any, *, db: str | None = None, table: str | None =
 
 # output column name -> CC_ column (Hive 4 ShowCompactionsAnalyzer mapping)
 ORDER_COLUMNS = {
-    "compactionid": "CC_ID", "id": "CC_ID", "dbname": "CC_DATABASE", "database": "CC_DATABASE",
-    "tabname": "CC_TABLE", "table": "CC_TABLE", "partname": "CC_PARTITION", "partition": "CC_PARTITION",
-    "type": "CC_TYPE", "state": "CC_STATE", "enqueuetime": "CC_ENQUEUE_TIME", "starttime": "CC_START",
-    "poolname": "CC_POOL_NAME", "nexttxnid": "CC_NEXT_TXN_ID", "hadoopjobid": "CC_HADOOP_JOB_ID",
-    "workerhost": "CC_WORKER_ID", "workerid": "CC_WORKER_ID", "duration": "CC_END",
-    "endtime": "CC_END", "txnid": "CC_TXN_ID", "committime": "CC_COMMIT_TIME",
-    "highestwriteid": "CC_HIGHEST_WRITE_ID", "hightestwriteid": "CC_HIGHEST_WRITE_ID",
-    "errormessage": "CC_ERROR_MESSAGE", "initiatorid": "CC_INITIATOR_ID",
-    "initiatorhost": "CC_INITIATOR_ID", "runas": "CC_RUN_AS",
+    "compactionid": "CC_ID",
+    "id": "CC_ID",
+    "dbname": "CC_DATABASE",
+    "database": "CC_DATABASE",
+    "tabname": "CC_TABLE",
+    "table": "CC_TABLE",
+    "partname": "CC_PARTITION",
+    "partition": "CC_PARTITION",
+    "type": "CC_TYPE",
+    "state": "CC_STATE",
+    "enqueuetime": "CC_ENQUEUE_TIME",
+    "starttime": "CC_START",
+    "poolname": "CC_POOL_NAME",
+    "nexttxnid": "CC_NEXT_TXN_ID",
+    "hadoopjobid": "CC_HADOOP_JOB_ID",
+    "workerhost": "CC_WORKER_ID",
+    "workerid": "CC_WORKER_ID",
+    "duration": "CC_END",
+    "endtime": "CC_END",
+    "txnid": "CC_TXN_ID",
+    "committime": "CC_COMMIT_TIME",
+    "highestwriteid": "CC_HIGHEST_WRITE_ID",
+    "hightestwriteid": "CC_HIGHEST_WRITE_ID",
+    "errormessage": "CC_ERROR_MESSAGE",
+    "initiatorid": "CC_INITIATOR_ID",
+    "initiatorhost": "CC_INITIATOR_ID",
+    "runas": "CC_RUN_AS",
 }
 
 # (union column, COMPACTION_QUEUE column or None, COMPLETED_COMPACTIONS column)
 _UNION = [
-    ("CC_ID", "CQ_ID", "CC_ID"), ("CC_DATABASE", "CQ_DATABASE", "CC_DATABASE"),
-    ("CC_TABLE", "CQ_TABLE", "CC_TABLE"), ("CC_PARTITION", "CQ_PARTITION", "CC_PARTITION"),
-    ("CC_STATE", "CQ_STATE", "CC_STATE"), ("CC_TYPE", "CQ_TYPE", "CC_TYPE"),
-    ("CC_WORKER_ID", "CQ_WORKER_ID", "CC_WORKER_ID"), ("CC_ENQUEUE_TIME", "CQ_ENQUEUE_TIME", "CC_ENQUEUE_TIME"),
-    ("CC_START", "CQ_START", "CC_START"), ("CC_END", None, "CC_END"),
-    ("CC_RUN_AS", "CQ_RUN_AS", "CC_RUN_AS"), ("CC_HIGHEST_WRITE_ID", "CQ_HIGHEST_WRITE_ID", "CC_HIGHEST_WRITE_ID"),
+    ("CC_ID", "CQ_ID", "CC_ID"),
+    ("CC_DATABASE", "CQ_DATABASE", "CC_DATABASE"),
+    ("CC_TABLE", "CQ_TABLE", "CC_TABLE"),
+    ("CC_PARTITION", "CQ_PARTITION", "CC_PARTITION"),
+    ("CC_STATE", "CQ_STATE", "CC_STATE"),
+    ("CC_TYPE", "CQ_TYPE", "CC_TYPE"),
+    ("CC_WORKER_ID", "CQ_WORKER_ID", "CC_WORKER_ID"),
+    ("CC_ENQUEUE_TIME", "CQ_ENQUEUE_TIME", "CC_ENQUEUE_TIME"),
+    ("CC_START", "CQ_START", "CC_START"),
+    ("CC_END", None, "CC_END"),
+    ("CC_RUN_AS", "CQ_RUN_AS", "CC_RUN_AS"),
+    ("CC_HIGHEST_WRITE_ID", "CQ_HIGHEST_WRITE_ID", "CC_HIGHEST_WRITE_ID"),
     ("CC_HADOOP_JOB_ID", "CQ_HADOOP_JOB_ID", "CC_HADOOP_JOB_ID"),
     ("CC_ERROR_MESSAGE", "CQ_ERROR_MESSAGE", "CC_ERROR_MESSAGE"),
     ("CC_INITIATOR_ID", "CQ_INITIATOR_ID", "CC_INITIATOR_ID"),
-    ("CC_POOL_NAME", "CQ_POOL_NAME", "CC_POOL_NAME"), ("CC_TXN_ID", "CQ_TXN_ID", "CC_TXN_ID"),
-    ("CC_NEXT_TXN_ID", "CQ_NEXT_TXN_ID", "CC_NEXT_TXN_ID"), ("CC_COMMIT_TIME", "CQ_COMMIT_TIME", "CC_COMMIT_TIME"),
+    ("CC_POOL_NAME", "CQ_POOL_NAME", "CC_POOL_NAME"),
+    ("CC_TXN_ID", "CQ_TXN_ID", "CC_TXN_ID"),
+    ("CC_NEXT_TXN_ID", "CQ_NEXT_TXN_ID", "CC_NEXT_TXN_ID"),
+    ("CC_COMMIT_TIME", "CQ_COMMIT_TIME", "CC_COMMIT_TIME"),
 ]
 
 
@@ -279,8 +386,10 @@ def _parse_order(order_by: str | None) -> list[tuple[str, bool]]:
         if col is None:
             cand = "CC_" + name.upper()
             if cand not in {u[0] for u in _UNION}:
-                raise UsageError(f"unknown --order-by column {words[0]!r}",
-                                 hint="e.g. compactionid, dbname, tabname, partname, enqueuetime, starttime, duration, committime")
+                raise UsageError(
+                    f"unknown --order-by column {words[0]!r}",
+                    hint="e.g. compactionid, dbname, tabname, partname, enqueuetime, starttime, duration, committime",
+                )
             col = cand
         out.append((col, desc))
     return out
@@ -299,10 +408,27 @@ def _branch(ms: Metastore, queue: bool, filters: dict, sel_limit: int | None, or
             # Hive 4's ShowCompactHandler selects -1 as the queue rows' end time
             cols.append(sa.cast(sa.literal(-1), sa.BigInteger()).label(name))
         else:
-            cols.append(sa.cast(sa.null(), sa.BigInteger() if name not in (
-                "CC_ERROR_MESSAGE", "CC_INITIATOR_ID", "CC_POOL_NAME", "CC_WORKER_ID", "CC_RUN_AS",
-                "CC_HADOOP_JOB_ID", "CC_DATABASE", "CC_TABLE", "CC_PARTITION", "CC_STATE", "CC_TYPE")
-                else sa.String()).label(name))
+            cols.append(
+                sa.cast(
+                    sa.null(),
+                    sa.BigInteger()
+                    if name
+                    not in (
+                        "CC_ERROR_MESSAGE",
+                        "CC_INITIATOR_ID",
+                        "CC_POOL_NAME",
+                        "CC_WORKER_ID",
+                        "CC_RUN_AS",
+                        "CC_HADOOP_JOB_ID",
+                        "CC_DATABASE",
+                        "CC_TABLE",
+                        "CC_PARTITION",
+                        "CC_STATE",
+                        "CC_TYPE",
+                    )
+                    else sa.String(),
+                ).label(name)
+            )
     p = "CQ_" if queue else "CC_"
     conds = []
     c = lambda n: getattr(t, p + n)  # noqa: E731
@@ -365,11 +491,20 @@ def _greatest(dialect: str, *cols):
     return sa.func.greatest(*args)
 
 
-def show_compactions(engine_or_url: Any, *, db: str | None = None, table: str | None = None,
-                     partition: str | None = None, types: Iterable[str] | None = None,
-                     states: Iterable[str] | None = None, pool: str | None = None,
-                     compaction_id: int | None = None, order_by: str | None = None,
-                     limit: int | None = None, hive_version: Any = None) -> CompactionsReport:
+def show_compactions(
+    engine_or_url: Any,
+    *,
+    db: str | None = None,
+    table: str | None = None,
+    partition: str | None = None,
+    types: Iterable[str] | None = None,
+    states: Iterable[str] | None = None,
+    pool: str | None = None,
+    compaction_id: int | None = None,
+    order_by: str | None = None,
+    limit: int | None = None,
+    hive_version: Any = None,
+) -> CompactionsReport:
     """COMPACTION_QUEUE ∪ COMPLETED_COMPACTIONS with Hive 4's filters (on Hive 3 too).
 
     ``types``: names or codes (major, minor, rebalance, abort_txn_cleanup); ``states``: state
@@ -386,9 +521,11 @@ def show_compactions(engine_or_url: Any, *, db: str | None = None, table: str | 
     if limit is not None and limit < 0:
         raise UsageError("--limit must be >= 0")
     if not limit:
-        limit = None        # as Hive 4: LIMIT 0 (or none) means every row
+        limit = None  # as Hive 4: LIMIT 0 (or none) means every row
     filters = {
-        "id": compaction_id, "db": db.lower() if db else None, "table": table.lower() if table else None,
+        "id": compaction_id,
+        "db": db.lower() if db else None,
+        "table": table.lower() if table else None,
         "partition": partition,
         "types": sorted({parse_compaction_type(x) for x in types}) if types else None,
         "states": sorted({c for x in states for c in parse_compaction_state(x)}) if states else None,
@@ -397,23 +534,32 @@ def show_compactions(engine_or_url: Any, *, db: str | None = None, table: str | 
     order_spec = _parse_order(order_by)
     dialect = ms.flavor.dialect
     # Hive 4 sorts with its own CASE (when the schema has the commit time it needs)
-    hive4 = ms.hive_version >= 4 and ms.tables.COMPLETED_COMPACTIONS.has("CC_COMMIT_TIME") \
+    hive4 = (
+        ms.hive_version >= 4
+        and ms.tables.COMPLETED_COMPACTIONS.has("CC_COMMIT_TIME")
         and ms.tables.COMPACTION_QUEUE.has("CQ_COMMIT_TIME")
+    )
 
     def order(t, p, queue):
         """ORDER BY for one branch (its own column names; absent columns are constants and skipped)."""
+
         def col(union_name):
             src = dict((u[0], (u[1] if queue else u[2])) for u in _UNION)[union_name]
             if src is None or not t.has(src):
                 return None
             return getattr(t, src)
+
         if order_spec:
-            return [x for c, d in ((col(n), d) for n, d in order_spec) if c is not None
-                    for x in _nulls_last(c, d)] + [col("CC_ID").asc()]
+            return [x for c, d in ((col(n), d) for n, d in order_spec) if c is not None for x in _nulls_last(c, d)] + [
+                col("CC_ID").asc()
+            ]
         if hive4:
             end = col("CC_END") if col("CC_END") is not None else sa.literal(-1)
-            return [hive4_recent_first(end, col("CC_START"), col("CC_COMMIT_TIME")).desc(),
-                    col("CC_ENQUEUE_TIME").asc(), col("CC_ID").asc()]
+            return [
+                hive4_recent_first(end, col("CC_START"), col("CC_COMMIT_TIME")).desc(),
+                col("CC_ENQUEUE_TIME").asc(),
+                col("CC_ID").asc(),
+            ]
         recent = [c for c in (col("CC_END"), col("CC_START"), col("CC_COMMIT_TIME")) if c is not None]
         out = [(_greatest(dialect, *recent) if len(recent) > 1 else sa.func.coalesce(recent[0], -1)).desc()]
         if col("CC_ENQUEUE_TIME") is not None:
@@ -428,11 +574,17 @@ def show_compactions(engine_or_url: Any, *, db: str | None = None, table: str | 
     if order_spec:
         ob = [x for n, d in order_spec for x in _nulls_last(u.c[n], d)] + [u.c.CC_ID.asc()]
     elif hive4:
-        ob = [hive4_recent_first(u.c.CC_END, u.c.CC_START, u.c.CC_COMMIT_TIME).desc(),
-              u.c.CC_ENQUEUE_TIME.asc(), u.c.CC_ID.asc()]
+        ob = [
+            hive4_recent_first(u.c.CC_END, u.c.CC_START, u.c.CC_COMMIT_TIME).desc(),
+            u.c.CC_ENQUEUE_TIME.asc(),
+            u.c.CC_ID.asc(),
+        ]
     else:
-        ob = [_greatest(dialect, u.c.CC_END, u.c.CC_START, u.c.CC_COMMIT_TIME).desc(),
-              u.c.CC_ENQUEUE_TIME.asc(), u.c.CC_ID.asc()]
+        ob = [
+            _greatest(dialect, u.c.CC_END, u.c.CC_START, u.c.CC_COMMIT_TIME).desc(),
+            u.c.CC_ENQUEUE_TIME.asc(),
+            u.c.CC_ID.asc(),
+        ]
     q = sa.select(u).order_by(*ob)
     if limit is not None:
         q = q.limit(limit)
@@ -442,22 +594,31 @@ def show_compactions(engine_or_url: Any, *, db: str | None = None, table: str | 
             worker_host, worker = _split_id(r["CC_WORKER_ID"])
             init_host, init = _split_id(r["CC_INITIATOR_ID"])
             start, end = _int(r["CC_START"]), _int(r["CC_END"])
-            out.append({
-                "compactionid": int(r["CC_ID"]), "dbname": r["CC_DATABASE"], "tabname": r["CC_TABLE"],
-                "partname": r["CC_PARTITION"],
-                "type": COMPACTION_TYPES.get(r["CC_TYPE"], r["CC_TYPE"]),
-                "state": compaction_state_text(r["CC_STATE"], ms.hive_version),
-                "worker": r["CC_WORKER_ID"], "workerhost": worker_host, "workerid": worker,
-                "enqueuetime": _int(r["CC_ENQUEUE_TIME"]),
-                "starttime": start if start else None,
-                "endtime": end if end and end > 0 else None,
-                "duration": (end - start) if (start and end and end > 0) else None,
-                "hadoopjobid": r["CC_HADOOP_JOB_ID"], "errormessage": r["CC_ERROR_MESSAGE"],
-                "initiatorhost": init_host, "initiatorid": init,
-                "poolname": r["CC_POOL_NAME"] or "default",
-                "txnid": _int(r["CC_TXN_ID"]), "nexttxnid": _int(r["CC_NEXT_TXN_ID"]),
-                "committime": _int(r["CC_COMMIT_TIME"]),
-                "hightestwriteid": _int(r["CC_HIGHEST_WRITE_ID"]),
-                "runas": r["CC_RUN_AS"],
-            })
+            out.append(
+                {
+                    "compactionid": int(r["CC_ID"]),
+                    "dbname": r["CC_DATABASE"],
+                    "tabname": r["CC_TABLE"],
+                    "partname": r["CC_PARTITION"],
+                    "type": COMPACTION_TYPES.get(r["CC_TYPE"], r["CC_TYPE"]),
+                    "state": compaction_state_text(r["CC_STATE"], ms.hive_version),
+                    "worker": r["CC_WORKER_ID"],
+                    "workerhost": worker_host,
+                    "workerid": worker,
+                    "enqueuetime": _int(r["CC_ENQUEUE_TIME"]),
+                    "starttime": start if start else None,
+                    "endtime": end if end and end > 0 else None,
+                    "duration": (end - start) if (start and end and end > 0) else None,
+                    "hadoopjobid": r["CC_HADOOP_JOB_ID"],
+                    "errormessage": r["CC_ERROR_MESSAGE"],
+                    "initiatorhost": init_host,
+                    "initiatorid": init,
+                    "poolname": r["CC_POOL_NAME"] or "default",
+                    "txnid": _int(r["CC_TXN_ID"]),
+                    "nexttxnid": _int(r["CC_NEXT_TXN_ID"]),
+                    "committime": _int(r["CC_COMMIT_TIME"]),
+                    "hightestwriteid": _int(r["CC_HIGHEST_WRITE_ID"]),
+                    "runas": r["CC_RUN_AS"],
+                }
+            )
     return CompactionsReport(ms.hive_version, out)

@@ -44,13 +44,14 @@ STATE_RESPONSE = {"i": "initiated", "w": "working", "r": "ready for cleaning"}
 # Hive 4 CompactionState enum names (CompactFunction's refusal message uses them)
 STATE_ENUM = {"i": "INITIATED", "w": "WORKING", "r": "READY_FOR_CLEANING"}
 POOL_PROPERTY = "hive.compactor.worker.pool"
-POOL_TIMEOUT_MS = 12 * 3600 * 1000        # hive.compactor.worker.pool.timeout
+POOL_TIMEOUT_MS = 12 * 3600 * 1000  # hive.compactor.worker.pool.timeout
 NOTHING_TO_COMPACT = "None of the compaction thresholds met, compaction request is refused!"
 
 
 def acidctl_version() -> str:
     try:
         from acidctl import __version__
+
         return f"acidctl-{__version__}"
     except Exception:  # pragma: no cover
         return "acidctl"
@@ -81,6 +82,7 @@ def compaction_type_code(value: str) -> str:
 # the AUX_TABLE mutex
 # ---------------------------------------------------------------------------------------
 
+
 def acquire_mutex(ms, conn, key: str) -> None:
     """Hive's ``MutexAPI.acquireLock(key)``, held until this DB transaction ends (operations.md §1):
     Hive 4 locks ``WHERE MT_KEY1=?`` (``MT_KEY2`` holds a timestamp there), Hive 3
@@ -99,7 +101,7 @@ def acquire_mutex(ms, conn, key: str) -> None:
     try:
         with conn.begin_nested():
             conn.execute(sa.insert(a.clause).values({a.MT_KEY1.name: key, a.MT_KEY2.name: 0}))
-    except Exception as e:   # another instance inserted it first
+    except Exception as e:  # another instance inserted it first
         if "duplicate" not in str(e).lower() and "unique" not in str(e).lower():
             raise
     conn.execute(q).first()
@@ -109,6 +111,7 @@ def acquire_mutex(ms, conn, key: str) -> None:
 # requests
 # ---------------------------------------------------------------------------------------
 
+
 @dataclasses.dataclass
 class Request:
     """One COMPACTION_QUEUE row as the worker needs it."""
@@ -117,8 +120,8 @@ class Request:
     db: str
     table: str
     partition: str | None
-    type: str                  # major | minor | rebalance | abort_txn_cleanup
-    state: str                 # code
+    type: str  # major | minor | rebalance | abort_txn_cleanup
+    state: str  # code
     properties: str | None = None
     run_as: str | None = None
     pool: str | None = None
@@ -140,11 +143,20 @@ class Request:
 
 def _request(ms, row) -> Request:
     r = {k.upper(): v for k, v in row.items()}
-    return Request(cq_id=int(r["CQ_ID"]), db=r["CQ_DATABASE"], table=r["CQ_TABLE"], partition=r["CQ_PARTITION"],
-                   type=TYPE_NAMES.get(r["CQ_TYPE"], r["CQ_TYPE"]), state=r["CQ_STATE"],
-                   properties=r.get("CQ_TBLPROPERTIES"), run_as=r.get("CQ_RUN_AS"), pool=r.get("CQ_POOL_NAME"),
-                   worker_id=r.get("CQ_WORKER_ID"), txn_id=r.get("CQ_TXN_ID"),
-                   highest_write_id=r.get("CQ_HIGHEST_WRITE_ID"))
+    return Request(
+        cq_id=int(r["CQ_ID"]),
+        db=r["CQ_DATABASE"],
+        table=r["CQ_TABLE"],
+        partition=r["CQ_PARTITION"],
+        type=TYPE_NAMES.get(r["CQ_TYPE"], r["CQ_TYPE"]),
+        state=r["CQ_STATE"],
+        properties=r.get("CQ_TBLPROPERTIES"),
+        run_as=r.get("CQ_RUN_AS"),
+        pool=r.get("CQ_POOL_NAME"),
+        worker_id=r.get("CQ_WORKER_ID"),
+        txn_id=r.get("CQ_TXN_ID"),
+        highest_write_id=r.get("CQ_HIGHEST_WRITE_ID"),
+    )
 
 
 def get_request(ms, cq_id: int, conn=None) -> Request | None:
@@ -172,7 +184,7 @@ class EnqueueResult:
     state: str
     accepted: bool
     message: str | None = None
-    existing_id: int | None = None       # the queued request that made this one a duplicate
+    existing_id: int | None = None  # the queued request that made this one a duplicate
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -219,9 +231,20 @@ def _compactor_hwm(ms, conn, db: str, table: str) -> int:
     return wl.for_compactor().hwm
 
 
-def enqueue(ms, db: str, table: str, *, partition: str | None = None, type: str = "major",
-            pool: str | None = None, initiator_id: str | None = None, initiator_version: str | None = None,
-            run_as: str | None = None, properties: dict | None = None, read_only: bool = False) -> EnqueueResult:
+def enqueue(
+    ms,
+    db: str,
+    table: str,
+    *,
+    partition: str | None = None,
+    type: str = "major",
+    pool: str | None = None,
+    initiator_id: str | None = None,
+    initiator_version: str | None = None,
+    run_as: str | None = None,
+    properties: dict | None = None,
+    read_only: bool = False,
+) -> EnqueueResult:
     """Put a compaction request into the queue exactly as the connected Hive version does."""
     import sqlalchemy as sa
 
@@ -241,22 +264,44 @@ def enqueue(ms, db: str, table: str, *, partition: str | None = None, type: str 
             dup = cq.CQ_STATE.in_(["i", "w"])
         row = conn.execute(sa.select(cq.CQ_ID, cq.CQ_STATE).where(dup, *where)).first()
         if row is not None:
-            eid, st = int(row[0]), str(row[1])   # CQ_STATE is CHAR(1) NOT NULL
+            eid, st = int(row[0]), str(row[1])  # CQ_STATE is CHAR(1) NOT NULL
             if h4:
-                return EnqueueResult(-1, "refused", False,
-                                     f"Compaction is already scheduled with state='{STATE_ENUM.get(st, st)}' and id={eid}",
-                                     existing_id=eid)
-            return EnqueueResult(eid, STATE_RESPONSE.get(st, st), False,
-                                 f"Compaction already enqueued with id {eid}; State is {STATE_RESPONSE.get(st, st)}",
-                                 existing_id=eid)
+                return EnqueueResult(
+                    -1,
+                    "refused",
+                    False,
+                    f"Compaction is already scheduled with state='{STATE_ENUM.get(st, st)}' and id={eid}",
+                    existing_id=eid,
+                )
+            return EnqueueResult(
+                eid,
+                STATE_RESPONSE.get(st, st),
+                False,
+                f"Compaction already enqueued with id {eid}; State is {STATE_RESPONSE.get(st, st)}",
+                existing_id=eid,
+            )
         cq_id = next_queue_id(ms, conn)
-        vals: dict[str, Any] = dict(CQ_ID=cq_id, CQ_DATABASE=db, CQ_TABLE=table, CQ_PARTITION=partition,
-                                    CQ_STATE="i", CQ_TYPE=ct, CQ_TBLPROPERTIES=tblprops, CQ_RUN_AS=run_as)
+        vals: dict[str, Any] = dict(
+            CQ_ID=cq_id,
+            CQ_DATABASE=db,
+            CQ_TABLE=table,
+            CQ_PARTITION=partition,
+            CQ_STATE="i",
+            CQ_TYPE=ct,
+            CQ_TBLPROPERTIES=tblprops,
+            CQ_RUN_AS=run_as,
+        )
         if h4:
-            vals.update(CQ_POOL_NAME=pool, CQ_NUMBER_OF_BUCKETS=None, CQ_ORDER_BY=None,
-                        CQ_INITIATOR_ID=initiator_id or manual_initiator_id(),
-                        CQ_INITIATOR_VERSION=initiator_version or acidctl_version(),
-                        CQ_HIGHEST_WRITE_ID=None, CQ_TXN_ID=None, CQ_ENQUEUE_TIME=steps.now_ms(conn))
+            vals.update(
+                CQ_POOL_NAME=pool,
+                CQ_NUMBER_OF_BUCKETS=None,
+                CQ_ORDER_BY=None,
+                CQ_INITIATOR_ID=initiator_id or manual_initiator_id(),
+                CQ_INITIATOR_VERSION=initiator_version or acidctl_version(),
+                CQ_HIGHEST_WRITE_ID=None,
+                CQ_TXN_ID=None,
+                CQ_ENQUEUE_TIME=steps.now_ms(conn),
+            )
         conn.execute(sa.insert(cq.clause).values({getattr(cq, k).name: v for k, v in vals.items()}))
         return EnqueueResult(cq_id, "initiated", True, f"Compaction enqueued with id {cq_id}")
 
@@ -269,9 +314,20 @@ def enqueue(ms, db: str, table: str, *, partition: str | None = None, type: str 
 # the worker side
 # ---------------------------------------------------------------------------------------
 
-def claim(ms, *, worker_id: str, worker_version: str | None = None, pool: str | None = None,
-          pool_timeout_ms: int = POOL_TIMEOUT_MS, db_glob: str | None = None, only_ids: list[int] | None = None,
-          types: tuple[str, ...] = ("a", "i"), any_pool: bool = False, read_only: bool = False) -> Request | None:
+
+def claim(
+    ms,
+    *,
+    worker_id: str,
+    worker_version: str | None = None,
+    pool: str | None = None,
+    pool_timeout_ms: int = POOL_TIMEOUT_MS,
+    db_glob: str | None = None,
+    only_ids: list[int] | None = None,
+    types: tuple[str, ...] = ("a", "i"),
+    any_pool: bool = False,
+    read_only: bool = False,
+) -> Request | None:
     """``findNextToCompact``: claim one ``initiated`` request with the conditional update
     (operations.md §3.1); None when there is none left. ``db_glob`` / ``only_ids`` / ``types``
     narrow the candidates (acidctl runs major and minor compactions only); ``any_pool`` ignores
@@ -292,8 +348,12 @@ def claim(ms, *, worker_id: str, worker_version: str | None = None, pool: str | 
             else:
                 # Hive's SQL has no parentheses here: old rows in any state come back too and the
                 # conditional update filters them out
-                q = q.where(sa.or_(sa.and_(cq.CQ_STATE == "i", cq.CQ_POOL_NAME.is_(None)),
-                                   cq.CQ_ENQUEUE_TIME < now - pool_timeout_ms))
+                q = q.where(
+                    sa.or_(
+                        sa.and_(cq.CQ_STATE == "i", cq.CQ_POOL_NAME.is_(None)),
+                        cq.CQ_ENQUEUE_TIME < now - pool_timeout_ms,
+                    )
+                )
         else:
             q = q.where(cq.CQ_STATE == "i")
         if only_ids is not None:
@@ -308,8 +368,9 @@ def claim(ms, *, worker_id: str, worker_version: str | None = None, pool: str | 
             vals = {cq.CQ_WORKER_ID.name: worker_id, cq.CQ_START.name: now, cq.CQ_STATE.name: "w"}
             if h4:
                 vals[cq.CQ_WORKER_VERSION.name] = worker_version or acidctl_version()
-            n = conn.execute(sa.update(cq.clause).where(cq.CQ_ID == req.cq_id, cq.CQ_STATE == "i")
-                             .values(vals)).rowcount
+            n = conn.execute(
+                sa.update(cq.clause).where(cq.CQ_ID == req.cq_id, cq.CQ_STATE == "i").values(vals)
+            ).rowcount
             if n == 1:
                 req.state, req.worker_id = "w", worker_id
                 return req
@@ -334,19 +395,27 @@ def _update_one(ms, cq_id: int, values: dict, *, name: str, read_only: bool, sta
         cond = [cq.CQ_ID == cq_id]
         if state is not None:
             cond.append(cq.CQ_STATE == state)
-        n = conn.execute(sa.update(cq.clause).where(*cond)
-                         .values({getattr(cq, k).name: v for k, v in values.items()})).rowcount
+        n = conn.execute(
+            sa.update(cq.clause).where(*cond).values({getattr(cq, k).name: v for k, v in values.items()})
+        ).rowcount
         if n != 1:
-            raise RefusedError(f"{name}: compaction {cq_id} is not in the queue"
-                               + (f" in state {STATE_RESPONSE.get(state, state)}" if state else ""))
+            raise RefusedError(
+                f"{name}: compaction {cq_id} is not in the queue"
+                + (f" in state {STATE_RESPONSE.get(state, state)}" if state else "")
+            )
 
     steps.write_step(ms, step, name=name, read_only=read_only)
 
 
 def set_highest_write_id(ms, cq_id: int, highest_write_id: int, *, read_only: bool = False) -> None:
     """Hive 3 ``setCompactionHighestWriteId``: ``CQ_HIGHEST_WRITE_ID`` = the compactor hwm."""
-    _update_one(ms, cq_id, {"CQ_HIGHEST_WRITE_ID": int(highest_write_id)},
-                name="set the compaction's highest write id", read_only=read_only)
+    _update_one(
+        ms,
+        cq_id,
+        {"CQ_HIGHEST_WRITE_ID": int(highest_write_id)},
+        name="set the compaction's highest write id",
+        read_only=read_only,
+    )
 
 
 def set_run_as(ms, cq_id: int, user: str, *, read_only: bool = False) -> None:
@@ -354,8 +423,9 @@ def set_run_as(ms, cq_id: int, user: str, *, read_only: bool = False) -> None:
     _update_one(ms, cq_id, {"CQ_RUN_AS": user}, name="set the compaction's run-as user", read_only=read_only)
 
 
-def update_compactor_state(ms, cq_id: int, *, txn_id: int, highest_write_id: int, run_as: str | None,
-                           read_only: bool = False) -> None:
+def update_compactor_state(
+    ms, cq_id: int, *, txn_id: int, highest_write_id: int, run_as: str | None, read_only: bool = False
+) -> None:
     """Hive 4 ``updateCompactorState``: ``CQ_HIGHEST_WRITE_ID``, ``CQ_RUN_AS``, ``CQ_TXN_ID`` on the
     queue row and the compactor txn's ``TXN_COMPONENTS`` row with operation ``c`` (metastore.md
     §9.2 step 3)."""
@@ -367,24 +437,41 @@ def update_compactor_state(ms, cq_id: int, *, txn_id: int, highest_write_id: int
     cq, tc = T.COMPACTION_QUEUE, T.TXN_COMPONENTS
 
     def step(conn):
-        n = conn.execute(sa.update(cq.clause).where(cq.CQ_ID == cq_id).values({
-            cq.CQ_HIGHEST_WRITE_ID.name: int(highest_write_id), cq.CQ_RUN_AS.name: run_as,
-            cq.CQ_TXN_ID.name: int(txn_id)})).rowcount
+        n = conn.execute(
+            sa.update(cq.clause)
+            .where(cq.CQ_ID == cq_id)
+            .values(
+                {
+                    cq.CQ_HIGHEST_WRITE_ID.name: int(highest_write_id),
+                    cq.CQ_RUN_AS.name: run_as,
+                    cq.CQ_TXN_ID.name: int(txn_id),
+                }
+            )
+        ).rowcount
         if n != 1:
             raise RefusedError(f"compaction {cq_id} is not in the queue")
         row = conn.execute(sa.select(cq.CQ_DATABASE, cq.CQ_TABLE, cq.CQ_PARTITION).where(cq.CQ_ID == cq_id)).first()
-        conn.execute(sa.insert(tc.clause).values({
-            tc.TC_TXNID.name: int(txn_id), tc.TC_DATABASE.name: row[0], tc.TC_TABLE.name: row[1],
-            tc.TC_PARTITION.name: row[2], tc.TC_WRITEID.name: int(highest_write_id),
-            tc.TC_OPERATION_TYPE.name: "c"}))
+        conn.execute(
+            sa.insert(tc.clause).values(
+                {
+                    tc.TC_TXNID.name: int(txn_id),
+                    tc.TC_DATABASE.name: row[0],
+                    tc.TC_TABLE.name: row[1],
+                    tc.TC_PARTITION.name: row[2],
+                    tc.TC_WRITEID.name: int(highest_write_id),
+                    tc.TC_OPERATION_TYPE.name: "c",
+                }
+            )
+        )
 
     steps.write_step(ms, step, name="update the compactor state", read_only=read_only)
 
 
 def mark_compacted(ms, cq_id: int, *, read_only: bool = False) -> None:
     """``markCompacted``: ``CQ_STATE='r'``, ``CQ_WORKER_ID=NULL`` (exactly one row)."""
-    _update_one(ms, cq_id, {"CQ_STATE": "r", "CQ_WORKER_ID": None}, name="mark the compaction compacted",
-                read_only=read_only)
+    _update_one(
+        ms, cq_id, {"CQ_STATE": "r", "CQ_WORKER_ID": None}, name="mark the compaction compacted", read_only=read_only
+    )
 
 
 def _move_to_history(ms, conn, cq_id: int, state: str, message: str | None) -> None:
@@ -413,16 +500,24 @@ def _move_to_history(ms, conn, cq_id: int, state: str, message: str | None) -> N
 
 def mark_failed(ms, cq_id: int, *, message: str | None = None, read_only: bool = False) -> None:
     """``markFailed``: the row moves to history as ``f`` (Hive 4 keeps the error message)."""
-    steps.write_step(ms, lambda conn: _move_to_history(ms, conn, cq_id, "f", message),
-                     name="mark the compaction failed", read_only=read_only)
+    steps.write_step(
+        ms,
+        lambda conn: _move_to_history(ms, conn, cq_id, "f", message),
+        name="mark the compaction failed",
+        read_only=read_only,
+    )
 
 
 def mark_refused(ms, cq_id: int, *, message: str | None = NOTHING_TO_COMPACT, read_only: bool = False) -> None:
     """Hive 4 ``markRefused``: the row moves to history as ``c`` (refused)."""
     if ms.hive_version < 4:
         raise RefusedError("markRefused is Hive 4's (Hive 3 has no refused state)")
-    steps.write_step(ms, lambda conn: _move_to_history(ms, conn, cq_id, "c", message),
-                     name="mark the compaction refused", read_only=read_only)
+    steps.write_step(
+        ms,
+        lambda conn: _move_to_history(ms, conn, cq_id, "c", message),
+        name="mark the compaction refused",
+        read_only=read_only,
+    )
 
 
 def release(ms, cq_id: int, *, worker_id: str, read_only: bool = False) -> bool:
@@ -433,15 +528,19 @@ def release(ms, cq_id: int, *, worker_id: str, read_only: bool = False) -> bool:
     cq = ms.tables.COMPACTION_QUEUE
 
     def step(conn):
-        return conn.execute(sa.update(cq.clause).where(cq.CQ_ID == cq_id, cq.CQ_STATE == "w",
-                                                       cq.CQ_WORKER_ID == worker_id)
-                            .values({cq.CQ_WORKER_ID.name: None, cq.CQ_START.name: None,
-                                     cq.CQ_STATE.name: "i"})).rowcount == 1
+        return (
+            conn.execute(
+                sa.update(cq.clause)
+                .where(cq.CQ_ID == cq_id, cq.CQ_STATE == "w", cq.CQ_WORKER_ID == worker_id)
+                .values({cq.CQ_WORKER_ID.name: None, cq.CQ_START.name: None, cq.CQ_STATE.name: "i"})
+            ).rowcount
+            == 1
+        )
 
     return steps.write_step(ms, step, name="release a claimed compaction", read_only=read_only)
 
 
-WORKER_TIMEOUT_MS = 86_400_000            # hive.compactor.worker.timeout
+WORKER_TIMEOUT_MS = 86_400_000  # hive.compactor.worker.timeout
 
 
 def revoke_timed_out_workers(ms, *, timeout_ms: int = WORKER_TIMEOUT_MS, read_only: bool = False) -> int:
@@ -454,9 +553,13 @@ def revoke_timed_out_workers(ms, *, timeout_ms: int = WORKER_TIMEOUT_MS, read_on
 
     def step(conn):
         now = steps.now_ms(conn)
-        return int(conn.execute(sa.update(cq.clause).where(cq.CQ_STATE == "w", cq.CQ_START < now - timeout_ms)
-                                .values({cq.CQ_WORKER_ID.name: None, cq.CQ_START.name: None,
-                                         cq.CQ_STATE.name: "i"})).rowcount)
+        return int(
+            conn.execute(
+                sa.update(cq.clause)
+                .where(cq.CQ_STATE == "w", cq.CQ_START < now - timeout_ms)
+                .values({cq.CQ_WORKER_ID.name: None, cq.CQ_START.name: None, cq.CQ_STATE.name: "i"})
+            ).rowcount
+        )
 
     return steps.write_step(ms, step, name="revoke timed-out workers", read_only=read_only)
 
@@ -481,8 +584,10 @@ def enqueue_for(ms, spec: str, *, type: str, pool: str | None = None, read_only:
 
     info = resolve_table(ms, spec)
     if info.partitioned and not info.partition:
-        raise UsageError(f"{info.full_name} is partitioned: give the partition as {info.full_name}/k=v",
-                         hint="acidctl initiator --once enqueues the partitions the thresholds flag")
+        raise UsageError(
+            f"{info.full_name} is partitioned: give the partition as {info.full_name}/k=v",
+            hint="acidctl initiator --once enqueues the partitions the thresholds flag",
+        )
     if not info.transactional:
         raise RefusedError(f"{info.full_name} is not a transactional table")
     if ms.hive_version >= 4 and pool is None:
@@ -491,6 +596,7 @@ def enqueue_for(ms, spec: str, *, type: str, pool: str | None = None, read_only:
         raise UsageError("--pool needs a Hive 4 metastore (Hive 3 has no compaction pools)")
     res = enqueue(ms, info.db, info.table, partition=info.partition, type=type, pool=pool, read_only=read_only)
     doc = res.to_dict()
-    doc.update(table=info.full_name, partition=info.partition, type=str(type).lower(), pool=pool,
-               hive_version=ms.hive_version)
+    doc.update(
+        table=info.full_name, partition=info.partition, type=str(type).lower(), pool=pool, hive_version=ms.hive_version
+    )
     return doc

@@ -36,10 +36,26 @@ from typing import Any, Iterable, Sequence
 from acidctl.errors import NotFoundError, RefusedError, UsageError
 from acidctl.metastore.connection import Metastore, connect, create_engine, db_now_ms
 
-LOCK_TYPE_CODES = {"shared_read": "r", "shared_write": "w", "exclusive": "e", "excl_write": "x",
-                   "r": "r", "w": "w", "e": "e", "x": "x"}
-COMPACTION_TYPE_CODES = {"major": "a", "minor": "i", "rebalance": "r", "abort_txn_cleanup": "c",
-                         "a": "a", "i": "i", "r": "r", "c": "c"}
+LOCK_TYPE_CODES = {
+    "shared_read": "r",
+    "shared_write": "w",
+    "exclusive": "e",
+    "excl_write": "x",
+    "r": "r",
+    "w": "w",
+    "e": "e",
+    "x": "x",
+}
+COMPACTION_TYPE_CODES = {
+    "major": "a",
+    "minor": "i",
+    "rebalance": "r",
+    "abort_txn_cleanup": "c",
+    "a": "a",
+    "i": "i",
+    "r": "r",
+    "c": "c",
+}
 
 
 @dataclasses.dataclass
@@ -96,15 +112,30 @@ class Recorder:
         conn.execute(sa.insert(t.clause).values({getattr(t, k).name: v for k, v in values.items()}))
 
     # -- transactions ------------------------------------------------------------------
-    def open_txn(self, user: str = "hive", host: str = "localhost", *, txn_type: int = 0,
-                 agent_info: str | None = "acidctl", now_ms: int | None = None) -> int:
+    def open_txn(
+        self,
+        user: str = "hive",
+        host: str = "localhost",
+        *,
+        txn_type: int = 0,
+        agent_info: str | None = "acidctl",
+        now_ms: int | None = None,
+    ) -> int:
         import sqlalchemy as sa
 
         t = self.T.TXNS
         with _WrappedTx(self.engine) as conn:
             now = self._now(conn, now_ms)
-            vals = dict(TXN_STATE="o", TXN_STARTED=now, TXN_LAST_HEARTBEAT=now, TXN_USER=user,
-                        TXN_HOST=host, TXN_AGENT_INFO=agent_info, TXN_HEARTBEAT_COUNT=0, TXN_TYPE=txn_type)
+            vals = dict(
+                TXN_STATE="o",
+                TXN_STARTED=now,
+                TXN_LAST_HEARTBEAT=now,
+                TXN_USER=user,
+                TXN_HOST=host,
+                TXN_AGENT_INFO=agent_info,
+                TXN_HEARTBEAT_COUNT=0,
+                TXN_TYPE=txn_type,
+            )
             if self.hive_version == 3:
                 txn_id = self._next_seq(conn, "NEXT_TXN_ID", "NTXN_NEXT")
                 self._ins(conn, "TXNS", TXN_ID=txn_id, **vals)
@@ -114,11 +145,16 @@ class Recorder:
                     txn_id = int(conn.execute(stmt.returning(t.TXN_ID)).scalar())
                 else:
                     res = conn.execute(stmt)
-                    txn_id = int(res.inserted_primary_key[0]) if res.inserted_primary_key and \
-                        res.inserted_primary_key[0] is not None else int(res.lastrowid)
+                    txn_id = (
+                        int(res.inserted_primary_key[0])
+                        if res.inserted_primary_key and res.inserted_primary_key[0] is not None
+                        else int(res.lastrowid)
+                    )
             # MIN_HISTORY_LEVEL: the lowest open txn this txn can see
             m = conn.execute(sa.select(sa.func.min(t.TXN_ID)).where(t.TXN_STATE == "o")).scalar()
-            self._ins(conn, "MIN_HISTORY_LEVEL", MHL_TXNID=txn_id, MHL_MIN_OPEN_TXNID=int(m if m is not None else txn_id))
+            self._ins(
+                conn, "MIN_HISTORY_LEVEL", MHL_TXNID=txn_id, MHL_MIN_OPEN_TXNID=int(m if m is not None else txn_id)
+            )
         return txn_id
 
     def allocate_write_id(self, txn_id: int, db: str, table: str) -> int:
@@ -127,8 +163,11 @@ class Recorder:
         db, table = db.lower(), table.lower()
         t2w, nwi = self.T.TXN_TO_WRITE_ID, self.T.NEXT_WRITE_ID
         with _WrappedTx(self.engine) as conn:
-            have = conn.execute(sa.select(t2w.T2W_WRITEID).where(
-                t2w.T2W_TXNID == txn_id, t2w.T2W_DATABASE == db, t2w.T2W_TABLE == table)).scalar()
+            have = conn.execute(
+                sa.select(t2w.T2W_WRITEID).where(
+                    t2w.T2W_TXNID == txn_id, t2w.T2W_DATABASE == db, t2w.T2W_TABLE == table
+                )
+            ).scalar()
             if have is not None:
                 return int(have)
             q = sa.select(nwi.NWI_NEXT).where(nwi.NWI_DATABASE == db, nwi.NWI_TABLE == table)
@@ -140,23 +179,40 @@ class Recorder:
                 self._ins(conn, "NEXT_WRITE_ID", NWI_DATABASE=db, NWI_TABLE=table, NWI_NEXT=2)
             else:
                 wid = int(nxt)
-                conn.execute(sa.update(nwi.clause).where(nwi.NWI_DATABASE == db, nwi.NWI_TABLE == table)
-                             .values({nwi.NWI_NEXT.name: wid + 1}))
-            self._ins(conn, "TXN_TO_WRITE_ID", T2W_TXNID=txn_id, T2W_DATABASE=db, T2W_TABLE=table,
-                      T2W_WRITEID=wid)
+                conn.execute(
+                    sa.update(nwi.clause)
+                    .where(nwi.NWI_DATABASE == db, nwi.NWI_TABLE == table)
+                    .values({nwi.NWI_NEXT.name: wid + 1})
+                )
+            self._ins(conn, "TXN_TO_WRITE_ID", T2W_TXNID=txn_id, T2W_DATABASE=db, T2W_TABLE=table, T2W_WRITEID=wid)
         return wid
 
-    def add_write(self, txn_id: int, db: str, table: str, *, partition: str | None = None,
-                  operation: str = "i", write_id: int | None = None) -> int:
+    def add_write(
+        self,
+        txn_id: int,
+        db: str,
+        table: str,
+        *,
+        partition: str | None = None,
+        operation: str = "i",
+        write_id: int | None = None,
+    ) -> int:
         """Register what the txn writes (TXN_COMPONENTS); allocates the write id if needed."""
         if operation not in ("i", "u", "d", "s", "c"):
             raise UsageError(f"bad operation {operation!r}: one of i, u, d, s, c")
         if write_id is None:
             write_id = self.allocate_write_id(txn_id, db, table)
         with _WrappedTx(self.engine) as conn:
-            self._ins(conn, "TXN_COMPONENTS", TC_TXNID=txn_id, TC_DATABASE=db.lower(),
-                      TC_TABLE=table.lower(), TC_PARTITION=partition, TC_OPERATION_TYPE=operation,
-                      TC_WRITEID=write_id)
+            self._ins(
+                conn,
+                "TXN_COMPONENTS",
+                TC_TXNID=txn_id,
+                TC_DATABASE=db.lower(),
+                TC_TABLE=table.lower(),
+                TC_PARTITION=partition,
+                TC_OPERATION_TYPE=operation,
+                TC_WRITEID=write_id,
+            )
         return write_id
 
     def commit_txn(self, txn_id: int, *, now_ms: int | None = None) -> None:
@@ -168,8 +224,11 @@ class Recorder:
             st = conn.execute(sa.select(t.TXN_STATE).where(t.TXN_ID == txn_id)).scalar()
             if st != "o":
                 raise RefusedError(f"txn {txn_id} is not open (state {st!r})")
-            comps = conn.execute(sa.select(tc.TC_DATABASE, tc.TC_TABLE, tc.TC_PARTITION, tc.TC_WRITEID,
-                                           tc.TC_OPERATION_TYPE).where(tc.TC_TXNID == txn_id)).all()
+            comps = conn.execute(
+                sa.select(tc.TC_DATABASE, tc.TC_TABLE, tc.TC_PARTITION, tc.TC_WRITEID, tc.TC_OPERATION_TYPE).where(
+                    tc.TC_TXNID == txn_id
+                )
+            ).all()
             if self.hive_version == 3:
                 commit_id = conn.execute(sa.select(T.NEXT_TXN_ID.NTXN_NEXT)).scalar()
             else:
@@ -177,12 +236,27 @@ class Recorder:
             for dbn, tbl, part, wid, op in comps:
                 if op == "s":
                     continue
-                self._ins(conn, "COMPLETED_TXN_COMPONENTS", CTC_TXNID=txn_id, CTC_DATABASE=dbn,
-                          CTC_TABLE=tbl, CTC_PARTITION=part, CTC_WRITEID=wid,
-                          CTC_UPDATE_DELETE="Y" if op in ("u", "d") else "N")
+                self._ins(
+                    conn,
+                    "COMPLETED_TXN_COMPONENTS",
+                    CTC_TXNID=txn_id,
+                    CTC_DATABASE=dbn,
+                    CTC_TABLE=tbl,
+                    CTC_PARTITION=part,
+                    CTC_WRITEID=wid,
+                    CTC_UPDATE_DELETE="Y" if op in ("u", "d") else "N",
+                )
                 if op in ("u", "d"):
-                    self._ins(conn, "WRITE_SET", WS_DATABASE=dbn, WS_TABLE=tbl, WS_PARTITION=part,
-                              WS_TXNID=txn_id, WS_COMMIT_ID=int(commit_id), WS_OPERATION_TYPE=op)
+                    self._ins(
+                        conn,
+                        "WRITE_SET",
+                        WS_DATABASE=dbn,
+                        WS_TABLE=tbl,
+                        WS_PARTITION=part,
+                        WS_TXNID=txn_id,
+                        WS_COMMIT_ID=int(commit_id),
+                        WS_OPERATION_TYPE=op,
+                    )
             conn.execute(sa.delete(tc.clause).where(tc.TC_TXNID == txn_id))
             conn.execute(sa.delete(T.HIVE_LOCKS.clause).where(T.HIVE_LOCKS.HL_TXNID == txn_id))
             conn.execute(sa.delete(T.MIN_HISTORY_LEVEL.clause).where(T.MIN_HISTORY_LEVEL.MHL_TXNID == txn_id))
@@ -190,12 +264,15 @@ class Recorder:
                 conn.execute(sa.delete(t.clause).where(t.TXN_ID == txn_id))
             else:
                 conn.execute(sa.update(t.clause).where(t.TXN_ID == txn_id).values({t.TXN_STATE.name: "c"}))
-                if (self._txn_type(conn, txn_id) in (3, 5)):
+                if self._txn_type(conn, txn_id) in (3, 5):
                     # COMPACTION / SOFT_DELETE commit (§9.2 step 6)
                     cq = T.COMPACTION_QUEUE
                     now = self._now(conn, now_ms)
-                    conn.execute(sa.update(cq.clause).where(cq.CQ_TXN_ID == txn_id).values(
-                        {cq.CQ_NEXT_TXN_ID.name: int(commit_id), cq.CQ_COMMIT_TIME.name: now}))
+                    conn.execute(
+                        sa.update(cq.clause)
+                        .where(cq.CQ_TXN_ID == txn_id)
+                        .values({cq.CQ_NEXT_TXN_ID.name: int(commit_id), cq.CQ_COMMIT_TIME.name: now})
+                    )
 
     def _txn_type(self, conn, txn_id: int):
         import sqlalchemy as sa
@@ -222,14 +299,30 @@ class Recorder:
         t = self.T.TXNS
         with _WrappedTx(self.engine) as conn:
             now = self._now(conn, now_ms)
-            conn.execute(sa.update(t.clause).where(t.TXN_ID == txn_id, t.TXN_STATE == "o").values(
-                {t.TXN_LAST_HEARTBEAT.name: now, t.TXN_HEARTBEAT_COUNT.name: sa.func.coalesce(t.TXN_HEARTBEAT_COUNT, 0) + 1}))
+            conn.execute(
+                sa.update(t.clause)
+                .where(t.TXN_ID == txn_id, t.TXN_STATE == "o")
+                .values(
+                    {
+                        t.TXN_LAST_HEARTBEAT.name: now,
+                        t.TXN_HEARTBEAT_COUNT.name: sa.func.coalesce(t.TXN_HEARTBEAT_COUNT, 0) + 1,
+                    }
+                )
+            )
 
     # -- locks ---------------------------------------------------------------------------
-    def lock(self, components: Sequence[LockComponent] | LockComponent, *, txn_id: int = 0,
-             user: str = "hive", host: str = "localhost", agent_info: str | None = None,
-             state: str = "acquired", blocked_by: tuple[int, int] | None = None,
-             now_ms: int | None = None) -> int:
+    def lock(
+        self,
+        components: Sequence[LockComponent] | LockComponent,
+        *,
+        txn_id: int = 0,
+        user: str = "hive",
+        host: str = "localhost",
+        agent_info: str | None = None,
+        state: str = "acquired",
+        blocked_by: tuple[int, int] | None = None,
+        now_ms: int | None = None,
+    ) -> int:
         """Insert one lock request (HL_LOCK_EXT_ID from NEXT_LOCK_ID, INT_ID 1..n). Returns the ext id.
 
         No conflict checking: ``state``/``blocked_by`` are recorded as given.
@@ -246,14 +339,26 @@ class Recorder:
                 lt = LOCK_TYPE_CODES.get(c.lock_type.lower())
                 if lt is None:
                     raise UsageError(f"bad lock type {c.lock_type!r}")
-                self._ins(conn, "HIVE_LOCKS", HL_LOCK_EXT_ID=ext, HL_LOCK_INT_ID=i, HL_TXNID=txn_id,
-                          HL_DB=c.db.lower(), HL_TABLE=c.table.lower() if c.table else None,
-                          HL_PARTITION=c.partition, HL_LOCK_STATE=st, HL_LOCK_TYPE=lt,
-                          HL_LAST_HEARTBEAT=0 if txn_id else now,
-                          HL_ACQUIRED_AT=now if st == "a" else None, HL_USER=user, HL_HOST=host,
-                          HL_HEARTBEAT_COUNT=0 if txn_id == 0 else None, HL_AGENT_INFO=agent_info,
-                          HL_BLOCKEDBY_EXT_ID=blocked_by[0] if blocked_by else None,
-                          HL_BLOCKEDBY_INT_ID=blocked_by[1] if blocked_by else None)
+                self._ins(
+                    conn,
+                    "HIVE_LOCKS",
+                    HL_LOCK_EXT_ID=ext,
+                    HL_LOCK_INT_ID=i,
+                    HL_TXNID=txn_id,
+                    HL_DB=c.db.lower(),
+                    HL_TABLE=c.table.lower() if c.table else None,
+                    HL_PARTITION=c.partition,
+                    HL_LOCK_STATE=st,
+                    HL_LOCK_TYPE=lt,
+                    HL_LAST_HEARTBEAT=0 if txn_id else now,
+                    HL_ACQUIRED_AT=now if st == "a" else None,
+                    HL_USER=user,
+                    HL_HOST=host,
+                    HL_HEARTBEAT_COUNT=0 if txn_id == 0 else None,
+                    HL_AGENT_INFO=agent_info,
+                    HL_BLOCKEDBY_EXT_ID=blocked_by[0] if blocked_by else None,
+                    HL_BLOCKEDBY_INT_ID=blocked_by[1] if blocked_by else None,
+                )
         return ext
 
     def unlock(self, ext_id: int) -> None:
@@ -264,10 +369,19 @@ class Recorder:
             conn.execute(sa.delete(h.clause).where(h.HL_LOCK_EXT_ID == ext_id))
 
     # -- compactions -------------------------------------------------------------------
-    def enqueue_compaction(self, db: str, table: str, *, partition: str | None = None,
-                           compaction_type: str = "major", pool: str | None = None,
-                           initiator_id: str | None = "localhost-manual", run_as: str | None = None,
-                           properties: dict | None = None, now_ms: int | None = None) -> int:
+    def enqueue_compaction(
+        self,
+        db: str,
+        table: str,
+        *,
+        partition: str | None = None,
+        compaction_type: str = "major",
+        pool: str | None = None,
+        initiator_id: str | None = "localhost-manual",
+        run_as: str | None = None,
+        properties: dict | None = None,
+        now_ms: int | None = None,
+    ) -> int:
         """A COMPACTION_QUEUE row in state ``'i'`` (Hive 4 also sets enqueue time, initiator, pool)."""
         ct = COMPACTION_TYPE_CODES.get(compaction_type.lower())
         if ct is None:
@@ -275,13 +389,24 @@ class Recorder:
         with _WrappedTx(self.engine) as conn:
             now = self._now(conn, now_ms)
             cq_id = self._next_seq(conn, "NEXT_COMPACTION_QUEUE_ID", "NCQ_NEXT")
-            vals: dict[str, Any] = dict(CQ_ID=cq_id, CQ_DATABASE=db.lower(), CQ_TABLE=table.lower(),
-                                        CQ_PARTITION=partition, CQ_STATE="i", CQ_TYPE=ct,
-                                        CQ_TBLPROPERTIES=stringable_map(properties) if properties else None,
-                                        CQ_RUN_AS=run_as)
+            vals: dict[str, Any] = dict(
+                CQ_ID=cq_id,
+                CQ_DATABASE=db.lower(),
+                CQ_TABLE=table.lower(),
+                CQ_PARTITION=partition,
+                CQ_STATE="i",
+                CQ_TYPE=ct,
+                CQ_TBLPROPERTIES=stringable_map(properties) if properties else None,
+                CQ_RUN_AS=run_as,
+            )
             if self.hive_version >= 4:
-                vals.update(CQ_ENQUEUE_TIME=now, CQ_POOL_NAME=pool, CQ_INITIATOR_ID=initiator_id,
-                            CQ_INITIATOR_VERSION="acidctl", CQ_RETRY_RETENTION=0)
+                vals.update(
+                    CQ_ENQUEUE_TIME=now,
+                    CQ_POOL_NAME=pool,
+                    CQ_INITIATOR_ID=initiator_id,
+                    CQ_INITIATOR_VERSION="acidctl",
+                    CQ_RETRY_RETENTION=0,
+                )
             self._ins(conn, "COMPACTION_QUEUE", **vals)
         return cq_id
 
@@ -298,26 +423,33 @@ class Recorder:
             if n != 1:
                 raise RefusedError(f"compaction {cq_id} is not in state initiated")
 
-    def mark_compacted(self, cq_id: int, *, highest_write_id: int, txn_id: int | None = None,
-                       hadoop_job_id: str | None = None) -> None:
+    def mark_compacted(
+        self, cq_id: int, *, highest_write_id: int, txn_id: int | None = None, hadoop_job_id: str | None = None
+    ) -> None:
         """Worker done: ``'r'`` (ready for cleaning), worker id cleared. Hive 4 with ``txn_id``:
         the compactor txn and its TXN_COMPONENTS ``'c'`` row (§9.2 step 3)."""
         import sqlalchemy as sa
 
         cq = self.T.COMPACTION_QUEUE
         with _WrappedTx(self.engine) as conn:
-            row = conn.execute(sa.select(cq.CQ_DATABASE, cq.CQ_TABLE, cq.CQ_PARTITION)
-                               .where(cq.CQ_ID == cq_id)).first()
+            row = conn.execute(sa.select(cq.CQ_DATABASE, cq.CQ_TABLE, cq.CQ_PARTITION).where(cq.CQ_ID == cq_id)).first()
             if row is None:
                 raise NotFoundError(f"compaction {cq_id} not found")
-            vals = {cq.CQ_STATE.name: "r", cq.CQ_WORKER_ID.name: None,
-                    cq.CQ_HIGHEST_WRITE_ID.name: highest_write_id}
+            vals = {cq.CQ_STATE.name: "r", cq.CQ_WORKER_ID.name: None, cq.CQ_HIGHEST_WRITE_ID.name: highest_write_id}
             if hadoop_job_id:
                 vals[cq.CQ_HADOOP_JOB_ID.name] = hadoop_job_id
             if self.hive_version >= 4 and txn_id is not None:
                 vals[cq.CQ_TXN_ID.name] = txn_id
-                self._ins(conn, "TXN_COMPONENTS", TC_TXNID=txn_id, TC_DATABASE=row[0], TC_TABLE=row[1],
-                          TC_PARTITION=row[2], TC_OPERATION_TYPE="c", TC_WRITEID=highest_write_id)
+                self._ins(
+                    conn,
+                    "TXN_COMPONENTS",
+                    TC_TXNID=txn_id,
+                    TC_DATABASE=row[0],
+                    TC_TABLE=row[1],
+                    TC_PARTITION=row[2],
+                    TC_OPERATION_TYPE="c",
+                    TC_WRITEID=highest_write_id,
+                )
             conn.execute(sa.update(cq.clause).where(cq.CQ_ID == cq_id).values(vals))
 
     def _move_to_completed(self, conn, cq_id: int, state: str, now: int, error: str | None = None) -> tuple:
@@ -356,12 +488,16 @@ class Recorder:
                 return
             ctc, tc, t = T.COMPLETED_TXN_COMPONENTS, T.TXN_COMPONENTS, T.TXNS
             pc = (ctc.CTC_PARTITION == part) if part is not None else sa.true()
-            conn.execute(sa.delete(ctc.clause).where(ctc.CTC_DATABASE == db, ctc.CTC_TABLE == tbl, pc,
-                                                     ctc.CTC_WRITEID <= hw))
+            conn.execute(
+                sa.delete(ctc.clause).where(ctc.CTC_DATABASE == db, ctc.CTC_TABLE == tbl, pc, ctc.CTC_WRITEID <= hw)
+            )
             aborted = sa.select(t.TXN_ID).where(t.TXN_STATE == "a").scalar_subquery()
             pt = (tc.TC_PARTITION == part) if part is not None else sa.true()
-            conn.execute(sa.delete(tc.clause).where(tc.TC_DATABASE == db, tc.TC_TABLE == tbl, pt,
-                                                    tc.TC_WRITEID <= hw, tc.TC_TXNID.in_(aborted)))
+            conn.execute(
+                sa.delete(tc.clause).where(
+                    tc.TC_DATABASE == db, tc.TC_TABLE == tbl, pt, tc.TC_WRITEID <= hw, tc.TC_TXNID.in_(aborted)
+                )
+            )
             has_comp = sa.select(tc.TC_TXNID).scalar_subquery()
             conn.execute(sa.delete(t.clause).where(t.TXN_STATE == "a", t.TXN_ID.not_in(has_comp)))
 
@@ -407,16 +543,40 @@ class Recorder:
                 return int(have)
             new_id = int(conn.execute(sa.select(sa.func.coalesce(sa.func.max(d.DB_ID), 0))).scalar()) + 1
             if location is None:
-                base = conn.execute(sa.select(d.DB_LOCATION_URI).where(d.NAME == "default")).scalar() or "file:/tmp/warehouse"
+                base = (
+                    conn.execute(sa.select(d.DB_LOCATION_URI).where(d.NAME == "default")).scalar()
+                    or "file:/tmp/warehouse"
+                )
                 location = f"{base}/{name.lower()}.db"
-            self._ins(conn, "DBS", DB_ID=new_id, DESC=None, DB_LOCATION_URI=location, NAME=name.lower(),
-                      OWNER_NAME=owner, OWNER_TYPE="USER", CTLG_NAME="hive")
+            self._ins(
+                conn,
+                "DBS",
+                DB_ID=new_id,
+                DESC=None,
+                DB_LOCATION_URI=location,
+                NAME=name.lower(),
+                OWNER_NAME=owner,
+                OWNER_TYPE="USER",
+                CTLG_NAME="hive",
+            )
         return new_id
 
-    def create_table(self, db: str, table: str, *, location: str, columns: Sequence[tuple[str, str]] = (),
-                     partition_keys: Sequence[tuple[str, str]] = (), params: dict | None = None,
-                     buckets: int = -1, transactional: bool = True, insert_only: bool = False,
-                     owner: str = "hive", table_type: str = "MANAGED_TABLE", now_ms: int | None = None) -> int:
+    def create_table(
+        self,
+        db: str,
+        table: str,
+        *,
+        location: str,
+        columns: Sequence[tuple[str, str]] = (),
+        partition_keys: Sequence[tuple[str, str]] = (),
+        params: dict | None = None,
+        buckets: int = -1,
+        transactional: bool = True,
+        insert_only: bool = False,
+        owner: str = "hive",
+        table_type: str = "MANAGED_TABLE",
+        now_ms: int | None = None,
+    ) -> int:
         """DBS (if needed), CDS, COLUMNS_V2, SDS, TBLS, PARTITION_KEYS and TABLE_PARAMS rows."""
         import sqlalchemy as sa
 
@@ -429,53 +589,102 @@ class Recorder:
                 params.setdefault("transactional_properties", "insert_only")
         params.setdefault("bucketing_version", "2")
         with _WrappedTx(self.engine) as conn:
-            if conn.execute(sa.select(T.TBLS.TBL_ID).where(T.TBLS.DB_ID == db_id, T.TBLS.TBL_NAME == table.lower())).first():
+            if conn.execute(
+                sa.select(T.TBLS.TBL_ID).where(T.TBLS.DB_ID == db_id, T.TBLS.TBL_NAME == table.lower())
+            ).first():
                 raise RefusedError(f"table {db}.{table} already exists")
             now = self._now(conn, now_ms)
-            nid = lambda t, c: int(conn.execute(sa.select(sa.func.coalesce(sa.func.max(getattr(t, c)), 0))).scalar()) + 1  # noqa: E731
+
+            def nid(t, c, conn=conn):
+                return int(conn.execute(sa.select(sa.func.coalesce(sa.func.max(getattr(t, c)), 0))).scalar()) + 1
+
             cd_id = nid(T.CDS, "CD_ID")
             self._ins(conn, "CDS", CD_ID=cd_id)
             for i, (n, ty) in enumerate(columns):
                 self._ins(conn, "COLUMNS_V2", CD_ID=cd_id, COLUMN_NAME=n.lower(), TYPE_NAME=ty, INTEGER_IDX=i)
             sd_id = nid(T.SDS, "SD_ID")
-            self._ins(conn, "SDS", SD_ID=sd_id, CD_ID=cd_id, LOCATION=location, NUM_BUCKETS=buckets,
-                      INPUT_FORMAT="org.apache.hadoop.hive.ql.io.orc.OrcInputFormat",
-                      OUTPUT_FORMAT="org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat",
-                      IS_COMPRESSED=False, IS_STOREDASSUBDIRECTORIES=False)
+            self._ins(
+                conn,
+                "SDS",
+                SD_ID=sd_id,
+                CD_ID=cd_id,
+                LOCATION=location,
+                NUM_BUCKETS=buckets,
+                INPUT_FORMAT="org.apache.hadoop.hive.ql.io.orc.OrcInputFormat",
+                OUTPUT_FORMAT="org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat",
+                IS_COMPRESSED=False,
+                IS_STOREDASSUBDIRECTORIES=False,
+            )
             tbl_id = nid(T.TBLS, "TBL_ID")
-            self._ins(conn, "TBLS", TBL_ID=tbl_id, CREATE_TIME=now // 1000, DB_ID=db_id, LAST_ACCESS_TIME=0,
-                      OWNER=owner, OWNER_TYPE="USER", RETENTION=0, SD_ID=sd_id, TBL_NAME=table.lower(),
-                      TBL_TYPE=table_type, IS_REWRITE_ENABLED=False)
+            self._ins(
+                conn,
+                "TBLS",
+                TBL_ID=tbl_id,
+                CREATE_TIME=now // 1000,
+                DB_ID=db_id,
+                LAST_ACCESS_TIME=0,
+                OWNER=owner,
+                OWNER_TYPE="USER",
+                RETENTION=0,
+                SD_ID=sd_id,
+                TBL_NAME=table.lower(),
+                TBL_TYPE=table_type,
+                IS_REWRITE_ENABLED=False,
+            )
             for i, (n, ty) in enumerate(partition_keys):
                 self._ins(conn, "PARTITION_KEYS", TBL_ID=tbl_id, PKEY_NAME=n.lower(), PKEY_TYPE=ty, INTEGER_IDX=i)
             for k, v in params.items():
                 self._ins(conn, "TABLE_PARAMS", TBL_ID=tbl_id, PARAM_KEY=k, PARAM_VALUE=str(v))
         return tbl_id
 
-    def add_partition(self, db: str, table: str, part_name: str, *, location: str | None = None,
-                      now_ms: int | None = None) -> int:
+    def add_partition(
+        self, db: str, table: str, part_name: str, *, location: str | None = None, now_ms: int | None = None
+    ) -> int:
         import sqlalchemy as sa
 
         T = self.T
         with _WrappedTx(self.engine) as conn:
             row = conn.execute(
                 sa.select(T.TBLS.TBL_ID, T.SDS.LOCATION, T.SDS.CD_ID)
-                .select_from(T.TBLS.clause.join(T.DBS.clause, T.DBS.DB_ID == T.TBLS.DB_ID)
-                             .join(T.SDS.clause, T.SDS.SD_ID == T.TBLS.SD_ID))
-                .where(T.DBS.NAME == db.lower(), T.TBLS.TBL_NAME == table.lower())).first()
+                .select_from(
+                    T.TBLS.clause.join(T.DBS.clause, T.DBS.DB_ID == T.TBLS.DB_ID).join(
+                        T.SDS.clause, T.SDS.SD_ID == T.TBLS.SD_ID
+                    )
+                )
+                .where(T.DBS.NAME == db.lower(), T.TBLS.TBL_NAME == table.lower())
+            ).first()
             if row is None:
                 raise NotFoundError(f"table {db}.{table} not found")
             tbl_id, tloc, cd_id = row
             now = self._now(conn, now_ms)
-            nid = lambda t, c: int(conn.execute(sa.select(sa.func.coalesce(sa.func.max(getattr(t, c)), 0))).scalar()) + 1  # noqa: E731
+
+            def nid(t, c, conn=conn):
+                return int(conn.execute(sa.select(sa.func.coalesce(sa.func.max(getattr(t, c)), 0))).scalar()) + 1
+
             sd_id = nid(T.SDS, "SD_ID")
-            self._ins(conn, "SDS", SD_ID=sd_id, CD_ID=cd_id, LOCATION=location or f"{tloc}/{part_name}",
-                      NUM_BUCKETS=-1, IS_COMPRESSED=False, IS_STOREDASSUBDIRECTORIES=False,
-                      INPUT_FORMAT="org.apache.hadoop.hive.ql.io.orc.OrcInputFormat",
-                      OUTPUT_FORMAT="org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat")
+            self._ins(
+                conn,
+                "SDS",
+                SD_ID=sd_id,
+                CD_ID=cd_id,
+                LOCATION=location or f"{tloc}/{part_name}",
+                NUM_BUCKETS=-1,
+                IS_COMPRESSED=False,
+                IS_STOREDASSUBDIRECTORIES=False,
+                INPUT_FORMAT="org.apache.hadoop.hive.ql.io.orc.OrcInputFormat",
+                OUTPUT_FORMAT="org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat",
+            )
             part_id = nid(T.PARTITIONS, "PART_ID")
-            self._ins(conn, "PARTITIONS", PART_ID=part_id, CREATE_TIME=now // 1000, LAST_ACCESS_TIME=0,
-                      PART_NAME=part_name, SD_ID=sd_id, TBL_ID=tbl_id)
+            self._ins(
+                conn,
+                "PARTITIONS",
+                PART_ID=part_id,
+                CREATE_TIME=now // 1000,
+                LAST_ACCESS_TIME=0,
+                PART_NAME=part_name,
+                SD_ID=sd_id,
+                TBL_ID=tbl_id,
+            )
         return part_id
 
 
@@ -507,6 +716,7 @@ class _WrappedTx:
         from sqlalchemy import exc
 
         from acidctl.metastore.connection import translate_error
+
         if isinstance(e, exc.SQLAlchemyError):
             raise translate_error(e, self.engine.url) from None
         if isinstance(e, BaseException):

@@ -53,13 +53,30 @@ def _nn(name: str, ctype: Any, versions: str = "34", **options) -> tuple:
     return _c(name, ctype, False, versions, **options)
 
 
-def _ix(name: Any, cols: list[str], *, unique: bool = False, versions: str = "34", dialects: tuple = (),
-        pg_lower: bool = False, using: str | None = None, constraint: bool = False) -> dict:
+def _ix(
+    name: Any,
+    cols: list[str],
+    *,
+    unique: bool = False,
+    versions: str = "34",
+    dialects: tuple = (),
+    pg_lower: bool = False,
+    using: str | None = None,
+    constraint: bool = False,
+) -> dict:
     """An index (``constraint=True``: a UNIQUE constraint, as Hive's metadata DDL declares them).
     ``name`` may be a dict keyed by dialect; ``dialects`` limits it to those dialects;
     ``pg_lower``: Hive 4's PostgreSQL script leaves this index name unquoted (lower-case)."""
-    return dict(name=name, cols=cols, unique=unique, versions=versions, dialects=dialects,
-                pg_lower=pg_lower, using=using, constraint=constraint)
+    return dict(
+        name=name,
+        cols=cols,
+        unique=unique,
+        versions=versions,
+        dialects=dialects,
+        pg_lower=pg_lower,
+        using=using,
+        constraint=constraint,
+    )
 
 
 def _fk(cols: list[str], ref: str, ref_cols: list[str], versions: str = "34") -> dict:
@@ -73,10 +90,16 @@ def _fk(cols: list[str], ref: str, ref_cols: list[str], versions: str = "34") ->
 TXN_TABLES: dict[str, dict[str, Any]] = {
     "TXNS": {
         "cols": [
-            _nn("TXN_ID", _B), _nn("TXN_STATE", _C1), _nn("TXN_STARTED", _B),
-            _nn("TXN_LAST_HEARTBEAT", _B), _nn("TXN_USER", _v(128)), _nn("TXN_HOST", _v(128)),
-            _c("TXN_AGENT_INFO", _v(128)), _c("TXN_META_INFO", _v(128)),
-            _c("TXN_HEARTBEAT_COUNT", _I), _c("TXN_TYPE", _I),
+            _nn("TXN_ID", _B),
+            _nn("TXN_STATE", _C1),
+            _nn("TXN_STARTED", _B),
+            _nn("TXN_LAST_HEARTBEAT", _B),
+            _nn("TXN_USER", _v(128)),
+            _nn("TXN_HOST", _v(128)),
+            _c("TXN_AGENT_INFO", _v(128)),
+            _c("TXN_META_INFO", _v(128)),
+            _c("TXN_HEARTBEAT_COUNT", _I),
+            _c("TXN_TYPE", _I),
         ],
         "pk": ["TXN_ID"],
         # HIVE-23048: Postgres bigserial, MySQL AUTO_INCREMENT (SQLite: INTEGER PRIMARY KEY AUTOINCREMENT)
@@ -85,56 +108,94 @@ TXN_TABLES: dict[str, dict[str, Any]] = {
     },
     "TXN_COMPONENTS": {
         "cols": [
-            _nn("TC_TXNID", _B), _nn("TC_DATABASE", _v(128)), _c("TC_TABLE", (_v(128), _v(256))),
-            _c("TC_PARTITION", _v(767)), _nn("TC_OPERATION_TYPE", _C1), _c("TC_WRITEID", _B),
+            _nn("TC_TXNID", _B),
+            _nn("TC_DATABASE", _v(128)),
+            _c("TC_TABLE", (_v(128), _v(256))),
+            _c("TC_PARTITION", _v(767)),
+            _nn("TC_OPERATION_TYPE", _C1),
+            _c("TC_WRITEID", _B),
         ],
-        "indexes": [_ix("TC_TXNID_INDEX", ["TC_TXNID"], pg_lower=True,
-                        using="hash")],
+        "indexes": [_ix("TC_TXNID_INDEX", ["TC_TXNID"], pg_lower=True, using="hash")],
         "fks": [_fk(["TC_TXNID"], "TXNS", ["TXN_ID"])],
         "versions": "34",
     },
     "COMPLETED_TXN_COMPONENTS": {
         "cols": [
-            _nn("CTC_TXNID", _B), _nn("CTC_DATABASE", _v(128)), _c("CTC_TABLE", _v(256)),
-            _c("CTC_PARTITION", _v(767)), _nn("CTC_TIMESTAMP", _TS, default="CURRENT_TIMESTAMP"),
-            _c("CTC_WRITEID", _B), _nn("CTC_UPDATE_DELETE", _C1),
+            _nn("CTC_TXNID", _B),
+            _nn("CTC_DATABASE", _v(128)),
+            _c("CTC_TABLE", _v(256)),
+            _c("CTC_PARTITION", _v(767)),
+            _nn("CTC_TIMESTAMP", _TS, default="CURRENT_TIMESTAMP"),
+            _c("CTC_WRITEID", _B),
+            _nn("CTC_UPDATE_DELETE", _C1),
         ],
-        "indexes": [_ix({"mysql": "COMPLETED_TXN_COMPONENTS_IDX", "*": "COMPLETED_TXN_COMPONENTS_INDEX"},
-                        ["CTC_DATABASE", "CTC_TABLE", "CTC_PARTITION"], pg_lower=True)],
+        "indexes": [
+            _ix(
+                {"mysql": "COMPLETED_TXN_COMPONENTS_IDX", "*": "COMPLETED_TXN_COMPONENTS_INDEX"},
+                ["CTC_DATABASE", "CTC_TABLE", "CTC_PARTITION"],
+                pg_lower=True,
+            )
+        ],
         "versions": "34",
     },
     "NEXT_TXN_ID": {"cols": [_nn("NTXN_NEXT", _B, "3")], "versions": "3", "seed": [{"NTXN_NEXT": 1}]},
     "TXN_LOCK_TBL": {"cols": [_nn("TXN_LOCK", _B, "4")], "versions": "4", "seed": [{"TXN_LOCK": 1}]},
     "HIVE_LOCKS": {
         "cols": [
-            _nn("HL_LOCK_EXT_ID", _B), _nn("HL_LOCK_INT_ID", _B), _nn("HL_TXNID", _B),
-            _nn("HL_DB", _v(128)), _c("HL_TABLE", (_v(128), _v(256))), _c("HL_PARTITION", _v(767)),
-            _nn("HL_LOCK_STATE", _C1), _nn("HL_LOCK_TYPE", _C1), _nn("HL_LAST_HEARTBEAT", _B),
-            _c("HL_ACQUIRED_AT", _B), _nn("HL_USER", _v(128)), _nn("HL_HOST", _v(128)),
-            _c("HL_HEARTBEAT_COUNT", _I), _c("HL_AGENT_INFO", _v(128)),
-            _c("HL_BLOCKEDBY_EXT_ID", _B), _c("HL_BLOCKEDBY_INT_ID", _B),
+            _nn("HL_LOCK_EXT_ID", _B),
+            _nn("HL_LOCK_INT_ID", _B),
+            _nn("HL_TXNID", _B),
+            _nn("HL_DB", _v(128)),
+            _c("HL_TABLE", (_v(128), _v(256))),
+            _c("HL_PARTITION", _v(767)),
+            _nn("HL_LOCK_STATE", _C1),
+            _nn("HL_LOCK_TYPE", _C1),
+            _nn("HL_LAST_HEARTBEAT", _B),
+            _c("HL_ACQUIRED_AT", _B),
+            _nn("HL_USER", _v(128)),
+            _nn("HL_HOST", _v(128)),
+            _c("HL_HEARTBEAT_COUNT", _I),
+            _c("HL_AGENT_INFO", _v(128)),
+            _c("HL_BLOCKEDBY_EXT_ID", _B),
+            _c("HL_BLOCKEDBY_INT_ID", _B),
         ],
         "pk": ["HL_LOCK_EXT_ID", "HL_LOCK_INT_ID"],
-        "indexes": [_ix("HL_TXNID_INDEX", ["HL_TXNID"], dialects=("postgresql", "sqlite"), pg_lower=True,
-                        using="hash"),
-                    _ix("HIVE_LOCK_TXNID_INDEX", ["HL_TXNID"], dialects=("mysql",)),
-                    _ix("HL_TXNID_IDX", ["HL_TXNID"], dialects=("mysql",))],
+        "indexes": [
+            _ix("HL_TXNID_INDEX", ["HL_TXNID"], dialects=("postgresql", "sqlite"), pg_lower=True, using="hash"),
+            _ix("HIVE_LOCK_TXNID_INDEX", ["HL_TXNID"], dialects=("mysql",)),
+            _ix("HL_TXNID_IDX", ["HL_TXNID"], dialects=("mysql",)),
+        ],
         "versions": "34",
     },
     "NEXT_LOCK_ID": {"cols": [_nn("NL_NEXT", _B)], "versions": "34", "seed": [{"NL_NEXT": 1}]},
     "COMPACTION_QUEUE": {
         "cols": [
-            _nn("CQ_ID", _B), _nn("CQ_DATABASE", _v(128)), _nn("CQ_TABLE", (_v(128), _v(256))),
-            _c("CQ_PARTITION", _v(767)), _nn("CQ_STATE", _C1), _nn("CQ_TYPE", _C1),
-            _c("CQ_TBLPROPERTIES", _v(2048)), _c("CQ_WORKER_ID", _v(128)),
-            _c("CQ_ENQUEUE_TIME", _B, versions="4"), _c("CQ_START", _B), _c("CQ_RUN_AS", _v(128)),
-            _c("CQ_HIGHEST_WRITE_ID", _B), _c("CQ_META_INFO", _BIN), _c("CQ_HADOOP_JOB_ID", _v(32)),
-            _c("CQ_ERROR_MESSAGE", _TXT, versions="4"), _c("CQ_NEXT_TXN_ID", _B, versions="4"),
-            _c("CQ_TXN_ID", _B, versions="4"), _c("CQ_COMMIT_TIME", _B, versions="4"),
-            _c("CQ_INITIATOR_ID", _v(128), versions="4"), _c("CQ_INITIATOR_VERSION", _v(128), versions="4"),
-            _c("CQ_WORKER_VERSION", _v(128), versions="4"), _c("CQ_CLEANER_START", _B, versions="4"),
-            _nn("CQ_RETRY_RETENTION", _B, "4", default="0"), _c("CQ_POOL_NAME", _v(128), versions="4"),
-            _c("CQ_NUMBER_OF_BUCKETS", _I, versions="4"), _c("CQ_ORDER_BY", _v(4000), versions="4"),
+            _nn("CQ_ID", _B),
+            _nn("CQ_DATABASE", _v(128)),
+            _nn("CQ_TABLE", (_v(128), _v(256))),
+            _c("CQ_PARTITION", _v(767)),
+            _nn("CQ_STATE", _C1),
+            _nn("CQ_TYPE", _C1),
+            _c("CQ_TBLPROPERTIES", _v(2048)),
+            _c("CQ_WORKER_ID", _v(128)),
+            _c("CQ_ENQUEUE_TIME", _B, versions="4"),
+            _c("CQ_START", _B),
+            _c("CQ_RUN_AS", _v(128)),
+            _c("CQ_HIGHEST_WRITE_ID", _B),
+            _c("CQ_META_INFO", _BIN),
+            _c("CQ_HADOOP_JOB_ID", _v(32)),
+            _c("CQ_ERROR_MESSAGE", _TXT, versions="4"),
+            _c("CQ_NEXT_TXN_ID", _B, versions="4"),
+            _c("CQ_TXN_ID", _B, versions="4"),
+            _c("CQ_COMMIT_TIME", _B, versions="4"),
+            _c("CQ_INITIATOR_ID", _v(128), versions="4"),
+            _c("CQ_INITIATOR_VERSION", _v(128), versions="4"),
+            _c("CQ_WORKER_VERSION", _v(128), versions="4"),
+            _c("CQ_CLEANER_START", _B, versions="4"),
+            _nn("CQ_RETRY_RETENTION", _B, "4", default="0"),
+            _c("CQ_POOL_NAME", _v(128), versions="4"),
+            _c("CQ_NUMBER_OF_BUCKETS", _I, versions="4"),
+            _c("CQ_ORDER_BY", _v(4000), versions="4"),
         ],
         "pk": ["CQ_ID"],
         "versions": "34",
@@ -142,16 +203,30 @@ TXN_TABLES: dict[str, dict[str, Any]] = {
     "NEXT_COMPACTION_QUEUE_ID": {"cols": [_nn("NCQ_NEXT", _B)], "versions": "34", "seed": [{"NCQ_NEXT": 1}]},
     "COMPLETED_COMPACTIONS": {
         "cols": [
-            _nn("CC_ID", _B), _nn("CC_DATABASE", _v(128)), _nn("CC_TABLE", (_v(128), _v(256))),
-            _c("CC_PARTITION", _v(767)), _nn("CC_STATE", _C1), _nn("CC_TYPE", _C1),
-            _c("CC_TBLPROPERTIES", _v(2048)), _c("CC_WORKER_ID", _v(128)),
-            _c("CC_ENQUEUE_TIME", _B, versions="4"), _c("CC_START", _B), _c("CC_END", _B),
-            _c("CC_RUN_AS", _v(128)), _c("CC_HIGHEST_WRITE_ID", _B), _c("CC_META_INFO", _BIN),
-            _c("CC_HADOOP_JOB_ID", _v(32)), _c("CC_ERROR_MESSAGE", _TXT, versions="4"),
-            _c("CC_NEXT_TXN_ID", _B, versions="4"), _c("CC_TXN_ID", _B, versions="4"),
-            _c("CC_COMMIT_TIME", _B, versions="4"), _c("CC_INITIATOR_ID", _v(128), versions="4"),
-            _c("CC_INITIATOR_VERSION", _v(128), versions="4"), _c("CC_WORKER_VERSION", _v(128), versions="4"),
-            _c("CC_POOL_NAME", _v(128), versions="4"), _c("CC_NUMBER_OF_BUCKETS", _I, versions="4"),
+            _nn("CC_ID", _B),
+            _nn("CC_DATABASE", _v(128)),
+            _nn("CC_TABLE", (_v(128), _v(256))),
+            _c("CC_PARTITION", _v(767)),
+            _nn("CC_STATE", _C1),
+            _nn("CC_TYPE", _C1),
+            _c("CC_TBLPROPERTIES", _v(2048)),
+            _c("CC_WORKER_ID", _v(128)),
+            _c("CC_ENQUEUE_TIME", _B, versions="4"),
+            _c("CC_START", _B),
+            _c("CC_END", _B),
+            _c("CC_RUN_AS", _v(128)),
+            _c("CC_HIGHEST_WRITE_ID", _B),
+            _c("CC_META_INFO", _BIN),
+            _c("CC_HADOOP_JOB_ID", _v(32)),
+            _c("CC_ERROR_MESSAGE", _TXT, versions="4"),
+            _c("CC_NEXT_TXN_ID", _B, versions="4"),
+            _c("CC_TXN_ID", _B, versions="4"),
+            _c("CC_COMMIT_TIME", _B, versions="4"),
+            _c("CC_INITIATOR_ID", _v(128), versions="4"),
+            _c("CC_INITIATOR_VERSION", _v(128), versions="4"),
+            _c("CC_WORKER_VERSION", _v(128), versions="4"),
+            _c("CC_POOL_NAME", _v(128), versions="4"),
+            _c("CC_NUMBER_OF_BUCKETS", _I, versions="4"),
             _c("CC_ORDER_BY", _v(4000), versions="4"),
         ],
         "pk": ["CC_ID"],
@@ -166,16 +241,21 @@ TXN_TABLES: dict[str, dict[str, Any]] = {
     },
     "WRITE_SET": {
         "cols": [
-            _nn("WS_DATABASE", _v(128)), _nn("WS_TABLE", (_v(128), _v(256))), _c("WS_PARTITION", _v(767)),
-            _nn("WS_TXNID", _B), _nn("WS_COMMIT_ID", _B), _nn("WS_OPERATION_TYPE", _C1),
+            _nn("WS_DATABASE", _v(128)),
+            _nn("WS_TABLE", (_v(128), _v(256))),
+            _c("WS_PARTITION", _v(767)),
+            _nn("WS_TXNID", _B),
+            _nn("WS_COMMIT_ID", _B),
+            _nn("WS_OPERATION_TYPE", _C1),
         ],
         "versions": "34",
     },
     "TXN_TO_WRITE_ID": {
-        "cols": [_nn("T2W_TXNID", _B), _nn("T2W_DATABASE", _v(128)), _nn("T2W_TABLE", _v(256)),
-                 _nn("T2W_WRITEID", _B)],
-        "indexes": [_ix("TBL_TO_TXN_ID_IDX", ["T2W_DATABASE", "T2W_TABLE", "T2W_TXNID"], unique=True),
-                    _ix("TBL_TO_WRITE_ID_IDX", ["T2W_DATABASE", "T2W_TABLE", "T2W_WRITEID"], unique=True)],
+        "cols": [_nn("T2W_TXNID", _B), _nn("T2W_DATABASE", _v(128)), _nn("T2W_TABLE", _v(256)), _nn("T2W_WRITEID", _B)],
+        "indexes": [
+            _ix("TBL_TO_TXN_ID_IDX", ["T2W_DATABASE", "T2W_TABLE", "T2W_TXNID"], unique=True),
+            _ix("TBL_TO_WRITE_ID_IDX", ["T2W_DATABASE", "T2W_TABLE", "T2W_WRITEID"], unique=True),
+        ],
         "versions": "34",
     },
     "NEXT_WRITE_ID": {
@@ -184,8 +264,12 @@ TXN_TABLES: dict[str, dict[str, Any]] = {
         "versions": "34",
     },
     "MIN_HISTORY_WRITE_ID": {
-        "cols": [_nn("MH_TXNID", _B, "4"), _nn("MH_DATABASE", _v(128), "4"), _nn("MH_TABLE", _v(256), "4"),
-                 _nn("MH_WRITEID", _B, "4")],
+        "cols": [
+            _nn("MH_TXNID", _B, "4"),
+            _nn("MH_DATABASE", _v(128), "4"),
+            _nn("MH_TABLE", _v(256), "4"),
+            _nn("MH_WRITEID", _B, "4"),
+        ],
         "fks": [_fk(["MH_TXNID"], "TXNS", ["TXN_ID"], "4")],
         "versions": "4",
     },
@@ -196,24 +280,40 @@ TXN_TABLES: dict[str, dict[str, Any]] = {
         "versions": "34",
     },
     "MATERIALIZATION_REBUILD_LOCKS": {
-        "cols": [_nn("MRL_TXN_ID", _B), _nn("MRL_DB_NAME", _v(128)), _nn("MRL_TBL_NAME", _v(256)),
-                 _nn("MRL_LAST_HEARTBEAT", _B)],
+        "cols": [
+            _nn("MRL_TXN_ID", _B),
+            _nn("MRL_DB_NAME", _v(128)),
+            _nn("MRL_TBL_NAME", _v(256)),
+            _nn("MRL_LAST_HEARTBEAT", _B),
+        ],
         "pk": ["MRL_TXN_ID"],
         "versions": "34",
     },
     "TXN_WRITE_NOTIFICATION_LOG": {
-        "cols": [_nn("WNL_ID", _B, "4"), _nn("WNL_TXNID", _B, "4"), _nn("WNL_WRITEID", _B, "4"),
-                 _nn("WNL_DATABASE", _v(128), "4"), _nn("WNL_TABLE", _v(256), "4"),
-                 _nn("WNL_PARTITION", _v(767), "4"), _nn("WNL_TABLE_OBJ", _LTXT, "4"),
-                 _c("WNL_PARTITION_OBJ", _LTXT, versions="4"), _c("WNL_FILES", _LTXT, versions="4"),
-                 _nn("WNL_EVENT_TIME", _I, "4")],
+        "cols": [
+            _nn("WNL_ID", _B, "4"),
+            _nn("WNL_TXNID", _B, "4"),
+            _nn("WNL_WRITEID", _B, "4"),
+            _nn("WNL_DATABASE", _v(128), "4"),
+            _nn("WNL_TABLE", _v(256), "4"),
+            _nn("WNL_PARTITION", _v(767), "4"),
+            _nn("WNL_TABLE_OBJ", _LTXT, "4"),
+            _c("WNL_PARTITION_OBJ", _LTXT, versions="4"),
+            _c("WNL_FILES", _LTXT, versions="4"),
+            _nn("WNL_EVENT_TIME", _I, "4"),
+        ],
         "pk": ["WNL_TXNID", "WNL_DATABASE", "WNL_TABLE", "WNL_PARTITION"],
         "versions": "4",
     },
     "COMPACTION_METRICS_CACHE": {
-        "cols": [_nn("CMC_DATABASE", _v(128), "4"), _nn("CMC_TABLE", _v(256), "4"),
-                 _c("CMC_PARTITION", _v(767), versions="4"), _nn("CMC_METRIC_TYPE", _v(128), "4"),
-                 _nn("CMC_METRIC_VALUE", _I, "4"), _nn("CMC_VERSION", _I, "4")],
+        "cols": [
+            _nn("CMC_DATABASE", _v(128), "4"),
+            _nn("CMC_TABLE", _v(256), "4"),
+            _c("CMC_PARTITION", _v(767), versions="4"),
+            _nn("CMC_METRIC_TYPE", _v(128), "4"),
+            _nn("CMC_METRIC_VALUE", _I, "4"),
+            _nn("CMC_VERSION", _I, "4"),
+        ],
         "versions": "4",
     },
     "REPL_TXN_MAP": {
@@ -230,13 +330,22 @@ TXN_TABLES: dict[str, dict[str, Any]] = {
 
 META_TABLES: dict[str, dict[str, Any]] = {
     "VERSION": {
-        "cols": [_nn("VER_ID", _B), _nn("SCHEMA_VERSION", _v(127)),
-                 _c("VERSION_COMMENT", _v(255), {"mysql": True, "*": False})],
-        "pk": ["VER_ID"], "versions": "34",
+        "cols": [
+            _nn("VER_ID", _B),
+            _nn("SCHEMA_VERSION", _v(127)),
+            _c("VERSION_COMMENT", _v(255), {"mysql": True, "*": False}),
+        ],
+        "pk": ["VER_ID"],
+        "versions": "34",
     },
     "CTLGS": {
-        "cols": [_nn("CTLG_ID", _B), _c("NAME", _v(256)), _c("DESC", _v(4000)), _nn("LOCATION_URI", _v(4000)),
-                 _c("CREATE_TIME", _BI, versions="4")],
+        "cols": [
+            _nn("CTLG_ID", _B),
+            _c("NAME", _v(256)),
+            _c("DESC", _v(4000)),
+            _nn("LOCATION_URI", _v(4000)),
+            _c("CREATE_TIME", _BI, versions="4"),
+        ],
         "pk": ["CTLG_ID"],
         "indexes": [_ix({"mysql": "UNIQUE_CATALOG", "*": "CTLGS_NAME_key"}, ["NAME"], unique=True, constraint=True)],
         # "The location is TBD. Hive will fix this when it starts"
@@ -245,13 +354,20 @@ META_TABLES: dict[str, dict[str, Any]] = {
     },
     "DBS": {
         "mysql_bin": True,
-        "cols": [_nn("DB_ID", _B), _c("DESC", _v(4000)), _nn("DB_LOCATION_URI", _v(4000)), _c("NAME", _v(128)),
-                 _c("OWNER_NAME", _v(128)), _c("OWNER_TYPE", _v(10)),
-                 _c("CTLG_NAME", _v(256), {"postgresql": (True, False), "*": False}, default="'hive'", bin=False),
-                 _c("CREATE_TIME", _BI, versions="4"), _c("DB_MANAGED_LOCATION_URI", _v(4000), versions="4"),
-                 _nn("TYPE", _v(32), "4", default="'NATIVE'", bin=False),
-                 _c("DATACONNECTOR_NAME", _v(128), versions="4", bin=False),
-                 _c("REMOTE_DBNAME", _v(128), versions="4", bin=False)],
+        "cols": [
+            _nn("DB_ID", _B),
+            _c("DESC", _v(4000)),
+            _nn("DB_LOCATION_URI", _v(4000)),
+            _c("NAME", _v(128)),
+            _c("OWNER_NAME", _v(128)),
+            _c("OWNER_TYPE", _v(10)),
+            _c("CTLG_NAME", _v(256), {"postgresql": (True, False), "*": False}, default="'hive'", bin=False),
+            _c("CREATE_TIME", _BI, versions="4"),
+            _c("DB_MANAGED_LOCATION_URI", _v(4000), versions="4"),
+            _nn("TYPE", _v(32), "4", default="'NATIVE'", bin=False),
+            _c("DATACONNECTOR_NAME", _v(128), versions="4", bin=False),
+            _c("REMOTE_DBNAME", _v(128), versions="4", bin=False),
+        ],
         "pk": ["DB_ID"],
         "indexes": [_ix("UNIQUE_DATABASE", ["NAME", "CTLG_NAME"], unique=True, constraint=True)],
         "fks": [_fk(["CTLG_NAME"], "CTLGS", ["NAME"])],
@@ -260,8 +376,13 @@ META_TABLES: dict[str, dict[str, Any]] = {
     "CDS": {"cols": [_nn("CD_ID", _B)], "pk": ["CD_ID"], "versions": "34"},
     "COLUMNS_V2": {
         "mysql_bin": True,
-        "cols": [_nn("CD_ID", _B), _c("COMMENT", _v(4000)), _nn("COLUMN_NAME", _v(767)), _c("TYPE_NAME", _TXT, bin=False),
-                 _nn("INTEGER_IDX", _I)],
+        "cols": [
+            _nn("CD_ID", _B),
+            _c("COMMENT", _v(4000)),
+            _nn("COLUMN_NAME", _v(767)),
+            _c("TYPE_NAME", _TXT, bin=False),
+            _nn("INTEGER_IDX", _I),
+        ],
         "pk": ["CD_ID", "COLUMN_NAME"],
         "indexes": [_ix("COLUMNS_V2_N49", ["CD_ID"], dialects=("mysql",))],
         "fks": [_fk(["CD_ID"], "CDS", ["CD_ID"])],
@@ -269,9 +390,17 @@ META_TABLES: dict[str, dict[str, Any]] = {
     },
     "SERDES": {
         "mysql_bin": True,
-        "cols": [_nn("SERDE_ID", _B), _c("NAME", _v(128)), _c("SLIB", _v(4000)), _c("DESCRIPTION", _v(4000)),
-                 _c("SERIALIZER_CLASS", _v(4000)), _c("DESERIALIZER_CLASS", _v(4000)), _c("SERDE_TYPE", _I)],
-        "pk": ["SERDE_ID"], "versions": "34",
+        "cols": [
+            _nn("SERDE_ID", _B),
+            _c("NAME", _v(128)),
+            _c("SLIB", _v(4000)),
+            _c("DESCRIPTION", _v(4000)),
+            _c("SERIALIZER_CLASS", _v(4000)),
+            _c("DESERIALIZER_CLASS", _v(4000)),
+            _c("SERDE_TYPE", _I),
+        ],
+        "pk": ["SERDE_ID"],
+        "versions": "34",
     },
     "SERDE_PARAMS": {
         "mysql_bin": True,
@@ -283,9 +412,17 @@ META_TABLES: dict[str, dict[str, Any]] = {
     },
     "SDS": {
         "mysql_bin": True,
-        "cols": [_nn("SD_ID", _B), _c("CD_ID", _B), _c("INPUT_FORMAT", _v(4000)), _nn("IS_COMPRESSED", _BOOL),
-                 _nn("IS_STOREDASSUBDIRECTORIES", _BOOL), _c("LOCATION", _v(4000)), _nn("NUM_BUCKETS", _BI),
-                 _c("OUTPUT_FORMAT", _v(4000)), _c("SERDE_ID", _B)],
+        "cols": [
+            _nn("SD_ID", _B),
+            _c("CD_ID", _B),
+            _c("INPUT_FORMAT", _v(4000)),
+            _nn("IS_COMPRESSED", _BOOL),
+            _nn("IS_STOREDASSUBDIRECTORIES", _BOOL),
+            _c("LOCATION", _v(4000)),
+            _nn("NUM_BUCKETS", _BI),
+            _c("OUTPUT_FORMAT", _v(4000)),
+            _c("SERDE_ID", _B),
+        ],
         "pk": ["SD_ID"],
         "indexes": [_ix("SDS_N49", ["SERDE_ID"]), _ix("SDS_N50", ["CD_ID"])],
         "fks": [_fk(["SERDE_ID"], "SERDES", ["SERDE_ID"]), _fk(["CD_ID"], "CDS", ["CD_ID"])],
@@ -293,14 +430,28 @@ META_TABLES: dict[str, dict[str, Any]] = {
     },
     "TBLS": {
         "mysql_bin": True,
-        "cols": [_nn("TBL_ID", _B), _nn("CREATE_TIME", _BI), _c("DB_ID", _B), _nn("LAST_ACCESS_TIME", _BI),
-                 _c("OWNER", _v(767)), _c("OWNER_TYPE", _v(10)), _nn("RETENTION", _BI), _c("SD_ID", _B),
-                 _c("TBL_NAME", _v(256)), _c("TBL_TYPE", _v(128)), _c("VIEW_EXPANDED_TEXT", _TXT, bin=False),
-                 _c("VIEW_ORIGINAL_TEXT", _TXT, bin=False), _nn("IS_REWRITE_ENABLED", _BOOL, default=_FALSE),
-                 _c("WRITE_ID", _B, versions="4", default="0")],
+        "cols": [
+            _nn("TBL_ID", _B),
+            _nn("CREATE_TIME", _BI),
+            _c("DB_ID", _B),
+            _nn("LAST_ACCESS_TIME", _BI),
+            _c("OWNER", _v(767)),
+            _c("OWNER_TYPE", _v(10)),
+            _nn("RETENTION", _BI),
+            _c("SD_ID", _B),
+            _c("TBL_NAME", _v(256)),
+            _c("TBL_TYPE", _v(128)),
+            _c("VIEW_EXPANDED_TEXT", _TXT, bin=False),
+            _c("VIEW_ORIGINAL_TEXT", _TXT, bin=False),
+            _nn("IS_REWRITE_ENABLED", _BOOL, default=_FALSE),
+            _c("WRITE_ID", _B, versions="4", default="0"),
+        ],
         "pk": ["TBL_ID"],
-        "indexes": [_ix("UNIQUETABLE", ["TBL_NAME", "DB_ID"], unique=True, constraint=True),
-                    _ix("TBLS_N49", ["DB_ID"]), _ix("TBLS_N50", ["SD_ID"])],
+        "indexes": [
+            _ix("UNIQUETABLE", ["TBL_NAME", "DB_ID"], unique=True, constraint=True),
+            _ix("TBLS_N49", ["DB_ID"]),
+            _ix("TBLS_N50", ["SD_ID"]),
+        ],
         "fks": [_fk(["DB_ID"], "DBS", ["DB_ID"]), _fk(["SD_ID"], "SDS", ["SD_ID"])],
         "versions": "34",
     },
@@ -314,19 +465,33 @@ META_TABLES: dict[str, dict[str, Any]] = {
     },
     "PARTITIONS": {
         "mysql_bin": True,
-        "cols": [_nn("PART_ID", _B), _nn("CREATE_TIME", _BI), _nn("LAST_ACCESS_TIME", _BI),
-                 _c("PART_NAME", _v(767)), _c("SD_ID", _B), _c("TBL_ID", _B),
-                 _c("WRITE_ID", _B, versions="4", default="0")],
+        "cols": [
+            _nn("PART_ID", _B),
+            _nn("CREATE_TIME", _BI),
+            _nn("LAST_ACCESS_TIME", _BI),
+            _c("PART_NAME", _v(767)),
+            _c("SD_ID", _B),
+            _c("TBL_ID", _B),
+            _c("WRITE_ID", _B, versions="4", default="0"),
+        ],
         "pk": ["PART_ID"],
-        "indexes": [_ix("UNIQUEPARTITION", ["PART_NAME", "TBL_ID"], unique=True, constraint=True),
-                    _ix("PARTITIONS_N49", ["TBL_ID"]), _ix("PARTITIONS_N50", ["SD_ID"])],
+        "indexes": [
+            _ix("UNIQUEPARTITION", ["PART_NAME", "TBL_ID"], unique=True, constraint=True),
+            _ix("PARTITIONS_N49", ["TBL_ID"]),
+            _ix("PARTITIONS_N50", ["SD_ID"]),
+        ],
         "fks": [_fk(["TBL_ID"], "TBLS", ["TBL_ID"]), _fk(["SD_ID"], "SDS", ["SD_ID"])],
         "versions": "34",
     },
     "PARTITION_KEYS": {
         "mysql_bin": True,
-        "cols": [_nn("TBL_ID", _B), _c("PKEY_COMMENT", _v(4000)), _nn("PKEY_NAME", _v(128)),
-                 _nn("PKEY_TYPE", _v(767)), _nn("INTEGER_IDX", _BI)],
+        "cols": [
+            _nn("TBL_ID", _B),
+            _c("PKEY_COMMENT", _v(4000)),
+            _nn("PKEY_NAME", _v(128)),
+            _nn("PKEY_TYPE", _v(767)),
+            _nn("INTEGER_IDX", _BI),
+        ],
         "pk": ["TBL_ID", "PKEY_NAME"],
         "indexes": [_ix("PARTITION_KEYS_N49", ["TBL_ID"])],
         "fks": [_fk(["TBL_ID"], "TBLS", ["TBL_ID"])],
@@ -353,9 +518,14 @@ META_TABLES: dict[str, dict[str, Any]] = {
         "mysql_bin": True,
         "cols": [_nn("SEQUENCE_NAME", _v(255)), _nn("NEXT_VAL", _B)],
         "pk": ["SEQUENCE_NAME"],
-        "seed": [{"SEQUENCE_NAME": "org.apache.hadoop.hive.metastore.model.MNotificationLog", "NEXT_VAL": 1},
-                 {"SEQUENCE_NAME": "org.apache.hadoop.hive.metastore.model.MTxnWriteNotificationLog",
-                  "NEXT_VAL": 1, "_versions": "4"}],
+        "seed": [
+            {"SEQUENCE_NAME": "org.apache.hadoop.hive.metastore.model.MNotificationLog", "NEXT_VAL": 1},
+            {
+                "SEQUENCE_NAME": "org.apache.hadoop.hive.metastore.model.MTxnWriteNotificationLog",
+                "NEXT_VAL": 1,
+                "_versions": "4",
+            },
+        ],
         "versions": "34",
     },
     "NOTIFICATION_SEQUENCE": {
@@ -379,16 +549,19 @@ def _has(versions: str, v: int) -> bool:
 class Flavor:
     """How one metastore database spells Hive's tables."""
 
-    dialect: str            # "postgresql", "mysql" (also MariaDB) or "sqlite"
-    hive_version: int       # 3 or 4
-    txn_lower: bool         # transaction tables are lower-case (Postgres, Hive 3 style)
+    dialect: str  # "postgresql", "mysql" (also MariaDB) or "sqlite"
+    hive_version: int  # 3 or 4
+    txn_lower: bool  # transaction tables are lower-case (Postgres, Hive 3 style)
     schema_version: str | None = None
 
     @classmethod
     def default(cls, dialect: str, hive_version: int) -> "Flavor":
-        return cls(dialect=dialect, hive_version=hive_version,
-                   txn_lower=(dialect == "postgresql" and hive_version == 3),
-                   schema_version=SCHEMA_VERSIONS.get(hive_version))
+        return cls(
+            dialect=dialect,
+            hive_version=hive_version,
+            txn_lower=(dialect == "postgresql" and hive_version == 3),
+            schema_version=SCHEMA_VERSIONS.get(hive_version),
+        )
 
     def physical(self, table: str) -> str:
         """The table name as stored in this database."""
@@ -467,6 +640,7 @@ class Tables:
 # DDL (metastore init)
 # ---------------------------------------------------------------------------------------
 
+
 def pick(value: Any, hive_version: int, dialect: str) -> Any:
     """Resolve a per-dialect dict and/or a ``(hive3, hive4)`` pair of the table descriptions."""
     if isinstance(value, dict):
@@ -481,7 +655,7 @@ def _sa_type(code: str, dialect: str, *, generated_pk: bool = False, collation: 
 
     if code == _B:
         if generated_pk and dialect == "sqlite":
-            return sa.Integer()          # INTEGER PRIMARY KEY = SQLite's rowid alias
+            return sa.Integer()  # INTEGER PRIMARY KEY = SQLite's rowid alias
         return sa.BigInteger()
     if code == _I:
         return sa.Integer()
@@ -496,6 +670,7 @@ def _sa_type(code: str, dialect: str, *, generated_pk: bool = False, collation: 
     if code == _BIN:
         if dialect == "postgresql":
             from sqlalchemy.dialects.postgresql import BYTEA
+
             return BYTEA()
         return sa.VARBINARY(2048) if dialect == "mysql" else sa.LargeBinary()
     if code == _BOOL:
@@ -556,23 +731,32 @@ def build_metadata(flavor: Flavor) -> sa.MetaData:
                 kw["server_default"] = sa.text(_default_sql(opts["default"], d))
             # Hive's MySQL script: most metadata name columns are latin1_bin (case-sensitive)
             coll = "latin1_bin" if (d == "mysql" and spec.get("mysql_bin") and opts.get("bin", True)) else None
-            cols.append(sa.Column(flavor.column(name, cname),
-                                  _sa_type(pick(ctype, v, d), d, generated_pk=gen_pk, collation=coll),
-                                  primary_key=cname in pk, nullable=bool(pick(nullable, v, d)) and cname not in pk,
-                                  autoincrement=True if gen_pk else False, **kw))
+            cols.append(
+                sa.Column(
+                    flavor.column(name, cname),
+                    _sa_type(pick(ctype, v, d), d, generated_pk=gen_pk, collation=coll),
+                    primary_key=cname in pk,
+                    nullable=bool(pick(nullable, v, d)) and cname not in pk,
+                    autoincrement=True if gen_pk else False,
+                    **kw,
+                )
+            )
         for fk in spec.get("fks", ()):
             if _has(fk["versions"], v) and fk["ref"] in names:
                 ref = flavor.physical(fk["ref"])
-                cols.append(sa.ForeignKeyConstraint(
-                    [flavor.column(name, c) for c in fk["cols"]],
-                    [f"{ref}.{flavor.column(fk['ref'], c)}" for c in fk["ref_cols"]],
-                    # Hive's Postgres script declares the metadata foreign keys DEFERRABLE
-                    deferrable=True if (d == "postgresql" and name in META_TABLES) else None))
+                cols.append(
+                    sa.ForeignKeyConstraint(
+                        [flavor.column(name, c) for c in fk["cols"]],
+                        [f"{ref}.{flavor.column(fk['ref'], c)}" for c in fk["ref_cols"]],
+                        # Hive's Postgres script declares the metadata foreign keys DEFERRABLE
+                        deferrable=True if (d == "postgresql" and name in META_TABLES) else None,
+                    )
+                )
         kwargs: dict[str, Any] = {}
         if d == "mysql":
             kwargs.update(mysql_engine="InnoDB", mysql_charset="latin1")
         if gen and d == "sqlite":
-            kwargs["sqlite_autoincrement"] = True   # never reuse a txn id, as a sequence does
+            kwargs["sqlite_autoincrement"] = True  # never reuse a txn id, as a sequence does
         t = sa.Table(flavor.physical(name), md, *cols, **kwargs)
         for ix in spec.get("indexes", ()):
             if not _has(ix["versions"], v) or (ix["dialects"] and d not in ix["dialects"]):
@@ -603,47 +787,112 @@ def build_metadata(flavor: Flavor) -> sa.MetaData:
 HIVE2_SCHEMA_VERSION = "2.3.0"
 
 HIVE2_TXN_TABLES: dict[str, dict[str, Any]] = {
-    "TXNS": {"cols": [("TXN_ID", _B, False), ("TXN_STATE", _C1, False), ("TXN_STARTED", _B, False),
-                      ("TXN_LAST_HEARTBEAT", _B, False), ("TXN_USER", _v(128), False),
-                      ("TXN_HOST", _v(128), False), ("TXN_AGENT_INFO", _v(128), True),
-                      ("TXN_META_INFO", _v(128), True), ("TXN_HEARTBEAT_COUNT", _I, True)],
-             "pk": ["TXN_ID"]},
-    "TXN_COMPONENTS": {"cols": [("TC_TXNID", _B, True), ("TC_DATABASE", _v(128), False),
-                                ("TC_TABLE", _v(128), True), ("TC_PARTITION", _v(767), True),
-                                ("TC_OPERATION_TYPE", _C1, False)]},
-    "COMPLETED_TXN_COMPONENTS": {"cols": [("CTC_TXNID", _B, True), ("CTC_DATABASE", _v(128), False),
-                                          ("CTC_TABLE", _v(256), True), ("CTC_PARTITION", _v(767), True)]},
+    "TXNS": {
+        "cols": [
+            ("TXN_ID", _B, False),
+            ("TXN_STATE", _C1, False),
+            ("TXN_STARTED", _B, False),
+            ("TXN_LAST_HEARTBEAT", _B, False),
+            ("TXN_USER", _v(128), False),
+            ("TXN_HOST", _v(128), False),
+            ("TXN_AGENT_INFO", _v(128), True),
+            ("TXN_META_INFO", _v(128), True),
+            ("TXN_HEARTBEAT_COUNT", _I, True),
+        ],
+        "pk": ["TXN_ID"],
+    },
+    "TXN_COMPONENTS": {
+        "cols": [
+            ("TC_TXNID", _B, True),
+            ("TC_DATABASE", _v(128), False),
+            ("TC_TABLE", _v(128), True),
+            ("TC_PARTITION", _v(767), True),
+            ("TC_OPERATION_TYPE", _C1, False),
+        ]
+    },
+    "COMPLETED_TXN_COMPONENTS": {
+        "cols": [
+            ("CTC_TXNID", _B, True),
+            ("CTC_DATABASE", _v(128), False),
+            ("CTC_TABLE", _v(256), True),
+            ("CTC_PARTITION", _v(767), True),
+        ]
+    },
     "NEXT_TXN_ID": {"cols": [("NTXN_NEXT", _B, False)]},
-    "HIVE_LOCKS": {"cols": [("HL_LOCK_EXT_ID", _B, False), ("HL_LOCK_INT_ID", _B, False), ("HL_TXNID", _B, True),
-                            ("HL_DB", _v(128), False), ("HL_TABLE", _v(128), True), ("HL_PARTITION", _v(767), True),
-                            ("HL_LOCK_STATE", _C1, False), ("HL_LOCK_TYPE", _C1, False),
-                            ("HL_LAST_HEARTBEAT", _B, False), ("HL_ACQUIRED_AT", _B, True),
-                            ("HL_USER", _v(128), False), ("HL_HOST", _v(128), False),
-                            ("HL_HEARTBEAT_COUNT", _I, True), ("HL_AGENT_INFO", _v(128), True),
-                            ("HL_BLOCKEDBY_EXT_ID", _B, True), ("HL_BLOCKEDBY_INT_ID", _B, True)],
-                   "pk": ["HL_LOCK_EXT_ID", "HL_LOCK_INT_ID"]},
+    "HIVE_LOCKS": {
+        "cols": [
+            ("HL_LOCK_EXT_ID", _B, False),
+            ("HL_LOCK_INT_ID", _B, False),
+            ("HL_TXNID", _B, True),
+            ("HL_DB", _v(128), False),
+            ("HL_TABLE", _v(128), True),
+            ("HL_PARTITION", _v(767), True),
+            ("HL_LOCK_STATE", _C1, False),
+            ("HL_LOCK_TYPE", _C1, False),
+            ("HL_LAST_HEARTBEAT", _B, False),
+            ("HL_ACQUIRED_AT", _B, True),
+            ("HL_USER", _v(128), False),
+            ("HL_HOST", _v(128), False),
+            ("HL_HEARTBEAT_COUNT", _I, True),
+            ("HL_AGENT_INFO", _v(128), True),
+            ("HL_BLOCKEDBY_EXT_ID", _B, True),
+            ("HL_BLOCKEDBY_INT_ID", _B, True),
+        ],
+        "pk": ["HL_LOCK_EXT_ID", "HL_LOCK_INT_ID"],
+    },
     "NEXT_LOCK_ID": {"cols": [("NL_NEXT", _B, False)]},
-    "COMPACTION_QUEUE": {"cols": [("CQ_ID", _B, False), ("CQ_DATABASE", _v(128), False), ("CQ_TABLE", _v(128), False),
-                                  ("CQ_PARTITION", _v(767), True), ("CQ_STATE", _C1, False), ("CQ_TYPE", _C1, False),
-                                  ("CQ_TBLPROPERTIES", _v(2048), True), ("CQ_WORKER_ID", _v(128), True),
-                                  ("CQ_START", _B, True), ("CQ_RUN_AS", _v(128), True),
-                                  ("CQ_HIGHEST_TXN_ID", _B, True), ("CQ_META_INFO", _BIN, True),
-                                  ("CQ_HADOOP_JOB_ID", _v(32), True)],
-                         "pk": ["CQ_ID"]},
+    "COMPACTION_QUEUE": {
+        "cols": [
+            ("CQ_ID", _B, False),
+            ("CQ_DATABASE", _v(128), False),
+            ("CQ_TABLE", _v(128), False),
+            ("CQ_PARTITION", _v(767), True),
+            ("CQ_STATE", _C1, False),
+            ("CQ_TYPE", _C1, False),
+            ("CQ_TBLPROPERTIES", _v(2048), True),
+            ("CQ_WORKER_ID", _v(128), True),
+            ("CQ_START", _B, True),
+            ("CQ_RUN_AS", _v(128), True),
+            ("CQ_HIGHEST_TXN_ID", _B, True),
+            ("CQ_META_INFO", _BIN, True),
+            ("CQ_HADOOP_JOB_ID", _v(32), True),
+        ],
+        "pk": ["CQ_ID"],
+    },
     "NEXT_COMPACTION_QUEUE_ID": {"cols": [("NCQ_NEXT", _B, False)]},
-    "COMPLETED_COMPACTIONS": {"cols": [("CC_ID", _B, False), ("CC_DATABASE", _v(128), False),
-                                       ("CC_TABLE", _v(128), False), ("CC_PARTITION", _v(767), True),
-                                       ("CC_STATE", _C1, False), ("CC_TYPE", _C1, False),
-                                       ("CC_TBLPROPERTIES", _v(2048), True), ("CC_WORKER_ID", _v(128), True),
-                                       ("CC_START", _B, True), ("CC_END", _B, True), ("CC_RUN_AS", _v(128), True),
-                                       ("CC_HIGHEST_TXN_ID", _B, True), ("CC_META_INFO", _BIN, True),
-                                       ("CC_HADOOP_JOB_ID", _v(32), True)],
-                              "pk": ["CC_ID"]},
-    "AUX_TABLE": {"cols": [("MT_KEY1", _v(128), False), ("MT_KEY2", _B, False), ("MT_COMMENT", _v(255), True)],
-                  "pk": ["MT_KEY1", "MT_KEY2"]},
-    "WRITE_SET": {"cols": [("WS_DATABASE", _v(128), False), ("WS_TABLE", _v(128), False),
-                           ("WS_PARTITION", _v(767), True), ("WS_TXNID", _B, False), ("WS_COMMIT_ID", _B, False),
-                           ("WS_OPERATION_TYPE", _C1, False)]},
+    "COMPLETED_COMPACTIONS": {
+        "cols": [
+            ("CC_ID", _B, False),
+            ("CC_DATABASE", _v(128), False),
+            ("CC_TABLE", _v(128), False),
+            ("CC_PARTITION", _v(767), True),
+            ("CC_STATE", _C1, False),
+            ("CC_TYPE", _C1, False),
+            ("CC_TBLPROPERTIES", _v(2048), True),
+            ("CC_WORKER_ID", _v(128), True),
+            ("CC_START", _B, True),
+            ("CC_END", _B, True),
+            ("CC_RUN_AS", _v(128), True),
+            ("CC_HIGHEST_TXN_ID", _B, True),
+            ("CC_META_INFO", _BIN, True),
+            ("CC_HADOOP_JOB_ID", _v(32), True),
+        ],
+        "pk": ["CC_ID"],
+    },
+    "AUX_TABLE": {
+        "cols": [("MT_KEY1", _v(128), False), ("MT_KEY2", _B, False), ("MT_COMMENT", _v(255), True)],
+        "pk": ["MT_KEY1", "MT_KEY2"],
+    },
+    "WRITE_SET": {
+        "cols": [
+            ("WS_DATABASE", _v(128), False),
+            ("WS_TABLE", _v(128), False),
+            ("WS_PARTITION", _v(767), True),
+            ("WS_TXNID", _B, False),
+            ("WS_COMMIT_ID", _B, False),
+            ("WS_OPERATION_TYPE", _C1, False),
+        ]
+    },
 }
 
 #: metadata columns of META_TABLES (Hive 3 set) that a 2.3 schema lacks (catalogs: 3.0)

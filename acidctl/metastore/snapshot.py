@@ -23,17 +23,24 @@ from acidctl.acid.writeids import LONG_MAX, TxnList, WriteIdList
 from acidctl.errors import UsageError
 from acidctl.metastore.connection import Metastore, connect, db_now_ms
 
-OPEN_TXN_TIMEOUT_MS = 1000          # metastore.txn.opentxn.timeout default (§4.1)
+OPEN_TXN_TIMEOUT_MS = 1000  # metastore.txn.opentxn.timeout default (§4.1)
 TXN_TYPE_READ_ONLY = 2
 
-TXN_TYPES = {0: "DEFAULT", 1: "REPL_CREATED", 2: "READ_ONLY", 3: "COMPACTION",
-             4: "MATER_VIEW_REBUILD", 5: "SOFT_DELETE", 6: "REBALANCE_COMPACTION"}
+TXN_TYPES = {
+    0: "DEFAULT",
+    1: "REPL_CREATED",
+    2: "READ_ONLY",
+    3: "COMPACTION",
+    4: "MATER_VIEW_REBUILD",
+    5: "SOFT_DELETE",
+    6: "REBALANCE_COMPACTION",
+}
 
 
 @dataclasses.dataclass
 class TxnRow:
     txn_id: int
-    state: str              # 'o', 'a', 'c' (code); gaps are 'o'
+    state: str  # 'o', 'a', 'c' (code); gaps are 'o'
     txn_type: int | None
     started: int | None
     synthetic: bool = False  # a Hive 4 young gap
@@ -58,6 +65,7 @@ def split_table_name(name: str) -> tuple[str, str]:
 # transactions
 # ---------------------------------------------------------------------------------------
 
+
 def h4_txn_rows(ms: Metastore, conn, *, now_ms: int, timeout_ms: int = OPEN_TXN_TIMEOUT_MS) -> tuple[int, list[TxnRow]]:
     """Hive 4's GetOpenTxnsListHandler walk: (hwm, non-committed rows + synthetic gap rows)."""
     import sqlalchemy as sa
@@ -72,8 +80,7 @@ def h4_txn_rows(ms: Metastore, conn, *, now_ms: int, timeout_ms: int = OPEN_TXN_
     if lo is not None:
         cond = sa.or_(cond, t.TXN_ID >= lo)
     type_col = t.TXN_TYPE if t.has("TXN_TYPE") else sa.literal(None)
-    rows = conn.execute(sa.select(t.TXN_ID, t.TXN_STATE, type_col, t.TXN_STARTED).where(cond)
-                        .order_by(t.TXN_ID)).all()
+    rows = conn.execute(sa.select(t.TXN_ID, t.TXN_STATE, type_col, t.TXN_STARTED).where(cond).order_by(t.TXN_ID)).all()
     out: list[TxnRow] = []
     boundary = -1
     for txn_id, state, ttype, started in rows:
@@ -99,12 +106,12 @@ def h3_txn_hwm(ms: Metastore, conn) -> int:
     nxt = conn.execute(sa.select(n.NTXN_NEXT)).scalar()
     if nxt is None:
         from acidctl.errors import UnsupportedSchema
+
         raise UnsupportedSchema("NEXT_TXN_ID has no row (not an initialised Hive 3 metastore)")
     return int(nxt) - 1
 
 
-def read_txn_list(ms: Metastore, conn, *, now_ms: int | None = None,
-                  timeout_ms: int = OPEN_TXN_TIMEOUT_MS) -> TxnList:
+def read_txn_list(ms: Metastore, conn, *, now_ms: int | None = None, timeout_ms: int = OPEN_TXN_TIMEOUT_MS) -> TxnList:
     """The ValidReadTxnList a fresh reader gets (caller txn 0: hwm and all exceptions kept)."""
     import sqlalchemy as sa
 
@@ -112,8 +119,11 @@ def read_txn_list(ms: Metastore, conn, *, now_ms: int | None = None,
         hwm = h3_txn_hwm(ms, conn)
         t = ms.tables.TXNS
         rows = conn.execute(sa.select(t.TXN_ID, t.TXN_STATE).where(t.TXN_ID <= hwm).order_by(t.TXN_ID)).all()
-        return TxnList(hwm=hwm, open=tuple(int(r[0]) for r in rows if r[1] != "a"),
-                       aborted=tuple(int(r[0]) for r in rows if r[1] == "a"))
+        return TxnList(
+            hwm=hwm,
+            open=tuple(int(r[0]) for r in rows if r[1] != "a"),
+            aborted=tuple(int(r[0]) for r in rows if r[1] == "a"),
+        )
     if now_ms is None:
         now_ms = db_now_ms(conn)
     hwm, rows = h4_txn_rows(ms, conn, now_ms=now_ms, timeout_ms=timeout_ms)
@@ -126,17 +136,20 @@ def read_txn_list(ms: Metastore, conn, *, now_ms: int | None = None,
 # write ids
 # ---------------------------------------------------------------------------------------
 
+
 @dataclasses.dataclass
 class InvalidWriteId:
     write_id: int
     txn_id: int
-    state: str              # "OPEN" or "ABORTED"
+    state: str  # "OPEN" or "ABORTED"
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
 
-def read_write_id_list(ms: Metastore, conn, db: str, table: str, txns: TxnList) -> tuple[WriteIdList, list[InvalidWriteId]]:
+def read_write_id_list(
+    ms: Metastore, conn, db: str, table: str, txns: TxnList
+) -> tuple[WriteIdList, list[InvalidWriteId]]:
     """§7.2: the table's ValidReaderWriteIdList for the reader whose txn list is ``txns``."""
     import sqlalchemy as sa
 
@@ -148,8 +161,9 @@ def read_write_id_list(ms: Metastore, conn, db: str, table: str, txns: TxnList) 
         hwm = conn.execute(sa.select(nwi.NWI_NEXT - 1).where(nwi.NWI_DATABASE == db, nwi.NWI_TABLE == table)).scalar()
         hwm = 0 if hwm is None else int(hwm)
     hwm = int(hwm)
-    rows = conn.execute(sa.select(t2w.T2W_TXNID, t2w.T2W_WRITEID)
-                        .where(t2w.T2W_WRITEID <= hwm, *where).order_by(t2w.T2W_WRITEID)).all()
+    rows = conn.execute(
+        sa.select(t2w.T2W_TXNID, t2w.T2W_WRITEID).where(t2w.T2W_WRITEID <= hwm, *where).order_by(t2w.T2W_WRITEID)
+    ).all()
     invalid: list[InvalidWriteId] = []
     min_open = LONG_MAX
     found_valid = False
@@ -183,8 +197,9 @@ def _txn_valid(txns: TxnList, txn_id: int) -> bool:
     return txn_id <= txns.hwm and txns.is_valid(txn_id)
 
 
-def table_snapshot(engine_or_url: Any, table: str, *, hive_version: Any = None,
-                   now_ms: int | None = None) -> tuple[TxnList, WriteIdList]:
+def table_snapshot(
+    engine_or_url: Any, table: str, *, hive_version: Any = None, now_ms: int | None = None
+) -> tuple[TxnList, WriteIdList]:
     """``(ValidReadTxnList, ValidReaderWriteIdList)`` of ``db.table`` for a fresh reader.
 
     ``engine_or_url`` is a SQLAlchemy Engine, a URL string or a :class:`Metastore`. Both lists
@@ -216,13 +231,14 @@ class WriteIdReport:
             "write_id_list": self.write_ids.to_dict(),
             "txn_list": self.txn_list.to_dict(),
             "invalid_write_ids": [
-                {**i.to_dict(), **{k: v for k, v in self.txn_info.get(i.txn_id, {}).items()}}
-                for i in self.invalid],
+                {**i.to_dict(), **{k: v for k, v in self.txn_info.get(i.txn_id, {}).items()}} for i in self.invalid
+            ],
         }
 
 
-def write_id_report(engine_or_url: Any, table: str, *, hive_version: Any = None,
-                    now_ms: int | None = None) -> WriteIdReport:
+def write_id_report(
+    engine_or_url: Any, table: str, *, hive_version: Any = None, now_ms: int | None = None
+) -> WriteIdReport:
     """Everything ``acidctl show write-ids`` prints: the lists plus one row per invalid id."""
     import sqlalchemy as sa
 
@@ -236,9 +252,10 @@ def write_id_report(engine_or_url: Any, table: str, *, hive_version: Any = None,
         if ids:
             t = ms.tables.TXNS
             for chunk in range(0, len(ids), 1000):
-                part = ids[chunk:chunk + 1000]
+                part = ids[chunk : chunk + 1000]
                 q = sa.select(t.TXN_ID, t.TXN_USER, t.TXN_HOST, t.TXN_STARTED).where(
-                    t.TXN_ID.in_(sa.bindparam("ids", expanding=True)))
+                    t.TXN_ID.in_(sa.bindparam("ids", expanding=True))
+                )
                 for tid, user, host, started in conn.execute(q, {"ids": part}):
                     info[int(tid)] = {"user": user, "host": host, "startedtime": started}
     return WriteIdReport(ms.hive_version, txns, wl, invalid, info)

@@ -73,13 +73,17 @@ def check_writable(ms: Any, *, read_only: bool = False, what: str = "write to th
     """Refuse (exit 6) unless ``ms`` may be written: not read-only, SQLite/PostgreSQL/MySQL, and a
     schema version acidctl writes (3.1.x, 4.0.x). Returns the schema version."""
     if read_only or writes_forbidden() or getattr(ms, "read_only", False):
-        raise MetastoreReadOnly(f"refusing to {what}: metastore writes are disabled ({_forbidden['why'] or '--read-only'})",
-                                hint="drop --read-only (or ACIDCTL_READ_ONLY / the profile's read_only key) to allow it")
+        raise MetastoreReadOnly(
+            f"refusing to {what}: metastore writes are disabled ({_forbidden['why'] or '--read-only'})",
+            hint="drop --read-only (or ACIDCTL_READ_ONLY / the profile's read_only key) to allow it",
+        )
     version = getattr(ms.flavor, "schema_version", None)
     if not is_writable_schema(version):
-        raise RefusedError(f"refusing to {what}: metastore schema version {version!r} is not one acidctl writes to "
-                           f"({', '.join(p + 'x' for p in WRITABLE_SCHEMAS)}); reading still works",
-                           hint="check VERSION.SCHEMA_VERSION; use --read-only to inspect this metastore")
+        raise RefusedError(
+            f"refusing to {what}: metastore schema version {version!r} is not one acidctl writes to "
+            f"({', '.join(p + 'x' for p in WRITABLE_SCHEMAS)}); reading still works",
+            hint="check VERSION.SCHEMA_VERSION; use --read-only to inspect this metastore",
+        )
     if ms.engine.dialect.name == "derby":  # pragma: no cover - no SQLAlchemy Derby dialect in use
         raise RefusedError("refusing to write to an embedded Derby metastore (Hive serialises it with JVM locks)")
     return str(version)
@@ -133,8 +137,7 @@ def _transaction(engine) -> Iterator[Any]:
             yield conn
 
 
-def write_step(ms: Any, fn: Callable[[Any], T], *, name: str, read_only: bool = False,
-               retries: int = MAX_RETRIES) -> T:
+def write_step(ms: Any, fn: Callable[[Any], T], *, name: str, read_only: bool = False, retries: int = MAX_RETRIES) -> T:
     """Run ``fn(conn)`` as one metastore write step (one DB transaction, READ COMMITTED, retried
     whole on deadlocks). ``fn`` must be safe to re-run: it reads what it needs inside the step."""
     from acidctl.metastore.connection import db_errors

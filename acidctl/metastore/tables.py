@@ -16,7 +16,7 @@ from acidctl.metastore.connection import Metastore, connect
 from acidctl.metastore.snapshot import split_table_name
 
 # Hive's FileUtils.escapePathName character set (partition names in PART_NAME are escaped)
-_ESCAPE = set('"#%\'*/:=?\\\x7f{[]^')
+_ESCAPE = set("\"#%'*/:=?\\\x7f{[]^")
 
 
 def escape_path_name(value: str) -> str:
@@ -39,7 +39,7 @@ def normalize_partition(spec: str | None) -> str | None:
         return None
     s = spec.strip()
     if s.upper().startswith("PARTITION"):
-        s = s[len("PARTITION"):].strip()
+        s = s[len("PARTITION") :].strip()
     s = s.strip("()")
     if not s:
         return None
@@ -76,16 +76,16 @@ class TableInfo:
     tbl_id: int
     table_type: str | None
     owner: str | None
-    location: str | None                      # the table's location (SDS.LOCATION)
+    location: str | None  # the table's location (SDS.LOCATION)
     input_format: str | None
     output_format: str | None
-    bucket_count: int                          # SDS.NUM_BUCKETS (-1 = not bucketed)
+    bucket_count: int  # SDS.NUM_BUCKETS (-1 = not bucketed)
     params: dict[str, str]
-    partition_keys: list[tuple[str, str]]      # (name, type) in order
-    columns: list[tuple[str, str]]             # (name, type) in order, from COLUMNS_V2
-    partition: str | None = None               # PART_NAME when a partition was asked for
+    partition_keys: list[tuple[str, str]]  # (name, type) in order
+    columns: list[tuple[str, str]]  # (name, type) in order, from COLUMNS_V2
+    partition: str | None = None  # PART_NAME when a partition was asked for
     partition_location: str | None = None
-    partitions: list[str] | None = None        # with list_partitions=True
+    partitions: list[str] | None = None  # with list_partitions=True
     hive_version: int | None = None
 
     @property
@@ -128,22 +128,40 @@ class TableInfo:
 
     def to_dict(self) -> dict:
         return {
-            "db": self.db, "table": self.table, "full_name": self.full_name, "tbl_id": self.tbl_id,
-            "table_type": self.table_type, "owner": self.owner, "location": self.location,
-            "partition": self.partition, "partition_location": self.partition_location,
-            "path": self.path, "input_format": self.input_format, "output_format": self.output_format,
-            "bucket_count": self.bucket_count, "transactional": self.transactional,
-            "transactional_properties": self.transactional_properties, "insert_only": self.insert_only,
+            "db": self.db,
+            "table": self.table,
+            "full_name": self.full_name,
+            "tbl_id": self.tbl_id,
+            "table_type": self.table_type,
+            "owner": self.owner,
+            "location": self.location,
+            "partition": self.partition,
+            "partition_location": self.partition_location,
+            "path": self.path,
+            "input_format": self.input_format,
+            "output_format": self.output_format,
+            "bucket_count": self.bucket_count,
+            "transactional": self.transactional,
+            "transactional_properties": self.transactional_properties,
+            "insert_only": self.insert_only,
             "no_auto_compaction": self.no_auto_compaction,
-            "compactor_thresholds": self.compactor_thresholds, "params": dict(self.params),
+            "compactor_thresholds": self.compactor_thresholds,
+            "params": dict(self.params),
             "partition_keys": [{"name": n, "type": t} for n, t in self.partition_keys],
             "columns": [{"name": n, "type": t} for n, t in self.columns],
-            "partitions": self.partitions, "hive_version": self.hive_version,
+            "partitions": self.partitions,
+            "hive_version": self.hive_version,
         }
 
 
-def resolve_table(engine_or_url: Any, spec: str, *, partition: str | None = None,
-                  list_partitions: bool = False, hive_version: Any = None) -> TableInfo:
+def resolve_table(
+    engine_or_url: Any,
+    spec: str,
+    *,
+    partition: str | None = None,
+    list_partitions: bool = False,
+    hive_version: Any = None,
+) -> TableInfo:
     """Look up ``db.table`` (optionally ``/k=v/...`` or ``partition="k=v/..."``).
 
     Raises :class:`TableNotFound` (exit 3) for an unknown database or table and
@@ -160,11 +178,22 @@ def resolve_table(engine_or_url: Any, spec: str, *, partition: str | None = None
     T = ms.tables
     dbs, tbls, sds = T.DBS, T.TBLS, T.SDS
     with ms.read() as conn:
-        q = (sa.select(tbls.TBL_ID, tbls.TBL_TYPE, tbls.OWNER, sds.LOCATION, sds.INPUT_FORMAT,
-                       sds.OUTPUT_FORMAT, sds.NUM_BUCKETS, sds.CD_ID)
-             .select_from(tbls.clause.join(dbs.clause, dbs.DB_ID == tbls.DB_ID)
-                          .outerjoin(sds.clause, sds.SD_ID == tbls.SD_ID))
-             .where(dbs.NAME == db, tbls.TBL_NAME == tbl))
+        q = (
+            sa.select(
+                tbls.TBL_ID,
+                tbls.TBL_TYPE,
+                tbls.OWNER,
+                sds.LOCATION,
+                sds.INPUT_FORMAT,
+                sds.OUTPUT_FORMAT,
+                sds.NUM_BUCKETS,
+                sds.CD_ID,
+            )
+            .select_from(
+                tbls.clause.join(dbs.clause, dbs.DB_ID == tbls.DB_ID).outerjoin(sds.clause, sds.SD_ID == tbls.SD_ID)
+            )
+            .where(dbs.NAME == db, tbls.TBL_NAME == tbl)
+        )
         row = conn.execute(q).first()
         if row is None:
             have_db = conn.execute(sa.select(dbs.DB_ID).where(dbs.NAME == db)).first()
@@ -173,20 +202,41 @@ def resolve_table(engine_or_url: Any, spec: str, *, partition: str | None = None
             raise TableNotFound(f"table {db}.{tbl} not found in the metastore")
         tbl_id, ttype, owner, location, inf, outf, nb, cd_id = row
         tp = T.TABLE_PARAMS
-        params = {k: (v if v is not None else "") for k, v in
-                  conn.execute(sa.select(tp.PARAM_KEY, tp.PARAM_VALUE).where(tp.TBL_ID == tbl_id))}
+        params = {
+            k: (v if v is not None else "")
+            for k, v in conn.execute(sa.select(tp.PARAM_KEY, tp.PARAM_VALUE).where(tp.TBL_ID == tbl_id))
+        }
         pk = T.PARTITION_KEYS
-        pkeys = [(n, t) for n, t in conn.execute(
-            sa.select(pk.PKEY_NAME, pk.PKEY_TYPE).where(pk.TBL_ID == tbl_id).order_by(pk.INTEGER_IDX))]
+        pkeys = [
+            (n, t)
+            for n, t in conn.execute(
+                sa.select(pk.PKEY_NAME, pk.PKEY_TYPE).where(pk.TBL_ID == tbl_id).order_by(pk.INTEGER_IDX)
+            )
+        ]
         cols: list[tuple[str, str]] = []
         if cd_id is not None:
             c2 = T.COLUMNS_V2
-            cols = [(n, t) for n, t in conn.execute(
-                sa.select(c2.COLUMN_NAME, c2.TYPE_NAME).where(c2.CD_ID == cd_id).order_by(c2.INTEGER_IDX))]
-        info = TableInfo(db=db, table=tbl, tbl_id=int(tbl_id), table_type=ttype, owner=owner,
-                         location=location, input_format=inf, output_format=outf,
-                         bucket_count=int(nb) if nb is not None else -1, params=params,
-                         partition_keys=pkeys, columns=cols, hive_version=ms.hive_version)
+            cols = [
+                (n, t)
+                for n, t in conn.execute(
+                    sa.select(c2.COLUMN_NAME, c2.TYPE_NAME).where(c2.CD_ID == cd_id).order_by(c2.INTEGER_IDX)
+                )
+            ]
+        info = TableInfo(
+            db=db,
+            table=tbl,
+            tbl_id=int(tbl_id),
+            table_type=ttype,
+            owner=owner,
+            location=location,
+            input_format=inf,
+            output_format=outf,
+            bucket_count=int(nb) if nb is not None else -1,
+            params=params,
+            partition_keys=pkeys,
+            columns=cols,
+            hive_version=ms.hive_version,
+        )
         parts = T.PARTITIONS
         if part:
             if not pkeys:
@@ -194,18 +244,24 @@ def resolve_table(engine_or_url: Any, spec: str, *, partition: str | None = None
             prow = conn.execute(
                 sa.select(parts.PART_NAME, sds.LOCATION)
                 .select_from(parts.clause.outerjoin(sds.clause, sds.SD_ID == parts.SD_ID))
-                .where(parts.TBL_ID == tbl_id, parts.PART_NAME == part)).first()
+                .where(parts.TBL_ID == tbl_id, parts.PART_NAME == part)
+            ).first()
             if prow is None:
                 raise NotFoundError(f"partition {part} of {db}.{tbl} not found in the metastore")
             info.partition, info.partition_location = prow[0], prow[1]
         if list_partitions and pkeys:
-            info.partitions = [r[0] for r in conn.execute(
-                sa.select(parts.PART_NAME).where(parts.TBL_ID == tbl_id).order_by(parts.PART_NAME))]
+            info.partitions = [
+                r[0]
+                for r in conn.execute(
+                    sa.select(parts.PART_NAME).where(parts.TBL_ID == tbl_id).order_by(parts.PART_NAME)
+                )
+            ]
     return info
 
 
-def resolve_with_snapshot(engine_or_url: Any, spec: str, *, partition: str | None = None,
-                          hive_version: Any = None, now_ms: int | None = None):
+def resolve_with_snapshot(
+    engine_or_url: Any, spec: str, *, partition: str | None = None, hive_version: Any = None, now_ms: int | None = None
+):
     """``(TableInfo, TxnList, WriteIdList)`` for ``db.table[/k=v...]`` — what ``state``,
     ``dump --merged`` and ``compact`` need to accept ``DB.TABLE``."""
     from acidctl.metastore.snapshot import table_snapshot

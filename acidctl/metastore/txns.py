@@ -35,10 +35,10 @@ log = logging.getLogger("acidctl.metastore")
 TXN_TYPE_DEFAULT = 0
 TXN_TYPE_COMPACTION = 3
 TXN_TYPE_SOFT_DELETE = 5
-OPEN_TXN_TIMEOUT_MS = 1000        # metastore.txn.opentxn.timeout (operations.md §9)
-TXN_TIMEOUT_S = 300               # hive.txn.timeout / metastore.txn.timeout
-MAX_OPEN_TXNS = 100_000           # hive.max.open.txns
-OPEN_RETRIES = 10                 # hive.hmshandler.retry.attempts (the "manual retry" of §2.1 step 8)
+OPEN_TXN_TIMEOUT_MS = 1000  # metastore.txn.opentxn.timeout (operations.md §9)
+TXN_TIMEOUT_S = 300  # hive.txn.timeout / metastore.txn.timeout
+MAX_OPEN_TXNS = 100_000  # hive.max.open.txns
+OPEN_RETRIES = 10  # hive.hmshandler.retry.attempts (the "manual retry" of §2.1 step 8)
 
 # TxnErrorMsg texts Hive 4 stores in TXN_META_INFO (operations.md §2.4)
 ABORT_QUERY = "abort by query command"
@@ -115,12 +115,19 @@ def _insert_txn(ms, conn, values: dict) -> int:
 class OpenedTxn:
     txn_id: int
     started: int
-    min_history: int | None      # MHL_MIN_OPEN_TXNID written (None: no MIN_HISTORY_LEVEL table)
+    min_history: int | None  # MHL_MIN_OPEN_TXNID written (None: no MIN_HISTORY_LEVEL table)
     attempts: int
 
 
-def open_compaction_txn(ms, *, user: str, host: str | None = None, txn_type: int = TXN_TYPE_COMPACTION,
-                        timeout_ms: int = OPEN_TXN_TIMEOUT_MS, read_only: bool = False) -> OpenedTxn:
+def open_compaction_txn(
+    ms,
+    *,
+    user: str,
+    host: str | None = None,
+    txn_type: int = TXN_TYPE_COMPACTION,
+    timeout_ms: int = OPEN_TXN_TIMEOUT_MS,
+    read_only: bool = False,
+) -> OpenedTxn:
     """Hive 4 ``openTxns`` of one txn of ``txn_type`` (COMPACTION by default), §2.1 steps 1–5, 8."""
     import sqlalchemy as sa
 
@@ -137,8 +144,13 @@ def open_compaction_txn(ms, *, user: str, host: str | None = None, txn_type: int
         now = steps.now_ms(conn)
         mhl = _table_present(ms, conn, "MIN_HISTORY_LEVEL")
         water = _min_open_watermark(ms, conn, now, timeout_ms) if mhl else None
-        txn_id = _insert_txn(ms, conn, dict(TXN_STATE="o", TXN_STARTED=now, TXN_LAST_HEARTBEAT=now,
-                                            TXN_USER=user, TXN_HOST=host, TXN_TYPE=txn_type))
+        txn_id = _insert_txn(
+            ms,
+            conn,
+            dict(
+                TXN_STATE="o", TXN_STARTED=now, TXN_LAST_HEARTBEAT=now, TXN_USER=user, TXN_HOST=host, TXN_TYPE=txn_type
+            ),
+        )
         if mhl:
             h = ms.tables.MIN_HISTORY_LEVEL
             conn.execute(sa.insert(h.clause).values({h.MHL_TXNID.name: txn_id, h.MHL_MIN_OPEN_TXNID.name: water}))
@@ -158,8 +170,9 @@ def open_compaction_txn(ms, *, user: str, host: str | None = None, txn_type: int
             log.info("opened txn %d (type %d)", got.txn_id, txn_type)
             return got
         log.info("openTxns took longer than %d ms; txn deleted, retry %d", timeout_ms, attempt)
-    raise RefusedError(f"could not open a txn within metastore.txn.opentxn.timeout ({timeout_ms} ms) "
-                       f"in {OPEN_RETRIES} attempts")
+    raise RefusedError(
+        f"could not open a txn within metastore.txn.opentxn.timeout ({timeout_ms} ms) in {OPEN_RETRIES} attempts"
+    )
 
 
 def _txn_state(ms, conn, txn_id: int) -> str | None:
@@ -180,9 +193,18 @@ def _delete_min_history(ms, conn, txn_ids: list[int]) -> None:
         conn.execute(sa.delete(w.clause).where(w.MH_TXNID.in_(txn_ids)))
 
 
-def lock_for_compaction(ms, txn_id: int, db: str, table: str, partition: str | None, *, user: str,
-                        host: str | None = None, agent_info: str = "acidctl worker",
-                        read_only: bool = False) -> int:
+def lock_for_compaction(
+    ms,
+    txn_id: int,
+    db: str,
+    table: str,
+    partition: str | None,
+    *,
+    user: str,
+    host: str | None = None,
+    agent_info: str = "acidctl worker",
+    read_only: bool = False,
+) -> int:
     """The Hive 4 Worker's lock (operations.md §3.2 step 3): a SHARED_READ lock owned by the
     compactor txn on the table or partition, which must be acquired at once. Two DB transactions
     as Hive's ``lock()``: enqueue (``NEXT_LOCK_ID`` under ``SELECT ... FOR UPDATE``, the
@@ -202,14 +224,29 @@ def lock_for_compaction(ms, txn_id: int, db: str, table: str, partition: str | N
     db, table = db.lower(), table.lower()
 
     def enqueue(conn):
-        if conn.execute(steps.for_update(sa.select(t.TXN_ID).where(t.TXN_ID == txn_id, t.TXN_STATE == "o"),
-                                         conn)).first() is None:
+        if (
+            conn.execute(
+                steps.for_update(sa.select(t.TXN_ID).where(t.TXN_ID == txn_id, t.TXN_STATE == "o"), conn)
+            ).first()
+            is None
+        ):
             raise TxnNotOpen(f"transaction {txn_id} is not open")
         ext = conn.execute(steps.for_update(sa.select(nl.NL_NEXT), conn)).scalar()
         conn.execute(sa.update(nl.clause).values({nl.NL_NEXT.name: int(ext) + 1}))
-        vals = dict(HL_LOCK_EXT_ID=int(ext), HL_LOCK_INT_ID=1, HL_TXNID=txn_id, HL_DB=db, HL_TABLE=table,
-                    HL_PARTITION=partition, HL_LOCK_STATE="w", HL_LOCK_TYPE="r", HL_LAST_HEARTBEAT=0,
-                    HL_USER=user, HL_HOST=host, HL_AGENT_INFO=agent_info)
+        vals = dict(
+            HL_LOCK_EXT_ID=int(ext),
+            HL_LOCK_INT_ID=1,
+            HL_TXNID=txn_id,
+            HL_DB=db,
+            HL_TABLE=table,
+            HL_PARTITION=partition,
+            HL_LOCK_STATE="w",
+            HL_LOCK_TYPE="r",
+            HL_LAST_HEARTBEAT=0,
+            HL_USER=user,
+            HL_HOST=host,
+            HL_AGENT_INFO=agent_info,
+        )
         conn.execute(sa.insert(hl.clause).values({getattr(hl, k).name: v for k, v in vals.items()}))
         return int(ext)
 
@@ -217,34 +254,44 @@ def lock_for_compaction(ms, txn_id: int, db: str, table: str, partition: str | N
 
     def check(conn):
         queue.acquire_mutex(ms, conn, "CheckLock")
-        if partition is None:      # a table lock meets every lock on the table or its partitions
+        if partition is None:  # a table lock meets every lock on the table or its partitions
             on_table = hl.HL_TABLE == table
         else:
             on_table = sa.and_(hl.HL_TABLE == table, sa.or_(hl.HL_PARTITION.is_(None), hl.HL_PARTITION == partition))
-        same = [hl.HL_DB == db, hl.HL_LOCK_EXT_ID < ext, hl.HL_LOCK_TYPE == "e",
-                sa.or_(hl.HL_TABLE.is_(None), on_table)]
-        blocker = conn.execute(sa.select(hl.HL_LOCK_EXT_ID, hl.HL_LOCK_INT_ID).where(*same)
-                               .order_by(hl.HL_LOCK_EXT_ID)).first()
+        same = [
+            hl.HL_DB == db,
+            hl.HL_LOCK_EXT_ID < ext,
+            hl.HL_LOCK_TYPE == "e",
+            sa.or_(hl.HL_TABLE.is_(None), on_table),
+        ]
+        blocker = conn.execute(
+            sa.select(hl.HL_LOCK_EXT_ID, hl.HL_LOCK_INT_ID).where(*same).order_by(hl.HL_LOCK_EXT_ID)
+        ).first()
         if blocker is not None:
             conn.execute(sa.delete(hl.clause).where(hl.HL_LOCK_EXT_ID == ext))
             return blocker
         now = steps.now_ms(conn)
-        conn.execute(sa.update(hl.clause).where(hl.HL_LOCK_EXT_ID == ext)
-                     .values({hl.HL_LOCK_STATE.name: "a", hl.HL_ACQUIRED_AT.name: now}))
+        conn.execute(
+            sa.update(hl.clause)
+            .where(hl.HL_LOCK_EXT_ID == ext)
+            .values({hl.HL_LOCK_STATE.name: "a", hl.HL_ACQUIRED_AT.name: now})
+        )
         return None
 
     blocker = steps.write_step(ms, check, name="acquire the compaction lock", read_only=read_only)
     if blocker is not None:
         where = f"{db}.{table}" + (f"/{partition}" if partition else "")
-        raise RefusedError(f"{where} is locked exclusively (lock {blocker[0]}.{blocker[1]}); the compaction "
-                           "cannot take its shared lock")
+        raise RefusedError(
+            f"{where} is locked exclusively (lock {blocker[0]}.{blocker[1]}); the compaction "
+            "cannot take its shared lock"
+        )
     return ext
 
 
 @dataclasses.dataclass
 class CommitResult:
     txn_id: int
-    commit_id: int | None      # MAX(TXN_ID) at commit (CQ_NEXT_TXN_ID); None: was already committed
+    commit_id: int | None  # MAX(TXN_ID) at commit (CQ_NEXT_TXN_ID); None: was already committed
     commit_time: int | None
     already_committed: bool = False
 
@@ -258,8 +305,9 @@ def commit_compaction_txn(ms, txn_id: int, *, read_only: bool = False) -> Commit
     t = T.TXNS
 
     def step(conn):
-        row = conn.execute(steps.for_update(sa.select(t.TXN_TYPE).where(t.TXN_ID == txn_id, t.TXN_STATE == "o"),
-                                            conn)).first()
+        row = conn.execute(
+            steps.for_update(sa.select(t.TXN_TYPE).where(t.TXN_ID == txn_id, t.TXN_STATE == "o"), conn)
+        ).first()
         if row is None:
             st = _txn_state(ms, conn, txn_id)
             if st == "c":
@@ -277,8 +325,11 @@ def commit_compaction_txn(ms, txn_id: int, *, read_only: bool = False) -> Commit
         conn.execute(sa.delete(tc.clause).where(tc.TC_TXNID == txn_id))
         conn.execute(sa.delete(hl.clause).where(hl.HL_TXNID == txn_id))
         conn.execute(sa.update(t.clause).where(t.TXN_ID == txn_id).values({t.TXN_STATE.name: "c"}))
-        conn.execute(sa.update(cq.clause).where(cq.CQ_TXN_ID == txn_id)
-                     .values({cq.CQ_NEXT_TXN_ID.name: commit_id, cq.CQ_COMMIT_TIME.name: now}))
+        conn.execute(
+            sa.update(cq.clause)
+            .where(cq.CQ_TXN_ID == txn_id)
+            .values({cq.CQ_NEXT_TXN_ID.name: commit_id, cq.CQ_COMMIT_TIME.name: now})
+        )
         _delete_min_history(ms, conn, [txn_id])
         return CommitResult(txn_id, commit_id, now)
 
@@ -309,8 +360,9 @@ def _abort_rows(ms, conn, ids: list[int], reason: str | None) -> int:
         rtm = T.REPL_TXN_MAP
         conn.execute(sa.delete(rtm.clause).where(rtm.RTM_TARGET_TXN_ID.in_(ids)))
         return int(n)
-    n = conn.execute(sa.update(t.clause).where(t.TXN_STATE == "o", t.TXN_ID.in_(ids))
-                     .values({t.TXN_STATE.name: "a"})).rowcount
+    n = conn.execute(
+        sa.update(t.clause).where(t.TXN_STATE == "o", t.TXN_ID.in_(ids)).values({t.TXN_STATE.name: "a"})
+    ).rowcount
     _delete_min_history(ms, conn, ids)
     conn.execute(sa.delete(hl.clause).where(hl.HL_TXNID.in_(ids)))
     return int(n)
@@ -329,8 +381,7 @@ def abort_txns(ms, txn_ids: Iterable[int], *, reason: str = ABORT_QUERY, read_on
     def step(conn):
         if ms.hive_version >= 4:
             # Hive 4 selects the open, non-READ_ONLY rows FOR UPDATE (to type its notifications)
-            conn.execute(steps.for_update(sa.select(t.TXN_ID).where(t.TXN_ID.in_(ids), t.TXN_STATE == "o"),
-                                          conn)).all()
+            conn.execute(steps.for_update(sa.select(t.TXN_ID).where(t.TXN_ID.in_(ids), t.TXN_STATE == "o"), conn)).all()
         return _abort_rows(ms, conn, ids, reason)
 
     return steps.write_step(ms, step, name="abort transactions", read_only=read_only)
@@ -344,8 +395,9 @@ def abort_txn(ms, txn_id: int, *, reason: str = ABORT_COMPACTION_TXN, read_only:
     t = ms.tables.TXNS
 
     def step(conn):
-        row = conn.execute(steps.for_update(sa.select(t.TXN_ID).where(t.TXN_ID == txn_id, t.TXN_STATE == "o"),
-                                            conn)).first()
+        row = conn.execute(
+            steps.for_update(sa.select(t.TXN_ID).where(t.TXN_ID == txn_id, t.TXN_STATE == "o"), conn)
+        ).first()
         if row is None:
             st = _txn_state(ms, conn, txn_id)
             if st == "a":
@@ -369,8 +421,9 @@ def heartbeat_txn(ms, txn_id: int, *, read_only: bool = False) -> None:
 
     def step(conn):
         now = steps.now_ms(conn)
-        n = conn.execute(sa.update(t.clause).where(t.TXN_ID == txn_id, t.TXN_STATE == "o")
-                         .values({t.TXN_LAST_HEARTBEAT.name: now})).rowcount
+        n = conn.execute(
+            sa.update(t.clause).where(t.TXN_ID == txn_id, t.TXN_STATE == "o").values({t.TXN_LAST_HEARTBEAT.name: now})
+        ).rowcount
         if n != 1:
             st = _txn_state(ms, conn, txn_id)
             raise TxnNotOpen(f"transaction {txn_id} is {'aborted' if st == 'a' else 'not open' if st else 'missing'}")
@@ -406,7 +459,7 @@ class Heartbeat:
                 self.lost = str(e)
                 log.warning("heartbeat of txn %d: %s", self.txn_id, e)
                 return
-            except Exception as e:   # a transient database error: try again next interval
+            except Exception as e:  # a transient database error: try again next interval
                 log.warning("heartbeat of txn %d failed: %s", self.txn_id, e)
 
     def stop(self) -> None:
@@ -436,7 +489,9 @@ class TxnRowInfo:
         return dataclasses.asdict(self)
 
 
-def select_txns(ms, *, txn_ids: Iterable[int] | None = None, older_than_ms: int | None = None) -> tuple[list[TxnRowInfo], list[int]]:
+def select_txns(
+    ms, *, txn_ids: Iterable[int] | None = None, older_than_ms: int | None = None
+) -> tuple[list[TxnRowInfo], list[int]]:
     """What ``abort transactions`` would abort: open txns among ``txn_ids`` (all open ones when
     not given) started more than ``older_than_ms`` ago (database clock). Returns (open rows,
     listed ids that are not open)."""
@@ -447,8 +502,9 @@ def select_txns(ms, *, txn_ids: Iterable[int] | None = None, older_than_ms: int 
     type_col = t.TXN_TYPE if t.has("TXN_TYPE") else sa.literal(None)
     with ms.read() as conn:
         now = steps.now_ms(conn)
-        q = sa.select(t.TXN_ID, t.TXN_STATE, t.TXN_STARTED, t.TXN_LAST_HEARTBEAT, t.TXN_USER, t.TXN_HOST,
-                      type_col).where(t.TXN_STATE == "o")
+        q = sa.select(
+            t.TXN_ID, t.TXN_STATE, t.TXN_STARTED, t.TXN_LAST_HEARTBEAT, t.TXN_USER, t.TXN_HOST, type_col
+        ).where(t.TXN_STATE == "o")
         if ids is not None:
             q = q.where(t.TXN_ID.in_(ids))
         if older_than_ms is not None:

@@ -25,8 +25,9 @@ from acidctl.fs import join_path
 NOT_FOR_MM = frozenset({"M01", "S07"})
 
 
-def directory_findings(lst, st, *, properties: dict | None = None, now: float | None = None,
-                       grace_seconds: float = 86400.0) -> list[Finding]:
+def directory_findings(
+    lst, st, *, properties: dict | None = None, now: float | None = None, grace_seconds: float = 86400.0
+) -> list[Finding]:
     import time
 
     now = time.time() if now is None else now
@@ -39,38 +40,74 @@ def directory_findings(lst, st, *, properties: dict | None = None, now: float | 
 
     if st.base is None and st.originals:
         for o in st.originals[:20]:
-            add("MM01", Severity.WARN, join_path(base, o.rel),
+            add(
+                "MM01",
+                Severity.WARN,
+                join_path(base, o.rel),
                 "a file in the partition root of an insert-only table: invisible to Hive readers while "
-                "hive.mm.allow.originals=false (the default); other engines read it")
+                "hive.mm.allow.originals=false (the default); other engines read it",
+            )
     for c in st.aborted:
         if c.kind is Kind.DELTA:
-            add("MM02", Severity.WARN, c.path, "aborted delta (Hive 3 removes it only during an insert-only compaction, "
-                                               "minor or major; `acidctl clean` removes it once covered)")
+            add(
+                "MM02",
+                Severity.WARN,
+                c.path,
+                "aborted delta (Hive 3 removes it only during an insert-only compaction, "
+                "minor or major; `acidctl clean` removes it once covered)",
+            )
     for e in lst.entries:
         path = join_path(base, e.name)
         if e.is_dir and e.name.startswith(("_tmp.delta_", "_tmp.base_")):
             age = now - e.mtime if e.mtime is not None else None
             if age is None or age > grace_seconds:
-                add("MM03", Severity.WARN, path, "manifest directory of a writer that did not reach job commit: its "
-                                                 "target directory may hold uncommitted files")
+                add(
+                    "MM03",
+                    Severity.WARN,
+                    path,
+                    "manifest directory of a writer that did not reach job commit: its "
+                    "target directory may hold uncommitted files",
+                )
         if not e.is_dir and e.name == "_metadata_acid":
-            add("MM06", Severity.INFO, path, "_metadata_acid in the partition root: trace of an empty Hive 3 "
-                                             "insert-only compaction")
+            add(
+                "MM06",
+                Severity.INFO,
+                path,
+                "_metadata_acid in the partition root: trace of an empty Hive 3 insert-only compaction",
+            )
         if e.is_dir and e.name.startswith("delete_delta_"):
-            add("MM05", Severity.ERROR, path, "delete_delta directory in an insert-only table (no UPDATE/DELETE exists "
-                                              "for insert-only tables)")
+            add(
+                "MM05",
+                Severity.ERROR,
+                path,
+                "delete_delta directory in an insert-only table (no UPDATE/DELETE exists for insert-only tables)",
+            )
         if e.is_dir and e.name.startswith(("base_", "delta_")):
             if e.has_file(ORC_ACID_VERSION_FILE):
-                add("MM04", Severity.ERROR, path, "_orc_acid_version in an insert-only table's directory: full-ACID data")
+                add(
+                    "MM04",
+                    Severity.ERROR,
+                    path,
+                    "_orc_acid_version in an insert-only table's directory: full-ACID data",
+                )
             bucket = [f.name for f in e.files if f.name.startswith("bucket_")]
             if bucket:
-                add("MM04", Severity.ERROR, join_path(path, bucket[0]),
-                    f"bucket_N file(s) in an insert-only table ({len(bucket)}): full-ACID data, not MM files")
+                add(
+                    "MM04",
+                    Severity.ERROR,
+                    join_path(path, bucket[0]),
+                    f"bucket_N file(s) in an insert-only table ({len(bucket)}): full-ACID data, not MM files",
+                )
     for key in ("skip.header.line.count", "skip.footer.line.count"):
         v = props.get(key, "").strip()
         if v and v != "0":
-            add("MM07", Severity.WARN, base, f"{key}={v}: Hive's writers write no header/footer, so after a "
-                                              "compaction readers would skip real rows (acidctl refuses to compact)")
+            add(
+                "MM07",
+                Severity.WARN,
+                base,
+                f"{key}={v}: Hive's writers write no header/footer, so after a "
+                "compaction readers would skip real rows (acidctl refuses to compact)",
+            )
     return out
 
 
@@ -86,7 +123,7 @@ def deep_findings(tfs, lst, st, *, storage=None, hive_version: int = 3) -> list[
     try:
         files = read_plan(lst, st)
     except Exception:
-        return out   # MM05 is reported by the directory checks
+        return out  # MM05 is reported by the directory checks
     want = storage.format if storage is not None else None
     for f in files:
         shown = tfs.display(f.path)
@@ -98,9 +135,15 @@ def deep_findings(tfs, lst, st, *, storage=None, hive_version: int = 3) -> list[
             continue
         got = sniff(head)
         if want is not None and want != "text" and got != want:
-            out.append(Finding("MM08", Severity.ERROR, shown,
-                               f"not a {want} file ({'a ' + got + ' file' if got else 'no ' + want + ' magic'}); "
-                               f"the table stores {want}"))
+            out.append(
+                Finding(
+                    "MM08",
+                    Severity.ERROR,
+                    shown,
+                    f"not a {want} file ({'a ' + got + ' file' if got else 'no ' + want + ' magic'}); "
+                    f"the table stores {want}",
+                )
+            )
             continue
         if want == "text" and got is not None:
             out.append(Finding("MM08", Severity.ERROR, shown, f"a {got} file in a text table"))
@@ -113,11 +156,23 @@ def deep_findings(tfs, lst, st, *, storage=None, hive_version: int = 3) -> list[
                 orc = po.ORCFile(pa.BufferReader(tfs.read_bytes(f.path)))
                 names = [n.lower() for n in orc.schema.names]
                 if names == list(_ACID_FIELDS):
-                    out.append(Finding("MM04", Severity.ERROR, shown, "an ORC file with the ACID event schema in an "
-                                                                      "insert-only table: full-ACID data"))
+                    out.append(
+                        Finding(
+                            "MM04",
+                            Severity.ERROR,
+                            shown,
+                            "an ORC file with the ACID event schema in an insert-only table: full-ACID data",
+                        )
+                    )
                 if str(orc.compression).upper() == "ZSTD":
-                    out.append(Finding("F07", Severity.ERROR if hive_version == 3 else Severity.WARN, shown,
-                                       "ZSTD compression: Hive 3.1 (ORC 1.5) cannot read it"))
+                    out.append(
+                        Finding(
+                            "F07",
+                            Severity.ERROR if hive_version == 3 else Severity.WARN,
+                            shown,
+                            "ZSTD compression: Hive 3.1 (ORC 1.5) cannot read it",
+                        )
+                    )
             elif fmt == "parquet":
                 import pyarrow.parquet as pq
 

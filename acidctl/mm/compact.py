@@ -34,7 +34,14 @@ from acidctl.acid.dirname import METADATA_FILE, BaseDir, DeltaDir, is_hidden
 from acidctl.compact import publish as pub
 from acidctl.compact.report import finish_report, partition_record
 from acidctl.compact.planner import (
-    MAJOR, MINOR, METADATA_ACID, STAGING_PREFIX, OutputDir, PartitionPlan, output_visibility, refusal_error,
+    MAJOR,
+    MINOR,
+    METADATA_ACID,
+    STAGING_PREFIX,
+    OutputDir,
+    PartitionPlan,
+    output_visibility,
+    refusal_error,
     valid_txns_with,
 )
 from acidctl.errors import InvalidAcidLayout, RefusedError, UsageError, WriteVerificationFailed
@@ -60,28 +67,37 @@ def check_table(ctx, *, mode: str, hive_version: int) -> None:
     """Refusals that hold for the whole table."""
     st = ctx.storage
     if st.bucket_count and st.bucket_count > 0:
-        raise RefusedError(f"bucketed insert-only table ({st.bucket_count} buckets): Hive writes one file per bucket "
-                           "by its bucketing hash; acidctl does not compact bucketed insert-only tables")
+        raise RefusedError(
+            f"bucketed insert-only table ({st.bucket_count} buckets): Hive writes one file per bucket "
+            "by its bucketing hash; acidctl does not compact bucketed insert-only tables"
+        )
     if st.format == "text":
         from acidctl.formats.textfile import TextParams
 
         p = TextParams.from_properties(st.properties)
         if p.header_lines or p.footer_lines:
-            raise RefusedError("text table with skip.header.line.count/skip.footer.line.count > 0 (MM07): Hive's "
-                               "writers write no header, so readers would skip real rows of the compacted file")
+            raise RefusedError(
+                "text table with skip.header.line.count/skip.footer.line.count > 0 (MM07): Hive's "
+                "writers write no header, so readers would skip real rows of the compacted file"
+            )
     if mode == MINOR and hive_version == 3:
-        raise UsageError("Hive 3 has no minor compaction of insert-only tables (its minor request only deletes "
-                         "aborted deltas): use --major, or `acidctl clean` to remove aborted deltas",
-                         hint="--hive-version 4 writes delta_<min>_<hwm>_v<txn> as MmMinorQueryCompactor does")
+        raise UsageError(
+            "Hive 3 has no minor compaction of insert-only tables (its minor request only deletes "
+            "aborted deltas): use --major, or `acidctl clean` to remove aborted deltas",
+            hint="--hive-version 4 writes delta_<min>_<hwm>_v<txn> as MmMinorQueryCompactor does",
+        )
 
 
-def plan_partition(tfs, listing, ctx, *, mode: str, reader, txns, hive_version: int, visibility_txn=None,
-                   skip_unreadable: bool = False) -> tuple[PartitionPlan, MMWork | None]:
+def plan_partition(
+    tfs, listing, ctx, *, mode: str, reader, txns, hive_version: int, visibility_txn=None, skip_unreadable: bool = False
+) -> tuple[PartitionPlan, MMWork | None]:
     from acidctl.compact.coverage import reader_files, unread_files
+
     compactor = reader if reader.compactor else reader.for_compactor()
     part_path = listing.fs_path or listing.path
-    plan = PartitionPlan(partition=listing.partition, path=part_path, display=listing.path, mode=mode,
-                         status="nothing", message="")
+    plan = PartitionPlan(
+        partition=listing.partition, path=part_path, display=listing.path, mode=mode, status="nothing", message=""
+    )
     rstate = get_acid_state(listing, reader, txns=txns, hive_version=hive_version, insert_only=True)
     rstate.require_snapshot()
     cstate = get_acid_state(listing, compactor, txns=txns, hive_version=hive_version, insert_only=True)
@@ -91,21 +107,25 @@ def plan_partition(tfs, listing, ctx, *, mode: str, reader, txns, hive_version: 
     for st in (rstate, cstate):
         for c in st.entries:
             if c.kind is Kind.DELETE_DELTA:
-                raise InvalidAcidLayout(f"{c.path}: a delete_delta directory in an insert-only table (MM05); "
-                                        "nothing was written")
+                raise InvalidAcidLayout(
+                    f"{c.path}: a delete_delta directory in an insert-only table (MM05); nothing was written"
+                )
     hwm = compactor.hwm
     h4 = hive_version == 4
     deltas = [d for d in cstate.deltas if d.kind is Kind.DELTA]
-    aborted = [c.name for c in cstate.aborted if c.kind is Kind.DELTA and c.max_write_id is not None
-               and c.max_write_id <= hwm]
+    aborted = [
+        c.name for c in cstate.aborted if c.kind is Kind.DELTA and c.max_write_id is not None and c.max_write_id <= hwm
+    ]
     straddle = [c for c in cstate.not_visible if c.min_write_id is not None and c.min_write_id <= hwm]
     if straddle:
-        raise RefusedError(f"{straddle[0].path} spans write ids on both sides of the compactor's high watermark "
-                           f"{hwm} (an open write inside its range): nothing can be folded safely")
+        raise RefusedError(
+            f"{straddle[0].path} spans write ids on both sides of the compactor's high watermark "
+            f"{hwm} (an open write inside its range): nothing can be folded safely"
+        )
 
     if mode == MAJOR:
         n_inputs = (1 if cstate.base is not None else 0) + len(deltas)
-        if not deltas or n_inputs <= 1:   # Hive 3: base + current deltas + originals <= 1 → nothing
+        if not deltas or n_inputs <= 1:  # Hive 3: base + current deltas + originals <= 1 → nothing
             from acidctl.compact.planner import _why_nothing
 
             why = "no current delta directories" if not deltas else f"only one input ({deltas[0].name})"
@@ -134,10 +154,14 @@ def plan_partition(tfs, listing, ctx, *, mode: str, reader, txns, hive_version: 
     unread = unread_files(((n, by_name[n]) for n in sorted(obsolete) if n in by_name), read_paths, part_path)
     for u in unread:
         if "/" not in u["path"]:
-            u["reason"] = ("a file in the partition root: invisible to Hive while hive.mm.allow.originals=false, "
-                           "but other engines read it; the new base would make it obsolete unread")
-            u["fix"] = ("move it into a delta directory (Hive's own conversion puts such files into "
-                        "delta_W_W_0000) or out of the table; or pass --skip-unreadable-files")
+            u["reason"] = (
+                "a file in the partition root: invisible to Hive while hive.mm.allow.originals=false, "
+                "but other engines read it; the new base would make it obsolete unread"
+            )
+            u["fix"] = (
+                "move it into a delta directory (Hive's own conversion puts such files into "
+                "delta_W_W_0000) or out of the table; or pass --skip-unreadable-files"
+            )
     plan.obsoletes = sorted(obsolete)
     if unread:
         if skip_unreadable:
@@ -145,19 +169,24 @@ def plan_partition(tfs, listing, ctx, *, mode: str, reader, txns, hive_version: 
         else:
             plan.status = "refused"
             plan.refusals = unread
-            plan.message = (f"refused: {len(unread)} file(s) a reader could treat as data would become obsolete "
-                            f"without being read ({', '.join(u['path'] for u in unread[:3])})")
+            plan.message = (
+                f"refused: {len(unread)} file(s) a reader could treat as data would become obsolete "
+                f"without being read ({', '.join(u['path'] for u in unread[:3])})"
+            )
             return plan, None
     v = output_visibility(visibility_txn, hive_version)
     if mode == MAJOR:
-        out = OutputDir(BaseDir(hwm, visibility=v).format(), "base", hwm, hwm, [],
-                        {} if h4 else {METADATA_FILE: METADATA_ACID})
+        out = OutputDir(
+            BaseDir(hwm, visibility=v).format(), "base", hwm, hwm, [], {} if h4 else {METADATA_FILE: METADATA_ACID}
+        )
     else:
         lo = min(d.delta_dir.min_write_id for d in deltas)
         out = OutputDir(DeltaDir(lo, hwm, -1, v).format(), "delta", lo, hwm, [], {})
     if out.name in by_name:
-        raise RefusedError(f"{join_path(listing.path, out.name)} already exists; refusing to overwrite it",
-                           hint="inspect it with `acidctl state`; `acidctl clean` removes obsolete copies")
+        raise RefusedError(
+            f"{join_path(listing.path, out.name)} already exists; refusing to overwrite it",
+            hint="inspect it with `acidctl state`; `acidctl clean` removes obsolete copies",
+        )
     staging_id = uuid.uuid4().hex[:12]
     plan.staging_id = staging_id
     plan.staging = join_path(part_path, STAGING_PREFIX + staging_id)
@@ -170,14 +199,27 @@ def plan_partition(tfs, listing, ctx, *, mode: str, reader, txns, hive_version: 
     return plan, work
 
 
-def _after_files(listing, plan: PartitionPlan, work: MMWork, written: list[str], *, reader, txns, hive_version,
-                 visibility: int | None) -> list[MMFile]:
+def _after_files(
+    listing,
+    plan: PartitionPlan,
+    work: MMWork,
+    written: list[str],
+    *,
+    reader,
+    txns,
+    hive_version,
+    visibility: int | None,
+) -> list[MMFile]:
     """The files a reader opens once the output is published (output files from the staging area)."""
     out = work.output
-    files = tuple(FileInfo(p.rsplit("/", 1)[-1], 1) for p in written) + \
-        tuple(FileInfo(k, len(v)) for k, v in out.markers.items())
-    virtual = dataclasses.replace(listing, entries=tuple(listing.entries) + (
-        ChildEntry(out.name, True, 0, None, tuple(sorted(files, key=lambda f: f.name)), (), dict(out.markers)),))
+    files = tuple(FileInfo(p.rsplit("/", 1)[-1], 1) for p in written) + tuple(
+        FileInfo(k, len(v)) for k, v in out.markers.items()
+    )
+    virtual = dataclasses.replace(
+        listing,
+        entries=tuple(listing.entries)
+        + (ChildEntry(out.name, True, 0, None, tuple(sorted(files, key=lambda f: f.name)), (), dict(out.markers)),),
+    )
     tl = valid_txns_with(txns, visibility) if hive_version == 4 else txns
     nstate = get_acid_state(virtual, reader, txns=tl, hive_version=hive_version, insert_only=True)
     nstate.require_snapshot()
@@ -186,7 +228,7 @@ def _after_files(listing, plan: PartitionPlan, work: MMWork, written: list[str],
     res = []
     for f in read_plan(virtual, nstate):
         if f.path.startswith(final_dir + "/"):
-            f = dataclasses.replace(f, path=staged_dir + f.path[len(final_dir):])
+            f = dataclasses.replace(f, path=staged_dir + f.path[len(final_dir) :])
         res.append(f)
     return res
 
@@ -204,14 +246,16 @@ def _rendered(tfs, files: list[MMFile], storage, row_td) -> list[str]:
         t = read_file(tfs, f.path, storage, row_td).table
         if t.num_rows == 0:
             continue
-        batch = pa.RecordBatch.from_arrays([t.column(i).combine_chunks() for i in range(t.num_columns)],
-                                           names=[n for n, _ in fields])
+        batch = pa.RecordBatch.from_arrays(
+            [t.column(i).combine_chunks() for i in range(t.num_columns)], names=[n for n, _ in fields]
+        )
         out.extend(render.render_batch(batch, fields).to_pylist())
     return out
 
 
-def run_partition(tfs, listing, plan: PartitionPlan, work: MMWork, ctx, *, reader, txns, hive_version: int,
-                  visibility: int | None) -> dict:
+def run_partition(
+    tfs, listing, plan: PartitionPlan, work: MMWork, ctx, *, reader, txns, hive_version: int, visibility: int | None
+) -> dict:
     """Read the inputs, write the output into the staging area, verify it; the metrics record."""
     import pyarrow as pa
 
@@ -248,16 +292,37 @@ def run_partition(tfs, listing, plan: PartitionPlan, work: MMWork, ctx, *, reade
     if rows_out != rows_in:
         raise WriteVerificationFailed(f"{plan.display}: wrote {rows_in} rows but {rows_out} read back")
     before = sorted(_rendered(tfs, work.verify_old, ctx.storage, row_td))
-    after = sorted(_rendered(tfs, _after_files(listing, plan, work, written, reader=reader, txns=txns,
-                                               hive_version=hive_version, visibility=visibility),
-                             ctx.storage, row_td))
+    after = sorted(
+        _rendered(
+            tfs,
+            _after_files(
+                listing, plan, work, written, reader=reader, txns=txns, hive_version=hive_version, visibility=visibility
+            ),
+            ctx.storage,
+            row_td,
+        )
+    )
     if before != after:
-        raise WriteVerificationFailed(f"{plan.display}: a reader's rows after the compaction differ from before "
-                                      f"({len(before)} rows before, {len(after)} after); nothing was published")
-    return {"partition": plan.partition, "files_out": written, "rows_in": rows_in, "rows_out": rows_out,
-            "delete_events_in": 0, "delete_events_out": 0, "deletes_applied": 0, "aborted_dropped": 0,
-            "bytes_out": bytes_out, "seconds": round(time.perf_counter() - t0, 3), "verified_rows": len(after),
-            "codec": codec, "file_name": name, "aborted_dirs_dropped": list(work.aborted_dropped)}
+        raise WriteVerificationFailed(
+            f"{plan.display}: a reader's rows after the compaction differ from before "
+            f"({len(before)} rows before, {len(after)} after); nothing was published"
+        )
+    return {
+        "partition": plan.partition,
+        "files_out": written,
+        "rows_in": rows_in,
+        "rows_out": rows_out,
+        "delete_events_in": 0,
+        "delete_events_out": 0,
+        "deletes_applied": 0,
+        "aborted_dropped": 0,
+        "bytes_out": bytes_out,
+        "seconds": round(time.perf_counter() - t0, 3),
+        "verified_rows": len(after),
+        "codec": codec,
+        "file_name": name,
+        "aborted_dirs_dropped": list(work.aborted_dropped),
+    }
 
 
 @dataclasses.dataclass
@@ -282,11 +347,22 @@ def run_mm_task(task: MMTask) -> dict:
     from acidctl.errors import AcidctlError
 
     try:
-        return run_partition(task.tfs, task.listing, task.plan, task.work, task.ctx, reader=task.reader,
-                             txns=task.txns, hive_version=task.hive_version, visibility=task.visibility)
+        return run_partition(
+            task.tfs,
+            task.listing,
+            task.plan,
+            task.work,
+            task.ctx,
+            reader=task.reader,
+            txns=task.txns,
+            hive_version=task.hive_version,
+            visibility=task.visibility,
+        )
     except AcidctlError as e:
-        return {"partition": task.plan.partition,
-                "error": {"type": type(e).__name__, "module": type(e).__module__, "message": str(e)}}
+        return {
+            "partition": task.plan.partition,
+            "error": {"type": type(e).__name__, "module": type(e).__module__, "message": str(e)},
+        }
 
 
 def run_mm_tasks(iterator):
@@ -303,8 +379,7 @@ def _run_on_spark(spark, tasks: list[MMTask], progress=None) -> list[dict]:
     return run_tasks(spark, tasks, progress=progress, body=run_mm_tasks, job="acidctl compact (insert-only)")
 
 
-def compact_mm_table(tfs, opts, ctx, *, registrar=None, notes: list | None = None, progress=None,
-                     spark=None) -> dict:
+def compact_mm_table(tfs, opts, ctx, *, registrar=None, notes: list | None = None, progress=None, spark=None) -> dict:
     """``acidctl compact`` for an insert-only table (``opts``: :class:`acidctl.compact.runner.CompactOptions`)."""
     from acidctl.acid.initiator import NONE, compactor_state, recommend
     from acidctl.acid.layout import list_table
@@ -317,10 +392,19 @@ def compact_mm_table(tfs, opts, ctx, *, registrar=None, notes: list | None = Non
     mode = opts.mode
     if mode is not None:
         check_table(ctx, mode=mode, hive_version=opts.hive_version)
-    report: dict = {"path": tfs.display(tfs.root), "type": mode or "due", "hive_version": opts.hive_version,
-                    "write_ids": str(opts.reader), "compactor_write_ids": str(opts.reader.for_compactor()),
-                    "engine": opts.engine, "insert_only": True, "format": ctx.storage.format,
-                    "partitions": [], "recovered": [], "notes": notes}
+    report: dict = {
+        "path": tfs.display(tfs.root),
+        "type": mode or "due",
+        "hive_version": opts.hive_version,
+        "write_ids": str(opts.reader),
+        "compactor_write_ids": str(opts.reader.for_compactor()),
+        "engine": opts.engine,
+        "insert_only": True,
+        "format": ctx.storage.format,
+        "partitions": [],
+        "recovered": [],
+        "notes": notes,
+    }
     lock = None
     if not opts.dry_run:
         lock = TableLock(tfs, command="compact", break_lock=opts.break_lock, table_root=table_root(tfs.root))
@@ -350,13 +434,26 @@ def compact_mm_table(tfs, opts, ctx, *, registrar=None, notes: list | None = Non
             rec = None
             if opts.due:
                 cst = compactor_state(lst, opts.reader, txns=opts.txns, hive_version=opts.hive_version)
-                r = recommend(cst, thresholds=opts.thresholds, insert_only=opts.hive_version == 3,
-                              hive_version=opts.hive_version)
+                r = recommend(
+                    cst, thresholds=opts.thresholds, insert_only=opts.hive_version == 3, hive_version=opts.hive_version
+                )
                 rec = r.to_dict()
                 if r.type == NONE:
-                    plans.append((PartitionPlan(lst.partition, lst.fs_path or lst.path, lst.path, m or NONE,
-                                                "not-due", "not due: " + "; ".join(r.reasons), recommendation=rec),
-                                  None, lst))
+                    plans.append(
+                        (
+                            PartitionPlan(
+                                lst.partition,
+                                lst.fs_path or lst.path,
+                                lst.path,
+                                m or NONE,
+                                "not-due",
+                                "not due: " + "; ".join(r.reasons),
+                                recommendation=rec,
+                            ),
+                            None,
+                            lst,
+                        )
+                    )
                     continue
                 m = m or r.type
                 if opts.hive_version == 3:
@@ -369,9 +466,17 @@ def compact_mm_table(tfs, opts, ctx, *, registrar=None, notes: list | None = Non
             def lazy(v=vis, part=lst.partition, mm=m):
                 return v(part, mm) if callable(v) else v
 
-            p, w = plan_partition(tfs, lst, ctx, mode=m, reader=opts.reader, txns=opts.txns,
-                                  hive_version=opts.hive_version, visibility_txn=lazy,
-                                  skip_unreadable=opts.skip_unreadable_files)
+            p, w = plan_partition(
+                tfs,
+                lst,
+                ctx,
+                mode=m,
+                reader=opts.reader,
+                txns=opts.txns,
+                hive_version=opts.hive_version,
+                visibility_txn=lazy,
+                skip_unreadable=opts.skip_unreadable_files,
+            )
             p.recommendation = rec
             plans.append((p, w, lst))
         if opts.dry_run:
@@ -391,23 +496,29 @@ def compact_mm_table(tfs, opts, ctx, *, registrar=None, notes: list | None = Non
         for p, _, _ in work:
             p.publish, why = pub.safety(tfs, p, hidden_until_commit=hidden)
             if why and not opts.allow_non_atomic_publish:
-                raise RefusedError(f"compaction of {p.partition or p.display} cannot be published atomically: {why}",
-                                   hint="--allow-non-atomic-publish publishes anyway")
+                raise RefusedError(
+                    f"compaction of {p.partition or p.display} cannot be published atomically: {why}",
+                    hint="--allow-non-atomic-publish publishes anyway",
+                )
         tasks = []
         for p, w, lst in work:
-            assert w is not None   # plan_partition returns work for every plan that runs
+            assert w is not None  # plan_partition returns work for every plan that runs
             pub.prepare(tfs, p)
             vis = w.output.name.rsplit("_v", 1)[-1] if "_v" in w.output.name else None
-            tasks.append(MMTask(tfs, lst, p, w, ctx, opts.reader, opts.txns, opts.hive_version,
-                                int(vis) if vis else None))
+            tasks.append(
+                MMTask(tfs, lst, p, w, ctx, opts.reader, opts.txns, opts.hive_version, int(vis) if vis else None)
+            )
         if opts.engine == "spark" and tasks:
             from acidctl.compact.spark import get_or_create_session
 
             s0 = time.perf_counter()
             if spark is None:
                 spark = get_or_create_session(opts.master, opts.spark_conf)
-            report["spark"] = {"master": spark.sparkContext.master, "app_id": spark.sparkContext.applicationId,
-                               "startup_seconds": round(time.perf_counter() - s0, 3)}
+            report["spark"] = {
+                "master": spark.sparkContext.master,
+                "app_id": spark.sparkContext.applicationId,
+                "startup_seconds": round(time.perf_counter() - s0, 3),
+            }
             results = _run_on_spark(spark, tasks, progress)
         else:
             results = []
@@ -439,16 +550,28 @@ def _finish(report: dict, plans, metrics: dict, t0: float) -> dict:
     rows = []
     for p, w, _ in plans:
         m = metrics.get(p.partition, {}) if p.runs else {}
-        rows.append(partition_record(p, {
-            "files_out": [f.rsplit("/", 1)[-1] for f in m.get("files_out", [])],
-            "buckets": len(m.get("files_out", [])),
-            "rows_in": m.get("rows_in", 0), "rows_out": m.get("rows_out", 0),
-            "delete_events_in": 0, "delete_events_out": 0, "deletes_applied": 0, "aborted_dropped": 0,
-            "aborted_dirs_dropped": list(w.aborted_dropped) if w is not None and p.runs else [],
-            "bytes_in": p.input_bytes if p.runs else 0, "bytes_out": m.get("bytes_out", 0),
-            "codec": m.get("codec"), "verified_rows": m.get("verified_rows", 0),
-            "task_seconds": m.get("seconds", 0),
-        }, input_dirs=list(p.inputs) if p.runs else []))
+        rows.append(
+            partition_record(
+                p,
+                {
+                    "files_out": [f.rsplit("/", 1)[-1] for f in m.get("files_out", [])],
+                    "buckets": len(m.get("files_out", [])),
+                    "rows_in": m.get("rows_in", 0),
+                    "rows_out": m.get("rows_out", 0),
+                    "delete_events_in": 0,
+                    "delete_events_out": 0,
+                    "deletes_applied": 0,
+                    "aborted_dropped": 0,
+                    "aborted_dirs_dropped": list(w.aborted_dropped) if w is not None and p.runs else [],
+                    "bytes_in": p.input_bytes if p.runs else 0,
+                    "bytes_out": m.get("bytes_out", 0),
+                    "codec": m.get("codec"),
+                    "verified_rows": m.get("verified_rows", 0),
+                    "task_seconds": m.get("seconds", 0),
+                },
+                input_dirs=list(p.inputs) if p.runs else [],
+            )
+        )
     return finish_report(report, rows, t0)
 
 
@@ -460,18 +583,28 @@ def _dry_report(tfs, report: dict, plans, opts, t0: float) -> dict:
         d["outputs"] = [o.replace("_v9999999", "_v<txn>") for o in d["outputs"]]
         d["bytes_in"] = p.input_bytes
         d["publish"] = ""
-        d["tasks"] = ([{"bucket": 0, "inserts": [tfs.display(f.path) for f in w.files], "deletes": []}]
-                      if w is not None else [])
+        d["tasks"] = (
+            [{"bucket": 0, "inserts": [tfs.display(f.path) for f in w.files], "deletes": []}] if w is not None else []
+        )
         parts.append(d)
     work = [p for p, _, _ in plans if p.runs]
-    report.update({"dry_run": True, "partitions": parts, "refused": refused is not None,
-                   "message": "dry run: refused" if refused is not None else
-                   ("dry run: nothing to compact" if not work else "dry run: would compact"),
-                   "summary": {"partitions": len(plans), "would_compact": len(work),
-                               "bytes_in": sum(p.input_bytes for p in work),
-                               "refused": sum(1 for p, _, _ in plans if p.status == "refused"),
-                               "seconds": round(time.perf_counter() - t0, 3)}})
+    report.update(
+        {
+            "dry_run": True,
+            "partitions": parts,
+            "refused": refused is not None,
+            "message": "dry run: refused"
+            if refused is not None
+            else ("dry run: nothing to compact" if not work else "dry run: would compact"),
+            "summary": {
+                "partitions": len(plans),
+                "would_compact": len(work),
+                "bytes_in": sum(p.input_bytes for p in work),
+                "refused": sum(1 for p, _, _ in plans if p.status == "refused"),
+                "seconds": round(time.perf_counter() - t0, 3),
+            },
+        }
+    )
     if refused is not None:
         report["refusal"] = str(refused)
     return report
-

@@ -18,12 +18,14 @@ from acidctl.formats.storage import Storage, lookup, offline
 @dataclasses.dataclass
 class MMContext:
     storage: Storage
-    columns: list[Column] | None         # None: take them from the first data file
+    columns: list[Column] | None  # None: take them from the first data file
     partition_keys: list[tuple[str, str]] = dataclasses.field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"storage": self.storage.to_dict(),
-                "columns": [{"name": c.name, "type": c.type} for c in self.columns or []]}
+        return {
+            "storage": self.storage.to_dict(),
+            "columns": [{"name": c.name, "type": c.type} for c in self.columns or []],
+        }
 
 
 def parse_serde_properties(pairs) -> dict[str, str]:
@@ -37,8 +39,9 @@ def parse_serde_properties(pairs) -> dict[str, str]:
     return out
 
 
-def mm_context(target, *, fmt: str | None = None, columns: str | None = None,
-               serde_properties: dict[str, str] | None = None) -> MMContext | None:
+def mm_context(
+    target, *, fmt: str | None = None, columns: str | None = None, serde_properties: dict[str, str] | None = None
+) -> MMContext | None:
     """The MM context of a resolved :class:`acidctl.target.Target`, or None for a full-ACID one."""
     info = target.table
     typed = parse_columns(columns) if is_typed_spec(columns) else None

@@ -51,5 +51,5 @@ def row_count(tfs, path: str, storage) -> int | str:
         return max(0, n - p.header_lines - p.footer_lines)
     except (AcidctlError, OSError, ValueError, pa.ArrowException) as e:
         return str(e)
-    except Exception as e:   # fastavro raises its own exception types
+    except Exception as e:  # fastavro raises its own exception types
         return str(e)

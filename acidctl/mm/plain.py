@@ -21,13 +21,21 @@ def hive_type_of_arrow(t) -> str:
     import pyarrow.types as pt
 
     if pt.is_null(t):
-        return "string"    # a column with only NULLs in this file
+        return "string"  # a column with only NULLs in this file
     if pt.is_boolean(t):
         return "boolean"
-    for check, name in ((pt.is_int8, "tinyint"), (pt.is_int16, "smallint"), (pt.is_int32, "int"),
-                        (pt.is_int64, "bigint"), (pt.is_uint8, "smallint"), (pt.is_uint16, "int"),
-                        (pt.is_uint32, "bigint"), (pt.is_float32, "float"), (pt.is_float64, "double"),
-                        (pt.is_date, "date")):
+    for check, name in (
+        (pt.is_int8, "tinyint"),
+        (pt.is_int16, "smallint"),
+        (pt.is_int32, "int"),
+        (pt.is_int64, "bigint"),
+        (pt.is_uint8, "smallint"),
+        (pt.is_uint16, "int"),
+        (pt.is_uint32, "bigint"),
+        (pt.is_float32, "float"),
+        (pt.is_float64, "double"),
+        (pt.is_date, "date"),
+    ):
         if check(t):
             return name
     if pt.is_string(t) or pt.is_large_string(t):
@@ -48,8 +56,17 @@ def hive_type_of_arrow(t) -> str:
     raise UnsupportedSchema(f"Arrow type {t} has no Hive equivalent")
 
 
-_AVRO_SIMPLE = {"boolean": "boolean", "int": "int", "long": "bigint", "float": "float", "double": "double",
-                "string": "string", "bytes": "binary", "fixed": "binary", "enum": "string"}
+_AVRO_SIMPLE = {
+    "boolean": "boolean",
+    "int": "int",
+    "long": "bigint",
+    "float": "float",
+    "double": "double",
+    "string": "string",
+    "bytes": "binary",
+    "fixed": "binary",
+    "enum": "string",
+}
 
 
 def hive_type_of_avro(s) -> str:
@@ -112,9 +129,17 @@ def file_columns(tfs, path: str, fmt: str) -> list[Column]:
     return [Column(f.name.lower(), hive_type_of_arrow(f.type)) for f in schema]
 
 
-def dump_plain(tfs, path: str, *, fmt: str, columns: list[Column] | None, properties: dict[str, str],
-               limit_budget: list[int] | None = None, with_path: bool = False,
-               select: list[str] | None = None) -> Iterator[bytes]:
+def dump_plain(
+    tfs,
+    path: str,
+    *,
+    fmt: str,
+    columns: list[Column] | None,
+    properties: dict[str, str],
+    limit_budget: list[int] | None = None,
+    with_path: bool = False,
+    select: list[str] | None = None,
+) -> Iterator[bytes]:
     """JSON lines of one plain data file."""
     import pyarrow as pa
 
@@ -129,8 +154,10 @@ def dump_plain(tfs, path: str, *, fmt: str, columns: list[Column] | None, proper
         want = [c.lower() for c in select]
         missing = [c for c in select if c.lower() not in {x.name for x in cols}]
         if missing:
-            raise UsageError(f"no such column in {tfs.display(path)}: {', '.join(missing)} "
-                             f"(columns: {', '.join(c.name for c in cols)})")
+            raise UsageError(
+                f"no such column in {tfs.display(path)}: {', '.join(missing)} "
+                f"(columns: {', '.join(c.name for c in cols)})"
+            )
     row_td = orc_struct(cols)
     t = read_file(tfs, path, Storage(fmt, dict(properties), source="--format"), row_td).table
     fields = list(row_td.fields.items())
@@ -143,15 +170,25 @@ def dump_plain(tfs, path: str, *, fmt: str, columns: list[Column] | None, proper
         limit_budget[0] -= t.num_rows
     if t.num_rows == 0:
         return
-    batch = pa.RecordBatch.from_arrays([t.column(i).combine_chunks() for i in range(t.num_columns)],
-                                       names=[n for n, _ in fields])
+    batch = pa.RecordBatch.from_arrays(
+        [t.column(i).combine_chunks() for i in range(t.num_columns)], names=[n for n, _ in fields]
+    )
     prefix: list[tuple[str, object]] | None = [("_path", _json_literal(tfs.display(path)))] if with_path else None
     for off in range(0, batch.num_rows, SLICE_ROWS):
         yield _to_bytes(render.render_batch(batch.slice(off, SLICE_ROWS), fields, prefix=prefix))
 
 
-def dump_paths(settings, paths: list[str], *, file_format: str | None, columns: str | None,
-               serde_property, limit: int | None, with_path: bool | None, framing: bool) -> Iterator[bytes]:
+def dump_paths(
+    settings,
+    paths: list[str],
+    *,
+    file_format: str | None,
+    columns: str | None,
+    serde_property,
+    limit: int | None,
+    with_path: bool | None,
+    framing: bool,
+) -> Iterator[bytes]:
     """``dump --format FMT [--columns name:type,...] FILE|DIR...``: every data file under the paths
     (reader order, hidden names skipped) as JSON lines; text mode frames each file like FileDump."""
     from acidctl.dump import SEPARATOR, list_data_files
@@ -174,8 +211,16 @@ def dump_paths(settings, paths: list[str], *, file_format: str | None, columns: 
     for tfs, f in files:
         if budget is not None and budget[0] <= 0:
             break
-        yield from dump_plain(tfs, f, fmt=storage.format, columns=typed, properties=storage.properties,
-                              limit_budget=budget, with_path=show_path, select=select)
+        yield from dump_plain(
+            tfs,
+            f,
+            fmt=storage.format,
+            columns=typed,
+            properties=storage.properties,
+            limit_budget=budget,
+            with_path=show_path,
+            select=select,
+        )
         if framing:
             yield SEPARATOR
 
@@ -197,5 +242,13 @@ def fallback(tfs, path: str, opts, budget) -> Iterator[bytes] | None:
     fmt = sniff(head)
     if fmt not in ("parquet", "avro"):
         return None
-    return dump_plain(tfs, path, fmt=fmt, columns=None, properties={}, limit_budget=budget,
-                      with_path=opts.with_path, select=opts.columns)
+    return dump_plain(
+        tfs,
+        path,
+        fmt=fmt,
+        columns=None,
+        properties={},
+        limit_budget=budget,
+        with_path=opts.with_path,
+        select=opts.columns,
+    )

@@ -29,9 +29,9 @@ if TYPE_CHECKING:
 
 @dataclasses.dataclass
 class MMFile:
-    path: str            # full filesystem path
-    child: str           # the base/delta directory (or the original file's name)
-    rel: str             # relative to the child directory ("" for an original file)
+    path: str  # full filesystem path
+    child: str  # the base/delta directory (or the original file's name)
+    rel: str  # relative to the child directory ("" for an original file)
     size: int
 
 
@@ -80,8 +80,18 @@ def read_files(tfs, files: list[MMFile], storage, row_td) -> Iterator[tuple[MMFi
         yield f, read_file(tfs, f.path, storage, row_td)
 
 
-def merged_rows(tfs, snapshot, ctx, *, txns=None, hive_version: int = 3, limit: int | None = None,
-                partition: str | None = None, allow_originals: bool = False, stats=None) -> Iterator[bytes]:
+def merged_rows(
+    tfs,
+    snapshot,
+    ctx,
+    *,
+    txns=None,
+    hive_version: int = 3,
+    limit: int | None = None,
+    partition: str | None = None,
+    allow_originals: bool = False,
+    stats=None,
+) -> Iterator[bytes]:
     """JSON lines (bytes) of the rows a Hive reader returns, every partition under ``tfs.root``."""
 
     from acidctl.acid.acidstate import get_acid_state

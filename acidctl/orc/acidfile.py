@@ -39,6 +39,7 @@ def acid_type_string(row_type: str) -> str:
 
 # -- key index -------------------------------------------------------------------------------
 
+
 def encode_key_index(ot: np.ndarray, bk: np.ndarray, rid: np.ndarray, stripe_rows: list[int]) -> str:
     """``hive.acid.key.index`` for events (ot, bk, rid) written in stripes of ``stripe_rows``
     rows: the key of each non-empty stripe's last row."""
@@ -94,18 +95,24 @@ def parse_acid_stats(text: str) -> dict[str, int]:
 
 def acid_user_metadata(key_index: str, stats: Stats) -> list[tuple[str, bytes]]:
     """The user metadata every written ACID file carries, in Hive's order."""
-    return [(KEY_INDEX, key_index.encode()), (ACID_STATS, format_acid_stats(stats).encode()),
-            (ACID_VERSION, ACID_FORMAT_VERSION)]
+    return [
+        (KEY_INDEX, key_index.encode()),
+        (ACID_STATS, format_acid_stats(stats).encode()),
+        (ACID_VERSION, ACID_FORMAT_VERSION),
+    ]
 
 
 # -- key order -------------------------------------------------------------------------------
+
 
 def check_sorted(ot: np.ndarray, bk: np.ndarray, rid: np.ndarray) -> int | None:
     """Index of the first event not strictly greater than its predecessor by
     (originalTransaction, bucket, rowId), or None. ``bk`` must hold the signed values."""
     if len(ot) < 2:
         return None
-    inc = (ot[1:] > ot[:-1]) | ((ot[1:] == ot[:-1]) & ((bk[1:] > bk[:-1]) | ((bk[1:] == bk[:-1]) & (rid[1:] > rid[:-1]))))
+    inc = (ot[1:] > ot[:-1]) | (
+        (ot[1:] == ot[:-1]) & ((bk[1:] > bk[:-1]) | ((bk[1:] == bk[:-1]) & (rid[1:] > rid[:-1])))
+    )
     if inc.all():
         return None
     return int(inc.argmin()) + 1
@@ -125,8 +132,11 @@ class KeyOrder:
         if self.last is not None:
             import numpy as np
 
-            at = check_sorted(np.concatenate([[self.last[0]], ot]), np.concatenate([[self.last[1]], bk]),
-                              np.concatenate([[self.last[2]], rid]))
+            at = check_sorted(
+                np.concatenate([[self.last[0]], ot]),
+                np.concatenate([[self.last[1]], bk]),
+                np.concatenate([[self.last[2]], rid]),
+            )
             at = None if at is None else at - 1
         else:
             at = check_sorted(ot, bk, rid)

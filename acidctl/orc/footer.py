@@ -32,11 +32,41 @@ from acidctl.errors import InvalidInputError
 NONE, ZLIB, SNAPPY, LZO, LZ4, ZSTD = range(6)
 
 # ORC Type.Kind ids (orc_proto.proto; pyorc.TypeKind uses the same numbers)
-(BOOLEAN, BYTE, SHORT, INT, LONG, FLOAT, DOUBLE, STRING, BINARY, TIMESTAMP, LIST, MAP, STRUCT, UNION,
- DECIMAL, DATE, VARCHAR, CHAR, TIMESTAMP_INSTANT) = range(19)
-SCALAR_NAMES = {BOOLEAN: "boolean", BYTE: "tinyint", SHORT: "smallint", INT: "int", LONG: "bigint",
-                FLOAT: "float", DOUBLE: "double", STRING: "string", BINARY: "binary",
-                TIMESTAMP: "timestamp", DATE: "date", TIMESTAMP_INSTANT: "timestamp with local time zone"}
+(
+    BOOLEAN,
+    BYTE,
+    SHORT,
+    INT,
+    LONG,
+    FLOAT,
+    DOUBLE,
+    STRING,
+    BINARY,
+    TIMESTAMP,
+    LIST,
+    MAP,
+    STRUCT,
+    UNION,
+    DECIMAL,
+    DATE,
+    VARCHAR,
+    CHAR,
+    TIMESTAMP_INSTANT,
+) = range(19)
+SCALAR_NAMES = {
+    BOOLEAN: "boolean",
+    BYTE: "tinyint",
+    SHORT: "smallint",
+    INT: "int",
+    LONG: "bigint",
+    FLOAT: "float",
+    DOUBLE: "double",
+    STRING: "string",
+    BINARY: "binary",
+    TIMESTAMP: "timestamp",
+    DATE: "date",
+    TIMESTAMP_INSTANT: "timestamp with local time zone",
+}
 
 
 def _varint(n: int) -> bytes:
@@ -76,13 +106,13 @@ def parse_fields(buf: bytes) -> list[tuple[int, int, Any]]:
             v, i = _read_varint(buf, i)
         elif wt == 2:
             n, i = _read_varint(buf, i)
-            v = buf[i:i + n]
+            v = buf[i : i + n]
             i += n
         elif wt == 5:
-            v = buf[i:i + 4]
+            v = buf[i : i + 4]
             i += 4
         elif wt == 1:
-            v = buf[i:i + 8]
+            v = buf[i : i + 8]
             i += 8
         else:
             raise ValueError(f"unsupported protobuf wire type {wt}")
@@ -114,7 +144,7 @@ def decompress(data: bytes, kind: int) -> bytes:
         h = data[i] | data[i + 1] << 8 | data[i + 2] << 16
         i += 3
         n = h >> 1
-        chunk = data[i:i + n]
+        chunk = data[i : i + n]
         i += n
         out += chunk if h & 1 else zlib.decompress(chunk, -15)
     return bytes(out)
@@ -127,7 +157,7 @@ def compress(data: bytes, kind: int, block_size: int) -> bytes:
         raise NotImplementedError(f"footer rewrite supports NONE and ZLIB, not codec {kind}")
     out = bytearray()
     for off in range(0, len(data), block_size):
-        raw = data[off:off + block_size]
+        raw = data[off : off + block_size]
         c = zlib.compressobj(6, zlib.DEFLATED, -15)
         comp = c.compress(raw) + c.flush()
         if len(comp) < len(raw):
@@ -142,10 +172,10 @@ def compress(data: bytes, kind: int, block_size: int) -> bytes:
 @dataclasses.dataclass
 class Tail:
     postscript: list
-    footer: bytes              # decompressed
+    footer: bytes  # decompressed
     compression: int
     block_size: int
-    footer_start: int          # offset of the compressed footer in the file
+    footer_start: int  # offset of the compressed footer in the file
     ps_len: int
 
     def stripe_rows(self) -> list[int]:
@@ -171,13 +201,13 @@ class Tail:
 
 def read_tail(data: bytes) -> Tail:
     ps_len = data[-1]
-    ps = parse_fields(data[-1 - ps_len:-1])
+    ps = parse_fields(data[-1 - ps_len : -1])
     vals = {f: v for f, _, v in ps}
     footer_len = int(vals[1])
     kind = int(vals.get(2, NONE))
     block = int(vals.get(3, 256 * 1024))
     start = len(data) - 1 - ps_len - footer_len
-    footer = decompress(data[start:start + footer_len], kind)
+    footer = decompress(data[start : start + footer_len], kind)
     return Tail(ps, footer, kind, block, start, ps_len)
 
 
@@ -187,14 +217,13 @@ def add_user_metadata(data: bytes, items: list[tuple[str, bytes]], *, orc_type: 
     one tail rewrite for both."""
     tail = read_tail(data)
     body = tail.footer if orc_type is None else retype(tail.footer, parse_type_string(orc_type))
-    extra = b"".join(encode_fields([(5, 2, encode_fields([(1, 2, k.encode()), (2, 2, v)]))])
-                     for k, v in items)
+    extra = b"".join(encode_fields([(5, 2, encode_fields([(1, 2, k.encode()), (2, 2, v)]))]) for k, v in items)
     footer = compress(body + extra, tail.compression, tail.block_size)
     ps = [(f, wt, len(footer) if f == 1 else v) for f, wt, v in tail.postscript]
     ps_bytes = encode_fields(ps)
     if len(ps_bytes) > 255:
         raise ValueError("ORC postscript longer than 255 bytes")
-    return data[:tail.footer_start] + footer + ps_bytes + bytes((len(ps_bytes),))
+    return data[: tail.footer_start] + footer + ps_bytes + bytes((len(ps_bytes),))
 
 
 def _tail_bytes(f) -> tuple[int, bytes]:
@@ -205,7 +234,7 @@ def _tail_bytes(f) -> tuple[int, bytes]:
     f.seek(max(0, size - 256))
     last = f.read()
     ps_len = last[-1]
-    vals = {fn: v for fn, _, v in parse_fields(last[-1 - ps_len:-1])}
+    vals = {fn: v for fn, _, v in parse_fields(last[-1 - ps_len : -1])}
     n = 1 + ps_len + int(vals[1])
     f.seek(size - n)
     return size - n, f.read(n)
@@ -231,13 +260,13 @@ def read_tail_file(path: str) -> Tail:
         return read_tail(_tail_bytes(f)[1])
 
 
-
 # -- column types ---------------------------------------------------------------------------
 #
 # A file's types are a list of ``Type`` messages in column-id order: the root (id 0) first,
 # then each column's children depth-first (pre-order), each ``Type`` naming its children's ids
 # in ``subtypes``. Two such lists describe the same tree shape exactly when, entry by entry,
 # the kinds and the numbers of children agree.
+
 
 @dataclasses.dataclass
 class OrcType:
@@ -260,12 +289,12 @@ def parse_type(buf: bytes) -> OrcType:
     for field, wt, v in fields:
         if field == 1 and wt == 0:
             t.kind = v
-        elif field == 2 and wt == 2:       # packed (as written)
+        elif field == 2 and wt == 2:  # packed (as written)
             i = 0
             while i < len(v):
                 n, i = _read_varint(v, i)
                 t.subtypes.append(n)
-        elif field == 2 and wt == 0:       # unpacked (allowed to readers by protobuf)
+        elif field == 2 and wt == 0:  # unpacked (allowed to readers by protobuf)
             t.subtypes.append(v)
         elif field == 3 and wt == 2:
             t.field_names.append(v.decode("utf-8", "replace"))
@@ -317,10 +346,14 @@ def _flatten(td, out: list[OrcType]) -> None:
         kids = [td.key, td.value]
     elif kind == UNION:
         kids = list(td.cont_types)
-    t = OrcType(kind=kind, subtypes=[], field_names=names,
-                maximum_length=getattr(td, "max_length", None) if kind in (CHAR, VARCHAR) else None,
-                precision=getattr(td, "precision", None) if kind == DECIMAL else None,
-                scale=getattr(td, "scale", None) if kind == DECIMAL else None)
+    t = OrcType(
+        kind=kind,
+        subtypes=[],
+        field_names=names,
+        maximum_length=getattr(td, "max_length", None) if kind in (CHAR, VARCHAR) else None,
+        precision=getattr(td, "precision", None) if kind == DECIMAL else None,
+        scale=getattr(td, "scale", None) if kind == DECIMAL else None,
+    )
     out.append(t)
     for kid in kids:
         t.subtypes.append(len(out))
@@ -397,8 +430,9 @@ def retyped(written: list[OrcType], template: list[OrcType]) -> list[OrcType]:
             raise InvalidInputError(
                 f"cannot write column {column_names(written)[i]} as {type_string(template, i)}: the data "
                 f"there is {type_string(written, i)}; only string columns may differ from the template "
-                "(as char/varchar)")
-    if len(written) != len(template):   # not reached when every entry's arity agreed; a guard
+                "(as char/varchar)"
+            )
+    if len(written) != len(template):  # not reached when every entry's arity agreed; a guard
         raise InvalidInputError(f"cannot write {type_string(template)}: the data is {type_string(written)}")
     return out
 

@@ -77,6 +77,7 @@ def java_timestamp(seconds: int, nanos: int) -> str:
 
 # -- strings -----------------------------------------------------------------------------
 
+
 def json_string(s: str) -> str:
     """A JSON string literal as FileDump writes it: control characters escaped (lowercase hex),
     U+2028/U+2029 escaped, everything else (non-ASCII, U+007F, HTML characters) raw."""
@@ -87,11 +88,10 @@ def _java_utf8_errors(exc: UnicodeError) -> tuple[str, int]:
     # Java's decoder treats a well-formed 3-byte sequence that encodes a UTF-16 surrogate
     # (ED A0..BF 80..BF) as ONE malformed input of length 3; Python reports it byte by byte.
     # Everything else matches Python's "replace" (maximal subparts, one U+FFFD each).
-    assert isinstance(exc, UnicodeDecodeError)   # registered for decoding only
+    assert isinstance(exc, UnicodeDecodeError)  # registered for decoding only
     b = exc.object
     i = exc.start
-    if (b[i] == 0xED and i + 2 < len(b)
-            and 0xA0 <= b[i + 1] <= 0xBF and 0x80 <= b[i + 2] <= 0xBF):
+    if b[i] == 0xED and i + 2 < len(b) and 0xA0 <= b[i + 1] <= 0xBF and 0x80 <= b[i + 2] <= 0xBF:
         return ("\ufffd", i + 3)
     return ("\ufffd", exc.end)
 

@@ -66,16 +66,73 @@ del _
 _SMALL_5_POW = [5**i for i in range(14)]  # FDBigInteger.SMALL_5_POW
 
 # approximately ceil(log2(LONG_5_POW[i]))
-_N_5_BITS = [0, 3, 5, 7, 10, 12, 14, 17, 19, 21, 24, 26, 28, 31, 33, 35, 38, 40, 42,
-             45, 47, 49, 52, 54, 56, 59, 61]
+_N_5_BITS = [0, 3, 5, 7, 10, 12, 14, 17, 19, 21, 24, 26, 28, 31, 33, 35, 38, 40, 42, 45, 47, 49, 52, 54, 56, 59, 61]
 
 _INSIGNIFICANT_DIGITS_NUMBER = [
-    0, 0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 3,
-    4, 4, 4, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7,
-    8, 8, 8, 9, 9, 9, 9, 10, 10, 10, 11, 11, 11,
-    12, 12, 12, 12, 13, 13, 13, 14, 14, 14,
-    15, 15, 15, 15, 16, 16, 16, 17, 17, 17,
-    18, 18, 18, 19,
+    0,
+    0,
+    0,
+    0,
+    1,
+    1,
+    1,
+    2,
+    2,
+    2,
+    3,
+    3,
+    3,
+    3,
+    4,
+    4,
+    4,
+    5,
+    5,
+    5,
+    6,
+    6,
+    6,
+    6,
+    7,
+    7,
+    7,
+    8,
+    8,
+    8,
+    9,
+    9,
+    9,
+    9,
+    10,
+    10,
+    10,
+    11,
+    11,
+    11,
+    12,
+    12,
+    12,
+    12,
+    13,
+    13,
+    13,
+    14,
+    14,
+    14,
+    15,
+    15,
+    15,
+    15,
+    16,
+    16,
+    16,
+    17,
+    17,
+    17,
+    18,
+    18,
+    18,
+    19,
 ]
 
 _D2I = struct.Struct("<d")
@@ -132,8 +189,7 @@ def _dtoa(bin_exp: int, fract_bits: int, n_significant_bits: int):
         if n_tiny_bits < len(_LONG_5_POW) and (n_fract_bits + _N_5_BITS[n_tiny_bits]) < 64:
             if n_tiny_bits == 0:
                 if bin_exp > n_significant_bits:
-                    insignificant = _insignificant_digits_for_pow2(
-                        bin_exp - n_significant_bits - 1)
+                    insignificant = _insignificant_digits_for_pow2(bin_exp - n_significant_bits - 1)
                 else:
                     insignificant = 0
                 if bin_exp >= _EXP_SHIFT:
@@ -327,6 +383,7 @@ def java_double_to_string(x: float) -> str:
 
 # --- vectorised ---------------------------------------------------------------------------
 
+
 def format_double_array(arr: pa.Array | pa.ChunkedArray) -> pa.StringArray | pa.ChunkedArray:
     """Render a pyarrow float64/float32 array (or chunked array) as Java ``Double.toString``
     strings; nulls stay null.  Returns a ``pyarrow.StringArray`` (``ChunkedArray`` for
@@ -470,9 +527,15 @@ def _e_notation(arr, absx, shortest, fast):
     good = pc.fill_null(pc.and_(pc.greater_equal(pc.utf8_length(ds), 2), pc.is_valid(parts)), False)
     mask = pc.and_(mask, good)
     sign = pc.if_else(pc.less(arr, 0.0), "-", "")
-    mant = pc.binary_join_element_wise(sign, pc.utf8_slice_codeunits(ds, 0, 1), ".",
-                                       pc.utf8_slice_codeunits(ds, 1), "E",
-                                       pc.cast(pc.subtract(dec_exponent, 1), pa.string()), "")
+    mant = pc.binary_join_element_wise(
+        sign,
+        pc.utf8_slice_codeunits(ds, 0, 1),
+        ".",
+        pc.utf8_slice_codeunits(ds, 1),
+        "E",
+        pc.cast(pc.subtract(dec_exponent, 1), pa.string()),
+        "",
+    )
     # Java's E-notation needs decExponent <= -3 or >= 8, which |x| < 10**-3 or >= 10**7 gives
     return mask, mant
 
@@ -499,7 +562,7 @@ def _integer_path(arr, absx, fast):
     # insignificantDigitsForPow2(binExp - nSignificantBits - 1), nSignificantBits = 53
     p2 = np.clip(bin_exp - 54, 0, len(_INSIGNIFICANT_DIGITS_NUMBER) - 1)
     insig = np.where(bin_exp > 53, np.asarray(_INSIGNIFICANT_DIGITS_NUMBER, np.int64)[p2], 0)
-    pow10 = 10 ** insig
+    pow10 = 10**insig
     residue = lv % pow10
     lv = lv // pow10 + ((insig > 0) & (residue >= (pow10 >> 1)))
     text = pc.cast(pa.array(lv), pa.string())
@@ -507,8 +570,9 @@ def _integer_path(arr, absx, fast):
     dec_exponent = pc.add(pc.utf8_length(text), pa.array(insig.astype(np.int32)))
     frac = pc.if_else(pc.greater(pc.utf8_length(ds), 1), pc.utf8_slice_codeunits(ds, 1), "0")
     sign = pc.if_else(pc.less(arr, 0.0), "-", "")
-    out = pc.binary_join_element_wise(sign, pc.utf8_slice_codeunits(ds, 0, 1), ".", frac, "E",
-                                      pc.cast(pc.subtract(dec_exponent, 1), pa.string()), "")
+    out = pc.binary_join_element_wise(
+        sign, pc.utf8_slice_codeunits(ds, 0, 1), ".", frac, "E", pc.cast(pc.subtract(dec_exponent, 1), pa.string()), ""
+    )
     return pa.array(ok), out
 
 
@@ -536,7 +600,7 @@ def _from_shortest(x: float) -> str | None:
     r = repr(a)
     mant, _, e10 = r.partition("e")
     whole, _, frac = mant.partition(".")
-    if e10:      # d.ddd e±N: value 0.dddd * 10**(N + 1)
+    if e10:  # d.ddd e±N: value 0.dddd * 10**(N + 1)
         ds, dec_exponent = (whole + frac).rstrip("0"), int(e10) + 1
     elif whole != "0":
         ds, dec_exponent = (whole + frac).rstrip("0"), len(whole)

@@ -15,7 +15,15 @@ import re
 from acidctl.findings import Finding, Severity
 from acidctl.fs import TableFS
 from acidctl.orc import bucketcodec
-from acidctl.orc.acidfile import ACID_STATS, ACID_VERSION, KEY_INDEX, KeyOrder, event_stats, parse_acid_stats, parse_key_index
+from acidctl.orc.acidfile import (
+    ACID_STATS,
+    ACID_VERSION,
+    KEY_INDEX,
+    KeyOrder,
+    event_stats,
+    parse_acid_stats,
+    parse_key_index,
+)
 from acidctl.orc.reader import OrcFile, StripeInfo
 
 
@@ -55,9 +63,17 @@ def _decode(meta: dict[str, bytes]) -> dict[str, str]:
     return {k: v.decode("utf-8", "replace") for k, v in meta.items()}
 
 
-def inspect_file(tfs: TableFS, path: str, *, statistics: bool = True, dir_kind: str | None = None,
-                 dir_range: tuple[int, int] | None = None, expect_acid: bool | None = None,
-                 table_columns: list[str] | None = None, hive_version: int = 3) -> FileReport:
+def inspect_file(
+    tfs: TableFS,
+    path: str,
+    *,
+    statistics: bool = True,
+    dir_kind: str | None = None,
+    dir_range: tuple[int, int] | None = None,
+    expect_acid: bool | None = None,
+    table_columns: list[str] | None = None,
+    hive_version: int = 3,
+) -> FileReport:
     """Footer facts plus findings for one ORC file.
 
     ``dir_kind`` is ``base``, ``delta``, ``delete_delta`` or ``None`` (unknown/original) and
@@ -73,21 +89,42 @@ def inspect_file(tfs: TableFS, path: str, *, statistics: bool = True, dir_kind: 
         meta = _decode(orc.user_metadata)
         stripes = orc.stripes()
         report = FileReport(
-            path=orc.display_path, length=orc.length, file_length=orc.file_length,
+            path=orc.display_path,
+            length=orc.length,
+            file_length=orc.file_length,
             flush_length=orc.flush.length if orc.flush else None,
-            format_version=orc.format_version, writer=orc.writer, writer_version=orc.writer_version,
-            software_version=orc.software_version, compression=orc.compression,
-            compression_block_size=orc.compression_block_size, row_index_stride=orc.row_index_stride,
-            rows=orc.rows, schema=str(orc.schema), is_acid=orc.is_acid, stripes=stripes,
-            user_metadata=meta, key_index=None, acid_stats=None, event_counts=None,
-            column_statistics=orc.column_statistics() if statistics else None, findings=findings)
+            format_version=orc.format_version,
+            writer=orc.writer,
+            writer_version=orc.writer_version,
+            software_version=orc.software_version,
+            compression=orc.compression,
+            compression_block_size=orc.compression_block_size,
+            row_index_stride=orc.row_index_stride,
+            rows=orc.rows,
+            schema=str(orc.schema),
+            is_acid=orc.is_acid,
+            stripes=stripes,
+            user_metadata=meta,
+            key_index=None,
+            acid_stats=None,
+            event_counts=None,
+            column_statistics=orc.column_statistics() if statistics else None,
+            findings=findings,
+        )
 
         if orc.compression == "ZSTD":
-            add("F07", Severity.ERROR if hive_version == 3 else Severity.WARN,
-                "ZSTD compression: Hive 3.1 (ORC 1.5) cannot read it")
+            add(
+                "F07",
+                Severity.ERROR if hive_version == 3 else Severity.WARN,
+                "ZSTD compression: Hive 3.1 (ORC 1.5) cannot read it",
+            )
         if orc.flush is not None:
-            add("M06", Severity.WARN, f"side file {orc.flush.side_file} present: a streaming writer is "
-                                      f"active or died; reading the first {orc.length} of {orc.file_length} bytes")
+            add(
+                "M06",
+                Severity.WARN,
+                f"side file {orc.flush.side_file} present: a streaming writer is "
+                f"active or died; reading the first {orc.length} of {orc.file_length} bytes",
+            )
 
         if not orc.is_acid:
             if KEY_INDEX in meta:
@@ -114,12 +151,19 @@ def _check_acid_metadata(orc: OrcFile, meta, stripes, add, report: FileReport, *
             if meta[KEY_INDEX] and not meta[KEY_INDEX].endswith(";"):
                 add("F04", Severity.ERROR, "hive.acid.key.index: the last entry is not terminated by ';'")
             if len(report.key_index) != len(stripes):
-                add("F04", Severity.ERROR, f"hive.acid.key.index has {len(report.key_index)} entries for "
-                                           f"{len(stripes)} stripes (run fixacidkeyindex)")
+                add(
+                    "F04",
+                    Severity.ERROR,
+                    f"hive.acid.key.index has {len(report.key_index)} entries for "
+                    f"{len(stripes)} stripes (run fixacidkeyindex)",
+                )
     if ACID_STATS not in meta:
         # an error in delete files (Hive 3 fails reading delete deltas without it), else a warning
-        add("F05", Severity.ERROR if dir_kind == "delete_delta" else Severity.WARN,
-            "hive.acid.stats missing: Hive 3 fails reading delete deltas without it")
+        add(
+            "F05",
+            Severity.ERROR if dir_kind == "delete_delta" else Severity.WARN,
+            "hive.acid.stats missing: Hive 3 fails reading delete deltas without it",
+        )
     else:
         try:
             report.acid_stats = parse_acid_stats(meta[ACID_STATS])
@@ -142,8 +186,11 @@ def _check_row_schema(orc: OrcFile, add, table_columns):
     if names and all(re.fullmatch(r"_col\d+", n) for n in names):
         add("F02", Severity.ERROR, "row fields are named _colN: ORC maps columns by name and Trino rejects such files")
     elif any(n != n.lower() for n in names):
-        add("F02", Severity.ERROR, "row field names are not lower-case Hive column names: "
-                                   + ", ".join(n for n in names if n != n.lower()))
+        add(
+            "F02",
+            Severity.ERROR,
+            "row field names are not lower-case Hive column names: " + ", ".join(n for n in names if n != n.lower()),
+        )
     if table_columns is not None and [n.lower() for n in names] != [c.lower() for c in table_columns]:
         add("F02", Severity.ERROR, f"row fields {names} differ from the table columns {table_columns}")
 
@@ -157,13 +204,26 @@ def _check_events(orc: OrcFile, stripes, report: FileReport, add, *, name, dir_k
     key_cols = top[:5]
     # one primitive field of `row` tells its validity (F13); never a timestamp, which Arrow
     # may not hold (outside 1677..2262)
-    simple = ("BOOLEAN", "BYTE", "SHORT", "INT", "LONG", "FLOAT", "DOUBLE", "STRING", "VARCHAR",
-              "CHAR", "BINARY", "DECIMAL", "DATE")
+    simple = (
+        "BOOLEAN",
+        "BYTE",
+        "SHORT",
+        "INT",
+        "LONG",
+        "FLOAT",
+        "DOUBLE",
+        "STRING",
+        "VARCHAR",
+        "CHAR",
+        "BINARY",
+        "DECIMAL",
+        "DATE",
+    )
     leaf = next((n for n, t in row_td.fields.items() if t.kind.name in simple), None)
     cols = key_cols + ([f"{top[5]}.{leaf}"] if leaf else [])
     from acidctl.acid.dirname import BucketFile
 
-    bf = BucketFile.parse(name)   # only bucket_N names promise a bucket id (§4.2)
+    bf = BucketFile.parse(name)  # only bucket_N names promise a bucket id (§4.2)
     file_bucket = bf.bucket if bf else None
     counts = {"inserts": 0, "updates": 0, "deletes": 0}
     order = KeyOrder()
@@ -177,14 +237,14 @@ def _check_events(orc: OrcFile, stripes, report: FileReport, add, *, name, dir_k
     otxn_ne_ctxn = 0
     ctxn_outside = 0
     last_keys: list = [None] * len(stripes)
-    ends = {}                      # global row index of each stripe's last row -> stripe index
+    ends = {}  # global row index of each stripe's last row -> stripe index
     total = 0
     for s in stripes:
         total += s.rows
         if s.rows:
             ends[total - 1] = s.index
     end_rows = np.array(sorted(ends), dtype=np.int64)
-    offset = 0                     # global row index of the batch's first row
+    offset = 0  # global row index of the batch's first row
     for batch in orc.iter_batches(columns=cols):
         n = batch.num_rows
         op = batch.column(0).to_numpy(zero_copy_only=False)
@@ -192,8 +252,9 @@ def _check_events(orc: OrcFile, stripes, report: FileReport, add, *, name, dir_k
         bk = batch.column(2).to_numpy(zero_copy_only=False).astype(np.int64)
         rid = batch.column(3).to_numpy(zero_copy_only=False).astype(np.int64)
         ct = batch.column(4).to_numpy(zero_copy_only=False).astype(np.int64)
-        row_valid = (np.asarray(batch.column(5).is_valid().to_numpy(zero_copy_only=False))
-                     if batch.num_columns > 5 else None)
+        row_valid = (
+            np.asarray(batch.column(5).is_valid().to_numpy(zero_copy_only=False)) if batch.num_columns > 5 else None
+        )
         ins, upd, dele = event_stats(op)
         counts["inserts"] += ins
         counts["updates"] += upd
@@ -206,7 +267,7 @@ def _check_events(orc: OrcFile, stripes, report: FileReport, add, *, name, dir_k
             if at is not None:
                 if at:
                     before = (int(ot[at - 1]), int(bk[at - 1]), int(rid[at - 1]))
-                assert before is not None   # a break at index 0 is against the previous batch's key
+                assert before is not None  # a break at index 0 is against the previous batch's key
                 unsorted_at = (offset + at, before, (int(ot[at]), int(bk[at]), int(rid[at])))
         # the key at each stripe's last row, for the key index check
         lo, hi = np.searchsorted(end_rows, [offset, offset + n])
@@ -233,20 +294,32 @@ def _check_events(orc: OrcFile, stripes, report: FileReport, add, *, name, dir_k
     if report.key_index is not None and len(report.key_index) == len(stripes):
         for i, (want, got) in enumerate(zip(last_keys, report.key_index)):
             if want is not None and tuple(got) != want:
-                add("F04", Severity.ERROR, f"hive.acid.key.index entry {i} is {','.join(map(str, got))} but "
-                                           f"stripe {i} ends with key {','.join(map(str, want))}")
+                add(
+                    "F04",
+                    Severity.ERROR,
+                    f"hive.acid.key.index entry {i} is {','.join(map(str, got))} but "
+                    f"stripe {i} ends with key {','.join(map(str, want))}",
+                )
                 break
     if report.acid_stats is not None:
         st = report.acid_stats
         if (st["inserts"], st["updates"], st["deletes"]) != (counts["inserts"], counts["updates"], counts["deletes"]):
             is_delete_file = dir_kind == "delete_delta" or counts["deletes"] > 0
-            add("F05", Severity.ERROR if is_delete_file else Severity.WARN,
+            add(
+                "F05",
+                Severity.ERROR if is_delete_file else Severity.WARN,
                 "hive.acid.stats says {},{},{} (inserts,updates,deletes) but the file holds {},{},{}".format(
-                    st["inserts"], st["updates"], st["deletes"], counts["inserts"], counts["updates"], counts["deletes"]))
+                    st["inserts"], st["updates"], st["deletes"], counts["inserts"], counts["updates"], counts["deletes"]
+                ),
+            )
     if unsorted_at is not None:
         at, a, b = unsorted_at
-        add("F08", Severity.ERROR, f"events not strictly increasing by (originalTransaction, bucket, rowId) at row {at}: "
-                                   f"{','.join(map(str, a))} then {','.join(map(str, b))}")
+        add(
+            "F08",
+            Severity.ERROR,
+            f"events not strictly increasing by (originalTransaction, bucket, rowId) at row {at}: "
+            f"{','.join(map(str, a))} then {','.join(map(str, b))}",
+        )
     if bad_ops:
         add("F10", Severity.ERROR, f"{bad_ops} events with an operation code other than 0, 1, 2")
     if counts["updates"]:
@@ -254,19 +327,32 @@ def _check_events(orc: OrcFile, stripes, report: FileReport, add, *, name, dir_k
     if v0:
         add("F10", Severity.WARN, f"{v0} events with V0 bucket values (pre-Hive-3 data)")
     if bad_version:
-        add("F09", Severity.ERROR, f"{bad_version} events whose bucket property has a codec version other than 0/1 "
-                                   f"(Illegal 'bucket' format)")
+        add(
+            "F09",
+            Severity.ERROR,
+            f"{bad_version} events whose bucket property has a codec version other than 0/1 (Illegal 'bucket' format)",
+        )
     if wrong_bucket:
         check = "F15" if counts["deletes"] and not counts["inserts"] else "F09"
-        add(check, Severity.ERROR, f"events decode to bucket id(s) {sorted(wrong_bucket)} but the file is {name} "
-                                   f"(bucket {file_bucket})")
+        add(
+            check,
+            Severity.ERROR,
+            f"events decode to bucket id(s) {sorted(wrong_bucket)} but the file is {name} (bucket {file_bucket})",
+        )
     if null_insert:
         add("F13", Severity.WARN, f"{null_insert} insert events with a NULL row")
     if nonnull_delete:
         add("F13", Severity.WARN, f"{nonnull_delete} delete events with a non-NULL row")
     if otxn_ne_ctxn:
-        add("F11", Severity.WARN, f"{otxn_ne_ctxn} insert events with originalTransaction != currentTransaction in a delta")
+        add(
+            "F11",
+            Severity.WARN,
+            f"{otxn_ne_ctxn} insert events with originalTransaction != currentTransaction in a delta",
+        )
     if ctxn_outside:
-        add("F12", Severity.ERROR, f"{ctxn_outside} events with currentTransaction outside the directory's range "
-                                   f"{dir_range[0]}..{dir_range[1]}")
-
+        add(
+            "F12",
+            Severity.ERROR,
+            f"{ctxn_outside} events with currentTransaction outside the directory's range "
+            f"{dir_range[0]}..{dir_range[1]}",
+        )

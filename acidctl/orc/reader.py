@@ -24,8 +24,7 @@ ACID_KINDS = ("INT", "LONG", "INT", "LONG", "LONG", "STRUCT")
 FLUSH_SUFFIX = "_flush_length"
 
 COMPRESSION_NAMES = {0: "NONE", 1: "ZLIB", 2: "SNAPPY", 3: "LZO", 4: "LZ4", 5: "ZSTD"}
-WRITER_NAMES = {0: "ORC_JAVA", 1: "ORC_CPP", 2: "PRESTO", 3: "SCRITCHLEY_GO", 4: "TRINO",
-                5: "CUDF"}
+WRITER_NAMES = {0: "ORC_JAVA", 1: "ORC_CPP", 2: "PRESTO", 3: "SCRITCHLEY_GO", 4: "TRINO", 5: "CUDF"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,14 +36,19 @@ class StripeInfo:
     first_row: int
 
     def to_dict(self) -> dict:
-        return {"index": self.index, "offset": self.offset, "length": self.length,
-                "rows": self.rows, "first_row": self.first_row}
+        return {
+            "index": self.index,
+            "offset": self.offset,
+            "length": self.length,
+            "rows": self.rows,
+            "first_row": self.first_row,
+        }
 
 
 @dataclasses.dataclass(frozen=True)
 class FlushLength:
     side_file: str
-    length: int | None          # None: no complete 8-byte value
+    length: int | None  # None: no complete 8-byte value
     side_file_bytes: int
 
 
@@ -71,7 +75,7 @@ def read_flush_length(tfs: TableFS, path: str) -> FlushLength | None:
         return None
     data = tfs.read_bytes(side)
     n = len(data) // 8
-    length = struct.unpack(">q", data[(n - 1) * 8:n * 8])[0] if n else None
+    length = struct.unpack(">q", data[(n - 1) * 8 : n * 8])[0] if n else None
     return FlushLength(side_file=side, length=length, side_file_bytes=len(data))
 
 
@@ -93,11 +97,12 @@ class OrcFile:
             if self.flush.length is None or self.flush.length < 0:
                 raise CorruptOrcFile(
                     f"{self.flush.side_file} found but is not readable; the streaming writer may still "
-                    f"be running (wait, or recover the file)")
+                    f"be running (wait, or recover the file)"
+                )
             self.length = min(self.flush.length, self.file_length)
         if self.file_length == 0:
             raise CorruptOrcFile(f"not an ORC file: {self.display_path} is empty (0 bytes)")
-        self._native: list = []        # Arrow-native handles of this file (closed with it)
+        self._native: list = []  # Arrow-native handles of this file (closed with it)
         self._source = self._open_source()
         self._reader = None
         self._arrow = None
@@ -339,7 +344,8 @@ class OrcFile:
         except UnicodeDecodeError:
             raise InvalidInputError(
                 f"{self.display_path}: stripe {index} holds both timestamps outside 1677..2262 and "
-                f"strings that are not valid UTF-8; acidctl cannot render this combination") from None
+                f"strings that are not valid UTF-8; acidctl cannot render this combination"
+            ) from None
         except pyorc.errors.ORCError as e:
             raise CorruptOrcFile(f"cannot read stripe {index} of {self.display_path}: {_orc_message(e)}") from None
 

@@ -83,8 +83,7 @@ def _valid_utf8(arr: pa.Array) -> bool:
 _UNSAFE = bytes(range(0x20)) + b'"\\\xe2'
 _SAFE = bytes(b for b in range(256) if b not in _UNSAFE)
 #: FileDump's escapes (json.dumps, ensure_ascii off, plus U+2028/U+2029), backslash first
-_ESCAPES = [("\\", "\\\\"), ('"', '\\"'), ("\b", "\\b"), ("\f", "\\f"), ("\n", "\\n"), ("\r", "\\r"),
-            ("\t", "\\t")]
+_ESCAPES = [("\\", "\\\\"), ('"', '\\"'), ("\b", "\\b"), ("\f", "\\f"), ("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t")]
 
 
 def _unsafe_bytes(arr: pa.Array) -> bytes:
@@ -142,8 +141,8 @@ def _rows_holding(arr: pa.Array, unsafe: bytes):
 
     bufs = arr.buffers()
     offsets = np.frombuffer(bufs[1], dtype=np.int32 if arr.type == pa.string() else np.int64)
-    offsets = offsets[arr.offset:arr.offset + len(arr) + 1]
-    data = memoryview(bufs[2])[int(offsets[0]):int(offsets[-1])].tobytes()
+    offsets = offsets[arr.offset : arr.offset + len(arr) + 1]
+    data = memoryview(bufs[2])[int(offsets[0]) : int(offsets[-1])].tobytes()
     if sum(data.count(b) for b in unsafe) > max(64, len(arr) // 16):
         return None
     hits = []
@@ -190,7 +189,7 @@ def _java_decoded(arr: pa.Array) -> pa.Array:
 def _s_string(arr, td, *, rtrim_spaces: bool = False):
     """String content with JSON escapes applied, without the surrounding quotes."""
     if not _valid_utf8(arr):
-        arr = _java_decoded(arr)     # Java's decoder replaces malformed sequences
+        arr = _java_decoded(arr)  # Java's decoder replaces malformed sequences
     if rtrim_spaces:
         arr = pc.utf8_rtrim(arr, characters=" ")
     unsafe = _unsafe_bytes(arr)
@@ -202,6 +201,7 @@ def _s_string(arr, td, *, rtrim_spaces: bool = False):
 def _quoted(content_fn):
     def render(arr, td):
         return _join('"', content_fn(arr, td), '"')
+
     render.content = content_fn
     return render
 
@@ -237,8 +237,10 @@ def _s_timestamp(arr, td):
     # (seconds, nanos) with floor division, as java.sql.Timestamp keeps them
     import numpy as np
 
-    ns = pc.cast(arr.cast(pa.timestamp("ns")) if arr.type.tz is None else
-                 arr.cast(pa.timestamp("ns", tz=arr.type.tz)), pa.int64())
+    ns = pc.cast(
+        arr.cast(pa.timestamp("ns")) if arr.type.tz is None else arr.cast(pa.timestamp("ns", tz=arr.type.tz)),
+        pa.int64(),
+    )
     ns_np = pc.fill_null(ns, 0).to_numpy(zero_copy_only=False)  # int64, never via float
     secs = np.floor_divide(ns_np, 1_000_000_000)
     nanos = ns_np - secs * 1_000_000_000
@@ -273,7 +275,7 @@ def _civil_np(days):
     division throughout, as Python's ``//``)."""
     import numpy as np
 
-    z = days + 719468                                   # proleptic Gregorian (Hinnant)
+    z = days + 719468  # proleptic Gregorian (Hinnant)
     era = np.floor_divide(z, 146097)
     doe = z - era * 146097
     yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
@@ -282,7 +284,7 @@ def _civil_np(days):
     gd = doy - (153 * mp + 2) // 5 + 1
     gm = np.where(mp < 10, mp + 3, mp - 9)
     gy = yoe + era * 400 + (gm <= 2)
-    c = days + 2440588 + 32082                          # Julian (Richards)
+    c = days + 2440588 + 32082  # Julian (Richards)
     d = np.floor_divide(4 * c + 3, 1461)
     e = c - np.floor_divide(1461 * d, 4)
     m = np.floor_divide(5 * e + 2, 153)
@@ -317,8 +319,17 @@ def _timestamp_text(secs, nanos, mask):
     frac = pc.utf8_slice_codeunits(pc.cast(pa.array(nanos + 1_000_000_000, pa.int64()), pa.string()), 1)
     frac = pc.utf8_rtrim(frac, characters="0")
     frac = pc.if_else(pc.equal(frac, ""), "0", frac)
-    text = _join(_java_date_text(days), " ", _padded(sod // 3600, 2), ":", _padded(sod % 3600 // 60, 2), ":",
-                 _padded(sod % 60, 2), ".", frac)
+    text = _join(
+        _java_date_text(days),
+        " ",
+        _padded(sod // 3600, 2),
+        ":",
+        _padded(sod % 3600 // 60, 2),
+        ":",
+        _padded(sod % 60, 2),
+        ".",
+        frac,
+    )
     return text if mask is None else pc.if_else(pa.array(mask), pa.scalar(None, pa.string()), text)
 
 
@@ -383,11 +394,11 @@ def _r_union(arr, td):
     # type codes and dense offsets from the buffers: pyarrow's ``type_codes``/``offsets``
     # ignore the array's slice offset (a slice of a stripe printed another slice's values)
     bufs = arr.buffers()
-    codes = pa.array(np.frombuffer(bufs[1], dtype=np.int8)[arr.offset:arr.offset + len(arr)])
+    codes = pa.array(np.frombuffer(bufs[1], dtype=np.int8)[arr.offset : arr.offset + len(arr)])
     children = [_filled(render_column(arr.field(i), t)) for i, t in enumerate(td.cont_types)]
     if arr.type.mode != "sparse":
         # dense union: children are compacted; expand them to full length by offsets
-        offs = pa.array(np.frombuffer(bufs[2], dtype=np.int32)[arr.offset:arr.offset + len(arr)])
+        offs = pa.array(np.frombuffer(bufs[2], dtype=np.int32)[arr.offset : arr.offset + len(arr)])
         children = [pc.take(c, offs) for c in children]
     # map type codes to child positions
     code_to_pos = {code: i for i, code in enumerate(arr.type.type_codes)}
@@ -403,15 +414,25 @@ def _r_union(arr, td):
 
 _RENDERERS = {
     "BOOLEAN": _r_bool,
-    "BYTE": _r_int, "SHORT": _r_int, "INT": _r_int, "LONG": _r_int,
-    "FLOAT": _r_double, "DOUBLE": _r_double,
-    "STRING": _quoted(_s_string), "VARCHAR": _quoted(_s_string), "CHAR": _quoted(_s_char),
+    "BYTE": _r_int,
+    "SHORT": _r_int,
+    "INT": _r_int,
+    "LONG": _r_int,
+    "FLOAT": _r_double,
+    "DOUBLE": _r_double,
+    "STRING": _quoted(_s_string),
+    "VARCHAR": _quoted(_s_string),
+    "CHAR": _quoted(_s_char),
     "BINARY": _r_binary,
     "DECIMAL": _quoted(_s_decimal),
     "DATE": _quoted(_s_date),
-    "TIMESTAMP": _quoted(_s_timestamp), "TIMESTAMP_INSTANT": _quoted(_s_timestamp),
+    "TIMESTAMP": _quoted(_s_timestamp),
+    "TIMESTAMP_INSTANT": _quoted(_s_timestamp),
     "TIMESTAMP_PARTS": _quoted(_s_timestamp_parts),
-    "LIST": _r_list, "MAP": _r_map, "STRUCT": _r_struct, "UNION": _r_union,
+    "LIST": _r_list,
+    "MAP": _r_map,
+    "STRUCT": _r_struct,
+    "UNION": _r_union,
 }
 
 
@@ -460,9 +481,12 @@ def _merge_literals(parts: list) -> list:
     return out
 
 
-def render_batch(batch: pa.RecordBatch, fields: list[tuple[str, object]],
-                 extra: list[tuple[str, pa.Array]] | None = None,
-                 prefix: list[tuple[str, object]] | None = None) -> pa.Array:
+def render_batch(
+    batch: pa.RecordBatch,
+    fields: list[tuple[str, object]],
+    extra: list[tuple[str, pa.Array]] | None = None,
+    prefix: list[tuple[str, object]] | None = None,
+) -> pa.Array:
     """One JSON object text per row. ``fields`` lists (name, ORC type) of the batch columns in
     order; ``prefix``/``extra`` add already-rendered JSON values (arrays or literal strings)
     before/after them."""
@@ -483,6 +507,7 @@ def render_batch(batch: pa.RecordBatch, fields: list[tuple[str, object]],
 
 
 # -- the exact slow path over pyorc tuples ------------------------------------------------
+
 
 def _py_value(v, td) -> str:
     if v is None:
@@ -510,11 +535,17 @@ def _py_value(v, td) -> str:
         return "[" + ",".join(_py_value(x, td.type) for x in v) + "]"
     if kind == "MAP":
         items = v.items() if isinstance(v, dict) else v
-        return "[" + ",".join('{"_key":%s,"_value":%s}' % (_py_value(k, td.key), _py_value(x, td.value))
-                              for k, x in items) + "]"
+        return (
+            "["
+            + ",".join('{"_key":%s,"_value":%s}' % (_py_value(k, td.key), _py_value(x, td.value)) for k, x in items)
+            + "]"
+        )
     if kind == "STRUCT":
-        return "{" + ",".join(javafmt.json_string(n) + ":" + _py_value(x, t)
-                              for (n, t), x in zip(td.fields.items(), v)) + "}"
+        return (
+            "{"
+            + ",".join(javafmt.json_string(n) + ":" + _py_value(x, t) for (n, t), x in zip(td.fields.items(), v))
+            + "}"
+        )
     if kind == "UNION":
         return _py_value(v, _union_branch(v, td))
     raise NotImplementedError(f"ORC type {td} is not supported")
@@ -525,10 +556,18 @@ def _union_branch(v, td):
     import datetime as dt
     import decimal
 
-    want = {bool: ("BOOLEAN",), int: ("BYTE", "SHORT", "INT", "LONG"), float: ("FLOAT", "DOUBLE"),
-            str: ("STRING", "VARCHAR", "CHAR"), bytes: ("BINARY",), decimal.Decimal: ("DECIMAL",),
-            dt.date: ("DATE",), tuple: ("TIMESTAMP", "TIMESTAMP_INSTANT", "STRUCT"),
-            list: ("LIST", "MAP"), dict: ("MAP",)}.get(type(v), ())
+    want = {
+        bool: ("BOOLEAN",),
+        int: ("BYTE", "SHORT", "INT", "LONG"),
+        float: ("FLOAT", "DOUBLE"),
+        str: ("STRING", "VARCHAR", "CHAR"),
+        bytes: ("BINARY",),
+        decimal.Decimal: ("DECIMAL",),
+        dt.date: ("DATE",),
+        tuple: ("TIMESTAMP", "TIMESTAMP_INSTANT", "STRUCT"),
+        list: ("LIST", "MAP"),
+        dict: ("MAP",),
+    }.get(type(v), ())
     for t in td.cont_types:
         if _kind(t) in want:
             return t
@@ -559,14 +598,16 @@ def python_converters():
         def to_orc(obj):
             return obj
 
-    return {TypeKind.TIMESTAMP: RawTimestamp, TypeKind.TIMESTAMP_INSTANT: RawTimestamp,
-            TypeKind.DATE: RawDate}
+    return {TypeKind.TIMESTAMP: RawTimestamp, TypeKind.TIMESTAMP_INSTANT: RawTimestamp, TypeKind.DATE: RawDate}
 
 
 def render_rows_python(rows, fields: list[tuple[str, object]], positions: list[int]) -> list[str]:
     """The slow exact path: pyorc tuples → JSON texts (fields at ``positions`` of each tuple)."""
     out = []
     for row in rows:
-        out.append("{" + ",".join(javafmt.json_string(n) + ":" + _py_value(row[p], td)
-                                  for (n, td), p in zip(fields, positions)) + "}")
+        out.append(
+            "{"
+            + ",".join(javafmt.json_string(n) + ":" + _py_value(row[p], td) for (n, td), p in zip(fields, positions))
+            + "}"
+        )
     return out

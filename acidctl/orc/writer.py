@@ -79,8 +79,10 @@ def check_lengths(table: pa.Table, types: list | None) -> None:
     for col, i in zip(table.columns, types[0].subtypes):
         for chunk in col.chunks:
             for c, longest in _long_values(chunk, types, i):
-                raise InvalidInputError(f"column {names[c]} holds a value of {longest} characters, more than "
-                                        f"its type {orcfooter.type_string(types, c)} allows")
+                raise InvalidInputError(
+                    f"column {names[c]} holds a value of {longest} characters, more than "
+                    f"its type {orcfooter.type_string(types, c)} allows"
+                )
 
 
 def _long_values(arr: pa.Array, types: list, i: int):
@@ -111,8 +113,14 @@ def _long_values(arr: pa.Array, types: list, i: int):
         yield from _long_values(kid, types, c)
 
 
-def encode_acid_file(table: pa.Table, *, orc_type: str | None = None, compression: str = "ZLIB",
-                     stripe_size: int = BASE_STRIPE_SIZE, allow_zstd: bool = False) -> tuple[bytes, WrittenFile]:
+def encode_acid_file(
+    table: pa.Table,
+    *,
+    orc_type: str | None = None,
+    compression: str = "ZLIB",
+    stripe_size: int = BASE_STRIPE_SIZE,
+    allow_zstd: bool = False,
+) -> tuple[bytes, WrittenFile]:
     """ORC bytes for an ACID table (six columns, sorted), written from Arrow. ``orc_type``: the
     ORC type string to write, for char(n)/varchar(n) (the Arrow string columns it names so are
     retyped; anything else must already match it); default: derived from the Arrow types."""
@@ -133,8 +141,10 @@ def encode_acid_file(table: pa.Table, *, orc_type: str | None = None, compressio
     rid = table.column("rowId").to_numpy()
     at = check_sorted(ot, bk, rid)
     if at is not None:
-        raise InvalidInputError(f"events not strictly increasing by (originalTransaction, bucket, rowId) at "
-                                f"row {at}: {ot[at - 1]},{bk[at - 1]},{rid[at - 1]} then {ot[at]},{bk[at]},{rid[at]}")
+        raise InvalidInputError(
+            f"events not strictly increasing by (originalTransaction, bucket, rowId) at "
+            f"row {at}: {ot[at - 1]},{bk[at - 1]},{rid[at - 1]} then {ot[at]},{bk[at]},{rid[at]}"
+        )
     stats = event_stats(op)
     types = template_types(orc_type)
     check_lengths(table, types)
@@ -142,7 +152,7 @@ def encode_acid_file(table: pa.Table, *, orc_type: str | None = None, compressio
     if why and types is None:
         raise InvalidInputError(f"{why}: pyarrow's ORC writer cannot write it, and pyorc needs orc_type")
     if why:
-        assert types is not None   # refused above
+        assert types is not None  # refused above
         data = _write_pyorc(table, written_type(table, types), compression, stripe_size)
     else:
         data = _write_arrow(table, compression, stripe_size)
@@ -150,17 +160,24 @@ def encode_acid_file(table: pa.Table, *, orc_type: str | None = None, compressio
     stripe_rows = tail.stripe_rows()
     key_index = encode_key_index(ot, bk, rid, stripe_rows)
     data = orcfooter.add_user_metadata(data, acid_user_metadata(key_index, stats), orc_type=orc_type)
-    return data, WrittenFile(path="", rows=table.num_rows, bytes=len(data), stripes=len(stripe_rows),
-                             key_index=key_index, stats=stats)
+    return data, WrittenFile(
+        path="", rows=table.num_rows, bytes=len(data), stripes=len(stripe_rows), key_index=key_index, stats=stats
+    )
 
 
 def _write_arrow(table: pa.Table, compression: str, stripe_size: int) -> bytes:
     import pyarrow.orc as po
 
     sink = pa.BufferOutputStream()
-    po.write_table(table, sink, compression=COMPRESSIONS[compression], stripe_size=stripe_size,
-                   file_version="0.12", compression_block_size=256 * 1024,
-                   row_index_stride=10000)
+    po.write_table(
+        table,
+        sink,
+        compression=COMPRESSIONS[compression],
+        stripe_size=stripe_size,
+        file_version="0.12",
+        compression_block_size=256 * 1024,
+        row_index_stride=10000,
+    )
     return sink.getvalue().to_pybytes()
 
 
@@ -209,8 +226,7 @@ def _write_pyorc(table: pa.Table, orc_type: str, compression: str, stripe_size: 
 
     buf = io.BytesIO()
     kind = getattr(pyorc.CompressionKind, compression)
-    with pyorc.Writer(buf, orc_type, compression=kind, stripe_size=stripe_size,
-                      converters=python_converters()) as w:
+    with pyorc.Writer(buf, orc_type, compression=kind, stripe_size=stripe_size, converters=python_converters()) as w:
         for batch in table.to_batches(max_chunksize=65536):
             cols = [_pyorc_values(batch.column(i)) for i in range(batch.num_columns)]
             w.writerows(zip(*cols))
@@ -234,13 +250,15 @@ def _pyorc_values(arr: pa.Array) -> list:
         vals = _pyorc_values(arr.values)
         offs = arr.offsets.to_pylist()
         valid = arr.is_valid().to_pylist()
-        return [vals[offs[i]:offs[i + 1]] if valid[i] else None for i in range(len(arr))]
+        return [vals[offs[i] : offs[i + 1]] if valid[i] else None for i in range(len(arr))]
     if pa.types.is_map(t):
         keys, items = _pyorc_values(arr.keys), _pyorc_values(arr.items)
         offs = arr.offsets.to_pylist()
         valid = arr.is_valid().to_pylist()
-        return [dict(zip(keys[offs[i]:offs[i + 1]], items[offs[i]:offs[i + 1]])) if valid[i] else None
-                for i in range(len(arr))]
+        return [
+            dict(zip(keys[offs[i] : offs[i + 1]], items[offs[i] : offs[i + 1]])) if valid[i] else None
+            for i in range(len(arr))
+        ]
     return arr.to_pylist()
 
 
@@ -265,9 +283,19 @@ class AcidFileWriter:
     Nothing is created until the first non-empty batch; ``close()`` returns None when no row
     was written."""
 
-    def __init__(self, tfs, path: str, *, orc_type: str | None = None, compression: str = "ZLIB",
-                 stripe_size: int = BASE_STRIPE_SIZE, allow_zstd: bool = False, verify_kind: str | None = None,
-                 verify_range: tuple[int, int] | None = None, verify_file: bool = True):
+    def __init__(
+        self,
+        tfs,
+        path: str,
+        *,
+        orc_type: str | None = None,
+        compression: str = "ZLIB",
+        stripe_size: int = BASE_STRIPE_SIZE,
+        allow_zstd: bool = False,
+        verify_kind: str | None = None,
+        verify_range: tuple[int, int] | None = None,
+        verify_file: bool = True,
+    ):
         compression = compression.upper()
         if compression not in COMPRESSIONS:
             raise InvalidInputError(f"unsupported compression {compression}; use NONE, ZLIB, SNAPPY or LZ4")
@@ -285,7 +313,7 @@ class AcidFileWriter:
         self.rows = 0
         self.stats = [0, 0, 0]
         self.schema: pa.Schema | None = None
-        self._order = KeyOrder()   # strict key order across batches
+        self._order = KeyOrder()  # strict key order across batches
         self._tmp: str | None = None
         self._sink: Any = None
         self._writer: Any = None
@@ -303,9 +331,14 @@ class AcidFileWriter:
             os.makedirs(d, exist_ok=True)
         fd, self._tmp = tempfile.mkstemp(prefix="." + os.path.basename(self.path) + ".", suffix=".tmp", dir=d)
         self._sink = os.fdopen(fd, "wb")
-        self._writer = po.ORCWriter(self._sink, compression=COMPRESSIONS[self.compression],
-                                    stripe_size=self.stripe_size, file_version="0.12",
-                                    compression_block_size=256 * 1024, row_index_stride=10000)
+        self._writer = po.ORCWriter(
+            self._sink,
+            compression=COMPRESSIONS[self.compression],
+            stripe_size=self.stripe_size,
+            file_version="0.12",
+            compression_block_size=256 * 1024,
+            row_index_stride=10000,
+        )
         self.schema = schema
 
     def write(self, table) -> None:
@@ -317,8 +350,9 @@ class AcidFileWriter:
             return
         why = _arrow_cannot_write(table)
         if why:
-            raise InvalidInputError(f"cannot write {self.tfs.display(self.path)}: {why}, which pyarrow's ORC "
-                                    "writer cannot write")
+            raise InvalidInputError(
+                f"cannot write {self.tfs.display(self.path)}: {why}, which pyarrow's ORC writer cannot write"
+            )
         if self.schema is None:
             row_type = table.schema.field("row").type
             bad = [f.name for f in row_type if f.name != f.name.lower()]
@@ -335,9 +369,11 @@ class AcidFileWriter:
         at = self._order.first_break(ot, bk, rid)
         if at is not None:
             before = (ot[at - 1], bk[at - 1], rid[at - 1]) if at or prev is None else prev
-            raise InvalidInputError(f"events not strictly increasing by (originalTransaction, bucket, rowId) at "
-                                    f"row {self.rows + at}: {before[0]},{before[1]},{before[2]} then "
-                                    f"{ot[at]},{bk[at]},{rid[at]}")
+            raise InvalidInputError(
+                f"events not strictly increasing by (originalTransaction, bucket, rowId) at "
+                f"row {self.rows + at}: {before[0]},{before[1]},{before[2]} then "
+                f"{ot[at]},{bk[at]},{rid[at]}"
+            )
         check_lengths(table, self._types)
         s = event_stats(op)
         self.stats = [a + b for a, b in zip(self.stats, s)]
@@ -353,7 +389,7 @@ class AcidFileWriter:
         if self._writer is None:
             return None
         tmp = self._tmp
-        assert tmp is not None   # created with the writer
+        assert tmp is not None  # created with the writer
         self._writer.close()
         self._sink.close()
         self._writer = None
@@ -370,10 +406,15 @@ class AcidFileWriter:
             os.unlink(tmp)
         self._tmp = None
         if self.verify_file:
-            verify(self.tfs, self.path, expected_rows=self.rows, dir_kind=self.verify_kind,
-                   dir_range=self.verify_range)
-        return WrittenFile(path=self.tfs.display(self.path), rows=self.rows, bytes=size,
-                           stripes=len(stripe_rows), key_index=key_index, stats=stats)
+            verify(self.tfs, self.path, expected_rows=self.rows, dir_kind=self.verify_kind, dir_range=self.verify_range)
+        return WrittenFile(
+            path=self.tfs.display(self.path),
+            rows=self.rows,
+            bytes=size,
+            stripes=len(stripe_rows),
+            key_index=key_index,
+            stats=stats,
+        )
 
     def _key_index(self, tmp: str, stripe_rows: list[int]) -> str:
         """The key at each stripe's last row, from the key columns read back in batches."""
@@ -390,8 +431,9 @@ class AcidFileWriter:
         j = 0
         with open(tmp, "rb") as f:
             frag = ds.OrcFileFormat().make_fragment(f)
-            for b in frag.to_batches(columns=["originalTransaction", "bucket", "rowId"], batch_size=65536,
-                                     use_threads=False):
+            for b in frag.to_batches(
+                columns=["originalTransaction", "bucket", "rowId"], batch_size=65536, use_threads=False
+            ):
                 while j < len(ends) and ends[j] < pos + b.num_rows:
                     i = ends[j] - pos
                     out.append("%d,%d,%d;" % (b.column(0)[i].as_py(), b.column(1)[i].as_py(), b.column(2)[i].as_py()))
@@ -434,14 +476,19 @@ class AcidFileWriter:
         return False
 
 
-def verify(tfs, path: str, *, expected_rows: int | None = None, dir_kind: str | None = None,
-           dir_range: tuple[int, int] | None = None) -> None:
+def verify(
+    tfs,
+    path: str,
+    *,
+    expected_rows: int | None = None,
+    dir_kind: str | None = None,
+    dir_range: tuple[int, int] | None = None,
+) -> None:
     """Read the written file back and run every ACID file check; raise on any error."""
     from acidctl.errors import WriteVerificationFailed
     from acidctl.orc.meta import inspect_file
 
-    report = inspect_file(tfs, path, statistics=False, dir_kind=dir_kind, dir_range=dir_range,
-                          expect_acid=True)
+    report = inspect_file(tfs, path, statistics=False, dir_kind=dir_kind, dir_range=dir_range, expect_acid=True)
     errors = [f for f in report.findings if f.severity.value == "error"]
     if errors:
         raise WriteVerificationFailed(f"written file {report.path} fails {errors[0].check}: {errors[0].message}")

@@ -10,11 +10,18 @@ COMPACTED = b'{"thisFileVersion":"0","dataFormat":"compacted"}'
 
 #: the worked example of directory-state.md §5 (snapshot db.t:14:12:12:13)
 EXAMPLE = [
-    "base_0000002", "base_0000005",
-    "delete_delta_0000006_0000010", "delete_delta_0000008_0000008_0000",
-    "delta_0000001_0000001_0000", "delta_0000006_0000006_0000", "delta_0000006_0000010",
-    "delta_0000007_0000007_0000", "delta_0000011_0000011_0000", "delta_0000012_0000012_0000",
-    "delta_0000013_0000013_0000", "delta_0000014_0000014_0000",
+    "base_0000002",
+    "base_0000005",
+    "delete_delta_0000006_0000010",
+    "delete_delta_0000008_0000008_0000",
+    "delta_0000001_0000001_0000",
+    "delta_0000006_0000006_0000",
+    "delta_0000006_0000010",
+    "delta_0000007_0000007_0000",
+    "delta_0000011_0000011_0000",
+    "delta_0000012_0000012_0000",
+    "delta_0000013_0000013_0000",
+    "delta_0000014_0000014_0000",
 ]
 
 
@@ -46,8 +53,9 @@ def names(cs):
     return [c.name for c in cs]
 
 
-def build_listing(path: str, spec: Mapping[str, Any], *, partition: str | None = None,
-                  mtime: float | None = None) -> DirListing:
+def build_listing(
+    path: str, spec: Mapping[str, Any], *, partition: str | None = None, mtime: float | None = None
+) -> DirListing:
     """Build a listing from a nested dict (a listing model without a filesystem).
 
     ``{"base_0000005/": {"bucket_00000": 100, "_orc_acid_version": b"2"}, "000000_0": 7}``:
@@ -86,9 +94,19 @@ def build_listing(path: str, spec: Mapping[str, Any], *, partition: str | None =
                 continue
             walk("", value, files)
             files.sort(key=lambda f: f.name)
-            entries.append(ChildEntry(name, True, 0, mtime, tuple(files), tuple(sorted(subdirs)),
-                                      markers, listed=True,
-                                      nested=tuple(sorted(nested, key=lambda f: f.name))))
+            entries.append(
+                ChildEntry(
+                    name,
+                    True,
+                    0,
+                    mtime,
+                    tuple(files),
+                    tuple(sorted(subdirs)),
+                    markers,
+                    listed=True,
+                    nested=tuple(sorted(nested, key=lambda f: f.name)),
+                )
+            )
         else:
             size = len(value) if isinstance(value, (bytes, bytearray)) else int(value)
             entries.append(ChildEntry(key, False, size, mtime))

@@ -1,11 +1,14 @@
 """getAcidState for Hive 3.1 and Hive 4 (directory-state.md §3-§6)."""
 
-
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from acidctl.acid.acidstate import (
-    DirListing, Kind, Role, delta_sort_key, get_acid_state,
+    DirListing,
+    Kind,
+    Role,
+    delta_sort_key,
+    get_acid_state,
 )
 from acidctl.acid.writeids import LONG_MIN, RangeResponse, TxnList, WriteIdList
 from acidctl.errors import InvalidAcidLayout, SnapshotUnavailable, UsageError
@@ -16,20 +19,30 @@ ALL_COMMITTED = lambda hwm: WriteIdList.all_committed(hwm, "db.t")  # noqa: E731
 
 # -- §5 worked example ----------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("hv", [3, 4])
 def test_worked_example(hv):
     lst = listing(*EXAMPLE, compacted={"base_0000002", "base_0000005"})
-    st_ = get_acid_state(lst, WriteIdList.parse("db.t:14:12:12:13"), hive_version=hv,
-                         txns=TxnList.all_committed())
+    st_ = get_acid_state(lst, WriteIdList.parse("db.t:14:12:12:13"), hive_version=hv, txns=TxnList.all_committed())
     assert st_.base.name == "base_0000005" and st_.base.compacted
-    assert names(st_.deltas) == ["delete_delta_0000006_0000010", "delta_0000006_0000010",
-                                 "delta_0000011_0000011_0000", "delta_0000014_0000014_0000"]
-    assert sorted(names(st_.obsolete)) == sorted([
-        "base_0000002", "delta_0000001_0000001_0000", "delta_0000006_0000006_0000",
-        "delta_0000007_0000007_0000", "delete_delta_0000008_0000008_0000"])
+    assert names(st_.deltas) == [
+        "delete_delta_0000006_0000010",
+        "delta_0000006_0000010",
+        "delta_0000011_0000011_0000",
+        "delta_0000014_0000014_0000",
+    ]
+    assert sorted(names(st_.obsolete)) == sorted(
+        [
+            "base_0000002",
+            "delta_0000001_0000001_0000",
+            "delta_0000006_0000006_0000",
+            "delta_0000007_0000007_0000",
+            "delete_delta_0000008_0000008_0000",
+        ]
+    )
     r = roles(st_)
-    assert r["delta_0000012_0000012_0000"] == "not visible yet"   # open
-    assert r["delta_0000013_0000013_0000"] == "aborted"           # aborted
+    assert r["delta_0000012_0000012_0000"] == "not visible yet"  # open
+    assert r["delta_0000013_0000013_0000"] == "aborted"  # aborted
     assert st_.not_enough_history is None and st_.reader_errors == []
     assert st_.originals == []
     assert [c.read_order for c in st_.deltas] == [0, 1, 2, 3]
@@ -43,33 +56,48 @@ def test_worked_example_sort_order():
     lst = listing(*EXAMPLE, compacted={"base_0000002", "base_0000005"})
     st_ = get_acid_state(lst, WriteIdList.parse("db.t:14:12:12:13"))
     wl = st_.write_ids
-    working = [c for c in st_.entries if c.kind in (Kind.DELTA, Kind.DELETE_DELTA)
-               and wl.range_valid(c.min_write_id, c.max_write_id) is not RangeResponse.NONE]
+    working = [
+        c
+        for c in st_.entries
+        if c.kind in (Kind.DELTA, Kind.DELETE_DELTA)
+        and wl.range_valid(c.min_write_id, c.max_write_id) is not RangeResponse.NONE
+    ]
     assert names(sorted(working, key=delta_sort_key)) == [
-        "delta_0000001_0000001_0000", "delete_delta_0000006_0000010", "delta_0000006_0000010",
-        "delta_0000006_0000006_0000", "delta_0000007_0000007_0000", "delete_delta_0000008_0000008_0000",
-        "delta_0000011_0000011_0000", "delta_0000014_0000014_0000"]
+        "delta_0000001_0000001_0000",
+        "delete_delta_0000006_0000010",
+        "delta_0000006_0000010",
+        "delta_0000006_0000006_0000",
+        "delta_0000007_0000007_0000",
+        "delete_delta_0000008_0000008_0000",
+        "delta_0000011_0000011_0000",
+        "delta_0000014_0000014_0000",
+    ]
 
 
 def test_sort_example_wider_first():
-    lst = listing("delta_0000051_0000060", "delta_0000011_0000020", "delta_0000005_0000010",
-                  "delta_0000005_0000020")
+    lst = listing("delta_0000051_0000060", "delta_0000011_0000020", "delta_0000005_0000010", "delta_0000005_0000020")
     st_ = get_acid_state(lst, ALL_COMMITTED(60))
     ordered = sorted((c for c in st_.entries), key=delta_sort_key)
-    assert names(ordered) == ["delta_0000005_0000020", "delta_0000005_0000010",
-                              "delta_0000011_0000020", "delta_0000051_0000060"]
+    assert names(ordered) == [
+        "delta_0000005_0000020",
+        "delta_0000005_0000010",
+        "delta_0000011_0000020",
+        "delta_0000051_0000060",
+    ]
     assert names(st_.deltas) == ["delta_0000005_0000020", "delta_0000051_0000060"]
     assert sorted(names(st_.obsolete)) == ["delta_0000005_0000010", "delta_0000011_0000020"]
 
 
 # -- Not enough history -------------------------------------------------------------------
 
+
 def test_not_enough_history_hive3():
     lst = listing("base_0000020", "delta_0000021_0000021_0000", compacted={"base_0000020"})
     st_ = get_acid_state(lst, WriteIdList.parse("db.t:25:15:15:"), hive_version=3)
     assert st_.base is None
-    assert st_.not_enough_history == ("Not enough history available for (25,15).  "
-                                      "Oldest available base: /t/base_0000020")
+    assert st_.not_enough_history == (
+        "Not enough history available for (25,15).  Oldest available base: /t/base_0000020"
+    )
     assert roles(st_)["base_0000020"] == "unusable base"
     with pytest.raises(SnapshotUnavailable, match=r"\(25,15\)"):
         st_.require_snapshot()
@@ -88,8 +116,9 @@ def test_not_enough_history_hive4_visible_vs_invisible_compactor_base():
     lst = listing("base_0000020_v0000030", "delta_0000010_0000010_0000", "delta_0000021_0000021_0000")
     wl = WriteIdList.parse("db.t:25:15:15:")
     visible = get_acid_state(lst, wl, hive_version=4, txns=TxnList.parse("40:40::"))
-    assert visible.not_enough_history == ("Not enough history available for (25,15).  "
-                                          "Oldest available base: /t/base_0000020_v0000030")
+    assert visible.not_enough_history == (
+        "Not enough history available for (25,15).  Oldest available base: /t/base_0000020_v0000030"
+    )
     invisible = get_acid_state(lst, wl, hive_version=4, txns=TxnList.parse("40:30:30:"))
     assert invisible.not_enough_history is None
     assert roles(invisible)["base_0000020_v0000030"] == "not visible yet"
@@ -97,6 +126,7 @@ def test_not_enough_history_hive4_visible_vs_invisible_compactor_base():
 
 
 # -- Hive 3 vs Hive 4 differences ---------------------------------------------------------
+
 
 def test_compacted_base_without_metadata_acid_is_iow_in_hive3():
     wl = WriteIdList.parse("db.t:25:15:15:")
@@ -114,8 +144,13 @@ def test_compacted_base_without_metadata_acid_is_iow_in_hive3():
 
 
 def test_visibility_suffix_hive3_invalid_hive4_by_txn():
-    lst = listing("base_0000005", "delta_0000006_0000006_0000", "delta_0000007_0000007_0000",
-                  "delta_0000006_0000007_v0000040", compacted={"base_0000005"})
+    lst = listing(
+        "base_0000005",
+        "delta_0000006_0000006_0000",
+        "delta_0000007_0000007_0000",
+        "delta_0000006_0000007_v0000040",
+        compacted={"base_0000005"},
+    )
     wl = ALL_COMMITTED(7)
     h3 = get_acid_state(lst, wl, hive_version=3)
     assert roles(h3)["delta_0000006_0000007_v0000040"] == "invalid"
@@ -158,25 +193,28 @@ def test_base_equal_to_min_open_write_id():
 
 
 def test_aborted_insert_overwrite_base():
-    lst = listing("delta_0000001_0000001_0000", "delta_0000002_0000002_0000", "base_0000003",
-                  "delta_0000004_0000004_0000")
+    lst = listing(
+        "delta_0000001_0000001_0000", "delta_0000002_0000002_0000", "base_0000003", "delta_0000004_0000004_0000"
+    )
     wl = WriteIdList.parse("db.t:4:9223372036854775807::3")
     h4 = get_acid_state(lst, wl, hive_version=4)
     assert roles(h4)["base_0000003"] == "aborted"
     assert 3 in h4.aborted_write_ids
     assert h4.base is None and h4.not_enough_history is None
-    assert names(h4.deltas) == ["delta_0000001_0000001_0000", "delta_0000002_0000002_0000",
-                                "delta_0000004_0000004_0000"]
+    assert names(h4.deltas) == [
+        "delta_0000001_0000001_0000",
+        "delta_0000002_0000002_0000",
+        "delta_0000004_0000004_0000",
+    ]
     # Hive 3: the IOW base is not usable (isWriteIdValid(3) false) and it is the only base,
     # so the reader gets "Not enough history"
     h3 = get_acid_state(lst, wl, hive_version=3)
     assert roles(h3)["base_0000003"] == "aborted"
-    assert h3.not_enough_history == ("Not enough history available for (4,3).  "
-                                     "Oldest available base: /t/base_0000003")
+    assert h3.not_enough_history == ("Not enough history available for (4,3).  Oldest available base: /t/base_0000003")
 
 
 def test_not_enough_history_only_for_compacted_bases_in_hive4():
-    lst = listing("base_0000020", "delta_0000010_0000010_0000")   # IOW base of open write id 20
+    lst = listing("base_0000020", "delta_0000010_0000010_0000")  # IOW base of open write id 20
     wl = WriteIdList.parse("db.t:25:15:15,20:")
     h3 = get_acid_state(lst, wl, hive_version=3)
     assert h3.not_enough_history is not None
@@ -196,29 +234,49 @@ def test_hive4_compactor_base_beats_iow_base_of_same_write_id():
 
 # -- deltas -------------------------------------------------------------------------------
 
+
 def test_multi_statement_deltas():
-    lst = listing("delta_0000005_0000005_0000", "delta_0000005_0000005_0001",
-                  "delete_delta_0000005_0000005_0001", "delta_0000005_0000005_0002")
+    lst = listing(
+        "delta_0000005_0000005_0000",
+        "delta_0000005_0000005_0001",
+        "delete_delta_0000005_0000005_0001",
+        "delta_0000005_0000005_0002",
+    )
     st_ = get_acid_state(lst, ALL_COMMITTED(5))
-    assert names(st_.deltas) == ["delta_0000005_0000005_0000", "delete_delta_0000005_0000005_0001",
-                                 "delta_0000005_0000005_0001", "delta_0000005_0000005_0002"]
+    assert names(st_.deltas) == [
+        "delta_0000005_0000005_0000",
+        "delete_delta_0000005_0000005_0001",
+        "delta_0000005_0000005_0001",
+        "delta_0000005_0000005_0002",
+    ]
     assert "another statement" in st_.get("delta_0000005_0000005_0002").reason
     # after a minor compaction of write id 5 (no statement id) the per-statement deltas are obsolete
-    lst2 = listing("delta_0000005_0000005", "delete_delta_0000005_0000005",
-                   "delta_0000005_0000005_0000", "delta_0000005_0000005_0001",
-                   "delete_delta_0000005_0000005_0001")
+    lst2 = listing(
+        "delta_0000005_0000005",
+        "delete_delta_0000005_0000005",
+        "delta_0000005_0000005_0000",
+        "delta_0000005_0000005_0001",
+        "delete_delta_0000005_0000005_0001",
+    )
     st2 = get_acid_state(lst2, ALL_COMMITTED(5))
     assert names(st2.deltas) == ["delete_delta_0000005_0000005", "delta_0000005_0000005"]
     assert len(st2.obsolete) == 3
 
 
 def test_delete_delta_pairs_and_wider_delta_obsoletes_delete_delta():
-    lst = listing("delta_0000030_0000050", "delete_delta_0000040_0000040_0000",
-                  "delta_0000040_0000040_0000", "delete_delta_0000051_0000051_0000",
-                  "delta_0000051_0000051_0000")
+    lst = listing(
+        "delta_0000030_0000050",
+        "delete_delta_0000040_0000040_0000",
+        "delta_0000040_0000040_0000",
+        "delete_delta_0000051_0000051_0000",
+        "delta_0000051_0000051_0000",
+    )
     st_ = get_acid_state(lst, ALL_COMMITTED(51))
-    assert names(st_.deltas) == ["delta_0000030_0000050", "delete_delta_0000051_0000051_0000",
-                                 "delta_0000051_0000051_0000"]
+    assert names(st_.deltas) == [
+        "delta_0000030_0000050",
+        "delete_delta_0000051_0000051_0000",
+        "delta_0000051_0000051_0000",
+    ]
     assert roles(st_)["delete_delta_0000040_0000040_0000"] == "obsolete"
     assert st_.get("delete_delta_0000040_0000040_0000").reason == "covered by delta_0000030_0000050"
     assert [c.role for c in st_.deltas] == [Role.DELTA, Role.DELETE_DELTA, Role.DELTA]
@@ -226,11 +284,14 @@ def test_delete_delta_pairs_and_wider_delta_obsoletes_delete_delta():
 
 def test_trino_fullacid_delete_delta_test_classification():
     """fixtures/real/README.md §4 (derived): the suffix-less copy is taken, _0000 is obsolete."""
-    lst = build_listing("/t", {
-        "delete_delta_0000004_0000004/": {"bucket_00000": 646},
-        "delete_delta_0000004_0000004_0000/": {"bucket_00000": 646},
-        "delete_delta_0000007_0000007_0000/": {"bucket_00000": 655},
-    })
+    lst = build_listing(
+        "/t",
+        {
+            "delete_delta_0000004_0000004/": {"bucket_00000": 646},
+            "delete_delta_0000004_0000004_0000/": {"bucket_00000": 646},
+            "delete_delta_0000007_0000007_0000/": {"bucket_00000": 655},
+        },
+    )
     st_ = get_acid_state(lst, ALL_COMMITTED(7))
     assert names(st_.deltas) == ["delete_delta_0000004_0000004", "delete_delta_0000007_0000007_0000"]
     assert names(st_.obsolete) == ["delete_delta_0000004_0000004_0000"]
@@ -248,13 +309,17 @@ def test_partially_visible_delta_skipped_silently_not_obsolete():
 
 
 def test_aborted_and_open_deltas_hive3():
-    lst = listing("delta_0000001_0000001_0000", "delta_0000002_0000002_0000",
-                  "delta_0000003_0000004", "delta_0000005_0000005_0000")
+    lst = listing(
+        "delta_0000001_0000001_0000",
+        "delta_0000002_0000002_0000",
+        "delta_0000003_0000004",
+        "delta_0000005_0000005_0000",
+    )
     wl = WriteIdList.parse("db.t:4:3:3:2,4")
     st_ = get_acid_state(lst, wl, hive_version=3)
     r = roles(st_)
     assert r["delta_0000002_0000002_0000"] == "aborted"
-    assert r["delta_0000003_0000004"] == "not visible yet"     # 3 open, 4 aborted: NONE but not all aborted
+    assert r["delta_0000003_0000004"] == "not visible yet"  # 3 open, 4 aborted: NONE but not all aborted
     assert r["delta_0000005_0000005_0000"] == "not visible yet"  # above hwm
     assert "above the high-water mark 4" in st_.get("delta_0000005_0000005_0000").reason
     assert names(st_.deltas) == ["delta_0000001_0000001_0000"]
@@ -269,8 +334,11 @@ def test_hive4_uncompacted_aborts():
 
 # -- bases --------------------------------------------------------------------------------
 
+
 def test_newest_valid_base_wins_and_older_are_obsolete():
-    lst = listing("base_0000001", "base_0000010", "base_0000005", compacted={"base_0000001", "base_0000010", "base_0000005"})
+    lst = listing(
+        "base_0000001", "base_0000010", "base_0000005", compacted={"base_0000001", "base_0000010", "base_0000005"}
+    )
     st_ = get_acid_state(lst, ALL_COMMITTED(10))
     assert st_.base.name == "base_0000010"
     assert sorted(names(st_.obsolete)) == ["base_0000001", "base_0000005"]
@@ -278,8 +346,7 @@ def test_newest_valid_base_wins_and_older_are_obsolete():
 
 
 def test_conversion_base():
-    lst = listing("base_-9223372036854775808", "delta_0000001_0000001_0000",
-                  extra={"000000_0": 10})
+    lst = listing("base_-9223372036854775808", "delta_0000001_0000001_0000", extra={"000000_0": 10})
     st_ = get_acid_state(lst, WriteIdList.parse("db.t:1:1:1:"))
     assert st_.base.parsed.write_id == LONG_MIN
     assert "conversion base" in st_.base.reason
@@ -288,24 +355,40 @@ def test_conversion_base():
 
 
 def test_bad_metadata_acid_is_a_reader_error():
-    lst = build_listing("/t", {"base_0000005/": acid_dir(_metadata_acid=b'{"thisFileVersion":"1","dataFormat":"compacted"}')})
+    lst = build_listing(
+        "/t", {"base_0000005/": acid_dir(_metadata_acid=b'{"thisFileVersion":"1","dataFormat":"compacted"}')}
+    )
     st_ = get_acid_state(lst, ALL_COMMITTED(5))
     assert any("Unexpected Meta Data version: 1" in e for e in st_.reader_errors)
 
 
 # -- originals ----------------------------------------------------------------------------
 
+
 def test_originals_sorted_by_full_path_when_no_base():
-    lst = build_listing("/t", {
-        "000002_0_copy_2": 743, "000000_0": 730, "000002_0": 741, "000001_0": 730,
-        "000002_0_copy_1": 768, "empty_0": 0,
-        "HIVE_UNION_SUBDIR_1/": {"000000_0": 5, "_tmp.x": 3, "nested/": {"000001_0": 7}},
-        "delete_delta_10000001_10000001_0000/": {"bucket_00000": 760},
-    })
+    lst = build_listing(
+        "/t",
+        {
+            "000002_0_copy_2": 743,
+            "000000_0": 730,
+            "000002_0": 741,
+            "000001_0": 730,
+            "000002_0_copy_1": 768,
+            "empty_0": 0,
+            "HIVE_UNION_SUBDIR_1/": {"000000_0": 5, "_tmp.x": 3, "nested/": {"000001_0": 7}},
+            "delete_delta_10000001_10000001_0000/": {"bucket_00000": 760},
+        },
+    )
     st_ = get_acid_state(lst, ALL_COMMITTED(10000001))
     assert [o.rel for o in st_.originals] == [
-        "000000_0", "000001_0", "000002_0", "000002_0_copy_1", "000002_0_copy_2",
-        "HIVE_UNION_SUBDIR_1/000000_0", "HIVE_UNION_SUBDIR_1/nested/000001_0"]
+        "000000_0",
+        "000001_0",
+        "000002_0",
+        "000002_0_copy_1",
+        "000002_0_copy_2",
+        "HIVE_UNION_SUBDIR_1/000000_0",
+        "HIVE_UNION_SUBDIR_1/nested/000001_0",
+    ]
     assert [o.bucket for o in st_.originals] == [0, 1, 2, 2, 2, 0, 1]
     assert roles(st_)["empty_0"] == "ignored"
     assert roles(st_)["HIVE_UNION_SUBDIR_1"] == "original"
@@ -329,8 +412,16 @@ def test_plain_file_named_like_a_delta_is_an_original():
 
 
 def test_hidden_and_unparseable():
-    lst = build_listing("/t", {"_tmp_123/": None, ".hive-staging_x/": None, "_orc_acid_version": b"2",
-                                  "delta_x_y/": {}, "delta_0000001_0000001_0000/": acid_dir()})
+    lst = build_listing(
+        "/t",
+        {
+            "_tmp_123/": None,
+            ".hive-staging_x/": None,
+            "_orc_acid_version": b"2",
+            "delta_x_y/": {},
+            "delta_0000001_0000001_0000/": acid_dir(),
+        },
+    )
     st_ = get_acid_state(lst, ALL_COMMITTED(1))
     r = roles(st_)
     assert r["_tmp_123"] == r[".hive-staging_x"] == r["_orc_acid_version"] == "ignored"
@@ -341,7 +432,7 @@ def test_hidden_and_unparseable():
 
 def test_bad_hive_version():
     with pytest.raises(UsageError):
-        get_acid_state(listing(), ALL_COMMITTED(1), hive_version=5)   # 2 = Hive 2.3 rules (tests/acid/test_hive2.py)
+        get_acid_state(listing(), ALL_COMMITTED(1), hive_version=5)  # 2 = Hive 2.3 rules (tests/acid/test_hive2.py)
 
 
 def test_assumed_watermark_is_the_highest_write_id_named(tmp_path):
@@ -349,13 +440,20 @@ def test_assumed_watermark_is_the_highest_write_id_named(tmp_path):
     from acidctl.fs import TableFS
     from acidctl.target import max_write_id_in_tree
 
-    for d in ("p=1/base_0000003", "p=1/delta_0000004_0000009", "p=2/delta_bad", "p=2/delta_0000002_0000011",
-              ".hive-staging/delta_0000050_0000050", "p=2/_tmp.delta_0000060_0000060"):
+    for d in (
+        "p=1/base_0000003",
+        "p=1/delta_0000004_0000009",
+        "p=2/delta_bad",
+        "p=2/delta_0000002_0000011",
+        ".hive-staging/delta_0000050_0000050",
+        "p=2/_tmp.delta_0000060_0000060",
+    ):
         (tmp_path / d).mkdir(parents=True)
     assert max_write_id_in_tree(TableFS(str(tmp_path))) == 11
 
 
 # -- properties ---------------------------------------------------------------------------
+
 
 @st.composite
 def scenario(draw):
@@ -379,8 +477,9 @@ def scenario(draw):
     hwm = draw(st.integers(0, 22))
     exc = sorted(draw(st.sets(st.integers(1, max(hwm, 1)), max_size=6))) if hwm else []
     flags = [draw(st.booleans()) for _ in exc]
-    wl = WriteIdList("db.t", hwm, tuple(x for x, f in zip(exc, flags) if f),
-                     tuple(x for x, f in zip(exc, flags) if not f))
+    wl = WriteIdList(
+        "db.t", hwm, tuple(x for x, f in zip(exc, flags) if f), tuple(x for x, f in zip(exc, flags) if not f)
+    )
     txns = draw(st.sampled_from(["40:31:31:", "40:40::33", "40:9223372036854775807::"]))
     return hv, build_listing("/t", spec), wl, TxnList.parse(txns), draw(st.randoms())
 
@@ -413,13 +512,13 @@ def test_invariants(sc):
     # the base is valid for the reader
     if st_.base is not None and st_.base_write_id != LONG_MIN:
         n = st_.base_write_id
-        assert (wl.is_valid(n) or (st_.base.compacted and wl.is_valid_base(n))
-                or (hv == 4 and n <= wl.min_open))
+        assert wl.is_valid(n) or (st_.base.compacted and wl.is_valid_base(n)) or (hv == 4 and n <= wl.min_open)
     # an obsolete delta is covered by the base or by a current delta
     for c in st_.obsolete:
         if c.kind in (Kind.DELTA, Kind.DELETE_DELTA):
             assert c.max_write_id <= b or any(
-                d.min_write_id <= c.min_write_id and d.max_write_id >= c.max_write_id for d in st_.deltas)
+                d.min_write_id <= c.min_write_id and d.max_write_id >= c.max_write_id for d in st_.deltas
+            )
     # originals only without a base
     assert not (st_.base and st_.originals)
     # independent of listing order

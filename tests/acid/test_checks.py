@@ -6,7 +6,11 @@ import pytest
 
 from acidctl.acid.acidstate import get_acid_state
 from acidctl.acid.checks import (
-    MetastoreFacts, check_markers, check_names, check_partition, check_snapshot,
+    MetastoreFacts,
+    check_markers,
+    check_names,
+    check_partition,
+    check_snapshot,
 )
 from acidctl.acid.initiator import compactor_state, recommend
 from acidctl.acid.writeids import TxnList, WriteIdList
@@ -31,8 +35,9 @@ def _names(spec, hv=3, **kw):
 
 
 def test_clean_table_has_no_findings():
-    lst = build_listing("/t", {"base_0000001/": acid_dir(data=10000, compacted=True),
-                                  "delta_0000002_0000002_0000/": acid_dir(data=10)})
+    lst = build_listing(
+        "/t", {"base_0000001/": acid_dir(data=10000, compacted=True), "delta_0000002_0000002_0000/": acid_dir(data=10)}
+    )
     st = get_acid_state(lst, WriteIdList.all_committed(2))
     rec = recommend(compactor_state(lst, WriteIdList.all_committed(2)))
     assert check_partition(lst, st, hive_version=3, recommendation=rec, now=NOW) == []
@@ -50,8 +55,11 @@ def test_d02_visibility_under_hive3_only():
 
 
 def test_d03_same_range_different_visibility():
-    spec = {"delta_0000001_0000005_v0000010/": acid_dir(), "delta_0000001_0000005_v0000020/": acid_dir(),
-            "delete_delta_0000001_0000005_v0000010/": acid_dir()}
+    spec = {
+        "delta_0000001_0000005_v0000010/": acid_dir(),
+        "delta_0000001_0000005_v0000020/": acid_dir(),
+        "delete_delta_0000001_0000005_v0000010/": acid_dir(),
+    }
     assert ids(_names(spec, hv=4)) == [("D03", E)]
 
 
@@ -62,19 +70,31 @@ def test_d04_non_nesting_overlap():
     f = only(check_snapshot(st, now=NOW), "D04")
     assert len(f) == 1 and f[0].severity is E and "8..10 appear twice" in f[0].message
     # nested ranges and the delete/insert pair are fine
-    ok = get_acid_state(listing("delta_0000005_0000010", "delete_delta_0000005_0000010", "delta_0000006_0000006_0000"),
-                        WriteIdList.all_committed(10))
+    ok = get_acid_state(
+        listing("delta_0000005_0000010", "delete_delta_0000005_0000010", "delta_0000006_0000006_0000"),
+        WriteIdList.all_committed(10),
+    )
     assert only(check_snapshot(ok, now=NOW), "D04") == []
 
 
 def test_d05_d06():
-    f = _names({"delta_0000001_0000001_0002/": acid_dir(), "delta_1_1/": acid_dir(), "base_-9223372036854775808/": acid_dir()})
+    f = _names(
+        {"delta_0000001_0000001_0002/": acid_dir(), "delta_1_1/": acid_dir(), "base_-9223372036854775808/": acid_dir()}
+    )
     assert ids(f) == [("D05", I), ("D06", I)]
 
 
 def test_d07_leftovers_by_age():
-    old = _names({"_tmp_abc/": None, ".hive-staging_x/": None, "_task_tmp.-ext/": None,
-                  ".acidctl-staging-1/": None, "_SUCCESS": 0}, mtime=NOW - 2 * 86400)
+    old = _names(
+        {
+            "_tmp_abc/": None,
+            ".hive-staging_x/": None,
+            "_task_tmp.-ext/": None,
+            ".acidctl-staging-1/": None,
+            "_SUCCESS": 0,
+        },
+        mtime=NOW - 2 * 86400,
+    )
     assert [(x.check, x.severity) for x in old] == [("D07", W)] * 4
     young = _names({"_tmp_abc/": None}, mtime=NOW - 60)
     assert ids(young) == [("D07", I)]
@@ -92,11 +112,16 @@ def test_d09_unexpected_base_file():
 
 
 def test_d10_unexpected_delta_file():
-    f = _names({"delta_0000001_0000001_0000/": acid_dir(**{"notes.txt": 5, "000000_0": 5}),
-                "delete_delta_0000001_0000001_0000/": acid_dir(**{"000000_0": 5})})
+    f = _names(
+        {
+            "delta_0000001_0000001_0000/": acid_dir(**{"notes.txt": 5, "000000_0": 5}),
+            "delete_delta_0000001_0000001_0000/": acid_dir(**{"000000_0": 5}),
+        }
+    )
     assert sorted((x.check, x.path) for x in f) == [
         ("D10", "/t/delete_delta_0000001_0000001_0000/000000_0"),
-        ("D10", "/t/delta_0000001_0000001_0000/notes.txt")]
+        ("D10", "/t/delta_0000001_0000001_0000/notes.txt"),
+    ]
 
 
 def test_d11_bucket_name():
@@ -106,12 +131,19 @@ def test_d11_bucket_name():
 
 
 def test_m01_m02_missing_version():
-    lst = build_listing("/t", {"delta_0000001_0000001_0000/": acid_dir(version=None),
-                                  "delta_0000002_0000002_0000/": {},
-                                  "delete_delta_0000003_0000003_0000/": {"_orc_acid_version": b"2"}})
+    lst = build_listing(
+        "/t",
+        {
+            "delta_0000001_0000001_0000/": acid_dir(version=None),
+            "delta_0000002_0000002_0000/": {},
+            "delete_delta_0000003_0000003_0000/": {"_orc_acid_version": b"2"},
+        },
+    )
     f = check_markers(lst, hive_version=3)
     assert [(x.check, x.severity, x.path) for x in f] == [
-        ("M01", W, "/t/delta_0000001_0000001_0000"), ("M02", E, "/t/delta_0000002_0000002_0000")]
+        ("M01", W, "/t/delta_0000001_0000001_0000"),
+        ("M02", E, "/t/delta_0000002_0000002_0000"),
+    ]
 
 
 @pytest.mark.parametrize("content", [b"1", b"2\n", b"", b"22"])
@@ -120,14 +152,17 @@ def test_m03_version_content(content):
     assert ids(check_markers(lst, hive_version=3)) == [("M03", E)]
 
 
-@pytest.mark.parametrize("content,hv,bad", [
-    (COMPACTED, 3, False),
-    (b'{"thisFileVersion":"0","dataFormat":"truncated"}', 4, False),
-    (b'{"thisFileVersion":"0","dataFormat":"truncated"}', 3, True),
-    (b'{"thisFileVersion":"1","dataFormat":"compacted"}', 4, True),
-    (b'{"thisFileVersion":"0","dataFormat":"weird"}', 4, True),
-    (b"not json", 3, True),
-])
+@pytest.mark.parametrize(
+    "content,hv,bad",
+    [
+        (COMPACTED, 3, False),
+        (b'{"thisFileVersion":"0","dataFormat":"truncated"}', 4, False),
+        (b'{"thisFileVersion":"0","dataFormat":"truncated"}', 3, True),
+        (b'{"thisFileVersion":"1","dataFormat":"compacted"}', 4, True),
+        (b'{"thisFileVersion":"0","dataFormat":"weird"}', 4, True),
+        (b"not json", 3, True),
+    ],
+)
 def test_m04_metadata(content, hv, bad):
     lst = build_listing("/t", {"base_0000001/": acid_dir(_metadata_acid=content)})
     assert bool(only(check_markers(lst, hive_version=hv), "M04")) == bad
@@ -143,26 +178,37 @@ def test_m05_hive3_base_without_metadata():
 
 def test_m06_m07_m08_side_files():
     good = struct.pack(">q", 0) + struct.pack(">q", 1234)
-    lst = build_listing("/t", {
-        "delta_0000001_0000005/": acid_dir(bucket_00000_flush_length=good),
-        "delta_0000006_0000010/": acid_dir(bucket_00000_flush_length=b"\x00\x00"),
-        "delta_0000011_0000015/": acid_dir(bucket_00000_flush_length=good + b"\x01"),
-        "delta_0000016_0000020/": acid_dir(bucket_00000_flush_length=struct.pack(">q", -1)),
-    })
+    lst = build_listing(
+        "/t",
+        {
+            "delta_0000001_0000005/": acid_dir(bucket_00000_flush_length=good),
+            "delta_0000006_0000010/": acid_dir(bucket_00000_flush_length=b"\x00\x00"),
+            "delta_0000011_0000015/": acid_dir(bucket_00000_flush_length=good + b"\x01"),
+            "delta_0000016_0000020/": acid_dir(bucket_00000_flush_length=struct.pack(">q", -1)),
+        },
+    )
     f = check_markers(lst, hive_version=3)
     got = sorted((x.check, x.path.split("/")[2]) for x in f)
-    assert got == [("M06", "delta_0000001_0000005"), ("M06", "delta_0000006_0000010"),
-                   ("M06", "delta_0000011_0000015"), ("M06", "delta_0000016_0000020"),
-                   ("M07", "delta_0000006_0000010"), ("M07", "delta_0000016_0000020"),
-                   ("M08", "delta_0000006_0000010"), ("M08", "delta_0000011_0000015")]
+    assert got == [
+        ("M06", "delta_0000001_0000005"),
+        ("M06", "delta_0000006_0000010"),
+        ("M06", "delta_0000011_0000015"),
+        ("M06", "delta_0000016_0000020"),
+        ("M07", "delta_0000006_0000010"),
+        ("M07", "delta_0000016_0000020"),
+        ("M08", "delta_0000006_0000010"),
+        ("M08", "delta_0000011_0000015"),
+    ]
     m07 = only(f, "M07")[0]
     assert "found but is not readable.  Consider waiting or orcfiledump --recover" in m07.message
 
 
 def _snapshot(lst, wl, hv=3, txns=None, facts=None, known_txns=None):
     st = get_acid_state(lst, wl, hive_version=hv, txns=txns)
-    rec = recommend(compactor_state(lst, wl, hive_version=hv, txns=txns),
-                    aborted_txn_count=facts.aborted_txn_count if facts else None)
+    rec = recommend(
+        compactor_state(lst, wl, hive_version=hv, txns=txns),
+        aborted_txn_count=facts.aborted_txn_count if facts else None,
+    )
     return check_snapshot(st, recommendation=rec, facts=facts, txns=known_txns, now=NOW)
 
 
@@ -185,9 +231,14 @@ def test_s02_warn_with_cleaner_backlog():
 
 
 def test_s03_s04():
-    lst = build_listing("/t", {n + "/": acid_dir() for n in (
-        "delta_0000001_0000001_0000", "delta_0000002_0000002_0000", "delta_0000003_0000003_0000")},
-        mtime=NOW - 3 * 86400)
+    lst = build_listing(
+        "/t",
+        {
+            n + "/": acid_dir()
+            for n in ("delta_0000001_0000001_0000", "delta_0000002_0000002_0000", "delta_0000003_0000003_0000")
+        },
+        mtime=NOW - 3 * 86400,
+    )
     f = _snapshot(lst, WriteIdList.parse("db.t:3:3:3:2"))
     assert ("S03", W) in ids(f) and ("S04", I) in ids(f)
     assert "1 aborted-only delta directory, oldest 3.0 days old" in only(f, "S03")[0].message
@@ -213,8 +264,9 @@ def test_s07_s08_s14():
 def test_s09_s10_s11():
     spec = {"base_0000000/": {"bucket_00000": 100}}
     spec.update({f"delta_{i:07d}_{i:07d}_0000/": {"bucket_00000": 10} for i in range(1, 12)})
-    f = _snapshot(build_listing("/t", spec), WriteIdList.all_committed(11),
-                  facts=MetastoreFacts(aborted_txn_count=1001))
+    f = _snapshot(
+        build_listing("/t", spec), WriteIdList.all_committed(11), facts=MetastoreFacts(aborted_txn_count=1001)
+    )
     assert {("S09", W), ("S10", W), ("S11", W)} <= set(ids(f))
 
 

@@ -5,13 +5,22 @@ from hypothesis import given, strategies as st
 
 from acidctl.acid import dirname as dn
 from acidctl.acid.dirname import (
-    BaseDir, BucketFile, DeltaDir, FlushLengthFile, HiddenEntry, HiddenKind, OriginalFile,
-    UnionSubdir, hive3_parses, parse_name,
+    BaseDir,
+    BucketFile,
+    DeltaDir,
+    FlushLengthFile,
+    HiddenEntry,
+    HiddenKind,
+    OriginalFile,
+    UnionSubdir,
+    hive3_parses,
+    parse_name,
 )
 from acidctl.acid.writeids import LONG_MAX, LONG_MIN
 
 
 # -- examples from the spec ---------------------------------------------------------------
+
 
 def test_base_plain():
     b = BaseDir.parse("base_0000005")
@@ -38,16 +47,19 @@ def test_v0_means_no_suffix_but_round_trips():
     assert BaseDir(5).format() == "base_0000005"
 
 
-@pytest.mark.parametrize("name,expect", [
-    ("delta_0000001_0000001_0000", DeltaDir(1, 1, 0)),
-    ("delta_0000006_0000010", DeltaDir(6, 10)),
-    ("delete_delta_0000008_0000008_0000", DeltaDir(8, 8, 0, delete=True)),
-    ("delta_0000001_0000002_v0000025", DeltaDir(1, 2, visibility=25)),
-    ("delete_delta_0000001_0000002_v0000025", DeltaDir(1, 2, visibility=25, delete=True)),
-    ("delta_0000001_0000001_0003_v0000025", DeltaDir(1, 1, 3, visibility=25)),
-    ("delete_delta_10000001_10000001_0000", DeltaDir(10000001, 10000001, 0, delete=True)),
-    ("delta_1_2", DeltaDir(1, 2)),
-])
+@pytest.mark.parametrize(
+    "name,expect",
+    [
+        ("delta_0000001_0000001_0000", DeltaDir(1, 1, 0)),
+        ("delta_0000006_0000010", DeltaDir(6, 10)),
+        ("delete_delta_0000008_0000008_0000", DeltaDir(8, 8, 0, delete=True)),
+        ("delta_0000001_0000002_v0000025", DeltaDir(1, 2, visibility=25)),
+        ("delete_delta_0000001_0000002_v0000025", DeltaDir(1, 2, visibility=25, delete=True)),
+        ("delta_0000001_0000001_0003_v0000025", DeltaDir(1, 1, 3, visibility=25)),
+        ("delete_delta_10000001_10000001_0000", DeltaDir(10000001, 10000001, 0, delete=True)),
+        ("delta_1_2", DeltaDir(1, 2)),
+    ],
+)
 def test_delta_examples(name, expect):
     d = DeltaDir.parse(name)
     assert d == expect
@@ -80,12 +92,28 @@ def test_short_padding_remembered():
     assert DeltaDir.parse("delta_1_2") == DeltaDir(1, 2)  # widths do not take part in equality
 
 
-@pytest.mark.parametrize("name", [
-    "base_", "base_x", "base_5_v", "base_5_vx", "base_5_6", "base_5_v1_v2", "base_-0",
-    "delta_", "delta_5", "delta_5_", "delta_a_b", "delta_1_2_x", "delta_1_2_3_4",
-    "delta_1_2_v", "delete_delta_1", "delta_1_2_99999999999",
-    "base_99999999999999999999",
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "base_",
+        "base_x",
+        "base_5_v",
+        "base_5_vx",
+        "base_5_6",
+        "base_5_v1_v2",
+        "base_-0",
+        "delta_",
+        "delta_5",
+        "delta_5_",
+        "delta_a_b",
+        "delta_1_2_x",
+        "delta_1_2_3_4",
+        "delta_1_2_v",
+        "delete_delta_1",
+        "delta_1_2_99999999999",
+        "base_99999999999999999999",
+    ],
+)
 def test_unparseable(name):
     assert dn.parse_acid_dir(name) is None
 
@@ -131,22 +159,26 @@ def test_union_subdir():
     assert UnionSubdir.parse("HIVE_UNION_SUBDIR_") is None
 
 
-@pytest.mark.parametrize("name,kind", [
-    ("_orc_acid_version", HiddenKind.ORC_ACID_VERSION),
-    ("_metadata_acid", HiddenKind.METADATA_ACID),
-    ("_tmp_6b0e-uuid", HiddenKind.TMP),
-    ("_tmp.000000_0", HiddenKind.TMP),
-    ("_task_tmp.-ext-10000", HiddenKind.TASK_TMP),
-    (".hive-staging_hive_2020-01-01", HiddenKind.HIVE_STAGING),
-    (".acidctl-staging-1234", HiddenKind.ACIDCTL_STAGING),
-    ("_SUCCESS", HiddenKind.SUCCESS),
-    (".DS_Store", HiddenKind.OTHER),
-])
+@pytest.mark.parametrize(
+    "name,kind",
+    [
+        ("_orc_acid_version", HiddenKind.ORC_ACID_VERSION),
+        ("_metadata_acid", HiddenKind.METADATA_ACID),
+        ("_tmp_6b0e-uuid", HiddenKind.TMP),
+        ("_tmp.000000_0", HiddenKind.TMP),
+        ("_task_tmp.-ext-10000", HiddenKind.TASK_TMP),
+        (".hive-staging_hive_2020-01-01", HiddenKind.HIVE_STAGING),
+        (".acidctl-staging-1234", HiddenKind.ACIDCTL_STAGING),
+        ("_SUCCESS", HiddenKind.SUCCESS),
+        (".DS_Store", HiddenKind.OTHER),
+    ],
+)
 def test_hidden(name, kind):
     h = HiddenEntry.parse(name)
     assert h.kind is kind and h.format() == name
-    assert kind.leftover == (kind in (HiddenKind.TMP, HiddenKind.TASK_TMP, HiddenKind.HIVE_STAGING,
-                                      HiddenKind.ACIDCTL_STAGING))
+    assert kind.leftover == (
+        kind in (HiddenKind.TMP, HiddenKind.TASK_TMP, HiddenKind.HIVE_STAGING, HiddenKind.ACIDCTL_STAGING)
+    )
 
 
 def test_parse_name_dispatch():
@@ -180,8 +212,9 @@ def deltas(draw):
 
 bases = st.builds(BaseDir, st.one_of(wid, st.just(LONG_MIN)), vis)
 buckets = st.builds(BucketFile, st.integers(0, 2**31 - 1), st.one_of(st.none(), st.integers(0, 10**6)))
-originals = st.builds(OriginalFile, st.integers(0, 2**31 - 1), st.integers(0, 10**6),
-                      st.one_of(st.none(), st.integers(0, 10**6)))
+originals = st.builds(
+    OriginalFile, st.integers(0, 2**31 - 1), st.integers(0, 10**6), st.one_of(st.none(), st.integers(0, 10**6))
+)
 
 
 @given(st.one_of(deltas(), bases, buckets, originals, st.builds(UnionSubdir, st.integers(0, 10**6))))
@@ -199,8 +232,11 @@ def _digits(draw, lo, hi, min_width):
 def canonical_names(draw):
     kind = draw(st.sampled_from(["base", "delta", "delete_delta", "bucket", "orig"]))
     if kind == "base":
-        n = draw(st.one_of(st.just("-9223372036854775808"),
-                           st.builds(lambda v, w: "%0*d" % (w, v), small_wid, st.integers(1, 10))))
+        n = draw(
+            st.one_of(
+                st.just("-9223372036854775808"), st.builds(lambda v, w: "%0*d" % (w, v), small_wid, st.integers(1, 10))
+            )
+        )
         s = "base_" + n
         if draw(st.booleans()):
             s += "_v" + "%0*d" % (draw(st.integers(1, 10)), draw(small_wid))

@@ -28,13 +28,17 @@ ALL = "9223372036854775807"
 
 # -- ValidTxnList (B.2) ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("text,valid,invalid", [
-    (f"2:{ALL}:", [1, 2], [3]),
-    ("2:2:2", [1], [2, 3]),
-    ("2:1:1:2", [], [1, 2]),
-    ("3:3:2", [1, 3], [2, 4]),          # txn 3's own view: itself valid (B.2 observed)
-    ("", [1, 10**12], []),              # null / empty: everything valid
-])
+
+@pytest.mark.parametrize(
+    "text,valid,invalid",
+    [
+        (f"2:{ALL}:", [1, 2], [3]),
+        ("2:2:2", [1], [2, 3]),
+        ("2:1:1:2", [], [1, 2]),
+        ("3:3:2", [1, 3], [2, 4]),  # txn 3's own view: itself valid (B.2 observed)
+        ("", [1, 10**12], []),  # null / empty: everything valid
+    ],
+)
 def test_valid_txn_list_predicates(text, valid, invalid):
     tl = Hive2TxnList.parse(text)
     wl = tl.to_write_ids()
@@ -71,13 +75,20 @@ def test_table_mode():
 
 # -- getAcidState and reads on the fixture (B.4, _EXPECTED.md) --------------------------------
 
-@pytest.mark.parametrize("text,deltas", [
-    (f"2:{ALL}:", ["delta_0000001_0000001_0000", "delete_delta_0000002_0000002_0000", "delta_0000002_0000002_0000"]),
-    (f"1:{ALL}:", ["delta_0000001_0000001_0000"]),
-    (f"2:{ALL}:2", ["delta_0000001_0000001_0000"]),
-    ("2:2:2", ["delta_0000001_0000001_0000"]),
-    ("2:1:1:2", []),
-])
+
+@pytest.mark.parametrize(
+    "text,deltas",
+    [
+        (
+            f"2:{ALL}:",
+            ["delta_0000001_0000001_0000", "delete_delta_0000002_0000002_0000", "delta_0000002_0000002_0000"],
+        ),
+        (f"1:{ALL}:", ["delta_0000001_0000001_0000"]),
+        (f"2:{ALL}:2", ["delta_0000001_0000001_0000"]),
+        ("2:2:2", ["delta_0000001_0000001_0000"]),
+        ("2:1:1:2", []),
+    ],
+)
 def test_fixture_directories(tmp_path, text, deltas):
     (lst,) = list_table(TableFS(str(hive23_table(tmp_path))))
     st = get_acid_state(lst, Hive2TxnList.parse(text).to_write_ids(), hive_version=2)
@@ -88,16 +99,27 @@ AFTER = [((1, 0, 0), [1, "Jerry", 5000]), ((1, 0, 2), [3, "Kate", 6000]), ((2, 0
 BEFORE = [((1, 0, 0), [1, "Jerry", 5000]), ((1, 0, 1), [2, "Tom", 8000]), ((1, 0, 2), [3, "Kate", 6000])]
 
 
-@pytest.mark.parametrize("text,expected", [
-    (f"2:{ALL}:", AFTER), (f"2:{ALL}:2", BEFORE), (f"1:{ALL}:", BEFORE), ("2:2:2", BEFORE),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        (f"2:{ALL}:", AFTER),
+        (f"2:{ALL}:2", BEFORE),
+        (f"1:{ALL}:", BEFORE),
+        ("2:2:2", BEFORE),
+    ],
+)
 def test_fixture_dump_merged_is_hive23s_read(tmp_path, text, expected):
     t = hive23_table(tmp_path)
     r = run_cli("dump", "--merged", "--hive-version", "2", "--txns", text, t)
     assert r.code == 0, r.stderr
     rows = [json.loads(x) for x in r.stdout.splitlines()]
-    got = [((d["row__id"]["writeid"], d["row__id"]["bucketid"], d["row__id"]["rowid"]),
-            [d["_col0"], d["_col1"], d["_col2"]]) for d in rows]
+    got = [
+        (
+            (d["row__id"]["writeid"], d["row__id"]["bucketid"], d["row__id"]["rowid"]),
+            [d["_col0"], d["_col1"], d["_col2"]],
+        )
+        for d in rows
+    ]
     assert got == expected
 
 
@@ -108,8 +130,11 @@ def test_fixture_base_validity(tmp_path):
     (lst,) = list_table(TableFS(str(t)))
     st = get_acid_state(lst, Hive2TxnList.parse(f"2:{ALL}:").to_write_ids(), hive_version=2)
     assert st.base is not None and st.base.name == "base_0000002" and st.deltas == []
-    assert {c.name for c in st.obsolete} == {"delta_0000001_0000001_0000", "delete_delta_0000002_0000002_0000",
-                                            "delta_0000002_0000002_0000"}
+    assert {c.name for c in st.obsolete} == {
+        "delta_0000001_0000001_0000",
+        "delete_delta_0000002_0000002_0000",
+        "delta_0000002_0000002_0000",
+    }
     # txn 1 open: base_2 is not below the lowest open txn (Hive 3 would judge it as an
     # INSERT OVERWRITE base of a committed write id and use it)
     st = get_acid_state(lst, Hive2TxnList.parse("2:1:1").to_write_ids(), hive_version=2)
@@ -128,6 +153,7 @@ def test_state_under_hive2_rules_has_no_errors_for_hive23_files(tmp_path):
 
 
 # -- random histories against the reference model ----------------------------------------------
+
 
 def _read(root, text):
     tfs = TableFS(str(root))
@@ -192,7 +218,7 @@ def test_hive2_version_file_in_a_delta_is_not_an_error_under_hive2_rules(tmp_pat
     assert [f["severity"] for f in m03] == ["info"]
     (t / "delta_0000001_0000001_0000" / "_orc_acid_version").write_bytes(b"7")
     r = run_cli("-o", "json", "state", "--hive-version", "2", "--txns", f"2:{ALL}:", t)
-    assert r.code == 4   # any other content stays an error
+    assert r.code == 4  # any other content stays an error
 
 
 def _spec_range(hwm, exc, lo, hi):

@@ -20,11 +20,14 @@ def _state(spec, wl="db.t:100:9223372036854775807::", hv=3):
 def test_defaults_and_table_overrides():
     t = Thresholds()
     assert (t.delta_num, t.delta_pct, t.aborted_txn) == (10, 0.1, 1000)
-    t2 = Thresholds.from_table_properties({
-        "compactorthreshold.hive.compactor.delta.num.threshold": "20",
-        "compactorthreshold.hive.compactor.delta.pct.threshold": "0.5",
-        "compactorthreshold.hive.compactor.abortedtxn.threshold": "7",
-        "unrelated": "x"})
+    t2 = Thresholds.from_table_properties(
+        {
+            "compactorthreshold.hive.compactor.delta.num.threshold": "20",
+            "compactorthreshold.hive.compactor.delta.pct.threshold": "0.5",
+            "compactorthreshold.hive.compactor.abortedtxn.threshold": "7",
+            "unrelated": "x",
+        }
+    )
     assert (t2.delta_num, t2.delta_pct, t2.aborted_txn) == (20, 0.5, 7)
     assert t2.source["hive.compactor.delta.num.threshold"] == "table"
     with pytest.raises(UsageError):
@@ -49,7 +52,7 @@ def test_no_base_means_major():
 def test_size_ratio_major():
     # sizes are whole directories (Hive's sumDirSize): no marker files here to keep the sums round
     base = {"base_0000000/": {"bucket_00000": 1000}}
-    assert recommend(_state({**base, **_deltas(2, size=50)})).type == "none"   # 100/1000 = 0.1, not >
+    assert recommend(_state({**base, **_deltas(2, size=50)})).type == "none"  # 100/1000 = 0.1, not >
     r = recommend(_state({**base, **_deltas(2, size=51)}))
     assert r.type == "major" and r.ratio == pytest.approx(0.102)
 

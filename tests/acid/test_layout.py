@@ -50,27 +50,44 @@ def mk(root: Path, spec: dict):
 
 def test_unpartitioned_one_ls_per_level(tmp_path, counted):
     t = tmp_path / "t"
-    mk(t, {
-        "base_0000001": {"bucket_00000": 40, "_orc_acid_version": b"2", "_metadata_acid": COMPACTED},
-        "delta_0000002_0000002_0000": {"bucket_00000": 7, "_orc_acid_version": b"2",
-                                       "bucket_00000_flush_length": b"\0" * 8},
-        "delete_delta_0000002_0000002_0000": {"bucket_00000": 3, "_orc_acid_version": b"2"},
-        "_tmp_123": {"junk": {"deeper": 5}},
-        ".hive-staging_x": {"a": 1},
-        "HIVE_UNION_SUBDIR_1": {"000000_0": 5, "sub": {"000001_0": 6}, "_hidden": {"x": 1}},
-        "000000_0": 9,
-    })
+    mk(
+        t,
+        {
+            "base_0000001": {"bucket_00000": 40, "_orc_acid_version": b"2", "_metadata_acid": COMPACTED},
+            "delta_0000002_0000002_0000": {
+                "bucket_00000": 7,
+                "_orc_acid_version": b"2",
+                "bucket_00000_flush_length": b"\0" * 8,
+            },
+            "delete_delta_0000002_0000002_0000": {"bucket_00000": 3, "_orc_acid_version": b"2"},
+            "_tmp_123": {"junk": {"deeper": 5}},
+            ".hive-staging_x": {"a": 1},
+            "HIVE_UNION_SUBDIR_1": {"000000_0": 5, "sub": {"000001_0": 6}, "_hidden": {"x": 1}},
+            "000000_0": 9,
+        },
+    )
     tfs = TableFS(str(t))
     [lst] = list_table(tfs)
     # root, base, 2 deltas, union dir and its non-hidden subdir: 6 listings; hidden dirs never listed
     assert len(counted["ls"]) == 6
     assert sorted(Path(p).name for p in counted["ls"]) == sorted(
-        ["t", "base_0000001", "delta_0000002_0000002_0000", "delete_delta_0000002_0000002_0000",
-         "HIVE_UNION_SUBDIR_1", "sub"])
+        [
+            "t",
+            "base_0000001",
+            "delta_0000002_0000002_0000",
+            "delete_delta_0000002_0000002_0000",
+            "HIVE_UNION_SUBDIR_1",
+            "sub",
+        ]
+    )
     # only marker files were read
     assert sorted(Path(p).name for p in counted["read"]) == [
-        "_metadata_acid", "_orc_acid_version", "_orc_acid_version", "_orc_acid_version",
-        "bucket_00000_flush_length"]
+        "_metadata_acid",
+        "_orc_acid_version",
+        "_orc_acid_version",
+        "_orc_acid_version",
+        "bucket_00000_flush_length",
+    ]
     by = {e.name: e for e in lst.entries}
     assert lst.partition is None and lst.path == str(t) and lst.fs_path == str(t)
     assert by["base_0000001"].markers == {"_orc_acid_version": b"2", "_metadata_acid": COMPACTED}
@@ -96,13 +113,18 @@ def test_threaded_listing_is_identical(tmp_path, counted):
 
 def test_partitioned_table(tmp_path, counted):
     t = tmp_path / "t"
-    mk(t, {
-        "p=1": {"q=a": {"delta_0000001_0000001_0000": {"bucket_00000": 1, "_orc_acid_version": b"2"}},
-                "q=b": {"delta_0000002_0000002_0000": {"bucket_00000": 1, "_orc_acid_version": b"2"}}},
-        "p=2": {"q=a": {"base_0000003": {"bucket_00000": 1}}},
-        "_tmp_x": {"a": 1},
-        ".hive-staging_1": {"b": 1},
-    })
+    mk(
+        t,
+        {
+            "p=1": {
+                "q=a": {"delta_0000001_0000001_0000": {"bucket_00000": 1, "_orc_acid_version": b"2"}},
+                "q=b": {"delta_0000002_0000002_0000": {"bucket_00000": 1, "_orc_acid_version": b"2"}},
+            },
+            "p=2": {"q=a": {"base_0000003": {"bucket_00000": 1}}},
+            "_tmp_x": {"a": 1},
+            ".hive-staging_1": {"b": 1},
+        },
+    )
     listings = list_table(TableFS(str(t)))
     assert [lst.partition for lst in listings] == ["p=1/q=a", "p=1/q=b", "p=2/q=a"]
     assert listings[0].path == str(t / "p=1" / "q=a")
@@ -139,13 +161,17 @@ def test_memory_filesystem():
 
 # -- the real fixtures (copied; never written in place) --------------------------------------
 
+
 def test_trino_fullacid_delete_delta_test(tmp_path):
     t = tmp_path / "t"
     shutil.copytree(FIXTURES / "trino" / "fullacid_delete_delta_test", t)
     [lst] = list_table(TableFS(str(t)))
     sizes = {e.name: e.total_bytes for e in lst.entries}
-    assert sizes == {"delete_delta_0000004_0000004": 646, "delete_delta_0000004_0000004_0000": 646,
-                     "delete_delta_0000007_0000007_0000": 655}
+    assert sizes == {
+        "delete_delta_0000004_0000004": 646,
+        "delete_delta_0000004_0000004_0000": 646,
+        "delete_delta_0000007_0000007_0000": 655,
+    }
     st = get_acid_state(lst, WriteIdList.parse("db.t:7:9223372036854775807::"))
     # README §4 (derived): statement -1 sorts first and is taken, _0000 is obsolete
     assert [d.name for d in st.deltas] == ["delete_delta_0000004_0000004", "delete_delta_0000007_0000007_0000"]
@@ -161,10 +187,14 @@ def test_qubole_dummy_id_data_orc(tmp_path):
     st = get_acid_state(lst, WriteIdList.parse("db.t:2:9223372036854775807::"))
     assert st.base is None
     assert [(o.rel, o.size, o.bucket) for o in st.originals] == [
-        ("000000_0", 730, 0), ("000001_0", 730, 1), ("000002_0", 741, 2),
-        ("000002_0_copy_1", 768, 2), ("000002_0_copy_2", 743, 2)]
+        ("000000_0", 730, 0),
+        ("000001_0", 730, 1),
+        ("000002_0", 741, 2),
+        ("000002_0_copy_1", 768, 2),
+        ("000002_0_copy_2", 743, 2),
+    ]
     assert [d.name for d in st.deltas] == ["delete_delta_0000001_0000001_0000", "delete_delta_0000002_0000002_0000"]
-    assert check_markers(lst, hive_version=3) == []   # real _orc_acid_version files, content "2"
+    assert check_markers(lst, hive_version=3) == []  # real _orc_acid_version files, content "2"
     by = {e.name: e for e in lst.entries}
     assert by["delete_delta_0000001_0000001_0000"].markers == {"_orc_acid_version": b"2"}
 
@@ -183,15 +213,19 @@ def test_nation_layout_assembled(tmp_path):
     """README §1: the insert file under delta_2, the two delete deltas 3 and 4."""
     t = tmp_path / "t"
     (t / "delta_0000002_0000002_0000").mkdir(parents=True)
-    shutil.copy(FIXTURES / "trino" / "nationFile25kRowsSortedOnNationKey" / "bucket_00000",
-                t / "delta_0000002_0000002_0000" / "bucket_00000")
+    shutil.copy(
+        FIXTURES / "trino" / "nationFile25kRowsSortedOnNationKey" / "bucket_00000",
+        t / "delta_0000002_0000002_0000" / "bucket_00000",
+    )
     for d in ("delete_delta_0000003_0000003_0000", "delete_delta_0000004_0000004_0000"):
         shutil.copytree(FIXTURES / "trino" / "nation_delete_deltas" / d, t / d)
     [lst] = list_table(TableFS(str(t)))
     st = get_acid_state(lst, WriteIdList.parse("db.t:4:9223372036854775807::"))
     assert [(d.name, d.bytes) for d in st.deltas] == [
-        ("delta_0000002_0000002_0000", 11406), ("delete_delta_0000003_0000003_0000", 873),
-        ("delete_delta_0000004_0000004_0000", 882)]
+        ("delta_0000002_0000002_0000", 11406),
+        ("delete_delta_0000003_0000003_0000", 873),
+        ("delete_delta_0000004_0000004_0000", 882),
+    ]
 
 
 def test_subdirs_and_max_write_id_in_tree(tmp_path):
@@ -201,18 +235,25 @@ def test_subdirs_and_max_write_id_in_tree(tmp_path):
 
     from acidctl.target import max_write_id_in_tree
 
-    mk(tmp_path / "t", {"p=1": {"delta_0000003_0000007_0000": {"bucket_00000": 1},
-                                "base_0000002": {"bucket_00000": 1}, "_tmp": {}},
-                        "p=2": {"delete_delta_0000009_0000009_0000": {"bucket_00000": 1},
-                                ".hive-staging_x": {"delta_0000099_0000099_0000": {}},
-                                "delta_0000050_0000050_0000.tmp": {}},
-                        "000000_0": 3})
+    mk(
+        tmp_path / "t",
+        {
+            "p=1": {"delta_0000003_0000007_0000": {"bucket_00000": 1}, "base_0000002": {"bucket_00000": 1}, "_tmp": {}},
+            "p=2": {
+                "delete_delta_0000009_0000009_0000": {"bucket_00000": 1},
+                ".hive-staging_x": {"delta_0000099_0000099_0000": {}},
+                "delta_0000050_0000050_0000.tmp": {},
+            },
+            "000000_0": 3,
+        },
+    )
     os.symlink(tmp_path / "t" / "p=1", tmp_path / "t" / "p=3")
     tfs = TableFS(str(tmp_path / "t"))
     names = [e.name for e in tfs.subdirs(str(tmp_path / "t"))]
     assert names == ["p=1", "p=2", "p=3"]
     assert [e.name for e in tfs.subdirs(str(tmp_path / "t" / "p=2"))] == sorted(
-        n for n in os.listdir(tmp_path / "t" / "p=2") if (tmp_path / "t" / "p=2" / n).is_dir())
+        n for n in os.listdir(tmp_path / "t" / "p=2") if (tmp_path / "t" / "p=2" / n).is_dir()
+    )
     # p=1: 7 (delta 3..7); p=2: 9 (the hidden staging dir's 99 and a non-ACID name don't count)
     assert max_write_id_in_tree(tfs) == 9
 

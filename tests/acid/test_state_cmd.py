@@ -72,8 +72,18 @@ def test_text_worked_example(example, capsys):
 def test_json_worked_example(example, capsys):
     code, doc, err = run_json(["state", str(example), "--write-ids", "db.t:14:12:12:13"], capsys)
     assert code == 0, err
-    assert set(doc) == {"path", "hive_version", "write_ids", "txns", "assumptions", "partitions", "findings", "summary",
-                        "table", "snapshot_source"}
+    assert set(doc) == {
+        "path",
+        "hive_version",
+        "write_ids",
+        "txns",
+        "assumptions",
+        "partitions",
+        "findings",
+        "summary",
+        "table",
+        "snapshot_source",
+    }
     assert doc["table"] is None and doc["snapshot_source"] == "--write-ids"
     assert doc["hive_version"] == 3 and doc["write_ids"]["string"] == "db.t:14:12:12:13"
     assert doc["write_ids"]["assumed"] is False and doc["assumptions"] == []
@@ -81,8 +91,12 @@ def test_json_worked_example(example, capsys):
     assert p["partition"] is None and p["path"] == str(example)
     s = p["snapshot"]
     assert s["base"] == "base_0000005" and s["base_write_id"] == 5
-    assert s["read_order"] == ["delete_delta_0000006_0000010", "delta_0000006_0000010",
-                               "delta_0000011_0000011_0000", "delta_0000014_0000014_0000"]
+    assert s["read_order"] == [
+        "delete_delta_0000006_0000010",
+        "delta_0000006_0000010",
+        "delta_0000011_0000011_0000",
+        "delta_0000014_0000014_0000",
+    ]
     assert s["deltas"] == ["delta_0000006_0000010", "delta_0000011_0000011_0000", "delta_0000014_0000014_0000"]
     assert s["delete_deltas"] == ["delete_delta_0000006_0000010"]
     assert s["readable"] is True and s["not_enough_history"] is None
@@ -112,7 +126,9 @@ def test_assume_committed_is_loud(example, capsys):
 def test_snapshot_options_required(example, capsys):
     code, out, err = run(["state", str(example)], capsys)
     assert code == 2 and "--write-ids" in err and "--assume-committed" in err
-    code, out, err = run(["state", str(example), "--assume-committed", "--write-ids", "db.t:1:9223372036854775807::"], capsys)
+    code, out, err = run(
+        ["state", str(example), "--assume-committed", "--write-ids", "db.t:1:9223372036854775807::"], capsys
+    )
     assert code == 2
     code, out, err = run(["--metastore", "sqlite:///nowhere.db", "state", str(example)], capsys)
     assert code == 2 and "--write-ids" in err
@@ -134,15 +150,28 @@ def test_visibility_dir_hive3_error_hive4_ok(tmp_path, capsys):
     assert code == 4 and "error-level finding" in err
     assert [f["check"] for f in doc["findings"] if f["severity"] == "error"] == ["D02"]
     assert doc["partitions"][0]["snapshot"]["readable"] is False
-    code, doc, err = run_json(["state", str(t), "--write-ids", "db.t:6:9223372036854775807::",
-                               "--hive-version", "4", "--txns", "20:9223372036854775807::"], capsys)
+    code, doc, err = run_json(
+        [
+            "state",
+            str(t),
+            "--write-ids",
+            "db.t:6:9223372036854775807::",
+            "--hive-version",
+            "4",
+            "--txns",
+            "20:9223372036854775807::",
+        ],
+        capsys,
+    )
     assert code == 0, err
     s = doc["partitions"][0]["snapshot"]
     assert s["base"] == "base_0000005_v0000010" and s["deltas"] == ["delta_0000006_0000006_0000"]
     assert doc["txns"]["assumed"] is False
     # an open compactor txn: invisible, reported as S05
-    code, doc, err = run_json(["state", str(t), "--write-ids", "db.t:6:9223372036854775807::",
-                               "--hive-version", "4", "--txns", "20:10:10:"], capsys)
+    code, doc, err = run_json(
+        ["state", str(t), "--write-ids", "db.t:6:9223372036854775807::", "--hive-version", "4", "--txns", "20:10:10:"],
+        capsys,
+    )
     assert code == 0
     assert doc["partitions"][0]["snapshot"]["base"] is None
     assert "S05" in {f["check"] for f in doc["findings"]}
@@ -166,11 +195,20 @@ def test_partitioned_table_json(tmp_path, capsys):
     code, doc, err = run_json(["state", str(t), "--write-ids", "db.t:13:9223372036854775807::"], capsys)
     assert code == 0, err
     assert [p["partition"] for p in doc["partitions"]] == ["p=1", "p=2"]
-    assert doc["partitions"][1]["compaction"]["type"] == "major"       # 12 deltas, no base
+    assert doc["partitions"][1]["compaction"]["type"] == "major"  # 12 deltas, no base
     assert doc["partitions"][0]["compaction"]["type"] == "none"
     assert doc["summary"]["compaction_due"] == ["p=2"]
-    code, doc, err = run_json(["state", str(t), "--write-ids", "db.t:13:9223372036854775807::",
-                               "--tblproperty", "compactorthreshold.hive.compactor.delta.num.threshold=20"], capsys)
+    code, doc, err = run_json(
+        [
+            "state",
+            str(t),
+            "--write-ids",
+            "db.t:13:9223372036854775807::",
+            "--tblproperty",
+            "compactorthreshold.hive.compactor.delta.num.threshold=20",
+        ],
+        capsys,
+    )
     assert doc["partitions"][1]["compaction"]["type"] == "none"
     assert doc["partitions"][1]["compaction"]["thresholds"]["hive.compactor.delta.num.threshold"] == 20
 
@@ -188,7 +226,7 @@ def test_not_found_and_file(tmp_path, capsys):
 
 
 def test_deep_without_orc_meta_is_a_usage_error(example, capsys, monkeypatch):
-    monkeypatch.setitem(sys.modules, "acidctl.orc.meta", None)   # import fails
+    monkeypatch.setitem(sys.modules, "acidctl.orc.meta", None)  # import fails
     code, out, err = run(["state", str(example), "--write-ids", "db.t:14:12:12:13", "--deep"], capsys)
     assert code == 2 and "--deep" in err and out == ""
 
@@ -206,8 +244,14 @@ def test_deep_hook_calls_inspect_file(example, capsys, monkeypatch):
     code, doc, err = run_json(["state", str(example), "--write-ids", "db.t:14:12:12:13", "--deep"], capsys)
     assert code == 4
     assert sorted(Path(p).parent.name for p in calls) == sorted(
-        ["base_0000005", "delete_delta_0000006_0000010", "delta_0000006_0000010",
-         "delta_0000011_0000011_0000", "delta_0000014_0000014_0000"])
+        [
+            "base_0000005",
+            "delete_delta_0000006_0000010",
+            "delta_0000006_0000010",
+            "delta_0000011_0000011_0000",
+            "delta_0000014_0000014_0000",
+        ]
+    )
     assert all(Path(p).name == "bucket_00000" for p in calls)
     assert [f["check"] for f in doc["findings"] if f["severity"] == "error"] == ["F03"]
 
@@ -215,9 +259,11 @@ def test_deep_hook_calls_inspect_file(example, capsys, monkeypatch):
 def test_state_module_imports_no_heavy_libraries():
     import subprocess
 
-    code = ("import sys, acidctl.cli.main; "
-            "bad = [m for m in ('pyarrow', 'pyorc', 'pyspark', 'sqlalchemy') if m in sys.modules]; "
-            "print(bad); sys.exit(1 if bad else 0)")
+    code = (
+        "import sys, acidctl.cli.main; "
+        "bad = [m for m in ('pyarrow', 'pyorc', 'pyspark', 'sqlalchemy') if m in sys.modules]; "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
 
@@ -240,8 +286,10 @@ def test_deep_on_real_hive_files(tmp_path, capsys):
 
     t = tmp_path / "t"
     (t / "delta_0000002_0000002_0000").mkdir(parents=True)
-    shutil.copy(FIXTURES / "trino" / "nationFile25kRowsSortedOnNationKey" / "bucket_00000",
-                t / "delta_0000002_0000002_0000" / "bucket_00000")
+    shutil.copy(
+        FIXTURES / "trino" / "nationFile25kRowsSortedOnNationKey" / "bucket_00000",
+        t / "delta_0000002_0000002_0000" / "bucket_00000",
+    )
     for d in ("delete_delta_0000003_0000003_0000", "delete_delta_0000004_0000004_0000"):
         shutil.copytree(FIXTURES / "trino" / "nation_delete_deltas" / d, t / d)
     code, doc, err = run_json(["state", str(t), "--write-ids", "db.t:4:9223372036854775807::", "--deep"], capsys)
@@ -253,7 +301,7 @@ def test_deep_on_real_hive_files(tmp_path, capsys):
 @pytest.mark.skipif(not _orc_meta_available(), reason="acidctl.orc.meta not available")
 def test_deep_unreadable_orc_file(tmp_path, capsys):
     t = tmp_path / "t"
-    make_dir(t / "delta_0000001_0000001_0000", data=50)   # 50 bytes of "x": not ORC
+    make_dir(t / "delta_0000001_0000001_0000", data=50)  # 50 bytes of "x": not ORC
     code, doc, err = run_json(["state", str(t), "--assume-committed", "--deep"], capsys)
     assert code == 4
     assert [f["check"] for f in doc["findings"] if f["severity"] == "error"] == ["F00"]
@@ -269,8 +317,10 @@ def test_stale_compaction_lock_is_reported(tmp_path, capsys):
     # a lock written by a process that has exited
     p = subprocess.run([_sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     import socket
-    (t / ".acidctl-compact.lock").write_text(_json.dumps({"pid": int(p.stdout), "host": socket.gethostname(),
-                                                           "started": 0, "token": "x"}))
+
+    (t / ".acidctl-compact.lock").write_text(
+        _json.dumps({"pid": int(p.stdout), "host": socket.gethostname(), "started": 0, "token": "x"})
+    )
     code, doc, err = run_json(["state", str(t), "--assume-committed"], capsys)
     assert code == 0, err
     locks = [f for f in doc["findings"] if f["check"] == "D07" and f["path"].endswith(".acidctl-compact.lock")]
@@ -284,11 +334,15 @@ def test_text_rows_in_read_order_and_read_numbers_as_json(example, capsys):
     code, out, _ = run(["state", str(example), "--write-ids", wl], capsys)
     assert code == 0
     header = next(ln for ln in out.splitlines() if ln.startswith("ROLE "))
-    table = out.splitlines()[out.splitlines().index(header) + 2:]
-    rows = [ln.split() for ln in table[:len(EXAMPLE)]]
+    table = out.splitlines()[out.splitlines().index(header) + 2 :]
+    rows = [ln.split() for ln in table[: len(EXAMPLE)]]
     names = [next(c for c in r if c.endswith("/")).rstrip("/") for r in rows]
-    read = ["delete_delta_0000006_0000010", "delta_0000006_0000010", "delta_0000011_0000011_0000",
-            "delta_0000014_0000014_0000"]
+    read = [
+        "delete_delta_0000006_0000010",
+        "delta_0000006_0000010",
+        "delta_0000011_0000011_0000",
+        "delta_0000014_0000014_0000",
+    ]
     assert names[:5] == ["base_0000005", *read]
     assert sorted(names[5:]) == sorted(set(EXAMPLE) - {"base_0000005", *read})
     for i, name in enumerate(read):
@@ -326,7 +380,7 @@ def test_json_mtime_is_epoch_milliseconds(tmp_path, capsys):
 def test_text_findings_name_paths_under_the_table(tmp_path, capsys):
     """Text findings show paths relative to the table in the header; JSON keeps them whole."""
     t = tmp_path / "t"
-    make_dir(t / "delta_0000001_0000001_0000", version=False)   # no _orc_acid_version: an M finding
+    make_dir(t / "delta_0000001_0000001_0000", version=False)  # no _orc_acid_version: an M finding
     wl = "db.t:1:9223372036854775807::"
     code, doc, _ = run_json(["state", str(t), "--write-ids", wl], capsys)
     paths = {f["path"] for f in doc["findings"]}

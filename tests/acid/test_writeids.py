@@ -19,7 +19,8 @@ def test_parse_and_string():
     kept = WriteIdList.parse("db.t:11:12::10")
     assert kept.min_open == 12 and str(kept) == "db.t:11:12::10"
     assert WriteIdList.parse("db.t:11:12::10") == WriteIdList.parse("db.t:20:12:12,17:10,13").for_compactor().__class__(
-        "db.t", 11, (), (10,), min_open_write_id=12)
+        "db.t", 11, (), (10,), min_open_write_id=12
+    )
 
 
 def test_parse_errors():
@@ -100,8 +101,9 @@ def lists(draw):
     ids = draw(st.lists(st.integers(1, max(hwm, 1)), unique=True, max_size=10)) if hwm else []
     ids = [i for i in ids if i <= hwm]
     flags = draw(st.lists(st.booleans(), min_size=len(ids), max_size=len(ids)))
-    return WriteIdList("db.t", hwm, tuple(i for i, f in zip(ids, flags) if f),
-                       tuple(i for i, f in zip(ids, flags) if not f))
+    return WriteIdList(
+        "db.t", hwm, tuple(i for i, f in zip(ids, flags) if f), tuple(i for i, f in zip(ids, flags) if not f)
+    )
 
 
 def _range_valid_reference(wl, lo, hi):

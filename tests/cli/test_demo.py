@@ -27,16 +27,27 @@ def test_demo_refuses_a_non_empty_directory(cli, tmp_path):
 def test_demo_layout_is_what_hive_writes(demo):
     root, _ = demo
     emp = sorted(p.name for p in (root / "warehouse" / "employee").iterdir())
-    assert emp == ["delete_delta_0000002_0000002_0001", "delete_delta_0000003_0000003_0000",
-                   "delta_0000001_0000001_0000", "delta_0000002_0000002_0000", "delta_0000002_0000002_0001"]
+    assert emp == [
+        "delete_delta_0000002_0000002_0001",
+        "delete_delta_0000003_0000003_0000",
+        "delta_0000001_0000001_0000",
+        "delta_0000002_0000002_0000",
+        "delta_0000002_0000002_0001",
+    ]
     for d in (root / "warehouse" / "employee").iterdir():
         assert (d / "_orc_acid_version").read_bytes() == b"2"
     p2 = root / "warehouse" / "sales" / "ds=2026-01-01"
     # statement 1 of write 5 inserted id 21 (odd: bucket 1) with bucket property encode(1, 1)
-    assert sorted(x.name for x in (p2 / "delta_0000005_0000005_0001").iterdir()) == ["_orc_acid_version", "bucket_00001"]
+    assert sorted(x.name for x in (p2 / "delta_0000005_0000005_0001").iterdir()) == [
+        "_orc_acid_version",
+        "bucket_00001",
+    ]
     # write 6 deleted ids 11 (bucket 1) and 12 (bucket 0): one delete file per target bucket
     assert sorted(x.name for x in (p2 / "delete_delta_0000006_0000006_0000").iterdir()) == [
-        "_orc_acid_version", "bucket_00000", "bucket_00001"]
+        "_orc_acid_version",
+        "bucket_00000",
+        "bucket_00001",
+    ]
 
 
 def test_demo_files_pass_every_meta_check(cli, demo):
@@ -48,16 +59,27 @@ def test_demo_files_pass_every_meta_check(cli, demo):
 
 def test_demo_bucket_properties_and_row_ids(cli, demo):
     root, _ = demo
-    r = cli("-o", "json", "dump", "--decode-bucket",
-            root / "warehouse" / "sales" / "ds=2026-01-01" / "delta_0000005_0000005_0001")
+    r = cli(
+        "-o",
+        "json",
+        "dump",
+        "--decode-bucket",
+        root / "warehouse" / "sales" / "ds=2026-01-01" / "delta_0000005_0000005_0001",
+    )
     [row] = [json.loads(x) for x in r.stdout.splitlines()]
     assert row["bucket"] == (1 << 29) | (1 << 16) | 1 and row["rowId"] == 0
     assert row["bucketDecoded"] == {"version": 1, "bucketId": 1, "statementId": 1}
     r = cli("-o", "json", "dump", root / "warehouse" / "employee" / "delete_delta_0000002_0000002_0001")
     [ev] = [json.loads(x) for x in r.stdout.splitlines()]
     # the MERGE's update clause deletes Tom's original row (1, 536870912, 1)
-    assert (ev["operation"], ev["originalTransaction"], ev["bucket"], ev["rowId"], ev["currentTransaction"],
-            ev["row"]) == (2, 1, 536870912, 1, 2, None)
+    assert (
+        ev["operation"],
+        ev["originalTransaction"],
+        ev["bucket"],
+        ev["rowId"],
+        ev["currentTransaction"],
+        ev["row"],
+    ) == (2, 1, 536870912, 1, 2, None)
 
 
 def test_demo_metastore_snapshot(cli, demo):
@@ -65,23 +87,25 @@ def test_demo_metastore_snapshot(cli, demo):
     r = cli("show", "write-ids", "default.sales")
     assert r.code == 0, r
     assert r.stdout.strip() == "default.sales:7:7:7:4"
-    assert cli("show", "write-ids", "default.employee").stdout.strip() == \
-        "default.employee:3:9223372036854775807::"
+    assert cli("show", "write-ids", "default.employee").stdout.strip() == "default.employee:3:9223372036854775807::"
 
 
 def test_demo_transactions_locks_and_compactions(cli, demo):
     txns = json.loads(cli("-o", "json", "show", "transactions").stdout)
     rows = txns["transactions"] if isinstance(txns, dict) else txns
     states = {t["txnid"]: t["state"] for t in rows}
-    assert states == {7: "ABORTED", 10: "OPEN"}   # Hive 3 removes committed txns
+    assert states == {7: "ABORTED", 10: "OPEN"}  # Hive 3 removes committed txns
     locks = json.loads(cli("-o", "json", "show", "locks").stdout)
     lrows = locks["locks"] if isinstance(locks, dict) else locks
     assert [(x["table"], x["partition"], x["transaction_id"], x["lock_type"], x["lock_state"]) for x in lrows] == [
-        ("sales", "ds=2026-01-01", 10, "SHARED_WRITE", "ACQUIRED")]
+        ("sales", "ds=2026-01-01", 10, "SHARED_WRITE", "ACQUIRED")
+    ]
     comps = json.loads(cli("-o", "json", "show", "compactions").stdout)
     crows = comps["compactions"] if isinstance(comps, dict) else comps
     assert sorted((c["partname"], c["type"], c["state"]) for c in crows) == [
-        ("ds=2025-12-31", "MAJOR", "failed"), ("ds=2025-12-31", "MAJOR", "initiated")]
+        ("ds=2025-12-31", "MAJOR", "failed"),
+        ("ds=2025-12-31", "MAJOR", "initiated"),
+    ]
 
 
 def test_demo_state_and_merged_read_through_the_metastore(cli, demo):
@@ -95,13 +119,17 @@ def test_demo_state_and_merged_read_through_the_metastore(cli, demo):
     assert roles[("ds=2025-12-31", "000001_0_copy_1")] == "original"
     rows = [json.loads(x) for x in cli("-o", "json", "dump", "--merged", "default.sales").stdout.splitlines()]
     assert sorted((r["ds"], r["id"]) for r in rows) == sorted(
-        [("2025-12-31", i) for i in (1, 2, 4, 5, 6, 7)] + [("2026-01-01", i) for i in (10, 13, 14, 15, 16, 17, 18, 19, 21)])
+        [("2025-12-31", i) for i in (1, 2, 4, 5, 6, 7)]
+        + [("2026-01-01", i) for i in (10, 13, 14, 15, 16, 17, 18, 19, 21)]
+    )
     emp = [json.loads(x) for x in cli("-o", "json", "dump", "--merged", "default.employee").stdout.splitlines()]
     assert sorted((r["name"], r["salary"]) for r in emp) == [("Jerry", 5000), ("Mary", 9000), ("Tom", 7000)]
 
 
 def test_merged_read_of_one_partition_keeps_its_partition_column(cli, demo):
-    rows = [json.loads(x) for x in cli("-o", "json", "dump", "--merged", "default.sales/ds=2025-12-31").stdout.splitlines()]
+    rows = [
+        json.loads(x) for x in cli("-o", "json", "dump", "--merged", "default.sales/ds=2025-12-31").stdout.splitlines()
+    ]
     assert sorted(r["id"] for r in rows) == [1, 2, 4, 5, 6, 7]
     assert {r["ds"] for r in rows} == {"2025-12-31"}
 
@@ -112,8 +140,14 @@ def test_state_uses_metastore_facts(cli, demo):
     # write id 9 was never allocated (NEXT_WRITE_ID says 8): S13, an error
     (part / "delta_0000009_0000009_0000").mkdir()
     (part / "delta_0000009_0000009_0000" / "_orc_acid_version").write_bytes(b"2")
-    r = cli("-o", "json", "state", "default.sales",
-            "--tblproperty", "compactorthreshold.hive.compactor.abortedtxn.threshold=0")
+    r = cli(
+        "-o",
+        "json",
+        "state",
+        "default.sales",
+        "--tblproperty",
+        "compactorthreshold.hive.compactor.abortedtxn.threshold=0",
+    )
     assert r.code == 4, r
     doc = json.loads(r.stdout)
     checks = {(f["check"], f["severity"], f["path"].rsplit("/", 1)[-1]) for f in doc["findings"]}

@@ -16,8 +16,10 @@ def test_single_row_file_matches_origin_line(cli):
     # the exact line stated by the origin project (fixtures/real/README.md §8)
     r = cli("dump", SINGLE)
     assert r.code == 0, r
-    assert r.stdout == ('{"operation":0,"originalTransaction":2,"bucket":536870912,"rowId":0,'
-                        '"currentTransaction":2,"row":{"col":2}}\n' + SEP + "\n\n")
+    assert r.stdout == (
+        '{"operation":0,"originalTransaction":2,"bucket":536870912,"rowId":0,'
+        '"currentTransaction":2,"row":{"col":2}}\n' + SEP + "\n\n"
+    )
     assert r.stderr == ""
 
 
@@ -45,7 +47,7 @@ def test_columns_match_case_insensitively_as_hive_names_do(cli):
     upper = cli("-o", "json", "dump", "--columns", "N_Name", "-n", "2", NATION)
     lower = cli("-o", "json", "dump", "--columns", "n_name", "-n", "2", NATION)
     assert upper.code == 0 and upper.stdout == lower.stdout
-    assert list(json.loads(upper.stdout.splitlines()[0])["row"]) == ["n_name"]   # the file's own spelling
+    assert list(json.loads(upper.stdout.splitlines()[0])["row"]) == ["n_name"]  # the file's own spelling
 
 
 def test_unknown_column_is_a_usage_error(cli):
@@ -56,8 +58,13 @@ def test_unknown_column_is_a_usage_error(cli):
 
 def test_decode_bucket(cli):
     # 537001984 = V1, bucket 2, statement 0 (fixtures/real/README.md §5)
-    r = cli("-o", "json", "dump", "--decode-bucket",
-            REAL / "trino" / "acid_version_validation" / "acid_version_hive_3" / "00000_0")
+    r = cli(
+        "-o",
+        "json",
+        "dump",
+        "--decode-bucket",
+        REAL / "trino" / "acid_version_validation" / "acid_version_hive_3" / "00000_0",
+    )
     row = json.loads(r.stdout)
     assert row["bucket"] == 537001984
     assert row["bucketDecoded"] == {"version": 1, "bucketId": 2, "statementId": 0}
@@ -65,8 +72,17 @@ def test_decode_bucket(cli):
 
 def test_decode_bucket_statement_id(cli):
     # alltypes holds 537001985: bucket 2, statement 1
-    r = cli("-o", "json", "dump", "--decode-bucket", "--row-id", "3,537001985,0",
-            "--columns", "c_int", GOLDEN / "alltypes" / "bucket_00000")
+    r = cli(
+        "-o",
+        "json",
+        "dump",
+        "--decode-bucket",
+        "--row-id",
+        "3,537001985,0",
+        "--columns",
+        "c_int",
+        GOLDEN / "alltypes" / "bucket_00000",
+    )
     rows = [json.loads(x) for x in r.stdout.splitlines()]
     assert [x["bucketDecoded"] for x in rows] == [{"version": 1, "bucketId": 2, "statementId": 1}]
 
@@ -76,7 +92,8 @@ def test_filter_by_operation(cli):
     rows = [json.loads(x) for x in r.stdout.splitlines()]
     # alltypes: exactly one delete event, key (1, 536870912, 23), row NULL
     assert [(x["operation"], x["originalTransaction"], x["bucket"], x["rowId"], x["row"]) for x in rows] == [
-        (2, 1, 536870912, 23, None)]
+        (2, 1, 536870912, 23, None)
+    ]
 
 
 def test_filter_by_row_id(cli):
@@ -99,7 +116,7 @@ def test_filtered_dump_frames_only_files_with_a_match(cli):
     assert r.code == 0, r
     assert r.stdout.count(SEP) == 1 and r.stdout.index(SEP) > r.stdout.index('"operation":2')
     r = cli("dump", "--limit", "1", NATION, alltypes)
-    assert r.stdout.count(SEP) == 1   # --limit 1: the second file is never opened
+    assert r.stdout.count(SEP) == 1  # --limit 1: the second file is never opened
     r = cli("dump", "--columns", "c_int", alltypes, alltypes)
     assert r.stdout.count(SEP) == 2
 
@@ -128,11 +145,17 @@ def test_directory_dump_is_in_reader_order_with_paths(cli, tmp_path):
     for x in rows:
         if not files or files[-1] != x["_path"]:
             files.append(x["_path"])
-    names = [f[len(str(table)) + 1:] for f in files]
+    names = [f[len(str(table)) + 1 :] for f in files]
     # originals first (path order), then deltas by write id; hidden _orc_acid_version skipped
-    assert names == ["000000_0", "000001_0", "000002_0", "000002_0_copy_1", "000002_0_copy_2",
-                     "delete_delta_0000001_0000001_0000/bucket_00001",
-                     "delete_delta_0000002_0000002_0000/bucket_00002"]
+    assert names == [
+        "000000_0",
+        "000001_0",
+        "000002_0",
+        "000002_0_copy_1",
+        "000002_0_copy_2",
+        "delete_delta_0000001_0000001_0000/bucket_00001",
+        "delete_delta_0000002_0000002_0000/bucket_00002",
+    ]
     assert len(rows) == 20 + 2
     assert list(rows[0])[0] == "_path"
 
@@ -197,8 +220,13 @@ def test_meta_ok_exit_0_and_json(cli):
     d = json.loads(r.stdout)
     f = d["files"][0]
     assert f["rows"] == 25000 and len(f["stripes"]) == 5
-    assert f["key_index"] == [[2, 536870912, 4999], [2, 536870912, 9999], [2, 536870912, 14999],
-                              [2, 536870912, 19999], [2, 536870912, 24999]]
+    assert f["key_index"] == [
+        [2, 536870912, 4999],
+        [2, 536870912, 9999],
+        [2, 536870912, 14999],
+        [2, 536870912, 19999],
+        [2, 536870912, 24999],
+    ]
     assert f["acid_stats"] == {"inserts": 25000, "updates": 0, "deletes": 0}
     assert d["summary"] == {"files": 1, "errors": 0, "warnings": 0}
 
@@ -263,4 +291,3 @@ def test_a_bad_file_among_several_is_reported_and_the_rest_dumped(cli, tmp_path)
     assert r.code == 7, r
     assert len(r.stdout.splitlines()) == 2 * len(one) == 50000
     assert json.loads(r.stderr.strip())["error"]["type"] == "CorruptOrcFile" and str(bad) in r.stderr
-

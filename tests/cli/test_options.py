@@ -30,16 +30,19 @@ def test_reader_hive_version_takes_hive_2():
         HIVE_VERSION.convert("2", None, None)
 
 
-@pytest.mark.parametrize("argv", [
-    ["state", "/nonexistent", "--assume-committed", "--hive-version", "5"],
-    ["dump", "--merged", "--assume-committed", "--hive-version", "1", "/nonexistent"],
-    ["show", "transactions", "--hive-version", "2"],
-    ["show", "transactions", "--hive-version", "x"],
-    ["demo", "--hive-version", "5", "/nonexistent"],
-    ["metastore", "init", "sqlite://", "--hive-version", "3.2.x"],
-    ["compact", "--major", "--assume-committed", "--hive-version", "5", "/nonexistent"],
-    ["clean", "/nonexistent", "--assume-committed", "--hive-version", "1"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["state", "/nonexistent", "--assume-committed", "--hive-version", "5"],
+        ["dump", "--merged", "--assume-committed", "--hive-version", "1", "/nonexistent"],
+        ["show", "transactions", "--hive-version", "2"],
+        ["show", "transactions", "--hive-version", "x"],
+        ["demo", "--hive-version", "5", "/nonexistent"],
+        ["metastore", "init", "sqlite://", "--hive-version", "3.2.x"],
+        ["compact", "--major", "--assume-committed", "--hive-version", "5", "/nonexistent"],
+        ["clean", "/nonexistent", "--assume-committed", "--hive-version", "1"],
+    ],
+)
 def test_bad_hive_version_is_a_one_line_usage_error(argv):
     r = run_cli(*argv)
     assert r.code == 2, r
@@ -66,8 +69,11 @@ def test_no_command_module_imports_main():
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module == "acidctl.cli.main":
                 offenders.append(path.name)
-            elif isinstance(node, ast.ImportFrom) and node.module == "acidctl.cli" and any(
-                    a.name == "main" for a in node.names):
+            elif (
+                isinstance(node, ast.ImportFrom)
+                and node.module == "acidctl.cli"
+                and any(a.name == "main" for a in node.names)
+            ):
                 offenders.append(path.name)
     assert offenders == []
 
@@ -91,16 +97,23 @@ def test_fs_options_are_typed_key_values():
     from acidctl.errors import UsageError
 
     assert parse_fs_options(["anon=true", "port=9870", "endpoint_url=http://h:1/x=y", "n=-3"]) == {
-        "anon": True, "port": 9870, "endpoint_url": "http://h:1/x=y", "n": -3}
+        "anon": True,
+        "port": 9870,
+        "endpoint_url": "http://h:1/x=y",
+        "n": -3,
+    }
     with pytest.raises(UsageError):
         parse_fs_options(["novalue"])
 
 
 @pytest.mark.parametrize("given,expected", [("3.1.3", 3), ("4.0.1", 4), ("2.3.9", 2)])
-@pytest.mark.parametrize("command", [
-    ["clean", "--min-age", "0"],
-    ["compact", "--dry-run", "--major", "--table-is-quiescent"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["clean", "--min-age", "0"],
+        ["compact", "--dry-run", "--major", "--table-is-quiescent"],
+    ],
+)
 def test_compact_and_clean_take_the_shared_hive_version_type(tmp_path, command, given, expected):
     """compact and clean parse --hive-version as every other table command does: a Hive release
     names its major version (before, they took only a bare int)."""
@@ -113,10 +126,13 @@ def test_compact_and_clean_take_the_shared_hive_version_type(tmp_path, command, 
     assert json.loads(r.stdout)["hive_version"] == expected
 
 
-@pytest.mark.parametrize("command,text", [
-    ("compact", "the compactor list (hwm = lowest open - 1) is derived from it"),
-    ("clean", "Cleaner rules: 3 (default)"),
-])
+@pytest.mark.parametrize(
+    "command,text",
+    [
+        ("compact", "the compactor list (hwm = lowest open - 1) is derived from it"),
+        ("clean", "Cleaner rules: 3 (default)"),
+    ],
+)
 def test_compact_and_clean_keep_their_own_snapshot_help(command, text):
     r = run_cli(command, "--help")
     assert r.code == 0

@@ -7,9 +7,15 @@ import json
 
 from acidctl.cli.output import fit_widths, table
 
-ROWS = [["delete_delta_0000001_0000001_0000", "1", "obsolete",
-         "covered by base_0000007 (a compacted base of write ids up to 7; readers skip it)"],
-        ["base_0000007", "2", "base", "the newest usable base"]]
+ROWS = [
+    [
+        "delete_delta_0000001_0000001_0000",
+        "1",
+        "obsolete",
+        "covered by base_0000007 (a compacted base of write ids up to 7; readers skip it)",
+    ],
+    ["base_0000007", "2", "base", "the newest usable base"],
+]
 HEADERS = ["NAME", "READ#", "ROLE", "REASON"]
 
 
@@ -55,15 +61,19 @@ def test_columns_env_and_wide_flag(cli, tmp_path, monkeypatch):
     js = cli("--metastore", url, "-o", "json", "state", "default.sales")
     monkeypatch.delenv("COLUMNS")
     js_wide = cli("--metastore", url, "-o", "json", "state", "default.sales")
-    def shape(doc):   # what the layout could change (ages and times move between runs)
-        return [(p["partition"], [(e["name"], e["role"]) for e in p["entries"]]) for p in doc["partitions"]], \
-            sorted((f["check"], f["path"]) for f in doc["findings"])
+
+    def shape(doc):  # what the layout could change (ages and times move between runs)
+        return [(p["partition"], [(e["name"], e["role"]) for e in p["entries"]]) for p in doc["partitions"]], sorted(
+            (f["check"], f["path"]) for f in doc["findings"]
+        )
 
     assert shape(json.loads(js.stdout)) == shape(json.loads(js_wide.stdout))
     # no COLUMNS and not a terminal (a pipe): full lines
     piped = cli("--metastore", url, "state", "default.sales")
-    def undated(text):   # ages ("0 s old") move between runs
+
+    def undated(text):  # ages ("0 s old") move between runs
         import re
+
         return re.sub(r"\d+(\.\d+)? s\b", "N s", text)
 
     assert undated(piped.stdout) == undated(wide.stdout)

@@ -9,7 +9,8 @@ import pytest
 def spark():
     from acidctl.compact.spark import get_or_create_session
 
-    s = get_or_create_session("local[2]", {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2",
-                                           "spark.driver.memory": "1g"})
+    s = get_or_create_session(
+        "local[2]", {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2", "spark.driver.memory": "1g"}
+    )
     yield s
     s.stop()

@@ -32,12 +32,13 @@ def test_dry_run_lists_with_reasons_and_execute_deletes(tmp_path, cli):
     got = {(i["path"].split("/sales/")[1], i["kind"], i["action"]) for i in doc["items"]}
     p1, p2 = "ds=2025-12-31", "ds=2026-01-01"
     assert got == {
-        (f"{p1}/000000_0", "original", "delete"), (f"{p1}/000001_0", "original", "delete"),
+        (f"{p1}/000000_0", "original", "delete"),
+        (f"{p1}/000001_0", "original", "delete"),
         (f"{p1}/000001_0_copy_1", "original", "delete"),
         (f"{p1}/delete_delta_0000001_0000001_0000", "delete_delta", "delete"),
         (f"{p1}/delta_0000002_0000002_0000", "delta", "delete"),
         (f"{p2}/delta_0000003_0000003_0000", "delta", "delete"),
-        (f"{p2}/delta_0000004_0000004_0000", "delta", "delete"),        # aborted, covered by base_6
+        (f"{p2}/delta_0000004_0000004_0000", "delta", "delete"),  # aborted, covered by base_6
         (f"{p2}/delta_0000005_0000005_0000", "delta", "delete"),
         (f"{p2}/delta_0000005_0000005_0001", "delta", "delete"),
         (f"{p2}/delete_delta_0000005_0000005_0000", "delete_delta", "delete"),
@@ -53,7 +54,10 @@ def test_dry_run_lists_with_reasons_and_execute_deletes(tmp_path, cli):
     assert r.code == 0
     assert sorted(p.name for p in (root / p1).iterdir() if not p.name.startswith(".")) == ["base_0000002"]
     # write 7 is above the snapshot (in flight): never a candidate
-    assert sorted(p.name for p in (root / p2).iterdir() if not p.name.startswith(".")) == ["base_0000006", "delta_0000007_0000007_0000"]
+    assert sorted(p.name for p in (root / p2).iterdir() if not p.name.startswith(".")) == [
+        "base_0000006",
+        "delta_0000007_0000007_0000",
+    ]
     assert merged(root, wl) == before
     assert state_errors(root, wl) == []
 
@@ -70,20 +74,28 @@ def test_min_age_guard(tmp_path):
     # two hours later the same call deletes the three covered directories
     rep = clean_table(tfs, reader=wl, min_age=3600, execute=True, now=time.time() + 7200)
     assert sorted(p.split("/")[-1] for p in rep["deleted"]) == [
-        "delete_delta_0000003_0000003_0000", "delete_delta_0000004_0000004_0000", "delta_0000002_0000002_0000"]
-    assert sorted(p.name for p in t.iterdir() if not p.name.startswith(".")) == ["delete_delta_0000002_0000004", "delta_0000002_0000004"]
+        "delete_delta_0000003_0000003_0000",
+        "delete_delta_0000004_0000004_0000",
+        "delta_0000002_0000002_0000",
+    ]
+    assert sorted(p.name for p in t.iterdir() if not p.name.startswith(".")) == [
+        "delete_delta_0000002_0000004",
+        "delta_0000002_0000004",
+    ]
     assert len(merged(t, wl)) == 23000
 
 
 def test_never_removes_what_a_snapshot_needs(tmp_path):
     t = nation_table(tmp_path)
-    wl = WriteIdList.parse("db.t:4:4:4:")          # write 4 still open
-    compact(t, "major", wl)                         # base_3
+    wl = WriteIdList.parse("db.t:4:4:4:")  # write 4 still open
+    compact(t, "major", wl)  # base_3
     rep = clean_table(TableFS(str(t)), reader=wl, min_age=0, execute=True)
     left = sorted(p.name for p in t.iterdir() if not p.name.startswith("."))
     assert left == ["base_0000003", "delete_delta_0000004_0000004_0000"]
-    assert {p.split("/")[-1] for p in rep["deleted"]} == {"delta_0000002_0000002_0000",
-                                                          "delete_delta_0000003_0000003_0000"}
+    assert {p.split("/")[-1] for p in rep["deleted"]} == {
+        "delta_0000002_0000002_0000",
+        "delete_delta_0000003_0000003_0000",
+    }
     assert len(merged(t, f"db.t:4:{ALL}::")) == 23000
 
 

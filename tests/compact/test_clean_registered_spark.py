@@ -24,8 +24,19 @@ def test_spark_compaction_then_clean(tmp_path, cli, spark):
     ms = connect(url)
     tl, wl = table_snapshot(ms, "default.employee")
     before = merged(emp, wl, hive_version=4, txns=tl)
-    r = cli("-o", "json", "--metastore", url, "compact", "--major", "--engine", "spark", "--master", "local[2]",
-            "default.employee")
+    r = cli(
+        "-o",
+        "json",
+        "--metastore",
+        url,
+        "compact",
+        "--major",
+        "--engine",
+        "spark",
+        "--master",
+        "local[2]",
+        "default.employee",
+    )
     assert r.code == 0, r
     reg = json.loads(r.stdout)["partitions"][0]["metastore"]
     base = f"base_0000003_v{reg['txn_id']:07d}"
@@ -39,6 +50,7 @@ def test_spark_compaction_then_clean(tmp_path, cli, spark):
     assert sorted(p.name for p in emp.iterdir()) == listing
     t = ms.tables.TXNS
     import sqlalchemy as sa
+
     with ms.read() as conn:
         open_txn = conn.execute(sa.select(t.TXN_ID).where(t.TXN_STATE == "o")).scalar()
     Recorder(url).commit_txn(open_txn)

@@ -46,30 +46,49 @@ def test_compact_on_a_standalone_cluster_ships_acidctl_to_the_executors(tmp_path
     # the executors' Python: this venv's interpreter with the editable install hidden
     import_log = tmp_path / "executor-imports.log"
     py = hidden_acidctl_python(tmp_path / "py", import_log)
-    deps = subprocess.run([py, "-c", "import numpy, orjson, pyarrow, pyorc, fsspec, pyspark"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT)
+    deps = subprocess.run(
+        [py, "-c", "import numpy, orjson, pyarrow, pyorc, fsspec, pyspark"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
     assert deps.returncode == 0, deps.stderr
     # ... so without the shipped zip an executor cannot import acidctl, and the compaction fails
-    bare = subprocess.run([py, "-c", "import acidctl"], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=TIMEOUT)
+    bare = subprocess.run([py, "-c", "import acidctl"], cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT)
     assert bare.returncode != 0 and "No module named 'acidctl'" in bare.stderr, (bare.returncode, bare.stderr)
     import_log.unlink()
 
-    cmd = [sys.executable, "-m", "acidctl", "-o", "json", "compact", "--major",
-           "--master", cluster.url,
-           "--spark-conf", f"spark.pyspark.python={py}",
-           "--spark-conf", "spark.executor.memory=512m",
-           "--spark-conf", "spark.cores.max=1",
-           "--spark-conf", f"spark.local.dir={tmp_path / 'driver-local'}",
-           "--spark-conf", f"spark.driver.extraJavaOptions={FAST_JVM}",
-           "--spark-conf", f"spark.executor.extraJavaOptions={FAST_JVM}",
-           "--write-ids", wids, str(t)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "acidctl",
+        "-o",
+        "json",
+        "compact",
+        "--major",
+        "--master",
+        cluster.url,
+        "--spark-conf",
+        f"spark.pyspark.python={py}",
+        "--spark-conf",
+        "spark.executor.memory=512m",
+        "--spark-conf",
+        "spark.cores.max=1",
+        "--spark-conf",
+        f"spark.local.dir={tmp_path / 'driver-local'}",
+        "--spark-conf",
+        f"spark.driver.extraJavaOptions={FAST_JVM}",
+        "--spark-conf",
+        f"spark.executor.extraJavaOptions={FAST_JVM}",
+        "--write-ids",
+        wids,
+        str(t),
+    ]
     try:
-        r = subprocess.run(cmd, cwd=tmp_path, env=_driver_env(), capture_output=True, text=True,
-                           timeout=DRIVER_TIMEOUT)
+        r = subprocess.run(cmd, cwd=tmp_path, env=_driver_env(), capture_output=True, text=True, timeout=DRIVER_TIMEOUT)
     except subprocess.TimeoutExpired as e:
-        pytest.fail(f"acidctl compact did not finish within {DRIVER_TIMEOUT} s\n"
-                    f"stderr: {e.stderr}\n{cluster.logs()}")
+        pytest.fail(f"acidctl compact did not finish within {DRIVER_TIMEOUT} s\nstderr: {e.stderr}\n{cluster.logs()}")
     assert r.returncode == 0, f"exit {r.returncode}\nstderr: {r.stderr[-3000:]}\n{cluster.logs()}"
     doc = json.loads(r.stdout)
 

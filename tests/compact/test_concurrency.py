@@ -35,13 +35,16 @@ def test_writes_during_compaction_are_visible_afterwards(tmp_path, spark, mode):
     def concurrent_writes(plans):
         # write 5 inserts two rows, write 6 deletes rowId 0 (ALGERIA) and one of write 5's rows
         _write(t / "delta_0000005_0000005_0000", events([(5, B0, 0), (5, B0, 1)]))
-        _write(t / "delete_delta_0000006_0000006_0000",
-               events([(2, B0, 0), (5, B0, 1)], ops=[2, 2], ctxn=[6, 6], rows=[None, None]))
+        _write(
+            t / "delete_delta_0000006_0000006_0000",
+            events([(2, B0, 0), (5, B0, 1)], ops=[2, 2], ctxn=[6, 6], rows=[None, None]),
+        )
         seen["planned"] = [o.name for p in plans for o in p.outputs]
 
     compact(t, mode, f"db.t:4:{ALL}::", spark=spark, hooks={"before-publish": concurrent_writes})
-    assert seen["planned"] == (["base_0000004"] if mode == "major" else
-                               ["delta_0000002_0000004", "delete_delta_0000002_0000004"])
+    assert seen["planned"] == (
+        ["base_0000004"] if mode == "major" else ["delta_0000002_0000004", "delete_delta_0000002_0000004"]
+    )
     rows = merged(t, f"db.t:6:{ALL}::")
     keys = {k[1:] for k in rows}
     assert (5, B0, 0) in keys and (5, B0, 1) not in keys and (2, B0, 0) not in keys
@@ -74,8 +77,11 @@ def test_stale_lock_is_reported_and_broken_on_request(tmp_path, cli):
     import socket
     import time
 
-    (t / LOCK_NAME).write_text(json.dumps({"pid": dead.pid, "host": socket.gethostname(), "started": time.time(),
-                                           "token": "x", "command": "compact"}))
+    (t / LOCK_NAME).write_text(
+        json.dumps(
+            {"pid": dead.pid, "host": socket.gethostname(), "started": time.time(), "token": "x", "command": "compact"}
+        )
+    )
     r = cli("compact", "--major", "--engine", "local", "--write-ids", f"db.t:4:{ALL}::", t)
     assert r.code == 6 and "stale" in r.stderr and "--break-lock" in r.stderr
     assert not (t / "base_0000004").exists()
@@ -122,6 +128,6 @@ def test_ctrl_c_while_the_lock_is_written_leaves_no_lock(tmp_path, monkeypatch):
         lk.acquire()
     assert not lk.held and not (tmp_path / LOCK_NAME).exists()
     monkeypatch.undo()
-    with TableLock(TableFS(str(tmp_path)), command="compact") as again:   # the next run gets it
+    with TableLock(TableFS(str(tmp_path)), command="compact") as again:  # the next run gets it
         assert again.held and (tmp_path / LOCK_NAME).exists()
     assert not (tmp_path / LOCK_NAME).exists()

@@ -25,13 +25,19 @@ def _run(args: list, crash: str | None, timeout: int = 120) -> subprocess.Comple
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACIDCTL_")}
     if crash:
         env["ACIDCTL_TEST_CRASH_AT"] = crash
-    p = subprocess.Popen([sys.executable, "-m", "acidctl", *map(str, args)], cwd=ROOT, env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "acidctl", *map(str, args)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     try:
         out, err = p.communicate(timeout=timeout)
     finally:
         try:
-            os.killpg(p.pid, signal.SIGKILL)   # a JVM or Python worker left behind
+            os.killpg(p.pid, signal.SIGKILL)  # a JVM or Python worker left behind
         except ProcessLookupError:
             pass
     return subprocess.CompletedProcess(p.args, p.returncode, out, err.decode(errors="replace"))
@@ -66,19 +72,22 @@ def test_sigkill_at(tmp_path, spark, point, table, mode, engine, via_clean):
     # minor compactions of these tables write delta + delete_delta: two renames, allowed here
     # so that a crash between them can be tested (the refusal is in test_publish_safety.py)
     allow = ["--allow-non-atomic-publish"] if mode == "minor" else []
-    r = _run(["compact", f"--{mode}", *allow, "--engine", engine, "--master", "local[1]", "--write-ids", wl, root],
-             point)
+    r = _run(
+        ["compact", f"--{mode}", *allow, "--engine", engine, "--master", "local[1]", "--write-ids", wl, root], point
+    )
     assert r.returncode == -signal.SIGKILL, (r.returncode, r.stderr[-2000:])
-    assert (root / LOCK_NAME).exists()                  # the process never got to release it
+    assert (root / LOCK_NAME).exists()  # the process never got to release it
     if point != "between-renames":
         assert merged(root, wl) == before
     rep = state_report(root, wl)
     if any(p.is_dir() for p in root.rglob(".acidctl-staging-*")):
         assert any(f["check"] == "D07" and "acidctl_staging" in f["message"] for f in rep["findings"])
-    if point == "between-renames":   # the table reads wrong until finished: state says so
+    if point == "between-renames":  # the table reads wrong until finished: state says so
         assert merged(root, wl) != before
-        assert any(f["check"] == "D07" and f["severity"] == "error" and "interrupted compaction publish"
-                   in f["message"] for f in rep["findings"])
+        assert any(
+            f["check"] == "D07" and f["severity"] == "error" and "interrupted compaction publish" in f["message"]
+            for f in rep["findings"]
+        )
     # a plain rerun is refused: the lock is stale (exit 6)
     r2 = _run(["compact", f"--{mode}", *allow, "--engine", "local", "--write-ids", wl, root], None)
     assert r2.returncode == 6 and "stale" in r2.stderr, r2.stderr
@@ -107,5 +116,5 @@ def test_ctrl_c_leaves_nothing_behind(tmp_path, point):
     tree = sorted(p for p in root.rglob("*"))
     r = _run(["compact", "--major", "--engine", "local", "--write-ids", wl, root], "int:" + point)
     assert r.returncode == 130, r.stderr
-    assert sorted(p for p in root.rglob("*")) == tree     # staging removed, lock released
+    assert sorted(p for p in root.rglob("*")) == tree  # staging removed, lock released
     assert merged(root, wl) == before

@@ -9,14 +9,18 @@ from pathlib import Path
 from tests.acidfiles import B0, acid_file
 from tests.compact.helpers import ALL
 
-ROW = "struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,currentTransaction:bigint," \
-      "row:struct<id:int,name:string>>"
+ROW = (
+    "struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,currentTransaction:bigint,"
+    "row:struct<id:int,name:string>>"
+)
 
 
 def _snapshot(root: Path) -> dict[str, str]:
     """Every path under root (files and directories, hidden ones included) with its content hash."""
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
-            for p in sorted(root.rglob("*"))}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
+        for p in sorted(root.rglob("*"))
+    }
 
 
 def test_dry_run_on_the_demo_writes_nothing_not_even_to_the_metastore(tmp_path, cli):
@@ -25,7 +29,7 @@ def test_dry_run_on_the_demo_writes_nothing_not_even_to_the_metastore(tmp_path, 
     before = _snapshot(tmp_path)
     r = cli("-o", "json", "--metastore", ms, "compact", "--dry-run", "--major", "default.sales")
     assert r.code == 0, r
-    assert _snapshot(tmp_path) == before            # warehouse files and metastore.db byte for byte
+    assert _snapshot(tmp_path) == before  # warehouse files and metastore.db byte for byte
     doc = json.loads(r.stdout)
     assert doc["dry_run"] is True and doc["refused"] is False
     parts = {p["partition"]: p for p in doc["partitions"]}
@@ -39,8 +43,9 @@ def test_dry_run_on_the_demo_writes_nothing_not_even_to_the_metastore(tmp_path, 
     # a real run afterwards produces exactly the planned names
     real = cli("-o", "json", "--metastore", ms, "compact", "--major", "--engine", "local", "default.sales")
     assert real.code == 0, real
-    assert {q["partition"]: q["output_dirs"] for q in json.loads(real.stdout)["partitions"]} == \
-        {q["partition"]: q["outputs"] for q in doc["partitions"]}
+    assert {q["partition"]: q["output_dirs"] for q in json.loads(real.stdout)["partitions"]} == {
+        q["partition"]: q["outputs"] for q in doc["partitions"]
+    }
 
 
 def test_dry_run_shows_refusals_and_exits_6(tmp_path, cli):
@@ -64,8 +69,20 @@ def test_dry_run_hive4_names_the_output_without_a_txn(tmp_path, cli):
     t = tmp_path / "t"
     for w in (1, 2):
         acid_file(t / f"delta_{w:07d}_{w:07d}_0000" / "bucket_00000", ROW, [(0, w, B0, 0, w, (w, "x"))])
-    r = cli("-o", "json", "compact", "--dry-run", "--minor", "--hive-version", "4", "--txns", "5:9223372036854775807::",
-            "--write-ids", f"db.t:2:{ALL}::", t)
+    r = cli(
+        "-o",
+        "json",
+        "compact",
+        "--dry-run",
+        "--minor",
+        "--hive-version",
+        "4",
+        "--txns",
+        "5:9223372036854775807::",
+        "--write-ids",
+        f"db.t:2:{ALL}::",
+        t,
+    )
     assert r.code == 0, r
     assert json.loads(r.stdout)["partitions"][0]["outputs"] == ["delta_0000001_0000002_v<txn>"]
     assert not list(t.glob(".acidctl*")) and not list(tmp_path.rglob(".acidctl*"))

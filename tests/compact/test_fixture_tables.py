@@ -12,7 +12,14 @@ from acidctl.acid.writeids import TxnList
 from acidctl.fs import TableFS
 from acidctl.orc.meta import inspect_file
 from tests.compact.helpers import (
-    ALL, compact, demo_warehouse, fixture_tables, merged, nation_table, new_dirs, state_errors,
+    ALL,
+    compact,
+    demo_warehouse,
+    fixture_tables,
+    merged,
+    nation_table,
+    new_dirs,
+    state_errors,
 )
 
 pytestmark = pytest.mark.spark
@@ -63,7 +70,7 @@ def test_nation_major_writes_base_4_with_23000_rows_and_kept_row_ids(tmp_path, s
     f = t / "base_0000004" / "bucket_00000"
     assert f.exists()
     rep = inspect_file(TableFS(str(t)), str(f))
-    assert rep.rows == 23000            # 25,000 minus the 2 x 1,000 deleted (README §1)
+    assert rep.rows == 23000  # 25,000 minus the 2 x 1,000 deleted (README §1)
     assert rep.user_metadata["hive.acid.stats"] == "23000,0,0"
     rows = merged(t, f"db.t:4:{ALL}::")
     # row ids 5000..5999 (ETHIOPIA) and 19000..19999 (ROMANIA) are gone, the rest unchanged
@@ -98,8 +105,13 @@ def test_originals_without_deltas_give_the_conversion_base(tmp_path, spark):
     # puts a negative write id in a name (issue #9): base_0 covers exactly the originals' write id 0
     base = t / "base_0000000"
     assert not (t / "base_-9223372036854775808").exists()
-    assert sorted(p.name for p in base.iterdir()) == ["_metadata_acid", "_orc_acid_version", "bucket_00000",
-                                                      "bucket_00001", "bucket_00002"]
+    assert sorted(p.name for p in base.iterdir()) == [
+        "_metadata_acid",
+        "_orc_acid_version",
+        "bucket_00000",
+        "bucket_00001",
+        "bucket_00002",
+    ]
     assert merged(t, f"db.t:1:{ALL}::") == before
     # the synthetic ROW__IDs are kept: 000002_0_copy_2 starts at rowId 8 of bucket 2
     assert {k[3] for k in before if k[2] == 537001984} == set(range(12))
@@ -181,8 +193,11 @@ def test_empty_files_are_ignored(tmp_path):
     t = nation_table(tmp_path)
     (t / "delta_0000002_0000002_0000" / "bucket_00001").write_bytes(b"")
     compact(t, "major", f"db.t:4:{ALL}::")
-    assert sorted(p.name for p in (t / "base_0000004").iterdir()) == ["_metadata_acid", "_orc_acid_version",
-                                                                      "bucket_00000"]
+    assert sorted(p.name for p in (t / "base_0000004").iterdir()) == [
+        "_metadata_acid",
+        "_orc_acid_version",
+        "bucket_00000",
+    ]
     assert len(merged(t, f"db.t:4:{ALL}::")) == 23000
 
 
@@ -203,7 +218,7 @@ def test_any_fsspec_filesystem_local_engine(tmp_path):
     wl = WriteIdList.parse(f"db.t:4:{ALL}::")
     opts = CompactOptions(mode="major", reader=wl, engine="local")
     with pytest.raises(RefusedError, match="memory:// copies file by file"):
-        compact_table(tfs, opts)      # memory:// "renames" by copying, like an object store
+        compact_table(tfs, opts)  # memory:// "renames" by copying, like an object store
     assert not [e.name for e in tfs.ls(tfs.root) if e.name.startswith(".acidctl")]
     rep = compact_table(tfs, dataclasses.replace(opts, allow_non_atomic_publish=True))
     assert rep["partitions"][0]["rows_out"] == 23000
@@ -212,4 +227,7 @@ def test_any_fsspec_filesystem_local_engine(tmp_path):
     names = sorted(e.name for e in tfs.ls(tfs.root))
     assert "base_0000004" in names and not [n for n in names if n.startswith(".acidctl") and n != ".acidctl-published"]
     assert sorted(e.name for e in tfs.ls(tfs.join(tfs.root, "base_0000004"))) == [
-        "_metadata_acid", "_orc_acid_version", "bucket_00000"]
+        "_metadata_acid",
+        "_orc_acid_version",
+        "bucket_00000",
+    ]

@@ -15,8 +15,9 @@ from tests.histories import histories, partitioned_histories
 pytestmark = pytest.mark.spark
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                 HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(h=histories)
 def test_minor_then_major_keep_the_reference_model(spark, h):
     with tempfile.TemporaryDirectory() as d:
@@ -40,12 +41,13 @@ def test_minor_then_major_keep_the_reference_model(spark, h):
             later = WriteIdList(table=snap.table, hwm=snap.hwm, aborted=snap.aborted)
             fresh = Path(d) / "fresh"
             fresh.mkdir()
-            h.play(fresh)   # the same files, never compacted
+            h.play(fresh)  # the same files, never compacted
             assert merged(root, later) == merged(fresh, later)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(h=histories)
 def test_major_directly(spark, h):
     with tempfile.TemporaryDirectory() as d:
@@ -58,8 +60,9 @@ def test_major_directly(spark, h):
         assert state_errors(root, wids) == []
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(h=partitioned_histories)
 def test_partitioned_minor_then_major_in_one_application(spark, h):
     """Every partition of a partitioned table compacts in the same Spark job; partitions that

@@ -42,8 +42,10 @@ def _read(root, txns):
     for lst in list_table(tfs):
         st = get_acid_state(lst, Hive2TxnList.parse(txns).to_write_ids(), hive_version=2)
         for _, t in read_partition(tfs, lst, st):
-            for k, row in zip(zip(*(t.column(c).to_pylist() for c in ("originalTransaction", "bucket", "rowId"))),
-                              t.column("row").to_pylist()):
+            for k, row in zip(
+                zip(*(t.column(c).to_pylist() for c in ("originalTransaction", "bucket", "rowId"))),
+                t.column("row").to_pylist(),
+            ):
                 out[k] = row
     return out
 
@@ -55,11 +57,14 @@ def test_fixture_major_is_compactormrs_base(tmp_path):
     r = run_cli("compact", "--major", "--engine", "local", "--hive-version", "2", "--txns", f"2:{ALL}:", t)
     assert r.code == 0, r.stderr
     base = t / "base_0000002"
-    assert sorted(p.name for p in base.iterdir()) == ["bucket_00000"]   # no _orc_acid_version, no _metadata_acid
+    assert sorted(p.name for p in base.iterdir()) == ["bucket_00000"]  # no _orc_acid_version, no _metadata_acid
     events, meta, compression = _events(base / "bucket_00000")
     # _EXPECTED.md: 3 rows, original ROW__IDs kept, stats 3,0,0
-    assert events == [(0, 1, 0, 0, 1, (1, "Jerry", 5000)), (0, 1, 0, 2, 1, (3, "Kate", 6000)),
-                      (0, 2, 0, 0, 2, (2, "Tom", 7000))]
+    assert events == [
+        (0, 1, 0, 0, 1, (1, "Jerry", 5000)),
+        (0, 1, 0, 2, 1, (3, "Kate", 6000)),
+        (0, 2, 0, 0, 2, (2, "Tom", 7000)),
+    ]
     assert meta == {"hive.acid.key.index": b"", "hive.acid.stats": b"3,0,0"}
     assert compression == pyorc.CompressionKind.ZLIB
     # clean under Hive 2 rules accepts the Hive 2 key index and removes the three deltas
@@ -90,7 +95,17 @@ def test_hive3_rules_still_refuse_legacy_update_events(tmp_path):
     while not any(op == 1 for s in h.stmts if h.valid(s.txn) for op, _, _ in s.events):
         h = random_history(rng, mode="legacy", txns=6)
     root = write_table(h, tmp_path / "t")
-    r = run_cli("compact", "--major", "--engine", "local", "--write-ids", f"db.t:{h.compactor_hwm()}:{ALL}::", "--columns", "a,b", root)
+    r = run_cli(
+        "compact",
+        "--major",
+        "--engine",
+        "local",
+        "--write-ids",
+        f"db.t:{h.compactor_hwm()}:{ALL}::",
+        "--columns",
+        "a,b",
+        root,
+    )
     assert r.code == 6 and "ACID v1" in r.stderr, r.stdout + r.stderr
     assert not any(p.name.startswith("base_") for p in root.iterdir())
 
@@ -130,7 +145,7 @@ def test_spark_engine_major_on_a_legacy_history(tmp_path, spark):
     rep = _compact(root, h.reader_list(), "major", engine="spark", spark=spark)
     assert rep["partitions"][0]["status"] == "compact"
     assert _read(root, h.reader_list()) == h.expected()
-    assert not list(root.glob("base_*/_*"))   # no marker files
+    assert not list(root.glob("base_*/_*"))  # no marker files
     for f in root.glob("base_*/bucket_*"):
         assert po.ORCFile(str(f)).nrows > 0
 
@@ -149,17 +164,27 @@ def _upgrade_metastore(tmp_path):
     seed = 0
     while True:
         h = random_history(random.Random(seed), mode="legacy", txns=7, buckets=2)
-        if (h.valid(1) and h.valid(2) and "open" not in h.states.values()
-                and any(op == 1 for s in h.stmts if h.valid(s.txn) for op, _, _ in s.events)):
+        if (
+            h.valid(1)
+            and h.valid(2)
+            and "open" not in h.states.values()
+            and any(op == 1 for s in h.stmts if h.valid(s.txn) for op, _, _ in s.events)
+        ):
             break
         seed += 1
     root = write_table(h, tmp_path / "w" / "legacy_t")
     add_table(url, "sales", "legacy_t", f"file:{root}", {"transactional": "true"})
     part = tmp_path / "w" / "split_t" / "ds=a"
     shutil.copytree(GOLDEN / "hive23_seed_table", part, ignore=shutil.ignore_patterns("_EXPECTED.md"))
-    add_table(url, "sales", "split_t", f"file:{tmp_path}/w/split_t",
-              {"transactional": "true", "transactional_properties": "default"}, keys=[("ds", "string")],
-              partitions=[("ds=a", f"file:{part}")])
+    add_table(
+        url,
+        "sales",
+        "split_t",
+        f"file:{tmp_path}/w/split_t",
+        {"transactional": "true", "transactional_properties": "default"},
+        keys=[("ds", "string")],
+        partitions=[("ds=a", f"file:{part}")],
+    )
     set_txns(url, {t: "a" for t, s in h.states.items() if s == "aborted"}, next_txn=h.hwm + 1)
     return url, h, root, part
 
@@ -213,8 +238,9 @@ def _acid_orc(path, events):
     with open(path, "wb") as f, pyorc.Writer(f, ACID_TYPE) as w:
         for e in events:
             w.write(e)
-        w.set_user_metadata(**{"hive.acid.key.index": b"",
-                               "hive.acid.stats": f"{ops.count(0)},{ops.count(1)},{ops.count(2)}".encode()})
+        w.set_user_metadata(
+            **{"hive.acid.key.index": b"", "hive.acid.stats": f"{ops.count(0)},{ops.count(1)},{ops.count(2)}".encode()}
+        )
 
 
 def test_originals_get_hive2_row_ids_and_compact(tmp_path):
@@ -225,14 +251,17 @@ def test_originals_get_hive2_row_ids_and_compact(tmp_path):
     _plain_orc(t / "000001_0", [(20, "c"), (21, "d")])
     _acid_orc(t / "delta_0000001_0000001_0000" / "bucket_00001", [(1, 0, 1, 1, 1, (99, "D"))])
     _acid_orc(t / "delta_0000002_0000002_0000" / "bucket_00000", [(2, 0, 0, 0, 2, None)])
-    want = {(0, 0, 1): {"_col0": 11, "_col1": "b"}, (0, 1, 0): {"_col0": 20, "_col1": "c"},
-            (0, 1, 1): {"_col0": 99, "_col1": "D"}}
+    want = {
+        (0, 0, 1): {"_col0": 11, "_col1": "b"},
+        (0, 1, 0): {"_col0": 20, "_col1": "c"},
+        (0, 1, 1): {"_col0": 99, "_col1": "D"},
+    }
     assert _read(t, f"2:{ALL}:") == want
     rep = _compact(t, f"2:{ALL}:", "major")
     assert [p["output_dirs"] for p in rep["partitions"]] == [["base_0000002"]]
     assert _read(t, f"2:{ALL}:") == want
     events, meta, _ = _events(t / "base_0000002" / "bucket_00001")
-    assert events == [(0, 0, 1, 0, 0, (20, "c")), (1, 0, 1, 1, 1, (99, "D"))]   # the update stays op 1
+    assert events == [(0, 0, 1, 0, 0, (20, "c")), (1, 0, 1, 1, 1, (99, "D"))]  # the update stays op 1
     assert meta["hive.acid.stats"] == b"1,1,0"
 
 
@@ -257,11 +286,19 @@ def test_hive2_key_index_lacks_the_last_stripe():
     from acidctl.compact.hive2 import encode_hive2_file
 
     n = 200_000
-    row = pa.StructArray.from_arrays([pa.array(range(n), pa.int32()), pa.array([f"v{i}" * 20 for i in range(n)])],
-                                     names=["_col0", "_col1"])
-    table = pa.table({"operation": pa.array([0] * n, pa.int32()), "originalTransaction": pa.array([1] * n, pa.int64()),
-                      "bucket": pa.array([0] * n, pa.int32()), "rowId": pa.array(range(n), pa.int64()),
-                      "currentTransaction": pa.array([1] * n, pa.int64()), "row": row})
+    row = pa.StructArray.from_arrays(
+        [pa.array(range(n), pa.int32()), pa.array([f"v{i}" * 20 for i in range(n)])], names=["_col0", "_col1"]
+    )
+    table = pa.table(
+        {
+            "operation": pa.array([0] * n, pa.int32()),
+            "originalTransaction": pa.array([1] * n, pa.int64()),
+            "bucket": pa.array([0] * n, pa.int32()),
+            "rowId": pa.array(range(n), pa.int64()),
+            "currentTransaction": pa.array([1] * n, pa.int64()),
+            "row": row,
+        }
+    )
     data, key_index, stats = encode_hive2_file(table, compression="NONE", stripe_size=1 << 20)
     r = pyorc.Reader(io.BytesIO(data))
     lasts, end = [], 0
@@ -279,7 +316,7 @@ def test_two_originals_of_one_bucket_are_not_read_partially(tmp_path):
     _plain_orc(t / "000000_0_copy_1", [(2, "b")])
     r = run_cli("dump", "--merged", "--hive-version", "2", "--txns", f"1:{ALL}:", t)
     assert r.code == 7 and "same ROW__IDs" in r.stderr and r.stdout == "", r.stderr
-    r = run_cli("dump", "--merged", "--write-ids", f"db.t:1:{ALL}::", t)   # Hive 3 numbers across files
+    r = run_cli("dump", "--merged", "--write-ids", f"db.t:1:{ALL}::", t)  # Hive 3 numbers across files
     assert r.code == 0 and len(r.stdout.splitlines()) == 2
 
 
@@ -298,7 +335,8 @@ def test_sigkill_during_a_hive2_compaction_changes_nothing(tmp_path, point):
     assert r.returncode == -9, r.stderr[-2000:]
     assert _read(root, reader) == before == h.expected()
     assert not list(root.glob("base_*"))
-    r = _run(["compact", "--major", "--engine", "local", "--hive-version", "2", "--txns", reader, "--break-lock",
-              root], None)
+    r = _run(
+        ["compact", "--major", "--engine", "local", "--hive-version", "2", "--txns", reader, "--break-lock", root], None
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     assert _read(root, reader) == h.expected() and len(list(root.glob("base_*"))) == 1

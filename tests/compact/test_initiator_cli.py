@@ -61,10 +61,14 @@ def test_initiator_once(tmp_path, cli, hv):
     # two failed compactions in a row (threshold 2): the next cycle records "did not initiate"
     _sql(url, "DELETE FROM COMPACTION_QUEUE WHERE CQ_ID=3")
     for i, cc_id in enumerate((50, 51)):
-        _sql(url, "INSERT INTO COMPLETED_COMPACTIONS (CC_ID, CC_DATABASE, CC_TABLE, CC_PARTITION, CC_STATE, CC_TYPE, "
-                  "CC_START, CC_END" + (", CC_ENQUEUE_TIME" if hv == 4 else "") + ") VALUES (:i, 'default', 'sales', "
-                  "'ds=2026-01-01', 'f', 'a', 1, 2" + (", :e" if hv == 4 else "") + ")",
-             i=cc_id, e=10**13)     # enqueued "in the future": inside Hive 4's 7-day retry window
+        _sql(
+            url,
+            "INSERT INTO COMPLETED_COMPACTIONS (CC_ID, CC_DATABASE, CC_TABLE, CC_PARTITION, CC_STATE, CC_TYPE, "
+            "CC_START, CC_END" + (", CC_ENQUEUE_TIME" if hv == 4 else "") + ") VALUES (:i, 'default', 'sales', "
+            "'ds=2026-01-01', 'f', 'a', 1, 2" + (", :e" if hv == 4 else "") + ")",
+            i=cc_id,
+            e=10**13,
+        )  # enqueued "in the future": inside Hive 4's 7-day retry window
     r = cli("-o", "json", "--metastore", url, "initiator", "--once")
     doc = json.loads(r.stdout)
     (rec,) = [c for c in doc["checked"] if c["partition"] == "ds=2026-01-01"]

@@ -21,13 +21,17 @@ def _events(path: Path) -> list[tuple]:
 
 
 def _history() -> History:
-    return History(buckets=3, originals=[100, 101, 102, 103, 104], txns=[
-        Txn("committed", [Statement("insert", list(range(12)), [])]),
-        Txn("committed", [Statement("delete", [], [0, 4, 7, 9])]),
-        Txn("aborted", [Statement("delete", [], [1, 2, 3])]),
-        Txn("committed", [Statement("update", [50, 51, 52], [3, 5]), Statement("delete", [], [2])]),
-        Txn("committed", [Statement("insert", [60, 61], [])]),
-    ])
+    return History(
+        buckets=3,
+        originals=[100, 101, 102, 103, 104],
+        txns=[
+            Txn("committed", [Statement("insert", list(range(12)), [])]),
+            Txn("committed", [Statement("delete", [], [0, 4, 7, 9])]),
+            Txn("aborted", [Statement("delete", [], [1, 2, 3])]),
+            Txn("committed", [Statement("update", [50, 51, 52], [3, 5]), Statement("delete", [], [2])]),
+            Txn("committed", [Statement("insert", [60, 61], [])]),
+        ],
+    )
 
 
 def test_delete_events_land_in_their_target_bucket(tmp_path, spark):
@@ -53,7 +57,7 @@ def test_delete_events_land_in_their_target_bucket(tmp_path, spark):
         assert evs == sorted(evs, key=lambda e: (e[1], e[2], e[3]))
         for op, ot, bk, rid, ct in evs:
             assert op == 2 and bucketcodec.decode(bk).bucket_id == n
-            assert ct in (2, 4)   # deleting write ids kept (currentTransaction preserved)
+            assert ct in (2, 4)  # deleting write ids kept (currentTransaction preserved)
         got |= set(evs)
     assert got == want
     # no aborted insert events either: write 3 only deleted, and its deletes are gone

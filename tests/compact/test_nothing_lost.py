@@ -15,8 +15,10 @@ from pathlib import Path
 from tests.acidfiles import B0, acid_file
 from tests.compact.helpers import ALL, merged
 
-ROW = "struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,currentTransaction:bigint," \
-      "row:struct<id:int,name:string>>"
+ROW = (
+    "struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,currentTransaction:bigint,"
+    "row:struct<id:int,name:string>>"
+)
 
 
 def _tree(root: Path) -> dict[str, bytes]:
@@ -24,18 +26,30 @@ def _tree(root: Path) -> dict[str, bytes]:
 
 
 def _delta(root: Path, lo: int, hi: int, name: str = "bucket_00000", n: int = 3, start: int = 0) -> Path:
-    return acid_file(root / f"delta_{lo:07d}_{hi:07d}" / name, ROW,
-                     [(0, w, B0, start + i, w, (start + i, f"r{start + i}")) for i, w in
-                      enumerate([lo + (i % (hi - lo + 1)) for i in range(n)])])
+    return acid_file(
+        root / f"delta_{lo:07d}_{hi:07d}" / name,
+        ROW,
+        [
+            (0, w, B0, start + i, w, (start + i, f"r{start + i}"))
+            for i, w in enumerate([lo + (i % (hi - lo + 1)) for i in range(n)])
+        ],
+    )
 
 
 def _impala_streaming_table(tmp_path: Path) -> Path:
     """Impala's test layout: a Hive Streaming file kept under its own name in a delta (4 rows),
     next to an ordinary delta."""
     t = tmp_path / "t"
-    acid_file(t / "delta_0000001_0000002" / "streaming.orc", ROW,
-              [(0, 1, B0, 0, 1, (1, "a")), (0, 1, B0, 1, 1, (2, "b")), (0, 2, B0, 0, 2, (3, "c")),
-               (0, 2, B0, 1, 2, (4, "d"))])
+    acid_file(
+        t / "delta_0000001_0000002" / "streaming.orc",
+        ROW,
+        [
+            (0, 1, B0, 0, 1, (1, "a")),
+            (0, 1, B0, 1, 1, (2, "b")),
+            (0, 2, B0, 0, 2, (3, "c")),
+            (0, 2, B0, 1, 2, (4, "d")),
+        ],
+    )
     _delta(t, 3, 3)
     return t
 
@@ -61,8 +75,18 @@ def test_unread_streaming_file_refuses_minor(tmp_path, cli):
 
 def test_skip_unreadable_files_lists_them_and_clean_keeps_their_directory(tmp_path, cli):
     t = _impala_streaming_table(tmp_path)
-    r = cli("-o", "json", "compact", "--major", "--engine", "local", "--skip-unreadable-files",
-            "--write-ids", f"db.t:3:{ALL}::", t)
+    r = cli(
+        "-o",
+        "json",
+        "compact",
+        "--major",
+        "--engine",
+        "local",
+        "--skip-unreadable-files",
+        "--write-ids",
+        f"db.t:3:{ALL}::",
+        t,
+    )
     assert r.code == 0, r
     doc = json.loads(r.stdout)
     p = doc["partitions"][0]
@@ -83,7 +107,10 @@ def test_nested_file_in_a_delta_is_not_made_obsolete_unread(tmp_path, cli):
     _delta(t, 1, 1)
     _delta(t, 2, 2)
     os.makedirs(t / "delta_0000002_0000002" / "HIVE_UNION_SUBDIR_1")
-    shutil.copy(t / "delta_0000002_0000002" / "bucket_00000", t / "delta_0000002_0000002" / "HIVE_UNION_SUBDIR_1" / "bucket_00000")
+    shutil.copy(
+        t / "delta_0000002_0000002" / "bucket_00000",
+        t / "delta_0000002_0000002" / "HIVE_UNION_SUBDIR_1" / "bucket_00000",
+    )
     r = cli("compact", "--major", "--engine", "local", "--write-ids", f"db.t:2:{ALL}::", t)
     assert r.code == 6 and "HIVE_UNION_SUBDIR_1/bucket_00000" in r.stderr, r
     assert not list(t.glob("base_*"))
@@ -132,21 +159,23 @@ def test_assumed_snapshot_never_drives_a_write(tmp_path, cli):
     t = tmp_path / "t"
     _delta(t, 1, 1)
     _delta(t, 2, 2)
-    _delta(t, 3, 3)        # say 2 is aborted and 3 is open: --assume-committed cannot know
+    _delta(t, 3, 3)  # say 2 is aborted and 3 is open: --assume-committed cannot know
     before = _tree(t)
     r = cli("compact", "--major", "--engine", "local", "--assume-committed", t)
     assert r.code == 2 and "assumed snapshot" in r.stderr, r
     assert _tree(t) == before
     c = cli("clean", "--execute", "--assume-committed", t)
     assert c.code == 2 and "assumed snapshot" in c.stderr, c
-    assert cli("clean", "--assume-committed", t).code == 0          # the dry run only reads
+    assert cli("clean", "--assume-committed", t).code == 0  # the dry run only reads
     q = cli("-o", "json", "compact", "--major", "--engine", "local", "--assume-committed", "--table-is-quiescent", t)
     assert q.code == 0, q
     doc = json.loads(q.stdout)
     assert doc["assumed_quiescent"] is True and doc["snapshot_source"] == "--assume-committed"
     assert any("--table-is-quiescent" in n for n in doc["notes"])
-    assert cli("compact", "--major", "--engine", "local", "--table-is-quiescent", "--write-ids",
-               f"db.t:3:{ALL}::", t).code == 2
+    assert (
+        cli("compact", "--major", "--engine", "local", "--table-is-quiescent", "--write-ids", f"db.t:3:{ALL}::", t).code
+        == 2
+    )
 
 
 def test_clean_keeps_directories_whose_covering_output_is_unreadable(tmp_path, cli):

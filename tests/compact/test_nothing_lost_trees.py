@@ -27,36 +27,64 @@ from acidctl.errors import AcidctlError
 from tests.acidfiles import B0, acid_file
 from tests.compact.helpers import compact, merged
 
-ROW = "struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,currentTransaction:bigint," \
-      "row:struct<id:int,name:string>>"
+ROW = (
+    "struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,currentTransaction:bigint,"
+    "row:struct<id:int,name:string>>"
+)
 B1 = B0 | 1 << 16
 _counter = itertools.count()
 
 
 @st.composite
 def trees(draw):
-    n = draw(st.integers(1, 5))                               # write ids 1..n, one delta each
+    n = draw(st.integers(1, 5))  # write ids 1..n, one delta each
     deltas = []
     for w in range(1, n + 1):
         buckets = draw(st.lists(st.sampled_from([0, 1]), min_size=1, max_size=2, unique=True))
         rows = draw(st.integers(1, 4))
         deletes = draw(st.lists(st.integers(1, w), max_size=2)) if w > 1 else []
         deltas.append((w, sorted(buckets), rows, sorted(set(deletes))))
-    extras = draw(st.lists(st.sampled_from(
-        ["unknown-in-delta", "empty-in-delta", "hidden-in-delta", "truncated-bucket", "stray-dir",
-         "root-acid-file", "nested-in-delta", "unknown-in-delete-delta"]), min_size=draw(st.integers(0, 1)),
-        max_size=3, unique=True))
+    extras = draw(
+        st.lists(
+            st.sampled_from(
+                [
+                    "unknown-in-delta",
+                    "empty-in-delta",
+                    "hidden-in-delta",
+                    "truncated-bucket",
+                    "stray-dir",
+                    "root-acid-file",
+                    "nested-in-delta",
+                    "unknown-in-delete-delta",
+                ]
+            ),
+            min_size=draw(st.integers(0, 1)),
+            max_size=3,
+            unique=True,
+        )
+    )
     # mostly snapshots that let something compact; sometimes a low watermark, open or aborted ids
     hwm = draw(st.one_of(st.integers(n, n + 1), st.integers(n, n + 1), st.integers(0, n)))
     ids = list(range(1, min(hwm, n) + 1))
     open_ = draw(st.lists(st.sampled_from(ids), max_size=1, unique=True)) if ids and draw(st.booleans()) else []
-    aborted = draw(st.lists(st.sampled_from([i for i in ids if i not in open_]), max_size=2, unique=True)) \
-        if len(ids) > len(open_) and draw(st.booleans()) else []
-    assumed = draw(st.booleans()) and draw(st.booleans())      # ~1 in 4
+    aborted = (
+        draw(st.lists(st.sampled_from([i for i in ids if i not in open_]), max_size=2, unique=True))
+        if len(ids) > len(open_) and draw(st.booleans())
+        else []
+    )
+    assumed = draw(st.booleans()) and draw(st.booleans())  # ~1 in 4
     mode = draw(st.sampled_from(["major", "minor"]))
-    where = draw(st.integers(1, n))                             # which delta gets the extras
-    return {"deltas": deltas, "extras": extras, "hwm": hwm, "open": sorted(open_), "aborted": sorted(aborted),
-            "assumed": assumed, "mode": mode, "where": where}
+    where = draw(st.integers(1, n))  # which delta gets the extras
+    return {
+        "deltas": deltas,
+        "extras": extras,
+        "hwm": hwm,
+        "open": sorted(open_),
+        "aborted": sorted(aborted),
+        "assumed": assumed,
+        "mode": mode,
+        "where": where,
+    }
 
 
 def _build(root: Path, spec: dict) -> None:
@@ -64,14 +92,20 @@ def _build(root: Path, spec: dict) -> None:
         d = root / f"delta_{w:07d}_{w:07d}_0000"
         for b in buckets:
             bp = B0 if b == 0 else B1
-            acid_file(d / f"bucket_{b:05d}", ROW, [(0, w, bp, r, w, (w * 100 + b * 10 + r, f"w{w}b{b}r{r}"))
-                                                   for r in range(rows)])
+            acid_file(
+                d / f"bucket_{b:05d}",
+                ROW,
+                [(0, w, bp, r, w, (w * 100 + b * 10 + r, f"w{w}b{b}r{r}")) for r in range(rows)],
+            )
         if deletes:
             # delete row 0 of bucket 0 of each earlier write id (if it wrote bucket 0)
             targets = [t for t in deletes if 0 in spec["deltas"][t - 1][1] and t != w]
             if targets:
-                acid_file(root / f"delete_delta_{w:07d}_{w:07d}_0000" / "bucket_00000", ROW,
-                          [(2, t, B0, 0, w, None) for t in targets])
+                acid_file(
+                    root / f"delete_delta_{w:07d}_{w:07d}_0000" / "bucket_00000",
+                    ROW,
+                    [(2, t, B0, 0, w, None) for t in targets],
+                )
     w = spec["where"]
     d = root / f"delta_{w:07d}_{w:07d}_0000"
     some_bucket = next(d.glob("bucket_*"))
@@ -116,11 +150,12 @@ def _impala_only(root: Path) -> dict[str, bytes]:
         if not p.is_file() or p.stat().st_size == 0 or any(x.startswith(("_", ".")) for x in rel):
             continue
         if len(rel) == 1 or rel[0].startswith("base_"):
-            continue                                            # originals / raw base files: read
+            continue  # originals / raw base files: read
         nested = len(rel) > 2
         leaf = rel[-1]
-        readable = not nested and (BucketFile.parse(leaf) is not None or
-                                   (rel[0].startswith("delta_") and OriginalFile.parse(leaf) is not None))
+        readable = not nested and (
+            BucketFile.parse(leaf) is not None or (rel[0].startswith("delta_") and OriginalFile.parse(leaf) is not None)
+        )
         if not readable:
             out[str(p.relative_to(root))] = p.read_bytes()
     return out
@@ -203,8 +238,9 @@ def _check(tmp: Path, spec: dict, *, spark=None) -> None:
         assert now.get(rel) == data, f"{rel} (read by Impala, not by Hive) was lost: {spec}"
 
 
-_SETTINGS = dict(deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                        HealthCheck.too_slow])
+_SETTINGS = dict(
+    deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 
 
 @settings(max_examples=120, **_SETTINGS)

@@ -21,9 +21,14 @@ def _plan(*kinds):
     return PartitionPlan(None, "/t", "/t", "minor", "compact", "", outputs=outs)
 
 
-@pytest.mark.parametrize("url,atomic", [
-    ("/tmp/x", True), ("file:///tmp/x", True), ("memory://b/t", False),
-])
+@pytest.mark.parametrize(
+    "url,atomic",
+    [
+        ("/tmp/x", True),
+        ("file:///tmp/x", True),
+        ("memory://b/t", False),
+    ],
+)
 def test_atomic_rename_by_store(url, atomic):
     assert TableFS(url).atomic_rename is atomic
 
@@ -40,11 +45,18 @@ def test_safety_rules():
     assert safety(s3, _plan("delta", "delete_delta"), hidden_until_commit=True) == (HIDDEN, None)
 
 
-@pytest.mark.parametrize("master,loopback", [
-    ("spark://127.0.0.1:7077", True), ("spark://localhost:7077", True),
-    ("spark://127.0.0.1:7077,127.0.0.2:7077", True), ("spark://m:7077", False),
-    ("spark://127.0.0.1:7077,m2:7077", False), ("yarn", False), ("local[*]", False),
-])
+@pytest.mark.parametrize(
+    "master,loopback",
+    [
+        ("spark://127.0.0.1:7077", True),
+        ("spark://localhost:7077", True),
+        ("spark://127.0.0.1:7077,127.0.0.2:7077", True),
+        ("spark://m:7077", False),
+        ("spark://127.0.0.1:7077,m2:7077", False),
+        ("yarn", False),
+        ("local[*]", False),
+    ],
+)
 def test_loopback_masters(master, loopback):
     assert _loopback_master(master) is loopback
     conf = session_conf(master)

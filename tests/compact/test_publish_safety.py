@@ -34,7 +34,7 @@ def test_hive3_minor_with_deletes_is_refused_by_default(tmp_path, cli):
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert "cannot be published atomically" in lines[0] and "2 renames" in lines[0]
     assert "--allow-non-atomic-publish" in r.stderr and "Traceback" not in r.stderr
-    assert _tree(root) == before_tree          # nothing written: no staging, no lock, no output
+    assert _tree(root) == before_tree  # nothing written: no staging, no lock, no output
     assert merged(root, wl) == before
     # JSON mode: the error as a JSON object, same exit code
     r = cli("-o", "json", "compact", "--minor", "--engine", "local", "--write-ids", wl, root)
@@ -45,8 +45,9 @@ def test_allowed_non_atomic_publish_reports_it(tmp_path, cli):
     wh, wids = demo_warehouse(tmp_path)
     root, wl = wh / "employee", wids["employee"]
     before = merged(root, wl)
-    r = cli("-o", "json", "compact", "--minor", "--allow-non-atomic-publish", "--engine", "local",
-            "--write-ids", wl, root)
+    r = cli(
+        "-o", "json", "compact", "--minor", "--allow-non-atomic-publish", "--engine", "local", "--write-ids", wl, root
+    )
     assert r.code == 0, r
     doc = json.loads(r.stdout)
     p = doc["partitions"][0]
@@ -105,8 +106,13 @@ def _memory_merged(tfs, wl) -> list:
     for lst in list_table(tfs):
         st = get_acid_state(lst, wl, hive_version=3).require_snapshot()
         for _, tab in read_partition(tfs, lst, st):
-            rows += list(zip(tab.column("originalTransaction").to_pylist(), tab.column("rowId").to_pylist(),
-                             tab.column("row").to_pylist()))
+            rows += list(
+                zip(
+                    tab.column("originalTransaction").to_pylist(),
+                    tab.column("rowId").to_pylist(),
+                    tab.column("row").to_pylist(),
+                )
+            )
     return sorted(rows, key=lambda r: (r[0], r[1]))
 
 
@@ -119,14 +125,13 @@ def test_interrupted_copy_publication_is_finished_by_recover(tmp_path):
     before = _memory_merged(tfs, wl)
     saved = {}
 
-    def keep_staging(plans):     # copy of the verified staging area, to rebuild the crash state
+    def keep_staging(plans):  # copy of the verified staging area, to rebuild the crash state
         st = plans[0].staging
         for e in tfs.fs.find(st):
             saved[e] = tfs.fs.cat_file(e)
 
     with faults.hooks({"before-publish": keep_staging}):
-        rep = compact_table(tfs, CompactOptions(mode="major", reader=wl, engine="local",
-                                                allow_non_atomic_publish=True))
+        rep = compact_table(tfs, CompactOptions(mode="major", reader=wl, engine="local", allow_non_atomic_publish=True))
     base = tfs.join(tfs.root, rep["partitions"][0]["output_dirs"][0])
     # the state a crash during the copy leaves: manifest says publishing, target half copied
     for path, data in saved.items():

@@ -22,7 +22,7 @@ from acidctl.orc.reader import OrcFile
 from tests.compact.helpers import compact, fixture_tables, merged, state_errors
 from tests.histories import V1, _write_acid, histories
 
-P0 = V1 | 0   # bucket 0, statement 0
+P0 = V1 | 0  # bucket 0, statement 0
 METRICS = ("rows_in", "delete_events_in", "rows_out", "delete_events_out", "deletes_applied", "aborted_dropped")
 
 
@@ -35,7 +35,7 @@ class _Paths:
 
         def run(t):
             out = task_mod._run_whole(t) if force_whole else real(t)
-            self.taken.append(out["path"])   # the task's metrics say which path ran
+            self.taken.append(out["path"])  # the task's metrics say which path ran
             return out
 
         monkeypatch.setattr(task_mod, "_run", run)
@@ -77,6 +77,7 @@ def _assert_same_outputs(a: Path, b: Path):
 
 # -- (a) which path ----------------------------------------------------------------------------
 
+
 def _events(ot, rids, ct=None, op=0, bucket=P0):
     return [(op, ot, bucket, r, ct if ct is not None else ot, (int(r), f"r{r}")) for r in rids]
 
@@ -85,8 +86,9 @@ def _ordinary(root: Path) -> Path:
     _write_acid(root / "base_0000001" / "bucket_00000", _events(1, range(10)))
     _write_acid(root / "delta_0000002_0000002_0000" / "bucket_00000", _events(2, range(5)))
     _write_acid(root / "delta_0000003_0000003_0000" / "bucket_00000", _events(3, range(3)))
-    _write_acid(root / "delete_delta_0000004_0000004_0000" / "bucket_00000",
-                [(2, 1, P0, 4, 4, None), (2, 2, P0, 1, 4, None)])
+    _write_acid(
+        root / "delete_delta_0000004_0000004_0000" / "bucket_00000", [(2, 1, P0, 4, 4, None), (2, 2, P0, 1, 4, None)]
+    )
     return root
 
 
@@ -104,20 +106,24 @@ def _unsorted_inside(root: Path) -> Path:
     d.mkdir(parents=True)
     (d / "_orc_acid_version").write_bytes(b"2")
     ev = _events(2, [0, 7, 3, 9])
-    t = pa.table({"operation": pa.array([e[0] for e in ev], pa.int32()),
-                  "originalTransaction": pa.array([e[1] for e in ev], pa.int64()),
-                  "bucket": pa.array([e[2] for e in ev], pa.int32()),
-                  "rowId": pa.array([e[3] for e in ev], pa.int64()),
-                  "currentTransaction": pa.array([e[4] for e in ev], pa.int64()),
-                  "row": pa.StructArray.from_arrays([pa.array([e[5][0] for e in ev], pa.int32()),
-                                                     pa.array([e[5][1] for e in ev])], ["id", "name"])})
+    t = pa.table(
+        {
+            "operation": pa.array([e[0] for e in ev], pa.int32()),
+            "originalTransaction": pa.array([e[1] for e in ev], pa.int64()),
+            "bucket": pa.array([e[2] for e in ev], pa.int32()),
+            "rowId": pa.array([e[3] for e in ev], pa.int64()),
+            "currentTransaction": pa.array([e[4] for e in ev], pa.int64()),
+            "row": pa.StructArray.from_arrays(
+                [pa.array([e[5][0] for e in ev], pa.int32()), pa.array([e[5][1] for e in ev])], ["id", "name"]
+            ),
+        }
+    )
     po.write_table(t, str(d / "bucket_00000"))
     return root
 
 
 @pytest.mark.parametrize("mode", ["major", "minor"])
-@pytest.mark.parametrize("build,expect", [(_ordinary, "stream"), (_overlapping, "whole"),
-                                          (_unsorted_inside, "whole")])
+@pytest.mark.parametrize("build,expect", [(_ordinary, "stream"), (_overlapping, "whole"), (_unsorted_inside, "whole")])
 def test_path_taken_and_same_result(tmp_path, monkeypatch, mode, build, expect):
     wids = "db.t:4:9223372036854775807::"
     roots = {}
@@ -147,8 +153,7 @@ def test_original_files_stream_with_synthetic_ids(tmp_path, monkeypatch):
         return root
 
     roots = {}
-    taken, ra, rb = _both(monkeypatch, lambda n: roots.setdefault(n, raw(tmp_path / n)), "major", wids,
-                          engine="local")
+    taken, ra, rb = _both(monkeypatch, lambda n: roots.setdefault(n, raw(tmp_path / n)), "major", wids, engine="local")
     assert taken == ["stream"]
     _assert_same_outputs(roots["a"], roots["b"])
     # synthetic ids: write id 0, bucket 0, rows 0..4 in file order (orc-acid-files.md: originals)
@@ -166,8 +171,10 @@ def test_original_files_stream_with_synthetic_ids(tmp_path, monkeypatch):
 
 # -- (b) random histories and fixture tables ---------------------------------------------------
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                HealthCheck.function_scoped_fixture])
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(h=histories)
 def test_random_histories_same_as_whole_bucket(monkeypatch, h):
     with tempfile.TemporaryDirectory() as d:
@@ -218,18 +225,30 @@ def test_fixture_tables_same_as_whole_bucket(tmp_path, monkeypatch, mode):
 
 # -- (c) multi-stripe input and output -------------------------------------------------------
 
+
 def _big(root: Path, n: int, stripe: int) -> Path:
     rng = np.random.default_rng(7)
 
     def table(ot, rids, ct, op=0, rows=True):
         m = len(rids)
-        row = pa.StructArray.from_arrays(
-            [pa.array(rids.astype(np.int32)), pa.array([f"name-{i}-{'x' * (i % 17)}" for i in rids.tolist()])],
-            ["id", "name"]) if rows else pa.array([None] * m, pa.struct([("id", pa.int32()), ("name", pa.string())]))
-        return pa.table({"operation": pa.array(np.full(m, op, np.int32)),
-                         "originalTransaction": pa.array(np.full(m, ot, np.int64)),
-                         "bucket": pa.array(np.full(m, P0, np.int32)), "rowId": pa.array(rids.astype(np.int64)),
-                         "currentTransaction": pa.array(np.full(m, ct, np.int64)), "row": row})
+        row = (
+            pa.StructArray.from_arrays(
+                [pa.array(rids.astype(np.int32)), pa.array([f"name-{i}-{'x' * (i % 17)}" for i in rids.tolist()])],
+                ["id", "name"],
+            )
+            if rows
+            else pa.array([None] * m, pa.struct([("id", pa.int32()), ("name", pa.string())]))
+        )
+        return pa.table(
+            {
+                "operation": pa.array(np.full(m, op, np.int32)),
+                "originalTransaction": pa.array(np.full(m, ot, np.int64)),
+                "bucket": pa.array(np.full(m, P0, np.int32)),
+                "rowId": pa.array(rids.astype(np.int64)),
+                "currentTransaction": pa.array(np.full(m, ct, np.int64)),
+                "row": row,
+            }
+        )
 
     def put(rel, t):
         p = root / rel / "bucket_00000"
@@ -239,7 +258,7 @@ def _big(root: Path, n: int, stripe: int) -> Path:
 
     put("base_0000001", table(1, np.arange(n), 1))
     put("delta_0000002_0000002_0000", table(2, np.arange(n // 2), 2))
-    put("delta_0000003_0000003_0000", table(3, np.arange(n // 4), 3))   # aborted below
+    put("delta_0000003_0000003_0000", table(3, np.arange(n // 4), 3))  # aborted below
     dels = np.sort(rng.choice(n, size=n // 50, replace=False))
     put("delete_delta_0000004_0000004_0000", table(1, dels, 4, op=2, rows=False))
     return root
@@ -264,8 +283,11 @@ def test_multi_stripe_streams_and_key_index_matches(tmp_path, monkeypatch, mode)
     assert _metrics(ra) == _metrics(rb)
     _assert_same_outputs(roots["a"], roots["b"])
     assert merged(roots["a"], wids) == merged(roots["b"], wids) == merged(roots["probe"], wids)
-    outs = [p for p in roots["a"].rglob("bucket_00000")
-            if p.parent.name in ("base_0000004", "delta_0000002_0000004", "delete_delta_0000002_0000004")]
+    outs = [
+        p
+        for p in roots["a"].rglob("bucket_00000")
+        if p.parent.name in ("base_0000004", "delta_0000002_0000004", "delete_delta_0000002_0000004")
+    ]
     assert len(outs) == (1 if mode == "major" else 2), sorted(str(p) for p in roots["a"].rglob("bucket_*"))
     for p in outs:
         tail = footer.read_tail_file(str(p))
@@ -280,17 +302,26 @@ def test_multi_stripe_streams_and_key_index_matches(tmp_path, monkeypatch, mode)
             assert f.user_metadata["hive.acid.key.index"].decode() == "".join(lasts)
             ev = read_events(TableFS(str(p.parent)), Source(str(p), 0))
             ops = ev.column("operation").to_numpy()
-            assert f.user_metadata["hive.acid.stats"].decode() == \
-                f"{(ops == 0).sum()},{(ops == 1).sum()},{(ops == 2).sum()}"
+            assert (
+                f.user_metadata["hive.acid.stats"].decode()
+                == f"{(ops == 0).sum()},{(ops == 1).sum()},{(ops == 2).sum()}"
+            )
 
 
 def test_streaming_writer_equals_encode(tmp_path):
     n = 50_000
-    t = pa.table({"operation": pa.array(np.zeros(n, np.int32)), "originalTransaction": pa.array(np.ones(n, np.int64)),
-                  "bucket": pa.array(np.full(n, P0, np.int32)), "rowId": pa.array(np.arange(n)),
-                  "currentTransaction": pa.array(np.ones(n, np.int64)),
-                  "row": pa.StructArray.from_arrays([pa.array(np.arange(n)),
-                                                     pa.array(np.random.default_rng(1).random(n))], ["id", "x"])})
+    t = pa.table(
+        {
+            "operation": pa.array(np.zeros(n, np.int32)),
+            "originalTransaction": pa.array(np.ones(n, np.int64)),
+            "bucket": pa.array(np.full(n, P0, np.int32)),
+            "rowId": pa.array(np.arange(n)),
+            "currentTransaction": pa.array(np.ones(n, np.int64)),
+            "row": pa.StructArray.from_arrays(
+                [pa.array(np.arange(n)), pa.array(np.random.default_rng(1).random(n))], ["id", "x"]
+            ),
+        }
+    )
     tfs = TableFS(str(tmp_path))
     path = str(tmp_path / "d" / "bucket_00000")
     with writer.AcidFileWriter(tfs, path, stripe_size=32 << 10) as w:

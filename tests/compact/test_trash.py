@@ -9,17 +9,25 @@ from tests.acidfiles import B0, acid_file
 from tests.compact.helpers import ALL, merged
 from tests.webhdfs_server import WebHDFS
 
-ROW = "struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,currentTransaction:bigint," \
-      "row:struct<id:int,name:string>>"
+ROW = (
+    "struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,currentTransaction:bigint,"
+    "row:struct<id:int,name:string>>"
+)
 SNAP = f"db.t:2:{ALL}::"
 
 
 def _compacted(root):
     for w in (1, 2):
-        acid_file(root / f"delta_{w:07d}_{w:07d}_0000" / "bucket_00000", ROW,
-                  [(0, w, B0, r, w, (w * 10 + r, f"w{w}")) for r in range(3)])
-    acid_file(root / "base_0000002" / "bucket_00000", ROW,
-              [(0, w, B0, r, w, (w * 10 + r, f"w{w}")) for w in (1, 2) for r in range(3)])
+        acid_file(
+            root / f"delta_{w:07d}_{w:07d}_0000" / "bucket_00000",
+            ROW,
+            [(0, w, B0, r, w, (w * 10 + r, f"w{w}")) for r in range(3)],
+        )
+    acid_file(
+        root / "base_0000002" / "bucket_00000",
+        ROW,
+        [(0, w, B0, r, w, (w * 10 + r, f"w{w}")) for w in (1, 2) for r in range(3)],
+    )
     (root / "base_0000002" / "_metadata_acid").write_bytes(b'{"thisFileVersion":"0","dataFormat":"compacted"}')
     (root / "base_0000002" / "_orc_acid_version").write_bytes(b"2")
     return root
@@ -33,8 +41,10 @@ def test_trash_moves_with_the_full_path_and_never_overwrites(tmp_path, cli):
     dry = cli("-o", "json", "clean", "--min-age", "0", "--trash", trash, "--write-ids", SNAP, t)
     assert dry.code == 0, dry
     doc = json.loads(dry.stdout)
-    assert {i["path"].rsplit("/", 1)[-1] for i in doc["items"] if i["action"] == "move to trash"} == \
-        {"delta_0000001_0000001_0000", "delta_0000002_0000002_0000"}
+    assert {i["path"].rsplit("/", 1)[-1] for i in doc["items"] if i["action"] == "move to trash"} == {
+        "delta_0000001_0000001_0000",
+        "delta_0000002_0000002_0000",
+    }
     assert doc["summary"]["bytes_by_kind"]["delta"] == sum(i["bytes"] for i in doc["items"])
     assert not trash.exists()
     r = cli("-o", "json", "clean", "--execute", "--min-age", "0", "--trash", trash, "--write-ids", SNAP, t)

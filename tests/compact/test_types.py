@@ -25,32 +25,48 @@ from acidctl.orc.acidfile import acid_type_string
 from tests.acidfiles import acid_file
 from tests.compact.helpers import ALL, compact, merged, state_errors
 
-B0 = 536870912                 # BucketCodec V1: bucket 0, statement 0
-B1 = B0 | 1 << 16              # bucket 1
+B0 = 536870912  # BucketCodec V1: bucket 0, statement 0
+B1 = B0 | 1 << 16  # bucket 1
 SNAP = f"db.t:3:{ALL}::"
 ROW = "struct<id:int,c:char(5),v:varchar(10),s:string,d:decimal(10,2),dt:date,ts:timestamp>"
 ACID = acid_type_string(ROW)
 CHARS = ["ab", "abcde", "", "é", None, "x y"]
-PADDED = {"ab   ", "abcde", "     ", "é    ", "x y  "}   # as ORC writers store them
+PADDED = {"ab   ", "abcde", "     ", "é    ", "x y  "}  # as ORC writers store them
 
 
 def _row(i: int) -> tuple:
-    return (i, CHARS[i % len(CHARS)], "v" * (i % 11), None if i % 4 == 3 else f"s{i} ",
-            decimal.Decimal(i * 101) / 100, datetime.date(2020, 1, 1) + datetime.timedelta(days=i),
-            datetime.datetime(2021, 3, 4, 5, 6, i % 60, 123456 * (i % 3), tzinfo=datetime.timezone.utc))
+    return (
+        i,
+        CHARS[i % len(CHARS)],
+        "v" * (i % 11),
+        None if i % 4 == 3 else f"s{i} ",
+        decimal.Decimal(i * 101) / 100,
+        datetime.date(2020, 1, 1) + datetime.timedelta(days=i),
+        datetime.datetime(2021, 3, 4, 5, 6, i % 60, 123456 * (i % 3), tzinfo=datetime.timezone.utc),
+    )
 
 
 def _table(root: Path, orc_type: str = ACID, row=_row) -> Path:
     """Two insert deltas over buckets 0 and 1 and a delete delta (delete events carry the full
     row type with a null row, as Hive writes them)."""
-    acid_file(root / "delta_0000001_0000001_0000" / "bucket_00000", orc_type,
-              [(0, 1, B0, r, 1, row(r)) for r in range(8)])
-    acid_file(root / "delta_0000002_0000002_0000" / "bucket_00000", orc_type,
-              [(0, 2, B0, r, 2, row(10 + r)) for r in range(5)])
-    acid_file(root / "delta_0000002_0000002_0000" / "bucket_00001", orc_type,
-              [(0, 2, B1, r, 2, row(20 + r)) for r in range(4)])
-    acid_file(root / "delete_delta_0000003_0000003_0000" / "bucket_00000", orc_type,
-              [(2, 1, B0, 1, 3, None), (2, 1, B0, 4, 3, None), (2, 2, B0, 0, 3, None)])
+    acid_file(
+        root / "delta_0000001_0000001_0000" / "bucket_00000", orc_type, [(0, 1, B0, r, 1, row(r)) for r in range(8)]
+    )
+    acid_file(
+        root / "delta_0000002_0000002_0000" / "bucket_00000",
+        orc_type,
+        [(0, 2, B0, r, 2, row(10 + r)) for r in range(5)],
+    )
+    acid_file(
+        root / "delta_0000002_0000002_0000" / "bucket_00001",
+        orc_type,
+        [(0, 2, B1, r, 2, row(20 + r)) for r in range(4)],
+    )
+    acid_file(
+        root / "delete_delta_0000003_0000003_0000" / "bucket_00000",
+        orc_type,
+        [(2, 1, B0, 1, 3, None), (2, 1, B0, 4, 3, None), (2, 2, B0, 0, 3, None)],
+    )
     return root
 
 
@@ -85,7 +101,7 @@ def _force(monkeypatch, path: str) -> list:
 
     def run(t):
         out = task_mod._run_whole(t) if path == "whole" else real(t)
-        taken.append(out["path"])   # the task's metrics say which path ran
+        taken.append(out["path"])  # the task's metrics say which path ran
         return out
 
     monkeypatch.setattr(task_mod, "_run", run)
@@ -113,7 +129,7 @@ def _check_outputs(root: Path, mode: str, want_schema: str, inputs: dict) -> dic
             if f.parent.name.startswith("delete_"):
                 assert row is None
             else:
-                assert row == inputs[key]     # byte for byte, char padding included
+                assert row == inputs[key]  # byte for byte, char padding included
                 rows[key] = row
     assert rows
     return rows
@@ -148,8 +164,11 @@ def test_dump_meta_of_the_output(tmp_path, cli):
     """The command lines of the bug report: the output's Schema line names varchar(10)."""
     t = "struct<id:int,name:varchar(10)>"
     for w in (1, 2):
-        acid_file(tmp_path / "t" / f"delta_{w:07d}_{w:07d}_0000" / "bucket_00000", acid_type_string(t),
-                  [(0, w, B0, r, w, (r, f"n{r}")) for r in range(3)])
+        acid_file(
+            tmp_path / "t" / f"delta_{w:07d}_{w:07d}_0000" / "bucket_00000",
+            acid_type_string(t),
+            [(0, w, B0, r, w, (r, f"n{r}")) for r in range(3)],
+        )
     r = cli("compact", "--major", "--engine", "local", "--assume-committed", "--table-is-quiescent", tmp_path / "t")
     assert r.code == 0, r
     r = cli("dump", "--meta", tmp_path / "t" / "base_0000002" / "bucket_00000")
@@ -161,15 +180,20 @@ def test_dump_meta_of_the_output(tmp_path, cli):
 
 # -- types pyarrow's writer keeps by itself, and names from the data -------------------------
 
-OTHER_ROW = ("struct<id:int,u:uniontype<int,string>,tl:timestamp with local time zone,"
-             "l:array<varchar(3)>,m:map<char(2),varchar(4)>>")
+OTHER_ROW = (
+    "struct<id:int,u:uniontype<int,string>,tl:timestamp with local time zone,"
+    "l:array<varchar(3)>,m:map<char(2),varchar(4)>>"
+)
 
 
 def _other_row(i: int) -> tuple:
-    return (i, [i, f"u{i}", None][i % 3],
-            datetime.datetime(2022, 1, 1, 0, 0, i, tzinfo=datetime.timezone.utc),
-            None if i % 5 == 4 else ["a", "bc", "d" * (i % 4)][: i % 4],
-            {"k": "v" * (i % 5), f"{i % 10}": "w"})
+    return (
+        i,
+        [i, f"u{i}", None][i % 3],
+        datetime.datetime(2022, 1, 1, 0, 0, i, tzinfo=datetime.timezone.utc),
+        None if i % 5 == 4 else ["a", "bc", "d" * (i % 4)][: i % 4],
+        {"k": "v" * (i % 5), f"{i % 10}": "w"},
+    )
 
 
 @pytest.mark.parametrize("mode", ["major", "minor"])
@@ -179,7 +203,7 @@ def test_union_local_time_zone_and_nested_char(tmp_path, cli, mode):
     rows, dump, inputs = merged(root, SNAP), _dump_merged(cli, root), _inputs(root)
     compact(root, mode, SNAP, engine="local")
     out = _check_outputs(root, mode, orc_type, inputs)
-    assert {"k ", "0 "} <= {k for r in out.values() for k, _ in r["m"]}   # char(2) keys padded
+    assert {"k ", "0 "} <= {k for r in out.values() for k, _ in r["m"]}  # char(2) keys padded
     assert merged(root, SNAP) == rows and _dump_merged(cli, root) == dump
 
 
@@ -187,10 +211,12 @@ def test_row_names_come_from_the_data(tmp_path):
     """Metastore column names replace ``_colN``; kinds and lengths come from the input."""
     coln = acid_type_string("struct<_col0:int,_col1:char(3)>")
     for w in (1, 2):
-        acid_file(tmp_path / "t" / f"delta_{w:07d}_{w:07d}_0000" / "bucket_00000", coln,
-                  [(0, w, B0, r, w, (r, "a")) for r in range(3)])
-    compact(tmp_path / "t", "major", f"db.t:2:{ALL}::", engine="local", columns=["ID", "Flag"],
-            columns_coln_only=True)
+        acid_file(
+            tmp_path / "t" / f"delta_{w:07d}_{w:07d}_0000" / "bucket_00000",
+            coln,
+            [(0, w, B0, r, w, (r, "a")) for r in range(3)],
+        )
+    compact(tmp_path / "t", "major", f"db.t:2:{ALL}::", engine="local", columns=["ID", "Flag"], columns_coln_only=True)
     f = tmp_path / "t" / "base_0000002" / "bucket_00000"
     assert _schema(f) == acid_type_string("struct<id:int,flag:char(3)>")
     assert {r["flag"] for r in _stored(f).values()} == {"a  "}
@@ -212,10 +238,16 @@ def test_added_column_takes_the_newest_types(tmp_path):
     """ALTER TABLE ADD COLUMNS: the older file lacks the column (the task falls back to its
     whole-bucket path); the output has the table's current types, the old row a null there."""
     root = tmp_path / "t"
-    acid_file(root / "delta_0000001_0000001_0000" / "bucket_00000", acid_type_string("struct<id:int>"),
-              [(0, 1, B0, 0, 1, (1,))])
-    acid_file(root / "delta_0000002_0000002_0000" / "bucket_00000", acid_type_string("struct<id:int,c:char(3)>"),
-              [(0, 2, B0, 0, 2, (2, "a"))])
+    acid_file(
+        root / "delta_0000001_0000001_0000" / "bucket_00000",
+        acid_type_string("struct<id:int>"),
+        [(0, 1, B0, 0, 1, (1,))],
+    )
+    acid_file(
+        root / "delta_0000002_0000002_0000" / "bucket_00000",
+        acid_type_string("struct<id:int,c:char(3)>"),
+        [(0, 2, B0, 0, 2, (2, "a"))],
+    )
     compact(root, "major", f"db.t:2:{ALL}::", engine="local")
     f = root / "base_0000002" / "bucket_00000"
     assert _schema(f) == acid_type_string("struct<id:int,c:char(3)>")
@@ -224,13 +256,20 @@ def test_added_column_takes_the_newest_types(tmp_path):
 
 # -- refusals ---------------------------------------------------------------------------------
 
+
 def test_refuses_another_structure(tmp_path, cli):
     """The newest file's id is int, the merged data bigint (an older file's): no silent change."""
     root = tmp_path / "t"
-    acid_file(root / "delta_0000001_0000001_0000" / "bucket_00000", acid_type_string("struct<id:bigint,c:char(2)>"),
-              [(0, 1, B0, 0, 1, (1, "a"))])
-    acid_file(root / "delta_0000002_0000002_0000" / "bucket_00000", acid_type_string("struct<id:int,c:char(2)>"),
-              [(0, 2, B0, 0, 2, (2, "b"))])
+    acid_file(
+        root / "delta_0000001_0000001_0000" / "bucket_00000",
+        acid_type_string("struct<id:bigint,c:char(2)>"),
+        [(0, 1, B0, 0, 1, (1, "a"))],
+    )
+    acid_file(
+        root / "delta_0000002_0000002_0000" / "bucket_00000",
+        acid_type_string("struct<id:int,c:char(2)>"),
+        [(0, 2, B0, 0, 2, (2, "b"))],
+    )
     r = cli("compact", "--major", "--engine", "local", "--write-ids", f"db.t:2:{ALL}::", root)
     assert r.code == 7, r
     assert "cannot write column row.id as int: the data there is bigint" in r.stderr
@@ -241,10 +280,16 @@ def test_refuses_another_structure(tmp_path, cli):
 def test_refuses_values_longer_than_the_newest_type(tmp_path):
     """varchar(20) narrowed to varchar(10): a 15-character value is not written as varchar(10)."""
     root = tmp_path / "t"
-    acid_file(root / "delta_0000001_0000001_0000" / "bucket_00000", acid_type_string("struct<v:varchar(20)>"),
-              [(0, 1, B0, 0, 1, ("x" * 15,))])
-    acid_file(root / "delta_0000002_0000002_0000" / "bucket_00000", acid_type_string("struct<v:varchar(10)>"),
-              [(0, 2, B0, 0, 2, ("y",))])
+    acid_file(
+        root / "delta_0000001_0000001_0000" / "bucket_00000",
+        acid_type_string("struct<v:varchar(20)>"),
+        [(0, 1, B0, 0, 1, ("x" * 15,))],
+    )
+    acid_file(
+        root / "delta_0000002_0000002_0000" / "bucket_00000",
+        acid_type_string("struct<v:varchar(10)>"),
+        [(0, 2, B0, 0, 2, ("y",))],
+    )
     with pytest.raises(InvalidInputError, match=r"row\.v holds a value of 15 characters.*varchar\(10\)"):
         compact(root, "major", f"db.t:2:{ALL}::", engine="local")
     assert not list(root.glob("base_*"))

@@ -52,8 +52,12 @@ def _read_order(cli, url, table, partition=None):
 def _queue(url):
     eng = sa.create_engine(url)
     with eng.connect() as c:
-        rows = c.execute(sa.text("SELECT CQ_ID, CQ_PARTITION, CQ_STATE, CQ_TYPE, CQ_HIGHEST_WRITE_ID, CQ_WORKER_ID "
-                                 "FROM COMPACTION_QUEUE ORDER BY CQ_ID")).all()
+        rows = c.execute(
+            sa.text(
+                "SELECT CQ_ID, CQ_PARTITION, CQ_STATE, CQ_TYPE, CQ_HIGHEST_WRITE_ID, CQ_WORKER_ID "
+                "FROM COMPACTION_QUEUE ORDER BY CQ_ID"
+            )
+        ).all()
     eng.dispose()
     return [tuple(r) for r in rows]
 
@@ -79,7 +83,9 @@ def test_enqueue_then_worker_on_spark(tmp_path, cli, spark, hv):
     recs = w.run_cycle(ms, w.WorkerOptions(max=10, engine="spark"), table_fs=lambda u: TableFS(u), spark=spark)
     # both queued requests (the demo's id 2 and ours) ran in the one Spark application
     assert [(x["cq_id"], x["partition"], x["state"]) for x in recs] == [
-        (2, "ds=2025-12-31", "ready for cleaning"), (3, "ds=2026-01-01", "ready for cleaning")]
+        (2, "ds=2025-12-31", "ready for cleaning"),
+        (3, "ds=2026-01-01", "ready for cleaning"),
+    ]
     by_id = {x["cq_id"]: x for x in recs}
     base = "base_0000006" if hv == 3 else f"base_0000006_v{by_id[3]['txn_id']:07d}"
     assert by_id[3]["output_dirs"] == [base]
@@ -107,8 +113,12 @@ def test_end_to_end_enqueue_worker_clean(tmp_path, cli, spark, hv):
     before = _merged(cli, url, "default.employee")
     old_dirs = sorted(p.name for p in emp.iterdir() if p.name.startswith(("delta_", "delete_delta_")))
     assert cli("--metastore", url, "compact", "--enqueue", "default.employee", "--major").code == 0
-    recs = w.run_cycle(connect(url), w.WorkerOptions(max=10, engine="spark", db_glob="default"),
-                       table_fs=lambda u: TableFS(u), spark=spark)
+    recs = w.run_cycle(
+        connect(url),
+        w.WorkerOptions(max=10, engine="spark", db_glob="default"),
+        table_fs=lambda u: TableFS(u),
+        spark=spark,
+    )
     (rec,) = [x for x in recs if x["table"] == "default.employee"]
     assert rec["state"] == "ready for cleaning"
     # employee's writes 1..3 are all committed: the compactor hwm is 3
@@ -144,8 +154,7 @@ def test_hive4_output_invisible_until_the_compactor_txn_commits(tmp_path, cli, m
 
     def commit(ms, txn_id, **kw):
         # published and marked compacted, compactor txn still open: readers must not see it
-        seen["before"] = (_read_order(cli, url, "default.employee"), _merged(cli, url, "default.employee"),
-                          _queue(url))
+        seen["before"] = (_read_order(cli, url, "default.employee"), _merged(cli, url, "default.employee"), _queue(url))
         res = real_commit(ms, txn_id, **kw)
         seen["after"] = (_read_order(cli, url, "default.employee"), _merged(cli, url, "default.employee"))
         return res
@@ -160,15 +169,18 @@ def test_hive4_output_invisible_until_the_compactor_txn_commits(tmp_path, cli, m
     order, rows, q = seen["before"]
     assert order == before_order and rows == before_rows
     (row,) = [r for r in q if r[0] == emp["cq_id"]]
-    assert row[2] == "r"                       # markCompacted happens before the commit
+    assert row[2] == "r"  # markCompacted happens before the commit
     order, rows = seen["after"]
     assert order == [outs[1], outs[0]] and rows == before_rows
     eng = sa.create_engine(url)
     with eng.connect() as c:
         st, ty = c.execute(sa.text("SELECT TXN_STATE, TXN_TYPE FROM TXNS WHERE TXN_ID=:t"), {"t": txn}).one()
-        nxt, ctime = c.execute(sa.text("SELECT CQ_NEXT_TXN_ID, CQ_COMMIT_TIME FROM COMPACTION_QUEUE WHERE CQ_ID=:i"),
-                               {"i": emp["cq_id"]}).one()
-        ctc = c.execute(sa.text("SELECT COUNT(*) FROM COMPLETED_TXN_COMPONENTS WHERE CTC_TXNID=:t"), {"t": txn}).scalar()
+        nxt, ctime = c.execute(
+            sa.text("SELECT CQ_NEXT_TXN_ID, CQ_COMMIT_TIME FROM COMPACTION_QUEUE WHERE CQ_ID=:i"), {"i": emp["cq_id"]}
+        ).one()
+        ctc = c.execute(
+            sa.text("SELECT COUNT(*) FROM COMPLETED_TXN_COMPONENTS WHERE CTC_TXNID=:t"), {"t": txn}
+        ).scalar()
     eng.dispose()
     assert (st, ty) == ("c", 3) and nxt >= txn and ctime is not None and ctc == 0
 
@@ -183,20 +195,21 @@ def test_failure_marks_failed_and_aborts_the_compactor_txn(tmp_path, cli, monkey
 
     monkeypatch.setattr("acidctl.compact.publish.publish", boom)
     ms = connect(url)
-    recs = w.run_cycle(ms, w.WorkerOptions(max=10, engine="local", db_glob="default"),
-                       table_fs=lambda u: TableFS(u))
+    recs = w.run_cycle(ms, w.WorkerOptions(max=10, engine="local", db_glob="default"), table_fs=lambda u: TableFS(u))
     (emp,) = [x for x in recs if x["table"] == "default.employee"]
     assert emp["state"] == "failed" and "disk full" in emp["message"]
     eng = sa.create_engine(url)
     with eng.connect() as c:
-        cc = c.execute(sa.text("SELECT CC_STATE, CC_ERROR_MESSAGE, CC_TXN_ID FROM COMPLETED_COMPACTIONS WHERE CC_ID=:i"),
-                       {"i": emp["cq_id"]}).one()
+        cc = c.execute(
+            sa.text("SELECT CC_STATE, CC_ERROR_MESSAGE, CC_TXN_ID FROM COMPLETED_COMPACTIONS WHERE CC_ID=:i"),
+            {"i": emp["cq_id"]},
+        ).one()
         st, meta = c.execute(sa.text("SELECT TXN_STATE, TXN_META_INFO FROM TXNS WHERE TXN_ID=:t"), {"t": cc[2]}).one()
         comp = c.execute(sa.text("SELECT TC_OPERATION_TYPE FROM TXN_COMPONENTS WHERE TC_TXNID=:t"), {"t": cc[2]}).all()
     eng.dispose()
     assert cc[0] == "f" and "disk full" in cc[1]
     assert (st, meta) == ("a", "compaction transaction abort")
-    assert [tuple(x) for x in comp] == [("c",)]      # the aborted compactor's c row stays for the Cleaner
+    assert [tuple(x) for x in comp] == [("c",)]  # the aborted compactor's c row stays for the Cleaner
     # nothing of the failed run is visible
     assert not [p for p in (tmp_path / "demo" / "warehouse" / "employee").iterdir() if "_v" in p.name]
 
@@ -214,8 +227,9 @@ def test_stop_releases_claimed_requests(tmp_path, cli):
         done.append(rec)
         stop.set("SIGTERM received")
 
-    recs = w.run_cycle(ms, w.WorkerOptions(max=10, engine="local"), table_fs=lambda u: TableFS(u), stop=stop,
-                       on_request=after_first)
+    recs = w.run_cycle(
+        ms, w.WorkerOptions(max=10, engine="local"), table_fs=lambda u: TableFS(u), stop=stop, on_request=after_first
+    )
     assert [x["state"] for x in recs] == ["ready for cleaning", "released"]
     released = recs[1]["cq_id"]
     (row,) = [r for r in _queue(url) if r[0] == released]
@@ -256,9 +270,27 @@ def test_daemon_stops_gracefully_on_sigterm(tmp_path, cli):
     url = _url(tmp_path)
     root = Path(__file__).resolve().parents[2]
     env = dict(os.environ, PYTHONPATH=str(root))
-    p = subprocess.Popen([sys.executable, "-m", "acidctl", "-o", "json", "--metastore", url, "worker", "--daemon",
-                          "--engine", "local", "--poll", "0.2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         env=env, cwd=root)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "acidctl",
+            "-o",
+            "json",
+            "--metastore",
+            url,
+            "worker",
+            "--daemon",
+            "--engine",
+            "local",
+            "--poll",
+            "0.2",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=root,
+    )
     try:
         deadline = time.time() + 120
         while time.time() < deadline:
@@ -292,17 +324,29 @@ def test_read_only_compact_and_no_register(tmp_path, cli, hv):
     eng = sa.create_engine(url)
     with eng.connect() as c:
         t0 = c.execute(sa.text("SELECT COUNT(*) FROM TXNS")).scalar()
-    r = cli("--read-only", "-o", "json", "--metastore", url, "compact", "--major", "--engine", "local",
-            "default.employee")
+    r = cli(
+        "--read-only", "-o", "json", "--metastore", url, "compact", "--major", "--engine", "local", "default.employee"
+    )
     if hv == 3:
         assert r.code == 0, r
         assert any("not registered" in n for n in json.loads(r.stdout)["notes"])
     else:
         assert r.code == 6, r
         assert not [p for p in (tmp_path / "demo" / "warehouse" / "employee").iterdir() if p.name.startswith("base")]
-    vis = ["--visibility-txn", "3"] if hv == 4 else []     # Hive 4: a committed txn of the demo names the output
-    r = cli("-o", "json", "--metastore", url, "compact", "--major", "--engine", "local", "--no-register", *vis,
-            "default.sales")
+    vis = ["--visibility-txn", "3"] if hv == 4 else []  # Hive 4: a committed txn of the demo names the output
+    r = cli(
+        "-o",
+        "json",
+        "--metastore",
+        url,
+        "compact",
+        "--major",
+        "--engine",
+        "local",
+        "--no-register",
+        *vis,
+        "default.sales",
+    )
     assert r.code == 0, r
     with eng.connect() as c:
         assert c.execute(sa.text("SELECT COUNT(*) FROM TXNS")).scalar() == t0
@@ -310,8 +354,9 @@ def test_read_only_compact_and_no_register(tmp_path, cli, hv):
     assert _queue(url) == q0
     # --visibility-txn with registration on is a usage error (acidctl opens its own txn)
     if hv == 4:
-        r = cli("--metastore", url, "compact", "--minor", "--engine", "local", "--visibility-txn", "3",
-                "default.employee")
+        r = cli(
+            "--metastore", url, "compact", "--minor", "--engine", "local", "--visibility-txn", "3", "default.employee"
+        )
         assert r.code == 2
 
 
@@ -340,7 +385,7 @@ def test_nothing_to_compact(tmp_path, cli, hv):
 
     first = run_employee()
     assert first["state"] == "ready for cleaning" and first["output_dirs"]
-    second = run_employee()                      # obsolete deltas still on disk
+    second = run_employee()  # obsolete deltas still on disk
     assert second["state"] == "ready for cleaning" and second["output_dirs"] == []
     # the Cleaner's part (test-only): remove the directories the first base made obsolete
     import shutil
@@ -355,8 +400,10 @@ def test_nothing_to_compact(tmp_path, cli, hv):
         assert third["state"] == "refused"
         eng = sa.create_engine(url)
         with eng.connect() as c:
-            cc = c.execute(sa.text("SELECT CC_STATE, CC_ERROR_MESSAGE, CC_TXN_ID FROM COMPLETED_COMPACTIONS "
-                                   "WHERE CC_ID=:i"), {"i": third["cq_id"]}).one()
+            cc = c.execute(
+                sa.text("SELECT CC_STATE, CC_ERROR_MESSAGE, CC_TXN_ID FROM COMPLETED_COMPACTIONS WHERE CC_ID=:i"),
+                {"i": third["cq_id"]},
+            ).one()
             st = c.execute(sa.text("SELECT TXN_STATE FROM TXNS WHERE TXN_ID=:t"), {"t": cc[2]}).scalar()
         eng.dispose()
         assert cc[0] == "c" and cc[1] == queue.NOTHING_TO_COMPACT and st == "c"
@@ -385,8 +432,9 @@ def test_compactor_txn_is_heartbeated_while_the_compaction_runs(tmp_path, cli, m
     assert emp["state"] == "ready for cleaning"
     eng = sa.create_engine(url)
     with eng.connect() as c:
-        started, beat = c.execute(sa.text("SELECT TXN_STARTED, TXN_LAST_HEARTBEAT FROM TXNS WHERE TXN_ID=:t"),
-                                  {"t": emp["txn_id"]}).one()
+        started, beat = c.execute(
+            sa.text("SELECT TXN_STARTED, TXN_LAST_HEARTBEAT FROM TXNS WHERE TXN_ID=:t"), {"t": emp["txn_id"]}
+        ).one()
     eng.dispose()
     assert beat - started >= 500
 

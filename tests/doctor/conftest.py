@@ -2,5 +2,10 @@
 servers that conftest starts; Hive 3.1 and 4 schemas via ``metastore init``)."""
 
 from tests.metastore.conftest import (  # noqa: F401
-    backend, empty_db, hive_version, metastore, mysql_server, pg_server,
+    backend,
+    empty_db,
+    hive_version,
+    metastore,
+    mysql_server,
+    pg_server,
 )

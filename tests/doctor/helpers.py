@@ -36,14 +36,30 @@ def make_dirs(root: Path, names: dict) -> None:
             (p / name).write_bytes(content if isinstance(content, bytes) else b"x" * int(content))
 
 
-def table(rec, root: Path, name: str, *, db: str = "db", partitions: dict | None = None,
-          dirs: dict | None = None, params: dict | None = None, write_ids: int = 0,
-          partition_keys=(("p", "string"),), location: Path | None = None) -> Path:
+def table(
+    rec,
+    root: Path,
+    name: str,
+    *,
+    db: str = "db",
+    partitions: dict | None = None,
+    dirs: dict | None = None,
+    params: dict | None = None,
+    write_ids: int = 0,
+    partition_keys=(("p", "string"),),
+    location: Path | None = None,
+) -> Path:
     """A transactional table; ``write_ids`` committed writes allocated (NEXT_WRITE_ID)."""
     loc = location or (root / f"{db}.db" / name)
     if partitions is not None:
-        rec.create_table(db, name, location=f"file:{loc}", columns=[("id", "int")],
-                         partition_keys=list(partition_keys), params=params or {})
+        rec.create_table(
+            db,
+            name,
+            location=f"file:{loc}",
+            columns=[("id", "int")],
+            partition_keys=list(partition_keys),
+            params=params or {},
+        )
         for pname, pdirs in partitions.items():
             if pdirs is not None:
                 make_dirs(loc / pname, pdirs)
@@ -93,8 +109,9 @@ def abort_compaction(rec, cq_id: int) -> None:
         rec._move_to_completed(conn, cq_id, "x", db_now_ms(conn), "Compaction Aborted by Abort Comapction request.")
 
 
-def compaction(rec, db, table, *, partition=None, kind="major", hw=1, state="s", start=None, enqueue=None,
-               txn=None, commit=False) -> int:
+def compaction(
+    rec, db, table, *, partition=None, kind="major", hw=1, state="s", start=None, enqueue=None, txn=None, commit=False
+) -> int:
     """A compaction driven through its life cycle up to ``state`` (i, w, r, s, f)."""
     cq = rec.enqueue_compaction(db, table, partition=partition, compaction_type=kind, now_ms=enqueue)
     if state == "i":

@@ -65,8 +65,11 @@ def test_compact_and_clean_fix_loop(tmp_path, capsys, hv):
         assert run_cli(["--metastore", url] + argv) == 0
     code, rep, _ = _doctor(capsys, url)
     left = {(x["code"], x["table"]) for x in rep["findings"]}
-    for key in [("COMPACTION_DUE", "db.due"), ("INITIATOR_SKIPS_NO_AUTO", "db.noauto"),
-                ("COMPACTION_SUCCEEDED_NO_OUTPUT", "db.due")]:
+    for key in [
+        ("COMPACTION_DUE", "db.due"),
+        ("INITIATOR_SKIPS_NO_AUTO", "db.noauto"),
+        ("COMPACTION_SUCCEEDED_NO_OUTPUT", "db.due"),
+    ]:
         assert key not in left, key
     # the 22 deltas are now obsolete, waiting for the Cleaner
     obs = {x["table"]: x for x in rep["findings"] if x["code"] == "OBSOLETE_WAITING"}
@@ -90,8 +93,16 @@ def test_json_text_and_exit_code(tmp_path, capsys):
     code, rep, _ = _doctor(capsys, url)
     assert code == 0 and rep["summary"]["errors"] == 0
     assert set(rep) == {"hive_version", "summary", "findings", "partitions"}
-    assert {"tables_checked", "partitions_checked", "directory_listings", "errors", "warnings", "info",
-            "by_code", "worst"} <= set(rep["summary"])
+    assert {
+        "tables_checked",
+        "partitions_checked",
+        "directory_listings",
+        "errors",
+        "warnings",
+        "info",
+        "by_code",
+        "worst",
+    } <= set(rep["summary"])
     assert rep["summary"]["tables_checked"] == 2
     # --db / --table globs
     _, rep, _ = _doctor(capsys, url, "--db", "oth*")
@@ -138,8 +149,13 @@ def test_doctor_is_read_only(tmp_path, capsys):
     url = f"sqlite:///{tmp_path}/ms.db"
     init_metastore(url, hive_version=3)
     rec = Recorder(url)
-    table(rec, tmp_path, "r", dirs={"delta_0000001_0000001_0000": {"bucket_00000": 10},
-                                    "base_0000001": {"bucket_00000": 10}}, write_ids=1)
+    table(
+        rec,
+        tmp_path,
+        "r",
+        dirs={"delta_0000001_0000001_0000": {"bucket_00000": 10}, "base_0000001": {"bucket_00000": 10}},
+        write_ids=1,
+    )
     rec.open_txn(now_ms=now_ms(rec) - 90 * H_MS)
     rec.engine.dispose()
 
@@ -170,16 +186,16 @@ def test_doctor_on_an_object_store_filesystem(tmp_path, capsys):
     for w in (1, 2):
         mem.pipe(f"{root}/t/delta_{w:07d}_{w:07d}_0000/bucket_00000", b"x" * 10)
         mem.pipe(f"{root}/t/delta_{w:07d}_{w:07d}_0000/_orc_acid_version", b"2")
-    mem.pipe(f"{root}/t/base_0000002/bucket_00000", b"y" * 10)     # no _orc_acid_version: Trino
+    mem.pipe(f"{root}/t/base_0000002/bucket_00000", b"y" * 10)  # no _orc_acid_version: Trino
     url = f"sqlite:///{tmp_path}/ms.db"
     init_metastore(url, hive_version=3)
     rec = Recorder(url)
     rec.create_table("db", "t", location=f"memory://{root}/t", columns=[("id", "int")])
-    rec.create_table("db", "u", location=f"memory://{root}/u", columns=[("id", "int")])   # missing
+    rec.create_table("db", "u", location=f"memory://{root}/u", columns=[("id", "int")])  # missing
     for _ in range(2):
         commit_write(rec, "db", "t")
     code, rep, _ = _doctor(capsys, url)
-    assert code == 4          # db.u's location does not exist
+    assert code == 4  # db.u's location does not exist
     got = {(x["code"], x["table"]) for x in rep["findings"]}
     assert ("LOCATION_MISSING", "db.u") in got and ("READER_TRINO", "db.t") in got
     obs = [x for x in rep["findings"] if x["code"] == "OBSOLETE_WAITING"][0]
@@ -211,17 +227,25 @@ def test_conf_overrides_hive_defaults(tmp_path, capsys):
     init_metastore(url, hive_version=4)
     rec = Recorder(url)
     table(rec, tmp_path, "c", dirs={"delta_0000001_0000001_0000": {"bucket_00000": 10}}, write_ids=1)
-    t = rec.open_txn(now_ms=now_ms(rec) - 2 * H_MS)         # no heartbeat for 2 h
+    t = rec.open_txn(now_ms=now_ms(rec) - 2 * H_MS)  # no heartbeat for 2 h
     _, rep, _ = _doctor(capsys, url)
     assert [x["evidence"]["txn_id"] for x in rep["findings"] if x["code"] == "TXN_NO_HEARTBEAT"] == [t]
     # a site running hive.txn.timeout=3h: the txn is not timed out yet
     _, rep, _ = _doctor(capsys, url, "--conf", "hive.txn.timeout=3h")
     assert [x for x in rep["findings"] if x["code"] == "TXN_NO_HEARTBEAT"] == []
     # ... and with the 24 h warning lowered to 1 h it is a long-open txn instead
-    _, rep, _ = _doctor(capsys, url, "--conf", "hive.txn.timeout=3h",
-                        "--conf", "metastore.compactor.oldest.open.txn.threshold.warning=1h")
+    _, rep, _ = _doctor(
+        capsys,
+        url,
+        "--conf",
+        "hive.txn.timeout=3h",
+        "--conf",
+        "metastore.compactor.oldest.open.txn.threshold.warning=1h",
+    )
     assert [x["evidence"]["txn_id"] for x in rep["findings"] if x["code"] == "TXN_LONG_OPEN"] == [t]
     capsys.readouterr()
     assert run_cli(["--metastore", url, "doctor", "--conf", "hive.no.such=1"]) == 2
     assert "unknown --conf key" in capsys.readouterr().err
-    assert run_cli(["--metastore", url, "doctor", "--conf", "hive.compactor.initiator.failed.compacts.threshold=x"]) == 2
+    assert (
+        run_cli(["--metastore", url, "doctor", "--conf", "hive.compactor.initiator.failed.compacts.threshold=x"]) == 2
+    )

@@ -12,7 +12,17 @@ import sqlalchemy as sa
 from acidctl.doctor.findings import Limits
 from acidctl.metastore.recorder import LockComponent
 from tests.doctor.helpers import (
-    H_MS, abort_compaction, codes, commit_write, compaction, execute, make_dirs, now_ms, run, set_txn_state, table,
+    H_MS,
+    abort_compaction,
+    codes,
+    commit_write,
+    compaction,
+    execute,
+    make_dirs,
+    now_ms,
+    run,
+    set_txn_state,
+    table,
 )
 from tests.acidfiles import acid_file
 
@@ -40,6 +50,7 @@ def test_transactions_and_cleaner(metastore, hive_version, tmp_path):
 
     scan, f = run(url, now=now)
     from acidctl.doctor.findings import oldest_open_txn
+
     o = oldest_open_txn(scan.warehouse)
     assert o["txn_id"] == x and o["blocks_cleaning"] == ([cq] if hive_version == 4 else [])
     nohb = codes(f, "TXN_NO_HEARTBEAT")
@@ -106,8 +117,12 @@ def test_compaction_queue(metastore, hive_version, tmp_path):
     abort_compaction(rec, initiated)
     compaction(rec, "db", "q", partition="p=4", state="s", hw=1)
     _, f = run(url, now=now)
-    for code in ("COMPACTION_WORKING_TOO_LONG", "COMPACTION_CLEANING_TOO_LONG", "INITIATOR_SKIPS_FAILED",
-                 "COMPACTION_INITIATED_TOO_LONG"):
+    for code in (
+        "COMPACTION_WORKING_TOO_LONG",
+        "COMPACTION_CLEANING_TOO_LONG",
+        "INITIATOR_SKIPS_FAILED",
+        "COMPACTION_INITIATED_TOO_LONG",
+    ):
         assert codes(f, code) == [], code
 
 
@@ -118,7 +133,7 @@ def test_orphaned_ready_for_cleaning_hive4(metastore, hive_version, tmp_path):
     table(rec, tmp_path, "o", dirs={"delta_0000001_0000001_0000": B}, write_ids=1)
     ctxn = rec.open_txn(txn_type=3)
     cq = compaction(rec, "db", "o", state="r", hw=1, txn=ctxn)
-    rec.abort_txn(ctxn)              # the worker died: its txn was aborted, never committed
+    rec.abort_txn(ctxn)  # the worker died: its txn was aborted, never committed
     _, f = run(url)
     o = codes(f, "COMPACTION_ORPHANED")
     assert len(o) == 1 and o[0].evidence == {"compaction_id": cq, "txn_id": ctxn, "txn_state": "aborted"}
@@ -131,12 +146,12 @@ def test_locks(metastore, tmp_path):
     url, rec = metastore
     table(rec, tmp_path, "l", dirs={"delta_0000001_0000001_0000": B}, write_ids=1)
     now = now_ms(rec)
-    a = rec.lock(LockComponent("db", "l", None, "exclusive"), now_ms=now)            # fresh, no txn
+    a = rec.lock(LockComponent("db", "l", None, "exclusive"), now_ms=now)  # fresh, no txn
     b = rec.lock(LockComponent("db", "l", None, "shared_read"), state="waiting", blocked_by=(a, 1), now_ms=now)
     old = rec.lock(LockComponent("db", "x", None, "shared_read"), now_ms=now - H_MS)  # expired
     t = rec.open_txn()
     dead = rec.lock(LockComponent("db", "y", None, "shared_read"), txn_id=t, state="waiting")
-    set_txn_state(rec, t, "a")       # aborted without its locks removed
+    set_txn_state(rec, t, "a")  # aborted without its locks removed
 
     _, f = run(url, now=now)
     wt = codes(f, "LOCK_WAITING")
@@ -150,8 +165,12 @@ def test_locks(metastore, tmp_path):
     # the fixes: unlock (the §6.3 predicate); Hive then grants the waiting lock
     rec.unlock(a)
     h = rec.T.HIVE_LOCKS
-    execute(rec, sa.update(h.clause).where(h.HL_LOCK_EXT_ID == b).values(
-        {h.HL_LOCK_STATE.name: "a", h.HL_ACQUIRED_AT.name: now, h.HL_BLOCKEDBY_EXT_ID.name: None}))
+    execute(
+        rec,
+        sa.update(h.clause)
+        .where(h.HL_LOCK_EXT_ID == b)
+        .values({h.HL_LOCK_STATE.name: "a", h.HL_ACQUIRED_AT.name: now, h.HL_BLOCKEDBY_EXT_ID.name: None}),
+    )
     rec.unlock(old)
     rec.unlock(dead)
     _, f = run(url, now=now)
@@ -162,24 +181,28 @@ def test_locks(metastore, tmp_path):
 def test_files_versus_metastore(metastore, hive_version, tmp_path):
     url, rec = metastore
     # write ids above NEXT_WRITE_ID: 2 allocated, delta_5 on disk
-    table(rec, tmp_path, "above", dirs={"delta_0000001_0000001_0000": B, "delta_0000005_0000005_0000": B},
-          write_ids=2)
+    table(rec, tmp_path, "above", dirs={"delta_0000001_0000001_0000": B, "delta_0000005_0000005_0000": B}, write_ids=2)
     # a partition location that is gone, a partition directory the metastore does not list
     loc = table(rec, tmp_path, "parts", partitions={"p=1": {"delta_0000001_0000001_0000": B}}, write_ids=1)
-    rec.add_partition("db", "parts", "p=2", location=f"file:{loc / 'p=2'}")     # never created
+    rec.add_partition("db", "parts", "p=2", location=f"file:{loc / 'p=2'}")  # never created
     (loc / "p=9" / "delta_0000001_0000001_0000").mkdir(parents=True)
     (loc / "p=9" / "delta_0000001_0000001_0000" / "bucket_00000").write_bytes(b"x" * 10)
     # a table whose location does not exist
     rec.create_table("db", "gone", location=f"file:{tmp_path / 'nowhere'}", columns=[("id", "int")])
     # a succeeded major compaction up to write id 3 with no base_0000003 on disk
-    table(rec, tmp_path, "noout", dirs={"delta_0000001_0000001_0000": B, "delta_0000002_0000002_0000": B,
-                                        "delta_0000003_0000003_0000": B}, write_ids=3)
+    table(
+        rec,
+        tmp_path,
+        "noout",
+        dirs={"delta_0000001_0000001_0000": B, "delta_0000002_0000002_0000": B, "delta_0000003_0000003_0000": B},
+        write_ids=3,
+    )
     cq_noout = compaction(rec, "db", "noout", hw=3, state="s")
     # a compacted base no compaction row explains
     unexp = table(rec, tmp_path, "unexp", dirs={}, write_ids=2)
     bdir = {"bucket_00000": 100}
     if hive_version == 4:
-        ctxn = rec.open_txn(txn_type=3)      # a committed compaction txn names the output (_vM)
+        ctxn = rec.open_txn(txn_type=3)  # a committed compaction txn names the output (_vM)
         rec.commit_txn(ctxn)
         base = f"base_0000002_v{ctxn:07d}"
     else:
@@ -191,9 +214,16 @@ def test_files_versus_metastore(metastore, hive_version, tmp_path):
     obs = table(rec, tmp_path, "obs", dirs={"delta_0000001_0000001_0000": B, "base_0000002": {}}, write_ids=2)
     acid_file(obs / "base_0000002" / "bucket_00000", ORC_TYPE, [(0, 2, 536870912, 0, 2, (1,))])
     # reader compatibility: a delta without _orc_acid_version (Trino), nested directories
-    table(rec, tmp_path, "rd", dirs={"delta_0000001_0000001_0000": {"bucket_00000": 10, "_orc_acid_version": None},
-                                     "delta_0000002_0000002_0000": {"bucket_00000": 10, "HIVE_UNION_SUBDIR_1/bucket_00000": 5}},
-          write_ids=2)
+    table(
+        rec,
+        tmp_path,
+        "rd",
+        dirs={
+            "delta_0000001_0000001_0000": {"bucket_00000": 10, "_orc_acid_version": None},
+            "delta_0000002_0000002_0000": {"bucket_00000": 10, "HIVE_UNION_SUBDIR_1/bucket_00000": 5},
+        },
+        write_ids=2,
+    )
     (tmp_path / "db.db" / "rd" / "delta_0000002_0000002_0000" / "bucket_00000").unlink()
     # aborted txns on a partition, the oldest 30 h old
     table(rec, tmp_path, "ab", dirs={"delta_0000001_0000001_0000": B, "delta_0000002_0000002_0000": B}, write_ids=1)
@@ -205,7 +235,11 @@ def test_files_versus_metastore(metastore, hive_version, tmp_path):
     scan, f = run(url, now=now)
     by = {(x.code, x.table, x.partition) for x in f}
     a = codes(f, "WRITE_ID_ABOVE_HWM")
-    assert len(a) == 1 and a[0].table == "db.above" and a[0].evidence == {"table_hwm": 2, "dirs": ["delta_0000005_0000005_0000"]}
+    assert (
+        len(a) == 1
+        and a[0].table == "db.above"
+        and a[0].evidence == {"table_hwm": 2, "dirs": ["delta_0000005_0000005_0000"]}
+    )
     assert ("LOCATION_MISSING", "db.parts", "p=2") in by and ("LOCATION_MISSING", "db.gone", None) in by
     lm = [x for x in f if x.code == "LOCATION_MISSING" and x.partition == "p=2"][0]
     assert lm.fix == "beeline -e 'ALTER TABLE db.parts DROP IF EXISTS PARTITION (p='\"'\"'2'\"'\"')'"
@@ -218,39 +252,50 @@ def test_files_versus_metastore(metastore, hive_version, tmp_path):
     assert [(x.table, x.evidence["dir"]) for x in un] == [("db.unexp", base)]
     ob = sorted(codes(f, "OBSOLETE_WAITING"), key=lambda x: x.table)
     # db.ab's aborted delta waits for the Cleaner too (Hive 4 removes it directly, Hive 3 after a compaction)
-    assert [(x.table, x.evidence["dirs"]) for x in ob] == [("db.ab", ["delta_0000002_0000002_0000"]),
-                                                           ("db.obs", ["delta_0000001_0000001_0000"])]
+    assert [(x.table, x.evidence["dirs"]) for x in ob] == [
+        ("db.ab", ["delta_0000002_0000002_0000"]),
+        ("db.obs", ["delta_0000001_0000001_0000"]),
+    ]
     # 100 data bytes + the 1-byte _orc_acid_version (every file of the directory counts, like sumDirSize)
     assert ob[1].evidence["bytes"] == 101 and ob[1].fix == "acidctl clean db.obs --execute"
     tr = [x for x in codes(f, "READER_TRINO") if x.table == "db.rd"]
     assert {tuple(x.evidence["paths"]) for x in tr} == {
-        (str(tmp_path / "db.db" / "rd" / "delta_0000001_0000001_0000"),), ("delta_0000002_0000002_0000",)}
+        (str(tmp_path / "db.db" / "rd" / "delta_0000001_0000001_0000"),),
+        ("delta_0000002_0000002_0000",),
+    }
     ab = codes(f, "ABORTED_PILE")
     assert len(ab) == 1 and ab[0].table == "db.ab" and ab[0].evidence["aborted_txns"] == 1
     assert ab[0].evidence["aborted_dirs"] == ["delta_0000002_0000002_0000"]
 
     # the fixes
     for _ in range(3):
-        commit_write(rec, "db", "above")                    # write ids 3..5 allocated
+        commit_write(rec, "db", "above")  # write ids 3..5 allocated
     p = rec.T.PARTITIONS
-    execute(rec, sa.delete(p.clause).where(p.PART_NAME == "p=2"))          # ALTER TABLE ... DROP PARTITION
+    execute(rec, sa.delete(p.clause).where(p.PART_NAME == "p=2"))  # ALTER TABLE ... DROP PARTITION
     rec.add_partition("db", "parts", "p=9", location=f"file:{loc / 'p=9'}")  # MSCK REPAIR TABLE
-    commit_write(rec, "db", "noout")                         # write id 4, then a compaction that wrote base_4
+    commit_write(rec, "db", "noout")  # write id 4, then a compaction that wrote base_4
     make_dirs(tmp_path / "db.db" / "noout", {"base_0000004": B})
-    compaction(rec, "db", "unexp", hw=2, state="s")           # the compaction registered
+    compaction(rec, "db", "unexp", hw=2, state="s")  # the compaction registered
     make_dirs(tmp_path / "db.db" / "ab", {"base_0000002": B})
-    cq = compaction(rec, "db", "ab", hw=2, state="r")         # compaction + Cleaner purge the aborted rows
+    cq = compaction(rec, "db", "ab", hw=2, state="r")  # compaction + Cleaner purge the aborted rows
     rec.mark_cleaned(cq)
     import shutil
+
     shutil.rmtree(tmp_path / "db.db" / "ab" / "delta_0000002_0000002_0000")
     from tests.metastore.helpers import run_cli
+
     assert run_cli(["--metastore", url, "clean", "db.obs", "--execute", "--min-age", "0"]) == 0
     _, f = run(url, now=now)
     left = {(x.code, x.table, x.partition) for x in f}
-    for key in [("WRITE_ID_ABOVE_HWM", "db.above", None), ("LOCATION_MISSING", "db.parts", "p=2"),
-                ("PARTITION_NOT_IN_METASTORE", "db.parts", "p=9"), ("COMPACTION_SUCCEEDED_NO_OUTPUT", "db.noout", None),
-                ("UNEXPLAINED_COMPACTED_DIR", "db.unexp", None), ("OBSOLETE_WAITING", "db.obs", None),
-                ("ABORTED_PILE", "db.ab", None)]:
+    for key in [
+        ("WRITE_ID_ABOVE_HWM", "db.above", None),
+        ("LOCATION_MISSING", "db.parts", "p=2"),
+        ("PARTITION_NOT_IN_METASTORE", "db.parts", "p=9"),
+        ("COMPACTION_SUCCEEDED_NO_OUTPUT", "db.noout", None),
+        ("UNEXPLAINED_COMPACTED_DIR", "db.unexp", None),
+        ("OBSOLETE_WAITING", "db.obs", None),
+        ("ABORTED_PILE", "db.ab", None),
+    ]:
         assert key not in left, key
 
 

@@ -16,11 +16,26 @@ D = 24 * H
 
 
 def wh(**kw) -> Warehouse:
-    base = dict(hive_version=4, now_ms=NOW, tables=[TableRow("db", "t", 1, "file:/w/t", {"transactional": "true"}, [], {})],
-                txns={}, txn_hwm=100, aborted_components={}, completed_components={}, write_set={},
-                txn_to_write_id={}, invalid_write_ids={}, next_write_id={("db", "t"): 11}, locks=[], queue=[],
-                history=[], min_history_level=None, min_history_write_id={}, initiator_last_cycle_ms=None,
-                metrics_cache=[])
+    base = dict(
+        hive_version=4,
+        now_ms=NOW,
+        tables=[TableRow("db", "t", 1, "file:/w/t", {"transactional": "true"}, [], {})],
+        txns={},
+        txn_hwm=100,
+        aborted_components={},
+        completed_components={},
+        write_set={},
+        txn_to_write_id={},
+        invalid_write_ids={},
+        next_write_id={("db", "t"): 11},
+        locks=[],
+        queue=[],
+        history=[],
+        min_history_level=None,
+        min_history_write_id={},
+        initiator_last_cycle_ms=None,
+        metrics_cache=[],
+    )
     base.update(kw)
     return Warehouse(**base)
 
@@ -30,9 +45,18 @@ def scan(w, parts=()) -> Scan:
 
 
 def cc(i, state, *, enqueue=NOW - H, part=None):
-    return {"CC_ID": i, "CC_DATABASE": "db", "CC_TABLE": "t", "CC_PARTITION": part, "CC_STATE": state,
-            "CC_TYPE": "a", "CC_ENQUEUE_TIME": enqueue, "CC_START": enqueue, "CC_END": enqueue,
-            "CC_HIGHEST_WRITE_ID": None}
+    return {
+        "CC_ID": i,
+        "CC_DATABASE": "db",
+        "CC_TABLE": "t",
+        "CC_PARTITION": part,
+        "CC_STATE": state,
+        "CC_TYPE": "a",
+        "CC_ENQUEUE_TIME": enqueue,
+        "CC_START": enqueue,
+        "CC_END": enqueue,
+        "CC_HIGHEST_WRITE_ID": None,
+    }
 
 
 def test_failure_threshold_versions():
@@ -51,17 +75,34 @@ def test_failure_threshold_versions():
     assert failure_block(wh(history=old), "db", "t", None, lim=lim) is None
     assert failure_block(wh(hive_version=3, history=old), "db", "t", None, lim=lim)["failed_ids"] == [5, 3]
     # a partition's rows do not count for another
-    assert failure_block(wh(history=[cc(3, "f", part="p=1"), cc(5, "f", part="p=2")]), "db", "t", "p=1", lim=lim) is None
+    assert (
+        failure_block(wh(history=[cc(3, "f", part="p=1"), cc(5, "f", part="p=2")]), "db", "t", "p=1", lim=lim) is None
+    )
 
 
 def _txn(i, started, hb, **kw):
-    return {"txn_id": i, "state": "o", "started": started, "last_heartbeat": hb, "user": "u", "host": "h",
-            "type": 0, "meta_info": None, "agent_info": None, **kw}
+    return {
+        "txn_id": i,
+        "state": "o",
+        "started": started,
+        "last_heartbeat": hb,
+        "user": "u",
+        "host": "h",
+        "type": 0,
+        "meta_info": None,
+        "agent_info": None,
+        **kw,
+    }
 
 
 def test_open_txn_levels():
-    txns = {1: _txn(1, NOW - 25 * H, NOW), 2: _txn(2, NOW - 73 * H, NOW), 3: _txn(3, NOW - 2 * H, NOW - 10 * 60_000),
-            4: _txn(4, NOW - 23 * H, NOW), 5: _txn(5, NOW - 80 * H, NOW - 80 * H, type=1)}
+    txns = {
+        1: _txn(1, NOW - 25 * H, NOW),
+        2: _txn(2, NOW - 73 * H, NOW),
+        3: _txn(3, NOW - 2 * H, NOW - 10 * 60_000),
+        4: _txn(4, NOW - 23 * H, NOW),
+        5: _txn(5, NOW - 80 * H, NOW - 80 * H, type=1),
+    }
     f = diagnose(scan(wh(txns=txns)))
     got = {(x.code, x.evidence["txn_id"], x.severity.value) for x in f}
     # 24 h warn / 72 h error (metastore.compactor.oldest.open.txn.threshold.*); 10 min without
@@ -70,10 +111,22 @@ def test_open_txn_levels():
 
 
 def _lock(ext, *, txn=0, state="a", blocked=None, hb=NOW):
-    return {"HL_LOCK_EXT_ID": ext, "HL_LOCK_INT_ID": 1, "HL_TXNID": txn, "HL_DB": "db", "HL_TABLE": "t",
-            "HL_PARTITION": None, "HL_LOCK_STATE": state, "HL_LOCK_TYPE": "r", "HL_LAST_HEARTBEAT": hb,
-            "HL_ACQUIRED_AT": NOW if state == "a" else None, "HL_USER": "u", "HL_HOST": "h",
-            "HL_BLOCKEDBY_EXT_ID": blocked, "HL_BLOCKEDBY_INT_ID": 1 if blocked else None}
+    return {
+        "HL_LOCK_EXT_ID": ext,
+        "HL_LOCK_INT_ID": 1,
+        "HL_TXNID": txn,
+        "HL_DB": "db",
+        "HL_TABLE": "t",
+        "HL_PARTITION": None,
+        "HL_LOCK_STATE": state,
+        "HL_LOCK_TYPE": "r",
+        "HL_LAST_HEARTBEAT": hb,
+        "HL_ACQUIRED_AT": NOW if state == "a" else None,
+        "HL_USER": "u",
+        "HL_HOST": "h",
+        "HL_BLOCKEDBY_EXT_ID": blocked,
+        "HL_BLOCKEDBY_INT_ID": 1 if blocked else None,
+    }
 
 
 def test_lock_chain_to_a_txn():
@@ -82,7 +135,10 @@ def test_lock_chain_to_a_txn():
     f = [x for x in diagnose(scan(wh(txns=txns, locks=locks))) if x.code == "LOCK_WAITING"]
     chains = {x.evidence["lock_id"]: (x.evidence["chain"], x.fix) for x in f}
     # the root of both chains is lock 10 of open txn 7: abort the txn (unlock refuses txn locks)
-    assert chains == {11: ([11, 10], "acidctl abort transactions 7"), 12: ([12, 11, 10], "acidctl abort transactions 7")}
+    assert chains == {
+        11: ([11, 10], "acidctl abort transactions 7"),
+        12: ([12, 11, 10], "acidctl abort transactions 7"),
+    }
 
 
 def test_acquired_lock_of_committed_txn_has_no_unlock_fix():
@@ -93,28 +149,59 @@ def test_acquired_lock_of_committed_txn_has_no_unlock_fix():
 
 
 def test_bloat_thresholds_and_reader_rules():
-    w = wh(completed_components={("db", "t", None): {"rows": 600_000, "newest": None}},
-           txn_to_write_id={("db", "t"): 1_200_000})
+    w = wh(
+        completed_components={("db", "t", None): {"rows": 600_000, "newest": None}},
+        txn_to_write_id={("db", "t"): 1_200_000},
+    )
     bl = {x.evidence["table"]: x.severity.value for x in diagnose(scan(w)) if x.code == "METASTORE_BLOAT"}
     # 500 000 warn, 1 000 000 error (...record.threshold.warning/error)
     assert bl == {"COMPLETED_TXN_COMPONENTS": "warn", "TXN_TO_WRITE_ID": "error"}
-    ps = PartitionScan("db", "t", None, "/w/t", dirs=[], recommendation={"type": "none"},
-                       checks=[Finding("M02", Severity.ERROR, "/w/t/delta_0000003_0000003_0000", "empty delta")])
+    ps = PartitionScan(
+        "db",
+        "t",
+        None,
+        "/w/t",
+        dirs=[],
+        recommendation={"type": "none"},
+        checks=[Finding("M02", Severity.ERROR, "/w/t/delta_0000003_0000003_0000", "empty delta")],
+    )
     f = [x for x in diagnose(scan(wh(), [ps])) if x.code.startswith("READER_")]
-    assert [(x.code, x.evidence["engines"], x.severity.value) for x in f] == [("READER_HIVE3", "Hive 3.1 and Trino", "error")]
+    assert [(x.code, x.evidence["engines"], x.severity.value) for x in f] == [
+        ("READER_HIVE3", "Hive 3.1 and Trino", "error")
+    ]
     assert f[0].fix == "acidctl compact db.t --major"
 
 
 def test_small_files_and_obsolete_levels():
     d = lambda name, role, kind, small, files, mtime: {  # noqa: E731
-        "name": name, "kind": kind, "role": role, "min_write_id": 1, "max_write_id": 1, "statement_id": 0,
-        "visibility_txn": None, "bytes": 10 * files, "files": files, "small_files": small, "has_version_file": True,
-        "nested": False, "mtime": mtime, "compacted": None}
+        "name": name,
+        "kind": kind,
+        "role": role,
+        "min_write_id": 1,
+        "max_write_id": 1,
+        "statement_id": 0,
+        "visibility_txn": None,
+        "bytes": 10 * files,
+        "files": files,
+        "small_files": small,
+        "has_version_file": True,
+        "nested": False,
+        "mtime": mtime,
+        "compacted": None,
+    }
     now_s = NOW / 1000
-    ps = PartitionScan("db", "t", "p=1", "/w/t/p=1", recommendation={"type": "none"}, dirs=[
-        d("delta_0000001_0000001_0000", "delta", "delta", 60, 60, now_s),
-        d("delta_0000002_0000002_0000", "delta", "delta", 40, 40, now_s),
-        d("delta_0000000_0000000_0000", "obsolete", "delta", 5, 5, now_s - 600)])
+    ps = PartitionScan(
+        "db",
+        "t",
+        "p=1",
+        "/w/t/p=1",
+        recommendation={"type": "none"},
+        dirs=[
+            d("delta_0000001_0000001_0000", "delta", "delta", 60, 60, now_s),
+            d("delta_0000002_0000002_0000", "delta", "delta", 40, 40, now_s),
+            d("delta_0000000_0000000_0000", "obsolete", "delta", 5, 5, now_s - 600),
+        ],
+    )
     f = {x.code: x for x in diagnose(scan(wh(), [ps]))}
     # 60 + 40 small files in the current snapshot reach the limit of 100; the obsolete one does not count
     assert f["SMALL_FILES"].evidence == {"small_files": 100, "dirs": 2}
@@ -129,8 +216,13 @@ def test_why_hive4_no_write_since_last_initiator_cycle():
     from acidctl.doctor.why import initiator
 
     t = TableRow("db", "t", 1, "file:/w/t", {"transactional": "true"}, [], {})
-    ps = PartitionScan("db", "t", None, "/w/t", recommendation={"type": "minor", "reasons": ["11 current deltas > 10"],
-                                                                "thresholds": {}})
+    ps = PartitionScan(
+        "db",
+        "t",
+        None,
+        "/w/t",
+        recommendation={"type": "minor", "reasons": ["11 current deltas > 10"], "thresholds": {}},
+    )
     ctc = {("db", "t", None): {"rows": 11, "newest": NOW - 2 * H}}
     # the previous cycle started 1 h ago, the newest write is 2 h old: Hive 4 does not look again (§4.2)
     w = wh(tables=[t], completed_components=ctc, initiator_last_cycle_ms=NOW - H)
@@ -149,19 +241,37 @@ def test_why_hive4_no_write_since_last_initiator_cycle():
 def test_aborted_pile_levels():
     def pile(rows, age_h):
         w = wh(aborted_components={("db", "t", None): {"rows": rows, "txns": rows, "oldest_started": NOW - age_h * H}})
-        ps = PartitionScan("db", "t", None, "/w/t", recommendation={"type": "none", "thresholds": {
-            "hive.compactor.abortedtxn.threshold": 1000}})
+        ps = PartitionScan(
+            "db",
+            "t",
+            None,
+            "/w/t",
+            recommendation={"type": "none", "thresholds": {"hive.compactor.abortedtxn.threshold": 1000}},
+        )
         return [(x.code, x.severity.value) for x in diagnose(scan(w, [ps])) if x.table == "db.t"]
-    assert pile(10, 1) == []                                       # young and few: nothing
-    assert pile(1001, 1) == [("ABORTED_PILE", "warn")]             # > hive.compactor.abortedtxn.threshold
-    assert pile(10, 25) == [("ABORTED_PILE", "warn")]              # oldest >= 24 h
-    assert sorted(pile(1501, 50)) == [("ABORTED_PILE", "warn"), ("METASTORE_BLOAT", "error")]   # > 1500 rows
+
+    assert pile(10, 1) == []  # young and few: nothing
+    assert pile(1001, 1) == [("ABORTED_PILE", "warn")]  # > hive.compactor.abortedtxn.threshold
+    assert pile(10, 25) == [("ABORTED_PILE", "warn")]  # oldest >= 24 h
+    assert sorted(pile(1501, 50)) == [("ABORTED_PILE", "warn"), ("METASTORE_BLOAT", "error")]  # > 1500 rows
 
 
 def _cq(i, state, *, hw=None, part=None, retention=0, error=None, commit=NOW - H):
-    return {"CQ_ID": i, "CQ_DATABASE": "db", "CQ_TABLE": "t", "CQ_PARTITION": part, "CQ_STATE": state, "CQ_TYPE": "a",
-            "CQ_HIGHEST_WRITE_ID": hw, "CQ_START": commit, "CQ_COMMIT_TIME": commit, "CQ_NEXT_TXN_ID": 5,
-            "CQ_TXN_ID": 4, "CQ_RETRY_RETENTION": retention, "CQ_ERROR_MESSAGE": error}
+    return {
+        "CQ_ID": i,
+        "CQ_DATABASE": "db",
+        "CQ_TABLE": "t",
+        "CQ_PARTITION": part,
+        "CQ_STATE": state,
+        "CQ_TYPE": "a",
+        "CQ_HIGHEST_WRITE_ID": hw,
+        "CQ_START": commit,
+        "CQ_COMMIT_TIME": commit,
+        "CQ_NEXT_TXN_ID": 5,
+        "CQ_TXN_ID": 4,
+        "CQ_RETRY_RETENTION": retention,
+        "CQ_ERROR_MESSAGE": error,
+    }
 
 
 def test_cleaner_retry_and_backlog():

@@ -29,10 +29,23 @@ def _chromium() -> str:
 
 def _run_chromium(exe, tmp_path, *args) -> subprocess.CompletedProcess:
     profile = tmp_path / "chrome-profile"
-    return subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                           f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0",
-                           "--virtual-time-budget=15000", *args],
-                          capture_output=True, text=True, timeout=180)
+    return subprocess.run(
+        [
+            exe,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            f"--user-data-dir={profile}",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=15000",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
 
 
 def test_html_report_renders_in_chromium(tmp_path, capsys):
@@ -41,15 +54,26 @@ def test_html_report_renders_in_chromium(tmp_path, capsys):
     init_metastore(url, hive_version=4)
     rec = Recorder(url)
     b = {"bucket_00000": 1000}
-    table(rec, tmp_path, "sales", partitions={
-        "ds=1": {"base_0000002": b, "delta_0000001_0000001_0000": b, "delta_0000003_0000003_0000": b,
-                 "delete_delta_0000004_0000004_0000": b},
-        "ds=2": {"delta_0000001_0000001_0000": b}}, write_ids=4)
+    table(
+        rec,
+        tmp_path,
+        "sales",
+        partitions={
+            "ds=1": {
+                "base_0000002": b,
+                "delta_0000001_0000001_0000": b,
+                "delta_0000003_0000003_0000": b,
+                "delete_delta_0000004_0000004_0000": b,
+            },
+            "ds=2": {"delta_0000001_0000001_0000": b},
+        },
+        write_ids=4,
+    )
     table(rec, tmp_path, "users", dirs={"delta_0000001_0000001_0000": b, "delta_0000002_0000002_0000": b}, write_ids=2)
     now = now_ms(rec)
     compaction(rec, "db", "sales", partition="ds=1", hw=2, state="s")
     compaction(rec, "db", "users", state="f")
-    rec.open_txn(user="etl<script>", host="h", now_ms=now - 80 * H_MS)   # an error; markup in a value
+    rec.open_txn(user="etl<script>", host="h", now_ms=now - 80 * H_MS)  # an error; markup in a value
     out = tmp_path / "report.html"
     capsys.readouterr()
     assert run_cli(["--metastore", url, "doctor", "--html", str(out)]) == 4
@@ -57,15 +81,17 @@ def test_html_report_renders_in_chromium(tmp_path, capsys):
     # self-contained: no external script, stylesheet or image
     assert not re.search(r"<script[^>]+src=", html) and not re.search(r"<link[^>]+href=", html)
     assert not re.search(r"<img[^>]+src=\"?https?:", html)
-    assert "etl&lt;script&gt;" in html and "etl<script>" not in html      # autoescaped
+    assert "etl&lt;script&gt;" in html and "etl<script>" not in html  # autoescaped
 
     dom = _run_chromium(exe, tmp_path, "--dump-dom", out.as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]
     # 2 per-table charts + 3 partition timelines + the history chart
     m = re.search(r'data-charts-rendered="(\d+)"', dom.stdout)
     assert m and int(m.group(1)) == 6, dom.stdout[-2000:]
-    assert re.search(r'<div id="js-errors"></div>', dom.stdout), re.findall(r'<div id="js-errors">.*?</div>', dom.stdout, re.S)
-    assert dom.stdout.count('class="main-svg"') >= 12        # plotly draws two SVG layers per chart
+    assert re.search(r'<div id="js-errors"></div>', dom.stdout), re.findall(
+        r'<div id="js-errors">.*?</div>', dom.stdout, re.S
+    )
+    assert dom.stdout.count('class="main-svg"') >= 12  # plotly draws two SVG layers per chart
     console = [ln for ln in dom.stderr.splitlines() if "CONSOLE" in ln or "Uncaught" in ln]
     assert console == [], console
 

@@ -112,13 +112,17 @@ def test_metrics(metastore, hive_version, tmp_path, capsys):
     capsys.readouterr()
     assert run_cli(["--metastore", url, "-o", "json", "metrics"]) == 0
     g = json.loads(capsys.readouterr().out)["gauges"]
-    assert (g["compaction_num_succeeded"], g["compaction_num_working"], g["compaction_num_initiated"],
-            g["compaction_num_failed"]) == (1, 1, 1, 0)
+    assert (
+        g["compaction_num_succeeded"],
+        g["compaction_num_working"],
+        g["compaction_num_initiated"],
+        g["compaction_num_failed"],
+    ) == (1, 1, 1, 0)
     assert g["num_open_non_repl_transactions"] == 2 and g["oldest_open_non_repl_txn_id"] == o1
     assert abs(g["oldest_open_non_repl_txn_age_in_sec"] - 5 * 3600) <= 120
     assert g["num_aborted_transactions"] == 1 and g["oldest_aborted_txn_id"] == a
     assert g["compaction_num_completed_txn_components"] == 3
-    assert g["compaction_num_txn_to_writeid"] == 4         # 3 committed + 1 aborted write
+    assert g["compaction_num_txn_to_writeid"] == 4  # 3 committed + 1 aborted write
     assert g["num_locks"] == 1 and abs(g["oldest_lock_age_in_sec"] - 600) <= 120
     assert abs(g["compaction_oldest_working_age_in_sec"] - 7200) <= 120
     # Hive 3 records no enqueue time (the gauge stays 0 there)

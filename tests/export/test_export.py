@@ -28,8 +28,14 @@ def read_export(dest: Path, fmt: str = "parquet") -> dict:
     rid = t.column("row__id").combine_chunks()
     parts = t.column("p").to_pylist() if "p" in t.column_names else [None] * t.num_rows
     out = {}
-    for p, w, b, r, i, n in zip(parts, rid.field("writeid").to_pylist(), rid.field("bucketid").to_pylist(),
-                                rid.field("rowid").to_pylist(), t.column("id").to_pylist(), t.column("name").to_pylist()):
+    for p, w, b, r, i, n in zip(
+        parts,
+        rid.field("writeid").to_pylist(),
+        rid.field("bucketid").to_pylist(),
+        rid.field("rowid").to_pylist(),
+        t.column("id").to_pylist(),
+        t.column("name").to_pylist(),
+    ):
         key = (None if p is None else f"p={p}", w, b, r)
         assert key not in out
         out[key] = (i, n)
@@ -40,7 +46,9 @@ def _export(root: Path, dest: Path, snapshot, **kw) -> dict:
     return export_table(TableFS(str(root)), snapshot, str(dest), ExportOptions(with_row_id=True, **kw))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(h=partitioned_histories)
 def test_export_equals_reference_model(h):
     with tempfile.TemporaryDirectory() as d:
@@ -84,16 +92,21 @@ def test_real_fixture_rows_and_columns(tmp_path, cli):
 
 
 def test_partition_filter_and_empty_buckets(tmp_path):
-    h = History(buckets=2, originals=[], partitions=2, txns=[
-        Txn("committed", [Statement("insert", [1, 2, 3], [], part=0), Statement("insert", [4], [], part=1)]),
-        Txn("committed", [Statement("delete", [], [0, 0, 0], part=0)]),   # every row of p=0 deleted
-    ])
+    h = History(
+        buckets=2,
+        originals=[],
+        partitions=2,
+        txns=[
+            Txn("committed", [Statement("insert", [1, 2, 3], [], part=0), Statement("insert", [4], [], part=1)]),
+            Txn("committed", [Statement("delete", [], [0, 0, 0], part=0)]),  # every row of p=0 deleted
+        ],
+    )
     root = tmp_path / "t"
     root.mkdir()
     expected = h.play_table(root)
     rep = _export(root, tmp_path / "a", h.snapshot())
     assert read_export(tmp_path / "a") == expected
-    assert {o["partition"] for o in rep["outputs"]} == {"p=1"}     # p=0 has no live row: no file
+    assert {o["partition"] for o in rep["outputs"]} == {"p=1"}  # p=0 has no live row: no file
     rep = _export(root, tmp_path / "b", h.snapshot(), partitions=["p=0"])
     assert rep["rows"] == 0 and rep["files"] == 0
 
@@ -136,18 +149,31 @@ def test_bad_format_is_a_usage_error(tmp_path, cli):
 
 @pytest.mark.spark
 def test_spark_engine_same_files_and_spark_reads_them(spark, tmp_path):
-    h = History(buckets=3, originals=[7, 8, 9], partitions=2, txns=[
-        Txn("committed", [Statement("insert", [1, 2, 3, 4, 5], [], part=0), Statement("insert", [6, 10], [], part=1)]),
-        Txn("aborted", [Statement("insert", [11], [], part=0)]),
-        Txn("committed", [Statement("update", [12], [1], part=0)]),
-        Txn("open", [Statement("delete", [], [0], part=1)]),
-    ])
+    h = History(
+        buckets=3,
+        originals=[7, 8, 9],
+        partitions=2,
+        txns=[
+            Txn(
+                "committed",
+                [Statement("insert", [1, 2, 3, 4, 5], [], part=0), Statement("insert", [6, 10], [], part=1)],
+            ),
+            Txn("aborted", [Statement("insert", [11], [], part=0)]),
+            Txn("committed", [Statement("update", [12], [1], part=0)]),
+            Txn("open", [Statement("delete", [], [0], part=1)]),
+        ],
+    )
     root = tmp_path / "t"
     root.mkdir()
     expected = h.play_table(root)
     local = _export(root, tmp_path / "local", h.snapshot())
-    remote = export_table(TableFS(str(root)), h.snapshot(), str(tmp_path / "spark"),
-                          ExportOptions(with_row_id=True, engine="spark"), spark=spark)
+    remote = export_table(
+        TableFS(str(root)),
+        h.snapshot(),
+        str(tmp_path / "spark"),
+        ExportOptions(with_row_id=True, engine="spark"),
+        spark=spark,
+    )
     assert read_export(tmp_path / "spark") == expected
     assert [(o["file"], o["rows"]) for o in remote["outputs"]] == [(o["file"], o["rows"]) for o in local["outputs"]]
     for o in local["outputs"]:
@@ -156,4 +182,5 @@ def test_spark_engine_same_files_and_spark_reads_them(spark, tmp_path):
     df = spark.read.parquet(str(tmp_path / "spark"))
     assert df.count() == len(expected)
     assert sorted(r["p"] for r in df.select("p").distinct().collect()) == sorted(
-        {int(k[0].split("=")[1]) for k in expected})
+        {int(k[0].split("=")[1]) for k in expected}
+    )

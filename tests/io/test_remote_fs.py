@@ -45,10 +45,12 @@ def test_state_over_webhdfs_lists_each_directory_once(cli, hdfs, tmp_path):
     r = cli("-o", "json", "state", "--write-ids", f"db.t:4:{ALL}::", hdfs.url("/warehouse/nation"))
     assert r.code == 0, r
     roles = {e["name"]: e["role"] for p in json.loads(r.stdout)["partitions"] for e in p["entries"]}
-    assert roles == {"delta_0000002_0000002_0000": "delta",
-                     "delete_delta_0000003_0000003_0000": "delete delta",
-                     "delete_delta_0000004_0000004_0000": "delete delta"}
-    assert hdfs.ops["LISTSTATUS"] == 1 + 3   # the table and each child directory, once
+    assert roles == {
+        "delta_0000002_0000002_0000": "delta",
+        "delete_delta_0000003_0000003_0000": "delete delta",
+        "delete_delta_0000004_0000004_0000": "delete delta",
+    }
+    assert hdfs.ops["LISTSTATUS"] == 1 + 3  # the table and each child directory, once
 
 
 def test_merged_read_over_webhdfs(cli, hdfs, tmp_path):
@@ -61,8 +63,15 @@ def test_merged_read_over_webhdfs(cli, hdfs, tmp_path):
 
 def test_demo_written_over_webhdfs_reads_back(cli, hdfs):
     assert cli("demo", hdfs.url("/demo")).code == 0
-    r = cli("-o", "json", "dump", "--merged", "--write-ids", f"default.employee:3:{ALL}::",
-            hdfs.url("/demo/warehouse/employee"))
+    r = cli(
+        "-o",
+        "json",
+        "dump",
+        "--merged",
+        "--write-ids",
+        f"default.employee:3:{ALL}::",
+        hdfs.url("/demo/warehouse/employee"),
+    )
     assert sorted(json.loads(x)["name"] for x in r.stdout.splitlines()) == ["Jerry", "Mary", "Tom"]
     assert hdfs.ops["CREATE"] > 0
 
@@ -74,13 +83,25 @@ def test_webhdfs_delegation_token_and_proxy_user_reach_every_namenode_request(cl
     carries the user itself: fsspec refuses it together with `user`/`proxy_to`)."""
     t = _nation(tmp_path / "hdfs")
     local = cli("dump", t / "delta_0000002_0000002_0000" / "bucket_00000")
-    r = cli("--fs-option", "token=TOKEN-abc", "dump", hdfs.url("/warehouse/nation/delta_0000002_0000002_0000/bucket_00000"))
+    r = cli(
+        "--fs-option", "token=TOKEN-abc", "dump", hdfs.url("/warehouse/nation/delta_0000002_0000002_0000/bucket_00000")
+    )
     assert r.code == 0, r
     assert r.stdout_bytes == local.stdout_bytes
     assert hdfs.credentials and {c[2] for c in hdfs.credentials} == {"TOKEN-abc"}
     hdfs.credentials.clear()
-    r = cli("--fs-option", "user=hive", "--fs-option", "proxy_to=etl", "-o", "json", "state",
-            "--write-ids", f"db.t:4:{ALL}::", hdfs.url("/warehouse/nation"))
+    r = cli(
+        "--fs-option",
+        "user=hive",
+        "--fs-option",
+        "proxy_to=etl",
+        "-o",
+        "json",
+        "state",
+        "--write-ids",
+        f"db.t:4:{ALL}::",
+        hdfs.url("/warehouse/nation"),
+    )
     assert r.code == 0, r
     assert hdfs.credentials and {(c[1], c[3]) for c in hdfs.credentials} == {("hive", "etl")}
 
@@ -96,12 +117,13 @@ def test_dead_namenode_exit_5(cli):
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
-    s.close()   # nothing listens there now
+    s.close()  # nothing listens there now
     r = cli("dump", f"hdfs://127.0.0.1:{port}/x/bucket_00000")
     assert r.code == 5 and "unavailable" in r.stderr and "Traceback" not in r.stderr
 
 
 # -- S3 ------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def s3_server():
@@ -141,6 +163,7 @@ def test_dump_and_merged_read_over_s3(cli, s3_server, tmp_path, monkeypatch):
 
 
 # -- compaction on remote stores --------------------------------------------------------------
+
 
 def _merged_rows(cli, *args) -> list[str]:
     r = cli("-o", "json", *args)
@@ -185,11 +208,26 @@ def test_compact_over_s3_needs_the_non_atomic_opt_in(cli, s3_server, tmp_path, m
     assert r.code == 6, r
     assert "s3:// copies file by file" in r.stderr and "--allow-non-atomic-publish" in r.stderr
     assert keys() == before_keys
-    r = cli(*opt, "-o", "json", "compact", "--major", "--allow-non-atomic-publish", "--engine", "local",
-            "--write-ids", wl, url)
+    r = cli(
+        *opt,
+        "-o",
+        "json",
+        "compact",
+        "--major",
+        "--allow-non-atomic-publish",
+        "--engine",
+        "local",
+        "--write-ids",
+        wl,
+        url,
+    )
     assert r.code == 0, r
     assert json.loads(r.stdout)["partitions"][0]["publish"] == "non-atomic"
     new = sorted(set(keys()) - set(before_keys))
-    assert new == ["nation/.acidctl-published/base_0000004.json", "nation/base_0000004/_metadata_acid",
-                   "nation/base_0000004/_orc_acid_version", "nation/base_0000004/bucket_00000"]
+    assert new == [
+        "nation/.acidctl-published/base_0000004.json",
+        "nation/base_0000004/_metadata_acid",
+        "nation/base_0000004/_orc_acid_version",
+        "nation/base_0000004/bucket_00000",
+    ]
     assert _merged_rows(cli, *opt, "dump", "--merged", "--write-ids", wl, url) == before

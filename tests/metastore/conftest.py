@@ -23,7 +23,7 @@ import uuid
 
 import pytest
 
-PG_PASSWORD = "pg-Secret-7q"          # must never appear in acidctl's output
+PG_PASSWORD = "pg-Secret-7q"  # must never appear in acidctl's output
 MY_PASSWORD = "my-Secret-9z"
 
 
@@ -54,7 +54,7 @@ def _owned_tmpdir(prefix: str, user: str) -> str:
     shm, where = "/dev/shm", None
     try:
         st = os.statvfs(shm)
-        if os.access(shm, os.W_OK) and st.f_bavail * st.f_frsize >= 1 << 30:   # >= 1 GiB free
+        if os.access(shm, os.W_OK) and st.f_bavail * st.f_frsize >= 1 << 30:  # >= 1 GiB free
             where = shm
     except OSError:
         pass
@@ -67,8 +67,10 @@ def _owned_tmpdir(prefix: str, user: str) -> str:
 
 
 def _pg_bin(name: str) -> str | None:
-    cands = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"),
-                   key=lambda p: int(p.split("/")[4]) if p.split("/")[4].isdigit() else 0)
+    cands = sorted(
+        glob.glob(f"/usr/lib/postgresql/*/bin/{name}"),
+        key=lambda p: int(p.split("/")[4]) if p.split("/")[4].isdigit() else 0,
+    )
     if cands:
         return cands[-1]
     return shutil.which(name)
@@ -85,6 +87,7 @@ def _tail(path: str, n: int = 30) -> str:
 # ---------------------------------------------------------------------------------------
 # PostgreSQL
 # ---------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="session")
 def pg_server():
@@ -106,25 +109,46 @@ def pg_server():
         pw = pwd.getpwnam(user)
         os.chown(pwfile, pw.pw_uid, pw.pw_gid)
     pre = _as_user(user)
-    r = subprocess.run(pre + [initdb, "-D", data, "-U", "postgres", f"--pwfile={pwfile}",
-                              "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8",
-                              "--no-instructions", "--locale=C"],
-                       capture_output=True, text=True, cwd=base)
+    r = subprocess.run(
+        pre
+        + [
+            initdb,
+            "-D",
+            data,
+            "-U",
+            "postgres",
+            f"--pwfile={pwfile}",
+            "--auth-local=trust",
+            "--auth-host=scram-sha-256",
+            "-E",
+            "UTF8",
+            "--no-instructions",
+            "--locale=C",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=base,
+    )
     if r.returncode != 0:
         pytest.fail(f"initdb failed: {r.stderr[-2000:]}", pytrace=False)
     port = _free_port()
-    opts = (f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off "
-            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=100")
-    r = subprocess.run(pre + [pg_ctl, "-D", data, "-o", opts, "-l", log, "-w", "-t", "60", "start"],
-                       capture_output=True, text=True, cwd=base)
+    opts = (
+        f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off "
+        "-c synchronous_commit=off -c full_page_writes=off -c max_connections=100"
+    )
+    r = subprocess.run(
+        pre + [pg_ctl, "-D", data, "-o", opts, "-l", log, "-w", "-t", "60", "start"],
+        capture_output=True,
+        text=True,
+        cwd=base,
+    )
     if r.returncode != 0:
         pytest.fail(f"PostgreSQL did not start: {r.stderr[-1000:]}\n{_tail(log)}", pytrace=False)
     info = {"host": "127.0.0.1", "port": port, "user": "postgres", "password": PG_PASSWORD, "base": base}
     try:
         yield info
     finally:
-        subprocess.run(pre + [pg_ctl, "-D", data, "-m", "immediate", "-w", "stop"],
-                       capture_output=True, cwd=base)
+        subprocess.run(pre + [pg_ctl, "-D", data, "-m", "immediate", "-w", "stop"], capture_output=True, cwd=base)
         shutil.rmtree(base, ignore_errors=True)
 
 
@@ -137,8 +161,14 @@ def pg_create_db(info: dict) -> str:
     import psycopg
 
     name = "ms_" + uuid.uuid4().hex[:12]
-    with psycopg.connect(host=info["host"], port=info["port"], user=info["user"],
-                         password=info["password"], dbname="postgres", autocommit=True) as c:
+    with psycopg.connect(
+        host=info["host"],
+        port=info["port"],
+        user=info["user"],
+        password=info["password"],
+        dbname="postgres",
+        autocommit=True,
+    ) as c:
         c.execute(f'CREATE DATABASE "{name}"')
     return pg_url(info, name)
 
@@ -147,9 +177,14 @@ def pg_create_db(info: dict) -> str:
 # MariaDB
 # ---------------------------------------------------------------------------------------
 
+
 def _mariadb_bins():
-    server = shutil.which("mariadbd") or (os.path.exists("/usr/sbin/mariadbd") and "/usr/sbin/mariadbd") \
-        or shutil.which("mysqld") or (os.path.exists("/usr/sbin/mysqld") and "/usr/sbin/mysqld")
+    server = (
+        shutil.which("mariadbd")
+        or (os.path.exists("/usr/sbin/mariadbd") and "/usr/sbin/mariadbd")
+        or shutil.which("mysqld")
+        or (os.path.exists("/usr/sbin/mysqld") and "/usr/sbin/mysqld")
+    )
     install = shutil.which("mariadb-install-db") or shutil.which("mysql_install_db")
     return server or None, install
 
@@ -167,19 +202,38 @@ def mysql_server():
             _missing("running as root but there is no 'mysql' system user")
     base = _owned_tmpdir("acidctl-my-", user)
     data, sock, log = os.path.join(base, "data"), os.path.join(base, "mysqld.sock"), os.path.join(base, "err.log")
-    cmd = [install, "--no-defaults", f"--datadir={data}", "--auth-root-authentication-method=normal",
-           "--skip-test-db", "--skip-name-resolve"]
+    cmd = [
+        install,
+        "--no-defaults",
+        f"--datadir={data}",
+        "--auth-root-authentication-method=normal",
+        "--skip-test-db",
+        "--skip-name-resolve",
+    ]
     if os.geteuid() == 0:
         cmd.append(f"--user={user}")
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=base)
     if r.returncode != 0:
         pytest.fail(f"mariadb-install-db failed: {(r.stderr or r.stdout)[-2000:]}", pytrace=False)
     port = _free_port()
-    args = [server, "--no-defaults", f"--datadir={data}", f"--socket={sock}", f"--port={port}",
-            "--bind-address=127.0.0.1", f"--pid-file={os.path.join(base, 'mysqld.pid')}",
-            f"--log-error={log}", "--skip-log-bin", "--skip-name-resolve",
-            "--innodb-buffer-pool-size=64M", "--innodb-flush-log-at-trx-commit=0",
-            "--innodb-doublewrite=0", "--innodb-flush-method=nosync", "--innodb-log-file-size=16M", "--character-set-server=utf8mb4"]
+    args = [
+        server,
+        "--no-defaults",
+        f"--datadir={data}",
+        f"--socket={sock}",
+        f"--port={port}",
+        "--bind-address=127.0.0.1",
+        f"--pid-file={os.path.join(base, 'mysqld.pid')}",
+        f"--log-error={log}",
+        "--skip-log-bin",
+        "--skip-name-resolve",
+        "--innodb-buffer-pool-size=64M",
+        "--innodb-flush-log-at-trx-commit=0",
+        "--innodb-doublewrite=0",
+        "--innodb-flush-method=nosync",
+        "--innodb-log-file-size=16M",
+        "--character-set-server=utf8mb4",
+    ]
     if os.geteuid() == 0:
         args.append(f"--user={user}")
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=base)
@@ -201,8 +255,7 @@ def mysql_server():
         cur.execute("FLUSH PRIVILEGES")
     c.commit()
     c.close()
-    info = {"host": "127.0.0.1", "port": port, "user": "hive", "password": MY_PASSWORD, "base": base,
-            "socket": sock}
+    info = {"host": "127.0.0.1", "port": port, "user": "hive", "password": MY_PASSWORD, "base": base, "socket": sock}
     try:
         yield info
     finally:

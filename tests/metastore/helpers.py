@@ -49,6 +49,8 @@ def table_rows(text: str) -> list[list[str]]:
             i = j
         else:
             i += 1
+
     def cells(l):
-        return [l[a:b if k < len(spans) - 1 else None].strip() for k, (a, b) in enumerate(spans)]
-    return [cells(lines[sep - 1])] + [cells(l) for l in lines[sep + 1:]]
+        return [l[a : b if k < len(spans) - 1 else None].strip() for k, (a, b) in enumerate(spans)]
+
+    return [cells(lines[sep - 1])] + [cells(l) for l in lines[sep + 1 :]]

@@ -33,26 +33,77 @@ def add_table(url: str, db: str, name: str, location: str, params: dict, *, keys
         db_row = conn.execute(sa.select(tables["DBS"].c.DB_ID).where(tables["DBS"].c.NAME == db)).first()
         if db_row is None:
             db_id = next(_ids)
-            _ins(conn, tables, lower, "DBS", DB_ID=db_id, DB_LOCATION_URI="file:/tmp/w", NAME=db, OWNER_NAME="hive",
-                 OWNER_TYPE="USER")
+            _ins(
+                conn,
+                tables,
+                lower,
+                "DBS",
+                DB_ID=db_id,
+                DB_LOCATION_URI="file:/tmp/w",
+                NAME=db,
+                OWNER_NAME="hive",
+                OWNER_TYPE="USER",
+            )
         else:
             db_id = db_row[0]
         sd = next(_ids)
-        _ins(conn, tables, lower, "SDS", SD_ID=sd, LOCATION=location, NUM_BUCKETS=2, IS_COMPRESSED=False,
-             IS_STOREDASSUBDIRECTORIES=False)
+        _ins(
+            conn,
+            tables,
+            lower,
+            "SDS",
+            SD_ID=sd,
+            LOCATION=location,
+            NUM_BUCKETS=2,
+            IS_COMPRESSED=False,
+            IS_STOREDASSUBDIRECTORIES=False,
+        )
         tid = next(_ids)
-        _ins(conn, tables, lower, "TBLS", TBL_ID=tid, CREATE_TIME=0, DB_ID=db_id, LAST_ACCESS_TIME=0, OWNER="hive",
-             RETENTION=0, SD_ID=sd, TBL_NAME=name, TBL_TYPE="MANAGED_TABLE", IS_REWRITE_ENABLED=False)
+        _ins(
+            conn,
+            tables,
+            lower,
+            "TBLS",
+            TBL_ID=tid,
+            CREATE_TIME=0,
+            DB_ID=db_id,
+            LAST_ACCESS_TIME=0,
+            OWNER="hive",
+            RETENTION=0,
+            SD_ID=sd,
+            TBL_NAME=name,
+            TBL_TYPE="MANAGED_TABLE",
+            IS_REWRITE_ENABLED=False,
+        )
         for k, v in params.items():
             _ins(conn, tables, lower, "TABLE_PARAMS", TBL_ID=tid, PARAM_KEY=k, PARAM_VALUE=v)
         for i, (k, t) in enumerate(keys):
             _ins(conn, tables, lower, "PARTITION_KEYS", TBL_ID=tid, PKEY_NAME=k, PKEY_TYPE=t, INTEGER_IDX=i)
         for pname, ploc in partitions:
             psd = next(_ids)
-            _ins(conn, tables, lower, "SDS", SD_ID=psd, LOCATION=ploc, NUM_BUCKETS=2, IS_COMPRESSED=False,
-                 IS_STOREDASSUBDIRECTORIES=False)
-            _ins(conn, tables, lower, "PARTITIONS", PART_ID=next(_ids), CREATE_TIME=0, LAST_ACCESS_TIME=0,
-                 PART_NAME=pname, SD_ID=psd, TBL_ID=tid)
+            _ins(
+                conn,
+                tables,
+                lower,
+                "SDS",
+                SD_ID=psd,
+                LOCATION=ploc,
+                NUM_BUCKETS=2,
+                IS_COMPRESSED=False,
+                IS_STOREDASSUBDIRECTORIES=False,
+            )
+            _ins(
+                conn,
+                tables,
+                lower,
+                "PARTITIONS",
+                PART_ID=next(_ids),
+                CREATE_TIME=0,
+                LAST_ACCESS_TIME=0,
+                PART_NAME=pname,
+                SD_ID=psd,
+                TBL_ID=tid,
+            )
     engine.dispose()
 
 
@@ -63,25 +114,72 @@ def set_txns(url: str, states: dict[int, str], *, next_txn: int, components: dic
     with engine.begin() as conn:
         conn.execute(tables["NEXT_TXN_ID"].update().values({("ntxn_next" if lower else "NTXN_NEXT"): next_txn}))
         for t, s in sorted(states.items()):
-            _ins(conn, tables, lower, "TXNS", TXN_ID=t, TXN_STATE=s, TXN_STARTED=1700000000000 + t,
-                 TXN_LAST_HEARTBEAT=1700000000000 + t, TXN_USER="hive", TXN_HOST="h1")
+            _ins(
+                conn,
+                tables,
+                lower,
+                "TXNS",
+                TXN_ID=t,
+                TXN_STATE=s,
+                TXN_STARTED=1700000000000 + t,
+                TXN_LAST_HEARTBEAT=1700000000000 + t,
+                TXN_USER="hive",
+                TXN_HOST="h1",
+            )
         for t, (db, tbl) in (components or {}).items():
-            _ins(conn, tables, lower, "TXN_COMPONENTS", TC_TXNID=t, TC_DATABASE=db, TC_TABLE=tbl,
-                 TC_OPERATION_TYPE="u")
+            _ins(conn, tables, lower, "TXN_COMPONENTS", TC_TXNID=t, TC_DATABASE=db, TC_TABLE=tbl, TC_OPERATION_TYPE="u")
     engine.dispose()
 
 
-def add_compaction(url: str, *, queue: bool, cid: int, db: str, table: str, partition, state: str, ctype: str,
-                   start=None, end=None, worker=None, highest: int | None = None) -> None:
+def add_compaction(
+    url: str,
+    *,
+    queue: bool,
+    cid: int,
+    db: str,
+    table: str,
+    partition,
+    state: str,
+    ctype: str,
+    start=None,
+    end=None,
+    worker=None,
+    highest: int | None = None,
+) -> None:
     engine = sa.create_engine(url)
     tables, lower = _tables(engine)
     with engine.begin() as conn:
         if queue:
-            _ins(conn, tables, lower, "COMPACTION_QUEUE", CQ_ID=cid, CQ_DATABASE=db, CQ_TABLE=table,
-                 CQ_PARTITION=partition, CQ_STATE=state, CQ_TYPE=ctype, CQ_WORKER_ID=worker, CQ_START=start,
-                 CQ_HIGHEST_TXN_ID=highest)
+            _ins(
+                conn,
+                tables,
+                lower,
+                "COMPACTION_QUEUE",
+                CQ_ID=cid,
+                CQ_DATABASE=db,
+                CQ_TABLE=table,
+                CQ_PARTITION=partition,
+                CQ_STATE=state,
+                CQ_TYPE=ctype,
+                CQ_WORKER_ID=worker,
+                CQ_START=start,
+                CQ_HIGHEST_TXN_ID=highest,
+            )
         else:
-            _ins(conn, tables, lower, "COMPLETED_COMPACTIONS", CC_ID=cid, CC_DATABASE=db, CC_TABLE=table,
-                 CC_PARTITION=partition, CC_STATE=state, CC_TYPE=ctype, CC_WORKER_ID=worker, CC_START=start,
-                 CC_END=end, CC_HIGHEST_TXN_ID=highest)
+            _ins(
+                conn,
+                tables,
+                lower,
+                "COMPLETED_COMPACTIONS",
+                CC_ID=cid,
+                CC_DATABASE=db,
+                CC_TABLE=table,
+                CC_PARTITION=partition,
+                CC_STATE=state,
+                CC_TYPE=ctype,
+                CC_WORKER_ID=worker,
+                CC_START=start,
+                CC_END=end,
+                CC_HIGHEST_TXN_ID=highest,
+            )
     engine.dispose()

@@ -74,8 +74,7 @@ def test_unlock(metastore, hive_version, capsys):
     txn = rec.open_txn()
     held = rec.lock(LockComponent("db", "t", "p=2", "shared_read"), txn_id=txn)
     txn2 = rec.open_txn()
-    waiting = rec.lock(LockComponent("db", "t", "p=2", "exclusive"), txn_id=txn2, state="waiting",
-                       blocked_by=(held, 1))
+    waiting = rec.lock(LockComponent("db", "t", "p=2", "exclusive"), txn_id=txn2, state="waiting", blocked_by=(held, 1))
 
     def ids():
         return sorted((r["HL_LOCK_EXT_ID"], r["HL_LOCK_INT_ID"]) for r in rows(ms, "HIVE_LOCKS"))
@@ -109,7 +108,9 @@ def test_read_only_refuses_admin_writes(metastore, hive_version):
     url, rec = metastore
     cq = rec.enqueue_compaction("db", "t")
     lock = rec.lock(LockComponent("db", "t"))
-    assert run_cli(["--read-only", "--metastore", url, "abort", "compactions", "--execute", str(cq)]) == ExitCode.CONFLICT
+    assert (
+        run_cli(["--read-only", "--metastore", url, "abort", "compactions", "--execute", str(cq)]) == ExitCode.CONFLICT
+    )
     assert run_cli(["--read-only", "--metastore", url, "unlock", str(lock)]) == ExitCode.CONFLICT
     ms = connect(url)
     assert [r["CQ_ID"] for r in rows(ms, "COMPACTION_QUEUE")] == [cq]

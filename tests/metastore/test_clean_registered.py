@@ -54,11 +54,12 @@ def test_compact_register_clean(empty_db, hive_version, tmp_path, capsys):
     cq = {p: reg[p]["cq_id"] for p in (P1, P2)}
     ms = connect(url)
     if hive_version == 4:
-        time.sleep(1.1)    # Hive 4's Cleaner ignores txns younger than metastore.txn.opentxn.timeout
+        time.sleep(1.1)  # Hive 4's Cleaner ignores txns younger than metastore.txn.opentxn.timeout
     # a reader of the current snapshot: what it reads must not change
     tl = None
     if hive_version == 4:
         from acidctl.metastore.snapshot import table_snapshot
+
         tl, _ = table_snapshot(ms, "default.sales")
     # dry run: what would happen to the queue rows; nothing changes
     code, doc = _cli(capsys, "--metastore", url, "clean", "--min-age", "0", "default.sales")
@@ -74,14 +75,16 @@ def test_compact_register_clean(empty_db, hive_version, tmp_path, capsys):
         assert acts == {P1: (cq[P1], "held back"), P2: (cq[P2], "held back")}
         for c in doc["compactions"]:
             assert [(w["kind"], w["txn_id"]) for w in c["held_by"]] == [("open-txn", open_txn)]
-    assert {r["CQ_ID"]: r["CQ_STATE"] for r in rows(ms, "COMPACTION_QUEUE")
-            if r["CQ_TABLE"] == "sales"} == {cq[P1]: "r", cq[P2]: "r"}
+    assert {r["CQ_ID"]: r["CQ_STATE"] for r in rows(ms, "COMPACTION_QUEUE") if r["CQ_TABLE"] == "sales"} == {
+        cq[P1]: "r",
+        cq[P2]: "r",
+    }
     p2_dirs = _dirs(wh / "sales" / P2)
 
     # execute while held back: only what no held-back request covers goes
     code, doc = _cli(capsys, "--metastore", url, "clean", "--execute", "--min-age", "0", "default.sales")
     assert code == 0, doc
-    assert _dirs(wh / "sales" / P2) == p2_dirs         # held back: all kept
+    assert _dirs(wh / "sales" / P2) == p2_dirs  # held back: all kept
     q = {r["CQ_ID"]: r for r in rows(ms, "COMPACTION_QUEUE")}
     hist = {r["CC_ID"]: r for r in rows(ms, "COMPLETED_COMPACTIONS")}
     if hive_version == 3:
@@ -90,11 +93,12 @@ def test_compact_register_clean(empty_db, hive_version, tmp_path, capsys):
         assert q[cq[P2]]["CQ_STATE"] == "r"
     else:
         assert cq[P1] in q and cq[P2] in q
-        assert q[cq[P1]]["CQ_CLEANER_START"] is None   # never started: held back before it
+        assert q[cq[P1]]["CQ_CLEANER_START"] is None  # never started: held back before it
     assert merged(wh / "sales", snap, hive_version=hive_version, txns=tl) == before
 
     # the open txn ends (aborted, as its writer went away): the Cleaner proceeds
     from acidctl.metastore.recorder import Recorder
+
     Recorder(url).abort_txn(open_txn)
     if hive_version == 4:
         time.sleep(1.1)
@@ -129,8 +133,7 @@ def test_compact_register_clean(empty_db, hive_version, tmp_path, capsys):
     assert _dirs(wh / "sales" / P2) == sorted([base, "delta_0000007_0000007_0000"])
     (kept,) = [i for i in doc["items"] if i["path"].endswith("delta_0000007_0000007_0000")] or [None]
     assert hive_version == 3 and kept is None or kept["action"] == "keep (above the highest write id)"
-    assert _dirs(wh / "sales" / P1) == [
-        "base_0000002" + (f"_v{reg[P1]['txn_id']:07d}" if hive_version == 4 else "")]
+    assert _dirs(wh / "sales" / P1) == ["base_0000002" + (f"_v{reg[P1]['txn_id']:07d}" if hive_version == 4 else "")]
     # COMPLETED_TXN_COMPONENTS of sales up to write id 6 pruned; aborted write 4 (<= 6) forgotten
     assert [r for r in rows(ms, "COMPLETED_TXN_COMPONENTS") if r["CTC_TABLE"] == "sales"] == []
     tc = [(r["TC_TABLE"], r["TC_WRITEID"]) for r in rows(ms, "TXN_COMPONENTS")]
@@ -144,10 +147,13 @@ def test_compact_register_clean(empty_db, hive_version, tmp_path, capsys):
     after_snap = "default.sales:7:9223372036854775807::4,7"
     if hive_version == 4:
         from acidctl.metastore.snapshot import table_snapshot
+
         tl, _ = table_snapshot(ms, "default.sales")
     assert merged(wh / "sales", after_snap, hive_version=hive_version, txns=tl) == before
-    assert state_errors(wh / "sales", after_snap, hive_version=hive_version,
-                        txns=str(tl) if tl is not None else None) == []
+    assert (
+        state_errors(wh / "sales", after_snap, hive_version=hive_version, txns=str(tl) if tl is not None else None)
+        == []
+    )
 
 
 def test_read_only_cleans_directories_but_not_the_queue(empty_db, hive_version, tmp_path, capsys):
@@ -159,12 +165,13 @@ def test_read_only_cleans_directories_but_not_the_queue(empty_db, hive_version, 
     cq = doc["partitions"][0]["metastore"]["cq_id"]
     if hive_version == 4:
         time.sleep(1.1)
-    code, doc = _cli(capsys, "--read-only", "--metastore", url, "clean", "--execute", "--min-age", "0",
-                     "default.employee")
+    code, doc = _cli(
+        capsys, "--read-only", "--metastore", url, "clean", "--execute", "--min-age", "0", "default.employee"
+    )
     assert code == 0, doc
     (c,) = doc["compactions"]
     ms = connect(url)
-    if hive_version == 3:   # Hive 3: no lock on employee; Hive 4: the sales txn blocks everything
+    if hive_version == 3:  # Hive 3: no lock on employee; Hive 4: the sales txn blocks everything
         assert c["action"] == "stays ready for cleaning" and doc["metastore_writes"] is False
         assert _dirs(wh / "employee") == ["base_0000003"]
     else:
@@ -188,8 +195,11 @@ def test_revert_of_a_registered_compaction_marks_it_failed(empty_db, hive_versio
     # dry run says what would happen to the request
     code, doc = _cli(capsys, "--metastore", url, "revert", f"default.sales/{P1}")
     assert code == 0, doc
-    assert doc["items"][0]["metastore"] == {"cq_id": cq[P1], "state_before": "ready for cleaning",
-                                            "action": "would mark failed"}
+    assert doc["items"][0]["metastore"] == {
+        "cq_id": cq[P1],
+        "state_before": "ready for cleaning",
+        "action": "would mark failed",
+    }
     code, doc = _cli(capsys, "--metastore", url, "revert", "--execute", f"default.sales/{P1}")
     assert code == 0, doc
     assert _dirs(wh / "sales" / P1) == before_dirs
@@ -203,12 +213,14 @@ def test_revert_of_a_registered_compaction_marks_it_failed(empty_db, hive_versio
     p2 = _dirs(wh / "sales" / P2)
     code, doc = _cli(capsys, "--metastore", url, "clean", "--execute", "--min-age", "0", f"default.sales/{P1}")
     assert code == 0 and doc["compactions"] == []
-    assert _dirs(wh / "sales" / P2) == p2       # DB.TABLE/PART cleans that partition only
+    assert _dirs(wh / "sales" / P2) == p2  # DB.TABLE/PART cleans that partition only
     assert _dirs(wh / "sales" / P1) == before_dirs
 
 
-ORC_T = ("struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,currentTransaction:bigint,"
-         "row:struct<id:int,name:string>>")
+ORC_T = (
+    "struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,currentTransaction:bigint,"
+    "row:struct<id:int,name:string>>"
+)
 
 
 def test_uncovered_aborted_delta_goes_before_mark_cleaned(tmp_path, capsys):
@@ -226,8 +238,9 @@ def test_uncovered_aborted_delta_goes_before_mark_cleaned(tmp_path, capsys):
     for w in (1, 2, 3, 4, 5):
         acid_file(t / f"delta_{w:07d}_{w:07d}_0000" / "bucket_00000", ORC_T, [(0, w, B0, 0, w, (w, f"n{w}"))])
     # writes 4 and 5 were compacted too, by a compaction not registered: delta_4_5
-    acid_file(t / "delta_0000004_0000005" / "bucket_00000", ORC_T,
-              [(0, 4, B0, 0, 4, (4, "n4")), (0, 5, B0, 0, 5, (5, "n5"))])
+    acid_file(
+        t / "delta_0000004_0000005" / "bucket_00000", ORC_T, [(0, 4, B0, 0, 4, (4, "n4")), (0, 5, B0, 0, 5, (5, "n5"))]
+    )
     init_metastore(url, hive_version=3)
     rec = Recorder(url)
     rec.create_table("db", "t", location=f"file:{t}", columns=[("id", "int"), ("name", "string")])
@@ -242,8 +255,9 @@ def test_uncovered_aborted_delta_goes_before_mark_cleaned(tmp_path, capsys):
     assert sorted(before.values()) == [(2, "n2"), (3, "n3"), (4, "n4"), (5, "n5")]
     # a minor compaction whose output starts at the first valid delta (acidctl's own spans the
     # aborted id, delta_1_3; another compactor's need not): delta_2_3 written by hand
-    acid_file(t / "delta_0000002_0000003" / "bucket_00000", ORC_T,
-              [(0, 2, B0, 0, 2, (2, "n2")), (0, 3, B0, 0, 3, (3, "n3"))])
+    acid_file(
+        t / "delta_0000002_0000003" / "bucket_00000", ORC_T, [(0, 2, B0, 0, 2, (2, "n2")), (0, 3, B0, 0, 3, (3, "n3"))]
+    )
     assert merged(t, snap) == before
     cq = rec.enqueue_compaction("db", "t", compaction_type="minor")
     rec.mark_working(cq)
@@ -253,15 +267,21 @@ def test_uncovered_aborted_delta_goes_before_mark_cleaned(tmp_path, capsys):
     assert [c["action"] for c in doc["compactions"]] == ["marked cleaned"]
     # Hive's Cleaner caps its list at the request's highest write id 3: delta_4_4 and delta_5_5,
     # obsolete only through the newer delta_4_5, stay (they do not keep the request open)
-    assert _dirs(t) == ["delta_0000002_0000003", "delta_0000004_0000004_0000", "delta_0000004_0000005",
-                        "delta_0000005_0000005_0000"]
+    assert _dirs(t) == [
+        "delta_0000002_0000003",
+        "delta_0000004_0000004_0000",
+        "delta_0000004_0000005",
+        "delta_0000005_0000005_0000",
+    ]
     kept = {i["path"].rsplit("/", 1)[-1]: i["action"] for i in doc["items"] if i["action"].startswith("keep")}
-    assert kept == {"delta_0000004_0000004_0000": "keep (above the highest write id)",
-                    "delta_0000005_0000005_0000": "keep (above the highest write id)"}
+    assert kept == {
+        "delta_0000004_0000004_0000": "keep (above the highest write id)",
+        "delta_0000005_0000005_0000": "keep (above the highest write id)",
+    }
     ms = connect(url)
-    assert [r["TXN_ID"] for r in rows(ms, "TXNS")] == []          # txn 1 emptied and removed
+    assert [r["TXN_ID"] for r in rows(ms, "TXNS")] == []  # txn 1 emptied and removed
     assert rows(ms, "TXN_COMPONENTS") == []
-    assert merged(t, "db.t:5:9223372036854775807::") == before    # write 1 now counts as committed: gone
+    assert merged(t, "db.t:5:9223372036854775807::") == before  # write 1 now counts as committed: gone
 
 
 def test_unreadable_partition_keeps_the_request(tmp_path, capsys):

@@ -10,7 +10,7 @@ from acidctl.metastore import cleaner
 from acidctl.metastore.connection import connect, db_now_ms
 from acidctl.metastore.recorder import LockComponent
 
-OLD = 10_000     # ms: txns started this long ago are outside Hive 4's open-txn window
+OLD = 10_000  # ms: txns started this long ago are outside Hive 4's open-txn window
 
 
 def rows(ms, table: str, order: str | None = None) -> list[dict]:
@@ -30,7 +30,9 @@ def now(ms) -> int:
 def set_queue(ms, cq_id: int, **values) -> None:
     cq = ms.tables.COMPACTION_QUEUE
     with ms.engine.begin() as c:
-        c.execute(sa.update(cq.clause).where(cq.CQ_ID == cq_id).values({getattr(cq, k).name: v for k, v in values.items()}))
+        c.execute(
+            sa.update(cq.clause).where(cq.CQ_ID == cq_id).values({getattr(cq, k).name: v for k, v in values.items()})
+        )
 
 
 def insert_queue(ms, **values) -> None:
@@ -47,8 +49,16 @@ def history(rec, hv: int):
     txns = {}
     with rec.ms.read() as c:
         t0 = db_now_ms(c) - OLD
-    plan = [("A", "p=1", "c"), ("B", "p=1", "a"), ("C", "p=1", "c"), ("D", "p=1", "a"), ("E", "p=2", "c"),
-            ("F", "p=2", "a"), ("G", "p=1", "c"), ("H", "p=1", "o")]
+    plan = [
+        ("A", "p=1", "c"),
+        ("B", "p=1", "a"),
+        ("C", "p=1", "c"),
+        ("D", "p=1", "a"),
+        ("E", "p=2", "c"),
+        ("F", "p=2", "a"),
+        ("G", "p=1", "c"),
+        ("H", "p=1", "o"),
+    ]
     for i, (name, part, end) in enumerate(plan):
         txn = rec.open_txn("hive", "h", now_ms=t0 + i)
         rec.add_write(txn, "db", "t", partition=part, operation="i")
@@ -68,15 +78,31 @@ def test_mark_cleaned_rows(metastore, hive_version):
     rec.mark_working(cq, worker_id="w-1")
     rec.mark_compacted(cq, highest_write_id=3)
     if hive_version == 4:
-        set_queue(ms, cq, CQ_NEXT_TXN_ID=txns["H"], CQ_COMMIT_TIME=now(ms) - OLD, CQ_TXN_ID=txns["G"],
-                  CQ_ERROR_MESSAGE="earlier cleaner error", CQ_CLEANER_START=123)
+        set_queue(
+            ms,
+            cq,
+            CQ_NEXT_TXN_ID=txns["H"],
+            CQ_COMMIT_TIME=now(ms) - OLD,
+            CQ_TXN_ID=txns["G"],
+            CQ_ERROR_MESSAGE="earlier cleaner error",
+            CQ_CLEANER_START=123,
+        )
         # ABORT_TXN_CLEANUP retry rows (type 'c'): p=1's goes with the compaction, p=2's stays
         for i, part in ((900, "p=1"), (901, "p=2")):
-            insert_queue(ms, CQ_ID=i, CQ_DATABASE="db", CQ_TABLE="t", CQ_PARTITION=part, CQ_STATE="r",
-                         CQ_TYPE="c", CQ_RETRY_RETENTION=300000, CQ_COMMIT_TIME=1)
+            insert_queue(
+                ms,
+                CQ_ID=i,
+                CQ_DATABASE="db",
+                CQ_TABLE="t",
+                CQ_PARTITION=part,
+                CQ_STATE="r",
+                CQ_TYPE="c",
+                CQ_RETRY_RETENTION=300000,
+                CQ_COMMIT_TIME=1,
+            )
     before = {r["CQ_ID"]: r for r in rows(ms, "COMPACTION_QUEUE")}[cq]
     t_before = now(ms)
-    res = cleaner.mark_cleaned(ms, cq, remove_empty_aborted_txns=False)     # Hive's own statements only
+    res = cleaner.mark_cleaned(ms, cq, remove_empty_aborted_txns=False)  # Hive's own statements only
     t_after = now(ms)
 
     # queue: the request (and on Hive 4 p=1's retry row) gone
@@ -136,14 +162,14 @@ def test_hive3_waits_for_locks_present_on_the_exact_partition(metastore, hive_ve
     rec.mark_compacted(cq, highest_write_id=5)
     txn = rec.open_txn()
     l_part = rec.lock(LockComponent("db", "t", "p=1", "shared_read"), txn_id=txn)
-    rec.lock(LockComponent("db", "t", None, "shared_read"))          # table level: not related
-    rec.lock(LockComponent("db", "t", "p=2", "exclusive"))           # another partition
+    rec.lock(LockComponent("db", "t", None, "shared_read"))  # table level: not related
+    rec.lock(LockComponent("db", "t", "p=2", "exclusive"))  # another partition
     l_nontxn = rec.lock(LockComponent("DB", "T", "p=1", "shared_write"), state="waiting")
     reqs = cleaner.ready_requests(ms, "db", "t")
     assert [r["id"] for r in reqs] == [cq]
     waits = cleaner.cleaner_waits(ms, reqs)[cq]
     assert [(w["kind"], w["lock_id"], w["txn_id"]) for w in waits] == [("lock", l_part, txn), ("lock", l_nontxn, None)]
-    rec.commit_txn(txn)                  # its lock goes with it
+    rec.commit_txn(txn)  # its lock goes with it
     rec.unlock(l_nontxn)
     assert cleaner.cleaner_waits(ms, reqs)[cq] == []
 
@@ -152,8 +178,8 @@ def _hive4_waits(metastore):
     url, rec = metastore
     ms = connect(url)
     t0 = now(ms) - OLD
-    reader = rec.open_txn(now_ms=t0)                    # an old open txn anywhere
-    comp = rec.open_txn(txn_type=3, now_ms=t0 + 1)      # the compactor txn
+    reader = rec.open_txn(now_ms=t0)  # an old open txn anywhere
+    comp = rec.open_txn(txn_type=3, now_ms=t0 + 1)  # the compactor txn
     cq = rec.enqueue_compaction("db", "t", partition="p=1")
     rec.mark_working(cq)
     rec.mark_compacted(cq, highest_write_id=5)
@@ -167,7 +193,7 @@ def _hive4_waits(metastore):
     # the compactor txn is still open (markCompacted before commit): held back; cq2 waits for cq
     assert [x["kind"] for x in w[cq]] == ["compactor-txn-open"]
     assert [(x["kind"], x["cq_id"]) for x in w[cq2]] == [("earlier-request", cq)]
-    with ms.engine.begin() as c:       # the commit as Hive 4 records it on the queue row
+    with ms.engine.begin() as c:  # the commit as Hive 4 records it on the queue row
         t = ms.tables.TXNS
         c.execute(sa.update(t.clause).where(t.TXN_ID == comp).values({t.TXN_STATE.name: "c"}))
         mhl = ms.tables.MIN_HISTORY_LEVEL
@@ -191,8 +217,11 @@ def _hive4_waits(metastore):
     r2 = rec.open_txn(now_ms=t0 + 5)
     mh = ms.tables.MIN_HISTORY_WRITE_ID
     with ms.engine.begin() as c:
-        c.execute(sa.insert(mh.clause).values({mh.MH_TXNID.name: r2, mh.MH_DATABASE.name: "db",
-                                               mh.MH_TABLE.name: "t", mh.MH_WRITEID.name: 5}))
+        c.execute(
+            sa.insert(mh.clause).values(
+                {mh.MH_TXNID.name: r2, mh.MH_DATABASE.name: "db", mh.MH_TABLE.name: "t", mh.MH_WRITEID.name: 5}
+            )
+        )
     w = cleaner.cleaner_waits(ms, cleaner.ready_requests(ms, "db", "t"), use_min_history_write_id=True)
     assert [(x["kind"], x["txn_id"], x["write_id"]) for x in w[cq]] == [("min-history-write-id", r2, 5)]
 
@@ -215,8 +244,10 @@ def test_cleaner_mutex(metastore, hive_version, backend):
     with cleaner.cleaner_mutex(ms, wait_s=1):
         pass
     if backend == "sqlite":
-        return      # no Hive on SQLite: every write step holds the whole database instead
-    assert [(r["MT_KEY1"], r["MT_KEY2"]) for r in rows(ms, "AUX_TABLE") if r["MT_KEY1"] == "Cleaner"] == [("Cleaner", 0)]
+        return  # no Hive on SQLite: every write step holds the whole database instead
+    assert [(r["MT_KEY1"], r["MT_KEY2"]) for r in rows(ms, "AUX_TABLE") if r["MT_KEY1"] == "Cleaner"] == [
+        ("Cleaner", 0)
+    ]
     other = ms.engine.connect()
     tx = other.begin()
     other.execute(sa.select(aux.MT_KEY1).where(aux.MT_KEY1 == "Cleaner").with_for_update()).all()
@@ -239,8 +270,8 @@ def test_mark_cleaned_removes_the_aborted_txns_it_emptied(metastore, hive_versio
     ms = connect(url)
     txns = history(rec, hive_version)
     other = rec.open_txn(now_ms=now(ms) - OLD)
-    rec.add_write(other, "db", "t", partition="p=1")      # write id 9
-    rec.add_write(other, "db", "u")                       # and another table
+    rec.add_write(other, "db", "t", partition="p=1")  # write id 9
+    rec.add_write(other, "db", "u")  # and another table
     rec.abort_txn(other)
     cq = rec.enqueue_compaction("db", "t", partition="p=1")
     rec.mark_working(cq)
@@ -252,4 +283,5 @@ def test_mark_cleaned_removes_the_aborted_txns_it_emptied(metastore, hive_versio
     assert txns["B"] not in states and txns["D"] not in states
     assert states[other] == "a" and states[txns["F"]] == "a" and states[txns["H"]] == "o"
     assert sorted((r["TC_TXNID"], r["TC_TABLE"], r["TC_PARTITION"]) for r in rows(ms, "TXN_COMPONENTS")) == sorted(
-        [(txns["F"], "t", "p=2"), (txns["H"], "t", "p=1"), (other, "u", None)])
+        [(txns["F"], "t", "p=2"), (txns["H"], "t", "p=1"), (other, "u", None)]
+    )

@@ -28,23 +28,30 @@ def _run(argv, env=None):
     e = dict(os.environ)
     e.pop("ACIDCTL_METASTORE_URL", None)
     e.update(env or {})
-    return subprocess.run([sys.executable, "-m", "acidctl"] + argv, capture_output=True, text=True, env=e,
-                          timeout=60)
+    return subprocess.run([sys.executable, "-m", "acidctl"] + argv, capture_output=True, text=True, env=e, timeout=60)
 
 
 # ---------------------------------------------------------------------------------------
 # URL precedence: flag > env > config file
 # ---------------------------------------------------------------------------------------
 
+
 def test_url_precedence(tmp_path):
     cfg = tmp_path / "acidctl.toml"
-    cfg.write_text('default_profile = "prod"\n[profiles.prod]\nmetastore = "sqlite:///prod.db"\n'
-                   '[profiles.dev]\nmetastore = "sqlite:///dev.db"\n')
+    cfg.write_text(
+        'default_profile = "prod"\n[profiles.prod]\nmetastore = "sqlite:///prod.db"\n'
+        '[profiles.dev]\nmetastore = "sqlite:///dev.db"\n'
+    )
     env = {"ACIDCTL_CONFIG": str(cfg)}
     assert resolve_url(None, env=env) == "sqlite:///prod.db"
     assert resolve_url(None, profile="dev", env=env) == "sqlite:///dev.db"
-    assert resolve_url(None, profile="dev", env={**env, "ACIDCTL_METASTORE_URL": "sqlite:///env.db"}) == "sqlite:///env.db"
-    assert resolve_url("sqlite:///flag.db", env={**env, "ACIDCTL_METASTORE_URL": "sqlite:///env.db"}) == "sqlite:///flag.db"
+    assert (
+        resolve_url(None, profile="dev", env={**env, "ACIDCTL_METASTORE_URL": "sqlite:///env.db"}) == "sqlite:///env.db"
+    )
+    assert (
+        resolve_url("sqlite:///flag.db", env={**env, "ACIDCTL_METASTORE_URL": "sqlite:///env.db"})
+        == "sqlite:///flag.db"
+    )
     with pytest.raises(UsageError, match="profile 'nope'"):
         resolve_url(None, profile="nope", env=env)
     with pytest.raises(UsageError, match="no metastore"):
@@ -64,8 +71,10 @@ def test_cli_profile_from_config(tmp_path):
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == {"hive_version": 3, "txn_high_water_mark": 0, "transactions": []}
     # env beats the config file
-    r = _run(["--profile", "lab", "show", "transactions"],
-             env={"ACIDCTL_CONFIG": str(cfg), "ACIDCTL_METASTORE_URL": f"sqlite:///{tmp_path}/none.db"})
+    r = _run(
+        ["--profile", "lab", "show", "transactions"],
+        env={"ACIDCTL_CONFIG": str(cfg), "ACIDCTL_METASTORE_URL": f"sqlite:///{tmp_path}/none.db"},
+    )
     assert r.returncode == 5
     r = _run(["show", "locks"], env={"ACIDCTL_CONFIG": str(tmp_path / "nothing.toml")})
     assert r.returncode == 2 and "no metastore" in r.stderr
@@ -74,6 +83,7 @@ def test_cli_profile_from_config(tmp_path):
 # ---------------------------------------------------------------------------------------
 # failures: exit codes, one line, no password
 # ---------------------------------------------------------------------------------------
+
 
 def _one_line_no_secret(r, *secrets):
     for s in secrets:

@@ -32,11 +32,16 @@ def test_schema_is_hive_23s(empty_db, backend):
     rep = ms2.init_hive2(empty_db)
     assert rep["schema_version"] == "2.3.0"
     names = set(rep["tables"])
-    txn = "txns" if backend == "postgres" else "TXNS"        # Postgres: unquoted, lower-case (B.8)
+    txn = "txns" if backend == "postgres" else "TXNS"  # Postgres: unquoted, lower-case (B.8)
     assert txn in names
     upper = {n.upper() for n in names}
-    for absent in ("TXN_TO_WRITE_ID", "NEXT_WRITE_ID", "MIN_HISTORY_LEVEL", "MATERIALIZATION_REBUILD_LOCKS",
-                   "REPL_TXN_MAP"):
+    for absent in (
+        "TXN_TO_WRITE_ID",
+        "NEXT_WRITE_ID",
+        "MIN_HISTORY_LEVEL",
+        "MATERIALIZATION_REBUILD_LOCKS",
+        "REPL_TXN_MAP",
+    ):
         assert absent not in upper
     cq = "compaction_queue" if backend == "postgres" else "COMPACTION_QUEUE"
     assert "CQ_HIGHEST_TXN_ID" in _cols(empty_db, cq) and "CQ_HIGHEST_WRITE_ID" not in _cols(empty_db, cq)
@@ -64,16 +69,40 @@ def test_txn_list_and_show(empty_db, capsys):
     assert [(t["txn_id"], t["state"]) for t in d["transactions"]] == [(2, "ABORTED"), (3, "OPEN")]
 
     add_compaction(empty_db, queue=True, cid=1, db="db", table="t", partition="p=1", state="i", ctype="a")
-    add_compaction(empty_db, queue=False, cid=2, db="db", table="u", partition=None, state="s", ctype="i",
-                   start=1000, end=1500, worker="w-1", highest=7)
+    add_compaction(
+        empty_db,
+        queue=False,
+        cid=2,
+        db="db",
+        table="u",
+        partition=None,
+        state="s",
+        ctype="i",
+        start=1000,
+        end=1500,
+        worker="w-1",
+        highest=7,
+    )
     r = run_cli("--metastore", empty_db, "show", "compactions")
     assert r.code == 0, r.stderr
     lines = [x for x in r.stdout.splitlines() if x.strip()]
-    assert lines[0].split() == ["Database", "Table", "Partition", "Type", "State", "Worker", "Start", "Time",
-                                "Duration(ms)", "HadoopJobId"]   # 9 columns, no CompactionId (B.9)
+    assert lines[0].split() == [
+        "Database",
+        "Table",
+        "Partition",
+        "Type",
+        "State",
+        "Worker",
+        "Start",
+        "Time",
+        "Duration(ms)",
+        "HadoopJobId",
+    ]  # 9 columns, no CompactionId (B.9)
     r = run_cli("--metastore", empty_db, "-o", "json", "show", "compactions", "db.u")
     rows = json.loads(r.stdout)["compactions"]
-    assert [(c["type"], c["state"], c["duration_ms"], c["highest_txn_id"]) for c in rows] == [("MINOR", "succeeded", 500, 7)]
+    assert [(c["type"], c["state"], c["duration_ms"], c["highest_txn_id"]) for c in rows] == [
+        ("MINOR", "succeeded", 500, 7)
+    ]
 
 
 def _fixture_table(tmp_path, url):
@@ -102,8 +131,12 @@ def _legacy_table(tmp_path, url, *, seed_from=0):
     seed = seed_from
     while True:
         h = random_history(random.Random(seed), mode="legacy", txns=6)
-        if (any(op == 1 for s in h.stmts if h.valid(s.txn) for op, _, _ in s.events)
-                and "open" not in h.states.values() and h.valid(1) and h.valid(2)):   # txn ids are global
+        if (
+            any(op == 1 for s in h.stmts if h.valid(s.txn) for op, _, _ in s.events)
+            and "open" not in h.states.values()
+            and h.valid(1)
+            and h.valid(2)
+        ):  # txn ids are global
             break
         seed += 1
     root = write_table(h, tmp_path / "w" / "legacy_t")
@@ -119,12 +152,23 @@ def test_upgrade_check_report(empty_db, tmp_path):
     shutil.copytree(GOLDEN / "hive23_seed_table", part, ignore=shutil.ignore_patterns("_EXPECTED.md"))
     done = tmp_path / "w" / "split_t" / "ds=2024-01-02" / "hr=2" / "base_0000002"
     done.mkdir(parents=True)
-    add_table(url, "sales", "split_t", f"file:{tmp_path}/w/split_t", {"transactional": "true",
-              "transactional_properties": "default"}, keys=[("ds", "string"), ("hr", "int")],
-              partitions=[("ds=2024-01-01/hr=1", f"file:{part}"), ("ds=2024-01-02/hr=2", f"file:{done.parent}")])
+    add_table(
+        url,
+        "sales",
+        "split_t",
+        f"file:{tmp_path}/w/split_t",
+        {"transactional": "true", "transactional_properties": "default"},
+        keys=[("ds", "string"), ("hr", "int")],
+        partitions=[("ds=2024-01-01/hr=1", f"file:{part}"), ("ds=2024-01-02/hr=2", f"file:{done.parent}")],
+    )
     (tmp_path / "w" / "ready_t" / "base_0000001").mkdir(parents=True)
-    add_table(url, "sales", "ready_t", f"file:{tmp_path}/w/ready_t", {"transactional": "TRUE",
-                                                                      "transactional_properties": "legacy"})
+    add_table(
+        url,
+        "sales",
+        "ready_t",
+        f"file:{tmp_path}/w/ready_t",
+        {"transactional": "TRUE", "transactional_properties": "legacy"},
+    )
     add_table(url, "other", "x", f"file:{tmp_path}/w/x", {"transactional": "true"})
     add_table(url, "sales", "plain", f"file:{tmp_path}/w/plain", {})
     set_txns(url, {t: "a" for t, s in h.states.items() if s == "aborted"}, next_txn=h.hwm + 1)
@@ -133,18 +177,22 @@ def test_upgrade_check_report(empty_db, tmp_path):
     assert r.code == 4, r.stderr
     d = json.loads(r.stdout)
     by = {(p["table"], p["partition"]): p for p in d["partitions"]}
-    assert set(by) == {("sales.legacy_t", None), ("sales.split_t", "ds=2024-01-01/hr=1"),
-                       ("sales.split_t", "ds=2024-01-02/hr=2"), ("sales.ready_t", None)}
+    assert set(by) == {
+        ("sales.legacy_t", None),
+        ("sales.split_t", "ds=2024-01-01/hr=1"),
+        ("sales.split_t", "ds=2024-01-02/hr=2"),
+        ("sales.ready_t", None),
+    }
     assert by[("sales.legacy_t", None)]["status"] == "compact" and by[("sales.legacy_t", None)]["preupgrade_tool"]
     assert by[("sales.legacy_t", None)]["mode"] == "legacy"
     sp = by[("sales.split_t", "ds=2024-01-01/hr=1")]
-    assert sp["status"] == "compact" and sp["preupgrade_tool"]       # the delete delta: stats 0,0,1
+    assert sp["status"] == "compact" and sp["preupgrade_tool"]  # the delete delta: stats 0,0,1
     assert sp["command"] == "ALTER TABLE sales.split_t PARTITION(ds='2024-01-01',hr=1) COMPACT 'major';"
-    assert any(f["check"] == "U02" for f in sp["findings"])          # the wrong stats of the update (B.5.2)
+    assert any(f["check"] == "U02" for f in sp["findings"])  # the wrong stats of the update (B.5.2)
     assert by[("sales.split_t", "ds=2024-01-02/hr=2")]["status"] == "ready"
     assert by[("sales.ready_t", None)]["status"] == "ready"
     tf = {t["table"]: [f["check"] for f in t["findings"]] for t in d["tables"]}
-    assert set(tf["sales.ready_t"]) == {"U07", "U09"}                # TRUE, legacy
+    assert set(tf["sales.ready_t"]) == {"U07", "U09"}  # TRUE, legacy
     assert d["commands"] == ["ALTER TABLE sales.legacy_t COMPACT 'major';", sp["command"]]
     assert not d["ready"] and d["summary"]["compact"] == 2
 
@@ -157,8 +205,10 @@ def test_upgrade_check_open_txn_blocks(tmp_path):
     r = run_cli("--metastore", url, "-o", "json", "upgrade-check")
     d = json.loads(r.stdout)
     (p,) = d["partitions"]
-    assert p["status"] == "blocked" and p["blocked_by"] == ["delete_delta_0000002_0000002_0000",
-                                                            "delta_0000002_0000002_0000"]
+    assert p["status"] == "blocked" and p["blocked_by"] == [
+        "delete_delta_0000002_0000002_0000",
+        "delta_0000002_0000002_0000",
+    ]
     assert [f["check"] for f in d["tables"][0]["findings"]] == ["U10"]
 
 
@@ -171,11 +221,20 @@ def test_upgrade_check_needs_a_hive2_metastore(tmp_path):
     assert r.code == 2 and "Hive 2.x metastore" in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("ktype,value,literal", [
-    ("string", "a'b", "'a\\'b'"), ("tinyint", "1", "1Y"), ("smallint", "2", "2S"), ("int", "3", "3"),
-    ("bigint", "4", "4L"), ("decimal(10,2)", "5.5", "5.5BD"), ("date", "2024-01-01", "date '2024-01-01'"),
-    ("varchar(10)", "x", "'x'"), ("boolean", "true", "'true'"),
-])
+@pytest.mark.parametrize(
+    "ktype,value,literal",
+    [
+        ("string", "a'b", "'a\\'b'"),
+        ("tinyint", "1", "1Y"),
+        ("smallint", "2", "2S"),
+        ("int", "3", "3"),
+        ("bigint", "4", "4L"),
+        ("decimal(10,2)", "5.5", "5.5BD"),
+        ("date", "2024-01-01", "date '2024-01-01'"),
+        ("varchar(10)", "x", "'x'"),
+        ("boolean", "true", "'true'"),
+    ],
+)
 def test_partition_literals(ktype, value, literal):
     from acidctl.upgrade import partition_literal
 

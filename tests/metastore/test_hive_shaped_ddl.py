@@ -79,10 +79,14 @@ def _build(url: str, meta_quote: str):
     blob = "bytea" if eng.dialect.name == "postgresql" else "varbinary(2048)"
     q = meta_quote
     with eng.begin() as c:
-        c.exec_driver_sql(f"CREATE TABLE {q}VERSION{q} ({q}VER_ID{q} bigint, {q}SCHEMA_VERSION{q} varchar(127) NOT NULL,"
-                          f" {q}VERSION_COMMENT{q} varchar(255) NOT NULL, PRIMARY KEY ({q}VER_ID{q}))")
-        c.exec_driver_sql(f"INSERT INTO {q}VERSION{q} ({q}VER_ID{q}, {q}SCHEMA_VERSION{q}, {q}VERSION_COMMENT{q})"
-                          " VALUES (1, '3.1.0', 'Hive release version 3.1.0')")
+        c.exec_driver_sql(
+            f"CREATE TABLE {q}VERSION{q} ({q}VER_ID{q} bigint, {q}SCHEMA_VERSION{q} varchar(127) NOT NULL,"
+            f" {q}VERSION_COMMENT{q} varchar(255) NOT NULL, PRIMARY KEY ({q}VER_ID{q}))"
+        )
+        c.exec_driver_sql(
+            f"INSERT INTO {q}VERSION{q} ({q}VER_ID{q}, {q}SCHEMA_VERSION{q}, {q}VERSION_COMMENT{q})"
+            " VALUES (1, '3.1.0', 'Hive release version 3.1.0')"
+        )
         for stmt in HIVE3_TXN_DDL + HIVE3_ROWS:
             c.exec_driver_sql(stmt.replace("{blob}", blob))
     return eng
@@ -101,7 +105,8 @@ def _check(url):
     assert [(l["lockid"], l["lock_type"], l["transaction_id"]) for l in locks] == [("1.1", "SHARED_WRITE", 3)]
     comps = show_compactions(url, db="db", table="t").compactions
     assert [(c["compactionid"], c["type"], c["state"], c["duration"], c["worker"]) for c in comps] == [
-        (1, "MINOR", "succeeded", 4000, "w1-3")]
+        (1, "MINOR", "succeeded", 4000, "w1-3")
+    ]
     return ms
 
 
@@ -142,8 +147,18 @@ def test_postgres_cdp_style_quoted_tables_with_lowercase_views(pg_server):
     eng = _build(url, '"')
     with eng.begin() as c:
         c.exec_driver_sql('ALTER TABLE txns RENAME TO "TXNS"')
-        for col in ("txn_id", "txn_state", "txn_started", "txn_last_heartbeat", "txn_user", "txn_host",
-                    "txn_agent_info", "txn_meta_info", "txn_heartbeat_count", "txn_type"):
+        for col in (
+            "txn_id",
+            "txn_state",
+            "txn_started",
+            "txn_last_heartbeat",
+            "txn_user",
+            "txn_host",
+            "txn_agent_info",
+            "txn_meta_info",
+            "txn_heartbeat_count",
+            "txn_type",
+        ):
             c.exec_driver_sql(f'ALTER TABLE "TXNS" RENAME COLUMN {col} TO "{col.upper()}"')
         c.exec_driver_sql('CREATE VIEW txns AS SELECT "TXN_ID" txn_id, "TXN_STATE" txn_state FROM "TXNS"')
     ms = connect(url)

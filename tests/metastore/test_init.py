@@ -24,22 +24,38 @@ def _cols(engine, table: str) -> list[str]:
     with engine.connect() as c:
         d = engine.dialect.name
         if d == "postgresql":
-            rows = c.execute(sa.text("SELECT attname FROM pg_attribute WHERE attrelid = to_regclass(:t) AND attnum > 0 "
-                                     "AND NOT attisdropped ORDER BY attnum"), {"t": '"%s"' % table})
+            rows = c.execute(
+                sa.text(
+                    "SELECT attname FROM pg_attribute WHERE attrelid = to_regclass(:t) AND attnum > 0 "
+                    "AND NOT attisdropped ORDER BY attnum"
+                ),
+                {"t": '"%s"' % table},
+            )
         elif d in ("mysql", "mariadb"):
-            rows = c.execute(sa.text("SELECT column_name FROM information_schema.columns WHERE table_schema = DATABASE() "
-                                     "AND table_name = :t ORDER BY ordinal_position"), {"t": table})
+            rows = c.execute(
+                sa.text(
+                    "SELECT column_name FROM information_schema.columns WHERE table_schema = DATABASE() "
+                    "AND table_name = :t ORDER BY ordinal_position"
+                ),
+                {"t": table},
+            )
         else:
             rows = c.execute(sa.text("SELECT name FROM pragma_table_info(:t)"), {"t": table})
         return [r[0] for r in rows]
 
 
-H3_CQ = "CQ_ID, CQ_DATABASE, CQ_TABLE, CQ_PARTITION, CQ_STATE, CQ_TYPE, CQ_TBLPROPERTIES, CQ_WORKER_ID, CQ_START, CQ_RUN_AS, CQ_HIGHEST_WRITE_ID, CQ_META_INFO, CQ_HADOOP_JOB_ID".split(", ")
-H3_CC = "CC_ID, CC_DATABASE, CC_TABLE, CC_PARTITION, CC_STATE, CC_TYPE, CC_TBLPROPERTIES, CC_WORKER_ID, CC_START, CC_END, CC_RUN_AS, CC_HIGHEST_WRITE_ID, CC_META_INFO, CC_HADOOP_JOB_ID".split(", ")
-H4_CC = ("CC_ID, CC_DATABASE, CC_TABLE, CC_PARTITION, CC_STATE, CC_TYPE, CC_TBLPROPERTIES, CC_WORKER_ID, CC_ENQUEUE_TIME, "
-         "CC_START, CC_END, CC_RUN_AS, CC_HIGHEST_WRITE_ID, CC_META_INFO, CC_HADOOP_JOB_ID, CC_ERROR_MESSAGE, CC_NEXT_TXN_ID, "
-         "CC_TXN_ID, CC_COMMIT_TIME, CC_INITIATOR_ID, CC_INITIATOR_VERSION, CC_WORKER_VERSION, CC_POOL_NAME, "
-         "CC_NUMBER_OF_BUCKETS, CC_ORDER_BY").split(", ")
+H3_CQ = "CQ_ID, CQ_DATABASE, CQ_TABLE, CQ_PARTITION, CQ_STATE, CQ_TYPE, CQ_TBLPROPERTIES, CQ_WORKER_ID, CQ_START, CQ_RUN_AS, CQ_HIGHEST_WRITE_ID, CQ_META_INFO, CQ_HADOOP_JOB_ID".split(
+    ", "
+)
+H3_CC = "CC_ID, CC_DATABASE, CC_TABLE, CC_PARTITION, CC_STATE, CC_TYPE, CC_TBLPROPERTIES, CC_WORKER_ID, CC_START, CC_END, CC_RUN_AS, CC_HIGHEST_WRITE_ID, CC_META_INFO, CC_HADOOP_JOB_ID".split(
+    ", "
+)
+H4_CC = (
+    "CC_ID, CC_DATABASE, CC_TABLE, CC_PARTITION, CC_STATE, CC_TYPE, CC_TBLPROPERTIES, CC_WORKER_ID, CC_ENQUEUE_TIME, "
+    "CC_START, CC_END, CC_RUN_AS, CC_HIGHEST_WRITE_ID, CC_META_INFO, CC_HADOOP_JOB_ID, CC_ERROR_MESSAGE, CC_NEXT_TXN_ID, "
+    "CC_TXN_ID, CC_COMMIT_TIME, CC_INITIATOR_ID, CC_INITIATOR_VERSION, CC_WORKER_VERSION, CC_POOL_NAME, "
+    "CC_NUMBER_OF_BUCKETS, CC_ORDER_BY"
+).split(", ")
 
 
 def test_init_names_and_columns(empty_db, backend, hive_version, capsys):

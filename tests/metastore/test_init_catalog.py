@@ -72,11 +72,28 @@ PARTITION_PARAMS: PART_IDB! PARAM_KEYV! PARAM_VALUEV@3 PARAM_VALUET@4 pk=PART_ID
 SEQUENCE_TABLE: SEQUENCE_NAMEV! NEXT_VALB! pk=SEQUENCE_NAME
 """
 
-TXN_TABLES = {"TXNS", "TXN_COMPONENTS", "COMPLETED_TXN_COMPONENTS", "NEXT_TXN_ID", "TXN_LOCK_TBL", "HIVE_LOCKS",
-              "NEXT_LOCK_ID", "COMPACTION_QUEUE", "NEXT_COMPACTION_QUEUE_ID", "COMPLETED_COMPACTIONS", "AUX_TABLE",
-              "WRITE_SET", "TXN_TO_WRITE_ID", "NEXT_WRITE_ID", "MIN_HISTORY_LEVEL", "MIN_HISTORY_WRITE_ID",
-              "MATERIALIZATION_REBUILD_LOCKS", "TXN_WRITE_NOTIFICATION_LOG", "COMPACTION_METRICS_CACHE",
-              "REPL_TXN_MAP"}
+TXN_TABLES = {
+    "TXNS",
+    "TXN_COMPONENTS",
+    "COMPLETED_TXN_COMPONENTS",
+    "NEXT_TXN_ID",
+    "TXN_LOCK_TBL",
+    "HIVE_LOCKS",
+    "NEXT_LOCK_ID",
+    "COMPACTION_QUEUE",
+    "NEXT_COMPACTION_QUEUE_ID",
+    "COMPLETED_COMPACTIONS",
+    "AUX_TABLE",
+    "WRITE_SET",
+    "TXN_TO_WRITE_ID",
+    "NEXT_WRITE_ID",
+    "MIN_HISTORY_LEVEL",
+    "MIN_HISTORY_WRITE_ID",
+    "MATERIALIZATION_REBUILD_LOCKS",
+    "TXN_WRITE_NOTIFICATION_LOG",
+    "COMPACTION_METRICS_CACHE",
+    "REPL_TXN_MAP",
+}
 
 
 def expected(backend: str, hv: int) -> dict:
@@ -102,29 +119,56 @@ def expected(backend: str, hv: int) -> dict:
             if fam == "N":
                 fam = "B" if backend == "postgres" else "I"
             if backend == "sqlite" and fam == "B":
-                fam = "I"          # one INTEGER affinity
+                fam = "I"  # one INTEGER affinity
             cols[col] = (fam, not notnull)
         out[name] = {"cols": cols, "pk": pk}
     # the differences between the scripts that families do not express
     if backend == "mysql":
-        out["VERSION"]["cols"]["VERSION_COMMENT"] = ("V", True)       # NOT NULL only in the Postgres script
+        out["VERSION"]["cols"]["VERSION_COMMENT"] = ("V", True)  # NOT NULL only in the Postgres script
     else:
         out["VERSION"]["cols"]["VERSION_COMMENT"] = ("V", False)
     if not (backend == "postgres" and hv == 3):
-        out["DBS"]["cols"]["CTLG_NAME"] = ("V", False)                 # 3.1.0 Postgres: DEFAULT 'hive', nullable
+        out["DBS"]["cols"]["CTLG_NAME"] = ("V", False)  # 3.1.0 Postgres: DEFAULT 'hive', nullable
     return out
 
 
-_PG_FAMILY = {"bigint": "B", "integer": "I", "character": "C", "character varying": "V", "text": "T",
-              "bytea": "X", "boolean": "L", "timestamp without time zone": "S"}
-_MY_FAMILY = {"bigint": "B", "int": "I", "char": "C", "varchar": "V", "mediumtext": "T", "longtext": "T",
-              "text": "T", "varbinary": "X", "bit": "L", "timestamp": "S"}
+_PG_FAMILY = {
+    "bigint": "B",
+    "integer": "I",
+    "character": "C",
+    "character varying": "V",
+    "text": "T",
+    "bytea": "X",
+    "boolean": "L",
+    "timestamp without time zone": "S",
+}
+_MY_FAMILY = {
+    "bigint": "B",
+    "int": "I",
+    "char": "C",
+    "varchar": "V",
+    "mediumtext": "T",
+    "longtext": "T",
+    "text": "T",
+    "varbinary": "X",
+    "bit": "L",
+    "timestamp": "S",
+}
 
 
 def _sqlite_family(t: str) -> str:
     t = t.upper()
-    for prefix, fam in (("BIGINT", "I"), ("INTEGER", "I"), ("INT", "I"), ("CHAR(", "C"), ("VARCHAR", "V"),
-                        ("TEXT", "T"), ("BLOB", "X"), ("BOOLEAN", "L"), ("TIMESTAMP", "S")):
+    for prefix, fam in (
+        ("BIGINT", "I"),
+        ("INTEGER", "I"),
+        ("INT", "I"),
+        ("CHAR(", "C"),
+        ("VARCHAR", "V"),
+        ("TEXT", "T"),
+        ("BLOB", "X"),
+        ("BOOLEAN", "L"),
+        ("TIMESTAMP", "S"),
+    ):
         if t.startswith(prefix):
             return fam
     raise AssertionError(t)
@@ -136,40 +180,57 @@ def catalog(engine) -> dict:
     out: dict = {}
     with engine.connect() as c:
         if d == "postgresql":
-            for t, col, dt, nullable, default in c.execute(sa.text(
+            for t, col, dt, nullable, default in c.execute(
+                sa.text(
                     "SELECT table_name, column_name, data_type, is_nullable, column_default "
-                    "FROM information_schema.columns WHERE table_schema = 'public'")):
+                    "FROM information_schema.columns WHERE table_schema = 'public'"
+                )
+            ):
                 e = out.setdefault(t, {"cols": {}, "pk": set(), "generated": set()})
                 e["cols"][col] = (_PG_FAMILY[dt], nullable == "YES")
                 if default and default.startswith("nextval("):
                     e["generated"].add(col)
-            for t, col in c.execute(sa.text(
+            for t, col in c.execute(
+                sa.text(
                     "SELECT tc.table_name, k.column_name FROM information_schema.table_constraints tc "
                     "JOIN information_schema.key_column_usage k ON k.constraint_name = tc.constraint_name "
                     "AND k.table_schema = tc.table_schema AND k.table_name = tc.table_name "
-                    "WHERE tc.constraint_type = 'PRIMARY KEY' AND tc.table_schema = 'public'")):
+                    "WHERE tc.constraint_type = 'PRIMARY KEY' AND tc.table_schema = 'public'"
+                )
+            ):
                 out[t]["pk"].add(col)
         elif d in ("mysql", "mariadb"):
-            for t, col, dt, nullable, _key, extra in c.execute(sa.text(
+            for t, col, dt, nullable, _key, extra in c.execute(
+                sa.text(
                     "SELECT table_name, column_name, data_type, is_nullable, column_key, extra "
-                    "FROM information_schema.columns WHERE table_schema = DATABASE()")):
+                    "FROM information_schema.columns WHERE table_schema = DATABASE()"
+                )
+            ):
                 e = out.setdefault(t, {"cols": {}, "pk": set(), "generated": set()})
                 e["cols"][col] = (_MY_FAMILY[dt], nullable == "YES")
                 if "auto_increment" in extra.lower():
                     e["generated"].add(col)
             # column_key says PRI also for a table's first NOT NULL unique key: ask for PRIMARY itself
-            for t, col in c.execute(sa.text(
+            for t, col in c.execute(
+                sa.text(
                     "SELECT table_name, column_name FROM information_schema.key_column_usage "
-                    "WHERE table_schema = DATABASE() AND constraint_name = 'PRIMARY'")):
+                    "WHERE table_schema = DATABASE() AND constraint_name = 'PRIMARY'"
+                )
+            ):
                 out[t]["pk"].add(col)
         else:
-            tables = [r[0] for r in c.execute(sa.text(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"))]
+            tables = [
+                r[0]
+                for r in c.execute(
+                    sa.text("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+                )
+            ]
             for t in tables:
                 e = out.setdefault(t, {"cols": {}, "pk": set(), "generated": set()})
                 sql = c.execute(sa.text("SELECT sql FROM sqlite_master WHERE name = :t"), {"t": t}).scalar()
-                for _cid, col, typ, notnull, _dflt, pk in c.execute(sa.text("SELECT * FROM pragma_table_info(:t)"),
-                                                                  {"t": t}):
+                for _cid, col, typ, notnull, _dflt, pk in c.execute(
+                    sa.text("SELECT * FROM pragma_table_info(:t)"), {"t": t}
+                ):
                     e["cols"][col] = (_sqlite_family(typ), not notnull and not pk)
                     if pk:
                         e["pk"].add(col)
@@ -203,8 +264,10 @@ def test_init_matches_hive_schematool(empty_db, backend, hive_version):
             gen = {c.upper() for c in g["generated"]}
             assert gen == ({"TXN_ID"} if (table == "TXNS" and hive_version == 4) else set()), table
         # absent by version
-        absent = {3: ["TXN_LOCK_TBL", "MIN_HISTORY_WRITE_ID", "TXN_WRITE_NOTIFICATION_LOG", "COMPACTION_METRICS_CACHE"],
-                  4: ["NEXT_TXN_ID"]}[hive_version]
+        absent = {
+            3: ["TXN_LOCK_TBL", "MIN_HISTORY_WRITE_ID", "TXN_WRITE_NOTIFICATION_LOG", "COMPACTION_METRICS_CACHE"],
+            4: ["NEXT_TXN_ID"],
+        }[hive_version]
         for t in absent:
             assert stored(t) not in got and t not in got
     finally:
@@ -226,21 +289,32 @@ def test_init_rows_are_schematools(empty_db, backend, hive_version):
         with eng.connect() as c:
             one = lambda sql: c.execute(sa.text(sql)).all()  # noqa: E731
             assert one(f"SELECT {q('VER_ID')}, {q('SCHEMA_VERSION')}, {q('VERSION_COMMENT')} FROM {q('VERSION')}") == [
-                (1, f"{hive_version}.{'1' if hive_version == 3 else '0'}.0",
-                 f"Hive release version {hive_version}.{'1' if hive_version == 3 else '0'}.0")]
+                (
+                    1,
+                    f"{hive_version}.{'1' if hive_version == 3 else '0'}.0",
+                    f"Hive release version {hive_version}.{'1' if hive_version == 3 else '0'}.0",
+                )
+            ]
             assert one(f"SELECT {q(n('NL_NEXT'))} FROM {q(n('NEXT_LOCK_ID'))}") == [(1,)]
             assert one(f"SELECT {q(n('NCQ_NEXT'))} FROM {q(n('NEXT_COMPACTION_QUEUE_ID'))}") == [(1,)]
             assert one(f"SELECT COUNT(*) FROM {q(n('AUX_TABLE'))}") == [(0,)]
-            assert one(f"SELECT {q('CTLG_ID')}, {q('NAME')}, {q('LOCATION_URI')} FROM {q('CTLGS')}") == [(1, "hive", "TBD")]
-            seqs = sorted(r[0].rsplit(".", 1)[1] for r in one(f"SELECT {q('SEQUENCE_NAME')} FROM {q('SEQUENCE_TABLE')}"))
-            assert seqs == (["MNotificationLog"] if hive_version == 3 else ["MNotificationLog", "MTxnWriteNotificationLog"])
+            assert one(f"SELECT {q('CTLG_ID')}, {q('NAME')}, {q('LOCATION_URI')} FROM {q('CTLGS')}") == [
+                (1, "hive", "TBD")
+            ]
+            seqs = sorted(
+                r[0].rsplit(".", 1)[1] for r in one(f"SELECT {q('SEQUENCE_NAME')} FROM {q('SEQUENCE_TABLE')}")
+            )
+            assert seqs == (
+                ["MNotificationLog"] if hive_version == 3 else ["MNotificationLog", "MTxnWriteNotificationLog"]
+            )
             if hive_version == 3:
                 assert one(f"SELECT {q(n('NTXN_NEXT'))} FROM {q(n('NEXT_TXN_ID'))}") == [(1,)]
                 assert one(f"SELECT COUNT(*) FROM {q(n('TXNS'))}") == [(0,)]
             else:
                 assert one(f"SELECT {q('TXN_LOCK')} FROM {q('TXN_LOCK_TBL')}") == [(1,)]
-                assert one(f"SELECT {q('TXN_ID')}, {q('TXN_STATE')}, {q('TXN_STARTED')}, {q('TXN_USER')} "
-                           f"FROM {q('TXNS')}") == [(0, "c", 0, "")]
+                assert one(
+                    f"SELECT {q('TXN_ID')}, {q('TXN_STATE')}, {q('TXN_STARTED')}, {q('TXN_USER')} FROM {q('TXNS')}"
+                ) == [(0, "c", 0, "")]
     finally:
         eng.dispose()
 
@@ -251,27 +325,36 @@ def _indexes(eng) -> dict:
     out = {}
     with eng.connect() as c:
         if d == "postgresql":
-            rows = c.execute(sa.text(
-                "SELECT i.relname, t.relname, ix.indisunique, "
-                "array_to_string(ARRAY(SELECT a.attname FROM unnest(ix.indkey) WITH ORDINALITY k(n, o) "
-                "JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.n ORDER BY k.o), ',') "
-                "FROM pg_index ix JOIN pg_class i ON i.oid = ix.indexrelid JOIN pg_class t ON t.oid = ix.indrelid "
-                "JOIN pg_namespace s ON s.oid = t.relnamespace WHERE s.nspname = 'public' AND NOT ix.indisprimary"))
+            rows = c.execute(
+                sa.text(
+                    "SELECT i.relname, t.relname, ix.indisunique, "
+                    "array_to_string(ARRAY(SELECT a.attname FROM unnest(ix.indkey) WITH ORDINALITY k(n, o) "
+                    "JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.n ORDER BY k.o), ',') "
+                    "FROM pg_index ix JOIN pg_class i ON i.oid = ix.indexrelid JOIN pg_class t ON t.oid = ix.indrelid "
+                    "JOIN pg_namespace s ON s.oid = t.relnamespace WHERE s.nspname = 'public' AND NOT ix.indisprimary"
+                )
+            )
             for name, t, uniq, cols in rows:
                 out[name] = (t, cols, bool(uniq))
         elif d in ("mysql", "mariadb"):
-            rows = c.execute(sa.text(
-                "SELECT index_name, table_name, non_unique, GROUP_CONCAT(column_name ORDER BY seq_in_index) "
-                "FROM information_schema.statistics WHERE table_schema = DATABASE() AND index_name <> 'PRIMARY' "
-                "GROUP BY index_name, table_name, non_unique"))
+            rows = c.execute(
+                sa.text(
+                    "SELECT index_name, table_name, non_unique, GROUP_CONCAT(column_name ORDER BY seq_in_index) "
+                    "FROM information_schema.statistics WHERE table_schema = DATABASE() AND index_name <> 'PRIMARY' "
+                    "GROUP BY index_name, table_name, non_unique"
+                )
+            )
             for name, t, nonuniq, cols in rows:
                 out[name] = (t, cols, not nonuniq)
         else:
             for name, t in c.execute(sa.text("SELECT name, tbl_name FROM sqlite_master WHERE type = 'index'")):
-                uniq = c.execute(sa.text(
-                    "SELECT \"unique\" FROM pragma_index_list(:t) WHERE name = :n"), {"t": t, "n": name}).scalar()
-                cols = ",".join(r[0] for r in c.execute(sa.text(
-                    "SELECT name FROM pragma_index_info(:n) ORDER BY seqno"), {"n": name}))
+                uniq = c.execute(
+                    sa.text('SELECT "unique" FROM pragma_index_list(:t) WHERE name = :n'), {"t": t, "n": name}
+                ).scalar()
+                cols = ",".join(
+                    r[0]
+                    for r in c.execute(sa.text("SELECT name FROM pragma_index_info(:n) ORDER BY seqno"), {"n": name})
+                )
                 out[name] = (t, cols, bool(uniq))
     return out
 
@@ -286,15 +369,18 @@ def test_init_keys_and_indexes(empty_db, backend, hive_version):
         pg_h3 = pg and hive_version == 3
         low = (lambda s: s.lower()) if pg_h3 else (lambda s: s)
         by_def = {(t.upper(), cols.upper(), u) for t, cols, u in ix.values()}
-        for want in [("TXN_TO_WRITE_ID", "T2W_DATABASE,T2W_TABLE,T2W_TXNID", True),
-                     ("TXN_TO_WRITE_ID", "T2W_DATABASE,T2W_TABLE,T2W_WRITEID", True),
-                     ("NEXT_WRITE_ID", "NWI_DATABASE,NWI_TABLE", True),
-                     ("MIN_HISTORY_LEVEL", "MHL_MIN_OPEN_TXNID", False),
-                     ("TXN_COMPONENTS", "TC_TXNID", False),
-                     ("HIVE_LOCKS", "HL_TXNID", False),
-                     ("COMPLETED_TXN_COMPONENTS", "CTC_DATABASE,CTC_TABLE,CTC_PARTITION", False),
-                     ("TBLS", "TBL_NAME,DB_ID", True), ("PARTITIONS", "PART_NAME,TBL_ID", True),
-                     ("DBS", "NAME,CTLG_NAME", True)]:
+        for want in [
+            ("TXN_TO_WRITE_ID", "T2W_DATABASE,T2W_TABLE,T2W_TXNID", True),
+            ("TXN_TO_WRITE_ID", "T2W_DATABASE,T2W_TABLE,T2W_WRITEID", True),
+            ("NEXT_WRITE_ID", "NWI_DATABASE,NWI_TABLE", True),
+            ("MIN_HISTORY_LEVEL", "MHL_MIN_OPEN_TXNID", False),
+            ("TXN_COMPONENTS", "TC_TXNID", False),
+            ("HIVE_LOCKS", "HL_TXNID", False),
+            ("COMPLETED_TXN_COMPONENTS", "CTC_DATABASE,CTC_TABLE,CTC_PARTITION", False),
+            ("TBLS", "TBL_NAME,DB_ID", True),
+            ("PARTITIONS", "PART_NAME,TBL_ID", True),
+            ("DBS", "NAME,CTLG_NAME", True),
+        ]:
             assert want in by_def, want
         assert (("COMPLETED_COMPACTIONS", "CC_DATABASE,CC_TABLE,CC_PARTITION", False) in by_def) == (hive_version == 4)
         # names as Hive's scripts leave them: Postgres lower-cases the unquoted ones
@@ -302,13 +388,16 @@ def test_init_keys_and_indexes(empty_db, backend, hive_version):
         if pg:
             assert {"tc_txnid_index", "hl_txnid_index", "completed_txn_components_index"} <= set(ix)
         elif backend == "mysql":
-            assert {"TC_TXNID_INDEX", "HL_TXNID_IDX", "HIVE_LOCK_TXNID_INDEX", "COMPLETED_TXN_COMPONENTS_IDX"} <= set(ix)
+            assert {"TC_TXNID_INDEX", "HL_TXNID_IDX", "HIVE_LOCK_TXNID_INDEX", "COMPLETED_TXN_COMPONENTS_IDX"} <= set(
+                ix
+            )
     finally:
         eng.dispose()
 
 
-@pytest.mark.parametrize("backend", [pytest.param("postgres", marks=pytest.mark.postgres),
-                                     pytest.param("mysql", marks=pytest.mark.mysql)])
+@pytest.mark.parametrize(
+    "backend", [pytest.param("postgres", marks=pytest.mark.postgres), pytest.param("mysql", marks=pytest.mark.mysql)]
+)
 def test_txn_components_reference_txns(empty_db, backend, hive_version):
     """Both scripts declare TXN_COMPONENTS.TC_TXNID REFERENCES TXNS(TXN_ID): enforced."""
     init_metastore(empty_db, hive_version=hive_version)
@@ -319,8 +408,12 @@ def test_txn_components_reference_txns(empty_db, backend, hive_version):
     try:
         with pytest.raises(sa.exc.IntegrityError):
             with eng.begin() as c:
-                c.execute(sa.text(f"INSERT INTO {q('TXN_COMPONENTS')} ({q('TC_TXNID')}, {q('TC_DATABASE')}, "
-                                  f"{q('TC_OPERATION_TYPE')}) VALUES (42, 'db', 'i')"))
+                c.execute(
+                    sa.text(
+                        f"INSERT INTO {q('TXN_COMPONENTS')} ({q('TC_TXNID')}, {q('TC_DATABASE')}, "
+                        f"{q('TC_OPERATION_TYPE')}) VALUES (42, 'db', 'i')"
+                    )
+                )
     finally:
         eng.dispose()
 
@@ -333,15 +426,31 @@ def test_mysql_tables_are_latin1_with_binary_name_columns(empty_db, backend, hiv
     eng = sa.create_engine(empty_db)
     try:
         with eng.connect() as c:
-            coll = {(t, col): co for t, col, co in c.execute(sa.text(
-                "SELECT table_name, column_name, collation_name FROM information_schema.columns "
-                "WHERE table_schema = DATABASE() AND collation_name IS NOT NULL"))}
-            engines = {r[0] for r in c.execute(sa.text(
-                "SELECT DISTINCT engine FROM information_schema.tables WHERE table_schema = DATABASE()"))}
+            coll = {
+                (t, col): co
+                for t, col, co in c.execute(
+                    sa.text(
+                        "SELECT table_name, column_name, collation_name FROM information_schema.columns "
+                        "WHERE table_schema = DATABASE() AND collation_name IS NOT NULL"
+                    )
+                )
+            }
+            engines = {
+                r[0]
+                for r in c.execute(
+                    sa.text("SELECT DISTINCT engine FROM information_schema.tables WHERE table_schema = DATABASE()")
+                )
+            }
         assert engines == {"InnoDB"}
         assert {co.split("_")[0] for co in coll.values()} == {"latin1"}
-        for t, col in [("TBLS", "TBL_NAME"), ("DBS", "NAME"), ("PARTITIONS", "PART_NAME"),
-                       ("TABLE_PARAMS", "PARAM_VALUE"), ("SDS", "LOCATION"), ("COLUMNS_V2", "COLUMN_NAME")]:
+        for t, col in [
+            ("TBLS", "TBL_NAME"),
+            ("DBS", "NAME"),
+            ("PARTITIONS", "PART_NAME"),
+            ("TABLE_PARAMS", "PARAM_VALUE"),
+            ("SDS", "LOCATION"),
+            ("COLUMNS_V2", "COLUMN_NAME"),
+        ]:
             assert coll[(t, col)] == "latin1_bin", (t, col)
         assert coll[("DBS", "CTLG_NAME")] != "latin1_bin" and coll[("COLUMNS_V2", "TYPE_NAME")] != "latin1_bin"
         assert coll[("TXNS", "TXN_USER")] != "latin1_bin"

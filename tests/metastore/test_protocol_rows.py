@@ -56,6 +56,7 @@ def _exec(ms, fn):
 # enqueue (compact2)
 # ---------------------------------------------------------------------------------------
 
+
 def test_enqueue_rows_and_duplicates(metastore, hive_version):
     url, rec = metastore
     ms = _ms(url)
@@ -66,15 +67,42 @@ def test_enqueue_rows_and_duplicates(metastore, hive_version):
     assert (r.id, r.state, r.accepted) == (1, "initiated", True)
     assert r.message == "Compaction enqueued with id 1"
     assert _rows(ms, "NEXT_COMPACTION_QUEUE_ID", "NCQ_NEXT") == [(2,)]
-    base = ["CQ_ID", "CQ_DATABASE", "CQ_TABLE", "CQ_PARTITION", "CQ_STATE", "CQ_TYPE", "CQ_TBLPROPERTIES",
-            "CQ_WORKER_ID", "CQ_START", "CQ_RUN_AS", "CQ_HIGHEST_WRITE_ID", "CQ_HADOOP_JOB_ID"]
+    base = [
+        "CQ_ID",
+        "CQ_DATABASE",
+        "CQ_TABLE",
+        "CQ_PARTITION",
+        "CQ_STATE",
+        "CQ_TYPE",
+        "CQ_TBLPROPERTIES",
+        "CQ_WORKER_ID",
+        "CQ_START",
+        "CQ_RUN_AS",
+        "CQ_HIGHEST_WRITE_ID",
+        "CQ_HADOOP_JOB_ID",
+    ]
     # names lower-cased as ALTER TABLE ... COMPACT stores them
-    assert _rows(ms, "COMPACTION_QUEUE", *base) == [(1, "db1", "t1", "ds=1", "i", "a", None, None, None, None, None, None)]
+    assert _rows(ms, "COMPACTION_QUEUE", *base) == [
+        (1, "db1", "t1", "ds=1", "i", "a", None, None, None, None, None, None)
+    ]
     if hive_version == 4:
-        (row,) = _rows(ms, "COMPACTION_QUEUE", "CQ_ENQUEUE_TIME", "CQ_INITIATOR_ID", "CQ_INITIATOR_VERSION",
-                       "CQ_POOL_NAME", "CQ_TXN_ID", "CQ_NEXT_TXN_ID", "CQ_COMMIT_TIME", "CQ_WORKER_VERSION",
-                       "CQ_RETRY_RETENTION", "CQ_CLEANER_START", "CQ_ERROR_MESSAGE", "CQ_NUMBER_OF_BUCKETS",
-                       "CQ_ORDER_BY")
+        (row,) = _rows(
+            ms,
+            "COMPACTION_QUEUE",
+            "CQ_ENQUEUE_TIME",
+            "CQ_INITIATOR_ID",
+            "CQ_INITIATOR_VERSION",
+            "CQ_POOL_NAME",
+            "CQ_TXN_ID",
+            "CQ_NEXT_TXN_ID",
+            "CQ_COMMIT_TIME",
+            "CQ_WORKER_VERSION",
+            "CQ_RETRY_RETENTION",
+            "CQ_CLEANER_START",
+            "CQ_ERROR_MESSAGE",
+            "CQ_NUMBER_OF_BUCKETS",
+            "CQ_ORDER_BY",
+        )
         assert t0 <= row[0] <= t1
         assert row[1] == f"{socket.gethostname()}-manual"
         assert row[2].startswith("acidctl")
@@ -93,13 +121,21 @@ def test_enqueue_rows_and_duplicates(metastore, hive_version):
     assert queue.enqueue(ms, "db1", "t1", partition="ds=2", type="minor").id == 2
     assert queue.enqueue(ms, "db1", "t1", type="minor").id == 3
     assert _rows(ms, "COMPACTION_QUEUE", "CQ_ID", "CQ_PARTITION", "CQ_TYPE", order=["CQ_ID"]) == [
-        (1, "ds=1", "a"), (2, "ds=2", "i"), (3, None, "i")]
+        (1, "ds=1", "a"),
+        (2, "ds=2", "i"),
+        (3, None, "i"),
+    ]
 
     # a request that is ready for cleaning: Hive 4 also refuses it when its highest write id is
     # the table's current compactor hwm (no writes to db1.t1: hwm 0); Hive 3 enqueues
-    _exec(ms, lambda c, T: c.execute(sa.update(T.COMPACTION_QUEUE.clause).where(T.COMPACTION_QUEUE.CQ_ID == 1)
-                                     .values({T.COMPACTION_QUEUE.CQ_STATE.name: "r",
-                                              T.COMPACTION_QUEUE.CQ_HIGHEST_WRITE_ID.name: 0})))
+    _exec(
+        ms,
+        lambda c, T: c.execute(
+            sa.update(T.COMPACTION_QUEUE.clause)
+            .where(T.COMPACTION_QUEUE.CQ_ID == 1)
+            .values({T.COMPACTION_QUEUE.CQ_STATE.name: "r", T.COMPACTION_QUEUE.CQ_HIGHEST_WRITE_ID.name: 0})
+        ),
+    )
     r2 = queue.enqueue(ms, "db1", "t1", partition="ds=1", type="major")
     if hive_version == 3:
         assert (r2.id, r2.accepted) == (4, True)
@@ -111,8 +147,12 @@ def test_enqueue_rows_and_duplicates(metastore, hive_version):
 def test_enqueue_ids_continue_from_next_compaction_queue_id(metastore, hive_version):
     url, rec = metastore
     ms = _ms(url)
-    _exec(ms, lambda c, T: c.execute(sa.update(T.NEXT_COMPACTION_QUEUE_ID.clause)
-                                     .values({T.NEXT_COMPACTION_QUEUE_ID.NCQ_NEXT.name: 41})))
+    _exec(
+        ms,
+        lambda c, T: c.execute(
+            sa.update(T.NEXT_COMPACTION_QUEUE_ID.clause).values({T.NEXT_COMPACTION_QUEUE_ID.NCQ_NEXT.name: 41})
+        ),
+    )
     assert queue.enqueue(ms, "db", "t", type="minor").id == 41
     assert _rows(ms, "NEXT_COMPACTION_QUEUE_ID", "NCQ_NEXT") == [(42,)]
 
@@ -120,6 +160,7 @@ def test_enqueue_ids_continue_from_next_compaction_queue_id(metastore, hive_vers
 # ---------------------------------------------------------------------------------------
 # claim (findNextToCompact)
 # ---------------------------------------------------------------------------------------
+
 
 def test_claim_conditional_update_and_pools(metastore, hive_version):
     url, rec = metastore
@@ -157,8 +198,12 @@ def test_default_pool_takes_old_pooled_requests(metastore, hive_version):
     ms = _ms(url)
     b = queue.enqueue(ms, "db", "b", type="minor", pool="etl").id
     assert queue.claim(ms, worker_id="w") is None
-    _exec(ms, lambda c, T: c.execute(sa.update(T.COMPACTION_QUEUE.clause)
-                                     .values({T.COMPACTION_QUEUE.CQ_ENQUEUE_TIME.name: 1000})))
+    _exec(
+        ms,
+        lambda c, T: c.execute(
+            sa.update(T.COMPACTION_QUEUE.clause).values({T.COMPACTION_QUEUE.CQ_ENQUEUE_TIME.name: 1000})
+        ),
+    )
     assert queue.claim(ms, worker_id="w").cq_id == b
 
 
@@ -167,7 +212,7 @@ def test_claim_skips_a_request_another_worker_took(metastore, hive_version):
     url, rec = metastore
     ms = _ms(url)
     a = queue.enqueue(ms, "db", "a", type="major").id
-    rec.mark_working(a, worker_id="hivehost-7")      # Hive's own worker took it
+    rec.mark_working(a, worker_id="hivehost-7")  # Hive's own worker took it
     assert queue.claim(ms, worker_id="acidctl") is None
     assert _rows(ms, "COMPACTION_QUEUE", "CQ_WORKER_ID") == [("hivehost-7",)]
 
@@ -187,6 +232,7 @@ def test_release_returns_the_request(metastore, hive_version):
 # worker state updates and history rows
 # ---------------------------------------------------------------------------------------
 
+
 def test_hive3_highest_write_id_and_mark_compacted(metastore, hive_version):
     url, rec = metastore
     ms = _ms(url)
@@ -201,7 +247,8 @@ def test_hive3_highest_write_id_and_mark_compacted(metastore, hive_version):
     queue.set_run_as(ms, a, "etl")
     queue.mark_compacted(ms, a)
     assert _rows(ms, "COMPACTION_QUEUE", "CQ_STATE", "CQ_WORKER_ID", "CQ_HIGHEST_WRITE_ID", "CQ_RUN_AS") == [
-        ("r", None, 17, "etl")]
+        ("r", None, 17, "etl")
+    ]
     # Hive 3 has no compactor txn and no TXN_COMPONENTS row for the compaction
     assert _rows(ms, "TXN_COMPONENTS", "TC_TXNID") == []
     with pytest.raises(RefusedError):
@@ -228,23 +275,51 @@ def test_mark_failed_and_refused_move_the_row_to_history(metastore, hive_version
         queue.mark_refused(ms, a, message="nothing to do")
     t1 = _now(ms)
     assert _rows(ms, "COMPACTION_QUEUE", "CQ_ID") == []
-    h3 = ["CC_ID", "CC_DATABASE", "CC_TABLE", "CC_PARTITION", "CC_STATE", "CC_TYPE", "CC_TBLPROPERTIES",
-          "CC_WORKER_ID", "CC_START", "CC_RUN_AS", "CC_HIGHEST_WRITE_ID", "CC_META_INFO", "CC_HADOOP_JOB_ID"]
+    h3 = [
+        "CC_ID",
+        "CC_DATABASE",
+        "CC_TABLE",
+        "CC_PARTITION",
+        "CC_STATE",
+        "CC_TYPE",
+        "CC_TBLPROPERTIES",
+        "CC_WORKER_ID",
+        "CC_START",
+        "CC_RUN_AS",
+        "CC_HIGHEST_WRITE_ID",
+        "CC_META_INFO",
+        "CC_HADOOP_JOB_ID",
+    ]
     (row,) = _rows(ms, "COMPLETED_COMPACTIONS", *h3)
     code = "f" if outcome == "failed" else "c"
     assert row == (a, "db", "a", "p=1", code, "i", "1:1:k1:v", "me", start, "etl", 9, None, None)
     (end,) = _rows(ms, "COMPLETED_COMPACTIONS", "CC_END")[0]
     assert t0 <= end <= t1
     if hive_version == 4:
-        (r4,) = _rows(ms, "COMPLETED_COMPACTIONS", "CC_ERROR_MESSAGE", "CC_WORKER_VERSION", "CC_TXN_ID",
-                      "CC_INITIATOR_ID", "CC_NEXT_TXN_ID", "CC_COMMIT_TIME")
-        assert r4 == ("boom: disk full" if outcome == "failed" else "nothing to do", "wv", 0,
-                      f"{socket.gethostname()}-manual", None, None)
+        (r4,) = _rows(
+            ms,
+            "COMPLETED_COMPACTIONS",
+            "CC_ERROR_MESSAGE",
+            "CC_WORKER_VERSION",
+            "CC_TXN_ID",
+            "CC_INITIATOR_ID",
+            "CC_NEXT_TXN_ID",
+            "CC_COMMIT_TIME",
+        )
+        assert r4 == (
+            "boom: disk full" if outcome == "failed" else "nothing to do",
+            "wv",
+            0,
+            f"{socket.gethostname()}-manual",
+            None,
+            None,
+        )
 
 
 # ---------------------------------------------------------------------------------------
 # Hive 4 compaction txn: open, updateCompactorState, commit
 # ---------------------------------------------------------------------------------------
+
 
 def test_open_compaction_txn_rows(metastore, hive_version):
     url, rec = metastore
@@ -253,15 +328,26 @@ def test_open_compaction_txn_rows(metastore, hive_version):
         with pytest.raises(RefusedError):
             txns.open_compaction_txn(ms, user="etl")
         return
-    committed = rec.open_txn("hive", "h1")          # id 1, committed: no open txn remains
+    committed = rec.open_txn("hive", "h1")  # id 1, committed: no open txn remains
     rec.commit_txn(committed)
     t0 = _now(ms)
     o = txns.open_compaction_txn(ms, user="etl", host="wk1")
     t1 = _now(ms)
-    assert o.txn_id == committed + 1                 # generated by the database
-    (row,) = _rows(ms, "TXNS", "TXN_STATE", "TXN_STARTED", "TXN_LAST_HEARTBEAT", "TXN_USER", "TXN_HOST",
-                   "TXN_AGENT_INFO", "TXN_META_INFO", "TXN_HEARTBEAT_COUNT", "TXN_TYPE",
-                   where=lambda t: t.TXN_ID == o.txn_id)
+    assert o.txn_id == committed + 1  # generated by the database
+    (row,) = _rows(
+        ms,
+        "TXNS",
+        "TXN_STATE",
+        "TXN_STARTED",
+        "TXN_LAST_HEARTBEAT",
+        "TXN_USER",
+        "TXN_HOST",
+        "TXN_AGENT_INFO",
+        "TXN_META_INFO",
+        "TXN_HEARTBEAT_COUNT",
+        "TXN_TYPE",
+        where=lambda t: t.TXN_ID == o.txn_id,
+    )
     assert row[0] == "o" and row[1] == row[2] and t0 <= row[1] <= t1
     assert row[3:] == ("etl", "wk1", None, None, None, 3)
     # MIN_HISTORY_LEVEL: computed before the insert = min(no open txn, (max id older than 1 s) + 1).
@@ -273,11 +359,17 @@ def test_open_compaction_txn_rows(metastore, hive_version):
     o2 = txns.open_compaction_txn(ms, user="etl")
     assert _rows(ms, "MIN_HISTORY_LEVEL", "MHL_MIN_OPEN_TXNID", where=lambda t: t.MHL_TXNID == o2.txn_id) == [(1,)]
     # once every row is older than the timeout, the lowest open txn decides: min(o, max id + 1) = o
-    _exec(ms, lambda c, T: c.execute(sa.update(T.TXNS.clause).values(
-        {T.TXNS.TXN_STARTED.name: T.TXNS.TXN_STARTED - 3_600_000})))
+    _exec(
+        ms,
+        lambda c, T: c.execute(
+            sa.update(T.TXNS.clause).values({T.TXNS.TXN_STARTED.name: T.TXNS.TXN_STARTED - 3_600_000})
+        ),
+    )
     o3 = txns.open_compaction_txn(ms, user="etl")
     assert o3.txn_id == o2.txn_id + 1
-    assert _rows(ms, "MIN_HISTORY_LEVEL", "MHL_MIN_OPEN_TXNID", where=lambda t: t.MHL_TXNID == o3.txn_id) == [(o.txn_id,)]
+    assert _rows(ms, "MIN_HISTORY_LEVEL", "MHL_MIN_OPEN_TXNID", where=lambda t: t.MHL_TXNID == o3.txn_id) == [
+        (o.txn_id,)
+    ]
 
 
 def test_open_txn_slower_than_the_timeout_is_deleted_and_retried(metastore, backend, hive_version, monkeypatch):
@@ -317,7 +409,7 @@ def test_commit_compaction_txn_rows(metastore, hive_version):
         with pytest.raises(RefusedError):
             txns.commit_compaction_txn(ms, 1)
         return
-    writer = rec.open_txn("hive", "h")                   # a write txn, committed normally
+    writer = rec.open_txn("hive", "h")  # a write txn, committed normally
     rec.add_write(writer, "db", "a", operation="i")
     rec.commit_txn(writer)
     ctc_before = _rows(ms, "COMPLETED_TXN_COMPONENTS", "CTC_TXNID", "CTC_WRITEID")
@@ -325,10 +417,11 @@ def test_commit_compaction_txn_rows(metastore, hive_version):
     queue.claim(ms, worker_id="me")
     o = txns.open_compaction_txn(ms, user="etl")
     queue.update_compactor_state(ms, a, txn_id=o.txn_id, highest_write_id=1, run_as="etl")
-    assert _rows(ms, "TXN_COMPONENTS", "TC_TXNID", "TC_DATABASE", "TC_TABLE", "TC_PARTITION", "TC_WRITEID",
-                 "TC_OPERATION_TYPE") == [(o.txn_id, "db", "a", None, 1, "c")]
+    assert _rows(
+        ms, "TXN_COMPONENTS", "TC_TXNID", "TC_DATABASE", "TC_TABLE", "TC_PARTITION", "TC_WRITEID", "TC_OPERATION_TYPE"
+    ) == [(o.txn_id, "db", "a", None, 1, "c")]
     rec.lock(LockComponent("db", "a", lock_type="shared_read"), txn_id=o.txn_id)
-    later = rec.open_txn("hive", "h2")                   # opened after the compactor: MAX(TXN_ID)
+    later = rec.open_txn("hive", "h2")  # opened after the compactor: MAX(TXN_ID)
     queue.mark_compacted(ms, a)
     t0 = _now(ms)
     res = txns.commit_compaction_txn(ms, o.txn_id)
@@ -341,8 +434,9 @@ def test_commit_compaction_txn_rows(metastore, hive_version):
     assert _rows(ms, "COMPLETED_TXN_COMPONENTS", "CTC_TXNID", "CTC_WRITEID") == ctc_before
     assert _rows(ms, "WRITE_SET", "WS_TXNID") == []
     assert _rows(ms, "MIN_HISTORY_LEVEL", "MHL_TXNID") == [(later,)]
-    (cq,) = _rows(ms, "COMPACTION_QUEUE", "CQ_STATE", "CQ_TXN_ID", "CQ_NEXT_TXN_ID", "CQ_COMMIT_TIME",
-                  "CQ_HIGHEST_WRITE_ID")
+    (cq,) = _rows(
+        ms, "COMPACTION_QUEUE", "CQ_STATE", "CQ_TXN_ID", "CQ_NEXT_TXN_ID", "CQ_COMMIT_TIME", "CQ_HIGHEST_WRITE_ID"
+    )
     assert cq[:3] == ("r", o.txn_id, later) and t0 <= cq[3] <= t1 and cq[4] == 1
     # idempotent; an aborted txn cannot be committed
     assert txns.commit_compaction_txn(ms, o.txn_id).already_committed
@@ -367,6 +461,7 @@ def test_commit_refuses_a_txn_that_is_not_a_compaction(metastore, hive_version):
 # abort and heartbeat
 # ---------------------------------------------------------------------------------------
 
+
 def test_abort_txns_rows(metastore, hive_version):
     url, rec = metastore
     ms = _ms(url)
@@ -384,7 +479,7 @@ def test_abort_txns_rows(metastore, hive_version):
         assert states[c] == "c"
         assert dict(_rows(ms, "TXNS", "TXN_ID", "TXN_META_INFO"))[a] == "abort by query command"
     else:
-        assert c not in states                              # Hive 3 deleted it at commit
+        assert c not in states  # Hive 3 deleted it at commit
         assert dict(_rows(ms, "TXNS", "TXN_ID", "TXN_META_INFO"))[a] is None
     assert _rows(ms, "HIVE_LOCKS", "HL_TXNID") == []
     # components and write ids stay for the Cleaner
@@ -413,14 +508,18 @@ def test_heartbeat(metastore, hive_version):
     url, rec = metastore
     ms = _ms(url)
     a = rec.open_txn("hive", "h")
-    _exec(ms, lambda c, T: c.execute(sa.update(T.TXNS.clause).where(T.TXNS.TXN_ID == a)
-                                     .values({T.TXNS.TXN_LAST_HEARTBEAT.name: 5})))
+    _exec(
+        ms,
+        lambda c, T: c.execute(
+            sa.update(T.TXNS.clause).where(T.TXNS.TXN_ID == a).values({T.TXNS.TXN_LAST_HEARTBEAT.name: 5})
+        ),
+    )
     t0 = _now(ms)
     txns.heartbeat_txn(ms, a)
     t1 = _now(ms)
     (hb, cnt) = _rows(ms, "TXNS", "TXN_LAST_HEARTBEAT", "TXN_HEARTBEAT_COUNT", where=lambda t: t.TXN_ID == a)[0]
     assert t0 <= hb <= t1
-    assert cnt in (0, None)                     # not incremented (the recorder wrote 0)
+    assert cnt in (0, None)  # not incremented (the recorder wrote 0)
     # the background heartbeat keeps beating until stopped, and notices an aborted txn
     with txns.Heartbeat(ms, a, interval_s=0.05) as beat:
         time.sleep(0.6)
@@ -481,16 +580,29 @@ def test_compaction_lock_rows_and_conflict(metastore, hive_version):
     t0 = _now(ms)
     ext = txns.lock_for_compaction(ms, o.txn_id, "db", "t", "p=1", user="etl", host="wk")
     t1 = _now(ms)
-    assert ext == 1                                   # NEXT_LOCK_ID starts at 1
+    assert ext == 1  # NEXT_LOCK_ID starts at 1
     assert _rows(ms, "NEXT_LOCK_ID", "NL_NEXT") == [(2,)]
-    (row,) = _rows(ms, "HIVE_LOCKS", "HL_LOCK_EXT_ID", "HL_LOCK_INT_ID", "HL_TXNID", "HL_DB", "HL_TABLE",
-                   "HL_PARTITION", "HL_LOCK_STATE", "HL_LOCK_TYPE", "HL_LAST_HEARTBEAT", "HL_USER", "HL_HOST",
-                   "HL_BLOCKEDBY_EXT_ID")
+    (row,) = _rows(
+        ms,
+        "HIVE_LOCKS",
+        "HL_LOCK_EXT_ID",
+        "HL_LOCK_INT_ID",
+        "HL_TXNID",
+        "HL_DB",
+        "HL_TABLE",
+        "HL_PARTITION",
+        "HL_LOCK_STATE",
+        "HL_LOCK_TYPE",
+        "HL_LAST_HEARTBEAT",
+        "HL_USER",
+        "HL_HOST",
+        "HL_BLOCKEDBY_EXT_ID",
+    )
     assert row == (1, 1, o.txn_id, "db", "t", "p=1", "a", "r", 0, "etl", "wk", None)
     (acq,) = _rows(ms, "HIVE_LOCKS", "HL_ACQUIRED_AT")[0]
     assert t0 <= acq <= t1
     # an EXCLUSIVE lock on the table (e.g. DROP TABLE) blocks the shared lock of a later request
-    rec.lock(LockComponent("db", "u", lock_type="exclusive"))          # ext 2
+    rec.lock(LockComponent("db", "u", lock_type="exclusive"))  # ext 2
     o2 = txns.open_compaction_txn(ms, user="etl")
     with pytest.raises(RefusedError):
         txns.lock_for_compaction(ms, o2.txn_id, "db", "u", "p=1", user="etl")
@@ -513,14 +625,22 @@ def test_revoke_timed_out_workers_and_mutex_row_created(metastore, hive_version)
     queue.claim(ms, worker_id="old-worker")
     queue.claim(ms, worker_id="new-worker")
     txn = None
-    if hive_version == 4:   # a real compactor txn (TXN_COMPONENTS.TC_TXNID references TXNS)
+    if hive_version == 4:  # a real compactor txn (TXN_COMPONENTS.TC_TXNID references TXNS)
         txn = txns.open_compaction_txn(ms, user="etl").txn_id
         queue.update_compactor_state(ms, a, txn_id=txn, highest_write_id=5, run_as="etl")
     now = _now(ms)
-    _exec(ms, lambda c, T: c.execute(sa.update(T.COMPACTION_QUEUE.clause).where(T.COMPACTION_QUEUE.CQ_ID == a)
-                                     .values({T.COMPACTION_QUEUE.CQ_START.name: now - 90_000_000})))
+    _exec(
+        ms,
+        lambda c, T: c.execute(
+            sa.update(T.COMPACTION_QUEUE.clause)
+            .where(T.COMPACTION_QUEUE.CQ_ID == a)
+            .values({T.COMPACTION_QUEUE.CQ_START.name: now - 90_000_000})
+        ),
+    )
     assert queue.revoke_timed_out_workers(ms) == 1
     rows = dict((r[0], r[1:]) for r in _rows(ms, "COMPACTION_QUEUE", "CQ_ID", "CQ_STATE", "CQ_WORKER_ID", "CQ_START"))
     assert rows[a] == ("i", None, None) and rows[b][:2] == ("w", "new-worker")
-    if hive_version == 4:   # not cleared by the revoke
-        assert _rows(ms, "COMPACTION_QUEUE", "CQ_TXN_ID", "CQ_HIGHEST_WRITE_ID", where=lambda t: t.CQ_ID == a) == [(txn, 5)]
+    if hive_version == 4:  # not cleared by the revoke
+        assert _rows(ms, "COMPACTION_QUEUE", "CQ_TXN_ID", "CQ_HIGHEST_WRITE_ID", where=lambda t: t.CQ_ID == a) == [
+            (txn, 5)
+        ]

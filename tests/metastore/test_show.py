@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from acidctl.metastore.recorder import LockComponent
 from tests.metastore.helpers import cli_json, cli_text, run_cli, table_rows
 
-T0 = 1_700_000_000_000           # 2023-11-14 22:13:20.000 UTC
+T0 = 1_700_000_000_000  # 2023-11-14 22:13:20.000 UTC
 
 
 def _ins(rec, table, **vals):
@@ -23,6 +23,7 @@ def _ins(rec, table, **vals):
 # ---------------------------------------------------------------------------------------
 # SHOW TRANSACTIONS
 # ---------------------------------------------------------------------------------------
+
 
 def _txns(rec):
     t1 = rec.open_txn(user="alice", host="h1", now_ms=T0)
@@ -41,7 +42,9 @@ def test_show_transactions(metastore, hive_version, capsys):
     doc = cli_json(capsys, ["--metastore", url, "show", "transactions"])
     # committed txn 1 is not shown (Hive 3: deleted; Hive 4: 'c' skipped); 2 aborted, 3 open
     assert [(t["txnid"], t["state"], t["user"], t["host"], t["startedtime"]) for t in doc["transactions"]] == [
-        (2, "ABORTED", "bob", "h2", T0 + 1000), (3, "OPEN", "carol", "h3", T0 + 2000)]
+        (2, "ABORTED", "bob", "h2", T0 + 1000),
+        (3, "OPEN", "carol", "h3", T0 + 2000),
+    ]
     assert doc["transactions"][0]["lastheartbeattime"] == T0 + 1000
     assert doc["txn_high_water_mark"] == 3
     text = cli_text(capsys, ["--metastore", url, "show", "transactions"])
@@ -57,7 +60,7 @@ def test_show_transactions(metastore, hive_version, capsys):
     d = cli_json(capsys, ["--metastore", url, "show", "transactions", "--limit", "1"])
     assert [t["txnid"] for t in d["transactions"]] == [2]
     d = cli_json(capsys, ["--metastore", url, "show", "transactions", "--older-than", "1d"])
-    assert [t["txnid"] for t in d["transactions"]] == [2, 3]     # T0 is 2023: older than a day
+    assert [t["txnid"] for t in d["transactions"]] == [2, 3]  # T0 is 2023: older than a day
 
 
 @pytest.mark.parametrize("hive_version", [4], ids=["hive4"])
@@ -65,13 +68,35 @@ def test_show_transactions_hive4_gaps(metastore, hive_version):
     from acidctl.metastore.queries import show_transactions
 
     url, rec = metastore
-    _ins(rec, "TXNS", TXN_ID=1, TXN_STATE="c", TXN_STARTED=T0, TXN_LAST_HEARTBEAT=T0, TXN_USER="u", TXN_HOST="h", TXN_TYPE=0)
-    _ins(rec, "TXNS", TXN_ID=4, TXN_STATE="o", TXN_STARTED=T0 + 5000, TXN_LAST_HEARTBEAT=T0 + 5000,
-         TXN_USER="u", TXN_HOST="h", TXN_TYPE=0)
+    _ins(
+        rec,
+        "TXNS",
+        TXN_ID=1,
+        TXN_STATE="c",
+        TXN_STARTED=T0,
+        TXN_LAST_HEARTBEAT=T0,
+        TXN_USER="u",
+        TXN_HOST="h",
+        TXN_TYPE=0,
+    )
+    _ins(
+        rec,
+        "TXNS",
+        TXN_ID=4,
+        TXN_STATE="o",
+        TXN_STARTED=T0 + 5000,
+        TXN_LAST_HEARTBEAT=T0 + 5000,
+        TXN_USER="u",
+        TXN_HOST="h",
+        TXN_TYPE=0,
+    )
     rep = show_transactions(url, now_ms=T0 + 5100)
     # row 4 is 100 ms old: ids 2 and 3 (between rows 1 and 4) are synthetic open txns without user
     assert [(t["txnid"], t["state"], t["user"], t["synthetic"]) for t in rep.transactions] == [
-        (2, "OPEN", None, True), (3, "OPEN", None, True), (4, "OPEN", "u", False)]
+        (2, "OPEN", None, True),
+        (3, "OPEN", None, True),
+        (4, "OPEN", "u", False),
+    ]
     rep = show_transactions(url, now_ms=T0 + 9000)
     assert [t["txnid"] for t in rep.transactions] == [4]
 
@@ -80,14 +105,31 @@ def test_show_transactions_hive4_gaps(metastore, hive_version):
 # SHOW LOCKS
 # ---------------------------------------------------------------------------------------
 
+
 def _locks(rec):
     txn = rec.open_txn(user="alice", host="h1", now_ms=T0)
-    e1 = rec.lock([LockComponent("DB", "T", None, "shared_write")], txn_id=txn, user="alice", host="h1",
-                  agent_info="hive_20231114", now_ms=T0)
-    e2 = rec.lock([LockComponent("db", "t2", "ds=1", "shared_read"), LockComponent("db", "t2", "ds=2", "shared_read")],
-                  user="bob", host="h2", now_ms=T0 + 10)
-    e3 = rec.lock(LockComponent("db", "t", None, "exclusive"), user="carol", host="h3", state="waiting",
-                  blocked_by=(e1, 1), now_ms=T0 + 20)
+    e1 = rec.lock(
+        [LockComponent("DB", "T", None, "shared_write")],
+        txn_id=txn,
+        user="alice",
+        host="h1",
+        agent_info="hive_20231114",
+        now_ms=T0,
+    )
+    e2 = rec.lock(
+        [LockComponent("db", "t2", "ds=1", "shared_read"), LockComponent("db", "t2", "ds=2", "shared_read")],
+        user="bob",
+        host="h2",
+        now_ms=T0 + 10,
+    )
+    e3 = rec.lock(
+        LockComponent("db", "t", None, "exclusive"),
+        user="carol",
+        host="h3",
+        state="waiting",
+        blocked_by=(e1, 1),
+        now_ms=T0 + 20,
+    )
     return txn, e1, e2, e3
 
 
@@ -100,21 +142,81 @@ def test_show_locks(metastore, hive_version, capsys):
     # acquired before waiting; among acquired SHARED_READ (lock 2) before SHARED_WRITE (lock 1)
     assert [l["lockid"] for l in locks] == ["2.1", "2.2", "1.1", "3.1"]
     l1 = locks[2]
-    assert l1 == {**l1, "database": "db", "table": "t", "partition": None, "lock_state": "ACQUIRED",
-                  "blocked_by": None, "lock_type": "SHARED_WRITE", "transaction_id": txn,
-                  "last_heartbeat": 0, "acquired_at": T0, "user": "alice", "hostname": "h1",
-                  "agent_info": "hive_20231114"}
+    assert l1 == {
+        **l1,
+        "database": "db",
+        "table": "t",
+        "partition": None,
+        "lock_state": "ACQUIRED",
+        "blocked_by": None,
+        "lock_type": "SHARED_WRITE",
+        "transaction_id": txn,
+        "last_heartbeat": 0,
+        "acquired_at": T0,
+        "user": "alice",
+        "hostname": "h1",
+        "agent_info": "hive_20231114",
+    }
     l2 = locks[0]
-    assert (l2["partition"], l2["transaction_id"], l2["last_heartbeat"], l2["lock_type"]) == ("ds=1", None, T0 + 10, "SHARED_READ")
+    assert (l2["partition"], l2["transaction_id"], l2["last_heartbeat"], l2["lock_type"]) == (
+        "ds=1",
+        None,
+        T0 + 10,
+        "SHARED_READ",
+    )
     l3 = locks[3]
-    assert (l3["lock_state"], l3["lock_type"], l3["blocked_by"], l3["acquired_at"]) == ("WAITING", "EXCLUSIVE", "1.1", None)
+    assert (l3["lock_state"], l3["lock_type"], l3["blocked_by"], l3["acquired_at"]) == (
+        "WAITING",
+        "EXCLUSIVE",
+        "1.1",
+        None,
+    )
     rows = table_rows(cli_text(capsys, ["--metastore", url, "show", "locks"]))
-    assert rows[0] == ["Lock ID", "Database", "Table", "Partition", "State", "Blocked By", "Type", "Transaction ID",
-                       "Last Heartbeat", "Acquired At", "User", "Hostname", "Agent Info"]
-    assert rows[3] == ["1.1", "db", "t", "NULL", "ACQUIRED", "", "SHARED_WRITE", str(txn), "0",
-                       "2023-11-14 22:13:20.000", "alice", "h1", "hive_20231114"]
-    assert rows[4] == ["3.1", "db", "t", "NULL", "WAITING", "1.1", "EXCLUSIVE", "NULL",
-                       "2023-11-14 22:13:20.020", "NULL", "carol", "h3", "NULL"]
+    assert rows[0] == [
+        "Lock ID",
+        "Database",
+        "Table",
+        "Partition",
+        "State",
+        "Blocked By",
+        "Type",
+        "Transaction ID",
+        "Last Heartbeat",
+        "Acquired At",
+        "User",
+        "Hostname",
+        "Agent Info",
+    ]
+    assert rows[3] == [
+        "1.1",
+        "db",
+        "t",
+        "NULL",
+        "ACQUIRED",
+        "",
+        "SHARED_WRITE",
+        str(txn),
+        "0",
+        "2023-11-14 22:13:20.000",
+        "alice",
+        "h1",
+        "hive_20231114",
+    ]
+    assert rows[4] == [
+        "3.1",
+        "db",
+        "t",
+        "NULL",
+        "WAITING",
+        "1.1",
+        "EXCLUSIVE",
+        "NULL",
+        "2023-11-14 22:13:20.020",
+        "NULL",
+        "carol",
+        "h3",
+        "NULL",
+    ]
     # filters
     d = cli_json(capsys, ["--metastore", url, "show", "locks", "db.t"])
     assert [l["lockid"] for l in d["locks"]] == ["1.1", "3.1"]
@@ -134,6 +236,7 @@ def test_show_locks(metastore, hive_version, capsys):
 # SHOW COMPACTIONS
 # ---------------------------------------------------------------------------------------
 
+
 def _compactions(rec, hv):
     # 1: cleaned (succeeded): enqueued T0, worked T0+1000..., cleaned at T0+5000
     c1 = rec.enqueue_compaction("db", "t", compaction_type="major", now_ms=T0)
@@ -151,7 +254,9 @@ def _compactions(rec, hv):
     # 4: initiated (queue), never started
     c4 = rec.enqueue_compaction("other", "u", compaction_type="major", now_ms=T0 + 300)
     # 5: 'a' (attempted / did not initiate), history row written directly
-    vals = dict(CC_ID=5, CC_DATABASE="db", CC_TABLE="t", CC_STATE="a", CC_TYPE="a", CC_START=T0 + 4000, CC_END=T0 + 4000)
+    vals = dict(
+        CC_ID=5, CC_DATABASE="db", CC_TABLE="t", CC_STATE="a", CC_TYPE="a", CC_START=T0 + 4000, CC_END=T0 + 4000
+    )
     rec.add_completed_compactions([vals])
     return c1, c2, c3, c4
 
@@ -174,12 +279,16 @@ def test_show_compactions(metastore, backend, hive_version, capsys):
     assert [c["compactionid"] for c in doc["compactions"]] == order([1, 2, 3, 4, 5])
     a_text = "attempted" if hive_version == 3 else "did not initiate"
     assert [(cs[i]["type"], cs[i]["state"]) for i in (1, 2, 3, 4, 5)] == [
-        ("MAJOR", "succeeded"), ("MINOR", "failed"), ("MINOR", "ready for cleaning"), ("MAJOR", "initiated"),
-        ("MAJOR", a_text)]
+        ("MAJOR", "succeeded"),
+        ("MINOR", "failed"),
+        ("MINOR", "ready for cleaning"),
+        ("MAJOR", "initiated"),
+        ("MAJOR", a_text),
+    ]
     assert cs[1]["starttime"] == T0 + 1000 and cs[1]["endtime"] == T0 + 5000 and cs[1]["duration"] == 4000
     assert cs[1]["hightestwriteid"] == 4
     assert cs[2]["partname"] == "ds=1" and cs[2]["duration"] == 500
-    assert cs[3]["duration"] is None and cs[3]["endtime"] is None      # queue rows have no end
+    assert cs[3]["duration"] is None and cs[3]["endtime"] is None  # queue rows have no end
     assert cs[4]["starttime"] is None and cs[4]["worker"] is None
     if hive_version == 4:
         assert cs[1]["enqueuetime"] == T0 and cs[1]["poolname"] == "default"
@@ -189,23 +298,76 @@ def test_show_compactions(metastore, backend, hive_version, capsys):
         assert (cs[2]["workerhost"], cs[2]["workerid"]) == ("node2", "3")
     rows = table_rows(cli_text(capsys, ["--metastore", url, "show", "compactions"]))
     if hive_version == 3:
-        assert rows[0] == ["CompactionId", "Database", "Table", "Partition", "Type", "State", "Worker",
-                           "Start Time", "Duration(ms)", "HadoopJobId"]
+        assert rows[0] == [
+            "CompactionId",
+            "Database",
+            "Table",
+            "Partition",
+            "Type",
+            "State",
+            "Worker",
+            "Start Time",
+            "Duration(ms)",
+            "HadoopJobId",
+        ]
         # worker cleared by markCompacted; missing values print " --- "
         assert rows[1] == ["1", "db", "t", "---", "MAJOR", "succeeded", "---", "2023-11-14 22:13:21.000", "4000", "---"]
         assert rows[5] == ["4", "other", "u", "---", "MAJOR", "initiated", "---", "---", "---", "---"]
     else:
-        assert rows[0] == ["CompactionId", "Database", "Table", "Partition", "Type", "State", "Worker host",
-                           "Worker", "Enqueue Time", "Start Time", "Duration(ms)", "HadoopJobId", "Error message",
-                           "Initiator host", "Initiator", "Pool name", "TxnId", "Next TxnId", "Commit Time",
-                           "Highest WriteId"]
+        assert rows[0] == [
+            "CompactionId",
+            "Database",
+            "Table",
+            "Partition",
+            "Type",
+            "State",
+            "Worker host",
+            "Worker",
+            "Enqueue Time",
+            "Start Time",
+            "Duration(ms)",
+            "HadoopJobId",
+            "Error message",
+            "Initiator host",
+            "Initiator",
+            "Pool name",
+            "TxnId",
+            "Next TxnId",
+            "Commit Time",
+            "Highest WriteId",
+        ]
         # TxnId / Next TxnId / Commit Time NULL print 0 (Hive's getLong); Highest WriteId never set
         row2 = next(r for r in rows[1:] if r[0] == "2")
-        assert row2 == ["2", "db", "p", "ds=1", "MINOR", "failed", "node2", "3", "2023-11-14 22:13:20.100",
-                        "2023-11-14 22:13:22.000", "500", "---", "boom", "localhost", "manual", "default",
-                        "0", "0", "0", "---"]
+        assert row2 == [
+            "2",
+            "db",
+            "p",
+            "ds=1",
+            "MINOR",
+            "failed",
+            "node2",
+            "3",
+            "2023-11-14 22:13:20.100",
+            "2023-11-14 22:13:22.000",
+            "500",
+            "---",
+            "boom",
+            "localhost",
+            "manual",
+            "default",
+            "0",
+            "0",
+            "0",
+            "---",
+        ]
+
     # filters
-    ids = lambda argv: [c["compactionid"] for c in cli_json(capsys, ["--metastore", url, "show", "compactions"] + argv)["compactions"]]  # noqa: E731
+    def ids(argv):
+        return [
+            c["compactionid"]
+            for c in cli_json(capsys, ["--metastore", url, "show", "compactions"] + argv)["compactions"]
+        ]
+
     assert ids(["db.t"]) == order([1, 3, 5])
     assert ids(["db"]) == order([1, 2, 3, 5])
     assert ids(["db.p", "--partition", "ds=1"]) == [2]
@@ -215,7 +377,7 @@ def test_show_compactions(metastore, backend, hive_version, capsys):
     assert ids(["--state", a_text]) == [5]
     assert ids(["--id", "4"]) == [4]
     assert ids(["--limit", "2"]) == order([1, 2, 3, 4, 5])[:2]
-    assert ids(["--limit", "0"]) == order([1, 2, 3, 4, 5])          # LIMIT 0: no limit, as Hive 4
+    assert ids(["--limit", "0"]) == order([1, 2, 3, 4, 5])  # LIMIT 0: no limit, as Hive 4
     assert ids(["--order-by", "compactionid desc"]) == [5, 4, 3, 2, 1]
     assert ids(["--order-by", "compactionid", "--limit", "3"]) == [1, 2, 3]
     assert ids(["db.t", "--order-by", "starttime desc", "--limit", "2"]) == [5, 3]

@@ -13,13 +13,13 @@ from tests.metastore.helpers import cli_json, cli_text, table_rows
 
 # (id, state, type, start, end, commit, enqueue, pool, txn, next txn, highest write id)
 HISTORY = [
-    (10, "s", "a", 1000, 5000, 2000, 100, None, 55, 56, 9),      # key: end 5000
+    (10, "s", "a", 1000, 5000, 2000, 100, None, 55, 56, 9),  # key: end 5000
     (11, "x", "i", None, 4000, None, 200, "default", None, None, None),  # key NULL (commit NULL)
-    (12, "f", "a", 3000, 3500, 6000, 300, "etl", 57, 58, 3),      # end < commit, start < commit: 6000
-    (13, "c", "a", 7000, 7100, 7050, 50, None, 59, 60, 4),        # end 7100
+    (12, "f", "a", 3000, 3500, 6000, 300, "etl", 57, 58, 3),  # end < commit, start < commit: 6000
+    (13, "c", "a", 7000, 7100, 7050, 50, None, 59, 60, 4),  # end 7100
 ]
 QUEUE = [
-    (20, "r", "i", 2500, None, 2600, 150, "etl", 61, 62, 5),      # -1 end; start < commit: 2600
+    (20, "r", "i", 2500, None, 2600, 150, "etl", 61, 62, 5),  # -1 end; start < commit: 2600
     (21, "w", "a", 8000, None, None, 400, None, None, None, None),  # key NULL
     (22, "i", "a", None, None, None, 500, "default", None, None, None),  # key NULL
 ]
@@ -38,17 +38,44 @@ def _load(rec):
     cc, cq = rec.T.COMPLETED_COMPACTIONS, rec.T.COMPACTION_QUEUE
     with rec.engine.begin() as c:
         for i, st, ty, start, end, commit, enq, pool, txn, nxt, hw in HISTORY:
-            c.execute(sa.insert(cc.clause).values({
-                cc.CC_ID.name: i, cc.CC_DATABASE.name: "db", cc.CC_TABLE.name: "t", cc.CC_STATE.name: st,
-                cc.CC_TYPE.name: ty, cc.CC_START.name: start, cc.CC_END.name: end, cc.CC_COMMIT_TIME.name: commit,
-                cc.CC_ENQUEUE_TIME.name: enq, cc.CC_POOL_NAME.name: pool, cc.CC_TXN_ID.name: txn,
-                cc.CC_NEXT_TXN_ID.name: nxt, cc.CC_HIGHEST_WRITE_ID.name: hw}))
+            c.execute(
+                sa.insert(cc.clause).values(
+                    {
+                        cc.CC_ID.name: i,
+                        cc.CC_DATABASE.name: "db",
+                        cc.CC_TABLE.name: "t",
+                        cc.CC_STATE.name: st,
+                        cc.CC_TYPE.name: ty,
+                        cc.CC_START.name: start,
+                        cc.CC_END.name: end,
+                        cc.CC_COMMIT_TIME.name: commit,
+                        cc.CC_ENQUEUE_TIME.name: enq,
+                        cc.CC_POOL_NAME.name: pool,
+                        cc.CC_TXN_ID.name: txn,
+                        cc.CC_NEXT_TXN_ID.name: nxt,
+                        cc.CC_HIGHEST_WRITE_ID.name: hw,
+                    }
+                )
+            )
         for i, st, ty, start, _end, commit, enq, pool, txn, nxt, hw in QUEUE:
-            c.execute(sa.insert(cq.clause).values({
-                cq.CQ_ID.name: i, cq.CQ_DATABASE.name: "db", cq.CQ_TABLE.name: "t", cq.CQ_STATE.name: st,
-                cq.CQ_TYPE.name: ty, cq.CQ_START.name: start, cq.CQ_COMMIT_TIME.name: commit,
-                cq.CQ_ENQUEUE_TIME.name: enq, cq.CQ_POOL_NAME.name: pool, cq.CQ_TXN_ID.name: txn,
-                cq.CQ_NEXT_TXN_ID.name: nxt, cq.CQ_HIGHEST_WRITE_ID.name: hw}))
+            c.execute(
+                sa.insert(cq.clause).values(
+                    {
+                        cq.CQ_ID.name: i,
+                        cq.CQ_DATABASE.name: "db",
+                        cq.CQ_TABLE.name: "t",
+                        cq.CQ_STATE.name: st,
+                        cq.CQ_TYPE.name: ty,
+                        cq.CQ_START.name: start,
+                        cq.CQ_COMMIT_TIME.name: commit,
+                        cq.CQ_ENQUEUE_TIME.name: enq,
+                        cq.CQ_POOL_NAME.name: pool,
+                        cq.CQ_TXN_ID.name: txn,
+                        cq.CQ_NEXT_TXN_ID.name: nxt,
+                        cq.CQ_HIGHEST_WRITE_ID.name: hw,
+                    }
+                )
+            )
 
 
 @pytest.mark.parametrize("hive_version", [4], ids=["hive4"])
@@ -82,12 +109,35 @@ def test_hive4_text_cells_and_honest_json(metastore, backend, capsys):
     assert (js[11]["txnid"], js[11]["nexttxnid"], js[11]["committime"], js[11]["duration"]) == (None, None, None, None)
     assert js[11]["state"] == "aborted" and js[13]["state"] == "refused"
     assert js[10]["hightestwriteid"] == 9 and js[10]["duration"] == 4000
-    assert js[22]["poolname"] == "default" and js[21]["poolname"] == "default"   # NULL pool displays as default
+    assert js[22]["poolname"] == "default" and js[21]["poolname"] == "default"  # NULL pool displays as default
     rows = {r[0]: r for r in table_rows(cli_text(capsys, ["--metastore", url, "show", "compactions"]))[1:]}
-    col = {n: i for i, n in enumerate(["CompactionId", "Database", "Table", "Partition", "Type", "State",
-                                       "Worker host", "Worker", "Enqueue Time", "Start Time", "Duration(ms)",
-                                       "HadoopJobId", "Error message", "Initiator host", "Initiator", "Pool name",
-                                       "TxnId", "Next TxnId", "Commit Time", "Highest WriteId"])}
+    col = {
+        n: i
+        for i, n in enumerate(
+            [
+                "CompactionId",
+                "Database",
+                "Table",
+                "Partition",
+                "Type",
+                "State",
+                "Worker host",
+                "Worker",
+                "Enqueue Time",
+                "Start Time",
+                "Duration(ms)",
+                "HadoopJobId",
+                "Error message",
+                "Initiator host",
+                "Initiator",
+                "Pool name",
+                "TxnId",
+                "Next TxnId",
+                "Commit Time",
+                "Highest WriteId",
+            ]
+        )
+    }
 
     def cell(i, name):
         return rows[str(i)][col[name]]
@@ -95,7 +145,11 @@ def test_hive4_text_cells_and_honest_json(metastore, backend, capsys):
     # aborted before it started: Hive prints end - 0
     assert cell(11, "Duration(ms)") == "4000"
     assert (cell(11, "TxnId"), cell(11, "Next TxnId"), cell(11, "Commit Time")) == ("0", "0", "0")
-    assert (cell(10, "TxnId"), cell(10, "Next TxnId"), cell(10, "Commit Time")) == ("55", "56", "1970-01-01 00:00:02.000")
+    assert (cell(10, "TxnId"), cell(10, "Next TxnId"), cell(10, "Commit Time")) == (
+        "55",
+        "56",
+        "1970-01-01 00:00:02.000",
+    )
     assert cell(10, "Duration(ms)") == "4000" and cell(12, "Duration(ms)") == "500"
     # queue rows (end -1 in Hive's query) have no duration, whether started or not
     assert cell(20, "Duration(ms)") == "---" and cell(21, "Duration(ms)") == "---" and cell(22, "Duration(ms)") == "---"

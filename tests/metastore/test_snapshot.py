@@ -11,7 +11,7 @@ from acidctl.acid.writeids import LONG_MAX
 from acidctl.metastore.snapshot import table_snapshot
 from tests.metastore.helpers import cli_json, cli_text
 
-OLD = 1_600_000_000_000          # an old epoch-ms start time (way past the 1 s gap window)
+OLD = 1_600_000_000_000  # an old epoch-ms start time (way past the 1 s gap window)
 
 
 def _ins(rec, table, **vals):
@@ -74,8 +74,17 @@ def test_committed_txns_missing_from_txns_hive3(metastore, hive_version):
     _ins(rec, "NEXT_WRITE_ID", NWI_DATABASE="db", NWI_TABLE="t", NWI_NEXT=5)
     for txn, wid in ((5, 1), (6, 2), (7, 3), (8, 4)):
         _ins(rec, "TXN_TO_WRITE_ID", T2W_TXNID=txn, T2W_DATABASE="db", T2W_TABLE="t", T2W_WRITEID=wid)
-    _ins(rec, "TXNS", TXN_ID=8, TXN_STATE="a", TXN_STARTED=OLD, TXN_LAST_HEARTBEAT=OLD, TXN_USER="u",
-         TXN_HOST="h", TXN_TYPE=0)
+    _ins(
+        rec,
+        "TXNS",
+        TXN_ID=8,
+        TXN_STATE="a",
+        TXN_STARTED=OLD,
+        TXN_LAST_HEARTBEAT=OLD,
+        TXN_USER="u",
+        TXN_HOST="h",
+        TXN_TYPE=0,
+    )
     _ins(rec, "TXN_COMPONENTS", TC_TXNID=8, TC_DATABASE="db", TC_TABLE="t", TC_OPERATION_TYPE="i", TC_WRITEID=4)
     txns, wl = table_snapshot(url, "DB.T")
     # hwm = 9 - 1 = 8; TXNS has only 8 'a' -> "8:LONG_MAX::8"
@@ -104,18 +113,18 @@ def test_hwm_with_no_write_ids_yet(metastore, hive_version):
 def test_aborted_vs_open_write_ids(metastore, hive_version, capsys):
     url, rec = metastore
     t1 = rec.open_txn(user="bob", now_ms=OLD)
-    rec.add_write(t1, "db", "x")            # w1 committed
+    rec.add_write(t1, "db", "x")  # w1 committed
     rec.commit_txn(t1)
     t2 = rec.open_txn(user="bob", now_ms=OLD)
-    rec.add_write(t2, "db", "x")            # w2 open
+    rec.add_write(t2, "db", "x")  # w2 open
     t3 = rec.open_txn(user="carol", now_ms=OLD)
-    rec.add_write(t3, "db", "x")            # w3 aborted
+    rec.add_write(t3, "db", "x")  # w3 aborted
     rec.abort_txn(t3)
     t4 = rec.open_txn(user="dave", now_ms=OLD)
-    rec.add_write(t4, "db", "x")            # w4 aborted
+    rec.add_write(t4, "db", "x")  # w4 aborted
     rec.abort_txn(t4)
     t5 = rec.open_txn(user="erin", now_ms=OLD)
-    rec.add_write(t5, "db", "x")            # w5 committed
+    rec.add_write(t5, "db", "x")  # w5 committed
     rec.commit_txn(t5)
     # txn list: hwm 5, open {2}, aborted {3,4} -> "5:2:2:3,4"; write ids "db.x:5:2:2:3,4"
     txns, wl = table_snapshot(url, "db.x")
@@ -127,13 +136,16 @@ def test_aborted_vs_open_write_ids(metastore, hive_version, capsys):
     assert doc["valid_write_ids"] == "db.x:5:2:2:3,4"
     assert doc["write_id_list"]["open"] == [2] and doc["write_id_list"]["aborted"] == [3, 4]
     assert [(r["write_id"], r["txn_id"], r["state"], r["user"]) for r in doc["invalid_write_ids"]] == [
-        (2, 2, "OPEN", "bob"), (3, 3, "ABORTED", "carol"), (4, 4, "ABORTED", "dave")]
+        (2, 2, "OPEN", "bob"),
+        (3, 3, "ABORTED", "carol"),
+        (4, 4, "ABORTED", "dave"),
+    ]
     assert doc["invalid_write_ids"][0]["startedtime"] == OLD
     verbose = cli_text(capsys, ["--metastore", url, "show", "write-ids", "db.x", "--verbose"])
     lines = verbose.splitlines()
     assert lines[0] == "db.x:5:2:2:3,4"
     assert any(l.split()[:4] == ["3", "3", "ABORTED", "carol"] for l in lines)
-    assert "2020-09-13 12:26:40.000" in verbose          # OLD in UTC
+    assert "2020-09-13 12:26:40.000" in verbose  # OLD in UTC
     # the global -v gives the same rows
     verbose2 = cli_text(capsys, ["-v", "--metastore", url, "show", "write-ids", "db.x"])
     assert verbose2 == verbose
@@ -145,10 +157,39 @@ def test_hive4_gap_handling(metastore, hive_version):
     url, rec = metastore
     now = 1_700_000_000_000
     # TXNS: 0 'c' (seed, old), 1 'c' old, 2 'o' old, [3, 4 missing], 5 'o' young (started now-100)
-    _ins(rec, "TXNS", TXN_ID=1, TXN_STATE="c", TXN_STARTED=OLD, TXN_LAST_HEARTBEAT=OLD, TXN_USER="u", TXN_HOST="h", TXN_TYPE=0)
-    _ins(rec, "TXNS", TXN_ID=2, TXN_STATE="o", TXN_STARTED=OLD, TXN_LAST_HEARTBEAT=OLD, TXN_USER="u", TXN_HOST="h", TXN_TYPE=0)
-    _ins(rec, "TXNS", TXN_ID=5, TXN_STATE="o", TXN_STARTED=now - 100, TXN_LAST_HEARTBEAT=now - 100,
-         TXN_USER="u", TXN_HOST="h", TXN_TYPE=0)
+    _ins(
+        rec,
+        "TXNS",
+        TXN_ID=1,
+        TXN_STATE="c",
+        TXN_STARTED=OLD,
+        TXN_LAST_HEARTBEAT=OLD,
+        TXN_USER="u",
+        TXN_HOST="h",
+        TXN_TYPE=0,
+    )
+    _ins(
+        rec,
+        "TXNS",
+        TXN_ID=2,
+        TXN_STATE="o",
+        TXN_STARTED=OLD,
+        TXN_LAST_HEARTBEAT=OLD,
+        TXN_USER="u",
+        TXN_HOST="h",
+        TXN_TYPE=0,
+    )
+    _ins(
+        rec,
+        "TXNS",
+        TXN_ID=5,
+        TXN_STATE="o",
+        TXN_STARTED=now - 100,
+        TXN_LAST_HEARTBEAT=now - 100,
+        TXN_USER="u",
+        TXN_HOST="h",
+        TXN_TYPE=0,
+    )
     txns, _ = table_snapshot(url, "db.t", now_ms=now)
     # row 5 is young: previous row id 2, so 3 and 4 are open gaps -> open {2,3,4,5}
     assert str(txns) == "5:2:2,3,4,5:"
@@ -168,7 +209,7 @@ def test_hive4_gap_handling(metastore, hive_version):
 @pytest.mark.parametrize("hive_version", [4], ids=["hive4"])
 def test_hive4_read_only_txn_not_an_exception(metastore, hive_version):
     url, rec = metastore
-    rec.open_txn(txn_type=2, now_ms=OLD)     # READ_ONLY
+    rec.open_txn(txn_type=2, now_ms=OLD)  # READ_ONLY
     t2 = rec.open_txn(now_ms=OLD)
     txns, _ = table_snapshot(url, "db.t")
     assert txns.hwm == 2 and txns.open == (t2,)
@@ -180,14 +221,43 @@ def _collapse_rows(rec, hive_version, first_state):
     if hive_version == 3:
         _set(rec, "NEXT_TXN_ID", NTXN_NEXT=10)
     else:
-        _ins(rec, "TXNS", TXN_ID=6, TXN_STATE="c", TXN_STARTED=OLD, TXN_LAST_HEARTBEAT=OLD, TXN_USER="u", TXN_HOST="h", TXN_TYPE=0)
+        _ins(
+            rec,
+            "TXNS",
+            TXN_ID=6,
+            TXN_STATE="c",
+            TXN_STARTED=OLD,
+            TXN_LAST_HEARTBEAT=OLD,
+            TXN_USER="u",
+            TXN_HOST="h",
+            TXN_TYPE=0,
+        )
     rows = [(7, "a", 3), (9, "o", 5)] if first_state == "a" else [(8, "o", 2), (7, "a", 4)]
     for txn, st, wid in rows:
-        _ins(rec, "TXNS", TXN_ID=txn, TXN_STATE=st, TXN_STARTED=OLD, TXN_LAST_HEARTBEAT=OLD,
-             TXN_USER="u", TXN_HOST="h", TXN_TYPE=0)
+        _ins(
+            rec,
+            "TXNS",
+            TXN_ID=txn,
+            TXN_STATE=st,
+            TXN_STARTED=OLD,
+            TXN_LAST_HEARTBEAT=OLD,
+            TXN_USER="u",
+            TXN_HOST="h",
+            TXN_TYPE=0,
+        )
         _ins(rec, "TXN_TO_WRITE_ID", T2W_TXNID=txn, T2W_DATABASE="db", T2W_TABLE="t", T2W_WRITEID=wid)
     if hive_version == 4 and first_state == "o":
-        _ins(rec, "TXNS", TXN_ID=9, TXN_STATE="c", TXN_STARTED=OLD, TXN_LAST_HEARTBEAT=OLD, TXN_USER="u", TXN_HOST="h", TXN_TYPE=0)
+        _ins(
+            rec,
+            "TXNS",
+            TXN_ID=9,
+            TXN_STATE="c",
+            TXN_STARTED=OLD,
+            TXN_LAST_HEARTBEAT=OLD,
+            TXN_USER="u",
+            TXN_HOST="h",
+            TXN_TYPE=0,
+        )
     _ins(rec, "NEXT_WRITE_ID", NWI_DATABASE="db", NWI_TABLE="t", NWI_NEXT=6)
 
 

@@ -20,8 +20,11 @@ from acidctl.metastore.snapshot import table_snapshot
 OLD = 1_600_000_000_000
 _n = itertools.count()
 
-ops = st.lists(st.tuples(st.sampled_from(["commit", "abort", "open"]), st.sampled_from(["a", "b"]),
-                         st.booleans()), min_size=1, max_size=12)
+ops = st.lists(
+    st.tuples(st.sampled_from(["commit", "abort", "open"]), st.sampled_from(["a", "b"]), st.booleans()),
+    min_size=1,
+    max_size=12,
+)
 
 
 @pytest.mark.parametrize("hv", [3, 4])
@@ -36,7 +39,7 @@ def test_snapshot_matches_model(tmp_path, hv, history):
     rec.add_write(t0, "db", "a")
     rec.add_write(t0, "db", "b")
     rec.commit_txn(t0)
-    model = {"a": [(1, "c")], "b": [(1, "c")]}       # table -> [(write id, fate)]
+    model = {"a": [(1, "c")], "b": [(1, "c")]}  # table -> [(write id, fate)]
     txn_fate = {t0: "c"}
     for fate, tbl, write in history:
         txn = rec.open_txn(now_ms=OLD)
@@ -58,7 +61,12 @@ def test_snapshot_matches_model(tmp_path, hv, history):
         ws = model[tbl]
         w_open = [w for w, f in ws if f == "o"]
         w_ab = [w for w, f in ws if f == "a"]
-        exp = "db.%s:%d:%d:%s:%s" % (tbl, max(w for w, _ in ws), min(w_open) if w_open else LONG_MAX,
-                                     ",".join(map(str, w_open)), ",".join(map(str, w_ab)))
+        exp = "db.%s:%d:%d:%s:%s" % (
+            tbl,
+            max(w for w, _ in ws),
+            min(w_open) if w_open else LONG_MAX,
+            ",".join(map(str, w_open)),
+            ",".join(map(str, w_ab)),
+        )
         assert str(wl) == exp
     rec.engine.dispose()

@@ -25,8 +25,18 @@ def _count_cq(conn, ms) -> int:
     return conn.execute(sa.select(sa.func.count()).select_from(t.clause)).scalar()
 
 
-@pytest.mark.parametrize("version,ok", [("3.1.0", True), ("3.1.3000", True), ("4.0.0", True), ("4.0.1", True),
-                                        ("2.3.0", False), ("4.1.0", False), ("3.0.0", False)])
+@pytest.mark.parametrize(
+    "version,ok",
+    [
+        ("3.1.0", True),
+        ("3.1.3000", True),
+        ("4.0.0", True),
+        ("4.0.1", True),
+        ("2.3.0", False),
+        ("4.1.0", False),
+        ("3.0.0", False),
+    ],
+)
 def test_schema_version_decides_writes(tmp_path, version, ok):
     url = f"sqlite:///{tmp_path}/ms.db"
     assert run_cli(["metastore", "init", url, "--hive-version", version[0] if version[0] in "34" else "3"]) == 0
@@ -67,9 +77,17 @@ def test_step_is_one_transaction_and_retries_deadlocks(tmp_path, monkeypatch):
     calls = []
 
     def insert_then_fail_once(conn):
-        conn.execute(sa.insert(cq.clause).values({cq.CQ_ID.name: 7 + len(calls), cq.CQ_DATABASE.name: "db",
-                                                  cq.CQ_TABLE.name: "t", cq.CQ_STATE.name: "i",
-                                                  cq.CQ_TYPE.name: "a"}))
+        conn.execute(
+            sa.insert(cq.clause).values(
+                {
+                    cq.CQ_ID.name: 7 + len(calls),
+                    cq.CQ_DATABASE.name: "db",
+                    cq.CQ_TABLE.name: "t",
+                    cq.CQ_STATE.name: "i",
+                    cq.CQ_TYPE.name: "a",
+                }
+            )
+        )
         calls.append(1)
         if len(calls) == 1:
             raise sa.exc.OperationalError("INSERT", {}, Exception("database is locked"))
@@ -80,9 +98,17 @@ def test_step_is_one_transaction_and_retries_deadlocks(tmp_path, monkeypatch):
     assert len(calls) == 2
 
     def fail(conn):
-        conn.execute(sa.insert(cq.clause).values({cq.CQ_ID.name: 99, cq.CQ_DATABASE.name: "db",
-                                                  cq.CQ_TABLE.name: "t", cq.CQ_STATE.name: "i",
-                                                  cq.CQ_TYPE.name: "a"}))
+        conn.execute(
+            sa.insert(cq.clause).values(
+                {
+                    cq.CQ_ID.name: 99,
+                    cq.CQ_DATABASE.name: "db",
+                    cq.CQ_TABLE.name: "t",
+                    cq.CQ_STATE.name: "i",
+                    cq.CQ_TYPE.name: "a",
+                }
+            )
+        )
         raise ValueError("boom")
 
     with pytest.raises(ValueError):

@@ -11,11 +11,19 @@ from acidctl.metastore.tables import normalize_partition, resolve_table, resolve
 
 
 def _table(rec):
-    rec.create_table("Sales", "Orders", location="hdfs://nn:8020/warehouse/sales.db/orders",
-                     columns=[("id", "bigint"), ("Amount", "decimal(10,2)"), ("note", "string")],
-                     partition_keys=[("ds", "string"), ("hr", "int")], buckets=4,
-                     params={"compactorthreshold.hive.compactor.delta.num.threshold": "4",
-                             "NO_AUTO_COMPACTION": "TRUE", "numFiles": "7"})
+    rec.create_table(
+        "Sales",
+        "Orders",
+        location="hdfs://nn:8020/warehouse/sales.db/orders",
+        columns=[("id", "bigint"), ("Amount", "decimal(10,2)"), ("note", "string")],
+        partition_keys=[("ds", "string"), ("hr", "int")],
+        buckets=4,
+        params={
+            "compactorthreshold.hive.compactor.delta.num.threshold": "4",
+            "NO_AUTO_COMPACTION": "TRUE",
+            "numFiles": "7",
+        },
+    )
     rec.add_partition("sales", "orders", "ds=2024-01-01/hr=1")
     rec.add_partition("sales", "orders", "ds=2024-01-01/hr=2", location="s3a://b/elsewhere")
     rec.create_table("default", "plain", location="file:/tmp/wh/plain", transactional=False)
@@ -45,7 +53,7 @@ def test_resolve_table(metastore):
     assert p2.partitions == ["ds=2024-01-01/hr=1", "ds=2024-01-01/hr=2"]
     d = p2.to_dict()
     assert d["no_auto_compaction"] is True and d["partition_keys"][0] == {"name": "ds", "type": "string"}
-    mm = resolve_table(url, "mm")           # no db -> default
+    mm = resolve_table(url, "mm")  # no db -> default
     assert mm.transactional and mm.insert_only and not mm.full_acid
     plain = resolve_table(url, "default.plain")
     assert not plain.transactional and not plain.partitioned
@@ -67,7 +75,7 @@ def test_read_only_transactions(metastore):
     with pytest.raises(Exception) as ei:
         with ms.read() as conn:
             conn.execute(sa.update(t.clause).values({t.NL_NEXT.name: 99}))
-    assert "read" in str(ei.value).lower()     # "read-only transaction" / "readonly database"
+    assert "read" in str(ei.value).lower()  # "read-only transaction" / "readonly database"
     with ms.read() as conn:
         assert conn.execute(sa.select(t.NL_NEXT)).scalar() == 1
     # a caller's own engine is left writable afterwards

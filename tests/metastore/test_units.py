@@ -7,8 +7,13 @@ import pytest
 from acidctl.cli.show_cmd import fmt_ms
 from acidctl.durations import parse_age
 from acidctl.errors import UsageError
-from acidctl.metastore.queries import (_parse_order, _split_id, compaction_state_text, parse_compaction_state,
-                                       parse_compaction_type)
+from acidctl.metastore.queries import (
+    _parse_order,
+    _split_id,
+    compaction_state_text,
+    parse_compaction_state,
+    parse_compaction_type,
+)
 from acidctl.metastore.recorder import stringable_map
 from acidctl.metastore.schema import Flavor, columns_for
 from acidctl.acid.writeids import WriteIdList
@@ -57,7 +62,9 @@ def test_codes():
 
 def test_stringable_map():
     # Hive's StringableMap: <n>:<klen>:<key><vlen>:<val>...
-    assert stringable_map({"compactor.mapreduce.map.memory.mb": "2048"}) == "1:33:compactor.mapreduce.map.memory.mb4:2048"  # key is 33 chars
+    assert (
+        stringable_map({"compactor.mapreduce.map.memory.mb": "2048"}) == "1:33:compactor.mapreduce.map.memory.mb4:2048"
+    )  # key is 33 chars
 
 
 def test_names():

@@ -21,8 +21,10 @@ from acidctl.metastore.connection import connect
 from tests.acidfiles import B0, acid_file
 
 ROOT = Path(__file__).resolve().parents[2]
-ORC_TYPE = ("struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,currentTransaction:bigint,"
-            "row:struct<id:int,name:string>>")
+ORC_TYPE = (
+    "struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,currentTransaction:bigint,"
+    "row:struct<id:int,name:string>>"
+)
 N = 20
 
 
@@ -54,9 +56,17 @@ def hive_worker(url: str, hive_version: int, claimed: list, stop: threading.Even
                 ids = [r[0] for r in c.execute(sa.select(cq.CQ_ID).where(cq.CQ_STATE == "i").order_by(cq.CQ_ID))]
                 got = None
                 for i in ids:
-                    n = c.execute(sa.update(cq.clause).where(cq.CQ_ID == i, cq.CQ_STATE == "i").values({
-                        cq.CQ_WORKER_ID.name: "hivehost-17", cq.CQ_START.name: int(time.time() * 1000),
-                        cq.CQ_STATE.name: "w"})).rowcount
+                    n = c.execute(
+                        sa.update(cq.clause)
+                        .where(cq.CQ_ID == i, cq.CQ_STATE == "i")
+                        .values(
+                            {
+                                cq.CQ_WORKER_ID.name: "hivehost-17",
+                                cq.CQ_START.name: int(time.time() * 1000),
+                                cq.CQ_STATE.name: "w",
+                            }
+                        )
+                    ).rowcount
                     if n == 1:
                         got = i
                         break
@@ -65,7 +75,7 @@ def hive_worker(url: str, hive_version: int, claimed: list, stop: threading.Even
                     return
             else:
                 claimed.append(got)
-                time.sleep(0.05)       # "compacting"
+                time.sleep(0.05)  # "compacting"
     finally:
         eng.dispose()
 
@@ -74,8 +84,11 @@ def _wait_for_lock_waiters(url: str, backend: str, n: int, timeout: float = 120.
     """Until ``n`` sessions wait for a row lock (PostgreSQL: pg_stat_activity; MariaDB:
     information_schema.INNODB_TRX)."""
     eng = sa.create_engine(url)
-    q = ("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'" if backend == "postgres" else
-         "SELECT count(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'")
+    q = (
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+        if backend == "postgres"
+        else "SELECT count(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'"
+    )
     deadline = time.time() + timeout
     try:
         while time.time() < deadline:
@@ -88,8 +101,9 @@ def _wait_for_lock_waiters(url: str, backend: str, n: int, timeout: float = 120.
         eng.dispose()
 
 
-@pytest.mark.parametrize("backend", [pytest.param("postgres", marks=pytest.mark.postgres),
-                                     pytest.param("mysql", marks=pytest.mark.mysql)])
+@pytest.mark.parametrize(
+    "backend", [pytest.param("postgres", marks=pytest.mark.postgres), pytest.param("mysql", marks=pytest.mark.mysql)]
+)
 def test_two_acidctl_workers_and_a_hive_worker_claim_each_request_once(metastore, backend, hive_version, tmp_path):
     url, rec = metastore
     wh = tmp_path / "wh"
@@ -101,8 +115,21 @@ def test_two_acidctl_workers_and_a_hive_worker_claim_each_request_once(metastore
     assert len(ids) == N
 
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    cmd = [sys.executable, "-m", "acidctl", "-o", "json", "--metastore", url, "worker", "--once",
-           "--engine", "local", "--max", str(N)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "acidctl",
+        "-o",
+        "json",
+        "--metastore",
+        url,
+        "worker",
+        "--once",
+        "--engine",
+        "local",
+        "--max",
+        str(N),
+    ]
     hive_claimed: list[int] = []
     stop = threading.Event()
     # hold every queue row's lock until all three claimers are waiting on it, so they start their
@@ -112,8 +139,9 @@ def test_two_acidctl_workers_and_a_hive_worker_claim_each_request_once(metastore
     with blocker.connect() as bc:
         tx = bc.begin()
         bc.execute(sa.select(cq.CQ_ID).with_for_update()).all()
-        procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
-                 for _ in range(2)]
+        procs = [
+            subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT) for _ in range(2)
+        ]
         t = threading.Thread(target=hive_worker, args=(url, hive_version, hive_claimed, stop))
         t.start()
         _wait_for_lock_waiters(url, backend, 3)
@@ -139,8 +167,10 @@ def test_two_acidctl_workers_and_a_hive_worker_claim_each_request_once(metastore
     eng = sa.create_engine(url)
     cq = ms.tables.COMPACTION_QUEUE
     with eng.connect() as c:
-        rows = {r[0]: (r[1], r[2], r[3]) for r in c.execute(
-            sa.select(cq.CQ_ID, cq.CQ_STATE, cq.CQ_WORKER_ID, cq.CQ_HIGHEST_WRITE_ID))}
+        rows = {
+            r[0]: (r[1], r[2], r[3])
+            for r in c.execute(sa.select(cq.CQ_ID, cq.CQ_STATE, cq.CQ_WORKER_ID, cq.CQ_HIGHEST_WRITE_ID))
+        }
     eng.dispose()
     for w, o in zip(by_worker, outs):
         for r in o["requests"]:
@@ -152,7 +182,7 @@ def test_two_acidctl_workers_and_a_hive_worker_claim_each_request_once(metastore
             # the scripted Hive worker holds it: acidctl never touched the table
             assert rows[cq_id][:2] == ("w", "hivehost-17") and bases == []
             continue
-        assert rows[cq_id] == ("r", None, 2)          # markCompacted, compactor hwm 2
+        assert rows[cq_id] == ("r", None, 2)  # markCompacted, compactor hwm 2
         # compacted exactly once: one base over write ids 1..2 (Hive 4: named by its compactor txn)
         assert len(bases) == 1 and bases[0].startswith("base_0000002")
         assert (bases[0] == "base_0000002") == (hive_version == 3)
@@ -175,16 +205,28 @@ def test_initiator_once_on_every_backend(metastore, hive_version, tmp_path, caps
     tp, tb = ms.tables.TABLE_PARAMS, ms.tables.TBLS
     with eng.begin() as c:
         ids = dict(c.execute(sa.select(tb.TBL_NAME, tb.TBL_ID)).all())
-        c.execute(sa.insert(tp.clause).values({tp.TBL_ID.name: ids["due"], tp.PARAM_KEY.name:
-                                               "compactorthreshold.hive.compactor.delta.num.threshold",
-                                               tp.PARAM_VALUE.name: "1"}))
-        c.execute(sa.insert(tp.clause).values({tp.TBL_ID.name: ids["manual"], tp.PARAM_KEY.name: "NO_AUTO_COMPACTION",
-                                               tp.PARAM_VALUE.name: "TRUE"}))
+        c.execute(
+            sa.insert(tp.clause).values(
+                {
+                    tp.TBL_ID.name: ids["due"],
+                    tp.PARAM_KEY.name: "compactorthreshold.hive.compactor.delta.num.threshold",
+                    tp.PARAM_VALUE.name: "1",
+                }
+            )
+        )
+        c.execute(
+            sa.insert(tp.clause).values(
+                {tp.TBL_ID.name: ids["manual"], tp.PARAM_KEY.name: "NO_AUTO_COMPACTION", tp.PARAM_VALUE.name: "TRUE"}
+            )
+        )
     eng.dispose()
     doc = cli_json(capsys, ["--metastore", url, "initiator", "--once", "--db", "ini"])
     acts = {c["table"]: (c["action"], c.get("type"), c.get("id")) for c in doc["checked"]}
-    assert acts == {"ini.due": ("enqueued", "major", 1), "ini.quiet": ("not-due", None, None),
-                    "ini.manual": ("skipped", None, None)}
+    assert acts == {
+        "ini.due": ("enqueued", "major", 1),
+        "ini.quiet": ("not-due", None, None),
+        "ini.manual": ("skipped", None, None),
+    }
     cq = ms.tables.COMPACTION_QUEUE
     eng = sa.create_engine(url)
     with eng.connect() as c:
@@ -216,14 +258,25 @@ def test_compact_claims_the_queued_request_on_every_backend(metastore, hive_vers
     doc = cli_json(capsys, ["--metastore", url, "compact", "--major", "--engine", "local", "db1.queued"])
     (p,) = doc["partitions"]
     m = p["metastore"]
-    assert (m["cq_id"], m["claimed_request"], m["state"], m["highest_write_id"]) == (queued, True, "ready for cleaning", 2)
+    assert (m["cq_id"], m["claimed_request"], m["state"], m["highest_write_id"]) == (
+        queued,
+        True,
+        "ready for cleaning",
+        2,
+    )
     doc2 = cli_json(capsys, ["--metastore", url, "compact", "--major", "--engine", "local", "db1.fresh"])
     m2 = doc2["partitions"][0]["metastore"]
     assert m2["claimed_request"] is False and m2["cq_id"] == queued + 1
     cq = T.COMPACTION_QUEUE
     with eng.connect() as c:
-        rows = [tuple(r) for r in c.execute(sa.select(cq.CQ_ID, cq.CQ_TABLE, cq.CQ_STATE, cq.CQ_HIGHEST_WRITE_ID,
-                                                      cq.CQ_WORKER_ID).order_by(cq.CQ_ID))]
+        rows = [
+            tuple(r)
+            for r in c.execute(
+                sa.select(cq.CQ_ID, cq.CQ_TABLE, cq.CQ_STATE, cq.CQ_HIGHEST_WRITE_ID, cq.CQ_WORKER_ID).order_by(
+                    cq.CQ_ID
+                )
+            )
+        ]
         assert rows == [(queued, "queued", "r", 2, None), (queued + 1, "fresh", "r", 2, None)]
         if hive_version == 4:
             for mm in (m, m2):
@@ -237,6 +290,10 @@ def test_compact_claims_the_queued_request_on_every_backend(metastore, hive_vers
             assert doc["partitions"][0]["output_dirs"] == [f"base_0000002_v{m['txn_id']:07d}"]
         else:
             assert doc["partitions"][0]["output_dirs"] == ["base_0000002"]
-        assert c.execute(sa.select(sa.func.count()).select_from(T.COMPLETED_TXN_COMPONENTS.clause)).scalar() == ctc_before
+        assert (
+            c.execute(sa.select(sa.func.count()).select_from(T.COMPLETED_TXN_COMPONENTS.clause)).scalar() == ctc_before
+        )
     eng.dispose()
-    assert (loc / doc["partitions"][0]["output_dirs"][0]).is_dir() and (loc2 / doc2["partitions"][0]["output_dirs"][0]).is_dir()
+    assert (loc / doc["partitions"][0]["output_dirs"][0]).is_dir() and (
+        loc2 / doc2["partitions"][0]["output_dirs"][0]
+    ).is_dir()

@@ -17,14 +17,23 @@ import pyarrow as pa
 #: the test table: id int, name string, amount decimal(10,2), tags array<string>
 COLUMNS = [("id", "int"), ("name", "string"), ("amount", "decimal(10,2)"), ("tags", "array<string>")]
 COLUMNS_SPEC = ",".join(f"{n}:{t}" for n, t in COLUMNS)
-ARROW = pa.schema([("id", pa.int32()), ("name", pa.string()), ("amount", pa.decimal128(10, 2)),
-                   ("tags", pa.list_(pa.string()))])
-AVRO_SCHEMA = {"type": "record", "name": "t", "fields": [
-    {"name": "id", "type": ["null", "int"], "default": None},
-    {"name": "name", "type": ["null", "string"], "default": None},
-    {"name": "amount", "type": ["null", {"type": "bytes", "logicalType": "decimal", "precision": 10, "scale": 2}],
-     "default": None},
-    {"name": "tags", "type": ["null", {"type": "array", "items": ["null", "string"]}], "default": None}]}
+ARROW = pa.schema(
+    [("id", pa.int32()), ("name", pa.string()), ("amount", pa.decimal128(10, 2)), ("tags", pa.list_(pa.string()))]
+)
+AVRO_SCHEMA = {
+    "type": "record",
+    "name": "t",
+    "fields": [
+        {"name": "id", "type": ["null", "int"], "default": None},
+        {"name": "name", "type": ["null", "string"], "default": None},
+        {
+            "name": "amount",
+            "type": ["null", {"type": "bytes", "logicalType": "decimal", "precision": 10, "scale": 2}],
+            "default": None,
+        },
+        {"name": "tags", "type": ["null", {"type": "array", "items": ["null", "string"]}], "default": None},
+    ],
+}
 
 
 def _text_field(v, kind) -> bytes:
@@ -33,7 +42,7 @@ def _text_field(v, kind) -> bytes:
     if kind == "array":
         return b"\x02".join(b"\\N" if x is None else x.encode() for x in v)
     if kind == "decimal":
-        return f"{v:.2f}".encode()            # LazyHiveDecimal pads to the column's scale
+        return f"{v:.2f}".encode()  # LazyHiveDecimal pads to the column's scale
     return str(v).encode()
 
 
@@ -47,8 +56,9 @@ def encode(fmt: str, rows: list[dict], *, codec: str | None = None) -> bytes:
         for r in rows:
             out += b"\x01".join(_text_field(r[n], k) for (n, _), k in zip(COLUMNS, kinds)) + b"\n"
         return out
-    t = pa.Table.from_pylist([{**r, "amount": None if r["amount"] is None else Decimal(str(r["amount"]))}
-                              for r in rows], schema=ARROW)
+    t = pa.Table.from_pylist(
+        [{**r, "amount": None if r["amount"] is None else Decimal(str(r["amount"]))} for r in rows], schema=ARROW
+    )
     sink = pa.BufferOutputStream()
     if fmt == "orc":
         import pyarrow.orc as po
@@ -64,9 +74,15 @@ def encode(fmt: str, rows: list[dict], *, codec: str | None = None) -> bytes:
         import fastavro
 
         buf = io.BytesIO()
-        fastavro.writer(buf, fastavro.parse_schema(AVRO_SCHEMA),
-                        [{**r, "amount": None if r["amount"] is None else Decimal(str(r["amount"])).quantize(Decimal("0.01"))}
-                         for r in rows], codec=codec or "null")
+        fastavro.writer(
+            buf,
+            fastavro.parse_schema(AVRO_SCHEMA),
+            [
+                {**r, "amount": None if r["amount"] is None else Decimal(str(r["amount"])).quantize(Decimal("0.01"))}
+                for r in rows
+            ],
+            codec=codec or "null",
+        )
         return buf.getvalue()
     raise ValueError(fmt)
 
@@ -92,15 +108,23 @@ def standard(root: Path, fmt: str) -> tuple[Path, str, list[int]]:
     """A table with a base from INSERT OVERWRITE (write 1), committed deltas 2 (two statements,
     a _copy_1 file, a UNION ALL subdirectory), aborted write 3, committed 4, open write 5.
     Returns (root, ValidWriteIdList, the ids a reader sees)."""
-    build(root, fmt, {
-        "base_0000001": {"000000_0": [row(1, amount=1.5, tags=["a", "b"]), row(2, name="two")]},
-        "delta_0000002_0000002_0000": {"000000_0": [row(3, tags=[]), row(4, amount=-2.25)],
-                                       "000000_0_copy_1": [row(5, tags=[None, "x"])]},
-        "delta_0000002_0000002_0001": {"000000_0": [row(6)],
-                                       "HIVE_UNION_SUBDIR_1/000000_0": [row(7)],
-                                       "HIVE_UNION_SUBDIR_2/000000_0": [row(8, name=None)]},
-        "delta_0000003_0000003_0000": {"000000_0": [row(900, name="aborted")]},
-        "delta_0000004_0000004_0000": {"000000_0": [row(9), row(10)]},
-        "delta_0000005_0000005_0000": {"000000_0": [row(500, name="open")]},
-    })
+    build(
+        root,
+        fmt,
+        {
+            "base_0000001": {"000000_0": [row(1, amount=1.5, tags=["a", "b"]), row(2, name="two")]},
+            "delta_0000002_0000002_0000": {
+                "000000_0": [row(3, tags=[]), row(4, amount=-2.25)],
+                "000000_0_copy_1": [row(5, tags=[None, "x"])],
+            },
+            "delta_0000002_0000002_0001": {
+                "000000_0": [row(6)],
+                "HIVE_UNION_SUBDIR_1/000000_0": [row(7)],
+                "HIVE_UNION_SUBDIR_2/000000_0": [row(8, name=None)],
+            },
+            "delta_0000003_0000003_0000": {"000000_0": [row(900, name="aborted")]},
+            "delta_0000004_0000004_0000": {"000000_0": [row(9), row(10)]},
+            "delta_0000005_0000005_0000": {"000000_0": [row(500, name="open")]},
+        },
+    )
     return root, "default.t:5:5:5:3", [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]

@@ -16,8 +16,19 @@ def test_orc_coln_names_are_matched_by_position_and_missing_columns_are_null(tmp
     d = tmp_path / "t" / "delta_0000001_0000001_0000"
     d.mkdir(parents=True)
     po.write_table(pa.table({"_col0": pa.array([7], pa.int32()), "_col1": ["x"]}), str(d / "000000_0"))
-    r = cli("-o", "json", "dump", "--merged", tmp_path / "t", "--format", "orc", "--columns",
-            "id:int,name:string,extra:bigint", "--write-ids", "default.t:1:9223372036854775807::")
+    r = cli(
+        "-o",
+        "json",
+        "dump",
+        "--merged",
+        tmp_path / "t",
+        "--format",
+        "orc",
+        "--columns",
+        "id:int,name:string,extra:bigint",
+        "--write-ids",
+        "default.t:1:9223372036854775807::",
+    )
     assert r.code == 0, r
     assert json.loads(r.stdout) == {"id": 7, "name": "x", "extra": None}
 
@@ -26,15 +37,35 @@ def test_names_match_case_insensitively(tmp_path, cli):
     d = tmp_path / "t" / "delta_0000001_0000001_0000"
     d.mkdir(parents=True)
     po.write_table(pa.table({"NAME": ["y"], "Id": pa.array([3], pa.int32())}), str(d / "000000_0"))
-    r = cli("-o", "json", "dump", "--merged", tmp_path / "t", "--format", "orc", "--columns", "id:int,name:string",
-            "--write-ids", "default.t:1:9223372036854775807::")
+    r = cli(
+        "-o",
+        "json",
+        "dump",
+        "--merged",
+        tmp_path / "t",
+        "--format",
+        "orc",
+        "--columns",
+        "id:int,name:string",
+        "--write-ids",
+        "default.t:1:9223372036854775807::",
+    )
     assert json.loads(r.stdout) == {"id": 3, "name": "y"}
 
 
 def test_a_file_of_another_format_is_one_line_exit_7(tmp_path, cli):
     H.build(tmp_path / "t", "parquet", {"delta_0000001_0000001_0000": {"000000_0": [H.row(1)]}})
-    r = cli("dump", "--merged", tmp_path / "t", "--format", "orc", "--columns", H.COLUMNS_SPEC,
-            "--write-ids", "default.t:1:9223372036854775807::")
+    r = cli(
+        "dump",
+        "--merged",
+        tmp_path / "t",
+        "--format",
+        "orc",
+        "--columns",
+        H.COLUMNS_SPEC,
+        "--write-ids",
+        "default.t:1:9223372036854775807::",
+    )
     assert r.code == 7
     assert r.stderr.count("\n") == 1 and "not a readable ORC file" in r.stderr and "parquet" in r.stderr
 
@@ -46,8 +77,17 @@ def test_an_acid_event_file_in_an_insert_only_table_is_refused(tmp_path, cli):
     d = tmp_path / "t" / "delta_0000001_0000001_0000"
     d.mkdir(parents=True)
     (d / "000000_0").write_bytes(acid.read_bytes())
-    r = cli("dump", "--merged", tmp_path / "t", "--format", "orc", "--columns", "col:int",
-            "--write-ids", "default.t:1:9223372036854775807::")
+    r = cli(
+        "dump",
+        "--merged",
+        tmp_path / "t",
+        "--format",
+        "orc",
+        "--columns",
+        "col:int",
+        "--write-ids",
+        "default.t:1:9223372036854775807::",
+    )
     assert r.code == 7 and "ACID event file" in r.stderr
 
 

@@ -25,21 +25,35 @@ def add_storage(url: str, table: str, *, slib: str, input_format: str, output_fo
     the table's SDS row pointed at them."""
     eng = sa.create_engine(url)
     md = sa.MetaData()
-    serdes = sa.Table("SERDES", md, sa.Column("SERDE_ID", sa.BigInteger, primary_key=True),
-                      sa.Column("NAME", sa.String(128)), sa.Column("SLIB", sa.String(4000)))
-    sparams = sa.Table("SERDE_PARAMS", md, sa.Column("SERDE_ID", sa.BigInteger, primary_key=True),
-                       sa.Column("PARAM_KEY", sa.String(256), primary_key=True), sa.Column("PARAM_VALUE", sa.Text))
+    serdes = sa.Table(
+        "SERDES",
+        md,
+        sa.Column("SERDE_ID", sa.BigInteger, primary_key=True),
+        sa.Column("NAME", sa.String(128)),
+        sa.Column("SLIB", sa.String(4000)),
+    )
+    sparams = sa.Table(
+        "SERDE_PARAMS",
+        md,
+        sa.Column("SERDE_ID", sa.BigInteger, primary_key=True),
+        sa.Column("PARAM_KEY", sa.String(256), primary_key=True),
+        sa.Column("PARAM_VALUE", sa.Text),
+    )
     md.create_all(eng)
-    sds = sa.table("SDS", sa.column("SD_ID"), sa.column("SERDE_ID"), sa.column("INPUT_FORMAT"),
-                   sa.column("OUTPUT_FORMAT"))
+    sds = sa.table(
+        "SDS", sa.column("SD_ID"), sa.column("SERDE_ID"), sa.column("INPUT_FORMAT"), sa.column("OUTPUT_FORMAT")
+    )
     tbls = sa.table("TBLS", sa.column("SD_ID"), sa.column("TBL_NAME"))
     with eng.begin() as c:
         c.execute(serdes.insert().values(SERDE_ID=1, NAME=None, SLIB=slib))
         for k, v in params.items():
             c.execute(sparams.insert().values(SERDE_ID=1, PARAM_KEY=k, PARAM_VALUE=v))
         sd = c.execute(sa.select(tbls.c.SD_ID).where(tbls.c.TBL_NAME == table)).scalar()
-        c.execute(sds.update().where(sds.c.SD_ID == sd).values(SERDE_ID=1, INPUT_FORMAT=input_format,
-                                                               OUTPUT_FORMAT=output_format))
+        c.execute(
+            sds.update()
+            .where(sds.c.SD_ID == sd)
+            .values(SERDE_ID=1, INPUT_FORMAT=input_format, OUTPUT_FORMAT=output_format)
+        )
     eng.dispose()
 
 
@@ -53,10 +67,20 @@ def test_text_table_from_the_metastore(tmp_path, cli, metastore, hive_version): 
     url, rec = metastore
     root = tmp_path / "wh" / "mmt"
     rec.create_table("default", "mmt", location=f"file:{root}", columns=H.COLUMNS, insert_only=True)
-    add_storage(url, "mmt", slib=TEXT_SERDE, input_format=TEXT_INPUT, output_format=TEXT_OUTPUT,
-                params={"serialization.format": ",", "field.delim": ","})
-    writes = {1: ("commit", [H.row(1), H.row(2, tags=["a"])]), 2: ("commit", [H.row(3, amount=4.5)]),
-              3: ("abort", [H.row(30, name="aborted")]), 4: ("open", [H.row(40, name="open")])}
+    add_storage(
+        url,
+        "mmt",
+        slib=TEXT_SERDE,
+        input_format=TEXT_INPUT,
+        output_format=TEXT_OUTPUT,
+        params={"serialization.format": ",", "field.delim": ","},
+    )
+    writes = {
+        1: ("commit", [H.row(1), H.row(2, tags=["a"])]),
+        2: ("commit", [H.row(3, amount=4.5)]),
+        3: ("abort", [H.row(30, name="aborted")]),
+        4: ("open", [H.row(40, name="open")]),
+    }
     for w, (state, rows) in writes.items():
         txn = rec.open_txn()
         rec.add_write(txn, "default", "mmt")
@@ -84,16 +108,22 @@ def test_text_table_from_the_metastore(tmp_path, cli, metastore, hive_version): 
     p = doc["partitions"][0]
     reg = p["metastore"]
     if hive_version == 3:
-        assert p["output_dirs"] == ["base_0000003"]       # compactor hwm: lowest open write id (4) - 1
+        assert p["output_dirs"] == ["base_0000003"]  # compactor hwm: lowest open write id (4) - 1
         assert (root / "base_0000003" / "_metadata_acid").is_file()
     else:
         assert p["output_dirs"] == [f"base_0000003_v{reg['txn_id']:07d}"]
         assert p["publish"] == "hidden-until-commit"
     out = root / p["output_dirs"][0] / "000000_0"
-    assert out.read_bytes() == text_file(visible)         # same SerDe properties: ',' between fields
+    assert out.read_bytes() == text_file(visible)  # same SerDe properties: ',' between fields
     eng = sa.create_engine(url)
-    cq = sa.table("COMPACTION_QUEUE", sa.column("CQ_ID"), sa.column("CQ_STATE"), sa.column("CQ_TYPE"),
-                  sa.column("CQ_HIGHEST_WRITE_ID"), sa.column("CQ_TABLE"))
+    cq = sa.table(
+        "COMPACTION_QUEUE",
+        sa.column("CQ_ID"),
+        sa.column("CQ_STATE"),
+        sa.column("CQ_TYPE"),
+        sa.column("CQ_HIGHEST_WRITE_ID"),
+        sa.column("CQ_TABLE"),
+    )
     if hive_version == 3 and url.startswith("postgresql"):
         cq = sa.table("compaction_queue", *[sa.column(c.name.lower()) for c in cq.columns])
     with eng.connect() as c:
@@ -110,8 +140,8 @@ def test_text_table_from_the_metastore(tmp_path, cli, metastore, hive_version): 
         doc = json.loads(r.stdout)
         assert not doc["deleted"] and any(i["action"] == "keep (held back)" for i in doc["items"])
         assert (root / "delta_0000001_0000001_0000").is_dir()
-        rec.commit_txn(txn)          # write 4 commits: its delta stays, the covered ones can go
-        time.sleep(1.1)              # ... once no txn is younger than Hive 4's 1 s open-txn window
+        rec.commit_txn(txn)  # write 4 commits: its delta stays, the covered ones can go
+        time.sleep(1.1)  # ... once no txn is younger than Hive 4's 1 s open-txn window
         r = cli("-o", "json", "--metastore", url, "clean", "default.mmt", "--min-age", "0", "--execute")
         assert r.code == 0, r
     left = sorted(x.name for x in root.iterdir() if not x.name.startswith("."))

@@ -20,22 +20,32 @@ METADATA_ACID = b'{"thisFileVersion":"0","dataFormat":"compacted"}'
 def expected_rows():
     # base_1 (ids 1, 2), write 2 statements 0 and 1 (3..8, UNION ALL subdirectories included),
     # write 4 (9, 10); write 3 aborted, write 5 open
-    return [H.row(1, amount=1.5, tags=["a", "b"]), H.row(2, name="two"), H.row(3, tags=[]), H.row(4, amount=-2.25),
-            H.row(5, tags=[None, "x"]), H.row(6), H.row(7), H.row(8, name=None), H.row(9), H.row(10)]
+    return [
+        H.row(1, amount=1.5, tags=["a", "b"]),
+        H.row(2, name="two"),
+        H.row(3, tags=[]),
+        H.row(4, amount=-2.25),
+        H.row(5, tags=[None, "x"]),
+        H.row(6),
+        H.row(7),
+        H.row(8, name=None),
+        H.row(9),
+        H.row(10),
+    ]
 
 
 def norm(rows):
     out = []
     for r in rows:
         a = r["amount"]
-        out.append((r["id"], r["name"], None if a is None else Decimal(str(a)).quantize(Decimal("0.01")),
-                    r["tags"]))
+        out.append((r["id"], r["name"], None if a is None else Decimal(str(a)).quantize(Decimal("0.01")), r["tags"]))
     return sorted(out, key=lambda x: x[0])
 
 
 def merged(cli, root, wl, fmt, *extra):
-    r = cli("-o", "json", "dump", "--merged", root, "--format", fmt, "--columns", H.COLUMNS_SPEC,
-            "--write-ids", wl, *extra)
+    r = cli(
+        "-o", "json", "dump", "--merged", root, "--format", fmt, "--columns", H.COLUMNS_SPEC, "--write-ids", wl, *extra
+    )
     assert r.code == 0, r
     return [json.loads(x) for x in r.stdout.splitlines()]
 
@@ -62,7 +72,7 @@ def read_output(path, fmt):
 def test_merged_read_skips_aborted_and_open_writes(tmp_path, cli, fmt):
     root, wl, _ = H.standard(tmp_path / "t", fmt)
     rows = merged(cli, root, wl, fmt)
-    assert [list(r) for r in rows][0] == ["id", "name", "amount", "tags"]   # no row__id: MM rows have none
+    assert [list(r) for r in rows][0] == ["id", "name", "amount", "tags"]  # no row__id: MM rows have none
     assert norm(rows) == norm(expected_rows())
 
 
@@ -70,15 +80,32 @@ def test_merged_read_skips_aborted_and_open_writes(tmp_path, cli, fmt):
 def test_major_compaction_hive3(tmp_path, cli, fmt):
     root, wl, _ = H.standard(tmp_path / "t", fmt)
     before = norm(merged(cli, root, wl, fmt))
-    r = cli("-o", "json", "compact", "--major", "--engine", "local", root, "--format", fmt,
-            "--columns", H.COLUMNS_SPEC, "--write-ids", wl)
+    r = cli(
+        "-o",
+        "json",
+        "compact",
+        "--major",
+        "--engine",
+        "local",
+        root,
+        "--format",
+        fmt,
+        "--columns",
+        H.COLUMNS_SPEC,
+        "--write-ids",
+        wl,
+    )
     assert r.code == 0, r
     doc = json.loads(r.stdout)
     p = doc["partitions"][0]
     # compactor list: hwm = lowest open (5) - 1 = 4; aborted 3 not read; open 5 never folded
     assert p["output_dirs"] == ["base_0000004"]
-    assert p["input_dirs"] == ["base_0000001", "delta_0000002_0000002_0000", "delta_0000002_0000002_0001",
-                               "delta_0000004_0000004_0000"]
+    assert p["input_dirs"] == [
+        "base_0000001",
+        "delta_0000002_0000002_0000",
+        "delta_0000002_0000002_0001",
+        "delta_0000004_0000004_0000",
+    ]
     assert (p["rows_in"], p["rows_out"]) == (10, 10)
     assert p["aborted_dirs_dropped"] == ["delta_0000003_0000003_0000"]
     base = root / "base_0000004"
@@ -108,8 +135,25 @@ def test_major_compaction_hive3(tmp_path, cli, fmt):
 def test_hive4_major_and_minor(tmp_path, cli, fmt):
     root, wl, _ = H.standard(tmp_path / "t", fmt)
     before = norm(merged(cli, root, wl, fmt, "--hive-version", "4"))
-    r = cli("-o", "json", "compact", "--minor", "--engine", "local", root, "--format", fmt, "--columns",
-            H.COLUMNS_SPEC, "--write-ids", wl, "--hive-version", "4", "--visibility-txn", "20")
+    r = cli(
+        "-o",
+        "json",
+        "compact",
+        "--minor",
+        "--engine",
+        "local",
+        root,
+        "--format",
+        fmt,
+        "--columns",
+        H.COLUMNS_SPEC,
+        "--write-ids",
+        wl,
+        "--hive-version",
+        "4",
+        "--visibility-txn",
+        "20",
+    )
     assert r.code == 0, r
     p = json.loads(r.stdout)["partitions"][0]
     # MmMinorQueryCompactor: delta_<min of the current deltas>_<compactor hwm>_v<txn>, no marker
@@ -117,8 +161,25 @@ def test_hive4_major_and_minor(tmp_path, cli, fmt):
     assert sorted(x.name for x in (root / "delta_0000002_0000004_v0000020").iterdir()) == ["000000_0"]
     assert p["rows_out"] == 8
     assert norm(merged(cli, root, wl, fmt, "--hive-version", "4")) == before
-    r = cli("-o", "json", "compact", "--major", "--engine", "local", root, "--format", fmt, "--columns",
-            H.COLUMNS_SPEC, "--write-ids", wl, "--hive-version", "4", "--visibility-txn", "21")
+    r = cli(
+        "-o",
+        "json",
+        "compact",
+        "--major",
+        "--engine",
+        "local",
+        root,
+        "--format",
+        fmt,
+        "--columns",
+        H.COLUMNS_SPEC,
+        "--write-ids",
+        wl,
+        "--hive-version",
+        "4",
+        "--visibility-txn",
+        "21",
+    )
     assert r.code == 0, r
     p = json.loads(r.stdout)["partitions"][0]
     assert p["output_dirs"] == ["base_0000004_v0000021"]
@@ -146,13 +207,25 @@ def test_file_in_partition_root_is_refused_not_lost(tmp_path, cli):
 
 def test_nothing_to_compact_with_one_input(tmp_path, cli):
     H.build(tmp_path / "t", "orc", {"delta_0000001_0000001_0000": {"000000_0": [H.row(1)]}})
-    r = cli("-o", "json", "compact", "--major", "--engine", "local", tmp_path / "t", "--format", "orc",
-            "--write-ids", "default.t:1:9223372036854775807::")
+    r = cli(
+        "-o",
+        "json",
+        "compact",
+        "--major",
+        "--engine",
+        "local",
+        tmp_path / "t",
+        "--format",
+        "orc",
+        "--write-ids",
+        "default.t:1:9223372036854775807::",
+    )
     assert r.code == 0, r
     doc = json.loads(r.stdout)
     assert doc["nothing_to_compact"] is True
-    assert sorted(x.name for x in (tmp_path / "t").iterdir() if not x.name.startswith(".")) == \
-        ["delta_0000001_0000001_0000"]
+    assert sorted(x.name for x in (tmp_path / "t").iterdir() if not x.name.startswith(".")) == [
+        "delta_0000001_0000001_0000"
+    ]
 
 
 def test_compressed_text_keeps_its_codec_and_extension(tmp_path, cli):
@@ -164,8 +237,21 @@ def test_compressed_text_keeps_its_codec_and_extension(tmp_path, cli):
         d.mkdir(parents=True)
         (d / "000000_0.gz").write_bytes(gzip.compress(H.encode("text", [H.row(i) for i in ids])))
     wl = "default.t:2:9223372036854775807::"
-    r = cli("-o", "json", "compact", "--major", "--engine", "local", root, "--format", "text", "--columns",
-            H.COLUMNS_SPEC, "--write-ids", wl)
+    r = cli(
+        "-o",
+        "json",
+        "compact",
+        "--major",
+        "--engine",
+        "local",
+        root,
+        "--format",
+        "text",
+        "--columns",
+        H.COLUMNS_SPEC,
+        "--write-ids",
+        wl,
+    )
     assert r.code == 0, r
     out = root / "base_0000002" / "000000_0.gz"
     assert gzip.decompress(out.read_bytes()) == H.encode("text", [H.row(i) for i in (1, 2, 3)])
@@ -180,22 +266,68 @@ def test_text_serde_properties_escape_and_delimiter(tmp_path, cli):
     (root / "delta_0000002_0000002_0000").mkdir(parents=True)
     (root / "delta_0000001_0000001_0000" / "000000_0").write_bytes(b"1,a\\,b\n2,NULL\n")
     (root / "delta_0000002_0000002_0000" / "000000_0").write_bytes(b"3,c\\\\d\n4,\\NULL\n")
-    props = ["--serde-property", "field.delim=,", "--serde-property", "escape.delim=\\",
-             "--serde-property", "serialization.null.format=NULL"]
+    props = [
+        "--serde-property",
+        "field.delim=,",
+        "--serde-property",
+        "escape.delim=\\",
+        "--serde-property",
+        "serialization.null.format=NULL",
+    ]
     wl = "default.t:2:9223372036854775807::"
-    r = cli("-o", "json", "dump", "--merged", root, "--format", "text", "--columns", "id:int,s:string",
-            "--write-ids", wl, *props)
+    r = cli(
+        "-o",
+        "json",
+        "dump",
+        "--merged",
+        root,
+        "--format",
+        "text",
+        "--columns",
+        "id:int,s:string",
+        "--write-ids",
+        wl,
+        *props,
+    )
     assert r.code == 0, r
     assert [json.loads(x) for x in r.stdout.splitlines()] == [
-        {"id": 1, "s": "a,b"}, {"id": 2, "s": None}, {"id": 3, "s": "c\\d"}, {"id": 4, "s": "NULL"}]
+        {"id": 1, "s": "a,b"},
+        {"id": 2, "s": None},
+        {"id": 3, "s": "c\\d"},
+        {"id": 4, "s": "NULL"},
+    ]
     # the string "NULL" (LOAD DATA'd as \NULL) would be written as NULL, which reads as NULL: refused
-    r = cli("compact", "--major", "--engine", "local", root, "--format", "text", "--columns", "id:int,s:string",
-            "--write-ids", wl, *props)
+    r = cli(
+        "compact",
+        "--major",
+        "--engine",
+        "local",
+        root,
+        "--format",
+        "text",
+        "--columns",
+        "id:int,s:string",
+        "--write-ids",
+        wl,
+        *props,
+    )
     assert r.code == 6 and "NULL marker" in r.stderr, r
     assert not (root / "base_0000002").exists()
     (root / "delta_0000002_0000002_0000" / "000000_0").write_bytes(b"3,c\\\\d\n")
-    r = cli("compact", "--major", "--engine", "local", root, "--format", "text", "--columns", "id:int,s:string",
-            "--write-ids", wl, *props)
+    r = cli(
+        "compact",
+        "--major",
+        "--engine",
+        "local",
+        root,
+        "--format",
+        "text",
+        "--columns",
+        "id:int,s:string",
+        "--write-ids",
+        wl,
+        *props,
+    )
     assert r.code == 0, r
     assert (root / "base_0000002" / "000000_0").read_bytes() == b"1,a\\,b\n2,NULL\n3,c\\\\d\n"
 
@@ -219,12 +351,21 @@ def test_dump_plain_files(tmp_path, cli):
 
 def test_state_deep_on_insert_only_files(tmp_path, cli):
     root, wl, _ = H.standard(tmp_path / "t", "orc")
-    r = cli("-o", "json", "state", "--deep", root, "--write-ids", wl, "--tblproperty",
-            "transactional_properties=insert_only")
+    r = cli(
+        "-o",
+        "json",
+        "state",
+        "--deep",
+        root,
+        "--write-ids",
+        wl,
+        "--tblproperty",
+        "transactional_properties=insert_only",
+    )
     assert r.code == 0, r
     checks = {f["check"] for f in json.loads(r.stdout)["findings"]}
     assert not checks & {"F01", "F03", "F05", "M01"}
-    assert "MM02" in checks   # the aborted delta
+    assert "MM02" in checks  # the aborted delta
     (root / "delta_0000004_0000004_0000" / "bucket_00000").write_bytes(b"x")
     r = cli("-o", "json", "state", root, "--write-ids", wl, "--tblproperty", "transactional_properties=insert_only")
     assert r.code == 4
@@ -235,24 +376,46 @@ def test_unsupported_format_is_one_clear_error(tmp_path):
     from acidctl.formats.storage import UnsupportedFormat, detect_format
 
     with pytest.raises(UnsupportedFormat) as e:
-        detect_format("org.apache.hadoop.hive.serde2.columnar.ColumnarSerDe", "org.apache.hadoop.hive.ql.io.RCFileInputFormat")
+        detect_format(
+            "org.apache.hadoop.hive.serde2.columnar.ColumnarSerDe", "org.apache.hadoop.hive.ql.io.RCFileInputFormat"
+        )
     assert e.value.exit_code == 7 and "\n" not in str(e.value)
     with pytest.raises(UnsupportedFormat):
-        detect_format("org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe", "org.apache.hadoop.mapred.SequenceFileInputFormat")
+        detect_format(
+            "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe", "org.apache.hadoop.mapred.SequenceFileInputFormat"
+        )
     assert detect_format("org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe", None) == "parquet"
 
 
 def test_partitioned_table_adds_partition_columns_and_compacts_each_partition(tmp_path, cli):
     root = tmp_path / "t"
-    H.build(root / "ds=a", "parquet", {"delta_0000001_0000001_0000": {"000000_0": [H.row(1)]},
-                                       "delta_0000003_0000003_0000": {"000000_0": [H.row(3)]}})
-    H.build(root / "ds=b", "parquet", {"delta_0000002_0000002_0000": {"000000_0": [H.row(2)]},
-                                       "delta_0000002_0000002_0001": {"000000_0": [H.row(22)]}})
+    H.build(
+        root / "ds=a",
+        "parquet",
+        {
+            "delta_0000001_0000001_0000": {"000000_0": [H.row(1)]},
+            "delta_0000003_0000003_0000": {"000000_0": [H.row(3)]},
+        },
+    )
+    H.build(
+        root / "ds=b",
+        "parquet",
+        {
+            "delta_0000002_0000002_0000": {"000000_0": [H.row(2)]},
+            "delta_0000002_0000002_0001": {"000000_0": [H.row(22)]},
+        },
+    )
     wl = "default.t:3:9223372036854775807::"
-    r = cli("-o", "json", "dump", "--merged", root, "--format", "parquet", "--columns", H.COLUMNS_SPEC,
-            "--write-ids", wl)
+    r = cli(
+        "-o", "json", "dump", "--merged", root, "--format", "parquet", "--columns", H.COLUMNS_SPEC, "--write-ids", wl
+    )
     assert r.code == 0, r
-    assert [(x["id"], x["ds"]) for x in map(json.loads, r.stdout.splitlines())] == [(1, "a"), (3, "a"), (2, "b"), (22, "b")]
+    assert [(x["id"], x["ds"]) for x in map(json.loads, r.stdout.splitlines())] == [
+        (1, "a"),
+        (3, "a"),
+        (2, "b"),
+        (22, "b"),
+    ]
     assert list(json.loads(r.stdout.splitlines()[0])) == ["id", "name", "amount", "tags", "ds"]
     before = r.stdout
     r = cli("-o", "json", "compact", "--major", "--engine", "local", root, "--format", "parquet", "--write-ids", wl)
@@ -260,6 +423,7 @@ def test_partitioned_table_adds_partition_columns_and_compacts_each_partition(tm
     outs = {p["partition"]: p["output_dirs"] for p in json.loads(r.stdout)["partitions"]}
     # the compactor hwm (3) names every partition's base, as Hive 3's CompactorMR does
     assert outs == {"ds=a": ["base_0000003"], "ds=b": ["base_0000003"]}
-    after = cli("-o", "json", "dump", "--merged", root, "--format", "parquet", "--columns", H.COLUMNS_SPEC,
-                "--write-ids", wl).stdout
+    after = cli(
+        "-o", "json", "dump", "--merged", root, "--format", "parquet", "--columns", H.COLUMNS_SPEC, "--write-ids", wl
+    ).stdout
     assert after == before

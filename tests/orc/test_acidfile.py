@@ -37,7 +37,8 @@ def test_stats_and_metadata():
 def test_acid_type_string_names_the_six_fields():
     assert acidfile.acid_type_string("struct<a:int>") == (
         "struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,currentTransaction:bigint,"
-        "row:struct<a:int>>")
+        "row:struct<a:int>>"
+    )
 
 
 def test_check_sorted_compares_bucket_signed():
@@ -45,7 +46,7 @@ def test_check_sorted_compares_bucket_signed():
     assert neg < 0 and acidfile.signed_bucket(B0) == B0
     ot = np.array([1, 1, 1])
     assert acidfile.check_sorted(ot, np.array([neg, B0, B0]), np.array([5, 0, 1])) is None
-    assert acidfile.check_sorted(ot, np.array([B0, B0, B0]), np.array([0, 1, 1])) == 2   # duplicate key
+    assert acidfile.check_sorted(ot, np.array([B0, B0, B0]), np.array([0, 1, 1])) == 2  # duplicate key
 
 
 def test_key_order_across_batches():

@@ -50,8 +50,7 @@ def test_dump_bucket_decoded_column_follows_the_spec(values):
     from acidctl.dump import _decoded_bucket
 
     got = [json.loads(s) for s in _decoded_bucket(pa.array(values, pa.int32())).to_pylist()]
-    want = [{"version": None, "bucketId": None, "statementId": None} if v is None else _spec_decode(v)
-            for v in values]
+    want = [{"version": None, "bucketId": None, "statementId": None} if v is None else _spec_decode(v) for v in values]
     assert got == want
 
 

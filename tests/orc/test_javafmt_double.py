@@ -23,7 +23,6 @@ from acidctl.orc.javafmt_double import format_double_array, java_double_to_strin
 from tests.conftest import GOLDEN
 
 
-
 def f32(v: float) -> float:
     """The float32 nearest to v, widened to double (what FileDump prints for a float)."""
     return struct.unpack("<f", struct.pack("<f", v))[0]
@@ -77,8 +76,9 @@ FLOAT_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("value", "expected"), DOUBLE_CASES + FLOAT_CASES,
-                         ids=[e for _, e in DOUBLE_CASES + FLOAT_CASES])
+@pytest.mark.parametrize(
+    ("value", "expected"), DOUBLE_CASES + FLOAT_CASES, ids=[e for _, e in DOUBLE_CASES + FLOAT_CASES]
+)
 def test_examples(value, expected):
     assert java_double_to_string(value) == expected
 
@@ -90,8 +90,7 @@ def test_examples_vectorised():
 
 
 def test_float32_input_is_widened():
-    cases = FLOAT_CASES + [(float("nan"), "NaN"), (float("-inf"), "-Infinity"),
-                           (-0.0, "-0.0"), (0.5, "0.5")]
+    cases = FLOAT_CASES + [(float("nan"), "NaN"), (float("-inf"), "-Infinity"), (-0.0, "-0.0"), (0.5, "0.5")]
     arr = pa.array([v for v, _ in cases] + [None], pa.float32())
     assert format_double_array(arr).to_pylist() == [e for _, e in cases] + [None]
 
@@ -155,13 +154,33 @@ short_decimals = st.one_of(
     st.builds(lambda n: n / 100, st.integers(-(10**12), 10**12)),
     st.builds(lambda n, d: n / 10.0**d, st.integers(-(10**15), 10**15), st.integers(0, 20)),
     st.integers(-(10**16), 10**16).map(float),
-    st.sampled_from([0.0, -0.0, 0.001, -0.001, 0.0009999999999999998, 9999999.999999998,
-                     1e7, -1e7, 0.1, 0.2, 0.3, 1e-3 * 3, 2.0**-9, 2.0**-10, 2.0**23,
-                     123456789012345.6, 12345678.9, 0.0012345678901234567,
-                     float("nan"), float("inf"), float("-inf")]),
+    st.sampled_from(
+        [
+            0.0,
+            -0.0,
+            0.001,
+            -0.001,
+            0.0009999999999999998,
+            9999999.999999998,
+            1e7,
+            -1e7,
+            0.1,
+            0.2,
+            0.3,
+            1e-3 * 3,
+            2.0**-9,
+            2.0**-10,
+            2.0**23,
+            123456789012345.6,
+            12345678.9,
+            0.0012345678901234567,
+            float("nan"),
+            float("inf"),
+            float("-inf"),
+        ]
+    ),
 )
-vector_values = st.one_of(short_decimals, finite_doubles, any_bits, st.none(),
-                          st.floats(width=32))
+vector_values = st.one_of(short_decimals, finite_doubles, any_bits, st.none(), st.floats(width=32))
 
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -241,6 +260,7 @@ def test_long_digit_doubles_vectorised_equals_scalar():
 
 # --- the real oracle: Java 17 FileDump output ----------------------------------------------
 
+
 def _rows(path: Path) -> list[bytes]:
     raw = path.read_bytes()
     if path.suffix == ".gz":
@@ -307,13 +327,27 @@ def test_every_exponent_vectorised_equals_scalar(monkeypatch):
     rng = np.random.default_rng(5)
     n = 4000
     e = rng.integers(0, 2048, n, dtype=np.int64)
-    mant = np.where(rng.integers(0, 4, n) == 0, rng.integers(0, 1 << 10, n, dtype=np.int64) << 42,
-                    rng.integers(0, 1 << 52, n, dtype=np.int64))
+    mant = np.where(
+        rng.integers(0, 4, n) == 0,
+        rng.integers(0, 1 << 10, n, dtype=np.int64) << 42,
+        rng.integers(0, 1 << 52, n, dtype=np.int64),
+    )
     sign = rng.integers(0, 2, n, dtype=np.int64) << 63
     vals = ((e << 52) | mant | sign).view(np.float64).tolist()
     vals += (rng.uniform(1, 10, n).round(6) * 10.0 ** rng.integers(-300, 300, n)).tolist()
-    vals += [2.0**-24, 2.82879384806159e17, 2e23, 1e23, 1e-5, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308,
-             3.1450586214885035e25, 1.2345678901234567e-05, 0.0009999999999999998]
+    vals += [
+        2.0**-24,
+        2.82879384806159e17,
+        2e23,
+        1e23,
+        1e-5,
+        5e-324,
+        2.2250738585072014e-308,
+        1.7976931348623157e308,
+        3.1450586214885035e25,
+        1.2345678901234567e-05,
+        0.0009999999999999998,
+    ]
     ported = []
     real = javafmt_double.java_double_to_string
 
@@ -330,7 +364,7 @@ def test_every_exponent_vectorised_equals_scalar(monkeypatch):
     assert 0 < len(ported) < len(vals) // 2
     assert 2.0**-24 in ported and 2e23 in ported and 5e-324 in ported
     assert out[-11:-8] == ["5.9604644775390625E-8", "2.82879384806159008E17", "1.9999999999999998E23"]
-    assert out[-7:-5] == ["1.0E-5", "4.9E-324"]   # Java 17 (the module docstring; Double.MIN_VALUE)
+    assert out[-7:-5] == ["1.0E-5", "4.9E-324"]  # Java 17 (the module docstring; Double.MIN_VALUE)
 
 
 def test_integral_values_vectorised_equals_scalar(monkeypatch):
@@ -347,4 +381,4 @@ def test_integral_values_vectorised_equals_scalar(monkeypatch):
     monkeypatch.setattr(javafmt_double, "java_double_to_string", lambda x: calls.append(x) or "")
     assert format_double_array(pa.array(vals, pa.float64())).to_pylist() == expected
     assert calls == []
-    assert expected[3000:3002] == ["2.82879384806159008E17", "1.0E8"]   # Java 17 (the module docstring)
+    assert expected[3000:3002] == ["2.82879384806159008E17", "1.0E8"]  # Java 17 (the module docstring)

@@ -23,8 +23,11 @@ def _checks(report):
 
 def test_correct_file_has_no_findings(tmp_path):
     t = events([(1, B0, i) for i in range(5)])
-    r = _inspect(write_raw(tmp_path / "delta_0000001_0000001_0000" / "bucket_00000", t, good_metadata(t)),
-                 dir_kind="delta", dir_range=(1, 1))
+    r = _inspect(
+        write_raw(tmp_path / "delta_0000001_0000001_0000" / "bucket_00000", t, good_metadata(t)),
+        dir_kind="delta",
+        dir_range=(1, 1),
+    )
     assert r.findings == []
     assert r.is_acid and r.rows == 5
     assert r.key_index == [(1, B0, 4)]
@@ -47,7 +50,7 @@ def test_key_index_entry_count_must_equal_stripes_F04(tmp_path):
 
 def test_key_index_entry_must_be_the_stripes_last_key_F04(tmp_path):
     t = events([(1, B0, 0), (1, B0, 1)])
-    meta = [("hive.acid.key.index", "1,%d,0;" % B0)] + good_metadata(t)[1:]   # first key, not last
+    meta = [("hive.acid.key.index", "1,%d,0;" % B0)] + good_metadata(t)[1:]  # first key, not last
     r = _inspect(write_raw(tmp_path / "bucket_00000", t, meta))
     assert [(f.check, f.severity.value) for f in r.findings] == [("F04", "error")]
     assert "ends with key 1,536870912,1" in r.findings[0].message
@@ -72,20 +75,31 @@ def test_multi_stripe_key_index_is_checked_per_stripe(tmp_path):
         total += s.rows
         ends.append((1, B0, total - 1))
     good = "".join("%d,%d,%d;" % k for k in ends)
-    write_raw(path, t, [("hive.acid.key.index", good), ("hive.acid.stats", f"{n},0,0"), ("hive.acid.version", "2")],
-              stripe_size=64 * 1024)
+    write_raw(
+        path,
+        t,
+        [("hive.acid.key.index", good), ("hive.acid.stats", f"{n},0,0"), ("hive.acid.version", "2")],
+        stripe_size=64 * 1024,
+    )
     assert _inspect(path).findings == []
-    bad = "".join("%d,%d,%d;" % (k[0], k[1], k[2] - 1) for k in ends)   # every entry one short
-    write_raw(path, t, [("hive.acid.key.index", bad), ("hive.acid.stats", f"{n},0,0"), ("hive.acid.version", "2")],
-              stripe_size=64 * 1024)
+    bad = "".join("%d,%d,%d;" % (k[0], k[1], k[2] - 1) for k in ends)  # every entry one short
+    write_raw(
+        path,
+        t,
+        [("hive.acid.key.index", bad), ("hive.acid.stats", f"{n},0,0"), ("hive.acid.version", "2")],
+        stripe_size=64 * 1024,
+    )
     assert ("F04", "error") in _checks(_inspect(path))
 
 
 def test_wrong_stats_in_delete_delta_is_an_error_F05(tmp_path):
     t = events([(1, B0, 0), (1, B0, 1)], ops=[2, 2], ctxn=[3, 3])
     meta = [good_metadata(t)[0], ("hive.acid.stats", "0,0,0"), ("hive.acid.version", "2")]
-    r = _inspect(write_raw(tmp_path / "delete_delta_0000003_0000003_0000" / "bucket_00000", t, meta),
-                 dir_kind="delete_delta", dir_range=(3, 3))
+    r = _inspect(
+        write_raw(tmp_path / "delete_delta_0000003_0000003_0000" / "bucket_00000", t, meta),
+        dir_kind="delete_delta",
+        dir_range=(3, 3),
+    )
     assert ("F05", "error") in _checks(r)
 
 
@@ -134,7 +148,7 @@ def test_bucket_compares_as_signed_int_in_sort_order(tmp_path):
     t = events([(1, 3, 0), (1, B0, 0)])
     r = _inspect(write_raw(tmp_path / "x" / "somefile", t, good_metadata(t)))
     assert "F08" not in {c for c, _ in _checks(r)}
-    assert ("F10", "warn") in _checks(r)   # V0 values: pre-Hive-3 data
+    assert ("F10", "warn") in _checks(r)  # V0 values: pre-Hive-3 data
 
 
 def test_invalid_operation_code_is_an_error_F10(tmp_path):
@@ -157,14 +171,17 @@ def test_bucket_property_must_match_file_name_F09(tmp_path):
 
 
 def test_invalid_bucket_codec_version_F09(tmp_path):
-    t = events([(1, 1073741824, 0)])   # 0x40000000: version 2
+    t = events([(1, 1073741824, 0)])  # 0x40000000: version 2
     assert ("F09", "error") in _checks(_inspect(write_raw(tmp_path / "bucket_00000", t, good_metadata(t))))
 
 
 def test_delete_event_in_wrong_bucket_file_is_F15(tmp_path):
     t = events([(1, B1, 0)], ops=[2], ctxn=[2])
-    r = _inspect(write_raw(tmp_path / "delete_delta_0000002_0000002_0000" / "bucket_00000", t, good_metadata(t)),
-                 dir_kind="delete_delta", dir_range=(2, 2))
+    r = _inspect(
+        write_raw(tmp_path / "delete_delta_0000002_0000002_0000" / "bucket_00000", t, good_metadata(t)),
+        dir_kind="delete_delta",
+        dir_range=(2, 2),
+    )
     assert ("F15", "error") in _checks(r)
 
 
@@ -180,8 +197,7 @@ def test_colN_row_names_are_F02(tmp_path):
 
 def test_current_transaction_outside_directory_range_F12(tmp_path):
     t = events([(1, B0, 0)], ops=[2], ctxn=[9])
-    r = _inspect(write_raw(tmp_path / "bucket_00000", t, good_metadata(t)), dir_kind="delete_delta",
-                 dir_range=(3, 3))
+    r = _inspect(write_raw(tmp_path / "bucket_00000", t, good_metadata(t)), dir_kind="delete_delta", dir_range=(3, 3))
     assert ("F12", "error") in _checks(r)
 
 
@@ -214,8 +230,9 @@ def test_original_file_has_no_findings_unless_acid_expected(tmp_path):
 
 
 def test_acid_names_are_matched_case_insensitively(tmp_path):
-    t = events([(1, B0, 0)]).rename_columns(["OPERATION", "originaltransaction", "Bucket", "rowid",
-                                             "currenttransaction", "row"])
+    t = events([(1, B0, 0)]).rename_columns(
+        ["OPERATION", "originaltransaction", "Bucket", "rowid", "currenttransaction", "row"]
+    )
     r = _inspect(write_raw(tmp_path / "bucket_00000", t, good_metadata(events([(1, B0, 0)]))))
     assert r.is_acid and r.findings == []
 
@@ -244,7 +261,7 @@ def test_checks_span_batches_inside_one_big_stripe(tmp_path):
     t = events(keys)
     r = _inspect(write_raw(tmp_path / "ok" / "bucket_00000", t, good_metadata(t)))
     assert len(r.stripes) == 1 and r.findings == []
-    keys[65536] = (1, B0, 65535)   # equal to its predecessor: not strictly increasing
+    keys[65536] = (1, B0, 65535)  # equal to its predecessor: not strictly increasing
     t = events(keys)
     r = _inspect(write_raw(tmp_path / "bad" / "bucket_00000", t, good_metadata(t)))
     f08 = [f for f in r.findings if f.check == "F08"]

@@ -21,9 +21,13 @@ def merged(root: Path, snapshot) -> dict:
         state = get_acid_state(listing, snapshot).require_snapshot()
         for _, tab in read_partition(t, listing, state):
             rows = tab.column("row").combine_chunks()
-            for o, b, r, i, n in zip(tab.column("originalTransaction").to_pylist(), tab.column("bucket").to_pylist(),
-                                     tab.column("rowId").to_pylist(), rows.field(0).to_pylist(),
-                                     rows.field(1).to_pylist()):
+            for o, b, r, i, n in zip(
+                tab.column("originalTransaction").to_pylist(),
+                tab.column("bucket").to_pylist(),
+                tab.column("rowId").to_pylist(),
+                rows.field(0).to_pylist(),
+                rows.field(1).to_pylist(),
+            ):
                 assert (o, b, r) not in out
                 out[(o, b, r)] = (i, n)
     return out

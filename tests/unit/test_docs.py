@@ -12,8 +12,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_man_page_and_completions_are_current():
-    stale = [str(p.relative_to(ROOT)) for p, text in docgen.outputs().items()
-             if not p.exists() or p.read_text() != text]
+    stale = [
+        str(p.relative_to(ROOT)) for p, text in docgen.outputs().items() if not p.exists() or p.read_text() != text
+    ]
     assert stale == [], f"run `make docs` and commit: {stale}"
 
 

@@ -47,9 +47,14 @@ def test_dump_is_byte_identical_to_filedump(rel, src, golden):
     assert _ours(src) == _read(golden)
 
 
-@pytest.mark.parametrize("rel,src,golden", [c for c in GOLDEN_CASES
-                                             if "multistripe" not in c.id and "nationFile25k" not in c.id
-                                             and "invalid_utf8" not in c.id])
+@pytest.mark.parametrize(
+    "rel,src,golden",
+    [
+        c
+        for c in GOLDEN_CASES
+        if "multistripe" not in c.id and "nationFile25k" not in c.id and "invalid_utf8" not in c.id
+    ],
+)
 def test_python_path_is_byte_identical_to_filedump(rel, src, golden):
     """The exact slow path (used for stripes Arrow cannot hold) on every golden too.
     (pyorc cannot decode invalid UTF-8, so invalid_utf8 is rendered by the Arrow path only;
@@ -91,8 +96,9 @@ META_CASES = [c for c in GOLDEN_CASES]
 def test_meta_agrees_with_filedump_json(rel, src, golden):
     from acidctl.orc.meta import inspect_file
 
-    fd = json.loads((golden.parent / golden.name.replace(".d.jsonl.gz", ".meta.json")
-                     .replace(".d.jsonl", ".meta.json")).read_text())
+    fd = json.loads(
+        (golden.parent / golden.name.replace(".d.jsonl.gz", ".meta.json").replace(".d.jsonl", ".meta.json")).read_text()
+    )
     t = TableFS(str(src))
     r = inspect_file(t, t.root)
     assert r.rows == fd["numberOfRows"]
@@ -103,17 +109,20 @@ def test_meta_agrees_with_filedump_json(rel, src, golden):
     assert r.schema == fd["schemaString"]
     assert r.file_length == fd["fileLength"]
     assert [(s.offset, s.rows) for s in r.stripes] == [
-        (s["stripeInformation"]["offset"], s["stripeInformation"]["rowCount"]) for s in fd["stripes"]]
+        (s["stripeInformation"]["offset"], s["stripeInformation"]["rowCount"]) for s in fd["stripes"]
+    ]
     assert [s.length for s in r.stripes] == [
-        s["stripeInformation"]["indexLength"] + s["stripeInformation"]["dataLength"]
-        + s["stripeInformation"]["footerLength"] for s in fd["stripes"]]
+        s["stripeInformation"]["indexLength"]
+        + s["stripeInformation"]["dataLength"]
+        + s["stripeInformation"]["footerLength"]
+        for s in fd["stripes"]
+    ]
     # FileDump moves hive.acid.stats out of userMetadata into numInserts/numUpdates/numDeletes
     meta = dict(r.user_metadata)
     stats = meta.pop("hive.acid.stats", None)
     assert meta == fd.get("userMetadata", {})
     if stats is not None:
-        assert r.acid_stats == {"inserts": fd["numInserts"], "updates": fd["numUpdates"],
-                                "deletes": fd["numDeletes"]}
+        assert r.acid_stats == {"inserts": fd["numInserts"], "updates": fd["numUpdates"], "deletes": fd["numDeletes"]}
 
 
 def test_python_path_refuses_invalid_utf8_with_a_clear_error():

@@ -12,19 +12,21 @@ from acidctl.dump import DumpOptions, dump
 from acidctl.fs import TableFS
 from acidctl.orc.render import python_converters
 
-ROW = ("struct<l:array<struct<a:int,b:string>>,m:map<string,array<int>>,u:uniontype<int,string>,"
-       "s:struct<x:array<string>>>")
-ACID = ("struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,"
-        "currentTransaction:bigint,row:%s>" % ROW)
+ROW = (
+    "struct<l:array<struct<a:int,b:string>>,m:map<string,array<int>>,u:uniontype<int,string>,s:struct<x:array<string>>>"
+)
+ACID = "struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,currentTransaction:bigint,row:%s>" % ROW
 
 
 def _row(i):
     if i % 11 == 5:
         return None
-    return ([(i, f"b{i}"), (i + 1, None)][: i % 3] if i % 7 else None,
-            {f"k{i % 4}": [i, i * 2][: i % 3], "z": None} if i % 5 else None,
-            i if i % 2 else f"u{i}",
-            ([f"x{i}"] * (i % 3),) if i % 13 else None)
+    return (
+        [(i, f"b{i}"), (i + 1, None)][: i % 3] if i % 7 else None,
+        {f"k{i % 4}": [i, i * 2][: i % 3], "z": None} if i % 5 else None,
+        i if i % 2 else f"u{i}",
+        ([f"x{i}"] * (i % 3),) if i % 13 else None,
+    )
 
 
 @pytest.mark.parametrize("slice_rows", [1, 3, 7, 1000])

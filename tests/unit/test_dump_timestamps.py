@@ -15,14 +15,19 @@ from acidctl.fs import TableFS
 from acidctl.orc.render import python_converters
 
 ROW = "struct<id:int,ts:timestamp,s:string,tl:timestamp with local time zone,li:array<int>>"
-ACID = ("struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,"
-        "currentTransaction:bigint,row:%s>" % ROW)
+ACID = "struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,currentTransaction:bigint,row:%s>" % ROW
 # years 0001..9999 and beyond, both sides of 1582 (Julian) and of Arrow's range
 secs = st.integers(-70_000_000_000, 260_000_000_000) | st.sampled_from(
-    [-62135596800, -12219292800, -12219292801, -9_223_372_037, 9_223_372_036, 0, 253402300799])
+    [-62135596800, -12219292800, -12219292801, -9_223_372_037, 9_223_372_036, 0, 253402300799]
+)
 ts = st.none() | st.tuples(secs, st.integers(0, 999_999_999))
-row = st.tuples(st.none() | st.integers(-5, 5), ts, st.none() | st.text(max_size=4), ts,
-                st.none() | st.lists(st.integers(0, 3), max_size=2))
+row = st.tuples(
+    st.none() | st.integers(-5, 5),
+    ts,
+    st.none() | st.text(max_size=4),
+    ts,
+    st.none() | st.lists(st.integers(0, 3), max_size=2),
+)
 
 
 def _both(path):

@@ -14,7 +14,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def test_hooks_run_only_inside_the_block(monkeypatch):
     monkeypatch.delenv(faults.HOOKS_ENV, raising=False)
     seen = []
-    faults._hooks["before-publish"] = seen.append      # registered, but the variable is not set
+    faults._hooks["before-publish"] = seen.append  # registered, but the variable is not set
     try:
         faults.fire("before-publish", 1)
     finally:
@@ -22,7 +22,7 @@ def test_hooks_run_only_inside_the_block(monkeypatch):
     assert seen == []
     with faults.hooks({"before-publish": seen.append}):
         faults.fire("before-publish", 2)
-        faults.fire("after-plan", 3)                     # no hook for it
+        faults.fire("after-plan", 3)  # no hook for it
     faults.fire("before-publish", 4)
     assert seen == [2]
     assert faults.HOOKS_ENV not in os.environ

@@ -13,24 +13,35 @@ from hypothesis import strategies as st
 from acidctl.acid import merge
 from acidctl.acid.writeids import WriteIdList
 
-keys = st.tuples(st.sampled_from([0, 1, 2, 5, 2**31, 2**40, -3]), st.sampled_from([536870912, 536936448, -1, 0]),
-                 st.sampled_from([0, 1, 2, 3, 7, 40, 2**32 - 1, 2**32, 2**50, -1]))
+keys = st.tuples(
+    st.sampled_from([0, 1, 2, 5, 2**31, 2**40, -3]),
+    st.sampled_from([536870912, 536936448, -1, 0]),
+    st.sampled_from([0, 1, 2, 3, 7, 40, 2**32 - 1, 2**32, 2**50, -1]),
+)
 
 
 def _events(ks: list[tuple]) -> pa.Table:
     n = len(ks)
-    return pa.table({"operation": pa.array([0] * n, pa.int32()),
-                     "originalTransaction": pa.array([k[0] for k in ks], pa.int64()),
-                     "bucket": pa.array([k[1] for k in ks], pa.int32()),
-                     "rowId": pa.array([k[2] for k in ks], pa.int64()),
-                     "currentTransaction": pa.array([1] * n, pa.int64()),
-                     "row": pa.array([{"v": i} for i in range(n)], pa.struct([("v", pa.int64())]))})
+    return pa.table(
+        {
+            "operation": pa.array([0] * n, pa.int32()),
+            "originalTransaction": pa.array([k[0] for k in ks], pa.int64()),
+            "bucket": pa.array([k[1] for k in ks], pa.int32()),
+            "rowId": pa.array([k[2] for k in ks], pa.int64()),
+            "currentTransaction": pa.array([1] * n, pa.int64()),
+            "row": pa.array([{"v": i} for i in range(n)], pa.struct([("v", pa.int64())])),
+        }
+    )
 
 
 def _dels(ks: list[tuple]) -> pa.Table:
-    return pa.table({"originalTransaction": pa.array([k[0] for k in ks], pa.int64()),
-                     "bucket": pa.array([k[1] for k in ks], pa.int32()),
-                     "rowId": pa.array([k[2] for k in ks], pa.int64())})
+    return pa.table(
+        {
+            "originalTransaction": pa.array([k[0] for k in ks], pa.int64()),
+            "bucket": pa.array([k[1] for k in ks], pa.int32()),
+            "rowId": pa.array([k[2] for k in ks], pa.int64()),
+        }
+    )
 
 
 def _expected(ins: list[tuple], dels: list[tuple]) -> list[int]:
@@ -39,8 +50,16 @@ def _expected(ins: list[tuple], dels: list[tuple]) -> list[int]:
 
 
 def _got(t: pa.Table) -> list:
-    return sorted(zip(zip(t.column("originalTransaction").to_pylist(), t.column("bucket").to_pylist(),
-                          t.column("rowId").to_pylist()), pc.struct_field(t.column("row"), "v").to_pylist()))
+    return sorted(
+        zip(
+            zip(
+                t.column("originalTransaction").to_pylist(),
+                t.column("bucket").to_pylist(),
+                t.column("rowId").to_pylist(),
+            ),
+            pc.struct_field(t.column("row"), "v").to_pylist(),
+        )
+    )
 
 
 SNAP = WriteIdList.all_committed(10)
@@ -61,11 +80,11 @@ def test_batches_against_one_delete_table(ins, dels, parts):
 
 
 def test_colliding_hashes_fall_back_to_the_join(monkeypatch):
-    monkeypatch.setattr(merge, "_hash", lambda ot, bk, rid: (ot.view(np.uint64) & np.uint64(1)))
-    big = 2**40                     # outside the packed range: the hashed index
+    monkeypatch.setattr(merge, "_hash", lambda ot, bk, rid: ot.view(np.uint64) & np.uint64(1))
+    big = 2**40  # outside the packed range: the hashed index
     ins = [(big + 1, 0, r) for r in range(10)] + [(big + 2, 0, r) for r in range(10)]
     dels = [(big + 1, 0, 3), (big + 2, 0, 4), (big + 2, 0, 9)]
-    assert merge.DeleteIndex.build(_dels(dels)) is None          # distinct keys, same hash
+    assert merge.DeleteIndex.build(_dels(dels)) is None  # distinct keys, same hash
     assert _got(merge.apply(_events(ins), _dels(dels), SNAP)) == _expected(ins, dels)
 
 

@@ -51,7 +51,7 @@ def test_original_file_with_delete_delta_reads_24_rows(cli, tmp_path):
     t = tmp_path / "t"
     shutil.copytree(REAL / "prestosql-qubole" / "fullacidNationTableWithOriginalFiles", t)
     rows = _rows(cli, t, f"db.t:10000001:{ALL}::")
-    assert len(rows) == 24   # "One row is deleted so total number of rows should be 1 less"
+    assert len(rows) == 24  # "One row is deleted so total number of rows should be 1 less"
     # synthetic ROW__IDs of 000000_0: (0, 536870912, 0..24), one of them deleted
     ids = [r["row__id"] for r in rows]
     assert all(i["writeid"] == 0 and i["bucketid"] == 536870912 for i in ids)
@@ -83,21 +83,29 @@ def test_hive23_seed_table(cli, tmp_path):
     t = tmp_path / "t"
     shutil.copytree(GOLDEN / "hive23_seed_table", t, ignore=shutil.ignore_patterns("_EXPECTED.md"))
     rows = _rows(cli, t, f"db.t:2:{ALL}::")
-    assert [(r["_col0"], r["_col1"], r["_col2"]) for r in rows] == [(1, "Jerry", 5000), (3, "Kate", 6000),
-                                                                   (2, "Tom", 7000)]
+    assert [(r["_col0"], r["_col1"], r["_col2"]) for r in rows] == [
+        (1, "Jerry", 5000),
+        (3, "Kate", 6000),
+        (2, "Tom", 7000),
+    ]
 
 
 def test_demo_warehouse_reads_the_seed_examples_final_rows(cli, tmp_path):
     assert cli("demo", tmp_path / "demo").code == 0
     wh = tmp_path / "demo" / "warehouse"
     rows = _rows(cli, wh / "employee", f"default.employee:3:{ALL}::")
-    assert sorted((r["id"], r["name"], r["salary"]) for r in rows) == [(1, "Jerry", 5000), (2, "Tom", 7000),
-                                                                      (4, "Mary", 9000)]
+    assert sorted((r["id"], r["name"], r["salary"]) for r in rows) == [
+        (1, "Jerry", 5000),
+        (2, "Tom", 7000),
+        (4, "Mary", 9000),
+    ]
     sales = _rows(cli, wh / "sales", f"default.sales:6:{ALL}::4")
     got = sorted((r["ds"], r["id"], r["amount"]) for r in sales)
-    want = sorted([("2025-12-31", i, str(i * 1.5).rstrip("0").rstrip(".")) for i in (1, 2, 4, 5, 6, 7)]
-                  + [("2026-01-01", 10, "99.99")]
-                  + [("2026-01-01", i, str(i * 1.5).rstrip("0").rstrip(".")) for i in (13, 14, 15, 16, 17, 18, 19, 21)])
+    want = sorted(
+        [("2025-12-31", i, str(i * 1.5).rstrip("0").rstrip(".")) for i in (1, 2, 4, 5, 6, 7)]
+        + [("2026-01-01", 10, "99.99")]
+        + [("2026-01-01", i, str(i * 1.5).rstrip("0").rstrip(".")) for i in (13, 14, 15, 16, 17, 18, 19, 21)]
+    )
     assert got == want
 
 

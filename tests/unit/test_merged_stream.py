@@ -19,8 +19,10 @@ from tests.acidfiles import acid_file
 from tests.histories import History, Statement, Txn, partitioned_histories
 
 ALL = "9223372036854775807"
-ROW = "struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,currentTransaction:bigint," \
-      "row:struct<id:int,name:string>>"
+ROW = (
+    "struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,currentTransaction:bigint,"
+    "row:struct<id:int,name:string>>"
+)
 B0, B1 = 1 << 29, (1 << 29) | (1 << 16)
 
 
@@ -31,9 +33,13 @@ def _streamed(root: Path, snap, batch_rows: int) -> list[tuple]:
         state = get_acid_state(listing, snap)
         for t in stream_partition(tfs, listing, state, batch_rows=batch_rows):
             rows = t.column("row").combine_chunks()
-            for o, b, r, i, n in zip(t.column("originalTransaction").to_pylist(), t.column("bucket").to_pylist(),
-                                     t.column("rowId").to_pylist(), rows.field(0).to_pylist(),
-                                     rows.field(1).to_pylist()):
+            for o, b, r, i, n in zip(
+                t.column("originalTransaction").to_pylist(),
+                t.column("bucket").to_pylist(),
+                t.column("rowId").to_pylist(),
+                rows.field(0).to_pylist(),
+                rows.field(1).to_pylist(),
+            ):
                 out.append((listing.partition, o, b, r, (i, n)))
     return out
 
@@ -99,20 +105,31 @@ def test_a_file_out_of_key_order_is_read_sorted(cli, tmp_path):
     t = tmp_path / "t"
     # rows inside the file not in rowId order (not Hive's), and a delta whose name promises
     # write ids >= 3 holding write id 1 events (a copy under the wrong name)
-    acid_file(t / "delta_0000001_0000001_0000" / "bucket_00000", ROW,
-              [(0, 1, B0, r, 1, (r, f"r{r}")) for r in (3, 0, 2, 1)])
-    acid_file(t / "delta_0000003_0000003_0000" / "bucket_00001", ROW,
-              [(0, 1, B1, r, 1, (10 + r, f"s{r}")) for r in range(2)])
+    acid_file(
+        t / "delta_0000001_0000001_0000" / "bucket_00000", ROW, [(0, 1, B0, r, 1, (r, f"r{r}")) for r in (3, 0, 2, 1)]
+    )
+    acid_file(
+        t / "delta_0000003_0000003_0000" / "bucket_00001", ROW, [(0, 1, B1, r, 1, (10 + r, f"s{r}")) for r in range(2)]
+    )
     rows = _cli_rows(cli, t)
-    assert [(r["row__id"]["writeid"], r["row__id"]["bucketid"], r["row__id"]["rowid"]) for r in rows] == \
-        [(1, B0, 0), (1, B0, 1), (1, B0, 2), (1, B0, 3), (1, B1, 0), (1, B1, 1)]
+    assert [(r["row__id"]["writeid"], r["row__id"]["bucketid"], r["row__id"]["rowid"]) for r in rows] == [
+        (1, B0, 0),
+        (1, B0, 1),
+        (1, B0, 2),
+        (1, B0, 3),
+        (1, B1, 0),
+        (1, B1, 1),
+    ]
 
 
 @pytest.mark.parametrize("as_path", [True, False])
 def test_partition_path_keeps_the_partition_column(cli, tmp_path, as_path):
-    h = History(buckets=2, originals=[], partitions=2,
-                txns=[Txn("committed", [Statement("insert", [1, 2, 3], [], part=0),
-                                        Statement("insert", [4, 5], [], part=1)])])
+    h = History(
+        buckets=2,
+        originals=[],
+        partitions=2,
+        txns=[Txn("committed", [Statement("insert", [1, 2, 3], [], part=0), Statement("insert", [4, 5], [], part=1)])],
+    )
     root = tmp_path / "t"
     h.play_table(root)
     target = root / "p=1" if as_path else root

@@ -17,11 +17,14 @@ from acidctl.dump import DumpOptions, dump
 from acidctl.fs import TableFS
 from acidctl.orc.render import python_converters
 
-ROW = ("struct<b:boolean,i:int,l:bigint,f:float,d:double,dec:decimal(12,4),s:string,c:char(4),"
-       "v:varchar(6),bin:binary,dt:date,ts:timestamp,tsl:timestamp with local time zone,"
-       "li:array<string>,m:map<string,double>,st:struct<x:int,y:string>,u:uniontype<int,string>>")
-SCHEMA = ("struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,"
-          "currentTransaction:bigint,row:%s>" % ROW)
+ROW = (
+    "struct<b:boolean,i:int,l:bigint,f:float,d:double,dec:decimal(12,4),s:string,c:char(4),"
+    "v:varchar(6),bin:binary,dt:date,ts:timestamp,tsl:timestamp with local time zone,"
+    "li:array<string>,m:map<string,double>,st:struct<x:int,y:string>,u:uniontype<int,string>>"
+)
+SCHEMA = (
+    "struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,currentTransaction:bigint,row:%s>" % ROW
+)
 
 # Arrow holds timestamps as int64 nanoseconds: 1677-09-22 .. 2262-04-11
 TS_MIN, TS_MAX = -9_223_372_036, 9_223_372_035
@@ -30,11 +33,11 @@ nulls = lambda s: st.none() | s  # noqa: E731
 
 row = st.tuples(
     nulls(st.booleans()),
-    nulls(st.integers(-2**31, 2**31 - 1)),
-    nulls(st.integers(-2**63, 2**63 - 1)),
+    nulls(st.integers(-(2**31), 2**31 - 1)),
+    nulls(st.integers(-(2**63), 2**63 - 1)),
     nulls(st.floats(width=32)),
     nulls(st.floats() | st.sampled_from([0.1, 1e7, 1e-3, 123.5, -0.0, 2e23, 1e21])),
-    nulls(st.decimals(min_value=-10**7, max_value=10**7, places=4, allow_nan=False, allow_infinity=False)),
+    nulls(st.decimals(min_value=-(10**7), max_value=10**7, places=4, allow_nan=False, allow_infinity=False)),
     nulls(text),
     nulls(st.text(alphabet="ab \t", max_size=4)),
     nulls(st.text(max_size=6, alphabet=st.characters(blacklist_categories=("Cs",)))),

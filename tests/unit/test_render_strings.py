@@ -31,8 +31,9 @@ def _render(values: list, td) -> list:
     return render.render_column(arr, td).to_pylist()
 
 
-pieces = st.sampled_from(["a", "xyz", '"', "\\", "\n", "\t", "\x00", "\x01", "\x1f", "\x7f", "\u2028", "\u2029",
-                          "€", "é", " ", "\u00e2"]).map(lambda s: s.encode())
+pieces = st.sampled_from(
+    ["a", "xyz", '"', "\\", "\n", "\t", "\x00", "\x01", "\x1f", "\x7f", "\u2028", "\u2029", "€", "é", " ", "\u00e2"]
+).map(lambda s: s.encode())
 invalid = st.sampled_from([b"\xff", b"\xc3", b"\xed\xa0\x80", b"\xe2\x82", b"\x80abc"])
 value = st.lists(pieces | invalid, max_size=6).map(b"".join)
 
@@ -46,7 +47,7 @@ def test_strings_match_filedump_rules(values, plain):
     assert _render(values, pyorc.Char(6)) == [_oracle(v, rtrim=True) for v in values]
     # a slice (dump renders slices of a stripe): offsets not starting at 0
     arr = pa.array(values, pa.binary()).view(pa.string()).slice(len(values) // 3)
-    assert render.render_column(arr, pyorc.String()).to_pylist() == [_oracle(v) for v in values[len(values) // 3:]]
+    assert render.render_column(arr, pyorc.String()).to_pylist() == [_oracle(v) for v in values[len(values) // 3 :]]
 
 
 @pytest.mark.parametrize("n", [1, 7, 1000])
