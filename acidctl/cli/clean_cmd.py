@@ -91,18 +91,14 @@ def clean_command(
     ] = False,
     file_format: Annotated[
         Optional[str],
-        typer.Option(
-            "--format",
-            metavar="orc|parquet|avro|text",
-            help="The table is insert-only and stores files of this format (a path target; DB.TABLE takes it from the metastore).",
+        options.mm_format_option(
+            "The table is insert-only and stores files of this format (a path target; DB.TABLE takes it from the metastore)."
         ),
     ] = None,
     serde_property: Annotated[
         Optional[list[str]],
-        typer.Option(
-            "--serde-property",
-            metavar="KEY=VALUE",
-            help="Insert-only text table given as a path: a LazySimpleSerDe property, repeatable.",
+        options.serde_property_option(
+            "Insert-only text table given as a path: a LazySimpleSerDe property, repeatable."
         ),
     ] = None,
     min_history_write_id: Annotated[

@@ -234,18 +234,14 @@ def compact_command(
     ] = None,
     file_format: Annotated[
         Optional[str],
-        typer.Option(
-            "--format",
-            metavar="orc|parquet|avro|text",
-            help="The table is insert-only and stores files of this format (a path target; DB.TABLE takes it from the metastore). Use --columns name:type,... for its columns.",
+        options.mm_format_option(
+            "The table is insert-only and stores files of this format (a path target; DB.TABLE takes it from the metastore). Use --columns name:type,... for its columns."
         ),
     ] = None,
     serde_property: Annotated[
         Optional[list[str]],
-        typer.Option(
-            "--serde-property",
-            metavar="KEY=VALUE",
-            help="Insert-only text table given as a path: a LazySimpleSerDe property (field.delim, escape.delim, serialization.null.format, ...), repeatable.",
+        options.serde_property_option(
+            "Insert-only text table given as a path: a LazySimpleSerDe property (field.delim, escape.delim, serialization.null.format, ...), repeatable."
         ),
     ] = None,
     allow_non_atomic_publish: Annotated[

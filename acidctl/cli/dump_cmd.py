@@ -81,18 +81,14 @@ def dump_command(
     ] = None,
     file_format: Annotated[
         Optional[str],
-        typer.Option(
-            "--format",
-            metavar="orc|parquet|avro|text",
-            help="Insert-only data: the files' format (a path given with --merged is then an insert-only table; DB.TABLE takes it from the metastore). With --columns name:type,... for text.",
+        options.mm_format_option(
+            "Insert-only data: the files' format (a path given with --merged is then an insert-only table; DB.TABLE takes it from the metastore). With --columns name:type,... for text."
         ),
     ] = None,
     serde_property: Annotated[
         Optional[list[str]],
-        typer.Option(
-            "--serde-property",
-            metavar="KEY=VALUE",
-            help="With --format text: a LazySimpleSerDe property (field.delim, escape.delim, serialization.null.format, ...), repeatable.",
+        options.serde_property_option(
+            "With --format text: a LazySimpleSerDe property (field.delim, escape.delim, serialization.null.format, ...), repeatable."
         ),
     ] = None,
 ):

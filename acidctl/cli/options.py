@@ -97,6 +97,16 @@ def partition_option(help: str = "Only this partition.") -> Any:
     return typer.Option("--partition", metavar=PARTITION_METAVAR, help=help)
 
 
+def mm_format_option(help: str) -> Any:
+    """``--format`` of an insert-only table given as a path (DB.TABLE takes it from the metastore)."""
+    return typer.Option("--format", metavar="orc|parquet|avro|text", help=help)
+
+
+def serde_property_option(help: str) -> Any:
+    """``--serde-property KEY=VALUE`` (repeatable with a ``list[str]`` annotation)."""
+    return typer.Option("--serde-property", metavar="KEY=VALUE", help=help)
+
+
 WriteIds = Annotated[Optional[str], write_ids_option()]
 AssumeCommitted = Annotated[bool, assume_committed_option()]
 Txns = Annotated[Optional[str], txns_option()]
