@@ -191,9 +191,8 @@ def test_claim_conditional_update_and_pools(metastore, hive_version):
     assert sorted(_rows(ms, "COMPACTION_QUEUE", "CQ_ID", "CQ_STATE")) == [(a, "w"), (b, "w"), (c, "w")]
 
 
+@pytest.mark.parametrize("hive_version", [4], ids=["hive4"], indirect=True)
 def test_default_pool_takes_old_pooled_requests(metastore, hive_version):
-    if hive_version == 3:
-        pytest.skip("pools are Hive 4's")
     url, rec = metastore
     ms = _ms(url)
     b = queue.enqueue(ms, "db", "b", type="minor", pool="etl").id
@@ -255,12 +254,16 @@ def test_hive3_highest_write_id_and_mark_compacted(metastore, hive_version):
         queue.mark_refused(ms, a)
 
 
-@pytest.mark.parametrize("outcome", ["failed", "refused"])
+# markRefused (state 'c') is Hive 4's: Hive 3 has only failed
+@pytest.mark.parametrize(
+    ("outcome", "hive_version"),
+    [("failed", 3), ("failed", 4), ("refused", 4)],
+    ids=["failed-hive3", "failed-hive4", "refused-hive4"],
+    indirect=["hive_version"],
+)
 def test_mark_failed_and_refused_move_the_row_to_history(metastore, hive_version, outcome):
     url, rec = metastore
     ms = _ms(url)
-    if outcome == "refused" and hive_version == 3:
-        pytest.skip("refused is Hive 4's")
     a = queue.enqueue(ms, "db", "a", partition="p=1", type="minor", run_as="etl", properties={"k": "v"}).id
     queue.claim(ms, worker_id="me", worker_version="wv")
     if hive_version == 4:
@@ -372,11 +375,10 @@ def test_open_compaction_txn_rows(metastore, hive_version):
     ]
 
 
+@pytest.mark.parametrize("hive_version", [4], ids=["hive4"], indirect=True)
 def test_open_txn_slower_than_the_timeout_is_deleted_and_retried(metastore, backend, hive_version, monkeypatch):
     """operations.md §2.1 step 8: an openTxns that took ≥ metastore.txn.opentxn.timeout deletes its
     rows and retries; the burnt id is never reused."""
-    if hive_version == 3:
-        pytest.skip("Hive 4 only")
     url, rec = metastore
     ms = _ms(url)
     clock = {"slow": 2}
@@ -446,9 +448,8 @@ def test_commit_compaction_txn_rows(metastore, hive_version):
         txns.commit_compaction_txn(ms, o2.txn_id)
 
 
+@pytest.mark.parametrize("hive_version", [4], ids=["hive4"], indirect=True)
 def test_commit_refuses_a_txn_that_is_not_a_compaction(metastore, hive_version):
-    if hive_version == 3:
-        pytest.skip("Hive 4 only")
     url, rec = metastore
     ms = _ms(url)
     w = rec.open_txn("hive", "h")
