@@ -18,9 +18,9 @@ Dry runs read only; every write is one :func:`acidctl.metastore.steps.write_step
 
 from __future__ import annotations
 
-from typing import Any
 
 from acidctl.errors import NotFoundError, RefusedError, UsageError
+from acidctl.metastore import queue
 from acidctl.metastore.steps import for_update, now_ms, write_step
 
 ABORT_MESSAGE = "Compaction Aborted by Abort Comapction request."  # sic, as Hive writes it
@@ -41,32 +41,6 @@ def _state_name(code: str | None, hive_version: int) -> str:
     if code == "a" and hive_version == 3:
         return "ATTEMPTED"
     return STATE_NAMES.get(code or "", str(code))
-
-
-def _history_row(ms, q: dict, *, state: str, end: int, error: str | None) -> dict:
-    """A COMPLETED_COMPACTIONS row from a queue row (``q``: upper-case CQ_ names): every
-    ``CC_*`` from the same-named ``CQ_*``, except the state, the end time and the error message
-    (Hive 4); ``CQ_CLEANER_START`` and ``CQ_RETRY_RETENTION`` have no ``CC_`` column."""
-    cc = ms.tables.COMPLETED_COMPACTIONS
-    out: dict[str, Any] = {}
-    for col in cc.clause.columns:
-        c = col.name.upper()
-        if c == "CC_STATE":
-            out[c] = state
-        elif c == "CC_END":
-            out[c] = end
-        elif c == "CC_ERROR_MESSAGE" and error is not None:
-            out[c] = error
-        else:
-            out[c] = q.get("CQ_" + c[3:])
-    return out
-
-
-def _insert_history(ms, conn, values: dict) -> None:
-    import sqlalchemy as sa
-
-    cc = ms.tables.COMPLETED_COMPACTIONS
-    conn.execute(sa.insert(cc.clause).values({getattr(cc, k).name: v for k, v in values.items()}))
 
 
 # ---------------------------------------------------------------------------------------
@@ -165,7 +139,7 @@ def _abort_one(ms, cq_id: int) -> dict:
                 + _state_name(q["CQ_STATE"], ms.hive_version),
             }
         if h4:
-            _insert_history(ms, conn, _history_row(ms, q, state="x", end=now_ms(conn), error=ABORT_MESSAGE))
+            queue.insert_history(ms, conn, queue.history_row(ms, q, state="x", end=now_ms(conn), error=ABORT_MESSAGE))
         n = conn.execute(sa.delete(cq.clause).where(cq.CQ_ID == cq_id)).rowcount
         if n != 1:
             raise _NotOne()
@@ -313,9 +287,8 @@ def fail_compaction(ms, cq_id: int, *, message: str, expect_state: str | None = 
                 f"not {_state_name(expect_state, ms.hive_version)}"
             )
         conn.execute(sa.delete(cq.clause).where(cq.CQ_ID == cq_id))
-        _insert_history(
-            ms, conn, _history_row(ms, q, state="f", end=now_ms(conn), error=message if ms.hive_version >= 4 else None)
-        )
+        # (Hive 3 has no CC_ERROR_MESSAGE column: history_row leaves the message out there)
+        queue.insert_history(ms, conn, queue.history_row(ms, q, state="f", end=now_ms(conn), error=message))
         return {"cq_id": cq_id, "state": "f", "message": message}
 
     return write_step(ms, step, name="markFailed")

@@ -31,6 +31,7 @@ import contextlib
 from typing import Any, Iterator
 
 from acidctl.errors import NotFoundError
+from acidctl.metastore import queue
 from acidctl.metastore.steps import for_update, now_ms, write_step
 
 LONG_MAX = 9223372036854775807
@@ -534,8 +535,8 @@ def mark_cleaned(ms, cq_id: int, *, remove_empty_aborted_txns: bool = True) -> d
         db, tbl, part = r["CQ_DATABASE"], r["CQ_TABLE"], r["CQ_PARTITION"]
         hw = int(r["CQ_HIGHEST_WRITE_ID"] or 0)
         now = now_ms(conn)
-        hist_cols = _history_columns(ms)
-        if h4:
+        if h4:  # Hive 4's INSERT ... SELECT, column by column
+            hist_cols = _history_columns(ms)
             sel = []
             for c in hist_cols:
                 if c == "CC_STATE":
@@ -561,10 +562,7 @@ def mark_cleaned(ms, cq_id: int, *, remove_empty_aborted_txns: bool = True) -> d
             deleted = conn.execute(sa.delete(cq.clause).where(cq.CQ_ID == cq_id)).rowcount
             if deleted != 1:
                 raise NotFoundError(f"compaction {cq_id} could not be deleted from COMPACTION_QUEUE")
-            vals = {}
-            for c in hist_cols:
-                vals[c] = {"CC_STATE": "s", "CC_END": now}.get(c, r.get("CQ_" + c[3:]))
-            conn.execute(sa.insert(cc.clause).values({getattr(cc, k).name: v for k, v in vals.items()}))
+            queue.insert_history(ms, conn, queue.history_row(ms, r, state="s", end=now))
         # COMPLETED_TXN_COMPONENTS of the partition up to the highest write id
         cond = [ctc.CTC_DATABASE == db, ctc.CTC_TABLE == tbl]
         if part is not None:

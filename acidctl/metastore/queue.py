@@ -474,28 +474,50 @@ def mark_compacted(ms, cq_id: int, *, read_only: bool = False) -> None:
     )
 
 
+#: ``history_row(error=KEEP)``: the history row keeps the queue row's error message
+KEEP: Any = object()
+
+
+def history_row(ms, q: dict, *, state: str, end: int, error: Any = KEEP) -> dict:
+    """A COMPLETED_COMPACTIONS row from a queue row (``q``: upper-case ``CQ_`` names), as every
+    Hive method that moves a request to history builds it: each ``CC_*`` from the same-named
+    ``CQ_*`` (``CQ_CLEANER_START`` and ``CQ_RETRY_RETENTION`` have no ``CC_`` column), then the
+    state, ``CC_END`` and — where the schema has the column and ``error`` is given — the
+    error message. Used by markFailed/markRefused, abortCompactions and markCleaned."""
+    cc = ms.tables.COMPLETED_COMPACTIONS
+    out: dict[str, Any] = {}
+    for col in cc.clause.columns:
+        c = col.name.upper()
+        if c == "CC_STATE":
+            out[c] = state
+        elif c == "CC_END":
+            out[c] = end
+        elif c == "CC_ERROR_MESSAGE" and error is not KEEP:
+            out[c] = error
+        else:
+            out[c] = q.get("CQ_" + c[3:])
+    return out
+
+
+def insert_history(ms, conn, values: dict) -> None:
+    """INSERT one :func:`history_row` into COMPLETED_COMPACTIONS."""
+    import sqlalchemy as sa
+
+    cc = ms.tables.COMPLETED_COMPACTIONS
+    conn.execute(sa.insert(cc.clause).values({getattr(cc, k).name: v for k, v in values.items()}))
+
+
 def _move_to_history(ms, conn, cq_id: int, state: str, message: str | None) -> None:
     """``updateStatus`` / Hive 3 ``markFailed``: queue row → COMPLETED_COMPACTIONS (operations.md §3.3)."""
     import sqlalchemy as sa
 
-    T = ms.tables
-    cq, cc = T.COMPACTION_QUEUE, T.COMPLETED_COMPACTIONS
+    cq = ms.tables.COMPACTION_QUEUE
     row = conn.execute(sa.select(cq.clause).where(cq.CQ_ID == cq_id)).mappings().first()
     if row is None:
         raise NotFoundError(f"no compaction with id {cq_id} in the queue")
     conn.execute(sa.delete(cq.clause).where(cq.CQ_ID == cq_id))
-    vals: dict[str, Any] = {}
-    for k, v in row.items():
-        name = "CC_" + k.upper()[3:]
-        if name in ("CC_CLEANER_START", "CC_RETRY_RETENTION"):
-            continue
-        if cc.has(name):
-            vals[name] = v
-    vals["CC_STATE"] = state
-    vals["CC_END"] = steps.now_ms(conn)
-    if cc.has("CC_ERROR_MESSAGE"):
-        vals["CC_ERROR_MESSAGE"] = message
-    conn.execute(sa.insert(cc.clause).values({getattr(cc, k).name: v for k, v in vals.items()}))
+    q = {k.upper(): v for k, v in row.items()}
+    insert_history(ms, conn, history_row(ms, q, state=state, end=steps.now_ms(conn), error=message))
 
 
 def mark_failed(ms, cq_id: int, *, message: str | None = None, read_only: bool = False) -> None:
