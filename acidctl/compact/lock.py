@@ -174,6 +174,24 @@ class TableLock:
         return got is not None and got.token == self.token
 
     def acquire(self) -> "TableLock":
+        try:
+            return self._acquire()
+        except BaseException:
+            # a Ctrl-C (KeyboardInterrupt) can land after the file was created but before the
+            # caller's try/finally is entered: a lock file carrying our token is ours to remove
+            if not self.held:
+                self._remove_own()
+            raise
+
+    def _remove_own(self) -> None:
+        try:
+            info = read_lock(self.tfs, self.path)
+            if info is not None and info.token == self.token:
+                self.tfs.rm(self.path)
+        except Exception:
+            pass
+
+    def _acquire(self) -> "TableLock":
         if self._create():
             self.held = True
             return self

@@ -99,13 +99,14 @@ def compact_table(
     if opts.dry_run:
         return _dry_run(tfs, opts, report, notes, t0)
     lock = TableLock(tfs, command="compact", break_lock=opts.break_lock, table_root=table_root(tfs.root))
-    lock.acquire()
-    if lock.broken is not None:
-        notes.append(f"broke the lock of {lock.broken.describe()}")
     plans: list[PartitionPlan] = []
     published: set[str] = set()
     own_session: list = []  # the Spark session this run started (stopped on Ctrl-C)
     try:
+        # inside the try: a Ctrl-C right after the lock file is written still releases it
+        lock.acquire()
+        if lock.broken is not None:
+            notes.append(f"broke the lock of {lock.broken.describe()}")
         crash("after-lock")
         listings = list_table(tfs)
         for lst in listings:

@@ -406,14 +406,15 @@ def compact_mm_table(tfs, opts, ctx, *, registrar=None, notes: list | None = Non
         "notes": notes,
     }
     lock = None
-    if not opts.dry_run:
-        lock = TableLock(tfs, command="compact", break_lock=opts.break_lock, table_root=table_root(tfs.root))
-        lock.acquire()
-        if lock.broken is not None:
-            notes.append(f"broke the lock of {lock.broken.describe()}")
     plans: list[tuple[PartitionPlan, MMWork | None, DirListing]] = []
     published: set[str] = set()
     try:
+        if not opts.dry_run:
+            # inside the try: a Ctrl-C right after the lock file is written still releases it
+            lock = TableLock(tfs, command="compact", break_lock=opts.break_lock, table_root=table_root(tfs.root))
+            lock.acquire()
+            if lock.broken is not None:
+                notes.append(f"broke the lock of {lock.broken.describe()}")
         listings = list_table(tfs)
         if not opts.dry_run:
             for lst in listings:

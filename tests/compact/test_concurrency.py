@@ -131,3 +131,43 @@ def test_ctrl_c_while_the_lock_is_written_leaves_no_lock(tmp_path, monkeypatch):
     with TableLock(TableFS(str(tmp_path)), command="compact") as again:  # the next run gets it
         assert again.held and (tmp_path / LOCK_NAME).exists()
     assert not (tmp_path / LOCK_NAME).exists()
+
+
+def test_ctrl_c_right_after_the_lock_file_is_written_leaves_no_lock(tmp_path, monkeypatch):
+    """Ctrl-C lands after the lock file is complete and closed but before ``acquire`` returns
+    (so before the caller's try/finally): the file carries this run's token and goes too."""
+    from acidctl.compact import lock as lock_mod
+    from acidctl.fs import TableFS
+
+    real_close = os.close
+
+    def close_then_interrupted(fd):
+        real_close(fd)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(lock_mod.os, "close", close_then_interrupted)
+    lk = TableLock(TableFS(str(tmp_path)), command="compact")
+    with pytest.raises(KeyboardInterrupt):
+        lk.acquire()
+    monkeypatch.undo()
+    assert not lk.held and not (tmp_path / LOCK_NAME).exists()
+
+
+def test_an_interrupted_acquire_never_removes_another_runs_lock(tmp_path, monkeypatch):
+    """The cleanup after an interrupted acquire removes only a file with its own token."""
+    from acidctl.compact import lock as lock_mod
+    from acidctl.fs import TableFS
+
+    other = TableLock(TableFS(str(tmp_path)), command="compact").acquire()
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(lock_mod, "read_lock", interrupted)
+    lk = TableLock(TableFS(str(tmp_path)), command="compact")
+    with pytest.raises(KeyboardInterrupt):
+        lk.acquire()
+    monkeypatch.undo()
+    assert (tmp_path / LOCK_NAME).exists()
+    assert json.loads((tmp_path / LOCK_NAME).read_text())["token"] == other.token
+    other.release()
