@@ -26,6 +26,30 @@ NO_AUTO_COMPACTION = "no_auto_compaction"
 NONE, MINOR, MAJOR = "none", "minor", "major"
 
 
+def _no_auto_value(params: Mapping[str, str] | None) -> str | None:
+    """``MetaStoreUtils.getNoAutoCompact``: the lower-case key, else the upper-case one."""
+    if not params:
+        return None
+    v = params.get(NO_AUTO_COMPACTION)
+    return v if v is not None else params.get(NO_AUTO_COMPACTION.upper())
+
+
+def no_auto_compaction(
+    table_params: Mapping[str, str] | None, db_params: Mapping[str, str] | None = None, *, hive_version: int = 3
+) -> tuple[bool, str | None]:
+    """Whether the Initiator skips the table for ``no_auto_compaction``, and which level
+    decided (``"database"`` / ``"table"`` / None). Hive 3 reads the table property only; Hive 4
+    (HIVE-26793, ``MetaStoreUtils.isNoAutoCompactSet``) lets a database property decide whenever
+    it is present — ``false`` there overrides ``true`` on the table. Values compare as Java's
+    ``Boolean.parseBoolean`` (``true`` in any case)."""
+    if hive_version >= 4:
+        dbv = _no_auto_value(db_params)
+        if dbv is not None:
+            return dbv.lower() == "true", "database"
+    tv = _no_auto_value(table_params)
+    return (tv is not None and tv.lower() == "true"), ("table" if tv is not None else None)
+
+
 @dataclasses.dataclass(frozen=True)
 class Thresholds:
     delta_num: int = 10

@@ -3,7 +3,8 @@
 For every transactional full-ACID table of the metastore (``--db GLOB`` narrows the databases)
 and each of its partitions, in the order Hive's checks run:
 
-1. ``no_auto_compaction=true`` (either case of the key) on the table → skip;
+1. ``no_auto_compaction=true`` (either case of the key) on the table → skip; on Hive 4 a
+   ``no_auto_compaction`` database property decides whenever it is set (HIVE-26793);
 2. an ``initiated``/``working`` request for the same db/table/partition → skip;
 3. the failure threshold (``hive.compactor.initiator.failed.compacts.threshold``, 2) → a
    ``did not initiate`` / ``attempted`` history row (``markFailed`` with id 0) and skip —
@@ -172,10 +173,14 @@ def run_once(
                 continue
             if not info.full_acid or not info.location:
                 continue
-            if info.no_auto_compaction:
-                out.append(
-                    {"table": name, "partition": None, "action": "skipped", "reasons": ["no_auto_compaction=true"]}
+            skip, level = info.no_auto_compaction_by
+            if skip:
+                why = (
+                    f"no_auto_compaction=true on database {info.db}"
+                    if level == "database"
+                    else "no_auto_compaction=true"
                 )
+                out.append({"table": name, "partition": None, "action": "skipped", "reasons": [why]})
                 continue
             try:
                 tl, wl = table_snapshot(ms, name)

@@ -332,7 +332,7 @@ def _classify(
             insert_only=t.insert_only,
             hive_version=hv,
             aborted_txn_count=ab.get("txns", 0),
-            no_auto_compaction=t.flag("no_auto_compaction"),
+            no_auto_compaction=t.no_auto_compaction(hv)[0],
         )
     except AcidctlError as e:
         ps.error = str(e)

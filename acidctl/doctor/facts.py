@@ -37,6 +37,7 @@ class TableRow:
     params: dict[str, str]
     partition_keys: list[str]
     partitions: dict[str, str | None]  # PART_NAME → location
+    db_params: dict[str, str] = dataclasses.field(default_factory=dict)  # DATABASE_PARAMS
 
     @property
     def full_name(self) -> str:
@@ -62,6 +63,12 @@ class TableRow:
 
     def flag(self, key: str) -> bool:
         return (self.param(key) or "").strip().lower() == "true"
+
+    def no_auto_compaction(self, hive_version: int) -> tuple[bool, str | None]:
+        """(skipped by the Initiator, deciding level ``database``/``table``/None)."""
+        from acidctl.acid.initiator import no_auto_compaction
+
+        return no_auto_compaction(self.params, self.db_params, hive_version=hive_version)
 
 
 @dataclasses.dataclass
@@ -203,13 +210,20 @@ def read_warehouse(ms: Metastore, *, now_ms: int | None = None) -> Warehouse:
         # -- tables, partitions --------------------------------------------------------
         dbs, tbls, sds = T.DBS, T.TBLS, T.SDS
         trows = conn.execute(
-            sa.select(dbs.NAME, tbls.TBL_NAME, tbls.TBL_ID, sds.LOCATION).select_from(
+            sa.select(dbs.NAME, tbls.TBL_NAME, tbls.TBL_ID, sds.LOCATION, dbs.DB_ID).select_from(
                 tbls.clause.join(dbs.clause, dbs.DB_ID == tbls.DB_ID).outerjoin(sds.clause, sds.SD_ID == tbls.SD_ID)
             )
         ).all()
+        db_params: dict[int, dict[str, str]] = {}
+        if T.exists("DATABASE_PARAMS"):
+            dp = T.DATABASE_PARAMS
+            for did, k, v in conn.execute(sa.select(dp.DB_ID, dp.PARAM_KEY, dp.PARAM_VALUE)):
+                db_params.setdefault(int(did), {})[k] = v if v is not None else ""
         tables: dict[int, TableRow] = {}
-        for dbn, tn, tid, loc in trows:
-            tables[int(tid)] = TableRow(str(dbn).lower(), str(tn).lower(), int(tid), loc, {}, [], {})
+        for dbn, tn, tid, loc, did in trows:
+            tables[int(tid)] = TableRow(
+                str(dbn).lower(), str(tn).lower(), int(tid), loc, {}, [], {}, db_params.get(int(did), {})
+            )
         tp = T.TABLE_PARAMS
         for tid, k, v in conn.execute(sa.select(tp.TBL_ID, tp.PARAM_KEY, tp.PARAM_VALUE)):
             if int(tid) in tables:

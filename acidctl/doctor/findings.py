@@ -942,7 +942,9 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
         }
         ev["thresholds"] = rec.get("thresholds")
         ev["reasons"] = rec.get("reasons")
-        if t is not None and t.flag("no_auto_compaction"):
+        no_auto, level = t.no_auto_compaction(wh.hive_version) if t is not None else (False, None)
+        if no_auto:
+            where = f"database {ps.db} sets" if level == "database" else "the table sets"
             out.append(
                 DoctorFinding(
                     "INITIATOR_SKIPS_NO_AUTO",
@@ -951,7 +953,7 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
                     tbl,
                     part,
                     f"{kind} compaction is due ({'; '.join(r for r in rec.get('reasons', []) if not r.startswith('no_auto'))}) "
-                    "but the table sets no_auto_compaction=true: the Initiator never queues it",
+                    f"but {where} no_auto_compaction=true: the Initiator never queues it",
                     ev,
                     fix_compact(ps.db, ps.table, part, kind),
                     ps.path,

@@ -136,8 +136,18 @@ def initiator(wh, t, ps, lim: Limits) -> dict:
             steps.append(_step("failed threshold", "ok", f"fewer than {lim.failed_threshold} consecutive failures"))
 
     def no_auto_check():
-        if t.flag("no_auto_compaction"):
-            steps.append(_step("no_auto_compaction", "stop", "table property no_auto_compaction=true"))
+        skip, level = t.no_auto_compaction(hv)
+        if skip:
+            what = f"database {t.db} property" if level == "database" else "table property"
+            steps.append(_step("no_auto_compaction", "stop", f"{what} no_auto_compaction=true"))
+        elif level == "database":
+            steps.append(
+                _step(
+                    "no_auto_compaction",
+                    "ok",
+                    f"database {t.db} sets no_auto_compaction=false (decides over the table)",
+                )
+            )
         else:
             steps.append(_step("no_auto_compaction", "ok", "no_auto_compaction not set on the table"))
 

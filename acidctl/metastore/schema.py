@@ -373,6 +373,15 @@ META_TABLES: dict[str, dict[str, Any]] = {
         "fks": [_fk(["CTLG_NAME"], "CTLGS", ["NAME"])],
         "versions": "34",
     },
+    # database properties (Hive 4's Initiator reads no_auto_compaction here first, HIVE-26793)
+    "DATABASE_PARAMS": {
+        "mysql_bin": True,
+        "cols": [_nn("DB_ID", _B), _nn("PARAM_KEY", _v(180)), _c("PARAM_VALUE", _v(4000))],
+        "pk": ["DB_ID", "PARAM_KEY"],
+        "indexes": [_ix("DATABASE_PARAMS_N49", ["DB_ID"])],
+        "fks": [_fk(["DB_ID"], "DBS", ["DB_ID"])],
+        "versions": "34",
+    },
     "CDS": {"cols": [_nn("CD_ID", _B)], "pk": ["CD_ID"], "versions": "34"},
     "COLUMNS_V2": {
         "mysql_bin": True,
@@ -616,6 +625,11 @@ class Tables:
         self.flavor = flavor
         self._cache: dict[str, T] = {}
         self._present = present_columns
+
+    def exists(self, table: str) -> bool:
+        """Whether the connected database has ``table`` (a schema made by an older acidctl or
+        a trimmed test schema may lack the tables acidctl only reads for extra facts)."""
+        return self._present is None or table in self._present
 
     def __getattr__(self, table: str) -> T:
         if table.startswith("_"):

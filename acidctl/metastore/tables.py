@@ -87,6 +87,7 @@ class TableInfo:
     partition_location: str | None = None
     partitions: list[str] | None = None  # with list_partitions=True
     hive_version: int | None = None
+    db_params: dict[str, str] = dataclasses.field(default_factory=dict)  # DATABASE_PARAMS
 
     @property
     def full_name(self) -> str:
@@ -115,7 +116,14 @@ class TableInfo:
 
     @property
     def no_auto_compaction(self) -> bool:
-        return _truthy(self.params.get("NO_AUTO_COMPACTION")) or _truthy(self.params.get("no_auto_compaction"))
+        """Whether Hive's Initiator skips this table (the database property decides on Hive 4)."""
+        return self.no_auto_compaction_by[0]
+
+    @property
+    def no_auto_compaction_by(self) -> tuple[bool, str | None]:
+        from acidctl.acid.initiator import no_auto_compaction
+
+        return no_auto_compaction(self.params, self.db_params, hive_version=self.hive_version or 3)
 
     @property
     def compactor_thresholds(self) -> dict[str, str]:
@@ -145,6 +153,8 @@ class TableInfo:
             "transactional_properties": self.transactional_properties,
             "insert_only": self.insert_only,
             "no_auto_compaction": self.no_auto_compaction,
+            "no_auto_compaction_source": self.no_auto_compaction_by[1],
+            "database_params": dict(self.db_params),
             "compactor_thresholds": self.compactor_thresholds,
             "params": dict(self.params),
             "partition_keys": [{"name": n, "type": t} for n, t in self.partition_keys],
@@ -181,6 +191,7 @@ def resolve_table(
         q = (
             sa.select(
                 tbls.TBL_ID,
+                tbls.DB_ID,
                 tbls.TBL_TYPE,
                 tbls.OWNER,
                 sds.LOCATION,
@@ -200,7 +211,14 @@ def resolve_table(
             if have_db is None:
                 raise TableNotFound(f"database {db} not found in the metastore")
             raise TableNotFound(f"table {db}.{tbl} not found in the metastore")
-        tbl_id, ttype, owner, location, inf, outf, nb, cd_id = row
+        tbl_id, db_id, ttype, owner, location, inf, outf, nb, cd_id = row
+        db_params: dict[str, str] = {}
+        if T.exists("DATABASE_PARAMS"):
+            dp = T.DATABASE_PARAMS
+            db_params = {
+                k: (v if v is not None else "")
+                for k, v in conn.execute(sa.select(dp.PARAM_KEY, dp.PARAM_VALUE).where(dp.DB_ID == db_id))
+            }
         tp = T.TABLE_PARAMS
         params = {
             k: (v if v is not None else "")
@@ -236,6 +254,7 @@ def resolve_table(
             partition_keys=pkeys,
             columns=cols,
             hive_version=ms.hive_version,
+            db_params=db_params,
         )
         parts = T.PARTITIONS
         if part:

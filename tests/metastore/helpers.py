@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from acidctl.cli.main import main
+from tests.acidfiles import B0, acid_file
+
+ORC_TYPE = (
+    "struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,currentTransaction:bigint,"
+    "row:struct<id:int,name:string>>"
+)
 
 
 def run_cli(argv: list[str]) -> int:
@@ -54,3 +61,19 @@ def table_rows(text: str) -> list[list[str]]:
         return [l[a : b if k < len(spans) - 1 else None].strip() for k, (a, b) in enumerate(spans)]
 
     return [cells(lines[sep - 1])] + [cells(l) for l in lines[sep + 1 :]]
+
+
+def make_table(rec, wh: Path, db: str, name: str, writes: int = 2) -> Path:
+    """A full-ACID table with ``writes`` committed insert deltas (write ids 1..writes), recorded
+    in the metastore as Hive records committed inserts."""
+    loc = wh / f"{db}.db" / name
+    loc.mkdir(parents=True)
+    rec.create_table(db, name, location=f"file:{loc}", columns=[("id", "int"), ("name", "string")])
+    for _ in range(writes):
+        txn = rec.open_txn("hive", "hivehost")
+        w = rec.add_write(txn, db, name, operation="i")
+        rec.commit_txn(txn)
+        d = loc / f"delta_{w:07d}_{w:07d}_0000"
+        acid_file(d / "bucket_00000", ORC_TYPE, [(0, w, B0, 0, w, (w, f"r{w}"))])
+        (d / "_orc_acid_version").write_bytes(b"2")
+    return loc

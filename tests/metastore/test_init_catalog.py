@@ -56,6 +56,7 @@ VERSION: VER_IDB! SCHEMA_VERSIONV! VERSION_COMMENTV pk=VER_ID
 CTLGS: CTLG_IDB! NAMEV DESCV LOCATION_URIV! CREATE_TIMEN@4 pk=CTLG_ID
 DBS: DB_IDB! DESCV DB_LOCATION_URIV! NAMEV OWNER_NAMEV OWNER_TYPEV CTLG_NAMEV CREATE_TIMEN@4
       DB_MANAGED_LOCATION_URIV@4 TYPEV!@4 DATACONNECTOR_NAMEV@4 REMOTE_DBNAMEV@4 pk=DB_ID
+DATABASE_PARAMS: DB_IDB! PARAM_KEYV! PARAM_VALUEV pk=DB_ID,PARAM_KEY
 CDS: CD_IDB! pk=CD_ID
 COLUMNS_V2: CD_IDB! COMMENTV COLUMN_NAMEV! TYPE_NAMET INTEGER_IDXI! pk=CD_ID,COLUMN_NAME
 SERDES: SERDE_IDB! NAMEV SLIBV DESCRIPTIONV SERIALIZER_CLASSV DESERIALIZER_CLASSV SERDE_TYPEI pk=SERDE_ID
@@ -380,6 +381,7 @@ def test_init_keys_and_indexes(empty_db, backend, hive_version):
             ("TBLS", "TBL_NAME,DB_ID", True),
             ("PARTITIONS", "PART_NAME,TBL_ID", True),
             ("DBS", "NAME,CTLG_NAME", True),
+            ("DATABASE_PARAMS", "DB_ID", False),
         ]:
             assert want in by_def, want
         assert (("COMPLETED_COMPACTIONS", "CC_DATABASE,CC_TABLE,CC_PARTITION", False) in by_def) == (hive_version == 4)
@@ -448,6 +450,8 @@ def test_mysql_tables_are_latin1_with_binary_name_columns(empty_db, backend, hiv
             ("DBS", "NAME"),
             ("PARTITIONS", "PART_NAME"),
             ("TABLE_PARAMS", "PARAM_VALUE"),
+            ("DATABASE_PARAMS", "PARAM_KEY"),
+            ("DATABASE_PARAMS", "PARAM_VALUE"),
             ("SDS", "LOCATION"),
             ("COLUMNS_V2", "COLUMN_NAME"),
         ]:

@@ -18,30 +18,10 @@ import sqlalchemy as sa
 
 from acidctl.metastore import queue
 from acidctl.metastore.connection import connect
-from tests.acidfiles import B0, acid_file
+from tests.metastore.helpers import make_table
 
 ROOT = Path(__file__).resolve().parents[2]
-ORC_TYPE = (
-    "struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,currentTransaction:bigint,"
-    "row:struct<id:int,name:string>>"
-)
 N = 20
-
-
-def make_table(rec, wh: Path, db: str, name: str, writes: int = 2) -> Path:
-    """A full-ACID table with ``writes`` committed insert deltas (write ids 1..writes), recorded
-    in the metastore as Hive records committed inserts."""
-    loc = wh / f"{db}.db" / name
-    loc.mkdir(parents=True)
-    rec.create_table(db, name, location=f"file:{loc}", columns=[("id", "int"), ("name", "string")])
-    for _ in range(writes):
-        txn = rec.open_txn("hive", "hivehost")
-        w = rec.add_write(txn, db, name, operation="i")
-        rec.commit_txn(txn)
-        d = loc / f"delta_{w:07d}_{w:07d}_0000"
-        acid_file(d / "bucket_00000", ORC_TYPE, [(0, w, B0, 0, w, (w, f"r{w}"))])
-        (d / "_orc_acid_version").write_bytes(b"2")
-    return loc
 
 
 def hive_worker(url: str, hive_version: int, claimed: list, stop: threading.Event) -> None:
