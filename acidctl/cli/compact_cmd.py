@@ -318,7 +318,7 @@ def compact_command(
     notes.extend(reg.notes)
     registrar, vis, hidden = reg.registrar, reg.visibility_txn, reg.hidden_until_commit
     aborted = None
-    if due and info is not None and url is not None:
+    if due and info is not None and url is not None and hv != 2:
         # the Initiator's third trigger: more aborted txns than the threshold → major
         from acidctl.metastore.facts import table_facts
 
@@ -373,7 +373,8 @@ def compact_command(
 
 def _enqueue(settings, spec: str, *, major: bool, minor: bool, due: bool, pool) -> None:
     from acidctl.errors import RefusedError, UsageError
-    from acidctl.metastore.connection import connect, resolve_url
+    from acidctl.metastore.connection import resolve_url
+    from acidctl.metastore.hive2 import connect_any
     from acidctl.metastore.queue import enqueue_for
     from acidctl.target import is_table_name
 
@@ -382,7 +383,7 @@ def _enqueue(settings, spec: str, *, major: bool, minor: bool, due: bool, pool) 
     if not is_table_name(spec):
         raise UsageError(f"--enqueue takes DB.TABLE[/PART], not a path ({spec!r})")
     url = resolve_url(settings.metastore_url, profile=settings.profile)
-    doc = enqueue_for(connect(url), spec, type="major" if major else "minor", pool=pool)
+    doc = enqueue_for(connect_any(url), spec, type="major" if major else "minor", pool=pool)
     settings.output.emit(doc, lambda d: d["message"])
     if not doc["accepted"]:
         raise RefusedError(doc["message"])
