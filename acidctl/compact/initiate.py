@@ -19,6 +19,12 @@ and each of its partitions, in the order Hive's checks run:
 6. at the end of the cycle, ``revokeTimedoutWorkers``: ``working`` requests older than
    ``hive.compactor.worker.timeout`` (24 h) go back to ``initiated``.
 
+Hive 2.3 metastores (a :class:`~acidctl.metastore.hive2.Hive2Metastore`): the same cycle with
+2.3's rules — the metastore's ValidTxnList as the snapshot, the failure threshold as Hive 3
+(``checkFailedCompactions``), the aborted-txn trigger counting ``TXN_COMPONENTS`` rows of
+aborted txns per partition (``findPotentialCompactions``' ``count(*)``), no pools and no
+initiator id (2.3's queue has no such columns).
+
 Derived differences from Hive's Initiator: acidctl checks every partition of every table
 (Hive 4 only revisits partitions written since its previous cycle), and the cycle runs under the
 ``Initiator`` mutex on PostgreSQL/MariaDB (on SQLite each step is serialised anyway); the mutex
@@ -154,6 +160,7 @@ def run_once(
 
     from acidctl.acid.initiator import Thresholds, compactor_state, recommend
     from acidctl.acid.layout import list_table
+    from acidctl.metastore import hive2 as ms2
     from acidctl.metastore import queue, steps
     from acidctl.metastore.facts import table_facts
     from acidctl.metastore.snapshot import table_snapshot
@@ -162,11 +169,12 @@ def run_once(
 
     if not dry_run:
         steps.check_writable(ms, what="enqueue compactions")
+    h2 = ms.hive_version == 2
     out: list[dict] = []
     with initiator_mutex(ms) if not dry_run else contextlib.nullcontext():
         for name in _tables(ms, db_glob):
             try:
-                info = resolve_table(ms, name)
+                info = ms2.table_info(ms, name) if h2 else resolve_table(ms, name)
             except AcidctlError as e:
                 out.append({"table": name, "partition": None, "action": "error", "reasons": [str(e)]})
                 continue
@@ -178,8 +186,12 @@ def run_once(
                 )
                 continue
             try:
-                tl, wl = table_snapshot(ms, name)
-                facts = table_facts(ms, info.db, info.table)
+                if h2:  # the ValidTxnList is the snapshot; aborted counts as findPotentialCompactions
+                    tl, wl = None, ms2.txn_list(ms).to_write_ids(table=name)
+                    aborted = ms2.aborted_components_by_partition(ms, info.db, info.table)
+                else:
+                    tl, wl = table_snapshot(ms, name)
+                    aborted = table_facts(ms, info.db, info.table).aborted_txns_by_partition
                 listings = list_table(table_fs(location_url(info.location)))
             except AcidctlError as e:
                 out.append({"table": name, "partition": None, "action": "error", "reasons": [str(e)]})
@@ -225,7 +237,7 @@ def run_once(
                     cst,
                     thresholds=thresholds,
                     hive_version=ms.hive_version,
-                    aborted_txn_count=facts.aborted_txns_by_partition.get(part, 0),
+                    aborted_txn_count=aborted.get(part, 0),
                 )
                 rec["reasons"] = list(r.reasons)
                 if not r.due:

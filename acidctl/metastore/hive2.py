@@ -487,6 +487,24 @@ def open_txn_components(engine_or_url: Any) -> dict[tuple[str, str], list[int]]:
     return {k: sorted(set(v)) for k, v in out.items()}
 
 
+def aborted_components_by_partition(engine_or_url: Any, db: str, table: str) -> dict[str | None, int]:
+    """The count 2.3's ``findPotentialCompactions`` compares with ``hive.compactor.abortedtxn.threshold``:
+    ``TXN_COMPONENTS`` rows of aborted txns per partition (``count(*)`` grouped by
+    db/table/partition, as Hive writes it — a txn with several components counts several times)."""
+    import sqlalchemy as sa
+
+    ms = connect_hive2(engine_or_url)
+    tc, tx = ms.t("TXN_COMPONENTS"), ms.t("TXNS")
+    with db_errors(ms.engine.url), ms.read() as conn:
+        rows = conn.execute(
+            sa.select(tc.TC_PARTITION, sa.func.count())
+            .select_from(tc.clause.join(tx.clause, tc.TC_TXNID == tx.TXN_ID))
+            .where(tx.TXN_STATE == "a", tc.TC_DATABASE == db, tc.TC_TABLE == table)
+            .group_by(tc.TC_DATABASE, tc.TC_TABLE, tc.TC_PARTITION)
+        ).all()
+    return {p: int(n) for p, n in rows}
+
+
 def require_hive2(engine_or_url: Any) -> Hive2Metastore:
     if not is_hive2(engine_or_url):
         raise UsageError(

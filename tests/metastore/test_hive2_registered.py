@@ -166,3 +166,41 @@ def test_upgrade_check_execute_registers_cleans_and_verifies(empty_db, tmp_path)
         ("s", "a", "ds=a", 2)
     ]
     assert _merged(url) == SEED_ROWS
+
+
+def test_initiator_once_on_a_23_metastore(empty_db, tmp_path):
+    url = empty_db
+    _seed(tmp_path, url, partitioned=True)
+    # a second table over the same files, with the delta-count threshold lowered to 2: 3 deltas and
+    # no base → MAJOR (2.3's determineCompactionType: too many deltas without a base)
+    lowered = tmp_path / "w" / "low"
+    shutil.copytree(GOLDEN / "hive23_seed_table", lowered, ignore=shutil.ignore_patterns("_EXPECTED.md"))
+    add_table(
+        url,
+        "db",
+        "low",
+        f"file:{lowered}",
+        {"transactional": "true", "compactorthreshold.hive.compactor.delta.num.threshold": "2"},
+    )
+    r = run_cli("--metastore", url, "-o", "json", "initiator", "--once")
+    assert r.code == 0, r.stdout + r.stderr
+    got = {(c["table"], c["partition"]): (c["action"], c.get("type")) for c in json.loads(r.stdout)["checked"]}
+    assert got == {("db.low", None): ("enqueued", "major"), ("db.seed", "ds=a"): ("not-due", None)}
+    (q,) = _queue(url)
+    assert (q["CQ_ID"], q["CQ_TABLE"], q["CQ_PARTITION"], q["CQ_STATE"], q["CQ_TYPE"]) == (1, "low", None, "i", "a")
+    # the next cycle finds the request initiated and does not add another
+    r = run_cli("--metastore", url, "-o", "json", "initiator", "--once")
+    got = {(c["table"], c["partition"]): c["action"] for c in json.loads(r.stdout)["checked"]}
+    assert got[("db.low", None)] == "queued" and len(_queue(url)) == 1
+    # two failed attempts in a row (checkFailedCompactions, threshold 2): markFailed with id 0 —
+    # a new id from NEXT_COMPACTION_QUEUE_ID, state 'a', type MINOR, start = end
+    from tests.metastore.hive2_helpers import add_compaction
+
+    for cid in (7, 8):
+        add_compaction(url, queue=False, cid=cid, db="db", table="seed", partition="ds=a", state="f", ctype="a")
+    r = run_cli("--metastore", url, "-o", "json", "initiator", "--once")
+    got = {(c["table"], c["partition"]): c for c in json.loads(r.stdout)["checked"]}
+    assert got[("db.seed", "ds=a")]["action"] == "did-not-initiate" and got[("db.seed", "ds=a")]["id"] == 2
+    att = [c for c in _history(url) if c["CC_STATE"] == "a"]
+    assert [(c["CC_ID"], c["CC_TABLE"], c["CC_PARTITION"], c["CC_TYPE"]) for c in att] == [(2, "seed", "ds=a", "i")]
+    assert att[0]["CC_START"] == att[0]["CC_END"] is not None
