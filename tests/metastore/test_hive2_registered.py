@@ -204,3 +204,23 @@ def test_initiator_once_on_a_23_metastore(empty_db, tmp_path):
     att = [c for c in _history(url) if c["CC_STATE"] == "a"]
     assert [(c["CC_ID"], c["CC_TABLE"], c["CC_PARTITION"], c["CC_TYPE"]) for c in att] == [(2, "seed", "ds=a", "i")]
     assert att[0]["CC_START"] == att[0]["CC_END"] is not None
+
+
+def test_revert_and_abort_compactions_on_a_23_metastore(empty_db, tmp_path):
+    url = empty_db
+    d = _seed(tmp_path, url)
+    r = run_cli("--metastore", url, "compact", "--major", "--engine", "local", "db.seed")
+    assert r.code == 0, r.stderr
+    r = run_cli("--metastore", url, "revert", "--execute", "db.seed")
+    assert r.code == 0, r.stdout + r.stderr
+    assert "base_0000002" not in os.listdir(d)
+    # revert marks the request failed: 2.3's markFailed moves it to history as 'f'
+    assert _queue(url) == []
+    assert [(c["CC_ID"], c["CC_STATE"], c["CC_HIGHEST_TXN_ID"]) for c in _history(url)] == [(1, "f", 2)]
+    assert _merged(url) == SEED_ROWS
+    r = run_cli("--metastore", url, "compact", "--enqueue", "--minor", "db.seed")
+    assert r.code == 0
+    r = run_cli("--metastore", url, "-o", "json", "abort", "compactions", "--execute", "2")
+    assert r.code == 0, r.stderr
+    assert [c["status"] for c in json.loads(r.stdout)["compactions"]] == ["Success"]
+    assert _queue(url) == [] and len(_history(url)) == 1  # as on Hive 3: the row deleted, no history
