@@ -264,7 +264,7 @@ def compact_command(
     if engine not in ENGINES:
         raise UsageError(f"--engine must be auto, local or spark, not {engine!r}")
     if enqueue:
-        return _enqueue(settings, table, major=major, minor=minor, due=due, pool=pool)
+        return _enqueue(settings, table, major=major, minor=minor, due=due, pool=pool, hive_version=hive_version)
     if pool is not None:
         raise UsageError("--pool applies to --enqueue")
     threshold = parse_size(local_max_bytes) if local_max_bytes is not None else None
@@ -371,7 +371,7 @@ def compact_command(
     settings.output.emit(report, render_text)
 
 
-def _enqueue(settings, spec: str, *, major: bool, minor: bool, due: bool, pool) -> None:
+def _enqueue(settings, spec: str, *, major: bool, minor: bool, due: bool, pool, hive_version=None) -> None:
     from acidctl.errors import RefusedError, UsageError
     from acidctl.metastore.connection import resolve_url
     from acidctl.metastore.hive2 import connect_any
@@ -383,7 +383,8 @@ def _enqueue(settings, spec: str, *, major: bool, minor: bool, due: bool, pool) 
     if not is_table_name(spec):
         raise UsageError(f"--enqueue takes DB.TABLE[/PART], not a path ({spec!r})")
     url = resolve_url(settings.metastore_url, profile=settings.profile)
-    doc = enqueue_for(connect_any(url), spec, type="major" if major else "minor", pool=pool)
+    # the metastore's own protocol: Hive 2.3 when its schema is 2.x (or --hive-version 2 says so)
+    doc = enqueue_for(connect_any(url, hive_version=hive_version), spec, type="major" if major else "minor", pool=pool)
     settings.output.emit(doc, lambda d: d["message"])
     if not doc["accepted"]:
         raise RefusedError(doc["message"])

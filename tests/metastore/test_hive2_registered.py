@@ -224,3 +224,18 @@ def test_revert_and_abort_compactions_on_a_23_metastore(empty_db, tmp_path):
     assert r.code == 0, r.stderr
     assert [c["status"] for c in json.loads(r.stdout)["compactions"]] == ["Success"]
     assert _queue(url) == [] and len(_history(url)) == 1  # as on Hive 3: the row deleted, no history
+
+
+def test_hive_version_must_match_the_metastore_for_writes(tmp_path):
+    from acidctl.metastore.init import init_metastore
+
+    url2 = f"sqlite:///{tmp_path}/h23.db"
+    _seed(tmp_path, url2)
+    r = run_cli("--metastore", url2, "compact", "--enqueue", "--major", "--hive-version", "3", "db.seed")
+    assert r.code != 0 and _queue(url2) == [], r.stdout + r.stderr
+    r = run_cli("--metastore", url2, "compact", "--enqueue", "--major", "--hive-version", "2", "db.seed")
+    assert r.code == 0 and [q["CQ_ID"] for q in _queue(url2)] == [1], r.stderr
+    url3 = f"sqlite:///{tmp_path}/h31.db"
+    init_metastore(url3, hive_version=3)
+    r = run_cli("--metastore", url3, "compact", "--enqueue", "--major", "--hive-version", "2", "default.t")
+    assert r.code == 2 and "Hive 2.x metastore" in r.stderr
