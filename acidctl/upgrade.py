@@ -390,7 +390,7 @@ def execute(
     "notes", "only_bases", "after"}; ``only_bases`` lists the compacted partitions whose
     directory holds anything but one base afterwards (empty = verified)."""
     from acidctl.compact.clean import clean_registered, clean_table
-    from acidctl.compact.register import Registrar, run_registered
+    from acidctl.compact.register import Registrar, location_owner, run_registered
     from acidctl.compact.runner import CompactOptions
     from acidctl.errors import RefusedError
     from acidctl.metastore import hive2 as ms2
@@ -431,7 +431,11 @@ def execute(
             spark_conf=spark_conf,
             partitions=[p for p in partitions if p is not None] or None,
         )
-        reg = Registrar(ms, db, name, compactor_hwm=tl.for_compactor().hwm) if registered else None
+        reg = (
+            Registrar(ms, db, name, compactor_hwm=tl.for_compactor().hwm, run_as=location_owner(tfs))
+            if registered
+            else None
+        )
         rep = run_registered(tfs, opts, registrar=reg, spark=spark if engine == "spark" else None)
         runs.append(
             {

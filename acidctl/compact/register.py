@@ -306,6 +306,26 @@ class Registrar:
         return rec
 
 
+def location_owner(tfs, path: str | None = None) -> str | None:
+    """Hive 2.3's Worker ``findUserToRunAs``: the owner of the table's (or partition's) directory
+    — what it records with ``setRunAs`` for a request without one. None when the filesystem does
+    not say (object stores); the caller falls back to the table owner, then the current user."""
+    path = path or tfs.root
+    try:
+        if tfs.protocol in ("file", "local"):
+            import os
+            import pwd
+
+            return pwd.getpwuid(os.stat(path).st_uid).pw_name
+        owner = tfs.fs.info(path).get("owner")  # WebHDFS/HDFS FileStatus owner
+        return str(owner) if owner else None
+    except (OSError, KeyError, ValueError):
+        return None
+    except Exception as e:  # a remote error: the run-as user is not worth failing the run for
+        log.info("no owner for %s: %s", path, e)
+        return None
+
+
 @dataclasses.dataclass
 class Registration:
     """What :func:`registration_for` decided for one ``compact`` run."""
@@ -364,7 +384,7 @@ def registration_for(
         info.db,
         info.table,
         compactor_hwm=wl.for_compactor().hwm,
-        run_as=info.owner or None,
+        run_as=(location_owner(target.tfs) if hv == 2 else None) or info.owner or None,
         heartbeat_s=heartbeat_s,
     )
     if hv >= 4:

@@ -210,7 +210,7 @@ def run_request(
             info.db,
             info.table,
             compactor_hwm=wl.for_compactor().hwm,
-            run_as=req.run_as or info.owner or None,
+            run_as=req.run_as or (_run_as_2(info, tfs, table_fs) if hv == 2 else None) or info.owner or None,
             worker_id=worker_id,
             requests={req.partition: req},
             heartbeat_s=opts.heartbeat_s,
@@ -268,6 +268,17 @@ def run_request(
     return _record(
         req, m["state"], p["message"] if p else "nothing to compact", time.perf_counter() - t0, txn_id=m.get("txn_id")
     )
+
+
+def _run_as_2(info, tfs, table_fs) -> str | None:
+    """Hive 2.3's ``findUserToRunAs(sd.getLocation(), t)``: the owner of the partition's directory
+    (of the table's, unpartitioned)."""
+    from acidctl.compact.register import location_owner
+    from acidctl.target import location_url
+
+    if info.partition_location:
+        return location_owner(table_fs(location_url(info.partition_location)))
+    return location_owner(tfs)
 
 
 def _left_for_cleaner(tfs, partition, wl, tl, hv) -> bool:

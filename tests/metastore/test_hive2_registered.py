@@ -77,12 +77,14 @@ def test_enqueue_worker_clean_end_to_end(empty_db, tmp_path):
     (q,) = _queue(url)
     assert (q["CQ_STATE"], q["CQ_TYPE"], q["CQ_PARTITION"], q["CQ_RUN_AS"]) == ("i", "a", "ds=a", None)
 
+    if os.geteuid() == 0:  # the partition directory owned by someone else than who runs acidctl
+        os.chown(d, pwd.getpwnam("nobody").pw_uid, -1)
     r = run_cli("--metastore", url, "-o", "json", "worker", "--once", "--engine", "local")
     assert r.code == 0, r.stdout + r.stderr
     (q,) = _queue(url)
     # markCompacted: 'r', no worker; setCompactionHighestTxnId: the compactor list's hwm = 3 - 1;
-    # setRunAs: Hive's findUserToRunAs takes the owner of the table's directory
-    owner = pwd.getpwuid(os.stat(tmp_path / "w" / "seed").st_uid).pw_name
+    # setRunAs: 2.3's findUserToRunAs takes the owner of the partition's directory
+    owner = pwd.getpwuid(os.stat(d).st_uid).pw_name
     assert (q["CQ_STATE"], q["CQ_WORKER_ID"], q["CQ_HIGHEST_TXN_ID"], q["CQ_RUN_AS"]) == ("r", None, 2, owner)
     assert q["CQ_START"] is not None
     assert "base_0000002" in os.listdir(d)
