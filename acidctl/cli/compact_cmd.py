@@ -318,11 +318,16 @@ def compact_command(
     notes.extend(reg.notes)
     registrar, vis, hidden = reg.registrar, reg.visibility_txn, reg.hidden_until_commit
     aborted = None
-    if due and info is not None and url is not None and hv != 2:
+    if due and info is not None and url is not None:
         # the Initiator's third trigger: more aborted txns than the threshold → major
-        from acidctl.metastore.facts import table_facts
+        if hv == 2:  # 2.3's findPotentialCompactions counts the aborted txns' components
+            from acidctl.metastore.hive2 import aborted_components_by_partition
 
-        aborted = table_facts(url, info.db, info.table).aborted_txns_by_partition
+            aborted = aborted_components_by_partition(url, info.db, info.table)
+        else:
+            from acidctl.metastore.facts import table_facts
+
+            aborted = table_facts(url, info.db, info.table).aborted_txns_by_partition
     opts = CompactOptions(
         mode="major" if major else "minor" if minor else None,
         reader=wl,

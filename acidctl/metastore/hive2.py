@@ -10,6 +10,11 @@ tables, quoted upper-case metadata tables).
 Kept apart from :mod:`acidctl.metastore.connection` (Hive 3/4 detection): :func:`is_hive2`
 reads ``VERSION.SCHEMA_VERSION`` (``2.x``) or, without a VERSION row, looks for the 2.3-only
 ``CQ_HIGHEST_TXN_ID`` column. Everything here reads in one read-only transaction per call.
+
+Writes: :class:`Hive2Metastore` is what the write steps of :mod:`acidctl.metastore.queue`,
+:mod:`acidctl.metastore.cleaner` and :mod:`acidctl.compact.initiate` take to write Hive 2.3's own
+protocol (its ``TxnHandler.compact``, ``CompactionTxnHandler`` and Cleaner); :func:`connect_any`
+picks it for a 2.x schema. Writes are allowed on a ``2.3.x`` schema only.
 """
 
 from __future__ import annotations

@@ -241,3 +241,28 @@ def test_hive_version_must_match_the_metastore_for_writes(tmp_path):
     init_metastore(url3, hive_version=3)
     r = run_cli("--metastore", url3, "compact", "--enqueue", "--major", "--hive-version", "2", "default.t")
     assert r.code == 2 and "Hive 2.x metastore" in r.stderr
+
+
+def test_compact_due_counts_aborted_components_as_23(tmp_path):
+    url = f"sqlite:///{tmp_path}/h23.db"
+    ms2.init_hive2(url)
+    d = tmp_path / "w" / "seed"
+    shutil.copytree(GOLDEN / "hive23_seed_table", d, ignore=shutil.ignore_patterns("_EXPECTED.md"))
+    props = {"transactional": "true", "compactorthreshold.hive.compactor.abortedtxn.threshold": "1"}
+    add_table(url, "db", "seed", f"file:{d}", props)
+    # txn 5 aborted with two components on the table: findPotentialCompactions' count(*) is 2 > 1
+    set_txns(url, {5: "a"}, next_txn=6, components={5: ("db", "seed")})
+    ms = ms2.connect_hive2(url)
+    t = ms.t("TXN_COMPONENTS")
+    with ms.engine.begin() as conn:
+        conn.execute(
+            sa.insert(t.clause).values(
+                {t.TC_TXNID.name: 5, t.TC_DATABASE.name: "db", t.TC_TABLE.name: "seed", t.TC_OPERATION_TYPE.name: "i"}
+            )
+        )
+    ms.engine.dispose()
+    r = run_cli("--metastore", url, "-o", "json", "compact", "--due", "--dry-run", "db.seed")
+    assert r.code == 0, r.stderr
+    (p,) = json.loads(r.stdout)["partitions"]
+    assert p["recommendation"]["type"] == "major"
+    assert any("2 aborted txns > hive.compactor.abortedtxn.threshold 1" in x for x in p["recommendation"]["reasons"])
