@@ -307,3 +307,69 @@ def test_hive3_steps_refuse_a_23_schema_and_back(empty_db, tmp_path):
     h2.engine.dispose()
     assert not steps.is_writable_schema("2.3.0") and steps.is_writable_schema("2.3.0", hive_version=2)
     assert not steps.is_writable_schema("3.1.0", hive_version=2)
+
+
+def test_claims_and_enqueues_race_safely(ms, backend):
+    """Two acidctl claimers and a hand-written Hive 2.3 findNextToCompact (select the 'i' rows,
+    then ``UPDATE ... WHERE cq_id = ? AND cq_state = 'i'`` per row) share 12 requests: each is
+    claimed exactly once. Four concurrent enqueues of one partition: the CompactionScheduler
+    mutex lets exactly one in."""
+    import threading
+
+    for i in range(12):
+        assert queue.enqueue(ms, "db", f"t{i}", partition=None, type="major").id == i + 1
+    claimed: dict[str, list[int]] = {"a1": [], "a2": [], "hive": []}
+
+    def acidctl_worker(name):
+        while (req := queue.claim(ms, worker_id=name)) is not None:
+            claimed[name].append(req.cq_id)
+
+    def hive_worker():
+        eng = sa.create_engine(ms.engine.url, isolation_level="READ COMMITTED")
+        cq = ms.t("COMPACTION_QUEUE")
+        try:
+            while True:
+                with eng.begin() as c:
+                    ids = [r[0] for r in c.execute(sa.select(cq.CQ_ID).where(cq.CQ_STATE == "i"))]
+                    got = None
+                    for i in ids:
+                        upd = sa.update(cq.clause).where(cq.CQ_ID == i, cq.CQ_STATE == "i")
+                        vals = {cq.CQ_WORKER_ID.name: "hivehost-3", cq.CQ_START.name: 1, cq.CQ_STATE.name: "w"}
+                        if c.execute(upd.values(vals)).rowcount == 1:
+                            got = i
+                            break
+                if got is None:
+                    return
+                claimed["hive"].append(int(got))
+        finally:
+            eng.dispose()
+
+    threads = [threading.Thread(target=acidctl_worker, args=(n,)) for n in ("a1", "a2")]
+    if backend != "sqlite":  # Hive has no SQLite dialect (READ COMMITTED does not exist there)
+        threads.append(threading.Thread(target=hive_worker))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    all_ids = claimed["a1"] + claimed["a2"] + claimed["hive"]
+    assert sorted(all_ids) == list(range(1, 13))
+    rows = _rows(ms, "COMPACTION_QUEUE", ["CQ_ID"])
+    owner = {i: n for n, ids in claimed.items() for i in ids}
+    assert all(r["CQ_STATE"] == "w" for r in rows)
+    assert {r["CQ_ID"]: r["CQ_WORKER_ID"] for r in rows} == {
+        i: ("hivehost-3" if n == "hive" else n) for i, n in owner.items()
+    }
+
+    results = []
+
+    def enq():
+        results.append(queue.enqueue(ms, "db", "t", partition="p=9", type="minor"))
+
+    threads = [threading.Thread(target=enq) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert sorted(r.accepted for r in results) == [False, False, False, True]
+    assert {r.id for r in results} == {13}
+    assert _scalar(ms, "NEXT_COMPACTION_QUEUE_ID", "NCQ_NEXT") == 14
