@@ -386,13 +386,14 @@ def execute(
     at ``CQ_HIGHEST_TXN_ID``, unless a lock present on the partition holds the request back;
     ``markCleaned``), and check again. Metastore writes not allowed (``--read-only``, or
     ``register=False``): the compactions run unregistered and the directories are cleaned
-    without the queue. Returns {"runs", "spark_applications", "cleaned", "registered",
+    without the queue, a partition with a lock on it keeping them (the Cleaner's guard). Returns {"runs", "spark_applications", "cleaned", "registered",
     "notes", "only_bases", "after"}; ``only_bases`` lists the compacted partitions whose
     directory holds anything but one base afterwards (empty = verified)."""
     from acidctl.compact.clean import clean_registered, clean_table
     from acidctl.compact.register import Registrar, location_owner, run_registered
     from acidctl.compact.runner import CompactOptions
     from acidctl.errors import RefusedError
+    from acidctl.metastore import cleaner
     from acidctl.metastore import hive2 as ms2
     from acidctl.metastore.steps import check_writable
     from acidctl.target import location_url
@@ -457,7 +458,12 @@ def execute(
         if registered:
             cl = clean_registered(tfs, ms, db=db, table=name, **kw)  # type: ignore[arg-type]
         else:
-            cl = clean_table(tfs, **kw)  # type: ignore[arg-type]
+            # no request to finish, but the same guard as 2.3's Cleaner: a partition with a lock
+            # on it (a reader may be in its old deltas) keeps its obsolete directories
+            fake = [{"id": i, "database": db, "table": name, "partition": p} for i, p in enumerate(partitions)]
+            waits = cleaner.cleaner_waits(ms, fake)
+            hold = {r["partition"]: "; ".join(w["message"] for w in waits[r["id"]]) for r in fake if waits[r["id"]]}
+            cl = clean_table(tfs, hold=hold, **kw)  # type: ignore[arg-type]
         cleaned.append(
             {
                 "table": table,

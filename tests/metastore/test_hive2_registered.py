@@ -266,3 +266,39 @@ def test_compact_due_counts_aborted_components_as_23(tmp_path):
     (p,) = json.loads(r.stdout)["partitions"]
     assert p["recommendation"]["type"] == "major"
     assert any("2 aborted txns > hive.compactor.abortedtxn.threshold 1" in x for x in p["recommendation"]["reasons"])
+
+
+def test_upgrade_check_execute_read_only_keeps_locked_partitions(empty_db, tmp_path):
+    url = empty_db
+    d = _seed(tmp_path, url)
+    ms = ms2.connect_hive2(url)
+    h = ms.t("HIVE_LOCKS")
+    lock = {
+        "HL_LOCK_EXT_ID": 1,
+        "HL_LOCK_INT_ID": 1,
+        "HL_TXNID": 0,
+        "HL_DB": "db",
+        "HL_TABLE": "seed",
+        "HL_PARTITION": None,
+        "HL_LOCK_STATE": "a",
+        "HL_LOCK_TYPE": "r",
+        "HL_LAST_HEARTBEAT": 1,
+        "HL_USER": "u",
+        "HL_HOST": "h",
+    }
+    with ms.engine.begin() as conn:
+        conn.execute(sa.insert(h.clause).values({getattr(h, k).name: v for k, v in lock.items()}))
+    ms.engine.dispose()
+    r = run_cli("--metastore", url, "--read-only", "-o", "json", "upgrade-check", "--execute", "--engine", "local")
+    # compacted (a base is current), but a reader holds a lock: the old deltas stay → not verified
+    assert r.code == 4, r.stdout + r.stderr
+    doc = json.loads(r.stdout)
+    assert not doc["executed"]["registered"] and _queue(url) == [] and _history(url) == []
+    (left,) = doc["executed"]["only_bases"]
+    assert left["current"] == ["base_0000002"] and sorted(left["leftover"]) == [
+        "delete_delta_0000002_0000002_0000",
+        "delta_0000001_0000001_0000",
+        "delta_0000002_0000002_0000",
+    ]
+    assert "delta_0000001_0000001_0000" in os.listdir(d)
+    assert _merged(url) == SEED_ROWS
