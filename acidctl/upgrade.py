@@ -462,7 +462,7 @@ def execute(
             # on it (a reader may be in its old deltas) keeps its obsolete directories
             fake = [{"id": i, "database": db, "table": name, "partition": p} for i, p in enumerate(partitions)]
             waits = cleaner.cleaner_waits(ms, fake)
-            hold = {r["partition"]: "; ".join(w["message"] for w in waits[r["id"]]) for r in fake if waits[r["id"]]}
+            hold = {p: "; ".join(w["message"] for w in waits[i]) for i, p in enumerate(partitions) if waits[i]}
             cl = clean_table(tfs, hold=hold, **kw)  # type: ignore[arg-type]
         cleaned.append(
             {
