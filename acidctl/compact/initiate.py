@@ -22,7 +22,8 @@ and each of its partitions, in the order Hive's checks run:
 Hive 2.3 metastores (a :class:`~acidctl.metastore.hive2.Hive2Metastore`): the same cycle with
 2.3's rules — the metastore's ValidTxnList as the snapshot, the failure threshold as Hive 3
 (``checkFailedCompactions``), the aborted-txn trigger counting ``TXN_COMPONENTS`` rows of
-aborted txns per partition (``findPotentialCompactions``' ``count(*)``), no pools and no
+aborted txns per partition (``findPotentialCompactions``' ``count(*)``), the request's run-as
+user the owner of the partition's (table's) directory (``findUserToRunAs``), no pools and no
 initiator id (2.3's queue has no such columns).
 
 Derived differences from Hive's Initiator: acidctl checks every partition of every table
@@ -160,6 +161,7 @@ def run_once(
 
     from acidctl.acid.initiator import Thresholds, compactor_state, recommend
     from acidctl.acid.layout import list_table
+    from acidctl.compact.register import location_owner
     from acidctl.metastore import hive2 as ms2
     from acidctl.metastore import queue, steps
     from acidctl.metastore.facts import table_facts
@@ -192,7 +194,8 @@ def run_once(
                 else:
                     tl, wl = table_snapshot(ms, name)
                     aborted = table_facts(ms, info.db, info.table).aborted_txns_by_partition
-                listings = list_table(table_fs(location_url(info.location)))
+                tfs = table_fs(location_url(info.location))
+                listings = list_table(tfs)
             except AcidctlError as e:
                 out.append({"table": name, "partition": None, "action": "error", "reasons": [str(e)]})
                 continue
@@ -255,6 +258,8 @@ def run_once(
                     type=r.type,
                     pool=(info.params or {}).get(queue.POOL_PROPERTY) or None,
                     initiator_id=queue.process_id(),
+                    # 2.3's requestCompaction: runAs = findUserToRunAs(partition or table location)
+                    run_as=(location_owner(tfs, lst.path) or info.owner or None) if h2 else None,
                 )
                 rec.update(
                     action="enqueued" if res.accepted else "queued", id=res.id if res.accepted else res.existing_id

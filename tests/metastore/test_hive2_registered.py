@@ -184,12 +184,16 @@ def test_initiator_once_on_a_23_metastore(empty_db, tmp_path):
         f"file:{lowered}",
         {"transactional": "true", "compactorthreshold.hive.compactor.delta.num.threshold": "2"},
     )
+    if os.geteuid() == 0:  # owned by someone else than who runs acidctl
+        os.chown(lowered, pwd.getpwnam("nobody").pw_uid, -1)
     r = run_cli("--metastore", url, "-o", "json", "initiator", "--once")
     assert r.code == 0, r.stdout + r.stderr
     got = {(c["table"], c["partition"]): (c["action"], c.get("type")) for c in json.loads(r.stdout)["checked"]}
     assert got == {("db.low", None): ("enqueued", "major"), ("db.seed", "ds=a"): ("not-due", None)}
     (q,) = _queue(url)
     assert (q["CQ_ID"], q["CQ_TABLE"], q["CQ_PARTITION"], q["CQ_STATE"], q["CQ_TYPE"]) == (1, "low", None, "i", "a")
+    # 2.3's requestCompaction sets runAs: the owner of the table's directory (findUserToRunAs)
+    assert q["CQ_RUN_AS"] == pwd.getpwuid(os.stat(lowered).st_uid).pw_name
     # the next cycle finds the request initiated and does not add another
     r = run_cli("--metastore", url, "-o", "json", "initiator", "--once")
     got = {(c["table"], c["partition"]): c["action"] for c in json.loads(r.stdout)["checked"]}
