@@ -24,7 +24,8 @@ Hive 2.3 metastores (a :class:`~acidctl.metastore.hive2.Hive2Metastore`): the sa
 (``checkFailedCompactions``), the aborted-txn trigger counting ``TXN_COMPONENTS`` rows of
 aborted txns per partition (``findPotentialCompactions``' ``count(*)``), the request's run-as
 user the owner of the partition's (table's) directory (``findUserToRunAs``), no pools and no
-initiator id (2.3's queue has no such columns).
+initiator id (2.3's queue has no such columns), and the cycle ends with 2.3's
+``cleanEmptyAbortedTxns`` (aborted ``TXNS`` rows without components deleted).
 
 Derived differences from Hive's Initiator: acidctl checks every partition of every table
 (Hive 4 only revisits partitions written since its previous cycle), and the cycle runs under the
@@ -268,6 +269,23 @@ def run_once(
                     rec["reasons"].append(res.message)
         if not dry_run:
             n = queue.revoke_timed_out_workers(ms)
+            if h2:  # 2.3's Initiator ends every cycle with cleanEmptyAbortedTxns
+                from acidctl.metastore.cleaner import clean_empty_aborted_txns
+
+                gone = clean_empty_aborted_txns(ms)
+                if gone:
+                    out.append(
+                        {
+                            "table": None,
+                            "partition": None,
+                            "action": "removed-aborted-txns",
+                            "id": None,
+                            "type": None,
+                            "reasons": [
+                                f"aborted txn(s) without components removed from TXNS: {', '.join(map(str, gone))}"
+                            ],
+                        }
+                    )
             if n:
                 out.append(
                     {

@@ -30,7 +30,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator
 
-from acidctl.errors import NotFoundError
+from acidctl.errors import NotFoundError, RefusedError
 from acidctl.metastore import queue
 from acidctl.metastore.steps import for_update, now_ms, write_step
 
@@ -697,6 +697,27 @@ def _mark_cleaned_h2(ms, cq_id: int, *, remove_empty_aborted_txns: bool) -> dict
         }
 
     return write_step(ms, step, name="markCleaned")
+
+
+def clean_empty_aborted_txns(ms) -> list[int]:
+    """Hive 2.3's ``cleanEmptyAbortedTxns`` (its Initiator, at the end of every cycle): every
+    aborted ``TXNS`` row whose id is ``NOT IN (SELECT TC_TXNID FROM TXN_COMPONENTS)`` is deleted —
+    the same ``NOT IN``, so a NULL ``TC_TXNID`` (possible in 2.3's Postgres schema) makes it
+    delete nothing, as in Hive. Returns the ids deleted."""
+    import sqlalchemy as sa
+
+    if ms.hive_version != 2:
+        raise RefusedError("cleanEmptyAbortedTxns over every txn is Hive 2.3's step here")
+    t, tc = ms.tables.TXNS, ms.tables.TXN_COMPONENTS
+
+    def step(conn) -> list[int]:
+        q = sa.select(t.TXN_ID).where(t.TXN_ID.not_in(sa.select(tc.TC_TXNID)), t.TXN_STATE == "a")
+        ids = sorted(int(x) for (x,) in conn.execute(q))
+        if ids:
+            conn.execute(sa.delete(t.clause).where(t.TXN_ID.in_(ids)))
+        return ids
+
+    return write_step(ms, step, name="cleanEmptyAbortedTxns")
 
 
 def remove_empty_aborted_txns(ms, txn_ids: list[int]) -> list[int]:

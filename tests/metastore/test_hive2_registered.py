@@ -186,10 +186,18 @@ def test_initiator_once_on_a_23_metastore(empty_db, tmp_path):
     )
     if os.geteuid() == 0:  # owned by someone else than who runs acidctl
         os.chown(lowered, pwd.getpwnam("nobody").pw_uid, -1)
+    # aborted txn 40 without components, 41 with one (on another table): the cycle's
+    # cleanEmptyAbortedTxns deletes 40 only
+    set_txns(url, {40: "a", 41: "a"}, next_txn=42, components={41: ("db", "other")})
     r = run_cli("--metastore", url, "-o", "json", "initiator", "--once")
     assert r.code == 0, r.stdout + r.stderr
     got = {(c["table"], c["partition"]): (c["action"], c.get("type")) for c in json.loads(r.stdout)["checked"]}
-    assert got == {("db.low", None): ("enqueued", "major"), ("db.seed", "ds=a"): ("not-due", None)}
+    assert got == {
+        ("db.low", None): ("enqueued", "major"),
+        ("db.seed", "ds=a"): ("not-due", None),
+        (None, None): ("removed-aborted-txns", None),
+    }
+    assert [t["txn_id"] for t in ms2.show_transactions(url)["transactions"]] == [41]
     (q,) = _queue(url)
     assert (q["CQ_ID"], q["CQ_TABLE"], q["CQ_PARTITION"], q["CQ_STATE"], q["CQ_TYPE"]) == (1, "low", None, "i", "a")
     # 2.3's requestCompaction sets runAs: the owner of the table's directory (findUserToRunAs)
