@@ -147,12 +147,12 @@ def resolve_target(
             # a Hive 2.3 metastore (acidctl.metastore.hive2): its ValidTxnList is the snapshot
             from acidctl.metastore import hive2 as ms2
 
-            if hive_version == 2:
-                ms2.require_hive2(url)  # a Hive 3/4 metastore's TXNS does not give txn-id snapshots
-            table = ms2.table_info(url, spec, partition=partition)
+            ms = ms2.require_hive2(url) if hive_version == 2 else ms2.connect_hive2(url)
+            # (a Hive 3/4 metastore's TXNS does not give txn-id snapshots: require_hive2 refuses it)
+            table = ms2.table_info(ms, spec, partition=partition)
             hive_version = 2
             if not (write_ids or assume_committed or txns):
-                wl = ms2.txn_list(url).to_write_ids(table=table.full_name)
+                wl = ms2.txn_list(ms).to_write_ids(table=table.full_name)
                 source = "metastore"
         else:
             table = resolve_table(ms, spec, partition=partition)

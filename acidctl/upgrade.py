@@ -24,8 +24,10 @@ legacy table as split-update and ignores its update/delete events (C.4). For eve
   yet (harmless for Hive 3, listed for the record).
 
 :func:`execute` runs every needed major compaction on Spark in **one** application (the
-existing runner with Hive 2.3 output, :mod:`acidctl.compact.hive2`) and checks again: the report
-it returns is the sign-off (every partition ``ready``) or says exactly what is not.
+existing runner with Hive 2.3 output, :mod:`acidctl.compact.hive2`), registered in the 2.3
+metastore with Hive 2.3's Worker protocol, cleans them as 2.3's Cleaner does, and checks again:
+the report it returns is the sign-off (every partition ``ready``, only a base left in each
+compacted one) or says exactly what is not.
 """
 
 from __future__ import annotations
@@ -373,19 +375,45 @@ def execute(
     spark_conf: dict | None = None,
     engine: str = "spark",
     spark=None,
+    register: bool = True,
 ) -> dict:
     """Run the major compactions of ``report`` (status ``compact``) with Hive 2.3 output on one
-    Spark application, then check again; returns {"runs": [...], "after": report}."""
-    from acidctl.compact.runner import CompactOptions, compact_table
+    Spark application, registered in the 2.3 metastore as Hive 2.3's Worker registers them
+    (:class:`acidctl.compact.register.Registrar`: the request queued for the partition — or one
+    enqueued as ``ALTER TABLE ... COMPACT 'major'`` would — claimed, ``setRunAs``,
+    ``setCompactionHighestTxnId``, ``markCompacted``), then clean them as 2.3's Cleaner does
+    (:func:`acidctl.compact.clean.clean_registered`: the obsolete directories for the list capped
+    at ``CQ_HIGHEST_TXN_ID``, unless a lock present on the partition holds the request back;
+    ``markCleaned``), and check again. Metastore writes not allowed (``--read-only``, or
+    ``register=False``): the compactions run unregistered and the directories are cleaned
+    without the queue, a partition with a lock on it keeping them (the Cleaner's guard). Returns {"runs", "spark_applications", "cleaned", "registered",
+    "notes", "only_bases", "after"}; ``only_bases`` lists the compacted partitions whose
+    directory holds anything but one base afterwards (empty = verified)."""
+    from acidctl.compact.clean import clean_registered, clean_table
+    from acidctl.compact.register import Registrar, location_owner, run_registered
+    from acidctl.compact.runner import CompactOptions
+    from acidctl.errors import RefusedError
+    from acidctl.metastore import cleaner
     from acidctl.metastore import hive2 as ms2
+    from acidctl.metastore.steps import check_writable
     from acidctl.target import location_url
 
     todo: dict[str, list[str | None]] = {}
     for p in report["partitions"]:
         if p["status"] == COMPACT:
             todo.setdefault(p["table"], []).append(p["partition"])
-    reader = ms2.txn_list(url).to_write_ids()
-    runs = []
+    ms = ms2.connect_hive2(url)
+    notes: list[str] = []
+    registered = False
+    if todo and register:
+        try:
+            check_writable(ms, what="register the upgrade compactions")
+            registered = True
+        except RefusedError as e:
+            notes.append(f"not registered in the metastore: {e}")
+    tl = ms2.txn_list(ms)
+    reader = tl.to_write_ids()
+    runs, cleaned = [], []
     if todo and engine == "spark" and spark is None:
         from acidctl.compact.spark import get_or_create_session
 
@@ -393,6 +421,7 @@ def execute(
         spark = get_or_create_session(master, spark_conf)
     locations = {t["table"]: t.get("location") for t in report["tables"]}
     for table, partitions in todo.items():
+        db, _, name = table.partition(".")
         tfs = settings.table_fs(location_url(locations[table]))
         opts = CompactOptions(
             mode="major",
@@ -403,7 +432,12 @@ def execute(
             spark_conf=spark_conf,
             partitions=[p for p in partitions if p is not None] or None,
         )
-        rep = compact_table(tfs, opts, spark=spark if engine == "spark" else None)
+        reg = (
+            Registrar(ms, db, name, compactor_hwm=tl.for_compactor().hwm, run_as=location_owner(tfs))
+            if registered
+            else None
+        )
+        rep = run_registered(tfs, opts, registrar=reg, spark=spark if engine == "spark" else None)
         runs.append(
             {
                 "table": table,
@@ -412,11 +446,52 @@ def execute(
                 "rows_in": sum(p.get("rows_in", 0) for p in rep["partitions"]),
                 "rows_out": sum(p.get("rows_out", 0) for p in rep["partitions"]),
                 "spark_app_id": (rep.get("spark") or {}).get("app_id"),
+                "compaction_ids": [
+                    (p.get("metastore") or {}).get("cq_id") for p in rep["partitions"] if p.get("metastore")
+                ],
+            }
+        )
+        scope = set(partitions)
+        # the snapshot after the compaction: what the Cleaner's getAcidState must keep readable
+        after_reader = ms2.txn_list(ms).to_write_ids()
+        kw = dict(reader=after_reader, hive_version=2, min_age=0.0, execute=True, partitions=scope)
+        if registered:
+            cl = clean_registered(tfs, ms, db=db, table=name, **kw)  # type: ignore[arg-type]
+        else:
+            # no request to finish, but the same guard as 2.3's Cleaner: a partition with a lock
+            # on it (a reader may be in its old deltas) keeps its obsolete directories
+            fake = [{"id": i, "database": db, "table": name, "partition": p} for i, p in enumerate(partitions)]
+            waits = cleaner.cleaner_waits(ms, fake)
+            hold = {p: "; ".join(w["message"] for w in waits[i]) for i, p in enumerate(partitions) if waits[i]}
+            cl = clean_table(tfs, hold=hold, **kw)  # type: ignore[arg-type]
+        cleaned.append(
+            {
+                "table": table,
+                "deleted": [i["path"] for i in cl["items"] if i["action"] == "delete"],
+                "compactions": [
+                    {k: c.get(k) for k in ("cq_id", "partition", "action", "state", "reason")}
+                    for c in cl.get("compactions", [])
+                ],
             }
         )
     after = check(settings, url, db_glob=report["db"])
+    done = {(p["table"], p["partition"]) for p in report["partitions"] if p["status"] == COMPACT}
+    only_bases = [
+        {"table": p["table"], "partition": p["partition"], "current": p["current"], "leftover": p["leftover"]}
+        for p in after["partitions"]
+        if (p["table"], p["partition"]) in done
+        and (len(p["current"]) != 1 or not p["current"][0].startswith("base_") or p["leftover"])
+    ]
     apps = sorted({r["spark_app_id"] for r in runs if r["spark_app_id"]})
-    return {"runs": runs, "spark_applications": apps, "after": after}
+    return {
+        "runs": runs,
+        "spark_applications": apps,
+        "cleaned": cleaned,
+        "registered": registered,
+        "notes": notes,
+        "only_bases": only_bases,
+        "after": after,
+    }
 
 
 def exit_ok(report: dict) -> bool:

@@ -33,10 +33,11 @@ def abort_compactions_command(
 ):
     from acidctl.errors import NotFoundError, RefusedError
     from acidctl.metastore.admin import abort_compactions
-    from acidctl.metastore.connection import connect, resolve_url
+    from acidctl.metastore.connection import resolve_url
+    from acidctl.metastore.hive2 import connect_any
 
     s = ctx.obj
-    ms = connect(resolve_url(s.metastore_url, profile=s.profile))
+    ms = connect_any(resolve_url(s.metastore_url, profile=s.profile))
     report = abort_compactions(ms, ids, execute=execute)
     s.output.emit(report, render_text)
     errors = [c for c in report["compactions"] if c["status"] == "Error"]

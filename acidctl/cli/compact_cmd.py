@@ -264,7 +264,7 @@ def compact_command(
     if engine not in ENGINES:
         raise UsageError(f"--engine must be auto, local or spark, not {engine!r}")
     if enqueue:
-        return _enqueue(settings, table, major=major, minor=minor, due=due, pool=pool)
+        return _enqueue(settings, table, major=major, minor=minor, due=due, pool=pool, hive_version=hive_version)
     if pool is not None:
         raise UsageError("--pool applies to --enqueue")
     threshold = parse_size(local_max_bytes) if local_max_bytes is not None else None
@@ -320,9 +320,14 @@ def compact_command(
     aborted = None
     if due and info is not None and url is not None:
         # the Initiator's third trigger: more aborted txns than the threshold → major
-        from acidctl.metastore.facts import table_facts
+        if hv == 2:  # 2.3's findPotentialCompactions counts the aborted txns' components
+            from acidctl.metastore.hive2 import aborted_components_by_partition
 
-        aborted = table_facts(url, info.db, info.table).aborted_txns_by_partition
+            aborted = aborted_components_by_partition(url, info.db, info.table)
+        else:
+            from acidctl.metastore.facts import table_facts
+
+            aborted = table_facts(url, info.db, info.table).aborted_txns_by_partition
     opts = CompactOptions(
         mode="major" if major else "minor" if minor else None,
         reader=wl,
@@ -371,9 +376,10 @@ def compact_command(
     settings.output.emit(report, render_text)
 
 
-def _enqueue(settings, spec: str, *, major: bool, minor: bool, due: bool, pool) -> None:
+def _enqueue(settings, spec: str, *, major: bool, minor: bool, due: bool, pool, hive_version=None) -> None:
     from acidctl.errors import RefusedError, UsageError
-    from acidctl.metastore.connection import connect, resolve_url
+    from acidctl.metastore.connection import resolve_url
+    from acidctl.metastore.hive2 import connect_any
     from acidctl.metastore.queue import enqueue_for
     from acidctl.target import is_table_name
 
@@ -382,7 +388,8 @@ def _enqueue(settings, spec: str, *, major: bool, minor: bool, due: bool, pool) 
     if not is_table_name(spec):
         raise UsageError(f"--enqueue takes DB.TABLE[/PART], not a path ({spec!r})")
     url = resolve_url(settings.metastore_url, profile=settings.profile)
-    doc = enqueue_for(connect(url), spec, type="major" if major else "minor", pool=pool)
+    # the metastore's own protocol: Hive 2.3 when its schema is 2.x (or --hive-version 2 says so)
+    doc = enqueue_for(connect_any(url, hive_version=hive_version), spec, type="major" if major else "minor", pool=pool)
     settings.output.emit(doc, lambda d: d["message"])
     if not doc["accepted"]:
         raise RefusedError(doc["message"])

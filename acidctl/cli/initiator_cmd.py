@@ -58,9 +58,10 @@ def initiator_command(
     if not once:
         raise UsageError("give --once (acidctl runs one Initiator cycle per invocation)")
     from acidctl.compact.initiate import run_once
-    from acidctl.metastore.connection import connect, resolve_url
+    from acidctl.metastore.connection import resolve_url
+    from acidctl.metastore.hive2 import connect_any
 
-    ms = connect(resolve_url(settings.metastore_url, profile=settings.profile))
+    ms = connect_any(resolve_url(settings.metastore_url, profile=settings.profile))
     checked = run_once(ms, table_fs=settings.table_fs, db_glob=db, dry_run=dry_run)
     summary: dict = {}
     for r in checked:

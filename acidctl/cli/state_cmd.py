@@ -85,7 +85,7 @@ def state_command(
     inspect_file = _deep_hook() if deep else None
     props = {**target.properties, **options.parse_kv(tblproperty, "--tblproperty")}
     facts = None
-    if target.table is not None and target.metastore is not None:
+    if target.table is not None and target.metastore is not None and target.hive_version != 2:
         from acidctl.metastore.facts import facts_for_partition, table_facts
 
         tf = table_facts(target.metastore, target.table.db, target.table.table)

@@ -6,9 +6,11 @@ Library: :mod:`acidctl.upgrade`. JSON document (stable keys): ``metastore`` (pas
 ``tables`` [{table, mode, findings, partitions, location}], ``partitions`` [{table, partition,
 path, mode, status, reasons, preupgrade_tool, current, blocked_by, leftover, files, findings,
 bytes, command}], ``commands`` (the ``ALTER TABLE ... COMPACT 'major';`` lines); with
-``--execute`` also ``executed`` {runs, spark_applications} and the document describes the state
-**after** the compactions. Exit 0 when every partition is ready, 4 when not (the report says
-why), 2/3/5 as usual.
+``--execute`` also ``executed`` {runs (with compaction_ids), spark_applications, registered,
+cleaned [{table, deleted, compactions}], only_bases (compacted partitions left with anything but
+one base: empty = verified)} and the document describes the state **after** the compactions and
+their cleaning. Exit 0 when every partition is ready (and, with --execute, holds only its base),
+4 when not (the report says why), 2/3/5 as usual.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from acidctl.cli.options import parse_kv
 HELP = (
     "Check every ACID table of a Hive 2 metastore for the Hive 3 upgrade: any delta left needs a major "
     "compaction (the ALTER TABLE ... COMPACT 'major' lines are printed); --execute runs them on Spark with "
-    "Hive 2.3 output and checks again."
+    "Hive 2.3 output, registered in the metastore as Hive 2.3's Worker does, cleans them and checks that only bases remain."
 )
 
 
@@ -66,8 +68,19 @@ def upgrade_check_command(
     report = check(settings, url, db_glob=db)
     if execute:
         done = run(settings, url, report, master=master, spark_conf=parse_kv(spark_conf, "--spark-conf"), engine=engine)
-        report = dict(done["after"], executed={"runs": done["runs"], "spark_applications": done["spark_applications"]})
+        for n in done["notes"]:
+            settings.output.note(n)
+        report = dict(
+            done["after"],
+            executed={k: done[k] for k in ("runs", "spark_applications", "registered", "cleaned", "only_bases")},
+        )
     settings.output.emit(report, _text)
+    left = (report.get("executed") or {}).get("only_bases") or []
+    if report["ready"] and left:
+        raise ValidationFailed(
+            f"compacted, but {len(left)} partition(s) still hold more than one base: "
+            + ", ".join(f"{x['table']}/{x['partition'] or '(table)'}" for x in left[:5])
+        )
     if not report["ready"]:
         s = report["summary"]
         raise ValidationFailed(
@@ -84,10 +97,24 @@ def _text(r: dict) -> str:
         f"txns: {r['txns']}   compactor: {r['compactor_txns']}",
     ]
     if "executed" in r:
-        for run in r["executed"]["runs"]:
+        ex = r["executed"]
+        for run in ex["runs"]:
+            ids = [str(i) for i in run.get("compaction_ids") or [] if i is not None]
             lines.append(
                 f"compacted {run['table']}: {', '.join(p or '(table)' for p in run['compacted']) or 'nothing'}"
                 f" ({run['rows_in']} rows in, {run['rows_out']} out)"
+                + (f"; registered as compaction {', '.join(ids)}" if ids else "")
+            )
+        for c in ex.get("cleaned") or []:
+            done = [x for x in c["compactions"] if x.get("state") == "succeeded"]
+            lines.append(
+                f"cleaned {c['table']}: {len(c['deleted'])} obsolete path(s) deleted"
+                + (f", {len(done)} compaction(s) succeeded" if done else "")
+            )
+        for x in ex.get("only_bases") or []:
+            lines.append(
+                f"NOT ONLY A BASE: {x['table']}/{x['partition'] or '(table)'}: "
+                f"{', '.join(x['current'] + x['leftover'])}"
             )
     rows = [
         [

@@ -125,9 +125,10 @@ def worker_command(
 
     from acidctl.compact import worker as w
     from acidctl.metastore import queue, steps
-    from acidctl.metastore.connection import connect, resolve_url
+    from acidctl.metastore.connection import resolve_url
+    from acidctl.metastore.hive2 import connect_any
 
-    ms = connect(resolve_url(settings.metastore_url, profile=settings.profile))
+    ms = connect_any(resolve_url(settings.metastore_url, profile=settings.profile))
     steps.check_writable(ms, what="run compaction requests")
     opts = w.WorkerOptions(
         max=max_requests,

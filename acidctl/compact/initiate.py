@@ -20,6 +20,14 @@ and each of its partitions, in the order Hive's checks run:
 6. at the end of the cycle, ``revokeTimedoutWorkers``: ``working`` requests older than
    ``hive.compactor.worker.timeout`` (24 h) go back to ``initiated``.
 
+Hive 2.3 metastores (a :class:`~acidctl.metastore.hive2.Hive2Metastore`): the same cycle with
+2.3's rules — the metastore's ValidTxnList as the snapshot, the failure threshold as Hive 3
+(``checkFailedCompactions``), the aborted-txn trigger counting ``TXN_COMPONENTS`` rows of
+aborted txns per partition (``findPotentialCompactions``' ``count(*)``), the request's run-as
+user the owner of the partition's (table's) directory (``findUserToRunAs``), no pools and no
+initiator id (2.3's queue has no such columns), and the cycle ends with 2.3's
+``cleanEmptyAbortedTxns`` (aborted ``TXNS`` rows without components deleted).
+
 Derived differences from Hive's Initiator: acidctl checks every partition of every table
 (Hive 4 only revisits partitions written since its previous cycle), and the cycle runs under the
 ``Initiator`` mutex on PostgreSQL/MariaDB (on SQLite each step is serialised anyway); the mutex
@@ -155,6 +163,8 @@ def run_once(
 
     from acidctl.acid.initiator import Thresholds, compactor_state, recommend
     from acidctl.acid.layout import list_table
+    from acidctl.compact.register import location_owner
+    from acidctl.metastore import hive2 as ms2
     from acidctl.metastore import queue, steps
     from acidctl.metastore.facts import table_facts
     from acidctl.metastore.snapshot import table_snapshot
@@ -163,11 +173,12 @@ def run_once(
 
     if not dry_run:
         steps.check_writable(ms, what="enqueue compactions")
+    h2 = ms.hive_version == 2
     out: list[dict] = []
     with initiator_mutex(ms) if not dry_run else contextlib.nullcontext():
         for name in _tables(ms, db_glob):
             try:
-                info = resolve_table(ms, name)
+                info = ms2.table_info(ms, name) if h2 else resolve_table(ms, name)
             except AcidctlError as e:
                 out.append({"table": name, "partition": None, "action": "error", "reasons": [str(e)]})
                 continue
@@ -183,9 +194,14 @@ def run_once(
                 out.append({"table": name, "partition": None, "action": "skipped", "reasons": [why]})
                 continue
             try:
-                tl, wl = table_snapshot(ms, name)
-                facts = table_facts(ms, info.db, info.table)
-                listings = list_table(table_fs(location_url(info.location)))
+                if h2:  # the ValidTxnList is the snapshot; aborted counts as findPotentialCompactions
+                    tl, wl = None, ms2.txn_list(ms).to_write_ids(table=name)
+                    aborted = ms2.aborted_components_by_partition(ms, info.db, info.table)
+                else:
+                    tl, wl = table_snapshot(ms, name)
+                    aborted = table_facts(ms, info.db, info.table).aborted_txns_by_partition
+                tfs = table_fs(location_url(info.location))
+                listings = list_table(tfs)
             except AcidctlError as e:
                 out.append({"table": name, "partition": None, "action": "error", "reasons": [str(e)]})
                 continue
@@ -230,7 +246,7 @@ def run_once(
                     cst,
                     thresholds=thresholds,
                     hive_version=ms.hive_version,
-                    aborted_txn_count=facts.aborted_txns_by_partition.get(part, 0),
+                    aborted_txn_count=aborted.get(part, 0),
                 )
                 rec["reasons"] = list(r.reasons)
                 if not r.due:
@@ -248,6 +264,8 @@ def run_once(
                     type=r.type,
                     pool=(info.params or {}).get(queue.POOL_PROPERTY) or None,
                     initiator_id=queue.process_id(),
+                    # 2.3's requestCompaction: runAs = findUserToRunAs(partition or table location)
+                    run_as=(location_owner(tfs, lst.path) or info.owner or None) if h2 else None,
                 )
                 rec.update(
                     action="enqueued" if res.accepted else "queued", id=res.id if res.accepted else res.existing_id
@@ -256,6 +274,23 @@ def run_once(
                     rec["reasons"].append(res.message)
         if not dry_run:
             n = queue.revoke_timed_out_workers(ms)
+            if h2:  # 2.3's Initiator ends every cycle with cleanEmptyAbortedTxns
+                from acidctl.metastore.cleaner import clean_empty_aborted_txns
+
+                gone = clean_empty_aborted_txns(ms)
+                if gone:
+                    out.append(
+                        {
+                            "table": None,
+                            "partition": None,
+                            "action": "removed-aborted-txns",
+                            "id": None,
+                            "type": None,
+                            "reasons": [
+                                f"aborted txn(s) without components removed from TXNS: {', '.join(map(str, gone))}"
+                            ],
+                        }
+                    )
             if n:
                 out.append(
                     {

@@ -12,13 +12,16 @@ Per compacted partition (a :class:`Registrar` serves one table):
 * Hive 4: a COMPACTION txn is opened (it names the output ``_v<txn>``), heartbeated from a
   background thread while the compaction runs, holds a SHARED_READ lock on the table/partition,
   and is recorded with ``updateCompactorState`` (queue row + ``TXN_COMPONENTS`` ``c`` row);
-  Hive 3: ``setCompactionHighestWriteId`` (and ``setRunAs``);
+  Hive 3: ``setCompactionHighestWriteId`` (and ``setRunAs``); Hive 2.3 (a
+  :class:`~acidctl.metastore.hive2.Hive2Metastore`): ``setRunAs`` then
+  ``setCompactionHighestTxnId`` (the compactor ValidTxnList's hwm), no txn and no lock;
 * after publication ``markCompacted`` (``ready for cleaning``) and, Hive 4, the commit of the
   compactor txn — the output stays invisible to Hive 4 readers until that commit;
 * on failure ``markFailed`` with the error message and, Hive 4, the txn aborted
   (``compaction transaction abort``);
 * a claimed request with nothing to compact: Hive 4 ``markRefused`` and commit, Hive 3
-  ``markCompacted`` (as their Workers do).
+  ``markCompacted`` (as their Workers do; Hive 2.3's CompactorMR runs the job anyway and marks
+  it compacted).
 
 :func:`registration_for` decides whether a ``compact`` run registers (``--no-register``,
 ``--dry-run``, ``--read-only``, the schema version) — the CLI only passes its options.
@@ -153,6 +156,12 @@ class Registrar:
                 queue.update_compactor_state(
                     self.ms, req.cq_id, txn_id=e.txn_id, highest_write_id=self.hwm, run_as=req.run_as or self.run_as
                 )
+            elif self.hive_version == 2:
+                # Hive 2.3's Worker: setRunAs (when the request has none), then
+                # setCompactionHighestTxnId with the compactor ValidTxnList's hwm; no txn, no lock
+                if req.run_as is None:
+                    queue.set_run_as(self.ms, req.cq_id, self.run_as)
+                queue.set_highest_txn_id(self.ms, req.cq_id, self.hwm)
             else:
                 queue.set_highest_write_id(self.ms, req.cq_id, self.hwm)
                 if req.run_as is None:
@@ -297,6 +306,26 @@ class Registrar:
         return rec
 
 
+def location_owner(tfs, path: str | None = None) -> str | None:
+    """Hive 2.3's Worker ``findUserToRunAs``: the owner of the table's (or partition's) directory
+    — what it records with ``setRunAs`` for a request without one. None when the filesystem does
+    not say (object stores); the caller falls back to the table owner, then the current user."""
+    path = path or tfs.root
+    try:
+        if tfs.protocol in ("file", "local"):
+            import os
+            import pwd
+
+            return pwd.getpwuid(os.stat(path).st_uid).pw_name
+        owner = tfs.fs.info(path).get("owner")  # WebHDFS/HDFS FileStatus owner
+        return str(owner) if owner else None
+    except (OSError, KeyError, ValueError):
+        return None
+    except Exception as e:  # a remote error: the run-as user is not worth failing the run for
+        log.info("no owner for %s: %s", path, e)
+        return None
+
+
 @dataclasses.dataclass
 class Registration:
     """What :func:`registration_for` decided for one ``compact`` run."""
@@ -317,9 +346,10 @@ def registration_for(
     heartbeat_s: float = txns.TXN_TIMEOUT_S / 4,
 ) -> Registration:
     """Whether and how a ``compact`` run registers in the metastore. Writes are on by default
-    where the compaction needs them (a DB.TABLE target on a 3.1.x/4.0.x schema); ``--no-register``
-    skips them for one run; ``--read-only`` or another schema version leaves a Hive 3 compaction
-    unregistered (noted) and refuses a Hive 4 one, whose output needs a compactor txn."""
+    where the compaction needs them (a DB.TABLE target on a 3.1.x/4.0.x schema, or a 2.3.x one
+    with the Hive 2.3 protocol); ``--no-register`` skips them for one run; ``--read-only`` or
+    another schema version leaves a Hive 2.3/3 compaction unregistered (noted) and refuses a Hive
+    4 one, whose output needs a compactor txn."""
     info, ms, hv = target.table, target.metastore, target.hive_version
     notes: list[str] = []
     if dry_run:
@@ -331,13 +361,7 @@ def registration_for(
     if no_register:
         notes.append("not registered in the metastore (--no-register)")
         return Registration(None, visibility_txn, False, notes)
-    if hv < 3:
-        notes.append(
-            "not registered in the metastore: acidctl does not write to Hive 2.3 metastores "
-            "(run `acidctl clean --hive-version 2` for the obsolete directories)"
-        )
-        return Registration(None, visibility_txn, False, notes)
-    if visibility_txn is not None:
+    if hv >= 3 and visibility_txn is not None:
         raise UsageError(
             "--visibility-txn names the output of an unregistered compaction; with a metastore "
             "acidctl opens its own compactor txn",
@@ -360,7 +384,7 @@ def registration_for(
         info.db,
         info.table,
         compactor_hwm=wl.for_compactor().hwm,
-        run_as=info.owner or None,
+        run_as=(location_owner(target.tfs) if hv == 2 else None) or info.owner or None,
         heartbeat_s=heartbeat_s,
     )
     if hv >= 4:

@@ -11,6 +11,10 @@ runner, each registered by :class:`acidctl.compact.register.Registrar`:
   leaves that to the Cleaner side and records why);
 * compacted → ``ready for cleaning`` (Hive 4: after the compactor txn committed);
 * nothing to compact → Hive 4 ``refused``, Hive 3 ``ready for cleaning`` (as their Workers do);
+* Hive 2.3 metastores (a :class:`~acidctl.metastore.hive2.Hive2Metastore`): the same, with the
+  ValidTxnList as the snapshot, ``setCompactionHighestTxnId`` and CompactorMR-shaped output
+  (:mod:`acidctl.compact.hive2`); a missing table is ``failed`` as on Hive 3 (2.3's Worker
+  would ``markCleaned`` it);
 * any error → ``failed`` with the error message (Hive 4: compactor txn aborted).
 
 A stop request (SIGTERM, Ctrl-C: :class:`StopFlag`) lets the request in flight finish; the
@@ -170,7 +174,12 @@ def run_request(
         return _record(req, "failed", message, time.perf_counter() - t0)
 
     try:
-        info = resolve_table(ms, req.full_name, partition=req.partition)
+        if hv == 2:
+            from acidctl.metastore.hive2 import table_info
+
+            info = table_info(ms, req.full_name, partition=req.partition)
+        else:
+            info = resolve_table(ms, req.full_name, partition=req.partition)
     except NotFoundError as e:
         return refuse(f"Unable to find table or partition: {e}")
     except AcidctlError as e:
@@ -189,14 +198,19 @@ def run_request(
         return refuse(f"{req.type} compaction is not supported by acidctl")
     reg = None
     try:
-        tl, wl = table_snapshot(ms, info.full_name)
+        if hv == 2:  # Hive 2.3: the ValidTxnList is the snapshot (txn ids name the directories)
+            from acidctl.metastore.hive2 import txn_list
+
+            tl, wl = None, txn_list(ms).to_write_ids(table=info.full_name)
+        else:
+            tl, wl = table_snapshot(ms, info.full_name)
         tfs = table_fs(location_url(info.location))
         reg = Registrar(
             ms,
             info.db,
             info.table,
             compactor_hwm=wl.for_compactor().hwm,
-            run_as=req.run_as or info.owner or None,
+            run_as=req.run_as or (_run_as_2(info, tfs, table_fs) if hv == 2 else None) or info.owner or None,
             worker_id=worker_id,
             requests={req.partition: req},
             heartbeat_s=opts.heartbeat_s,
@@ -254,6 +268,17 @@ def run_request(
     return _record(
         req, m["state"], p["message"] if p else "nothing to compact", time.perf_counter() - t0, txn_id=m.get("txn_id")
     )
+
+
+def _run_as_2(info, tfs, table_fs) -> str | None:
+    """Hive 2.3's ``findUserToRunAs(sd.getLocation(), t)``: the owner of the partition's directory
+    (of the table's, unpartitioned)."""
+    from acidctl.compact.register import location_owner
+    from acidctl.target import location_url
+
+    if info.partition_location:
+        return location_owner(table_fs(location_url(info.partition_location)))
+    return location_owner(tfs)
 
 
 def _left_for_cleaner(tfs, partition, wl, tl, hv) -> bool:

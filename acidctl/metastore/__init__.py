@@ -10,8 +10,10 @@ Public API (import from the submodules to keep ``import acidctl.metastore`` free
 * :func:`acidctl.metastore.connection.connect`, :func:`~acidctl.metastore.connection.resolve_url`
 * :func:`acidctl.metastore.queries.show_transactions` / ``show_locks`` / ``show_compactions``
 * :class:`acidctl.metastore.recorder.Recorder`, :func:`acidctl.metastore.init.init_metastore`
-* :mod:`acidctl.metastore.hive2` — Hive 2.3 metastores (read only): ``is_hive2``, ``txn_list``,
-  ``show_transactions`` / ``show_compactions``, ``list_tables``, ``table_info``, ``init_hive2``
+* :mod:`acidctl.metastore.hive2` — Hive 2.3 metastores: ``is_hive2``, ``txn_list``,
+  ``show_transactions`` / ``show_compactions``, ``list_tables``, ``table_info``, ``init_hive2``;
+  ``Hive2Metastore`` / ``connect_any`` give the queue (:mod:`~acidctl.metastore.queue`) and
+  Cleaner (:mod:`~acidctl.metastore.cleaner`) steps a 2.3 schema to write Hive 2.3's protocol to
 """
 
 

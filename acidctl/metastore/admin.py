@@ -6,7 +6,9 @@
   row ``x`` ("Compaction Aborted by Abort Comapction request." — Hive's spelling) and leaves the
   queue. Hive 3 has no ``x`` state: its ``show_compact`` leaves the state of such a row unset,
   which breaks Thrift SHOW COMPACTIONS and Hive 3's Initiator; so on Hive 3 the ``initiated``
-  row is only deleted (the closest the Hive 3 rows allow; no history row).
+  row is only deleted (the closest the Hive 3 rows allow; no history row). Hive 2.3 metastores
+  (a :class:`~acidctl.metastore.hive2.Hive2Metastore`) are treated as Hive 3: 2.3 has neither
+  ``ABORT COMPACTIONS`` nor an ``x`` state.
 * :func:`unlock` — Thrift ``unlock(lockid)``: ``DELETE FROM HIVE_LOCKS WHERE HL_LOCK_EXT_ID=?
   AND (HL_TXNID=0 OR HL_LOCK_STATE='w')``; nothing deleted → no such lock is success
   (idempotent), a lock of a txn is refused.
@@ -77,6 +79,10 @@ def _lookup(ms, ids: list[int]) -> dict[int, dict]:
     return found
 
 
+def _label(hive_version: int) -> str:
+    return "2.3" if hive_version == 2 else str(hive_version)
+
+
 def abort_compactions(ms, ids: list[int], *, execute: bool = False) -> dict:
     """``ABORT COMPACTIONS`` (dry run unless ``execute``). Returns ``{"hive_version", "executed",
     "compactions": [{compactionid, status (Success|Error|Eligible), message, database, table,
@@ -107,7 +113,7 @@ def abort_compactions(ms, ids: list[int], *, execute: bool = False) -> dict:
             el.update(
                 status="Eligible",
                 message="would be aborted (dry run; --execute to abort)"
-                + ("" if hv >= 4 else "; Hive 3: the queue row is deleted, no history row"),
+                + ("" if hv >= 4 else f"; Hive {_label(hv)}: the queue row is deleted, no history row"),
             )
         else:
             el.update(_abort_one(ms, i))
@@ -147,7 +153,7 @@ def _abort_one(ms, cq_id: int) -> dict:
             "status": "Success",
             "state": "x" if h4 else None,
             "message": "Successfully aborted compaction"
-            + ("" if h4 else " (Hive 3: queue row deleted, no history row)"),
+            + ("" if h4 else f" (Hive {_label(ms.hive_version)}: queue row deleted, no history row)"),
         }
 
     try:

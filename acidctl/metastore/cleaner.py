@@ -30,7 +30,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator
 
-from acidctl.errors import NotFoundError
+from acidctl.errors import NotFoundError, RefusedError
 from acidctl.metastore import queue
 from acidctl.metastore.steps import for_update, now_ms, write_step
 
@@ -46,6 +46,7 @@ _REQ_COLS = (
     "CQ_STATE",
     "CQ_TYPE",
     "CQ_HIGHEST_WRITE_ID",
+    "CQ_HIGHEST_TXN_ID",
     "CQ_RUN_AS",
     "CQ_START",
     "CQ_WORKER_ID",
@@ -80,6 +81,8 @@ def ready_requests(ms, db: str, table: str, *, partitions: list[str | None] | No
     out = []
     for r in rows:
         d = {c[3:].lower(): v for c, v in zip([c for c in _REQ_COLS if cq.has(c)], r)}
+        if "highest_txn_id" in d:  # Hive 2.3: txn ids name the directories (its findReadyToClean)
+            d["highest_write_id"] = d.pop("highest_txn_id")
         for k in (
             "id",
             "highest_write_id",
@@ -113,9 +116,13 @@ def _same(a: str | None, b: str | None, *, ignore_case: bool = True) -> bool:
 
 
 def _h3_waits(ms, conn, requests: list[dict]) -> dict[int, list[dict]]:
+    """Hive 3.1 and 2.3 Cleaners: the locks on the request's database/table/partition. 2.3's
+    ``findRelatedLocks`` compares database and table names exactly (``equals``), 3.1's ignoring
+    case; 2.3's ``HL_TXNID`` may be NULL (a lock outside a txn)."""
     import sqlalchemy as sa
 
     h = ms.tables.HIVE_LOCKS
+    exact = ms.hive_version == 2
     dbs = {r["database"].lower() for r in requests}
     rows = conn.execute(
         sa.select(
@@ -140,14 +147,15 @@ def _h3_waits(ms, conn, requests: list[dict]) -> dict[int, list[dict]]:
         waits = []
         for ext, _int_id, txn, hdb, htbl, hpart, st, ty, user, host, acq in rows:
             if not (
-                _same(hdb, r["database"])
-                and _same(htbl, r["table"])
+                _same(hdb, r["database"], ignore_case=not exact)
+                and _same(htbl, r["table"], ignore_case=not exact)
                 and _same(hpart, r["partition"], ignore_case=False)
             ):
                 continue
             if int(ext) in seen:
                 continue
             seen.add(int(ext))
+            txn = int(txn or 0)
             waits.append(
                 {
                     "kind": "lock",
@@ -362,7 +370,7 @@ def cleaner_waits(
     if not requests:
         return {}
     with ms.read() as conn:
-        if ms.hive_version == 3:
+        if ms.hive_version < 4:
             return _h3_waits(ms, conn, requests)
         return _h4_waits(
             ms,
@@ -403,7 +411,7 @@ def cleaner_mutex(ms, *, wait_s: int = 60) -> Iterator[None]:
         return
     aux = ms.tables.AUX_TABLE
     cond = [aux.MT_KEY1 == MUTEX_KEY]
-    if ms.hive_version == 3:
+    if ms.hive_version < 4:  # Hive 2.3 and 3.1: MT_KEY2 = 0
         cond.append(aux.MT_KEY2 == 0)
     q = sa.select(aux.MT_COMMENT, aux.MT_KEY2).where(*cond).with_for_update()
     with db_errors(ms.engine.url):
@@ -450,7 +458,7 @@ def cleaner_mutex(ms, *, wait_s: int = 60) -> Iterator[None]:
 
 def mark_cleaner_start(ms, cq_id: int) -> bool:
     """Hive 4 ``markCleanerStart``: ``CQ_CLEANER_START = now`` on the ``r`` row. No-op on Hive 3."""
-    if ms.hive_version == 3:
+    if ms.hive_version < 4:
         return False
     import sqlalchemy as sa
 
@@ -471,7 +479,7 @@ def mark_cleaner_start(ms, cq_id: int) -> bool:
 
 def clear_cleaner_start(ms, cq_id: int) -> bool:
     """Hive 4 ``clearCleanerStart``: ``CQ_CLEANER_START = -1`` (the row stays ``r``)."""
-    if ms.hive_version == 3:
+    if ms.hive_version < 4:
         return False
     import sqlalchemy as sa
 
@@ -510,12 +518,17 @@ def mark_cleaned(ms, cq_id: int, *, remove_empty_aborted_txns: bool = True) -> d
     guards — never the highest ``TXN_ID``, never a txn started within the open-txn timeout —
     apply on Hive 4).
 
+    Hive 2.3 (:func:`_mark_cleaned_h2`): as Hive 3 with txn ids — ``CQ_HIGHEST_TXN_ID`` caps
+    ``CTC_TXNID`` and the aborted txns' ids, both terms only when it is non-zero.
+
     Returns what changed: ``{"cq_id", "history_state", "queue_rows_deleted",
     "completed_txn_components_deleted", "txn_components_deleted", "aborted_txns",
     "aborted_txns_removed"}``.
     """
     import sqlalchemy as sa
 
+    if ms.hive_version == 2:
+        return _mark_cleaned_h2(ms, cq_id, remove_empty_aborted_txns=remove_empty_aborted_txns)
     T = ms.tables
     cq, cc, ctc, tc, t = (
         T.COMPACTION_QUEUE,
@@ -623,6 +636,88 @@ def mark_cleaned(ms, cq_id: int, *, remove_empty_aborted_txns: bool = True) -> d
         }
 
     return write_step(ms, step, name="markCleaned")
+
+
+def _mark_cleaned_h2(ms, cq_id: int, *, remove_empty_aborted_txns: bool) -> dict:
+    """Hive 2.3's ``CompactionTxnHandler.markCleaned``, statement for statement: read the row,
+    delete it, insert the ``s`` history row (``CC_END`` = db now, ``CC_HIGHEST_TXN_ID`` from
+    ``CQ_HIGHEST_TXN_ID``), delete the partition's ``COMPLETED_TXN_COMPONENTS`` (``CTC_TXNID <=
+    highest`` when highest is non-zero), select the aborted txns with components on the
+    table/partition (``TXN_ID <= highest`` when non-zero) and delete those components. Then the
+    emptied aborted ``TXNS`` rows, as 2.3's ``cleanEmptyAbortedTxns`` removes them."""
+    import sqlalchemy as sa
+
+    T = ms.tables
+    cq, ctc, tc, t = T.COMPACTION_QUEUE, T.COMPLETED_TXN_COMPONENTS, T.TXN_COMPONENTS, T.TXNS
+
+    def step(conn: sa.Connection) -> dict[str, Any]:
+        row = conn.execute(sa.select(cq.clause).where(cq.CQ_ID == cq_id)).mappings().first()
+        if row is None:
+            raise NotFoundError(f"compaction {cq_id} is not in COMPACTION_QUEUE (already cleaned or failed?)")
+        r = {k.upper(): v for k, v in row.items()}
+        db, tbl, part = r["CQ_DATABASE"], r["CQ_TABLE"], r["CQ_PARTITION"]
+        hw = int(r["CQ_HIGHEST_TXN_ID"] or 0)
+        now = now_ms(conn)
+        if conn.execute(sa.delete(cq.clause).where(cq.CQ_ID == cq_id)).rowcount != 1:
+            raise NotFoundError(f"compaction {cq_id} could not be deleted from COMPACTION_QUEUE")
+        queue.insert_history(ms, conn, queue.history_row(ms, r, state="s", end=now))
+        cond = [ctc.CTC_DATABASE == db, ctc.CTC_TABLE == tbl]
+        if part is not None:
+            cond.append(ctc.CTC_PARTITION == part)
+        if hw != 0:
+            cond.append(ctc.CTC_TXNID <= hw)
+        n_ctc = conn.execute(sa.delete(ctc.clause).where(*cond)).rowcount
+        tcond = [tc.TC_DATABASE == db, tc.TC_TABLE == tbl]
+        if part is not None:
+            tcond.append(tc.TC_PARTITION == part)
+        acond = [t.TXN_STATE == "a", *tcond] + ([t.TXN_ID <= hw] if hw != 0 else [])
+        aborted_ids = sorted(
+            int(x)
+            for (x,) in conn.execute(
+                sa.select(t.TXN_ID)
+                .distinct()
+                .select_from(t.clause.join(tc.clause, tc.TC_TXNID == t.TXN_ID))
+                .where(*acond)
+            )
+        )
+        n_tc = 0
+        if aborted_ids:
+            n_tc = conn.execute(sa.delete(tc.clause).where(tc.TC_TXNID.in_(aborted_ids), *tcond)).rowcount
+        removed = _remove_empty_aborted(ms, conn, aborted_ids) if remove_empty_aborted_txns else []
+        return {
+            "cq_id": cq_id,
+            "history_state": "s",
+            "queue_rows_deleted": 1,
+            "completed_txn_components_deleted": int(n_ctc),
+            "txn_components_deleted": int(n_tc),
+            "aborted_txns": aborted_ids,
+            "aborted_txns_removed": removed,
+            "highest_write_id": hw,
+            "end": now,
+        }
+
+    return write_step(ms, step, name="markCleaned")
+
+
+def clean_empty_aborted_txns(ms) -> list[int]:
+    """Hive 2.3's ``cleanEmptyAbortedTxns`` (its Initiator, at the end of every cycle): every
+    aborted ``TXNS`` row whose id is ``NOT IN (SELECT TC_TXNID FROM TXN_COMPONENTS)`` is deleted —
+    the same ``NOT IN``, so a NULL ``TC_TXNID`` (possible in 2.3's Postgres schema) makes it
+    delete nothing, as in Hive. Returns the ids deleted."""
+    import sqlalchemy as sa
+
+    if ms.hive_version != 2:
+        raise RefusedError("cleanEmptyAbortedTxns over every txn is Hive 2.3's step here")
+    t, tc = ms.tables.TXNS, ms.tables.TXN_COMPONENTS
+
+    def step(conn) -> list[int]:
+        q = sa.select(t.TXN_ID).where(t.TXN_ID.not_in(sa.select(tc.TC_TXNID)), t.TXN_STATE == "a")
+        ids = sorted(int(x) for (x,) in conn.execute(q))
+        if ids:
+            conn.execute(sa.delete(t.clause).where(t.TXN_ID.in_(ids)))
+        return ids
+
+    return write_step(ms, step, name="cleanEmptyAbortedTxns")
 
 
 def remove_empty_aborted_txns(ms, txn_ids: list[int]) -> list[int]:

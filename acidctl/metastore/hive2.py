@@ -10,6 +10,11 @@ tables, quoted upper-case metadata tables).
 Kept apart from :mod:`acidctl.metastore.connection` (Hive 3/4 detection): :func:`is_hive2`
 reads ``VERSION.SCHEMA_VERSION`` (``2.x``) or, without a VERSION row, looks for the 2.3-only
 ``CQ_HIGHEST_TXN_ID`` column. Everything here reads in one read-only transaction per call.
+
+Writes: :class:`Hive2Metastore` is what the write steps of :mod:`acidctl.metastore.queue`,
+:mod:`acidctl.metastore.cleaner` and :mod:`acidctl.compact.initiate` take to write Hive 2.3's own
+protocol (its ``TxnHandler.compact``, ``CompactionTxnHandler`` and Cleaner); :func:`connect_any`
+picks it for a 2.x schema. Writes are allowed on a ``2.3.x`` schema only.
 """
 
 from __future__ import annotations
@@ -187,12 +192,40 @@ def is_hive2(engine_or_url: Any) -> bool:
 
 
 class Hive2Metastore:
-    """A connected Hive 2.3 metastore (table clauses spelled for its dialect)."""
+    """A connected Hive 2.3 metastore (table clauses spelled for its dialect).
+
+    It answers the few attributes the shared write steps of :mod:`acidctl.metastore.queue` use
+    (``hive_version`` 2, ``tables.<NAME>``, ``read()``, ``schema_version``), so the steps Hive
+    2.3 runs exactly as Hive 3 does (``compact``, ``findNextToCompact``, ``setRunAs``,
+    ``markCompacted``, ``markFailed``, the revokes) are the same functions; the 2.3-only ones
+    live in :mod:`acidctl.metastore.hive2_queue`. Writes are allowed on a ``2.3.x`` schema only
+    (:func:`acidctl.metastore.steps.check_writable`)."""
+
+    hive_version = 2
+    read_only = False
 
     def __init__(self, engine_or_url: Any):
         self.engine = as_engine(engine_or_url)
+        self.url = self.engine.url
         self.dialect = _dialect(self.engine)
         self.flavor = _flavor(self.dialect)
+        self.tables = _Hive2Tables(self)
+        self._schema_version: Any = None
+
+    @property
+    def schema_version(self) -> str | None:
+        """``VERSION.SCHEMA_VERSION`` as stored (read once): what decides whether acidctl writes."""
+        if self._schema_version is None:
+            import sqlalchemy as sa
+
+            v = self.t("VERSION")
+            with db_errors(self.engine.url), self.read() as conn:
+                try:
+                    row = conn.execute(sa.select(v.SCHEMA_VERSION)).first()
+                except Exception:  # no VERSION table (detected by CQ_HIGHEST_TXN_ID alone)
+                    row = None
+            self._schema_version = str(row[0]) if row and row[0] is not None else ""
+        return self._schema_version or None
 
     def t(self, name: str):
         """A table clause whose columns are reached by Hive's upper-case names."""
@@ -214,6 +247,25 @@ class Hive2Metastore:
 
     def safe_url(self) -> str:
         return safe_url(self.engine.url)
+
+
+class _Hive2Tables:
+    """``ms.tables.COMPACTION_QUEUE`` for a :class:`Hive2Metastore` (as :class:`Tables` does for 3/4)."""
+
+    def __init__(self, ms: Hive2Metastore):
+        self._ms = ms
+        self._cache: dict[str, Any] = {}
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if name not in self._cache:
+            from acidctl.metastore.schema import HIVE2_TXN_TABLES, META_TABLES
+
+            if name not in HIVE2_TXN_TABLES and name not in META_TABLES:
+                raise AttributeError(f"{name} is not a Hive 2.3 metastore table")
+            self._cache[name] = self._ms.t(name)
+        return self._cache[name]
 
 
 def connect_hive2(engine_or_url: Any) -> Hive2Metastore:
@@ -440,6 +492,24 @@ def open_txn_components(engine_or_url: Any) -> dict[tuple[str, str], list[int]]:
     return {k: sorted(set(v)) for k, v in out.items()}
 
 
+def aborted_components_by_partition(engine_or_url: Any, db: str, table: str) -> dict[str | None, int]:
+    """The count 2.3's ``findPotentialCompactions`` compares with ``hive.compactor.abortedtxn.threshold``:
+    ``TXN_COMPONENTS`` rows of aborted txns per partition (``count(*)`` grouped by
+    db/table/partition, as Hive writes it — a txn with several components counts several times)."""
+    import sqlalchemy as sa
+
+    ms = connect_hive2(engine_or_url)
+    tc, tx = ms.t("TXN_COMPONENTS"), ms.t("TXNS")
+    with db_errors(ms.engine.url), ms.read() as conn:
+        rows = conn.execute(
+            sa.select(tc.TC_PARTITION, sa.func.count())
+            .select_from(tc.clause.join(tx.clause, tc.TC_TXNID == tx.TXN_ID))
+            .where(tx.TXN_STATE == "a", tc.TC_DATABASE == db, tc.TC_TABLE == table)
+            .group_by(tc.TC_DATABASE, tc.TC_TABLE, tc.TC_PARTITION)
+        ).all()
+    return {p: int(n) for p, n in rows}
+
+
 def require_hive2(engine_or_url: Any) -> Hive2Metastore:
     if not is_hive2(engine_or_url):
         raise UsageError(
@@ -447,6 +517,20 @@ def require_hive2(engine_or_url: Any) -> Hive2Metastore:
             hint="point --metastore at the Hive 2 cluster's metastore database",
         )
     return connect_hive2(engine_or_url)
+
+
+def connect_any(url_or_engine: Any, *, hive_version: Any = None):
+    """The metastore the queue/Cleaner steps run on: a Hive 2.3 one (:class:`Hive2Metastore`,
+    detected by VERSION 2.x or ``CQ_HIGHEST_TXN_ID``, or asked for with ``hive_version`` 2) or a
+    Hive 3/4 :class:`~acidctl.metastore.connection.Metastore`."""
+    from acidctl.metastore.connection import connect
+
+    hv = str(hive_version).strip() if hive_version not in (None, "", "auto") else None
+    if hv is not None and hv.startswith("2"):
+        return require_hive2(url_or_engine)
+    if hv is None and is_hive2(url_or_engine):
+        return connect_hive2(url_or_engine)
+    return connect(url_or_engine, hive_version=hive_version)
 
 
 def table_info(engine_or_url: Any, spec: str, *, partition: str | None = None):

@@ -12,8 +12,9 @@
 * :func:`claim` — ``findNextToCompact``: candidates (Hive 4: by ``CQ_ID``, pools as §3.1), each
   tried with the conditional ``UPDATE ... WHERE CQ_ID = ? AND CQ_STATE = 'i'`` until one updates
   one row — so acidctl never races Hive's workers or another acidctl;
-* :func:`set_highest_write_id` / :func:`set_run_as` (Hive 3) and :func:`update_compactor_state`
-  (Hive 4, with the ``TXN_COMPONENTS`` ``c`` row);
+* :func:`set_highest_write_id` / :func:`set_run_as` (Hive 3), :func:`set_highest_txn_id` (Hive
+  2.3's ``setCompactionHighestTxnId``) and :func:`update_compactor_state` (Hive 4, with the
+  ``TXN_COMPONENTS`` ``c`` row);
 * :func:`mark_compacted` (``r``), :func:`mark_refused` (Hive 4 ``c``), :func:`mark_failed`
   (``f``): the last two move the row to ``COMPLETED_COMPACTIONS`` (error message kept where
   the schema has the column);
@@ -22,6 +23,12 @@
   claimed but did not start.
 
 Each function is one :func:`acidctl.metastore.steps.write_step`.
+
+Hive 2.3 (a :class:`~acidctl.metastore.hive2.Hive2Metastore`, ``hive_version`` 2): its
+``TxnHandler.compact``, ``findNextToCompact``, ``setRunAs``, ``markCompacted``, ``markFailed``
+(no error-message column), ``revokeFromLocalWorkers`` and ``revokeTimedoutWorkers`` write the same
+rows as Hive 3's (insert-only-and-hive2.md B.8; checked against 2.3's CompactionTxnHandler), so
+the same functions run them; only the highest id differs (:func:`set_highest_txn_id`).
 """
 
 from __future__ import annotations
@@ -155,7 +162,8 @@ def _request(ms, row) -> Request:
         pool=r.get("CQ_POOL_NAME"),
         worker_id=r.get("CQ_WORKER_ID"),
         txn_id=r.get("CQ_TXN_ID"),
-        highest_write_id=r.get("CQ_HIGHEST_WRITE_ID"),
+        # Hive 2.3 records CQ_HIGHEST_TXN_ID: its txn ids are what its directories are named by
+        highest_write_id=r.get("CQ_HIGHEST_WRITE_ID", r.get("CQ_HIGHEST_TXN_ID")),
     )
 
 
@@ -409,11 +417,28 @@ def _update_one(ms, cq_id: int, values: dict, *, name: str, read_only: bool, sta
 
 def set_highest_write_id(ms, cq_id: int, highest_write_id: int, *, read_only: bool = False) -> None:
     """Hive 3 ``setCompactionHighestWriteId``: ``CQ_HIGHEST_WRITE_ID`` = the compactor hwm."""
+    if ms.hive_version == 2:
+        raise RefusedError("setCompactionHighestWriteId is Hive 3's; Hive 2.3 uses setCompactionHighestTxnId")
     _update_one(
         ms,
         cq_id,
         {"CQ_HIGHEST_WRITE_ID": int(highest_write_id)},
         name="set the compaction's highest write id",
+        read_only=read_only,
+    )
+
+
+def set_highest_txn_id(ms, cq_id: int, highest_txn_id: int, *, read_only: bool = False) -> None:
+    """Hive 2.3 ``setCompactionHighestTxnId``: ``CQ_HIGHEST_TXN_ID`` = the high-water mark of the
+    compactor's ValidTxnList (lowest open txn − 1); no row updated is an error in Hive too
+    (``IllegalStateException``)."""
+    if ms.hive_version != 2:
+        raise RefusedError("setCompactionHighestTxnId is Hive 2.3's; Hive 3 uses setCompactionHighestWriteId")
+    _update_one(
+        ms,
+        cq_id,
+        {"CQ_HIGHEST_TXN_ID": int(highest_txn_id)},
+        name="set the compaction's highest txn id",
         read_only=read_only,
     )
 
@@ -602,9 +627,14 @@ def enqueue_for(ms, spec: str, *, type: str, pool: str | None = None, read_only:
     partition (Hive 3 requires it; Hive 4 would check every partition with the Initiator logic —
     ``acidctl initiator --once`` does that). The pool defaults to the table's
     ``hive.compactor.worker.pool`` property (Hive 4). Returns the response as a dict."""
-    from acidctl.metastore.tables import resolve_table
+    if ms.hive_version == 2:
+        from acidctl.metastore.hive2 import table_info
 
-    info = resolve_table(ms, spec)
+        info = table_info(ms, spec)
+    else:
+        from acidctl.metastore.tables import resolve_table
+
+        info = resolve_table(ms, spec)
     if info.partitioned and not info.partition:
         raise UsageError(
             f"{info.full_name} is partitioned: give the partition as {info.full_name}/k=v",
@@ -615,7 +645,7 @@ def enqueue_for(ms, spec: str, *, type: str, pool: str | None = None, read_only:
     if ms.hive_version >= 4 and pool is None:
         pool = (info.params or {}).get(POOL_PROPERTY) or None
     elif ms.hive_version < 4 and pool is not None:
-        raise UsageError("--pool needs a Hive 4 metastore (Hive 3 has no compaction pools)")
+        raise UsageError(f"--pool needs a Hive 4 metastore (Hive {ms.hive_version} has no compaction pools)")
     res = enqueue(ms, info.db, info.table, partition=info.partition, type=type, pool=pool, read_only=read_only)
     doc = res.to_dict()
     doc.update(

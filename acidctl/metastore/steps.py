@@ -14,8 +14,9 @@ how Hive's own TxnHandler runs each of its methods (../shared/spec/operations.md
   ``200 ms × n`` as Hive's deadlock retry does; any other error ends the step (rolled back).
 
 Writes are refused (``RefusedError``, exit 6) unless the schema version is one acidctl writes
-(``VERSION.SCHEMA_VERSION`` 3.1.x or 4.0.x — decided by the schema, not by who created the
-database; reads work on more) and unless writes are allowed: the global ``--read-only`` flag
+(``VERSION.SCHEMA_VERSION`` 3.1.x or 4.0.x for the Hive 3/4 steps, 2.3.x for the Hive 2.3 steps
+run on a :class:`~acidctl.metastore.hive2.Hive2Metastore` — decided by the schema, not by who
+created the database; reads work on more) and unless writes are allowed: the global ``--read-only`` flag
 (``ACIDCTL_READ_ONLY=1``, profile key ``read_only = true``) forbids every metastore write.
 
 Why a process-wide switch besides the per-connection flag: ``--read-only`` is a promise to the
@@ -40,6 +41,9 @@ T = TypeVar("T")
 
 #: schema versions acidctl writes to (``VERSION.SCHEMA_VERSION`` prefixes)
 WRITABLE_SCHEMAS = ("3.1.", "4.0.")
+#: what the Hive 2.3 steps (a :class:`~acidctl.metastore.hive2.Hive2Metastore`) write to; the
+#: Hive 3/4 steps never accept it, nor the 2.3 steps a 3.1/4.0 schema
+HIVE2_WRITABLE_SCHEMAS = ("2.3.",)
 MAX_RETRIES = 10
 RETRY_STEP_S = 0.2
 
@@ -64,25 +68,33 @@ def writes_forbidden() -> bool:
     return bool(_forbidden["on"])
 
 
-def is_writable_schema(schema_version: Any) -> bool:
+def is_writable_schema(schema_version: Any, *, hive_version: int = 3) -> bool:
+    """Whether acidctl writes to this schema version with the steps of ``hive_version`` (2: the
+    Hive 2.3 protocol, 3/4: the Hive 3.1/4.0 one)."""
     s = str(schema_version or "").strip()
-    return any(s.startswith(p) or s == p.rstrip(".") for p in WRITABLE_SCHEMAS)
+    allowed = HIVE2_WRITABLE_SCHEMAS if hive_version == 2 else WRITABLE_SCHEMAS
+    return any(s.startswith(p) or s == p.rstrip(".") for p in allowed)
 
 
 def check_writable(ms: Any, *, read_only: bool = False, what: str = "write to the metastore") -> str:
     """Refuse (exit 6) unless ``ms`` may be written: not read-only, SQLite/PostgreSQL/MySQL, and a
-    schema version acidctl writes (3.1.x, 4.0.x). Returns the schema version."""
+    schema version acidctl writes with ``ms``'s protocol (3.1.x, 4.0.x; a Hive 2.3 metastore
+    object: 2.3.x only). Returns the schema version."""
     if read_only or writes_forbidden() or getattr(ms, "read_only", False):
         raise MetastoreReadOnly(
             f"refusing to {what}: metastore writes are disabled ({_forbidden['why'] or '--read-only'})",
             hint="drop --read-only (or ACIDCTL_READ_ONLY / the profile's read_only key) to allow it",
         )
-    version = getattr(ms.flavor, "schema_version", None)
-    if not is_writable_schema(version):
+    hive2 = getattr(ms, "hive_version", None) == 2
+    # a Hive2Metastore reads VERSION itself (its flavor is the 2.3 spelling, not the stored version)
+    version = ms.schema_version if hive2 else getattr(ms.flavor, "schema_version", None)
+    if not is_writable_schema(version, hive_version=2 if hive2 else 3):
+        allowed = HIVE2_WRITABLE_SCHEMAS if hive2 else WRITABLE_SCHEMAS
         raise RefusedError(
             f"refusing to {what}: metastore schema version {version!r} is not one acidctl writes to "
-            f"({', '.join(p + 'x' for p in WRITABLE_SCHEMAS)}); reading still works",
-            hint="check VERSION.SCHEMA_VERSION; use --read-only to inspect this metastore",
+            f"with the Hive {'2.3' if hive2 else '3.1/4.0'} protocol "
+            f"({', '.join(p + 'x' for p in allowed)}); reading still works",
+            hint="check VERSION.SCHEMA_VERSION (and --hive-version); use --read-only to inspect this metastore",
         )
     if ms.engine.dialect.name == "derby":  # pragma: no cover - no SQLAlchemy Derby dialect in use
         raise RefusedError("refusing to write to an embedded Derby metastore (Hive serialises it with JVM locks)")
