@@ -28,15 +28,19 @@ user the owner of the partition's (table's) directory (``findUserToRunAs``), no 
 initiator id (2.3's queue has no such columns), and the cycle ends with 2.3's
 ``cleanEmptyAbortedTxns`` (aborted ``TXNS`` rows without components deleted).
 
-Derived differences from Hive's Initiator: acidctl checks every partition of every table
-(Hive 4 only revisits partitions written since its previous cycle), and the cycle runs under the
-``Initiator`` mutex on PostgreSQL/MariaDB (on SQLite each step is serialised anyway); the mutex
-is released without storing the cycle start (Hive 4's next cycle re-scans as usual).
+Candidates are Hive's (:func:`find_candidates`, operations.md §4.2): partitions with
+``COMPLETED_TXN_COMPONENTS`` rows, and on Hive 2.3/3 those with more than 1000 aborted-txn
+components ("too many aborts" → MAJOR); every other partition is reported ``not-candidate``
+without being looked at. Derived differences from Hive's Initiator: the cycle is a first cycle
+each time (Hive 4 only revisits partitions written since its previous cycle start, which acidctl
+does not store), and it runs under the ``Initiator`` mutex on PostgreSQL/MariaDB (on SQLite each
+step is serialised anyway).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fnmatch
 import logging
 from typing import Any, Callable, Iterator
@@ -148,6 +152,43 @@ def _tables(ms, db_glob: str | None) -> list[str]:
     return [f"{d}.{t}" for d, t in rows if not db_glob or fnmatch.fnmatchcase(d, db_glob.lower())]
 
 
+ABORTED_THRESHOLD = 1000  # hive.compactor.abortedtxn.threshold (the candidate query's value)
+NOT_WRITTEN = "not a candidate: no COMPLETED_TXN_COMPONENTS rows (nothing written since its last cleaned compaction)"
+
+
+def find_candidates(ms, *, aborted_threshold: int = ABORTED_THRESHOLD) -> dict[tuple, int | None]:
+    """The Initiator's candidates (operations.md §4.2) → for "too many aborts" entries the
+    count of aborted-txn ``TXN_COMPONENTS`` rows, else None.
+
+    Hive 2.3 / 3 (``findPotentialCompactions``): every distinct ``COMPLETED_TXN_COMPONENTS``
+    (db, table, partition), plus every one with more than ``aborted_threshold`` component rows of
+    aborted txns. Hive 4 (``FindPotentialCompactionsFunction``): the ``COMPLETED_TXN_COMPONENTS``
+    ones; its aborted-txn candidates exist only with
+    ``metastore.compactor.clean.aborts.using.cleaner=false`` (default true: the Cleaner removes
+    aborted data, no compaction is asked for). acidctl stores no previous cycle start, so the
+    Hive 4 filter on ``CTC_TIMESTAMP`` is that of a first cycle (no filter)."""
+    import sqlalchemy as sa
+
+    T = ms.tables
+    ctc = T.COMPLETED_TXN_COMPONENTS
+    out: dict[tuple, int | None] = {}
+    with ms.read() as conn:
+        for d, t, p in conn.execute(sa.select(ctc.CTC_DATABASE, ctc.CTC_TABLE, ctc.CTC_PARTITION).distinct()):
+            out[(d, t, p)] = None
+        if ms.hive_version < 4:
+            tc, tx = T.TXN_COMPONENTS, T.TXNS
+            q = (
+                sa.select(tc.TC_DATABASE, tc.TC_TABLE, tc.TC_PARTITION, sa.func.count())
+                .select_from(tc.clause.join(tx.clause, tc.TC_TXNID == tx.TXN_ID))
+                .where(tx.TXN_STATE == "a")
+                .group_by(tc.TC_DATABASE, tc.TC_TABLE, tc.TC_PARTITION)
+                .having(sa.func.count() > aborted_threshold)
+            )
+            for d, t, p, n in conn.execute(q):
+                out[(d, t, p)] = int(n)
+    return out
+
+
 def run_once(
     ms,
     *,
@@ -166,7 +207,6 @@ def run_once(
     from acidctl.compact.register import location_owner
     from acidctl.metastore import hive2 as ms2
     from acidctl.metastore import queue, steps
-    from acidctl.metastore.facts import table_facts
     from acidctl.metastore.snapshot import table_snapshot
     from acidctl.metastore.tables import resolve_table
     from acidctl.target import location_url
@@ -176,6 +216,8 @@ def run_once(
     h2 = ms.hive_version == 2
     out: list[dict] = []
     with initiator_mutex(ms) if not dry_run else contextlib.nullcontext():
+        candidates = find_candidates(ms)
+        written = {(d, t) for d, t, _ in candidates}
         for name in _tables(ms, db_glob):
             try:
                 info = ms2.table_info(ms, name) if h2 else resolve_table(ms, name)
@@ -183,6 +225,10 @@ def run_once(
                 out.append({"table": name, "partition": None, "action": "error", "reasons": [str(e)]})
                 continue
             if not info.full_acid or not info.location:
+                continue
+            if (info.db, info.table) not in written:  # Hive never looks at it: nothing to list
+                rec0 = {"table": name, "partition": None, "type": None, "id": None, "action": "not-candidate"}
+                out.append({**rec0, "reasons": [NOT_WRITTEN]})
                 continue
             skip, level = info.no_auto_compaction_by
             if skip:
@@ -194,12 +240,10 @@ def run_once(
                 out.append({"table": name, "partition": None, "action": "skipped", "reasons": [why]})
                 continue
             try:
-                if h2:  # the ValidTxnList is the snapshot; aborted counts as findPotentialCompactions
+                if h2:  # the ValidTxnList is the snapshot
                     tl, wl = None, ms2.txn_list(ms).to_write_ids(table=name)
-                    aborted = ms2.aborted_components_by_partition(ms, info.db, info.table)
                 else:
                     tl, wl = table_snapshot(ms, name)
-                    aborted = table_facts(ms, info.db, info.table).aborted_txns_by_partition
                 tfs = table_fs(location_url(info.location))
                 listings = list_table(tfs)
             except AcidctlError as e:
@@ -211,6 +255,10 @@ def run_once(
                 part = lst.partition or None
                 rec: dict[str, Any] = {"table": name, "partition": part, "type": None, "id": None, "reasons": []}
                 out.append(rec)
+                key = (info.db, info.table, part)
+                if key not in candidates:
+                    rec.update(action="not-candidate", reasons=[NOT_WRITTEN])
+                    continue
                 with ms.read() as conn:
                     queued = conn.execute(
                         sa.select(cq.CQ_ID).where(
@@ -242,11 +290,16 @@ def run_once(
                         rec["id"] = record_not_initiated(ms, info.db, info.table, part, msg)
                     continue
                 cst = compactor_state(lst, wl, txns=tl, hive_version=ms.hive_version)
+                # "too many aborts" (Hive 2.3/3) is decided by the candidate query with the global
+                # threshold; Hive 4 (aborts cleaned by the Cleaner) never asks for it
+                many = candidates[key]
                 r = recommend(
                     cst,
-                    thresholds=thresholds,
+                    thresholds=dataclasses.replace(thresholds, aborted_txn=ABORTED_THRESHOLD)
+                    if many is not None
+                    else thresholds,
                     hive_version=ms.hive_version,
-                    aborted_txn_count=aborted.get(part, 0),
+                    aborted_txn_count=many,
                 )
                 rec["reasons"] = list(r.reasons)
                 if not r.due:

@@ -131,6 +131,26 @@ def set_txns(url: str, states: dict[int, str], *, next_txn: int, components: dic
     engine.dispose()
 
 
+def add_completed_components(url: str, rows: list[tuple[int, str, str, str | None]]) -> None:
+    """``COMPLETED_TXN_COMPONENTS`` rows (txn, db, table, partition), as a committed write leaves
+    them in 2.3 (no CTC_TIMESTAMP / CTC_WRITEID columns)."""
+    engine = sa.create_engine(url)
+    tables, lower = _tables(engine)
+    with engine.begin() as conn:
+        for t, db, tbl, part in rows:
+            _ins(
+                conn,
+                tables,
+                lower,
+                "COMPLETED_TXN_COMPONENTS",
+                CTC_TXNID=t,
+                CTC_DATABASE=db,
+                CTC_TABLE=tbl,
+                CTC_PARTITION=part,
+            )
+    engine.dispose()
+
+
 def add_compaction(
     url: str,
     *,

@@ -189,6 +189,11 @@ def test_initiator_once_on_a_23_metastore(empty_db, tmp_path):
     # aborted txn 40 without components, 41 with one (on another table): the cycle's
     # cleanEmptyAbortedTxns deletes 40 only
     set_txns(url, {40: "a", 41: "a"}, next_txn=42, components={41: ("db", "other")})
+    # the Initiator's candidates are what committed writes left in COMPLETED_TXN_COMPONENTS
+    # (findPotentialCompactions): both tables were written by txns 1 and 2; db.other never
+    from tests.metastore.hive2_helpers import add_completed_components
+
+    add_completed_components(url, [(t, "db", n, p) for t in (1, 2) for n, p in (("seed", "ds=a"), ("low", None))])
     r = run_cli("--metastore", url, "-o", "json", "initiator", "--once")
     assert r.code == 0, r.stdout + r.stderr
     got = {(c["table"], c["partition"]): (c["action"], c.get("type")) for c in json.loads(r.stdout)["checked"]}
