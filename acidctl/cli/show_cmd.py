@@ -139,7 +139,9 @@ def transactions_cmd(
             for t in r.transactions
         ]
         return render_table(
-            rows, ["Transaction ID", "Transaction State", "Started Time", "Last Heartbeat Time", "User", "Hostname"]
+            rows,
+            ["Transaction ID", "Transaction State", "Started Time", "Last Heartbeat Time", "User", "Hostname"],
+            keys=["txnid", "state", "startedtime", "lastheartbeattime", "user", "host"],
         )
 
     ctx.obj.output.emit(rep.to_dict(), lambda _d: text(rep))
@@ -195,8 +197,24 @@ def locks_cmd(
             "Hostname",
             "Agent Info",
         ]
+        keys = [
+            "lockid",
+            "database",
+            "table",
+            "partition",
+            "lock_state",
+            "blocked_by",
+            "lock_type",
+            "transaction_id",
+            "last_heartbeat",
+            "acquired_at",
+            "user",
+            "hostname",
+            "agent_info",
+        ]
         if r.extended:
             headers += ["Heartbeat Count", "Txn State", "Txn Last Heartbeat"]
+            keys += ["heartbeat_count", "txn_state", "txn_last_heartbeat"]
         rows = []
         for k in r.locks:
             hb = k["last_heartbeat"]
@@ -222,7 +240,7 @@ def locks_cmd(
                     fmt_ms(k.get("txn_last_heartbeat"), missing="NULL"),
                 ]
             rows.append(row)
-        return render_table(rows, headers)
+        return render_table(rows, headers, keys=keys)
 
     ctx.obj.output.emit(rep.to_dict(), lambda _d: text(rep))
 

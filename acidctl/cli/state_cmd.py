@@ -36,6 +36,22 @@ HELP = (
 )
 
 
+#: the directory table: text headers and the JSON key of each column (``-o custom-columns``
+#: takes either; WRITE IDS is min_write_id..max_write_id in JSON)
+ENTRY_HEADERS = ["ROLE", "NAME", "READ#", "WRITE IDS", "STMT", "VIS TXN", "FILES", "BYTES", "REASON"]
+ENTRY_KEYS = [
+    "role",
+    "name",
+    "read_order",
+    "write_ids",
+    "statement_id",
+    "visibility_txn",
+    "file_count",
+    "bytes",
+    "reason",
+]
+
+
 def register(app: typer.Typer) -> None:
     app.command("state", help=HELP)(state_command)
 
@@ -236,7 +252,7 @@ def render_text(report: dict) -> str:
                     e["reason"],
                 ]
             )
-        lines.append(table(rows, ["ROLE", "NAME", "READ#", "WRITE IDS", "STMT", "VIS TXN", "FILES", "BYTES", "REASON"]))
+        lines.append(table(rows, ENTRY_HEADERS, keys=ENTRY_KEYS))
         s, c = p["snapshot"], p["compaction"]
         t = c["thresholds"]
         lines.append("")
@@ -271,7 +287,9 @@ def render_text(report: dict) -> str:
             [f["severity"].upper(), f["check"], _relative(f["path"], report["path"]), f["message"]]
             for f in report["findings"]
         ]
-        lines.append(table(rows, ["SEVERITY", "CHECK", "PATH", "MESSAGE"]))
+        lines.append(
+            table(rows, ["SEVERITY", "CHECK", "PATH", "MESSAGE"], keys=["severity", "check", "path", "message"])
+        )
     else:
         lines.append("no findings")
     sm = report["summary"]
