@@ -33,10 +33,7 @@ def revert_command(
     ctx: typer.Context,
     table: Annotated[
         str,
-        typer.Argument(
-            metavar="PATH|DB.TABLE[/PART]",
-            help="Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore.",
-        ),
+        options.table_argument("Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore."),
     ],
     output: Annotated[
         Optional[str],

@@ -153,9 +153,7 @@ def locks_cmd(
     target: Annotated[
         Optional[str], typer.Argument(metavar="[DB[.TABLE]]", help="Only locks on this database or table.")
     ] = None,
-    partition: Annotated[
-        Optional[str], typer.Option("--partition", metavar="SPEC", help="Partition, e.g. ds=2024-01-01/hr=1.")
-    ] = None,
+    partition: Annotated[Optional[str], options.partition_option("Partition, e.g. ds=2024-01-01/hr=1.")] = None,
     txn: Annotated[Optional[int], typer.Option("--txn", metavar="ID", help="Only locks of this transaction.")] = None,
     extended: Annotated[
         bool, typer.Option("--extended", help="Add heartbeat count and the owning transaction's state and heartbeat.")
@@ -251,9 +249,7 @@ def compactions_cmd(
     target: Annotated[
         Optional[str], typer.Argument(metavar="[DB[.TABLE]]", help="Only compactions of this database or table.")
     ] = None,
-    partition: Annotated[
-        Optional[str], typer.Option("--partition", metavar="SPEC", help="Partition, e.g. ds=2024-01-01/hr=1.")
-    ] = None,
+    partition: Annotated[Optional[str], options.partition_option("Partition, e.g. ds=2024-01-01/hr=1.")] = None,
     ctype: Annotated[
         Optional[list[str]],
         typer.Option("--type", metavar="TYPE", help="major, minor, rebalance, abort_txn_cleanup (repeatable)."),

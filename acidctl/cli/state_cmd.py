@@ -60,9 +60,8 @@ def state_command(
     ctx: typer.Context,
     path: Annotated[
         str,
-        typer.Argument(
-            metavar="PATH|DB.TABLE[/PART]",
-            help="Table or partition directory (local path, file://, hdfs://, s3://, memory://), or DB.TABLE[/key=value] looked up in the metastore (its snapshot too).",
+        options.table_argument(
+            "Table or partition directory (local path, file://, hdfs://, s3://, memory://), or DB.TABLE[/key=value] looked up in the metastore (its snapshot too)."
         ),
     ],
     write_ids: options.WriteIds = None,

@@ -137,3 +137,42 @@ def test_compact_and_clean_keep_their_own_snapshot_help(command, text):
     r = run_cli(command, "--help")
     assert r.code == 0
     assert text in " ".join(r.stdout.split()), r.stdout
+
+
+def _params(*path: str) -> dict:
+    """The click parameters of ``acidctl PATH...`` by flag."""
+    import typer
+
+    from acidctl.cli.main import app
+
+    cmd = typer.main.get_command(app)
+    for name in path:
+        cmd = cmd.commands[name]  # type: ignore[attr-defined]
+    return {p.opts[0]: p for p in cmd.params}
+
+
+@pytest.mark.parametrize("command", ["compact", "export", "worker"])
+def test_spark_options_are_declared_once(command):
+    """--engine / --master / --spark-conf: one flag, metavar and type in every Spark command
+    (cli/options.py); only the engines offered and the help wording are the command's."""
+    p = _params(command)
+    assert p["--master"].metavar == "URL" and p["--master"].default == "local[*]"
+    assert p["--spark-conf"].metavar == "KEY=VALUE" and p["--spark-conf"].multiple
+    assert set(p["--engine"].metavar.split("|")) <= {"auto", "local", "spark"}
+    assert "spark" in p["--engine"].metavar.split("|")
+
+
+@pytest.mark.parametrize("command", [["compact", "--major", "--engine", "spark", "."], ["worker", "--once"]])
+def test_bad_spark_conf_is_the_same_one_line_usage_error(tmp_path, command):
+    r = run_cli("--metastore", f"sqlite:///{tmp_path / 'none.db'}", *command, "--spark-conf", "novalue")
+    assert r.code == 2, r
+    assert r.stderr.strip() == "acidctl: error: --spark-conf expects KEY=VALUE, got 'novalue'"
+
+
+def test_data_columns_of_dump_and_compact_say_what_they_do():
+    """dump --columns selects row columns, compact --columns renames the row struct: different
+    meanings, each declared with its own precise help (both take name:type,... for insert-only)."""
+    dump, compact = _params("dump")["--columns"].help, _params("compact")["--columns"].help
+    assert "Only these columns" in dump and "any case" in dump
+    assert "renames, selects nothing" in compact
+    assert "name:type" in dump and "name:type" in compact
