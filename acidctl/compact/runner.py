@@ -27,6 +27,7 @@ import time
 from typing import TYPE_CHECKING, Callable
 
 from acidctl import faults
+from acidctl.acid.dirname import partition_keys_lower
 from acidctl.compact import publish as pub
 from acidctl.compact.engine import SPARK, choose_engine
 from acidctl.compact.lock import TableLock, table_root
@@ -65,11 +66,18 @@ class CompactOptions:
 
 
 def _normalize_partition(spec: str) -> str:
+    """``--partition`` as the directory Hive names (keys lower-case: Hive column names are
+    case-insensitive); the listings are keyed the same way (:func:`_by_partition`)."""
     parts = [p.strip() for p in spec.strip().strip("/").split("/") if p.strip()]
     for p in parts:
         if "=" not in p:
             raise UsageError(f"--partition expects k=v[/k2=v2], got {spec!r}")
-    return "/".join(parts)
+    return partition_keys_lower("/".join(parts))
+
+
+def _by_partition(listings: list) -> dict:
+    """Listings by partition name with lower-case keys (None: an unpartitioned table)."""
+    return {partition_keys_lower(lst.partition) if lst.partition else lst.partition: lst for lst in listings}
 
 
 def compact_table(
@@ -204,7 +212,7 @@ def _plan_all(tfs, opts: CompactOptions, listings: list) -> list[PartitionPlan]:
     from acidctl.acid.initiator import NONE, compactor_state, recommend
 
     plans: list[PartitionPlan] = []
-    by_name = {lst.partition: lst for lst in listings}
+    by_name = _by_partition(listings)
     if opts.partitions:
         wanted = [_normalize_partition(p) for p in opts.partitions]
         missing = [p for p in wanted if p not in by_name]

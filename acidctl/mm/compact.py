@@ -384,7 +384,7 @@ def compact_mm_table(tfs, opts, ctx, *, registrar=None, notes: list | None = Non
     from acidctl.acid.initiator import NONE, compactor_state, recommend
     from acidctl.acid.layout import list_table
     from acidctl.compact.lock import TableLock, table_root
-    from acidctl.compact.runner import _normalize_partition
+    from acidctl.compact.runner import _by_partition, _normalize_partition
     from acidctl.compact.runner import _reraise as reraise
 
     notes = notes if notes is not None else []
@@ -420,7 +420,7 @@ def compact_mm_table(tfs, opts, ctx, *, registrar=None, notes: list | None = Non
                 report["recovered"].extend(pub.recover(tfs, lst.fs_path or lst.path))
             if report["recovered"]:
                 listings = list_table(tfs)
-        by_name = {lst.partition: lst for lst in listings}
+        by_name = _by_partition(listings)
         if opts.partitions:
             wanted = [_normalize_partition(p) for p in opts.partitions]
             missing = [p for p in wanted if p not in by_name]
