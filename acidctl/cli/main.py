@@ -64,6 +64,8 @@ class Settings:
     fs_options: dict = dataclasses.field(default_factory=dict)
     metastore_url: Optional[str] = None
     profile: Optional[str] = None
+    #: --read-only / ACIDCTL_READ_ONLY; the profile's read_only key is applied by
+    #: acidctl.metastore.steps when a write is first checked (writes_forbidden())
     read_only: bool = False
 
     def table_fs(self, url: str):
@@ -177,16 +179,19 @@ def _global(
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(_Redacting("acidctl: %(name)s: %(message)s"))
         logging.basicConfig(level=logging.INFO, handlers=[handler])
-    if not read_only:
-        from acidctl.metastore.connection import profile_setting
-
-        read_only = profile_setting("read_only", profile=profile) in (True, "true", "1", 1)
     from acidctl.metastore import steps
 
     if read_only:
         steps.forbid_writes("--read-only")
     else:
-        steps.allow_writes()
+        # the profile key read_only = true: the config file is read when a metastore write is
+        # first checked, so commands that never write (--help, dump FILE, state PATH) never read it
+        def profile_read_only() -> bool:
+            from acidctl.metastore.connection import profile_setting
+
+            return profile_setting("read_only", profile=profile) in (True, "true", "1", 1)
+
+        steps.forbid_writes_if(profile_read_only)
     ctx.obj = Settings(
         output=Output(mode, verbose=verbose),
         verbose=verbose,

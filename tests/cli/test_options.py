@@ -176,3 +176,34 @@ def test_data_columns_of_dump_and_compact_say_what_they_do():
     assert "Only these columns" in dump and "any case" in dump
     assert "renames, selects nothing" in compact
     assert "name:type" in dump and "name:type" in compact
+
+
+def test_config_file_is_read_only_by_commands_that_write_to_a_metastore(tmp_path, monkeypatch):
+    """The profile key read_only is looked up when a metastore write is first checked: with a
+    config file that does not parse, commands that never write work, and a write still honours
+    (here: fails on) the file — one line, exit 2, nothing written."""
+    cfg = tmp_path / "broken.toml"
+    cfg.write_text("[profiles.prod\nread_only = tru\n")
+    monkeypatch.setenv("ACIDCTL_CONFIG", str(cfg))
+    nation = REAL / "trino" / "nationFile25kRowsSortedOnNationKey" / "bucket_00000"
+    assert run_cli("--help").code == 0
+    dumped = run_cli("-o", "json", "dump", "-n", "1", str(nation))
+    assert dumped.code == 0 and json.loads(dumped.stdout)["row"]["n_nationkey"] == 0, dumped
+    state = run_cli("-o", "json", "state", "--assume-committed", str(REAL / "trino" / "nation_delete_deltas"))
+    assert state.code == 0, state
+    monkeypatch.delenv("ACIDCTL_CONFIG")
+    assert run_cli("-o", "json", "demo", str(tmp_path / "demo")).code == 0
+    url = f"sqlite:///{tmp_path / 'demo' / 'metastore.db'}"
+    monkeypatch.setenv("ACIDCTL_CONFIG", str(cfg))
+    # a read of the metastore does not need the key either
+    assert run_cli("--metastore", url, "show", "transactions").code == 0
+    # demo.py: transaction 10 is open; aborting it is a write: the broken file is reported
+    r = run_cli("--metastore", url, "abort", "transactions", "10", "--execute")
+    assert (
+        r.code == 2
+        and r.stderr.startswith("acidctl: error: cannot read config file")
+        and len(r.stderr.splitlines()) == 1
+    )
+    monkeypatch.delenv("ACIDCTL_CONFIG")
+    txns = json.loads(run_cli("--metastore", url, "-o", "json", "show", "transactions").stdout)["transactions"]
+    assert {(t["txnid"], t["state"]) for t in txns} >= {(10, "OPEN")}
