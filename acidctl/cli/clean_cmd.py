@@ -164,7 +164,13 @@ def render_text(report: dict) -> str:
             ]
             for i in report["items"]
         ]
-        lines.append(table(rows, ["ACTION", "KIND", "PATH", "AGE", "BYTES", "REASON"]))
+        lines.append(
+            table(
+                rows,
+                ["ACTION", "KIND", "PATH", "AGE", "BYTES", "REASON"],
+                keys=["action", "kind", "path", "age_seconds", "bytes", "reason"],
+            )
+        )
     else:
         lines.append("nothing to clean")
     s = report["summary"]
@@ -179,7 +185,13 @@ def render_text(report: dict) -> str:
             [c["cq_id"], c["partition"] or "(table)", c["type"], c["highest_write_id"], c["action"], c["reason"]]
             for c in report["compactions"]
         ]
-        lines.append(table(rows, ["ID", "PARTITION", "TYPE", "HIGHEST WRITEID", "ACTION", "REASON"]))
+        lines.append(
+            table(
+                rows,
+                ["ID", "PARTITION", "TYPE", "HIGHEST WRITEID", "ACTION", "REASON"],
+                keys=["cq_id", "partition", "type", "highest_write_id", "action", "reason"],
+            )
+        )
     verb = "deleted" if report["executed"] else "would delete"
     if s.get("bytes_by_kind"):
         lines.append("bytes by kind: " + ", ".join(f"{k} {v}" for k, v in sorted(s["bytes_by_kind"].items())))

@@ -472,6 +472,22 @@ def render_text(report: dict) -> str:
                 "BYTES OUT",
                 "TASK S",
             ],
+            keys=[
+                "partition",
+                "type",
+                "status",
+                "input_dirs",
+                "output_dirs",
+                "buckets",
+                "rows_in",
+                "rows_out",
+                "deletes_applied",
+                "aborted_dropped",
+                "delete_events_out",
+                "bytes_in",
+                "bytes_out",
+                "task_seconds",
+            ],
         )
     )
     sm = report["summary"]

@@ -107,5 +107,11 @@ def render_text(report: dict) -> str:
         ]
         for i in report["items"]
     ]
-    lines.append(table(rows, ["PARTITION", "TYPE", "OUTPUT", "INPUTS", "STATE", "REASON"]))
+    lines.append(
+        table(
+            rows,
+            ["PARTITION", "TYPE", "OUTPUT", "INPUTS", "STATE", "REASON"],
+            keys=["partition", "type", "outputs", "inputs", "revertible", "reason"],
+        )
+    )
     return "\n".join(lines)

@@ -29,8 +29,8 @@ def _tables(text: str) -> list[tuple[list[str], list[list[str]]]]:
             header = re.split(r"\s{2,}", lines[i - 1].strip())
             rows = []
             for row in lines[i + 1 :]:
-                if not row.strip() or row.startswith(("==", "snapshot:", "summary:")):
-                    break
+                if not row.strip() or row.startswith("==") or re.match(r"[a-z]+: ", row):
+                    break  # a blank line, a heading or a summary line ("summary: ...") ends it
                 rows.append(re.split(r"\s{2,}", row.strip()))
             out.append((header, rows))
     return out
@@ -135,3 +135,26 @@ def test_completion_offers_the_output_values():
 
     assert _complete_output("") == ["text", "json", "wide", "custom-columns="]
     assert _complete_output("c") == ["custom-columns="]
+
+
+def test_compact_report_columns(cli, tmp_path):
+    # a fresh demo (this test compacts it): demo.py's live rows per partition are the major
+    # compaction's output: ds=2025-12-31 ids 1, 2, 4, 5, 6, 7 (write 1 deleted id 3);
+    # ds=2026-01-01 ids 10..19 without 11, 12 (write 6), plus 21 (write 5); write 4 aborted
+    assert cli("-o", "json", "demo", tmp_path / "demo").code == 0
+    url = f"sqlite:///{tmp_path / 'demo' / 'metastore.db'}"
+    r = cli(
+        "--metastore",
+        url,
+        "-o",
+        "custom-columns=partition,ROWS OUT,status",
+        "compact",
+        "--major",
+        "--engine",
+        "local",
+        "default.sales",
+    )
+    assert r.code == 0, r
+    [(header, rows)] = _tables(r.stdout)
+    assert header == ["PARTITION", "ROWS OUT", "STATUS"]
+    assert sorted(map(tuple, rows)) == [("ds=2025-12-31", "6", "compact"), ("ds=2026-01-01", "9", "compact")]
