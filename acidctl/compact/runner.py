@@ -80,6 +80,37 @@ def _by_partition(listings: list) -> dict:
     return {partition_keys_lower(lst.partition) if lst.partition else lst.partition: lst for lst in listings}
 
 
+def select_partitions(tfs, listings: list, partitions: list[str] | None) -> list:
+    """The listings ``--partition`` names, in the order given (every listing without it); keys in
+    any case. Shared by full-ACID and insert-only runs. NotFoundError naming the partitions there are."""
+    if not partitions:
+        return listings
+    by_name = _by_partition(listings)
+    wanted = [_normalize_partition(p) for p in partitions]
+    missing = [p for p in wanted if p not in by_name]
+    if missing:
+        raise NotFoundError(
+            f"partition {missing[0]} not found under {tfs.display(tfs.root)}",
+            hint="partitions: " + (", ".join(str(k) for k in by_name) or "none (unpartitioned)"),
+        )
+    return [by_name[p] for p in wanted]
+
+
+def not_due_plan(lst, mode: str | None, recommendation) -> PartitionPlan:
+    """The plan of a partition ``--due`` leaves alone (the Initiator recommends nothing)."""
+    from acidctl.acid.initiator import NONE
+
+    return PartitionPlan(
+        lst.partition,
+        lst.fs_path or lst.path,
+        lst.path,
+        mode or NONE,
+        "not-due",
+        "not due: " + "; ".join(recommendation.reasons),
+        recommendation=recommendation.to_dict(),
+    )
+
+
 def compact_table(
     tfs, opts: CompactOptions, *, spark=None, progress=None, registrar=None, notes: list | None = None
 ) -> dict:
@@ -212,17 +243,7 @@ def _plan_all(tfs, opts: CompactOptions, listings: list) -> list[PartitionPlan]:
     from acidctl.acid.initiator import NONE, compactor_state, recommend
 
     plans: list[PartitionPlan] = []
-    by_name = _by_partition(listings)
-    if opts.partitions:
-        wanted = [_normalize_partition(p) for p in opts.partitions]
-        missing = [p for p in wanted if p not in by_name]
-        if missing:
-            raise NotFoundError(
-                f"partition {missing[0]} not found under {tfs.display(tfs.root)}",
-                hint="partitions: " + (", ".join(str(k) for k in by_name) or "none (unpartitioned)"),
-            )
-        listings = [by_name[p] for p in wanted]
-    for lst in listings:
+    for lst in select_partitions(tfs, listings, opts.partitions):
         mode = opts.mode
         rec = None
         if opts.due:
@@ -237,17 +258,7 @@ def _plan_all(tfs, opts: CompactOptions, listings: list) -> list[PartitionPlan]:
             )
             rec = r.to_dict()
             if r.type == NONE:
-                plans.append(
-                    PartitionPlan(
-                        lst.partition,
-                        lst.fs_path or lst.path,
-                        lst.path,
-                        mode or NONE,
-                        "not-due",
-                        "not due: " + "; ".join(r.reasons),
-                        recommendation=rec,
-                    )
-                )
+                plans.append(not_due_plan(lst, mode, r))
                 continue
             mode = mode or r.type
         if mode is None:  # CompactOptions: a mode, or due (which chose one above)

@@ -73,3 +73,30 @@ def test_state_partition_key_in_any_case(demo, cli):
     r = cli("-o", "json", "state", "--assume-committed", "--partition", "DS=2026-01-01", demo / "warehouse" / "sales")
     assert r.code == 0, r
     assert json.loads(r.stdout)["path"].endswith("/sales/ds=2026-01-01")
+
+
+def test_insert_only_compact_partition_key_in_any_case(tmp_path, cli):
+    from tests.mm import hivelayout as H
+
+    root = tmp_path / "t"
+    H.build(root / "ds=a", "parquet", {"delta_0000001_0000001_0000": {"000000_0": [H.row(1)]}})
+    H.build(
+        root / "ds=b",
+        "parquet",
+        {
+            "delta_0000002_0000002_0000": {"000000_0": [H.row(2)]},
+            "delta_0000002_0000002_0001": {"000000_0": [H.row(22)]},
+        },
+    )
+    wl = "default.t:2:9223372036854775807::"
+    args = ("compact", "--major", "--engine", "local", "--format", "parquet", "--write-ids", wl)
+    r = cli("-o", "json", *args, "--partition", "DS=b", root)
+    assert r.code == 0, r
+    # the compactor hwm (2) names the base (insert-only-and-hive2.md A.6); ds=a is not touched
+    assert [(p["partition"], p["output_dirs"]) for p in json.loads(r.stdout)["partitions"]] == [
+        ("ds=b", ["base_0000002"])
+    ]
+    assert sorted(x.name for x in (root / "ds=a").iterdir()) == ["delta_0000001_0000001_0000"]
+    # a partition that is not there: exit 3, naming the ones there are (as full-ACID runs do)
+    r = cli(*args, "--partition", "ds=c", root)
+    assert r.code == 3 and "partitions: ds=a, ds=b" in r.stderr, r
