@@ -97,8 +97,10 @@ def _partition_selected(partition: str | None, wanted: list[str] | None) -> bool
         return True
     if partition is None:
         return False
-    parts = partition.split("/")
-    return any(parts[: len(w.split("/"))] == w.strip("/").split("/") for w in wanted)
+    from acidctl.acid.dirname import partition_keys_lower
+
+    parts = partition_keys_lower(partition).split("/")
+    return any(parts[: len(w.strip("/").split("/"))] == partition_keys_lower(w).split("/") for w in wanted)
 
 
 def plan_export(

@@ -166,7 +166,9 @@ def resolve_target(
         props = {k: v for k, v in (table.params or {}).items()}
     else:
         if partition:
-            spec = spec.rstrip("/") + "/" + partition.strip("/")
+            from acidctl.acid.dirname import partition_keys_lower
+
+            spec = spec.rstrip("/") + "/" + partition_keys_lower(partition)
         tfs = settings.table_fs(spec)
     check_table_dir(tfs)
     hive_version = hive_version or 3

@@ -414,6 +414,17 @@ def is_partition_dir(name: str) -> bool:
     return not is_hidden(name) and _PARTITION_RE.fullmatch(name) is not None
 
 
+def partition_keys_lower(spec: str) -> str:
+    """A partition path ``k=v[/k2=v2]`` as Hive names its directories: keys lower-case (Hive
+    column names are case-insensitive and ``FileUtils.makePartName`` lower-cases them), values
+    as given (partition values are case-sensitive). ``DS=2026-01-01`` → ``ds=2026-01-01``."""
+    parts = []
+    for p in spec.strip("/").split("/"):
+        k, sep, v = p.partition("=")
+        parts.append(k.lower() + sep + v)
+    return "/".join(parts)
+
+
 def is_strict_bucket_name(name: str) -> bool:
     return _STRICT_BUCKET_RE.fullmatch(name) is not None
 

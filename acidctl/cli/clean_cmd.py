@@ -89,18 +89,8 @@ def clean_command(
             help="With --assume-committed and --execute: state that nothing writes to the table and every write id in its directory names is committed.",
         ),
     ] = False,
-    file_format: Annotated[
-        Optional[str],
-        options.mm_format_option(
-            "The table is insert-only and stores files of this format (a path target; DB.TABLE takes it from the metastore)."
-        ),
-    ] = None,
-    serde_property: Annotated[
-        Optional[list[str]],
-        options.serde_property_option(
-            "Insert-only text table given as a path: a LazySimpleSerDe property, repeatable."
-        ),
-    ] = None,
+    file_format: Annotated[Optional[str], options.mm_format_option()] = None,
+    serde_property: Annotated[Optional[list[str]], options.serde_property_option()] = None,
     min_history_write_id: Annotated[
         bool,
         typer.Option(
@@ -127,34 +117,28 @@ def clean_command(
 
     mm = mm_context(target, fmt=file_format, serde_properties=parse_serde_properties(serde_property))
     scope = set(parts) if parts else None
+    # what the Cleaner needs either way; a registered table adds its metastore requests
+    common = dict(
+        reader=target.write_ids,
+        txns=target.txns,
+        hive_version=target.hive_version,
+        min_age=age,
+        execute=execute,
+        trash=trash,
+        insert_only=mm,
+        partitions=scope,
+    )
     if target.table is not None and target.metastore is not None:
         report = clean_registered(
             target.tfs,
             target.metastore,
             db=target.table.db,
             table=target.table.table,
-            reader=target.write_ids,
-            txns=target.txns,
-            hive_version=target.hive_version,
-            min_age=age,
-            execute=execute,
-            trash=trash,
             use_min_history_write_id=min_history_write_id,
-            insert_only=mm,
-            partitions=scope,
+            **common,
         )
     else:
-        report = clean_table(
-            target.tfs,
-            reader=target.write_ids,
-            txns=target.txns,
-            hive_version=target.hive_version,
-            min_age=age,
-            execute=execute,
-            trash=trash,
-            insert_only=mm,
-            partitions=scope,
-        )
+        report = clean_table(target.tfs, **common)
     if target.table is not None:
         report["table"] = target.table.full_name
     report["notes"] = notes + report["notes"]
@@ -180,7 +164,13 @@ def render_text(report: dict) -> str:
             ]
             for i in report["items"]
         ]
-        lines.append(table(rows, ["ACTION", "KIND", "PATH", "AGE", "BYTES", "REASON"]))
+        lines.append(
+            table(
+                rows,
+                ["ACTION", "KIND", "PATH", "AGE", "BYTES", "REASON"],
+                keys=["action", "kind", "path", "age_seconds", "bytes", "reason"],
+            )
+        )
     else:
         lines.append("nothing to clean")
     s = report["summary"]
@@ -195,7 +185,13 @@ def render_text(report: dict) -> str:
             [c["cq_id"], c["partition"] or "(table)", c["type"], c["highest_write_id"], c["action"], c["reason"]]
             for c in report["compactions"]
         ]
-        lines.append(table(rows, ["ID", "PARTITION", "TYPE", "HIGHEST WRITEID", "ACTION", "REASON"]))
+        lines.append(
+            table(
+                rows,
+                ["ID", "PARTITION", "TYPE", "HIGHEST WRITEID", "ACTION", "REASON"],
+                keys=["cq_id", "partition", "type", "highest_write_id", "action", "reason"],
+            )
+        )
     verb = "deleted" if report["executed"] else "would delete"
     if s.get("bytes_by_kind"):
         lines.append("bytes by kind: " + ", ".join(f"{k} {v}" for k, v in sorted(s["bytes_by_kind"].items())))

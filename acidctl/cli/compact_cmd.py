@@ -102,9 +102,8 @@ def compact_command(
     ctx: typer.Context,
     table: Annotated[
         str,
-        typer.Argument(
-            metavar="PATH|DB.TABLE[/PART]",
-            help="Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore (location, snapshot, properties).",
+        options.table_argument(
+            "Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore (location, snapshot, properties)."
         ),
     ],
     major: Annotated[bool, typer.Option("--major", help="Major compaction: base + deltas -> base_N.")] = False,
@@ -156,7 +155,11 @@ def compact_command(
         typer.Option(
             "--columns",
             metavar="A,B,...",
-            help="Column names for the row struct (replaces _colN names); default: the files' names, lower-cased.",
+            help=(
+                "Full-ACID: one name per column of the files, in their order, for the output's row struct "
+                "(renames, selects nothing; written lower-case as Hive does); default: the metastore's names "
+                "for _colN, else the files' names. Insert-only table given as a path: name:type,... is its schema."
+            ),
         ),
     ] = None,
     tblproperty: Annotated[
@@ -167,19 +170,12 @@ def compact_command(
             help="Table property for --due thresholds (e.g. compactorthreshold.hive.compactor.delta.num.threshold=20), repeatable.",
         ),
     ] = None,
-    master: Annotated[str, typer.Option("--master", help="Spark master URL.")] = "local[*]",
-    spark_conf: Annotated[
-        Optional[list[str]],
-        typer.Option(
-            "--spark-conf", metavar="KEY=VALUE", help="Spark configuration, repeatable (overrides acidctl's defaults)."
-        ),
-    ] = None,
+    master: options.Master = "local[*]",
+    spark_conf: options.SparkConf = None,
     engine: Annotated[
         str,
-        typer.Option(
-            "--engine",
-            metavar="auto|local|spark",
-            help="auto (default): local up to --local-max-bytes of input, Spark above; local: the same tasks in worker processes on this machine, one per core; spark: one Spark application (--master).",
+        options.engine_option(
+            "auto (default): local up to --local-max-bytes of input, Spark above; local: the same tasks in worker processes on this machine, one per core; spark: one Spark application (--master)."
         ),
     ] = "auto",
     local_max_bytes: Annotated[
@@ -234,21 +230,13 @@ def compact_command(
     ] = None,
     file_format: Annotated[
         Optional[str],
-        options.mm_format_option(
-            "The table is insert-only and stores files of this format (a path target; DB.TABLE takes it from the metastore). Use --columns name:type,... for its columns."
-        ),
+        options.mm_format_option(options.MM_FORMAT_HELP + " Use --columns name:type,... for its columns."),
     ] = None,
-    serde_property: Annotated[
-        Optional[list[str]],
-        options.serde_property_option(
-            "Insert-only text table given as a path: a LazySimpleSerDe property (field.delim, escape.delim, serialization.null.format, ...), repeatable."
-        ),
-    ] = None,
+    serde_property: Annotated[Optional[list[str]], options.serde_property_option()] = None,
     allow_non_atomic_publish: Annotated[
         bool,
-        typer.Option(
-            "--allow-non-atomic-publish",
-            help="Publish even when readers could see it half done: a Hive 3 minor compaction writing both delta_x_y and delete_delta_x_y (two renames), or an object store whose rename copies. Refused by default (exit 6).",
+        options.allow_non_atomic_publish_option(
+            "Publish even when readers could see it half done: a Hive 3 minor compaction writing both delta_x_y and delete_delta_x_y (two renames), or an object store whose rename copies. Refused by default (exit 6).",
         ),
     ] = False,
 ):
@@ -490,6 +478,22 @@ def render_text(report: dict) -> str:
                 "BYTES IN",
                 "BYTES OUT",
                 "TASK S",
+            ],
+            keys=[
+                "partition",
+                "type",
+                "status",
+                "input_dirs",
+                "output_dirs",
+                "buckets",
+                "rows_in",
+                "rows_out",
+                "deletes_applied",
+                "aborted_dropped",
+                "delete_events_out",
+                "bytes_in",
+                "bytes_out",
+                "task_seconds",
             ],
         )
     )

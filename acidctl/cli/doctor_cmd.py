@@ -178,7 +178,18 @@ def render_doctor(report: dict) -> str:
         ]
         lines.append(
             table(
-                rows, ["PARTITION", "DELTAS", "BYTES", "DELETE DELTAS", "BYTES", "BASE BYTES", "OBSOLETE BYTES", "DUE"]
+                rows,
+                ["PARTITION", "DELTAS", "BYTES", "DELETE DELTAS", "BYTES", "BASE BYTES", "OBSOLETE BYTES", "DUE"],
+                keys=[
+                    "partition",
+                    "delta_count",
+                    "delta_bytes",
+                    "delete_delta_count",
+                    "delete_delta_bytes",
+                    "base_bytes",
+                    "obsolete_bytes",
+                    "compaction",
+                ],
             )
         )
         if len(parts) > 50:

@@ -33,7 +33,12 @@ def dump_command(
     columns: Annotated[
         Optional[str],
         typer.Option(
-            "--columns", metavar="COL,...", help="Only these columns of `row` (top-level columns for original files)."
+            "--columns",
+            metavar="COL,...",
+            help=(
+                "Only these columns of `row` (top-level columns for original files), named in any case as Hive "
+                "names are; for insert-only data given as a path, name:type,... is the table's schema instead."
+            ),
         ),
     ] = None,
     decode_bucket: Annotated[

@@ -29,9 +29,8 @@ def export_command(
     ctx: typer.Context,
     table: Annotated[
         str,
-        typer.Argument(
-            metavar="PATH|DB.TABLE[/PART]",
-            help="Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore (its snapshot too).",
+        options.table_argument(
+            "Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore (its snapshot too)."
         ),
     ],
     dest: Annotated[
@@ -55,11 +54,7 @@ def export_command(
     ] = None,
     partition: Annotated[
         Optional[list[str]],
-        typer.Option(
-            "--partition",
-            metavar="K=V[/K2=V2]",
-            help="Only this partition (repeatable; a prefix of nested keys selects all below).",
-        ),
+        options.partition_option("Only this partition (repeatable; a prefix of nested keys selects all below)."),
     ] = None,
     with_row_id: Annotated[
         bool,
@@ -67,18 +62,13 @@ def export_command(
     ] = False,
     engine: Annotated[
         str,
-        typer.Option(
-            "--engine",
-            metavar="local|spark",
-            help="Run in this process, or one Spark task per partition and bucket (big tables).",
+        options.engine_option(
+            "Run in this process, or one Spark task per partition and bucket (big tables).", choices="local|spark"
         ),
     ] = "local",
-    master: Annotated[
-        str, typer.Option("--master", metavar="URL", help="Spark master with --engine spark.")
-    ] = "local[*]",
+    master: Annotated[str, options.master_option("Spark master URL with --engine spark.")] = "local[*]",
     spark_conf: Annotated[
-        Optional[list[str]],
-        typer.Option("--spark-conf", metavar="KEY=VALUE", help="Spark configuration with --engine spark (repeatable)."),
+        Optional[list[str]], options.spark_conf_option("Spark configuration with --engine spark (repeatable).")
     ] = None,
     write_ids: options.WriteIds = None,
     assume_committed: options.AssumeCommitted = False,

@@ -18,7 +18,7 @@ from typing import Annotated, Optional
 import typer
 
 from acidctl import __version__
-from acidctl.cli.output import Output, set_wide
+from acidctl.cli.output import OUTPUT_CHOICES, Output, parse_output, set_columns, set_wide
 from acidctl.errors import AcidctlError, ExitCode, StorageUnavailable, UsageError, redact
 from acidctl.fs import _CREDENTIAL_ERRORS
 
@@ -64,6 +64,8 @@ class Settings:
     fs_options: dict = dataclasses.field(default_factory=dict)
     metastore_url: Optional[str] = None
     profile: Optional[str] = None
+    #: --read-only / ACIDCTL_READ_ONLY; the profile's read_only key is applied by
+    #: acidctl.metastore.steps when a write is first checked (writes_forbidden())
     read_only: bool = False
 
     def table_fs(self, url: str):
@@ -81,6 +83,11 @@ class _Invocation:
     verbose: bool = False
 
 
+def _complete_output(incomplete: str) -> list[str]:
+    """Shell completion of ``-o``: text, json, wide, custom-columns=."""
+    return [c for c in OUTPUT_CHOICES if c.startswith(incomplete.lower())]
+
+
 def _version_callback(value: bool):
     if value:
         typer.echo(f"acidctl {__version__}")
@@ -93,7 +100,16 @@ def _global(
     output: Annotated[
         str,
         typer.Option(
-            "--output", "-o", help="Result format: text or json.", envvar="ACIDCTL_OUTPUT", case_sensitive=False
+            "--output",
+            "-o",
+            metavar="FORMAT",
+            help=(
+                "Result format: text, json, wide (text at full width, as --wide) or "
+                "custom-columns=COL1,COL2,... (text tables with only these columns, in this order; "
+                "names as in the text header or the JSON key, any case)."
+            ),
+            envvar="ACIDCTL_OUTPUT",
+            autocompletion=_complete_output,
         ),
     ] = "text",
     verbose: Annotated[
@@ -143,12 +159,14 @@ def _global(
     """Inspect, validate, compact and clean Apache Hive ACID tables."""
     from acidctl.cli.options import parse_fs_options
 
-    mode = output.lower()
-    if mode not in ("text", "json"):
-        raise typer.BadParameter("must be 'text' or 'json'", param_hint="--output")
+    try:
+        mode, wide_output, columns = parse_output(output)
+    except ValueError as e:
+        raise typer.BadParameter(str(e), param_hint="--output") from None
     if isinstance(ctx.obj, _Invocation):
         ctx.obj.output, ctx.obj.verbose = mode, verbose
-    set_wide(wide)
+    set_wide(wide or wide_output)
+    set_columns(columns)
     if verbose:
         import logging
 
@@ -161,16 +179,19 @@ def _global(
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(_Redacting("acidctl: %(name)s: %(message)s"))
         logging.basicConfig(level=logging.INFO, handlers=[handler])
-    if not read_only:
-        from acidctl.metastore.connection import profile_setting
-
-        read_only = profile_setting("read_only", profile=profile) in (True, "true", "1", 1)
     from acidctl.metastore import steps
 
     if read_only:
         steps.forbid_writes("--read-only")
     else:
-        steps.allow_writes()
+        # the profile key read_only = true: the config file is read when a metastore write is
+        # first checked, so commands that never write (--help, dump FILE, state PATH) never read it
+        def profile_read_only() -> bool:
+            from acidctl.metastore.connection import profile_setting
+
+            return profile_setting("read_only", profile=profile) in (True, "true", "1", 1)
+
+        steps.forbid_writes_if(profile_read_only)
     ctx.obj = Settings(
         output=Output(mode, verbose=verbose),
         verbose=verbose,
@@ -193,13 +214,16 @@ _load_commands()
 
 
 def _argv_output_mode(argv: list[str]) -> str:
-    """The --output mode when parsing failed before the callback ran."""
+    """The --output mode (text or json) when parsing failed before the callback ran."""
+    value = os.environ.get("ACIDCTL_OUTPUT", "text")
     for i, a in enumerate(argv):
         if a in ("-o", "--output") and i + 1 < len(argv):
-            return argv[i + 1].lower()
+            value = argv[i + 1]
+            break
         if a.startswith("--output="):
-            return a.split("=", 1)[1].lower()
-    return os.environ.get("ACIDCTL_OUTPUT", "text").lower()
+            value = a.split("=", 1)[1]
+            break
+    return "json" if value.strip().lower() == "json" else "text"
 
 
 def main(argv: Optional[list[str]] = None) -> None:

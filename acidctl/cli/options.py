@@ -97,15 +97,57 @@ def partition_option(help: str = "Only this partition.") -> Any:
     return typer.Option("--partition", metavar=PARTITION_METAVAR, help=help)
 
 
-def mm_format_option(help: str) -> Any:
+MM_FORMAT_HELP = (
+    "The table is insert-only and stores files of this format (a path target; DB.TABLE takes it from the metastore)."
+)
+SERDE_PROPERTY_HELP = (
+    "Insert-only text table given as a path: a LazySimpleSerDe property (field.delim, escape.delim, "
+    "serialization.null.format, ...), repeatable."
+)
+
+
+def table_argument(help: str) -> Any:
+    """The TABLE argument of the commands that take a directory or ``DB.TABLE[/PART]``."""
+    return typer.Argument(metavar="PATH|DB.TABLE[/PART]", help=help)
+
+
+def mm_format_option(help: str = MM_FORMAT_HELP) -> Any:
     """``--format`` of an insert-only table given as a path (DB.TABLE takes it from the metastore)."""
     return typer.Option("--format", metavar="orc|parquet|avro|text", help=help)
 
 
-def serde_property_option(help: str) -> Any:
+def allow_non_atomic_publish_option(help: str) -> Any:
+    """``--allow-non-atomic-publish`` of compact and worker (acidctl/compact/publish.py ``safety``)."""
+    return typer.Option("--allow-non-atomic-publish", help=help)
+
+
+def serde_property_option(help: str = SERDE_PROPERTY_HELP) -> Any:
     """``--serde-property KEY=VALUE`` (repeatable with a ``list[str]`` annotation)."""
     return typer.Option("--serde-property", metavar="KEY=VALUE", help=help)
 
+
+# The Spark options of compact, export and worker: flag and metavar declared once; each command
+# keeps its own default and words its help for what its engines are.
+MASTER_HELP = "Spark master URL (e.g. local[*], spark://host:7077, yarn) for the Spark engine."
+SPARK_CONF_HELP = "Spark configuration for the Spark engine, repeatable (overrides acidctl's defaults)."
+
+
+def engine_option(help: str, *, choices: str = "auto|local|spark") -> Any:
+    """``--engine``: where the work runs (``choices`` is the metavar: the engines the command has)."""
+    return typer.Option("--engine", metavar=choices, help=help)
+
+
+def master_option(help: str = MASTER_HELP) -> Any:
+    return typer.Option("--master", metavar="URL", help=help)
+
+
+def spark_conf_option(help: str = SPARK_CONF_HELP) -> Any:
+    """``--spark-conf KEY=VALUE`` (repeatable with a ``list[str]`` annotation; :func:`parse_kv`)."""
+    return typer.Option("--spark-conf", metavar="KEY=VALUE", help=help)
+
+
+Master = Annotated[str, master_option()]
+SparkConf = Annotated[Optional[list[str]], spark_conf_option()]
 
 WriteIds = Annotated[Optional[str], write_ids_option()]
 AssumeCommitted = Annotated[bool, assume_committed_option()]

@@ -14,7 +14,7 @@ import enum
 import sys
 from typing import Any, Callable, Iterable, Sequence
 
-from acidctl.errors import AcidctlError, redact
+from acidctl.errors import AcidctlError, UsageError, redact
 
 
 def _default(obj: Any):
@@ -40,15 +40,92 @@ def to_json(data: Any, *, pretty: bool = True) -> bytes:
     return orjson.dumps(data, default=_default, option=opts)
 
 
-_layout = {"wide": False}
 _GAP = 2  # tabulate's "simple" format puts two spaces between columns
 _HEADER_PAD = 2  # ... and makes each column at least its header + 2 wide (MIN_PADDING)
 _MIN_CELL = 16  # free-text columns are never wrapped narrower than this
 
 
+@dataclasses.dataclass
+class _Layout:
+    """How text tables are laid out in this invocation (set once by the CLI's global options),
+    and which column names the tables printed so far offered and matched (for
+    :meth:`Output.emit`'s check of ``custom-columns``)."""
+
+    wide: bool = False
+    columns: tuple[str, ...] | None = None  # -o custom-columns=A,B: names as given
+    offered: list[str] = dataclasses.field(default_factory=list)
+    matched: set[str] = dataclasses.field(default_factory=set)
+    tables: int = 0
+
+
+_layout = _Layout()
+
+#: ``-o/--output`` values: ``text``, ``json``, ``wide`` (text at full width) and
+#: ``custom-columns=COL1,COL2,...`` (text tables with only these columns, as kubectl's)
+OUTPUT_CHOICES = ("text", "json", "wide", "custom-columns=")
+CUSTOM_COLUMNS = "custom-columns="
+
+
+def parse_output(value: str) -> tuple[str, bool, tuple[str, ...] | None]:
+    """An ``-o/--output`` value → (mode ``text``/``json``, wide, chosen columns or None).
+
+    Raises ``ValueError`` (with the one-line reason) for anything else; ``text`` and ``json`` are
+    case-insensitive as before, and so is the ``custom-columns=`` prefix (the names keep their
+    spelling for the messages; they are matched case-insensitively)."""
+    text = value.strip()
+    low = text.lower()
+    if low in ("text", "json"):
+        return low, False, None
+    if low == "wide":
+        return "text", True, None
+    if low.startswith(CUSTOM_COLUMNS):
+        names = tuple(n.strip() for n in text[len(CUSTOM_COLUMNS) :].split(","))
+        if not names or any(not n for n in names):
+            raise ValueError(
+                "custom-columns= needs a comma-separated list of column names, e.g. custom-columns=NAME,ROLE"
+            )
+        return "text", False, names
+    raise ValueError("must be text, json, wide or custom-columns=COL1,COL2,...")
+
+
 def set_wide(wide: bool) -> None:
-    """``--wide``: never fit tables to the terminal (set once per invocation by the CLI)."""
-    _layout["wide"] = bool(wide)
+    """``--wide`` / ``-o wide``: never fit tables to the terminal (set once per invocation)."""
+    _layout.wide = bool(wide)
+
+
+def set_columns(columns: Sequence[str] | None) -> None:
+    """``-o custom-columns=...``: the column names every text table keeps (None: all)."""
+    _layout.columns = tuple(columns) if columns else None
+
+
+def _key(name: str) -> str:
+    """A header as the JSON key it would be (``WRITE IDS`` → ``write_ids``), for matching."""
+    return "_".join(name.lower().replace("-", " ").split())
+
+
+def choose_columns(headers: Sequence[str], keys: Sequence[str] | None) -> list[int] | None:
+    """Indexes of ``-o custom-columns`` in this table, in the order given (None: every column).
+
+    A name matches a column whose text header or JSON key is the same, ignoring case (and
+    spaces/underscores between words). The names offered and matched are recorded so that
+    :meth:`Output.emit` can tell a name no table of the result has (a usage error)."""
+    if _layout.columns is None:
+        return None
+    keys = list(keys) if keys is not None else [_key(h) for h in headers]
+    _layout.tables += 1
+    picked = []
+    for name in _layout.columns:
+        want = _key(name)
+        for k, (h, key) in enumerate(zip(headers, keys)):
+            if want in (_key(h), _key(key)):
+                picked.append(k)
+                _layout.matched.add(name)
+                break
+    for h, key in zip(headers, keys):
+        for offer in (h,) if _key(key) == _key(h) else (h, key):
+            if offer not in _layout.offered:
+                _layout.offered.append(offer)
+    return picked
 
 
 def terminal_width() -> int | None:
@@ -61,7 +138,7 @@ def terminal_width() -> int | None:
     import os
     import shutil
 
-    if _layout["wide"]:
+    if _layout.wide:
         return None
     env = os.environ.get("COLUMNS", "")
     if env.isdigit() and int(env) > 0:
@@ -98,12 +175,27 @@ def _second_widest(cols: list[int], i: int) -> int:
 
 
 def table(
-    rows: Sequence[Sequence[Any]], headers: Sequence[str], *, missing: str = "", width: int | None | bool = True
+    rows: Sequence[Sequence[Any]],
+    headers: Sequence[str],
+    *,
+    keys: Sequence[str] | None = None,
+    missing: str = "",
+    width: int | None | bool = True,
 ) -> str:
     """A text table (tabulate, "simple"). Fitted to :func:`terminal_width` by wrapping the
-    widest cells unless ``width`` is given (an int, or None/False for no limit)."""
+    widest cells unless ``width`` is given (an int, or None/False for no limit).
+
+    ``-o custom-columns=...`` keeps only the chosen columns (matched against ``headers`` and
+    ``keys``, the JSON key of each column; by default the header in snake case); a table with
+    none of them is left out (""). Only the kept columns are fitted to the terminal."""
     from tabulate import tabulate
 
+    picked = choose_columns(headers, keys)
+    if picked is not None:
+        if not picked:
+            return ""
+        headers = [headers[k] for k in picked]
+        rows = [[r[k] if k < len(r) else None for k in picked] for r in rows]
     limit = terminal_width() if width is True else (width or None)
     maxcolwidths = None
     if limit and rows:
@@ -117,6 +209,17 @@ def table(
     return tabulate(
         rows, headers=headers, tablefmt="simple", missingval=missing, disable_numparse=True, maxcolwidths=maxcolwidths
     )
+
+
+def _check_columns() -> None:
+    if _layout.columns is None or not _layout.tables:
+        return  # no table printed: the option has nothing to choose from
+    unknown = [n for n in _layout.columns if n not in _layout.matched]
+    if unknown:
+        raise UsageError(
+            f"unknown column {', '.join(map(repr, unknown))} in -o custom-columns; "
+            f"available: {','.join(_layout.offered)}"
+        )
 
 
 class Output:
@@ -142,11 +245,16 @@ class Output:
 
     # -- results ---------------------------------------------------------------------
     def emit(self, data: Any, text: Callable[[Any], str]) -> None:
-        """Print one result: ``data`` as a JSON document, or ``text(data)``."""
+        """Print one result: ``data`` as a JSON document, or ``text(data)``.
+
+        With ``-o custom-columns=...``, a name that no table of ``text(data)`` has is a usage
+        error (nothing printed; the message lists the names the tables have)."""
         if self.json:
             self.write_bytes(to_json(data) + b"\n")
         else:
+            _layout.offered, _layout.matched, _layout.tables = [], set(), 0
             s = text(data)
+            _check_columns()
             if s:
                 self.out.write(s if s.endswith("\n") else s + "\n")
                 self.out.flush()

@@ -33,10 +33,7 @@ def revert_command(
     ctx: typer.Context,
     table: Annotated[
         str,
-        typer.Argument(
-            metavar="PATH|DB.TABLE[/PART]",
-            help="Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore.",
-        ),
+        options.table_argument("Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore."),
     ],
     output: Annotated[
         Optional[str],
@@ -110,5 +107,11 @@ def render_text(report: dict) -> str:
         ]
         for i in report["items"]
     ]
-    lines.append(table(rows, ["PARTITION", "TYPE", "OUTPUT", "INPUTS", "STATE", "REASON"]))
+    lines.append(
+        table(
+            rows,
+            ["PARTITION", "TYPE", "OUTPUT", "INPUTS", "STATE", "REASON"],
+            keys=["partition", "type", "outputs", "inputs", "revertible", "reason"],
+        )
+    )
     return "\n".join(lines)

@@ -139,7 +139,9 @@ def transactions_cmd(
             for t in r.transactions
         ]
         return render_table(
-            rows, ["Transaction ID", "Transaction State", "Started Time", "Last Heartbeat Time", "User", "Hostname"]
+            rows,
+            ["Transaction ID", "Transaction State", "Started Time", "Last Heartbeat Time", "User", "Hostname"],
+            keys=["txnid", "state", "startedtime", "lastheartbeattime", "user", "host"],
         )
 
     ctx.obj.output.emit(rep.to_dict(), lambda _d: text(rep))
@@ -151,9 +153,7 @@ def locks_cmd(
     target: Annotated[
         Optional[str], typer.Argument(metavar="[DB[.TABLE]]", help="Only locks on this database or table.")
     ] = None,
-    partition: Annotated[
-        Optional[str], typer.Option("--partition", metavar="SPEC", help="Partition, e.g. ds=2024-01-01/hr=1.")
-    ] = None,
+    partition: Annotated[Optional[str], options.partition_option("Partition, e.g. ds=2024-01-01/hr=1.")] = None,
     txn: Annotated[Optional[int], typer.Option("--txn", metavar="ID", help="Only locks of this transaction.")] = None,
     extended: Annotated[
         bool, typer.Option("--extended", help="Add heartbeat count and the owning transaction's state and heartbeat.")
@@ -195,8 +195,24 @@ def locks_cmd(
             "Hostname",
             "Agent Info",
         ]
+        keys = [
+            "lockid",
+            "database",
+            "table",
+            "partition",
+            "lock_state",
+            "blocked_by",
+            "lock_type",
+            "transaction_id",
+            "last_heartbeat",
+            "acquired_at",
+            "user",
+            "hostname",
+            "agent_info",
+        ]
         if r.extended:
             headers += ["Heartbeat Count", "Txn State", "Txn Last Heartbeat"]
+            keys += ["heartbeat_count", "txn_state", "txn_last_heartbeat"]
         rows = []
         for k in r.locks:
             hb = k["last_heartbeat"]
@@ -222,7 +238,7 @@ def locks_cmd(
                     fmt_ms(k.get("txn_last_heartbeat"), missing="NULL"),
                 ]
             rows.append(row)
-        return render_table(rows, headers)
+        return render_table(rows, headers, keys=keys)
 
     ctx.obj.output.emit(rep.to_dict(), lambda _d: text(rep))
 
@@ -233,9 +249,7 @@ def compactions_cmd(
     target: Annotated[
         Optional[str], typer.Argument(metavar="[DB[.TABLE]]", help="Only compactions of this database or table.")
     ] = None,
-    partition: Annotated[
-        Optional[str], typer.Option("--partition", metavar="SPEC", help="Partition, e.g. ds=2024-01-01/hr=1.")
-    ] = None,
+    partition: Annotated[Optional[str], options.partition_option("Partition, e.g. ds=2024-01-01/hr=1.")] = None,
     ctype: Annotated[
         Optional[list[str]],
         typer.Option("--type", metavar="TYPE", help="major, minor, rebalance, abort_txn_cleanup (repeatable)."),
@@ -295,89 +309,66 @@ def compactions_cmd(
         _require(ctx, db, tbl, hive_version)
 
     def text(r) -> str:
-        nv = lambda v: NO_VAL if v is None or v == "" else str(v)  # noqa: E731
-        tv = lambda v: NO_VAL if not v else fmt_ms(v)  # noqa: E731
-        if r.hive_version == 3:
-            headers = [
-                "CompactionId",
-                "Database",
-                "Table",
-                "Partition",
-                "Type",
-                "State",
-                "Worker",
-                "Start Time",
-                "Duration(ms)",
-                "HadoopJobId",
-            ]
-            rows = [
-                [
-                    c["compactionid"],
-                    c["dbname"],
-                    c["tabname"],
-                    nv(c["partname"]),
-                    c["type"],
-                    c["state"],
-                    nv(c["worker"]),
-                    tv(c["starttime"]),
-                    nv(c["duration"]),
-                    nv(c["hadoopjobid"]),
-                ]
-                for c in r.compactions
-            ]
-        else:
-            headers = [
-                "CompactionId",
-                "Database",
-                "Table",
-                "Partition",
-                "Type",
-                "State",
-                "Worker host",
-                "Worker",
-                "Enqueue Time",
-                "Start Time",
-                "Duration(ms)",
-                "HadoopJobId",
-                "Error message",
-                "Initiator host",
-                "Initiator",
-                "Pool name",
-                "TxnId",
-                "Next TxnId",
-                "Commit Time",
-                "Highest WriteId",
-            ]
-            rows = [
-                [
-                    c["compactionid"],
-                    c["dbname"],
-                    c["tabname"],
-                    nv(c["partname"]),
-                    c["type"],
-                    c["state"],
-                    nv(c["workerhost"]),
-                    nv(c["workerid"]),
-                    tv(c["enqueuetime"]),
-                    tv(c["starttime"]),
-                    hive4_duration(c),
-                    nv(c["hadoopjobid"]),
-                    nv(c["errormessage"]),
-                    nv(c["initiatorhost"]),
-                    nv(c["initiatorid"]),
-                    c["poolname"],
-                    zero(c["txnid"]),
-                    zero(c["nexttxnid"]),
-                    "0" if c["committime"] is None else fmt_ms(c["committime"]),
-                    # Hive 4 fills the response's old highest-*txn*-id field, never the highest
-                    # write id it prints: the cell is always NO_VAL (JSON has the real value)
-                    NO_VAL,
-                ]
-                for c in r.compactions
-            ]
-        return render_table(rows, headers)
+        columns = COMPACTION_COLUMNS[3 if r.hive_version == 3 else 4]
+        rows = [[cell(c) for _, _, cell in columns] for c in r.compactions]
+        return render_table(rows, [h for h, _, _ in columns], keys=[k for _, k, _ in columns])
 
     ctx.obj.output.emit(rep.to_dict(), lambda _d: text(rep))
+
+
+def _raw(key: str):
+    return lambda c: c[key]
+
+
+def _nv(key: str):
+    """NO_VAL for NULL or empty, as Hive's ``ShowCompactionsOperation`` prints missing values."""
+    return lambda c: NO_VAL if c[key] is None or c[key] == "" else str(c[key])
+
+
+def _tv(key: str):
+    """A time in ms, NO_VAL for NULL or 0."""
+    return lambda c: NO_VAL if not c[key] else fmt_ms(c[key])
+
+
+_LEADING = (
+    ("CompactionId", "compactionid", _raw("compactionid")),
+    ("Database", "dbname", _raw("dbname")),
+    ("Table", "tabname", _raw("tabname")),
+    ("Partition", "partname", _nv("partname")),
+    ("Type", "type", _raw("type")),
+    ("State", "state", _raw("state")),
+)
+
+#: SHOW COMPACTIONS as Hive 3.1 and Hive 4.0 print it: (header, JSON key, cell of a row dict) per
+#: column (the key also names the column for ``-o custom-columns``)
+COMPACTION_COLUMNS = {
+    3: _LEADING
+    + (
+        ("Worker", "worker", _nv("worker")),
+        ("Start Time", "starttime", _tv("starttime")),
+        ("Duration(ms)", "duration", _nv("duration")),
+        ("HadoopJobId", "hadoopjobid", _nv("hadoopjobid")),
+    ),
+    4: _LEADING
+    + (
+        ("Worker host", "workerhost", _nv("workerhost")),
+        ("Worker", "workerid", _nv("workerid")),
+        ("Enqueue Time", "enqueuetime", _tv("enqueuetime")),
+        ("Start Time", "starttime", _tv("starttime")),
+        ("Duration(ms)", "duration", lambda c: hive4_duration(c)),
+        ("HadoopJobId", "hadoopjobid", _nv("hadoopjobid")),
+        ("Error message", "errormessage", _nv("errormessage")),
+        ("Initiator host", "initiatorhost", _nv("initiatorhost")),
+        ("Initiator", "initiatorid", _nv("initiatorid")),
+        ("Pool name", "poolname", _raw("poolname")),
+        ("TxnId", "txnid", lambda c: zero(c["txnid"])),
+        ("Next TxnId", "nexttxnid", lambda c: zero(c["nexttxnid"])),
+        ("Commit Time", "committime", lambda c: "0" if c["committime"] is None else fmt_ms(c["committime"])),
+        # Hive 4 fills the response's old highest-*txn*-id field, never the highest write id it
+        # prints: the cell is always NO_VAL (JSON has the real value)
+        ("Highest WriteId", "hightestwriteid", lambda c: NO_VAL),
+    ),
+}
 
 
 #: states whose rows live in COMPACTION_QUEUE (Hive selects -1 as their end time)

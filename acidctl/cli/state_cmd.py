@@ -36,6 +36,22 @@ HELP = (
 )
 
 
+#: the directory table: text headers and the JSON key of each column (``-o custom-columns``
+#: takes either; WRITE IDS is min_write_id..max_write_id in JSON)
+ENTRY_HEADERS = ["ROLE", "NAME", "READ#", "WRITE IDS", "STMT", "VIS TXN", "FILES", "BYTES", "REASON"]
+ENTRY_KEYS = [
+    "role",
+    "name",
+    "read_order",
+    "write_ids",
+    "statement_id",
+    "visibility_txn",
+    "file_count",
+    "bytes",
+    "reason",
+]
+
+
 def register(app: typer.Typer) -> None:
     app.command("state", help=HELP)(state_command)
 
@@ -44,9 +60,8 @@ def state_command(
     ctx: typer.Context,
     path: Annotated[
         str,
-        typer.Argument(
-            metavar="PATH|DB.TABLE[/PART]",
-            help="Table or partition directory (local path, file://, hdfs://, s3://, memory://), or DB.TABLE[/key=value] looked up in the metastore (its snapshot too).",
+        options.table_argument(
+            "Table or partition directory (local path, file://, hdfs://, s3://, memory://), or DB.TABLE[/key=value] looked up in the metastore (its snapshot too)."
         ),
     ],
     write_ids: options.WriteIds = None,
@@ -236,7 +251,7 @@ def render_text(report: dict) -> str:
                     e["reason"],
                 ]
             )
-        lines.append(table(rows, ["ROLE", "NAME", "READ#", "WRITE IDS", "STMT", "VIS TXN", "FILES", "BYTES", "REASON"]))
+        lines.append(table(rows, ENTRY_HEADERS, keys=ENTRY_KEYS))
         s, c = p["snapshot"], p["compaction"]
         t = c["thresholds"]
         lines.append("")
@@ -271,7 +286,9 @@ def render_text(report: dict) -> str:
             [f["severity"].upper(), f["check"], _relative(f["path"], report["path"]), f["message"]]
             for f in report["findings"]
         ]
-        lines.append(table(rows, ["SEVERITY", "CHECK", "PATH", "MESSAGE"]))
+        lines.append(
+            table(rows, ["SEVERITY", "CHECK", "PATH", "MESSAGE"], keys=["severity", "check", "path", "message"])
+        )
     else:
         lines.append("no findings")
     sm = report["summary"]

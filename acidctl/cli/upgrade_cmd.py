@@ -128,7 +128,14 @@ def _text(r: dict) -> str:
         ]
         for p in r["partitions"]
     ]
-    lines += ["", table(rows, ["TABLE", "PARTITION", "MODE", "STATUS", "PREUPGRADETOOL", "CURRENT", "WHY"])]
+    lines += [
+        "",
+        table(
+            rows,
+            ["TABLE", "PARTITION", "MODE", "STATUS", "PREUPGRADETOOL", "CURRENT", "WHY"],
+            keys=["table", "partition", "mode", "status", "preupgrade_tool", "current", "reasons"],
+        ),
+    ]
     finds = [
         [f["severity"].upper(), f["check"], t["table"], "", f["message"]] for t in r["tables"] for f in t["findings"]
     ]

@@ -17,6 +17,7 @@ from typing import Annotated, Optional
 import typer
 
 from acidctl.cli.commands import Commands
+from acidctl.cli import options
 from acidctl.cli.options import parse_kv
 
 app = Commands()  # main calls register(app)
@@ -85,16 +86,13 @@ def worker_command(
         Optional[str],
         typer.Option("--db", metavar="GLOB", help="Claim only requests of databases matching GLOB (e.g. 'sales_*')."),
     ] = None,
-    master: Annotated[str, typer.Option("--master", help="Spark master URL.")] = "local[*]",
-    spark_conf: Annotated[
-        Optional[list[str]], typer.Option("--spark-conf", metavar="KEY=VALUE", help="Spark configuration, repeatable.")
-    ] = None,
+    master: options.Master = "local[*]",
+    spark_conf: options.SparkConf = None,
     engine: Annotated[
         str,
-        typer.Option(
-            "--engine",
-            metavar="spark|auto|local",
-            help="spark (default): every request in one Spark application; auto: local for small inputs, else Spark (the same application); local: worker processes on this machine.",
+        options.engine_option(
+            "spark (default): every request in one Spark application; auto: local for small inputs, else Spark (the same application); local: worker processes on this machine.",
+            choices="spark|auto|local",
         ),
     ] = "spark",
     poll: Annotated[
@@ -102,9 +100,8 @@ def worker_command(
     ] = 30.0,
     allow_non_atomic_publish: Annotated[
         bool,
-        typer.Option(
-            "--allow-non-atomic-publish",
-            help="Publish requests whose output readers could see half done (a Hive 3 minor compaction writing delta and delete_delta), as Hive's compactor does; such requests fail otherwise.",
+        options.allow_non_atomic_publish_option(
+            "Publish requests whose output readers could see half done (a Hive 3 minor compaction writing delta and delete_delta), as Hive's compactor does; such requests fail otherwise.",
         ),
     ] = False,
 ):

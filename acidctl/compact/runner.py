@@ -27,6 +27,7 @@ import time
 from typing import TYPE_CHECKING, Callable
 
 from acidctl import faults
+from acidctl.acid.dirname import partition_keys_lower
 from acidctl.compact import publish as pub
 from acidctl.compact.engine import SPARK, choose_engine
 from acidctl.compact.lock import TableLock, table_root
@@ -65,11 +66,49 @@ class CompactOptions:
 
 
 def _normalize_partition(spec: str) -> str:
+    """``--partition`` as the directory Hive names (keys lower-case: Hive column names are
+    case-insensitive); the listings are keyed the same way (:func:`_by_partition`)."""
     parts = [p.strip() for p in spec.strip().strip("/").split("/") if p.strip()]
     for p in parts:
         if "=" not in p:
             raise UsageError(f"--partition expects k=v[/k2=v2], got {spec!r}")
-    return "/".join(parts)
+    return partition_keys_lower("/".join(parts))
+
+
+def _by_partition(listings: list) -> dict:
+    """Listings by partition name with lower-case keys (None: an unpartitioned table)."""
+    return {partition_keys_lower(lst.partition) if lst.partition else lst.partition: lst for lst in listings}
+
+
+def select_partitions(tfs, listings: list, partitions: list[str] | None) -> list:
+    """The listings ``--partition`` names, in the order given (every listing without it); keys in
+    any case. Shared by full-ACID and insert-only runs. NotFoundError naming the partitions there are."""
+    if not partitions:
+        return listings
+    by_name = _by_partition(listings)
+    wanted = [_normalize_partition(p) for p in partitions]
+    missing = [p for p in wanted if p not in by_name]
+    if missing:
+        raise NotFoundError(
+            f"partition {missing[0]} not found under {tfs.display(tfs.root)}",
+            hint="partitions: " + (", ".join(str(k) for k in by_name) or "none (unpartitioned)"),
+        )
+    return [by_name[p] for p in wanted]
+
+
+def not_due_plan(lst, mode: str | None, recommendation) -> PartitionPlan:
+    """The plan of a partition ``--due`` leaves alone (the Initiator recommends nothing)."""
+    from acidctl.acid.initiator import NONE
+
+    return PartitionPlan(
+        lst.partition,
+        lst.fs_path or lst.path,
+        lst.path,
+        mode or NONE,
+        "not-due",
+        "not due: " + "; ".join(recommendation.reasons),
+        recommendation=recommendation.to_dict(),
+    )
 
 
 def compact_table(
@@ -205,17 +244,7 @@ def _plan_all(tfs, opts: CompactOptions, listings: list) -> list[PartitionPlan]:
     from acidctl.acid.initiator import NONE, compactor_state, recommend
 
     plans: list[PartitionPlan] = []
-    by_name = {lst.partition: lst for lst in listings}
-    if opts.partitions:
-        wanted = [_normalize_partition(p) for p in opts.partitions]
-        missing = [p for p in wanted if p not in by_name]
-        if missing:
-            raise NotFoundError(
-                f"partition {missing[0]} not found under {tfs.display(tfs.root)}",
-                hint="partitions: " + (", ".join(str(k) for k in by_name) or "none (unpartitioned)"),
-            )
-        listings = [by_name[p] for p in wanted]
-    for lst in listings:
+    for lst in select_partitions(tfs, listings, opts.partitions):
         mode = opts.mode
         rec = None
         if opts.due:
@@ -230,17 +259,7 @@ def _plan_all(tfs, opts: CompactOptions, listings: list) -> list[PartitionPlan]:
             )
             rec = r.to_dict()
             if r.type == NONE:
-                plans.append(
-                    PartitionPlan(
-                        lst.partition,
-                        lst.fs_path or lst.path,
-                        lst.path,
-                        mode or NONE,
-                        "not-due",
-                        "not due: " + "; ".join(r.reasons),
-                        recommendation=rec,
-                    )
-                )
+                plans.append(not_due_plan(lst, mode, r))
                 continue
             mode = mode or r.type
         if mode is None:  # CompactOptions: a mode, or due (which chose one above)

@@ -21,28 +21,11 @@ Dry runs read only; every write is one :func:`acidctl.metastore.steps.write_step
 from __future__ import annotations
 
 
-from acidctl.errors import NotFoundError, RefusedError, UsageError
+from acidctl.errors import RefusedError, UsageError
 from acidctl.metastore import queue
 from acidctl.metastore.steps import for_update, now_ms, write_step
 
 ABORT_MESSAGE = "Compaction Aborted by Abort Comapction request."  # sic, as Hive writes it
-#: Hive 4 ``CompactionState`` names, as its error messages print them
-STATE_NAMES = {
-    "i": "INITIATED",
-    "w": "WORKING",
-    "r": "READY_FOR_CLEANING",
-    "f": "FAILED",
-    "s": "SUCCEEDED",
-    "a": "DID_NOT_INITIATE",
-    "c": "REFUSED",
-    "x": "ABORTED",
-}
-
-
-def _state_name(code: str | None, hive_version: int) -> str:
-    if code == "a" and hive_version == 3:
-        return "ATTEMPTED"
-    return STATE_NAMES.get(code or "", str(code))
 
 
 # ---------------------------------------------------------------------------------------
@@ -107,7 +90,7 @@ def abort_compactions(ms, ids: list[int], *, execute: bool = False) -> dict:
         elif f["state"] != "i" or not f["in_queue"]:
             el.update(
                 status="Error",
-                message="Error while aborting compaction as compaction is in state-" + _state_name(f["state"], hv),
+                message="Error while aborting compaction as compaction is in state-" + queue.state_name(f["state"], hv),
             )
         elif not execute:
             el.update(
@@ -142,7 +125,7 @@ def _abort_one(ms, cq_id: int) -> dict:
                 "status": "Error",
                 "state": q["CQ_STATE"],
                 "message": "Error while aborting compaction as compaction is in state-"
-                + _state_name(q["CQ_STATE"], ms.hive_version),
+                + queue.state_name(q["CQ_STATE"], ms.hive_version),
             }
         if h4:
             queue.insert_history(ms, conn, queue.history_row(ms, q, state="x", end=now_ms(conn), error=ABORT_MESSAGE))
@@ -275,26 +258,7 @@ def unlock(ms, lock_id: int, *, execute: bool = False) -> dict:
 
 
 def fail_compaction(ms, cq_id: int, *, message: str, expect_state: str | None = None) -> dict:
-    """Hive's ``markFailed`` (operations.md §3.3): the queue row moves to COMPLETED_COMPACTIONS
-    as ``f`` (``CC_END`` = db now, Hive 4 ``CC_ERROR_MESSAGE`` = ``message``), one DB
-    transaction. ``expect_state``: refuse unless the row is in that state."""
-    import sqlalchemy as sa
-
-    cq = ms.tables.COMPACTION_QUEUE
-
-    def step(conn):
-        row = conn.execute(for_update(sa.select(cq.clause).where(cq.CQ_ID == cq_id), conn)).mappings().first()
-        if row is None:
-            raise NotFoundError(f"compaction {cq_id} is not in COMPACTION_QUEUE")
-        q = {k.upper(): v for k, v in row.items()}
-        if expect_state is not None and q["CQ_STATE"] != expect_state:
-            raise RefusedError(
-                f"compaction {cq_id} is in state {_state_name(q['CQ_STATE'], ms.hive_version)}, "
-                f"not {_state_name(expect_state, ms.hive_version)}"
-            )
-        conn.execute(sa.delete(cq.clause).where(cq.CQ_ID == cq_id))
-        # (Hive 3 has no CC_ERROR_MESSAGE column: history_row leaves the message out there)
-        queue.insert_history(ms, conn, queue.history_row(ms, q, state="f", end=now_ms(conn), error=message))
-        return {"cq_id": cq_id, "state": "f", "message": message}
-
-    return write_step(ms, step, name="markFailed")
+    """Hive's ``markFailed`` (operations.md §3.3) for revert: :func:`queue.mark_failed` — the
+    same step the Worker's failures take — with revert's check that the request is still in
+    ``expect_state``. Returns ``{cq_id, state, message}``."""
+    return queue.mark_failed(ms, cq_id, message=message, expect_state=expect_state)

@@ -198,7 +198,7 @@ class Hive2Metastore:
     (``hive_version`` 2, ``tables.<NAME>``, ``read()``, ``schema_version``), so the steps Hive
     2.3 runs exactly as Hive 3 does (``compact``, ``findNextToCompact``, ``setRunAs``,
     ``markCompacted``, ``markFailed``, the revokes) are the same functions; the 2.3-only ones
-    live in :mod:`acidctl.metastore.hive2_queue`. Writes are allowed on a ``2.3.x`` schema only
+    are 2.3 branches there and in :mod:`acidctl.metastore.cleaner`. Writes are allowed on a ``2.3.x`` schema only
     (:func:`acidctl.metastore.steps.check_writable`)."""
 
     hive_version = 2

@@ -532,24 +532,57 @@ def insert_history(ms, conn, values: dict) -> None:
     conn.execute(sa.insert(cc.clause).values({getattr(cc, k).name: v for k, v in values.items()}))
 
 
-def _move_to_history(ms, conn, cq_id: int, state: str, message: str | None) -> None:
-    """``updateStatus`` / Hive 3 ``markFailed``: queue row → COMPLETED_COMPACTIONS (operations.md §3.3)."""
+#: Hive 4 ``CompactionState`` names, as its error messages print them
+STATE_NAMES = {
+    "i": "INITIATED",
+    "w": "WORKING",
+    "r": "READY_FOR_CLEANING",
+    "f": "FAILED",
+    "s": "SUCCEEDED",
+    "a": "DID_NOT_INITIATE",
+    "c": "REFUSED",
+    "x": "ABORTED",
+}
+
+
+def state_name(code: str | None, hive_version: int) -> str:
+    """A queue/history state code as Hive's messages name it (Hive 3 calls ``a`` ATTEMPTED)."""
+    if code == "a" and hive_version == 3:
+        return "ATTEMPTED"
+    return STATE_NAMES.get(code or "", str(code))
+
+
+def move_to_history(ms, conn, cq_id: int, state: str, message: str | None, *, expect_state: str | None = None) -> dict:
+    """The step of ``markFailed`` / ``markRefused`` (``updateStatus``; operations.md §3.3), inside
+    one DB transaction: read the queue row (FOR UPDATE), delete it, insert its history row in
+    ``state`` with ``CC_END`` = db now and (Hive 4; Hive 3 has no ``CC_ERROR_MESSAGE``) the
+    message. ``expect_state``: refuse unless the row is in that queue state (revert's check that
+    the request is still ``ready for cleaning``). Returns ``{cq_id, state, message}``."""
     import sqlalchemy as sa
 
     cq = ms.tables.COMPACTION_QUEUE
-    row = conn.execute(sa.select(cq.clause).where(cq.CQ_ID == cq_id)).mappings().first()
+    row = conn.execute(steps.for_update(sa.select(cq.clause).where(cq.CQ_ID == cq_id), conn)).mappings().first()
     if row is None:
-        raise NotFoundError(f"no compaction with id {cq_id} in the queue")
-    conn.execute(sa.delete(cq.clause).where(cq.CQ_ID == cq_id))
+        raise NotFoundError(f"compaction {cq_id} is not in COMPACTION_QUEUE")
     q = {k.upper(): v for k, v in row.items()}
+    if expect_state is not None and q["CQ_STATE"] != expect_state:
+        raise RefusedError(
+            f"compaction {cq_id} is in state {state_name(q['CQ_STATE'], ms.hive_version)}, "
+            f"not {state_name(expect_state, ms.hive_version)}"
+        )
+    conn.execute(sa.delete(cq.clause).where(cq.CQ_ID == cq_id))
     insert_history(ms, conn, history_row(ms, q, state=state, end=steps.now_ms(conn), error=message))
+    return {"cq_id": cq_id, "state": state, "message": message}
 
 
-def mark_failed(ms, cq_id: int, *, message: str | None = None, read_only: bool = False) -> None:
-    """``markFailed``: the row moves to history as ``f`` (Hive 4 keeps the error message)."""
-    steps.write_step(
+def mark_failed(
+    ms, cq_id: int, *, message: str | None = None, expect_state: str | None = None, read_only: bool = False
+) -> dict:
+    """``markFailed``: the row moves to history as ``f`` (Hive 4 keeps the error message);
+    ``expect_state``: only from that queue state (else :class:`RefusedError`, nothing written)."""
+    return steps.write_step(
         ms,
-        lambda conn: _move_to_history(ms, conn, cq_id, "f", message),
+        lambda conn: move_to_history(ms, conn, cq_id, "f", message, expect_state=expect_state),
         name="mark the compaction failed",
         read_only=read_only,
     )
@@ -561,7 +594,7 @@ def mark_refused(ms, cq_id: int, *, message: str | None = NOTHING_TO_COMPACT, re
         raise RefusedError("markRefused is Hive 4's (Hive 3 has no refused state)")
     steps.write_step(
         ms,
-        lambda conn: _move_to_history(ms, conn, cq_id, "c", message),
+        lambda conn: move_to_history(ms, conn, cq_id, "c", message),
         name="mark the compaction refused",
         read_only=read_only,
     )

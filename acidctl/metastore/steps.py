@@ -47,7 +47,7 @@ HIVE2_WRITABLE_SCHEMAS = ("2.3.",)
 MAX_RETRIES = 10
 RETRY_STEP_S = 0.2
 
-_forbidden = {"on": False, "why": ""}
+_forbidden: dict[str, Any] = {"on": False, "why": "", "pending": None}
 
 
 class MetastoreReadOnly(RefusedError):
@@ -56,15 +56,28 @@ class MetastoreReadOnly(RefusedError):
 
 def forbid_writes(why: str = "--read-only") -> None:
     """Forbid every metastore write in this process (the CLI's ``--read-only``)."""
-    _forbidden.update(on=True, why=why)
+    _forbidden.update(on=True, why=why, pending=None)
+
+
+def forbid_writes_if(decide: Callable[[], bool], why: str = "--read-only") -> None:
+    """Forbid writes when ``decide()`` says so, asked once, when a write is first checked (the
+    CLI's profile key ``read_only``: the config file is then read only by commands that come to
+    write to a metastore, not by ``--help`` or ``dump FILE``)."""
+    _forbidden.update(on=False, why="", pending=(decide, why))
 
 
 def allow_writes() -> None:
     """Undo :func:`forbid_writes` (tests running several CLI invocations in one process)."""
-    _forbidden.update(on=False, why="")
+    _forbidden.update(on=False, why="", pending=None)
 
 
 def writes_forbidden() -> bool:
+    pending = _forbidden["pending"]
+    if pending is not None:
+        _forbidden["pending"] = None
+        decide, why = pending
+        if decide():
+            _forbidden.update(on=True, why=why)
     return bool(_forbidden["on"])
 
 

@@ -384,7 +384,7 @@ def compact_mm_table(tfs, opts, ctx, *, registrar=None, notes: list | None = Non
     from acidctl.acid.initiator import NONE, compactor_state, recommend
     from acidctl.acid.layout import list_table
     from acidctl.compact.lock import TableLock, table_root
-    from acidctl.compact.runner import _normalize_partition
+    from acidctl.compact.runner import not_due_plan, select_partitions
     from acidctl.compact.runner import _reraise as reraise
 
     notes = notes if notes is not None else []
@@ -421,16 +421,7 @@ def compact_mm_table(tfs, opts, ctx, *, registrar=None, notes: list | None = Non
                 report["recovered"].extend(pub.recover(tfs, lst.fs_path or lst.path))
             if report["recovered"]:
                 listings = list_table(tfs)
-        by_name = {lst.partition: lst for lst in listings}
-        if opts.partitions:
-            wanted = [_normalize_partition(p) for p in opts.partitions]
-            missing = [p for p in wanted if p not in by_name]
-            if missing:
-                from acidctl.errors import NotFoundError
-
-                raise NotFoundError(f"partition {missing[0]} not found under {tfs.display(tfs.root)}")
-            listings = [by_name[p] for p in wanted]
-        for lst in listings:
+        for lst in select_partitions(tfs, listings, opts.partitions):
             m = mode
             rec = None
             if opts.due:
@@ -440,21 +431,7 @@ def compact_mm_table(tfs, opts, ctx, *, registrar=None, notes: list | None = Non
                 )
                 rec = r.to_dict()
                 if r.type == NONE:
-                    plans.append(
-                        (
-                            PartitionPlan(
-                                lst.partition,
-                                lst.fs_path or lst.path,
-                                lst.path,
-                                m or NONE,
-                                "not-due",
-                                "not due: " + "; ".join(r.reasons),
-                                recommendation=rec,
-                            ),
-                            None,
-                            lst,
-                        )
-                    )
+                    plans.append((not_due_plan(lst, m, r), None, lst))
                     continue
                 m = m or r.type
                 if opts.hive_version == 3:

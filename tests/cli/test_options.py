@@ -137,3 +137,73 @@ def test_compact_and_clean_keep_their_own_snapshot_help(command, text):
     r = run_cli(command, "--help")
     assert r.code == 0
     assert text in " ".join(r.stdout.split()), r.stdout
+
+
+def _params(*path: str) -> dict:
+    """The click parameters of ``acidctl PATH...`` by flag."""
+    import typer
+
+    from acidctl.cli.main import app
+
+    cmd = typer.main.get_command(app)
+    for name in path:
+        cmd = cmd.commands[name]  # type: ignore[attr-defined]
+    return {p.opts[0]: p for p in cmd.params}
+
+
+@pytest.mark.parametrize("command", ["compact", "export", "worker"])
+def test_spark_options_are_declared_once(command):
+    """--engine / --master / --spark-conf: one flag, metavar and type in every Spark command
+    (cli/options.py); only the engines offered and the help wording are the command's."""
+    p = _params(command)
+    assert p["--master"].metavar == "URL" and p["--master"].default == "local[*]"
+    assert p["--spark-conf"].metavar == "KEY=VALUE" and p["--spark-conf"].multiple
+    assert set(p["--engine"].metavar.split("|")) <= {"auto", "local", "spark"}
+    assert "spark" in p["--engine"].metavar.split("|")
+
+
+@pytest.mark.parametrize("command", [["compact", "--major", "--engine", "spark", "."], ["worker", "--once"]])
+def test_bad_spark_conf_is_the_same_one_line_usage_error(tmp_path, command):
+    r = run_cli("--metastore", f"sqlite:///{tmp_path / 'none.db'}", *command, "--spark-conf", "novalue")
+    assert r.code == 2, r
+    assert r.stderr.strip() == "acidctl: error: --spark-conf expects KEY=VALUE, got 'novalue'"
+
+
+def test_data_columns_of_dump_and_compact_say_what_they_do():
+    """dump --columns selects row columns, compact --columns renames the row struct: different
+    meanings, each declared with its own precise help (both take name:type,... for insert-only)."""
+    dump, compact = _params("dump")["--columns"].help, _params("compact")["--columns"].help
+    assert "Only these columns" in dump and "any case" in dump
+    assert "renames, selects nothing" in compact
+    assert "name:type" in dump and "name:type" in compact
+
+
+def test_config_file_is_read_only_by_commands_that_write_to_a_metastore(tmp_path, monkeypatch):
+    """The profile key read_only is looked up when a metastore write is first checked: with a
+    config file that does not parse, commands that never write work, and a write still honours
+    (here: fails on) the file — one line, exit 2, nothing written."""
+    cfg = tmp_path / "broken.toml"
+    cfg.write_text("[profiles.prod\nread_only = tru\n")
+    monkeypatch.setenv("ACIDCTL_CONFIG", str(cfg))
+    nation = REAL / "trino" / "nationFile25kRowsSortedOnNationKey" / "bucket_00000"
+    assert run_cli("--help").code == 0
+    dumped = run_cli("-o", "json", "dump", "-n", "1", str(nation))
+    assert dumped.code == 0 and json.loads(dumped.stdout)["row"]["n_nationkey"] == 0, dumped
+    state = run_cli("-o", "json", "state", "--assume-committed", str(REAL / "trino" / "nation_delete_deltas"))
+    assert state.code == 0, state
+    monkeypatch.delenv("ACIDCTL_CONFIG")
+    assert run_cli("-o", "json", "demo", str(tmp_path / "demo")).code == 0
+    url = f"sqlite:///{tmp_path / 'demo' / 'metastore.db'}"
+    monkeypatch.setenv("ACIDCTL_CONFIG", str(cfg))
+    # a read of the metastore does not need the key either
+    assert run_cli("--metastore", url, "show", "transactions").code == 0
+    # demo.py: transaction 10 is open; aborting it is a write: the broken file is reported
+    r = run_cli("--metastore", url, "abort", "transactions", "10", "--execute")
+    assert (
+        r.code == 2
+        and r.stderr.startswith("acidctl: error: cannot read config file")
+        and len(r.stderr.splitlines()) == 1
+    )
+    monkeypatch.delenv("ACIDCTL_CONFIG")
+    txns = json.loads(run_cli("--metastore", url, "-o", "json", "show", "transactions").stdout)["transactions"]
+    assert {(t["txnid"], t["state"]) for t in txns} >= {(10, "OPEN")}

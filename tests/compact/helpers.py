@@ -92,7 +92,7 @@ def new_dirs(root: Path, before: set) -> list[Path]:
     )
 
 
-# -- fixture tables (layouts as tests/unit/test_merged.py assembles them) ---------------------
+# -- fixture tables (layouts as tests/acid/test_merged.py assembles them) ---------------------
 
 
 def nation_table(dst: Path) -> Path:

@@ -319,6 +319,31 @@ def test_mark_failed_and_refused_move_the_row_to_history(metastore, hive_version
         )
 
 
+def test_mark_failed_with_an_expected_state_refuses_other_states(metastore, hive_version):
+    """revert's markFailed (admin.fail_compaction = queue.mark_failed with expect_state 'r'): a
+    request not ready for cleaning is refused and left exactly as it was; one that is moves to
+    history as 'f' like the Worker's markFailed (operations.md §3.3)."""
+    from acidctl.metastore.admin import fail_compaction
+
+    url, rec = metastore
+    ms = _ms(url)
+    a = queue.enqueue(ms, "db", "a", partition="p=1", type="major").id
+    before = _rows(ms, "COMPACTION_QUEUE", "CQ_ID", "CQ_STATE", "CQ_WORKER_ID", "CQ_START")
+    with pytest.raises(RefusedError, match="is in state INITIATED, not READY_FOR_CLEANING"):
+        fail_compaction(ms, a, message="reverted", expect_state="r")
+    assert _rows(ms, "COMPACTION_QUEUE", "CQ_ID", "CQ_STATE", "CQ_WORKER_ID", "CQ_START") == before
+    assert _rows(ms, "COMPLETED_COMPACTIONS", "CC_ID") == []
+    queue.claim(ms, worker_id="me", worker_version="wv")
+    queue.mark_compacted(ms, a)
+    assert fail_compaction(ms, a, message="reverted", expect_state="r") == {
+        "cq_id": a,
+        "state": "f",
+        "message": "reverted",
+    }
+    assert _rows(ms, "COMPACTION_QUEUE", "CQ_ID") == []
+    assert _rows(ms, "COMPLETED_COMPACTIONS", "CC_ID", "CC_STATE", "CC_WORKER_ID") == [(a, "f", None)]
+
+
 # ---------------------------------------------------------------------------------------
 # Hive 4 compaction txn: open, updateCompactorState, commit
 # ---------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Timestamps outside Arrow's 1677..2262 (nanoseconds): the stripe is read column-wise all the
 same (Arrow for the other columns, pyorc for the timestamp ones) and must print exactly what
 the row-at-a-time path prints — that path is byte-identical to ORC Java's FileDump on every
-golden file (tests/unit/test_dump_golden.py)."""
+golden file (tests/orc/test_dump_golden.py)."""
 
 from __future__ import annotations
 
