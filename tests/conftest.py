@@ -30,11 +30,17 @@ def _isolate_env(monkeypatch, tmp_path_factory):
     monkeypatch.delenv("COLUMNS", raising=False)
     # and no process-wide write switch a `--read-only` CLI run sets (steps.forbid_writes outlives the
     # invocation; the recorder and every write step check it)
+    # nor the renderer's per-invocation layout (`--wide`, `-o custom-columns=...`)
+    from acidctl.cli.output import set_columns, set_wide
     from acidctl.metastore import steps
 
     steps.allow_writes()
+    set_wide(False)
+    set_columns(None)
     yield
     steps.allow_writes()
+    set_wide(False)
+    set_columns(None)
 
 
 class Result:
