@@ -26,6 +26,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from acidctl.cli.targets import TABLE_RULE
+
 from acidctl.cli.commands import Commands
 from acidctl.cli import options
 from acidctl.cli.options import parse_kv
@@ -96,7 +98,7 @@ register = app.register
     "compact",
     help="Major or minor compaction of a table or its partitions, written exactly as Hive's "
     "compactor writes it (base_N / delta_min_max / delete_delta_min_max), run on Spark, "
-    "verified, and published with a rename.",
+    "verified, and published with a rename. " + TABLE_RULE,
 )
 def compact_command(
     ctx: typer.Context,
@@ -104,7 +106,9 @@ def compact_command(
         str,
         typer.Argument(
             metavar="PATH|DB.TABLE[/PART]",
-            help="Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore (location, snapshot, properties).",
+            help="Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore (location, snapshot, properties)."
+            + " "
+            + TABLE_RULE,
         ),
     ],
     major: Annotated[bool, typer.Option("--major", help="Major compaction: base + deltas -> base_N.")] = False,
@@ -375,11 +379,11 @@ def _enqueue(settings, spec: str, *, major: bool, minor: bool, due: bool, pool) 
     from acidctl.errors import RefusedError, UsageError
     from acidctl.metastore.connection import connect, resolve_url
     from acidctl.metastore.queue import enqueue_for
-    from acidctl.target import is_table_name
+    from acidctl.target import names_table
 
     if due or not (major or minor):
         raise UsageError("--enqueue needs --major or --minor")
-    if not is_table_name(spec):
+    if not names_table(settings, spec):
         raise UsageError(f"--enqueue takes DB.TABLE[/PART], not a path ({spec!r})")
     url = resolve_url(settings.metastore_url, profile=settings.profile)
     doc = enqueue_for(connect(url), spec, type="major" if major else "minor", pool=pool)

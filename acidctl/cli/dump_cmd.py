@@ -19,7 +19,7 @@ def dump_command(
         list[str],
         typer.Argument(
             metavar="FILE|DIR...",
-            help="ORC files, or table/partition directories (walked in reader order); with --merged also DB.TABLE[/key=value] from the metastore.",
+            help="ORC files, or table/partition directories (walked in reader order); with --merged also DB.TABLE[/key=value] from the metastore (with a metastore configured, a bare NAME that is not a path means default.NAME).",
         ),
     ],
     meta: Annotated[
