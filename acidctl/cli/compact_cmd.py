@@ -21,7 +21,6 @@ non-atomic], [recommendation], [metastore]),
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated, Optional
 
 import typer
@@ -84,10 +83,10 @@ class _Progress:
 
 
 def _progress(settings):
-    err = sys.stderr
-    if settings.output.json or not err.isatty():
-        return None
-    return _Progress(err)
+    from acidctl.cli.progress import progress_stream
+
+    err = progress_stream(settings)  # stderr, a terminal, not JSON mode, no -q
+    return None if err is None else _Progress(err)
 
 
 app = Commands()  # main calls register(app)
