@@ -34,7 +34,7 @@ from acidctl.cli import options
 
 HELP = (
     "Classify a table or partition directory the way Hive's getAcidState does (base, deltas, obsolete, "
-    "aborted, not visible yet, originals) and run the directory checks D01-D11, M01-M08, S01-S14." + " " + TABLE_RULE
+    "aborted, not visible yet, originals) and run the directory checks D01-D12, M01-M08, S01-S14." + " " + TABLE_RULE
 )
 
 

@@ -1,0 +1,113 @@
+"""Items of the new-user report (../shared/reports/first-use-2026-11.md) not covered elsewhere,
+each as the report describes it, with what the report (or Hive's rules in the spec) asks for."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tests.acidfiles import B0, acid_file
+
+ALL = "9223372036854775807"
+ROW = (
+    "struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,currentTransaction:bigint,"
+    "row:struct<id:int,name:string>>"
+)
+
+
+def _json(r):
+    return json.loads(r.stdout)
+
+
+def _entries(doc):
+    return {e["name"]: e for p in doc["partitions"] for e in p["entries"]}
+
+
+# -- "state's REASON says 'read: write ids 1..2' even when write id 1 is aborted or above the
+#    high watermark" (Hive 3 rules: isWriteIdRangeValid SOME -> the delta is read, the ids
+#    the snapshot does not cover are skipped; directory-state.md §2, §3)
+
+
+@pytest.mark.parametrize(
+    "write_ids, skipped",
+    [
+        (f"db.t:3:{ALL}::1", "aborted write id 1"),
+        ("db.t:3:2:2:", "open write id 2"),
+        (f"db.t:1:{ALL}::", "above the high-water mark 1"),
+    ],
+)
+def test_a_read_delta_names_the_ids_it_skips(cli, tmp_path, write_ids, skipped):
+    t = tmp_path / "t"
+    acid_file(t / "delta_0000001_0000002" / "bucket_00000", ROW, [(0, w, B0, 0, w, (w, f"r{w}")) for w in (1, 2)])
+    doc = _json(cli("-o", "json", "state", t, "--write-ids", write_ids))
+    e = _entries(doc)["delta_0000001_0000002"]
+    assert e["role"] == "delta" and e["reason"].startswith("read: write ids 1..2"), e
+    assert skipped in e["reason"], e
+
+
+def test_a_fully_committed_delta_says_nothing_is_skipped(cli, tmp_path):
+    t = tmp_path / "t"
+    acid_file(t / "delta_0000001_0000002" / "bucket_00000", ROW, [(0, w, B0, 0, w, (w, f"r{w}")) for w in (1, 2)])
+    e = _entries(_json(cli("-o", "json", "state", t, "--write-ids", f"db.t:2:{ALL}::")))["delta_0000001_0000002"]
+    assert e["reason"] == "read: write ids 1..2"
+
+
+# -- "A full-ACID-schema file at a table root: state calls it an original file (write id 0,
+#    synthetic ROW__IDs) while dump --merged and compact use its ACID row ids"
+
+
+def test_an_acid_file_at_the_root_is_described_as_merged_reads_use_it(cli, tmp_path):
+    t = tmp_path / "t"
+    acid_file(t / "000000_0", ROW, [(0, w, B0, 0, w, (w, f"r{w}")) for w in (1, 2)])
+    wl = f"db.t:2:{ALL}::"
+    rows = [json.loads(x) for x in cli("-o", "json", "dump", "--merged", t, "--write-ids", wl).stdout.splitlines()]
+    assert [r["row__id"]["writeid"] for r in rows] == [1, 2]  # its own write ids, not 0
+    shallow = _entries(_json(cli("-o", "json", "state", t, "--write-ids", wl)))["000000_0"]
+    assert "an ACID file keeps its own" in shallow["reason"]  # without opening it: not "always 0"
+    deep = _json(cli("-o", "json", "state", "--deep", t, "--write-ids", wl))
+    e = _entries(deep)["000000_0"]
+    assert "own ROW__IDs" in e["reason"] and "synthetic" not in e["reason"], e
+    assert [f["check"] for f in deep["findings"] if f["path"].endswith("000000_0")] == ["F16"]
+
+
+# -- "state on a directory holding a Parquet and a text file exits 0 and lists both as original
+#    files; only --deep reports them" (Hive reads original files of an ORC table as ORC)
+
+
+def test_files_of_other_formats_in_original_positions_are_errors(cli, tmp_path):
+    t = tmp_path / "t"
+    t.mkdir()
+    pq.write_table(pa.table({"a": [1, 2]}), t / "data.parquet")
+    (t / "notes.txt").write_text("hello\n")
+    acid_file(t / "000000_0", ROW, [(0, 0, B0, 0, 0, (1, "plain"))])  # a Hive-named original: fine
+    r = cli("-o", "json", "state", t, "--assume-committed")
+    assert r.code == 4, r
+    d12 = sorted(f["path"].rsplit("/", 1)[-1] for f in _json(r)["findings"] if f["check"] == "D12")
+    assert d12 == ["data.parquet", "notes.txt"]
+    assert all(f["severity"] == "error" for f in _json(r)["findings"] if f["check"] == "D12")
+
+
+def test_other_formats_beside_a_base_are_only_obsolete(cli, tmp_path):
+    # with a base, originals are obsolete: readers never open them (directory-state.md §3)
+    t = tmp_path / "t"
+    acid_file(t / "base_0000001" / "bucket_00000", ROW, [(0, 1, B0, 0, 1, (1, "a"))])
+    (t / "base_0000001" / "_orc_acid_version").write_bytes(b"2")
+    (t / "notes.txt").write_text("hello\n")
+    r = cli("-o", "json", "state", t, "--write-ids", f"db.t:1:{ALL}::")
+    assert r.code == 0, r
+    assert not [f for f in _json(r)["findings"] if f["check"] == "D12"]
+
+
+# -- "demo --help says the files are 'laid out exactly as Hive writes them'; the directory layout
+#    is, but the files are written by ORC C++ (pyarrow), not ORC Java: say so"
+
+
+def test_demo_help_says_who_writes_the_files(cli, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    r = cli("demo", "--help")
+    assert r.code == 0, r
+    text = " ".join(r.stdout.split())
+    assert "ORC C++" in text and "not by ORC Java" in text
