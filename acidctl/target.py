@@ -36,6 +36,7 @@ class Target:
     assumptions: list[str] = dataclasses.field(default_factory=list)
     metastore: Any = None  # the connected Metastore, when used
     warnings: list[str] = dataclasses.field(default_factory=list)  # printed on stderr by commands
+    notes: list[str] = dataclasses.field(default_factory=list)  # informational, stderr in text mode
 
     @property
     def display(self) -> str:
@@ -160,7 +161,15 @@ def resolve_target(
     props: dict[str, str] = {}
     assumptions: list[str] = []
     warnings: list[str] = []
-    if names_table(settings, spec):
+    notes: list[str] = []
+    by_location = None
+    if not names_table(settings, spec) and not (write_ids or assume_committed or (hive_version == 2 and txns)):
+        # a path without a snapshot: the metastore table at that location, when one is configured
+        by_location = _table_at_path(settings, spec, partition=partition, hive_version=hive_version)
+        if by_location is not None:
+            notes.append(f"{spec} is {by_location} in the metastore: its snapshot and properties come from there")
+            spec, partition = by_location, None
+    if by_location is not None or names_table(settings, spec):
         url = _metastore_url(settings)
         if url is None:
             raise UsageError(
@@ -242,7 +251,7 @@ def resolve_target(
             "--assume-committed" + (" or --txns (Hive 2's ValidTxnList)" if hive_version == 2 else "")
         )
         if _metastore_url(settings) is not None:
-            hint += ", or name the table as DB.TABLE to read its snapshot from the metastore"
+            hint += ", or name the table as DB.TABLE to read its snapshot from the metastore (no table there is located at this path)"
         raise UsageError("no snapshot for a path", hint=hint)
     if hive_version == 2:
         if txns:
@@ -273,7 +282,29 @@ def resolve_target(
         assumptions=assumptions,
         metastore=ms,
         warnings=warnings,
+        notes=notes,
     )
+
+
+def _table_at_path(settings, spec: str, *, partition: str | None, hive_version: int | None) -> str | None:
+    """``db.table[/part]`` of the Hive 3/4 metastore table located at the path ``spec`` (or an
+    ancestor, for a partition directory), or None: no metastore configured, none reachable or
+    of a version acidctl reads, or no table there (the path is then just a path)."""
+    from acidctl.errors import AcidctlError
+
+    url = _metastore_url(settings)
+    if url is None or hive_version == 2:
+        return None
+    path = spec if "://" in spec else os.path.abspath(spec)
+    if partition:
+        path = path.rstrip("/") + "/" + partition.strip("/")
+    try:
+        from acidctl.metastore.connection import connect
+        from acidctl.metastore.tables import table_at
+
+        return table_at(connect(url, hive_version=hive_version), path)
+    except AcidctlError:
+        return None
 
 
 def _connect_or_hive2(url: str, hive_version: int | None):

@@ -29,6 +29,8 @@ def resolve(settings: Any, spec: str, *, warn_assumptions: bool = False, **snaps
             settings.output.warn("ASSUMED: " + note)
     for w in target.warnings:
         settings.output.note("acidctl: warning: " + w)
+    for n in target.notes:
+        settings.output.note("acidctl: note: " + n)
     return target
 
 

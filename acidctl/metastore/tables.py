@@ -285,3 +285,54 @@ def require_exists(engine_or_url: Any, db: str, table: str | None = None, *, hiv
     with ms.read() as conn:
         if conn.execute(sa.select(dbs.DB_ID).where(dbs.NAME == db.lower())).first() is None:
             raise TableNotFound(f"database {db} not found in the metastore")
+
+
+def location_forms(path: str) -> list[str]:
+    """The spellings SDS.LOCATION may use for ``path``: Hive records local warehouses as
+    ``file:/x`` (sometimes ``file:///x``), other filesystems as full URLs; with and without a
+    trailing slash."""
+    p = path.rstrip("/") or "/"
+    if "://" in p and not p.startswith("file://"):
+        bases = [p]
+    else:
+        local = p[len("file://") :] if p.startswith("file://") else p
+        local = "/" + local.lstrip("/")
+        bases = [local, "file:" + local, "file://" + local]
+    return [f for b in bases for f in (b, b + "/")]
+
+
+def table_at(engine_or_url: Any, path: str) -> str | None:
+    """``db.table[/k=v...]`` of the metastore table whose location is ``path`` or, for a partition
+    directory, an ancestor of it (the ``k=v`` levels below it name the partition); None when no
+    table has that location. One query on SDS.LOCATION (indexed by nothing, but matched by
+    equality on a handful of spellings)."""
+    import sqlalchemy as sa
+
+    ms: Metastore = connect(engine_or_url)
+    T = ms.tables
+    parts = (path.rstrip("/") or "/").split("/")
+    candidates: dict[str, str | None] = {}  # location spelling -> partition below it
+    for depth in range(0, len(parts)):
+        tail = parts[len(parts) - depth :] if depth else []
+        if tail and "=" not in tail[0]:
+            break
+        head = "/".join(parts[: len(parts) - depth])
+        for form in location_forms(head):
+            candidates[form] = "/".join(tail) or None
+    q = (
+        sa.select(T.DBS.NAME, T.TBLS.TBL_NAME, T.SDS.LOCATION)
+        .select_from(
+            T.TBLS.clause.join(T.DBS.clause, T.DBS.DB_ID == T.TBLS.DB_ID).join(
+                T.SDS.clause, T.SDS.SD_ID == T.TBLS.SD_ID
+            )
+        )
+        .where(T.SDS.LOCATION.in_(list(candidates)))
+    )
+    with ms.read() as conn:
+        rows = conn.execute(q).all()
+    if not rows:
+        return None
+    # the deepest location wins (a table nested inside another's directory)
+    db, tbl, loc = max(rows, key=lambda r: len(r[2].rstrip("/")))
+    part = candidates[loc]
+    return f"{db}.{tbl}" + (f"/{part}" if part else "")

@@ -111,3 +111,42 @@ def test_demo_help_says_who_writes_the_files(cli, monkeypatch):
     assert r.code == 0, r
     text = " ".join(r.stdout.split())
     assert "ORC C++" in text and "not by ORC Java" in text
+
+
+# -- "Reached for: a guard against 'bytes in > 0, rows out = 0'" (compact refuses before
+#    publication unless every row read is deleted or aborted)
+
+
+def _metrics(rows_in, rows_out, deletes=0, aborted=0):
+    return {
+        "rows_in": rows_in,
+        "rows_out": rows_out,
+        "deletes_applied": deletes,
+        "aborted_dropped": aborted,
+        "invisible_dropped": 0,
+        "other_events_dropped": 0,
+    }
+
+
+@pytest.mark.parametrize(
+    "metrics, refused",
+    [
+        ([_metrics(10, 0)], True),  # rows read, nothing written, nothing explains it
+        ([_metrics(10, 0, deletes=4, aborted=6)], False),  # every row deleted or aborted
+        ([_metrics(10, 7, deletes=2)], True),  # one row unaccounted for
+        ([_metrics(6, 3, deletes=3), _metrics(4, 4)], False),  # two buckets, all accounted
+    ],
+)
+def test_compaction_refuses_rows_in_without_rows_out(metrics, refused):
+    import types
+
+    from acidctl.compact.planner import MAJOR
+    from acidctl.compact.runner import _check_accounting
+    from acidctl.errors import RefusedError
+
+    plan = types.SimpleNamespace(partition="ds=1", display="/t/ds=1", mode=MAJOR)
+    if refused:
+        with pytest.raises(RefusedError, match="refused"):
+            _check_accounting([plan], {"ds=1": metrics})
+    else:
+        _check_accounting([plan], {"ds=1": metrics})

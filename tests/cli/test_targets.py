@@ -48,9 +48,23 @@ def test_a_bare_name_is_the_default_database_table_when_a_metastore_is_configure
     assert bare.code == full.code == 0, (bare, full)
     if argv[0] == "dump":
         assert bare.stdout == full.stdout
+    elif argv[0] == "state":
+        assert _state_shape(json.loads(bare.stdout)) == _state_shape(json.loads(full.stdout))
+        assert json.loads(bare.stdout)["table"] == "default.sales"
     else:
         assert _timeless(json.loads(bare.stdout)) == _timeless(json.loads(full.stdout))
         assert json.loads(bare.stdout)["table"] == "default.sales"
+
+
+def _state_shape(doc):
+    """What a state report says about the table (not the ages in its messages)."""
+    return (
+        doc["table"],
+        doc["snapshot_source"],
+        doc["write_ids"]["string"],
+        [(p["path"], [(e["name"], e["role"], e["reason"]) for e in p["entries"]]) for p in doc["partitions"]],
+        sorted((f["check"], f["path"]) for f in doc["findings"]),
+    )
 
 
 def test_every_command_reads_the_same_snapshot_for_a_bare_name(cli, demo, monkeypatch, tmp_path):
@@ -65,13 +79,15 @@ def test_every_command_reads_the_same_snapshot_for_a_bare_name(cli, demo, monkey
     assert sorted(r["id"] for r in rows) == [1, 2, 4, 5, 6, 7]
 
 
-def test_an_existing_path_wins_over_the_table_name(cli, demo, monkeypatch):
-    root, _ = demo
-    monkeypatch.chdir(root / "warehouse")  # ./sales is the table's directory
+def test_an_existing_path_wins_over_the_table_name(cli, demo, monkeypatch, tmp_path):
+    # ./sales exists here but is not the table's location: it is that directory, not default.sales
+    acid_file(tmp_path / "sales" / "delta_0000001_0000001_0000" / "bucket_00000", ROW, [(0, 1, B0, 0, 1, (1, "a"))])
+    monkeypatch.chdir(tmp_path)
     r = cli("-o", "json", "state", "sales")
     assert r.code == 2 and "no snapshot for a path" in r.stderr  # a path has no snapshot of its own
     doc = _json(cli("-o", "json", "state", "sales", "--assume-committed"))
     assert doc["table"] is None and doc["snapshot_source"] == "--assume-committed"
+    assert doc["path"] == str(tmp_path / "sales")
 
 
 def test_a_bare_name_without_a_metastore_is_a_missing_path_with_a_hint(cli, tmp_path, monkeypatch):
@@ -124,3 +140,42 @@ def test_a_path_below_a_database_directory_names_that_database(cli, tmp_path):
     # a list given without its table gets the table's name, as Hive's lists always carry one
     doc = _json(cli("-o", "json", "state", t, "--write-ids", f"2:{LONG_MAX}::"))
     assert doc["write_ids"]["string"] == f"mydb.t:2:{LONG_MAX}::"
+
+
+# -- a path with a metastore configured (new-user report: "With --metastore given, looking a
+#    table up by its path, so a path gets the real snapshot")
+
+
+def test_a_path_gets_the_metastore_snapshot_of_the_table_located_there(cli, demo):
+    root, _ = demo
+    wh = root / "warehouse"
+    for spec, name in [
+        (wh / "sales", "default.sales"),
+        (f"file://{wh}/sales/", "default.sales"),
+        (wh / "sales" / "ds=2026-01-01", "default.sales/ds=2026-01-01"),
+        (wh / "employee", "default.employee"),
+    ]:
+        r = cli("-o", "json", "state", spec)
+        assert r.code == 0, (spec, r)
+        doc = json.loads(r.stdout)
+        assert (doc["table"], doc["snapshot_source"]) == (name.split("/")[0], "metastore"), spec
+        assert doc["write_ids"]["string"] == (SALES if name.startswith("default.sales") else EMPLOYEE)
+        assert _state_shape(doc) == _state_shape(_json(cli("-o", "json", "state", name)))
+    r = cli("state", wh / "sales")
+    assert r.code == 0 and "is default.sales in the metastore" in r.stderr, r
+    # the rows a reader sees: write 4 aborted and write 7 open are not read through a path either
+    by_path = cli("-o", "json", "dump", "--merged", wh / "sales" / "ds=2026-01-01").stdout
+    assert by_path == cli("-o", "json", "dump", "--merged", "default.sales/ds=2026-01-01").stdout
+
+
+def test_an_explicit_snapshot_keeps_the_path_a_path(cli, demo):
+    root, _ = demo
+    doc = _json(cli("-o", "json", "state", root / "warehouse" / "sales", "--assume-committed"))
+    assert (doc["table"], doc["snapshot_source"]) == (None, "--assume-committed")
+
+
+def test_a_path_no_table_is_located_at_still_needs_a_snapshot(cli, demo, tmp_path):
+    t = tmp_path / "elsewhere" / "t"
+    acid_file(t / "delta_0000001_0000001_0000" / "bucket_00000", ROW, [(0, 1, B0, 0, 1, (1, "a"))])
+    r = cli("state", t)
+    assert r.code == 2 and "no snapshot for a path" in r.stderr and "no table there" in r.stderr, r
