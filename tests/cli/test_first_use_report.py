@@ -150,3 +150,33 @@ def test_compaction_refuses_rows_in_without_rows_out(metrics, refused):
             _check_accounting([plan], {"ds=1": metrics})
     else:
         _check_accounting([plan], {"ds=1": metrics})
+
+
+# -- "Reached for: listing the ACID tables of a database, or state over a whole database"
+#    (`show tables`; `doctor --db` runs every check over every ACID table)
+
+
+def test_show_tables_lists_the_acid_tables_of_a_database(cli, demo):
+    import os
+
+    from acidctl.metastore.recorder import Recorder
+
+    root, _ = demo
+    rec = Recorder(os.environ["ACIDCTL_METASTORE_URL"])
+    rec.create_table("sales_db", "logs", location=f"file:{root}/warehouse/sales_db.db/logs", insert_only=True)
+    rec.create_table("sales_db", "plain", location=f"file:{root}/warehouse/sales_db.db/plain", transactional=False)
+    doc = _json(cli("-o", "json", "show", "tables"))
+    # the demo: employee (unbucketed), sales (PARTITIONED BY ds, 2 partitions, 2 buckets)
+    got = [(t["table"], t["kind"], t["partition_keys"], t["partitions"], t["buckets"]) for t in doc["tables"]]
+    assert got == [
+        ("default.employee", "full", [], 0, None),
+        ("default.sales", "full", ["ds"], 2, 2),
+        ("sales_db.logs", "insert_only", [], 0, None),
+    ]  # sales_db.plain is not transactional
+    assert [t["table"] for t in _json(cli("-o", "json", "show", "tables", "sales_db"))["tables"]] == ["sales_db.logs"]
+    assert [t["table"] for t in _json(cli("-o", "json", "show", "tables", "--table", "*S"))["tables"]] == [
+        "default.sales",
+        "sales_db.logs",
+    ]
+    r = cli("show", "tables", "nosuchdb")
+    assert r.code == 3 and "nosuchdb" in r.stderr
