@@ -105,6 +105,8 @@ def dump_command(
     empty line after its rows); `-o json` prints bare JSON lines. With --meta, prints
     metadata and findings; exit code 4 when a check fails with severity error. The snapshot
     options (--write-ids, --assume-committed, --txns, --hive-version) apply with --merged.
+    With --merged a target may also be DB.TABLE[/k=v], or a bare NAME (= default.NAME) when a
+    metastore is configured; an existing path always wins. --count counts instead of printing.
     """
     from acidctl.dump import OPERATIONS, DumpOptions, dump, list_data_files, parse_row_id
     from acidctl.errors import InvalidInputError, UsageError
