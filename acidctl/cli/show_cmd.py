@@ -441,7 +441,8 @@ def write_ids_cmd(
     ] = False,
     hive_version: HiveVersionOpt = None,
 ):
-    """The table's ValidReaderWriteIdList for a fresh reader, as Hive computes it."""
+    """The table's ValidReaderWriteIdList for a fresh reader, as Hive computes it (a bare TABLE
+    means default.TABLE, as in every command)."""
     from acidctl.metastore.snapshot import write_id_report
 
     from acidctl.metastore.snapshot import split_table_name
