@@ -142,7 +142,8 @@ def check_names(
                     ERROR,
                     p,
                     f"visibility suffix _v{d.visibility} is Hive 4 only: every Hive 3 "
-                    "reader of this directory fails with NumberFormatException",
+                    "reader of this directory fails with NumberFormatException (a Hive 4 table: "
+                    "check it with --hive-version 4)",
                 )
             )
         if isinstance(d, DeltaDir):

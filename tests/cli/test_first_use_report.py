@@ -180,3 +180,18 @@ def test_show_tables_lists_the_acid_tables_of_a_database(cli, demo):
     ]
     r = cli("show", "tables", "nosuchdb")
     assert r.code == 3 and "nosuchdb" in r.stderr
+
+
+# -- "A Hive 4 table (with _vM directories) read without --hive-version 4 fails (exit 7) with no
+#    hint; the _v suffix itself could tell" (dump --merged: tests/cli/test_errors_ux.py; state:)
+
+
+def test_state_of_hive4_names_under_hive3_rules_says_how_to_check_them(cli, tmp_path):
+    t = tmp_path / "t"
+    acid_file(t / "delta_0000001_0000001_v0000009" / "bucket_00000", ROW, [(0, 1, B0, 0, 1, (1, "a"))])
+    r = cli("-o", "json", "state", t, "--write-ids", f"db.t:1:{ALL}::")
+    assert r.code == 4, r
+    [d02] = [f for f in _json(r)["findings"] if f["check"] == "D02"]
+    assert "--hive-version 4" in d02["message"]
+    ok = cli("-o", "json", "state", t, "--write-ids", f"db.t:1:{ALL}::", "--hive-version", "4", "--txns", f"9:{ALL}::")
+    assert ok.code == 0 and not [f for f in _json(ok)["findings"] if f["check"] == "D02"], ok
