@@ -9,7 +9,7 @@ renderer as ``dump``.
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterator
+from typing import Callable, Iterator
 
 from acidctl.acid.writeids import TxnList, WriteIdList
 from acidctl.fs import TableFS
@@ -106,6 +106,80 @@ def merged_rows(
         yield from _render(live, td, rowid_td, pvals, left, stats)
         if left is not None and left[0] <= 0:
             return
+
+
+@dataclasses.dataclass
+class PartitionCount:
+    """Rows a reader sees in one partition (``partition`` None: the table itself), per bucket id
+    (decoded from ROW__ID.bucketid; insert-only tables: from the file name, None when it has none)."""
+
+    partition: str | None
+    rows: int = 0
+    buckets: dict[int | None, int] = dataclasses.field(default_factory=dict)
+
+    def add(self, bucket: int | None, n: int) -> None:
+        if n:
+            self.buckets[bucket] = self.buckets.get(bucket, 0) + n
+            self.rows += n
+
+    def to_dict(self) -> dict:
+        order = sorted(self.buckets, key=lambda b: (b is None, b or 0))
+        return {
+            "partition": self.partition,
+            "rows": self.rows,
+            "buckets": [{"bucket": b, "rows": self.buckets[b]} for b in order],
+        }
+
+
+def count_summary(counts: list[PartitionCount]) -> dict:
+    """``{"rows": total, "partitions": [...]}`` of :func:`merged_counts`' records."""
+    return {"rows": sum(c.rows for c in counts), "partitions": [c.to_dict() for c in counts]}
+
+
+def merged_counts(
+    tfs: TableFS,
+    snapshot: WriteIdList,
+    *,
+    txns: TxnList | None = None,
+    hive_version: int = 3,
+    partition: str | None = None,
+    progress: Callable[[PartitionCount, int, int], None] | None = None,
+) -> Iterator[PartitionCount]:
+    """What :func:`merged_rows` would print, counted instead of rendered: one record per
+    partition (every partition the listing finds, empty ones with 0 rows), rows per bucket.
+
+    Streamed as :func:`merged_rows` (the same merge, a batch at a time, nothing rendered).
+    ``progress(record so far, partition index, partition count)`` is called after each batch."""
+    import pyarrow.compute as pc
+
+    from acidctl.acid.acidstate import get_acid_state
+    from acidctl.acid.layout import list_table
+    from acidctl.acid.read import plan_sources
+    from acidctl.orc.bucketcodec import decode_array
+
+    if partition is None:
+        partition = _path_partition(tfs)
+    listings = list_table(tfs)
+    for i, listing in enumerate(listings):
+        state = get_acid_state(listing, snapshot, txns=txns, hive_version=hive_version)
+        state.require_snapshot()
+        rec = PartitionCount("/".join(p for p in (partition, listing.partition) if p) or None)
+        inserts, _ = plan_sources(tfs, listing, state)
+        if inserts:
+            live = _hive2_tables(tfs, listing, state) if hive_version == 2 else _live_tables(tfs, listing, state)
+            for events in live:
+                if events.num_rows == 0:
+                    continue
+                counted = pc.value_counts(events.column("bucket").combine_chunks())
+                values = counted.field("values").to_numpy(zero_copy_only=False)
+                _, ids = decode_array(values)  # statement ids of one bucket are one bucket
+                for b, n in zip(ids.tolist(), counted.field("counts").to_pylist()):
+                    rec.add(int(b), int(n))
+                if progress is not None:
+                    progress(rec, i, len(listings))
+        if progress is not None:
+            progress(rec, i, len(listings))
+        yield rec
 
 
 def _hive2_tables(tfs, listing, state):

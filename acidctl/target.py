@@ -16,10 +16,12 @@ import re
 from typing import Any
 
 from acidctl.acid.writeids import TxnList, WriteIdList
-from acidctl.errors import UsageError
+from acidctl.errors import PathNotFound, UsageError
 from acidctl.fs import TableFS
 
 _TABLE_NAME = re.compile(r"^[A-Za-z0-9_]+\.[A-Za-z0-9_]+(/.+)?$")
+#: ``NAME`` or ``NAME/k=v[/k=v...]``: Hive's unqualified table name (``default.NAME``)
+_BARE_NAME = re.compile(r"^[A-Za-z0-9_]+(/[^/=]+=[^/]*)*/?$")
 
 
 @dataclasses.dataclass
@@ -34,6 +36,7 @@ class Target:
     assumptions: list[str] = dataclasses.field(default_factory=list)
     metastore: Any = None  # the connected Metastore, when used
     warnings: list[str] = dataclasses.field(default_factory=list)  # printed on stderr by commands
+    notes: list[str] = dataclasses.field(default_factory=list)  # informational, stderr in text mode
 
     @property
     def display(self) -> str:
@@ -52,9 +55,22 @@ class Target:
         }
 
 
-def is_table_name(spec: str) -> bool:
-    """``db.table[/k=v]`` that is not an existing local path and has no URL scheme."""
-    return bool(_TABLE_NAME.match(spec)) and "://" not in spec and not os.path.exists(spec)
+def is_table_name(spec: str, *, bare: bool = False) -> bool:
+    """``db.table[/k=v]`` that is not an existing local path and has no URL scheme; with
+    ``bare`` (a metastore is configured) also ``NAME[/k=v...]``, which means ``default.NAME``
+    as in Hive. An existing path always wins."""
+    if "://" in spec or os.path.exists(spec):
+        return False
+    return bool(_TABLE_NAME.match(spec)) or (bare and bool(_BARE_NAME.match(spec)))
+
+
+def names_table(settings, spec: str) -> bool:
+    """The one rule for every command's TABLE argument: ``DB.TABLE[/PART]``, or a bare
+    ``NAME[/PART]`` (= ``default.NAME``) when a metastore is configured, that is not an
+    existing local path and has no URL scheme; anything else is a path."""
+    if is_table_name(spec):
+        return True
+    return is_table_name(spec, bare=True) and _metastore_url(settings) is not None
 
 
 def location_url(location: str) -> str:
@@ -62,6 +78,19 @@ def location_url(location: str) -> str:
     if location.startswith("file:") and not location.startswith("file://"):
         return "file://" + "/" + location[len("file:") :].lstrip("/")
     return location
+
+
+def table_name_from_path(root: str) -> str | None:
+    """``db.table`` a path names in Hive's warehouse layout: ``<warehouse>/<db>.db/<table>``
+    (``default``'s tables sit at the warehouse root), partition directories (``k=v``) below the
+    table skipped. None when the path has no table directory component."""
+    parts = [p for p in root.split("://", 1)[-1].rstrip("/").split("/") if p]
+    while parts and "=" in parts[-1]:
+        parts.pop()
+    if not parts:
+        return None
+    db = parts[-2][: -len(".db")] if len(parts) > 1 and parts[-2].endswith(".db") and len(parts[-2]) > 3 else "default"
+    return f"{db}.{parts[-1]}".lower()
 
 
 def check_table_dir(tfs: TableFS) -> None:
@@ -132,7 +161,15 @@ def resolve_target(
     props: dict[str, str] = {}
     assumptions: list[str] = []
     warnings: list[str] = []
-    if is_table_name(spec):
+    notes: list[str] = []
+    by_location = None
+    if not names_table(settings, spec) and not (write_ids or assume_committed or (hive_version == 2 and txns)):
+        # a path without a snapshot: the metastore table at that location, when one is configured
+        by_location = _table_at_path(settings, spec, partition=partition, hive_version=hive_version)
+        if by_location is not None:
+            notes.append(f"{spec} is {by_location} in the metastore: its snapshot and properties come from there")
+            spec, partition = by_location, None
+    if by_location is not None or names_table(settings, spec):
         url = _metastore_url(settings)
         if url is None:
             raise UsageError(
@@ -170,7 +207,16 @@ def resolve_target(
 
             spec = spec.rstrip("/") + "/" + partition_keys_lower(partition)
         tfs = settings.table_fs(spec)
-    check_table_dir(tfs)
+    try:
+        check_table_dir(tfs)
+    except PathNotFound as e:
+        if table is None and is_table_name(spec, bare=True):
+            raise PathNotFound(
+                str(e),
+                hint=f"to name a table, configure a metastore (--metastore URL or ACIDCTL_METASTORE_URL); "
+                f"{spec.split('/', 1)[0]} then means default.{spec.split('/', 1)[0]}",
+            ) from None
+        raise
     hive_version = hive_version or 3
     if hive_version == 2 and txns and not (write_ids or assume_committed):
         # Hive 2.3: the ValidTxnList is the snapshot (txn ids are the directories' ids)
@@ -207,7 +253,7 @@ def resolve_target(
             "--assume-committed" + (" or --txns (Hive 2's ValidTxnList)" if hive_version == 2 else "")
         )
         if _metastore_url(settings) is not None:
-            hint += ", or name the table as DB.TABLE to read its snapshot from the metastore"
+            hint += ", or name the table as DB.TABLE to read its snapshot from the metastore (no table there is located at this path)"
         raise UsageError("no snapshot for a path", hint=hint)
     if hive_version == 2:
         if txns:
@@ -219,6 +265,14 @@ def resolve_target(
         tl = TxnList.all_committed()
         assumptions.append("no --txns given: every _vM visibility txn is treated as committed")
     assert source is not None  # set wherever wl is (metastore, --write-ids, --assume-committed)
+    if wl.table is None:
+        # a ValidWriteIdList names its table (db.table:hwm:...): Hive's own lists always do, and
+        # a list printed as "null:7:..." is useless as --write-ids for another tool; for a path
+        # the name comes from the warehouse layout (the table name only, nothing else is read
+        # from it: _check_list_table compares no more than the directory name)
+        name = table.full_name if table is not None else table_name_from_path(tfs.root)
+        if name is not None:
+            wl = dataclasses.replace(wl, table=name)
     return Target(
         tfs=tfs,
         write_ids=wl,
@@ -230,7 +284,29 @@ def resolve_target(
         assumptions=assumptions,
         metastore=ms,
         warnings=warnings,
+        notes=notes,
     )
+
+
+def _table_at_path(settings, spec: str, *, partition: str | None, hive_version: int | None) -> str | None:
+    """``db.table[/part]`` of the Hive 3/4 metastore table located at the path ``spec`` (or an
+    ancestor, for a partition directory), or None: no metastore configured, none reachable or
+    of a version acidctl reads, or no table there (the path is then just a path)."""
+    from acidctl.errors import AcidctlError
+
+    url = _metastore_url(settings)
+    if url is None or hive_version == 2:
+        return None
+    path = spec if "://" in spec else os.path.abspath(spec)
+    if partition:
+        path = path.rstrip("/") + "/" + partition.strip("/")
+    try:
+        from acidctl.metastore.connection import connect
+        from acidctl.metastore.tables import table_at
+
+        return table_at(connect(url, hive_version=hive_version), path)
+    except AcidctlError:
+        return None
 
 
 def _connect_or_hive2(url: str, hive_version: int | None):

@@ -560,7 +560,9 @@ def _originals(
             c.reason = f"original {'file' if c.kind is Kind.ORIGINAL_FILE else 'directory'} superseded by {best.name}"
         return originals
     for c in scan.original_files:
-        c.reason = "original file (write id 0, synthetic ROW__IDs)"
+        # the listing does not open files: one with the ACID schema keeps its own ROW__IDs in
+        # merged reads and compaction (state --deep names it, F16)
+        c.reason = "original file (write id 0, synthetic ROW__IDs; an ACID file keeps its own)"
         originals.append(OriginalRef(c.path, c.name, c.entry.size, _bucket_of(c.name)))
     for c in scan.original_dirs:
         used = 0

@@ -3,7 +3,7 @@
 * :func:`check_names` — D01–D11 (names and layout; D04 needs the snapshot and lives in
   :func:`check_snapshot`);
 * :func:`check_markers` — M01–M08 (``_orc_acid_version``, ``_metadata_acid``, side files);
-* :func:`check_snapshot` — S01–S14 and D04 (the reader's snapshot, the Initiator's view);
+* :func:`check_snapshot` — S01–S14, D04 and D12 (the reader's snapshot, the Initiator's view);
 * :func:`check_partition` — all of the above for one partition.
 
 Checks marked (M) in the spec run only when the caller passes :class:`MetastoreFacts`; a
@@ -142,7 +142,8 @@ def check_names(
                     ERROR,
                     p,
                     f"visibility suffix _v{d.visibility} is Hive 4 only: every Hive 3 "
-                    "reader of this directory fails with NumberFormatException",
+                    "reader of this directory fails with NumberFormatException (a Hive 4 table: "
+                    "check it with --hive-version 4)",
                 )
             )
         if isinstance(d, DeltaDir):
@@ -485,6 +486,8 @@ def check_snapshot(
         )
     elif has_originals:
         out.append(_f("S08", INFO, root, "original files alongside a usable base: obsolete, awaiting the Cleaner"))
+    if state.base is None:
+        out.extend(_foreign_originals(state))
     if recommendation is not None:
         r, t = recommendation, recommendation.thresholds
         if r.delta_count > t.delta_num:
@@ -537,6 +540,33 @@ def check_snapshot(
                         f"{facts.table_hwm}: written without a write-id allocation",
                     )
                 )
+    return out
+
+
+#: extensions of data no ORC reader opens: a file named so in an original position (read as ORC
+#: while the partition has no base) fails every Hive/Spark/Trino query of the partition.
+#: By name only: ``state`` never opens files without --deep (there, F00 says the same).
+FOREIGN_EXTENSIONS = frozenset(
+    {"parquet", "avro", "txt", "csv", "tsv", "json", "jsonl", "xml", "log", "gz", "bz2", "xz", "zst", "lz4", "deflate"}
+)
+
+
+def _foreign_originals(state: AcidState) -> list[Finding]:
+    """D12: original files the reader reads as ORC whose name says they are something else."""
+    out = []
+    for o in state.originals:
+        name = o.rel.rsplit("/", 1)[-1]
+        ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+        if ext in FOREIGN_EXTENSIONS:
+            out.append(
+                _f(
+                    "D12",
+                    ERROR,
+                    o.path,
+                    f"a .{ext} file where readers expect ORC (an original file, read while the "
+                    "partition has no base): every query of the partition fails on it; move it out",
+                )
+            )
     return out
 
 

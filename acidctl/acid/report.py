@@ -139,10 +139,16 @@ def _partition(lst: DirListing, st: AcidState, rec, findings: list[Finding]) -> 
     roles: dict[str, int] = {}
     for c in st.entries:
         roles[c.role.value] = roles.get(c.role.value, 0) + 1
+    entries = [c.to_dict() for c in st.entries]
+    # --deep opened the originals: an ACID one (F16) is read with its own ROW__IDs, say so in its row
+    acid_originals = {f.path.rstrip("/").rsplit("/", 1)[-1] for f in findings if f.check == "F16"}
+    for e in entries:
+        if e["kind"] == "original_file" and e["role"] == "original" and e["name"] in acid_originals:
+            e["reason"] = "ACID file in an original position: read with its own ROW__IDs and write ids (F16)"
     return {
         "partition": lst.partition,
         "path": lst.path,
-        "entries": [c.to_dict() for c in st.entries],
+        "entries": entries,
         "snapshot": {
             "base": st.base.name if st.base else None,
             "base_write_id": st.base_write_id,

@@ -27,6 +27,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from acidctl.cli.targets import TABLE_RULE
+
 from acidctl.cli import options
 from acidctl.cli.commands import Commands
 
@@ -37,14 +39,15 @@ register = app.register
 @app.command(
     "clean",
     help="Remove obsolete and covered aborted directories (as Hive's Cleaner does) and acidctl's "
-    "leftovers (.acidctl-staging-*, stale lock). Dry run unless --execute.",
+    "leftovers (.acidctl-staging-*, stale lock). Dry run unless --execute. " + TABLE_RULE,
 )
 def clean_command(
     ctx: typer.Context,
     table: Annotated[
         str,
         typer.Argument(
-            metavar="PATH|DB.TABLE", help="Table or partition directory, or DB.TABLE looked up in the metastore."
+            metavar="PATH|DB.TABLE",
+            help="Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore. " + TABLE_RULE,
         ),
     ],
     execute: Annotated[bool, typer.Option("--execute", help="Delete (default: only print the plan).")] = False,

@@ -21,10 +21,11 @@ non-atomic], [recommendation], [metastore]),
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated, Optional
 
 import typer
+
+from acidctl.cli.targets import TABLE_RULE
 
 from acidctl.cli.commands import Commands
 from acidctl.cli import options
@@ -82,10 +83,10 @@ class _Progress:
 
 
 def _progress(settings):
-    err = sys.stderr
-    if settings.output.json or not err.isatty():
-        return None
-    return _Progress(err)
+    from acidctl.cli.progress import progress_stream
+
+    err = progress_stream(settings)  # stderr, a terminal, not JSON mode, no -q
+    return None if err is None else _Progress(err)
 
 
 app = Commands()  # main calls register(app)
@@ -96,7 +97,7 @@ register = app.register
     "compact",
     help="Major or minor compaction of a table or its partitions, written exactly as Hive's "
     "compactor writes it (base_N / delta_min_max / delete_delta_min_max), run on Spark, "
-    "verified, and published with a rename.",
+    "verified, and published with a rename. " + TABLE_RULE,
 )
 def compact_command(
     ctx: typer.Context,
@@ -104,6 +105,8 @@ def compact_command(
         str,
         options.table_argument(
             "Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore (location, snapshot, properties)."
+            + " "
+            + TABLE_RULE
         ),
     ],
     major: Annotated[bool, typer.Option("--major", help="Major compaction: base + deltas -> base_N.")] = False,
@@ -369,11 +372,11 @@ def _enqueue(settings, spec: str, *, major: bool, minor: bool, due: bool, pool, 
     from acidctl.metastore.connection import resolve_url
     from acidctl.metastore.hive2 import connect_any
     from acidctl.metastore.queue import enqueue_for
-    from acidctl.target import is_table_name
+    from acidctl.target import names_table
 
     if due or not (major or minor):
         raise UsageError("--enqueue needs --major or --minor")
-    if not is_table_name(spec):
+    if not names_table(settings, spec):
         raise UsageError(f"--enqueue takes DB.TABLE[/PART], not a path ({spec!r})")
     url = resolve_url(settings.metastore_url, profile=settings.profile)
     # the metastore's own protocol: Hive 2.3 when its schema is 2.x (or --hive-version 2 says so)

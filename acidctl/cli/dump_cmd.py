@@ -19,7 +19,7 @@ def dump_command(
         list[str],
         typer.Argument(
             metavar="FILE|DIR...",
-            help="ORC files, or table/partition directories (walked in reader order); with --merged also DB.TABLE[/key=value] from the metastore.",
+            help="ORC files, or table/partition directories (walked in reader order); with --merged also DB.TABLE[/key=value] from the metastore (with a metastore configured, a bare NAME that is not a path means default.NAME).",
         ),
     ],
     meta: Annotated[
@@ -74,6 +74,13 @@ def dump_command(
             help="Print the table's current rows as a Hive reader sees them, each with its row__id (PATH is a table or partition directory).",
         ),
     ] = False,
+    count: Annotated[
+        bool,
+        typer.Option(
+            "--count",
+            help="With --merged: count the rows a reader sees, per partition and bucket and in total, instead of printing them (streamed; nothing rendered).",
+        ),
+    ] = False,
     write_ids: options.WriteIds = None,
     assume_committed: options.AssumeCommitted = False,
     txns: options.Txns = None,
@@ -103,6 +110,8 @@ def dump_command(
     empty line after its rows); `-o json` prints bare JSON lines. With --meta, prints
     metadata and findings; exit code 4 when a check fails with severity error. The snapshot
     options (--write-ids, --assume-committed, --txns, --hive-version) apply with --merged.
+    With --merged a target may also be DB.TABLE[/k=v], or a bare NAME (= default.NAME) when a
+    metastore is configured; an existing path always wins. --count counts instead of printing.
     """
     from acidctl.dump import OPERATIONS, DumpOptions, dump, list_data_files, parse_row_id
     from acidctl.errors import InvalidInputError, UsageError
@@ -113,6 +122,24 @@ def dump_command(
         from acidctl.cli.meta_view import run_meta
 
         run_meta(settings, paths)
+        return
+    if count and not merged:
+        raise UsageError("--count needs --merged (it counts the rows a reader sees)")
+    if count:
+        if limit is not None:
+            raise UsageError("--count counts every row: drop --limit")
+        _count(
+            settings,
+            paths,
+            write_ids=write_ids,
+            assume_committed=assume_committed,
+            txns=txns,
+            hive_version=hive_version,
+            as_of=as_of,
+            file_format=file_format,
+            columns=columns,
+            serde_property=serde_property,
+        )
         return
     if merged:
         _merged(
@@ -205,7 +232,10 @@ def _merged(
     from acidctl.mm.context import mm_context, parse_serde_properties
     from acidctl.cli.targets import resolve, snapshot_as_of
 
+    from acidctl.cli.progress import StatusLine, progress_stream
+
     budget = [limit] if limit is not None else None
+    err = progress_stream(settings, rows_on_stdout=True)
     for p in paths:
         target = resolve(
             settings,
@@ -243,11 +273,18 @@ def _merged(
                 limit=left,
                 partition=partition,
             )
+        status = StatusLine(err, f"acidctl: dump --merged {target.display}") if err is not None else None
+        rows = 0
         try:
             for chunk in chunks:
-                settings.output.write_bytes(bytes(chunk))
+                data = bytes(chunk)
+                settings.output.write_bytes(data)
+                n = data.count(b"\n")
+                rows += n
                 if budget is not None:
-                    budget[0] -= bytes(chunk).count(b"\n")
+                    budget[0] -= n
+                if status is not None:
+                    status.update(f"{rows:,} rows")
         except InvalidInputError as e:
             if mm is not None or getattr(e, "hint", None):
                 raise
@@ -257,5 +294,99 @@ def _merged(
                 "orc|parquet|avro|text (and --columns name:type,...), or DB.TABLE "
                 "with a metastore",
             ) from None
+        finally:
+            if status is not None:
+                status.done()
         if budget is not None and budget[0] <= 0:
             return
+
+
+def _count(
+    settings,
+    paths,
+    *,
+    write_ids,
+    assume_committed,
+    txns,
+    hive_version,
+    as_of,
+    file_format=None,
+    columns=None,
+    serde_property=None,
+):
+    """``dump --merged --count``: the rows of each target counted per partition and bucket
+    (acidctl.merged.merged_counts), one document for all targets."""
+    from acidctl.cli.progress import StatusLine, progress_stream
+    from acidctl.cli.targets import resolve, snapshot_as_of
+    from acidctl.merged import count_summary, merged_counts
+    from acidctl.mm.context import mm_context, parse_serde_properties
+
+    err = progress_stream(settings)
+    docs = []
+    for p in paths:
+        target = resolve(
+            settings,
+            p,
+            warn_assumptions=True,
+            write_ids=write_ids,
+            assume_committed=assume_committed,
+            txns=txns,
+            hive_version=hive_version,
+        )
+        snapshot = snapshot_as_of(target, as_of)
+        partition = getattr(target.table, "partition", None)
+        mm = mm_context(
+            target, fmt=file_format, columns=columns, serde_properties=parse_serde_properties(serde_property)
+        )
+        status = StatusLine(err, f"acidctl: dump --merged --count {target.display}") if err is not None else None
+        counted = [0]  # rows of the partitions finished
+
+        def progress(rec, i, n, status=status, counted=counted):
+            if status is not None:
+                status.update(f"partition {i + 1}/{n}, {counted[0] + rec.rows:,} rows")
+
+        kw = dict(txns=target.txns, hive_version=target.hive_version, partition=partition, progress=progress)
+        if mm is not None:
+            from acidctl.mm.read import merged_counts as mm_counts
+
+            records = mm_counts(target.tfs, snapshot, mm, **kw)
+        else:
+            records = merged_counts(target.tfs, snapshot, **kw)
+        recs = []
+        try:
+            for rec in records:
+                recs.append(rec)
+                counted[0] += rec.rows
+        finally:
+            if status is not None:
+                status.done()
+        docs.append(
+            {
+                "path": target.display,
+                "table": target.table.full_name if target.table is not None else None,
+                "write_ids": str(snapshot),
+                "snapshot_source": target.source,
+                **count_summary(recs),
+            }
+        )
+    settings.output.emit({"rows": sum(d["rows"] for d in docs), "targets": docs}, render_count)
+
+
+def render_count(doc: dict) -> str:
+    from acidctl.cli.output import table
+
+    out = []
+    for t in doc["targets"]:
+        out.append(f"acidctl dump --merged --count {t['path']}  (snapshot {t['write_ids']})")
+        rows = []
+        for p in t["partitions"]:
+            name = p["partition"] or "(table)"
+            for b in p["buckets"]:
+                rows.append([name, "-" if b["bucket"] is None else b["bucket"], f"{b['rows']:,}"])
+            if len(p["buckets"]) != 1:
+                rows.append([name, "all", f"{p['rows']:,}"])
+        out.append(table(rows, ["PARTITION", "BUCKET", "ROWS"]))
+        out.append(f"total: {t['rows']:,} rows in {len(t['partitions'])} partition(s)")
+    if len(doc["targets"]) > 1:
+        out.append(f"all: {doc['rows']:,} rows")
+    return "\n".join(out)

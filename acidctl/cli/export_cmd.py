@@ -12,12 +12,14 @@ from typing import Annotated, Optional
 
 import typer
 
+from acidctl.cli.targets import TABLE_RULE
+
 from acidctl.cli import options
 
 HELP = (
     "Write a table's current rows (as a Hive reader sees them) as plain Parquet or ORC files that any "
     "engine reads: one file per partition and bucket, Hive-style k=v partition directories. DEST must not "
-    "exist; published with one rename."
+    "exist; published with one rename." + " " + TABLE_RULE
 )
 
 
@@ -31,6 +33,8 @@ def export_command(
         str,
         options.table_argument(
             "Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore (its snapshot too)."
+            + " "
+            + TABLE_RULE
         ),
     ],
     dest: Annotated[

@@ -67,6 +67,7 @@ class Settings:
     #: --read-only / ACIDCTL_READ_ONLY; the profile's read_only key is applied by
     #: acidctl.metastore.steps when a write is first checked (writes_forbidden())
     read_only: bool = False
+    quiet: bool = False  # -q: no progress lines on stderr
 
     def table_fs(self, url: str):
         from acidctl.fs import TableFS
@@ -152,6 +153,15 @@ def _global(
             help="Forbid every metastore write (also the profile key read_only = true); compactions then run unregistered only where that is safe, else refuse.",
         ),
     ] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet",
+            "-q",
+            envvar="ACIDCTL_QUIET",
+            help="No progress lines on stderr (they are only printed to a terminal anyway); results, warnings and errors unchanged.",
+        ),
+    ] = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version_callback, is_eager=True, help="Print the version and exit.")
     ] = False,
@@ -199,6 +209,7 @@ def _global(
         metastore_url=metastore,
         profile=profile,
         read_only=read_only,
+        quiet=quiet,
     )
 
 

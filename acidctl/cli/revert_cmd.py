@@ -17,11 +17,13 @@ from typing import Annotated, Optional
 
 import typer
 
+from acidctl.cli.targets import TABLE_RULE
+
 from acidctl.cli import options
 
 HELP = (
     "Undo a compaction acidctl published: remove its output while every input is still on "
-    "disk (refused once anything it made obsolete was cleaned). Dry run unless --execute."
+    "disk (refused once anything it made obsolete was cleaned). Dry run unless --execute." + " " + TABLE_RULE
 )
 
 
@@ -33,7 +35,9 @@ def revert_command(
     ctx: typer.Context,
     table: Annotated[
         str,
-        options.table_argument("Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore."),
+        options.table_argument(
+            "Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore." + " " + TABLE_RULE
+        ),
     ],
     output: Annotated[
         Optional[str],
@@ -52,12 +56,12 @@ def revert_command(
     ] = False,
 ):
     from acidctl.compact.revert import revert, revert_registered
-    from acidctl.target import check_table_dir, is_table_name
+    from acidctl.target import check_table_dir, names_table
 
     settings = ctx.obj
     notes: list[str] = []
     full_name = None
-    if is_table_name(table):
+    if names_table(settings, table):
         from acidctl.cli.compact_cmd import resolve
 
         target, parts = resolve(settings, table, assume_committed=True)

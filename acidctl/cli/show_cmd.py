@@ -1,4 +1,4 @@
-"""``acidctl show transactions|locks|compactions|write-ids``: Hive's SHOW commands, read
+"""``acidctl show transactions|locks|compactions|write-ids|tables``: Hive's SHOW commands, read
 directly from the metastore database (no HiveServer2, no Thrift)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from acidctl.errors import UnsupportedSchema, UsageError
 
 show_app = typer.Typer(
     name="show",
-    help="Show transactions, locks, compactions and write-id snapshots from the metastore.",
+    help="Show transactions, locks, compactions, write-id snapshots and ACID tables from the metastore.",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -388,6 +388,41 @@ def hive4_duration(c: dict) -> str:
     return str((c["endtime"] or 0) - (c["starttime"] or 0))
 
 
+@show_app.command("tables")
+def tables_cmd(
+    ctx: typer.Context,
+    db: Annotated[
+        str,
+        typer.Argument(metavar="[DB]", help="Database name or glob (default: every database)."),
+    ] = "*",
+    table: Annotated[str, typer.Option("--table", metavar="GLOB", help="Only tables matching this glob.")] = "*",
+    hive_version: HiveVersionOpt = None,
+):
+    """The ACID tables (transactional=true) of a database: full ACID or insert-only, partition keys
+    and count, buckets, location. `acidctl doctor --db DB` checks them all."""
+    from acidctl.metastore.tables import list_acid_tables
+
+    rows = list_acid_tables(_metastore(ctx), db_glob=db, table_glob=table, hive_version=hive_version)
+
+    def text(rs) -> str:
+        return render_table(
+            [
+                [
+                    r["table"],
+                    "insert-only" if r["kind"] == "insert_only" else "full ACID",
+                    ",".join(r["partition_keys"]),
+                    r["partitions"] if r["partition_keys"] else "",
+                    _none(r["buckets"], ""),
+                    _none(r["location"], ""),
+                ]
+                for r in rs
+            ],
+            ["TABLE", "KIND", "PARTITIONED BY", "PARTITIONS", "BUCKETS", "LOCATION"],
+        )
+
+    ctx.obj.output.emit({"tables": rows}, lambda d: text(d["tables"]))
+
+
 @show_app.command("write-ids")
 def write_ids_cmd(
     ctx: typer.Context,
@@ -397,7 +432,8 @@ def write_ids_cmd(
     ] = False,
     hive_version: HiveVersionOpt = None,
 ):
-    """The table's ValidReaderWriteIdList for a fresh reader, as Hive computes it."""
+    """The table's ValidReaderWriteIdList for a fresh reader, as Hive computes it (a bare TABLE
+    means default.TABLE, as in every command)."""
     from acidctl.metastore.snapshot import write_id_report
 
     from acidctl.metastore.snapshot import split_table_name

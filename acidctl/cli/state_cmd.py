@@ -28,11 +28,13 @@ from typing import Annotated, Optional
 
 import typer
 
+from acidctl.cli.targets import TABLE_RULE
+
 from acidctl.cli import options
 
 HELP = (
     "Classify a table or partition directory the way Hive's getAcidState does (base, deltas, obsolete, "
-    "aborted, not visible yet, originals) and run the directory checks D01-D11, M01-M08, S01-S14."
+    "aborted, not visible yet, originals) and run the directory checks D01-D12, M01-M08, S01-S14." + " " + TABLE_RULE
 )
 
 
@@ -62,6 +64,8 @@ def state_command(
         str,
         options.table_argument(
             "Table or partition directory (local path, file://, hdfs://, s3://, memory://), or DB.TABLE[/key=value] looked up in the metastore (its snapshot too)."
+            + " "
+            + TABLE_RULE
         ),
     ],
     write_ids: options.WriteIds = None,

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+#: how every command's TABLE argument is told apart (appended to its help): acidctl.target.names_table
+TABLE_RULE = "A bare NAME[/k=v] means default.NAME when a metastore is configured; an existing path always wins."
+
 if TYPE_CHECKING:
     from acidctl.acid.writeids import WriteIdList
     from acidctl.target import Target
@@ -26,6 +29,8 @@ def resolve(settings: Any, spec: str, *, warn_assumptions: bool = False, **snaps
             settings.output.warn("ASSUMED: " + note)
     for w in target.warnings:
         settings.output.note("acidctl: warning: " + w)
+    for n in target.notes:
+        settings.output.note("acidctl: note: " + n)
     return target
 
 

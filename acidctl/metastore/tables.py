@@ -304,3 +304,120 @@ def require_exists(engine_or_url: Any, db: str, table: str | None = None, *, hiv
     with ms.read() as conn:
         if conn.execute(sa.select(dbs.DB_ID).where(dbs.NAME == db.lower())).first() is None:
             raise TableNotFound(f"database {db} not found in the metastore")
+
+
+def location_forms(path: str) -> list[str]:
+    """The spellings SDS.LOCATION may use for ``path``: Hive records local warehouses as
+    ``file:/x`` (sometimes ``file:///x``), other filesystems as full URLs; with and without a
+    trailing slash."""
+    p = path.rstrip("/") or "/"
+    if "://" in p and not p.startswith("file://"):
+        bases = [p]
+    else:
+        local = p[len("file://") :] if p.startswith("file://") else p
+        local = "/" + local.lstrip("/")
+        bases = [local, "file:" + local, "file://" + local]
+    return [f for b in bases for f in (b, b + "/")]
+
+
+def table_at(engine_or_url: Any, path: str) -> str | None:
+    """``db.table[/k=v...]`` of the metastore table whose location is ``path`` or, for a partition
+    directory, an ancestor of it (the ``k=v`` levels below it name the partition); None when no
+    table has that location. One query on SDS.LOCATION (indexed by nothing, but matched by
+    equality on a handful of spellings)."""
+    import sqlalchemy as sa
+
+    ms: Metastore = connect(engine_or_url)
+    T = ms.tables
+    parts = (path.rstrip("/") or "/").split("/")
+    candidates: dict[str, str | None] = {}  # location spelling -> partition below it
+    for depth in range(0, len(parts)):
+        tail = parts[len(parts) - depth :] if depth else []
+        if tail and "=" not in tail[0]:
+            break
+        head = "/".join(parts[: len(parts) - depth])
+        for form in location_forms(head):
+            candidates[form] = "/".join(tail) or None
+    q = (
+        sa.select(T.DBS.NAME, T.TBLS.TBL_NAME, T.SDS.LOCATION)
+        .select_from(
+            T.TBLS.clause.join(T.DBS.clause, T.DBS.DB_ID == T.TBLS.DB_ID).join(
+                T.SDS.clause, T.SDS.SD_ID == T.TBLS.SD_ID
+            )
+        )
+        .where(T.SDS.LOCATION.in_(list(candidates)))
+    )
+    with ms.read() as conn:
+        rows = conn.execute(q).all()
+    if not rows:
+        return None
+    # the deepest location wins (a table nested inside another's directory)
+    db, tbl, loc = max(rows, key=lambda r: len(r[2].rstrip("/")))
+    part = candidates[loc]
+    return f"{db}.{tbl}" + (f"/{part}" if part else "")
+
+
+def list_acid_tables(
+    engine_or_url: Any, *, db_glob: str = "*", table_glob: str = "*", hive_version: Any = None
+) -> list[dict]:
+    """The transactional tables (``transactional=true``) whose names match the globs
+    (case-insensitive, as Hive names): ``{"table", "kind" (full|insert_only), "partition_keys",
+    "partitions", "buckets", "location"}``, sorted by name. A database named without a glob
+    character that does not exist raises :class:`TableNotFound` (exit 3)."""
+    import fnmatch
+
+    import sqlalchemy as sa
+
+    ms: Metastore = connect(engine_or_url, hive_version=hive_version)
+    T = ms.tables
+    dbs, tbls, sds, tp, pk, parts = T.DBS, T.TBLS, T.SDS, T.TABLE_PARAMS, T.PARTITION_KEYS, T.PARTITIONS
+    db_glob, table_glob = db_glob.lower(), table_glob.lower()
+    with ms.read() as conn:
+        if not any(c in db_glob for c in "*?["):
+            if conn.execute(sa.select(dbs.DB_ID).where(dbs.NAME == db_glob)).first() is None:
+                raise TableNotFound(f"database {db_glob} not found in the metastore")
+        rows = conn.execute(
+            sa.select(dbs.NAME, tbls.TBL_NAME, tbls.TBL_ID, sds.LOCATION, sds.NUM_BUCKETS).select_from(
+                tbls.clause.join(dbs.clause, dbs.DB_ID == tbls.DB_ID).outerjoin(sds.clause, sds.SD_ID == tbls.SD_ID)
+            )
+        ).all()
+        rows = [
+            r
+            for r in rows
+            if fnmatch.fnmatchcase(r[0].lower(), db_glob) and fnmatch.fnmatchcase(r[1].lower(), table_glob)
+        ]
+        ids = [int(r[2]) for r in rows]
+        params: dict[int, dict[str, str]] = {}
+        keys: dict[int, list[str]] = {}
+        counts: dict[int, int] = {}
+        if ids:
+            for tid, k, v in conn.execute(
+                sa.select(tp.TBL_ID, tp.PARAM_KEY, tp.PARAM_VALUE).where(
+                    tp.TBL_ID.in_(ids), tp.PARAM_KEY.in_(["transactional", "transactional_properties"])
+                )
+            ):
+                params.setdefault(int(tid), {})[k] = (v or "").strip().lower()
+            for tid, name in conn.execute(
+                sa.select(pk.TBL_ID, pk.PKEY_NAME).where(pk.TBL_ID.in_(ids)).order_by(pk.TBL_ID, pk.INTEGER_IDX)
+            ):
+                keys.setdefault(int(tid), []).append(name)
+            for tid, n in conn.execute(
+                sa.select(parts.TBL_ID, sa.func.count()).where(parts.TBL_ID.in_(ids)).group_by(parts.TBL_ID)
+            ):
+                counts[int(tid)] = int(n)
+    out = []
+    for db, tbl, tid, loc, nb in rows:
+        p = params.get(int(tid), {})
+        if p.get("transactional") != "true":
+            continue
+        out.append(
+            {
+                "table": f"{db}.{tbl}",
+                "kind": "insert_only" if p.get("transactional_properties") == "insert_only" else "full",
+                "partition_keys": keys.get(int(tid), []),
+                "partitions": counts.get(int(tid), 0),
+                "buckets": int(nb) if nb is not None and int(nb) > 0 else None,
+                "location": loc,
+            }
+        )
+    return sorted(out, key=lambda t: t["table"])

@@ -22,7 +22,7 @@ from acidctl.fs import join_path
 
 #: full-ACID checks that do not apply to insert-only tables: M01 (MM directories never hold
 #: ``_orc_acid_version``), S07 (originals of an MM table are not read with synthetic ROW__IDs: MM01)
-NOT_FOR_MM = frozenset({"M01", "S07"})
+NOT_FOR_MM = frozenset({"M01", "S07", "D12"})  # D12: plain files may be text, Parquet, ...
 
 
 def directory_findings(

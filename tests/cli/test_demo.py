@@ -4,17 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-
-@pytest.fixture
-def demo(cli, tmp_path, monkeypatch):
-    r = cli("-o", "json", "demo", tmp_path / "demo")
-    assert r.code == 0, r
-    doc = json.loads(r.stdout)
-    monkeypatch.setenv("ACIDCTL_METASTORE_URL", f"sqlite:///{tmp_path / 'demo' / 'metastore.db'}")
-    return tmp_path / "demo", doc
-
 
 def test_demo_refuses_a_non_empty_directory(cli, tmp_path):
     (tmp_path / "d").mkdir()

@@ -102,3 +102,43 @@ def test_resolve_with_snapshot(metastore):
     assert info.path.endswith("/ds=2024-01-01/hr=1")
     # one open txn (id 1) that holds write id 1 of sales.orders
     assert str(txns) == "1:1:1:" and str(wl) == "sales.orders:1:1:1:"
+
+
+def test_table_at_a_location(metastore):
+    """A path → the table whose SDS.LOCATION it is (the spellings Hive records), a partition
+    directory below it → that partition; other paths → None."""
+    from acidctl.metastore.tables import table_at
+
+    url, rec = metastore
+    _table(rec)
+    assert table_at(url, "hdfs://nn:8020/warehouse/sales.db/orders") == "sales.orders"
+    assert table_at(url, "hdfs://nn:8020/warehouse/sales.db/orders/") == "sales.orders"
+    assert table_at(url, "hdfs://nn:8020/warehouse/sales.db/orders/ds=2024-01-01/hr=1") == (
+        "sales.orders/ds=2024-01-01/hr=1"
+    )
+    # recorded as file:/tmp/wh/mm; given as a local path or file:// URL
+    assert table_at(url, "/tmp/wh/mm") == "default.mm"
+    assert table_at(url, "file:///tmp/wh/mm") == "default.mm"
+    assert table_at(url, "/tmp/wh/plain") == "default.plain"  # found; whether it is ACID is the caller's check
+    assert table_at(url, "hdfs://nn:8020/warehouse/sales.db/orders/not_a_partition") is None
+    assert table_at(url, "hdfs://nn:8020/warehouse/sales.db") is None
+    assert table_at(url, "/tmp/wh/mm/delta_0000001_0000001_0000") is None
+
+
+def test_list_acid_tables(metastore):
+    from acidctl.metastore.tables import list_acid_tables
+
+    url, rec = metastore
+    _table(rec)
+    got = list_acid_tables(url)
+    # sales.orders: full ACID, PARTITIONED BY (ds, hr), 2 partitions, 4 buckets; default.plain is not ACID
+    assert [(t["table"], t["kind"], t["partition_keys"], t["partitions"], t["buckets"]) for t in got] == [
+        ("default.mm", "insert_only", [], 0, None),
+        ("sales.orders", "full", ["ds", "hr"], 2, 4),
+    ]
+    assert got[1]["location"] == "hdfs://nn:8020/warehouse/sales.db/orders"
+    assert [t["table"] for t in list_acid_tables(url, db_glob="SALES")] == ["sales.orders"]
+    assert [t["table"] for t in list_acid_tables(url, db_glob="*", table_glob="m*")] == ["default.mm"]
+    with pytest.raises(TableNotFound):
+        list_acid_tables(url, db_glob="nosuchdb")
+    assert list_acid_tables(url, db_glob="nosuch*") == []
