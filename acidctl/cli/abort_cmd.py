@@ -83,4 +83,4 @@ def abort_transactions(
         "not_open": missing,
         "aborted": aborted,
     }
-    settings.output.emit(doc, _render)
+    settings.output.emit(doc, _render, performed=True)

@@ -39,7 +39,7 @@ def abort_compactions_command(
     s = ctx.obj
     ms = connect_any(resolve_url(s.metastore_url, profile=s.profile))
     report = abort_compactions(ms, ids, execute=execute)
-    s.output.emit(report, render_text)
+    s.output.emit(report, render_text, performed=True)
     errors = [c for c in report["compactions"] if c["status"] == "Error"]
     if errors:
         what = f"{len(errors)} of {len(report['compactions'])} compaction(s) not aborted"

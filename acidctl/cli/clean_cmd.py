@@ -145,7 +145,7 @@ def clean_command(
     if target.table is not None:
         report["table"] = target.table.full_name
     report["notes"] = notes + report["notes"]
-    settings.output.emit(report, render_text)
+    settings.output.emit(report, render_text, performed=True)
 
 
 def render_text(report: dict) -> str:

@@ -364,7 +364,7 @@ def compact_command(
         if report["refused"]:
             raise RefusedError(report.get("refusal") or "the compaction would be refused (see the plan)")
         return
-    settings.output.emit(report, render_text)
+    settings.output.emit(report, render_text, performed=True)
 
 
 def _enqueue(settings, spec: str, *, major: bool, minor: bool, due: bool, pool, hive_version=None) -> None:
@@ -381,7 +381,7 @@ def _enqueue(settings, spec: str, *, major: bool, minor: bool, due: bool, pool, 
     url = resolve_url(settings.metastore_url, profile=settings.profile)
     # the metastore's own protocol: Hive 2.3 when its schema is 2.x (or --hive-version 2 says so)
     doc = enqueue_for(connect_any(url, hive_version=hive_version), spec, type="major" if major else "minor", pool=pool)
-    settings.output.emit(doc, lambda d: d["message"])
+    settings.output.emit(doc, lambda d: d["message"], performed=True)
     if not doc["accepted"]:
         raise RefusedError(doc["message"])
 

@@ -30,7 +30,7 @@ def demo_command(
     settings = ctx.obj
     tfs = settings.table_fs(directory)
     result = build_demo(tfs, tfs.root, metastore_url=settings.metastore_url, hive_version=hive_version)
-    settings.output.emit(result, _text)
+    settings.output.emit(result, _text, performed=True)
 
 
 def _text(d: dict) -> str:

@@ -117,7 +117,7 @@ def export_command(
     )
     if info is not None:
         report["table"] = info.full_name
-    settings.output.emit(report, render_text)
+    settings.output.emit(report, render_text, performed=True)
 
 
 def render_text(r: dict) -> str:

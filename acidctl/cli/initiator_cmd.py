@@ -66,4 +66,4 @@ def initiator_command(
     summary: dict = {}
     for r in checked:
         summary[r["action"]] = summary.get(r["action"], 0) + 1
-    settings.output.emit({"checked": checked, "summary": summary}, _render)
+    settings.output.emit({"checked": checked, "summary": summary}, _render, performed=not dry_run)

@@ -51,4 +51,4 @@ def init_cmd(
     def text(r) -> str:
         return f"created a Hive {r.schema_version} metastore ({len(r.tables)} tables) in {r.url}"
 
-    ctx.obj.output.emit(res.to_dict(), lambda _d: text(res))
+    ctx.obj.output.emit(res.to_dict(), lambda _d: text(res), performed=True)

@@ -244,17 +244,30 @@ class Output:
         return self._err or sys.stderr
 
     # -- results ---------------------------------------------------------------------
-    def emit(self, data: Any, text: Callable[[Any], str]) -> None:
+    def emit(self, data: Any, text: Callable[[Any], str], *, performed: bool = False) -> None:
         """Print one result: ``data`` as a JSON document, or ``text(data)``.
 
         With ``-o custom-columns=...``, a name that no table of ``text(data)`` has is a usage
-        error (nothing printed; the message lists the names the tables have)."""
+        error (nothing printed; the message lists the names the tables have). ``performed``: the
+        result reports work already done (a compaction, a clean, metastore writes): it is never
+        withheld for a bad column name — a warning says so and every column is printed."""
         if self.json:
             self.write_bytes(to_json(data) + b"\n")
         else:
             _layout.offered, _layout.matched, _layout.tables = [], set(), 0
             s = text(data)
-            _check_columns()
+            try:
+                _check_columns()
+            except UsageError as e:
+                if not performed:
+                    raise
+                self.warn(f"{e}; printing every column")
+                chosen = _layout.columns
+                _layout.columns = None
+                try:
+                    s = text(data)
+                finally:
+                    _layout.columns = chosen
             if s:
                 self.out.write(s if s.endswith("\n") else s + "\n")
                 self.out.flush()

@@ -90,7 +90,7 @@ def revert_command(
     report["notes"] = notes
     if full_name:
         report["table"] = full_name
-    settings.output.emit(report, render_text)
+    settings.output.emit(report, render_text, performed=True)
 
 
 def render_text(report: dict) -> str:

@@ -34,7 +34,7 @@ def unlock_command(
 
     s = ctx.obj
     ms = connect(resolve_url(s.metastore_url, profile=s.profile))
-    s.output.emit(unlock(ms, lock_id, execute=not dry_run), render_text)
+    s.output.emit(unlock(ms, lock_id, execute=not dry_run), render_text, performed=True)
 
 
 def render_text(report: dict) -> str:

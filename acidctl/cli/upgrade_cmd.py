@@ -74,7 +74,7 @@ def upgrade_check_command(
             done["after"],
             executed={k: done[k] for k in ("runs", "spark_applications", "registered", "cleaned", "only_bases")},
         )
-    settings.output.emit(report, _text)
+    settings.output.emit(report, _text, performed=True)
     left = (report.get("executed") or {}).get("only_bases") or []
     if report["ready"] and left:
         raise ValidationFailed(

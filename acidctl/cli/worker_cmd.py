@@ -147,7 +147,7 @@ def worker_command(
         if settings.output.json:
             settings.output.jsonl([rec])
         else:
-            settings.output.emit(rec, w.request_line)
+            settings.output.emit(rec, w.request_line, performed=True)
 
     try:
         if not daemon:
@@ -181,4 +181,6 @@ def worker_command(
             + (", ".join(f"{n} {k}" for k, n in sorted(summary.items())) or "no requests run")
         )
         return
-    settings.output.emit({"worker_id": opts.worker_id, "requests": records, "summary": summary}, _render_once)
+    settings.output.emit(
+        {"worker_id": opts.worker_id, "requests": records, "summary": summary}, _render_once, performed=True
+    )

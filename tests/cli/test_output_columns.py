@@ -158,3 +158,34 @@ def test_compact_report_columns(cli, tmp_path):
     [(header, rows)] = _tables(r.stdout)
     assert header == ["PARTITION", "ROWS OUT", "STATUS"]
     assert sorted(map(tuple, rows)) == [("ds=2025-12-31", "6", "compact"), ("ds=2026-01-01", "9", "compact")]
+
+
+def test_a_bad_column_never_hides_the_report_of_work_done(cli, tmp_path):
+    """The compaction has run when the report is rendered: an unknown column name is a warning
+    on stderr and the whole report is printed, exit 0 (a read-only command exits 2 instead)."""
+    assert cli("-o", "json", "demo", tmp_path / "demo").code == 0
+    url = f"sqlite:///{tmp_path / 'demo' / 'metastore.db'}"
+    r = cli("--metastore", url, "-o", "custom-columns=partition,nosuch", "compact", "--major", "--engine", "local")
+    assert r.code == 2  # usage error before any work: no table given
+    r = cli(
+        "--metastore",
+        url,
+        "-o",
+        "custom-columns=partition,nosuch",
+        "compact",
+        "--major",
+        "--engine",
+        "local",
+        "default.sales",
+    )
+    assert r.code == 0, r
+    assert "unknown column 'nosuch'" in r.stderr and "printing every column" in r.stderr
+    header = _tables(r.stdout)[0][0]
+    assert "PARTITION" in header and "ROWS OUT" in header and "STATUS" in header
+    assert sorted(
+        p.name
+        for p in (tmp_path / "demo" / "warehouse" / "sales" / "ds=2025-12-31").iterdir()
+        if p.name.startswith("base_")
+    )
+    r = cli("--metastore", url, "-o", "custom-columns=nosuch", "show", "compactions")
+    assert r.code == 2 and r.stdout == ""
