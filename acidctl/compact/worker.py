@@ -6,15 +6,16 @@ update (:func:`acidctl.metastore.queue.claim` — never racing Hive's own worker
 acidctl), then run them one after another in **one** Spark application through the compaction
 runner, each registered by :class:`acidctl.compact.register.Registrar`:
 
-* table missing, not transactional or insert-only → Hive 4 ``refused`` (``markRefused``), Hive 3
-  ``failed`` with the reason (Hive 3's Worker would ``markCleaned`` a dropped table; acidctl
-  leaves that to the Cleaner side and records why);
+* table or partition missing → Hive 4 ``refused`` (``markRefused``); Hive 2.3/3 ``succeeded``
+  (``markCleaned``: their Workers assume it was dropped and move on);
+* not transactional → Hive 4 ``refused``, Hive 2.3/3 ``failed`` with the reason;
+* insert-only (MM) tables are compacted in their own format (:mod:`acidctl.mm.compact`), as
+  ``compact DB.TABLE`` does;
 * compacted → ``ready for cleaning`` (Hive 4: after the compactor txn committed);
 * nothing to compact → Hive 4 ``refused``, Hive 3 ``ready for cleaning`` (as their Workers do);
 * Hive 2.3 metastores (a :class:`~acidctl.metastore.hive2.Hive2Metastore`): the same, with the
   ValidTxnList as the snapshot, ``setCompactionHighestTxnId`` and CompactorMR-shaped output
-  (:mod:`acidctl.compact.hive2`); a missing table is ``failed`` as on Hive 3 (2.3's Worker
-  would ``markCleaned`` it);
+  (:mod:`acidctl.compact.hive2`);
 * any error → ``failed`` with the error message (Hive 4: compactor txn aborted).
 
 A stop request (SIGTERM, Ctrl-C: :class:`StopFlag`) lets the request in flight finish; the
@@ -181,19 +182,35 @@ def run_request(
         else:
             info = resolve_table(ms, req.full_name, partition=req.partition)
     except NotFoundError as e:
-        return refuse(f"Unable to find table or partition: {e}")
+        if hv >= 4:
+            return refuse(f"Unable to find table or partition: {e}")
+        # Hive 2.3/3.1's Worker: "assuming it was dropped and moving on" → markCleaned
+        from acidctl.metastore.cleaner import mark_cleaned
+
+        mark_cleaned(ms, req.cq_id)
+        return _record(req, "succeeded", f"{e}: assuming it was dropped (marked cleaned)", time.perf_counter() - t0)
     except AcidctlError as e:
         queue.mark_failed(ms, req.cq_id, message=str(e))
         return _record(req, "failed", str(e), time.perf_counter() - t0)
-    if not info.transactional or info.insert_only or not info.location:
-        why = (
-            "not a transactional table"
-            if not info.transactional
-            else "insert-only: acidctl compacts full-ACID tables"
-            if info.insert_only
-            else "no location in the metastore"
-        )
+    if not info.transactional or not info.location:
+        why = "not a transactional table" if not info.transactional else "no location in the metastore"
         return refuse(f"{info.full_name}: {why}")
+    mm = None
+    if info.insert_only:  # insert-only (MM) table: compacted in its own format (acidctl.mm)
+        if hv == 2:
+            return refuse(f"{info.full_name}: insert-only tables do not exist in Hive 2.3")
+        from acidctl.formats.hivetypes import Column
+        from acidctl.formats.storage import lookup
+        from acidctl.mm.context import MMContext
+
+        try:
+            mm = MMContext(
+                lookup(ms, info),
+                [Column(n.lower(), t.lower()) for n, t in info.columns] or None,
+                list(info.partition_keys),
+            )
+        except AcidctlError as e:
+            return refuse(f"{info.full_name}: {e}")
     if req.type not in ("major", "minor"):
         return refuse(f"{req.type} compaction is not supported by acidctl")
     reg = None
@@ -215,7 +232,7 @@ def run_request(
             requests={req.partition: req},
             heartbeat_s=opts.heartbeat_s,
         )
-        cols = [n for n, _ in info.columns] if info.columns else None
+        cols = [n for n, _ in info.columns] if info.columns and mm is None else None
         copts = CompactOptions(
             mode=req.type,
             reader=wl,
@@ -232,7 +249,15 @@ def run_request(
             spark_conf=opts.spark_conf,
             allow_non_atomic_publish=opts.allow_non_atomic_publish,
         )
-        report = run_registered(tfs, copts, registrar=reg, spark=_spark_for(opts, session))
+        if mm is not None:
+            from acidctl.mm.compact import compact_mm_table
+
+            copts.insert_only = True
+            report = run_registered(
+                tfs, copts, mm, compact_fn=compact_mm_table, registrar=reg, spark=_spark_for(opts, session)
+            )
+        else:
+            report = run_registered(tfs, copts, registrar=reg, spark=_spark_for(opts, session))
     except KeyboardInterrupt:
         if reg is not None:
             reg.abandon_all()

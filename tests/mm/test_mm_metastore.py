@@ -62,9 +62,9 @@ def text_file(rows) -> bytes:
     return H.encode("text", rows).replace(b"\x01", b",")
 
 
-@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True)
-def test_text_table_from_the_metastore(tmp_path, cli, metastore, hive_version):  # noqa: F811
-    url, rec = metastore
+def _text_table(tmp_path, url, rec):
+    """default.mmt: a comma-delimited insert-only text table with committed writes 1 and 2, an
+    aborted write 3 and an open write 4; returns its root, the visible rows and write 4's txn."""
     root = tmp_path / "wh" / "mmt"
     rec.create_table("default", "mmt", location=f"file:{root}", columns=H.COLUMNS, insert_only=True)
     add_storage(
@@ -91,7 +91,13 @@ def test_text_table_from_the_metastore(tmp_path, cli, metastore, hive_version): 
             rec.commit_txn(txn)
         elif state == "abort":
             rec.abort_txn(txn)
-    visible = [H.row(1), H.row(2, tags=["a"]), H.row(3, amount=4.5)]
+    return root, [H.row(1), H.row(2, tags=["a"]), H.row(3, amount=4.5)], txn
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True)
+def test_text_table_from_the_metastore(tmp_path, cli, metastore, hive_version):  # noqa: F811
+    url, rec = metastore
+    root, visible, txn = _text_table(tmp_path, url, rec)
     r = cli("-o", "json", "--metastore", url, "dump", "--merged", "default.mmt")
     assert r.code == 0, r
     got = [json.loads(x) for x in r.stdout.splitlines()]
@@ -146,3 +152,22 @@ def test_text_table_from_the_metastore(tmp_path, cli, metastore, hive_version): 
         assert r.code == 0, r
     left = sorted(x.name for x in root.iterdir() if not x.name.startswith("."))
     assert left == [p["output_dirs"][0], "delta_0000004_0000004_0000"]
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_the_worker_drains_an_insert_only_request(tmp_path, cli, metastore, hive_version):  # noqa: F811
+    """``ALTER TABLE ... COMPACT 'major'`` on an insert-only table, drained by ``worker --once``:
+    compacted in the table's own format and SerDe (as ``compact DB.TABLE`` does), the request
+    ready for cleaning with the compactor's high-water mark (3: write 4 is open)."""
+    url, rec = metastore
+    root, visible, _ = _text_table(tmp_path, url, rec)
+    assert cli("--metastore", url, "compact", "--enqueue", "--major", "default.mmt").code == 0
+    r = cli("-o", "json", "--metastore", url, "worker", "--once", "--engine", "local")
+    assert r.code == 0, r
+    (req,) = json.loads(r.stdout)["requests"]
+    assert req["state"] == "ready for cleaning", req
+    (out_dir,) = req["output_dirs"]
+    assert out_dir == "base_0000003" if hive_version == 3 else out_dir.startswith("base_0000003_v")
+    assert (root / out_dir / "000000_0").read_bytes() == text_file(visible)
+    r = cli("-o", "json", "--metastore", url, "dump", "--merged", "default.mmt")
+    assert [json.loads(x)["id"] for x in r.stdout.splitlines()] == [1, 2, 3]
