@@ -191,7 +191,9 @@ def render_text(report: dict) -> str:
         lines.append(
             table(
                 rows,
-                ["ID", "PARTITION", "TYPE", "HIGHEST WRITEID", "ACTION", "REASON"],
+                # Hive 2.3 records a txn id there (CQ_HIGHEST_TXN_ID): name it so
+                ["ID", "PARTITION", "TYPE", "HIGHEST TXNID" if report.get("hive_version") == 2 else "HIGHEST WRITEID"]
+                + ["ACTION", "REASON"],
                 keys=["cq_id", "partition", "type", "highest_write_id", "action", "reason"],
             )
         )

@@ -95,6 +95,11 @@ def test_enqueue_worker_clean_end_to_end(empty_db, tmp_path):
         ("ds=a", "MAJOR", "ready for cleaning")
     ]
 
+    # the dry run's text names the 2.3 column for what it is: a txn id (CQ_HIGHEST_TXN_ID)
+    r = run_cli("--metastore", url, "--wide", "clean", "--min-age", "0", "db.seed")
+    assert r.code == 0, r.stdout + r.stderr
+    head = next(ln for ln in r.stdout.splitlines() if ln.startswith("ID "))
+    assert "HIGHEST TXNID" in head and "WRITEID" not in head
     r = run_cli("--metastore", url, "-o", "json", "clean", "--execute", "--min-age", "0", "db.seed")
     assert r.code == 0, r.stdout + r.stderr
     assert [c["action"] for c in json.loads(r.stdout)["compactions"]] == ["marked cleaned"]
