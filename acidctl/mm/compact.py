@@ -233,34 +233,42 @@ def _after_files(
     return res
 
 
-def _rendered(tfs, files: list[MMFile], storage, row_td) -> list[str]:
-    """Every row of the files as FileDump-style JSON text (a multiset to compare)."""
+def row_digest(tfs, files: list[MMFile], storage, row_td, *, batch_rows: int | None = None) -> tuple[int, int]:
+    """(rows, digest) of the rows of ``files`` as a multiset, read a piece at a time: the sum
+    modulo 2**128 of a 128-bit BLAKE2b hash of each row's FileDump-style JSON text. Equal
+    multisets give equal digests; row order does not matter (MM rows have no identity and
+    Hive keeps no order). Why a sum of hashes rather than the sorted rows kept until now:
+    the rows of a whole partition need not fit in memory; a collision needs two different
+    multisets whose 128-bit sums agree."""
+    import hashlib
+
     import pyarrow as pa
 
-    from acidctl.formats.files import read_file
+    from acidctl.formats.files import iter_tables
     from acidctl.orc import render
 
     fields = list(row_td.fields.items())
-    out: list[str] = []
+    n = total = 0
     for f in files:
-        t = read_file(tfs, f.path, storage, row_td).table
-        if t.num_rows == 0:
-            continue
-        batch = pa.RecordBatch.from_arrays(
-            [t.column(i).combine_chunks() for i in range(t.num_columns)], names=[n for n, _ in fields]
-        )
-        out.extend(render.render_batch(batch, fields).to_pylist())
-    return out
+        for t in iter_tables(tfs, f.path, storage, row_td, batch_rows=batch_rows):
+            batch = pa.RecordBatch.from_arrays(
+                [t.column(i).combine_chunks() for i in range(t.num_columns)], names=[n_ for n_, _ in fields]
+            )
+            for text in render.render_batch(batch, fields).to_pylist():
+                raw = text if isinstance(text, bytes) else str(text).encode("utf-8")
+                total += int.from_bytes(hashlib.blake2b(raw, digest_size=16).digest(), "big")
+            n += t.num_rows
+    return n, total % (1 << 128)
 
 
 def run_partition(
     tfs, listing, plan: PartitionPlan, work: MMWork, ctx, *, reader, txns, hive_version: int, visibility: int | None
 ) -> dict:
-    """Read the inputs, write the output into the staging area, verify it; the metrics record."""
-    import pyarrow as pa
-
-    from acidctl.formats.files import choose_codec, encode, extension, read_file
-    from acidctl.formats.hivetypes import arrow_schema, orc_struct
+    """Read the inputs a piece at a time (an ORC stripe, a Parquet/Avro/text batch) into the
+    output file in the staging area, verify it; the metrics record. Memory holds a piece of
+    input and the output writer's buffer (a Parquet row group at most), never the partition."""
+    from acidctl.formats.files import OutputFile, choose_codec, extension, file_codec, iter_tables
+    from acidctl.formats.hivetypes import orc_struct
     from acidctl.mm.read import infer_columns
 
     t0 = time.perf_counter()
@@ -268,44 +276,42 @@ def run_partition(
     if not columns:
         raise UsageError("no columns known for the table: give --columns name:type,...")
     row_td = orc_struct(columns)
-    tables, codecs, avro_schema = [], [], None
+    codecs, avro_schema = [], None
     for f in work.files:
-        d = read_file(tfs, f.path, ctx.storage, row_td)
-        tables.append(d.table)
-        codecs.append(d.codec)
-        avro_schema = d.avro_schema or avro_schema
-    table = pa.concat_tables(tables) if tables else arrow_schema(columns).empty_table()
-    rows_in = table.num_rows
+        c, sch = file_codec(tfs, f.path, ctx.storage)
+        codecs.append(c)
+        avro_schema = sch or avro_schema
     codec = choose_codec(ctx.storage, codecs)
     name = DATA_FILE + extension(ctx.storage, codec)
-    out_dir = join_path(plan.staging, work.output.name)
-    written = []
-    bytes_out = 0
-    if rows_in:
-        data = encode(table.combine_chunks(), row_td, ctx.storage, codec=codec, avro_schema=avro_schema)
-        path = join_path(out_dir, name)
-        tfs.write_bytes(path, data)
-        written.append(path)
-        bytes_out = len(data)
+    path = join_path(plan.staging, work.output.name, name)
+    out = OutputFile(tfs, path, row_td, ctx.storage, codec=codec, avro_schema=avro_schema)
+    try:
+        for f in work.files:
+            for t in iter_tables(tfs, f.path, ctx.storage, row_td):
+                out.write(t)
+        bytes_out = out.close()
+    except BaseException:
+        out.abort()
+        raise
+    rows_in = out.rows
+    written = [path] if rows_in else []
     # verify: the written file reads back to the same rows, and a reader's snapshot is unchanged
-    rows_out = sum(read_file(tfs, p, ctx.storage, row_td).table.num_rows for p in written)
+    rows_out = sum(t.num_rows for p in written for t in iter_tables(tfs, p, ctx.storage, row_td))
     if rows_out != rows_in:
         raise WriteVerificationFailed(f"{plan.display}: wrote {rows_in} rows but {rows_out} read back")
-    before = sorted(_rendered(tfs, work.verify_old, ctx.storage, row_td))
-    after = sorted(
-        _rendered(
-            tfs,
-            _after_files(
-                listing, plan, work, written, reader=reader, txns=txns, hive_version=hive_version, visibility=visibility
-            ),
-            ctx.storage,
-            row_td,
-        )
+    before = row_digest(tfs, work.verify_old, ctx.storage, row_td)
+    after = row_digest(
+        tfs,
+        _after_files(
+            listing, plan, work, written, reader=reader, txns=txns, hive_version=hive_version, visibility=visibility
+        ),
+        ctx.storage,
+        row_td,
     )
     if before != after:
         raise WriteVerificationFailed(
             f"{plan.display}: a reader's rows after the compaction differ from before "
-            f"({len(before)} rows before, {len(after)} after); nothing was published"
+            f"({before[0]} rows before, {after[0]} after); nothing was published"
         )
     return {
         "partition": plan.partition,
@@ -318,7 +324,7 @@ def run_partition(
         "aborted_dropped": 0,
         "bytes_out": bytes_out,
         "seconds": round(time.perf_counter() - t0, 3),
-        "verified_rows": len(after),
+        "verified_rows": after[0],
         "codec": codec,
         "file_name": name,
         "aborted_dirs_dropped": list(work.aborted_dropped),
