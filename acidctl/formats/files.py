@@ -557,7 +557,18 @@ class OutputFile:
         else:
             self._writer.write_table(head, row_group_size=PARQUET_ROW_GROUP)
 
-    def close(self) -> int:
+    def close(self, *, empty: bool = False) -> int:
+        """Finish the file; with ``empty`` a file without rows is still written (the format's
+        empty file: a footer or header only, or zero bytes of text)."""
+        if self._fh is None and empty:
+            import pyarrow as pa
+
+            from acidctl.formats.hivetypes import arrow_type
+
+            schema = pa.schema([pa.field(n, arrow_type(td, where=n)) for n, td in self.row_td.fields.items()])
+            self._open(schema.empty_table())
+            if self.storage.format == ORC:
+                self._writer.write(schema.empty_table())  # the ORC writer starts the file on a write
         if self._fh is None:
             return 0
         fmt = self.storage.format

@@ -25,6 +25,7 @@ or in-process with ``--engine local``.
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 import uuid
 
@@ -49,6 +50,16 @@ from acidctl.mm.read import MMFile, dir_files, read_plan
 from acidctl.fs import join_path
 
 DATA_FILE = "000000_0"
+#: how Hive names the file of a bucket (task id = bucket id): ``00000B_0``, with ``_copy_N``
+#: after a name clash and an extension for compressed text or a merge (derived from
+#: ``Utilities.getBucketIdFromFile`` / ``FileSinkOperator``; spec A.4)
+BUCKET_FILE = re.compile(r"(\d+)_\d+(?:_copy_\d+)?(?:\..*)?")
+
+
+def bucket_of(name: str) -> int | None:
+    """The bucket a bucketed MM table's data file holds (its task id), None for another name."""
+    m = BUCKET_FILE.fullmatch(name.rsplit("/", 1)[-1])
+    return int(m.group(1)) if m else None
 
 
 @dataclasses.dataclass
@@ -61,16 +72,26 @@ class MMWork:
     aborted_dropped: list[str] = dataclasses.field(default_factory=list)
     verify_old: list[MMFile] = dataclasses.field(default_factory=list)
     verify_new: list[MMFile] = dataclasses.field(default_factory=list)
+    #: bucketed table: the bucket count (one output file per bucket); 0 = unbucketed
+    buckets: int = 0
 
 
 def check_table(ctx, *, mode: str, hive_version: int) -> None:
     """Refusals that hold for the whole table."""
     st = ctx.storage
     if st.bucket_count and st.bucket_count > 0:
-        raise RefusedError(
-            f"bucketed insert-only table ({st.bucket_count} buckets): Hive writes one file per bucket "
-            "by its bucketing hash; acidctl does not compact bucketed insert-only tables"
-        )
+        if st.sort_columns is None:
+            raise RefusedError(
+                f"bucketed insert-only table ({st.bucket_count} buckets) whose sort columns the metastore "
+                "does not give (no SORT_COLS): Hive's compaction sorts each bucket file of a SORTED BY "
+                "table, so acidctl cannot tell what to write"
+            )
+        if st.sort_columns:
+            raise RefusedError(
+                f"bucketed, sorted insert-only table (SORTED BY {', '.join(st.sort_columns)}): Hive's "
+                "compaction writes each bucket file sorted by those columns with Hive's comparators; "
+                "acidctl does not compact sorted tables"
+            )
     if st.format == "text":
         from acidctl.formats.textfile import TextParams
 
@@ -187,13 +208,26 @@ def plan_partition(
             f"{join_path(listing.path, out.name)} already exists; refusing to overwrite it",
             hint="inspect it with `acidctl state`; `acidctl clean` removes obsolete copies",
         )
+    nb = ctx.storage.bucket_count if ctx.storage.bucket_count and ctx.storage.bucket_count > 0 else 0
+    if nb:
+        # Hive writes bucket B's rows into the file of task B, so the files' names say where
+        # each row belongs; Hive's compaction re-hashes them into the same buckets (derived)
+        bad = [f for f in files if f.size and (bucket_of(f.rel) is None or bucket_of(f.rel) >= nb)]
+        if bad:
+            f = bad[0]
+            raise RefusedError(
+                f"{join_path(listing.path, f.child, f.rel)}: in a table of {nb} buckets a data file "
+                "must be named by its bucket (00000B_0, as Hive's bucketed INSERT writes it); this "
+                "one's rows cannot be placed without Hive's bucketing hash (a LOAD DATA file?); "
+                "nothing was written"
+            )
     staging_id = uuid.uuid4().hex[:12]
     plan.staging_id = staging_id
     plan.staging = join_path(part_path, STAGING_PREFIX + staging_id)
     plan.outputs = [out]
     plan.status = "compact"
     plan.message = f"{mode} compaction of {len(inputs)} input(s) into {out.name}"
-    work = MMWork(files=[f for f in files if f.size != 0], output=out, aborted_dropped=aborted)
+    work = MMWork(files=[f for f in files if f.size != 0], output=out, aborted_dropped=aborted, buckets=nb)
     # the reader's view before, and after publication (the output taken from the staging area)
     work.verify_old = read_plan(listing, rstate)
     return plan, work
@@ -282,19 +316,31 @@ def run_partition(
         codecs.append(c)
         avro_schema = sch or avro_schema
     codec = choose_codec(ctx.storage, codecs)
-    name = DATA_FILE + extension(ctx.storage, codec)
-    path = join_path(plan.staging, work.output.name, name)
-    out = OutputFile(tfs, path, row_td, ctx.storage, codec=codec, avro_schema=avro_schema)
-    try:
-        for f in work.files:
-            for t in iter_tables(tfs, f.path, ctx.storage, row_td):
-                out.write(t)
-        bytes_out = out.close()
-    except BaseException:
-        out.abort()
-        raise
-    rows_in = out.rows
-    written = [path] if rows_in else []
+    ext = extension(ctx.storage, codec)
+    name = DATA_FILE + ext
+    # unbucketed: one file; bucketed: bucket B's input files into 00000B_0, every bucket a file
+    # (Hive creates the missing ones empty, spec A.4)
+    groups = (
+        [(name, work.files)]
+        if not work.buckets
+        else [(f"{b:06d}_0{ext}", [f for f in work.files if bucket_of(f.rel) == b]) for b in range(work.buckets)]
+    )
+    rows_in = bytes_out = 0
+    written = []
+    for fname, group in groups:
+        path = join_path(plan.staging, work.output.name, fname)
+        out = OutputFile(tfs, path, row_td, ctx.storage, codec=codec, avro_schema=avro_schema)
+        try:
+            for f in group:
+                for t in iter_tables(tfs, f.path, ctx.storage, row_td):
+                    out.write(t)
+            bytes_out += out.close(empty=bool(work.buckets))
+        except BaseException:
+            out.abort()
+            raise
+        rows_in += out.rows
+        if out.rows or work.buckets:
+            written.append(path)
     # verify: the written file reads back to the same rows, and a reader's snapshot is unchanged
     rows_out = sum(t.num_rows for p in written for t in iter_tables(tfs, p, ctx.storage, row_td))
     if rows_out != rows_in:
