@@ -212,7 +212,7 @@ def plan_partition(
     if nb:
         # Hive writes bucket B's rows into the file of task B, so the files' names say where
         # each row belongs; Hive's compaction re-hashes them into the same buckets (derived)
-        bad = [f for f in files if f.size and (bucket_of(f.rel) is None or bucket_of(f.rel) >= nb)]
+        bad = [f for f in files if f.size and not 0 <= (bucket_of(f.rel) if bucket_of(f.rel) is not None else -1) < nb]
         if bad:
             f = bad[0]
             raise RefusedError(
