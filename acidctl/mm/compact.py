@@ -56,6 +56,11 @@ DATA_FILE = "000000_0"
 BUCKET_FILE = re.compile(r"(\d+)_\d+(?:_copy_\d+)?(?:\..*)?")
 
 
+def _bucket_or_minus_one(name: str) -> int:
+    b = bucket_of(name)
+    return -1 if b is None else b
+
+
 def bucket_of(name: str) -> int | None:
     """The bucket a bucketed MM table's data file holds (its task id), None for another name."""
     m = BUCKET_FILE.fullmatch(name.rsplit("/", 1)[-1])
@@ -212,7 +217,7 @@ def plan_partition(
     if nb:
         # Hive writes bucket B's rows into the file of task B, so the files' names say where
         # each row belongs; Hive's compaction re-hashes them into the same buckets (derived)
-        bad = [f for f in files if f.size and not 0 <= (bucket_of(f.rel) if bucket_of(f.rel) is not None else -1) < nb]
+        bad = [f for f in files if f.size and not 0 <= _bucket_or_minus_one(f.rel) < nb]
         if bad:
             f = bad[0]
             raise RefusedError(
