@@ -244,6 +244,7 @@ def compact_command(
             "Insert-only text table given as a path: a LazySimpleSerDe property (field.delim, escape.delim, serialization.null.format, ...), repeatable."
         ),
     ] = None,
+    mm_allow_originals: options.MMAllowOriginals = False,
     allow_non_atomic_publish: Annotated[
         bool,
         typer.Option(
@@ -290,7 +291,13 @@ def compact_command(
             raise RefusedError(f"{info.full_name} is not a transactional table")
     from acidctl.mm.context import mm_context, parse_serde_properties  # insert-only tables (issue #12)
 
-    mm = mm_context(target, fmt=file_format, columns=columns, serde_properties=parse_serde_properties(serde_property))
+    mm = mm_context(
+        target,
+        fmt=file_format,
+        columns=columns,
+        serde_properties=parse_serde_properties(serde_property),
+        allow_originals=mm_allow_originals,
+    )
     if mm is not None:
         columns = None
     props.update(parse_kv(tblproperty, "--tblproperty"))

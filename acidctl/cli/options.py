@@ -107,7 +107,16 @@ def serde_property_option(help: str) -> Any:
     return typer.Option("--serde-property", metavar="KEY=VALUE", help=help)
 
 
+def mm_allow_originals_option() -> Any:
+    """``--mm-allow-originals``: the cluster's ``hive.mm.allow.originals``."""
+    return typer.Option(
+        "--mm-allow-originals",
+        help="Insert-only tables: the cluster runs with hive.mm.allow.originals=true, so while a partition has no base its original files (in the partition directory and its non-ACID subdirectories) are read, as Hive's reader then reads them (default false: they are invisible to Hive, MM01).",
+    )
+
+
 WriteIds = Annotated[Optional[str], write_ids_option()]
+MMAllowOriginals = Annotated[bool, mm_allow_originals_option()]
 AssumeCommitted = Annotated[bool, assume_committed_option()]
 Txns = Annotated[Optional[str], txns_option()]
 HiveVersion = Annotated[Optional[int], hive_version_option()]

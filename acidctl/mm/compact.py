@@ -79,6 +79,8 @@ class MMWork:
     verify_new: list[MMFile] = dataclasses.field(default_factory=list)
     #: bucketed table: the bucket count (one output file per bucket); 0 = unbucketed
     buckets: int = 0
+    #: hive.mm.allow.originals=true (the reader's view includes originals while no base exists)
+    allow_originals: bool = False
 
 
 def check_table(ctx, *, mode: str, hive_version: int) -> None:
@@ -149,15 +151,27 @@ def plan_partition(
             f"{hwm} (an open write inside its range): nothing can be folded safely"
         )
 
+    # hive.mm.allow.originals=true: without a base Hive's reader reads the originals too (A.5),
+    # so the compaction's INSERT ... SELECT folds them into the new base (A.6.1 step 4 counts them)
+    originals = (
+        [MMFile(o.path, o.rel, "", o.size) for o in cstate.originals]
+        if ctx.allow_originals and mode == MAJOR and cstate.base is None
+        else []
+    )
     if mode == MAJOR:
-        n_inputs = (1 if cstate.base is not None else 0) + len(deltas)
-        if not deltas or n_inputs <= 1:  # Hive 3: base + current deltas + originals <= 1 → nothing
+        n_inputs = (1 if cstate.base is not None else 0) + len(deltas) + len(originals)
+        if not (deltas or originals) or n_inputs <= 1:  # Hive 3: base + current deltas + originals <= 1
             from acidctl.compact.planner import _why_nothing
 
-            why = "no current delta directories" if not deltas else f"only one input ({deltas[0].name})"
+            why = (
+                "no current delta directories"
+                if not (deltas or originals)
+                else f"only one input ({(deltas[0].name if deltas else originals[0].child)})"
+            )
             plan.message = "nothing to compact: " + _why_nothing(cstate, why)
             return plan, None
         inputs = ([cstate.base.name] if cstate.base is not None else []) + [d.name for d in deltas]
+        inputs += sorted({f.child.split("/", 1)[0] for f in originals})
         read_from = ([cstate.base] if cstate.base is not None else []) + deltas
     else:
         if len(deltas) < 2:
@@ -165,7 +179,7 @@ def plan_partition(
             return plan, None
         inputs = [d.name for d in deltas]
         read_from = deltas
-    files = [f for c in read_from for f in dir_files(part_path, c)]
+    files = [f for c in read_from for f in dir_files(part_path, c)] + originals
     by_name = {e.name: e for e in listing.entries}
     read_paths = {f.path for f in files}
     plan.read_paths = read_paths
@@ -217,11 +231,11 @@ def plan_partition(
     if nb:
         # Hive writes bucket B's rows into the file of task B, so the files' names say where
         # each row belongs; Hive's compaction re-hashes them into the same buckets (derived)
-        bad = [f for f in files if f.size and not 0 <= _bucket_or_minus_one(f.rel) < nb]
+        bad = [f for f in files if f.size and not 0 <= _bucket_or_minus_one(f.path) < nb]
         if bad:
             f = bad[0]
             raise RefusedError(
-                f"{join_path(listing.path, f.child, f.rel)}: in a table of {nb} buckets a data file "
+                f"{join_path(listing.path, f.child, f.rel) if f.rel else join_path(listing.path, f.child)}: in a table of {nb} buckets a data file "
                 "must be named by its bucket (00000B_0, as Hive's bucketed INSERT writes it); this "
                 "one's rows cannot be placed without Hive's bucketing hash (a LOAD DATA file?); "
                 "nothing was written"
@@ -232,9 +246,15 @@ def plan_partition(
     plan.outputs = [out]
     plan.status = "compact"
     plan.message = f"{mode} compaction of {len(inputs)} input(s) into {out.name}"
-    work = MMWork(files=[f for f in files if f.size != 0], output=out, aborted_dropped=aborted, buckets=nb)
+    work = MMWork(
+        files=[f for f in files if f.size != 0],
+        output=out,
+        aborted_dropped=aborted,
+        buckets=nb,
+        allow_originals=ctx.allow_originals,
+    )
     # the reader's view before, and after publication (the output taken from the staging area)
-    work.verify_old = read_plan(listing, rstate)
+    work.verify_old = read_plan(listing, rstate, allow_originals=ctx.allow_originals)
     return plan, work
 
 
@@ -265,7 +285,7 @@ def _after_files(
     staged_dir = join_path(plan.staging, out.name)
     final_dir = join_path(plan.path, out.name)
     res = []
-    for f in read_plan(virtual, nstate):
+    for f in read_plan(virtual, nstate, allow_originals=work.allow_originals):
         if f.path.startswith(final_dir + "/"):
             f = dataclasses.replace(f, path=staged_dir + f.path[len(final_dir) :])
         res.append(f)
@@ -328,7 +348,7 @@ def run_partition(
     groups = (
         [(name, work.files)]
         if not work.buckets
-        else [(f"{b:06d}_0{ext}", [f for f in work.files if bucket_of(f.rel) == b]) for b in range(work.buckets)]
+        else [(f"{b:06d}_0{ext}", [f for f in work.files if bucket_of(f.path) == b]) for b in range(work.buckets)]
     )
     rows_in = bytes_out = 0
     written = []
