@@ -401,23 +401,30 @@ def _compact_streaming(task, m: dict) -> None:
                 if out is not None:
                     out.write(transform.rename_row(kept, task.columns, task.columns_coln_only))
         else:
-            for cursors, path, srcs, counter, side in (
-                (ins_c, task.out_insert, task.inserts, "rows_out", 0),
-                (del_c, task.out_delete, task.deletes, "delete_events_out", 1),
+            # one merger over every delta (as CompactorMR's raw reader); each event goes to the
+            # output of its side
+            cursors = ins_c + del_c
+            sides = []
+            for path, srcs, counter in (
+                (task.out_insert, task.inserts, "rows_out"),
+                (task.out_delete, task.deletes, "delete_events_out"),
             ):
-                out = _Out(task, path, srcs, major=False, counter=counter) if path else None
-                if out is not None:
-                    outs.append(out)
-                for w in _windows(cursors):
-                    t, stmt = _side(w, side, cursors)
+                o = _Out(task, path, srcs, major=False, counter=counter) if path else None
+                sides.append(o)
+                if o is not None:
+                    outs.append(o)
+            for w in _windows(cursors):
+                parts = [_side(w, 0, cursors), _side(w, 1, cursors)]
+                _refuse_tied_keys(*parts)
+                for side, (t, stmt) in enumerate(parts):
                     if t is None:
                         continue
-                    _refuse_tied_keys((t, stmt))
                     m["delete_events_in" if side else "rows_in"] += t.num_rows
                     transform.check_bucket(t, task.bucket, "a delete event" if side else "an event", where)
                     valid = _classify(t, snap, m, carrying=not side)
-                    if out is not None:
-                        out.write(
+                    o = sides[side]
+                    if o is not None:
+                        o.write(
                             transform.rename_row(_minor_events(t, stmt, valid), task.columns, task.columns_coln_only)
                         )
         for o in outs:
@@ -482,7 +489,8 @@ def _refuse_two_originals(task) -> None:
 
 
 def _events(task, srcs, *, deletes: bool, missing_ok: bool = False):
-    """(events, statement ids) of ``srcs`` concatenated (None when there is no event);
+    """(events, statement ids, reader ranks) of ``srcs`` concatenated (Nones when there is no
+    event; ranks: :func:`acidctl.acid.hive2.source_ranks` over the task's sources);
     ``missing_ok``: skip planned outputs no event was written to."""
     import posixpath
 
@@ -491,7 +499,8 @@ def _events(task, srcs, *, deletes: bool, missing_ok: bool = False):
 
     from acidctl.acid import hive2
 
-    tables, stmts = [], []
+    tables, stmts, ranks = [], [], []
+    rank = hive2.source_ranks([s.path for s in list(task.inserts) + list(task.deletes)] + [s.path for s in srcs])
     for s in srcs:
         if missing_ok and not task.tfs.exists(s.path):
             continue
@@ -501,9 +510,10 @@ def _events(task, srcs, *, deletes: bool, missing_ok: bool = False):
             stmts.append(
                 np.full(t.num_rows, hive2.statement_of(posixpath.basename(posixpath.dirname(s.path))), dtype=np.int64)
             )
+            ranks.append(np.full(t.num_rows, rank[s.path], dtype=np.int64))
     if not tables:
-        return None, None
-    return pa.concat_tables(tables, promote_options="permissive"), np.concatenate(stmts)
+        return None, None, None
+    return pa.concat_tables(tables, promote_options="permissive"), np.concatenate(stmts), np.concatenate(ranks)
 
 
 def _classify(t, snap, m: dict, *, carrying: bool):
@@ -528,8 +538,8 @@ def _compact(task, m: dict) -> None:
 
     where = task.partition or "the table"
     snap = task.compactor
-    ins, ins_stmt = _events(task, task.inserts, deletes=False)
-    dels, del_stmt = _events(task, task.deletes, deletes=task.mode == "major")
+    ins, ins_stmt, ins_src = _events(task, task.inserts, deletes=False)
+    dels, del_stmt, del_src = _events(task, task.deletes, deletes=task.mode == "major")
     if ins is not None:
         m["rows_in"] = ins.num_rows
         transform.check_bucket(ins, task.bucket, "an event", where)
@@ -548,6 +558,7 @@ def _compact(task, m: dict) -> None:
             ]
             stmt = ins_stmt
             valid = ins_valid
+            src = ins_src
             if dels is not None:
                 cols = [
                     np.concatenate([a, dels.column(c).to_numpy(zero_copy_only=False)])
@@ -555,39 +566,69 @@ def _compact(task, m: dict) -> None:
                 ]
                 stmt = np.concatenate([stmt, del_stmt])
                 valid = np.concatenate([valid, del_valid])
+                src = np.concatenate([src, del_src])
             ot, bk, rid, cur, op = cols
             assert stmt is not None and valid is not None  # set whenever ins is
-            win = hive2.winners(ot, bk.astype(np.int64), rid, cur, stmt, valid, op)
+            # one merger over the base and every delta (CompactorMR's raw reader), equal keys
+            # resolved as its TreeMap does
+            win = hive2.winners(ot, bk.astype(np.int64), rid, cur, stmt, valid, src=src)
             keep = win[(win < ins.num_rows) & np.isin(op[win], (0, 1))]
             out = ins.take(pa.array(keep, pa.int64()))
             assert ins_valid is not None  # set whenever ins is
             m["deletes_applied"] = int(ins_valid.sum()) - out.num_rows
         _write(task, m, transform.rename_row(out, task.columns, task.columns_coln_only), delete=False)
         return
-    out_ins = _minor_events(ins, ins_stmt, ins_valid) if ins is not None else None
-    out_del = _minor_events(dels, del_stmt, del_valid) if dels is not None else None
+    out_ins, out_del = _minor_whole(ins, ins_stmt, ins_valid, ins_src, dels, del_stmt, del_valid, del_src)
     _write(task, m, transform.rename_row(out_ins, task.columns, task.columns_coln_only), delete=False)
     _write(task, m, transform.rename_row(out_del, task.columns, task.columns_coln_only), delete=True)
 
 
 def _minor_events(t, stmt, valid):
-    """Minor compaction (collapse off): the valid events in merge order, one per (row, txn) —
-    the highest statement id's."""
+    """Minor compaction (collapse off): every valid event, in merge order. Hive 2.3's merger
+    does not collapse several events of one row in one txn here: its ``isSameRow`` test
+    compares with ``prevKey``, which only the collapsing branch sets
+    (``OrcRawRecordMerger.next``)."""
     import numpy as np
     import pyarrow as pa
+
+    from acidctl.acid import hive2
 
     ot, bk, rid, cur = (
         t.column(c).to_numpy(zero_copy_only=False)
         for c in ("originalTransaction", "bucket", "rowId", "currentTransaction")
     )
-    order = np.lexsort((-stmt, -cur.astype(np.int64), rid, bk.astype(np.int64), ot))
-    order = order[valid[order]]
-    if len(order) > 1:
-        a, b, r, c = ot[order], bk[order], rid[order], cur[order]
-        first = np.ones(len(order), dtype=bool)
-        first[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1]) | (r[1:] != r[:-1]) | (c[1:] != c[:-1])
-        order = order[first]
+    order = hive2.winners(ot, bk.astype(np.int64), rid, cur, stmt, valid, collapse=False)
     return t.take(pa.array(order, pa.int64()))
+
+
+def _minor_whole(ins, ins_stmt, ins_valid, ins_src, dels, del_stmt, del_valid, del_src):
+    """Minor compaction of a whole bucket: one merger over every delta, as CompactorMR's raw
+    reader (insert and delete deltas together; each returned event then goes to the delete
+    writer or the insert writer by its side), equal merge keys resolved as Hive 2.3's TreeMap
+    does. Returns (insert events, delete events)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from acidctl.acid import hive2
+
+    sides = [
+        (t, st, v, sr) for t, st, v, sr in ((ins, ins_stmt, ins_valid, ins_src), (dels, del_stmt, del_valid, del_src))
+    ]
+    present = [x for x in sides if x[0] is not None]
+    if not present:
+        return None, None
+    names = ("originalTransaction", "bucket", "rowId", "currentTransaction")
+    ot, bk, rid, cur = (
+        np.concatenate([x[0].column(c).to_numpy(zero_copy_only=False).astype(np.int64) for x in present]) for c in names
+    )
+    stmt = np.concatenate([x[1] for x in present])
+    valid = np.concatenate([x[2] for x in present]).astype(bool)
+    src = np.concatenate([x[3] for x in present])
+    order = hive2.winners(ot, bk, rid, cur, stmt, valid, src=src, collapse=False)
+    n_ins = ins.num_rows if ins is not None else 0
+    out_ins = ins.take(pa.array(order[order < n_ins], pa.int64())) if ins is not None else None
+    out_del = dels.take(pa.array(order[order >= n_ins] - n_ins, pa.int64())) if dels is not None else None
+    return out_ins, out_del
 
 
 def encode_hive2_file(
@@ -662,11 +703,13 @@ def _merged(task, srcs, *, missing_ok: bool = False) -> "pa.Table":
 
     from acidctl.acid import hive2
 
-    ins, ins_stmt = _events(task, srcs[0], deletes=False, missing_ok=missing_ok)
-    dels, del_stmt = _events(task, srcs[1], deletes=True, missing_ok=missing_ok)
+    ins, ins_stmt, ins_src = _events(task, srcs[0], deletes=False, missing_ok=missing_ok)
+    dels, del_stmt, del_src = _events(task, srcs[1], deletes=True, missing_ok=missing_ok)
     if ins is None:
         return pa.table({"originalTransaction": pa.array([], pa.int64())})
-    return hive2.collapse(ins, ins_stmt, dels, del_stmt, task.reader)
+    return hive2.collapse(
+        ins, ins_stmt, dels, del_stmt, task.reader, insert_src=ins_src, delete_src=del_src, split_update=bool(srcs[1])
+    )
 
 
 def _verify(task) -> int:
