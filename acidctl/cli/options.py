@@ -102,6 +102,12 @@ def mm_format_option(help: str) -> Any:
     return typer.Option("--format", metavar="orc|parquet|avro|text", help=help)
 
 
+def mm_input_format_option(help: str) -> Any:
+    """``--input-format`` of an insert-only table given as a path, where ``--format`` names the
+    output format (``export``)."""
+    return typer.Option("--input-format", metavar="orc|parquet|avro|text", help=help)
+
+
 def serde_property_option(help: str) -> Any:
     """``--serde-property KEY=VALUE`` (repeatable with a ``list[str]`` annotation)."""
     return typer.Option("--serde-property", metavar="KEY=VALUE", help=help)

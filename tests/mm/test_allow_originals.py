@@ -108,3 +108,38 @@ def test_the_option_is_for_insert_only_tables(tmp_path, cli):
     root = table(tmp_path, "orc")
     r = cli("state", root, "--write-ids", WL, "--mm-allow-originals")
     assert r.code == 2 and "insert-only" in r.stderr
+
+
+@pytest.mark.parametrize("out", ["parquet", "orc"])
+def test_export_reads_what_hive_reads(tmp_path, cli, out):
+    """``export`` of an insert-only table: the rows a Hive reader reads, one file per partition,
+    the originals only with the setting; read back with pyarrow."""
+    import pyarrow.orc as po
+    import pyarrow.parquet as pq
+
+    root = table(tmp_path, "orc")
+
+    def export(dest, *extra):
+        r = cli(
+            "-o",
+            "json",
+            "export",
+            root,
+            tmp_path / dest,
+            "--format",
+            out,
+            "--input-format",
+            "orc",
+            "--write-ids",
+            WL,
+            *extra,
+        )
+        assert r.code == 0, r
+        f = tmp_path / dest / f"000000_0.{out}"
+        t = pq.read_table(f) if out == "parquet" else po.ORCFile(str(f)).read()
+        return norm(t.cast(H.ARROW).to_pylist())
+
+    assert export("plain") == norm(D1 + D2)
+    assert export("with", "--mm-allow-originals") == norm(OLD + OLD_DIR + D1 + D2)
+    r = cli("export", root, tmp_path / "rid", "--input-format", "orc", "--write-ids", WL, "--with-row-id")
+    assert r.code == 2 and "no ROW__ID" in r.stderr
