@@ -389,7 +389,6 @@ def _iter(tfs, path: str, storage: Storage, row_td, batch_rows: int):
 
 def _iter_text(tfs, path: str, storage: Storage, row_td, batch_rows: int):
     """LazySimpleSerDe text in pieces of whole lines (decompressed on the way)."""
-    import bz2 as _bz2
     import dataclasses as dc
 
     from acidctl.formats import textfile
@@ -408,28 +407,10 @@ def _iter_text(tfs, path: str, storage: Storage, row_td, batch_rows: int):
             part = b"\n".join(lines[off : off + batch_rows]) + b"\n"
             yield textfile.to_arrow(textfile.read_rows(part, row_td, p), row_td)
 
-    dec: Any
-    if codec == "deflate":
-        dec = zlib.decompressobj()
-    elif codec == "gzip":
-        dec = zlib.decompressobj(wbits=31)  # one gzip member, as gzip.decompress reads Hive's files
-    elif codec == "bzip2":
-        dec = _bz2.BZ2Decompressor()
-    else:
-        dec = None
     carry = b""
     with tfs.open(path) as fh:
-        while True:
-            raw = fh.read(TEXT_CHUNK)
-            try:
-                data = dec.decompress(raw) if dec is not None and raw else raw
-            except (OSError, zlib.error, ValueError, EOFError) as e:
-                raise InvalidInputError(f"cannot decompress {codec} text: {e}") from None
+        for data in _decompressed(fh, codec):
             buf = carry + data
-            if not raw:
-                if buf:
-                    yield from rows_of(buf)
-                return
             # cut after the last terminator, never between a CR and the LF that may follow
             cut = max(buf.rfind(b"\n"), buf.rfind(b"\r"))
             if cut == len(buf) - 1 and buf.endswith(b"\r"):
@@ -438,8 +419,47 @@ def _iter_text(tfs, path: str, storage: Storage, row_td, batch_rows: int):
                 carry = buf
                 continue
             carry = buf[cut + 1 :]
-            if cut >= 0:
-                yield from rows_of(buf[: cut + 1])
+            yield from rows_of(buf[: cut + 1])
+    if carry:
+        yield from rows_of(carry)
+
+
+def _decompressed(fh, codec: str | None):
+    """The decompressed bytes of an open text file, a chunk at a time; like
+    :func:`_decompress_text` (``zlib``/``gzip``/``bz2`` ``decompress``), several concatenated
+    gzip members or bzip2 streams are read one after the other."""
+    import bz2 as _bz2
+
+    def new():
+        if codec == "deflate":
+            return zlib.decompressobj()
+        if codec == "gzip":
+            return zlib.decompressobj(wbits=31)
+        return _bz2.BZ2Decompressor()
+
+    dec: Any = new() if codec is not None else None
+    try:
+        while True:
+            raw = fh.read(TEXT_CHUNK)
+            if not raw:
+                if dec is not None and codec != "bzip2":
+                    tail = dec.flush()
+                    if tail:
+                        yield tail
+                return
+            if dec is None:
+                yield raw
+                continue
+            while raw:
+                out = dec.decompress(raw)
+                if out:
+                    yield out
+                raw = b""
+                if dec.eof and dec.unused_data and codec in ("gzip", "bzip2"):
+                    raw = dec.unused_data  # the next member / stream
+                    dec = new()
+    except (OSError, zlib.error, ValueError, EOFError) as e:
+        raise InvalidInputError(f"cannot decompress {codec} text: {e}") from None
 
 
 class OutputFile:

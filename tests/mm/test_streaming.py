@@ -119,12 +119,25 @@ def test_file_read_in_pieces_is_the_file(tmp_path, monkeypatch, fmt):
     assert sum(t.num_rows for t in got) == 4000
 
 
-def test_gzip_text_read_in_pieces(tmp_path, monkeypatch):
+@pytest.mark.parametrize("codec", ["gzip", "bzip2", "deflate"])
+def test_compressed_text_read_in_pieces(tmp_path, monkeypatch, codec):
     import gzip
 
     monkeypatch.setattr(F, "TEXT_CHUNK", 500)
-    path = tmp_path / "000000_0.gz"
-    path.write_bytes(gzip.compress(H.encode("text", rows(0, 3000))))
+    data = H.encode("text", rows(0, 3000))
+    cut = data.index(b"\n", len(data) // 2) + 1
+    if codec == "deflate":
+        path = tmp_path / "000000_0.deflate"
+        path.write_bytes(zlib.compress(data))
+    else:
+        # two members / streams, as concatenated files are (gzip/bz2.decompress read both)
+        comp = gzip.compress if codec == "gzip" else bz2.compress
+        path = tmp_path / ("000000_0.gz" if codec == "gzip" else "000000_0.bz2")
+        path.write_bytes(comp(data[:cut]) + comp(data[cut:]))
+    assert (
+        F.read_file(TableFS(str(tmp_path)), str(path), Storage("text", {}, source="t"), orc_struct(COLS)).table.num_rows
+        == 3000
+    )
     storage = Storage("text", {}, source="test")
     got = list(F.iter_tables(TableFS(str(tmp_path)), str(path), storage, orc_struct(COLS), batch_rows=1000))
     assert [t.column("id").to_pylist() for t in got] != [] and sum(
