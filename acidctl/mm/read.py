@@ -97,6 +97,7 @@ def merged_rows(
     from acidctl.acid.acidstate import get_acid_state
     from acidctl.acid.layout import list_table
     from acidctl.dump import SLICE_ROWS, _to_bytes
+    from acidctl.formats.files import iter_tables
     from acidctl.formats.hivetypes import orc_struct
     from acidctl.merged import partition_batch, partition_values
     from acidctl.orc import render
@@ -116,8 +117,8 @@ def merged_rows(
         row_td = orc_struct(columns)
         fields = list(row_td.fields.items())
         pvals = partition_values("/".join(p for p in (partition, listing.partition) if p))
-        for _, data in read_files(tfs, files, ctx.storage, row_td):
-            t = data.table
+        # a piece at a time (an ORC stripe, at most 65,536 other rows): a file need not fit in memory
+        for t in (t for f in files for t in iter_tables(tfs, f.path, ctx.storage, row_td)):
             if left is not None:
                 t = t.slice(0, max(left, 0))
                 left -= t.num_rows
