@@ -16,15 +16,12 @@ so printing one would invent it.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Iterator
+from typing import Iterator
 
 from acidctl.acid.acidstate import Kind
 from acidctl.acid.dirname import FLUSH_LENGTH_SUFFIX, is_hidden_path
 from acidctl.errors import InvalidAcidLayout
 from acidctl.fs import join_path
-
-if TYPE_CHECKING:
-    from acidctl.formats.files import FileData
 
 
 @dataclasses.dataclass
@@ -70,14 +67,6 @@ def infer_columns(tfs, files: list[MMFile], storage):
     if not files:
         return None
     return file_columns(tfs, files[0].path, storage.format)
-
-
-def read_files(tfs, files: list[MMFile], storage, row_td) -> Iterator[tuple[MMFile, FileData]]:
-    """(file, FileData) for each file, in order."""
-    from acidctl.formats.files import read_file
-
-    for f in files:
-        yield f, read_file(tfs, f.path, storage, row_td)
 
 
 def merged_rows(
