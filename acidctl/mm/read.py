@@ -88,9 +88,11 @@ def merged_rows(
     from acidctl.dump import SLICE_ROWS, _to_bytes
     from acidctl.formats.files import iter_tables
     from acidctl.formats.hivetypes import orc_struct
-    from acidctl.merged import partition_batch, partition_values
+    from acidctl.merged import _path_partition, partition_batch, partition_values
     from acidctl.orc import render
 
+    if partition is None:  # a partition given as a path prints its partition columns too
+        partition = _path_partition(tfs)
     left = limit
     columns = ctx.columns
     for listing in list_table(tfs):

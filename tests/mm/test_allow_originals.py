@@ -143,3 +143,11 @@ def test_export_reads_what_hive_reads(tmp_path, cli, out):
     assert export("with", "--mm-allow-originals") == norm(OLD + OLD_DIR + D1 + D2)
     r = cli("export", root, tmp_path / "rid", "--input-format", "orc", "--write-ids", WL, "--with-row-id")
     assert r.code == 2 and "no ROW__ID" in r.stderr
+
+
+def test_partition_path_keeps_its_partition_column(tmp_path, cli):
+    """First-use report: ``dump --merged`` on a partition *path* printed no partition column;
+    as with ``DB.TABLE/part``, the trailing ``k=v`` directories are the partition."""
+    part = H.build(tmp_path / "t" / "ds=2026-01-02", "orc", {"delta_0000001_0000001_0000": {"000000_0": D1}})
+    rows = merged(cli, part, "default.t:1:9223372036854775807::", "orc")
+    assert [(r["id"], r["ds"]) for r in rows] == [(1, "2026-01-02"), (2, "2026-01-02")]
