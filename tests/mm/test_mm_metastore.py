@@ -187,7 +187,7 @@ def _bucketed_table(tmp_path, url, rec, *, buckets: int, layout: dict, sort_cols
     return root
 
 
-@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True)
 @pytest.mark.parametrize("hive_version", [3], indirect=True)
 def test_bucketed_insert_only_table_keeps_one_file_per_bucket(tmp_path, cli, metastore, hive_version):  # noqa: F811
     """Hive's compaction INSERTs into a copy of the table with the same bucketing (spec A.6.1
