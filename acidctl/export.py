@@ -67,6 +67,10 @@ class ExportTask:
     with_row_id: bool
     column_names: list[str] | None  # table column names from the metastore (files may say _colN)
     hive_version: int = 3  # 2: Hive 2.3's merge (acidctl.acid.hive2: legacy update events)
+    #: insert-only table: its acidctl.mm.context.MMContext, and the files a reader reads
+    #: (acidctl.mm.read.read_plan); the rows are copied a piece at a time
+    mm: Any = None
+    mm_files: list | None = None
 
 
 @dataclasses.dataclass
@@ -79,6 +83,8 @@ class ExportOptions:
     master: str = "local[*]"
     spark_conf: dict = dataclasses.field(default_factory=dict)
     column_names: list[str] | None = None
+    #: an insert-only table's acidctl.mm.context.MMContext (plain files, no ROW__ID)
+    insert_only: Any = None
 
 
 def _check_options(opts: ExportOptions) -> None:
@@ -90,6 +96,8 @@ def _check_options(opts: ExportOptions) -> None:
         )
     if opts.engine not in ("local", "spark"):
         raise UsageError(f"--engine must be local or spark, not {opts.engine!r}")
+    if opts.insert_only is not None and opts.with_row_id:
+        raise UsageError("--with-row-id: rows of an insert-only table have no ROW__ID")
 
 
 def _partition_selected(partition: str | None, wanted: list[str] | None) -> bool:
@@ -125,8 +133,36 @@ def plan_export(
         rel = "/".join(p for p in (partition_prefix, listing.partition) if p) or None
         if not _partition_selected(rel, opts.partitions):
             continue
-        state = get_acid_state(listing, snapshot, txns=txns, hive_version=hive_version)
+        mm = opts.insert_only
+        state = get_acid_state(listing, snapshot, txns=txns, hive_version=hive_version, insert_only=mm is not None)
         state.require_snapshot()
+        if mm is not None:  # insert-only: one file per partition, every file a Hive reader reads
+            from acidctl.mm.read import read_plan
+
+            files = read_plan(listing, state, allow_originals=mm.allow_originals)
+            if files:
+                tasks.append(
+                    ExportTask(
+                        source_url=tfs.url,
+                        source_options=dict(tfs.options),
+                        partition=rel,
+                        bucket=0,
+                        inserts=[],
+                        deletes=[],
+                        write_ids=str(snapshot),
+                        dest_url=dest.url,
+                        dest_options=dict(dest.options),
+                        out_rel=posixpath.join(staging, rel or "", f"000000_0.{opts.format}"),
+                        format=opts.format,
+                        compression=compression,
+                        with_row_id=False,
+                        column_names=None,
+                        hive_version=hive_version,
+                        mm=mm,
+                        mm_files=files,
+                    )
+                )
+            continue
         inserts, deletes = plan_sources(tfs, listing, state)
         buckets = sorted({s.bucket for s in inserts})
         for b in buckets:
@@ -193,6 +229,8 @@ def run_task(task: ExportTask) -> dict:
     src = TableFS(task.source_url, task.source_options)
     dst = TableFS(task.dest_url, task.dest_options)
     snapshot = WriteIdList.parse(task.write_ids)
+    if task.mm is not None:
+        return _run_mm_task(task, src, dst, t0)
     bytes_in = sum(src.info(s.path).size for s in task.inserts)
     metrics: dict[str, Any] = {
         "partition": task.partition,
@@ -228,6 +266,88 @@ def run_task(task: ExportTask) -> dict:
         )
     metrics.update(rows=rows, file=task.out_rel, bytes=dst.info(path).size, seconds=round(time.monotonic() - t0, 3))
     return metrics
+
+
+def _run_mm_task(task: ExportTask, src, dst, t0: float) -> dict:
+    """An insert-only partition: its files' rows, a piece at a time, into one output file."""
+    import pyarrow as pa
+
+    from acidctl.formats.files import iter_tables
+    from acidctl.formats.hivetypes import arrow_type, orc_struct
+    from acidctl.mm.read import infer_columns
+
+    files = task.mm_files or []
+    metrics: dict[str, Any] = {
+        "partition": task.partition,
+        "bucket": 0,
+        "rows": 0,
+        "file": None,
+        "bytes": 0,
+        "bytes_in": sum(f.size for f in files),
+    }
+    columns = task.mm.columns or infer_columns(src, files, task.mm.storage)
+    if not columns:
+        raise UsageError("no columns known for the table: give --columns name:type,...")
+    row_td = orc_struct(columns)
+    schema = pa.schema([pa.field(n, arrow_type(td, where=n)) for n, td in row_td.fields.items()])
+    path = posixpath.normpath(dst.join(dst.root, task.out_rel))
+    writer = None
+    rows = 0
+    try:
+        with _Lazy(dst, path) as f:
+            for mf in files:
+                for t in iter_tables(src, mf.path, task.mm.storage, row_td):
+                    if writer is None:
+                        writer = _plain_writer(f.open(), schema, task.format, task.compression)
+                    if task.format == "parquet":
+                        writer.write_table(t)
+                    else:
+                        writer.write(t)
+                    rows += t.num_rows
+            if writer is not None:
+                writer.close()
+    except pa.ArrowException as e:
+        raise InvalidInputError(f"cannot write {task.format}: {str(e).splitlines()[0]}") from None
+    if writer is None:
+        return metrics
+    back, back_schema = _read_back(dst, path, task.format)
+    if back != rows or back_schema.names != schema.names:
+        raise InvalidInputError(
+            f"export verification failed for {dst.display(path)}: wrote {rows} rows, read back {back}"
+        )
+    metrics.update(rows=rows, file=task.out_rel, bytes=dst.info(path).size, seconds=round(time.monotonic() - t0, 3))
+    return metrics
+
+
+class _Lazy:
+    """An output file opened on first use (no file for a partition without rows)."""
+
+    def __init__(self, dst, path: str):
+        self.dst, self.path, self.fh = dst, path, None
+
+    def open(self):
+        if self.fh is None:
+            self.dst.makedirs(posixpath.dirname(self.path))
+            self.fh = self.dst.open(self.path, "wb")
+        return self.fh
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.fh is not None:
+            self.fh.close()
+        return False
+
+
+def _plain_writer(f, schema, fmt: str, compression: str):
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        return pq.ParquetWriter(f, schema, compression=compression)
+    import pyarrow.orc as po
+
+    return po.ORCWriter(f, compression=compression)
 
 
 def _write(dst, path: str, table, fmt: str, compression: str) -> None:

@@ -134,7 +134,7 @@ def random_history(rng: random.Random, *, mode: str = "legacy", txns: int = 8, b
     return History(mode, stmts, states, txns)
 
 
-def _write_orc(path: Path, events: list, txn: int) -> None:
+def _write_orc(path: Path, events: list, txn: int, *, stripe_size: int | None = None) -> None:
     import pyorc
 
     events = sorted(events, key=lambda e: e[1])
@@ -143,13 +143,16 @@ def _write_orc(path: Path, events: list, txn: int) -> None:
     dels = sum(1 for e in events if e[0] == 2)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as f:
-        with pyorc.Writer(f, ACID_TYPE, compression=pyorc.CompressionKind.ZLIB) as w:
+        # a small stripe_size: uncompressed (ORC's stripe check counts compressed bytes)
+        kw = {"stripe_size": stripe_size, "batch_size": 250} if stripe_size else {}
+        kind = pyorc.CompressionKind.NONE if stripe_size else pyorc.CompressionKind.ZLIB
+        with pyorc.Writer(f, ACID_TYPE, compression=kind, **kw) as w:
             for op, (ot, b, rid), row in events:
                 w.write((op, ot, b, rid, txn, None if row is None else (row["_col0"], row["_col1"])))
             w.set_user_metadata(**{"hive.acid.key.index": b"", "hive.acid.stats": f"{ins},{upd},{dels}".encode()})
 
 
-def write_table(h: History, root: Path) -> Path:
+def write_table(h: History, root: Path, *, stripe_size: int | None = None) -> Path:
     """The directories and bucket files Hive 2.3's DML would leave (aborted and open txns'
     deltas included: Hive 2 keeps them on disk)."""
     root.mkdir(parents=True, exist_ok=True)
@@ -160,5 +163,5 @@ def write_table(h: History, root: Path) -> Path:
             d = "delete_delta_" if (op == 2 and h.mode == "split-update") else "delta_"
             by_dir.setdefault((d, key[1]), []).append((op, key, row))
         for (d, b), evs in by_dir.items():
-            _write_orc(root / (d + name) / f"bucket_{b:05d}", evs, s.txn)
+            _write_orc(root / (d + name) / f"bucket_{b:05d}", evs, s.txn, stripe_size=stripe_size)
     return root

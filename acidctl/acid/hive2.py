@@ -156,6 +156,121 @@ def statement_of(dir_name: str) -> int:
     return 0
 
 
+def reader_rank(path: str) -> tuple:
+    """Where a source file's reader enters ``OrcRawRecordMerger``'s constructor: the base (or
+    original) file first, then one file per delta directory in ``getAcidState``'s order —
+    min ASC, max DESC, statement ASC with none first, then the path (so ``delete_delta_x_y``
+    before ``delta_x_y``; Hive 2.3 ``ParsedDelta.compareTo``)."""
+    from acidctl.acid.dirname import DeltaDir, parse_acid_dir
+
+    parent = posixpath.dirname(path)
+    d = parse_acid_dir(posixpath.basename(parent))
+    if not isinstance(d, DeltaDir):
+        return (0, 0, 0, 0, "")
+    return (1, d.min_write_id, -d.max_write_id, d.statement_id if d.statement_id is not None else -1, parent)
+
+
+def source_ranks(paths: list[str]) -> dict[str, int]:
+    """Each source file's place among the merger's readers (:func:`reader_rank`), as 0, 1, ..."""
+    order = sorted(set(paths), key=lambda p: (reader_rank(p), p))
+    return {p: i for i, p in enumerate(order)}
+
+
+def has_equal_keys(ot, bk, rid, cur, stmt) -> bool:
+    """Whether two events share the whole merge key (originalTransaction, bucket, rowId,
+    currentTransaction, statement): only then does the order of Hive 2.3's merger depend on
+    more than the key (:func:`merge_order`). Sources are taken to be in key order, as Hive's
+    writers write them and its merger assumes (a source out of order is sorted here, where
+    Hive's merger would return its events out of order)."""
+    import numpy as np
+
+    if len(ot) < 2:
+        return False
+    k = (ot, np.asarray(bk, dtype=np.int64), rid, -np.asarray(cur, dtype=np.int64), -np.asarray(stmt, dtype=np.int64))
+    order = np.lexsort(tuple(reversed(k)))
+    same = np.ones(len(order) - 1, dtype=bool)
+    for a in k:
+        a = np.asarray(a)[order]
+        same &= a[1:] == a[:-1]
+    return bool(same.any())
+
+
+def merge_order(ot, bk, rid, cur, stmt, src) -> "np.ndarray":
+    """Indices of the events in the order Hive 2.3's ``OrcRawRecordMerger`` returns them, its
+    ``TreeMap<ReaderKey, ReaderPair>`` replayed (``src``: each event's reader, by rank in the
+    constructor; a reader's events in array order). Apache Hive 2.3
+    ``ql/src/java/org/apache/hadoop/hive/ql/io/orc/OrcRawRecordMerger.java``:
+
+    * ``ReaderKey.compareTo``: (originalTransaction, bucket, rowId) ASC, then
+      currentTransaction DESC, then statementId DESC; **0** when all five are equal;
+    * constructor: ``readers.put(key, pair)`` for each reader in turn — a ``TreeMap.put`` with
+      an equal key replaces the value, so the earlier reader is dropped and never read;
+    * ``next``: the primary reader keeps going while its new key is **not greater** than the
+      smallest other key (``compareTo(secondaryKey) > 0`` switches), so on equal keys the
+      current primary's event comes first; when it switches it is put back — again replacing
+      (dropping) a reader whose current key is equal — and the smallest entry becomes primary.
+
+    Why by hand: this replays one Java class's data-structure behaviour, which no library has."""
+    import heapq
+
+    import numpy as np
+
+    n = len(ot)
+    idx_by_src: dict[int, np.ndarray] = {}
+    for s_ in np.unique(src):
+        idx_by_src[int(s_)] = np.flatnonzero(src == s_)
+    pos = {s_: 0 for s_ in idx_by_src}
+    o, b, r, c, st = (np.asarray(x, dtype=np.int64).tolist() for x in (ot, bk, rid, cur, stmt))
+    lists = {s_: a.tolist() for s_, a in idx_by_src.items()}
+
+    def key(s_: int) -> tuple:
+        i = lists[s_][pos[s_]]
+        return (o[i], b[i], r[i], -c[i], -st[i])
+
+    owner: dict[tuple, int] = {}
+    heap: list[tuple] = []
+
+    def put(s_: int) -> None:
+        k = key(s_)
+        if k not in owner:
+            heapq.heappush(heap, k)
+        owner[k] = s_  # TreeMap.put: an equal key's reader is replaced
+
+    for s_ in sorted(idx_by_src):
+        put(s_)
+    out: list[int] = []
+    if not heap:
+        return np.asarray(out, dtype=np.int64)
+    primary: int | None = owner.pop(heapq.heappop(heap))
+    while primary is not None:
+        out.append(lists[primary][pos[primary]])
+        pos[primary] += 1
+        done = pos[primary] >= len(lists[primary])
+        if done or (heap and key(primary) > heap[0]):
+            if not done:
+                put(primary)
+            primary = owner.pop(heapq.heappop(heap)) if heap else None
+    del n
+    return np.asarray(out, dtype=np.int64)
+
+
+def returned(order, ot, bk, rid, cur, valid, *, collapse: bool) -> "np.ndarray":
+    """The events ``OrcRawRecordMerger.next`` returns from the merge ``order``: events of
+    invalid txns skipped first; with ``collapse`` (reads, major compaction) only the first
+    event of each (originalTransaction, bucket, rowId). Without it (minor compaction) every
+    valid event: the multi-statement ``isSameRow`` collapse compares with ``prevKey``, which
+    only the collapsing branch ever sets, so it never fires (same file and method)."""
+    import numpy as np
+
+    order = order[np.asarray(valid)[order]]
+    if not collapse or len(order) < 2:
+        return order
+    a, b, r = ot[order], bk[order], rid[order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1]) | (r[1:] != r[:-1])
+    return order[first]
+
+
 def winners(
     ot: "np.ndarray",
     bucket: "np.ndarray",
@@ -164,23 +279,25 @@ def winners(
     stmt: "np.ndarray",
     valid: "np.ndarray",
     op: "np.ndarray | None" = None,
+    *,
+    src: "np.ndarray | None" = None,
+    collapse: bool = True,
 ) -> "np.ndarray":
-    """Indices of the winning event of every row key, in key order: among the ``valid`` events,
-    the first by (ot, bucket, rowId) ASC, currentTransaction DESC, statement DESC, and — when
-    all of these tie, which only a minor compaction's unsuffixed output can cause — a delete
-    before an insert (Hive 3's ReaderKey rule; derived for Hive 2, whose SQL never writes one
-    row twice in one txn)."""
+    """Indices of the events the merger returns, in its order: among the ``valid`` events the
+    first by (ot, bucket, rowId) ASC, currentTransaction DESC, statement DESC (``collapse``:
+    one per row key). ``src``: each event's reader rank (:func:`reader_rank` order); with it,
+    events whose whole merge key is equal are resolved exactly as Hive 2.3's merger does
+    (:func:`merge_order`); without it the stable sort decides. ``op``
+    is unused (kept for callers)."""
     import numpy as np
 
-    tie = (np.asarray(op) != 2) if op is not None else np.zeros(len(ot), dtype=bool)
-    order = np.lexsort((tie, -stmt.astype(np.int64), -cur.astype(np.int64), rid, bucket.astype(np.int64), ot))
-    order = order[valid[order]]
-    if len(order) < 2:
-        return order
-    a, b, r = ot[order], bucket[order], rid[order]
-    first = np.ones(len(order), dtype=bool)
-    first[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1]) | (r[1:] != r[:-1])
-    return order[first]
+    del op
+    bucket = np.asarray(bucket, dtype=np.int64)
+    if src is not None and has_equal_keys(ot, bucket, rid, cur, stmt):
+        order = merge_order(ot, bucket, rid, cur, stmt, src)
+    else:
+        order = np.lexsort((-stmt.astype(np.int64), -cur.astype(np.int64), rid, bucket, ot))
+    return returned(order, ot, bucket, rid, cur, valid, collapse=collapse)
 
 
 def collapse(
@@ -189,11 +306,20 @@ def collapse(
     deletes: "pa.Table | None",
     delete_stmt: "np.ndarray | None",
     snapshot: WriteIdList,
+    *,
+    insert_src: "np.ndarray | None" = None,
+    delete_src: "np.ndarray | None" = None,
+    split_update: bool = False,
 ) -> "pa.Table":
     """The merged rows of one bucket: ``inserts`` are the events that carry rows (ACID columns,
     any operation — legacy deltas hold 0, 1 and 2), ``deletes`` the key columns plus
     ``operation``/``currentTransaction`` of delete files (split-update). Rows whose winning
-    event is an insert or an update, in key order, events unchanged."""
+    event is an insert or an update, in key order, events unchanged.
+
+    ``insert_src``/``delete_src``: each event's reader rank (:func:`reader_rank`), to resolve
+    equal merge keys as Hive 2.3's reader does: a legacy table is one merger (base + every
+    delta); a split-update table one merger per insert file with the delete deltas
+    (``OrcInputFormat.getReader``); the rows kept are then returned in key order."""
     import numpy as np
     import pyarrow as pa
 
@@ -209,12 +335,38 @@ def collapse(
     parts = [cols(inserts)]
     stmts = [np.asarray(insert_stmt, dtype=np.int64)]
     valids = [valid_mask(inserts.column("currentTransaction"), snapshot).to_numpy(zero_copy_only=False)]
-    if deletes is not None and deletes.num_rows:
+    srcs = [insert_src] if insert_src is not None else None
+    has_dels = deletes is not None and deletes.num_rows
+    if has_dels:
+        assert deletes is not None
         parts.append(cols(deletes))
         stmts.append(np.asarray(delete_stmt, dtype=np.int64))
         valids.append(valid_mask(deletes.column("currentTransaction"), snapshot).to_numpy(zero_copy_only=False))
+        if srcs is not None:
+            srcs.append(delete_src if delete_src is not None else np.zeros(deletes.num_rows, dtype=np.int64))
     ot, bk, rid, cur, op = (np.concatenate([p[i] for p in parts]) for i in range(5))
-    win = winners(ot, bk.astype(np.int64), rid, cur, np.concatenate(stmts), np.concatenate(valids).astype(bool), op)
+    bk = bk.astype(np.int64)
+    stmt = np.concatenate(stmts)
+    if split_update:
+        stmt[:n] = 0  # each insert file is its merger's base reader, whose statement id is 0
+    valid = np.concatenate(valids).astype(bool)
+    src = np.concatenate(srcs) if srcs is not None else None
+    if src is not None and split_update and has_equal_keys(ot, bk, rid, cur, stmt):
+        # one merger per insert file, each with every delete file; rows kept in key order
+        keep_parts = []
+        del_idx = np.arange(n, len(ot))
+        for s_ in np.unique(src[:n]):
+            mine = np.flatnonzero(src[:n] == s_)
+            idx = np.concatenate([mine, del_idx])
+            # the insert file is the merger's base reader: added first, statement id 0
+            sub_src = np.concatenate([np.full(len(mine), -1, dtype=np.int64), src[del_idx]])
+            w = winners(ot[idx], bk[idx], rid[idx], cur[idx], stmt[idx], valid[idx], src=sub_src)
+            w = idx[w]
+            keep_parts.append(w[(w < n) & np.isin(op[w], (0, 1))])
+        keep = np.concatenate(keep_parts) if keep_parts else np.zeros(0, dtype=np.int64)
+        keep = keep[np.lexsort((-cur[keep].astype(np.int64), rid[keep], bk[keep], ot[keep]))]
+        return inserts.take(pa.array(keep, pa.int64()))
+    win = winners(ot, bk, rid, cur, stmt, valid, src=src)
     keep = win[(win < n) & np.isin(op[win], (0, 1))]
     return inserts.take(pa.array(keep, pa.int64()))
 
@@ -288,23 +440,36 @@ def merge_sources(tfs: "TableFS", inserts: list, deletes: list, snapshot: WriteI
             "Hive 2.3 gives their rows the same ROW__IDs and returns only one row per id",
             hint="read with --hive-version 3 rules (rows numbered across the files)",
         )
-    tables, stmts = [], []
+    rank = source_ranks([s.path for s in list(inserts) + list(deletes)])
+    tables, stmts, srcs = [], [], []
     for s in inserts:
         t = read_file_events(tfs, s)
         if t.num_rows:
             tables.append(t)
             stmts.append(np.full(t.num_rows, _statement_of_file(s.path), dtype=np.int64))
+            srcs.append(np.full(t.num_rows, rank[s.path], dtype=np.int64))
     if not tables:
         return None
-    dtables, dstmts = [], []
+    dtables, dstmts, dsrcs = [], [], []
     for s in deletes:
         t = read_delete_events(tfs, s)
         if t.num_rows:
             dtables.append(t)
             dstmts.append(np.full(t.num_rows, _statement_of_file(s.path), dtype=np.int64))
+            dsrcs.append(np.full(t.num_rows, rank[s.path], dtype=np.int64))
     events = pa.concat_tables(tables, promote_options="permissive")
     dels = pa.concat_tables(dtables) if dtables else None
-    return collapse(events, np.concatenate(stmts), dels, np.concatenate(dstmts) if dstmts else None, snapshot)
+    return collapse(
+        events,
+        np.concatenate(stmts),
+        dels,
+        np.concatenate(dstmts) if dstmts else None,
+        snapshot,
+        insert_src=np.concatenate(srcs),
+        delete_src=np.concatenate(dsrcs) if dsrcs else None,
+        # delete files exist only in split-update tables (a legacy table is one merger)
+        split_update=bool(deletes),
+    )
 
 
 def read_partition(tfs: "TableFS", listing: "DirListing", state: "AcidState") -> Iterator[tuple[int, "pa.Table"]]:

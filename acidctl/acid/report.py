@@ -29,6 +29,7 @@ def build_report(
     now: float | None = None,
     facts=None,
     mm_storage=None,
+    mm_allow_originals: bool = False,
 ) -> dict:
     """Everything ``acidctl state`` prints, as a JSON-ready dict with stable keys.
 
@@ -38,7 +39,10 @@ def build_report(
     and say so; ``inspect_file``: :func:`acidctl.orc.meta.inspect_file` for ``--deep``;
     ``facts``: MetastoreFacts for every partition, or a function of the partition name;
     ``mm_storage``: an insert-only table's storage (format, SerDe) for ``--deep``
-    (:mod:`acidctl.mm.checks` replaces the full-ACID file checks there)."""
+    (:mod:`acidctl.mm.checks` replaces the full-ACID file checks there); ``mm_allow_originals``:
+    the cluster's ``hive.mm.allow.originals`` (originals read while there is no base)."""
+    from acidctl.errors import UsageError
+
     from acidctl.target import check_table_dir
 
     now = time.time() if now is None else now
@@ -65,6 +69,8 @@ def build_report(
 
     thresholds = Thresholds.from_table_properties(props)
     insert_only = props.get("transactional_properties", "").lower() == "insert_only"
+    if mm_allow_originals and not insert_only:
+        raise UsageError("--mm-allow-originals applies to insert-only tables (transactional_properties=insert_only)")
     no_auto = props.get(NO_AUTO_COMPACTION, "").lower() == "true"
 
     partitions = []
@@ -96,10 +102,14 @@ def build_report(
             from acidctl.mm import checks as mm_checks
 
             findings = [f for f in findings if f.check not in mm_checks.NOT_FOR_MM]
-            findings += mm_checks.directory_findings(lst, st, properties=props, now=now, grace_seconds=grace_seconds)
+            findings += mm_checks.directory_findings(
+                lst, st, properties=props, now=now, grace_seconds=grace_seconds, allow_originals=mm_allow_originals
+            )
         if inspect_file is not None:
             extra = (
-                mm_checks.deep_findings(tfs, lst, st, storage=mm_storage, hive_version=hive_version)
+                mm_checks.deep_findings(
+                    tfs, lst, st, storage=mm_storage, hive_version=hive_version, allow_originals=mm_allow_originals
+                )
                 if insert_only
                 else deep_findings(tfs, lst, st, inspect_file, hive_version=hive_version)
             )
@@ -110,6 +120,10 @@ def build_report(
             findings = sorted(hive2_findings(findings), key=lambda f: (-f.severity.rank, f.check, f.path))
         all_findings.extend(findings)
         partitions.append(_partition(lst, st, rec, findings))
+        if insert_only:
+            # what Hive's MM reader reads of the originals (spec A.5): only without a base, and
+            # only with hive.mm.allow.originals=true
+            partitions[-1]["snapshot"]["originals_read"] = bool(mm_allow_originals and st.base is None and st.originals)
 
     all_findings.extend(check_table_lock(tfs))
     counts = {s.value: sum(1 for f in all_findings if f.severity is s) for s in Severity}

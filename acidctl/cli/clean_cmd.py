@@ -101,6 +101,7 @@ def clean_command(
             help="Hive 4 with metastore.txn.use.minhistorywriteid=true: a registered compaction waits for the table's MIN_HISTORY_WRITE_ID instead of the global min open txn.",
         ),
     ] = False,
+    mm_allow_originals: options.MMAllowOriginals = False,
 ):
     from acidctl.cli.compact_cmd import require_real_snapshot, resolve
     from acidctl.compact.clean import clean_registered, clean_table
@@ -118,7 +119,12 @@ def clean_command(
         settings.output.note(n)
     from acidctl.mm.context import mm_context, parse_serde_properties  # insert-only tables (issue #12)
 
-    mm = mm_context(target, fmt=file_format, serde_properties=parse_serde_properties(serde_property))
+    mm = mm_context(
+        target,
+        fmt=file_format,
+        serde_properties=parse_serde_properties(serde_property),
+        allow_originals=mm_allow_originals,
+    )
     scope = set(parts) if parts else None
     # what the Cleaner needs either way; a registered table adds its metastore requests
     common = dict(

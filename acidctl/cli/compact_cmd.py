@@ -236,6 +236,7 @@ def compact_command(
         options.mm_format_option(options.MM_FORMAT_HELP + " Use --columns name:type,... for its columns."),
     ] = None,
     serde_property: Annotated[Optional[list[str]], options.serde_property_option()] = None,
+    mm_allow_originals: options.MMAllowOriginals = False,
     allow_non_atomic_publish: Annotated[
         bool,
         options.allow_non_atomic_publish_option(
@@ -281,7 +282,13 @@ def compact_command(
             raise RefusedError(f"{info.full_name} is not a transactional table")
     from acidctl.mm.context import mm_context, parse_serde_properties  # insert-only tables (issue #12)
 
-    mm = mm_context(target, fmt=file_format, columns=columns, serde_properties=parse_serde_properties(serde_property))
+    mm = mm_context(
+        target,
+        fmt=file_format,
+        columns=columns,
+        serde_properties=parse_serde_properties(serde_property),
+        allow_originals=mm_allow_originals,
+    )
     if mm is not None:
         columns = None
     props.update(parse_kv(tblproperty, "--tblproperty"))

@@ -103,6 +103,7 @@ def dump_command(
             "With --format text: a LazySimpleSerDe property (field.delim, escape.delim, serialization.null.format, ...), repeatable."
         ),
     ] = None,
+    mm_allow_originals: options.MMAllowOriginals = False,
 ):
     """Print ORC rows as JSON lines, exactly as `hive --orcfiledump -d` / `orc-tools data` do.
 
@@ -154,8 +155,11 @@ def dump_command(
             file_format=file_format,
             columns=columns,
             serde_property=serde_property,
+            mm_allow_originals=mm_allow_originals,
         )
         return
+    if mm_allow_originals:
+        raise UsageError("--mm-allow-originals applies to --merged reads of insert-only tables")
     if file_format or serde_property or (columns and ":" in columns):
         from acidctl.mm.plain import dump_paths  # insert-only data files (issue #12)
 
@@ -226,6 +230,7 @@ def _merged(
     file_format=None,
     columns=None,
     serde_property=None,
+    mm_allow_originals: bool = False,
 ):
     from acidctl.errors import InvalidInputError
     from acidctl.merged import merged_rows
@@ -250,7 +255,11 @@ def _merged(
         left = None if budget is None else budget[0]
         partition = getattr(target.table, "partition", None)
         mm = mm_context(
-            target, fmt=file_format, columns=columns, serde_properties=parse_serde_properties(serde_property)
+            target,
+            fmt=file_format,
+            columns=columns,
+            serde_properties=parse_serde_properties(serde_property),
+            allow_originals=mm_allow_originals,
         )
         if mm is not None:  # insert-only table: plain rows, no row__id (acidctl.mm.read)
             from acidctl.mm.read import merged_rows as mm_rows
@@ -263,6 +272,7 @@ def _merged(
                 hive_version=target.hive_version,
                 limit=left,
                 partition=partition,
+                allow_originals=mm.allow_originals,
             )
         else:
             chunks = merged_rows(

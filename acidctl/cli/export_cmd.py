@@ -78,6 +78,13 @@ def export_command(
     assume_committed: options.AssumeCommitted = False,
     txns: options.Txns = None,
     hive_version: options.HiveVersion = None,
+    input_format: Annotated[
+        Optional[str],
+        options.mm_input_format_option(
+            "The table is insert-only and stores files of this format (a path target; DB.TABLE takes it from the metastore)."
+        ),
+    ] = None,
+    mm_allow_originals: options.MMAllowOriginals = False,
 ):
     from acidctl.export import ExportOptions, export_table
     from acidctl.cli.targets import resolve, snapshot_as_of
@@ -93,6 +100,9 @@ def export_command(
         hive_version=hive_version,
     )
     snapshot = snapshot_as_of(target, as_of)
+    from acidctl.mm.context import mm_context  # insert-only tables (issue #12)
+
+    mm = mm_context(target, fmt=input_format, allow_originals=mm_allow_originals)
     info = target.table
     columns = [c for c, _ in info.columns] if info is not None and getattr(info, "columns", None) else None
     opts = ExportOptions(
@@ -104,6 +114,7 @@ def export_command(
         master=master,
         spark_conf=options.parse_kv(spark_conf, "--spark-conf"),
         column_names=columns,
+        insert_only=mm,
     )
     report = export_table(
         target.tfs,

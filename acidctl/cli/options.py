@@ -121,6 +121,12 @@ def allow_non_atomic_publish_option(help: str) -> Any:
     return typer.Option("--allow-non-atomic-publish", help=help)
 
 
+def mm_input_format_option(help: str) -> Any:
+    """``--input-format`` of an insert-only table given as a path, where ``--format`` names the
+    output format (``export``)."""
+    return typer.Option("--input-format", metavar="orc|parquet|avro|text", help=help)
+
+
 def serde_property_option(help: str = SERDE_PROPERTY_HELP) -> Any:
     """``--serde-property KEY=VALUE`` (repeatable with a ``list[str]`` annotation)."""
     return typer.Option("--serde-property", metavar="KEY=VALUE", help=help)
@@ -149,7 +155,17 @@ def spark_conf_option(help: str = SPARK_CONF_HELP) -> Any:
 Master = Annotated[str, master_option()]
 SparkConf = Annotated[Optional[list[str]], spark_conf_option()]
 
+
+def mm_allow_originals_option() -> Any:
+    """``--mm-allow-originals``: the cluster's ``hive.mm.allow.originals``."""
+    return typer.Option(
+        "--mm-allow-originals",
+        help="Insert-only tables: the cluster runs with hive.mm.allow.originals=true, so while a partition has no base its original files (in the partition directory and its non-ACID subdirectories) are read, as Hive's reader then reads them (default false: they are invisible to Hive, MM01).",
+    )
+
+
 WriteIds = Annotated[Optional[str], write_ids_option()]
+MMAllowOriginals = Annotated[bool, mm_allow_originals_option()]
 AssumeCommitted = Annotated[bool, assume_committed_option()]
 Txns = Annotated[Optional[str], txns_option()]
 HiveVersion = Annotated[Optional[int], hive_version_option()]

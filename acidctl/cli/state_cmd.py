@@ -87,6 +87,7 @@ def state_command(
     grace_hours: Annotated[
         float, typer.Option("--grace-hours", help="Age after which hidden leftovers (D07) are warnings.")
     ] = 24.0,
+    mm_allow_originals: options.MMAllowOriginals = False,
 ):
     from acidctl.errors import ValidationFailed
     from acidctl.cli.targets import resolve
@@ -130,6 +131,7 @@ def state_command(
         inspect_file=inspect_file,
         facts=facts,
         mm_storage=_mm_storage(target) if deep else None,
+        mm_allow_originals=mm_allow_originals,
     )
     report["table"] = target.table.full_name if target.table else None
     report["snapshot_source"] = target.source

@@ -541,7 +541,7 @@ def _unreadable(kind, entry, mm) -> list:
     if mm is not None:  # insert-only table (acidctl.mm.coverage)
         from acidctl.mm.coverage import not_mm_readable
 
-        return not_mm_readable(kind, entry)
+        return not_mm_readable(kind, entry, allow_originals=mm.allow_originals)
     return not_compactor_readable(kind, entry)
 
 

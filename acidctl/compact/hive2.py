@@ -26,6 +26,15 @@ a major compaction and a legacy minor compaction (one ``delta_`` directory) are 
 split-update minor compaction (``delta_`` + ``delete_delta_``) is *non-atomic* and refused
 without ``--allow-non-atomic-publish``, as for Hive 3. Nothing is registered in a 2.3 metastore.
 
+Memory: a bucket streams (:func:`_windows`). Each source file (Hive's merger assumes, and
+Hive's writers produce, events in key order) is read a stripe at a time; the events of all
+sources whose (originalTransaction, bucket, rowId) lies below the smallest last key any
+unfinished source has buffered form a *window*: no later event can fall before it, so the
+window's merge is that part of the bucket's merge, written as it comes. A bucket the windows
+cannot take — a source out of key order, or two events with fully equal merge keys, whose
+order Hive 2.3 decides by its merger's state (:func:`acidctl.acid.hive2.merge_order`) — is redone
+whole in memory (metrics ``path`` ``whole``). The output bytes are those of a one-shot write.
+
 Nothing lost: every event read is counted (``rows_in`` = row-carrying events, incl. legacy
 update/delete events; ``deletes_applied`` = valid events superseded by a newer version or a
 delete; ``aborted_dropped``; ``invisible_dropped`` makes the runner refuse), and before the task
@@ -54,16 +63,434 @@ def run_bucket(task) -> dict:
 
     started = time.perf_counter()
     crash_point("task-start")
-    m = mx.new_metrics(task, "hive2")
-    _compact(task, m)
+    _refuse_two_originals(task)
+    m = mx.new_metrics(task, mx.STREAM)
+    try:
+        _compact_streaming(task, m)
+    except _Unstreamable:
+        m.clear()
+        m.update(mx.new_metrics(task, mx.WHOLE))
+        _compact(task, m)
     crash_point("task-after-write")
-    m["verified_rows"] = _verify(task)
+    try:
+        m["verified_rows"] = _verify_streaming(task)
+    except _Unstreamable:
+        m["verified_rows"] = _verify(task)
     m["seconds"] = round(time.perf_counter() - started, 4)
     return m
 
 
+class _Unstreamable(Exception):
+    """A bucket the windowed merge does not take (a source out of key order, equal merge keys,
+    batches whose schemas differ): the task redoes it whole."""
+
+
+_KEYS = ("originalTransaction", "bucket", "rowId")
+
+
+def _key_arrays(t) -> tuple:
+    import numpy as np
+
+    return tuple(t.column(c).to_numpy(zero_copy_only=False).astype(np.int64) for c in _KEYS)
+
+
+def _nondecreasing(ot, bk, rid) -> bool:
+    if len(ot) < 2:
+        return True
+    up = (ot[1:] > ot[:-1]) | (
+        (ot[1:] == ot[:-1]) & ((bk[1:] > bk[:-1]) | ((bk[1:] == bk[:-1]) & (rid[1:] >= rid[:-1])))
+    )
+    return bool(up.all())
+
+
+class _Cursor:
+    """One source's events being merged: the buffered, not yet windowed part of its stream."""
+
+    def __init__(self, pieces, stmt: int, side: int):
+        self.pieces = iter(pieces)
+        self.stmt = stmt
+        self.side = side  # 0: row-carrying events, 1: delete-file events
+        self.buf = None
+        self.keys: tuple = ()
+        self.done = False
+        self.last: tuple | None = None  # the last key seen, for the order check across pieces
+
+    def pull(self) -> bool:
+        """Buffer the next non-empty piece; False when the source has no more."""
+        import numpy as np
+        import pyarrow as pa
+
+        for t in self.pieces:
+            if not t.num_rows:
+                continue
+            k = _key_arrays(t)
+            first = (int(k[0][0]), int(k[1][0]), int(k[2][0]))
+            if not _nondecreasing(*k) or (self.last is not None and first < self.last):
+                raise _Unstreamable("a source is not in key order")
+            self.last = (int(k[0][-1]), int(k[1][-1]), int(k[2][-1]))
+            if self.buf is None:
+                self.buf, self.keys = t, k
+            else:
+                try:
+                    self.buf = pa.concat_tables([self.buf, t])
+                except pa.ArrowInvalid:
+                    raise _Unstreamable("pieces of one source differ in schema") from None
+                self.keys = tuple(np.concatenate([a, b]) for a, b in zip(self.keys, k))
+            return True
+        self.done = True
+        return False
+
+    def last_key(self) -> tuple:
+        return (int(self.keys[0][-1]), int(self.keys[1][-1]), int(self.keys[2][-1]))
+
+    def take(self, bound: tuple | None):
+        """The buffered events whose key is below ``bound`` (all with None), removed from the
+        buffer; None when there is none."""
+        if self.buf is None:
+            return None
+        if bound is None:
+            n = self.buf.num_rows
+        else:
+            ot, bk, rid = self.keys
+            b0, b1, b2 = bound
+            below = (ot < b0) | ((ot == b0) & ((bk < b1) | ((bk == b1) & (rid < b2))))
+            n = int(below.sum())  # the buffer is in key order: a prefix
+        if not n:
+            return None
+        out = self.buf.slice(0, n)
+        if n == self.buf.num_rows:
+            self.buf, self.keys = None, ()
+        else:
+            self.buf = self.buf.slice(n)
+            self.keys = tuple(a[n:] for a in self.keys)
+        return out
+
+
+def _windows(cursors: list[_Cursor]):
+    """Per window, ``[(table, stmt) or None per cursor]``: every event below the smallest last
+    key an unfinished source has buffered, so all events of a row key fall in one window and
+    windows come in key order. Memory: about one piece per source."""
+    while True:
+        for c in cursors:
+            if c.buf is None and not c.done:
+                c.pull()
+        live = [c for c in cursors if c.buf is not None]
+        if not live:
+            return
+        pending = [c for c in live if not c.done]
+        bound = min((c.last_key() for c in pending), default=None)
+        parts = [c.take(bound) for c in cursors]
+        if all(p is None for p in parts):
+            # every buffered event sits at the bound: read further where it ends
+            for c in pending:
+                if c.last_key() == bound:
+                    c.pull()
+            continue
+        yield [(p, c.stmt) if p is not None else None for p, c in zip(parts, cursors)]
+
+
+def _stream_pieces(task, src, *, deletes: bool):
+    """One source's events a stripe at a time, as :func:`acidctl.acid.hive2.read_file_events`
+    (``deletes``: :func:`~acidctl.acid.hive2.read_delete_events`) reads them whole; original
+    files numbered on across stripes (Hive 2: from 0 in each file)."""
+    import pyarrow as pa
+
+    from acidctl.acid.merge import ACID_COLUMNS, normalise, with_synthetic_ids
+    from acidctl.orc.reader import OrcFile
+
+    with OrcFile(task.tfs, src.path) as f:
+        acid = f.is_acid
+        cols = list(f.schema.fields)[:5] if deletes else None
+        pos = 0
+        for i in range(f.num_stripes()):
+            b = f.read_stripe_arrow(i, columns=cols) if deletes else f.read_stripe_arrow(i)
+            t = pa.Table.from_batches([b])
+            if deletes:
+                yield t.rename_columns(ACID_COLUMNS[:5])
+            elif src.raw and not acid:
+                yield with_synthetic_ids(t, write_id=0, bucket_property=src.bucket, first_row_id=pos)
+                pos += t.num_rows
+            else:
+                yield normalise(t)
+
+
+def _cursors(task, srcs, *, deletes: bool, side: int, missing_ok: bool = False) -> list[_Cursor]:
+    import posixpath
+
+    from acidctl.acid import hive2
+
+    out = []
+    for s in srcs:
+        if missing_ok and not task.tfs.exists(s.path):
+            continue
+        stmt = hive2.statement_of(posixpath.basename(posixpath.dirname(s.path)))
+        out.append(_Cursor(_stream_pieces(task, s, deletes=deletes), stmt, side))
+    return out
+
+
+def _side(window, side: int, cursors: list[_Cursor]):
+    """(events, statement ids) of one side of a window, in source order (None, None if empty)."""
+    import numpy as np
+    import pyarrow as pa
+
+    tables, stmts = [], []
+    for part, c in zip(window, cursors):
+        if part is None or c.side != side:
+            continue
+        t, stmt = part
+        tables.append(t)
+        stmts.append(np.full(t.num_rows, stmt, dtype=np.int64))
+    if not tables:
+        return None, None
+    try:
+        t = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        raise _Unstreamable("sources differ in schema") from None
+    return t, np.concatenate(stmts)
+
+
+def _refuse_tied_keys(*parts) -> None:
+    """Raise :class:`_Unstreamable` when two events share the whole merge key (originalTxn,
+    bucket, rowId, currentTxn, statement): Hive 2.3's merger orders those by its state, which
+    only the whole-bucket path replays."""
+    import numpy as np
+
+    cols: list[list] = [[], [], [], [], []]
+    for t, stmt in parts:
+        if t is None or not t.num_rows:
+            continue
+        for i, a in enumerate(_key_arrays(t)):
+            cols[i].append(a)
+        cols[3].append(t.column("currentTransaction").to_numpy(zero_copy_only=False).astype(np.int64))
+        cols[4].append(np.asarray(stmt, dtype=np.int64))
+    if not cols[0]:
+        return
+    k = [np.concatenate(c) for c in cols]
+    if len(k[0]) < 2:
+        return
+    order = np.lexsort(tuple(reversed(k)))
+    s = [a[order] for a in k]
+    same = np.ones(len(order) - 1, dtype=bool)
+    for a in s:
+        same &= a[1:] == a[:-1]
+    if same.any():
+        raise _Unstreamable("equal merge keys")
+
+
+class _Out:
+    """An output file written as :func:`encode_hive2_file` writes it, a window at a time: the
+    events are handed to the ORC writer in whole multiples of its 1,024-row batch (so the file
+    is the one-shot file), the key index and stats computed as for the one-shot file."""
+
+    def __init__(self, task, path: str, srcs, *, major: bool, counter: str):
+        from acidctl.compact import sources
+        from acidctl.orc import writer
+
+        self.task = task
+        self.path = path
+        self.counter = counter
+        self.pending: list = []
+        self.pending_rows = 0
+        self.schema = None
+        self.w = writer.AcidFileWriter(
+            task.tfs,
+            path,
+            orc_type=sources.output_type(task.tfs, srcs),
+            compression="ZLIB" if major else "NONE",
+            stripe_size=MAJOR_STRIPE_SIZE if major else MINOR_STRIPE_SIZE,
+            hive2=True,
+        )
+
+    def write(self, table) -> None:
+        import pyarrow as pa
+
+        from acidctl.formats.files import BATCH_ROWS, ORC_WRITER_BATCH
+
+        if table is None or not table.num_rows:
+            return
+        if self.schema is None:
+            self.schema = table.schema
+        elif not table.schema.equals(self.schema):
+            try:
+                table = table.cast(self.schema)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
+                raise _Unstreamable("windows differ in schema") from None
+        self.pending.append(table)
+        self.pending_rows += table.num_rows
+        if self.pending_rows >= BATCH_ROWS:
+            self._flush(self.pending_rows // ORC_WRITER_BATCH * ORC_WRITER_BATCH)
+
+    def _flush(self, n: int) -> None:
+        import pyarrow as pa
+
+        if not n:
+            return
+        t = pa.concat_tables(self.pending)
+        self.pending = [t.slice(n)] if n < t.num_rows else []
+        self.pending_rows = t.num_rows - n
+        if self.w.rows == 0:
+            from acidctl.faults import crash_point
+
+            crash_point("task-before-write")
+        self.w.write(t.slice(0, n).combine_chunks())
+
+    def close(self, m: dict) -> None:
+        from acidctl.compact import metrics as mx
+        from acidctl.errors import WriteVerificationFailed
+        from acidctl.orc.reader import OrcFile
+
+        self._flush(self.pending_rows)
+        info = self.w.close()
+        if info is None:
+            return
+        with OrcFile(self.task.tfs, self.path) as f:
+            if f.rows != info.rows:
+                raise WriteVerificationFailed(f"{self.path}: wrote {info.rows} events, the file holds {f.rows}")
+        mx.count_written(m, self.counter, self.path, info.rows, info.bytes)
+
+    def abort(self) -> None:
+        self.w.abort()
+
+
+def _compact_streaming(task, m: dict) -> None:
+    """:func:`_compact`, a window at a time."""
+    import numpy as np
+    import pyarrow as pa
+
+    from acidctl.acid import hive2
+    from acidctl.compact import transform
+
+    where = task.partition or "the table"
+    snap = task.compactor
+    major = task.mode == "major"
+    ins_c = _cursors(task, task.inserts, deletes=False, side=0)
+    del_c = _cursors(task, task.deletes, deletes=major, side=1)
+    outs = []
+    try:
+        if major:
+            out = _Out(task, task.out_insert, task.inserts, major=True, counter="rows_out") if task.out_insert else None
+            outs = [out] if out else []
+            cursors = ins_c + del_c
+            for w in _windows(cursors):
+                ins, ins_stmt = _side(w, 0, cursors)
+                dels, del_stmt = _side(w, 1, cursors)
+                _refuse_tied_keys((ins, ins_stmt), (dels, del_stmt))
+                if dels is not None:
+                    m["delete_events_in"] += dels.num_rows
+                    transform.check_bucket(dels, task.bucket, "a delete event", where)
+                    del_valid = _classify(dels, snap, m, carrying=False)
+                if ins is None:
+                    continue
+                m["rows_in"] += ins.num_rows
+                transform.check_bucket(ins, task.bucket, "an event", where)
+                ins_valid = _classify(ins, snap, m, carrying=True)
+                names = ("originalTransaction", "bucket", "rowId", "currentTransaction", "operation")
+                cols = [ins.column(c).to_numpy(zero_copy_only=False) for c in names]
+                stmt, valid = ins_stmt, ins_valid
+                if dels is not None:
+                    cols = [
+                        np.concatenate([a, dels.column(c).to_numpy(zero_copy_only=False)]) for a, c in zip(cols, names)
+                    ]
+                    stmt = np.concatenate([stmt, del_stmt])
+                    valid = np.concatenate([valid, del_valid])
+                ot, bk, rid, cur, op = cols
+                win = hive2.winners(ot, bk.astype(np.int64), rid, cur, stmt, valid, op)
+                keep = win[(win < ins.num_rows) & np.isin(op[win], (0, 1))]
+                kept = ins.take(pa.array(keep, pa.int64()))
+                m["deletes_applied"] += int(ins_valid.sum()) - kept.num_rows
+                if out is not None:
+                    out.write(transform.rename_row(kept, task.columns, task.columns_coln_only))
+        else:
+            # one merger over every delta (as CompactorMR's raw reader); each event goes to the
+            # output of its side
+            cursors = ins_c + del_c
+            sides = []
+            for path, srcs, counter in (
+                (task.out_insert, task.inserts, "rows_out"),
+                (task.out_delete, task.deletes, "delete_events_out"),
+            ):
+                o = _Out(task, path, srcs, major=False, counter=counter) if path else None
+                sides.append(o)
+                if o is not None:
+                    outs.append(o)
+            for w in _windows(cursors):
+                parts = [_side(w, 0, cursors), _side(w, 1, cursors)]
+                _refuse_tied_keys(*parts)
+                for side, (t, stmt) in enumerate(parts):
+                    if t is None:
+                        continue
+                    m["delete_events_in" if side else "rows_in"] += t.num_rows
+                    transform.check_bucket(t, task.bucket, "a delete event" if side else "an event", where)
+                    valid = _classify(t, snap, m, carrying=not side)
+                    o = sides[side]
+                    if o is not None:
+                        o.write(
+                            transform.rename_row(_minor_events(t, stmt, valid), task.columns, task.columns_coln_only)
+                        )
+        for o in outs:
+            o.close(m)
+    except BaseException:
+        for o in outs:
+            o.abort()
+            if task.tfs.exists(o.path):
+                task.tfs.rm(o.path)
+        raise
+
+
+def _merged_windows(task, srcs, *, missing_ok: bool):
+    """The reader's Hive 2 merged rows of ``srcs`` = (inserts, deletes), a window at a time."""
+    from acidctl.acid import hive2
+
+    cursors = _cursors(task, srcs[0], deletes=False, side=0, missing_ok=missing_ok) + _cursors(
+        task, srcs[1], deletes=True, side=1, missing_ok=missing_ok
+    )
+    for w in _windows(cursors):
+        ins, ins_stmt = _side(w, 0, cursors)
+        dels, del_stmt = _side(w, 1, cursors)
+        _refuse_tied_keys((ins, ins_stmt), (dels, del_stmt))
+        if ins is not None:
+            yield hive2.collapse(ins, ins_stmt, dels, del_stmt, task.reader)
+
+
+def _verify_streaming(task) -> int:
+    """:func:`_verify`, both sides a window at a time, compared in key order."""
+    from acidctl.compact.verification import compare_streams
+    from acidctl.errors import WriteVerificationFailed
+
+    equal, n_old, n_new = compare_streams(
+        _merged_windows(task, task.verify_old, missing_ok=False),
+        _merged_windows(task, task.verify_new, missing_ok=True),
+    )
+    if n_old != n_new:
+        raise WriteVerificationFailed(
+            f"bucket {task.bucket} of {task.partition or 'the table'}: the reader sees "
+            f"{n_old} rows before and {n_new} after; nothing was published"
+        )
+    if not equal:
+        raise WriteVerificationFailed(
+            f"bucket {task.bucket} of {task.partition or 'the table'}: the reader's rows "
+            "differ after the compaction; nothing was published"
+        )
+    return n_old
+
+
+def _refuse_two_originals(task) -> None:
+    raw = [s.path for s in task.inserts if s.raw]
+    if len(raw) > 1:
+        from acidctl.errors import RefusedError
+
+        # Hive 2 numbers synthetic row ids per file (B.6): two originals of one bucket share ROW__IDs
+        raise RefusedError(
+            f"bucket {task.bucket} of {task.partition or 'the table'} has {len(raw)} original files "
+            f"({', '.join(raw[:3])}): Hive 2.3 gives their rows the same ROW__IDs, so they cannot be "
+            "merged without loss; nothing was written",
+            hint="compact it with --hive-version 3 rules after the upgrade",
+        )
+
+
 def _events(task, srcs, *, deletes: bool, missing_ok: bool = False):
-    """(events, statement ids) of ``srcs`` concatenated (None when there is no event);
+    """(events, statement ids, reader ranks) of ``srcs`` concatenated (Nones when there is no
+    event; ranks: :func:`acidctl.acid.hive2.source_ranks` over the task's sources);
     ``missing_ok``: skip planned outputs no event was written to."""
     import posixpath
 
@@ -72,7 +499,8 @@ def _events(task, srcs, *, deletes: bool, missing_ok: bool = False):
 
     from acidctl.acid import hive2
 
-    tables, stmts = [], []
+    tables, stmts, ranks = [], [], []
+    rank = hive2.source_ranks([s.path for s in list(task.inserts) + list(task.deletes)] + [s.path for s in srcs])
     for s in srcs:
         if missing_ok and not task.tfs.exists(s.path):
             continue
@@ -82,9 +510,10 @@ def _events(task, srcs, *, deletes: bool, missing_ok: bool = False):
             stmts.append(
                 np.full(t.num_rows, hive2.statement_of(posixpath.basename(posixpath.dirname(s.path))), dtype=np.int64)
             )
+            ranks.append(np.full(t.num_rows, rank[s.path], dtype=np.int64))
     if not tables:
-        return None, None
-    return pa.concat_tables(tables, promote_options="permissive"), np.concatenate(stmts)
+        return None, None, None
+    return pa.concat_tables(tables, promote_options="permissive"), np.concatenate(stmts), np.concatenate(ranks)
 
 
 def _classify(t, snap, m: dict, *, carrying: bool):
@@ -109,19 +538,8 @@ def _compact(task, m: dict) -> None:
 
     where = task.partition or "the table"
     snap = task.compactor
-    raw = [s.path for s in task.inserts if s.raw]
-    if len(raw) > 1:
-        from acidctl.errors import RefusedError
-
-        # Hive 2 numbers synthetic row ids per file (B.6): two originals of one bucket share ROW__IDs
-        raise RefusedError(
-            f"bucket {task.bucket} of {where} has {len(raw)} original files ({', '.join(raw[:3])}): "
-            "Hive 2.3 gives their rows the same ROW__IDs, so they cannot be merged without loss; "
-            "nothing was written",
-            hint="compact it with --hive-version 3 rules after the upgrade",
-        )
-    ins, ins_stmt = _events(task, task.inserts, deletes=False)
-    dels, del_stmt = _events(task, task.deletes, deletes=task.mode == "major")
+    ins, ins_stmt, ins_src = _events(task, task.inserts, deletes=False)
+    dels, del_stmt, del_src = _events(task, task.deletes, deletes=task.mode == "major")
     if ins is not None:
         m["rows_in"] = ins.num_rows
         transform.check_bucket(ins, task.bucket, "an event", where)
@@ -140,6 +558,7 @@ def _compact(task, m: dict) -> None:
             ]
             stmt = ins_stmt
             valid = ins_valid
+            src = ins_src
             if dels is not None:
                 cols = [
                     np.concatenate([a, dels.column(c).to_numpy(zero_copy_only=False)])
@@ -147,39 +566,69 @@ def _compact(task, m: dict) -> None:
                 ]
                 stmt = np.concatenate([stmt, del_stmt])
                 valid = np.concatenate([valid, del_valid])
+                src = np.concatenate([src, del_src])
             ot, bk, rid, cur, op = cols
             assert stmt is not None and valid is not None  # set whenever ins is
-            win = hive2.winners(ot, bk.astype(np.int64), rid, cur, stmt, valid, op)
+            # one merger over the base and every delta (CompactorMR's raw reader), equal keys
+            # resolved as its TreeMap does
+            win = hive2.winners(ot, bk.astype(np.int64), rid, cur, stmt, valid, src=src)
             keep = win[(win < ins.num_rows) & np.isin(op[win], (0, 1))]
             out = ins.take(pa.array(keep, pa.int64()))
             assert ins_valid is not None  # set whenever ins is
             m["deletes_applied"] = int(ins_valid.sum()) - out.num_rows
         _write(task, m, transform.rename_row(out, task.columns, task.columns_coln_only), delete=False)
         return
-    out_ins = _minor_events(ins, ins_stmt, ins_valid) if ins is not None else None
-    out_del = _minor_events(dels, del_stmt, del_valid) if dels is not None else None
+    out_ins, out_del = _minor_whole(ins, ins_stmt, ins_valid, ins_src, dels, del_stmt, del_valid, del_src)
     _write(task, m, transform.rename_row(out_ins, task.columns, task.columns_coln_only), delete=False)
     _write(task, m, transform.rename_row(out_del, task.columns, task.columns_coln_only), delete=True)
 
 
 def _minor_events(t, stmt, valid):
-    """Minor compaction (collapse off): the valid events in merge order, one per (row, txn) —
-    the highest statement id's."""
+    """Minor compaction (collapse off): every valid event, in merge order. Hive 2.3's merger
+    does not collapse several events of one row in one txn here: its ``isSameRow`` test
+    compares with ``prevKey``, which only the collapsing branch sets
+    (``OrcRawRecordMerger.next``)."""
     import numpy as np
     import pyarrow as pa
+
+    from acidctl.acid import hive2
 
     ot, bk, rid, cur = (
         t.column(c).to_numpy(zero_copy_only=False)
         for c in ("originalTransaction", "bucket", "rowId", "currentTransaction")
     )
-    order = np.lexsort((-stmt, -cur.astype(np.int64), rid, bk.astype(np.int64), ot))
-    order = order[valid[order]]
-    if len(order) > 1:
-        a, b, r, c = ot[order], bk[order], rid[order], cur[order]
-        first = np.ones(len(order), dtype=bool)
-        first[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1]) | (r[1:] != r[:-1]) | (c[1:] != c[:-1])
-        order = order[first]
+    order = hive2.winners(ot, bk.astype(np.int64), rid, cur, stmt, valid, collapse=False)
     return t.take(pa.array(order, pa.int64()))
+
+
+def _minor_whole(ins, ins_stmt, ins_valid, ins_src, dels, del_stmt, del_valid, del_src):
+    """Minor compaction of a whole bucket: one merger over every delta, as CompactorMR's raw
+    reader (insert and delete deltas together; each returned event then goes to the delete
+    writer or the insert writer by its side), equal merge keys resolved as Hive 2.3's TreeMap
+    does. Returns (insert events, delete events)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from acidctl.acid import hive2
+
+    sides = [
+        (t, st, v, sr) for t, st, v, sr in ((ins, ins_stmt, ins_valid, ins_src), (dels, del_stmt, del_valid, del_src))
+    ]
+    present = [x for x in sides if x[0] is not None]
+    if not present:
+        return None, None
+    names = ("originalTransaction", "bucket", "rowId", "currentTransaction")
+    ot, bk, rid, cur = (
+        np.concatenate([x[0].column(c).to_numpy(zero_copy_only=False).astype(np.int64) for x in present]) for c in names
+    )
+    stmt = np.concatenate([x[1] for x in present])
+    valid = np.concatenate([x[2] for x in present]).astype(bool)
+    src = np.concatenate([x[3] for x in present])
+    order = hive2.winners(ot, bk, rid, cur, stmt, valid, src=src, collapse=False)
+    n_ins = ins.num_rows if ins is not None else 0
+    out_ins = ins.take(pa.array(order[order < n_ins], pa.int64())) if ins is not None else None
+    out_del = dels.take(pa.array(order[order >= n_ins] - n_ins, pa.int64())) if dels is not None else None
+    return out_ins, out_del
 
 
 def encode_hive2_file(
@@ -254,11 +703,13 @@ def _merged(task, srcs, *, missing_ok: bool = False) -> "pa.Table":
 
     from acidctl.acid import hive2
 
-    ins, ins_stmt = _events(task, srcs[0], deletes=False, missing_ok=missing_ok)
-    dels, del_stmt = _events(task, srcs[1], deletes=True, missing_ok=missing_ok)
+    ins, ins_stmt, ins_src = _events(task, srcs[0], deletes=False, missing_ok=missing_ok)
+    dels, del_stmt, del_src = _events(task, srcs[1], deletes=True, missing_ok=missing_ok)
     if ins is None:
         return pa.table({"originalTransaction": pa.array([], pa.int64())})
-    return hive2.collapse(ins, ins_stmt, dels, del_stmt, task.reader)
+    return hive2.collapse(
+        ins, ins_stmt, dels, del_stmt, task.reader, insert_src=ins_src, delete_src=del_src, split_update=bool(srcs[1])
+    )
 
 
 def _verify(task) -> int:

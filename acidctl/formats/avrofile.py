@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
+from typing import Any
 
 from acidctl.errors import InvalidInputError, UnsupportedSchema
 
@@ -35,15 +36,49 @@ def file_info(data: bytes) -> dict:
 
 def read(data: bytes, row_td) -> "object":
     """An Arrow table of the table's columns (``row_td``: pyorc struct type)."""
-    import pyarrow as pa
-
-    from acidctl.formats.hivetypes import arrow_type
-
     r = _reader(data)
     try:
         records = list(r)
     except Exception as e:
         raise InvalidInputError(f"not a readable Avro file: {e}") from None
+    return records_table(records, row_td)
+
+
+def stream_reader(fh):
+    """A fastavro reader over an open file (records decoded lazily)."""
+    import fastavro
+
+    try:
+        return fastavro.reader(fh)
+    except Exception as e:
+        raise InvalidInputError(f"not a readable Avro file: {e}") from None
+
+
+def iter_tables(fh, row_td, batch_rows: int):
+    """The records of an open container file as Arrow tables of at most ``batch_rows`` rows."""
+    r = stream_reader(fh)
+    batch: list = []
+    try:
+        for rec in r:
+            batch.append(rec)
+            if len(batch) >= batch_rows:
+                yield records_table(batch, row_td)
+                batch = []
+    except InvalidInputError:
+        raise
+    except Exception as e:
+        raise InvalidInputError(f"not a readable Avro file: {e}") from None
+    if batch:
+        yield records_table(batch, row_td)
+
+
+def records_table(records: list, row_td) -> "object":
+    """Decoded Avro records as an Arrow table of the table's columns (matched by name,
+    case-insensitively, on the first record's keys: one file has one writer schema)."""
+    import pyarrow as pa
+
+    from acidctl.formats.hivetypes import arrow_type
+
     fields = list(row_td.fields.items())
     arrays = []
     for name, td in fields:
@@ -134,9 +169,8 @@ def _avro_type(td, name: str):
     raise UnsupportedSchema(f"type {td} cannot be written to Avro")
 
 
-def write(table, row_td, *, schema: dict | str | None, codec: str | None) -> bytes:
+def _parsed_schema(row_td, schema: dict | str | None) -> tuple[dict, Any]:
     import fastavro
-    import pyarrow as pa
 
     if isinstance(schema, str):
         try:
@@ -147,7 +181,12 @@ def write(table, row_td, *, schema: dict | str | None, codec: str | None) -> byt
         schema = derived_schema(row_td)
     if not isinstance(schema, dict):
         raise UnsupportedSchema(f"the Avro schema must be a record (a JSON object), got {type(schema).__name__}")
-    parsed = fastavro.parse_schema(schema)
+    return schema, fastavro.parse_schema(schema)
+
+
+def _records(table, row_td, schema: dict):
+    import pyarrow as pa
+
     names = [f["name"] for f in schema.get("fields", [])]
     by_lower = {n.lower(): n for n in names}
     fields = list(row_td.fields.items())
@@ -157,15 +196,40 @@ def write(table, row_td, *, schema: dict | str | None, codec: str | None) -> byt
         if td.kind.name == "TIMESTAMP":
             col = col.cast(pa.timestamp("us"))
         cols.append(col.to_pylist())
-    records = []
     for r in range(table.num_rows):
         rec = {}
         for i, (n, td) in enumerate(fields):
             rec[by_lower.get(n.lower(), n)] = _to_avro_value(cols[i][r], td)
-        records.append(rec)
+        yield rec
+
+
+def write(table, row_td, *, schema: dict | str | None, codec: str | None) -> bytes:
+    import fastavro
+
+    schema, parsed = _parsed_schema(row_td, schema)
     buf = io.BytesIO()
-    fastavro.writer(buf, parsed, records, codec=codec or "null")
+    fastavro.writer(buf, parsed, list(_records(table, row_td, schema)), codec=codec or "null")
     return buf.getvalue()
+
+
+class StreamWriter:
+    """:func:`write` a table at a time into an open file: one fastavro ``Writer``, so the
+    container is what ``fastavro.writer`` writes for all the records (its blocks are cut by
+    size, not by call)."""
+
+    def __init__(self, fh, row_td, *, schema: dict | str | None, codec: str | None):
+        from fastavro.write import Writer
+
+        self.row_td = row_td
+        self.schema, parsed = _parsed_schema(row_td, schema)
+        self._w = Writer(fh, parsed, codec=codec or "null")
+
+    def write(self, table) -> None:
+        for rec in _records(table, self.row_td, self.schema):
+            self._w.write(rec)
+
+    def close(self) -> None:
+        self._w.flush()
 
 
 def _to_avro_value(v, td):

@@ -44,6 +44,8 @@ class Storage:
     input_format: str | None = None
     bucket_count: int = -1
     source: str = "metastore"  # metastore | --format
+    #: SORT_COLS of the storage descriptor (SORTED BY); None when the metastore could not say
+    sort_columns: list[str] | None = None
 
     def to_dict(self) -> dict:
         return {
@@ -51,6 +53,7 @@ class Storage:
             "serde_lib": self.serde_lib,
             "input_format": self.input_format,
             "bucket_count": self.bucket_count,
+            "sort_columns": self.sort_columns,
             "source": self.source,
         }
 
@@ -148,6 +151,19 @@ def lookup(ms, info) -> Storage:
                 }
         except Exception:  # no SERDES table: decide from the input format alone
             slib, sprops = None, {}
+    sort_columns: list[str] | None = None
+    if sd_id is not None:
+        scols = sa.table("SORT_COLS", sa.column("SD_ID"), sa.column("COLUMN_NAME"), sa.column("INTEGER_IDX"))
+        try:
+            with ms.read() as conn:  # SORT_COLS may be absent from a minimal metastore database
+                sort_columns = [
+                    str(r[0])
+                    for r in conn.execute(
+                        sa.select(scols.c.COLUMN_NAME).where(scols.c.SD_ID == sd_id).order_by(scols.c.INTEGER_IDX)
+                    )
+                ]
+        except Exception:  # unknown: callers that depend on it refuse
+            sort_columns = None
     props = dict(sprops)
     props.update(info.params or {})
     if part_id is not None:
@@ -167,4 +183,5 @@ def lookup(ms, info) -> Storage:
         input_format=inf,
         bucket_count=int(nb) if nb is not None else -1,
         source="metastore",
+        sort_columns=sort_columns,
     )

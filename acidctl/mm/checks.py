@@ -1,7 +1,7 @@
 """``acidctl state`` checks for insert-only tables (../shared/spec/insert-only-and-hive2.md A.10).
 
 Directory checks (always): MM01 files in the partition root without a base (invisible to Hive
-while ``hive.mm.allow.originals=false``), MM02 aborted deltas, MM03 ``_tmp.delta_*`` /
+while ``hive.mm.allow.originals=false``; with ``--mm-allow-originals`` they are read, no MM01), MM02 aborted deltas, MM03 ``_tmp.delta_*`` /
 ``_tmp.base_*`` manifest directories older than the grace period, MM04 ``bucket_N`` files or
 ``_orc_acid_version`` (full-ACID data), MM05 ``delete_delta`` directories, MM06
 ``_metadata_acid`` in the partition root, MM07 text tables with header/footer line counts.
@@ -26,7 +26,13 @@ NOT_FOR_MM = frozenset({"M01", "S07", "D12"})  # D12: plain files may be text, P
 
 
 def directory_findings(
-    lst, st, *, properties: dict | None = None, now: float | None = None, grace_seconds: float = 86400.0
+    lst,
+    st,
+    *,
+    properties: dict | None = None,
+    now: float | None = None,
+    grace_seconds: float = 86400.0,
+    allow_originals: bool = False,
 ) -> list[Finding]:
     import time
 
@@ -38,7 +44,7 @@ def directory_findings(
     def add(check, sev, path, msg):
         out.append(Finding(check, sev, path, msg))
 
-    if st.base is None and st.originals:
+    if st.base is None and st.originals and not allow_originals:
         for o in st.originals[:20]:
             add(
                 "MM01",
@@ -111,7 +117,7 @@ def directory_findings(
     return out
 
 
-def deep_findings(tfs, lst, st, *, storage=None, hive_version: int = 3) -> list[Finding]:
+def deep_findings(tfs, lst, st, *, storage=None, hive_version: int = 3, allow_originals: bool = False) -> list[Finding]:
     """Open every file a reader reads (base and current deltas) and check it is plain data in
     the table's format (``storage``; None: whatever format the file announces)."""
     import pyarrow as pa
@@ -121,7 +127,7 @@ def deep_findings(tfs, lst, st, *, storage=None, hive_version: int = 3) -> list[
 
     out: list[Finding] = []
     try:
-        files = read_plan(lst, st)
+        files = read_plan(lst, st, allow_originals=allow_originals)
     except Exception:
         return out  # MM05 is reported by the directory checks
     want = storage.format if storage is not None else None

@@ -25,6 +25,7 @@ or in-process with ``--engine local``.
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 import uuid
 
@@ -49,6 +50,21 @@ from acidctl.mm.read import MMFile, dir_files, read_plan
 from acidctl.fs import join_path
 
 DATA_FILE = "000000_0"
+#: how Hive names the file of a bucket (task id = bucket id): ``00000B_0``, with ``_copy_N``
+#: after a name clash and an extension for compressed text or a merge (derived from
+#: ``Utilities.getBucketIdFromFile`` / ``FileSinkOperator``; spec A.4)
+BUCKET_FILE = re.compile(r"(\d+)_\d+(?:_copy_\d+)?(?:\..*)?")
+
+
+def _bucket_or_minus_one(name: str) -> int:
+    b = bucket_of(name)
+    return -1 if b is None else b
+
+
+def bucket_of(name: str) -> int | None:
+    """The bucket a bucketed MM table's data file holds (its task id), None for another name."""
+    m = BUCKET_FILE.fullmatch(name.rsplit("/", 1)[-1])
+    return int(m.group(1)) if m else None
 
 
 @dataclasses.dataclass
@@ -61,16 +77,28 @@ class MMWork:
     aborted_dropped: list[str] = dataclasses.field(default_factory=list)
     verify_old: list[MMFile] = dataclasses.field(default_factory=list)
     verify_new: list[MMFile] = dataclasses.field(default_factory=list)
+    #: bucketed table: the bucket count (one output file per bucket); 0 = unbucketed
+    buckets: int = 0
+    #: hive.mm.allow.originals=true (the reader's view includes originals while no base exists)
+    allow_originals: bool = False
 
 
 def check_table(ctx, *, mode: str, hive_version: int) -> None:
     """Refusals that hold for the whole table."""
     st = ctx.storage
     if st.bucket_count and st.bucket_count > 0:
-        raise RefusedError(
-            f"bucketed insert-only table ({st.bucket_count} buckets): Hive writes one file per bucket "
-            "by its bucketing hash; acidctl does not compact bucketed insert-only tables"
-        )
+        if st.sort_columns is None:
+            raise RefusedError(
+                f"bucketed insert-only table ({st.bucket_count} buckets) whose sort columns the metastore "
+                "does not give (no SORT_COLS): Hive's compaction sorts each bucket file of a SORTED BY "
+                "table, so acidctl cannot tell what to write"
+            )
+        if st.sort_columns:
+            raise RefusedError(
+                f"bucketed, sorted insert-only table (SORTED BY {', '.join(st.sort_columns)}): Hive's "
+                "compaction writes each bucket file sorted by those columns with Hive's comparators; "
+                "acidctl does not compact sorted tables"
+            )
     if st.format == "text":
         from acidctl.formats.textfile import TextParams
 
@@ -123,15 +151,27 @@ def plan_partition(
             f"{hwm} (an open write inside its range): nothing can be folded safely"
         )
 
+    # hive.mm.allow.originals=true: without a base Hive's reader reads the originals too (A.5),
+    # so the compaction's INSERT ... SELECT folds them into the new base (A.6.1 step 4 counts them)
+    originals = (
+        [MMFile(o.path, o.rel, "", o.size) for o in cstate.originals]
+        if ctx.allow_originals and mode == MAJOR and cstate.base is None
+        else []
+    )
     if mode == MAJOR:
-        n_inputs = (1 if cstate.base is not None else 0) + len(deltas)
-        if not deltas or n_inputs <= 1:  # Hive 3: base + current deltas + originals <= 1 → nothing
+        n_inputs = (1 if cstate.base is not None else 0) + len(deltas) + len(originals)
+        if not (deltas or originals) or n_inputs <= 1:  # Hive 3: base + current deltas + originals <= 1
             from acidctl.compact.planner import _why_nothing
 
-            why = "no current delta directories" if not deltas else f"only one input ({deltas[0].name})"
+            why = (
+                "no current delta directories"
+                if not (deltas or originals)
+                else f"only one input ({(deltas[0].name if deltas else originals[0].child)})"
+            )
             plan.message = "nothing to compact: " + _why_nothing(cstate, why)
             return plan, None
         inputs = ([cstate.base.name] if cstate.base is not None else []) + [d.name for d in deltas]
+        inputs += sorted({f.child.split("/", 1)[0] for f in originals})
         read_from = ([cstate.base] if cstate.base is not None else []) + deltas
     else:
         if len(deltas) < 2:
@@ -139,7 +179,7 @@ def plan_partition(
             return plan, None
         inputs = [d.name for d in deltas]
         read_from = deltas
-    files = [f for c in read_from for f in dir_files(part_path, c)]
+    files = [f for c in read_from for f in dir_files(part_path, c)] + originals
     by_name = {e.name: e for e in listing.entries}
     read_paths = {f.path for f in files}
     plan.read_paths = read_paths
@@ -187,15 +227,34 @@ def plan_partition(
             f"{join_path(listing.path, out.name)} already exists; refusing to overwrite it",
             hint="inspect it with `acidctl state`; `acidctl clean` removes obsolete copies",
         )
+    nb = ctx.storage.bucket_count if ctx.storage.bucket_count and ctx.storage.bucket_count > 0 else 0
+    if nb:
+        # Hive writes bucket B's rows into the file of task B, so the files' names say where
+        # each row belongs; Hive's compaction re-hashes them into the same buckets (derived)
+        bad = [f for f in files if f.size and not 0 <= _bucket_or_minus_one(f.path) < nb]
+        if bad:
+            f = bad[0]
+            raise RefusedError(
+                f"{join_path(listing.path, f.child, f.rel) if f.rel else join_path(listing.path, f.child)}: in a table of {nb} buckets a data file "
+                "must be named by its bucket (00000B_0, as Hive's bucketed INSERT writes it); this "
+                "one's rows cannot be placed without Hive's bucketing hash (a LOAD DATA file?); "
+                "nothing was written"
+            )
     staging_id = uuid.uuid4().hex[:12]
     plan.staging_id = staging_id
     plan.staging = join_path(part_path, STAGING_PREFIX + staging_id)
     plan.outputs = [out]
     plan.status = "compact"
     plan.message = f"{mode} compaction of {len(inputs)} input(s) into {out.name}"
-    work = MMWork(files=[f for f in files if f.size != 0], output=out, aborted_dropped=aborted)
+    work = MMWork(
+        files=[f for f in files if f.size != 0],
+        output=out,
+        aborted_dropped=aborted,
+        buckets=nb,
+        allow_originals=ctx.allow_originals,
+    )
     # the reader's view before, and after publication (the output taken from the staging area)
-    work.verify_old = read_plan(listing, rstate)
+    work.verify_old = read_plan(listing, rstate, allow_originals=ctx.allow_originals)
     return plan, work
 
 
@@ -226,41 +285,49 @@ def _after_files(
     staged_dir = join_path(plan.staging, out.name)
     final_dir = join_path(plan.path, out.name)
     res = []
-    for f in read_plan(virtual, nstate):
+    for f in read_plan(virtual, nstate, allow_originals=work.allow_originals):
         if f.path.startswith(final_dir + "/"):
             f = dataclasses.replace(f, path=staged_dir + f.path[len(final_dir) :])
         res.append(f)
     return res
 
 
-def _rendered(tfs, files: list[MMFile], storage, row_td) -> list[str]:
-    """Every row of the files as FileDump-style JSON text (a multiset to compare)."""
+def row_digest(tfs, files: list[MMFile], storage, row_td, *, batch_rows: int | None = None) -> tuple[int, int]:
+    """(rows, digest) of the rows of ``files`` as a multiset, read a piece at a time: the sum
+    modulo 2**128 of a 128-bit BLAKE2b hash of each row's FileDump-style JSON text. Equal
+    multisets give equal digests; row order does not matter (MM rows have no identity and
+    Hive keeps no order). Why a sum of hashes rather than the sorted rows kept until now:
+    the rows of a whole partition need not fit in memory; a collision needs two different
+    multisets whose 128-bit sums agree."""
+    import hashlib
+
     import pyarrow as pa
 
-    from acidctl.formats.files import read_file
+    from acidctl.formats.files import iter_tables
     from acidctl.orc import render
 
     fields = list(row_td.fields.items())
-    out: list[str] = []
+    n = total = 0
     for f in files:
-        t = read_file(tfs, f.path, storage, row_td).table
-        if t.num_rows == 0:
-            continue
-        batch = pa.RecordBatch.from_arrays(
-            [t.column(i).combine_chunks() for i in range(t.num_columns)], names=[n for n, _ in fields]
-        )
-        out.extend(render.render_batch(batch, fields).to_pylist())
-    return out
+        for t in iter_tables(tfs, f.path, storage, row_td, batch_rows=batch_rows):
+            batch = pa.RecordBatch.from_arrays(
+                [t.column(i).combine_chunks() for i in range(t.num_columns)], names=[n_ for n_, _ in fields]
+            )
+            for text in render.render_batch(batch, fields).to_pylist():
+                raw = text if isinstance(text, bytes) else str(text).encode("utf-8")
+                total += int.from_bytes(hashlib.blake2b(raw, digest_size=16).digest(), "big")
+            n += t.num_rows
+    return n, total % (1 << 128)
 
 
 def run_partition(
     tfs, listing, plan: PartitionPlan, work: MMWork, ctx, *, reader, txns, hive_version: int, visibility: int | None
 ) -> dict:
-    """Read the inputs, write the output into the staging area, verify it; the metrics record."""
-    import pyarrow as pa
-
-    from acidctl.formats.files import choose_codec, encode, extension, read_file
-    from acidctl.formats.hivetypes import arrow_schema, orc_struct
+    """Read the inputs a piece at a time (an ORC stripe, a Parquet/Avro/text batch) into the
+    output file in the staging area, verify it; the metrics record. Memory holds a piece of
+    input and the output writer's buffer (a Parquet row group at most), never the partition."""
+    from acidctl.formats.files import OutputFile, choose_codec, extension, file_codec, iter_tables
+    from acidctl.formats.hivetypes import orc_struct
     from acidctl.mm.read import infer_columns
 
     t0 = time.perf_counter()
@@ -268,44 +335,54 @@ def run_partition(
     if not columns:
         raise UsageError("no columns known for the table: give --columns name:type,...")
     row_td = orc_struct(columns)
-    tables, codecs, avro_schema = [], [], None
+    codecs, avro_schema = [], None
     for f in work.files:
-        d = read_file(tfs, f.path, ctx.storage, row_td)
-        tables.append(d.table)
-        codecs.append(d.codec)
-        avro_schema = d.avro_schema or avro_schema
-    table = pa.concat_tables(tables) if tables else arrow_schema(columns).empty_table()
-    rows_in = table.num_rows
+        c, sch = file_codec(tfs, f.path, ctx.storage)
+        codecs.append(c)
+        avro_schema = sch or avro_schema
     codec = choose_codec(ctx.storage, codecs)
-    name = DATA_FILE + extension(ctx.storage, codec)
-    out_dir = join_path(plan.staging, work.output.name)
+    ext = extension(ctx.storage, codec)
+    name = DATA_FILE + ext
+    # unbucketed: one file; bucketed: bucket B's input files into 00000B_0, every bucket a file
+    # (Hive creates the missing ones empty, spec A.4)
+    groups = (
+        [(name, work.files)]
+        if not work.buckets
+        else [(f"{b:06d}_0{ext}", [f for f in work.files if bucket_of(f.path) == b]) for b in range(work.buckets)]
+    )
+    rows_in = bytes_out = 0
     written = []
-    bytes_out = 0
-    if rows_in:
-        data = encode(table.combine_chunks(), row_td, ctx.storage, codec=codec, avro_schema=avro_schema)
-        path = join_path(out_dir, name)
-        tfs.write_bytes(path, data)
-        written.append(path)
-        bytes_out = len(data)
+    for fname, group in groups:
+        path = join_path(plan.staging, work.output.name, fname)
+        out = OutputFile(tfs, path, row_td, ctx.storage, codec=codec, avro_schema=avro_schema)
+        try:
+            for f in group:
+                for t in iter_tables(tfs, f.path, ctx.storage, row_td):
+                    out.write(t)
+            bytes_out += out.close(empty=bool(work.buckets))
+        except BaseException:
+            out.abort()
+            raise
+        rows_in += out.rows
+        if out.rows or work.buckets:
+            written.append(path)
     # verify: the written file reads back to the same rows, and a reader's snapshot is unchanged
-    rows_out = sum(read_file(tfs, p, ctx.storage, row_td).table.num_rows for p in written)
+    rows_out = sum(t.num_rows for p in written for t in iter_tables(tfs, p, ctx.storage, row_td))
     if rows_out != rows_in:
         raise WriteVerificationFailed(f"{plan.display}: wrote {rows_in} rows but {rows_out} read back")
-    before = sorted(_rendered(tfs, work.verify_old, ctx.storage, row_td))
-    after = sorted(
-        _rendered(
-            tfs,
-            _after_files(
-                listing, plan, work, written, reader=reader, txns=txns, hive_version=hive_version, visibility=visibility
-            ),
-            ctx.storage,
-            row_td,
-        )
+    before = row_digest(tfs, work.verify_old, ctx.storage, row_td)
+    after = row_digest(
+        tfs,
+        _after_files(
+            listing, plan, work, written, reader=reader, txns=txns, hive_version=hive_version, visibility=visibility
+        ),
+        ctx.storage,
+        row_td,
     )
     if before != after:
         raise WriteVerificationFailed(
             f"{plan.display}: a reader's rows after the compaction differ from before "
-            f"({len(before)} rows before, {len(after)} after); nothing was published"
+            f"({before[0]} rows before, {after[0]} after); nothing was published"
         )
     return {
         "partition": plan.partition,
@@ -318,7 +395,7 @@ def run_partition(
         "aborted_dropped": 0,
         "bytes_out": bytes_out,
         "seconds": round(time.perf_counter() - t0, 3),
-        "verified_rows": len(after),
+        "verified_rows": after[0],
         "codec": codec,
         "file_name": name,
         "aborted_dirs_dropped": list(work.aborted_dropped),

@@ -1,10 +1,12 @@
 """The nothing-lost rule and the Cleaner's re-verification for insert-only tables.
 
 An MM compaction reads every non-hidden file of the base and delta directories it compacts, at
-any depth (``acidctl.mm.read.dir_files``), and never reads files in the partition root
-(originals) or anything in a ``delete_delta`` directory (which an MM table cannot have). So
-``clean`` may delete an obsolete MM base/delta whatever its file names are, but never an
-original file or a delete_delta directory that holds data.
+any depth (``acidctl.mm.read.dir_files``), and never reads anything in a ``delete_delta``
+directory (which an MM table cannot have) nor, unless the cluster runs with
+``hive.mm.allow.originals=true`` (``--mm-allow-originals``: a major compaction without a base
+then reads them, spec A.5), files in the partition root (originals). So ``clean`` may delete an
+obsolete MM base/delta whatever its file names are, an original only under that setting, and
+never a delete_delta directory that holds data.
 """
 
 from __future__ import annotations
@@ -12,12 +14,15 @@ from __future__ import annotations
 from acidctl.acid.acidstate import Kind
 
 
-def not_mm_readable(kind: Kind, entry) -> list:
-    """Reader-visible, non-empty files of a child that no MM compaction reads."""
+def not_mm_readable(kind: Kind, entry, *, allow_originals: bool = False) -> list:
+    """Reader-visible, non-empty files of a child that no MM compaction reads (originals are
+    read by a major compaction on a cluster with ``hive.mm.allow.originals=true``)."""
     from acidctl.compact.coverage import reader_files
 
     files = [f for f in reader_files(entry) if f.size > 0]
     if kind in (Kind.BASE, Kind.DELTA):
+        return []
+    if allow_originals and kind in (Kind.ORIGINAL_FILE, Kind.ORIGINAL_DIR):
         return []
     return files
 

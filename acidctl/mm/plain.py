@@ -105,23 +105,24 @@ def file_columns(tfs, path: str, fmt: str) -> list[Column]:
 
     from acidctl.errors import InvalidInputError
 
-    data = tfs.read_bytes(path)
+    if fmt not in ("orc", "parquet", "avro"):
+        raise UsageError("a text file needs its columns: --columns name:type,...")
     try:
-        if fmt == "orc":
-            import pyarrow.orc as po
+        # the footer (ORC, Parquet) or header (Avro) only, never the whole file
+        with tfs.open(path) as fh:
+            if fmt == "orc":
+                import pyarrow.orc as po
 
-            schema = po.ORCFile(pa.BufferReader(data)).schema
-        elif fmt == "parquet":
-            import pyarrow.parquet as pq
+                schema = po.ORCFile(pa.PythonFile(fh, mode="r")).schema
+            elif fmt == "parquet":
+                import pyarrow.parquet as pq
 
-            schema = pq.ParquetFile(pa.BufferReader(data)).schema_arrow
-        elif fmt == "avro":
-            from acidctl.formats.avrofile import file_info
+                schema = pq.ParquetFile(pa.PythonFile(fh, mode="r")).schema_arrow
+            else:
+                from acidctl.formats.avrofile import stream_reader
 
-            ws = file_info(data)["schema"]
-            return [Column(f["name"].lower(), hive_type_of_avro(f["type"])) for f in ws.get("fields", [])]
-        else:
-            raise UsageError("a text file needs its columns: --columns name:type,...")
+                ws = stream_reader(fh).writer_schema
+                return [Column(f["name"].lower(), hive_type_of_avro(f["type"])) for f in ws.get("fields", [])]
     except (UsageError, UnsupportedSchema):
         raise
     except Exception as e:

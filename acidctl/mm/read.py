@@ -16,15 +16,12 @@ so printing one would invent it.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Iterator
+from typing import Iterator
 
 from acidctl.acid.acidstate import Kind
 from acidctl.acid.dirname import FLUSH_LENGTH_SUFFIX, is_hidden_path
 from acidctl.errors import InvalidAcidLayout
 from acidctl.fs import join_path
-
-if TYPE_CHECKING:
-    from acidctl.formats.files import FileData
 
 
 @dataclasses.dataclass
@@ -72,14 +69,6 @@ def infer_columns(tfs, files: list[MMFile], storage):
     return file_columns(tfs, files[0].path, storage.format)
 
 
-def read_files(tfs, files: list[MMFile], storage, row_td) -> Iterator[tuple[MMFile, FileData]]:
-    """(file, FileData) for each file, in order."""
-    from acidctl.formats.files import read_file
-
-    for f in files:
-        yield f, read_file(tfs, f.path, storage, row_td)
-
-
 def merged_rows(
     tfs,
     snapshot,
@@ -97,10 +86,13 @@ def merged_rows(
     from acidctl.acid.acidstate import get_acid_state
     from acidctl.acid.layout import list_table
     from acidctl.dump import SLICE_ROWS, _to_bytes
+    from acidctl.formats.files import iter_tables
     from acidctl.formats.hivetypes import orc_struct
-    from acidctl.merged import partition_batch, partition_values
+    from acidctl.merged import _path_partition, partition_batch, partition_values
     from acidctl.orc import render
 
+    if partition is None:  # a partition given as a path prints its partition columns too
+        partition = _path_partition(tfs)
     left = limit
     columns = ctx.columns
     for listing in list_table(tfs):
@@ -116,8 +108,8 @@ def merged_rows(
         row_td = orc_struct(columns)
         fields = list(row_td.fields.items())
         pvals = partition_values("/".join(p for p in (partition, listing.partition) if p))
-        for _, data in read_files(tfs, files, ctx.storage, row_td):
-            t = data.table
+        # a piece at a time (an ORC stripe, at most 65,536 other rows): a file need not fit in memory
+        for t in (t for f in files for t in iter_tables(tfs, f.path, ctx.storage, row_td)):
             if left is not None:
                 t = t.slice(0, max(left, 0))
                 left -= t.num_rows

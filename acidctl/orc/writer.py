@@ -34,7 +34,17 @@ import pyarrow.compute as pc
 
 from acidctl.errors import InvalidInputError
 from acidctl.orc import footer as orcfooter
-from acidctl.orc.acidfile import ACID_NAMES, KeyOrder, acid_user_metadata, check_sorted, encode_key_index, event_stats
+from acidctl.orc.acidfile import (
+    ACID_NAMES,
+    ACID_STATS,
+    KEY_INDEX,
+    KeyOrder,
+    acid_user_metadata,
+    check_sorted,
+    encode_key_index,
+    event_stats,
+    format_acid_stats,
+)
 
 COMPRESSIONS = {"NONE": "uncompressed", "ZLIB": "zlib", "SNAPPY": "snappy", "LZ4": "lz4", "ZSTD": "zstd"}
 
@@ -295,6 +305,7 @@ class AcidFileWriter:
         verify_kind: str | None = None,
         verify_range: tuple[int, int] | None = None,
         verify_file: bool = True,
+        hive2: bool = False,
     ):
         compression = compression.upper()
         if compression not in COMPRESSIONS:
@@ -309,7 +320,11 @@ class AcidFileWriter:
         self.stripe_size = stripe_size
         self.verify_kind = verify_kind
         self.verify_range = verify_range
-        self.verify_file = verify_file
+        self.verify_file = verify_file and not hive2
+        # Hive 2.3 (CompactorMR over ORC 1.3.4): keys need not increase strictly (a minor
+        # compaction keeps every version of a row), no hive.acid.version, and the key index
+        # lacks the last stripe's entry (insert-only-and-hive2.md B.5.2)
+        self.hive2 = hive2
         self.rows = 0
         self.stats = [0, 0, 0]
         self.schema: pa.Schema | None = None
@@ -366,7 +381,7 @@ class AcidFileWriter:
         bk = table.column("bucket").to_numpy().astype(np.int64)
         rid = table.column("rowId").to_numpy()
         prev = self._order.last
-        at = self._order.first_break(ot, bk, rid)
+        at = None if self.hive2 else self._order.first_break(ot, bk, rid)
         if at is not None:
             before = (ot[at - 1], bk[at - 1], rid[at - 1]) if at or prev is None else prev
             raise InvalidInputError(
@@ -396,7 +411,11 @@ class AcidFileWriter:
         stripe_rows = orcfooter.read_tail_file(tmp).stripe_rows()
         key_index = self._key_index(tmp, stripe_rows)
         stats = (self.stats[0], self.stats[1], self.stats[2])
-        orcfooter.add_user_metadata_file(tmp, acid_user_metadata(key_index, stats), orc_type=self.orc_type)
+        meta = acid_user_metadata(key_index, stats)
+        if self.hive2:
+            key_index = "".join(e + ";" for e in key_index.split(";")[:-1][:-1])
+            meta = [(KEY_INDEX, key_index.encode()), (ACID_STATS, format_acid_stats(stats).encode())]
+        orcfooter.add_user_metadata_file(tmp, meta, orc_type=self.orc_type)
         size = os.path.getsize(tmp)
         if self.tfs.protocol in ("file", "local"):
             shutil.move(tmp, self.path)

@@ -171,3 +171,108 @@ def test_the_worker_drains_an_insert_only_request(tmp_path, cli, metastore, hive
     assert (root / out_dir / "000000_0").read_bytes() == text_file(visible)
     r = cli("-o", "json", "--metastore", url, "dump", "--merged", "default.mmt")
     assert [json.loads(x)["id"] for x in r.stdout.splitlines()] == [1, 2, 3]
+
+
+def _sort_cols(url: str, table: str, cols: list[str] | None) -> None:
+    """SORT_COLS as Hive's schema scripts define it, with ``cols`` for the table's SDS row
+    (None: leave the table out, as a minimal metastore database might)."""
+    if cols is None:
+        return
+    eng = sa.create_engine(url)
+    md = sa.MetaData()
+    sc = sa.Table(
+        "SORT_COLS",
+        md,
+        sa.Column("SD_ID", sa.BigInteger, primary_key=True),
+        sa.Column("COLUMN_NAME", sa.String(767)),
+        sa.Column("ORDER", sa.Integer),
+        sa.Column("INTEGER_IDX", sa.Integer, primary_key=True),
+    )
+    md.create_all(eng)
+    tbls = sa.table("TBLS", sa.column("SD_ID"), sa.column("TBL_NAME"))
+    with eng.begin() as c:
+        sd = c.execute(sa.select(tbls.c.SD_ID).where(tbls.c.TBL_NAME == table)).scalar()
+        for i, n in enumerate(cols):
+            c.execute(sc.insert().values(SD_ID=sd, COLUMN_NAME=n, ORDER=1, INTEGER_IDX=i))
+    eng.dispose()
+
+
+def _bucketed_table(tmp_path, url, rec, *, buckets: int, layout: dict, sort_cols: list[str] | None = []):
+    """An insert-only ORC table CLUSTERED BY (id) INTO ``buckets`` BUCKETS whose committed
+    writes 1, 2, ... are ``layout``'s deltas (file name → rows, as Hive's bucketed INSERT names
+    them: task id = bucket id)."""
+    root = tmp_path / "wh" / "bk"
+    rec.create_table("default", "bk", location=f"file:{root}", columns=H.COLUMNS, insert_only=True, buckets=buckets)
+    _sort_cols(url, "bk", sort_cols)
+    for w, files in enumerate(layout, start=1):
+        txn = rec.open_txn()
+        rec.add_write(txn, "default", "bk")
+        H.build(root, "orc", {f"delta_{w:07d}_{w:07d}_0000": files})
+        rec.commit_txn(txn)
+    return root
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True)
+@pytest.mark.parametrize("hive_version", [3], indirect=True)
+def test_bucketed_insert_only_table_keeps_one_file_per_bucket(tmp_path, cli, metastore, hive_version):  # noqa: F811
+    """Hive's compaction INSERTs into a copy of the table with the same bucketing (spec A.6.1
+    step 5): bucket B's rows land in 00000B_0, and a bucket without rows still gets its (empty)
+    file (A.4). The rows of each input file belong to the bucket its name says."""
+    import pyarrow.orc as po
+
+    from tests.mm.test_mm_tables import norm
+
+    url, rec = metastore
+    b0 = [H.row(i) for i in (3, 6, 9)]
+    b1 = [H.row(i) for i in (1, 4)]
+    b0b = [H.row(12, amount=2.5)]
+    b0c = [H.row(15)]
+    root = _bucketed_table(
+        tmp_path,
+        url,
+        rec,
+        buckets=3,
+        layout=[{"000000_0": b0, "000001_0": b1}, {"000000_0": b0b, "000000_0_copy_1": b0c}],
+    )
+    r = cli("-o", "json", "--metastore", url, "compact", "--major", "--engine", "local", "default.bk")
+    assert r.code == 0, r
+    p = json.loads(r.stdout)["partitions"][0]
+    base = root / p["output_dirs"][0]
+    assert sorted(x.name for x in base.iterdir()) == ["000000_0", "000001_0", "000002_0", "_metadata_acid"]
+
+    def rows(name):
+        return po.ORCFile(str(base / name)).read().cast(H.ARROW).to_pylist()
+
+    assert norm(rows("000000_0")) == norm(b0 + b0b + b0c)
+    assert norm(rows("000001_0")) == norm(b1)
+    assert rows("000002_0") == []  # bucket 2 had no row: an empty ORC file, as Hive creates it
+    assert (p["rows_in"], p["rows_out"]) == (7, 7)
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("hive_version", [3], indirect=True)
+@pytest.mark.parametrize(
+    "sort_cols,files,message",
+    [
+        (["id"], {"000000_0": [H.row(1)]}, "SORTED BY id"),
+        (None, {"000000_0": [H.row(1)]}, "does not give (no SORT_COLS)"),
+        ([], {"data.orc": [H.row(1)]}, "must be named by its bucket"),
+        ([], {"000007_0": [H.row(1)]}, "must be named by its bucket"),
+    ],
+)
+def test_bucketed_insert_only_tables_acidctl_cannot_place_are_refused(
+    tmp_path,
+    cli,
+    metastore,  # noqa: F811
+    hive_version,  # noqa: F811
+    sort_cols,
+    files,
+    message,
+):
+    url, rec = metastore
+    root = _bucketed_table(tmp_path, url, rec, buckets=2, layout=[{"000000_0": [H.row(2)]}, files], sort_cols=sort_cols)
+    before = sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+    r = cli("--metastore", url, "compact", "--major", "--engine", "local", "default.bk")
+    assert r.code == 6, r
+    assert message in r.stderr and "\n" not in r.stderr.strip()
+    assert sorted(str(p.relative_to(root)) for p in root.rglob("*")) == before
