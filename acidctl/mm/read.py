@@ -143,6 +143,7 @@ def merged_counts(
     from acidctl.acid.acidstate import get_acid_state
     from acidctl.acid.dirname import BucketFile, OriginalFile
     from acidctl.acid.layout import list_table
+    from acidctl.formats.files import iter_tables
     from acidctl.formats.hivetypes import orc_struct
     from acidctl.merged import PartitionCount, _path_partition
 
@@ -157,11 +158,14 @@ def merged_counts(
         files = read_plan(listing, state, allow_originals=allow_originals)
         if files and columns is None:
             columns = infer_columns(tfs, files, ctx.storage)
-        for f, data in read_files(tfs, files, ctx.storage, orc_struct(columns)) if files else ():
+        row_td = orc_struct(columns) if files else None
+        for f in files:
             name = f.path.rsplit("/", 1)[-1]
             named = OriginalFile.parse(name) or BucketFile.parse(name)
             bucket = named.bucket if named is not None else None
-            rec.add(bucket, data.table.num_rows)
+            # streamed a piece at a time, as merged_rows reads (a file need not fit in memory)
+            for t in iter_tables(tfs, f.path, ctx.storage, row_td):
+                rec.add(bucket, t.num_rows)
             if progress is not None:
                 progress(rec, i, len(listings))
         yield rec
