@@ -15,6 +15,7 @@ from typing import Annotated, Optional
 import typer
 
 from acidctl.cli.options import parse_kv
+from acidctl.cli.output import wrap
 
 _DB_HELP = "Only databases matching this glob (case-insensitive)."
 _TABLE_HELP = "Only tables matching this glob (case-insensitive)."
@@ -121,10 +122,12 @@ def render_doctor(report: dict) -> str:
     s = report["summary"]
     lines = [
         f"acidctl doctor  (Hive {report['hive_version']} metastore)",
-        f"checked {s['tables_checked']} ACID table(s), {s['partitions_checked']} partition(s) "
-        f"({s['directory_listings']} directory listings, {s['seconds']:.2f}s); "
-        f"{s['open_txns']} open txn(s), {s['aborted_txns']} aborted txn(s), {s['locks']} lock(s), "
-        f"{s['compaction_queue']} queued compaction(s)",
+        wrap(
+            f"checked {s['tables_checked']} ACID table(s), {s['partitions_checked']} partition(s) "
+            f"({s['directory_listings']} directory listings, {s['seconds']:.2f}s); "
+            f"{s['open_txns']} open txn(s), {s['aborted_txns']} aborted txn(s), {s['locks']} lock(s), "
+            f"{s['compaction_queue']} queued compaction(s)"
+        ),
     ]
     if s["tables_skipped"]:
         lines.append(f"skipped (no activity within --since): {len(s['tables_skipped'])} table(s)")
@@ -142,8 +145,10 @@ def render_doctor(report: dict) -> str:
                 + (" ..." if len(o["open_write_ids_on"]) > 5 else "")
             )
         lines.append(
-            f"oldest open txn: {o['txn_id']} ({o['user']}@{o['host']}, open {human_age(o['age_seconds'])})"
-            + (f"; holds back {'; '.join(held)}" if held else "")
+            wrap(
+                f"oldest open txn: {o['txn_id']} ({o['user']}@{o['host']}, open {human_age(o['age_seconds'])})"
+                + (f"; holds back {'; '.join(held)}" if held else "")
+            )
         )
     lines.append(f"findings: {s['errors']} error(s), {s['warnings']} warning(s), {s['info']} info")
     if s["worst"]:
@@ -157,9 +162,9 @@ def render_doctor(report: dict) -> str:
         lines.append("")
         lines.append(f"== {title} ({len(group)})")
         for f in group:
-            lines.append(f"[{f['code']}] {f['subject']}: {f['message']}")
+            lines.append(wrap(f"[{f['code']}] {f['subject']}: {f['message']}"))
             if f["fix"]:
-                lines.append(f"    fix: {f['fix']}")
+                lines.append(f"    fix: {f['fix']}")  # a command to copy: one line
     parts = [p for p in report["partitions"] if p["delta_count"] or p["delete_delta_count"] or p["obsolete_bytes"]]
     if parts:
         lines.append("")
@@ -253,7 +258,7 @@ def render_why(out: dict) -> str:
             lines.append(f"{comp.upper()}: {c['verdict']}")
             for i, s in enumerate(c["steps"], 1):
                 mark = {"ok": "ok  ", "stop": "STOP", "note": "note"}[s["outcome"]]
-                lines.append(f"  {i}. [{mark}] {s['rule']}: {s['detail']}")
+                lines.append(wrap(f"  {i}. [{mark}] {s['rule']}: {s['detail']}", indent="          "))
     for u in out["unreadable"]:
         lines.append(f"cannot replay {u['partition'] or out['table']}: {u['error']} ({u['path']})")
     return "\n".join(lines)

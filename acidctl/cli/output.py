@@ -151,6 +151,26 @@ def terminal_width() -> int | None:
     return None
 
 
+def wrap(line: str, *, indent: str = "    ") -> str:
+    """A prose line (a finding, a replay step) wrapped to :func:`terminal_width`, continuation
+    lines indented; unchanged without a limit (pipes, ``--wide``). Words are never broken (a
+    path longer than the width keeps its own line), so nothing is lost for copy and paste."""
+    import textwrap
+
+    limit = terminal_width()
+    if not limit or len(line) <= limit:
+        return line
+    return "\n".join(
+        textwrap.wrap(
+            line,
+            width=max(limit, len(indent) + 20),
+            subsequent_indent=indent,
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+    )
+
+
 def fit_widths(natural: Sequence[int], width: int) -> list[int | None] | None:
     """Per-column maximum content widths so that a table whose columns are ``natural`` wide fits
     ``width``, or None when it already fits. Only free-text columns (wider than ``_MIN_CELL``:
@@ -199,16 +219,33 @@ def table(
     limit = terminal_width() if width is True else (width or None)
     maxcolwidths = None
     if limit and rows:
-        natural = [len(str(h)) + _HEADER_PAD for h in headers]
-        for r in rows:
-            for k, v in enumerate(r):
-                if k < len(natural):
-                    text = missing if v is None else str(v)
-                    natural[k] = max(natural[k], max((len(x) for x in text.split("\n")), default=0))
+        natural = _natural_widths(rows, [len(str(h)) for h in headers], missing)
         maxcolwidths = fit_widths(natural, limit)
+        if _fitted_width(natural, maxcolwidths) > limit:
+            # still too wide: stack multi-word headers one word a line (``DELETE`` over
+            # ``DELTAS``), so a column is only as wide as its longest word or value
+            narrow = _natural_widths(rows, [max(map(len, str(h).split())) for h in headers], missing)
+            headers = ["\n".join(str(h).split()) for h in headers]
+            maxcolwidths = fit_widths(narrow, limit)
     return tabulate(
         rows, headers=headers, tablefmt="simple", missingval=missing, disable_numparse=True, maxcolwidths=maxcolwidths
     )
+
+
+def _natural_widths(rows: Sequence[Sequence[Any]], header_widths: list[int], missing: str) -> list[int]:
+    """Each column's unwrapped width: its header (+ tabulate's padding) or its widest value line."""
+    natural = [w + _HEADER_PAD for w in header_widths]
+    for r in rows:
+        for k, v in enumerate(r):
+            if k < len(natural):
+                text = missing if v is None else str(v)
+                natural[k] = max(natural[k], max((len(x) for x in text.split("\n")), default=0))
+    return natural
+
+
+def _fitted_width(natural: list[int], maxcolwidths: list[int | None] | None) -> int:
+    cols = natural if maxcolwidths is None else [m if m is not None else n for m, n in zip(maxcolwidths, natural)]
+    return sum(cols) + _GAP * (len(cols) - 1)
 
 
 def _check_columns() -> None:

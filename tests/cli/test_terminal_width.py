@@ -77,3 +77,43 @@ def test_columns_env_and_wide_flag(cli, tmp_path, monkeypatch):
         return re.sub(r"\d+(\.\d+)? s\b", "N s", text)
 
     assert undated(piped.stdout) == undated(wide.stdout)
+
+
+def test_headers_stack_one_word_a_line_when_wrapping_cells_is_not_enough():
+    rows = [["default.sales/ds=2026-01-01", "3", "3501", "2", "2320", "0", "1716", "none"]]
+    headers = ["PARTITION", "DELTAS", "BYTES", "DELETE DELTAS", "BYTES", "BASE BYTES", "OBSOLETE BYTES", "DUE"]
+    one_line = table(rows, headers, width=None)
+    assert _widest(one_line) > 80 and "DELETE DELTAS" in one_line
+    # one-line headers need 100 columns even with the partition wrapped to 16; stacked, 82
+    text = table(rows, headers, width=85)
+    assert _widest(text) <= 85
+    first, second = text.splitlines()[:2]
+    assert first.split() == ["PARTITION", "DELTAS", "BYTES", "DELETE", "BYTES", "BASE", "OBSOLETE", "DUE"]
+    assert second.split() == ["DELTAS", "BYTES", "BYTES"]
+    # every value still there, in order: the partition name wrapped inside its column
+    first, rest = text.splitlines()[3], text.splitlines()[4:]
+    assert first.split()[1:] == ["3", "3501", "2", "2320", "0", "1716", "none"]
+    assert first.split()[0] + "".join(x.strip() for x in rest) == "default.sales/ds=2026-01-01"
+    # a table that fits with one-line headers keeps them
+    assert table(ROWS, HEADERS, width=60).splitlines()[0].split() == HEADERS
+
+
+def test_doctor_prose_lines_wrap_to_the_terminal_and_lose_no_word(cli, demo, monkeypatch):
+    wide = cli("--wide", "doctor")
+    monkeypatch.setenv("COLUMNS", "70")
+    narrow = cli("doctor")
+    assert wide.code == narrow.code == 0
+    finding_lines = [x for x in wide.stdout.splitlines() if x.startswith("[")]
+    assert finding_lines and max(map(len, finding_lines)) > 70
+    # prose lines (the summary, findings) fit 70 columns unless one word alone is longer
+    lines = narrow.stdout.splitlines()
+    prose = lines[: next(i for i, x in enumerate(lines) if x.startswith("PARTITION"))]
+    for line in prose:
+        if len(line) > 70 and not line.startswith("    fix: "):
+            assert " " not in line.strip(), line
+    # the same words in the same order (fix commands stay on one line for copy and paste)
+    assert " ".join(narrow.stdout.split()).count("[READER_SPARK]") == " ".join(wide.stdout.split()).count(
+        "[READER_SPARK]"
+    )
+    fixes = [x for x in narrow.stdout.splitlines() if x.startswith("    fix: ")]
+    assert fixes == [x for x in wide.stdout.splitlines() if x.startswith("    fix: ")]
