@@ -140,6 +140,7 @@ def dump_command(
             file_format=file_format,
             columns=columns,
             serde_property=serde_property,
+            mm_allow_originals=mm_allow_originals,
         )
         return
     if merged:
@@ -217,6 +218,46 @@ def dump_command(
         raise typer.Exit(int(errors[0].exit_code))
 
 
+def _merged_targets(
+    settings,
+    paths,
+    *,
+    write_ids,
+    assume_committed,
+    txns,
+    hive_version,
+    as_of,
+    file_format,
+    columns,
+    serde_property,
+    mm_allow_originals: bool,
+):
+    """Each target of ``dump --merged`` (rows or ``--count``) resolved once: ``(target, the
+    snapshot as of --as-of, the partition named by DB.TABLE/PART, the insert-only context or
+    None)``."""
+    from acidctl.cli.targets import resolve, snapshot_as_of
+    from acidctl.mm.context import mm_context, parse_serde_properties
+
+    for p in paths:
+        target = resolve(
+            settings,
+            p,
+            warn_assumptions=True,
+            write_ids=write_ids,
+            assume_committed=assume_committed,
+            txns=txns,
+            hive_version=hive_version,
+        )
+        mm = mm_context(
+            target,
+            fmt=file_format,
+            columns=columns,
+            serde_properties=parse_serde_properties(serde_property),
+            allow_originals=mm_allow_originals,
+        )
+        yield target, snapshot_as_of(target, as_of), getattr(target.table, "partition", None), mm
+
+
 def _merged(
     settings,
     paths,
@@ -232,35 +273,26 @@ def _merged(
     serde_property=None,
     mm_allow_originals: bool = False,
 ):
+    from acidctl.cli.progress import StatusLine, progress_stream
     from acidctl.errors import InvalidInputError
     from acidctl.merged import merged_rows
-    from acidctl.mm.context import mm_context, parse_serde_properties
-    from acidctl.cli.targets import resolve, snapshot_as_of
-
-    from acidctl.cli.progress import StatusLine, progress_stream
 
     budget = [limit] if limit is not None else None
     err = progress_stream(settings, rows_on_stdout=True)
-    for p in paths:
-        target = resolve(
-            settings,
-            p,
-            warn_assumptions=True,
-            write_ids=write_ids,
-            assume_committed=assume_committed,
-            txns=txns,
-            hive_version=hive_version,
-        )
-        snapshot = snapshot_as_of(target, as_of)
+    for target, snapshot, partition, mm in _merged_targets(
+        settings,
+        paths,
+        write_ids=write_ids,
+        assume_committed=assume_committed,
+        txns=txns,
+        hive_version=hive_version,
+        as_of=as_of,
+        file_format=file_format,
+        columns=columns,
+        serde_property=serde_property,
+        mm_allow_originals=mm_allow_originals,
+    ):
         left = None if budget is None else budget[0]
-        partition = getattr(target.table, "partition", None)
-        mm = mm_context(
-            target,
-            fmt=file_format,
-            columns=columns,
-            serde_properties=parse_serde_properties(serde_property),
-            allow_originals=mm_allow_originals,
-        )
         if mm is not None:  # insert-only table: plain rows, no row__id (acidctl.mm.read)
             from acidctl.mm.read import merged_rows as mm_rows
 
@@ -323,31 +355,28 @@ def _count(
     file_format=None,
     columns=None,
     serde_property=None,
+    mm_allow_originals: bool = False,
 ):
     """``dump --merged --count``: the rows of each target counted per partition and bucket
     (acidctl.merged.merged_counts), one document for all targets."""
     from acidctl.cli.progress import StatusLine, progress_stream
-    from acidctl.cli.targets import resolve, snapshot_as_of
     from acidctl.merged import count_summary, merged_counts
-    from acidctl.mm.context import mm_context, parse_serde_properties
 
     err = progress_stream(settings)
     docs = []
-    for p in paths:
-        target = resolve(
-            settings,
-            p,
-            warn_assumptions=True,
-            write_ids=write_ids,
-            assume_committed=assume_committed,
-            txns=txns,
-            hive_version=hive_version,
-        )
-        snapshot = snapshot_as_of(target, as_of)
-        partition = getattr(target.table, "partition", None)
-        mm = mm_context(
-            target, fmt=file_format, columns=columns, serde_properties=parse_serde_properties(serde_property)
-        )
+    for target, snapshot, partition, mm in _merged_targets(
+        settings,
+        paths,
+        write_ids=write_ids,
+        assume_committed=assume_committed,
+        txns=txns,
+        hive_version=hive_version,
+        as_of=as_of,
+        file_format=file_format,
+        columns=columns,
+        serde_property=serde_property,
+        mm_allow_originals=mm_allow_originals,
+    ):
         status = StatusLine(err, f"acidctl: dump --merged --count {target.display}") if err is not None else None
         counted = [0]  # rows of the partitions finished
 
@@ -359,7 +388,7 @@ def _count(
         if mm is not None:
             from acidctl.mm.read import merged_counts as mm_counts
 
-            records = mm_counts(target.tfs, snapshot, mm, **kw)
+            records = mm_counts(target.tfs, snapshot, mm, allow_originals=mm.allow_originals, **kw)
         else:
             records = merged_counts(target.tfs, snapshot, **kw)
         recs = []

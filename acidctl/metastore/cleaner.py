@@ -499,6 +499,15 @@ def _history_columns(ms) -> list[str]:
     return [c.name.upper() for c in cc.clause.columns]
 
 
+def _scope(db_col, table_col, part_col, db: str, table: str, part: str | None) -> list:
+    """``db = ? AND table = ? [AND partition = ?]``: the rows of one table or partition that
+    markCleaned removes (Hive omits the partition term for a table-level request)."""
+    cond = [db_col == db, table_col == table]
+    if part is not None:
+        cond.append(part_col == part)
+    return cond
+
+
 def mark_cleaned(ms, cq_id: int, *, remove_empty_aborted_txns: bool = True) -> dict:
     """Hive's ``markCleaned`` (operations.md §5.4), one DB transaction:
 
@@ -577,16 +586,12 @@ def mark_cleaned(ms, cq_id: int, *, remove_empty_aborted_txns: bool = True) -> d
                 raise NotFoundError(f"compaction {cq_id} could not be deleted from COMPACTION_QUEUE")
             queue.insert_history(ms, conn, queue.history_row(ms, r, state="s", end=now))
         # COMPLETED_TXN_COMPONENTS of the partition up to the highest write id
-        cond = [ctc.CTC_DATABASE == db, ctc.CTC_TABLE == tbl]
-        if part is not None:
-            cond.append(ctc.CTC_PARTITION == part)
+        cond = _scope(ctc.CTC_DATABASE, ctc.CTC_TABLE, ctc.CTC_PARTITION, db, tbl, part)
         if hw != 0:
             cond.append(ctc.CTC_WRITEID <= hw)
         n_ctc = conn.execute(sa.delete(ctc.clause).where(*cond)).rowcount
         # aborted txns' TXN_COMPONENTS up to the highest write id
-        tcond = [tc.TC_DATABASE == db, tc.TC_TABLE == tbl]
-        if part is not None:
-            tcond.append(tc.TC_PARTITION == part)
+        tcond = _scope(tc.TC_DATABASE, tc.TC_TABLE, tc.TC_PARTITION, db, tbl, part)
         aborted_ids: list[int] = []
         n_tc = 0
         if h4:
@@ -661,15 +666,11 @@ def _mark_cleaned_h2(ms, cq_id: int, *, remove_empty_aborted_txns: bool) -> dict
         if conn.execute(sa.delete(cq.clause).where(cq.CQ_ID == cq_id)).rowcount != 1:
             raise NotFoundError(f"compaction {cq_id} could not be deleted from COMPACTION_QUEUE")
         queue.insert_history(ms, conn, queue.history_row(ms, r, state="s", end=now))
-        cond = [ctc.CTC_DATABASE == db, ctc.CTC_TABLE == tbl]
-        if part is not None:
-            cond.append(ctc.CTC_PARTITION == part)
+        cond = _scope(ctc.CTC_DATABASE, ctc.CTC_TABLE, ctc.CTC_PARTITION, db, tbl, part)
         if hw != 0:
             cond.append(ctc.CTC_TXNID <= hw)
         n_ctc = conn.execute(sa.delete(ctc.clause).where(*cond)).rowcount
-        tcond = [tc.TC_DATABASE == db, tc.TC_TABLE == tbl]
-        if part is not None:
-            tcond.append(tc.TC_PARTITION == part)
+        tcond = _scope(tc.TC_DATABASE, tc.TC_TABLE, tc.TC_PARTITION, db, tbl, part)
         acond = [t.TXN_STATE == "a", *tcond] + ([t.TXN_ID <= hw] if hw != 0 else [])
         aborted_ids = sorted(
             int(x)

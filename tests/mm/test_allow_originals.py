@@ -151,3 +151,31 @@ def test_partition_path_keeps_its_partition_column(tmp_path, cli):
     part = H.build(tmp_path / "t" / "ds=2026-01-02", "orc", {"delta_0000001_0000001_0000": {"000000_0": D1}})
     rows = merged(cli, part, "default.t:1:9223372036854775807::", "orc")
     assert [(r["id"], r["ds"]) for r in rows] == [(1, "2026-01-02"), (2, "2026-01-02")]
+
+
+def test_count_honours_allow_originals(tmp_path, cli):
+    """``dump --merged --count`` counts what ``dump --merged`` prints, originals included only
+    with ``--mm-allow-originals``."""
+    root = table(tmp_path, "orc")
+
+    def count(*extra):
+        r = cli(
+            "-o",
+            "json",
+            "dump",
+            "--merged",
+            "--count",
+            root,
+            "--format",
+            "orc",
+            "--columns",
+            H.COLUMNS_SPEC,
+            "--write-ids",
+            WL,
+            *extra,
+        )
+        assert r.code == 0, r
+        return json.loads(r.stdout)["rows"]
+
+    assert count() == len(D1 + D2)
+    assert count("--mm-allow-originals") == len(OLD + OLD_DIR + D1 + D2)
