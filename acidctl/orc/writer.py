@@ -429,7 +429,9 @@ class AcidFileWriter:
         out = []
         pos = 0
         j = 0
-        with open(tmp, "rb") as f:
+        # an Arrow-native file: with a Python file object Arrow calls back into Python for
+        # every read, 4x slower for this read-back (bench/compact.py)
+        with pa.OSFile(tmp, "rb") as f:
             frag = ds.OrcFileFormat().make_fragment(f)
             for b in frag.to_batches(
                 columns=["originalTransaction", "bucket", "rowId"], batch_size=65536, use_threads=False
