@@ -165,9 +165,18 @@ def _run_streaming(task) -> dict:
             except Exception as e:  # AcidctlError, raised below
                 del_error.append(e)
 
+    # the verification's old side from the batches read here (inputs read once), when the
+    # reader's sources of the bucket are the compaction's
+    held = verification.HeldOldSide(task) if verification.HeldOldSide.applies(task) else None
+
+    def seen_delete_stripe(t):
+        seen_delete(t)
+        if held is not None:
+            held.delete_stripe(t)
+
     keys = None
     if major:
-        keys = sources.stream_delete_keys(task.tfs, task.deletes, snap, on_stripe=seen_delete)
+        keys = sources.stream_delete_keys(task.tfs, task.deletes, snap, on_stripe=seen_delete_stripe)
     else:
         reader = sources.SourceReader(task.tfs)
         dels_full = reader.deletes(task.deletes, full=True)
@@ -195,6 +204,8 @@ def _run_streaming(task) -> dict:
         for t in sources.stream_events(task.tfs, task.inserts):
             m["rows_in"] += t.num_rows
             transform.check_bucket(t, task.bucket, "an insert event", where)
+            if held is not None:
+                held.add(t)
             live = transform.live_inserts(t, keys, snap, m, major=major, sort=False)
             order.check(live)
             live = transform.rename_row(live, cols, coln)
@@ -221,5 +232,5 @@ def _run_streaming(task) -> dict:
     del out_del, keys
     crash_point("task-after-write")
     m["bytes_in"] = sources.input_bytes(task)
-    m["verified_rows"] = verification.refuse_if_changed(task, verification.verify_streaming(task))
+    m["verified_rows"] = verification.refuse_if_changed(task, verification.verify_streaming(task, held))
     return m
