@@ -18,6 +18,10 @@ from acidctl.compact.transform import NotInOrder, SameSchema, StreamOrder, renam
 #: instead of reading its inputs again (issue #14: the second read was ~15 % of a task); a
 #: larger bucket drops what it held and re-reads, so a task's memory stays bounded
 HOLD_BYTES = 128 << 20
+#: ORC input bytes -> Arrow bytes of their events, roughly (zlib'd ORC of typical rows: 4-10x);
+#: a bucket whose inputs would not fit HOLD_BYTES at this ratio re-reads from the start rather
+#: than hold HOLD_BYTES for nothing
+EXPANSION = 10
 
 
 def merged(reader: SourceReader, srcs, snapshot, columns, coln_only, *, missing_ok: bool):
@@ -140,12 +144,16 @@ class HeldOldSide:
     @staticmethod
     def applies(task) -> bool:
         """A major compaction whose reader sources of the bucket are exactly the compaction's
-        inputs (the old side is then a function of the batches the task reads)."""
+        inputs (the old side is then a function of the batches the task reads), and whose
+        inputs are small enough to be expected to fit :data:`HOLD_BYTES`."""
+        from acidctl.compact.sources import input_bytes
+
         ins, dels = task.verify_old
         return (
             task.mode == "major"
             and [source_key(s) for s in ins] == [source_key(s) for s in task.inserts]
             and [source_key(s) for s in dels] == [source_key(s) for s in task.deletes]
+            and input_bytes(task) * EXPANSION <= HOLD_BYTES
         )
 
     def delete_stripe(self, t) -> None:

@@ -24,7 +24,7 @@ class _Spy:
     the reader's merged read of the old files as read back from storage."""
 
     def __init__(self, monkeypatch):
-        self.held = self.reread = 0
+        self.held = self.reread = self.dropped = 0
         real = verification.verify_streaming
 
         def spy(task, held=None):
@@ -36,6 +36,7 @@ class _Spy:
                 assert _rows(kept) == _rows(from_storage)
             else:
                 self.reread += 1
+                self.dropped += held is not None
             return real(task, held)
 
         monkeypatch.setattr(verification, "verify_streaming", spy)
@@ -103,10 +104,15 @@ def test_lost_row_is_refused_with_held_old_side(tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == before
 
 
-def test_over_the_limit_reads_inputs_again(tmp_path, monkeypatch):
+@pytest.mark.parametrize("expansion", [verification.EXPANSION, 0])
+def test_over_the_limit_reads_inputs_again(tmp_path, monkeypatch, expansion):
+    """Inputs too big to be expected to fit are not held at all; an old side that outgrows the
+    limit while streaming (EXPANSION 0: every bucket expected to fit) is dropped; both
+    re-read the inputs and verify as before."""
     wids = _one_bucket_table(tmp_path)
     monkeypatch.setattr(verification, "HOLD_BYTES", 64)
+    monkeypatch.setattr(verification, "EXPANSION", expansion)
     spy = _Spy(monkeypatch)
     rep = compact(tmp_path, "major", wids, engine="local")
-    assert (spy.held, spy.reread) == (0, 1)
+    assert (spy.held, spy.reread, spy.dropped) == (0, 1, 1 if expansion == 0 else 0)
     assert rep["summary"]["rows_out"] == 54  # 55 inserted, row 7 of write id 1 deleted
