@@ -193,8 +193,8 @@ def _run_streaming(task) -> dict:
             task.out_insert,
             orc_type=sources.output_type(task.tfs, task.inserts),
             stripe_size=_stripe_size(out_dir),
-            verify_kind=out_dir.kind,
-            verify_range=(out_dir.min_write_id, out_dir.max_write_id),
+            # the file's checks run on the verification's read of it (PendingVerify below)
+            verify_file=False,
         )
         if task.out_insert
         else None
@@ -226,11 +226,19 @@ def _run_streaming(task) -> dict:
     finally:
         if w is not None:
             w.abort()
+    pending = {}
     if written is not None:
+        pending[task.out_insert] = writer.PendingVerify(
+            task.tfs,
+            task.out_insert,
+            expected_rows=written.rows,
+            dir_kind=out_dir.kind,
+            dir_range=(out_dir.min_write_id, out_dir.max_write_id),
+        )
         mx.count_written(m, "rows_out", task.out_insert, written.rows, written.bytes)
     _write_output(task, m, out_del, delete=True)
     del out_del, keys
     crash_point("task-after-write")
     m["bytes_in"] = sources.input_bytes(task)
-    m["verified_rows"] = verification.refuse_if_changed(task, verification.verify_streaming(task, held))
+    m["verified_rows"] = verification.refuse_if_changed(task, verification.verify_streaming(task, held, pending))
     return m

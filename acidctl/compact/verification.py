@@ -67,7 +67,7 @@ def _py(t):
     return [norm(r) for r in t.to_pylist()]
 
 
-def merged_stream(tfs, srcs, snapshot, columns, coln_only, *, missing_ok: bool):
+def merged_stream(tfs, srcs, snapshot, columns, coln_only, *, missing_ok: bool, on_batch=None):
     """The merged read of one bucket as a sequence of tables in key order; raises
     :class:`~acidctl.compact.transform.NotInOrder` when the live events do not come in key
     order (the caller then reads the bucket whole: :func:`verify_whole`)."""
@@ -77,7 +77,7 @@ def merged_stream(tfs, srcs, snapshot, columns, coln_only, *, missing_ok: bool):
     keys = loaded = None
     order = StreamOrder()
     schema = SameSchema()
-    for t in stream_events(tfs, ins_srcs, missing_ok=missing_ok):
+    for t in stream_events(tfs, ins_srcs, missing_ok=missing_ok, on_batch=on_batch):
         if not loaded:
             keys = stream_delete_keys(tfs, del_srcs, snapshot, missing_ok=missing_ok)
             loaded = True
@@ -200,22 +200,35 @@ class HeldOldSide:
             yield batches.pop(0)
 
 
-def verify_streaming(task, held: HeldOldSide | None = None) -> tuple[bool, int, int]:
+def verify_streaming(task, held: HeldOldSide | None = None, pending: dict | None = None) -> tuple[bool, int, int]:
     """(same, rows before, rows after): the reader's merged snapshot of the bucket before and
     after, compared in key order without holding either (whole-bucket reads when a side
     turns out not to be in order). ``held``: the old side as the compaction built it (used
-    when ``held.ok``); the new side is read from storage either way."""
+    when ``held.ok``); the new side is read from storage either way. ``pending``: {path of a
+    written file: its :class:`~acidctl.orc.writer.PendingVerify`}, fed from the new side's
+    read and finished before the comparison's verdict (a file the new side did not read whole
+    is read once more by its own check)."""
     args = (task.reader, task.columns, task.columns_coln_only)
+    checks = pending or {}
+
+    def feed(src, batch):
+        p = checks.get(src.path)
+        if p is not None:
+            p.feed(batch)
+
+    result = None
     try:
         old = (
             held.stream()
             if held is not None and held.ok
             else merged_stream(task.tfs, task.verify_old, *args, missing_ok=False)
         )
-        return compare_streams(old, merged_stream(task.tfs, task.verify_new, *args, missing_ok=True))
+        result = compare_streams(old, merged_stream(task.tfs, task.verify_new, *args, missing_ok=True, on_batch=feed))
     except NotInOrder:
         pass
-    return verify_whole(task, SourceReader(task.tfs))
+    for p in checks.values():
+        p.finish()  # the written files' own checks first, as when the writer ran them
+    return result if result is not None else verify_whole(task, SourceReader(task.tfs))
 
 
 def verify_whole(task, reader: SourceReader) -> tuple[bool, int, int]:

@@ -80,6 +80,57 @@ def inspect_file(
     ``dir_kind`` is ``base``, ``delta``, ``delete_delta`` or ``None`` (unknown/original) and
     ``dir_range`` the directory's (min, max) write ids; both sharpen the checks when known.
     """
+    return _inspect(
+        tfs,
+        path,
+        statistics=statistics,
+        dir_kind=dir_kind,
+        dir_range=dir_range,
+        expect_acid=expect_acid,
+        table_columns=table_columns,
+        hive_version=hive_version,
+        defer_events=False,
+    )[0]
+
+
+def inspect_file_deferred(
+    tfs: TableFS,
+    path: str,
+    *,
+    dir_kind: str | None = None,
+    dir_range: tuple[int, int] | None = None,
+    expect_acid: bool | None = None,
+    hive_version: int = 3,
+) -> tuple[FileReport, "EventChecks | None"]:
+    """:func:`inspect_file` (without statistics) less the read of the events: the footer's
+    findings now, and the :class:`EventChecks` (None for a file without the ACID schema, which
+    has none) for the caller to feed with every batch of the file it reads anyway; their
+    findings reach the report at ``finish()``."""
+    return _inspect(
+        tfs,
+        path,
+        statistics=False,
+        dir_kind=dir_kind,
+        dir_range=dir_range,
+        expect_acid=expect_acid,
+        table_columns=None,
+        hive_version=hive_version,
+        defer_events=True,
+    )
+
+
+def _inspect(
+    tfs: TableFS,
+    path: str,
+    *,
+    statistics: bool,
+    dir_kind: str | None,
+    dir_range: tuple[int, int] | None,
+    expect_acid: bool | None,
+    table_columns: list[str] | None,
+    hive_version: int,
+    defer_events: bool,
+) -> tuple[FileReport, "EventChecks | None"]:
     name = path.rstrip("/").rsplit("/", 1)[-1]
     findings: list[Finding] = []
 
@@ -132,12 +183,17 @@ def inspect_file(
                 add("F01", Severity.ERROR, "hive.acid.key.index is set but the schema is not the 6-field ACID schema")
             elif expect_acid:
                 add("F01", Severity.ERROR, f"not an ACID file: schema {orc.schema}")
-            return report
+            return report, None
 
         _check_acid_metadata(orc, meta, stripes, add, report, dir_kind=dir_kind)
         _check_row_schema(orc, add, table_columns)
-        _check_events(orc, stripes, report, add, name=name, dir_kind=dir_kind, dir_range=dir_range)
-    return report
+        ev = EventChecks(orc.schema, stripes, report, add, name=name, dir_kind=dir_kind, dir_range=dir_range)
+        if defer_events:
+            return report, ev
+        for batch in orc.iter_batches(columns=ev.columns):
+            ev.feed(batch)
+        ev.finish()
+    return report, None
 
 
 def _check_acid_metadata(orc: OrcFile, meta, stripes, add, report: FileReport, *, dir_kind: str | None = None):
@@ -222,14 +278,6 @@ def _event_columns(schema) -> list[str]:
     leaf = next((n for n, t in row_td.fields.items() if t.kind.name in simple), None)
     cols = key_cols + ([f"{top[5]}.{leaf}"] if leaf else [])
     return cols
-
-
-def _check_events(orc: OrcFile, stripes, report: FileReport, add, *, name, dir_kind, dir_range):
-    """Stream the key columns and check order, key index, stats, operations and buckets."""
-    ev = EventChecks(orc.schema, stripes, report, add, name=name, dir_kind=dir_kind, dir_range=dir_range)
-    for batch in orc.iter_batches(columns=ev.columns):
-        ev.feed(batch)
-    ev.finish()
 
 
 class EventChecks:

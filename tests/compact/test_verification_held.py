@@ -2,7 +2,9 @@
 (acidctl.compact.verification.HeldOldSide): the same events as the reader's merged read of the
 old files read back from storage (the pre-issue-#14 old side), on random histories (open and
 aborted write ids: reader and compactor snapshots differ) and the fixture tables; a
-compaction that loses a row is still refused; over the memory limit the inputs are re-read."""
+compaction that loses a row is still refused; over the memory limit the inputs are re-read.
+The written file's own checks run on the verification's read of it (PendingVerify): a bad
+file is still refused, and no second read is made when the verification read it whole."""
 
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ class _Spy:
         self.held = self.reread = self.dropped = 0
         real = verification.verify_streaming
 
-        def spy(task, held=None):
+        def spy(task, held=None, pending=None):
             if held is not None and held.ok:
                 self.held += 1
                 kept = list(held.batches)
@@ -37,7 +39,7 @@ class _Spy:
             else:
                 self.reread += 1
                 self.dropped += held is not None
-            return real(task, held)
+            return real(task, held, pending)
 
         monkeypatch.setattr(verification, "verify_streaming", spy)
 
@@ -116,3 +118,35 @@ def test_over_the_limit_reads_inputs_again(tmp_path, monkeypatch, expansion):
     rep = compact(tmp_path, "major", wids, engine="local")
     assert (spy.held, spy.reread, spy.dropped) == (0, 1, 1 if expansion == 0 else 0)
     assert rep["summary"]["rows_out"] == 54  # 55 inserted, row 7 of write id 1 deleted
+
+
+def test_written_file_checks_run_on_the_verification_read(tmp_path, monkeypatch):
+    from acidctl.orc import writer
+
+    wids = _one_bucket_table(tmp_path)
+    full = []
+    real_verify = writer.verify
+    monkeypatch.setattr(writer, "verify", lambda *a, **k: (full.append(a[1]), real_verify(*a, **k))[1])
+    rep = compact(tmp_path, "major", wids, engine="local")
+    assert rep["summary"]["rows_out"] == 54
+    assert full == []  # the verification's read of the output carried the file checks
+
+
+def test_bad_key_index_is_refused_by_the_deferred_checks(tmp_path, monkeypatch):
+    """A written file whose hive.acid.key.index names another last key (F04, an event check)
+    fails the task before anything is published."""
+    from acidctl.orc import writer
+
+    wids = _one_bucket_table(tmp_path)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    real = writer.AcidFileWriter._key_index
+
+    def wrong_last_key(self, tmp, stripe_rows):
+        entries = real(self, tmp, stripe_rows).rstrip(";").split(";")
+        ot, bk, rid = entries[-1].split(",")
+        return ";".join(entries[:-1] + [f"{ot},{bk},{int(rid) + 1000}"]) + ";"
+
+    monkeypatch.setattr(writer.AcidFileWriter, "_key_index", wrong_last_key)
+    with pytest.raises(WriteVerificationFailed, match="fails F04"):
+        compact(tmp_path, "major", wids, engine="local")
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == before
