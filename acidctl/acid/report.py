@@ -4,10 +4,10 @@ keys (documented in :mod:`acidctl.cli.state_cmd`, which only renders it)."""
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import gc
 import time
-from typing import Callable, Iterator
+from typing import Callable, ParamSpec, TypeVar
 
 from acidctl.acid.acidstate import AcidState, Kind, classify_names, get_acid_state, visibility_txns_in_names
 from acidctl.acid.checks import check_partition, check_publications, check_table_lock
@@ -18,6 +18,30 @@ from acidctl.acid.writeids import TxnList, WriteIdList
 from acidctl.findings import Finding, Severity
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _gc_paused(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Run ``fn`` with the cyclic garbage collector off: a report of a big partition builds ~10
+    listing/classification objects per directory, none of them in a cycle, and the collector's
+    passes over them cost 5-10 % of ``state`` on 10,000 directories (bench/state.py). Reference
+    counting still frees everything; the collector's previous state is restored."""
+
+    @functools.wraps(fn)
+    def paused(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if was_enabled:
+                gc.enable()
+
+    return paused
+
+
+@_gc_paused
 def build_report(
     tfs,
     *,
@@ -41,51 +65,6 @@ def build_report(
     ``facts``: MetastoreFacts for every partition, or a function of the partition name;
     ``mm_storage``: an insert-only table's storage (format, SerDe) for ``--deep``
     (:mod:`acidctl.mm.checks` replaces the full-ACID file checks there)."""
-    with _gc_paused():
-        return _build_report(
-            tfs,
-            write_ids=write_ids,
-            txns=txns,
-            hive_version=hive_version,
-            assumed_committed=assumed_committed,
-            table_properties=table_properties,
-            grace_seconds=grace_seconds,
-            inspect_file=inspect_file,
-            now=now,
-            facts=facts,
-            mm_storage=mm_storage,
-        )
-
-
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """The cyclic garbage collector off while a report is built: the listing models of a big
-    partition are ~10 objects per directory, none of them in a cycle, and with the collector
-    on, its passes over them cost 5-10 % of ``state`` on 10,000 directories (bench/state.py).
-    Reference counting still frees everything; the collector's previous state is restored."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def _build_report(
-    tfs,
-    *,
-    write_ids: WriteIdList,
-    txns: TxnList | None,
-    hive_version: int,
-    assumed_committed: bool,
-    table_properties: dict[str, str] | None,
-    grace_seconds: float,
-    inspect_file: Callable | None,
-    now: float | None,
-    facts,
-    mm_storage,
-) -> dict:
     from acidctl.target import check_table_dir
 
     now = time.time() if now is None else now
