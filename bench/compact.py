@@ -3,6 +3,7 @@ against the Arrow lower bound, on the same generated tables, in one run.
 
     python bench/compact.py [--rows 2000000] [--partitions-rows 50000] [--partitions 20]
                             [--deltas 10] [--deletes 100000] [--buckets 2] [--keep DIR]
+                            [--only one|many] [--engines default,spark,local]
 
 Two tables are generated (both: a compacted ``base_0000001`` holding 80 % of the rows,
 ``--deltas`` insert deltas sharing the other 20 %, and a delete delta after every 5th write;
@@ -228,6 +229,7 @@ def bench_table(
     buckets: int,
     deletes: int,
     hive_seconds: float | None,
+    engines: tuple[str, ...] = ("default", "spark", "local"),
 ) -> None:
     src = os.path.join(work, label)
     t0 = time.perf_counter()
@@ -246,6 +248,8 @@ def bench_table(
     )
     results = {}
     for name, engine in (("default", None), ("spark", "spark"), ("local", "local")):
+        if name not in engines:
+            continue
         copy = os.path.join(work, f"{label}-{name}")
         shutil.copytree(src, copy)
         took, rep = run_acidctl(copy, info["hwm"], engine)
@@ -284,9 +288,18 @@ def main() -> None:
     )
     ap.add_argument("--buckets", type=int, default=2)
     ap.add_argument("--only", choices=["one", "many"], help="only one of the two tables")
+    ap.add_argument(
+        "--engines",
+        default="default,spark,local",
+        help="comma-separated runs to make: default, spark, local (e.g. default,local to skip Spark's start-up)",
+    )
     ap.add_argument("--keep", metavar="DIR", help="build the tables in DIR and keep them")
     args = ap.parse_args()
 
+    engines = tuple(e.strip() for e in args.engines.split(",") if e.strip())
+    unknown = set(engines) - {"default", "spark", "local"}
+    if unknown:
+        ap.error(f"--engines: unknown {', '.join(sorted(unknown))}")
     work = args.keep or tempfile.mkdtemp(prefix="acidctl-bench-compact-")
     os.makedirs(work, exist_ok=True)
     print(f"machine: {os.cpu_count()} cores; python {sys.version.split()[0]}, pyarrow {pa.__version__}")
@@ -301,6 +314,7 @@ def main() -> None:
                 buckets=args.buckets,
                 deletes=args.deletes,
                 hive_seconds=8.0 if args.rows == 2_000_000 else None,
+                engines=engines,
             )
         if args.only in (None, "many"):
             frac = args.deletes / max(1, args.rows)
@@ -313,6 +327,7 @@ def main() -> None:
                 buckets=args.buckets,
                 deletes=int(args.partitions_rows * frac),
                 hive_seconds=9.5 * args.partitions if args.partitions_rows == 50_000 else None,
+                engines=engines,
             )
     finally:
         if not args.keep:

@@ -338,6 +338,7 @@ def get_acid_state(
     hive_version: int = 3,
     ignore_empty_files: bool = True,
     insert_only: bool = False,
+    names: list[NamedChild] | None = None,
 ) -> AcidState:
     """Hive's reader directory selection for one table/partition directory.
 
@@ -346,7 +347,8 @@ def get_acid_state(
     visibility txn is treated as committed (Hive itself would refuse: "No ValidTxnList").
     ``ignore_empty_files``: readers pass true (zero-length originals are skipped); the Initiator
     passes false. ``insert_only``: Hive 3 then also tracks aborted deltas (insert-only
-    compaction path); it does not change the selection.
+    compaction path); it does not change the selection. ``names``: :func:`classify_names` of
+    this same listing, when the caller runs several snapshots over it.
 
     Stages (spec §3–§6): :func:`_classify` every child, :func:`_choose_base`,
     :func:`_not_enough_history`, :func:`_originals` (only without a base), :func:`_walk_deltas`.
@@ -354,7 +356,12 @@ def get_acid_state(
     if hive_version not in (2, 3, 4):
         raise UsageError(f"hive version must be 2, 3 or 4, not {hive_version!r}")
     scan = _Scan(write_ids, txns if txns is not None else TxnList.all_committed(), hive_version)
-    _classify(scan, listing, ignore_empty_files=ignore_empty_files, insert_only=insert_only)
+    _classify(
+        scan,
+        classify_names(listing) if names is None else names,
+        ignore_empty_files=ignore_empty_files,
+        insert_only=insert_only,
+    )
     best, oldest = _choose_base(scan)
     not_enough = _not_enough_history(scan, best, oldest)
     originals = _originals(scan, best, listing, ignore_empty_files=ignore_empty_files)
@@ -386,41 +393,79 @@ def get_acid_state(
     )
 
 
-def _classify(scan: _Scan, listing: DirListing, *, ignore_empty_files: bool, insert_only: bool) -> None:
+@dataclasses.dataclass(frozen=True)
+class NamedChild:
+    """What a child's name alone says (no snapshot involved): its path, kind and parsed name,
+    or for a hidden child the reason. Computed once per listing by :func:`classify_names` and
+    shared by every :func:`get_acid_state` run over it (reader, compactor, cleaner lists)."""
+
+    entry: ChildEntry
+    path: str
+    kind: Kind
+    parsed: BaseDir | DeltaDir | None = None
+    reason: str = ""
+
+
+def classify_names(listing: DirListing) -> list[NamedChild]:
+    """Step 1's snapshot-independent half for every child of ``listing``, in name order (the
+    HDFS listing order): hidden, original file or directory, unparseable, base, delta or delete
+    delta. Pass the result as ``names=`` to several :func:`get_acid_state` runs over the same
+    listing to list, sort and parse once (``acidctl state`` runs the reader's and the
+    compactor's)."""
+    out: list[NamedChild] = []
+    child_path = listing.child_path
+    for e in sorted(listing.entries, key=lambda x: x.name):
+        name = e.name
+        p = child_path(name)
+        if is_hidden(name):
+            h = HiddenEntry.parse(name)
+            what = h.kind.value if h is not None else "other"
+            out.append(NamedChild(e, p, Kind.HIDDEN, None, f"hidden ({what}); never listed by readers"))
+        elif not e.is_dir:
+            out.append(NamedChild(e, p, Kind.ORIGINAL_FILE))
+        elif not has_acid_prefix(name):
+            out.append(NamedChild(e, p, Kind.ORIGINAL_DIR))
+        else:
+            parsed = parse_acid_dir(name)
+            if parsed is None:
+                msg = f"cannot parse directory name {name} (Hive throws NumberFormatException for the whole directory)"
+                out.append(NamedChild(e, p, Kind.UNPARSEABLE, None, msg))
+            elif isinstance(parsed, BaseDir):
+                out.append(NamedChild(e, p, Kind.BASE, parsed))
+            else:
+                out.append(NamedChild(e, p, Kind.DELETE_DELTA if parsed.delete else Kind.DELTA, parsed))
+    return out
+
+
+def _classify(scan: _Scan, names: list[NamedChild], *, ignore_empty_files: bool, insert_only: bool) -> None:
     """Steps 1/2: every child (name order = HDFS listing order) gets a kind and a first role;
     bases, candidate deltas and originals are collected for the next stages."""
     wl, tx, h4 = scan.wl, scan.tx, scan.h4
-    for e in sorted(listing.entries, key=lambda x: x.name):
-        p = listing.child_path(e.name)
-        if is_hidden(e.name):
-            h = HiddenEntry.parse(e.name)
-            what = h.kind.value if h is not None else "other"
-            scan.entries.append(
-                Classified(e.name, p, Kind.HIDDEN, Role.IGNORED, f"hidden ({what}); never listed by readers", e)
-            )
+    append = scan.entries.append
+    for n in names:
+        e, p, kind, parsed = n.entry, n.path, n.kind, n.parsed
+        if kind is Kind.HIDDEN:
+            append(Classified(e.name, p, Kind.HIDDEN, Role.IGNORED, n.reason, e))
             continue
-        if not e.is_dir:
+        if kind is Kind.ORIGINAL_FILE:
             c = Classified(e.name, p, Kind.ORIGINAL_FILE, Role.ORIGINAL, "", e)
-            scan.entries.append(c)
+            append(c)
             if ignore_empty_files and e.size == 0:
                 c.role, c.reason = Role.IGNORED, "empty original file (readers skip zero-length files)"
             else:
                 scan.original_files.append(c)
             continue
-        if not has_acid_prefix(e.name):
+        if kind is Kind.ORIGINAL_DIR:
             c = Classified(e.name, p, Kind.ORIGINAL_DIR, Role.ORIGINAL, "", e)
-            scan.entries.append(c)
+            append(c)
             scan.original_dirs.append(c)
             continue
-        parsed = parse_acid_dir(e.name)
         if parsed is None:
-            msg = f"cannot parse directory name {e.name} (Hive throws NumberFormatException for the whole directory)"
-            scan.entries.append(Classified(e.name, p, Kind.UNPARSEABLE, Role.INVALID, msg, e))
-            scan.reader_errors.append(f"{p}: {msg}")
+            append(Classified(e.name, p, Kind.UNPARSEABLE, Role.INVALID, n.reason, e))
+            scan.reader_errors.append(f"{p}: {n.reason}")
             continue
-        kind = Kind.BASE if isinstance(parsed, BaseDir) else (Kind.DELETE_DELTA if parsed.delete else Kind.DELTA)
         c = Classified(e.name, p, kind, Role.IGNORED, "", e, parsed)
-        scan.entries.append(c)
+        append(c)
         if not h4 and parsed.has_visibility_suffix:
             c.role = Role.INVALID
             c.reason = "visibility suffix _v is Hive 4 only: Hive 3 readers fail with NumberFormatException"

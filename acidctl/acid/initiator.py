@@ -12,7 +12,7 @@ import dataclasses
 import struct
 from typing import Any, Mapping
 
-from acidctl.acid.acidstate import AcidState, Kind, get_acid_state
+from acidctl.acid.acidstate import AcidState, Kind, NamedChild, get_acid_state
 from acidctl.acid.listing import DirListing
 from acidctl.acid.writeids import TxnList, WriteIdList
 from acidctl.errors import UsageError
@@ -137,11 +137,18 @@ def _f32(x: float) -> float:
 
 
 def compactor_state(
-    listing: DirListing, write_ids: WriteIdList, *, txns: TxnList | None = None, hive_version: int = 3
+    listing: DirListing,
+    write_ids: WriteIdList,
+    *,
+    txns: TxnList | None = None,
+    hive_version: int = 3,
+    names: list[NamedChild] | None = None,
 ) -> AcidState:
-    """``getAcidState`` as the Initiator runs it: compactor list, empty files not ignored."""
+    """``getAcidState`` as the Initiator runs it: compactor list, empty files not ignored.
+    ``names``: :func:`~acidctl.acid.acidstate.classify_names` of the listing, when the caller
+    already has it (one parse of every name for the reader's and the compactor's run)."""
     wl = write_ids if write_ids.compactor else write_ids.for_compactor()
-    return get_acid_state(listing, wl, txns=txns, hive_version=hive_version, ignore_empty_files=False)
+    return get_acid_state(listing, wl, txns=txns, hive_version=hive_version, ignore_empty_files=False, names=names)
 
 
 def recommend(

@@ -43,6 +43,18 @@ def _context():
     return ctx
 
 
+def prestart() -> None:
+    """Start the fork server now, without waiting for it: its imports (pyarrow, pyorc, numpy:
+    ~0.3 s, bench/compact.py) then run on another core while the driver imports, lists and
+    plans, instead of between planning and the first task. Called by the runner before it
+    knows whether the local engine will run; a server left unused ends with the driver (it
+    exits when the driver's end of its pipe closes)."""
+    from multiprocessing import forkserver
+
+    _context()  # sets the preload list the server is started with
+    forkserver.ensure_running()
+
+
 def _worker_init() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 

@@ -148,6 +148,10 @@ def compact_table(
             notes.append(f"broke the lock of {lock.broken.describe()}")
         crash("after-lock")
         listings = list_table(tfs)
+        if _may_run_local_pool(tfs, opts, listings):
+            from acidctl.compact.local import prestart
+
+            prestart()
         for lst in listings:
             report["recovered"].extend(pub.recover(tfs, lst.fs_path or lst.path))
         if report["recovered"]:
@@ -237,6 +241,23 @@ def compact_table(
     finally:
         crash("before-unlock")
         lock.release()
+
+
+def _may_run_local_pool(tfs, opts: CompactOptions, listings: list) -> bool:
+    """Could this run use local worker processes, so that their fork server is worth starting
+    before planning? Not for ``--engine spark``, a cluster master under auto, a process-local
+    filesystem, one core, or less on disk than :func:`choose_engine` runs a pool for (the
+    listed bytes bound the input bytes from above)."""
+    import os
+
+    from acidctl.compact.engine import LOCAL, POOL_MIN_BYTES, POOL_MIN_ENV, PROCESS_LOCAL_PROTOCOLS, cores
+
+    if opts.engine == SPARK or tfs.protocol in PROCESS_LOCAL_PROTOCOLS or cores() < 2:
+        return False
+    if opts.engine != LOCAL and not opts.master.startswith("local"):
+        return False
+    listed = sum(e.total_bytes for lst in listings for e in lst.entries)
+    return listed >= int(os.environ.get(POOL_MIN_ENV) or POOL_MIN_BYTES)
 
 
 def _plan_all(tfs, opts: CompactOptions, listings: list) -> list[PartitionPlan]:

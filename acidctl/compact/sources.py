@@ -115,11 +115,12 @@ def stream_delete_keys(tfs, srcs, snapshot, *, missing_ok: bool = False, on_stri
     return pa.concat_tables(keys).combine_chunks() if keys else None
 
 
-def stream_events(tfs, srcs, *, missing_ok: bool = False):
+def stream_events(tfs, srcs, *, missing_ok: bool = False, on_batch=None):
     """Every source's events, one batch at a time, as ACID tables (raw files get their
     synthetic row ids counted across batches); empty batches are skipped. Raises
     :class:`~acidctl.compact.transform.NotStreamable` for a non-raw source that is not an
-    ACID file."""
+    ACID file. ``on_batch(src, batch)`` sees every record batch as read from the file (the
+    file's own columns), e.g. for the written file's checks during the verification."""
     import pyarrow as pa
 
     from acidctl.acid import merge
@@ -137,6 +138,8 @@ def stream_events(tfs, srcs, *, missing_ok: bool = False):
             pos = s.first_row_id
             bp = bucketcodec.encode(s.bucket, s.statement) if s.raw else 0
             for b in batches(f):
+                if on_batch is not None:
+                    on_batch(s, b)
                 t = pa.Table.from_batches([b])
                 if s.raw:
                     t = merge.with_synthetic_ids(t, write_id=s.write_id, bucket_property=bp, first_row_id=pos)

@@ -165,9 +165,18 @@ def _run_streaming(task) -> dict:
             except Exception as e:  # AcidctlError, raised below
                 del_error.append(e)
 
+    # the verification's old side from the batches read here (inputs read once), when the
+    # reader's sources of the bucket are the compaction's
+    held = verification.HeldOldSide(task) if verification.HeldOldSide.applies(task) else None
+
+    def seen_delete_stripe(t):
+        seen_delete(t)
+        if held is not None:
+            held.delete_stripe(t)
+
     keys = None
     if major:
-        keys = sources.stream_delete_keys(task.tfs, task.deletes, snap, on_stripe=seen_delete)
+        keys = sources.stream_delete_keys(task.tfs, task.deletes, snap, on_stripe=seen_delete_stripe)
     else:
         reader = sources.SourceReader(task.tfs)
         dels_full = reader.deletes(task.deletes, full=True)
@@ -184,8 +193,8 @@ def _run_streaming(task) -> dict:
             task.out_insert,
             orc_type=sources.output_type(task.tfs, task.inserts),
             stripe_size=_stripe_size(out_dir),
-            verify_kind=out_dir.kind,
-            verify_range=(out_dir.min_write_id, out_dir.max_write_id),
+            # the file's checks run on the verification's read of it (PendingVerify below)
+            verify_file=False,
         )
         if task.out_insert
         else None
@@ -195,6 +204,8 @@ def _run_streaming(task) -> dict:
         for t in sources.stream_events(task.tfs, task.inserts):
             m["rows_in"] += t.num_rows
             transform.check_bucket(t, task.bucket, "an insert event", where)
+            if held is not None:
+                held.add(t)
             live = transform.live_inserts(t, keys, snap, m, major=major, sort=False)
             order.check(live)
             live = transform.rename_row(live, cols, coln)
@@ -215,11 +226,19 @@ def _run_streaming(task) -> dict:
     finally:
         if w is not None:
             w.abort()
+    pending = {}
     if written is not None:
+        pending[task.out_insert] = writer.PendingVerify(
+            task.tfs,
+            task.out_insert,
+            expected_rows=written.rows,
+            dir_kind=out_dir.kind,
+            dir_range=(out_dir.min_write_id, out_dir.max_write_id),
+        )
         mx.count_written(m, "rows_out", task.out_insert, written.rows, written.bytes)
     _write_output(task, m, out_del, delete=True)
     del out_del, keys
     crash_point("task-after-write")
     m["bytes_in"] = sources.input_bytes(task)
-    m["verified_rows"] = verification.refuse_if_changed(task, verification.verify_streaming(task))
+    m["verified_rows"] = verification.refuse_if_changed(task, verification.verify_streaming(task, held, pending))
     return m

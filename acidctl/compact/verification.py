@@ -1,12 +1,27 @@
 """A compaction task's last check: the reader's merged snapshot of its bucket is the same
 before and after (old inputs vs. staged outputs plus what stays), compared in key order batch
 by batch when both sides stream, else as whole-bucket tables. A difference fails the task
-and nothing is published."""
+and nothing is published.
+
+The old side of a streaming major compaction is computed from the input batches the
+compaction reads anyway (:class:`HeldOldSide`: the reader's merge kernel applied to them, kept
+up to :data:`HOLD_BYTES`), so the inputs are read once; the new side is always read back from
+storage. A bucket whose old side is larger, or whose reader sources differ from the
+compaction's, reads its inputs a second time as before."""
 
 from __future__ import annotations
 
-from acidctl.compact.sources import SourceReader, stream_delete_keys, stream_events
+from acidctl.compact.sources import SourceReader, source_key, stream_delete_keys, stream_events
 from acidctl.compact.transform import NotInOrder, SameSchema, StreamOrder, rename_row
+
+#: Arrow bytes of the reader's merged old side a streaming task keeps for its verification
+#: instead of reading its inputs again (issue #14: the second read was ~15 % of a task); a
+#: larger bucket drops what it held and re-reads, so a task's memory stays bounded
+HOLD_BYTES = 128 << 20
+#: ORC input bytes -> Arrow bytes of their events, roughly (zlib'd ORC of typical rows: 4-10x);
+#: a bucket whose inputs would not fit HOLD_BYTES at this ratio re-reads from the start rather
+#: than hold HOLD_BYTES for nothing
+EXPANSION = 10
 
 
 def merged(reader: SourceReader, srcs, snapshot, columns, coln_only, *, missing_ok: bool):
@@ -52,7 +67,7 @@ def _py(t):
     return [norm(r) for r in t.to_pylist()]
 
 
-def merged_stream(tfs, srcs, snapshot, columns, coln_only, *, missing_ok: bool):
+def merged_stream(tfs, srcs, snapshot, columns, coln_only, *, missing_ok: bool, on_batch=None):
     """The merged read of one bucket as a sequence of tables in key order; raises
     :class:`~acidctl.compact.transform.NotInOrder` when the live events do not come in key
     order (the caller then reads the bucket whole: :func:`verify_whole`)."""
@@ -62,7 +77,7 @@ def merged_stream(tfs, srcs, snapshot, columns, coln_only, *, missing_ok: bool):
     keys = loaded = None
     order = StreamOrder()
     schema = SameSchema()
-    for t in stream_events(tfs, ins_srcs, missing_ok=missing_ok):
+    for t in stream_events(tfs, ins_srcs, missing_ok=missing_ok, on_batch=on_batch):
         if not loaded:
             keys = stream_delete_keys(tfs, del_srcs, snapshot, missing_ok=missing_ok)
             loaded = True
@@ -105,19 +120,115 @@ def compare_streams(a, b) -> tuple[bool, int, int]:
         ob += k
 
 
-def verify_streaming(task) -> tuple[bool, int, int]:
+class HeldOldSide:
+    """The verification's old side built from the compaction's own reads: every delete-key
+    stripe (:meth:`delete_stripe`) and insert batch (:meth:`add`) the task streams goes through
+    the same merge as :func:`merged_stream` with the **reader's** snapshot (the merged-read
+    kernel, not the compaction's transform), with the same order and schema checks. ``ok``
+    turns false — and everything held is dropped — when the old side outgrows
+    :data:`HOLD_BYTES` or is not in key order; :func:`verify_streaming` then reads the inputs
+    again."""
+
+    def __init__(self, task, limit: int | None = None):
+        self.task = task
+        self.limit = HOLD_BYTES if limit is None else limit
+        self.ok = True
+        self.batches: list = []
+        self.nbytes = 0
+        self._key_parts: list = []
+        self._keys = None
+        self._keys_done = False
+        self._order = StreamOrder()
+        self._schema = SameSchema()
+
+    @staticmethod
+    def applies(task) -> bool:
+        """A major compaction whose reader sources of the bucket are exactly the compaction's
+        inputs (the old side is then a function of the batches the task reads), and whose
+        inputs are small enough to be expected to fit :data:`HOLD_BYTES`."""
+        from acidctl.compact.sources import input_bytes
+
+        ins, dels = task.verify_old
+        return (
+            task.mode == "major"
+            and [source_key(s) for s in ins] == [source_key(s) for s in task.inserts]
+            and [source_key(s) for s in dels] == [source_key(s) for s in task.deletes]
+            and input_bytes(task) * EXPANSION <= HOLD_BYTES
+        )
+
+    def delete_stripe(self, t) -> None:
+        """One delete file stripe's five key columns (all of them come before any insert)."""
+        from acidctl.acid import merge
+
+        if self.ok:
+            k = merge.delete_keys(t, self.task.reader)
+            if k.num_rows:
+                self._key_parts.append(k)
+
+    def add(self, t) -> None:
+        """One batch of insert events as :func:`~acidctl.compact.sources.stream_events` gave it."""
+        import pyarrow as pa
+
+        from acidctl.acid import merge
+
+        if not self.ok:
+            return
+        if not self._keys_done:
+            self._keys = pa.concat_tables(self._key_parts).combine_chunks() if self._key_parts else None
+            self._key_parts, self._keys_done = [], True
+        live = merge.apply(t, self._keys, self.task.reader, sort=False)
+        try:
+            self._order.check(live)
+            live = rename_row(live, self.task.columns, self.task.columns_coln_only)
+            self._schema.check(live)
+        except NotInOrder:
+            self.drop()
+            return
+        self.batches.append(live)
+        self.nbytes += live.nbytes
+        if self.nbytes > self.limit:
+            self.drop()
+
+    def drop(self) -> None:
+        self.ok = False
+        self.batches, self._key_parts, self._keys = [], [], None
+
+    def stream(self):
+        """The held old side, handed out once (memory is released as it is compared)."""
+        batches, self.batches = self.batches, []
+        while batches:
+            yield batches.pop(0)
+
+
+def verify_streaming(task, held: HeldOldSide | None = None, pending: dict | None = None) -> tuple[bool, int, int]:
     """(same, rows before, rows after): the reader's merged snapshot of the bucket before and
     after, compared in key order without holding either (whole-bucket reads when a side
-    turns out not to be in order)."""
+    turns out not to be in order). ``held``: the old side as the compaction built it (used
+    when ``held.ok``); the new side is read from storage either way. ``pending``: {path of a
+    written file: its :class:`~acidctl.orc.writer.PendingVerify`}, fed from the new side's
+    read and finished before the comparison's verdict (a file the new side did not read whole
+    is read once more by its own check)."""
     args = (task.reader, task.columns, task.columns_coln_only)
+    checks = pending or {}
+
+    def feed(src, batch):
+        p = checks.get(src.path)
+        if p is not None:
+            p.feed(batch)
+
+    result = None
     try:
-        return compare_streams(
-            merged_stream(task.tfs, task.verify_old, *args, missing_ok=False),
-            merged_stream(task.tfs, task.verify_new, *args, missing_ok=True),
+        old = (
+            held.stream()
+            if held is not None and held.ok
+            else merged_stream(task.tfs, task.verify_old, *args, missing_ok=False)
         )
+        result = compare_streams(old, merged_stream(task.tfs, task.verify_new, *args, missing_ok=True, on_batch=feed))
     except NotInOrder:
         pass
-    return verify_whole(task, SourceReader(task.tfs))
+    for p in checks.values():
+        p.finish()  # the written files' own checks first, as when the writer ran them
+    return result if result is not None else verify_whole(task, SourceReader(task.tfs))
 
 
 def verify_whole(task, reader: SourceReader) -> tuple[bool, int, int]:

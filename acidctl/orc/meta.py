@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from typing import Any, Generator
 
 from acidctl.findings import Finding, Severity
 from acidctl.fs import TableFS
@@ -79,6 +80,57 @@ def inspect_file(
     ``dir_kind`` is ``base``, ``delta``, ``delete_delta`` or ``None`` (unknown/original) and
     ``dir_range`` the directory's (min, max) write ids; both sharpen the checks when known.
     """
+    return _inspect(
+        tfs,
+        path,
+        statistics=statistics,
+        dir_kind=dir_kind,
+        dir_range=dir_range,
+        expect_acid=expect_acid,
+        table_columns=table_columns,
+        hive_version=hive_version,
+        defer_events=False,
+    )[0]
+
+
+def inspect_file_deferred(
+    tfs: TableFS,
+    path: str,
+    *,
+    dir_kind: str | None = None,
+    dir_range: tuple[int, int] | None = None,
+    expect_acid: bool | None = None,
+    hive_version: int = 3,
+) -> tuple[FileReport, "EventChecks | None"]:
+    """:func:`inspect_file` (without statistics) less the read of the events: the footer's
+    findings now, and the :class:`EventChecks` (None for a file without the ACID schema, which
+    has none) for the caller to feed with every batch of the file it reads anyway; their
+    findings reach the report at ``finish()``."""
+    return _inspect(
+        tfs,
+        path,
+        statistics=False,
+        dir_kind=dir_kind,
+        dir_range=dir_range,
+        expect_acid=expect_acid,
+        table_columns=None,
+        hive_version=hive_version,
+        defer_events=True,
+    )
+
+
+def _inspect(
+    tfs: TableFS,
+    path: str,
+    *,
+    statistics: bool,
+    dir_kind: str | None,
+    dir_range: tuple[int, int] | None,
+    expect_acid: bool | None,
+    table_columns: list[str] | None,
+    hive_version: int,
+    defer_events: bool,
+) -> tuple[FileReport, "EventChecks | None"]:
     name = path.rstrip("/").rsplit("/", 1)[-1]
     findings: list[Finding] = []
 
@@ -131,12 +183,17 @@ def inspect_file(
                 add("F01", Severity.ERROR, "hive.acid.key.index is set but the schema is not the 6-field ACID schema")
             elif expect_acid:
                 add("F01", Severity.ERROR, f"not an ACID file: schema {orc.schema}")
-            return report
+            return report, None
 
         _check_acid_metadata(orc, meta, stripes, add, report, dir_kind=dir_kind)
         _check_row_schema(orc, add, table_columns)
-        _check_events(orc, stripes, report, add, name=name, dir_kind=dir_kind, dir_range=dir_range)
-    return report
+        ev = EventChecks(orc.schema, stripes, report, add, name=name, dir_kind=dir_kind, dir_range=dir_range)
+        if defer_events:
+            return report, ev
+        for batch in orc.iter_batches(columns=ev.columns):
+            ev.feed(batch)
+        ev.finish()
+    return report, None
 
 
 def _check_acid_metadata(orc: OrcFile, meta, stripes, add, report: FileReport, *, dir_kind: str | None = None):
@@ -195,12 +252,11 @@ def _check_row_schema(orc: OrcFile, add, table_columns):
         add("F02", Severity.ERROR, f"row fields {names} differ from the table columns {table_columns}")
 
 
-def _check_events(orc: OrcFile, stripes, report: FileReport, add, *, name, dir_kind, dir_range):
-    """Stream the key columns and check order, key index, stats, operations and buckets."""
-    import numpy as np
-
-    top = list(orc.schema.fields)
-    row_td = orc.schema.fields[top[5]]
+def _event_columns(schema) -> list[str]:
+    """The columns the event checks read: the five key columns and one primitive field of
+    ``row`` (whose validity is the row's), or the key columns alone."""
+    top = list(schema.fields)
+    row_td = schema.fields[top[5]]
     key_cols = top[:5]
     # one primitive field of `row` tells its validity (F13); never a timestamp, which Arrow
     # may not hold (outside 1677..2262)
@@ -221,6 +277,40 @@ def _check_events(orc: OrcFile, stripes, report: FileReport, add, *, name, dir_k
     )
     leaf = next((n for n, t in row_td.fields.items() if t.kind.name in simple), None)
     cols = key_cols + ([f"{top[5]}.{leaf}"] if leaf else [])
+    return cols
+
+
+class EventChecks:
+    """The event checks of :func:`inspect_file` (F04 key index, F05 stats, F08-F13, F15) fed
+    batch by batch by whoever reads the file: :func:`inspect_file` itself, or a caller that
+    reads every row anyway (the compaction's verification, through
+    :func:`acidctl.orc.writer.start_verify`). Batches hold :attr:`columns` — or all six ACID
+    columns, of which the first ``len(columns)`` are used — in file order; :meth:`finish` adds
+    the findings to the report."""
+
+    def __init__(self, schema, stripes, report: FileReport, add, *, name, dir_kind, dir_range):
+        self.columns = _event_columns(schema)
+        self.rows = 0
+        self._gen = _event_checks(stripes, report, add, name=name, dir_kind=dir_kind, dir_range=dir_range)
+        next(self._gen)
+
+    def feed(self, batch) -> None:
+        if batch.num_columns > len(self.columns):
+            batch = batch.select(list(range(len(self.columns))))
+        self.rows += batch.num_rows
+        self._gen.send(batch)
+
+    def finish(self) -> None:
+        try:
+            self._gen.send(None)
+        except StopIteration:
+            pass
+
+
+def _event_checks(stripes, report: FileReport, add, *, name, dir_kind, dir_range) -> Generator[None, Any, None]:
+    """A generator receiving the batches (``send``), None at the end; see :class:`EventChecks`."""
+    import numpy as np
+
     from acidctl.acid.dirname import BucketFile
 
     bf = BucketFile.parse(name)  # only bucket_N names promise a bucket id (§4.2)
@@ -245,7 +335,10 @@ def _check_events(orc: OrcFile, stripes, report: FileReport, add, *, name, dir_k
             ends[total - 1] = s.index
     end_rows = np.array(sorted(ends), dtype=np.int64)
     offset = 0  # global row index of the batch's first row
-    for batch in orc.iter_batches(columns=cols):
+    while True:
+        batch = yield
+        if batch is None:
+            break
         n = batch.num_rows
         op = batch.column(0).to_numpy(zero_copy_only=False)
         ot = batch.column(1).to_numpy(zero_copy_only=False).astype(np.int64)

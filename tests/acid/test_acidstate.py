@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from acidctl.acid.acidstate import (
+    classify_names,
     DirListing,
     Kind,
     Role,
@@ -526,3 +527,17 @@ def test_invariants(sc):
     rnd.shuffle(entries)
     again = get_acid_state(DirListing(lst.path, tuple(entries)), wl, txns=txns, hive_version=hv)
     assert again.to_dict() == st_.to_dict()
+
+
+@settings(max_examples=60)
+@given(scenario())
+def test_shared_name_classification(sc):
+    """classify_names once, then the reader's and the compactor's runs over it (in either order,
+    as `state` and the planner do): each the same as a run that parses the listing itself."""
+    hv, lst, wl, txns, _ = sc
+    shared = classify_names(lst)
+    assert [n.entry.name for n in shared] == sorted(e.name for e in lst.entries)
+    for reader, ignore_empty in ((wl.for_compactor(), False), (wl, True)):
+        got = get_acid_state(lst, reader, txns=txns, hive_version=hv, ignore_empty_files=ignore_empty, names=shared)
+        alone = get_acid_state(lst, reader, txns=txns, hive_version=hv, ignore_empty_files=ignore_empty)
+        assert got.to_dict() == alone.to_dict()

@@ -269,3 +269,16 @@ def test_subdirs_remote():
         assert max_write_id_in_tree(tfs) == 4
     finally:
         tfs.rm("/acidctl-subdirs-test", recursive=True)
+
+
+@pytest.mark.parametrize("size", [0, 1, 4095, 4096, 4097, 70_000, layout.MAX_MARKER_BYTES, layout.MAX_MARKER_BYTES + 1])
+def test_marker_read_sizes(tmp_path, size):
+    """Local marker reads start small and read on: any size up to the limit comes back whole,
+    a bigger file its first MAX_MARKER_BYTES + 1 bytes (what the M checks need to see it is too
+    big), the same as one read of that many bytes."""
+    data = bytes(range(256)) * (size // 256) + bytes(range(size % 256))
+    p = tmp_path / "_orc_acid_version"
+    p.write_bytes(data + b"tail" * 4)
+    expected = (data + b"tail" * 4)[: layout.MAX_MARKER_BYTES + 1]
+    assert layout._read_small(TableFS(str(tmp_path)), str(p)) == expected
+    assert layout._read_small(TableFS(str(tmp_path)), str(tmp_path / "gone")) is None
