@@ -203,6 +203,7 @@ def _quoted(content_fn):
         return _join('"', content_fn(arr, td), '"')
 
     render.content = content_fn
+    render.brackets = ('"', '"')
     return render
 
 
@@ -333,13 +334,32 @@ def _timestamp_text(secs, nanos, mask):
     return text if mask is None else pc.if_else(pa.array(mask), pa.scalar(None, pa.string()), text)
 
 
-def _r_binary(arr, td):
+#: the decimal text of every byte value (a gather through this table is ~4x faster than a cast)
+_BYTE_TEXT = pa.array([str(b) for b in range(256)], pa.string())
+
+
+def _s_binary(arr, td):
+    """The bytes as decimal numbers joined by commas, without the brackets."""
+    import numpy as np
+
     bufs = arr.buffers()
-    offsets = pa.Array.from_buffers(pa.int32(), len(arr) + 1, [None, bufs[1]], offset=arr.offset)
+    # the slice's own window of the data buffer: the whole buffer made every slice of a stripe
+    # render the bytes of the entire stripe (bench/dump.py, every type)
+    wide = arr.type == pa.large_binary()
+    offs = np.frombuffer(bufs[1], dtype=np.int64 if wide else np.int32)[arr.offset : arr.offset + len(arr) + 1]
+    start, end = (int(offs[0]), int(offs[-1])) if len(offs) else (0, 0)
     data = bufs[2] if bufs[2] is not None else pa.py_buffer(b"")
-    values = pa.Array.from_buffers(pa.uint8(), data.size, [None, data])
-    lists = pa.ListArray.from_arrays(offsets, pc.cast(values, pa.string()))
-    return _nullable(_join("[", pc.binary_join(lists, ","), "]"), arr)
+    values = pa.Array.from_buffers(pa.uint8(), end - start, [None, data], offset=start)
+    lists = pa.ListArray.from_arrays(pa.array(offs - start, pa.int32()), pc.take(_BYTE_TEXT, values))
+    return pc.binary_join(lists, ",")
+
+
+def _r_binary(arr, td):
+    return _nullable(_join("[", _s_binary(arr, td), "]"), arr)
+
+
+_r_binary.content = _s_binary  # type: ignore[attr-defined]
+_r_binary.brackets = ("[", "]")  # type: ignore[attr-defined]
 
 
 def _list_of(offsets: pa.Array, rendered_values: pa.Array) -> pa.Array:
@@ -455,9 +475,11 @@ def _parts(arr: pa.Array, td) -> list:
                 parts += _parts(arr.field(i), td.fields[name])
             parts.append("}")
             return parts
-        content = getattr(_RENDERERS.get(kind), "content", None)
+        renderer = _RENDERERS.get(kind)
+        content = getattr(renderer, "content", None)
         if content is not None:
-            return ['"', content(arr, td), '"']
+            opening, closing = getattr(renderer, "brackets")
+            return [opening, content(arr, td), closing]
         if kind in _INTEGER_KINDS and len(arr) > 1:
             # constant columns (an insert delta's operation, originalTransaction, bucket and
             # currentTransaction) become one literal instead of a cast + a join part per row
