@@ -49,3 +49,9 @@ def test_empty_stream(bench):
 
 def test_classpath_puts_classes_before_the_jar_wildcard(bench):
     assert bench.java_classpath("/j", "/c").split(os.pathsep) == ["/c", os.path.join("/j", "*")]
+
+
+def test_ratios_pair_each_run_with_its_java_run(bench):
+    # a loaded second run slows both: run by run 3.0x each time (crossing the runs would say 2.0-4.5x)
+    assert bench._ratios([6.0, 9.0], [2.0, 3.0]) == "3.0x"
+    assert bench._ratios([6.0, 8.0], [2.0, 1.0]) == "3.0-8.0x"
