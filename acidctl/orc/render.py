@@ -525,20 +525,22 @@ def render_batch(
     fields: list[tuple[str, object]],
     extra: list[tuple[str, pa.Array]] | None = None,
     prefix: list[tuple[str, object]] | None = None,
+    terminator: str = "",
 ) -> pa.Array:
     """One JSON object text per row. ``fields`` lists (name, ORC type) of the batch columns in
     order; ``prefix``/``extra`` add already-rendered JSON values (arrays or literal strings)
-    before/after them."""
+    before/after them; ``terminator`` ends each text (``"\n"``: lines ready to print, without
+    another pass over every byte to add it)."""
     items: list[tuple[str, list]] = [(n, [a]) for n, a in (prefix or [])]
     items += [(name, _parts(batch.column(i), td)) for i, (name, td) in enumerate(fields)]
     items += [(n, [a]) for n, a in (extra or [])]
     if not items:
-        return pa.array(["{}"] * batch.num_rows, pa.string())
+        return pa.array(["{}" + terminator] * batch.num_rows, pa.string())
     parts: list = []
     for i, (name, value_parts) in enumerate(items):
         parts.append(("{" if i == 0 else ",") + javafmt.json_string(name) + ":")
         parts += value_parts
-    parts.append("}")
+    parts.append("}" + terminator)
     parts = _merge_literals(parts)
     if not any(isinstance(p, (pa.Array, pa.ChunkedArray)) for p in parts):
         return pa.array(["".join(parts)] * batch.num_rows, pa.string())
