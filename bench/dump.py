@@ -1,6 +1,6 @@
 """Throughput of `acidctl dump` against a naive Python baseline measured in the same run.
 
-    python bench/dump.py [--rows 2000000] [--keep DIR]
+    python bench/dump.py [--rows 2000000] [--shape-rows 200000] [--repeat K] [--no-java] [--keep DIR]
 
 1. Writes an ACID file of N rows (`row struct<id:bigint,name:string,amount:double,
    active:boolean,day:date>`) with acidctl's writer, and times the writer against pyorc's
