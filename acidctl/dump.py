@@ -172,7 +172,11 @@ def _to_bytes(rendered):
     """The rows as one newline-terminated UTF-8 block, without copying row by row."""
     import pyarrow.compute as pc
 
-    lines = pc.binary_join_element_wise(rendered, "\n", "")
+    return _lines_bytes(pc.binary_join_element_wise(rendered, "\n", ""))
+
+
+def _lines_bytes(lines):
+    """The data of a string array whose values end with a newline, as one block (no copy)."""
     if len(lines) == 0:
         return b""
     import numpy as np
@@ -226,7 +230,7 @@ def dump_file(tfs: TableFS, path: str, opts: DumpOptions, budget: list[int] | No
 
             def render_slice(sl):
                 extra = [("bucketDecoded", _decoded_bucket(sl.column(2)))] if decode else None
-                return _to_bytes(render.render_batch(sl, stripe_fields, extra=extra, prefix=prefix))
+                return _lines_bytes(render.render_batch(sl, stripe_fields, extra=extra, prefix=prefix, terminator="\n"))
 
             step = min(SLICE_ROWS, max(256, SLICE_BYTES * batch.num_rows // max(1, batch.nbytes)))
             slices = [batch.slice(o, step) for o in range(0, batch.num_rows, step)]

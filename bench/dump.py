@@ -1,6 +1,6 @@
 """Throughput of `acidctl dump` against a naive Python baseline measured in the same run.
 
-    python bench/dump.py [--rows 2000000] [--keep DIR]
+    python bench/dump.py [--rows 2000000] [--shape-rows 200000] [--repeat K] [--no-java] [--keep DIR]
 
 1. Writes an ACID file of N rows (`row struct<id:bigint,name:string,amount:double,
    active:boolean,day:date>`) with acidctl's writer, and times the writer against pyorc's
@@ -15,6 +15,14 @@
    nested types, unions — `acidctl dump` end to end (rows/s, MB/s of JSON printed) against
    the naive Python baseline (pyorc rows -> json.dumps). ``--only-shapes [SHAPE ...]`` runs
    only these.
+5. The Java baseline, in the same run, for the N-row file and every shape: ORC's FileDump
+   ``-d`` (``orc-tools data``) row by row, ported in bench/java/PrintData.java (orc-tools is not
+   installed here), compiled with ``javac`` against the ORC/Hadoop/gson jars pyspark ships and
+   run end to end (``java -cp ... PrintData FILE``, JVM start included, as an operator's
+   FileDump run is). Its row count is checked against acidctl's, and acidctl's speed-up over it
+   is printed (issue #14: >= 4x on the simple 3-column schema, >= 3x on every ORC type, >= 1x on
+   every shape). Without ``java``/``javac`` only the Python baseline runs (said so).
+   ``--repeat K`` times each dump K times and prints the range.
 Timings are never asserted by tests; this script only reports.
 """
 
@@ -24,6 +32,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -282,53 +291,156 @@ def naive_pyorc(path: str) -> float:
     return time.perf_counter() - t0
 
 
-def dump_pipe(path: str) -> tuple[float, int]:
-    """acidctl -o json dump PATH end to end: (seconds, bytes printed)."""
-    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+class RowCounter:
+    """Counts the JSON rows of a FileDump-style stream fed in arbitrary chunks: lines that start
+    with ``{`` (every row of an ACID or struct-typed file is a JSON object; FileDump's separator
+    and blank lines are not), across chunk boundaries."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.bytes = 0
+        self._at_line_start = True
+
+    def feed(self, chunk: bytes) -> None:
+        if not chunk:
+            return
+        self.bytes += len(chunk)
+        self.rows += chunk.count(b"\n{") + (self._at_line_start and chunk[:1] == b"{")
+        self._at_line_start = chunk[-1:] == b"\n"
+
+
+def _piped(cmd: list[str], what: str, **kw) -> tuple[float, RowCounter]:
+    """Run ``cmd`` end to end with stdout read through a pipe (the same for acidctl and Java):
+    (seconds, rows and bytes printed)."""
+    count = RowCounter()
     t0 = time.perf_counter()
-    p = subprocess.Popen(
-        [sys.executable, "-m", "acidctl", "-o", "json", "dump", path], stdout=subprocess.PIPE, env=env, cwd=ROOT
-    )
-    size = 0
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+    assert p.stdout is not None
     while True:
         chunk = p.stdout.read1(1 << 20)
         if not chunk:
             break
-        size += len(chunk)
+        count.feed(chunk)
+    err = p.stderr.read() if p.stderr is not None else b""
     if p.wait() != 0:
-        sys.exit(f"acidctl dump failed on {path}")
-    return time.perf_counter() - t0, size
+        sys.exit(f"{what} failed:\n{err.decode(errors='replace')[-2000:]}")
+    return time.perf_counter() - t0, count
 
 
-def shapes(d: str, n: int, only: list[str] | None) -> None:
-    print(f"\nshapes ({n:,} rows each; naive baseline: pyorc rows -> json.dumps):")
-    print(f"  {'shape':<22} {'acidctl s':>9} {'rows/s':>11} {'MB/s':>7} {'naive s':>8} {'ratio':>6}")
+def dump_pipe(path: str) -> tuple[float, int, int]:
+    """acidctl -o json dump PATH end to end: (seconds, bytes printed, rows printed)."""
+    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    took, count = _piped(
+        [sys.executable, "-m", "acidctl", "-o", "json", "dump", path], f"acidctl dump {path}", env=env, cwd=ROOT
+    )
+    return took, count.bytes, count.rows
+
+
+# -- the Java baseline (bench/java/PrintData.java) -----------------------------------------
+
+
+def pyspark_jars() -> str | None:
+    """The jars directory of the installed pyspark (ORC core, Hadoop client, gson), found
+    without importing pyspark."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    jars = os.path.join(list(spec.submodule_search_locations)[0], "jars")
+    return jars if os.path.isdir(jars) else None
+
+
+def java_classpath(jars: str, classes: str) -> str:
+    """``classes`` then every jar of ``jars`` (Java's own ``dir/*`` wildcard)."""
+    return os.pathsep.join([classes, os.path.join(jars, "*")])
+
+
+def compile_java(workdir: str) -> str | None:
+    """Compile bench/java/PrintData.java into ``workdir``; its run classpath, or None (with
+    the reason printed) when java/javac or pyspark's jars are missing."""
+    missing = [tool for tool in ("java", "javac") if shutil.which(tool) is None]
+    jars = pyspark_jars()
+    if missing or jars is None:
+        why = f"{' and '.join(missing)} not on PATH" if missing else "pyspark's jars directory not found"
+        print(f"java baseline: skipped ({why}); only the naive Python baseline runs")
+        return None
+    classes = os.path.join(workdir, "java-classes")
+    os.makedirs(classes, exist_ok=True)
+    src = os.path.join(ROOT, "bench", "java", "PrintData.java")
+    cp = java_classpath(jars, classes)
+    p = subprocess.run(
+        ["javac", "-nowarn", "-d", classes, "-cp", cp, src], stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    if p.returncode != 0:
+        print(f"java baseline: skipped (javac failed: {p.stdout.decode(errors='replace').strip()[-500:]})")
+        return None
+    return cp
+
+
+def java_dump(cp: str, path: str) -> tuple[float, int, int]:
+    """``java -cp ... PrintData PATH`` end to end, JVM start included: (seconds, bytes, rows)."""
+    took, count = _piped(["java", "-cp", cp, "PrintData", path], f"java PrintData {path}")
+    return took, count.bytes, count.rows
+
+
+def _ratios(theirs: list[float], ours: list[float]) -> str:
+    """The speed-up of each run over the Java run right after it, as ``lo-hi x``: on a shared
+    machine the load moves between runs, and adjacent runs see the same load."""
+    r = [t / o for t, o in zip(theirs, ours)]
+    return f"{min(r):.1f}x" if max(r) - min(r) < 0.05 else f"{min(r):.1f}-{max(r):.1f}x"
+
+
+def _span(xs: list[float]) -> str:
+    return f"{min(xs):.2f}" if len(xs) == 1 or max(xs) - min(xs) < 0.005 else f"{min(xs):.2f}-{max(xs):.2f}"
+
+
+def shapes(d: str, n: int, only: list[str] | None, java_cp: str | None, repeat: int) -> None:
+    base_name = "naive: pyorc rows -> json.dumps" + ("; java: ORC FileDump -d port" if java_cp else "")
+    print(f"\nshapes ({n:,} rows each; {base_name}; times in s, min-max of {repeat}):")
+    head = f"  {'shape':<22} {'acidctl s':>11} {'rows/s':>11} {'MB/s':>7} {'naive s':>8} {'ratio':>6}"
+    print(head + (f" {'java s':>11} {'vs java':>13}" if java_cp else "") + "  (vs java: run by run)")
     for shape in only or SHAPES:
         path = os.path.join(d, f"shape-{shape}.orc")
         if not os.path.exists(path):
             write_shape(path, shape, n)
-        took, size = dump_pipe(path)
+        ours, jav = [], []
+        for _ in range(repeat):
+            took, size, rows = dump_pipe(path)
+            ours.append(took)
+            if java_cp:
+                jt, _, jrows = java_dump(java_cp, path)
+                jav.append(jt)
+                if jrows != rows or rows != n:
+                    sys.exit(f"{shape}: acidctl printed {rows} rows, java {jrows}, file has {n}")
         base = naive_pyorc(path)
-        print(
-            f"  {shape:<22} {took:>9.2f} {n / took:>11,.0f} {size / took / 1e6:>7.1f} {base:>8.2f} {base / took:>5.1f}x"
+        best = min(ours)
+        line = (
+            f"  {shape:<22} {_span(ours):>11} {n / best:>11,.0f} {size / best / 1e6:>7.1f} {base:>8.2f}"
+            f" {base / best:>5.1f}x"
         )
+        if java_cp:
+            line += f" {_span(jav):>11} {_ratios(jav, ours):>13}"
+        print(line)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--shape-rows", type=int, default=200_000, help="rows of each data shape file")
-    ap.add_argument("--only-shapes", nargs="*", choices=SHAPES, help="only the shapes (no 3-column run)")
+    ap.add_argument("--only-shapes", nargs="*", choices=SHAPES, help="only the shapes (no N-row run)")
+    ap.add_argument("--repeat", type=int, default=1, help="time each dump this many times (range printed)")
+    ap.add_argument("--no-java", action="store_true", help="skip the Java FileDump baseline")
     ap.add_argument("--keep")
     args = ap.parse_args()
-    if args.only_shapes is not None:
-        d = args.keep or tempfile.mkdtemp(prefix="acidctl-bench-")
-        os.makedirs(d, exist_ok=True)
-        shapes(d, args.shape_rows, args.only_shapes)
-        return
-    n = args.rows
     d = args.keep or tempfile.mkdtemp(prefix="acidctl-bench-")
     os.makedirs(d, exist_ok=True)
+    print(f"load: {os.getloadavg()[0]:.2f} (1 min) on {os.cpu_count()} cores")
+    java_cp = None if args.no_java else compile_java(d)
+    if args.only_shapes is not None:
+        shapes(d, args.shape_rows, args.only_shapes, java_cp, args.repeat)
+        return
+    n = args.rows
     big, half = os.path.join(d, "bucket_00000"), os.path.join(d, "half", "bucket_00000")
     os.makedirs(os.path.dirname(half), exist_ok=True)
 
@@ -351,11 +463,24 @@ def main() -> None:
         f"naive pyarrow->to_pylist->json.dumps {n / base / 1e6:.3f} M rows/s ({base:.2f} s)"
     )
     print(f"ratio:  {base / ours:.1f}x the naive baseline (target >= 12x)")
+    if java_cp:
+        piped, jav = [], []
+        for _ in range(args.repeat):
+            took, _, rows = dump_pipe(big)
+            jt, _, jrows = java_dump(java_cp, big)
+            if rows != n or jrows != n:
+                sys.exit(f"{n}-row file: acidctl printed {rows} rows, java {jrows}")
+            piped.append(took)
+            jav.append(jt)
+        print(
+            f"java:   ORC FileDump -d port {_span(jav)} s vs acidctl {_span(piped)} s (both through a pipe): "
+            f"{_ratios(jav, piped)} Java"
+        )
     print(
         f"memory: peak RSS {rss_half / 1024:.0f} MiB for {n // 2} rows, {rss / 1024:.0f} MiB for {n} rows "
         f"(stripes are streamed: should not double)"
     )
-    shapes(d, args.shape_rows, None)
+    shapes(d, args.shape_rows, None, java_cp, args.repeat)
 
 
 if __name__ == "__main__":

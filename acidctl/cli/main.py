@@ -22,7 +22,9 @@ from acidctl.cli.output import OUTPUT_CHOICES, Output, parse_output, set_columns
 from acidctl.errors import AcidctlError, ExitCode, StorageUnavailable, UsageError, redact
 from acidctl.fs import _CREDENTIAL_ERRORS
 
-app = typer.Typer(
+# ``app`` with every command is this module's attribute ``app`` (see ``__getattr__``); inside,
+# ``_app`` holds only the commands loaded so far.
+_app = typer.Typer(
     name="acidctl",
     help="Inspect, validate, compact and clean Apache Hive ACID tables.",
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -53,6 +55,32 @@ COMMAND_MODULES = (
     "acidctl.cli.doctor_cmd",
     "acidctl.cli.upgrade_cmd",
 )
+
+#: the modules behind each top-level command: ``acidctl CMD ...`` imports and registers only
+#: those (start-up is a third of a 1M-row ``dump``: bench/dump.py), anything else (``--help``,
+#: no or an unknown command) all of COMMAND_MODULES. tests/cli/test_lazy_commands.py checks
+#: that this matches what the modules register.
+COMMAND_OWNERS: dict[str, tuple[str, ...]] = {
+    "dump": ("acidctl.cli.dump_cmd",),
+    "demo": ("acidctl.cli.demo_cmd",),
+    "state": ("acidctl.cli.state_cmd",),
+    "show": ("acidctl.cli.show_cmd",),
+    "metastore": ("acidctl.cli.metastore_cmd",),
+    "compact": ("acidctl.cli.compact_cmd",),
+    "clean": ("acidctl.cli.clean_cmd",),
+    "revert": ("acidctl.cli.revert_cmd",),
+    "export": ("acidctl.cli.export_cmd",),
+    "worker": ("acidctl.cli.worker_cmd",),
+    "abort": ("acidctl.cli.abort_cmd", "acidctl.cli.abort_compactions_cmd"),
+    "initiator": ("acidctl.cli.initiator_cmd",),
+    "unlock": ("acidctl.cli.unlock_cmd",),
+    "doctor": ("acidctl.cli.doctor_cmd",),
+    "why": ("acidctl.cli.doctor_cmd",),
+    "metrics": ("acidctl.cli.doctor_cmd",),
+    "upgrade-check": ("acidctl.cli.upgrade_cmd",),
+}
+#: global options that take a value (the next argument unless written ``--opt=value``)
+_VALUE_OPTIONS = frozenset({"-o", "--output", "--fs-option", "--metastore", "--profile"})
 
 
 @dataclasses.dataclass
@@ -95,7 +123,7 @@ def _version_callback(value: bool):
         raise typer.Exit()
 
 
-@app.callback()
+@_app.callback()
 def _global(
     ctx: typer.Context,
     output: Annotated[
@@ -213,15 +241,52 @@ def _global(
     )
 
 
-def _load_commands() -> None:
-    for name in COMMAND_MODULES:
+_loaded: list[str] = []  # command modules registered on _app, in order
+
+
+def _load_commands(modules: tuple[str, ...] = COMMAND_MODULES) -> None:
+    """Import ``modules`` and register their commands on ``_app`` (each module once). Loading
+    every module after only some were loaded registers all again in COMMAND_MODULES order, so
+    that ``--help`` lists the commands in the same order however the process got there."""
+    if modules == COMMAND_MODULES and _loaded and _loaded != list(COMMAND_MODULES):
+        _app.registered_commands.clear()
+        _app.registered_groups.clear()
+        _loaded.clear()
+    for name in modules:
+        if name in _loaded:
+            continue
         module = importlib.import_module(name)
         register = getattr(module, "register", None)
         if register is not None:  # else the module registered itself on import (older style)
-            register(app)
+            register(_app)
+        _loaded.append(name)
 
 
-_load_commands()
+def _requested_command(args: list[str]) -> str | None:
+    """The command name in ``args`` (the first argument that is neither a global option nor its
+    value), or None. Only used to choose which command modules to import: a wrong guess loads
+    all of them, never changes how the arguments are parsed."""
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            return args[i + 1] if i + 1 < len(args) else None
+        if not a.startswith("-") or a == "-":
+            return a
+        if a in _VALUE_OPTIONS:
+            i += 1  # its value
+        elif not a.startswith("--") and a.find("o", 1) == len(a) - 1:
+            i += 1  # a cluster of short flags ending in -o (``-vo json``)
+        i += 1
+    return None
+
+
+def __getattr__(name: str):
+    """``acidctl.cli.main.app``: the typer app with every command (docgen, tests)."""
+    if name == "app":
+        _load_commands()
+        return _app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _argv_output_mode(argv: list[str]) -> str:
@@ -245,7 +310,8 @@ def main(argv: Optional[list[str]] = None) -> None:
     run = _Invocation(output=_argv_output_mode(args))
     code: int = ExitCode.OK
     try:
-        rv = app(args=args, prog_name="acidctl", standalone_mode=False, obj=run)
+        _load_commands(COMMAND_OWNERS.get(_requested_command(args) or "", COMMAND_MODULES))
+        rv = _app(args=args, prog_name="acidctl", standalone_mode=False, obj=run)
         if isinstance(rv, int):
             code = rv
             if rv == ExitCode.INTERRUPTED:  # typer turns KeyboardInterrupt into Exit(130)

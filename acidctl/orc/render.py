@@ -14,6 +14,8 @@ represent (timestamps outside 1677..2262).
 
 from __future__ import annotations
 
+import datetime
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -203,6 +205,7 @@ def _quoted(content_fn):
         return _join('"', content_fn(arr, td), '"')
 
     render.content = content_fn
+    render.brackets = ('"', '"')
     return render
 
 
@@ -308,6 +311,10 @@ def _java_date_text(days) -> pa.Array:
     return _join(_padded(y, 4), "-", _padded(m, 2), "-", _padded(d, 2))
 
 
+#: 9999-12-31 as days since 1970-01-01
+_LAST_4_DIGIT_YEAR_DAY = (datetime.date(9999, 12, 31) - datetime.date(1970, 1, 1)).days
+
+
 def _timestamp_text(secs, nanos, mask):
     """java.sql.Timestamp.toString of (seconds, nanos) arrays in UTC (``mask``: nulls): the
     hybrid calendar in numpy integer arithmetic and the fields joined as strings — any year,
@@ -319,6 +326,17 @@ def _timestamp_text(secs, nanos, mask):
     frac = pc.utf8_slice_codeunits(pc.cast(pa.array(nanos + 1_000_000_000, pa.int64()), pa.string()), 1)
     frac = pc.utf8_rtrim(frac, characters="0")
     frac = pc.if_else(pc.equal(frac, ""), "0", frac)
+    if len(days) and days.min() >= javafmt.GREGORIAN_CUTOVER_DAY and days.max() <= _LAST_4_DIGIT_YEAR_DAY:
+        # Gregorian dates with 4-digit years (nearly all data): Arrow's date and time casts
+        # print exactly Java's fields, 2.5x faster than the calendar arithmetic below
+        text = _join(
+            pc.cast(pa.array(days.astype(np.int32), pa.date32()), pa.string()),
+            " ",
+            pc.cast(pa.array(sod.astype(np.int32), pa.time32("s")), pa.string()),
+            ".",
+            frac,
+        )
+        return text if mask is None else pc.if_else(pa.array(mask), pa.scalar(None, pa.string()), text)
     text = _join(
         _java_date_text(days),
         " ",
@@ -333,13 +351,32 @@ def _timestamp_text(secs, nanos, mask):
     return text if mask is None else pc.if_else(pa.array(mask), pa.scalar(None, pa.string()), text)
 
 
-def _r_binary(arr, td):
+#: the decimal text of every byte value (a gather through this table is ~4x faster than a cast)
+_BYTE_TEXT = pa.array([str(b) for b in range(256)], pa.string())
+
+
+def _s_binary(arr, td):
+    """The bytes as decimal numbers joined by commas, without the brackets."""
+    import numpy as np
+
     bufs = arr.buffers()
-    offsets = pa.Array.from_buffers(pa.int32(), len(arr) + 1, [None, bufs[1]], offset=arr.offset)
+    # the slice's own window of the data buffer: the whole buffer made every slice of a stripe
+    # render the bytes of the entire stripe (bench/dump.py, every type)
+    wide = arr.type == pa.large_binary()
+    offs = np.frombuffer(bufs[1], dtype=np.int64 if wide else np.int32)[arr.offset : arr.offset + len(arr) + 1]
+    start, end = (int(offs[0]), int(offs[-1])) if len(offs) else (0, 0)
     data = bufs[2] if bufs[2] is not None else pa.py_buffer(b"")
-    values = pa.Array.from_buffers(pa.uint8(), data.size, [None, data])
-    lists = pa.ListArray.from_arrays(offsets, pc.cast(values, pa.string()))
-    return _nullable(_join("[", pc.binary_join(lists, ","), "]"), arr)
+    values = pa.Array.from_buffers(pa.uint8(), end - start, [None, data], offset=start)
+    lists = pa.ListArray.from_arrays(pa.array(offs - start, pa.int32()), pc.take(_BYTE_TEXT, values))
+    return pc.binary_join(lists, ",")
+
+
+def _r_binary(arr, td):
+    return _nullable(_join("[", _s_binary(arr, td), "]"), arr)
+
+
+_r_binary.content = _s_binary  # type: ignore[attr-defined]
+_r_binary.brackets = ("[", "]")  # type: ignore[attr-defined]
 
 
 def _list_of(offsets: pa.Array, rendered_values: pa.Array) -> pa.Array:
@@ -455,9 +492,11 @@ def _parts(arr: pa.Array, td) -> list:
                 parts += _parts(arr.field(i), td.fields[name])
             parts.append("}")
             return parts
-        content = getattr(_RENDERERS.get(kind), "content", None)
+        renderer = _RENDERERS.get(kind)
+        content = getattr(renderer, "content", None)
         if content is not None:
-            return ['"', content(arr, td), '"']
+            opening, closing = getattr(renderer, "brackets")
+            return [opening, content(arr, td), closing]
         if kind in _INTEGER_KINDS and len(arr) > 1:
             # constant columns (an insert delta's operation, originalTransaction, bucket and
             # currentTransaction) become one literal instead of a cast + a join part per row
@@ -486,20 +525,22 @@ def render_batch(
     fields: list[tuple[str, object]],
     extra: list[tuple[str, pa.Array]] | None = None,
     prefix: list[tuple[str, object]] | None = None,
+    terminator: str = "",
 ) -> pa.Array:
     """One JSON object text per row. ``fields`` lists (name, ORC type) of the batch columns in
     order; ``prefix``/``extra`` add already-rendered JSON values (arrays or literal strings)
-    before/after them."""
+    before/after them; ``terminator`` ends each text (``"\n"``: lines ready to print, without
+    another pass over every byte to add it)."""
     items: list[tuple[str, list]] = [(n, [a]) for n, a in (prefix or [])]
     items += [(name, _parts(batch.column(i), td)) for i, (name, td) in enumerate(fields)]
     items += [(n, [a]) for n, a in (extra or [])]
     if not items:
-        return pa.array(["{}"] * batch.num_rows, pa.string())
+        return pa.array(["{}" + terminator] * batch.num_rows, pa.string())
     parts: list = []
     for i, (name, value_parts) in enumerate(items):
         parts.append(("{" if i == 0 else ",") + javafmt.json_string(name) + ":")
         parts += value_parts
-    parts.append("}")
+    parts.append("}" + terminator)
     parts = _merge_literals(parts)
     if not any(isinstance(p, (pa.Array, pa.ChunkedArray)) for p in parts):
         return pa.array(["".join(parts)] * batch.num_rows, pa.string())

@@ -41,3 +41,28 @@ def test_sliced_nested_columns_render_like_the_exact_path(tmp_path, monkeypatch,
     monkeypatch.setattr(dumpmod, "SLICE_ROWS", slice_rows)
     fast = b"".join(bytes(c) for c in dump(t, t.root, DumpOptions(), framing=True))
     assert fast == slow
+
+
+def _bin(i):
+    # every byte value 0..255 somewhere, empty values, nulls
+    return None if i % 9 == 4 else bytes((i * 37 + k) % 256 for k in range(i % 5))
+
+
+@pytest.mark.parametrize("slice_rows", [1, 4, 1000])
+def test_sliced_binary_prints_each_rows_own_bytes(tmp_path, monkeypatch, slice_rows):
+    # Java's PrintData.printBinary: a JSON array of the unsigned byte values, null for null
+    path = tmp_path / "bucket_00000"
+    schema = ACID.replace(ROW, "struct<bin:binary,n:int>")
+    with open(path, "wb") as f:
+        with pyorc.Writer(f, schema) as w:
+            for i in range(80):
+                w.write((0, 1, 536870912, i, 1, (_bin(i), i)))
+    expected = b"".join(
+        b'{"operation":0,"originalTransaction":1,"bucket":536870912,"rowId":%d,"currentTransaction":1,'
+        b'"row":{"bin":%s,"n":%d}}\n'
+        % (i, b"null" if _bin(i) is None else ("[" + ",".join(str(b) for b in _bin(i)) + "]").encode(), i)
+        for i in range(80)
+    )
+    monkeypatch.setattr(dumpmod, "SLICE_ROWS", slice_rows)
+    t = TableFS(str(path))
+    assert b"".join(bytes(c) for c in dump(t, t.root, DumpOptions(), framing=False)) == expected

@@ -77,3 +77,24 @@ def test_far_timestamps_take_the_column_wise_path(tmp_path, monkeypatch):
     # Java prints pre-1582 instants in the Julian calendar: proleptic 0001-01-01 is Julian 0001-01-03
     assert '"ts":"0001-01-03 00:00:00.000000005"' in lines[0] and '"tl":"1970-01-01 00:00:00.0"' in lines[0]
     assert '"ts":"2023-11-14 22:13:20.0"' in lines[1] and '"tl":null' in lines[1] and '"s":"y\\n"' in lines[1]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    parts=st.lists(st.tuples(secs, st.integers(0, 999_999_999) | st.sampled_from([0, 1, 10**8])), max_size=40),
+    gregorian=st.booleans(),
+)
+def test_timestamp_text_is_javas_for_any_range(parts, gregorian):
+    """The vectorised Timestamp.toString (Arrow's date/time casts for Gregorian 4-digit years, the
+    calendar arithmetic elsewhere) against the scalar port of java.sql.Timestamp.toString."""
+    import numpy as np
+
+    from acidctl.orc import javafmt, render
+
+    if gregorian:  # 1582-10-15 .. 9999-12-31: every value on the casts' side
+        parts = [(min(max(s, -12219292800), 253402300799), n) for s, n in parts]
+    s = np.array([p[0] for p in parts], dtype=np.int64)
+    n = np.array([p[1] for p in parts], dtype=np.int64)
+    mask = np.array([i % 5 == 3 for i in range(len(parts))], dtype=bool)
+    got = render._timestamp_text(s, n, mask).to_pylist()
+    assert got == [None if m else javafmt.java_timestamp(a, b) for (a, b), m in zip(parts, mask)]
