@@ -317,7 +317,6 @@ class OrcFile:
         cannot decode is read stripe by stripe (``read_stripe_arrow``, with its errors), from
         where it stopped."""
         import pyarrow as pa
-        import pyarrow.dataset as ds
 
         done = 0
         if self._arrow_file().nrows <= SMALL_FILE_ROWS:
@@ -329,6 +328,8 @@ class OrcFile:
                 for off in range(0, b.num_rows, batch_rows):
                     yield b.slice(off, batch_rows)
             return
+        import pyarrow.dataset as ds  # only here: its import (with parquet's) costs ~10 ms a process
+
         try:
             frag = ds.OrcFileFormat().make_fragment(self._arrow_source())
             # ORC's reader decodes small batches several times faster than large ones (wide
