@@ -4,7 +4,8 @@ the same worker process is not reported again."""
 
 from __future__ import annotations
 
-import numpy as np
+import mmap
+
 import pytest
 
 from acidctl.compact.metrics import PeakRss, peak_rss, rss
@@ -12,27 +13,30 @@ from acidctl.compact.metrics import PeakRss, peak_rss, rss
 MIB = 1 << 20
 
 
-def _touch(n_mib: int) -> np.ndarray:
-    a = np.empty(n_mib * MIB, np.uint8)
-    a[::4096] = 1  # every page resident
-    return a
+def _touch(n_mib: int) -> mmap.mmap:
+    """n MiB made resident, in a mapping of its own (unmapped by ``close()`` whatever the
+    allocator's state in a long test process)."""
+    m = mmap.mmap(-1, n_mib * MIB)
+    for off in range(0, n_mib * MIB, 4096):
+        m[off] = 1
+    return m
 
 
 def test_growth_of_a_task_is_measured():
     with PeakRss() as m:
         a = _touch(64)  # still held when the task ends: measured by either method
-    del a
+    a.close()
     assert m.peak - m.base >= 60 * MIB
     assert m.peak >= rss()
 
 
 def test_an_earlier_peak_is_not_reported_again():
     a = _touch(256)
-    del a
+    a.close()
     before = peak_rss()
     with PeakRss() as m:
         b = _touch(16)
-        del b
+        b.close()
     if not m._hwm:
         pytest.skip("the kernel's peak RSS cannot be reset here (the sampling thread measures)")
     assert before >= 256 * MIB
