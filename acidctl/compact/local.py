@@ -27,11 +27,16 @@ PRELOAD = [
     "acidctl.acid.read",
     "acidctl.orc.writer",
     "acidctl.orc.meta",
+    "acidctl.orc.render",  # pyorc's converters, for every task's footer reads
     "pyarrow",
     "pyarrow.compute",
     "pyarrow.orc",
     "pyorc",
     "numpy",
+    # imported lazily by every task's first np.unique / first pyarrow kernel call (~10 ms per
+    # worker otherwise); a module missing here is skipped by the fork server
+    "numpy.ma",
+    "dateutil.relativedelta",
 ]
 
 

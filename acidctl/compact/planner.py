@@ -188,7 +188,7 @@ def plan_partition(
     """The plan for one partition (``status`` "nothing" when there is nothing to compact,
     "refused" when the output would make obsolete a file it does not read — see
     :mod:`acidctl.compact.coverage`; ``skip_unreadable`` lists those files as skipped instead)."""
-    from acidctl.acid.read import plan_sources
+    from acidctl.acid.sourceplan import plan_sources
 
     compactor = reader if reader.compactor else reader.for_compactor()
     part_path = listing.fs_path or listing.path

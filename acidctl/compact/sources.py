@@ -130,7 +130,7 @@ def stream_events(tfs, srcs, *, missing_ok: bool = False, on_batch=None):
     for s in srcs:
         if missing_ok and not tfs.exists(s.path):
             continue
-        with OrcFile(tfs, s.path) as f:
+        with OrcFile(tfs, s.path, arrow_footer=True) as f:
             if not s.raw and not f.is_acid:
                 from acidctl.compact.transform import NotStreamable
 
