@@ -161,12 +161,17 @@ def render_text(report: dict) -> str:
     lines = [f"{head} {report['path']}", f"write ids: {report['write_ids']}   min age: {report['min_age_seconds']:g}s"]
     for n in report["notes"]:
         lines.append(f"note: {n}")
+    root = report["path"].rstrip("/") + "/"
+
+    def rel(path: str) -> str:  # under the table named in the heading (JSON keeps full paths)
+        return path[len(root) :] if path.startswith(root) else path
+
     if report["items"]:
         rows = [
             [
                 i["action"],
                 i["kind"],
-                i["path"],
+                rel(i["path"]),
                 "" if i["age_seconds"] is None else f"{i['age_seconds']:.0f}s",
                 i["bytes"],
                 i["reason"],

@@ -117,3 +117,27 @@ def test_doctor_prose_lines_wrap_to_the_terminal_and_lose_no_word(cli, demo, mon
     )
     fixes = [x for x in narrow.stdout.splitlines() if x.startswith("    fix: ")]
     assert fixes == [x for x in wide.stdout.splitlines() if x.startswith("    fix: ")]
+
+
+def test_clean_lists_paths_under_the_table_named_in_its_heading(cli, demo):
+    """Text: paths relative to the table root printed in the heading; JSON: full paths."""
+    import json
+
+    root, _ = demo
+    part = "default.sales/ds=2025-12-31"
+    assert cli("compact", "--major", "--engine", "local", part).code == 0  # its inputs become obsolete
+    text = cli("--wide", "clean", "default.sales", "--min-age", "0")
+    assert text.code == 0, text
+    lines = text.stdout.splitlines()
+    table_root = str(root / "warehouse" / "sales")
+    assert lines[0].endswith(" " + table_root)
+    start = next(k for k, x in enumerate(lines) if x.startswith("ACTION")) + 2
+    rows = []
+    for x in lines[start:]:
+        if not x.strip() or x.startswith(("compaction requests", "would delete")):
+            break
+        rows.append(x)
+    assert rows and not any(table_root in r for r in rows)
+    assert any(" ds=2025-12-31/delete_delta_0000001_0000001_0000 " in r for r in rows)
+    doc = json.loads(cli("-o", "json", "clean", "default.sales", "--min-age", "0").stdout)
+    assert doc["items"] and all(i["path"].startswith(table_root + "/") for i in doc["items"])
