@@ -227,7 +227,7 @@ def _render(tables, td, rowid_td, pvals, left, stats):
     while the next table is read and merged)."""
     import pyarrow as pa
 
-    from acidctl.dump import SLICE_BYTES, SLICE_ROWS, _in_order, _to_bytes
+    from acidctl.dump import SLICE_BYTES, SLICE_ROWS, _in_order, _lines_bytes
     from acidctl.orc import render
 
     def batches():
@@ -254,4 +254,9 @@ def _render(tables, td, rowid_td, pvals, left, stats):
             for off in range(0, batch.num_rows, step):
                 yield batch.slice(off, step), fields
 
-    yield from _in_order(lambda item: _to_bytes(render.render_batch(*item)), batches())
+    def render_slice(item):
+        # the newline is the last literal of the one row-wise join (no second pass over the
+        # rendered bytes to append it)
+        return _lines_bytes(render.render_batch(*item, terminator="\n"))
+
+    yield from _in_order(render_slice, batches())

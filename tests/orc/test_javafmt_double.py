@@ -382,3 +382,32 @@ def test_integral_values_vectorised_equals_scalar(monkeypatch):
     assert format_double_array(pa.array(vals, pa.float64())).to_pylist() == expected
     assert calls == []
     assert expected[3000:3002] == ["2.82879384806159008E17", "1.0E8"]  # Java 17 (the module docstring)
+
+
+plain_values = st.one_of(
+    st.none(),
+    st.just(0.0),
+    st.just(-0.0),
+    st.integers(-(10**7) + 1, 10**7 - 1).map(float),  # integral: Java adds ".0"
+    st.integers(-(10**9), 10**9).map(lambda i: i / 100).filter(lambda v: v == 0 or 0.001 <= abs(v) < 1e7),
+    st.floats(min_value=0.001, max_value=9999999.999),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(plain_values, max_size=50), st.integers(0, 10))
+def test_plain_columns_equal_scalar(values, cut):
+    """Columns whose every value lies in 10**-3 .. 10**7 (or is zero or null) take the one-pass
+    plain path (integral values get ".0" appended on the buffers); the text is the scalar
+    port's, whole or sliced."""
+    arr = pa.array(values, pa.float64())
+    expected = [None if v is None else java_double_to_string(v) for v in values]
+    assert format_double_array(arr).to_pylist() == expected
+    assert format_double_array(arr.slice(min(cut, len(values)))).to_pylist() == expected[min(cut, len(values)) :]
+
+
+def test_plain_column_examples():
+    vals = [12.0, None, -0.0, 0.5, 9999999.0, 0.001, 100.25, 3.0]
+    expected = ["12.0", None, "-0.0", "0.5", "9999999.0", "0.001", "100.25", "3.0"]  # Java 17
+    assert format_double_array(pa.array(vals, pa.float64())).to_pylist() == expected
+    assert format_double_array(pa.array(vals, pa.float64()).slice(2)).to_pylist() == expected[2:]
