@@ -245,17 +245,27 @@ SLICE_BYTES = 4 << 20
 _POOL = None
 
 
+def _usable_cpus() -> int:
+    """The CPUs this process may run on (``taskset``, cgroup cpusets), not the machine's: on
+    one core the render pool only adds thread switches to the same work."""
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
+
+
 def _in_order(fn, items):
     """``map(fn, items)`` on a small thread pool (pyarrow kernels release the GIL), yielding
     results in order with at most a few items in flight. ``items`` may be a generator: it is
     advanced in the caller's thread, so producing the next item (reading, merging) overlaps
     with rendering the previous ones."""
     global _POOL
-    import os
     from collections import deque
     from concurrent.futures import ThreadPoolExecutor
 
-    workers = min(4, os.cpu_count() or 1)
+    workers = min(4, _usable_cpus())
     if workers < 2 or (isinstance(items, list) and len(items) < 2):
         for it in items:
             yield fn(it)

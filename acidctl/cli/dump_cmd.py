@@ -320,11 +320,10 @@ def _merged(
         counting = budget is not None or status is not None  # else rows are not counted (6 % of a run)
         try:
             for chunk in chunks:
-                data = bytes(chunk)
-                settings.output.write_bytes(data)
+                settings.output.write_bytes(chunk)  # a view of the rendered rows, not copied
                 if not counting:
                     continue
-                n = data.count(b"\n")
+                n = bytes(chunk).count(b"\n")
                 rows += n
                 if budget is not None:
                     budget[0] -= n

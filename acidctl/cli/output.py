@@ -313,14 +313,14 @@ class Output:
         for item in items:
             self.write_bytes(to_json(item, pretty=False) + b"\n")
 
-    def write_bytes(self, data: bytes) -> None:
+    def write_bytes(self, data: bytes | memoryview) -> None:
         buf = getattr(self.out, "buffer", None)
         if buf is not None:
             self.out.flush()
             buf.write(data)
             buf.flush()
         else:
-            self.out.write(data.decode("utf-8", "surrogateescape"))
+            self.out.write(bytes(data).decode("utf-8", "surrogateescape"))
 
     # -- diagnostics (stderr) ----------------------------------------------------------
     def note(self, message: str) -> None:
