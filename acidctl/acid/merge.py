@@ -134,6 +134,8 @@ class DeleteIndex:
             p = _pair(np.where(ok, ot, 0), bk)
             r = np.minimum(np.searchsorted(pairs, p), len(pairs) - 1)
             ok &= pairs[r] == p
+            if not ok.any():  # no (writeid, bucket) of the batch has a delete (an insert delta)
+                return ok
             k = _packed(r, np.where(ok, rid, 0))
             pos = np.minimum(np.searchsorted(keys, k), len(keys) - 1)
             return ok & (keys[pos] == k)
