@@ -223,8 +223,8 @@ def _live_tables(tfs, listing, state):
 
 
 def _render(tables, td, rowid_td, pvals, left, stats):
-    """Render each table of live events as JSON lines (both cores: slices on the render pool,
-    while the next table is read and merged)."""
+    """Render each table of live events as JSON lines (with more than one usable CPU, slices on
+    the render pool while the next table is read and merged; on one, in this thread)."""
     import pyarrow as pa
 
     from acidctl.dump import SLICE_BYTES, SLICE_ROWS, _in_order, _lines_bytes
