@@ -34,9 +34,10 @@ def test_one_usable_cpu_renders_in_the_calling_thread():
     assert all(where)
 
 
-def test_several_usable_cpus_render_on_the_pool_in_order():
-    if len(os.sched_getaffinity(0)) < 2:
-        pytest.skip("one CPU available")
+def test_several_usable_cpus_render_on_the_pool_in_order(monkeypatch):
+    # two usable CPUs as the affinity mask would report them (a thread pool runs on any
+    # machine, so this holds on a one-core one too)
+    monkeypatch.setattr(dump, "_usable_cpus", lambda: 2)
     out, where = _run(range(50))
     assert out == [2 * i for i in range(50)]
     assert not any(where)
