@@ -126,25 +126,11 @@ def dump_command(
         return
     if count and not merged:
         raise UsageError("--count needs --merged (it counts the rows a reader sees)")
-    if count:
-        if limit is not None:
-            raise UsageError("--count counts every row: drop --limit")
-        _count(
-            settings,
-            paths,
-            write_ids=write_ids,
-            assume_committed=assume_committed,
-            txns=txns,
-            hive_version=hive_version,
-            as_of=as_of,
-            file_format=file_format,
-            columns=columns,
-            serde_property=serde_property,
-            mm_allow_originals=mm_allow_originals,
-        )
-        return
+    if count and limit is not None:
+        raise UsageError("--count counts every row: drop --limit")
     if merged:
-        _merged(
+        # each target resolved lazily, one at a time, by whichever of the two reads runs
+        reads = _merged_targets(
             settings,
             paths,
             write_ids=write_ids,
@@ -152,12 +138,15 @@ def dump_command(
             txns=txns,
             hive_version=hive_version,
             as_of=as_of,
-            limit=limit,
             file_format=file_format,
             columns=columns,
             serde_property=serde_property,
             mm_allow_originals=mm_allow_originals,
         )
+        if count:
+            _count(settings, reads)
+        else:
+            _merged(settings, reads, limit=limit)
         return
     if mm_allow_originals:
         raise UsageError("--mm-allow-originals applies to --merged reads of insert-only tables")
@@ -258,40 +247,14 @@ def _merged_targets(
         yield target, snapshot_as_of(target, as_of), getattr(target.table, "partition", None), mm
 
 
-def _merged(
-    settings,
-    paths,
-    *,
-    write_ids,
-    assume_committed,
-    txns,
-    hive_version,
-    as_of,
-    limit,
-    file_format=None,
-    columns=None,
-    serde_property=None,
-    mm_allow_originals: bool = False,
-):
+def _merged(settings, targets, *, limit):
     from acidctl.cli.progress import StatusLine, progress_stream
     from acidctl.errors import InvalidInputError
     from acidctl.merged import merged_rows
 
     budget = [limit] if limit is not None else None
     err = progress_stream(settings, rows_on_stdout=True)
-    for target, snapshot, partition, mm in _merged_targets(
-        settings,
-        paths,
-        write_ids=write_ids,
-        assume_committed=assume_committed,
-        txns=txns,
-        hive_version=hive_version,
-        as_of=as_of,
-        file_format=file_format,
-        columns=columns,
-        serde_property=serde_property,
-        mm_allow_originals=mm_allow_originals,
-    ):
+    for target, snapshot, partition, mm in targets:
         left = None if budget is None else budget[0]
         if mm is not None:  # insert-only table: plain rows, no row__id (acidctl.mm.read)
             from acidctl.mm.read import merged_rows as mm_rows
@@ -345,20 +308,7 @@ def _merged(
             return
 
 
-def _count(
-    settings,
-    paths,
-    *,
-    write_ids,
-    assume_committed,
-    txns,
-    hive_version,
-    as_of,
-    file_format=None,
-    columns=None,
-    serde_property=None,
-    mm_allow_originals: bool = False,
-):
+def _count(settings, targets):
     """``dump --merged --count``: the rows of each target counted per partition and bucket
     (acidctl.merged.merged_counts), one document for all targets."""
     from acidctl.cli.progress import StatusLine, progress_stream
@@ -366,19 +316,7 @@ def _count(
 
     err = progress_stream(settings)
     docs = []
-    for target, snapshot, partition, mm in _merged_targets(
-        settings,
-        paths,
-        write_ids=write_ids,
-        assume_committed=assume_committed,
-        txns=txns,
-        hive_version=hive_version,
-        as_of=as_of,
-        file_format=file_format,
-        columns=columns,
-        serde_property=serde_property,
-        mm_allow_originals=mm_allow_originals,
-    ):
+    for target, snapshot, partition, mm in targets:
         status = StatusLine(err, f"acidctl: dump --merged --count {target.display}") if err is not None else None
         counted = [0]  # rows of the partitions finished
 
