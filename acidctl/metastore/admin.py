@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from acidctl.errors import RefusedError, UsageError
 from acidctl.metastore import queue
+from acidctl.metastore.queries import LOCK_STATES, LOCK_TYPES
 from acidctl.metastore.steps import for_update, now_ms, write_step
 
 ABORT_MESSAGE = "Compaction Aborted by Abort Comapction request."  # sic, as Hive writes it
@@ -152,9 +153,6 @@ def _abort_one(ms, cq_id: int) -> dict:
 # unlock
 # ---------------------------------------------------------------------------------------
 
-_LOCK_STATES = {"a": "ACQUIRED", "w": "WAITING"}
-_LOCK_TYPES = {"r": "SHARED_READ", "w": "SHARED_WRITE", "e": "EXCLUSIVE", "x": "EXCL_WRITE"}
-
 
 def _lock_rows(ms, conn, lock_id: int) -> list[dict]:
     import sqlalchemy as sa
@@ -183,8 +181,8 @@ def _lock_rows(ms, conn, lock_id: int) -> list[dict]:
             "database": r[3],
             "table": r[4],
             "partition": r[5],
-            "lock_state": _LOCK_STATES.get(r[6], r[6]),
-            "lock_type": _LOCK_TYPES.get(r[7], r[7]),
+            "lock_state": LOCK_STATES.get(r[6], r[6]),
+            "lock_type": LOCK_TYPES.get(r[7], r[7]),
             "user": r[8],
             "host": r[9],
             "deleted": int(r[2]) == 0 or r[6] == "w",

@@ -34,6 +34,7 @@ from acidctl.metastore.connection import (
     read_only,
     safe_url,
 )
+from acidctl.metastore.queries import COMPACTION_STATES_H3
 
 INIT_COMMENT = "acidctl metastore init"
 #: 2.3 AUX_TABLE mutex names (B.8)
@@ -47,15 +48,8 @@ MUTEXES = (
     "CompactionScheduler",
 )
 TXN_STATES = {"o": "OPEN", "a": "ABORTED"}
-#: SHOW COMPACTIONS state texts of 2.3 (B.9)
-COMPACTION_STATES = {
-    "i": "initiated",
-    "w": "working",
-    "r": "ready for cleaning",
-    "f": "failed",
-    "s": "succeeded",
-    "a": "attempted",
-}
+#: SHOW COMPACTIONS state texts of 2.3 (B.9): the same as Hive 3.1's
+COMPACTION_STATES = COMPACTION_STATES_H3
 COMPACTION_TYPES = {"a": "MAJOR", "i": "MINOR"}
 #: SHOW COMPACTIONS column headers in Hive 2.3 (9 columns, no CompactionId)
 COMPACTION_HEADERS = [
