@@ -93,8 +93,6 @@ def threshold_blocked(
 def record_not_initiated(ms, db: str, table: str, partition: str | None, message: str, *, type_code: str = "i") -> int:
     """``markFailed`` with id 0: a new id from ``NEXT_COMPACTION_QUEUE_ID``, type MINOR when
     unknown, start = end = now, state ``a`` (operations.md §3.3 step 3). Returns the id."""
-    import sqlalchemy as sa
-
     from acidctl.metastore import queue, steps
 
     cc = ms.tables.COMPLETED_COMPACTIONS
@@ -114,7 +112,7 @@ def record_not_initiated(ms, db: str, table: str, partition: str | None, message
         )
         if cc.has("CC_ERROR_MESSAGE"):
             vals["CC_ERROR_MESSAGE"] = message
-        conn.execute(sa.insert(cc.clause).values({getattr(cc, k).name: v for k, v in vals.items()}))
+        queue.insert_history(ms, conn, vals)  # only these columns: the others keep their defaults
         return cc_id
 
     return steps.write_step(ms, step, name="record a compaction that did not initiate")
