@@ -636,24 +636,12 @@ def encode_hive2_file(
 ) -> tuple[bytes, str, tuple]:
     """ORC bytes of an event table as Hive 2.3 writes it: (data, key index, stats)."""
     import numpy as np
-    import pyarrow as pa
-    import pyarrow.orc as po
 
     from acidctl.orc import footer as orcfooter
     from acidctl.orc.acidfile import ACID_STATS, KEY_INDEX, encode_key_index, event_stats, format_acid_stats
-    from acidctl.orc.writer import COMPRESSIONS
+    from acidctl.orc.writer import arrow_orc_bytes
 
-    sink = pa.BufferOutputStream()
-    po.write_table(
-        table,
-        sink,
-        compression=COMPRESSIONS[compression],
-        stripe_size=stripe_size,
-        file_version="0.12",
-        compression_block_size=256 * 1024,
-        row_index_stride=10000,
-    )
-    data = sink.getvalue().to_pybytes()
+    data = arrow_orc_bytes(table, compression, stripe_size)
     ot = table.column("originalTransaction").to_numpy()
     bk = table.column("bucket").to_numpy().astype(np.int64)
     rid = table.column("rowId").to_numpy()

@@ -165,7 +165,7 @@ def encode_acid_file(
         assert types is not None  # refused above
         data = _write_pyorc(table, written_type(table, types), compression, stripe_size)
     else:
-        data = _write_arrow(table, compression, stripe_size)
+        data = arrow_orc_bytes(table, compression, stripe_size)
     tail = orcfooter.read_tail(data)
     stripe_rows = tail.stripe_rows()
     key_index = encode_key_index(ot, bk, rid, stripe_rows)
@@ -175,7 +175,9 @@ def encode_acid_file(
     )
 
 
-def _write_arrow(table: pa.Table, compression: str, stripe_size: int) -> bytes:
+def arrow_orc_bytes(table: pa.Table, compression: str, stripe_size: int) -> bytes:
+    """``table`` as ORC bytes with the writer settings of Hive's ACID files (ORC 0.12 format,
+    256 KiB compression blocks, a row index every 10,000 rows); the tail is rewritten after."""
     import pyarrow.orc as po
 
     sink = pa.BufferOutputStream()
@@ -194,7 +196,7 @@ def _write_arrow(table: pa.Table, compression: str, stripe_size: int) -> bytes:
 def _arrow_types(table: pa.Table) -> list:
     """The ORC types pyarrow's writer gives ``table``'s schema (read from the footer of an
     empty file written with it; a sliced table, as ``Schema.empty_table`` fails on unions)."""
-    return orcfooter.read_tail(_write_arrow(table.slice(0, 0), "NONE", BASE_STRIPE_SIZE)).types()
+    return orcfooter.read_tail(arrow_orc_bytes(table.slice(0, 0), "NONE", BASE_STRIPE_SIZE)).types()
 
 
 def written_type(table: pa.Table, types: list) -> str:
