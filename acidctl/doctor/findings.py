@@ -52,6 +52,18 @@ INFO, WARN, ERROR = Severity.INFO, Severity.WARN, Severity.ERROR
 H = 3600.0
 
 
+#: the figures of an Initiator recommendation (acid/initiator.py) the findings and ``why`` show
+RECOMMENDATION_FIGURES = (
+    "delta_count",
+    "insert_delta_count",
+    "delete_delta_count",
+    "delta_bytes",
+    "base_bytes",
+    "ratio",
+    "aborted_txn_count",
+)
+
+
 @dataclasses.dataclass(frozen=True)
 class Limits:
     """Thresholds (Hive defaults, operations.md §9); seconds unless named otherwise."""
@@ -927,19 +939,7 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
     if rec.get("type") not in (None, "none"):
         kind = rec["type"]
         queued = [r for r in wh.compactions_of(ps.db, ps.table, part)[0] if r["state"] in ("i", "w")]
-        ev = {
-            k: rec.get(k)
-            for k in (
-                "type",
-                "delta_count",
-                "insert_delta_count",
-                "delete_delta_count",
-                "delta_bytes",
-                "base_bytes",
-                "ratio",
-                "aborted_txn_count",
-            )
-        }
+        ev = {k: rec.get(k) for k in ("type", *RECOMMENDATION_FIGURES)}
         ev["thresholds"] = rec.get("thresholds")
         ev["reasons"] = rec.get("reasons")
         no_auto, level = t.no_auto_compaction(wh.hive_version) if t is not None else (False, None)

@@ -12,6 +12,7 @@ component stops here) or ``note``. ``verdict`` is the first stop (or what happen
 from __future__ import annotations
 
 from acidctl.doctor.findings import (
+    RECOMMENDATION_FIGURES,
     Limits,
     TYPES,
     blocked_by_txn,
@@ -172,18 +173,7 @@ def initiator(wh, t, ps, lim: Limits) -> dict:
     # thresholds (directory-state.md §8.2)
     kind = rec.get("type", "none")
     reasons = "; ".join(rec.get("reasons") or [])
-    vals = {
-        k: rec.get(k)
-        for k in (
-            "delta_count",
-            "insert_delta_count",
-            "delete_delta_count",
-            "delta_bytes",
-            "base_bytes",
-            "ratio",
-            "aborted_txn_count",
-        )
-    }
+    vals = {k: rec.get(k) for k in RECOMMENDATION_FIGURES}
     vals["thresholds"] = {k: v for k, v in thr.items() if k != "source"}
     vals["threshold_source"] = thr.get("source")
     if kind == "none":
