@@ -183,16 +183,50 @@ def merged_counts(
 
 
 def _hive2_tables(tfs, listing, state):
-    """Hive 2.3's OrcRawRecordMerger (legacy update events): the partition's buckets merged whole,
-    in key order."""
+    """Hive 2.3's OrcRawRecordMerger (legacy update events): the partition's live rows in key
+    order, streamed (:func:`acidctl.acid.hive2stream.stream_partition`). Where the windows
+    cannot merge (a file out of key order, equal merge keys: B.6), the partition is merged
+    bucket by bucket whole and sorted; when rows were already handed out, the rest follows
+    from the whole merge after the last key handed out — unless a file out of key order could
+    have changed those rows, or the whole merge disagrees with them (then the read stops with
+    an error: never a silently different result)."""
     import pyarrow as pa
 
-    from acidctl.acid import hive2
+    from acidctl.acid import hive2, hive2stream
+    from acidctl.errors import InvalidInputError
 
+    given = 0
+    last = None
+    try:
+        for t in hive2stream.stream_partition(tfs, listing, state):
+            if t.num_rows:
+                given += t.num_rows
+                last = hive2stream.last_key(t)
+            yield t
+        return
+    except hive2stream.Unstreamable as e:
+        if given and e.reason == hive2stream.ORDER:
+            where = tfs.display(e.path) if e.path else "a file"
+            raise InvalidInputError(
+                f"{where} is not in ROW__ID order (not written by Hive's rules); "
+                "the rows printed so far are in order, the rest cannot be streamed",
+                hint="compact the partition (compaction writes key order), then dump it again",
+            ) from None
     tables = [t for _, t in hive2.read_partition(tfs, listing, state)]
-    if tables:
-        events = pa.concat_tables(tables, promote_options="permissive")
-        yield events.sort_by([("originalTransaction", "ascending"), ("bucket", "ascending"), ("rowId", "ascending")])
+    if not tables:
+        return
+    events = hive2stream.sort_by_key(pa.concat_tables(tables, promote_options="permissive"))
+    if last is not None:
+        done = hive2stream.count_through(events, last)
+        if done != given:
+            raise InvalidInputError(
+                f"{listing.path or 'the table'}: "
+                f"the whole-bucket merge (equal merge keys) gives {done} rows up to the last printed "
+                f"ROW__ID {last}, {given} were printed; the rest is not printed",
+                hint="compact the partition with --hive-version 2, then dump it again",
+            )
+        events = events.slice(done)
+    yield events
 
 
 def _live_tables(tfs, listing, state):

@@ -423,14 +423,10 @@ def _statement_of_file(path: str) -> int:
     return statement_of(posixpath.basename(posixpath.dirname(path)))
 
 
-def merge_sources(tfs: "TableFS", inserts: list, deletes: list, snapshot: WriteIdList) -> "pa.Table | None":
-    """The merged rows of one bucket's sources (:class:`acidctl.acid.read.Source`): row-carrying
-    files and delete files; None when no file holds an event. Two original files of the bucket
-    are refused: Hive 2.3 numbers each one's rows from 0 (B.6) and its merger silently returns
-    one row per duplicated ROW__ID — never reproduced here."""
-    import numpy as np
-    import pyarrow as pa
-
+def refuse_two_originals(inserts: list) -> None:
+    """Two original files of one bucket are refused: Hive 2.3 numbers each one's rows from 0
+    (B.6) and its merger silently returns one row per duplicated ROW__ID — never reproduced
+    here."""
     raw = [s.path for s in inserts if s.raw]
     if len(raw) > 1:
         from acidctl.errors import InvalidAcidLayout
@@ -440,6 +436,17 @@ def merge_sources(tfs: "TableFS", inserts: list, deletes: list, snapshot: WriteI
             "Hive 2.3 gives their rows the same ROW__IDs and returns only one row per id",
             hint="read with --hive-version 3 rules (rows numbered across the files)",
         )
+
+
+def merge_sources(tfs: "TableFS", inserts: list, deletes: list, snapshot: WriteIdList) -> "pa.Table | None":
+    """The merged rows of one bucket's sources (:class:`acidctl.acid.read.Source`): row-carrying
+    files and delete files; None when no file holds an event. Two original files of the bucket
+    are refused: Hive 2.3 numbers each one's rows from 0 (B.6) and its merger silently returns
+    one row per duplicated ROW__ID — never reproduced here."""
+    import numpy as np
+    import pyarrow as pa
+
+    refuse_two_originals(inserts)
     rank = source_ranks([s.path for s in list(inserts) + list(deletes)])
     tables, stmts, srcs = [], [], []
     for s in inserts:

@@ -26,8 +26,9 @@ a major compaction and a legacy minor compaction (one ``delta_`` directory) are 
 split-update minor compaction (``delta_`` + ``delete_delta_``) is *non-atomic* and refused
 without ``--allow-non-atomic-publish``, as for Hive 3. Nothing is registered in a 2.3 metastore.
 
-Memory: a bucket streams (:func:`_windows`). Each source file (Hive's merger assumes, and
-Hive's writers produce, events in key order) is read a stripe at a time; the events of all
+Memory: a bucket streams (:mod:`acidctl.acid.hive2stream`, the windowed merge shared with the
+merged reads). Each source file (Hive's merger assumes, and Hive's writers produce, events in
+key order) is read a stripe at a time; the events of all
 sources whose (originalTransaction, bucket, rowId) lies below the smallest last key any
 unfinished source has buffered form a *window*: no later event can fall before it, so the
 window's merge is that part of the bucket's merge, written as it comes. A bucket the windows
@@ -45,6 +46,8 @@ from __future__ import annotations
 
 import time
 from typing import TYPE_CHECKING
+
+from acidctl.acid import hive2stream
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -67,214 +70,17 @@ def run_bucket(task) -> dict:
     m = mx.new_metrics(task, mx.STREAM)
     try:
         _compact_streaming(task, m)
-    except _Unstreamable:
+    except hive2stream.Unstreamable:
         m.clear()
         m.update(mx.new_metrics(task, mx.WHOLE))
         _compact(task, m)
     crash_point("task-after-write")
     try:
         m["verified_rows"] = _verify_streaming(task)
-    except _Unstreamable:
+    except hive2stream.Unstreamable:
         m["verified_rows"] = _verify(task)
     m["seconds"] = round(time.perf_counter() - started, 4)
     return m
-
-
-class _Unstreamable(Exception):
-    """A bucket the windowed merge does not take (a source out of key order, equal merge keys,
-    batches whose schemas differ): the task redoes it whole."""
-
-
-_KEYS = ("originalTransaction", "bucket", "rowId")
-
-
-def _key_arrays(t) -> tuple:
-    import numpy as np
-
-    return tuple(t.column(c).to_numpy(zero_copy_only=False).astype(np.int64) for c in _KEYS)
-
-
-def _nondecreasing(ot, bk, rid) -> bool:
-    if len(ot) < 2:
-        return True
-    up = (ot[1:] > ot[:-1]) | (
-        (ot[1:] == ot[:-1]) & ((bk[1:] > bk[:-1]) | ((bk[1:] == bk[:-1]) & (rid[1:] >= rid[:-1])))
-    )
-    return bool(up.all())
-
-
-class _Cursor:
-    """One source's events being merged: the buffered, not yet windowed part of its stream."""
-
-    def __init__(self, pieces, stmt: int, side: int):
-        self.pieces = iter(pieces)
-        self.stmt = stmt
-        self.side = side  # 0: row-carrying events, 1: delete-file events
-        self.buf = None
-        self.keys: tuple = ()
-        self.done = False
-        self.last: tuple | None = None  # the last key seen, for the order check across pieces
-
-    def pull(self) -> bool:
-        """Buffer the next non-empty piece; False when the source has no more."""
-        import numpy as np
-        import pyarrow as pa
-
-        for t in self.pieces:
-            if not t.num_rows:
-                continue
-            k = _key_arrays(t)
-            first = (int(k[0][0]), int(k[1][0]), int(k[2][0]))
-            if not _nondecreasing(*k) or (self.last is not None and first < self.last):
-                raise _Unstreamable("a source is not in key order")
-            self.last = (int(k[0][-1]), int(k[1][-1]), int(k[2][-1]))
-            if self.buf is None:
-                self.buf, self.keys = t, k
-            else:
-                try:
-                    self.buf = pa.concat_tables([self.buf, t])
-                except pa.ArrowInvalid:
-                    raise _Unstreamable("pieces of one source differ in schema") from None
-                self.keys = tuple(np.concatenate([a, b]) for a, b in zip(self.keys, k))
-            return True
-        self.done = True
-        return False
-
-    def last_key(self) -> tuple:
-        return (int(self.keys[0][-1]), int(self.keys[1][-1]), int(self.keys[2][-1]))
-
-    def take(self, bound: tuple | None):
-        """The buffered events whose key is below ``bound`` (all with None), removed from the
-        buffer; None when there is none."""
-        if self.buf is None:
-            return None
-        if bound is None:
-            n = self.buf.num_rows
-        else:
-            ot, bk, rid = self.keys
-            b0, b1, b2 = bound
-            below = (ot < b0) | ((ot == b0) & ((bk < b1) | ((bk == b1) & (rid < b2))))
-            n = int(below.sum())  # the buffer is in key order: a prefix
-        if not n:
-            return None
-        out = self.buf.slice(0, n)
-        if n == self.buf.num_rows:
-            self.buf, self.keys = None, ()
-        else:
-            self.buf = self.buf.slice(n)
-            self.keys = tuple(a[n:] for a in self.keys)
-        return out
-
-
-def _windows(cursors: list[_Cursor]):
-    """Per window, ``[(table, stmt) or None per cursor]``: every event below the smallest last
-    key an unfinished source has buffered, so all events of a row key fall in one window and
-    windows come in key order. Memory: about one piece per source."""
-    while True:
-        for c in cursors:
-            if c.buf is None and not c.done:
-                c.pull()
-        live = [c for c in cursors if c.buf is not None]
-        if not live:
-            return
-        pending = [c for c in live if not c.done]
-        bound = min((c.last_key() for c in pending), default=None)
-        parts = [c.take(bound) for c in cursors]
-        if all(p is None for p in parts):
-            # every buffered event sits at the bound: read further where it ends
-            for c in pending:
-                if c.last_key() == bound:
-                    c.pull()
-            continue
-        yield [(p, c.stmt) if p is not None else None for p, c in zip(parts, cursors)]
-
-
-def _stream_pieces(task, src, *, deletes: bool):
-    """One source's events a stripe at a time, as :func:`acidctl.acid.hive2.read_file_events`
-    (``deletes``: :func:`~acidctl.acid.hive2.read_delete_events`) reads them whole; original
-    files numbered on across stripes (Hive 2: from 0 in each file)."""
-    import pyarrow as pa
-
-    from acidctl.acid.merge import ACID_COLUMNS, normalise, with_synthetic_ids
-    from acidctl.orc.reader import OrcFile
-
-    with OrcFile(task.tfs, src.path) as f:
-        acid = f.is_acid
-        cols = list(f.schema.fields)[:5] if deletes else None
-        pos = 0
-        for i in range(f.num_stripes()):
-            b = f.read_stripe_arrow(i, columns=cols) if deletes else f.read_stripe_arrow(i)
-            t = pa.Table.from_batches([b])
-            if deletes:
-                yield t.rename_columns(ACID_COLUMNS[:5])
-            elif src.raw and not acid:
-                yield with_synthetic_ids(t, write_id=0, bucket_property=src.bucket, first_row_id=pos)
-                pos += t.num_rows
-            else:
-                yield normalise(t)
-
-
-def _cursors(task, srcs, *, deletes: bool, side: int, missing_ok: bool = False) -> list[_Cursor]:
-    import posixpath
-
-    from acidctl.acid import hive2
-
-    out = []
-    for s in srcs:
-        if missing_ok and not task.tfs.exists(s.path):
-            continue
-        stmt = hive2.statement_of(posixpath.basename(posixpath.dirname(s.path)))
-        out.append(_Cursor(_stream_pieces(task, s, deletes=deletes), stmt, side))
-    return out
-
-
-def _side(window, side: int, cursors: list[_Cursor]):
-    """(events, statement ids) of one side of a window, in source order (None, None if empty)."""
-    import numpy as np
-    import pyarrow as pa
-
-    tables, stmts = [], []
-    for part, c in zip(window, cursors):
-        if part is None or c.side != side:
-            continue
-        t, stmt = part
-        tables.append(t)
-        stmts.append(np.full(t.num_rows, stmt, dtype=np.int64))
-    if not tables:
-        return None, None
-    try:
-        t = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        raise _Unstreamable("sources differ in schema") from None
-    return t, np.concatenate(stmts)
-
-
-def _refuse_tied_keys(*parts) -> None:
-    """Raise :class:`_Unstreamable` when two events share the whole merge key (originalTxn,
-    bucket, rowId, currentTxn, statement): Hive 2.3's merger orders those by its state, which
-    only the whole-bucket path replays."""
-    import numpy as np
-
-    cols: list[list] = [[], [], [], [], []]
-    for t, stmt in parts:
-        if t is None or not t.num_rows:
-            continue
-        for i, a in enumerate(_key_arrays(t)):
-            cols[i].append(a)
-        cols[3].append(t.column("currentTransaction").to_numpy(zero_copy_only=False).astype(np.int64))
-        cols[4].append(np.asarray(stmt, dtype=np.int64))
-    if not cols[0]:
-        return
-    k = [np.concatenate(c) for c in cols]
-    if len(k[0]) < 2:
-        return
-    order = np.lexsort(tuple(reversed(k)))
-    s = [a[order] for a in k]
-    same = np.ones(len(order) - 1, dtype=bool)
-    for a in s:
-        same &= a[1:] == a[:-1]
-    if same.any():
-        raise _Unstreamable("equal merge keys")
 
 
 class _Out:
@@ -314,7 +120,7 @@ class _Out:
             try:
                 table = table.cast(self.schema)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
-                raise _Unstreamable("windows differ in schema") from None
+                raise hive2stream.Unstreamable(hive2stream.SCHEMA, "windows differ in schema") from None
         self.pending.append(table)
         self.pending_rows += table.num_rows
         if self.pending_rows >= BATCH_ROWS:
@@ -363,18 +169,18 @@ def _compact_streaming(task, m: dict) -> None:
     where = task.partition or "the table"
     snap = task.compactor
     major = task.mode == "major"
-    ins_c = _cursors(task, task.inserts, deletes=False, side=0)
-    del_c = _cursors(task, task.deletes, deletes=major, side=1)
+    ins_c = hive2stream.source_cursors(task.tfs, task.inserts, deletes=False, side=0)
+    del_c = hive2stream.source_cursors(task.tfs, task.deletes, deletes=major, side=1)
     outs = []
     try:
         if major:
             out = _Out(task, task.out_insert, task.inserts, major=True, counter="rows_out") if task.out_insert else None
             outs = [out] if out else []
             cursors = ins_c + del_c
-            for w in _windows(cursors):
-                ins, ins_stmt = _side(w, 0, cursors)
-                dels, del_stmt = _side(w, 1, cursors)
-                _refuse_tied_keys((ins, ins_stmt), (dels, del_stmt))
+            for w in hive2stream.windows(cursors):
+                ins, ins_stmt = hive2stream.side_events(w, 0, cursors)
+                dels, del_stmt = hive2stream.side_events(w, 1, cursors)
+                hive2stream.refuse_tied_keys((ins, ins_stmt), (dels, del_stmt))
                 if dels is not None:
                     m["delete_events_in"] += dels.num_rows
                     transform.check_bucket(dels, task.bucket, "a delete event", where)
@@ -413,9 +219,9 @@ def _compact_streaming(task, m: dict) -> None:
                 sides.append(o)
                 if o is not None:
                     outs.append(o)
-            for w in _windows(cursors):
-                parts = [_side(w, 0, cursors), _side(w, 1, cursors)]
-                _refuse_tied_keys(*parts)
+            for w in hive2stream.windows(cursors):
+                parts = [hive2stream.side_events(w, 0, cursors), hive2stream.side_events(w, 1, cursors)]
+                hive2stream.refuse_tied_keys(*parts)
                 for side, (t, stmt) in enumerate(parts):
                     if t is None:
                         continue
@@ -437,29 +243,14 @@ def _compact_streaming(task, m: dict) -> None:
         raise
 
 
-def _merged_windows(task, srcs, *, missing_ok: bool):
-    """The reader's Hive 2 merged rows of ``srcs`` = (inserts, deletes), a window at a time."""
-    from acidctl.acid import hive2
-
-    cursors = _cursors(task, srcs[0], deletes=False, side=0, missing_ok=missing_ok) + _cursors(
-        task, srcs[1], deletes=True, side=1, missing_ok=missing_ok
-    )
-    for w in _windows(cursors):
-        ins, ins_stmt = _side(w, 0, cursors)
-        dels, del_stmt = _side(w, 1, cursors)
-        _refuse_tied_keys((ins, ins_stmt), (dels, del_stmt))
-        if ins is not None:
-            yield hive2.collapse(ins, ins_stmt, dels, del_stmt, task.reader)
-
-
 def _verify_streaming(task) -> int:
     """:func:`_verify`, both sides a window at a time, compared in key order."""
     from acidctl.compact.verification import compare_streams
     from acidctl.errors import WriteVerificationFailed
 
     equal, n_old, n_new = compare_streams(
-        _merged_windows(task, task.verify_old, missing_ok=False),
-        _merged_windows(task, task.verify_new, missing_ok=True),
+        hive2stream.merged_windows(task.tfs, task.verify_old[0], task.verify_old[1], task.reader),
+        hive2stream.merged_windows(task.tfs, task.verify_new[0], task.verify_new[1], task.reader, missing_ok=True),
     )
     if n_old != n_new:
         raise WriteVerificationFailed(
