@@ -264,11 +264,25 @@ def _render(tables, td, rowid_td, pvals, left, stats):
     from acidctl.dump import SLICE_BYTES, SLICE_ROWS, _in_order, _lines_bytes
     from acidctl.orc import render
 
+    from acidctl.errors import AcidctlError
+
+    failed: list[AcidctlError] = []
+
     def batches():
-        for events in tables:
+        it = iter(tables)
+        while True:
+            # the limit checked before the next table is asked for: --limit N reads no table more
+            if left is not None and left[0] <= 0:
+                return
+            try:
+                events = next(it, None)
+            except AcidctlError as e:
+                # the rows already handed to the render pool are printed first, then the error
+                failed.append(e)
+                return
+            if events is None:
+                return
             if left is not None:
-                if left[0] <= 0:
-                    return
                 events = events.slice(0, left[0])
                 left[0] -= events.num_rows
             row = events.column("row").combine_chunks()
@@ -294,3 +308,5 @@ def _render(tables, td, rowid_td, pvals, left, stats):
         return _lines_bytes(render.render_batch(*item, terminator="\n"))
 
     yield from _in_order(render_slice, batches())
+    if failed:
+        raise failed[0]

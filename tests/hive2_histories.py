@@ -152,6 +152,10 @@ def _write_orc(path: Path, events: list, txn: int, *, stripe_size: int | None = 
             w.set_user_metadata(**{"hive.acid.key.index": b"", "hive.acid.stats": f"{ins},{upd},{dels}".encode()})
 
 
+#: one event file written as Hive 2.3 writes it: ``(path, [(op, key, row)], txn, stripe_size=)``
+write_events_file = _write_orc
+
+
 def write_table(h: History, root: Path, *, stripe_size: int | None = None) -> Path:
     """The directories and bucket files Hive 2.3's DML would leave (aborted and open txns'
     deltas included: Hive 2 keeps them on disk)."""

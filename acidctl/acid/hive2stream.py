@@ -42,6 +42,10 @@ if TYPE_CHECKING:
 
 KEYS = ("originalTransaction", "bucket", "rowId")
 
+#: the smallest piece :func:`stream_partition` reads from a file by default (ORC's reader
+#: decodes 8,192 rows at a time for large files anyway)
+MIN_PIECE_ROWS = 4096
+
 #: reasons of :class:`Unstreamable`
 ORDER, TIES, SCHEMA = "order", "ties", "schema"
 
@@ -315,7 +319,12 @@ def sort_by_key(t: "pa.Table") -> "pa.Table":
 
 
 def stream_partition(
-    tfs: "TableFS", listing: "DirListing", state: "AcidState", *, batch_rows: int = 65536
+    tfs: "TableFS",
+    listing: "DirListing",
+    state: "AcidState",
+    *,
+    batch_rows: int = 65536,
+    piece_rows: int | None = None,
 ) -> Iterator["pa.Table"]:
     """The partition's merged rows under Hive 2.3's rules, in key order (originalTransaction,
     bucket, rowId) across its buckets — the order :func:`acidctl.acid.read.stream_partition`
@@ -325,8 +334,8 @@ def stream_partition(
     :class:`Unstreamable` (possibly after tables were yielded) and, for two original files in
     one bucket, :class:`~acidctl.errors.InvalidAcidLayout` before reading anything.
 
-    Memory: a piece of at most ``batch_rows`` rows (fewer with many files: about
-    ``batch_rows`` rows over all of them at first) per source file, plus what the current
+    Memory: a piece of at most ``piece_rows`` rows per source file (default: ``batch_rows``
+    rows shared by all the files, at least :data:`MIN_PIECE_ROWS` each), plus what the current
     window holds; never a whole bucket."""
     import pyarrow as pa
 
@@ -343,7 +352,7 @@ def stream_partition(
     for ins, _ in by_bucket.values():
         hive2.refuse_two_originals(ins)
     n_files = sum(len(i) + len(d) for i, d in by_bucket.values())
-    piece = max(4096, batch_rows // max(1, n_files))
+    piece = piece_rows or max(MIN_PIECE_ROWS, batch_rows // max(1, n_files))
     cursors: list[Cursor] = []
     for b in sorted(by_bucket):
         ins, dels = by_bucket[b]
