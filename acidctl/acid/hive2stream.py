@@ -132,10 +132,7 @@ class Cursor:
         if bound is None:
             n = self.buf.num_rows
         else:
-            ot, bk, rid = self.keys
-            b0, b1, b2 = bound
-            below = (ot < b0) | ((ot == b0) & ((bk < b1) | ((bk == b1) & (rid < b2))))
-            n = int(below.sum())  # the buffer is in key order: a prefix
+            n = count_below(*self.keys, bound)
         if not n:
             return None
         out = self.buf.slice(0, n)
@@ -145,6 +142,22 @@ class Cursor:
             self.buf = self.buf.slice(n)
             self.keys = tuple(a[n:] for a in self.keys)
         return out
+
+
+def count_below(ot, bk, rid, bound: tuple) -> int:
+    """How many leading keys of the sorted key arrays are below ``bound`` (binary searches, not
+    a pass over the buffer: a delta's buffer can stay large while many windows pass)."""
+    import numpy as np
+
+    o, b, r = bound
+    lo, hi = int(np.searchsorted(ot, o, side="left")), int(np.searchsorted(ot, o, side="right"))
+    if lo == hi:
+        return lo
+    blo = lo + int(np.searchsorted(bk[lo:hi], b, side="left"))
+    bhi = lo + int(np.searchsorted(bk[lo:hi], b, side="right"))
+    if blo == bhi:
+        return blo
+    return blo + int(np.searchsorted(rid[blo:bhi], r, side="left"))
 
 
 Window = list  # per cursor: (events, statement id) or None
