@@ -132,7 +132,8 @@ class Cursor:
         if bound is None:
             n = self.buf.num_rows
         else:
-            n = count_below(*self.keys, bound)
+            ot, bk, rid = self.keys
+            n = count_below(ot, bk, rid, bound)
         if not n:
             return None
         out = self.buf.slice(0, n)

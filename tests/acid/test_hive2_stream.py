@@ -273,7 +273,7 @@ def test_a_file_out_of_key_order_is_merged_whole_before_anything_is_printed(tmp_
 
 def test_a_file_out_of_order_found_after_rows_were_printed_stops_with_one_line(tmp_path):
     """The disorder sits far into a file: the rows before it were printed in order; the read
-    stops (exit 3, one line) rather than print a different merge."""
+    stops (exit 7, one line) rather than print a different merge."""
     import pyorc
 
     t = _legacy_table(tmp_path / "t", rows=50000)
