@@ -362,3 +362,57 @@ def test_export_of_tied_keys_is_the_whole_merge(tmp_path):
     got = _exported(tmp_path / "o")
     assert [k for k, _ in got] == [(1, 0, i) for i in range(6)] + [(1, 1, i) for i in range(6)]
     assert dict(got)[(1, 0, 1)] == (-1, "r-1")  # the file's first version (see the dump test)
+
+
+def test_split_update_files_larger_than_a_small_file_stream(tmp_path, monkeypatch):
+    """Files beyond the reader's small-file size (read through ORC's row reader, not stripe by
+    stripe): a split-update base of 300,000 rows, a delete delta removing every third row, an
+    insert delta. Expected rows by arithmetic: the base's rows not deleted, then the inserts."""
+    import numpy as np
+    import pyarrow as pa
+
+    import acidctl.acid.hive2 as H
+    from acidctl.compact.hive2 import encode_hive2_file
+    from acidctl.orc.reader import SMALL_FILE_ROWS
+
+    def whole(*a, **k):
+        raise AssertionError("the whole-bucket merge ran")
+
+    monkeypatch.setattr(H, "merge_sources", whole)
+    n = 300_000
+    assert n > SMALL_FILE_ROWS
+
+    def events(op, ot, rid, cur, vals):
+        m = len(rid)
+        row = pa.StructArray.from_arrays(
+            [pa.array(vals, pa.int32()), pa.array([f"r{v}" for v in vals])],
+            ["_col0", "_col1"],
+            mask=pa.array(np.full(m, op == 2)),
+        )
+        return pa.table(
+            {
+                "operation": pa.array(np.full(m, op), pa.int32()),
+                "originalTransaction": pa.array(np.full(m, ot), pa.int64()),
+                "bucket": pa.array(np.zeros(m), pa.int32()),
+                "rowId": pa.array(rid, pa.int64()),
+                "currentTransaction": pa.array(np.full(m, cur), pa.int64()),
+                "row": row,
+            }
+        )
+
+    def write(rel, t):
+        p = tmp_path / "t" / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(encode_hive2_file(t, compression="ZLIB", stripe_size=1 << 20)[0])
+
+    rid = np.arange(n)
+    write("base_0000001/bucket_00000", events(0, 1, rid, 1, rid % 1000))
+    gone = rid[rid % 3 == 0]
+    write("delete_delta_0000002_0000002_0000/bucket_00000", events(2, 1, gone, 2, np.zeros(len(gone), int)))
+    write("delta_0000002_0000002_0000/bucket_00000", events(0, 2, np.arange(10), 2, np.arange(10) + 5000))
+    t = tmp_path / "t"
+    got = _streamed(t, "2:9223372036854775807:", batch_rows=50_000)
+    kept = rid[rid % 3 != 0]
+    want = [((1, 0, int(r)), (int(r % 1000), f"r{r % 1000}")) for r in kept]
+    want += [((2, 0, i), (5000 + i, f"r{5000 + i}")) for i in range(10)]
+    assert got == want
