@@ -416,3 +416,23 @@ def test_split_update_files_larger_than_a_small_file_stream(tmp_path, monkeypatc
     want = [((1, 0, int(r)), (int(r % 1000), f"r{r % 1000}")) for r in kept]
     want += [((2, 0, i), (5000 + i, f"r{5000 + i}")) for i in range(10)]
     assert got == want
+
+
+def test_original_files_stream_with_hive2_row_ids(tmp_path):
+    """B.6: original rows are (0, bucket from the name, row number within the file); a legacy
+    update of (0,1,1) by txn 1 and a delete of (0,0,0) by txn 2 apply to exactly those rows; the
+    rows come in key order across the two buckets."""
+    from tests.compact.test_hive2_compact import _acid_orc, _plain_orc
+
+    t = tmp_path / "t"
+    _plain_orc(t / "000000_0", [(10, "a"), (11, "b")])
+    _plain_orc(t / "000001_0", [(20, "c"), (21, "d")])
+    _acid_orc(t / "delta_0000001_0000001_0000" / "bucket_00001", [(1, 0, 1, 1, 1, (99, "D"))])
+    _acid_orc(t / "delta_0000002_0000002_0000" / "bucket_00000", [(2, 0, 0, 0, 2, None)])
+    want = [((0, 0, 1), (11, "b")), ((0, 1, 0), (20, "c")), ((0, 1, 1), (99, "D"))]
+    assert _streamed(t, f"2:{ALL}:", piece_rows=1) == want
+    assert _dumped(t, f"2:{ALL}:") == want
+    # two original files of one bucket: refused before anything is read (exit 7)
+    _plain_orc(t / "000000_1", [(30, "e")])
+    r = run_cli("dump", "--merged", "--hive-version", "2", "--txns", f"2:{ALL}:", t)
+    assert r.code == ExitCode.INVALID_INPUT and "same ROW__IDs" in r.stderr and not r.stdout, r.stderr
