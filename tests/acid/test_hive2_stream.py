@@ -436,3 +436,26 @@ def test_original_files_stream_with_hive2_row_ids(tmp_path):
     _plain_orc(t / "000000_1", [(30, "e")])
     r = run_cli("dump", "--merged", "--hive-version", "2", "--txns", f"2:{ALL}:", t)
     assert r.code == ExitCode.INVALID_INPUT and "same ROW__IDs" in r.stderr and not r.stdout, r.stderr
+
+
+def test_equal_merge_keys_found_after_rows_were_printed_continue_from_the_whole_merge(tmp_path):
+    """The tie sits in bucket 1, found after the first rows were handed out: the rest comes
+    from the whole merge, every row exactly once, in key order, the tied row's first version."""
+    t = _legacy_table(tmp_path / "t", rows=20000, stripe_size=2048)
+    write_events_file(
+        t / "delta_0000002_0000002_0000/bucket_00001",
+        [(1, (1, 1, 0), _row(-2)), (1, (1, 1, 15000), _row(-7)), (1, (1, 1, 15000), _row(-8))],
+        2,
+    )
+    text = "5:9223372036854775807:4"
+    lst, st_ = _snapshot(t, text)
+    given = 0
+    with pytest.raises(hive2stream.Unstreamable):
+        for x in hive2stream.stream_partition(TableFS(str(t)), lst, st_):
+            given += x.num_rows
+    assert given > 0  # rows were handed out (and printed by dump) before the tie was met
+    got = _dumped(t, text)
+    keys = [k for k, _ in got]
+    assert keys == sorted(set(keys)) and len(keys) == 2 * 20000 - 1 + 2
+    assert dict(got)[(1, 1, 15000)] == (-7, "r-7")
+    assert dict(got)[(1, 0, 1)] == (-5, "r-5") and (1, 0, 2) not in dict(got)
