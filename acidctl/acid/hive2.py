@@ -16,6 +16,10 @@ each row wins (operation 0 or 1: its row is the row; 2: the row is gone). This o
 legacy tables (update events, op 1, inside ``delta_`` directories; an update keeps the row's
 ROW__ID) and split-update tables. Original files: synthetic ROW__ID (0, plain bucket id, row
 number **within the file**).
+
+:func:`merge_sources` / :func:`read_partition` merge a bucket whole in memory: the path for what
+the streamed merge (:mod:`acidctl.acid.hive2stream`, used by reads, export and compaction)
+cannot take — files out of key order, equal merge keys.
 """
 
 from __future__ import annotations
@@ -480,7 +484,8 @@ def merge_sources(tfs: "TableFS", inserts: list, deletes: list, snapshot: WriteI
 
 
 def read_partition(tfs: "TableFS", listing: "DirListing", state: "AcidState") -> Iterator[tuple[int, "pa.Table"]]:
-    """(bucket id, merged rows) per bucket, as Hive 2.3's reader returns them (ROW__ID order)."""
+    """(bucket id, merged rows) per bucket, as Hive 2.3's reader returns them (ROW__ID order),
+    each bucket merged whole (:func:`acidctl.acid.hive2stream.stream_partition` streams)."""
     from acidctl.acid.read import plan_sources
 
     inserts, deletes = plan_sources(tfs, listing, state)
