@@ -210,8 +210,9 @@ def _hive2_tables(tfs, listing, state):
             raise InvalidInputError(
                 f"{where} is not in ROW__ID order (not written by Hive's rules); "
                 "the rows printed so far are in order, the rest cannot be streamed",
-                hint="compact the partition (compaction writes key order), then dump it again",
+                hint="compact the partition with --hive-version 2 (compaction writes key order), then dump it again",
             ) from None
+        reason = str(e)
     tables = [t for _, t in hive2.read_partition(tfs, listing, state)]
     if not tables:
         return
@@ -221,7 +222,7 @@ def _hive2_tables(tfs, listing, state):
         if done != given:
             raise InvalidInputError(
                 f"{listing.path or 'the table'}: "
-                f"the whole-bucket merge (equal merge keys) gives {done} rows up to the last printed "
+                f"the whole-bucket merge ({reason}) gives {done} rows up to the last printed "
                 f"ROW__ID {last}, {given} were printed; the rest is not printed",
                 hint="compact the partition with --hive-version 2, then dump it again",
             )
