@@ -201,7 +201,7 @@ def _run_streaming(task) -> dict:
     )
     written = None
     try:
-        for t in sources.stream_events(task.tfs, task.inserts):
+        for t in sources.coalesced(sources.stream_events(task.tfs, task.inserts)):
             m["rows_in"] += t.num_rows
             transform.check_bucket(t, task.bucket, "an insert event", where)
             if held is not None:

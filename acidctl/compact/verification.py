@@ -11,7 +11,7 @@ compaction's, reads its inputs a second time as before."""
 
 from __future__ import annotations
 
-from acidctl.compact.sources import SourceReader, source_key, stream_delete_keys, stream_events
+from acidctl.compact.sources import SourceReader, coalesced, source_key, stream_delete_keys, stream_events
 from acidctl.compact.transform import NotInOrder, SameSchema, StreamOrder, rename_row
 
 #: Arrow bytes of the reader's merged old side a streaming task keeps for its verification
@@ -77,7 +77,7 @@ def merged_stream(tfs, srcs, snapshot, columns, coln_only, *, missing_ok: bool, 
     keys = loaded = None
     order = StreamOrder()
     schema = SameSchema()
-    for t in stream_events(tfs, ins_srcs, missing_ok=missing_ok, on_batch=on_batch):
+    for t in coalesced(stream_events(tfs, ins_srcs, missing_ok=missing_ok, on_batch=on_batch)):
         if not loaded:
             keys = stream_delete_keys(tfs, del_srcs, snapshot, missing_ok=missing_ok)
             loaded = True
