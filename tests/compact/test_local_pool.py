@@ -187,3 +187,24 @@ def test_metastore_target_prestarts_and_ends_the_unused_server(two_cores, no_ser
     assert json.loads(r.stdout)["engine_choice"]["workers"] == 1
     assert len(started) == 1 and started[0] is not None  # running while the runner planned
     assert _gone(started[0]) and _server() is None
+
+
+def test_preload_adds_the_cli_for_a_script_main(monkeypatch):
+    """The console script ``acidctl`` (a script ``__main__``) is re-run by every worker as
+    ``__mp_main__``: the fork server imports what it imports once; ``python -m acidctl`` (a
+    ``__main__`` with a module spec) is not re-run, so nothing is added."""
+    import importlib.machinery
+    import sys
+    import types
+
+    script = types.ModuleType("__main__")
+    script.__file__ = "/usr/bin/acidctl"
+    script.__spec__ = None
+    monkeypatch.setitem(sys.modules, "__main__", script)
+    assert local.preload() == local.PRELOAD + ["acidctl.cli.main"]
+
+    as_module = types.ModuleType("__main__")
+    as_module.__file__ = "/x/acidctl/__main__.py"
+    as_module.__spec__ = importlib.machinery.ModuleSpec("acidctl.__main__", None)
+    monkeypatch.setitem(sys.modules, "__main__", as_module)
+    assert local.preload() == local.PRELOAD
