@@ -265,6 +265,20 @@ def compact_command(
     from acidctl.acid.initiator import NO_AUTO_COMPACTION, Thresholds
     from acidctl.compact.runner import CompactOptions
 
+    if not dry_run and engine != "spark" and master.startswith("local"):
+        from acidctl.target import names_table
+
+        if names_table(settings, table):
+            # a metastore table: the local engine's fork server imports (~0.25 s of CPU) on
+            # another core while the metastore is read (snapshot, table, registration) —
+            # before the size of the input is known; the runner ends it when no worker pool
+            # runs, and so does leaving the command (insert-only tables, errors before the
+            # runner, Ctrl-C); a path target starts it after listing, knowing the size
+            from acidctl.compact.local import prestart, stop_prestarted
+
+            prestart()
+            ctx.call_on_close(stop_prestarted)
+
     target, spec_parts = resolve(
         settings, table, write_ids=write_ids, assume_committed=assume_committed, txns=txns, hive_version=hive_version
     )

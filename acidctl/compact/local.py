@@ -17,6 +17,7 @@ staging directories, so no worker writes into a removed directory.
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 
@@ -40,24 +41,87 @@ PRELOAD = [
 ]
 
 
+#: what the console script ``acidctl`` imports (see :func:`preload`)
+SCRIPT_PRELOAD = ["acidctl.cli.main"]
+
+
+def preload() -> list[str]:
+    """The fork server's preload list: :data:`PRELOAD`, plus :data:`SCRIPT_PRELOAD` when this
+    process runs a script (the ``acidctl`` console script; not ``python -m acidctl``, whose
+    ``__main__`` has a module spec): multiprocessing makes every worker re-run the main script
+    as ``__mp_main__`` before its first task, which imports the CLI (typer, click: ~80 ms of
+    CPU per worker, after planning, on the critical path); imported once by the server, which
+    runs while the driver plans, the workers inherit it."""
+    import sys
+
+    main = sys.modules.get("__main__")
+    if getattr(main, "__spec__", None) is None and getattr(main, "__file__", None):
+        return PRELOAD + SCRIPT_PRELOAD
+    return list(PRELOAD)
+
+
 def _context():
     import multiprocessing
 
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(PRELOAD)
+    ctx.set_forkserver_preload(preload())
     return ctx
+
+
+#: the fork server :func:`prestart` started that no worker pool has used yet (None: none)
+_prestarted: int | None = None
+
+
+def _server_pid() -> int | None:
+    from multiprocessing import forkserver
+
+    return getattr(forkserver._forkserver, "_forkserver_pid", None)
 
 
 def prestart() -> None:
     """Start the fork server now, without waiting for it: its imports (pyarrow, pyorc, numpy:
-    ~0.3 s, bench/compact.py) then run on another core while the driver imports, lists and
-    plans, instead of between planning and the first task. Called by the runner before it
-    knows whether the local engine will run; a server left unused ends with the driver (it
-    exits when the driver's end of its pipe closes)."""
+    ~0.25 s of CPU, bench/compact.py) then run on another core while the driver reads the
+    metastore, lists and plans, instead of between planning and the first task. Called before
+    it is known whether a worker pool will run; :func:`stop_prestarted` ends a server no pool
+    used (Spark chosen, the tasks run in this process, an error, Ctrl-C)."""
+    global _prestarted
     from multiprocessing import forkserver
 
+    if cores() < 2:
+        return  # one core: no pool (acidctl.compact.engine.choose_engine)
     _context()  # sets the preload list the server is started with
+    before = _server_pid()
     forkserver.ensure_running()
+    if _server_pid() != before:
+        _prestarted = _server_pid()
+
+
+def stop_prestarted() -> None:
+    """End the fork server :func:`prestart` started if no worker pool has used it: unused, it
+    would keep a core busy importing and then hold ~100 MiB until the driver exits (through a
+    whole Spark job, say). Killed, not asked to stop: a server still importing reads its
+    "alive" pipe only after its imports. (``ForkServer._stop``: Python 3.11 has no public way
+    to stop the fork server; CPython's own tests use it.)"""
+    global _prestarted
+    pid, _prestarted = _prestarted, None
+    if pid is None:
+        return
+    from multiprocessing import forkserver
+
+    server = forkserver._forkserver
+    if getattr(server, "_forkserver_pid", None) != pid:
+        return
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    server._stop()  # type: ignore[attr-defined]  # closes the pipe, reaps the process, removes the socket
+
+
+def cores() -> int:
+    from acidctl.compact.engine import cores as n
+
+    return n()
 
 
 def _worker_init() -> None:
@@ -96,6 +160,9 @@ def _run_pool(tasks: list, workers: int, progress, fn) -> list[dict]:
     from concurrent.futures.process import BrokenProcessPool
 
     from acidctl.compact.spark import TaskFailed
+
+    global _prestarted
+    _prestarted = None  # the pool forks its workers from it: kept (it ends with the driver)
 
     # largest first: the last task to start is a small one, so the cores finish together
     order = sorted(range(len(tasks)), key=lambda i: -_task_size(tasks[i]))

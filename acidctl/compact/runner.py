@@ -189,6 +189,8 @@ def compact_table(
         )
         report["engine"] = choice.engine
         report["engine_choice"] = choice.to_dict()
+        if choice.engine == SPARK or choice.workers <= 1 or len(tasks) <= 1:
+            _stop_prestarted()  # no worker pool: not through the Spark job
         run_t0 = time.perf_counter()
         if choice.engine == SPARK and tasks:
             from acidctl.compact.spark import get_or_create_session, run_tasks
@@ -239,8 +241,17 @@ def compact_table(
         pub.discard_unpublished(tfs, plans, published, e, registrar=registrar)
         raise
     finally:
+        _stop_prestarted()  # nothing ran in it (nothing to compact, an error, Ctrl-C)
         crash("before-unlock")
         lock.release()
+
+
+def _stop_prestarted() -> None:
+    import sys
+
+    local = sys.modules.get("acidctl.compact.local")  # not imported: nothing was started
+    if local is not None:
+        local.stop_prestarted()
 
 
 def _may_run_local_pool(tfs, opts: CompactOptions, listings: list) -> bool:

@@ -177,6 +177,8 @@ def _run_streaming(task) -> dict:
     keys = None
     if major:
         keys = sources.stream_delete_keys(task.tfs, task.deletes, snap, on_stripe=seen_delete_stripe)
+        if held is not None and held.shared:
+            held.use_keys(keys)
     else:
         reader = sources.SourceReader(task.tfs)
         dels_full = reader.deletes(task.deletes, full=True)
@@ -201,12 +203,14 @@ def _run_streaming(task) -> dict:
     )
     written = None
     try:
-        for t in sources.stream_events(task.tfs, task.inserts):
+        for t in sources.coalesced(sources.stream_events(task.tfs, task.inserts)):
             m["rows_in"] += t.num_rows
             transform.check_bucket(t, task.bucket, "an insert event", where)
-            if held is not None:
-                held.add(t)
-            live = transform.live_inserts(t, keys, snap, m, major=major, sort=False)
+            # the reader's merge of the batch (the verification's old side), which is the
+            # compaction's own major merge when both lists find the same write ids valid
+            kernel = held.add(t) if held is not None else None
+            shared = kernel if held is not None and held.shared else None
+            live = transform.live_inserts(t, keys, snap, m, major=major, sort=False, merged=shared)
             order.check(live)
             live = transform.rename_row(live, cols, coln)
             schema.check(live)

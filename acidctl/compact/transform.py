@@ -54,11 +54,13 @@ def valid_mask(t, snap, m: dict, *, inserts: bool):
     return pc.fill_null(valid, False)
 
 
-def live_inserts(t, keys, snap, m: dict, *, major: bool, sort: bool):
+def live_inserts(t, keys, snap, m: dict, *, major: bool, sort: bool, merged=None):
     """The insert events of ``t`` that go to the output: the valid ones (:func:`valid_mask`),
     and for major compaction without the rows ``keys`` (the valid delete keys) delete, counted
     as ``deletes_applied``. ``sort``: put the result in key order (the streaming path reads
-    sources already in order)."""
+    sources already in order). ``merged``: ``merge.apply(t, keys, snap, sort=False)`` when the
+    caller has it already (the verification's old side under the same write-id validity:
+    :class:`acidctl.compact.verification.HeldOldSide`)."""
     import pyarrow.compute as pc
 
     from acidctl.acid import merge
@@ -68,7 +70,7 @@ def live_inserts(t, keys, snap, m: dict, *, major: bool, sort: bool):
         live = t.filter(valid)
         return sort_events(live) if sort else live
     n_valid = pc.sum(valid.cast("int64")).as_py() or 0
-    live = merge.apply(t, keys, snap, sort=sort)
+    live = merged if merged is not None and not sort else merge.apply(t, keys, snap, sort=sort)
     m["deletes_applied"] += n_valid - live.num_rows
     return live
 

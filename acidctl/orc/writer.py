@@ -396,7 +396,15 @@ class AcidFileWriter:
         check_lengths(table, self._types)
         s = event_stats(op)
         self.stats = [a + b for a, b in zip(self.stats, s)]
-        self._writer.write(table.replace_schema_metadata(None))
+        # chunk by chunk: ORC's writer decides stripe boundaries after each batch it is given,
+        # and a table of several chunks (a compaction's small deltas grouped into one table,
+        # acidctl.compact.sources.coalesced) written at once would be cut into batches across
+        # the chunks; written per chunk, the file is byte for byte what writing each chunk
+        # alone wrote
+        table = table.replace_schema_metadata(None)
+        for b in table.to_batches():
+            if b.num_rows:
+                self._writer.write(pa.Table.from_batches([b]))
         self.rows += table.num_rows
         self._last_key = (int(ot[-1]), int(bk[-1]), int(rid[-1]))
 

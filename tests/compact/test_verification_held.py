@@ -27,6 +27,7 @@ class _Spy:
 
     def __init__(self, monkeypatch):
         self.held = self.reread = self.dropped = 0
+        self.reread_merges = 0  # merged batches of the spy's own read of the old files
         real = verification.verify_streaming
 
         def spy(task, held=None, pending=None):
@@ -35,6 +36,7 @@ class _Spy:
                 kept = list(held.batches)
                 args = (task.reader, task.columns, task.columns_coln_only)
                 from_storage = list(verification.merged_stream(task.tfs, task.verify_old, *args, missing_ok=False))
+                self.reread_merges += len(from_storage)
                 assert _rows(kept) == _rows(from_storage)
             else:
                 self.reread += 1
@@ -150,3 +152,48 @@ def test_bad_key_index_is_refused_by_the_deferred_checks(tmp_path, monkeypatch):
     with pytest.raises(WriteVerificationFailed, match="fails F04"):
         compact(tmp_path, "major", wids, engine="local")
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == before
+
+
+def test_same_validity():
+    from acidctl.acid.writeids import WriteIdList
+
+    aborted_only = WriteIdList.parse("db.t:5:9223372036854775807::4")
+    with_open = WriteIdList.parse("db.t:5:3:3:4")
+    # a compactor list keeps the aborted ids and ends below the lowest open one
+    assert verification.same_validity(aborted_only, aborted_only.for_compactor())
+    assert not verification.same_validity(with_open, with_open.for_compactor())
+    assert not verification.same_validity(aborted_only, WriteIdList.parse("db.t:5:9223372036854775807::"))
+    assert not verification.same_validity(aborted_only, WriteIdList.parse("db.t:6:9223372036854775807::4"))
+
+
+@pytest.mark.parametrize(
+    ("wids", "shared", "kernel_calls"),
+    [
+        # same validity: the held old side's merge is the compaction's: one merge of the input
+        # batch, one of the output read back
+        ("db.t:3:9223372036854775807::", True, 2),
+        # write id 4 open: the reader's list differs from the compactor's (hwm 3): the
+        # compaction merges the batch itself as well
+        ("db.t:4:4:4:", False, 3),
+    ],
+)
+def test_compaction_merge_shared_with_held_old_side(tmp_path, monkeypatch, wids, shared, kernel_calls):
+    from acidctl.acid import merge
+
+    _one_bucket_table(tmp_path)
+    calls = []
+    real_apply = merge.apply
+    monkeypatch.setattr(merge, "apply", lambda *a, **k: (calls.append(1), real_apply(*a, **k))[1])
+    seen = []
+    real_init = verification.HeldOldSide.__init__
+
+    def init(self, *a, **k):
+        real_init(self, *a, **k)
+        seen.append(self.shared)
+
+    monkeypatch.setattr(verification.HeldOldSide, "__init__", init)
+    spy = _Spy(monkeypatch)  # held == the old files' merged read from storage
+    rep = compact(tmp_path, "major", wids, engine="local")  # one bucket: runs in this process
+    assert rep["summary"]["rows_out"] == 54  # 55 inserted, row 7 of write id 1 deleted
+    assert seen == [shared] and spy.held == 1
+    assert len(calls) - spy.reread_merges == kernel_calls
