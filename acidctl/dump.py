@@ -188,53 +188,92 @@ def _lines_bytes(lines):
 
 
 def dump_file(tfs: TableFS, path: str, opts: DumpOptions, budget: list[int] | None = None) -> Iterator[bytes]:
-    """Yield the JSON lines of one file, a stripe at a time. ``budget`` is a one-element list
+    """Yield the JSON lines of one file, a batch at a time. ``budget`` is a one-element list
     holding the rows still allowed by --limit (shared across files)."""
     from acidctl.orc import render
-    from acidctl.orc.reader import ArrowNotRepresentable
 
     with OrcFile(tfs, path) as orc:
         if opts.require_acid and not orc.is_acid:
             raise NotAcidFile(f"{orc.display_path} is not an ACID file (schema {orc.schema})")
         arrow_cols, fields = _select(orc, opts.columns)
-        filtering = orc.is_acid and (opts.operations is not None or opts.row_ids)
         if not orc.is_acid and opts.row_ids:
             return  # original files have no stored row ids (see `dump --merged`)
         if not orc.is_acid and opts.operations is not None and 0 not in opts.operations:
             return  # original files hold inserts only
         prefix = [("_path", _json_literal(orc.display_path))] if opts.with_path else None
-        for i in range(orc.num_stripes()):
-            if budget is not None and budget[0] <= 0:
-                return
-            try:
-                if opts.engine == "python":
-                    raise ArrowNotRepresentable("forced")
-                batch = orc.read_stripe_arrow(i, columns=arrow_cols)
-                stripe_fields = fields
-            except ArrowNotRepresentable:
-                split = None if opts.engine == "python" else _split_stripe(orc, i, fields)
-                if split is None:
-                    yield from _python_stripe(orc, i, fields, opts, budget, prefix)
-                    continue
-                batch, stripe_fields = split
-            if filtering:
-                mask = _acid_mask(batch, opts)
-                batch = batch.filter(mask)
-            if budget is not None:
-                if batch.num_rows > budget[0]:
-                    batch = batch.slice(0, budget[0])
-                budget[0] -= batch.num_rows
-            if batch.num_rows == 0:
+        decode = opts.decode_bucket and orc.is_acid
+
+        def render_slice(item):
+            if isinstance(item, (bytes, memoryview)):  # rendered by the row-at-a-time path
+                return item
+            sl, stripe_fields = item
+            extra = [("bucketDecoded", _decoded_bucket(sl.column(2)))] if decode else None
+            return _lines_bytes(render.render_batch(sl, stripe_fields, extra=extra, prefix=prefix, terminator="\n"))
+
+        yield from _in_order(render_slice, _pieces(orc, arrow_cols, fields, opts, budget, prefix))
+
+
+def _pieces(orc: OrcFile, arrow_cols, fields, opts: DumpOptions, budget, prefix):
+    """What :func:`dump_file` renders, in file order: (batch slice, fields) pairs, or bytes
+    the row-at-a-time path rendered. A large file is read as a stream of ORC row batches
+    (:meth:`OrcFile.stream_batches`), so that reading overlaps rendering even within one
+    stripe (a 1M-row stripe took 0.6 s to read before the first row was rendered:
+    bench/dump.py, every type); from the first batch Arrow cannot hold (timestamps outside
+    1677..2262) or read, it goes on stripe by stripe from that row."""
+    from acidctl.orc.reader import SMALL_FILE_ROWS, ArrowNotRepresentable
+
+    done = 0  # rows of the file handed out (before filters)
+    streamable = opts.engine != "python" and not any("." in c for c in arrow_cols or ())
+    if streamable and orc.rows > SMALL_FILE_ROWS:
+        import pyarrow as pa
+
+        try:
+            for batch in orc.stream_batches(columns=arrow_cols, batch_rows=STREAM_ROWS):
+                if budget is not None and budget[0] <= 0:
+                    return
+                n = batch.num_rows
+                yield from _slices(orc, batch, fields, opts, budget)
+                done += n
+            return
+        except (pa.ArrowException, OSError, ValueError):
+            pass  # the stripe of row `done` on: its own errors, or the fallbacks below
+    start = 0  # the stripe's first row
+    stripe_rows = [s.rows for s in orc.stripes()] if done else [0] * orc.num_stripes()
+    for i, rows in enumerate(stripe_rows):
+        skip = max(0, done - start)  # its rows the stream handed out already
+        start += rows
+        if done and skip >= rows:
+            continue
+        if budget is not None and budget[0] <= 0:
+            return
+        try:
+            if opts.engine == "python":
+                raise ArrowNotRepresentable("forced")
+            batch = orc.read_stripe_arrow(i, columns=arrow_cols)
+            stripe_fields = fields
+        except ArrowNotRepresentable:
+            split = None if opts.engine == "python" else _split_stripe(orc, i, fields)
+            if split is None:
+                yield from _python_stripe(orc, i, fields, opts, budget, prefix, skip)
                 continue
-            decode = opts.decode_bucket and orc.is_acid
+            batch, stripe_fields = split
+        yield from _slices(orc, batch.slice(skip) if skip else batch, stripe_fields, opts, budget)
 
-            def render_slice(sl):
-                extra = [("bucketDecoded", _decoded_bucket(sl.column(2)))] if decode else None
-                return _lines_bytes(render.render_batch(sl, stripe_fields, extra=extra, prefix=prefix, terminator="\n"))
 
-            step = min(SLICE_ROWS, max(256, SLICE_BYTES * batch.num_rows // max(1, batch.nbytes)))
-            slices = [batch.slice(o, step) for o in range(0, batch.num_rows, step)]
-            yield from _in_order(render_slice, slices)
+def _slices(orc: OrcFile, batch, fields, opts: DumpOptions, budget):
+    """A batch filtered (--operation, --row-id), cut to the --limit budget and sliced for
+    rendering: (slice, fields) pairs."""
+    if orc.is_acid and (opts.operations is not None or opts.row_ids):
+        batch = batch.filter(_acid_mask(batch, opts))
+    if budget is not None:
+        if batch.num_rows > budget[0]:
+            batch = batch.slice(0, budget[0])
+        budget[0] -= batch.num_rows
+    if batch.num_rows == 0:
+        return
+    step = min(SLICE_ROWS, max(256, SLICE_BYTES * batch.num_rows // max(1, batch.nbytes)))
+    for o in range(0, batch.num_rows, step):
+        yield batch.slice(o, step), fields
 
 
 # Rendering works on slices of a stripe: Arrow's string kernels are several times faster on
@@ -242,6 +281,8 @@ def dump_file(tfs: TableFS, path: str, opts: DumpOptions, budget: list[int] | No
 SLICE_ROWS = 32768
 #: ... and of at most about this many bytes (wide rows: fewer rows per slice)
 SLICE_BYTES = 4 << 20
+#: rows a streamed read decodes at a time (:func:`_pieces`)
+STREAM_ROWS = 32768
 _POOL = None
 
 
@@ -390,13 +431,13 @@ def _json_literal(s: str) -> str:
     return json_string(s)
 
 
-def _python_stripe(orc: OrcFile, index: int, fields, opts: DumpOptions, budget, prefix):
+def _python_stripe(orc: OrcFile, index: int, fields, opts: DumpOptions, budget, prefix, skip: int = 0):
     from acidctl.orc import bucketcodec, render
 
     top = list(orc.schema.fields)
     positions = [top.index(n) for n, _ in fields]
     rows = []
-    for row in orc.read_stripe_rows(index, converters=render.python_converters()):
+    for row in orc.read_stripe_rows(index, converters=render.python_converters(), skip=skip):
         if orc.is_acid:
             if opts.operations is not None and row[0] not in opts.operations:
                 continue
