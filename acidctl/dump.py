@@ -250,14 +250,18 @@ def _pieces(orc: OrcFile, arrow_cols, fields, opts: DumpOptions, budget, prefix)
             if opts.engine == "python":
                 raise ArrowNotRepresentable("forced")
             batch = orc.read_stripe_arrow(i, columns=arrow_cols)
-            stripe_fields = fields
         except ArrowNotRepresentable:
-            split = None if opts.engine == "python" else _split_stripe(orc, i, fields)
+            want = None if budget is None else budget[0]
+            split = None if opts.engine == "python" else _split_stripe(orc, i, fields, skip, want)
             if split is None:
                 yield from _python_stripe(orc, i, fields, opts, budget, prefix, skip)
                 continue
-            batch, stripe_fields = split
-        yield from _slices(orc, batch.slice(skip) if skip else batch, stripe_fields, opts, budget)
+            for batch, split_fields in split:
+                if budget is not None and budget[0] <= 0:
+                    return
+                yield from _slices(orc, batch, split_fields, opts, budget)
+            continue
+        yield from _slices(orc, batch.slice(skip) if skip else batch, fields, opts, budget)
 
 
 def _slices(orc: OrcFile, batch, fields, opts: DumpOptions, budget):
@@ -346,18 +350,20 @@ def _has_timestamp(td) -> bool:
     return False
 
 
-def _split_stripe(orc: OrcFile, index: int, fields):
+def _split_stripe(orc: OrcFile, index: int, fields, skip: int = 0, want: int | None = None):
     """A stripe whose timestamps Arrow cannot hold (outside 1677..2262 in nanoseconds), read
     column-wise all the same: Arrow reads every column but the timestamp ones, pyorc reads
-    only those (as ORC's (seconds, nanos)), and they are rendered by the vectorised timestamp
-    code (:class:`acidctl.orc.render.TimestampParts`). Timestamp fields of the ACID row (or
-    top-level ones of an original file) only; None for timestamps nested deeper (the
-    row-at-a-time path handles those). Returns (batch, fields)."""
-    import numpy as np
-    import pyarrow as pa
+    only those (as ORC's (seconds, nanos): :mod:`acidctl.orc.tsparts`), and they are rendered
+    by the vectorised timestamp code (:class:`acidctl.orc.render.TimestampParts`). Timestamp
+    fields of the ACID row (or top-level ones of an original file) only; None for timestamps
+    nested deeper (the row-at-a-time path handles those). Else an iterator of (batch, fields),
+    SPLIT_ROWS rows at a time from row ``skip`` of the stripe: pyorc holds the GIL while it
+    reads, the rendering of the rows before runs meanwhile in Arrow's kernels (which release
+    it), and the second half of a large stripe is read by a child process at the same time
+    (unless ``want``, the rows the dump may still print, ends in the first half)."""
     import pyorc
 
-    from acidctl.orc import render
+    from acidctl.orc import tsparts
 
     if orc.is_acid:
         row_name, row_td = fields[5]
@@ -371,58 +377,96 @@ def _split_stripe(orc: OrcFile, index: int, fields):
         return None
     others = [n for n, _ in container if n not in ts]
     cols = top_names + [prefix + n for n in others]
-    if not cols:  # only timestamps: the row's validity still comes from Arrow's top level
-        cols = top_names
-    if cols:
-        got = orc.read_stripe_arrow(index, columns=cols)
-    else:
-        got = None
-    src = orc._source
-    src.seek(0)
+    got = orc.read_stripe_arrow(index, columns=cols) if cols else None
+    columns = [prefix + n for n in ts]
     try:
-        r = pyorc.Reader(src, column_names=[prefix + n for n in ts], converters=render.python_converters())
-        rows = list(r.read_stripe(index))
-    except (pyorc.errors.ORCError, UnicodeDecodeError, ValueError):
+        stripe = tsparts.open_stripe(orc._source, index, columns, skip)
+    except (pyorc.errors.ORCError, ValueError):
         return None
+    total = orc.stripes()[index].rows - skip
+    if got is not None:
+        got = got.slice(skip)
+    own, child = total, None
+    if _usable_cpus() >= 2 and (want is None or want > total // 2):
+        own = total // 2
+        child = tsparts.start_child(orc.local_path, index, columns, skip + own, total - own, orc.is_acid)
+        if child is None:
+            own = total
+    return _split_chunks(orc, index, stripe, child, own, total, got, fields, container, ts, top_names, row_name)
+
+
+#: rows of a split stripe (:func:`_split_stripe`) read by pyorc at a time
+SPLIT_ROWS = 32768
+
+
+def _split_chunks(orc: OrcFile, index, stripe, child, own, total, got, fields, container, ts, top_names, row_name):
+    import pyarrow as pa
+    import pyorc
+
+    from acidctl.errors import CorruptOrcFile
+    from acidctl.orc import render, tsparts
+
     if orc.is_acid:
-        inner = [x[0] for x in rows]
-        row_valid = np.array([x is not None for x in inner], dtype=bool)
-        inner = [x if x is not None else (None,) * len(ts) for x in inner]
-    else:
-        inner, row_valid = rows, None
-    parts = {}
-    for j, name in enumerate(ts):
-        vals = [x[j] for x in inner]
-        valid = np.array([v is not None for v in vals], dtype=bool)
-        secs = np.array([v[0] if v is not None else 0 for v in vals], dtype=np.int64)
-        nanos = np.array([v[1] if v is not None else 0 for v in vals], dtype=np.int64)
-        parts[name] = pa.StructArray.from_arrays(
-            [pa.array(secs), pa.array(nanos)], ["seconds", "nanos"], mask=pa.array(~valid)
-        )
-    n = len(rows)
-    if orc.is_acid:
-        arrow_row = got.column(row_name) if row_name in got.schema.names else None
-        children = []
-        for nm, _ in container:
-            if nm in parts:
-                children.append(parts[nm])
-            else:  # a non-timestamp field: read from Arrow with the row (``cols`` above)
-                assert arrow_row is not None
-                children.append(arrow_row.field(nm))
-        assert row_valid is not None  # set for ACID files above
-        mask = pa.array(~row_valid) if not row_valid.all() else None
-        row = pa.StructArray.from_arrays(children, [nm for nm, _ in container], mask=mask)
-        arrays = [got.column(c) for c in top_names] + [row]
-        row_view = _StructView(
-            row_td.kind, {nm: (render.TimestampParts() if nm in parts else t) for nm, t in container}
-        )
+        row_td = fields[5][1]
+        row_view = _StructView(row_td.kind, {nm: (render.TimestampParts() if nm in ts else t) for nm, t in container})
         out_fields = list(fields[:5]) + [(row_name, row_view)]
     else:
-        arrays = [parts[nm] if nm in parts else got.column(nm) for nm, _ in container]
-        out_fields = [(nm, render.TimestampParts() if nm in parts else t) for nm, t in container]
-    if any(len(a) != n for a in arrays):
-        return None
-    return pa.RecordBatch.from_arrays(arrays, names=[nm for nm, _ in out_fields]), out_fields
+        out_fields = [(nm, render.TimestampParts() if nm in ts else t) for nm, t in container]
+    names = [nm for nm, _ in out_fields]
+
+    def batch(block, first):
+        n = block.rows
+        part = got.slice(first, n) if got is not None else None
+        parts = {}
+        for name, (valid, secs, nanos) in zip(ts, block.columns):
+            mask = None if valid is None else pa.array(~valid)
+            parts[name] = pa.StructArray.from_arrays([pa.array(secs), pa.array(nanos)], ["seconds", "nanos"], mask=mask)
+        if orc.is_acid:
+            assert part is not None  # the five key columns are always read
+            arrow_row = part.column(row_name) if row_name in part.schema.names else None
+            children = []
+            for nm, _ in container:
+                if nm in parts:
+                    children.append(parts[nm])
+                else:  # a non-timestamp field: read from Arrow with the row
+                    assert arrow_row is not None
+                    children.append(arrow_row.field(nm))
+            mask = None if block.row_valid is None else pa.array(~block.row_valid)
+            row = pa.StructArray.from_arrays(children, [nm for nm, _ in container], mask=mask)
+            arrays = [part.column(c) for c in top_names] + [row]
+        else:
+            arrays = [parts[nm] if nm in parts else part.column(nm) for nm, _ in container]
+        if any(len(a) != n for a in arrays):
+            raise CorruptOrcFile(f"stripe {index} of {orc.display_path}: columns of different lengths")
+        return pa.RecordBatch.from_arrays(arrays, names=names), out_fields
+
+    def read(count):
+        try:
+            return tsparts.read_block(stripe, count, orc.is_acid, len(ts))
+        except (pyorc.errors.ORCError, ValueError) as e:
+            raise CorruptOrcFile(f"cannot read stripe {index} of {orc.display_path}: {e}") from None
+
+    done = 0
+    try:
+        while done < total:
+            if child is not None and done >= own:
+                block = child.result()
+                child = None
+                if block is not None:  # the child's rows; else this process reads them on
+                    for o in range(0, block.rows, SPLIT_ROWS):
+                        piece = block.slice(o, o + SPLIT_ROWS)
+                        yield batch(piece, done)
+                        done += piece.rows
+                    continue
+            limit = own if child is not None else total
+            block = read(min(SPLIT_ROWS, limit - done))
+            if not block.rows:
+                return
+            yield batch(block, done)
+            done += block.rows
+    finally:
+        if child is not None:
+            child.cancel()
 
 
 def _json_literal(s: str) -> str:

@@ -208,6 +208,14 @@ class OrcFile:
         self._source.seek(0)
         return self._source
 
+    @property
+    def local_path(self) -> str | None:
+        """The file's path for another process to open it, when it is a local file read whole
+        (not cut at a flush length); else None."""
+        if self.tfs.protocol in ("file", "local") and self.length == self.file_length:
+            return self.path
+        return None
+
     def _arrow_file(self):
         if self._arrow is None:
             import pyarrow.orc as po

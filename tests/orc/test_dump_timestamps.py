@@ -6,6 +6,7 @@ golden file (tests/orc/test_dump_golden.py)."""
 from __future__ import annotations
 
 import pyorc
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -98,3 +99,91 @@ def test_timestamp_text_is_javas_for_any_range(parts, gregorian):
     mask = np.array([i % 5 == 3 for i in range(len(parts))], dtype=bool)
     got = render._timestamp_text(s, n, mask).to_pylist()
     assert got == [None if m else javafmt.java_timestamp(a, b) for (a, b), m in zip(parts, mask)]
+
+
+# -- a large split stripe: its second half read by a child process (acidctl.orc.tsparts) ----
+
+
+def _far_rows(n):
+    """Rows with far timestamps (pre-1582, year 2500), nulls of every level, and the other
+    columns Arrow reads."""
+    out = []
+    for i in range(n):
+        if i % 97 == 5:
+            out.append(None)  # a delete event: row null
+            continue
+        ts = None if i % 13 == 3 else ((-60_000_000_000 if i % 2 else 16_725_225_600) + i * 7919, (i * 37) % 10**9)
+        tl = None if i % 11 == 4 else (i * 86400, 0)
+        out.append((i, ts, f"s{i}" if i % 5 else None, tl, [i] if i % 3 else None))
+    return out
+
+
+def _write_far(path, rows):
+    with open(path, "wb") as f:
+        with pyorc.Writer(f, ACID, converters=python_converters()) as w:
+            for i, r in enumerate(rows):
+                w.write((2 if r is None else 0, 1, 536870912, i, 1, r))
+
+
+@pytest.fixture
+def child_reads(monkeypatch):
+    """The child process used for any stripe part (not only large ones), on any machine."""
+    from acidctl.orc import tsparts
+
+    monkeypatch.setattr(tsparts, "CHILD_MIN_ROWS", 1)
+    monkeypatch.setattr(dumpmod, "_usable_cpus", lambda: 2)
+    started = []
+    real = tsparts.Child
+
+    class Spy(real):  # type: ignore[misc, valid-type]
+        def __init__(self, *a, **k):
+            started.append(a)
+            super().__init__(*a, **k)
+
+    monkeypatch.setattr(tsparts, "Child", Spy)
+    return started
+
+
+@pytest.mark.parametrize("split_rows", [7, 1000])
+def test_a_child_process_reads_the_second_half_of_a_split_stripe(tmp_path, child_reads, monkeypatch, split_rows):
+    monkeypatch.setattr(dumpmod, "SPLIT_ROWS", split_rows)
+    path = tmp_path / "bucket_00000"
+    _write_far(path, _far_rows(400))
+    fast, slow = _both(path)
+    assert child_reads and child_reads[0][3] == 200  # rows 200.. of stripe 0 in the child
+    assert fast == slow
+    lines = [ln for ln in fast.decode().splitlines() if ln.startswith("{")]
+    assert len(lines) == 400
+    # row 200: 2500-01-01 (16_725_225_600 s) + 200 * 7919 s = 18 days 07:56:40; 200 * 37 ns
+    assert '"ts":"2500-01-19 07:56:40.0000074"' in lines[200]
+
+
+def test_a_failed_child_leaves_its_rows_to_this_process(tmp_path, child_reads, monkeypatch):
+    from acidctl.orc import tsparts
+
+    monkeypatch.setattr(tsparts.Child, "result", lambda self: None)
+    path = tmp_path / "bucket_00000"
+    _write_far(path, _far_rows(300))
+    fast, slow = _both(path)
+    assert child_reads
+    assert fast == slow
+
+
+def test_limit_within_the_first_half_starts_no_child(tmp_path, child_reads):
+    path = tmp_path / "bucket_00000"
+    _write_far(path, _far_rows(300))
+    t = TableFS(str(path))
+    out = b"".join(bytes(c) for c in dump(t, t.root, DumpOptions(limit=20), framing=False))
+    assert out.count(b"\n") == 20
+    assert child_reads == []
+
+
+def test_a_child_process_reads_an_original_file_too(tmp_path, child_reads):
+    path = tmp_path / "000000_0"
+    rows = [r for r in _far_rows(300) if r is not None]
+    with open(path, "wb") as f:
+        with pyorc.Writer(f, ROW, converters=python_converters()) as w:
+            w.writerows(rows)
+    fast, slow = _both(path)
+    assert child_reads
+    assert fast == slow
