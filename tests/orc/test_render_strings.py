@@ -1,5 +1,5 @@
 """The vectorised string rendering (escapes with string kernels or located with memchr, invalid
-UTF-8 found by halving) equals FileDump's per-value rules — Python's json.dumps (ensure_ascii
+UTF-8 found by one decoder pass) equals FileDump's per-value rules — Python's json.dumps (ensure_ascii
 off, U+2028/U+2029 escaped) over Java's UTF-8 decoding — on columns where escapes are rare,
 common, or everywhere, and with invalid UTF-8 among valid values."""
 
@@ -63,3 +63,26 @@ def test_invalid_values_are_found_among_many_valid_ones():
     raw = pa.array(values, pa.binary())
     assert render._invalid_utf8_positions(raw) == [0, 17, 2500, 4999]
     assert _render(values, pyorc.String()) == [_oracle(v) for v in values]
+
+
+def test_a_sequence_cut_between_two_values_is_invalid_in_both():
+    """b"\\xc3" + b"\\xa9" is "é" only when the values run together: each alone is malformed
+    (Java decodes each value by itself)."""
+    values = [b"a\xc3", b"\xa9b", b"ok", None, b"\xe2\x82", b"\xacz", "é€".encode()]
+    raw = pa.array(values, pa.binary())
+    assert render._invalid_utf8_positions(raw) == [0, 1, 4, 5]
+    assert render._invalid_utf8_positions(raw.slice(1, 4)) == [0, 3]
+    assert _render(values, pyorc.String()) == [_oracle(v) for v in values]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.none() | st.binary(max_size=6), min_size=1, max_size=40), st.integers(0, 5))
+def test_invalid_values_found_wherever_they_are(values, cut):
+    raw = pa.array(values, pa.binary()).slice(min(cut, len(values) - 1))
+    want = []  # Arrow's own UTF-8 validation of each value alone is the oracle
+    for i, v in enumerate(raw.to_pylist()):
+        try:
+            pa.array([v], pa.binary()).view(pa.string()).validate(full=True)
+        except pa.ArrowInvalid:
+            want.append(i)
+    assert render._invalid_utf8_positions(raw) == want
