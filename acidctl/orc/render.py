@@ -166,7 +166,8 @@ def _rows_holding(arr: pa.Array, unsafe: bytes):
 _FOUND = threading.local()  # the invalid-UTF-8 positions the decoder found, per rendering thread
 
 
-def _record_invalid_utf8(exc: UnicodeDecodeError):
+def _record_invalid_utf8(exc: UnicodeError) -> tuple[str, int]:
+    assert isinstance(exc, UnicodeDecodeError)
     _FOUND.positions.append(exc.start)
     return "", exc.end
 
