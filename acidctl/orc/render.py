@@ -116,6 +116,8 @@ def _escape(arr: pa.Array, unsafe: bytes) -> pa.Array:
     replacement pass per escape whose byte occurs (only over the values holding one)."""
     present = [chr(b) for b in unsafe if b != 0xE2]
     mask = _rows_holding(arr, unsafe)
+    if mask is None and arr.type == pa.string():
+        return _escape_all(arr)
     if mask is None:
         probes = present + (["\u2028", "\u2029"] if 0xE2 in unsafe else [])
         for ch in probes:
@@ -135,6 +137,46 @@ def _escape(arr: pa.Array, unsafe: bytes) -> pa.Array:
         sub = pc.replace_substring(sub, "\u2028", "\\u2028")
         sub = pc.replace_substring(sub, "\u2029", "\\u2029")
     return pc.replace_with_mask(arr, mask, sub)
+
+
+#: bytes an escape adds for each byte value ('"' → '\\"': 1, '\x01' → '\\u0001': 5)
+_ESCAPE_GROWTH = bytes(
+    (1 if chr(b) in '"\\\b\f\n\r\t' else 5) if b < 0x20 or chr(b) in '"\\' else 0 for b in range(256)
+)
+
+
+def _escape_all(arr: pa.Array) -> pa.Array:
+    """JSON escapes of a string column where they are common: the whole slice's text through
+    Python's C JSON string encoder in one pass (the same escapes as ``json.dumps`` with
+    ensure_ascii off, which FileDump's are, plus U+2028/U+2029), and the new value offsets
+    from a per-byte growth table (numpy). One pass instead of one replacement kernel per
+    escaped character (bench/dump.py, strings with escapes: 3x less CPU)."""
+    import numpy as np
+    from json.encoder import encode_basestring  # the C encoder when available
+
+    bufs = arr.buffers()
+    offsets = np.frombuffer(bufs[1], dtype=np.int32)[arr.offset : arr.offset + len(arr) + 1].astype(np.int64)
+    base = int(offsets[0])
+    data = memoryview(bufs[2])[base : int(offsets[-1])]
+    raw = np.frombuffer(data, dtype=np.uint8)
+    growth = np.frombuffer(_ESCAPE_GROWTH, dtype=np.uint8)[raw].astype(np.int64)
+    text = encode_basestring(bytes(data).decode("utf-8"))[1:-1]
+    lead = np.flatnonzero(raw[:-2] == 0xE2)
+    if len(lead):  # U+2028 / U+2029 (E2 80 A8 / A9) become 6 characters
+        seps = lead[(raw[lead + 1] == 0x80) & ((raw[lead + 2] == 0xA8) | (raw[lead + 2] == 0xA9))]
+        if len(seps):
+            growth[seps] += 3
+            text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    out = text.encode("utf-8")
+    grown = np.zeros(len(raw) + 1, dtype=np.int64)
+    np.cumsum(growth, out=grown[1:])
+    rel = offsets - base
+    new_offsets = rel + grown[rel]
+    assert int(new_offsets[-1]) == len(out)
+    validity = arr.is_valid().buffers()[1] if arr.null_count else None
+    return pa.Array.from_buffers(
+        pa.string(), len(arr), [validity, pa.py_buffer(new_offsets.astype(np.int32)), pa.py_buffer(out)]
+    )
 
 
 def _rows_holding(arr: pa.Array, unsafe: bytes):

@@ -86,3 +86,25 @@ def test_invalid_values_found_wherever_they_are(values, cut):
         except pa.ArrowInvalid:
             want.append(i)
     assert render._invalid_utf8_positions(raw) == want
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.none() | st.text(alphabet=st.sampled_from('ab"\\\n\t\x00\x1f\x7f\u2028\u2029é€\U0001f600'), max_size=8),
+        min_size=1,
+        max_size=40,
+    ),
+    st.integers(0, 5),
+)
+def test_common_escapes_in_one_pass(values, cut):
+    """Escapes everywhere (the one-pass encoder, not the per-character kernels) on sliced
+    columns with nulls: json.dumps (ensure_ascii off) plus U+2028/U+2029 per value."""
+    arr = pa.array(values, pa.string()).slice(min(cut, len(values) - 1))
+    want = [
+        None
+        if v is None
+        else json.dumps(v, ensure_ascii=False)[1:-1].replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+        for v in arr.to_pylist()
+    ]
+    assert render._escape_all(arr).to_pylist() == want
