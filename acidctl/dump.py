@@ -223,6 +223,7 @@ def _pieces(orc: OrcFile, arrow_cols, fields, opts: DumpOptions, budget, prefix)
     from acidctl.orc.reader import SMALL_FILE_ROWS, ArrowNotRepresentable
 
     done = 0  # rows of the file handed out (before filters)
+    far = False  # the stripe of row `done` holds values Arrow cannot hold (known from the stream)
     streamable = opts.engine != "python" and not any("." in c for c in arrow_cols or ())
     if streamable and orc.rows > SMALL_FILE_ROWS:
         import pyarrow as pa
@@ -235,8 +236,9 @@ def _pieces(orc: OrcFile, arrow_cols, fields, opts: DumpOptions, budget, prefix)
                 yield from _slices(orc, batch, fields, opts, budget)
                 done += n
             return
-        except (pa.ArrowException, OSError, ValueError):
-            pass  # the stripe of row `done` on: its own errors, or the fallbacks below
+        except (pa.ArrowException, OSError, ValueError) as e:
+            # the stripe of row `done` on: its own errors, or the fallbacks below
+            far = isinstance(e, pa.ArrowInvalid) and "out of range" in str(e)
     start = 0  # the stripe's first row
     stripe_rows = [s.rows for s in orc.stripes()] if done else [0] * orc.num_stripes()
     for i, rows in enumerate(stripe_rows):
@@ -247,7 +249,8 @@ def _pieces(orc: OrcFile, arrow_cols, fields, opts: DumpOptions, budget, prefix)
         if budget is not None and budget[0] <= 0:
             return
         try:
-            if opts.engine == "python":
+            if opts.engine == "python" or far:
+                far = False  # known: not read whole again only to fail the same way
                 raise ArrowNotRepresentable("forced")
             batch = orc.read_stripe_arrow(i, columns=arrow_cols)
         except ArrowNotRepresentable:
