@@ -362,8 +362,9 @@ def _split_stripe(orc: OrcFile, index: int, fields, skip: int = 0, want: int | N
     nested deeper (the row-at-a-time path handles those). Else an iterator of (batch, fields),
     SPLIT_ROWS rows at a time from row ``skip`` of the stripe: pyorc holds the GIL while it
     reads, the rendering of the rows before runs meanwhile in Arrow's kernels (which release
-    it), and the second half of a large stripe is read by a child process at the same time
-    (unless ``want``, the rows the dump may still print, ends in the first half)."""
+    it), and all but the first fifth of a large stripe is read by a child process at the same
+    time, streamed back as it reads (unless ``want``, the rows the dump may still print, ends
+    in that first fifth)."""
     import pyorc
 
     from acidctl.orc import tsparts
@@ -390,19 +391,26 @@ def _split_stripe(orc: OrcFile, index: int, fields, skip: int = 0, want: int | N
     if got is not None:
         got = got.slice(skip)
     own, child = total, None
-    if _usable_cpus() >= 2 and (want is None or want > total // 2):
-        own = total // 2
-        child = tsparts.start_child(orc.local_path, index, columns, skip + own, total - own, orc.is_acid)
+    if _usable_cpus() >= 2:
+        # this process renders every row (and has more to start): it reads a fifth, the child
+        # the rest (balanced CPU on two cores; bench/dump.py, far timestamps)
+        own = total // 5
+        if want is None or want > own:
+            child = tsparts.start_child(
+                orc.local_path, index, columns, skip + own, total - own, orc.is_acid, SPLIT_ROWS
+            )
         if child is None:
             own = total
-    return _split_chunks(orc, index, stripe, child, own, total, got, fields, container, ts, top_names, row_name)
+    return _split_chunks(orc, index, stripe, child, own, total, skip, got, fields, container, ts, top_names, row_name)
 
 
 #: rows of a split stripe (:func:`_split_stripe`) read by pyorc at a time
 SPLIT_ROWS = 32768
 
 
-def _split_chunks(orc: OrcFile, index, stripe, child, own, total, got, fields, container, ts, top_names, row_name):
+def _split_chunks(
+    orc: OrcFile, index, stripe, child, own, total, skip, got, fields, container, ts, top_names, row_name
+):
     import pyarrow as pa
     import pyorc
 
@@ -453,14 +461,14 @@ def _split_chunks(orc: OrcFile, index, stripe, child, own, total, got, fields, c
     try:
         while done < total:
             if child is not None and done >= own:
-                block = child.result()
+                for block in child.blocks():  # the child's rows, as it reads them
+                    yield batch(block, done)
+                    done += block.rows
+                child.cancel()  # ended (or stopped short): reaped now, not when collected
                 child = None
-                if block is not None:  # the child's rows; else this process reads them on
-                    for o in range(0, block.rows, SPLIT_ROWS):
-                        piece = block.slice(o, o + SPLIT_ROWS)
-                        yield batch(piece, done)
-                        done += piece.rows
-                    continue
+                if done < total:  # the child stopped short: this process reads on
+                    stripe.seek(skip + done)
+                continue
             limit = own if child is not None else total
             block = read(min(SPLIT_ROWS, limit - done))
             if not block.rows:

@@ -5,8 +5,9 @@ other column with Arrow).
 pyorc builds one Python object per value under the GIL (~1 µs a timestamp: half of a far-
 timestamp dump's CPU, bench/dump.py), so a large stripe is read by two processes at once: this
 one reads the first rows while a child process (:func:`start_child`, ``python -c`` importing
-only pyorc and this module) reads the rest and hands back raw arrays. Whatever goes wrong in the
-child, this process reads those rows itself.
+only pyorc and this module) reads the rest and streams them back as raw arrays, block by block,
+so that this process renders them as they come. Whatever goes wrong in the child, this process
+reads the rows it did not get itself.
 
 Rows come as :class:`Block`: the validity of the ACID ``row`` struct (None: every row present,
 or an original file) and, per timestamp column, (valid or None, seconds, nanos) numpy arrays.
@@ -158,57 +159,81 @@ def _decode(data: bytes, acid: bool, ncols: int) -> Block:
 
 
 def child_main(argv: list[str]) -> None:
-    """``python -c`` entry: PATH STRIPE FIRST_ROW COUNT ACID COLUMN... → encoded rows on stdout."""
-    path, index, first, count, acid = argv[0], int(argv[1]), int(argv[2]), int(argv[3]), argv[4] == "1"
-    columns = argv[5:]
+    """``python -c`` entry: PATH STRIPE FIRST_ROW COUNT CHUNK ACID COLUMN... → the rows on stdout
+    as blocks of CHUNK rows, each an 8-byte length and its encoding (:func:`_encode`)."""
+    path, index, first, count, chunk = argv[0], int(argv[1]), int(argv[2]), int(argv[3]), int(argv[4])
+    acid, columns = argv[5] == "1", argv[6:]
+    out = sys.stdout.buffer
     with open(path, "rb") as f:
         stripe = open_stripe(f, index, columns, first)
-        rows = stripe.read(count)
-    sys.stdout.buffer.write(_encode(len(rows), *_raw(rows, acid, len(columns))))
-    sys.stdout.buffer.flush()
+        done = 0
+        while done < count:
+            rows = stripe.read(min(chunk, count - done))
+            if not rows:
+                break
+            data = _encode(len(rows), *_raw(rows, acid, len(columns)))
+            out.write(len(data).to_bytes(8, "little"))
+            out.write(data)
+            out.flush()
+            done += len(rows)
 
 
 class Child:
-    """Rows [first, first + count) of a stripe read by a child process."""
+    """Rows [first, first + count) of a stripe read by a child process, handed over as they
+    come (:meth:`blocks`)."""
 
-    def __init__(self, path: str, index: int, columns: list[str], first: int, count: int, acid: bool):
+    def __init__(self, path: str, index: int, columns: list[str], first: int, count: int, acid: bool, chunk: int):
         self.count, self.acid, self.ncols = count, acid, len(columns)
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
         code = "import sys; from acidctl.orc.tsparts import child_main; child_main(sys.argv[1:])"
-        args = [path, str(index), str(first), str(count), "1" if acid else "0", *columns]
+        args = [path, str(index), str(first), str(count), str(chunk), "1" if acid else "0", *columns]
         self.proc: subprocess.Popen | None = subprocess.Popen(
             [sys.executable, "-c", code, *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
         )
 
-    def result(self) -> Block | None:
-        """The child's rows, or None when it failed (the caller reads them itself)."""
-        proc, self.proc = self.proc, None
-        if proc is None:
-            return None
+    def blocks(self):
+        """The child's rows in order, a block at a time (reading the pipe releases the GIL:
+        rendering goes on meanwhile). Ends early, without an error, when the child fails or
+        says something unexpected: the caller reads the rows it did not get itself."""
+        proc = self.proc
+        if proc is None or proc.stdout is None:
+            return
+        got = 0
         try:
-            out, _ = proc.communicate()
-            if proc.returncode != 0:
-                return None
-            block = _decode(out, self.acid, self.ncols)
+            while got < self.count:
+                head = proc.stdout.read(8)
+                if len(head) != 8:
+                    return
+                block = _decode(proc.stdout.read(int.from_bytes(head, "little")), self.acid, self.ncols)
+                if not block.rows or got + block.rows > self.count:
+                    return
+                got += block.rows
+                yield block
         except (OSError, ValueError):
-            return None
-        return block if block.rows == self.count else None
+            return
+        finally:
+            self.cancel()
 
     def cancel(self) -> None:
         proc, self.proc = self.proc, None
         if proc is not None:
-            proc.kill()
+            if proc.poll() is None:
+                proc.kill()
             proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
 
 
-def start_child(path: str | None, index: int, columns: list[str], first: int, count: int, acid: bool) -> Child | None:
+def start_child(
+    path: str | None, index: int, columns: list[str], first: int, count: int, acid: bool, chunk: int
+) -> Child | None:
     """A child process reading rows [first, first + count) of the stripe, when worth it: a
     local file (the child opens ``path``) and at least CHILD_MIN_ROWS rows. The caller decides
     whether a second CPU is there to run it."""
     if path is None or count < CHILD_MIN_ROWS:
         return None
     try:
-        return Child(path, index, columns, first, count, acid)
+        return Child(path, index, columns, first, count, acid, chunk)
     except OSError:
         return None

@@ -101,7 +101,7 @@ def test_timestamp_text_is_javas_for_any_range(parts, gregorian):
     assert got == [None if m else javafmt.java_timestamp(a, b) for (a, b), m in zip(parts, mask)]
 
 
-# -- a large split stripe: its second half read by a child process (acidctl.orc.tsparts) ----
+# -- a large split stripe: all but its first fifth read by a child process (acidctl.orc.tsparts)
 
 
 def _far_rows(n):
@@ -145,12 +145,12 @@ def child_reads(monkeypatch):
 
 
 @pytest.mark.parametrize("split_rows", [7, 1000])
-def test_a_child_process_reads_the_second_half_of_a_split_stripe(tmp_path, child_reads, monkeypatch, split_rows):
+def test_a_child_process_reads_most_of_a_split_stripe(tmp_path, child_reads, monkeypatch, split_rows):
     monkeypatch.setattr(dumpmod, "SPLIT_ROWS", split_rows)
     path = tmp_path / "bucket_00000"
     _write_far(path, _far_rows(400))
     fast, slow = _both(path)
-    assert child_reads and child_reads[0][3] == 200  # rows 200.. of stripe 0 in the child
+    assert child_reads and child_reads[0][3] == 80  # rows 80.. (all but a fifth) in the child
     assert fast == slow
     lines = [ln for ln in fast.decode().splitlines() if ln.startswith("{")]
     assert len(lines) == 400
@@ -158,10 +158,31 @@ def test_a_child_process_reads_the_second_half_of_a_split_stripe(tmp_path, child
     assert '"ts":"2500-01-19 07:56:40.0000074"' in lines[200]
 
 
-def test_a_failed_child_leaves_its_rows_to_this_process(tmp_path, child_reads, monkeypatch):
+@pytest.mark.parametrize("blocks_before_failing", [0, 1, 3])
+def test_a_failed_child_leaves_its_rows_to_this_process(tmp_path, child_reads, monkeypatch, blocks_before_failing):
+    """The child stops (dies, says something unexpected) after some blocks: this process reads
+    the rest from the first row it did not get."""
+    import itertools
+
     from acidctl.orc import tsparts
 
-    monkeypatch.setattr(tsparts.Child, "result", lambda self: None)
+    real = tsparts.Child.blocks
+    monkeypatch.setattr(tsparts.Child, "blocks", lambda self: itertools.islice(real(self), blocks_before_failing))
+    monkeypatch.setattr(dumpmod, "SPLIT_ROWS", 50)
+    path = tmp_path / "bucket_00000"
+    _write_far(path, _far_rows(300))
+    fast, slow = _both(path)
+    assert child_reads
+    assert fast == slow
+    assert fast.count(b"\n{") + fast.startswith(b"{") == 300
+
+
+def test_a_child_that_cannot_run_leaves_its_rows_to_this_process(tmp_path, child_reads, monkeypatch):
+    """A child that exits at once without a word (here: /bin/false in place of Python) prints
+    nothing; every row is printed all the same."""
+    import sys
+
+    monkeypatch.setattr(sys, "executable", "/bin/false")
     path = tmp_path / "bucket_00000"
     _write_far(path, _far_rows(300))
     fast, slow = _both(path)
