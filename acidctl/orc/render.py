@@ -117,7 +117,9 @@ def _escape(arr: pa.Array, unsafe: bytes) -> pa.Array:
     present = [chr(b) for b in unsafe if b != 0xE2]
     mask = _rows_holding(arr, unsafe)
     if mask is None and arr.type == pa.string():
-        return _escape_all(arr)
+        escaped = _escape_all(arr)
+        if escaped is not None:
+            return escaped
     if mask is None:
         probes = present + (["\u2028", "\u2029"] if 0xE2 in unsafe else [])
         for ch in probes:
@@ -145,12 +147,13 @@ _ESCAPE_GROWTH = bytes(
 )
 
 
-def _escape_all(arr: pa.Array) -> pa.Array:
+def _escape_all(arr: pa.Array) -> pa.Array | None:
     """JSON escapes of a string column where they are common: the whole slice's text through
     Python's C JSON string encoder in one pass (the same escapes as ``json.dumps`` with
     ensure_ascii off, which FileDump's are, plus U+2028/U+2029), and the new value offsets
     from a per-byte growth table (numpy). One pass instead of one replacement kernel per
-    escaped character (bench/dump.py, strings with escapes: 3x less CPU)."""
+    escaped character (bench/dump.py, strings with escapes: 3x less CPU). None if the bytes
+    do not decode (invalid UTF-8 left in a null slot): the caller uses the kernels."""
     import numpy as np
     from json.encoder import encode_basestring  # the C encoder when available
 
@@ -160,7 +163,10 @@ def _escape_all(arr: pa.Array) -> pa.Array:
     data = memoryview(bufs[2])[base : int(offsets[-1])]
     raw = np.frombuffer(data, dtype=np.uint8)
     growth = np.frombuffer(_ESCAPE_GROWTH, dtype=np.uint8)[raw].astype(np.int64)
-    text = encode_basestring(bytes(data).decode("utf-8"))[1:-1]
+    try:
+        text = encode_basestring(bytes(data).decode("utf-8"))[1:-1]
+    except UnicodeDecodeError:
+        return None
     lead = np.flatnonzero(raw[:-2] == 0xE2)
     if len(lead):  # U+2028 / U+2029 (E2 80 A8 / A9) become 6 characters
         seps = lead[(raw[lead + 1] == 0x80) & ((raw[lead + 2] == 0xA8) | (raw[lead + 2] == 0xA9))]
@@ -172,7 +178,8 @@ def _escape_all(arr: pa.Array) -> pa.Array:
     np.cumsum(growth, out=grown[1:])
     rel = offsets - base
     new_offsets = rel + grown[rel]
-    assert int(new_offsets[-1]) == len(out)
+    if int(new_offsets[-1]) != len(out):  # cannot happen (the table is the encoder's); be safe
+        return None
     validity = arr.is_valid().buffers()[1] if arr.null_count else None
     return pa.Array.from_buffers(
         pa.string(), len(arr), [validity, pa.py_buffer(new_offsets.astype(np.int32)), pa.py_buffer(out)]

@@ -231,7 +231,7 @@ def start_child(
     """A child process reading rows [first, first + count) of the stripe, when worth it: a
     local file (the child opens ``path``) and at least CHILD_MIN_ROWS rows. The caller decides
     whether a second CPU is there to run it."""
-    if path is None or count < CHILD_MIN_ROWS:
+    if path is None or count < CHILD_MIN_ROWS or not sys.executable:
         return None
     try:
         return Child(path, index, columns, first, count, acid, chunk)

@@ -108,3 +108,20 @@ def test_common_escapes_in_one_pass(values, cut):
         for v in arr.to_pylist()
     ]
     assert render._escape_all(arr).to_pylist() == want
+
+
+def test_invalid_bytes_in_a_null_slot_do_not_break_the_one_pass_escapes():
+    """Arrow does not look into null slots: bytes there that do not decode make the one-pass
+    encoder step aside (the kernels escape the values), and the null stays null."""
+    import numpy as np
+
+    data = b'a"\n' * 50 + b"\xff" + b"b\\\t" * 50
+    offsets = np.array([0, 150, 151, 301], dtype=np.int32)
+    validity = pa.array([True, False, True]).buffers()[1]
+    arr = pa.Array.from_buffers(pa.string(), 3, [validity, pa.py_buffer(offsets), pa.py_buffer(data)])
+    assert render._escape_all(arr) is None
+    assert render.render_column(arr, pyorc.String()).to_pylist() == [
+        json.dumps('a"\n' * 50),
+        None,
+        json.dumps("b\\\t" * 50),
+    ]
