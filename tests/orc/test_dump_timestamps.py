@@ -86,8 +86,9 @@ def test_far_timestamps_take_the_column_wise_path(tmp_path, monkeypatch):
     gregorian=st.booleans(),
 )
 def test_timestamp_text_is_javas_for_any_range(parts, gregorian):
-    """The vectorised Timestamp.toString (Arrow's date/time casts for Gregorian 4-digit years, the
-    calendar arithmetic elsewhere) against the scalar port of java.sql.Timestamp.toString."""
+    """The vectorised Timestamp.toString (numpy's calendar arithmetic and fixed-width layout for
+    years of up to 4 digits, Arrow string joins beyond) against the scalar port of
+    java.sql.Timestamp.toString (byte-identical to FileDump on every golden file)."""
     import numpy as np
 
     from acidctl.orc import javafmt, render
@@ -99,6 +100,52 @@ def test_timestamp_text_is_javas_for_any_range(parts, gregorian):
     mask = np.array([i % 5 == 3 for i in range(len(parts))], dtype=bool)
     got = render._timestamp_text(s, n, mask).to_pylist()
     assert got == [None if m else javafmt.java_timestamp(a, b) for (a, b), m in zip(parts, mask)]
+
+
+#: Arrow's nanosecond range ends, either side of the epoch, whole seconds, one nanosecond
+ARROW_EDGES = [
+    -(2**63),  # 1677-09-21 00:12:43.145224192
+    2**63 - 1,  # 2262-04-11 23:47:16.854775807
+    -1,
+    0,
+    1,
+    -1_000_000_000,
+    999_999_999,
+    1_000_000_000,
+    -12219292800 * 10**9 + 10**9 * 86400 * 365 * 100,  # 1682, Gregorian
+    1_700_000_000_123_000_000,
+]
+
+
+@pytest.mark.parametrize("tz", [None, "UTC"])
+def test_arrow_range_timestamps_print_as_java_does(tz):
+    """Timestamps Arrow holds (the fast path: Arrow's own cast, the fraction trimmed as Java
+    does) against the scalar port of java.sql.Timestamp.toString, nulls and a slice included."""
+    import pyarrow as pa
+
+    from acidctl.orc import javafmt, render
+
+    values = ARROW_EDGES + [None] + [v // 7 for v in ARROW_EDGES]
+    arr = pa.array(values, pa.timestamp("ns", tz=tz))
+    for a, vals in ((arr, values), (arr.slice(3), values[3:])):
+        want = [None if v is None else javafmt.java_timestamp(v // 10**9, v % 10**9) for v in vals]
+        assert render._s_timestamp(a, None).to_pylist() == want
+    assert render._s_timestamp(pa.array([-(2**63)], pa.timestamp("ns")), None).to_pylist() == [
+        "1677-09-21 00:12:43.145224192"
+    ]
+    whole = pa.array([0, 86_400 * 10**9, None], pa.timestamp("ns", tz=tz))  # every value whole seconds
+    assert render._s_timestamp(whole, None).to_pylist() == ["1970-01-01 00:00:00.0", "1970-01-02 00:00:00.0", None]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(-800_000, 3_200_000), min_size=1, max_size=30))
+def test_dates_of_any_year_print_as_java_does(days):
+    """java.sql.Date.toString of day numbers (Julian before 1582-10-15, era years, 5-digit
+    years) against the scalar port (golden-backed)."""
+    from acidctl.orc import javafmt, render
+
+    days = days + [javafmt.GREGORIAN_CUTOVER_DAY, javafmt.GREGORIAN_CUTOVER_DAY - 1, -719162, -719163]
+    assert render._java_date_text(days).to_pylist() == [javafmt.java_date(d) for d in days]
 
 
 # -- a large split stripe: all but its first fifth read by a child process (acidctl.orc.tsparts)
