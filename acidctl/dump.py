@@ -362,9 +362,9 @@ def _split_stripe(orc: OrcFile, index: int, fields, skip: int = 0, want: int | N
     nested deeper (the row-at-a-time path handles those). Else an iterator of (batch, fields),
     SPLIT_ROWS rows at a time from row ``skip`` of the stripe: pyorc holds the GIL while it
     reads, the rendering of the rows before runs meanwhile in Arrow's kernels (which release
-    it), and all but the first fifth of a large stripe is read by a child process at the same
+    it), and all but the first tenth of a large stripe is read by a child process at the same
     time, streamed back as it reads (unless ``want``, the rows the dump may still print, ends
-    in that first fifth)."""
+    in that first tenth)."""
     import pyorc
 
     from acidctl.orc import tsparts
@@ -392,9 +392,9 @@ def _split_stripe(orc: OrcFile, index: int, fields, skip: int = 0, want: int | N
         got = got.slice(skip)
     own, child = total, None
     if _usable_cpus() >= 2:
-        # this process renders every row (and has more to start): it reads a fifth, the child
+        # this process renders every row (and has more to start): it reads a tenth, the child
         # the rest (balanced CPU on two cores; bench/dump.py, far timestamps)
-        own = total // 5
+        own = total // 10
         if want is None or want > own:
             child = tsparts.start_child(
                 orc.local_path, index, columns, skip + own, total - own, orc.is_acid, SPLIT_ROWS

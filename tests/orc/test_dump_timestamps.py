@@ -148,7 +148,7 @@ def test_dates_of_any_year_print_as_java_does(days):
     assert render._java_date_text(days).to_pylist() == [javafmt.java_date(d) for d in days]
 
 
-# -- a large split stripe: all but its first fifth read by a child process (acidctl.orc.tsparts)
+# -- a large split stripe: all but its first tenth read by a child process (acidctl.orc.tsparts)
 
 
 def _far_rows(n):
@@ -197,7 +197,7 @@ def test_a_child_process_reads_most_of_a_split_stripe(tmp_path, child_reads, mon
     path = tmp_path / "bucket_00000"
     _write_far(path, _far_rows(400))
     fast, slow = _both(path)
-    assert child_reads and child_reads[0][3] == 80  # rows 80.. (all but a fifth) in the child
+    assert child_reads and child_reads[0][3] == 40  # rows 40.. (all but a tenth) in the child
     assert fast == slow
     lines = [ln for ln in fast.decode().splitlines() if ln.startswith("{")]
     assert len(lines) == 400
@@ -237,7 +237,7 @@ def test_a_child_that_cannot_run_leaves_its_rows_to_this_process(tmp_path, child
     assert fast == slow
 
 
-def test_limit_within_the_first_half_starts_no_child(tmp_path, child_reads):
+def test_limit_within_the_first_tenth_starts_no_child(tmp_path, child_reads):
     path = tmp_path / "bucket_00000"
     _write_far(path, _far_rows(300))
     t = TableFS(str(path))
