@@ -189,7 +189,11 @@ class Child:
         code = "import sys; from acidctl.orc.tsparts import child_main; child_main(sys.argv[1:])"
         args = [path, str(index), str(first), str(count), str(chunk), "1" if acid else "0", *columns]
         self.proc: subprocess.Popen | None = subprocess.Popen(
-            [sys.executable, "-c", code, *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+            [sys.executable, "-c", code, *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
         )
 
     def blocks(self):
