@@ -188,53 +188,99 @@ def _lines_bytes(lines):
 
 
 def dump_file(tfs: TableFS, path: str, opts: DumpOptions, budget: list[int] | None = None) -> Iterator[bytes]:
-    """Yield the JSON lines of one file, a stripe at a time. ``budget`` is a one-element list
+    """Yield the JSON lines of one file, a batch at a time. ``budget`` is a one-element list
     holding the rows still allowed by --limit (shared across files)."""
     from acidctl.orc import render
-    from acidctl.orc.reader import ArrowNotRepresentable
 
     with OrcFile(tfs, path) as orc:
         if opts.require_acid and not orc.is_acid:
             raise NotAcidFile(f"{orc.display_path} is not an ACID file (schema {orc.schema})")
         arrow_cols, fields = _select(orc, opts.columns)
-        filtering = orc.is_acid and (opts.operations is not None or opts.row_ids)
         if not orc.is_acid and opts.row_ids:
             return  # original files have no stored row ids (see `dump --merged`)
         if not orc.is_acid and opts.operations is not None and 0 not in opts.operations:
             return  # original files hold inserts only
         prefix = [("_path", _json_literal(orc.display_path))] if opts.with_path else None
-        for i in range(orc.num_stripes()):
-            if budget is not None and budget[0] <= 0:
-                return
-            try:
-                if opts.engine == "python":
-                    raise ArrowNotRepresentable("forced")
-                batch = orc.read_stripe_arrow(i, columns=arrow_cols)
-                stripe_fields = fields
-            except ArrowNotRepresentable:
-                split = None if opts.engine == "python" else _split_stripe(orc, i, fields)
-                if split is None:
-                    yield from _python_stripe(orc, i, fields, opts, budget, prefix)
-                    continue
-                batch, stripe_fields = split
-            if filtering:
-                mask = _acid_mask(batch, opts)
-                batch = batch.filter(mask)
-            if budget is not None:
-                if batch.num_rows > budget[0]:
-                    batch = batch.slice(0, budget[0])
-                budget[0] -= batch.num_rows
-            if batch.num_rows == 0:
+        decode = opts.decode_bucket and orc.is_acid
+
+        def render_slice(item):
+            if isinstance(item, (bytes, memoryview)):  # rendered by the row-at-a-time path
+                return item
+            sl, stripe_fields = item
+            extra = [("bucketDecoded", _decoded_bucket(sl.column(2)))] if decode else None
+            return _lines_bytes(render.render_batch(sl, stripe_fields, extra=extra, prefix=prefix, terminator="\n"))
+
+        yield from _in_order(render_slice, _pieces(orc, arrow_cols, fields, opts, budget, prefix))
+
+
+def _pieces(orc: OrcFile, arrow_cols, fields, opts: DumpOptions, budget, prefix):
+    """What :func:`dump_file` renders, in file order: (batch slice, fields) pairs, or bytes
+    the row-at-a-time path rendered. A large file is read as a stream of ORC row batches
+    (:meth:`OrcFile.stream_batches`), so that reading overlaps rendering even within one
+    stripe (a 1M-row stripe took 0.6 s to read before the first row was rendered:
+    bench/dump.py, every type); from the first batch Arrow cannot hold (timestamps outside
+    1677..2262) or read, it goes on stripe by stripe from that row."""
+    from acidctl.orc.reader import SMALL_FILE_ROWS, ArrowNotRepresentable
+
+    done = 0  # rows of the file handed out (before filters)
+    far = False  # the stripe of row `done` holds values Arrow cannot hold (known from the stream)
+    streamable = opts.engine != "python" and not any("." in c for c in arrow_cols or ())
+    if streamable and orc.rows > SMALL_FILE_ROWS:
+        import pyarrow as pa
+
+        try:
+            for batch in orc.stream_batches(columns=arrow_cols, batch_rows=STREAM_ROWS):
+                if budget is not None and budget[0] <= 0:
+                    return
+                n = batch.num_rows
+                yield from _slices(orc, batch, fields, opts, budget)
+                done += n
+            return
+        except (pa.ArrowException, OSError, ValueError) as e:
+            # the stripe of row `done` on: its own errors, or the fallbacks below
+            far = isinstance(e, pa.ArrowInvalid) and "out of range" in str(e)
+    start = 0  # the stripe's first row
+    stripe_rows = [s.rows for s in orc.stripes()] if done else [0] * orc.num_stripes()
+    for i, rows in enumerate(stripe_rows):
+        skip = max(0, done - start)  # its rows the stream handed out already
+        start += rows
+        if done and skip >= rows:
+            continue
+        if budget is not None and budget[0] <= 0:
+            return
+        try:
+            if opts.engine == "python" or far:
+                far = False  # known: not read whole again only to fail the same way
+                raise ArrowNotRepresentable("forced")
+            batch = orc.read_stripe_arrow(i, columns=arrow_cols)
+        except ArrowNotRepresentable:
+            want = None if budget is None else budget[0]
+            split = None if opts.engine == "python" else _split_stripe(orc, i, fields, skip, want)
+            if split is None:
+                yield from _python_stripe(orc, i, fields, opts, budget, prefix, skip)
                 continue
-            decode = opts.decode_bucket and orc.is_acid
+            for batch, split_fields in split:
+                if budget is not None and budget[0] <= 0:
+                    return
+                yield from _slices(orc, batch, split_fields, opts, budget)
+            continue
+        yield from _slices(orc, batch.slice(skip) if skip else batch, fields, opts, budget)
 
-            def render_slice(sl):
-                extra = [("bucketDecoded", _decoded_bucket(sl.column(2)))] if decode else None
-                return _lines_bytes(render.render_batch(sl, stripe_fields, extra=extra, prefix=prefix, terminator="\n"))
 
-            step = min(SLICE_ROWS, max(256, SLICE_BYTES * batch.num_rows // max(1, batch.nbytes)))
-            slices = [batch.slice(o, step) for o in range(0, batch.num_rows, step)]
-            yield from _in_order(render_slice, slices)
+def _slices(orc: OrcFile, batch, fields, opts: DumpOptions, budget):
+    """A batch filtered (--operation, --row-id), cut to the --limit budget and sliced for
+    rendering: (slice, fields) pairs."""
+    if orc.is_acid and (opts.operations is not None or opts.row_ids):
+        batch = batch.filter(_acid_mask(batch, opts))
+    if budget is not None:
+        if batch.num_rows > budget[0]:
+            batch = batch.slice(0, budget[0])
+        budget[0] -= batch.num_rows
+    if batch.num_rows == 0:
+        return
+    step = min(SLICE_ROWS, max(256, SLICE_BYTES * batch.num_rows // max(1, batch.nbytes)))
+    for o in range(0, batch.num_rows, step):
+        yield batch.slice(o, step), fields
 
 
 # Rendering works on slices of a stripe: Arrow's string kernels are several times faster on
@@ -242,6 +288,8 @@ def dump_file(tfs: TableFS, path: str, opts: DumpOptions, budget: list[int] | No
 SLICE_ROWS = 32768
 #: ... and of at most about this many bytes (wide rows: fewer rows per slice)
 SLICE_BYTES = 4 << 20
+#: rows a streamed read decodes at a time (:func:`_pieces`)
+STREAM_ROWS = 32768
 _POOL = None
 
 
@@ -305,18 +353,21 @@ def _has_timestamp(td) -> bool:
     return False
 
 
-def _split_stripe(orc: OrcFile, index: int, fields):
+def _split_stripe(orc: OrcFile, index: int, fields, skip: int = 0, want: int | None = None):
     """A stripe whose timestamps Arrow cannot hold (outside 1677..2262 in nanoseconds), read
     column-wise all the same: Arrow reads every column but the timestamp ones, pyorc reads
-    only those (as ORC's (seconds, nanos)), and they are rendered by the vectorised timestamp
-    code (:class:`acidctl.orc.render.TimestampParts`). Timestamp fields of the ACID row (or
-    top-level ones of an original file) only; None for timestamps nested deeper (the
-    row-at-a-time path handles those). Returns (batch, fields)."""
-    import numpy as np
-    import pyarrow as pa
+    only those (as ORC's (seconds, nanos): :mod:`acidctl.orc.tsparts`), and they are rendered
+    by the vectorised timestamp code (:class:`acidctl.orc.render.TimestampParts`). Timestamp
+    fields of the ACID row (or top-level ones of an original file) only; None for timestamps
+    nested deeper (the row-at-a-time path handles those). Else an iterator of (batch, fields),
+    SPLIT_ROWS rows at a time from row ``skip`` of the stripe: pyorc holds the GIL while it
+    reads, the rendering of the rows before runs meanwhile in Arrow's kernels (which release
+    it), and all but the first tenth of a large stripe is read by a child process at the same
+    time, streamed back as it reads (unless ``want``, the rows the dump may still print, ends
+    in that first tenth)."""
     import pyorc
 
-    from acidctl.orc import render
+    from acidctl.orc import tsparts
 
     if orc.is_acid:
         row_name, row_td = fields[5]
@@ -330,58 +381,103 @@ def _split_stripe(orc: OrcFile, index: int, fields):
         return None
     others = [n for n, _ in container if n not in ts]
     cols = top_names + [prefix + n for n in others]
-    if not cols:  # only timestamps: the row's validity still comes from Arrow's top level
-        cols = top_names
-    if cols:
-        got = orc.read_stripe_arrow(index, columns=cols)
-    else:
-        got = None
-    src = orc._source
-    src.seek(0)
+    got = orc.read_stripe_arrow(index, columns=cols) if cols else None
+    columns = [prefix + n for n in ts]
     try:
-        r = pyorc.Reader(src, column_names=[prefix + n for n in ts], converters=render.python_converters())
-        rows = list(r.read_stripe(index))
-    except (pyorc.errors.ORCError, UnicodeDecodeError, ValueError):
+        stripe = tsparts.open_stripe(orc._source, index, columns, skip)
+    except (pyorc.errors.ORCError, ValueError):
         return None
+    total = orc.stripes()[index].rows - skip
+    if got is not None:
+        got = got.slice(skip)
+    own, child = total, None
+    if _usable_cpus() >= 2:
+        # this process renders every row (and has more to start): it reads a tenth, the child
+        # the rest (balanced CPU on two cores; bench/dump.py, far timestamps)
+        own = total // 10
+        if want is None or want > own:
+            child = tsparts.start_child(
+                orc.local_path, index, columns, skip + own, total - own, orc.is_acid, SPLIT_ROWS
+            )
+        if child is None:
+            own = total
+    return _split_chunks(orc, index, stripe, child, own, total, skip, got, fields, container, ts, top_names, row_name)
+
+
+#: rows of a split stripe (:func:`_split_stripe`) read by pyorc at a time
+SPLIT_ROWS = 32768
+
+
+def _split_chunks(
+    orc: OrcFile, index, stripe, child, own, total, skip, got, fields, container, ts, top_names, row_name
+):
+    import pyarrow as pa
+    import pyorc
+
+    from acidctl.errors import CorruptOrcFile
+    from acidctl.orc import render, tsparts
+
     if orc.is_acid:
-        inner = [x[0] for x in rows]
-        row_valid = np.array([x is not None for x in inner], dtype=bool)
-        inner = [x if x is not None else (None,) * len(ts) for x in inner]
-    else:
-        inner, row_valid = rows, None
-    parts = {}
-    for j, name in enumerate(ts):
-        vals = [x[j] for x in inner]
-        valid = np.array([v is not None for v in vals], dtype=bool)
-        secs = np.array([v[0] if v is not None else 0 for v in vals], dtype=np.int64)
-        nanos = np.array([v[1] if v is not None else 0 for v in vals], dtype=np.int64)
-        parts[name] = pa.StructArray.from_arrays(
-            [pa.array(secs), pa.array(nanos)], ["seconds", "nanos"], mask=pa.array(~valid)
-        )
-    n = len(rows)
-    if orc.is_acid:
-        arrow_row = got.column(row_name) if row_name in got.schema.names else None
-        children = []
-        for nm, _ in container:
-            if nm in parts:
-                children.append(parts[nm])
-            else:  # a non-timestamp field: read from Arrow with the row (``cols`` above)
-                assert arrow_row is not None
-                children.append(arrow_row.field(nm))
-        assert row_valid is not None  # set for ACID files above
-        mask = pa.array(~row_valid) if not row_valid.all() else None
-        row = pa.StructArray.from_arrays(children, [nm for nm, _ in container], mask=mask)
-        arrays = [got.column(c) for c in top_names] + [row]
-        row_view = _StructView(
-            row_td.kind, {nm: (render.TimestampParts() if nm in parts else t) for nm, t in container}
-        )
+        row_td = fields[5][1]
+        row_view = _StructView(row_td.kind, {nm: (render.TimestampParts() if nm in ts else t) for nm, t in container})
         out_fields = list(fields[:5]) + [(row_name, row_view)]
     else:
-        arrays = [parts[nm] if nm in parts else got.column(nm) for nm, _ in container]
-        out_fields = [(nm, render.TimestampParts() if nm in parts else t) for nm, t in container]
-    if any(len(a) != n for a in arrays):
-        return None
-    return pa.RecordBatch.from_arrays(arrays, names=[nm for nm, _ in out_fields]), out_fields
+        out_fields = [(nm, render.TimestampParts() if nm in ts else t) for nm, t in container]
+    names = [nm for nm, _ in out_fields]
+
+    def batch(block, first):
+        n = block.rows
+        part = got.slice(first, n) if got is not None else None
+        parts = {}
+        for name, (valid, secs, nanos) in zip(ts, block.columns):
+            mask = None if valid is None else pa.array(~valid)
+            parts[name] = pa.StructArray.from_arrays([pa.array(secs), pa.array(nanos)], ["seconds", "nanos"], mask=mask)
+        if orc.is_acid:
+            assert part is not None  # the five key columns are always read
+            arrow_row = part.column(row_name) if row_name in part.schema.names else None
+            children = []
+            for nm, _ in container:
+                if nm in parts:
+                    children.append(parts[nm])
+                else:  # a non-timestamp field: read from Arrow with the row
+                    assert arrow_row is not None
+                    children.append(arrow_row.field(nm))
+            mask = None if block.row_valid is None else pa.array(~block.row_valid)
+            row = pa.StructArray.from_arrays(children, [nm for nm, _ in container], mask=mask)
+            arrays = [part.column(c) for c in top_names] + [row]
+        else:
+            arrays = [parts[nm] if nm in parts else part.column(nm) for nm, _ in container]
+        if any(len(a) != n for a in arrays):
+            raise CorruptOrcFile(f"stripe {index} of {orc.display_path}: columns of different lengths")
+        return pa.RecordBatch.from_arrays(arrays, names=names), out_fields
+
+    def read(count):
+        try:
+            return tsparts.read_block(stripe, count, orc.is_acid, len(ts))
+        except (pyorc.errors.ORCError, ValueError) as e:
+            raise CorruptOrcFile(f"cannot read stripe {index} of {orc.display_path}: {e}") from None
+
+    done = 0
+    try:
+        while done < total:
+            if child is not None and done >= own:
+                for block in child.blocks():  # the child's rows, as it reads them
+                    yield batch(block, done)
+                    done += block.rows
+                child.cancel()  # ended (or stopped short): reaped now, not when collected
+                child = None
+                if done < total:  # the child stopped short: this process reads on
+                    stripe.seek(skip + done)
+                continue
+            limit = own if child is not None else total
+            block = read(min(SPLIT_ROWS, limit - done))
+            if not block.rows:
+                return
+            yield batch(block, done)
+            done += block.rows
+    finally:
+        if child is not None:
+            child.cancel()
 
 
 def _json_literal(s: str) -> str:
@@ -390,13 +486,13 @@ def _json_literal(s: str) -> str:
     return json_string(s)
 
 
-def _python_stripe(orc: OrcFile, index: int, fields, opts: DumpOptions, budget, prefix):
+def _python_stripe(orc: OrcFile, index: int, fields, opts: DumpOptions, budget, prefix, skip: int = 0):
     from acidctl.orc import bucketcodec, render
 
     top = list(orc.schema.fields)
     positions = [top.index(n) for n, _ in fields]
     rows = []
-    for row in orc.read_stripe_rows(index, converters=render.python_converters()):
+    for row in orc.read_stripe_rows(index, converters=render.python_converters(), skip=skip):
         if orc.is_acid:
             if opts.operations is not None and row[0] not in opts.operations:
                 continue

@@ -208,6 +208,14 @@ class OrcFile:
         self._source.seek(0)
         return self._source
 
+    @property
+    def local_path(self) -> str | None:
+        """The file's path for another process to open it, when it is a local file read whole
+        (not cut at a flush length); else None."""
+        if self.tfs.protocol in ("file", "local") and self.length == self.file_length:
+            return self.path
+        return None
+
     def _arrow_file(self):
         if self._arrow is None:
             import pyarrow.orc as po
@@ -328,16 +336,13 @@ class OrcFile:
                 for off in range(0, b.num_rows, batch_rows):
                     yield b.slice(off, batch_rows)
             return
-        import pyarrow.dataset as ds  # only here: its import (with parquet's) costs ~10 ms a process
-
         try:
-            frag = ds.OrcFileFormat().make_fragment(self._arrow_source())
             # ORC's reader decodes small batches several times faster than large ones (wide
             # strings: 8×; bench/merged.py): read READ_ROWS at a time, hand out up to
             # batch_rows rows or COALESCE_BYTES bytes at once
             acc: list = []
             acc_rows = acc_bytes = 0
-            for b in frag.to_batches(columns=columns, batch_size=min(batch_rows, READ_ROWS), use_threads=False):
+            for b in self.stream_batches(columns=columns, batch_rows=min(batch_rows, READ_ROWS)):
                 if not b.num_rows:
                     continue
                 if acc and acc_rows + b.num_rows > batch_rows:
@@ -367,7 +372,18 @@ class OrcFile:
                     yield b.slice(off, batch_rows)
             start = end
 
-    def read_stripe_rows(self, index: int, converters=None) -> Iterator[tuple]:
+    def stream_batches(self, *, columns: list[str] | None = None, batch_rows: int | None = None):
+        """The file's rows (or top-level ``columns``) as ORC's row reader decodes them,
+        ``batch_rows`` at a time (a batch never spans two stripes), through a pyarrow dataset
+        fragment: the caller works on one batch while the next is decoded, and not even one
+        stripe is held at once. Errors are Arrow's own (:meth:`iter_batches` and
+        ``acidctl.dump`` go on stripe by stripe from where they stopped)."""
+        import pyarrow.dataset as ds  # only here: its import (with parquet's) costs ~10 ms a process
+
+        frag = ds.OrcFileFormat().make_fragment(self._arrow_source())
+        yield from frag.to_batches(columns=columns, batch_size=batch_rows or READ_ROWS, use_threads=False)
+
+    def read_stripe_rows(self, index: int, converters=None, skip: int = 0) -> Iterator[tuple]:
         """One stripe as Python tuples (pyorc), the slow exact path."""
         import pyorc
 
@@ -376,6 +392,8 @@ class OrcFile:
         try:
             r = pyorc.Reader(src, converters=converters)
             stripe = r.read_stripe(index)
+            if skip:
+                stripe.seek(skip)
             yield from stripe
         except UnicodeDecodeError:
             raise InvalidInputError(

@@ -14,7 +14,9 @@ represent (timestamps outside 1677..2262).
 
 from __future__ import annotations
 
-import datetime
+import codecs
+import threading
+
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -114,6 +116,10 @@ def _escape(arr: pa.Array, unsafe: bytes) -> pa.Array:
     replacement pass per escape whose byte occurs (only over the values holding one)."""
     present = [chr(b) for b in unsafe if b != 0xE2]
     mask = _rows_holding(arr, unsafe)
+    if mask is None and arr.type == pa.string():
+        escaped = _escape_all(arr)
+        if escaped is not None:
+            return escaped
     if mask is None:
         probes = present + (["\u2028", "\u2029"] if 0xE2 in unsafe else [])
         for ch in probes:
@@ -133,6 +139,51 @@ def _escape(arr: pa.Array, unsafe: bytes) -> pa.Array:
         sub = pc.replace_substring(sub, "\u2028", "\\u2028")
         sub = pc.replace_substring(sub, "\u2029", "\\u2029")
     return pc.replace_with_mask(arr, mask, sub)
+
+
+#: bytes an escape adds for each byte value ('"' → '\\"': 1, '\x01' → '\\u0001': 5)
+_ESCAPE_GROWTH = bytes(
+    (1 if chr(b) in '"\\\b\f\n\r\t' else 5) if b < 0x20 or chr(b) in '"\\' else 0 for b in range(256)
+)
+
+
+def _escape_all(arr: pa.Array) -> pa.Array | None:
+    """JSON escapes of a string column where they are common: the whole slice's text through
+    Python's C JSON string encoder in one pass (the same escapes as ``json.dumps`` with
+    ensure_ascii off, which FileDump's are, plus U+2028/U+2029), and the new value offsets
+    from a per-byte growth table (numpy). One pass instead of one replacement kernel per
+    escaped character (bench/dump.py, strings with escapes: 3x less CPU). None if the bytes
+    do not decode (invalid UTF-8 left in a null slot): the caller uses the kernels."""
+    import numpy as np
+    from json.encoder import encode_basestring  # the C encoder when available
+
+    bufs = arr.buffers()
+    offsets = np.frombuffer(bufs[1], dtype=np.int32)[arr.offset : arr.offset + len(arr) + 1].astype(np.int64)
+    base = int(offsets[0])
+    data = memoryview(bufs[2])[base : int(offsets[-1])]
+    raw = np.frombuffer(data, dtype=np.uint8)
+    growth = np.frombuffer(_ESCAPE_GROWTH, dtype=np.uint8)[raw].astype(np.int64)
+    try:
+        text = encode_basestring(bytes(data).decode("utf-8"))[1:-1]
+    except UnicodeDecodeError:
+        return None
+    lead = np.flatnonzero(raw[:-2] == 0xE2)
+    if len(lead):  # U+2028 / U+2029 (E2 80 A8 / A9) become 6 characters
+        seps = lead[(raw[lead + 1] == 0x80) & ((raw[lead + 2] == 0xA8) | (raw[lead + 2] == 0xA9))]
+        if len(seps):
+            growth[seps] += 3
+            text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    out = text.encode("utf-8")
+    grown = np.zeros(len(raw) + 1, dtype=np.int64)
+    np.cumsum(growth, out=grown[1:])
+    rel = offsets - base
+    new_offsets = rel + grown[rel]
+    if int(new_offsets[-1]) != len(out):  # cannot happen (the table is the encoder's); be safe
+        return None
+    validity = arr.is_valid().buffers()[1] if arr.null_count else None
+    return pa.Array.from_buffers(
+        pa.string(), len(arr), [validity, pa.py_buffer(new_offsets.astype(np.int32)), pa.py_buffer(out)]
+    )
 
 
 def _rows_holding(arr: pa.Array, unsafe: bytes):
@@ -161,18 +212,43 @@ def _rows_holding(arr: pa.Array, unsafe: bytes):
     return pa.array(mask)
 
 
-def _invalid_utf8_positions(raw: pa.Array, lo: int = 0, hi: int | None = None) -> list[int]:
-    """Indexes of the values that are not valid UTF-8, by validating halves (a few invalid
-    values cost O(k log n) validations of Arrow's vectorised check, not a Python loop)."""
-    hi = len(raw) if hi is None else hi
-    if hi <= lo:
+_FOUND = threading.local()  # the invalid-UTF-8 positions the decoder found, per rendering thread
+
+
+def _record_invalid_utf8(exc: UnicodeError) -> tuple[str, int]:
+    assert isinstance(exc, UnicodeDecodeError)
+    _FOUND.positions.append(exc.start)
+    return "", exc.end
+
+
+codecs.register_error("acidctl-find-invalid-utf8", _record_invalid_utf8)
+
+
+def _invalid_utf8_positions(raw: pa.Array) -> list[int]:
+    """Indexes of the values that are not valid UTF-8: Python's UTF-8 decoder runs once over
+    the values' bytes (each followed by a NUL, so that no sequence runs on into the next
+    value) and an error handler records where each malformed sequence starts. Bisecting with
+    Arrow's validation cost O(k log n) Python calls: 3 s for 1 value in 50 of 1M
+    (bench/dump.py, invalid UTF-8)."""
+    import numpy as np
+
+    joined = pc.binary_join_element_wise(raw, pa.scalar(b"\0", pa.binary()), pa.scalar(b"", pa.binary()))
+    bufs = joined.buffers()
+    if len(joined) == 0 or bufs[2] is None:
         return []
-    if _valid_utf8(raw.slice(lo, hi - lo).view(pa.string())):
+    offsets = np.frombuffer(bufs[1], dtype=np.int32 if joined.type == pa.binary() else np.int64)
+    offsets = offsets[joined.offset : joined.offset + len(joined) + 1]
+    data = memoryview(bufs[2])[int(offsets[0]) : int(offsets[-1])]
+    _FOUND.positions = []
+    try:
+        codecs.decode(data, "utf-8", "acidctl-find-invalid-utf8")
+        found = _FOUND.positions
+    finally:
+        _FOUND.positions = []
+    if not found:
         return []
-    if hi - lo == 1:
-        return [lo]
-    mid = (lo + hi) // 2
-    return _invalid_utf8_positions(raw, lo, mid) + _invalid_utf8_positions(raw, mid, hi)
+    rows = np.searchsorted(offsets - offsets[0], np.array(found, dtype=np.int64), side="right") - 1
+    return np.unique(rows).tolist()
 
 
 def _java_decoded(arr: pa.Array) -> pa.Array:
@@ -180,7 +256,8 @@ def _java_decoded(arr: pa.Array) -> pa.Array:
     (malformed input → U+FFFD), the valid ones untouched."""
     raw = arr.view(pa.binary()) if arr.type == pa.string() else arr.cast(pa.binary())
     bad = _invalid_utf8_positions(raw)
-    fixed = pa.array([javafmt.java_decode_utf8(raw[i].as_py()).encode("utf-8") for i in bad], pa.binary())
+    values = pc.take(raw, pa.array(bad, pa.int64())).to_pylist()
+    fixed = pa.array([javafmt.java_decode_utf8(v).encode("utf-8") for v in values], pa.binary())
     import numpy as np
 
     mask = np.zeros(len(raw), dtype=bool)
@@ -206,6 +283,18 @@ def _quoted(content_fn):
 
     render.content = content_fn
     render.brackets = ('"', '"')
+    return render
+
+
+def _bracketed(content_fn):
+    """A list-like renderer: ``[content]``, null where the value is null (``_parts`` puts the
+    brackets into the row's one join when the column has no nulls)."""
+
+    def render(arr, td):
+        return _nullable(_join("[", content_fn(arr, td), "]"), arr)
+
+    render.content = content_fn
+    render.brackets = ("[", "]")
     return render
 
 
@@ -237,18 +326,35 @@ def _s_date(arr, td):
 
 
 def _s_timestamp(arr, td):
-    # (seconds, nanos) with floor division, as java.sql.Timestamp keeps them
-    import numpy as np
-
     ns = pc.cast(
         arr.cast(pa.timestamp("ns")) if arr.type.tz is None else arr.cast(pa.timestamp("ns", tz=arr.type.tz)),
         pa.int64(),
     )
     ns_np = pc.fill_null(ns, 0).to_numpy(zero_copy_only=False)  # int64, never via float
-    secs = np.floor_divide(ns_np, 1_000_000_000)
-    nanos = ns_np - secs * 1_000_000_000
-    mask = None if ns.null_count == 0 else pc.is_null(ns).to_numpy(zero_copy_only=False)
-    return _timestamp_text(secs, nanos, mask)
+    # Arrow's nanoseconds span 1677..2262: Gregorian dates with 4-digit years, which Arrow's
+    # own cast prints as Java does but for the fraction (all nine digits): one kernel instead
+    # of the fields joined in _timestamp_text (3x faster: bench/dump.py, every type)
+    text = pc.cast(ns.view(pa.timestamp("ns")), pa.string())
+    return _java_fraction(text, ns_np % 1_000_000_000 == 0)
+
+
+#: length of "YYYY-MM-DD HH:MM:SS.f"
+_TS_ONE_DIGIT = 21
+
+
+def _java_fraction(text: pa.Array, whole) -> pa.Array:
+    """``YYYY-MM-DD HH:MM:SS.fffffffff`` texts with the fraction as java.sql.Timestamp prints
+    it: trailing zeros dropped, one digit kept (``whole``: the values with no nanoseconds)."""
+    import numpy as np
+
+    n_whole = int(np.count_nonzero(whole))
+    if n_whole == len(text):
+        return pc.utf8_slice_codeunits(text, 0, _TS_ONE_DIGIT)
+    out = pc.utf8_rtrim(text, characters="0")
+    if n_whole:
+        mask = pa.array(whole)
+        out = pc.replace_with_mask(out, mask, pc.utf8_slice_codeunits(pc.filter(text, mask), 0, _TS_ONE_DIGIT))
+    return out
 
 
 class TimestampParts:
@@ -308,37 +414,42 @@ def _java_date_text(days) -> pa.Array:
 
     y, m, d = _civil_np(np.asarray(days, dtype=np.int64))
     y = np.where(y <= 0, 1 - y, y)
+    if not len(y) or y.max() <= 9999:
+        return _fixed_text(len(y), [(y, 4), b"-", (m, 2), b"-", (d, 2)])
     return _join(_padded(y, 4), "-", _padded(m, 2), "-", _padded(d, 2))
-
-
-#: 9999-12-31 as days since 1970-01-01
-_LAST_4_DIGIT_YEAR_DAY = (datetime.date(9999, 12, 31) - datetime.date(1970, 1, 1)).days
 
 
 def _timestamp_text(secs, nanos, mask):
     """java.sql.Timestamp.toString of (seconds, nanos) arrays in UTC (``mask``: nulls): the
-    hybrid calendar in numpy integer arithmetic and the fields joined as strings — any year,
-    and 4× faster than Arrow's strftime (bench/dump.py, every type)."""
+    hybrid calendar in numpy integer arithmetic (any year). Years of at most four digits (all
+    but the absurd) are laid out as fixed-width text by numpy (:func:`_fixed_text`), the
+    fraction trimmed by :func:`_java_fraction`: 4x faster than joining the fields as Arrow
+    strings (bench/dump.py, far timestamps)."""
     import numpy as np
 
     days = np.floor_divide(secs, 86400)
     sod = secs - days * 86400
+    y, m, d = _civil_np(days)
+    y = np.where(y <= 0, 1 - y, y)  # GregorianCalendar's era year
+    valid = None if mask is None else ~np.asarray(mask, dtype=bool)
+    if not len(y) or y.max() <= 9999:
+        hh, rest = np.divmod(sod, 3600)
+        mi, ss = np.divmod(rest, 60)
+        text = _fixed_text(
+            len(y),
+            [(y, 4), b"-", (m, 2), b"-", (d, 2), b" ", (hh, 2), b":", (mi, 2), b":", (ss, 2), b".", (nanos, 9)],
+            valid,
+        )
+        return _java_fraction(text, nanos == 0)
     frac = pc.utf8_slice_codeunits(pc.cast(pa.array(nanos + 1_000_000_000, pa.int64()), pa.string()), 1)
     frac = pc.utf8_rtrim(frac, characters="0")
     frac = pc.if_else(pc.equal(frac, ""), "0", frac)
-    if len(days) and days.min() >= javafmt.GREGORIAN_CUTOVER_DAY and days.max() <= _LAST_4_DIGIT_YEAR_DAY:
-        # Gregorian dates with 4-digit years (nearly all data): Arrow's date and time casts
-        # print exactly Java's fields, 2.5x faster than the calendar arithmetic below
-        text = _join(
-            pc.cast(pa.array(days.astype(np.int32), pa.date32()), pa.string()),
-            " ",
-            pc.cast(pa.array(sod.astype(np.int32), pa.time32("s")), pa.string()),
-            ".",
-            frac,
-        )
-        return text if mask is None else pc.if_else(pa.array(mask), pa.scalar(None, pa.string()), text)
     text = _join(
-        _java_date_text(days),
+        _padded(y, 4),
+        "-",
+        _padded(m, 2),
+        "-",
+        _padded(d, 2),
         " ",
         _padded(sod // 3600, 2),
         ":",
@@ -349,6 +460,34 @@ def _timestamp_text(secs, nanos, mask):
         frac,
     )
     return text if mask is None else pc.if_else(pa.array(mask), pa.scalar(None, pa.string()), text)
+
+
+def _fixed_text(n: int, layout: list, valid=None) -> pa.Array:
+    """``n`` texts of one width laid out by numpy: ``layout`` lists literal bytes and
+    (non-negative integer array, digits) pairs, printed zero-padded (values must fit). The
+    texts are the rows of one uint8 matrix, handed to Arrow without a copy (``valid``: the
+    non-null rows). Written by hand: Arrow has no fixed-width formatting kernel, and padding
+    and joining Arrow string columns copies every byte once per field."""
+    import numpy as np
+
+    width = sum(len(p) if isinstance(p, bytes) else p[1] for p in layout)
+    cols = np.empty((width, n), dtype=np.uint8)  # one byte position a row: contiguous writes
+    col = 0
+    for p in layout:
+        if isinstance(p, bytes):
+            cols[col : col + len(p)] = np.frombuffer(p, dtype=np.uint8)[:, None]
+            col += len(p)
+            continue
+        values, digits = p
+        v = np.asarray(values).astype(np.int32)  # every field fits (years, nanoseconds)
+        for i in range(digits - 1, -1, -1):
+            v, r = np.divmod(v, 10)
+            np.add(r, 48, out=cols[col + i], casting="unsafe")
+        col += digits
+    out = np.ascontiguousarray(cols.T)
+    offsets = pa.py_buffer(np.arange(0, (n + 1) * width, width, dtype=np.int32))
+    bitmap = None if valid is None or valid.all() else pa.array(valid, pa.bool_()).buffers()[1]
+    return pa.Array.from_buffers(pa.string(), n, [bitmap, offsets, pa.py_buffer(out)])
 
 
 #: the decimal text of every byte value (a gather through this table is ~4x faster than a cast)
@@ -371,17 +510,25 @@ def _s_binary(arr, td):
     return pc.binary_join(lists, ",")
 
 
-def _r_binary(arr, td):
-    return _nullable(_join("[", _s_binary(arr, td), "]"), arr)
+_r_binary = _bracketed(_s_binary)
 
 
-_r_binary.content = _s_binary  # type: ignore[attr-defined]
-_r_binary.brackets = ("[", "]")  # type: ignore[attr-defined]
-
-
-def _list_of(offsets: pa.Array, rendered_values: pa.Array) -> pa.Array:
+def _list_content(offsets: pa.Array, rendered_values: pa.Array) -> pa.Array:
+    """The values of each list joined by commas, without the brackets."""
     lists = pa.ListArray.from_arrays(offsets, _filled(rendered_values))
-    return _join("[", pc.binary_join(lists, ","), "]")
+    return pc.binary_join(lists, ",")
+
+
+def _flat(arr: pa.Array, td) -> pa.Array:
+    """Every value's JSON text (``null`` for nulls) with ONE element-wise join of its
+    :func:`_parts`: a struct's fields or a quoted string are not joined level by level."""
+    parts = _merge_literals(_parts(arr, td))
+    if len(parts) == 1:
+        p = parts[0]
+        return pa.array([p] * len(arr), pa.string()) if isinstance(p, str) else _filled(p)
+    if not any(isinstance(p, (pa.Array, pa.ChunkedArray)) for p in parts):
+        return pa.array(["".join(parts)] * len(arr), pa.string())
+    return _join(*parts)
 
 
 def _window(arr):
@@ -397,18 +544,20 @@ def _window(arr):
     return offs, start, end - start
 
 
-def _r_list(arr, td):
+def _s_list(arr, td):
     offs, start, n = _window(arr)
-    values = render_column(arr.values.slice(start, n), td.type)
-    return _nullable(_list_of(offs, values), arr)
+    return _list_content(offs, _flat(arr.values.slice(start, n), td.type))
 
 
-def _r_map(arr, td):
+def _s_map(arr, td):
     offs, start, n = _window(arr)
-    keys = _filled(render_column(arr.keys.slice(start, n), td.key))
-    items = _filled(render_column(arr.items.slice(start, n), td.value))
-    entries = _join('{"_key":', keys, ',"_value":', items, "}")
-    return _nullable(_list_of(offs, entries), arr)
+    parts = ['{"_key":', *_parts(arr.keys.slice(start, n), td.key), ',"_value":']
+    parts += [*_parts(arr.items.slice(start, n), td.value), "}"]
+    return _list_content(offs, _join(*_merge_literals(parts)))
+
+
+_r_list = _bracketed(_s_list)
+_r_map = _bracketed(_s_map)
 
 
 def _r_struct(arr, td):

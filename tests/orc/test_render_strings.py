@@ -1,5 +1,5 @@
 """The vectorised string rendering (escapes with string kernels or located with memchr, invalid
-UTF-8 found by halving) equals FileDump's per-value rules — Python's json.dumps (ensure_ascii
+UTF-8 found by one decoder pass) equals FileDump's per-value rules — Python's json.dumps (ensure_ascii
 off, U+2028/U+2029 escaped) over Java's UTF-8 decoding — on columns where escapes are rare,
 common, or everywhere, and with invalid UTF-8 among valid values."""
 
@@ -63,3 +63,65 @@ def test_invalid_values_are_found_among_many_valid_ones():
     raw = pa.array(values, pa.binary())
     assert render._invalid_utf8_positions(raw) == [0, 17, 2500, 4999]
     assert _render(values, pyorc.String()) == [_oracle(v) for v in values]
+
+
+def test_a_sequence_cut_between_two_values_is_invalid_in_both():
+    """b"\\xc3" + b"\\xa9" is "é" only when the values run together: each alone is malformed
+    (Java decodes each value by itself)."""
+    values = [b"a\xc3", b"\xa9b", b"ok", None, b"\xe2\x82", b"\xacz", "é€".encode()]
+    raw = pa.array(values, pa.binary())
+    assert render._invalid_utf8_positions(raw) == [0, 1, 4, 5]
+    assert render._invalid_utf8_positions(raw.slice(1, 4)) == [0, 3]
+    assert _render(values, pyorc.String()) == [_oracle(v) for v in values]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.none() | st.binary(max_size=6), min_size=1, max_size=40), st.integers(0, 5))
+def test_invalid_values_found_wherever_they_are(values, cut):
+    raw = pa.array(values, pa.binary()).slice(min(cut, len(values) - 1))
+    want = []  # Arrow's own UTF-8 validation of each value alone is the oracle
+    for i, v in enumerate(raw.to_pylist()):
+        try:
+            pa.array([v], pa.binary()).view(pa.string()).validate(full=True)
+        except pa.ArrowInvalid:
+            want.append(i)
+    assert render._invalid_utf8_positions(raw) == want
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.none() | st.text(alphabet=st.sampled_from('ab"\\\n\t\x00\x1f\x7f\u2028\u2029é€\U0001f600'), max_size=8),
+        min_size=1,
+        max_size=40,
+    ),
+    st.integers(0, 5),
+)
+def test_common_escapes_in_one_pass(values, cut):
+    """Escapes everywhere (the one-pass encoder, not the per-character kernels) on sliced
+    columns with nulls: json.dumps (ensure_ascii off) plus U+2028/U+2029 per value."""
+    arr = pa.array(values, pa.string()).slice(min(cut, len(values) - 1))
+    want = [
+        None
+        if v is None
+        else json.dumps(v, ensure_ascii=False)[1:-1].replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+        for v in arr.to_pylist()
+    ]
+    assert render._escape_all(arr).to_pylist() == want
+
+
+def test_invalid_bytes_in_a_null_slot_do_not_break_the_one_pass_escapes():
+    """Arrow does not look into null slots: bytes there that do not decode make the one-pass
+    encoder step aside (the kernels escape the values), and the null stays null."""
+    import numpy as np
+
+    data = b'a"\n' * 50 + b"\xff" + b"b\\\t" * 50
+    offsets = np.array([0, 150, 151, 301], dtype=np.int32)
+    validity = pa.array([True, False, True]).buffers()[1]
+    arr = pa.Array.from_buffers(pa.string(), 3, [validity, pa.py_buffer(offsets), pa.py_buffer(data)])
+    assert render._escape_all(arr) is None
+    assert render.render_column(arr, pyorc.String()).to_pylist() == [
+        json.dumps('a"\n' * 50),
+        None,
+        json.dumps("b\\\t" * 50),
+    ]
