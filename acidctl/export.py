@@ -11,12 +11,16 @@ files any engine reads:
   the partition columns from the path; the files hold the table's columns only;
 * ``--with-row-id`` adds Hive's ``row__id`` struct (writeid, bucketid, rowid) as the first column;
 * rows in ROW__ID order within each file; buckets whose live rows are all deleted write nothing;
-* memory per task: one bucket's live rows plus the partition's valid delete keys (read once per
-  task, key columns only).
+* memory per task (Hive 3/4): the bucket's valid delete keys (key columns only, read stripe by
+  stripe, only the bucket's kept) plus a read batch and a write piece (:data:`WRITE_ROWS`): the
+  insert events stream in Hive's read order, merged and written as they come; a bucket whose
+  files cannot stream (out of key order, differing schemas) is merged whole, as before, and the
+  file is the same byte for byte either way. Hive 2: a window at a time
+  (:mod:`acidctl.acid.hive2stream`); insert-only: a piece at a time.
 
 Nothing is lost and nothing half-written is left for a reader: every file is written into a
-hidden staging directory beside DEST (``.DEST.acidctl-export-<id>``), read back (row count and
-schema) and only then the staging directory is renamed to DEST — one atomic rename on local
+hidden staging directory beside DEST (``.DEST.acidctl-export-<id>``), read back (row count,
+schema and, with ``row__id``, a digest of the row ids in order) and only then the staging directory is renamed to DEST — one atomic rename on local
 filesystems and HDFS; on object stores a copy, reported as ``publish: non-atomic``. DEST must not
 exist (or be an empty directory): export never overwrites anything. The source table is only
 read.
