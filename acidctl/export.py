@@ -240,9 +240,18 @@ def run_task(task: ExportTask) -> dict:
         "bytes": 0,
         "bytes_in": bytes_in,
     }
-    if task.hive_version == 2:  # Hive 2.3: OrcRawRecordMerger's collapse, streamed
-        return _run_hive2_task(task, src, dst, snapshot, metrics, t0)
-    return _run_acid_task(task, src, dst, snapshot, metrics, t0)
+    from acidctl.orc.reader import ArrowNotRepresentable
+
+    try:
+        if task.hive_version == 2:  # Hive 2.3: OrcRawRecordMerger's collapse, streamed
+            return _run_hive2_task(task, src, dst, snapshot, metrics, t0)
+        return _run_acid_task(task, src, dst, snapshot, metrics, t0)
+    except ArrowNotRepresentable as e:  # was a traceback
+        where = f"{task.partition}/bucket {task.bucket}" if task.partition else f"bucket {task.bucket}"
+        raise InvalidInputError(
+            f"cannot export {where}: {str(e).splitlines()[0]}",
+            hint="Arrow holds timestamps of years 1677-2262 only; export the other partitions with --partition",
+        ) from None
 
 
 def _run_acid_task(task: ExportTask, src, dst, snapshot, metrics: dict, t0: float) -> dict:
@@ -466,23 +475,36 @@ def _write_tables(dst, path: str, tables, fmt: str, compression: str) -> Written
 
     try:
         with _Lazy(dst, path) as f:
-            for t in tables:
-                if not t.num_rows:
-                    continue
-                if schema is None:
-                    schema = t.schema
-                    if "row__id" in schema.names:
-                        digest = _KeyDigest()
-                elif not t.schema.equals(schema):
+            try:
+                for t in tables:
+                    if not t.num_rows:
+                        continue
+                    if schema is None:
+                        schema = t.schema
+                        if "row__id" in schema.names:
+                            digest = _KeyDigest()
+                    elif not t.schema.equals(schema):
+                        try:
+                            t = t.cast(schema)
+                        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
+                            raise hive2stream.Unstreamable(
+                                hive2stream.SCHEMA, "merged windows differ in schema"
+                            ) from None
+                    pending.append(t)
+                    pending_rows += t.num_rows
+                    rows += t.num_rows
+                    flush(f, last=False)
+                flush(f, last=True)
+            except BaseException:
+                # closed while its file is open: an ORC writer left to the garbage collector
+                # writes its tail into the closed file and aborts the process (the half file
+                # is removed by the caller)
+                if writer is not None:
                     try:
-                        t = t.cast(schema)
-                    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
-                        raise hive2stream.Unstreamable(hive2stream.SCHEMA, "merged windows differ in schema") from None
-                pending.append(t)
-                pending_rows += t.num_rows
-                rows += t.num_rows
-                flush(f, last=False)
-            flush(f, last=True)
+                        writer.close()
+                    except Exception:  # the first error is the one to report
+                        pass
+                raise
             if writer is not None:
                 writer.close()
     except pa.ArrowException as e:
