@@ -574,15 +574,23 @@ def _run_mm_task(task: ExportTask, src, dst, t0: float) -> dict:
     rows = 0
     try:
         with _Lazy(dst, path) as f:
-            for mf in files:
-                for t in iter_tables(src, mf.path, task.mm.storage, row_td):
-                    if writer is None:
-                        writer = _plain_writer(f.open(), schema, task.format, task.compression)
-                    if task.format == "parquet":
-                        writer.write_table(t)
-                    else:
-                        writer.write(t)
-                    rows += t.num_rows
+            try:
+                for mf in files:
+                    for t in iter_tables(src, mf.path, task.mm.storage, row_td):
+                        if writer is None:
+                            writer = _plain_writer(f.open(), schema, task.format, task.compression)
+                        if task.format == "parquet":
+                            writer.write_table(t)
+                        else:
+                            writer.write(t)
+                        rows += t.num_rows
+            except BaseException:
+                if writer is not None:  # before its file closes (see _write_tables)
+                    try:
+                        writer.close()
+                    except Exception:
+                        pass
+                raise
             if writer is not None:
                 writer.close()
     except pa.ArrowException as e:

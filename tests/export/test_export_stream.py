@@ -312,3 +312,34 @@ def test_event_of_another_bucket_mid_stream_falls_back_without_crashing(tmp_path
         assert rep["rows"] == 300_000
         assert seen["merged"][-1] == 300_000 and sum(seen["merged"][:-1]) >= WRITE_ROWS
         assert [k[1:] for k in read_export(tmp_path / fmt, fmt)] == keys
+
+
+def test_insert_only_export_failing_after_rows_were_written_does_not_abort(tmp_path, cli):
+    """An insert-only table whose second file is not ORC: the ORC output has rows in it when
+    the read fails; the writer is closed before its file (else the process aborts), the
+    error is one line and nothing is left beside DEST."""
+    from tests.mm import hivelayout as H
+
+    root = H.build(
+        tmp_path / "t",
+        "orc",
+        {
+            "delta_0000001_0000001_0000": {"000000_0": [H.row(1), H.row(2)]},
+            "delta_0000002_0000002_0000": {"000000_0": [H.row(3)]},
+        },
+    )
+    (root / "delta_0000002_0000002_0000" / "000000_0").write_bytes(b"ORC" + b"\0" * 64)
+    r = cli(
+        "export",
+        root,
+        tmp_path / "out",
+        "--format",
+        "orc",
+        "--input-format",
+        "orc",
+        "--write-ids",
+        "default.t:2:9223372036854775807::",
+    )
+    assert r.code == 7, r
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
