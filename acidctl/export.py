@@ -270,6 +270,7 @@ def _run_acid_task(task: ExportTask, src, dst, snapshot, metrics: dict, t0: floa
         written = _write_tables(dst, path, _streamed_bucket(src, task, snapshot), task.format, task.compression)
     except (hive2stream.Unstreamable, NotInOrder) as e:
         log.info("export %s bucket %d: whole-bucket merge (%s)", task.partition or "", task.bucket, e)
+        fire("export-whole-bucket", str(e))
         if dst.exists(path):
             dst.rm(path)
         written = _write_tables(dst, path, _whole_bucket(src, task, snapshot), task.format, task.compression)

@@ -42,6 +42,8 @@ def export(root: Path, dest: Path, snapshot, *, whole: bool = False, seen: dict 
         seen.setdefault("write", [])
         hooks["export-merged"] = seen["merged"].append
         hooks["export-write"] = seen["write"].append
+        seen.setdefault("fallback", [])
+        hooks["export-whole-bucket"] = seen["fallback"].append
     with faults.hooks(hooks):
         return export_table(TableFS(str(root)), snapshot, str(dest), ExportOptions(**kw))
 
@@ -132,6 +134,7 @@ def test_streamed_equals_whole_bucket_byte_for_byte(history, tmp_path, fmt, with
     assert rep["rows"] == len(expected)
     # streamed: no table of the merge bigger than a read batch
     assert max(seen["merged"]) <= 65536 and sum(seen["merged"]) == len(expected)
+    assert seen["fallback"] == []
     if with_row_id:
         got = read_export(tmp_path / "s", fmt)
         assert got == {(None, *k): v for k, v in expected.items()}
@@ -191,6 +194,7 @@ def test_file_out_of_key_order_falls_back_to_the_whole_bucket_merge(tmp_path):
         export(root, tmp_path / fmt, WriteIdList(table="db.t", hwm=3), seen=seen, with_row_id=True, format=fmt)
         # streamed delta_1's 9 live rows, then the whole merge's 9 + 5
         assert seen["merged"] == [9, 14]
+        assert seen["fallback"] == ["insert events out of key order"]
         expected = {(None, 1, B0, i): (i, f"r{i}") for i in range(10) if i != 3}
         expected.update({(None, 2, B0, r): (100 + r, f"r{100 + r}") for r in range(6) if r != 4})
         got = read_export(tmp_path / fmt, fmt)
@@ -213,7 +217,9 @@ def test_random_histories_streamed_equal_model_and_whole_merge(h):
         root.mkdir()
         expected = h.play_table(root)
         for fmt in ("parquet", "orc"):
-            export(root, Path(d) / f"s{fmt}", h.snapshot(), with_row_id=True, format=fmt)
+            seen: dict = {}
+            export(root, Path(d) / f"s{fmt}", h.snapshot(), with_row_id=True, format=fmt, seen=seen)
+            assert seen["fallback"] == []  # files written by Hive's rules stream
             export(root, Path(d) / f"w{fmt}", h.snapshot(), whole=True, with_row_id=True, format=fmt)
             assert read_export(Path(d) / f"s{fmt}", fmt) == expected
             assert file_bytes(Path(d) / f"s{fmt}") == file_bytes(Path(d) / f"w{fmt}")
@@ -311,6 +317,7 @@ def test_event_of_another_bucket_mid_stream_falls_back_without_crashing(tmp_path
         )
         assert rep["rows"] == 300_000
         assert seen["merged"][-1] == 300_000 and sum(seen["merged"][:-1]) >= WRITE_ROWS
+        assert seen["fallback"] == ["an insert event of another bucket than 0"]
         assert [k[1:] for k in read_export(tmp_path / fmt, fmt)] == keys
 
 
