@@ -11,12 +11,16 @@ files any engine reads:
   the partition columns from the path; the files hold the table's columns only;
 * ``--with-row-id`` adds Hive's ``row__id`` struct (writeid, bucketid, rowid) as the first column;
 * rows in ROW__ID order within each file; buckets whose live rows are all deleted write nothing;
-* memory per task: one bucket's live rows plus the partition's valid delete keys (read once per
-  task, key columns only).
+* memory per task (Hive 3/4): the bucket's valid delete keys (key columns only, read stripe by
+  stripe, only the bucket's kept) plus a read batch and a write piece (:data:`WRITE_ROWS`): the
+  insert events stream in Hive's read order, merged and written as they come; a bucket whose
+  files cannot stream (out of key order, differing schemas) is merged whole, as before, and the
+  file is the same byte for byte either way. Hive 2: a window at a time
+  (:mod:`acidctl.acid.hive2stream`); insert-only: a piece at a time.
 
 Nothing is lost and nothing half-written is left for a reader: every file is written into a
-hidden staging directory beside DEST (``.DEST.acidctl-export-<id>``), read back (row count and
-schema) and only then the staging directory is renamed to DEST — one atomic rename on local
+hidden staging directory beside DEST (``.DEST.acidctl-export-<id>``), read back (row count,
+schema and, with ``row__id``, a digest of the row ids in order) and only then the staging directory is renamed to DEST — one atomic rename on local
 filesystems and HDFS; on object stores a copy, reported as ``publish: non-atomic``. DEST must not
 exist (or be an empty directory): export never overwrites anything. The source table is only
 read.
@@ -218,10 +222,6 @@ def _flatten(merged, *, with_row_id: bool, column_names: list[str] | None):
 
 def run_task(task: ExportTask) -> dict:
     """Read, merge, write and read back one partition × bucket. Returns its metrics."""
-    import pyarrow as pa
-
-    from acidctl.acid import merge
-    from acidctl.acid.read import read_delete_keys, read_events
     from acidctl.acid.writeids import WriteIdList
     from acidctl.fs import TableFS
 
@@ -240,32 +240,117 @@ def run_task(task: ExportTask) -> dict:
         "bytes": 0,
         "bytes_in": bytes_in,
     }
-    if task.hive_version == 2:  # Hive 2.3: OrcRawRecordMerger's collapse, streamed
-        return _run_hive2_task(task, src, dst, snapshot, metrics, t0)
-    else:
-        dkeys = read_delete_keys(src, task.deletes, snapshot)
-        tables = [t for t in (read_events(src, s) for s in task.inserts) if t.num_rows]
-        if not tables:
-            return metrics
-        merged = merge.apply(pa.concat_tables(tables, promote_options="permissive"), dkeys, snapshot)
-    if not merged.num_rows:
-        return metrics
-    table = _flatten(merged, with_row_id=task.with_row_id, column_names=task.column_names)
-    # normalised: os.makedirs would create DEST itself on the way to "DEST/../.DEST.staging"
-    path = posixpath.normpath(dst.join(dst.root, task.out_rel))
-    dst.makedirs(posixpath.dirname(path))
-    _write(dst, path, table, task.format, task.compression)
-    rows, schema = _read_back(dst, path, task.format)
-    if rows != table.num_rows or schema.names != table.schema.names:
+    from acidctl.orc.reader import ArrowNotRepresentable
+
+    try:
+        if task.hive_version == 2:  # Hive 2.3: OrcRawRecordMerger's collapse, streamed
+            return _run_hive2_task(task, src, dst, snapshot, metrics, t0)
+        return _run_acid_task(task, src, dst, snapshot, metrics, t0)
+    except ArrowNotRepresentable as e:  # was a traceback
+        where = f"{task.partition}/bucket {task.bucket}" if task.partition else f"bucket {task.bucket}"
         raise InvalidInputError(
-            f"export verification failed for {dst.display(path)}: wrote {table.num_rows} rows, read back {rows}"
-        )
-    metrics.update(rows=rows, file=task.out_rel, bytes=dst.info(path).size, seconds=round(time.monotonic() - t0, 3))
+            f"cannot export {where}: {str(e).splitlines()[0]}",
+            hint="Arrow holds timestamps of years 1677-2262 only; export the other partitions with --partition",
+        ) from None
+
+
+def _run_acid_task(task: ExportTask, src, dst, snapshot, metrics: dict, t0: float) -> dict:
+    """A Hive 3/4 bucket, streamed (:func:`_streamed_bucket`: the bucket's valid delete keys
+    held, the insert events read a batch at a time, merged and written as they come); a bucket
+    that cannot stream (a file out of key order, files differing in schema, an event of another
+    bucket) is written again from the whole-bucket merge (:func:`_whole_bucket`), which is what
+    the streamed path's output equals byte for byte when it streams."""
+    from acidctl.acid import hive2stream
+    from acidctl.compact.transform import NotInOrder
+    from acidctl.faults import fire
+
+    path = posixpath.normpath(dst.join(dst.root, task.out_rel))
+    try:
+        fire("export-acid-stream", task)
+        written = _write_tables(dst, path, _streamed_bucket(src, task, snapshot), task.format, task.compression)
+    except (hive2stream.Unstreamable, NotInOrder) as e:
+        log.info("export %s bucket %d: whole-bucket merge (%s)", task.partition or "", task.bucket, e)
+        fire("export-whole-bucket", str(e))
+        if dst.exists(path):
+            dst.rm(path)
+        written = _write_tables(dst, path, _whole_bucket(src, task, snapshot), task.format, task.compression)
+    if not written.rows:
+        return metrics
+    _verify(dst, path, task.format, written)
+    metrics.update(
+        rows=written.rows, file=task.out_rel, bytes=dst.info(path).size, seconds=round(time.monotonic() - t0, 3)
+    )
     return metrics
 
 
-#: Hive 2 export: merged windows are gathered to at least this many rows per write (a
-#: Parquet row group / ORC batch per window would be tiny)
+def _whole_bucket(src, task: ExportTask, snapshot):
+    """The bucket merged whole (every insert file read, concatenated, merged with the
+    partition's valid delete keys, sorted): at most one flattened table."""
+    import pyarrow as pa
+
+    from acidctl.acid import merge
+    from acidctl.acid.read import read_delete_keys, read_events
+    from acidctl.faults import fire
+
+    dkeys = read_delete_keys(src, task.deletes, snapshot)
+    tables = [t for t in (read_events(src, s) for s in task.inserts) if t.num_rows]
+    if not tables:
+        return
+    merged = merge.apply(pa.concat_tables(tables, promote_options="permissive"), dkeys, snapshot)
+    if merged.num_rows:
+        fire("export-merged", merged.num_rows)
+        yield _flatten(merged, with_row_id=task.with_row_id, column_names=task.column_names)
+
+
+def _streamed_bucket(src, task: ExportTask, snapshot):
+    """The bucket's live rows, flattened, a read batch at a time: the insert events in Hive's
+    read order (:func:`acidctl.compact.sources.stream_events`, raw files with their synthetic
+    row ids) against the bucket's valid delete keys (held once, indexed by the merge kernel).
+
+    The whole-bucket merge returns the concatenated live events unchanged when they are in key
+    order (``merge.apply`` sorts only what is out of order, with a stable sort), so this
+    stream is that output as long as (checked as it goes, else
+    :class:`~acidctl.acid.hive2stream.Unstreamable`, possibly after tables were yielded):
+
+    * the live events do not decrease in key (``merge._is_sorted``'s order, equal keys allowed:
+      a stable sort keeps them where they are);
+    * every non-empty batch has the first one's schema (the whole merge concatenates with
+      permissive promotion, which would change types);
+    * every insert event's bucket property decodes to the task's bucket (only those keys are
+      held: :func:`acidctl.acid.read.read_bucket_delete_keys`)."""
+    import numpy as np
+
+    from acidctl.acid import hive2stream, merge
+    from acidctl.acid.read import read_bucket_delete_keys
+    from acidctl.compact.sources import stream_events
+    from acidctl.faults import fire
+    from acidctl.orc import bucketcodec
+
+    keys = read_bucket_delete_keys(src, task.deletes, snapshot, task.bucket)
+    schema = None
+    last: tuple[int, ...] | None = None
+    for t in stream_events(src, task.inserts):
+        if schema is None:
+            schema = t.schema.remove_metadata()
+        elif not t.schema.remove_metadata().equals(schema):
+            raise hive2stream.Unstreamable(hive2stream.SCHEMA, "insert files differ in schema")
+        bk = t.column("bucket")
+        if bk.null_count or (bucketcodec.decode_fields(np.asarray(bk.to_numpy()))[1] != task.bucket).any():
+            raise hive2stream.Unstreamable("bucket", f"an insert event of another bucket than {task.bucket}")
+        live = merge.apply(t, keys, snapshot, sort=False)
+        n = live.num_rows
+        if not n:
+            continue
+        first = tuple(int(live.column(k)[0].as_py()) for k in merge.KEY)
+        if (last is not None and first < last) or not merge._is_sorted(live):
+            raise hive2stream.Unstreamable(hive2stream.ORDER, "insert events out of key order")
+        last = tuple(int(live.column(k)[n - 1].as_py()) for k in merge.KEY)
+        fire("export-merged", n)
+        yield _flatten(live, with_row_id=task.with_row_id, column_names=task.column_names)
+
+
+#: Hive 2 export: rows per merged window asked of the windowed merge (written in pieces of
+#: :data:`WRITE_ROWS`)
 HIVE2_WRITE_ROWS = 65536
 
 
@@ -287,67 +372,140 @@ def _run_hive2_task(task: ExportTask, src, dst, snapshot, metrics: dict, t0: flo
 
     try:
         windows = hive2stream.merged_windows(src, task.inserts, deletes, snapshot, batch_rows=HIVE2_WRITE_ROWS)
-        rows, schema = _write_tables(dst, path, flat(windows), task.format, task.compression)
+        written = _write_tables(dst, path, flat(windows), task.format, task.compression)
     except hive2stream.Unstreamable:
         if dst.exists(path):
             dst.rm(path)
         whole = hive2.merge_sources(src, task.inserts, deletes, snapshot)
-        rows, schema = _write_tables(dst, path, flat([whole]), task.format, task.compression)
-    if not rows:
+        written = _write_tables(dst, path, flat([whole]), task.format, task.compression)
+    if not written.rows:
         return metrics
-    back, back_schema = _read_back(dst, path, task.format)
-    if back != rows or back_schema.names != schema.names:
-        raise InvalidInputError(
-            f"export verification failed for {dst.display(path)}: wrote {rows} rows, read back {back}"
-        )
-    metrics.update(rows=rows, file=task.out_rel, bytes=dst.info(path).size, seconds=round(time.monotonic() - t0, 3))
+    _verify(dst, path, task.format, written)
+    metrics.update(
+        rows=written.rows, file=task.out_rel, bytes=dst.info(path).size, seconds=round(time.monotonic() - t0, 3)
+    )
     return metrics
 
 
-def _write_tables(dst, path: str, tables, fmt: str, compression: str):
-    """``tables`` written to one file as they come (gathered to :data:`HIVE2_WRITE_ROWS` rows
-    per write; later tables cast to the first one's schema); no file when there is no row.
-    Returns (rows, schema). Raises :class:`~acidctl.acid.hive2stream.Unstreamable` when a
-    table cannot take the first one's schema."""
+#: rows per write into a plain file: every file is written in pieces of exactly this many rows
+#: (the last one fewer), each one contiguous Arrow chunk, whatever sizes the merge hands out —
+#: one Parquet row group / one ORC writer call per piece. So the bytes of a file depend on its
+#: rows only: a streamed bucket and the same bucket merged whole write identical files.
+WRITE_ROWS = 65536
+
+
+@dataclasses.dataclass
+class Written:
+    """What :func:`_write_tables` wrote: rows, schema, and with a ``row__id`` column a digest
+    of its fields in row order (checked against the file read back by :func:`_verify`)."""
+
+    rows: int
+    schema: Any
+    digest: str | None
+
+
+class _KeyDigest:
+    """BLAKE2b of each ``row__id`` field's values in row order (one hasher per field: the
+    digest of a column does not depend on how its rows were chunked)."""
+
+    def __init__(self):
+        import hashlib
+
+        self._h = [hashlib.blake2b(digest_size=16) for _ in ROW_ID_FIELDS]
+
+    def add(self, rid) -> None:
+        """``rid``: a struct array (or chunked) of the row__id fields."""
+        import numpy as np
+        import pyarrow as pa
+
+        chunks = rid.chunks if isinstance(rid, pa.ChunkedArray) else [rid]
+        for c in chunks:
+            if isinstance(c, pa.StructArray) and len(c):
+                for h, (name, dtype) in zip(self._h, ROW_ID_FIELDS):
+                    h.update(np.ascontiguousarray(c.field(name).to_numpy(zero_copy_only=False).astype(dtype)).data)
+
+    def hexdigest(self) -> str:
+        return "".join(h.hexdigest() for h in self._h)
+
+
+def _write_tables(dst, path: str, tables, fmt: str, compression: str) -> Written:
+    """``tables`` written to one file as they come, in pieces of :data:`WRITE_ROWS` rows (later
+    tables cast to the first one's schema); no file when there is no row. Raises
+    :class:`~acidctl.acid.hive2stream.Unstreamable` when a table cannot take the first one's
+    schema. Holds at most one piece plus one incoming table."""
     import pyarrow as pa
 
     from acidctl.acid import hive2stream
+    from acidctl.faults import fire
 
     writer = None
     schema = None
     rows = 0
     pending: list = []
     pending_rows = 0
+    digest: _KeyDigest | None = None
 
-    def flush(f) -> None:
-        nonlocal writer, pending, pending_rows
-        if not pending:
-            return
-        t = pending[0] if len(pending) == 1 else pa.concat_tables(pending)
+    def write(f, t) -> None:
+        nonlocal writer
+        t = t.combine_chunks()
         if writer is None:
             writer = _plain_writer(f.open(), schema, fmt, compression)
+        if digest is not None:
+            digest.add(t.column("row__id"))
+        fire("export-write", t.num_rows)
         if fmt == "parquet":
             writer.write_table(t)
         else:
             writer.write(t)
-        pending, pending_rows = [], 0
+
+    def flush(f, *, last: bool) -> None:
+        nonlocal pending, pending_rows
+        if not pending or (not last and pending_rows < WRITE_ROWS):
+            return
+        t = pending[0] if len(pending) == 1 else pa.concat_tables(pending)
+        off = 0
+        while t.num_rows - off >= WRITE_ROWS:
+            write(f, t.slice(off, WRITE_ROWS))
+            off += WRITE_ROWS
+        rest = t.slice(off) if off else t
+        if last and rest.num_rows:
+            write(f, rest)
+            rest = rest.slice(rest.num_rows)
+        pending = [rest] if rest.num_rows else []
+        pending_rows = rest.num_rows
 
     try:
         with _Lazy(dst, path) as f:
-            for t in tables:
-                if schema is None:
-                    schema = t.schema
-                elif not t.schema.equals(schema):
+            try:
+                for t in tables:
+                    if not t.num_rows:
+                        continue
+                    if schema is None:
+                        schema = t.schema
+                        if "row__id" in schema.names:
+                            digest = _KeyDigest()
+                    elif not t.schema.equals(schema):
+                        try:
+                            t = t.cast(schema)
+                        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
+                            raise hive2stream.Unstreamable(
+                                hive2stream.SCHEMA, "merged windows differ in schema"
+                            ) from None
+                    pending.append(t)
+                    pending_rows += t.num_rows
+                    rows += t.num_rows
+                    flush(f, last=False)
+                flush(f, last=True)
+            except BaseException:
+                # closed while its file is open: an ORC writer left to the garbage collector
+                # writes its tail into the closed file and aborts the process (the half file
+                # is removed by the caller)
+                if writer is not None:
                     try:
-                        t = t.cast(schema)
-                    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
-                        raise hive2stream.Unstreamable(hive2stream.SCHEMA, "merged windows differ in schema") from None
-                pending.append(t)
-                pending_rows += t.num_rows
-                rows += t.num_rows
-                if pending_rows >= HIVE2_WRITE_ROWS:
-                    flush(f)
-            flush(f)
+                        writer.close()
+                    except Exception:  # the first error is the one to report
+                        pass
+                raise
             if writer is not None:
                 writer.close()
     except pa.ArrowException as e:
@@ -355,7 +513,39 @@ def _write_tables(dst, path: str, tables, fmt: str, compression: str):
             f"cannot write {fmt}: {str(e).splitlines()[0]}",
             hint="uniontype columns have no Parquet equivalent; try --format orc",
         ) from None
-    return rows, schema
+    return Written(rows, schema, digest.hexdigest() if digest is not None else None)
+
+
+def _verify(dst, path: str, fmt: str, written: Written) -> None:
+    """The file read back: its row count and column names, and with row ids the digest of the
+    ``row__id`` column (read alone, a batch / stripe at a time), must be what was written."""
+    rows, schema = _read_back(dst, path, fmt)
+    problem = None
+    if rows != written.rows:
+        problem = f"wrote {written.rows} rows, read back {rows}"
+    elif schema.names != written.schema.names:
+        problem = f"wrote columns {written.schema.names}, read back {schema.names}"
+    elif written.digest is not None and _read_back_digest(dst, path, fmt) != written.digest:
+        problem = "the row ids read back differ from those written"
+    if problem:
+        raise InvalidInputError(f"export verification failed for {dst.display(path)}: {problem}")
+
+
+def _read_back_digest(dst, path: str, fmt: str) -> str:
+    d = _KeyDigest()
+    with dst.open(path, "rb") as f:
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            for b in pq.ParquetFile(f).iter_batches(columns=["row__id"], use_threads=False):
+                d.add(b.column(0))
+        else:
+            import pyarrow.orc as po
+
+            o = po.ORCFile(f)
+            for i in range(o.nstripes):
+                d.add(o.read_stripe(i, columns=["row__id"]).column(0))
+    return d.hexdigest()
 
 
 def _run_mm_task(task: ExportTask, src, dst, t0: float) -> dict:
@@ -385,15 +575,23 @@ def _run_mm_task(task: ExportTask, src, dst, t0: float) -> dict:
     rows = 0
     try:
         with _Lazy(dst, path) as f:
-            for mf in files:
-                for t in iter_tables(src, mf.path, task.mm.storage, row_td):
-                    if writer is None:
-                        writer = _plain_writer(f.open(), schema, task.format, task.compression)
-                    if task.format == "parquet":
-                        writer.write_table(t)
-                    else:
-                        writer.write(t)
-                    rows += t.num_rows
+            try:
+                for mf in files:
+                    for t in iter_tables(src, mf.path, task.mm.storage, row_td):
+                        if writer is None:
+                            writer = _plain_writer(f.open(), schema, task.format, task.compression)
+                        if task.format == "parquet":
+                            writer.write_table(t)
+                        else:
+                            writer.write(t)
+                        rows += t.num_rows
+            except BaseException:
+                if writer is not None:  # before its file closes (see _write_tables)
+                    try:
+                        writer.close()
+                    except Exception:
+                        pass
+                raise
             if writer is not None:
                 writer.close()
     except pa.ArrowException as e:
@@ -438,27 +636,6 @@ def _plain_writer(f, schema, fmt: str, compression: str):
     import pyarrow.orc as po
 
     return po.ORCWriter(f, compression=compression)
-
-
-def _write(dst, path: str, table, fmt: str, compression: str) -> None:
-    import pyarrow as pa
-
-    try:
-        if fmt == "parquet":
-            import pyarrow.parquet as pq
-
-            with dst.open(path, "wb") as f:
-                pq.write_table(table, f, compression=compression)
-        else:
-            import pyarrow.orc as po
-
-            with dst.open(path, "wb") as f:
-                po.write_table(table, f, compression=compression)
-    except pa.ArrowException as e:
-        raise InvalidInputError(
-            f"cannot write {fmt}: {str(e).splitlines()[0]}",
-            hint="uniontype columns have no Parquet equivalent; try --format orc",
-        ) from None
 
 
 def _read_back(dst, path: str, fmt: str):
