@@ -132,8 +132,10 @@ class Cursor:
         if bound is None:
             n = self.buf.num_rows
         else:
+            from acidctl.acid.merge import count_keys
+
             ot, bk, rid = self.keys
-            n = count_below(ot, bk, rid, bound)
+            n = count_keys(ot, bk, rid, bound, inclusive=False)
         if not n:
             return None
         out = self.buf.slice(0, n)
@@ -143,22 +145,6 @@ class Cursor:
             self.buf = self.buf.slice(n)
             self.keys = tuple(a[n:] for a in self.keys)
         return out
-
-
-def count_below(ot, bk, rid, bound: tuple) -> int:
-    """How many leading keys of the sorted key arrays are below ``bound`` (binary searches, not
-    a pass over the buffer: a delta's buffer can stay large while many windows pass)."""
-    import numpy as np
-
-    o, b, r = bound
-    lo, hi = int(np.searchsorted(ot, o, side="left")), int(np.searchsorted(ot, o, side="right"))
-    if lo == hi:
-        return lo
-    blo = lo + int(np.searchsorted(bk[lo:hi], b, side="left"))
-    bhi = lo + int(np.searchsorted(bk[lo:hi], b, side="right"))
-    if blo == bhi:
-        return blo
-    return blo + int(np.searchsorted(rid[blo:bhi], r, side="left"))
 
 
 Window = list  # per cursor: (events, statement id) or None

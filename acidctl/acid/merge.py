@@ -66,6 +66,21 @@ def apply(inserts: pa.Table, deletes: pa.Table | None, snapshot: WriteIdList, *,
     return live
 
 
+def count_keys(ot: np.ndarray, bk: np.ndarray, rid: np.ndarray, bound: tuple, *, inclusive: bool) -> int:
+    """How many leading keys of the key-sorted arrays are below ``bound`` (``inclusive``: ≤ it):
+    binary searches per key column, not a pass over the arrays (a large buffer can stay while
+    many bounds pass)."""
+    o, b, r = bound
+    lo, hi = int(np.searchsorted(ot, o, side="left")), int(np.searchsorted(ot, o, side="right"))
+    if lo == hi:
+        return lo
+    blo = lo + int(np.searchsorted(bk[lo:hi], b, side="left"))
+    bhi = lo + int(np.searchsorted(bk[lo:hi], b, side="right"))
+    if blo == bhi:
+        return blo
+    return blo + int(np.searchsorted(rid[blo:bhi], r, side="right" if inclusive else "left"))
+
+
 def _all_true(mask) -> bool:
     return bool(pc.all(mask).as_py()) if len(mask) else False
 

@@ -127,21 +127,6 @@ def _sorted_keys(ot, bk, rid) -> bool:
     )
 
 
-def _count_le(ot, bk, rid, bound) -> int:
-    """How many leading keys (the arrays are sorted by key) are ≤ ``bound``."""
-    import numpy as np
-
-    o, b, r = bound
-    lo, hi = int(np.searchsorted(ot, o, side="left")), int(np.searchsorted(ot, o, side="right"))
-    if lo == hi:
-        return lo
-    blo = lo + int(np.searchsorted(bk[lo:hi], b, side="left"))
-    bhi = lo + int(np.searchsorted(bk[lo:hi], b, side="right"))
-    if blo == bhi:
-        return blo
-    return blo + int(np.searchsorted(rid[blo:bhi], r, side="right"))
-
-
 class _SourceStream:
     """One insert file's live events in key order, a batch at a time."""
 
@@ -211,7 +196,7 @@ class _SourceStream:
         """The buffered rows with key ≤ ``bound`` (removed from the buffer)."""
         assert self.buf is not None, "take() after a successful fill()"
         t, ot, bk, rid = self.buf
-        n = _count_le(ot, bk, rid, bound)
+        n = merge.count_keys(ot, bk, rid, bound, inclusive=True)
         if n == 0:
             return None
         self.last = (int(ot[n - 1]), int(bk[n - 1]), int(rid[n - 1]))
