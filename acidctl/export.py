@@ -262,18 +262,33 @@ def _run_acid_task(task: ExportTask, src, dst, snapshot, metrics: dict, t0: floa
     the streamed path's output equals byte for byte when it streams."""
     from acidctl.acid import hive2stream
     from acidctl.compact.transform import NotInOrder
+
+    return _export_bucket(
+        task,
+        dst,
+        metrics,
+        t0,
+        streamed=lambda: _streamed_bucket(src, task, snapshot),
+        whole=lambda: _whole_bucket(src, task, snapshot),
+        unstreamable=(hive2stream.Unstreamable, NotInOrder),
+    )
+
+
+def _export_bucket(task: ExportTask, dst, metrics: dict, t0: float, *, streamed, whole, unstreamable) -> dict:
+    """One bucket's file: ``streamed()``'s tables written as they come; when they raise one of
+    ``unstreamable`` (possibly after rows were written) the half file is removed and
+    ``whole()``'s tables are written instead. Then the file read back and verified."""
     from acidctl.faults import fire
 
     path = posixpath.normpath(dst.join(dst.root, task.out_rel))
     try:
-        fire("export-acid-stream", task)
-        written = _write_tables(dst, path, _streamed_bucket(src, task, snapshot), task.format, task.compression)
-    except (hive2stream.Unstreamable, NotInOrder) as e:
+        written = _write_tables(dst, path, streamed(), task.format, task.compression)
+    except unstreamable as e:
         log.info("export %s bucket %d: whole-bucket merge (%s)", task.partition or "", task.bucket, e)
         fire("export-whole-bucket", str(e))
         if dst.exists(path):
             dst.rm(path)
-        written = _write_tables(dst, path, _whole_bucket(src, task, snapshot), task.format, task.compression)
+        written = _write_tables(dst, path, whole(), task.format, task.compression)
     if not written.rows:
         return metrics
     _verify(dst, path, task.format, written)
@@ -317,16 +332,17 @@ def _streamed_bucket(src, task: ExportTask, snapshot):
     * every non-empty batch has the first one's schema (the whole merge concatenates with
       permissive promotion, which would change types);
     * every insert event's bucket property decodes to the task's bucket (only those keys are
-      held: :func:`acidctl.acid.read.read_bucket_delete_keys`)."""
+      held: :func:`acidctl.acid.read.read_delete_keys` with ``bucket``)."""
     import numpy as np
 
     from acidctl.acid import hive2stream, merge
-    from acidctl.acid.read import read_bucket_delete_keys
+    from acidctl.acid.read import read_delete_keys
     from acidctl.compact.sources import stream_events
     from acidctl.faults import fire
     from acidctl.orc import bucketcodec
 
-    keys = read_bucket_delete_keys(src, task.deletes, snapshot, task.bucket)
+    fire("export-acid-stream", task)
+    keys = read_delete_keys(src, task.deletes, snapshot, bucket=task.bucket)
     schema = None
     last: tuple[int, ...] | None = None
     for t in stream_events(src, task.inserts):
@@ -363,28 +379,23 @@ def _run_hive2_task(task: ExportTask, src, dst, snapshot, metrics: dict, t0: flo
 
     deletes = [d for d in task.deletes if d.bucket == task.bucket]
     hive2.refuse_two_originals(task.inserts)
-    path = posixpath.normpath(dst.join(dst.root, task.out_rel))
 
     def flat(tables):
         for t in tables:
             if t is not None and t.num_rows:
                 yield _flatten(t, with_row_id=task.with_row_id, column_names=task.column_names)
 
-    try:
-        windows = hive2stream.merged_windows(src, task.inserts, deletes, snapshot, batch_rows=HIVE2_WRITE_ROWS)
-        written = _write_tables(dst, path, flat(windows), task.format, task.compression)
-    except hive2stream.Unstreamable:
-        if dst.exists(path):
-            dst.rm(path)
-        whole = hive2.merge_sources(src, task.inserts, deletes, snapshot)
-        written = _write_tables(dst, path, flat([whole]), task.format, task.compression)
-    if not written.rows:
-        return metrics
-    _verify(dst, path, task.format, written)
-    metrics.update(
-        rows=written.rows, file=task.out_rel, bytes=dst.info(path).size, seconds=round(time.monotonic() - t0, 3)
+    return _export_bucket(
+        task,
+        dst,
+        metrics,
+        t0,
+        streamed=lambda: flat(
+            hive2stream.merged_windows(src, task.inserts, deletes, snapshot, batch_rows=HIVE2_WRITE_ROWS)
+        ),
+        whole=lambda: flat([hive2.merge_sources(src, task.inserts, deletes, snapshot)]),
+        unstreamable=(hive2stream.Unstreamable,),
     )
-    return metrics
 
 
 #: rows per write into a plain file: every file is written in pieces of exactly this many rows

@@ -46,9 +46,35 @@ def _arrow_schema_of(f: OrcFile) -> pa.Schema:
     return po.ORCFile(f._source).schema
 
 
-def read_delete_keys(tfs: TableFS, deletes: list[Source], snapshot: WriteIdList) -> pa.Table | None:
-    """Valid delete keys of every delete file (only the key columns are read)."""
-    keys = [merge.delete_keys(t, snapshot) for src in deletes for t in key_column_stripes(tfs, src.path)]
+def read_delete_keys(
+    tfs: TableFS, deletes: list[Source], snapshot: WriteIdList, *, bucket: int | None = None
+) -> pa.Table | None:
+    """Valid delete keys of every delete file (only the key columns are read, stripe by stripe).
+
+    ``bucket``: only the keys whose bucket property decodes to that bucket id are kept (per
+    stripe), so a bucket's reader holds its own keys, not the partition's — for a caller whose
+    insert events all decode to ``bucket`` (only those can match them)."""
+    import numpy as np
+
+    keys = []
+    for src in deletes:
+        for t in key_column_stripes(tfs, src.path):
+            k = merge.delete_keys(t, snapshot)
+            if bucket is None:
+                keys.append(k)
+                continue
+            if not k.num_rows:
+                continue
+            bk = k.column("bucket")
+            if bk.null_count:  # no bucket id to decode: kept (the merge compares the values)
+                keys.append(k)
+                continue
+            _, ids, _ = bucketcodec.decode_fields(np.asarray(bk.to_numpy()))
+            mine = ids == bucket
+            if mine.all():
+                keys.append(k)
+            elif mine.any():
+                keys.append(k.filter(pa.array(mine)))
     return pa.concat_tables(keys) if keys else None
 
 
@@ -275,30 +301,3 @@ def _concat(tables: list[pa.Table]) -> pa.Table:
 def _sorted_concat(parts: list[pa.Table]) -> pa.Table:
     t = pa.concat_tables(parts, promote_options="permissive")
     return t.sort_by([(k, "ascending") for k in merge.KEY])
-
-
-def read_bucket_delete_keys(tfs: TableFS, deletes: list[Source], snapshot: WriteIdList, bucket: int) -> pa.Table | None:
-    """The valid delete keys of ``deletes`` whose bucket property decodes to ``bucket``, read
-    stripe by stripe (key columns only) and kept per stripe: a bucket's reader holds its own
-    keys, not the partition's. Only insert events whose bucket property decodes to ``bucket``
-    can match them; a caller merging events of another bucket id needs
-    :func:`read_delete_keys`."""
-    import numpy as np
-
-    keys = []
-    for src in deletes:
-        for t in key_column_stripes(tfs, src.path):
-            k = merge.delete_keys(t, snapshot)
-            if not k.num_rows:
-                continue
-            bk = k.column("bucket")
-            if bk.null_count:  # no bucket id to decode: kept (the merge compares the values)
-                keys.append(k)
-                continue
-            _, ids, _ = bucketcodec.decode_fields(np.asarray(bk.to_numpy()))
-            mine = ids == bucket
-            if mine.all():
-                keys.append(k)
-            elif mine.any():
-                keys.append(k.filter(pa.array(mine)))
-    return pa.concat_tables(keys) if keys else None
