@@ -71,21 +71,38 @@ def merged_stream(tfs, srcs, snapshot, columns, coln_only, *, missing_ok: bool, 
     """The merged read of one bucket as a sequence of tables in key order; raises
     :class:`~acidctl.compact.transform.NotInOrder` when the live events do not come in key
     order (the caller then reads the bucket whole: :func:`verify_whole`)."""
-    from acidctl.acid import merge
-
     ins_srcs, del_srcs = srcs
     keys = loaded = None
-    order = StreamOrder()
-    schema = SameSchema()
+    step = _ReaderMerge(snapshot, columns, coln_only)
     for t in coalesced(stream_events(tfs, ins_srcs, missing_ok=missing_ok, on_batch=on_batch)):
         if not loaded:
             keys = stream_delete_keys(tfs, del_srcs, snapshot, missing_ok=missing_ok)
             loaded = True
-        live = merge.apply(t, keys, snapshot, sort=False)
-        order.check(live)
-        live = rename_row(live, columns, coln_only)
-        schema.check(live)
-        yield live
+        yield step(t, keys)[1]
+
+
+class _ReaderMerge:
+    """The reader's merge of a bucket's insert batches, one at a time in stream order: the
+    merged-read kernel with the reader's snapshot, the key-order check across batches, the
+    row renamed to the table's columns and the schema check. :func:`merged_stream` and
+    :class:`HeldOldSide` both build the old side through it, so the held one is the re-read
+    one by construction."""
+
+    def __init__(self, snapshot, columns, coln_only):
+        self.snapshot, self.columns, self.coln_only = snapshot, columns, coln_only
+        self.order = StreamOrder()
+        self.schema = SameSchema()
+
+    def __call__(self, t, keys):
+        """(the kernel's merge of ``t``, that merge renamed); raises
+        :class:`~acidctl.compact.transform.NotInOrder`."""
+        from acidctl.acid import merge
+
+        merged = merge.apply(t, keys, self.snapshot, sort=False)
+        self.order.check(merged)
+        live = rename_row(merged, self.columns, self.coln_only)
+        self.schema.check(live)
+        return merged, live
 
 
 def compare_streams(a, b) -> tuple[bool, int, int]:
@@ -138,8 +155,7 @@ class HeldOldSide:
         self._key_parts: list = []
         self._keys = None
         self._keys_done = False
-        self._order = StreamOrder()
-        self._schema = SameSchema()
+        self._merge = _ReaderMerge(task.reader, task.columns, task.columns_coln_only)
         #: the reader's and the compactor's lists find the same write ids valid: the
         #: compaction's delete keys are the reader's (:meth:`use_keys`) and the merged batches
         #: :meth:`add` returns are the compaction's major merge (``live_inserts(merged=...)``)
@@ -191,18 +207,13 @@ class HeldOldSide:
         against the reference model: tests/acid, tests/property)."""
         import pyarrow as pa
 
-        from acidctl.acid import merge
-
         if not self.ok:
             return None
         if not self._keys_done:
             self._keys = pa.concat_tables(self._key_parts).combine_chunks() if self._key_parts else None
             self._key_parts, self._keys_done = [], True
-        merged = merge.apply(t, self._keys, self.task.reader, sort=False)
         try:
-            self._order.check(merged)
-            live = rename_row(merged, self.task.columns, self.task.columns_coln_only)
-            self._schema.check(live)
+            merged, live = self._merge(t, self._keys)
         except NotInOrder:
             self.drop()
             return None
