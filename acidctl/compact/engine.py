@@ -43,6 +43,13 @@ POOL_MIN_BYTES = 2 * 2**20
 #: environment override of ``POOL_MIN_BYTES`` (bytes; 0: always a pool when there are 2+ tasks)
 POOL_MIN_ENV = "ACIDCTL_LOCAL_POOL_MIN_BYTES"
 
+
+def pool_min_bytes() -> int:
+    """Input bytes from which the local engine starts a worker pool (:data:`POOL_MIN_BYTES`,
+    or ``$ACIDCTL_LOCAL_POOL_MIN_BYTES``)."""
+    return int(os.environ.get(POOL_MIN_ENV) or POOL_MIN_BYTES)
+
+
 _UNITS = {
     "": 1,
     "b": 1,
@@ -131,8 +138,7 @@ def choose_engine(
         )
     # below POOL_MIN_BYTES one process is sooner: starting the worker pool (a fork server that
     # imports pyarrow) costs about what a second core would save
-    floor = int(os.environ.get(POOL_MIN_ENV) or POOL_MIN_BYTES)
-    workers = max(1, min(cores(), tasks)) if bytes_in >= floor else 1
+    workers = max(1, min(cores(), tasks)) if bytes_in >= pool_min_bytes() else 1
     mib = bytes_in / 2**20
     if requested == LOCAL:
         return EngineChoice(LOCAL, LOCAL, f"--engine local ({_where(workers)})", bytes_in, None, workers)

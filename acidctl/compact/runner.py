@@ -259,16 +259,14 @@ def _may_run_local_pool(tfs, opts: CompactOptions, listings: list) -> bool:
     before planning? Not for ``--engine spark``, a cluster master under auto, a process-local
     filesystem, one core, or less on disk than :func:`choose_engine` runs a pool for (the
     listed bytes bound the input bytes from above)."""
-    import os
-
-    from acidctl.compact.engine import LOCAL, POOL_MIN_BYTES, POOL_MIN_ENV, PROCESS_LOCAL_PROTOCOLS, cores
+    from acidctl.compact.engine import LOCAL, PROCESS_LOCAL_PROTOCOLS, cores, pool_min_bytes
 
     if opts.engine == SPARK or tfs.protocol in PROCESS_LOCAL_PROTOCOLS or cores() < 2:
         return False
     if opts.engine != LOCAL and not opts.master.startswith("local"):
         return False
     listed = sum(e.total_bytes for lst in listings for e in lst.entries)
-    return listed >= int(os.environ.get(POOL_MIN_ENV) or POOL_MIN_BYTES)
+    return listed >= pool_min_bytes()
 
 
 def _plan_all(tfs, opts: CompactOptions, listings: list) -> list[PartitionPlan]:
