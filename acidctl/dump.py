@@ -294,14 +294,11 @@ _POOL = None
 
 
 def _usable_cpus() -> int:
-    """The CPUs this process may run on (``taskset``, cgroup cpusets), not the machine's: on
-    one core the render pool only adds thread switches to the same work."""
-    import os
+    """The CPUs this process may run on, not the machine's: on one core the render pool only
+    adds thread switches to the same work."""
+    from acidctl.machine import usable_cpus
 
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except (AttributeError, OSError):  # not on Linux
-        return os.cpu_count() or 1
+    return usable_cpus()
 
 
 def _in_order(fn, items):

@@ -24,6 +24,7 @@ import os
 import re
 
 from acidctl.errors import UsageError
+from acidctl.machine import usable_cpus
 
 AUTO, LOCAL, SPARK = "auto", "local", "spark"
 ENGINES = (AUTO, LOCAL, SPARK)
@@ -79,10 +80,7 @@ def parse_size(text: str, what: str = "--local-max-bytes") -> int:
 
 def cores() -> int:
     """Cores this process may run on (the CPU affinity mask, which containers narrow)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
+    return usable_cpus()
 
 
 @dataclasses.dataclass
