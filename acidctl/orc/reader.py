@@ -300,7 +300,15 @@ class OrcFile:
 
     # -- data ----------------------------------------------------------------------------
     def num_stripes(self) -> int:
+        if self._schema is None:  # Arrow's footer gave the verdict (``arrow_footer``): no pyorc parse
+            return self._arrow_file().nstripes
         return self._pyorc.num_of_stripes
+
+    def top_names(self) -> list[str]:
+        """The file's top-level column names, as written, from whichever footer was parsed."""
+        if self._schema is None:
+            return list(self._arrow_file().schema.names)
+        return list(self.schema.fields)
 
     def read_stripe_arrow(self, index: int, columns: list[str] | None = None):
         """One stripe as an Arrow RecordBatch; raises ``ArrowNotRepresentable`` when Arrow
@@ -413,9 +421,8 @@ def key_column_stripes(tfs: TableFS, path: str) -> Iterator:
     from acidctl.orc.acidfile import ACID_NAMES
 
     with OrcFile(tfs, path, arrow_footer=True) as f:
-        # the names as in the file: Arrow's schema of it when Arrow parsed the footer
-        cols = list(f._arrow_file().schema.names)[:5] if f._schema is None else list(f.schema.fields)[:5]
-        for i in range(f._arrow_file().nstripes if f._schema is None else f.num_stripes()):
+        cols = f.top_names()[:5]
+        for i in range(f.num_stripes()):
             b = f.read_stripe_arrow(i, columns=cols)
             yield pa.Table.from_batches([b]).rename_columns(list(ACID_NAMES[:5]))
 
