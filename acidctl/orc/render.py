@@ -17,7 +17,6 @@ from __future__ import annotations
 import codecs
 import threading
 
-
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -523,11 +522,17 @@ def _flat(arr: pa.Array, td) -> pa.Array:
     """Every value's JSON text (``null`` for nulls) with ONE element-wise join of its
     :func:`_parts`: a struct's fields or a quoted string are not joined level by level."""
     parts = _merge_literals(_parts(arr, td))
-    if len(parts) == 1:
-        p = parts[0]
-        return pa.array([p] * len(arr), pa.string()) if isinstance(p, str) else _filled(p)
+    if len(parts) == 1 and not isinstance(parts[0], str):
+        return _filled(parts[0])
+    return _joined(parts, len(arr))
+
+
+def _joined(parts: list, n: int) -> pa.Array:
+    """The ``n`` texts of ``parts`` (literal strings and arrays) joined element-wise, adjacent
+    literals merged first; all literals: ``n`` copies of their text."""
+    parts = _merge_literals(parts)
     if not any(isinstance(p, (pa.Array, pa.ChunkedArray)) for p in parts):
-        return pa.array(["".join(parts)] * len(arr), pa.string())
+        return pa.array(["".join(parts)] * n, pa.string())
     return _join(*parts)
 
 
@@ -690,10 +695,7 @@ def render_batch(
         parts.append(("{" if i == 0 else ",") + javafmt.json_string(name) + ":")
         parts += value_parts
     parts.append("}" + terminator)
-    parts = _merge_literals(parts)
-    if not any(isinstance(p, (pa.Array, pa.ChunkedArray)) for p in parts):
-        return pa.array(["".join(parts)] * batch.num_rows, pa.string())
-    return _join(*parts)
+    return _joined(parts, batch.num_rows)
 
 
 # -- the exact slow path over pyorc tuples ------------------------------------------------
