@@ -64,16 +64,6 @@ class Block:
     row_valid: Any  # numpy bool array, or None: every row present
     columns: list  # per timestamp column: (valid bool array or None, seconds int64, nanos int64)
 
-    def slice(self, start: int, stop: int) -> Block:
-        def cut(a):
-            return None if a is None else a[start:stop]
-
-        return Block(
-            min(stop, self.rows) - start,
-            cut(self.row_valid),
-            [(cut(v), s[start:stop], n[start:stop]) for v, s, n in self.columns],
-        )
-
 
 def _raw(rows: list, acid: bool, ncols: int) -> tuple[bytes | None, list]:
     """pyorc rows → (row validity bytes or None, [(valid bytes or None, seconds, nanos)]) with
