@@ -40,8 +40,6 @@ if TYPE_CHECKING:
     from acidctl.acid.writeids import WriteIdList
     from acidctl.fs import TableFS
 
-KEYS = ("originalTransaction", "bucket", "rowId")
-
 #: the smallest piece :func:`stream_partition` reads from a file by default (ORC's reader
 #: decodes 8,192 rows at a time for large files anyway)
 MIN_PIECE_ROWS = 4096
@@ -58,21 +56,6 @@ class Unstreamable(Exception):
         super().__init__(message)
         self.reason = reason
         self.path = path
-
-
-def key_arrays(t: "pa.Table") -> tuple:
-    import numpy as np
-
-    return tuple(t.column(c).to_numpy(zero_copy_only=False).astype(np.int64) for c in KEYS)
-
-
-def nondecreasing(ot, bk, rid) -> bool:
-    if len(ot) < 2:
-        return True
-    up = (ot[1:] > ot[:-1]) | (
-        (ot[1:] == ot[:-1]) & ((bk[1:] > bk[:-1]) | ((bk[1:] == bk[:-1]) & (rid[1:] >= rid[:-1])))
-    )
-    return bool(up.all())
 
 
 class Cursor:
@@ -96,12 +79,14 @@ class Cursor:
         import numpy as np
         import pyarrow as pa
 
+        from acidctl.acid.merge import key_arrays, keys_nondecreasing
+
         for t in self.pieces:
             if not t.num_rows:
                 continue
             k = key_arrays(t)
             first = (int(k[0][0]), int(k[1][0]), int(k[2][0]))
-            if not nondecreasing(*k) or (self.last is not None and first < self.last):
+            if not keys_nondecreasing(*k) or (self.last is not None and first < self.last):
                 raise Unstreamable(ORDER, f"{self.path or 'a source'} is not in key order", self.path)
             self.last = (int(k[0][-1]), int(k[1][-1]), int(k[2][-1]))
             if self.buf is None:
@@ -253,6 +238,8 @@ def refuse_tied_keys(*parts) -> None:
     replays."""
     import numpy as np
 
+    from acidctl.acid.merge import key_arrays
+
     cols: list[list] = [[], [], [], [], []]
     for t, stmt in parts:
         if t is None or not t.num_rows:
@@ -315,7 +302,9 @@ def merged_windows(
 
 def sort_by_key(t: "pa.Table") -> "pa.Table":
     """``t`` in key order (Arrow's sort is stable: equal keys keep their order)."""
-    return t.sort_by([(k, "ascending") for k in KEYS])
+    from acidctl.acid.merge import KEY
+
+    return t.sort_by([(k, "ascending") for k in KEY])
 
 
 def stream_partition(
@@ -393,16 +382,15 @@ def stream_partition(
 
 def count_through(t: "pa.Table", last: tuple) -> int:
     """How many leading rows of ``t`` (in key order) have a key ≤ ``last``."""
-    import numpy as np
+    from acidctl.acid.merge import count_keys, key_arrays
 
     if not t.num_rows:
         return 0
-    ot, bk, rid = key_arrays(t)
-    o, b, r = last
-    le = (ot < o) | ((ot == o) & ((bk < b) | ((bk == b) & (rid <= r))))
-    return int(np.count_nonzero(le))
+    return count_keys(*key_arrays(t), last, inclusive=True)
 
 
 def last_key(t: "pa.Table") -> tuple:
-    ot, bk, rid = (t.column(c)[t.num_rows - 1].as_py() for c in KEYS)
+    from acidctl.acid.merge import KEY
+
+    ot, bk, rid = (t.column(c)[t.num_rows - 1].as_py() for c in KEY)
     return (int(ot), int(bk), int(rid))

@@ -224,6 +224,18 @@ def _is_sorted(t: pa.Table) -> bool:
     ot = t.column("originalTransaction").to_numpy()
     bk = t.column("bucket").to_numpy().astype(np.int64)
     rid = t.column("rowId").to_numpy()
+    return keys_nondecreasing(ot, bk, rid)
+
+
+def key_arrays(t: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The key columns (originalTransaction, bucket, rowId) of ``t`` as int64 arrays (columns
+    without nulls)."""
+    ot, bk, rid = (np.asarray(t.column(k).to_numpy(), np.int64) for k in KEY)
+    return ot, bk, rid
+
+
+def keys_nondecreasing(ot, bk, rid) -> bool:
+    """Do the keys never go down (equal keys allowed)?"""
     if len(ot) < 2:
         return True
     ge = (ot[1:] > ot[:-1]) | (

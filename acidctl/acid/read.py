@@ -132,27 +132,6 @@ def _lower_bound(src: Source) -> tuple[int, int, int]:
     return _LOWEST
 
 
-def _keys(t: pa.Table):
-    import numpy as np
-
-    return (
-        np.asarray(t.column("originalTransaction").to_numpy(), np.int64),
-        np.asarray(t.column("bucket").to_numpy(), np.int64),
-        np.asarray(t.column("rowId").to_numpy(), np.int64),
-    )
-
-
-def _sorted_keys(ot, bk, rid) -> bool:
-    if len(ot) < 2:
-        return True
-    return bool(
-        (
-            (ot[1:] > ot[:-1])
-            | ((ot[1:] == ot[:-1]) & ((bk[1:] > bk[:-1]) | ((bk[1:] == bk[:-1]) & (rid[1:] >= rid[:-1]))))
-        ).all()
-    )
-
-
 class _SourceStream:
     """One insert file's live events in key order, a batch at a time."""
 
@@ -204,9 +183,9 @@ class _SourceStream:
             t = merge.apply(t, self.deletes, self.snapshot, sort=False)
             if not t.num_rows:
                 continue
-            ot, bk, rid = _keys(t)
+            ot, bk, rid = merge.key_arrays(t)
             first = (int(ot[0]), int(bk[0]), int(rid[0]))
-            if not _sorted_keys(ot, bk, rid) or first < (self.last or self.lower):
+            if not merge.keys_nondecreasing(ot, bk, rid) or first < (self.last or self.lower):
                 raise OutOfOrder(self.src.path)
             self.buf = (t, ot, bk, rid)
             return True
