@@ -190,9 +190,8 @@ def _hive2_tables(tfs, listing, state):
     from the whole merge after the last key handed out — unless a file out of key order could
     have changed those rows, or the whole merge disagrees with them (then the read stops with
     an error: never a silently different result)."""
-    import pyarrow as pa
-
     from acidctl.acid import hive2, hive2stream
+    from acidctl.acid.merge import sorted_concat
     from acidctl.errors import InvalidInputError
 
     given = 0
@@ -206,17 +205,14 @@ def _hive2_tables(tfs, listing, state):
         return
     except hive2stream.Unstreamable as e:
         if given and e.reason == hive2stream.ORDER:
-            where = tfs.display(e.path) if e.path else "a file"
-            raise InvalidInputError(
-                f"{where} is not in ROW__ID order (not written by Hive's rules); "
-                "the rows printed so far are in order, the rest cannot be streamed",
-                hint="compact the partition with --hive-version 2 (compaction writes key order), then dump it again",
+            raise _out_of_order(
+                tfs.display(e.path) if e.path else "a file", "compact the partition with --hive-version 2"
             ) from None
         reason = str(e)
     tables = [t for _, t in hive2.read_partition(tfs, listing, state)]
     if not tables:
         return
-    events = hive2stream.sort_by_key(pa.concat_tables(tables, promote_options="permissive"))
+    events = sorted_concat(tables)
     if last is not None:
         done = hive2stream.count_through(events, last)
         if done != given:
@@ -233,10 +229,8 @@ def _hive2_tables(tfs, listing, state):
 def _live_tables(tfs, listing, state):
     """The partition's live events in key order: streamed, or (a file out of key order found
     before anything was yielded) the whole partition sorted."""
-    import pyarrow as pa
-
+    from acidctl.acid.merge import sorted_concat
     from acidctl.acid.read import OutOfOrder, read_partition, stream_partition
-    from acidctl.errors import InvalidInputError
 
     started = False
     try:
@@ -246,15 +240,22 @@ def _live_tables(tfs, listing, state):
         return
     except OutOfOrder as e:
         if started:
-            raise InvalidInputError(
-                f"{tfs.display(str(e))} is not in ROW__ID order (not written by Hive's rules); "
-                "the rows printed so far are in order, the rest cannot be streamed",
-                hint="compact the partition (compaction writes key order), then dump it again",
-            ) from None
+            raise _out_of_order(tfs.display(str(e)), "compact the partition") from None
     tables = [t for _, t in read_partition(tfs, listing, state)]
     if tables:
-        events = pa.concat_tables(tables, promote_options="permissive")
-        yield events.sort_by([("originalTransaction", "ascending"), ("bucket", "ascending"), ("rowId", "ascending")])
+        yield sorted_concat(tables)
+
+
+def _out_of_order(where: str, compact: str):
+    """The error of a file found out of ROW__ID order after rows were printed (``compact``:
+    the command that fixes it)."""
+    from acidctl.errors import InvalidInputError
+
+    return InvalidInputError(
+        f"{where} is not in ROW__ID order (not written by Hive's rules); "
+        "the rows printed so far are in order, the rest cannot be streamed",
+        hint=f"{compact} (compaction writes key order), then dump it again",
+    )
 
 
 def _render(tables, td, rowid_td, pvals, left, stats):

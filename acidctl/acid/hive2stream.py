@@ -300,13 +300,6 @@ def merged_windows(
             c.close()
 
 
-def sort_by_key(t: "pa.Table") -> "pa.Table":
-    """``t`` in key order (Arrow's sort is stable: equal keys keep their order)."""
-    from acidctl.acid.merge import KEY
-
-    return t.sort_by([(k, "ascending") for k in KEY])
-
-
 def stream_partition(
     tfs: "TableFS",
     listing: "DirListing",
@@ -363,7 +356,9 @@ def stream_partition(
             if not parts:
                 continue
             if len(parts) > 1:
-                chunk = sort_by_key(pa.concat_tables(parts, promote_options="permissive"))
+                from acidctl.acid.merge import sorted_concat
+
+                chunk = sorted_concat(parts)
             else:
                 chunk = parts[0]
             out.append(chunk)

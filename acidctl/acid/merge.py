@@ -227,6 +227,13 @@ def _is_sorted(t: pa.Table) -> bool:
     return keys_nondecreasing(ot, bk, rid)
 
 
+def sorted_concat(tables: list[pa.Table]) -> pa.Table:
+    """``tables`` concatenated (types promoted as needed) and put in key order; Arrow's sort is
+    stable, so events of equal keys keep their order."""
+    t = pa.concat_tables(tables, promote_options="permissive")
+    return t.sort_by([(k, "ascending") for k in KEY])
+
+
 def key_arrays(t: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The key columns (originalTransaction, bucket, rowId) of ``t`` as int64 arrays (columns
     without nulls)."""

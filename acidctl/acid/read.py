@@ -258,7 +258,7 @@ def stream_partition(
                 break
             bound = min(s.last_key() for s in active)
             parts = [p for p in (s.take(bound) for s in active) if p is not None]
-            chunk = parts[0] if len(parts) == 1 else _sorted_concat(parts)
+            chunk = parts[0] if len(parts) == 1 else merge.sorted_concat(parts)
             out.append(chunk)
             out_rows += chunk.num_rows
             out_bytes += chunk.nbytes
@@ -275,8 +275,3 @@ def stream_partition(
 
 def _concat(tables: list[pa.Table]) -> pa.Table:
     return tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="permissive")
-
-
-def _sorted_concat(parts: list[pa.Table]) -> pa.Table:
-    t = pa.concat_tables(parts, promote_options="permissive")
-    return t.sort_by([(k, "ascending") for k in merge.KEY])
