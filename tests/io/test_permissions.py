@@ -211,3 +211,37 @@ def test_webhdfs_creates_carry_no_permission_and_get_the_namenode_default(cli, h
     assert any(op == "CREATE" and q["path"].endswith("bucket_00000") and "/nation/" in q["path"] for op, q in creates)
     assert _wrong_modes(tmp_path / "hdfs" / "demo", 0o022) == []
     assert _wrong_modes(tmp_path / "hdfs" / "warehouse" / "nation" / "base_0000004", 0o022) == []
+
+
+def test_insert_only_and_hive2_compactions_follow_the_umask(cli, tmp_path, umask):
+    """The other two writers: an insert-only table's compaction (plain files through the
+    format writers) and Hive 2.3's CompactorMR-shaped compaction."""
+    from tests.compact.helpers import hive23_table
+    from tests.mm import hivelayout as H
+
+    root, wl, _ = H.standard(tmp_path / "mm", "orc")
+    before = _entries(root)
+    r = cli(
+        "compact",
+        "--major",
+        "--engine",
+        "local",
+        root,
+        "--format",
+        "orc",
+        "--columns",
+        H.COLUMNS_SPEC,
+        "--write-ids",
+        wl,
+    )
+    assert r.code == 0, r
+    new = _entries(root) - before
+    assert any(n.startswith("base_0000004/") for n in new), new
+    assert _wrong_modes(root / "base_0000004", umask) == []
+
+    t = hive23_table(tmp_path / "h2")
+    before = _entries(t)
+    r = cli("compact", "--major", "--engine", "local", "--hive-version", "2", "--txns", "2:9223372036854775807:", t)
+    assert r.code == 0, r
+    new = sorted(_entries(t) - before)
+    assert new and all(not _wrong_modes(t / n, umask) for n in new), new
