@@ -21,6 +21,7 @@ import time
 import uuid
 
 from acidctl.errors import LockConflict
+from acidctl.fs import create_local_exclusive
 
 LOCK_NAME = ".acidctl-compact.lock"
 
@@ -144,7 +145,7 @@ class TableLock:
         data = self._payload()
         if self.tfs.protocol in ("file", "local"):
             try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                fd = create_local_exclusive(self.path)
             except FileExistsError:
                 return False
             try:
