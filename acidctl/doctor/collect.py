@@ -43,6 +43,9 @@ class PartitionScan:
     checks: list[Finding] = dataclasses.field(default_factory=list)
     max_write_id_on_disk: int = 0
     error: str | None = None
+    #: what the compactor reads (acidctl.compact.planner.compactor_deltas on the compactor's
+    #: getAcidState): ``why`` names the output from it with acidctl.compact.naming
+    compactor: dict | None = None
 
     @property
     def spec(self) -> str:
@@ -63,6 +66,7 @@ class PartitionScan:
             "checks": [f.to_dict() for f in self.checks],
             "max_write_id_on_disk": self.max_write_id_on_disk,
             "error": self.error,
+            "compactor": self.compactor,
         }
 
 
@@ -338,6 +342,10 @@ def _classify(
         ps.error = str(e)
         return ps
     ps.recommendation = rec.to_dict()
+    try:
+        ps.compactor = compactor_inputs(lst, wl, txns=txns if hv == 4 else None, hive_version=hv, insert_only=t.insert_only)
+    except AcidctlError:
+        ps.compactor = None
     highest = wh.highest_write_ids(t.db, t.table)
     stale = frozenset(
         w
@@ -394,3 +402,36 @@ def _classify(
     ps.dirs.sort(key=lambda d: (d["min_write_id"] if d["min_write_id"] is not None else -1, d["name"]))
     ps.recommendation["base_bytes_reader"] = base_bytes
     return ps
+
+
+def compactor_inputs(lst, wl, *, txns, hive_version: int, insert_only: bool) -> dict:
+    """The compactor's view of one partition, as plain data: its hwm, the deltas it reads (the
+    planner's :func:`~acidctl.compact.planner.compactor_deltas`: aborted-only ones below the hwm
+    included), whether it has a base / originals."""
+    from acidctl.acid.acidstate import Kind, get_acid_state
+    from acidctl.compact.planner import compactor_deltas
+
+    cwl = wl if wl.compactor else wl.for_compactor()
+    cst = get_acid_state(lst, cwl, txns=txns, hive_version=hive_version, insert_only=insert_only)
+    if insert_only:
+        deltas = [d for d in cst.deltas if d.kind is Kind.DELTA]
+    else:
+        deltas = compactor_deltas(cst)
+    aborted = {c.name for c in cst.aborted}
+    return {
+        "hwm": cwl.hwm,
+        "deltas": [
+            {
+                "name": d.name,
+                "min_write_id": d.min_write_id,
+                "max_write_id": d.max_write_id,
+                "delete": d.kind is Kind.DELETE_DELTA,
+                "compacted": d.statement_id is None,
+                "aborted": d.name in aborted,
+            }
+            for d in deltas
+        ],
+        "base": cst.base.name if cst.base is not None else None,
+        "originals": sorted({o.rel.split("/", 1)[0] for o in cst.originals}),
+        "insert_only": insert_only,
+    }

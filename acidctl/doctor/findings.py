@@ -1143,28 +1143,72 @@ def _reader_findings(ps) -> list[tuple]:
     return out
 
 
+#: compaction states whose row may have written a directory: working (in flight), ready for
+#: cleaning, succeeded, failed (Hive 3's Cleaner marks a compaction failed after its output was
+#: written); never initiated, did not initiate, refused or aborted
+_WROTE_STATES = ("w", "r", "s", "f")
+
+
+def _dir_kind(d: dict) -> str | None:
+    return {"base": "base", "delta": "delta", "delete_delta": "delete_delta"}.get(d["kind"])
+
+
+def _explains(wh, rows: list[dict], d: dict, compactor: str) -> list[dict]:
+    """The compaction rows that could have written directory ``d`` (acidctl.compact.naming)."""
+    from acidctl.compact import naming
+
+    kind = _dir_kind(d)
+    if kind is None or d["max_write_id"] is None:
+        return []
+    return naming.explaining_rows(
+        [r for r in rows if r.get("state") in _WROTE_STATES],
+        kind=kind,
+        max_write_id=int(d["max_write_id"]),
+        visibility=d.get("visibility_txn") or None,
+        hive_version=wh.hive_version,
+        compactor=compactor,
+    )
+
+
+def _major_would_write(wh, ps) -> bool:
+    from acidctl.compact import naming
+
+    if ps.compactor is None:
+        return False
+    out, _ = naming.predict_from(ps.compactor, naming.MAJOR, hive_version=wh.hive_version)
+    return out is not None
+
+
 def _history_vs_disk(wh, ps, tbl: str, part: str | None) -> list[DoctorFinding]:
+    """Compaction rows vs the directories on disk, judged with the one naming rule
+    (:mod:`acidctl.compact.naming`): a row explains a directory when the rule would have named
+    that row's output so (MR compactor: its write ids at or below the row's highest write id;
+    Hive 4: its ``_v`` suffix = the row's compaction txn)."""
+    from acidctl.compact import naming
+
     out = []
     qrows, rows = wh.compactions_of(ps.db, ps.table, part)
+    t = wh.table(ps.db, ps.table)
+    insert_only = bool(t is not None and t.insert_only)
+    compactor = naming.compactor_for(hive_version=wh.hive_version, insert_only=insert_only)
+    every = list(qrows) + list(rows)
+    dirs = [d for d in ps.dirs if _dir_kind(d) is not None]
+    can_major = _major_would_write(wh, ps)
     succ = sorted((r for r in rows if r["state"] == "s" and r.get("highest_write_id")), key=lambda r: -int(r["id"]))
-    dirs = ps.dirs
     if succ:
         r = succ[0]
         n = int(r["highest_write_id"])
         kind = r.get("type")
-        if kind == "a":  # major: base_N
-            match = [d for d in dirs if d["kind"] == "base" and d["max_write_id"] == n]
-        else:  # minor: delta_a_N / delete_delta_a_N without statement id
-            match = [
-                d
-                for d in dirs
-                if d["kind"] in ("delta", "delete_delta") and d["max_write_id"] == n and d["statement_id"] is None
-            ]
-        later_base = [
-            d for d in dirs if d["kind"] == "base" and d["max_write_id"] is not None and d["max_write_id"] > n
+        mine = [d for d in dirs if r in _explains(wh, [r], d, compactor)]
+        newer = [
+            d
+            for d in dirs
+            if any(int(x["id"]) > int(r["id"]) for x in _explains(wh, every, d, compactor))
+            or (d["kind"] == "base" and d["max_write_id"] is not None and d["max_write_id"] > n)
         ]
-        if not match and not later_base:
-            want = f"base_{n:07d}" if kind == "a" else f"delta_*_{n:07d}"
+        if not mine and not newer:
+            vis = f"_v{int(r['txn_id']):07d}" if wh.hive_version >= 4 and r.get("txn_id") else ""
+            want = f"base_N{vis} (N <= {n})" if kind == "a" else f"delta_*_N{vis} (N <= {n})"
             out.append(
                 DoctorFinding(
                     "COMPACTION_SUCCEEDED_NO_OUTPUT",
@@ -1173,14 +1217,19 @@ def _history_vs_disk(wh, ps, tbl: str, part: str | None) -> list[DoctorFinding]:
                     tbl,
                     part,
                     f"compaction {r['id']} ({TYPES.get(kind, kind)}, highest write id {n}) succeeded but no {want} exists "
-                    "and no newer base replaces it: it compacted nothing (or its output was removed)",
+                    "and no newer compaction replaces it: its output was removed outside Hive"
+                    + (
+                        "; a new major compaction writes a base a newer history row explains"
+                        if can_major
+                        else "; there is nothing left to compact, so no command can make a newer row: only a "
+                        "person can decide whether the data is complete (`acidctl state --deep` checks what is there); "
+                        "the row goes when Hive purges the history (hive.compactor.history.retention.succeeded)"
+                    ),
                     {"compaction_id": int(r["id"]), "highest_write_id": n, "type": TYPES.get(kind, kind)},
-                    fix_compact(ps.db, ps.table, part),
+                    fix_compact(ps.db, ps.table, part) if can_major else None,
                     ps.path,
                 )
             )
-    explained = {int(r["highest_write_id"]) for r in rows if r.get("highest_write_id") is not None}
-    explained |= {int(r["highest_write_id"]) for r in qrows if r.get("highest_write_id") is not None}
     for d in dirs:
         if d["role"] not in ("base", "delta", "delete delta"):
             continue
@@ -1193,22 +1242,34 @@ def _history_vs_disk(wh, ps, tbl: str, part: str | None) -> list[DoctorFinding]:
         )
         if not compacted or d["max_write_id"] is None or d["max_write_id"] <= 0:
             continue
-        if d["max_write_id"] not in explained:
-            out.append(
-                DoctorFinding(
-                    "UNEXPLAINED_COMPACTED_DIR",
-                    WARN,
-                    f"{d['name']}: no compaction explains it",
-                    tbl,
-                    part,
-                    f"{d['name']} is compactor output but no queue or history row has highest write id {d['max_write_id']}: "
-                    "written by a compactor that did not register (or history was purged); a registered major "
-                    "compaction replaces it",
-                    {"dir": d["name"], "write_id": d["max_write_id"]},
-                    fix_compact(ps.db, ps.table, part),
-                    ps.path,
+        if _explains(wh, every, d, compactor):
+            continue
+        vis = d.get("visibility_txn")
+        out.append(
+            DoctorFinding(
+                "UNEXPLAINED_COMPACTED_DIR",
+                WARN,
+                f"{d['name']}: no compaction explains it",
+                tbl,
+                part,
+                f"{d['name']} is compactor output but no queue or history row could have written it "
+                + (
+                    f"(none with compaction txn {vis} and highest write id >= {d['max_write_id']})"
+                    if wh.hive_version >= 4
+                    else f"(none with highest write id >= {d['max_write_id']})"
                 )
+                + ": written by a compactor that did not register (or history was purged); "
+                + (
+                    "a registered major compaction replaces it"
+                    if can_major
+                    else "there is nothing else to compact, so no command replaces it: only a person can decide "
+                    "whether to trust its writer (`acidctl state --deep` checks its files)"
+                ),
+                {"dir": d["name"], "write_id": d["max_write_id"], "visibility_txn": vis},
+                fix_compact(ps.db, ps.table, part) if can_major else None,
+                ps.path,
             )
+        )
     return out
 
 

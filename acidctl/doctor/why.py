@@ -195,11 +195,14 @@ def initiator(wh, t, ps, lim: Limits) -> dict:
 
 
 def worker(wh, t, ps) -> dict:
+    """The Worker's outcome, named by the one rule of :mod:`acidctl.compact.naming` from what the
+    compactor reads (``ps.compactor``): exactly the directories ``acidctl compact`` writes."""
+    from acidctl.compact import naming
+
     rec = ps.recommendation or {}
     kind = rec.get("type", "none")
     wl = wh.write_id_list(t.db, t.table).for_compactor()
     hwm = wl.hwm
-    cur = [d for d in ps.dirs if d["role"] in ("base", "delta", "delete delta", "original")]
     steps = [
         _step(
             "compactor snapshot",
@@ -215,49 +218,44 @@ def worker(wh, t, ps) -> dict:
             _step("type", "note", "no compaction is due; a manual MAJOR would still fold the current directories")
         )
         kind = "major"
-    inputs = (
-        [d["name"] for d in cur]
-        if kind == "major"
-        else [d["name"] for d in cur if d["kind"] in ("delta", "delete_delta")]
-    )
-    vis = "_v<compaction txn>" if wh.hive_version >= 4 else ""
+    comp = ps.compactor
+    if comp is None:
+        steps.append(_step("inputs", "stop", "the partition could not be read as the compactor reads it"))
+        return {"steps": steps, "verdict": _verdict(steps, "")}
+    kind = "major" if kind == "major" else "minor"
+    inputs = [d["name"] for d in comp["deltas"]]
     if kind == "major":
-        out = [f"base_{hwm:07d}{vis}"]
-        enough = any(d["kind"] in ("original_file", "original_dir") for d in cur) or len(cur) >= 2
-    else:
-        lo = min(
-            (d["min_write_id"] for d in cur if d["kind"] in ("delta", "delete_delta") and d["min_write_id"]),
-            default=hwm,
-        )
-        out = [f"delta_{lo:07d}_{hwm:07d}{vis}"]
-        if any(d["kind"] == "delete_delta" for d in cur):
-            out.append(f"delete_delta_{lo:07d}_{hwm:07d}{vis}")
-        n_delta = sum(1 for d in cur if d["kind"] in ("delta", "delete_delta"))
-        enough = n_delta >= 2
-    if not enough:
+        inputs = ([comp["base"]] if comp.get("base") else []) + list(comp.get("originals") or []) + inputs
+    out, why_not = naming.predict_from(comp, kind, hive_version=wh.hive_version)
+    if out is None:
         steps.append(
             _step(
                 "enough to compact",
                 "stop",
-                f"{kind} compaction has too little to fold "
-                f"({len(inputs)} input director{'y' if len(inputs) == 1 else 'ies'}): the Worker marks it "
-                "refused (or compacted when only cleaning is needed)",
+                f"{kind} compaction: {why_not} ({len(inputs)} input director{'y' if len(inputs) == 1 else 'ies'})",
                 inputs=inputs,
             )
         )
-    else:
-        steps.append(
-            _step(
-                "output",
-                "ok",
-                f"{kind.upper()} would read {len(inputs)} director{'y' if len(inputs) == 1 else 'ies'} "
-                f"and write {', '.join(out)}",
-                inputs=inputs,
-                outputs=out,
-                type=kind,
-            )
+        return {"steps": steps, "verdict": _verdict(steps, "")}
+    rule = (
+        "named after the compactor high-water mark (insert-only: a query-based compaction)"
+        if comp.get("insert_only")
+        else "named after the write ids of the deltas it reads (Hive's MR compactor)"
+    )
+    steps.append(
+        _step(
+            "output",
+            "ok",
+            f"{kind.upper()} would read {len(inputs)} director{'y' if len(inputs) == 1 else 'ies'} "
+            f"and write {', '.join(out.names)} ({rule})",
+            inputs=inputs,
+            outputs=list(out.names),
+            type=kind,
+            min_write_id=out.min_write_id,
+            max_write_id=out.max_write_id,
         )
-    return {"steps": steps, "verdict": _verdict(steps, f"{kind.upper()} → {', '.join(out)}")}
+    )
+    return {"steps": steps, "verdict": _verdict(steps, f"{kind.upper()} → {', '.join(out.names)}")}
 
 
 def cleaner(wh, t, ps, lim: Limits) -> dict:
