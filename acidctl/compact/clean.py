@@ -63,6 +63,120 @@ def _cover(state, c):
     return state.base
 
 
+def cleaner_decisions(
+    lst,
+    *,
+    reader: WriteIdList,
+    txns=None,
+    hive_version: int = 3,
+    min_age: float = 3600.0,
+    now: float | None = None,
+    insert_only=None,
+    hold: dict | None = None,
+    aborted_upto: dict | None = None,
+) -> dict:
+    """What ``clean`` does with each directory of one partition listing — pure (no I/O), so that
+    ``doctor`` and ``why`` judge with exactly the rules ``clean --execute`` acts on. Returns
+    ``{"skipped": why or None, "items": [{"name", "kind", "reason", "age", "action", "role"}]}``
+    with ``action`` ``delete`` or ``keep (...)``. The rules (directory-state.md §7.2,
+    operations.md §5.1–§5.3):
+
+    * obsolete for the reader's snapshot, or for the Cleaner list ``hwm = H`` (H = the highest
+      write id a current base or compacted delta covers; no exceptions, so an aborted delta at
+      or below H is obsolete: Hive 3's Cleaner removes aborted deltas only once a compaction
+      output covers them);
+    * Hive 4: every aborted directory (its Cleaner removes ``abortedDirectories``);
+    * Hive 3: aborted directories up to a registered compaction's highest write id
+      (``aborted_upto``) — never an uncovered aborted delta without one;
+    * never anything current for the reader or the compactor; kept when younger than
+      ``min_age``, when it holds files no compaction read, above a registered compaction's
+      highest write id, or held back (``hold``)."""
+    now = time.time() if now is None else now
+    compactor = reader.for_compactor()
+    part = lst.partition
+    rstate = get_acid_state(lst, reader, txns=txns, hive_version=hive_version)
+    if rstate.not_enough_history or rstate.reader_errors:
+        return {"skipped": str(rstate.not_enough_history or rstate.reader_errors[0]), "items": []}
+    cstate = get_acid_state(lst, compactor, txns=txns, hive_version=hive_version)
+    keep = set()
+    for st in (rstate, cstate):
+        for c in st.entries:
+            if c.role.current or c.role in (Role.NOT_VISIBLE, Role.UNUSABLE, Role.INVALID):
+                keep.add(c.name)
+        for o in st.originals:
+            keep.add(o.rel.split("/", 1)[0])
+    cands: dict[str, tuple] = {}
+    for c in rstate.obsolete:
+        cands[c.name] = (c, f"obsolete: {c.reason}", _cover(rstate, c))
+    h = _compacted_hwm(rstate)
+    if h is not None:
+        clstate = get_acid_state(lst, WriteIdList(table=reader.table, hwm=h), txns=txns, hive_version=hive_version)
+        for c in clstate.obsolete:
+            if c.name not in cands:
+                orig = rstate.get(c.name)
+                what = "aborted, covered" if orig.role is Role.ABORTED else "obsolete"
+                cands[c.name] = (orig, f"{what}: {c.reason} (Cleaner list hwm {h})", _cover(clstate, c))
+    if hive_version == 4:
+        for c in rstate.aborted:
+            cands.setdefault(c.name, (c, f"aborted: {c.reason}", None))
+    elif aborted_upto and part in aborted_upto:
+        for c in rstate.aborted:
+            if c.max_write_id is not None and c.max_write_id <= aborted_upto[part]:
+                cands.setdefault(
+                    c.name,
+                    (
+                        c,
+                        f"aborted: {c.reason} (up to the registered compaction's highest "
+                        f"write id {aborted_upto[part]})",
+                        None,
+                    ),
+                )
+    items = []
+    for name, (c, reason, cover) in sorted(cands.items()):
+        if name in keep:
+            continue
+        mt = [x for x in (c.entry.mtime, cover.entry.mtime if cover is not None else None) if x is not None]
+        age = now - max(mt) if mt else None
+        kind = {
+            Kind.BASE: "base",
+            Kind.DELTA: "delta",
+            Kind.DELETE_DELTA: "delete_delta",
+            Kind.ORIGINAL_FILE: "original",
+            Kind.ORIGINAL_DIR: "original",
+        }.get(c.kind, c.kind.value)
+        action = "keep (younger than --min-age)" if age is None or age < min_age else "delete"
+        unread = _unreadable(c.kind, c.entry, insert_only)
+        if unread:
+            # no compaction by Hive's rules read these files: no output holds their rows
+            action = "keep (holds files no compaction read)"
+            reason += (
+                "; kept: "
+                + ", ".join(f.name for f in unread[:3])
+                + (" ..." if len(unread) > 3 else "")
+                + " would be lost (other engines read them)"
+            )
+        cap = aborted_upto.get(part) if aborted_upto else None
+        if cap is not None and action == "delete" and (c.max_write_id or 0) > cap:
+            action = "keep (above the highest write id)"
+            reason += f"; kept: above the registered compaction's highest write id {cap}"
+        if hold and part in hold and action == "delete":
+            action = "keep (held back)"
+            reason += f"; kept: {hold[part]}"
+        items.append(
+            {
+                "name": name,
+                "kind": kind,
+                "reason": reason,
+                "age": age,
+                "action": action,
+                "role": c.role.value,
+                "_entry": c,
+                "_cover": cover,
+            }
+        )
+    return {"skipped": None, "items": items}
+
+
 def plan_clean(
     tfs,
     *,
@@ -90,7 +204,6 @@ def plan_clean(
     from acidctl.acid.layout import list_table
 
     now = time.time() if now is None else now
-    compactor = reader.for_compactor()
     items: list[dict] = []
     notes: list[str] = []
     skipped: list = []
@@ -135,88 +248,35 @@ def plan_clean(
                             "fs_path": join_path(part_path, n),
                         }
                     )
-        rstate = get_acid_state(lst, reader, txns=txns, hive_version=hive_version)
-        if rstate.not_enough_history or rstate.reader_errors:
-            notes.append(
-                f"{lst.path}: skipped, the snapshot is unreadable "
-                f"({rstate.not_enough_history or rstate.reader_errors[0]})"
-            )
+        decided = cleaner_decisions(
+            lst,
+            reader=reader,
+            txns=txns,
+            hive_version=hive_version,
+            min_age=min_age,
+            now=now,
+            insert_only=insert_only,
+            hold=hold,
+            aborted_upto=aborted_upto,
+        )
+        if decided["skipped"]:
+            notes.append(f"{lst.path}: skipped, the snapshot is unreadable ({decided['skipped']})")
             skipped.append(lst.partition)
             continue
-        cstate = get_acid_state(lst, compactor, txns=txns, hive_version=hive_version)
-        keep = set()
-        for st in (rstate, cstate):
-            for c in st.entries:
-                if c.role.current or c.role in (Role.NOT_VISIBLE, Role.UNUSABLE, Role.INVALID):
-                    keep.add(c.name)
-            for o in st.originals:
-                keep.add(o.rel.split("/", 1)[0])
-        cands: dict[str, tuple] = {}
-        for c in rstate.obsolete:
-            cands[c.name] = (c, f"obsolete: {c.reason}", _cover(rstate, c))
-        h = _compacted_hwm(rstate)
-        if h is not None:
-            clstate = get_acid_state(lst, WriteIdList(table=reader.table, hwm=h), txns=txns, hive_version=hive_version)
-            for c in clstate.obsolete:
-                if c.name not in cands:
-                    orig = rstate.get(c.name)
-                    what = "aborted, covered" if orig.role is Role.ABORTED else "obsolete"
-                    cands[c.name] = (orig, f"{what}: {c.reason} (Cleaner list hwm {h})", _cover(clstate, c))
-        if hive_version == 4:
-            for c in rstate.aborted:
-                cands.setdefault(c.name, (c, f"aborted: {c.reason}", None))
-        elif aborted_upto and lst.partition in aborted_upto:
-            for c in rstate.aborted:
-                if c.max_write_id is not None and c.max_write_id <= aborted_upto[lst.partition]:
-                    cands.setdefault(
-                        c.name,
-                        (
-                            c,
-                            f"aborted: {c.reason} (up to the registered compaction's highest "
-                            f"write id {aborted_upto[lst.partition]})",
-                            None,
-                        ),
-                    )
-        for name, (c, reason, cover) in sorted(cands.items()):
-            if name in keep:
-                continue
-            mt = [x for x in (c.entry.mtime, cover.entry.mtime if cover is not None else None) if x is not None]
-            age = now - max(mt) if mt else None
-            kind = {
-                Kind.BASE: "base",
-                Kind.DELTA: "delta",
-                Kind.DELETE_DELTA: "delete_delta",
-                Kind.ORIGINAL_FILE: "original",
-                Kind.ORIGINAL_DIR: "original",
-            }.get(c.kind, c.kind.value)
+        for d in decided["items"]:
+            c, cover = d.pop("_entry"), d.pop("_cover")
             it = _item(
                 lst.partition,
-                tfs.display(join_path(part_path, name)),
-                kind,
-                reason,
-                age,
+                tfs.display(join_path(part_path, d["name"])),
+                d["kind"],
+                d["reason"],
+                d["age"],
                 c.bytes,
                 min_age,
-                fs_path=join_path(part_path, name),
+                fs_path=join_path(part_path, d["name"]),
                 is_dir=c.entry.is_dir,
             )
-            unread = _unreadable(c.kind, c.entry, insert_only)
-            if unread:
-                # no compaction by Hive's rules read these files: no output holds their rows
-                it["action"] = "keep (holds files no compaction read)"
-                it["reason"] += (
-                    "; kept: "
-                    + ", ".join(f.name for f in unread[:3])
-                    + (" ..." if len(unread) > 3 else "")
-                    + " would be lost (other engines read them)"
-                )
-            cap = aborted_upto.get(lst.partition) if aborted_upto else None
-            if cap is not None and it["action"] == "delete" and (c.max_write_id or 0) > cap:
-                it["action"] = "keep (above the highest write id)"
-                it["reason"] += f"; kept: above the registered compaction's highest write id {cap}"
-            if hold and lst.partition in hold and it["action"] == "delete":
-                it["action"] = "keep (held back)"
-                it["reason"] += f"; kept: {hold[lst.partition]}"
+            it["action"] = d["action"]
             it["_verify"] = (c.kind, c.entry, cover, insert_only)
             items.append(it)
         for e in tfs.ls(part_path):

@@ -195,7 +195,12 @@ def row_explains(
 
 
 def explaining_rows(
-    rows: Iterable[dict], *, kind: str, max_write_id: int, visibility: int | None, hive_version: int,
+    rows: Iterable[dict],
+    *,
+    kind: str,
+    max_write_id: int,
+    visibility: int | None,
+    hive_version: int,
     compactor: str = MR,
 ) -> list[dict]:
     """The rows of :func:`row_explains`, newest first."""
@@ -203,7 +208,11 @@ def explaining_rows(
         r
         for r in rows
         if row_explains(
-            r, kind=kind, max_write_id=max_write_id, visibility=visibility, hive_version=hive_version,
+            r,
+            kind=kind,
+            max_write_id=max_write_id,
+            visibility=visibility,
+            hive_version=hive_version,
             compactor=compactor,
         )
     ]
@@ -256,7 +265,9 @@ def predict(
         hi = max(d.max_write_id for d in deltas)
         if all(d.min_write_id == lo and d.max_write_id == hi and d.compacted and not d.aborted for d in deltas):
             return None, f"nothing to compact: the current deltas already cover {lo}..{hi} as one range"
-    out = output_names(kind, deltas=deltas, compactor_hwm=compactor_hwm, hive_version=hive_version, visibility=visibility)
+    out = output_names(
+        kind, deltas=deltas, compactor_hwm=compactor_hwm, hive_version=hive_version, visibility=visibility
+    )
     return out, ""
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import threading
+import types
 import time
 from typing import Any, Callable
 
@@ -46,6 +47,10 @@ class PartitionScan:
     #: what the compactor reads (acidctl.compact.planner.compactor_deltas on the compactor's
     #: getAcidState): ``why`` names the output from it with acidctl.compact.naming
     compactor: dict | None = None
+    #: what ``clean --execute --min-age 0`` would do with each obsolete/aborted directory
+    #: (acidctl.compact.clean.cleaner_decisions, with the partition's ready-for-cleaning rows,
+    #: before any hold): ``[{"name", "action", "reason", "age"}]``
+    clean: list = dataclasses.field(default_factory=list)
 
     @property
     def spec(self) -> str:
@@ -67,6 +72,7 @@ class PartitionScan:
             "max_write_id_on_disk": self.max_write_id_on_disk,
             "error": self.error,
             "compactor": self.compactor,
+            "clean": self.clean,
         }
 
 
@@ -343,7 +349,9 @@ def _classify(
         return ps
     ps.recommendation = rec.to_dict()
     try:
-        ps.compactor = compactor_inputs(lst, wl, txns=txns if hv == 4 else None, hive_version=hv, insert_only=t.insert_only)
+        ps.compactor = compactor_inputs(
+            lst, wl, txns=txns if hv == 4 else None, hive_version=hv, insert_only=t.insert_only
+        )
     except AcidctlError:
         ps.compactor = None
     highest = wh.highest_write_ids(t.db, t.table)
@@ -373,6 +381,10 @@ def _classify(
         )
     except AcidctlError as e:
         ps.error = str(e)
+    try:
+        ps.clean = clean_preview(wh, t, lst, wl, txns=txns if hv == 4 else None)
+    except AcidctlError:
+        ps.clean = []
     base_bytes = st.base.bytes if st.base is not None else 0
     for c in st.entries:
         if c.kind in (Kind.HIDDEN,):
@@ -435,3 +447,27 @@ def compactor_inputs(lst, wl, *, txns, hive_version: int, insert_only: bool) -> 
         "originals": sorted({o.rel.split("/", 1)[0] for o in cst.originals}),
         "insert_only": insert_only,
     }
+
+
+def clean_preview(wh: Warehouse, t: TableRow, lst, wl, *, txns) -> list[dict]:
+    """``clean``'s own decisions for one partition (:func:`acidctl.compact.clean.cleaner_decisions`)
+    with ``--min-age 0`` and the registered compactions ready for cleaning there, so that doctor
+    and why promise exactly what ``clean --execute`` does."""
+    from acidctl.compact.clean import cleaner_decisions
+
+    qrows, _ = wh.compactions_of(t.db, t.table, lst.partition)
+    ready = [int(r.get("highest_write_id") or 0) for r in qrows if r.get("state") == "r" and r.get("type") != "c"]
+    upto = {lst.partition: max(ready)} if ready else None
+    # insert-only: which files a compaction reads depends only on hive.mm.allow.originals (default false)
+    mm = types.SimpleNamespace(allow_originals=False) if t.insert_only else None
+    got = cleaner_decisions(
+        lst,
+        reader=wl,
+        txns=txns,
+        hive_version=wh.hive_version,
+        min_age=0.0,
+        now=wh.now_ms / 1000.0,
+        insert_only=mm,
+        aborted_upto=upto,
+    )
+    return [{"name": d["name"], "action": d["action"], "reason": d["reason"], "age": d["age"]} for d in got["items"]]

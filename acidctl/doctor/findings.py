@@ -195,20 +195,39 @@ def fix_compact(db: str, table: str, partition: str | None, kind: str = "major")
     return cmd("acidctl", "compact", spec_of(db, table, partition), f"--{kind}")
 
 
-def fix_clean(db: str, table: str) -> str:
-    return cmd("acidctl", "clean", f"{db}.{table}", "--execute")
+#: ``clean``'s default ``--min-age`` (acidctl/cli/clean_cmd.py): younger candidates need ``--min-age 0``
+DEFAULT_CLEAN_MIN_AGE = 3600.0
+
+
+def fix_clean(db: str, table: str, partition: str | None = None, *, min_age_zero: bool = False) -> str:
+    """``clean`` previews unless ``--execute``; its default ``--min-age 1h`` keeps what became
+    obsolete within the hour, which Hive's Cleaner (no retention by default) would remove."""
+    return cmd(
+        "acidctl", "clean", spec_of(db, table, partition), "--execute", *(["--min-age", "0"] if min_age_zero else [])
+    )
 
 
 def fix_abort_txns(ids: Iterable[int]) -> str:
-    return cmd("acidctl", "abort", "transactions", *[str(i) for i in sorted(set(ids))])
+    """``abort transactions`` previews unless ``--execute``: a printed fix acts."""
+    return cmd("acidctl", "abort", "transactions", *[str(i) for i in sorted(set(ids))], "--execute")
 
 
 def fix_abort_compactions(ids: Iterable[int]) -> str:
-    return cmd("acidctl", "abort", "compactions", *[str(i) for i in sorted(set(ids))])
+    return cmd("acidctl", "abort", "compactions", *[str(i) for i in sorted(set(ids))], "--execute")
 
 
 def fix_unlock(lock_id: int) -> str:
-    return cmd("acidctl", "unlock", str(lock_id))
+    """``unlock`` previews unless ``--execute`` (the grammar helper makes it preview by default)."""
+    return cmd("acidctl", "unlock", str(lock_id), "--execute")
+
+
+def _lock_fix(locks: list[dict]) -> str | None:
+    """End what holds these locks: abort their txns, or unlock the one lock outside a txn."""
+    ids = sorted({int(lk["HL_LOCK_EXT_ID"]) for lk in locks})
+    txns = sorted({int(lk["HL_TXNID"]) for lk in locks if int(lk.get("HL_TXNID") or 0) > 0})
+    if txns:
+        return fix_abort_txns(txns)
+    return fix_unlock(ids[0]) if len(ids) == 1 else None
 
 
 def _part_sql(partition: str) -> str:
@@ -418,7 +437,7 @@ def cleaner_findings(wh, lim: Limits) -> list[DoctorFinding]:
                 continue
             ids = sorted({int(lk["HL_LOCK_EXT_ID"]) for lk in locks})
             txns = sorted({int(lk["HL_TXNID"]) for lk in locks if int(lk["HL_TXNID"] or 0) > 0})
-            fix = fix_abort_txns(txns) if txns else fix_unlock(ids[0]) if len(ids) == 1 else None
+            fix = _lock_fix(locks)
             out.append(
                 DoctorFinding(
                     "CLEANER_BLOCKED_BY_LOCK",
@@ -1003,28 +1022,8 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
                     ps.path,
                 )
             )
-    # obsolete bytes waiting for the Cleaner
-    obs = [d for d in ps.dirs if d["role"] in ("obsolete", "aborted")]
-    if obs:
-        nbytes = sum(d["bytes"] for d in obs)
-        mt = [d["mtime"] for d in obs if d["mtime"]]
-        age = (wh.now_ms / 1000.0 - min(mt)) if mt else None
-        sev = WARN if age is not None and age > lim.obsolete_grace else INFO
-        out.append(
-            DoctorFinding(
-                "OBSOLETE_WAITING",
-                sev,
-                f"{len(obs)} obsolete/aborted directories ({nbytes} bytes) wait for the Cleaner",
-                tbl,
-                part,
-                f"{len(obs)} director{'y' if len(obs) == 1 else 'ies'} ({', '.join(d['name'] for d in obs[:5])}"
-                f"{' ...' if len(obs) > 5 else ''}; {nbytes} bytes, oldest {human_age(age)}) "
-                f"{'is' if len(obs) == 1 else 'are'} no longer read and wait{'s' if len(obs) == 1 else ''} for the Cleaner",
-                {"dirs": [d["name"] for d in obs], "bytes": nbytes, "oldest_age_seconds": age},
-                fix_clean(ps.db, ps.table),
-                ps.path,
-            )
-        )
+    # obsolete bytes waiting for the Cleaner: judged with clean's own decisions (ps.clean)
+    out += _obsolete_findings(wh, ps, tbl, part, lim)
     # small files
     cur = [d for d in ps.dirs if d["role"] in ("base", "delta", "delete delta", "original")]
     small = sum(d["small_files"] for d in cur)
@@ -1083,6 +1082,103 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
             )
         )
     return out
+
+
+def cleaner_hold(wh, db: str, table: str, part: str | None) -> tuple[dict, str, str | None] | None:
+    """The ready-for-cleaning row of a partition that Hive's Cleaner (and ``clean``) holds back,
+    why, and the command that ends the hold (None: only a person can decide)."""
+    rows = sorted(
+        (r for r in wh.compactions_of(db, table, part)[0] if r["state"] == "r" and r.get("type") != "c"),
+        key=lambda r: (int(r.get("highest_write_id") or 0), int(r["id"])),
+    )
+    for r in rows:
+        if wh.hive_version >= 4:
+            t = blocked_by_txn(wh, r)
+            if t is not None:
+                fix = fix_abort_txns([t["txn_id"]]) if t.get("state") == "o" else None
+                return r, f"open txn {t['txn_id']} is below its CQ_NEXT_TXN_ID (see CLEANER_BLOCKED_BY_TXN)", fix
+        else:
+            locks = blocking_locks(wh, r)
+            if locks:
+                ids = sorted({int(lk["HL_LOCK_EXT_ID"]) for lk in locks})
+                return r, f"lock(s) {', '.join(map(str, ids))} (see CLEANER_BLOCKED_BY_LOCK)", _lock_fix(locks)
+    return None
+
+
+def _obsolete_findings(wh, ps, tbl: str, part: str | None, lim: Limits) -> list[DoctorFinding]:
+    """OBSOLETE_WAITING from ``clean``'s own decisions (``ps.clean``, computed by
+    :func:`acidctl.compact.clean.cleaner_decisions`): the fix is printed only when it removes
+    them (``clean --execute``, with ``--min-age 0`` when one is younger than clean's default
+    hour); directories Hive's Cleaner does not remove yet say what must happen first."""
+    obs = [d for d in ps.dirs if d["role"] in ("obsolete", "aborted")]
+    if not obs:
+        return []
+    decided = {c["name"]: c for c in ps.clean}
+    spec = spec_of(ps.db, ps.table, part)
+    nbytes = sum(d["bytes"] for d in obs)
+    mt = [d["mtime"] for d in obs if d["mtime"]]
+    age = (wh.now_ms / 1000.0 - min(mt)) if mt else None
+    sev = WARN if age is not None and age > lim.obsolete_grace else INFO
+    names = [d["name"] for d in obs]
+    listed = f"{', '.join(names[:5])}{' ...' if len(names) > 5 else ''}"
+    n = len(obs)
+    what = f"{n} director{'y' if n == 1 else 'ies'} ({listed}; {nbytes} bytes, oldest {human_age(age)})"
+    removable = [x for x in names if decided.get(x, {}).get("action") == "delete"]
+    unread = [x for x in names if "no compaction read" in decided.get(x, {}).get("action", "")]
+    uncovered = [x for x in names if x not in decided]
+    ev = {"dirs": names, "bytes": nbytes, "oldest_age_seconds": age}
+    hold = cleaner_hold(wh, ps.db, ps.table, part)
+    parts: list[str] = []
+    fix = None
+    if removable and hold is not None:
+        r, why, _hfix = hold
+        parts.append(
+            f"{len(removable)} wait for the Cleaner, which holds back compaction {r['id']}: {why}; "
+            "`acidctl clean` keeps them too until that ends, and only a person can decide to end it early "
+            "(the blocker's own finding prints the command)"
+        )
+        ev["held_by_compaction"] = int(r["id"])
+    elif removable:
+        young = [
+            c["name"]
+            for c in ps.clean
+            if c["name"] in removable and (c.get("age") is None or c["age"] < DEFAULT_CLEAN_MIN_AGE)
+        ]
+        parts.append(f"{len(removable)} wait for the Cleaner; `acidctl clean` removes them now")
+        fix = fix_clean(ps.db, ps.table, part, min_age_zero=bool(young))
+    if unread:
+        parts.append(
+            f"{', '.join(unread[:3])} hold files no compaction reads (other engines may read them): `acidctl clean` "
+            "keeps them and only a person can decide whether their rows are elsewhere (`acidctl state --deep`)"
+        )
+    if uncovered:
+        ab = [d["name"] for d in obs if d["name"] in uncovered and d["role"] == "aborted"]
+        if ab and wh.hive_version < 4:
+            can_major = _major_would_write(wh, ps)
+            parts.append(
+                f"{', '.join(ab[:3])}: Hive 3's Cleaner removes an aborted delta only once a compaction covers it "
+                "(directory-state.md §7.2)"
+                + ("; a major compaction covers it, then `acidctl clean` removes it" if can_major else "")
+            )
+            if fix is None and can_major and hold is None:
+                fix = fix_compact(ps.db, ps.table, part) + " && " + fix_clean(ps.db, ps.table, part, min_age_zero=True)
+        rest = [x for x in uncovered if x not in ab or wh.hive_version >= 4]
+        if rest:
+            parts.append(f"{', '.join(rest[:3])}: not removable yet by Hive's Cleaner rules")
+    msg = f"{what} {'is' if n == 1 else 'are'} no longer read: " + "; ".join(parts)
+    return [
+        DoctorFinding(
+            "OBSOLETE_WAITING",
+            sev,
+            f"{n} obsolete/aborted director{'y' if n == 1 else 'ies'} ({nbytes} bytes) wait for the Cleaner",
+            tbl,
+            part,
+            msg,
+            {**ev, "removable_now": removable, "unread_files": unread, "not_yet": uncovered, "spec": spec},
+            fix,
+            ps.path,
+        )
+    ]
 
 
 def _reader_findings(ps) -> list[tuple]:

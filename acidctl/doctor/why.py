@@ -17,6 +17,7 @@ from acidctl.doctor.findings import (
     TYPES,
     blocked_by_txn,
     blocking_locks,
+    cleaner_hold,
     failure_block,
     history_rows,
     human_age,
@@ -213,7 +214,15 @@ def worker(wh, t, ps) -> dict:
             highest_write_id=hwm,
         )
     ]
-    if kind == "none":
+    key = (t.db, t.table, ps.partition)
+    queued = sorted(
+        (r for r in queue_rows(wh) if (r["database"], r["table"], r["partition"]) == key and r["state"] in ("i", "w")),
+        key=lambda r: int(r["id"]),
+    )
+    if queued and queued[0].get("type") in ("a", "i"):
+        kind = "major" if queued[0]["type"] == "a" else "minor"
+        steps.append(_step("type", "note", f"the Worker takes the queued {kind.upper()} request {queued[0]['id']}"))
+    elif kind == "none":
         steps.append(
             _step("type", "note", "no compaction is due; a manual MAJOR would still fold the current directories")
         )
@@ -247,7 +256,7 @@ def worker(wh, t, ps) -> dict:
             "output",
             "ok",
             f"{kind.upper()} would read {len(inputs)} director{'y' if len(inputs) == 1 else 'ies'} "
-            f"and write {', '.join(out.names)} ({rule})",
+            f"and write {', '.join(out.names)}: {rule}",
             inputs=inputs,
             outputs=list(out.names),
             type=kind,
@@ -264,6 +273,11 @@ def cleaner(wh, t, ps, lim: Limits) -> dict:
     steps: list[dict] = []
     obsolete = [d for d in ps.dirs if d["role"] == "obsolete"]
     aborted = [d for d in ps.dirs if d["role"] == "aborted"]
+    # what `clean --execute --min-age 0` removes: clean's own decisions (ps.clean)
+    decided = {c["name"]: c for c in ps.clean}
+    removable = [d["name"] for d in obsolete + aborted if decided.get(d["name"], {}).get("action") == "delete"]
+    kept = [d["name"] for d in obsolete + aborted if d["name"] in decided and d["name"] not in removable]
+    not_yet = [d["name"] for d in obsolete + aborted if d["name"] not in decided]
     steps.append(
         _step(
             "removable",
@@ -272,27 +286,51 @@ def cleaner(wh, t, ps, lim: Limits) -> dict:
             f"({sum(d['bytes'] for d in obsolete + aborted)} bytes) for the current reader snapshot",
             obsolete=[d["name"] for d in obsolete],
             aborted=[d["name"] for d in aborted],
+            removable=removable,
         )
     )
+    if not_yet:
+        steps.append(
+            _step(
+                "not yet removable",
+                "note",
+                f"{', '.join(not_yet)}: "
+                + (
+                    "Hive 3's Cleaner removes an aborted delta only once a compaction covers it "
+                    "(a major compaction, then `acidctl clean`)"
+                    if hv < 4
+                    else "not obsolete by the Cleaner's rules yet"
+                ),
+                names=not_yet,
+            )
+        )
+    if kept:
+        steps.append(_step("kept", "note", "; ".join(f"{n}: {decided[n]['action']}" for n in kept), names=kept))
     ready = sorted(
         (r for r in queue_rows(wh) if (r["database"], r["table"], r["partition"]) == key and r["state"] == "r"),
         key=lambda r: int(r.get("highest_write_id") or 0),
     )
+    hold = cleaner_hold(wh, t.db, t.table, ps.partition)
+    what = f"`acidctl clean --execute --min-age 0` removes {', '.join(removable)}" if removable else ""
     if not ready:
-        if obsolete or aborted:
+        if removable:
             steps.append(
                 _step(
                     "queue",
-                    "stop",
-                    "no compaction is ready for cleaning here: Hive's Cleaner only runs "
-                    "after a compaction"
-                    + (" (Hive 4 also removes aborted directories on its own)" if hv >= 4 else "")
-                    + "; `acidctl clean` removes them directly",
+                    "ok",
+                    "no compaction is ready for cleaning here"
+                    + (
+                        "; Hive 4's Cleaner removes aborted directories on its own"
+                        if hv >= 4 and aborted
+                        else "; Hive's Cleaner only runs after a compaction"
+                    )
+                    + f"; {what}",
+                    removable=removable,
                 )
             )
-        else:
-            steps.append(_step("queue", "ok", "nothing to clean"))
-        return {"steps": steps, "verdict": _verdict(steps, "nothing to clean")}
+            return {"steps": steps, "verdict": what}
+        steps.append(_step("queue", "ok", "nothing `acidctl clean` removes now"))
+        return {"steps": steps, "verdict": "nothing to clean"}
     r = ready[0]
     if len(ready) > 1:
         steps.append(
@@ -377,9 +415,20 @@ def cleaner(wh, t, ps, lim: Limits) -> dict:
             steps.append(_step("locks", "ok", "no lock on the partition"))
     if r.get("error_message"):
         steps.append(_step("last error", "note", str(r["error_message"])))
+    if hold is None:
+        steps.append(
+            _step(
+                "removes",
+                "ok",
+                (what or "nothing obsolete is left") + f"; compaction {r['id']} is then marked cleaned",
+                removable=removable,
+            )
+        )
     return {
         "steps": steps,
         "verdict": _verdict(
-            steps, f"the Cleaner can clean compaction {r['id']} ({TYPES.get(r.get('type'), r.get('type'))}) now"
+            steps,
+            f"the Cleaner can clean compaction {r['id']} ({TYPES.get(r.get('type'), r.get('type'))}) now"
+            + (f": {what}" if what else ""),
         ),
     }

@@ -136,8 +136,8 @@ def test_lock_chain_to_a_txn():
     chains = {x.evidence["lock_id"]: (x.evidence["chain"], x.fix) for x in f}
     # the root of both chains is lock 10 of open txn 7: abort the txn (unlock refuses txn locks)
     assert chains == {
-        11: ([11, 10], "acidctl abort transactions 7"),
-        12: ([12, 11, 10], "acidctl abort transactions 7"),
+        11: ([11, 10], "acidctl abort transactions 7 --execute"),
+        12: ([12, 11, 10], "acidctl abort transactions 7 --execute"),
     }
 
 
