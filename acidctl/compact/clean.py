@@ -852,3 +852,167 @@ def _clean_registered(
     if execute and writable:
         report["aborted_txns_removed"] = sorted(set(emptied))
     return report
+
+
+# ---------------------------------------------------------------------------------------
+# directories above the table's write-id high-water mark: moved aside, with a record
+# ---------------------------------------------------------------------------------------
+
+#: where ``clean --quarantine-above-hwm`` moves directories when no ``--trash`` is given: a hidden
+#: directory of the table (readers, the Initiator and the Cleaner never look at hidden paths)
+QUARANTINE_DIR = ".acidctl-quarantine"
+QUARANTINE_RECORD_SUFFIX = ".acidctl-quarantine.json"
+
+
+def table_high_water_mark(ms, db: str, table: str) -> int:
+    """``NEXT_WRITE_ID - 1`` of the table, read now (0 when no write id was ever allocated)."""
+    import sqlalchemy as sa
+
+    nwi = ms.tables.NEXT_WRITE_ID
+    with ms.read() as conn:
+        nxt = conn.execute(sa.select(nwi.NWI_NEXT).where(nwi.NWI_DATABASE == db, nwi.NWI_TABLE == table)).scalar()
+    return int(nxt) - 1 if nxt is not None else 0
+
+
+def above_hwm_decisions(lst, hwm: int) -> list[dict]:
+    """Pure: the ACID directories of one partition listing that name write ids above ``hwm``
+    (the table's NEXT_WRITE_ID - 1). No write id above it was ever allocated, so no reader sees
+    them and no txn can own them: ``move`` when the whole range is above the hwm; ``keep`` (a
+    person decides) when the range straddles it — it may hold rows of allocated write ids."""
+    from acidctl.acid.dirname import parse_acid_dir
+
+    out = []
+    for e in lst.entries:
+        d = parse_acid_dir(e.name)
+        if d is None or not (hwm < d.max_write_id < 2**62):
+            continue
+        if d.min_write_id > hwm:
+            out.append(
+                {"name": e.name, "action": "move", "min_write_id": d.min_write_id, "max_write_id": d.max_write_id}
+            )
+        else:
+            out.append(
+                {
+                    "name": e.name,
+                    "action": "keep (straddles the high-water mark)",
+                    "min_write_id": d.min_write_id,
+                    "max_write_id": d.max_write_id,
+                }
+            )
+    return out
+
+
+def quarantine_above_hwm(
+    tfs, ms, *, db: str, table: str, execute: bool = False, trash: str | None = None, partitions=None
+) -> dict:
+    """``clean DB.TABLE --quarantine-above-hwm``: move every directory whose write ids are all
+    above the table's high-water mark (doctor's WRITE_ID_ABOVE_HWM) out of the table — under
+    ``trash`` (:func:`trash_root`) or the table's hidden ``.acidctl-quarantine/<time>/`` — with a
+    JSON record beside each one (source path, table, partition, high-water mark, time, user).
+    Refuses nothing silently: a straddling directory is kept and reported. With ``execute`` it
+    works under the table lock and re-reads NEXT_WRITE_ID right before each move: a directory
+    whose write id was allocated meanwhile stays."""
+    import datetime
+    import getpass
+    import json
+
+    from acidctl.acid.layout import list_table
+
+    hwm = table_high_water_mark(ms, db, table)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    troot = trash_root(tfs, trash) if trash else join_path(tfs.root, QUARANTINE_DIR, stamp)
+    items = []
+
+    def plan() -> list[tuple]:
+        found = []
+        for lst in list_table(tfs):
+            if partitions is not None and lst.partition not in partitions:
+                continue
+            part_path = lst.fs_path or lst.path
+            for d in above_hwm_decisions(lst, hwm):
+                found.append((lst.partition, part_path, d))
+        return found
+
+    def item(part, part_path, d, action) -> dict:
+        return {
+            "partition": part,
+            "path": tfs.display(join_path(part_path, d["name"])),
+            "kind": "above-hwm",
+            "reason": f"write ids {d['min_write_id']}..{d['max_write_id']} above the table's high-water mark {hwm} "
+            "(NEXT_WRITE_ID - 1): never allocated, invisible to readers",
+            "age_seconds": None,
+            "bytes": 0,
+            "action": action,
+            "is_dir": True,
+        }
+
+    if not execute:
+        for part, part_path, d in plan():
+            items.append(item(part, part_path, d, "would quarantine" if d["action"] == "move" else d["action"]))
+        return _quarantine_report(tfs, hwm, troot, items, executed=False)
+    info = read_lock(tfs, lock_path(tfs))
+    if info is not None and not info.stale:
+        raise LockConflict(
+            f"a compaction is running ({info.describe()}): not moving anything in {tfs.display(tfs.root)}",
+            hint="wait for it to finish",
+        )
+    with TableLock(tfs, command="clean", break_lock=info is not None and info.stale):
+        for part, part_path, d in plan():
+            if d["action"] != "move":
+                items.append(item(part, part_path, d, d["action"]))
+                continue
+            now_hwm = table_high_water_mark(ms, db, table)
+            if d["min_write_id"] <= now_hwm:
+                it = item(part, part_path, d, "keep (write id allocated meanwhile)")
+                it["reason"] += f"; the high-water mark is now {now_hwm}"
+                items.append(it)
+                continue
+            src = join_path(part_path, d["name"])
+            if trash:
+                dest = _trash_target(tfs, troot, src)
+            else:
+                dest = join_path(troot, *(part.split("/") if part else []), d["name"])
+            tfs.makedirs(dest.rsplit("/", 1)[0])
+            tfs.rename(src, dest)
+            record = {
+                "source": tfs.display(src),
+                "table": f"{db}.{table}",
+                "partition": part,
+                "high_water_mark": now_hwm,
+                "min_write_id": d["min_write_id"],
+                "max_write_id": d["max_write_id"],
+                "moved_at": stamp,
+                "user": getpass.getuser(),
+                "restore": f"move {tfs.display(dest)} back to {tfs.display(src)} once write id "
+                f"{d['max_write_id']} is allocated and committed (or delete it)",
+            }
+            tfs.write_bytes(dest + QUARANTINE_RECORD_SUFFIX, json.dumps(record, indent=1).encode())
+            it = item(part, part_path, d, "quarantined")
+            it["trashed_to"] = tfs.display(dest)
+            items.append(it)
+    return _quarantine_report(tfs, hwm, troot, items, executed=True)
+
+
+def _quarantine_report(tfs, hwm: int, troot: str, items: list[dict], *, executed: bool) -> dict:
+    moved = [i for i in items if i["action"] == "quarantined"]
+    return {
+        "path": tfs.display(tfs.root),
+        "hive_version": None,
+        "write_ids": f"high-water mark {hwm}",
+        "min_age_seconds": 0,
+        "items": items,
+        "notes": [],
+        "executed": executed,
+        "quarantine": tfs.display(troot),
+        "quarantined": [i["path"] for i in moved],
+        "summary": {
+            "candidates": len(items),
+            "delete": 0,
+            "trash": len(moved) if executed else sum(1 for i in items if i["action"] == "would quarantine"),
+            "bytes_by_kind": {},
+            "complete": 0,
+            "kept_young": 0,
+            "kept_unsafe": sum(1 for i in items if i["action"].startswith("keep")),
+            "bytes": 0,
+        },
+    }

@@ -50,6 +50,9 @@ from acidctl.findings import Severity
 
 INFO, WARN, ERROR = Severity.INFO, Severity.WARN, Severity.ERROR
 H = 3600.0
+#: hive.compactor.worker.timeout as ``acidctl initiator --once``'s revokeTimedoutWorkers applies it
+#: (acidctl.metastore.queue.WORKER_TIMEOUT_MS; kept here so the catalogue stays import-light)
+WORKER_TIMEOUT_MS = 86_400_000
 
 
 #: the figures of an Initiator recommendation (acid/initiator.py) the findings and ``why`` show
@@ -464,7 +467,14 @@ def queue_findings(wh, lim: Limits) -> list[DoctorFinding]:
             if age is not None and age > lim.worker_timeout:
                 txn = r.get("txn_id")
                 tx = wh.txns.get(int(txn)) if txn else None
-                fix = fix_abort_txns([int(txn)]) if txn and tx is not None and tx["state"] == "o" else None
+                txn_open = bool(txn and tx is not None and tx["state"] == "o")
+                # revokeTimedoutWorkers (acidctl initiator --once, at the end of its cycle) resets
+                # working rows older than hive.compactor.worker.timeout (its default, 24 h) to
+                # initiated; a still-open compaction txn of the dead worker is aborted first
+                revoke = cmd("acidctl", "initiator", "--once", "--db", r["database"])
+                fix = None
+                if age * 1000 > WORKER_TIMEOUT_MS:
+                    fix = (fix_abort_txns([int(txn or 0)]) + " && " + revoke) if txn_open else revoke
                 out.append(
                     DoctorFinding(
                         "COMPACTION_WORKING_TOO_LONG",
@@ -475,7 +485,14 @@ def queue_findings(wh, lim: Limits) -> list[DoctorFinding]:
                         f"{ctype} compaction {r['id']} (worker {r.get('worker_id')}) has been working {human_age(age)} > "
                         f"hive.compactor.worker.timeout {human_age(lim.worker_timeout)}: the worker is dead; the Initiator's "
                         "revokeTimedoutWorkers would reset it to initiated"
-                        + (f"; its compaction txn {txn} is still open" if fix else ""),
+                        + (f"; its compaction txn {txn} is still open" if txn_open else "")
+                        + (
+                            ""
+                            if fix
+                            else f"; `acidctl initiator --once` revokes only rows older than its own timeout "
+                            f"({WORKER_TIMEOUT_MS // 3_600_000} h), so only a person can decide whether this worker "
+                            "is dead (abort its compaction txn, or wait)"
+                        ),
                         {
                             "compaction_id": int(r["id"]),
                             "worker_id": r.get("worker_id"),
@@ -695,15 +712,11 @@ def lock_findings(wh, lim: Limits) -> list[DoctorFinding]:
                     where,
                     part,
                     f"lock {ext} ({ev['state']}) is held for txn {txn}, which is {st}: Hive removes a txn's locks when it "
-                    "commits or aborts, so this row is left over and blocks conflicting lock requests"
-                    + (
-                        ""
-                        if state == "w"
-                        else "; Hive's unlock() refuses locks of txns (only the row's deletion by a "
-                        "metastore administrator removes it)"
-                    ),
+                    "commits or aborts, so this row is left over and blocks conflicting lock requests; Hive's unlock() "
+                    "refuses locks of txns, but ABORT TRANSACTIONS deletes the locks of every txn it lists, ended ones "
+                    "included (operations.md §2.4), and so does `acidctl abort transactions`",
                     {**ev, "txn_state": st},
-                    fix_unlock(ext) if state == "w" else None,
+                    fix_abort_txns([txn]),
                 )
             )
             continue
@@ -937,6 +950,9 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
     nwi = wh.next_write_id.get((ps.db, ps.table))
     hwm = int(nwi) - 1 if nwi is not None else 0
     above = [d["name"] for d in ps.dirs if d["max_write_id"] is not None and hwm < d["max_write_id"] < 2**62]
+    straddle = [
+        d["name"] for d in ps.dirs if d["name"] in above and d["min_write_id"] is not None and d["min_write_id"] <= hwm
+    ]
     if above:
         out.append(
             DoctorFinding(
@@ -947,9 +963,17 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
                 part,
                 f"{len(above)} director{'y' if len(above) == 1 else 'ies'} ({', '.join(above[:5])}) name write ids above "
                 f"NEXT_WRITE_ID - 1 = {hwm}: written without a write-id allocation, invisible to readers and unmanaged; "
-                "the next allocations will collide with them",
+                "the next allocations will collide with them"
+                + (
+                    f"; {', '.join(straddle[:3])} also span allocated write ids, so only a person can decide "
+                    "what to keep of them (`acidctl clean --quarantine-above-hwm` moves the others aside)"
+                    if straddle
+                    else "; `acidctl clean --quarantine-above-hwm` moves them aside with a record"
+                ),
                 {"table_hwm": hwm, "dirs": above},
-                None,
+                None
+                if straddle
+                else cmd("acidctl", "clean", spec_of(ps.db, ps.table, part), "--quarantine-above-hwm", "--execute"),
                 ps.path,
             )
         )
