@@ -1115,6 +1115,23 @@ def cleaner_hold(wh, db: str, table: str, part: str | None) -> tuple[dict, str, 
         (r for r in wh.compactions_of(db, table, part)[0] if r["state"] == "r" and r.get("type") != "c"),
         key=lambda r: (int(r.get("highest_write_id") or 0), int(r["id"])),
     )
+    waits = getattr(wh, "cleaner_waits", None)
+    if waits is not None:
+        for r in rows:
+            w = waits.get(int(r["id"])) or []
+            if not w:
+                continue
+            why = "; ".join(str(x.get("message")) for x in w)
+            kinds = {x.get("kind") for x in w}
+            txns = sorted({int(x["txn_id"]) for x in w if x.get("kind") == "open-txn" and x.get("txn_id")})
+            locks = [lk for lk in wh.locks if int(lk["HL_LOCK_EXT_ID"]) in {x.get("lock_id") for x in w}]
+            fix = None
+            if kinds == {"open-txn"} and txns:
+                fix = fix_abort_txns(txns)
+            elif kinds == {"lock"} and locks:
+                fix = _lock_fix(locks)
+            return r, why, fix
+        return None
     for r in rows:
         if wh.hive_version >= 4:
             t = blocked_by_txn(wh, r)

@@ -415,6 +415,10 @@ def cleaner(wh, t, ps, lim: Limits) -> dict:
             steps.append(_step("locks", "ok", "no lock on the partition"))
     if r.get("error_message"):
         steps.append(_step("last error", "note", str(r["error_message"])))
+    if hold is not None and not any(x["outcome"] == "stop" for x in steps):
+        # what `clean` itself sees (acidctl.metastore.cleaner.cleaner_waits), e.g. a txn younger
+        # than metastore.txn.opentxn.timeout that Hive 4's Cleaner still counts as open
+        steps.append(_step("held back", "stop", f"compaction {hold[0]['id']} is held back: {hold[1]}"))
     if hold is None:
         steps.append(
             _step(
