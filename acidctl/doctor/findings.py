@@ -29,7 +29,9 @@ LOCK_OF_FINISHED_TXN            lock of an aborted or committed txn
 LOCK_EXPIRED                    lock outside a txn without heartbeat for hive.txn.timeout
 COMPACTION_DUE                  the Initiator thresholds are met
 ABORTED_PILE                    aborted txns on a partition (threshold, age)
-OBSOLETE_WAITING                obsolete directories waiting for the Cleaner
+OBSOLETE_WAITING                obsolete directories waiting for the Cleaner (``clean`` removes them now, or held back)
+ABORTED_WAITING_COMPACTION      Hive 3: aborted deltas waiting for a compaction to cover them
+OBSOLETE_UNREAD                 obsolete directories ``clean`` keeps: they hold files no compaction reads
 SMALL_FILES                     many small data files read by every query
 METASTORE_BLOAT                 COMPLETED_TXN_COMPONENTS / TXN_TO_WRITE_ID / WRITE_SET rows
 LOCATION_MISSING                table or partition location does not exist
@@ -1147,79 +1149,157 @@ def cleaner_hold(wh, db: str, table: str, part: str | None) -> tuple[dict, str, 
 
 
 def _obsolete_findings(wh, ps, tbl: str, part: str | None, lim: Limits) -> list[DoctorFinding]:
-    """OBSOLETE_WAITING from ``clean``'s own decisions (``ps.clean``, computed by
-    :func:`acidctl.compact.clean.cleaner_decisions`): the fix is printed only when it removes
-    them (``clean --execute``, with ``--min-age 0`` when one is younger than clean's default
-    hour); directories Hive's Cleaner does not remove yet say what must happen first."""
+    """Obsolete and aborted directories, judged with ``clean``'s own decisions (``ps.clean``,
+    :func:`acidctl.compact.clean.cleaner_decisions`), one finding per remedy so that each fix
+    clears its finding:
+
+    * OBSOLETE_WAITING: ``clean --execute`` removes them now (``--min-age 0`` when one is younger
+      than clean's default hour) — or the Cleaner holds them back (no fix: the blocker's own
+      finding names the command, and only a person decides to end someone's txn or lock);
+    * ABORTED_WAITING_COMPACTION (Hive 3): aborted deltas no compaction covers yet; Hive 3's
+      Cleaner removes them only once one does (directory-state.md §7.2): a major compaction,
+      then ``clean``;
+    * OBSOLETE_UNREAD: ``clean`` keeps them because they hold files no compaction reads."""
     obs = [d for d in ps.dirs if d["role"] in ("obsolete", "aborted")]
     if not obs:
         return []
     decided = {c["name"]: c for c in ps.clean}
-    spec = spec_of(ps.db, ps.table, part)
-    nbytes = sum(d["bytes"] for d in obs)
-    mt = [d["mtime"] for d in obs if d["mtime"]]
-    age = (wh.now_ms / 1000.0 - min(mt)) if mt else None
-    sev = WARN if age is not None and age > lim.obsolete_grace else INFO
-    names = [d["name"] for d in obs]
-    listed = f"{', '.join(names[:5])}{' ...' if len(names) > 5 else ''}"
-    n = len(obs)
-    what = f"{n} director{'y' if n == 1 else 'ies'} ({listed}; {nbytes} bytes, oldest {human_age(age)})"
-    removable = [x for x in names if decided.get(x, {}).get("action") == "delete"]
-    unread = [x for x in names if "no compaction read" in decided.get(x, {}).get("action", "")]
-    uncovered = [x for x in names if x not in decided]
-    ev = {"dirs": names, "bytes": nbytes, "oldest_age_seconds": age}
+    out: list[DoctorFinding] = []
+
+    def describe(group: list[dict]) -> tuple[str, dict]:
+        nbytes = sum(d["bytes"] for d in group)
+        mt = [d["mtime"] for d in group if d["mtime"]]
+        age = (wh.now_ms / 1000.0 - min(mt)) if mt else None
+        names = [d["name"] for d in group]
+        n = len(group)
+        text = (
+            f"{n} director{'y' if n == 1 else 'ies'} ({', '.join(names[:5])}{' ...' if n > 5 else ''}; "
+            f"{nbytes} bytes, oldest {human_age(age)})"
+        )
+        return text, {"dirs": names, "bytes": nbytes, "oldest_age_seconds": age}
+
+    def sev_of(ev: dict) -> Severity:
+        age = ev["oldest_age_seconds"]
+        return WARN if age is not None and age > lim.obsolete_grace else INFO
+
+    removable = [d for d in obs if decided.get(d["name"], {}).get("action") == "delete"]
+    unread = [d for d in obs if "no compaction read" in decided.get(d["name"], {}).get("action", "")]
+    other_kept = [d for d in obs if d["name"] in decided and d not in removable and d not in unread]
+    uncovered = [d for d in obs if d["name"] not in decided]
+    h3_aborted = [d for d in uncovered if d["role"] == "aborted" and wh.hive_version < 4]
+    not_yet = [d for d in uncovered if d not in h3_aborted] + other_kept
     hold = cleaner_hold(wh, ps.db, ps.table, part)
-    parts: list[str] = []
-    fix = None
-    if removable and hold is not None:
-        r, why, _hfix = hold
-        parts.append(
-            f"{len(removable)} wait for the Cleaner, which holds back compaction {r['id']}: {why}; "
-            "`acidctl clean` keeps them too until that ends, and only a person can decide to end it early "
-            "(the blocker's own finding prints the command)"
-        )
-        ev["held_by_compaction"] = int(r["id"])
-    elif removable:
-        young = [
-            c["name"]
-            for c in ps.clean
-            if c["name"] in removable and (c.get("age") is None or c["age"] < DEFAULT_CLEAN_MIN_AGE)
-        ]
-        parts.append(f"{len(removable)} wait for the Cleaner; `acidctl clean` removes them now")
-        fix = fix_clean(ps.db, ps.table, part, min_age_zero=bool(young))
-    if unread:
-        parts.append(
-            f"{', '.join(unread[:3])} hold files no compaction reads (other engines may read them): `acidctl clean` "
-            "keeps them and only a person can decide whether their rows are elsewhere (`acidctl state --deep`)"
-        )
-    if uncovered:
-        ab = [d["name"] for d in obs if d["name"] in uncovered and d["role"] == "aborted"]
-        if ab and wh.hive_version < 4:
-            can_major = _major_would_write(wh, ps)
-            parts.append(
-                f"{', '.join(ab[:3])}: Hive 3's Cleaner removes an aborted delta only once a compaction covers it "
-                "(directory-state.md §7.2)"
-                + ("; a major compaction covers it, then `acidctl clean` removes it" if can_major else "")
+
+    waiting = removable + ([] if removable else not_yet)
+    if waiting:
+        text, ev = describe(waiting)
+        n = len(waiting)
+        verb = "is" if n == 1 else "are"
+        fix = None
+        if removable and hold is not None:
+            r, why, _hfix = hold
+            msg = (
+                f"{text} {verb} no longer read and wait{'s' if n == 1 else ''} for the Cleaner, which holds back "
+                f"compaction {r['id']}: {why}; `acidctl clean` keeps them too until that ends, and only a person can "
+                "decide to end it early (the blocker's own finding prints the command)"
             )
-            if fix is None and can_major and hold is None:
-                fix = fix_compact(ps.db, ps.table, part) + " && " + fix_clean(ps.db, ps.table, part, min_age_zero=True)
-        rest = [x for x in uncovered if x not in ab or wh.hive_version >= 4]
-        if rest:
-            parts.append(f"{', '.join(rest[:3])}: not removable yet by Hive's Cleaner rules")
-    msg = f"{what} {'is' if n == 1 else 'are'} no longer read: " + "; ".join(parts)
-    return [
-        DoctorFinding(
-            "OBSOLETE_WAITING",
-            sev,
-            f"{n} obsolete/aborted director{'y' if n == 1 else 'ies'} ({nbytes} bytes) wait for the Cleaner",
-            tbl,
-            part,
-            msg,
-            {**ev, "removable_now": removable, "unread_files": unread, "not_yet": uncovered, "spec": spec},
-            fix,
-            ps.path,
+            ev["held_by_compaction"] = int(r["id"])
+        elif removable:
+            young = [
+                c["name"]
+                for c in ps.clean
+                if c["name"] in ev["dirs"] and (c.get("age") is None or c["age"] < DEFAULT_CLEAN_MIN_AGE)
+            ]
+            msg = f"{text} {verb} no longer read and wait{'s' if n == 1 else ''} for the Cleaner; `acidctl clean` removes them now"
+            fix = fix_clean(ps.db, ps.table, part, min_age_zero=bool(young))
+        else:
+            msg = (
+                f"{text} {verb} no longer read by the current snapshot but not removable yet by the Cleaner's rules: "
+                + "; ".join(
+                    f"{d['name']}: {decided[d['name']]['action']}"
+                    if d["name"] in decided
+                    else f"{d['name']}: not obsolete for the Cleaner's list"
+                    for d in waiting[:3]
+                )
+                + "; it becomes removable once the compaction covering it is cleaned (`acidctl why` shows the Cleaner)"
+            )
+        if removable and not_yet:
+            msg += "; not yet removable: " + ", ".join(d["name"] for d in not_yet[:3])
+        out.append(
+            DoctorFinding(
+                "OBSOLETE_WAITING",
+                sev_of(ev),
+                f"{n} obsolete/aborted director{'y' if n == 1 else 'ies'} ({ev['bytes']} bytes) wait for the Cleaner",
+                tbl,
+                part,
+                msg,
+                ev,
+                fix,
+                ps.path,
+            )
         )
-    ]
+    if h3_aborted:
+        text, ev = describe(h3_aborted)
+        n = len(h3_aborted)
+        can_major = _major_would_write(wh, ps)
+        # a compaction registered now would wait for the locks on the partition (Hive 3's Cleaner
+        # records the locks it sees first and waits for them, operations.md §5.1)
+        locks = blocking_locks(wh, {"database": ps.db, "table": ps.table, "partition": part})
+        lock_ids = sorted({int(lk["HL_LOCK_EXT_ID"]) for lk in locks})
+        msg = (
+            f"{text}: aborted, never read; Hive 3's Cleaner removes an aborted delta only once a compaction "
+            "covers it (directory-state.md §7.2)"
+        )
+        fix = None
+        if not can_major:
+            msg += (
+                "; a major compaction would write nothing here now, so there is nothing to run until new data arrives"
+            )
+        elif lock_ids or hold is not None:
+            msg += (
+                f"; the Cleaner of a compaction registered now would wait for lock(s) {', '.join(map(str, lock_ids))} "
+                "on the partition, so only once they are released (or a person ends their txns) can a major "
+                "compaction and `acidctl clean` remove it"
+                if lock_ids
+                else f"; compaction {hold[0]['id']} is held back first: {hold[1]}"  # type: ignore[index]
+            )
+        else:
+            msg += "; a major compaction covers it, then `acidctl clean` removes it"
+            fix = fix_compact(ps.db, ps.table, part) + " && " + fix_clean(ps.db, ps.table, part, min_age_zero=True)
+        ev["lock_ids"] = lock_ids
+        out.append(
+            DoctorFinding(
+                "ABORTED_WAITING_COMPACTION",
+                sev_of(ev),
+                f"{n} aborted director{'y' if n == 1 else 'ies'} wait for a compaction to cover them",
+                tbl,
+                part,
+                msg,
+                ev,
+                fix,
+                ps.path,
+            )
+        )
+    if unread:
+        text, ev = describe(unread)
+        out.append(
+            DoctorFinding(
+                "OBSOLETE_UNREAD",
+                WARN,
+                "obsolete directories hold files no compaction reads",
+                tbl,
+                part,
+                f"{text}: no longer read by Hive, but they hold files no compaction reads (other engines may read "
+                "them): "
+                + "; ".join(decided[d["name"]]["reason"] for d in unread[:2])
+                + "; `acidctl clean` keeps them and only a person can decide whether their rows are elsewhere "
+                "(`acidctl state --deep` lists the files)",
+                ev,
+                None,
+                ps.path,
+            )
+        )
+    return out
 
 
 def _reader_findings(ps) -> list[tuple]:
