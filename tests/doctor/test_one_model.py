@@ -211,16 +211,8 @@ def test_fixes_for_stuck_worker_leftover_lock_and_directories_above_the_hwm(demo
     root, hv = demo
     now_ms = int(time.time() * 1000)
     # compaction 2 claimed 25 h ago by a worker that died (hive.compactor.worker.timeout 24 h)
-    if hv == 4:
-        _sql(
-            root,
-            ('UPDATE "COMPACTION_QUEUE" SET "CQ_STATE"=\'w\', "CQ_START"=? WHERE "CQ_ID"=2', (now_ms - 25 * 3600_000,)),
-        )
-    else:
-        _sql(
-            root,
-            ('UPDATE "COMPACTION_QUEUE" SET "CQ_STATE"=\'w\', "CQ_START"=? WHERE "CQ_ID"=2', (now_ms - 25 * 3600_000,)),
-        )
+    q = 'UPDATE "COMPACTION_QUEUE" SET "CQ_STATE"=\'w\', "CQ_START"=? WHERE "CQ_ID"=2'
+    _sql(root, (q, (now_ms - 25 * 3600_000,)))
     # txn 10 aborted without its locks removed (a leftover lock of a finished txn)
     _sql(root, ('UPDATE "TXNS" SET "TXN_STATE"=\'a\' WHERE "TXN_ID"=10', ()))
     # a directory above the table's high-water mark (NEXT_WRITE_ID 8: write id 9 never allocated)
