@@ -141,10 +141,11 @@ def test_lock_chain_to_a_txn():
     }
 
 
-def test_acquired_lock_of_committed_txn_has_no_unlock_fix():
-    # Hive's unlock() deletes only locks with HL_TXNID=0 or state 'w' (§6.3)
+def test_acquired_lock_of_committed_txn_is_released_by_abort_transactions():
+    # Hive's unlock() refuses locks of txns (§6.3), but ABORT TRANSACTIONS deletes the locks of
+    # every txn it lists, ended ones included (operations.md §2.4)
     f = [x for x in diagnose(scan(wh(locks=[_lock(20, txn=9)]))) if x.code == "LOCK_OF_FINISHED_TXN"]
-    assert len(f) == 1 and f[0].fix is None and f[0].severity is Severity.ERROR
+    assert len(f) == 1 and f[0].fix == "acidctl abort transactions 9 --execute" and f[0].severity is Severity.ERROR
     assert f[0].evidence["txn_state"] == "committed or gone"
 
 
