@@ -430,7 +430,9 @@ def cleaner_findings(wh, lim: Limits) -> list[DoctorFinding]:
                             r["partition"],
                             f"compaction {r['id']} was marked compacted but its compaction txn {r['txn_id']} is {st} "
                             "(the Worker died before committing, HIVE-29572): the Cleaner will never pick it and it "
-                            "blocks newer compactions of the partition",
+                            "blocks newer compactions of the partition; Hive has no command for this (the proposed fix, "
+                            "marking such rows failed, is not released), so only a metastore administrator can decide "
+                            "to fail the row and discard its aborted output",
                             {"compaction_id": int(r["id"]), "txn_id": int(r["txn_id"]), "txn_state": st},
                             None,
                         )
@@ -555,7 +557,8 @@ def queue_findings(wh, lim: Limits) -> list[DoctorFinding]:
                     tbl,
                     part,
                     f"the Cleaner failed {attempts} time(s) on compaction {r['id']} (retry retention {ret // 1000}s; after "
-                    f"5 retries the row becomes failed and its obsolete directories stay): {r.get('error_message') or 'no message'}",
+                    f"5 retries the row becomes failed and its obsolete directories stay): {r.get('error_message') or 'no message'}; "
+                    "only a person can fix what makes it fail (the error names it)",
                     {
                         "compaction_id": int(r["id"]),
                         "retry_retention_ms": ret,
@@ -581,15 +584,18 @@ def queue_findings(wh, lim: Limits) -> list[DoctorFinding]:
                         tbl,
                         part,
                         f"compaction {r['id']} has been ready for cleaning {human_age(age)} and nothing holds it back: "
-                        "is the Cleaner running (hive.compactor.initiator.on / metastore.compactor.cleaner.on)?"
-                        + (f" last error: {r.get('error_message')}" if r.get("error_message") else ""),
+                        "is the Cleaner running (hive.compactor.initiator.on / metastore.compactor.cleaner.on)? "
+                        "`acidctl clean` does the Cleaner's work"
+                        + (f"; last error: {r.get('error_message')}" if r.get("error_message") else ""),
                         {
                             "compaction_id": int(r["id"]),
                             "age_seconds": age,
                             "retry_retention": r.get("retry_retention"),
                             "error": r.get("error_message"),
                         },
-                        None,
+                        fix_clean(r["database"], r["table"], part)
+                        if cleaner_hold(wh, r["database"], r["table"], part) is None
+                        else None,
                     )
                 )
     return out
@@ -616,9 +622,14 @@ def _many_ready(wh) -> list[DoctorFinding]:
                 part,
                 f"{len(rows)} ready-for-cleaning compactions ({', '.join(str(r['id']) for r in rows)}): the Cleaner takes "
                 f"the one with the lowest highest write id first (compaction {rows[0]['id']}); see `acidctl why "
-                f"{spec_of(db, table, part)}` for what holds it back",
+                f"{spec_of(db, table, part)}` for what holds it back"
+                + (
+                    "; nothing does now: `acidctl clean` finishes them in that order"
+                    if cleaner_hold(wh, db, table, part) is None
+                    else "; only once that ends (the Cleaner findings name it) can they be cleaned"
+                ),
                 {"compaction_ids": [int(r["id"]) for r in rows], "first": int(rows[0]["id"])},
-                None,
+                fix_clean(db, table, part, min_age_zero=True) if cleaner_hold(wh, db, table, part) is None else None,
             )
         )
     return out
@@ -1028,6 +1039,20 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
         # AcidMetricLogger warns at 24 h and 48 h alike (§8.3); above 1500 rows METASTORE_BLOAT is the error
         if ab["rows"] > thr or (age is not None and age >= lim.aborted_age_warn):
             sev = WARN
+            pile_fix, pile_note = _compact_fix(wh, ps, part)
+            if pile_fix is not None:
+                if cleaner_hold(wh, ps.db, ps.table, part) is None and not blocking_locks(
+                    wh, {"database": ps.db, "table": ps.table, "partition": part}
+                ):
+                    pile_fix += " && " + fix_clean(ps.db, ps.table, part, min_age_zero=True)
+                else:
+                    pile_fix, pile_note = (
+                        None,
+                        (
+                            "; a compaction's Cleaner would be held back now (see the Cleaner findings), so only once that "
+                            "ends can a compaction and `acidctl clean` remove them"
+                        ),
+                    )
             out.append(
                 DoctorFinding(
                     "ABORTED_PILE",
@@ -1036,7 +1061,9 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
                     tbl,
                     part,
                     f"{ab['txns']} aborted txn(s) ({ab['rows']} TXN_COMPONENTS rows, oldest {human_age(age)}) on this "
-                    f"partition; abortedtxn.threshold {thr}; {len(aborted_dirs)} aborted director{'y' if len(aborted_dirs) == 1 else 'ies'} on disk",
+                    f"partition; abortedtxn.threshold {thr}; {len(aborted_dirs)} aborted director{'y' if len(aborted_dirs) == 1 else 'ies'} on disk"
+                    "; their TXN_COMPONENTS rows go when a compaction of the partition is cleaned (markCleaned)"
+                    + pile_note,
                     {
                         "aborted_txns": ab["txns"],
                         "rows": ab["rows"],
@@ -1044,7 +1071,7 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
                         "aborted_dirs": aborted_dirs,
                         "threshold": thr,
                     },
-                    fix_compact(ps.db, ps.table, part),
+                    pile_fix,
                     ps.path,
                 )
             )
@@ -1061,9 +1088,10 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
                 f"{small} small data files in the current snapshot",
                 tbl,
                 part,
-                f"every query opens {small} data files smaller than 16 MiB; a major compaction rewrites them into one base",
+                f"every query opens {small} data files smaller than 16 MiB; a major compaction rewrites them into one base"
+                + _compact_fix(wh, ps, part)[1],
                 {"small_files": small, "dirs": len(cur)},
-                fix_compact(ps.db, ps.table, part),
+                _compact_fix(wh, ps, part)[0],
                 ps.path,
             )
         )
@@ -1078,9 +1106,9 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
                 f"layout {engines} cannot read",
                 tbl,
                 part,
-                f"{why}: {', '.join(paths[:5])}{' ...' if len(paths) > 5 else ''}",
+                f"{why}: {', '.join(paths[:5])}{' ...' if len(paths) > 5 else ''}" + _compact_fix(wh, ps, part)[1],
                 {"engines": engines, "paths": paths},
-                fix_compact(ps.db, ps.table, part),
+                _compact_fix(wh, ps, part)[0],
                 ps.path,
             )
         )
@@ -1391,9 +1419,25 @@ def _major_would_write(wh, ps) -> bool:
     from acidctl.compact import naming
 
     if ps.compactor is None:
-        return False
+        return True  # not known (hand-made facts): the compaction decides
     out, _ = naming.predict_from(ps.compactor, naming.MAJOR, hive_version=wh.hive_version)
     return out is not None
+
+
+#: what a finding says when a major compaction would write nothing (``compact`` answers "nothing
+#: to compact"), so no command can fix it
+NOTHING_TO_COMPACT = (
+    "; a major compaction would write nothing here now (acidctl.compact.naming.predict), so no command "
+    "changes it until new data arrives: only a person can decide whether it matters"
+)
+
+
+def _compact_fix(wh, ps, part: str | None, kind: str = "major") -> tuple[str | None, str]:
+    """(``acidctl compact ... --kind`` when that compaction would write something, else None;
+    the text to add to the finding)."""
+    if _major_would_write(wh, ps):
+        return fix_compact(ps.db, ps.table, part, kind), ""
+    return None, NOTHING_TO_COMPACT
 
 
 def _history_vs_disk(wh, ps, tbl: str, part: str | None) -> list[DoctorFinding]:
