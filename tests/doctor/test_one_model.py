@@ -241,3 +241,26 @@ def test_fixes_for_stuck_worker_leftover_lock_and_directories_above_the_hwm(demo
         (qroot / stamp / "ds=2026-01-01" / "delta_0000009_0000009_0000.acidctl-quarantine.json").read_text()
     )
     assert rec["high_water_mark"] == 7 and rec["max_write_id"] == 9 and rec["table"] == "default.sales"
+
+
+def test_above_hwm_decisions_move_only_what_no_allocation_can_own():
+    from acidctl.compact.clean import above_hwm_decisions
+    from tests.acid.helpers import build_listing
+
+    lst = build_listing(
+        "/t",
+        {
+            "delta_0000001_0000001_0000/": {"bucket_00000": 10},
+            "delta_0000005_0000005_0000/": {"bucket_00000": 10},  # = hwm: allocated
+            "delta_0000006_0000006_0000/": {"bucket_00000": 10},  # above: never allocated
+            "delta_0000004_0000008/": {"bucket_00000": 10},  # straddles: holds allocated ids too
+            "base_0000009/": {"bucket_00000": 10},
+            "000000_0": 5,
+        },
+    )
+    got = {d["name"]: d["action"] for d in above_hwm_decisions(lst, 5)}
+    assert got == {
+        "delta_0000006_0000006_0000": "move",
+        "base_0000009": "move",
+        "delta_0000004_0000008": "keep (straddles the high-water mark)",
+    }
