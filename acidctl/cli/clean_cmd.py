@@ -185,7 +185,8 @@ def clean_command(
 def render_text(report: dict) -> str:
     from acidctl.cli.output import table
 
-    head = "acidctl clean" + ("" if report["executed"] else " (dry run; --execute to delete)")
+    verb = "move" if report.get("quarantine") is not None else "delete"
+    head = "acidctl clean" + ("" if report["executed"] else f" (dry run; --execute to {verb})")
     lines = [f"{head} {report['path']}", f"write ids: {report['write_ids']}   min age: {report['min_age_seconds']:g}s"]
     for n in report["notes"]:
         lines.append(f"note: {n}")

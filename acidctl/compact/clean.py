@@ -934,12 +934,21 @@ def quarantine_above_hwm(
         return found
 
     def item(part, part_path, d, action) -> dict:
+        if d["min_write_id"] > hwm:
+            why = (
+                f"write ids {d['min_write_id']}..{d['max_write_id']} above the table's high-water mark {hwm} "
+                "(NEXT_WRITE_ID - 1): never allocated, invisible to readers"
+            )
+        else:
+            why = (
+                f"write ids {d['min_write_id']}..{d['max_write_id']} span the table's high-water mark {hwm}: the ids "
+                f"up to {hwm} were allocated and may hold committed rows, so only a person can decide what to keep"
+            )
         return {
             "partition": part,
             "path": tfs.display(join_path(part_path, d["name"])),
             "kind": "above-hwm",
-            "reason": f"write ids {d['min_write_id']}..{d['max_write_id']} above the table's high-water mark {hwm} "
-            "(NEXT_WRITE_ID - 1): never allocated, invisible to readers",
+            "reason": why,
             "age_seconds": None,
             "bytes": 0,
             "action": action,
