@@ -45,6 +45,9 @@ METADATA_FILE = "_metadata_acid"
 #: acidctl's own staging directories (hidden: a dot prefix); here, not in the compaction
 #: planner, so that ``state``'s D07 check needs no compaction import
 STAGING_PREFIX = ".acidctl-staging-"
+#: per partition, acidctl's publication records (acidctl.compact.publish.RECORDS_DIR): bookkeeping,
+#: never a leftover, not a row of ``state``
+PUBLISHED_DIR = ".acidctl-published"
 
 DELTA_DIGITS = 7
 STATEMENT_DIGITS = 4
