@@ -235,6 +235,9 @@ def compact_command(
     from acidctl.errors import RefusedError, UsageError
 
     settings = ctx.obj
+    from acidctl.cli.progress import spark_start_progress
+
+    spark_start_progress(settings)  # a status line while a Spark session starts (terminal only)
     if major and minor:
         raise UsageError("give --major or --minor, not both")
     if not (major or minor or due):
@@ -370,7 +373,10 @@ def compact_command(
     if dry_run:
         settings.output.emit(report, render_dry_run)
         if report["refused"]:
-            raise RefusedError(report.get("refusal") or "the compaction would be refused (see the plan)")
+            raise RefusedError(
+                report.get("refusal") or "the compaction would be refused (see the plan)",
+                hint=report.get("refusal_hint"),
+            )
         return
     settings.output.emit(report, render_text, performed=True)
 

@@ -101,6 +101,9 @@ def export_command(
     from acidctl.cli.targets import resolve, snapshot_as_of
 
     settings = ctx.obj
+    from acidctl.cli.progress import spark_start_progress
+
+    spark_start_progress(settings)  # a status line while a Spark session starts (terminal only)
     if input_format is not None:
         options.deprecated(settings, "--input-format", "--format")
         if file_format is not None and file_format != input_format:

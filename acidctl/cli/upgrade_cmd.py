@@ -60,6 +60,9 @@ def upgrade_check_command(
     from acidctl.upgrade import execute as run
 
     settings = ctx.obj
+    from acidctl.cli.progress import spark_start_progress
+
+    spark_start_progress(settings)  # a status line while a Spark session starts (terminal only)
     engine = engine.lower()
     url = resolve_url(getattr(settings, "metastore_url", None), profile=getattr(settings, "profile", None))
     report = check(settings, url, db_glob=db)

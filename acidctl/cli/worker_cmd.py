@@ -112,6 +112,9 @@ def worker_command(
     from acidctl.errors import UsageError
 
     settings = ctx.obj
+    from acidctl.cli.progress import spark_start_progress
+
+    spark_start_progress(settings)  # a status line while a Spark session starts (terminal only)
     if once and daemon:
         raise UsageError("give --once or --daemon, not both")
     if max_requests < 1:

@@ -201,7 +201,14 @@ def plan_clean(
                 is_dir=c.entry.is_dir,
             )
             unread = _unreadable(c.kind, c.entry, insert_only)
-            if unread:
+            if not unread and c.kind is Kind.ORIGINAL_FILE and insert_only is None and c.bytes:
+                # a stray non-ORC file where originals sit (extra.csv): no compaction read it
+                # (compact refuses it or, with --skip-unreadable-files, skips it): never deleted
+                why = _readable(tfs, join_path(part_path, name))
+                if isinstance(why, str):
+                    it["action"] = "keep (holds files no compaction read)"
+                    it["reason"] += f"; kept: {why}: no compaction read it (move it out of the table)"
+            elif unread:
                 # no compaction by Hive's rules read these files: no output holds their rows
                 it["action"] = "keep (holds files no compaction read)"
                 it["reason"] += (
