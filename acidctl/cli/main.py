@@ -476,6 +476,9 @@ def _argv_output_mode(argv: list[str]) -> str:
         if a.startswith("--output="):
             value = a.split("=", 1)[1]
             break
+        if a.startswith("-o") and len(a) > 2 and not a.startswith("--"):  # -ojson
+            value = a[2:]
+            break
     return "json" if value.strip().lower() == "json" else "text"
 
 

@@ -93,6 +93,7 @@ def worker_command(
     master: options.Master = "local[*]",
     spark_conf: options.SparkConf = None,
     engine: options.Engine = options.ENGINE_DEFAULT,
+    local_max_bytes: options.LocalMaxBytes = None,
     poll: Annotated[
         float, typer.Option("--poll", metavar="SECONDS", help="With --daemon: seconds between queue checks when idle.")
     ] = 30.0,
@@ -136,6 +137,7 @@ def worker_command(
         pool=pool,
         db_glob=db,
         engine=engine,
+        local_max_bytes=local_max_bytes,
         master=master,
         spark_conf=conf,
         allow_non_atomic_publish=allow_non_atomic_publish,

@@ -61,7 +61,8 @@ class WorkerOptions:
     max: int = 10
     pool: str | None = None
     db_glob: str | None = None
-    engine: str = "spark"
+    engine: str = "auto"
+    local_max_bytes: int | str | None = None  # --engine auto: the input size up to which it runs locally
     master: str = "local[*]"
     spark_conf: dict | None = None
     allow_non_atomic_publish: bool = False
@@ -294,6 +295,7 @@ def _compact_options(req, info, wl, tl, hv: int, opts: WorkerOptions, *, mm, vis
         columns=cols,
         columns_coln_only=cols is not None,
         engine=opts.engine,
+        local_max_bytes=opts.local_max_bytes,
         master=opts.master,
         spark_conf=opts.spark_conf,
         allow_non_atomic_publish=opts.allow_non_atomic_publish,

@@ -149,3 +149,31 @@ def test_every_writing_command_accepts_dry_run():
         assert "--dry-run" in opts, path
     # every command's case is in CASES (the metastore subcommand as its group)
     assert {p[0] for p in writing} <= {c[1][0] for c in CASES} | {"--read-only"} | {"abort", "metastore"}
+
+
+def test_worker_dry_run_names_the_request_and_what_it_would_write(tmp_path):
+    """The demo queues one request: compaction 2, major, default.sales/ds=2025-12-31 (README "The
+    demo warehouse"). The dry run names it, the state it would get and the base it would write,
+    claims nothing (the request stays initiated) and plans it as compact --dry-run does."""
+    import json
+
+    root, url = _demo(tmp_path / "d")
+    r = run_cli("--metastore", url, "-o", "json", "worker", "--dry-run")
+    assert r.code == 0, r
+    doc = json.loads(r.stdout)
+    [req] = doc["requests"]
+    assert (req["cq_id"], req["table"], req["partition"], req["type"]) == (2, "default.sales", "ds=2025-12-31", "major")
+    assert req["state"] == "would be ready for cleaning" and doc["dry_run"] is True
+    plan = json.loads(
+        run_cli(
+            "--metastore", url, "-o", "json", "compact", "--major", "default.sales/ds=2025-12-31", "--dry-run"
+        ).stdout
+    )
+    [p] = plan["partitions"]
+    assert req["output_dirs"] == p["outputs"] and req["plan"]["inputs"] == p["inputs"]
+    con = sqlite3.connect(root / "metastore.db")
+    assert con.execute("SELECT CQ_STATE FROM COMPACTION_QUEUE WHERE CQ_ID = 2").fetchone() == ("i",)
+    con.close()
+    # no request of a matching database: nothing to claim
+    r = run_cli("--metastore", url, "-o", "json", "worker", "--dry-run", "--db", "nomatch*")
+    assert r.code == 0 and json.loads(r.stdout)["requests"] == []
