@@ -63,6 +63,14 @@ SUMMARIES: dict[str, str] = {
     "metrics": "Hive 4's compaction metrics (Prometheus)",
     "upgrade-check": "Is a Hive 2 metastore ready for Hive 3?",
     "abort": "Abort transactions or compaction requests",
+    "show transactions": "SHOW TRANSACTIONS: open and aborted transactions",
+    "show locks": "SHOW LOCKS: the lock table, as Hive prints it",
+    "show compactions": "SHOW COMPACTIONS: the queue and the history",
+    "show tables": "The ACID tables of a database",
+    "show write-ids": "A table's write-id snapshot for a fresh reader",
+    "abort transactions": "ABORT TRANSACTIONS: open txns become aborted",
+    "abort compactions": "ABORT COMPACTIONS: remove initiated requests",
+    "metastore init": "Create Hive's metastore schema in an empty database",
 }
 
 
@@ -437,6 +445,10 @@ def _load_commands(modules: tuple[str, ...] = COMMAND_MODULES) -> None:
     for group in _app.registered_groups:
         if group.name in SUMMARIES:
             group.short_help = SUMMARIES[group.name]
+        for sub in group.typer_instance.registered_commands if group.typer_instance else ():
+            key = f"{group.name} {sub.name}"
+            if key in SUMMARIES:
+                sub.short_help = SUMMARIES[key]
 
 
 def _requested_command(args: list[str]) -> str | None:

@@ -226,14 +226,18 @@ def test_top_level_help_has_a_whole_summary_per_command():
     short line that fits 80 columns."""
     from acidctl.cli.main import SUMMARIES
 
-    text = _help()
-    commands = text.split("Commands:\n", 1)[1].split("\n\n", 1)[0].splitlines()
-    names = [line.split()[0] for line in commands]
-    assert sorted(names) == sorted(_root().commands) == sorted(SUMMARIES)
-    for line in commands:
-        name = line.split()[0]
-        assert line.split(None, 1)[1] == SUMMARIES[name], line
-        assert len(line) <= 80 and "..." not in line
+    def listed(*group: str) -> list[str]:
+        return _help(*group).split("Commands:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+
+    root = _root()
+    groups = [name for name, c in root.commands.items() if isinstance(c, click.Group)]
+    want = set(root.commands) | {f"{g} {c}" for g in groups for c in root.commands[g].commands}  # type: ignore[attr-defined]
+    assert set(SUMMARIES) == want
+    for group in [(), *[(g,) for g in groups]]:
+        for line in listed(*group):
+            name = " ".join([*group, line.split()[0]])
+            assert line.split(None, 1)[1] == SUMMARIES[name], line
+            assert len(line) <= 80 and "..." not in line
 
 
 def test_top_level_help_states_the_rules_and_the_config_file():
