@@ -65,8 +65,11 @@ def revert_command(
 
         target, parts = resolve(settings, table, assume_committed=True)
         tfs = target.tfs
-        if parts and not partition:
-            partition = parts
+        if parts and partition:
+            from acidctl.errors import UsageError
+
+            raise UsageError("give the partition either in DB.TABLE/SPEC or with --partition, not both")
+        partition = partition or parts
         full_name = target.table.full_name if target.table is not None else None
         report = revert_registered(
             tfs,
