@@ -212,8 +212,7 @@ def build_demo(
 ) -> dict[str, Any]:
     """Create the demo warehouse under ``root`` (which must be empty or absent) and record it
     in a metastore (default: a new SQLite file ``root/metastore.db`` on local filesystems)."""
-    if tfs.exists(root) and tfs.isdir(root) and tfs.ls(root):
-        raise RefusedError(f"{tfs.display(root)} is not empty; the demo writes only into a new directory")
+    require_new_dir(tfs, root)
     tfs.makedirs(root)
     warehouse = tfs.join(root, "warehouse")
     tfs.makedirs(warehouse)
@@ -283,8 +282,7 @@ def build_demo(
     sales.expected[p2] = sorted([(10, "item-010", D("99.99"))] + [row(i) for i in (13, 14, 15, 16, 17, 18, 19, 21)])
 
     tables = [employee, sales]
-    if metastore_url is None and tfs.protocol in ("file", "local"):
-        metastore_url = "sqlite:///" + tfs.join(root, "metastore.db")
+    metastore_url = metastore_url or default_metastore_url(tfs, root)
     if metastore_url is not None:
         _record(metastore_url, tfs, warehouse, tables, hive_version)
     return {
@@ -296,6 +294,17 @@ def build_demo(
             for t in tables
         ],
     }
+
+
+def require_new_dir(tfs: TableFS, root: str) -> None:
+    """The demo writes only into a new (or empty) directory (also checked by ``demo --dry-run``)."""
+    if tfs.exists(root) and tfs.isdir(root) and tfs.ls(root):
+        raise RefusedError(f"{tfs.display(root)} is not empty; the demo writes only into a new directory")
+
+
+def default_metastore_url(tfs: TableFS, root: str) -> str | None:
+    """Without --metastore: a new SQLite file ``root/metastore.db`` on local filesystems."""
+    return "sqlite:///" + tfs.join(root, "metastore.db") if tfs.protocol in ("file", "local") else None
 
 
 def _safe(url: str | None) -> str | None:

@@ -83,7 +83,8 @@ class ExportOptions:
     compression: str | None = None
     with_row_id: bool = False
     partitions: list[str] | None = None  # only these partitions (k=v[/k2=v2] prefixes)
-    engine: str = "local"  # local | spark
+    engine: str = "auto"  # auto | local | spark (acidctl.compact.engine.choose_engine)
+    local_max_bytes: int | str | None = None  # the auto threshold (--local-max-bytes)
     master: str = "local[*]"
     spark_conf: dict = dataclasses.field(default_factory=dict)
     column_names: list[str] | None = None
@@ -98,8 +99,8 @@ def _check_options(opts: ExportOptions) -> None:
         raise UsageError(
             f"--compression for {opts.format} must be one of {', '.join(CODECS[opts.format])}, not {opts.compression!r}"
         )
-    if opts.engine not in ("local", "spark"):
-        raise UsageError(f"--engine must be local or spark, not {opts.engine!r}")
+    if opts.engine not in ("auto", "local", "spark"):
+        raise UsageError(f"--engine must be auto, local or spark, not {opts.engine!r}")
     if opts.insert_only is not None and opts.with_row_id:
         raise UsageError("--with-row-id: rows of an insert-only table have no ROW__ID")
 
@@ -695,8 +696,11 @@ def export_table(
     partition_prefix: str | None = None,
     spark=None,
     progress=None,
+    dry_run: bool = False,
 ) -> dict:
-    """Export the snapshot of the table/partition at ``tfs`` to ``dest_url``. Returns the report."""
+    """Export the snapshot of the table/partition at ``tfs`` to ``dest_url``. Returns the report.
+    ``dry_run``: the same checks (options, DEST, the snapshot) and the planned ``outputs``
+    (rows and bytes null), nothing written."""
     from acidctl.fs import TableFS
 
     _check_options(opts)
@@ -724,9 +728,34 @@ def export_table(
         "with_row_id": opts.with_row_id,
         "tasks": len(tasks),
     }
+    engine = _engine_for(tfs, tasks, opts)
+    report["engine"] = engine.engine
+    report["engine_choice"] = engine.to_dict()
+    if dry_run:
+        report.update(
+            dry_run=True,
+            publish="atomic" if dest.atomic_rename else "non-atomic",
+            partitions=len({t.partition or "" for t in tasks}),
+            files=len(tasks),
+            rows=None,
+            bytes=None,
+            bytes_in=engine.bytes_in,
+            seconds=round(time.monotonic() - t0, 3),
+            outputs=[
+                {
+                    "partition": t.partition,
+                    "bucket": t.bucket,
+                    "file": _final_rel(t.out_rel, staging_rel),
+                    "rows": None,
+                    "bytes": None,
+                }
+                for t in tasks
+            ],
+        )
+        return report
     dest.makedirs(staging)
     try:
-        if opts.engine == "spark" and tasks:
+        if engine.engine == "spark" and tasks:
             from acidctl.compact.spark import get_or_create_session, run_tasks as spark_run
 
             t1 = time.monotonic()
@@ -770,6 +799,25 @@ def export_table(
         ],
     )
     return report
+
+
+def _engine_for(tfs, tasks: list[ExportTask], opts: ExportOptions):
+    """Which engine runs the tasks (``auto``: by the input bytes, as compact decides)."""
+    from acidctl.compact.engine import choose_engine
+
+    bytes_in = 0
+    if opts.engine == "auto":  # sizes only where they decide something
+        # every file once (a partition's delete files are read by each of its buckets' tasks)
+        acid = {s.path for t in tasks for s in t.inserts + t.deletes}
+        bytes_in = sum(tfs.info(p).size for p in acid) + sum(f.size for t in tasks for f in t.mm_files or ())
+    return choose_engine(
+        opts.engine,
+        bytes_in=bytes_in,
+        tasks=len(tasks),
+        threshold=opts.local_max_bytes,
+        master=opts.master,
+        protocol=tfs.protocol,
+    )
 
 
 def _final_rel(rel: str, staging_rel: str) -> str:

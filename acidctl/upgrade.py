@@ -373,7 +373,8 @@ def execute(
     *,
     master: str = "local[*]",
     spark_conf: dict | None = None,
-    engine: str = "spark",
+    engine: str = "auto",
+    local_max_bytes: str | int | None = None,
     spark=None,
     register: bool = True,
 ) -> dict:
@@ -428,6 +429,7 @@ def execute(
             reader=reader,
             hive_version=2,
             engine=engine,
+            local_max_bytes=local_max_bytes,
             master=master,
             spark_conf=spark_conf,
             partitions=[p for p in partitions if p is not None] or None,

@@ -557,21 +557,15 @@ def _above_hwm(state: AcidState, facts: MetastoreFacts) -> Iterator[Finding]:
             )
 
 
-#: extensions of data no ORC reader opens: a file named so in an original position (read as ORC
-#: while the partition has no base) fails every Hive/Spark/Trino query of the partition.
-#: By name only: ``state`` never opens files without --deep (there, F00 says the same).
-FOREIGN_EXTENSIONS = frozenset(
-    {"parquet", "avro", "txt", "csv", "tsv", "json", "jsonl", "xml", "log", "gz", "bz2", "xz", "zst", "lz4", "deflate"}
-)
-
-
 def _foreign_originals(state: AcidState) -> list[Finding]:
-    """D12: original files the reader reads as ORC whose name says they are something else."""
+    """D12: original files the reader reads as ORC whose name says they are something else
+    (:func:`acidctl.acid.dirname.foreign_extension`)."""
+    from acidctl.acid.dirname import foreign_extension
+
     out = []
     for o in state.originals:
-        name = o.rel.rsplit("/", 1)[-1]
-        ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
-        if ext in FOREIGN_EXTENSIONS:
+        ext = foreign_extension(o.rel)
+        if ext is not None:
             out.append(
                 _f(
                     "D12",

@@ -45,6 +45,9 @@ METADATA_FILE = "_metadata_acid"
 #: acidctl's own staging directories (hidden: a dot prefix); here, not in the compaction
 #: planner, so that ``state``'s D07 check needs no compaction import
 STAGING_PREFIX = ".acidctl-staging-"
+#: per partition, acidctl's publication records (acidctl.compact.publish.RECORDS_DIR): bookkeeping,
+#: never a leftover, not a row of ``state``
+PUBLISHED_DIR = ".acidctl-published"
 
 DELTA_DIGITS = 7
 STATEMENT_DIGITS = 4
@@ -397,6 +400,21 @@ class HiddenEntry:
 
     def format(self) -> str:
         return self.name
+
+
+#: extensions of data no ORC reader opens: a file named so in an original position (read as ORC
+#: while the partition has no base) fails every Hive/Spark/Trino query of the partition (D12).
+#: By name only: ``state`` never opens files without --deep (there, F00 says the same).
+FOREIGN_EXTENSIONS = frozenset(
+    {"parquet", "avro", "txt", "csv", "tsv", "json", "jsonl", "xml", "log", "gz", "bz2", "xz", "zst", "lz4", "deflate"}
+)
+
+
+def foreign_extension(name: str) -> str | None:
+    """The extension of a file name that says it is no ORC file (``extra.csv`` → ``csv``), or None."""
+    leaf = name.rsplit("/", 1)[-1]
+    ext = leaf.rsplit(".", 1)[-1].lower() if "." in leaf else ""
+    return ext if ext in FOREIGN_EXTENSIONS else None
 
 
 def is_hidden(name: str) -> bool:

@@ -13,6 +13,7 @@ import struct
 from typing import Any, Mapping
 
 from acidctl.acid.acidstate import AcidState, Kind, NamedChild, get_acid_state
+from acidctl.acid.dirname import foreign_extension
 from acidctl.acid.listing import DirListing
 from acidctl.acid.writeids import TxnList, WriteIdList
 from acidctl.errors import UsageError
@@ -172,7 +173,10 @@ def recommend(
     t = thresholds or Thresholds()
     hv = hive_version or state.hive_version
     base_bytes = state.base.bytes if state.base is not None else 0
-    base_bytes += sum(o.size for o in state.originals)
+    # Hive's Initiator sums every original's length; a file whose name says it is no ORC file
+    # (D12: extra.csv) is not table data — every read of the partition fails on it — and
+    # counting it made a 4-byte stray file the "base" of a 1.46e+03 delta/base ratio (S10)
+    base_bytes += sum(o.size for o in state.originals if foreign_extension(o.rel) is None)
     delta_bytes = sum(c.bytes for c in state.deltas)
     n = len(state.deltas)
     n_ins = sum(1 for c in state.deltas if c.kind is Kind.DELTA)

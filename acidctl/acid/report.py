@@ -11,6 +11,7 @@ from typing import Callable, ParamSpec, TypeVar
 
 from acidctl.acid.acidstate import AcidState, Kind, classify_names, get_acid_state, visibility_txns_in_names
 from acidctl.acid.checks import check_partition, check_publications, check_table_lock
+from acidctl.acid.dirname import PUBLISHED_DIR
 from acidctl.acid.initiator import NO_AUTO_COMPACTION, Thresholds, compactor_state, recommend
 from acidctl.acid.layout import list_table
 from acidctl.acid.listing import DirListing
@@ -56,6 +57,7 @@ def build_report(
     facts=None,
     mm_storage=None,
     mm_allow_originals: bool = False,
+    only_partitions: list[str] | None = None,
 ) -> dict:
     """Everything ``acidctl state`` prints, as a JSON-ready dict with stable keys.
 
@@ -66,7 +68,9 @@ def build_report(
     ``facts``: MetastoreFacts for every partition, or a function of the partition name;
     ``mm_storage``: an insert-only table's storage (format, SerDe) for ``--deep``
     (:mod:`acidctl.mm.checks` replaces the full-ACID file checks there); ``mm_allow_originals``:
-    the cluster's ``hive.mm.allow.originals`` (originals read while there is no base)."""
+    the cluster's ``hive.mm.allow.originals`` (originals read while there is no base);
+    ``only_partitions``: only these partitions (``k=v[/k2=v2]``, a prefix selects all below; each must
+    match one, else PathNotFound)."""
     from acidctl.errors import UsageError
 
     from acidctl.target import check_table_dir
@@ -75,6 +79,8 @@ def build_report(
     props = table_properties or {}
     check_table_dir(tfs)
     listings = list_table(tfs)
+    if only_partitions:
+        listings = _selected(tfs, listings, only_partitions)
 
     assumptions: list[str] = []
     wl = write_ids
@@ -174,13 +180,33 @@ def build_report(
     }
 
 
+def _selected(tfs, listings: list[DirListing], wanted: list[str]) -> list[DirListing]:
+    """The listings of the partitions ``wanted`` names (key names in any case, as Hive's)."""
+    from acidctl.acid.dirname import partition_keys_lower
+    from acidctl.errors import PathNotFound
+
+    def parts(spec: str | None) -> list[str]:
+        return partition_keys_lower(spec.strip("/")).split("/") if spec else []
+
+    keep = []
+    for w in wanted:
+        want = parts(w)
+        hits = [lst for lst in listings if parts(lst.partition)[: len(want)] == want]
+        if not hits:
+            raise PathNotFound(f"no partition {w} in {tfs.display(tfs.root)}")
+        keep += [lst for lst in hits if lst not in keep]
+    return [lst for lst in listings if lst in keep]
+
+
 def _partition(lst: DirListing, st: AcidState, rec, findings: list[Finding]) -> dict:
     ins = [c for c in st.deltas if c.kind is Kind.DELTA]
     dels = [c for c in st.deltas if c.kind is Kind.DELETE_DELTA]
+    # acidctl's publication records (revert's bookkeeping) are no entry of the partition
+    shown = [c for c in st.entries if c.name != PUBLISHED_DIR]
     roles: dict[str, int] = {}
-    for c in st.entries:
+    for c in shown:
         roles[c.role.value] = roles.get(c.role.value, 0) + 1
-    entries = [c.to_dict() for c in st.entries]
+    entries = [c.to_dict() for c in shown]
     # --deep opened the originals: an ACID one (F16) is read with its own ROW__IDs, say so in its row
     acid_originals = {f.path.rstrip("/").rsplit("/", 1)[-1] for f in findings if f.check == "F16"}
     for e in entries:

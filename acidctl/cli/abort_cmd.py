@@ -17,6 +17,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from acidctl.cli import options
+
 abort_app = typer.Typer(
     name="abort", help="Abort transactions (and compactions) as Hive's ABORT statements do.", no_args_is_help=True
 )
@@ -47,7 +49,7 @@ def _render(doc: dict) -> str:
 @abort_app.command(
     "transactions",
     help="ABORT TRANSACTIONS: open txns become aborted (their locks released, what "
-    "they wrote left for the Cleaner). Dry run unless --execute.",
+    "they wrote left for the Cleaner). Dry run unless --execute (--dry-run wins).",
 )
 def abort_transactions(
     ctx: typer.Context,
@@ -60,9 +62,8 @@ def abort_transactions(
             help="Only open txns started more than AGE ago (90s, 15m, 2h, 3d; database clock); without ids: every such txn.",
         ),
     ] = None,
-    execute: Annotated[
-        bool, typer.Option("--execute", help="Abort them (default: show what would be aborted).")
-    ] = False,
+    execute: Annotated[bool, options.execute_option("Abort them (default: show what would be aborted).")] = False,
+    dry_run: options.DryRun = False,
 ):
     from acidctl.errors import UsageError
     from acidctl.metastore import txns
@@ -73,10 +74,11 @@ def abort_transactions(
         raise UsageError("give transaction ids and/or --older-than AGE")
     age = txns.parse_age(older_than) if older_than is not None else None
     ms = connect(resolve_url(settings.metastore_url, profile=settings.profile))
-    if execute:
+    if execute:  # also with --dry-run: it refuses what the real run would refuse
         from acidctl.metastore import steps
 
         steps.check_writable(ms, what="abort transactions")
+    execute = execute and not dry_run
     rows, missing = txns.select_txns(ms, txn_ids=txn_ids or None, older_than_ms=age)
     # locks left behind by listed txns that already ended go too, as Hive's ABORT TRANSACTIONS does
     leftover = txns.finished_txn_locks(ms, missing) if missing else {}

@@ -16,20 +16,20 @@ from typing import Annotated
 
 import typer
 
+from acidctl.cli import options
 from acidctl.cli.abort_cmd import abort_app
 
 
 @abort_app.command(
     "compactions",
     help="Abort initiated compaction requests (Hive 4 ABORT COMPACTIONS; on Hive 3 the "
-    "queue row is deleted). Dry run unless --execute.",
+    "queue row is deleted). Dry run unless --execute (--dry-run wins).",
 )
 def abort_compactions_command(
     ctx: typer.Context,
     ids: Annotated[list[int], typer.Argument(metavar="ID...", help="Compaction ids (SHOW COMPACTIONS' CompactionId).")],
-    execute: Annotated[
-        bool, typer.Option("--execute", help="Abort them (default: only show what would happen).")
-    ] = False,
+    execute: Annotated[bool, options.execute_option("Abort them (default: only show what would happen).")] = False,
+    dry_run: options.DryRun = False,
 ):
     from acidctl.errors import NotFoundError, RefusedError
     from acidctl.metastore.admin import abort_compactions
@@ -38,7 +38,11 @@ def abort_compactions_command(
 
     s = ctx.obj
     ms = connect_any(resolve_url(s.metastore_url, profile=s.profile))
-    report = abort_compactions(ms, ids, execute=execute)
+    if execute and dry_run:  # it refuses what the real run would refuse
+        from acidctl.metastore import steps
+
+        steps.check_writable(ms, what="abort compactions")
+    report = abort_compactions(ms, ids, execute=execute and not dry_run)
     s.output.emit(report, render_text, performed=True)
     errors = [c for c in report["compactions"] if c["status"] == "Error"]
     if errors:

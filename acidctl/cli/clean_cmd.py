@@ -39,18 +39,21 @@ register = app.register
 @app.command(
     "clean",
     help="Remove obsolete and covered aborted directories (as Hive's Cleaner does) and acidctl's "
-    "leftovers (.acidctl-staging-*, stale lock). Dry run unless --execute. " + TABLE_RULE,
+    "leftovers (.acidctl-staging-*, stale lock). Dry run unless --execute (--dry-run wins). " + TABLE_RULE,
 )
 def clean_command(
     ctx: typer.Context,
     table: Annotated[
         str,
-        typer.Argument(
-            metavar="PATH|DB.TABLE",
-            help="Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore. " + TABLE_RULE,
+        options.table_argument(
+            "Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore. " + TABLE_RULE
         ),
     ],
-    execute: Annotated[bool, typer.Option("--execute", help="Delete (default: only print the plan).")] = False,
+    partition: Annotated[
+        Optional[list[str]], options.partition_option("Clean only this partition (repeatable).")
+    ] = None,
+    execute: Annotated[bool, options.execute_option("Delete (default: only print the plan).")] = False,
+    dry_run: options.DryRun = False,
     min_age: Annotated[
         str,
         typer.Option(
@@ -119,8 +122,21 @@ def clean_command(
     target, parts = resolve(
         settings, table, write_ids=write_ids, assume_committed=assume_committed, txns=txns, hive_version=hive_version
     )
-    if execute:
+    if partition:
+        if parts:
+            from acidctl.errors import UsageError
+
+            raise UsageError("give the partition either in DB.TABLE/SPEC or with --partition, not both")
+        from acidctl.errors import PathNotFound
+        from acidctl.fs import join_path
+
+        parts = [p.strip("/") for p in partition]
+        for p in parts:
+            if not target.tfs.exists(join_path(target.tfs.root, p)):
+                raise PathNotFound(f"no partition {p} in {target.tfs.display(target.tfs.root)}")
+    if execute:  # also with --dry-run: it refuses what the real run would refuse
         require_real_snapshot(target, quiescent=table_is_quiescent, what="clean --execute")
+    execute = execute and not dry_run
     notes = [f"ASSUMED: {a}" for a in target.assumptions]
     for n in notes:
         settings.output.note(n)

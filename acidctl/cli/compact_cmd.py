@@ -175,20 +175,8 @@ def compact_command(
     ] = None,
     master: options.Master = "local[*]",
     spark_conf: options.SparkConf = None,
-    engine: Annotated[
-        str,
-        options.engine_option(
-            "auto (default): local up to --local-max-bytes of input, Spark above; local: the same tasks in worker processes on this machine, one per core; spark: one Spark application (--master)."
-        ),
-    ] = "auto",
-    local_max_bytes: Annotated[
-        Optional[str],
-        typer.Option(
-            "--local-max-bytes",
-            metavar="SIZE",
-            help="With --engine auto: the input size (e.g. 256M, 2G) up to which the compaction runs locally; default $ACIDCTL_LOCAL_MAX_BYTES, else 24M per core.",
-        ),
-    ] = None,
+    engine: options.Engine = options.ENGINE_DEFAULT,
+    local_max_bytes: options.LocalMaxBytes = None,
     no_register: Annotated[
         bool, typer.Option("--no-register", help="Do not record the compaction in the metastore.")
     ] = False,
@@ -247,14 +235,16 @@ def compact_command(
     from acidctl.errors import RefusedError, UsageError
 
     settings = ctx.obj
+    from acidctl.cli.progress import spark_start_progress
+
+    spark_start_progress(settings)  # a status line while a Spark session starts (terminal only)
     if major and minor:
         raise UsageError("give --major or --minor, not both")
     if not (major or minor or due):
         raise UsageError("give --major or --minor (or --due)")
-    from acidctl.compact.engine import ENGINES, parse_size
+    from acidctl.compact.engine import parse_size
 
-    if engine not in ENGINES:
-        raise UsageError(f"--engine must be auto, local or spark, not {engine!r}")
+    engine = engine.lower()
     if enqueue:
         return _enqueue(settings, table, major=major, minor=minor, due=due, pool=pool, hive_version=hive_version)
     if pool is not None:
@@ -383,7 +373,10 @@ def compact_command(
     if dry_run:
         settings.output.emit(report, render_dry_run)
         if report["refused"]:
-            raise RefusedError(report.get("refusal") or "the compaction would be refused (see the plan)")
+            raise RefusedError(
+                report.get("refusal") or "the compaction would be refused (see the plan)",
+                hint=report.get("refusal_hint"),
+            )
         return
     settings.output.emit(report, render_text, performed=True)
 

@@ -18,6 +18,7 @@ def demo_command(
     ctx: typer.Context,
     directory: Annotated[str, typer.Argument(metavar="DIR", help="A new (or empty) directory for the warehouse.")],
     hive_version: options.SchemaHiveVersion = DEFAULT_HIVE_VERSION,  # the same default as `metastore init`
+    dry_run: options.DryRun = False,
 ):
     """Create a local warehouse with two Hive 3 ACID tables laid out as Hive writes them (the
     directories, names, markers and ACID metadata are Hive's; the ORC files are written by ORC C++
@@ -29,8 +30,36 @@ def demo_command(
 
     settings = ctx.obj
     tfs = settings.table_fs(directory)
+    if dry_run:
+        return _dry_run(settings, tfs, hive_version)
     result = build_demo(tfs, tfs.root, metastore_url=settings.metastore_url, hive_version=hive_version)
     settings.output.emit(result, _text, performed=True)
+
+
+def _dry_run(settings, tfs, hive_version: int) -> None:
+    """The checks of the real run (DIR new or empty; a given metastore empty and reachable), no write."""
+    from acidctl.demo import _safe, default_metastore_url, require_new_dir
+
+    require_new_dir(tfs, tfs.root)
+    url = settings.metastore_url
+    if url is not None:
+        from acidctl.metastore.init import init_metastore
+
+        init_metastore(url, hive_version=hive_version, dry_run=True)
+    url = url or default_metastore_url(tfs, tfs.root)
+    doc = {
+        "dry_run": True,
+        "warehouse": tfs.display(tfs.join(tfs.root, "warehouse")),
+        "metastore": _safe(url),
+        "hive_version": hive_version,
+    }
+    settings.output.emit(
+        doc,
+        lambda d: (
+            f"acidctl demo --dry-run: would create the demo warehouse {d['warehouse']} and record it in "
+            f"{d['metastore'] or 'no metastore'} (Hive {d['hive_version']}); nothing is written"
+        ),
+    )
 
 
 def _text(d: dict) -> str:

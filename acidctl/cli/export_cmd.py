@@ -1,15 +1,20 @@
 """``acidctl export TABLE DEST``: the merged snapshot as plain Parquet/ORC files.
 
-JSON document: ``source``, ``dest``, ``format``, ``compression``, ``write_ids``, ``engine``,
+``--to`` names the format written, ``--format`` the table's own files (insert-only tables given
+as a path), as in every command; ``--input-format`` is the deprecated spelling of ``--format``.
+
+JSON document: ``source``, ``dest``, ``format`` (the --to format), ``compression``, ``write_ids``, ``engine``,
 ``with_row_id``, ``tasks``, ``publish`` (atomic | non-atomic), ``partitions``, ``files``, ``rows``,
-``bytes``, ``bytes_in``, ``seconds``, [``spark_start_seconds``], ``outputs`` (partition, bucket,
-file, rows, bytes), [``table``].
+``bytes``, ``bytes_in``, ``seconds``, [``spark_start_seconds``], ``engine_choice``, ``outputs``
+(partition, bucket, file, rows, bytes), [``table``]; ``--dry-run``: ``dry_run`` true, the planned
+``outputs`` with rows and bytes null.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Optional
 
+import click
 import typer
 
 from acidctl.cli.targets import TABLE_RULE
@@ -43,7 +48,15 @@ def export_command(
             metavar="DEST", help="Directory to create (any filesystem acidctl reads); must not exist or be empty."
         ),
     ],
-    fmt: Annotated[str, typer.Option("--format", metavar="parquet|orc", help="File format.")] = "parquet",
+    to: Annotated[
+        Optional[str],
+        typer.Option(
+            "--to",
+            metavar="parquet|orc",
+            click_type=click.Choice(["parquet", "orc"], case_sensitive=False),
+            help="Format of the files written (default parquet).",
+        ),
+    ] = None,
     compression: Annotated[
         Optional[str],
         typer.Option(
@@ -64,32 +77,46 @@ def export_command(
         bool,
         typer.Option("--with-row-id", help="Add Hive's row__id struct (writeid, bucketid, rowid) as the first column."),
     ] = False,
-    engine: Annotated[
-        str,
-        options.engine_option(
-            "Run in this process, or one Spark task per partition and bucket (big tables).", choices="local|spark"
-        ),
-    ] = "local",
-    master: Annotated[str, options.master_option("Spark master URL with --engine spark.")] = "local[*]",
-    spark_conf: Annotated[
-        Optional[list[str]], options.spark_conf_option("Spark configuration with --engine spark (repeatable).")
-    ] = None,
+    engine: options.Engine = options.ENGINE_DEFAULT,
+    local_max_bytes: options.LocalMaxBytes = None,
+    master: options.Master = "local[*]",
+    spark_conf: options.SparkConf = None,
     write_ids: options.WriteIds = None,
     assume_committed: options.AssumeCommitted = False,
     txns: options.Txns = None,
     hive_version: options.HiveVersion = None,
+    file_format: Annotated[Optional[str], options.mm_format_option()] = None,
     input_format: Annotated[
-        Optional[str],
-        options.mm_input_format_option(
-            "The table is insert-only and stores files of this format (a path target; DB.TABLE takes it from the metastore)."
-        ),
+        Optional[str], options.deprecated_option("--input-format", replaced_by="--format (the table's own files)")
     ] = None,
     mm_allow_originals: options.MMAllowOriginals = False,
+    dry_run: Annotated[
+        bool,
+        options.dry_run_option(
+            "Check DEST and the snapshot and print the files that would be written (partition, bucket, name) and the engine; write nothing."
+        ),
+    ] = False,
 ):
     from acidctl.export import ExportOptions, export_table
     from acidctl.cli.targets import resolve, snapshot_as_of
 
     settings = ctx.obj
+    from acidctl.cli.progress import spark_start_progress
+
+    spark_start_progress(settings)  # a status line while a Spark session starts (terminal only)
+    if input_format is not None:
+        options.deprecated(settings, "--input-format", "--format")
+        if file_format is not None and file_format != input_format:
+            from acidctl.errors import UsageError
+
+            raise UsageError("give --format (the table's files) once; --input-format is its old name")
+        file_format = input_format
+    elif to is None and file_format is not None and file_format.lower() in ("parquet", "orc"):
+        # before 0.2 export's --format was the output format (now --to): say so once
+        settings.output.note(
+            f"acidctl: warning: --format {file_format} names the table's own files (an insert-only table); "
+            "the format written is --to (default parquet)"
+        )
     target = resolve(
         settings,
         table,
@@ -102,15 +129,16 @@ def export_command(
     snapshot = snapshot_as_of(target, as_of)
     from acidctl.mm.context import mm_context  # insert-only tables (issue #12)
 
-    mm = mm_context(target, fmt=input_format, allow_originals=mm_allow_originals)
+    mm = mm_context(target, fmt=file_format, allow_originals=mm_allow_originals)
     info = target.table
     columns = [c for c, _ in info.columns] if info is not None and getattr(info, "columns", None) else None
     opts = ExportOptions(
-        format=fmt.lower(),
+        format=(to or "parquet").lower(),
         compression=compression,
         with_row_id=with_row_id,
         partitions=list(partition) if partition else None,
         engine=engine.lower(),
+        local_max_bytes=local_max_bytes,
         master=master,
         spark_conf=options.parse_kv(spark_conf, "--spark-conf"),
         column_names=columns,
@@ -125,10 +153,26 @@ def export_command(
         txns=target.txns,
         hive_version=target.hive_version,
         partition_prefix=getattr(info, "partition", None),
+        dry_run=dry_run,
     )
     if info is not None:
         report["table"] = info.full_name
-    settings.output.emit(report, render_text, performed=True)
+    settings.output.emit(report, render_dry_run if dry_run else render_text, performed=not dry_run)
+
+
+def render_dry_run(r: dict) -> str:
+    from acidctl.cli.output import table
+
+    lines = [
+        f"acidctl export --dry-run {r['source']} -> {r['dest']}  ({r['format']}, {r['compression']}, "
+        f"engine {r['engine']}, publish {r['publish']}; nothing is written)",
+        f"snapshot: {r['write_ids']}",
+    ]
+    rows = [[o["partition"] or "(table)", o["bucket"], o["file"]] for o in r["outputs"]]
+    if rows:
+        lines.append(table(rows, ["PARTITION", "BUCKET", "FILE"], keys=["partition", "bucket", "file"]))
+    lines.append(f"would write {r['files']} file(s) from {r['partitions']} partition(s)")
+    return "\n".join(lines)
 
 
 def render_text(r: dict) -> str:

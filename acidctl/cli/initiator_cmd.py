@@ -1,4 +1,4 @@
-"""``acidctl initiator --once [--db GLOB]``: one Initiator cycle — enqueue what the Initiator
+"""``acidctl initiator [--once] [--db GLOB] [--dry-run]``: one Initiator cycle — enqueue what the Initiator
 thresholds flag across the warehouse (library: :mod:`acidctl.compact.initiate`).
 
 JSON document: ``checked`` (one record per table/partition: table, partition, action
@@ -12,6 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from acidctl.cli import options
 from acidctl.cli.commands import Commands
 
 app = Commands()  # main calls register(app)
@@ -47,21 +48,24 @@ def _render(doc: dict) -> str:
 def initiator_command(
     ctx: typer.Context,
     once: Annotated[
-        bool, typer.Option("--once", help="Run one cycle and exit (required: acidctl runs no Initiator daemon).")
+        bool,
+        typer.Option(
+            "--once", help="Run one cycle and exit (the default and only mode: acidctl runs no Initiator daemon)."
+        ),
     ] = False,
     db: Annotated[Optional[str], typer.Option("--db", metavar="GLOB", help="Only databases matching GLOB.")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be enqueued; write nothing.")] = False,
+    dry_run: Annotated[bool, options.dry_run_option("Show what would be enqueued; write nothing.")] = False,
 ):
-    from acidctl.errors import UsageError
-
     settings = ctx.obj
-    if not once:
-        raise UsageError("give --once (acidctl runs one Initiator cycle per invocation)")
     from acidctl.compact.initiate import run_once
     from acidctl.metastore.connection import resolve_url
     from acidctl.metastore.hive2 import connect_any
 
     ms = connect_any(resolve_url(settings.metastore_url, profile=settings.profile))
+    if dry_run:  # the dry run refuses what the real run would refuse (--read-only)
+        from acidctl.metastore import steps
+
+        steps.check_writable(ms, what="enqueue compactions")
     checked = run_once(ms, table_fs=settings.table_fs, db_glob=db, dry_run=dry_run)
     summary: dict = {}
     for r in checked:

@@ -15,24 +15,203 @@ import sys
 import traceback
 from typing import Annotated, Optional
 
+import click
 import typer
+import typer.core
 
 from acidctl import __version__
 from acidctl.cli.output import OUTPUT_CHOICES, Output, parse_output, set_columns, set_wide
 from acidctl.errors import AcidctlError, ExitCode, StorageUnavailable, UsageError, redact
 from acidctl.fs import _CREDENTIAL_ERRORS
 
+#: the one preview-and-act rule (top-level ``--help`` epilog; changes/grammar.md for the README)
+PREVIEW_RULE = (
+    "Commands that delete or abort something (clean, revert, abort transactions|compactions, "
+    "unlock, upgrade-check's compactions) only print their plan unless --execute. Commands that "
+    "create something (compact, worker, initiator, export, metastore init, demo) act unless "
+    "--dry-run. Every command that writes anything accepts --dry-run: it prints what it would do, "
+    "writes nothing (no file, no metastore row), and exits with the code the real run would "
+    "(--dry-run wins over --execute)."
+)
+GLOBAL_RULE = (
+    "Global options (-o, -v, -q, --metastore, --profile, --wide, --read-only, --fs-option) may be "
+    "given before or after the command, as in 'acidctl state T -o json'; '--' ends option parsing."
+)
+ENVIRONMENT = (
+    "Environment: ACIDCTL_METASTORE_URL, ACIDCTL_PROFILE, ACIDCTL_OUTPUT, ACIDCTL_WIDE, "
+    "ACIDCTL_READ_ONLY, ACIDCTL_QUIET as the options above; ACIDCTL_CONFIG: the config file of "
+    'the profiles (default ~/.acidctl.toml: [profiles.NAME] metastore = "URL", read_only = true).'
+)
+
+#: each command's line in the top-level ``--help`` (one short phrase that fits 80 columns; the
+#: full help stays in ``acidctl CMD --help``); tests/cli/test_grammar.py checks every command has one
+SUMMARIES: dict[str, str] = {
+    "dump": "Print ORC rows as JSON lines (as Hive's orcfiledump)",
+    "demo": "Create a local demo warehouse and metastore",
+    "state": "Classify a table's directories as Hive's reader does",
+    "show": "Show transactions, locks, compactions, write ids, tables",
+    "metastore": "Create a Hive metastore schema (metastore init)",
+    "compact": "Compact a table or partitions as Hive's compactor",
+    "clean": "Remove obsolete directories, as Hive's Cleaner",
+    "revert": "Undo a compaction acidctl published",
+    "export": "Write a table's current rows as Parquet or ORC",
+    "worker": "Run queued compaction requests (Hive's Worker)",
+    "initiator": "Enqueue due compactions (one Initiator cycle)",
+    "unlock": "Release a lock that belongs to no transaction",
+    "doctor": "Check every ACID table the metastore knows",
+    "why": "Replay Hive's compaction decisions for a table",
+    "metrics": "Hive 4's compaction metrics (Prometheus)",
+    "upgrade-check": "Is a Hive 2 metastore ready for Hive 3?",
+    "abort": "Abort transactions or compaction requests",
+    "show transactions": "SHOW TRANSACTIONS: open and aborted transactions",
+    "show locks": "SHOW LOCKS: the lock table, as Hive prints it",
+    "show compactions": "SHOW COMPACTIONS: the queue and the history",
+    "show tables": "The ACID tables of a database",
+    "show write-ids": "A table's write-id snapshot for a fresh reader",
+    "abort transactions": "ABORT TRANSACTIONS: open txns become aborted",
+    "abort compactions": "ABORT COMPACTIONS: remove initiated requests",
+    "metastore init": "Create Hive's metastore schema in an empty database",
+}
+
+
+def _unbroken_help_words() -> None:
+    """Help text is wrapped at spaces only: click's wrapper (Python's ``textwrap``) otherwise
+    splits a word longer than the line (``co`` / ``mpactorthreshold.hive...``) and breaks at
+    hyphens (``--allow-non-`` / ``atomic-publish``). ``click.formatting.wrap_text`` builds its
+    wrapper from ``click._textwrap.TextWrapper`` on each call; this narrows its defaults."""
+    import click._textwrap as _tw
+
+    base = _tw.TextWrapper
+    if getattr(base, "_acidctl_unbroken", False):
+        return
+
+    class _WholeWords(base):  # type: ignore[valid-type,misc]
+        _acidctl_unbroken = True
+
+        def __init__(self, *args, **kwargs):
+            kwargs.setdefault("break_long_words", False)
+            kwargs.setdefault("break_on_hyphens", False)
+            super().__init__(*args, **kwargs)
+
+    _tw.TextWrapper = _WholeWords  # type: ignore[misc]
+
+
+_unbroken_help_words()
+
+
+def _option_arity(param) -> int:
+    """How many following arguments an option consumes (0 for flags and counters)."""
+    if getattr(param, "is_flag", False) or getattr(param, "count", False):
+        return 0
+    return max(1, param.nargs)
+
+
+class _OptionTable:
+    """Option spellings of one command → their arity (arguments consumed)."""
+
+    def __init__(self, params) -> None:
+        self.long: dict[str, int] = {}
+        self.short: dict[str, int] = {}
+        for p in params:
+            if not isinstance(p, click.Option):
+                continue
+            n = _option_arity(p)
+            for name in [*p.opts, *p.secondary_opts]:
+                if name.startswith("--"):
+                    self.long[name] = n
+                elif name.startswith("-") and len(name) == 2:
+                    self.short[name[1]] = n
+
+    def consumed(self, args: list[str], i: int) -> int | None:
+        """If ``args[i]`` is one of these options: how many tokens it takes with its values
+        (1 when the value is attached: ``--x=v``, ``-xv``); else None."""
+        a = args[i]
+        if a.startswith("--"):
+            name, eq, _ = a.partition("=")
+            if name not in self.long:
+                return None
+            return 1 if eq or self.long[name] == 0 else 1 + self.long[name]
+        if a.startswith("-") and len(a) > 1:
+            # a cluster of short options: all must be ours; the first taking a value ends it
+            for j, c in enumerate(a[1:], start=1):
+                if c not in self.short:
+                    return None
+                if self.short[c]:
+                    return 1 if j < len(a) - 1 else 1 + self.short[c]
+            return 1
+        return None
+
+
+class AcidctlGroup(typer.core.TyperGroup):
+    """The top-level group: global options anywhere after the command (kubectl's rule).
+
+    ``acidctl state T -o json`` is parsed as ``acidctl -o json state T``: before click parses the
+    arguments, every global option (and its value) found after the command name — and after a
+    group's subcommand, or between the two — is moved in front of the command, after any global
+    options already there (so the last one given wins, as for any repeated option). A command's
+    own options are skipped with their values, so a value that looks like a global option
+    (``--columns -o``) stays where it is; ``--`` ends the moving. No command option has the name
+    of a global one (tests/cli/test_grammar.py), so moving never changes what a command gets."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if ctx.parent is None:
+            args = self.hoist_global_options(ctx, list(args))
+        return super().parse_args(ctx, args)
+
+    def hoist_global_options(self, ctx: click.Context, args: list[str]) -> list[str]:
+        glob = _OptionTable(self.params)
+        # the leading global options, up to the command name
+        i = 0
+        while i < len(args):
+            n = glob.consumed(args, i)
+            if n is None:
+                break
+            i += n
+        if i >= len(args) or args[i] == "--" or args[i].startswith("-"):
+            return args  # no command (or an unknown option: click reports it)
+        head, moved, rest = args[:i], [], []
+        command: click.Command | None = self.get_command(ctx, args[i])
+        rest.append(args[i])
+        i += 1
+        own = _OptionTable(command.params) if command is not None else None
+        while i < len(args):
+            a = args[i]
+            if a == "--":
+                rest.extend(args[i:])
+                break
+            n = own.consumed(args, i) if own is not None else None
+            if n is not None:  # the command's own option (and its values) stays
+                rest.extend(args[i : i + n])
+                i += n
+                continue
+            n = glob.consumed(args, i)
+            if n is not None:
+                moved.extend(args[i : i + n])
+                i += n
+                continue
+            if isinstance(command, click.Group) and not a.startswith("-"):
+                # the subcommand of a group (``show compactions``): its options from here on
+                command = command.get_command(ctx, a)
+                own = _OptionTable(command.params) if command is not None else None
+            rest.append(a)
+            i += 1
+        return head + moved + rest
+
+
 # ``app`` with every command is this module's attribute ``app`` (see ``__getattr__``); inside,
 # ``_app`` holds only the commands loaded so far.
 _app = typer.Typer(
     name="acidctl",
+    cls=AcidctlGroup,
     help="Inspect, validate, compact and clean Apache Hive ACID tables.",
+    epilog="\n\n".join((PREVIEW_RULE, GLOBAL_RULE, ENVIRONMENT)),
     context_settings={"help_option_names": ["-h", "--help"]},
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,
     rich_markup_mode=None,
     add_completion=False,
+    suggest_commands=False,  # click's NoSuchCommand already suggests (typer's added it twice)
 )
 
 # Each module's ``register(app)`` adds its commands (or its sub-typer) to ``app``; command
@@ -260,6 +439,16 @@ def _load_commands(modules: tuple[str, ...] = COMMAND_MODULES) -> None:
         if register is not None:  # else the module registered itself on import (older style)
             register(_app)
         _loaded.append(name)
+    for info in _app.registered_commands:
+        if info.name in SUMMARIES:
+            info.short_help = SUMMARIES[info.name]
+    for group in _app.registered_groups:
+        if group.name in SUMMARIES:
+            group.short_help = SUMMARIES[group.name]
+        for sub in group.typer_instance.registered_commands if group.typer_instance else ():
+            key = f"{group.name} {sub.name}"
+            if key in SUMMARIES:
+                sub.short_help = SUMMARIES[key]
 
 
 def _requested_command(args: list[str]) -> str | None:
@@ -298,6 +487,9 @@ def _argv_output_mode(argv: list[str]) -> str:
             break
         if a.startswith("--output="):
             value = a.split("=", 1)[1]
+            break
+        if a.startswith("-o") and len(a) > 2 and not a.startswith("--"):  # -ojson
+            value = a[2:]
             break
     return "json" if value.strip().lower() == "json" else "text"
 

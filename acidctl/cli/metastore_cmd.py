@@ -34,6 +34,12 @@ def init_cmd(
     warehouse: Annotated[
         str, typer.Option("--warehouse", metavar="URI", help="Location of the default database.")
     ] = "file:/tmp/acidctl-warehouse",
+    dry_run: Annotated[
+        bool,
+        options.dry_run_option(
+            "Check that the database is reachable and has no metastore table, and list the tables that would be created; create nothing (not even a new SQLite file)."
+        ),
+    ] = False,
 ):
     """Create what Hive's schematool -initSchema creates for 3.1.0 / 4.0.0 (PostgreSQL,
     MySQL/MariaDB; SQLite hand-translated): the transaction tables and the metadata tables
@@ -46,9 +52,14 @@ def init_cmd(
     from acidctl.metastore.init import init_metastore
 
     target = url or resolve_url(ctx.obj.metastore_url, profile=ctx.obj.profile)
-    res = init_metastore(target, hive_version=hive_version, warehouse=warehouse)
+    res = init_metastore(target, hive_version=hive_version, warehouse=warehouse, dry_run=dry_run)
 
     def text(r) -> str:
+        if r.dry_run:
+            return (
+                f"would create a Hive {r.schema_version} metastore ({len(r.tables)} tables) in {r.url} "
+                f"(dry run; nothing is written): {', '.join(r.tables)}"
+            )
         return f"created a Hive {r.schema_version} metastore ({len(r.tables)} tables) in {r.url}"
 
-    ctx.obj.output.emit(res.to_dict(), lambda _d: text(res), performed=True)
+    ctx.obj.output.emit(res.to_dict(), lambda _d: text(res), performed=not dry_run)

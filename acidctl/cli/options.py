@@ -92,8 +92,9 @@ def hive_version_option(help: str = HIVE_VERSION_HELP) -> Any:
     return typer.Option("--hive-version", metavar="2|3|4", click_type=READER_HIVE_VERSION, help=help)
 
 
-def partition_option(help: str = "Only this partition.") -> Any:
-    """``--partition K=V[/K=V]`` (a ``list[str]`` annotation makes it repeatable)."""
+def partition_option(help: str = "Only this partition (repeatable).") -> Any:
+    """``--partition K=V[/K=V]``, repeatable wherever it is accepted (annotate ``list[str]``:
+    :data:`Partitions`)."""
     return typer.Option("--partition", metavar=PARTITION_METAVAR, help=help)
 
 
@@ -106,9 +107,12 @@ SERDE_PROPERTY_HELP = (
 )
 
 
+TABLE_METAVAR = "PATH|DB.TABLE[/PART]"
+
+
 def table_argument(help: str) -> Any:
     """The TABLE argument of the commands that take a directory or ``DB.TABLE[/PART]``."""
-    return typer.Argument(metavar="PATH|DB.TABLE[/PART]", help=help)
+    return typer.Argument(metavar=TABLE_METAVAR, help=help)
 
 
 def mm_format_option(help: str = MM_FORMAT_HELP) -> Any:
@@ -121,10 +125,14 @@ def allow_non_atomic_publish_option(help: str) -> Any:
     return typer.Option("--allow-non-atomic-publish", help=help)
 
 
-def mm_input_format_option(help: str) -> Any:
-    """``--input-format`` of an insert-only table given as a path, where ``--format`` names the
-    output format (``export``)."""
-    return typer.Option("--input-format", metavar="orc|parquet|avro|text", help=help)
+def deprecated_option(name: str, *, replaced_by: str) -> Any:
+    """A hidden old spelling kept working; the command warns once on stderr (:func:`deprecated`)."""
+    return typer.Option(name, hidden=True, help=f"Deprecated: {replaced_by}.")
+
+
+def deprecated(settings: Any, old: str, new: str) -> None:
+    """The one warning of an old option spelling (stderr; JSON on stdout stays clean)."""
+    settings.output.note(f"acidctl: warning: {old} is deprecated; use {new}")
 
 
 def serde_property_option(help: str = SERDE_PROPERTY_HELP) -> Any:
@@ -138,13 +146,51 @@ MASTER_HELP = "Spark master URL (e.g. local[*], spark://host:7077, yarn) for the
 SPARK_CONF_HELP = "Spark configuration for the Spark engine, repeatable (overrides acidctl's defaults)."
 
 
-def engine_option(help: str, *, choices: str = "auto|local|spark") -> Any:
-    """``--engine``: where the work runs (``choices`` is the metavar: the engines the command has)."""
-    return typer.Option("--engine", metavar=choices, help=help)
+#: ``--engine`` of compact, worker, export and upgrade-check: the same choices and default in all
+#: (acidctl.compact.engine.ENGINES; kept literal so ``--help`` imports nothing more)
+ENGINES = ("auto", "local", "spark")
+ENGINE_DEFAULT = "auto"
+ENGINE_HELP = (
+    "Where the work runs. auto (default): on this machine up to --local-max-bytes of input "
+    "($ACIDCTL_LOCAL_MAX_BYTES, else 24 MiB per core), a Spark application above; local: on this "
+    "machine (worker processes, one per core); spark: one Spark application (--master)."
+)
+
+
+def engine_option(help: str = ENGINE_HELP) -> Any:
+    """``--engine auto|local|spark`` (default :data:`ENGINE_DEFAULT`, any case)."""
+    return typer.Option(
+        "--engine",
+        metavar="|".join(ENGINES),
+        click_type=click.Choice(ENGINES, case_sensitive=False),
+        help=help,
+    )
 
 
 def master_option(help: str = MASTER_HELP) -> Any:
     return typer.Option("--master", metavar="URL", help=help)
+
+
+def local_max_bytes_option() -> Any:
+    """``--local-max-bytes SIZE``: the input size up to which ``--engine auto`` stays local."""
+    return typer.Option(
+        "--local-max-bytes",
+        metavar="SIZE",
+        help="With --engine auto: the input size (e.g. 256M, 2G) up to which the work runs on this machine; default $ACIDCTL_LOCAL_MAX_BYTES, else 24M per core.",
+    )
+
+
+#: ``--dry-run`` of every command that writes: one flag, one meaning (main.PREVIEW_RULE)
+DRY_RUN_HELP = "Print what would be done and write nothing (no file, no metastore row); exit as the real run would."
+
+
+def dry_run_option(help: str = DRY_RUN_HELP) -> Any:
+    return typer.Option("--dry-run", help=help)
+
+
+def execute_option(help: str) -> Any:
+    """``--execute`` of the commands that delete or abort (preview unless given; ``--dry-run`` wins)."""
+    return typer.Option("--execute", help=help)
 
 
 def spark_conf_option(help: str = SPARK_CONF_HELP) -> Any:
@@ -154,6 +200,9 @@ def spark_conf_option(help: str = SPARK_CONF_HELP) -> Any:
 
 Master = Annotated[str, master_option()]
 SparkConf = Annotated[Optional[list[str]], spark_conf_option()]
+Engine = Annotated[str, engine_option()]
+LocalMaxBytes = Annotated[Optional[str], local_max_bytes_option()]
+DryRun = Annotated[bool, dry_run_option()]
 
 
 def mm_allow_originals_option() -> Any:
@@ -189,7 +238,8 @@ SchemaHiveVersion = Annotated[
         help="Metastore schema to create: 3 (3.1.0) or 4 (4.0.0).",
     ),
 ]
-Partition = Annotated[Optional[str], partition_option()]
+#: ``--partition`` (repeatable): every command that accepts one accepts several
+Partitions = Annotated[Optional[list[str]], partition_option()]
 
 
 def parse_kv(pairs, option: str) -> dict[str, str]:

@@ -72,3 +72,42 @@ class StatusLine:
             self.err.write("\r" + " " * self.width + "\r")
             self.err.flush()
             self.width = 0
+
+
+def spark_start_progress(settings: Any) -> None:
+    """While a Spark session starts (seconds, before the first task), a status line
+    ``acidctl: starting Spark (local[*]) (N s)`` on a terminal's stderr: registered with
+    :data:`acidctl.compact.spark.START_LISTENERS` by the commands that may start Spark."""
+    import sys
+
+    err = progress_stream(settings)
+    loaded = sys.modules.get("acidctl.compact.spark")
+    if loaded is not None:  # an earlier invocation's listener (in-process runs) goes
+        loaded.START_LISTENERS[:] = [f for f in loaded.START_LISTENERS if not getattr(f, "acidctl_cli", False)]
+    if err is None:
+        return
+    import contextlib
+    import threading
+
+    from acidctl.compact import spark
+
+    @contextlib.contextmanager
+    def status(master: str):
+        line = StatusLine(err, "acidctl", delay=0.5)
+        stop = threading.Event()
+
+        def tick() -> None:
+            while not stop.wait(INTERVAL):
+                line.update(f"starting Spark ({master})")
+
+        t = threading.Thread(target=tick, name="acidctl-spark-start", daemon=True)
+        t.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            t.join()
+            line.done()
+
+    status.acidctl_cli = True  # type: ignore[attr-defined]
+    spark.START_LISTENERS.append(status)

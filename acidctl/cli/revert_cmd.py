@@ -1,6 +1,6 @@
 """``acidctl revert TABLE[/PART]``: undo a compaction acidctl published (its outputs removed, the
 inputs read again), as long as nothing it made obsolete has been cleaned. Dry run unless
-``--execute``.
+``--execute`` (``--dry-run`` wins over it).
 
 JSON document: ``path``, ``executed``, ``items`` (partition, path, type, outputs, inputs,
 published_at (epoch s), revertible, reason, leftovers, [metastore]), [``table``], ``notes``.
@@ -39,18 +39,17 @@ def revert_command(
             "Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore." + " " + TABLE_RULE
         ),
     ],
-    output: Annotated[
+    output_dir: Annotated[
         Optional[str],
         typer.Option(
-            "--output",
+            "--dir",
             metavar="NAME",
-            help="The output directory to remove (default: the newest compaction of each partition).",
+            help="The compaction output directory to remove, e.g. base_0000002 (default: the newest compaction of each partition).",
         ),
     ] = None,
-    partition: options.Partition = None,
-    execute: Annotated[
-        bool, typer.Option("--execute", help="Remove the output (default: only print the plan).")
-    ] = False,
+    partition: options.Partitions = None,
+    execute: Annotated[bool, options.execute_option("Remove the output (default: only print the plan).")] = False,
+    dry_run: options.DryRun = False,
     break_lock: Annotated[
         bool, typer.Option("--break-lock", help="Remove an existing (stale) compaction lock first.")
     ] = False,
@@ -66,8 +65,11 @@ def revert_command(
 
         target, parts = resolve(settings, table, assume_committed=True)
         tfs = target.tfs
-        if parts and not partition:
-            partition = parts[0]
+        if parts and partition:
+            from acidctl.errors import UsageError
+
+            raise UsageError("give the partition either in DB.TABLE/SPEC or with --partition, not both")
+        partition = partition or parts
         full_name = target.table.full_name if target.table is not None else None
         report = revert_registered(
             tfs,
@@ -75,14 +77,16 @@ def revert_command(
             db=target.table.db,
             table=target.table.table,
             partition=partition,
-            output=output,
-            execute=execute,
+            output=output_dir,
+            execute=execute and not dry_run,
             break_lock=break_lock,
         )
     else:
         tfs = settings.table_fs(table)
         check_table_dir(tfs)
-        report = revert(tfs, partition=partition, output=output, execute=execute, break_lock=break_lock)
+        report = revert(
+            tfs, partition=partition, output=output_dir, execute=execute and not dry_run, break_lock=break_lock
+        )
         notes.append(
             "given as a path: a compaction registered in a metastore is not looked up; revert it as "
             "DB.TABLE so its ready-for-cleaning request is marked failed"

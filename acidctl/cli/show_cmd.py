@@ -77,7 +77,8 @@ def _target(target: Optional[str]) -> tuple[Optional[str], Optional[str], Option
     return name.lower(), None, None
 
 
-def _partition(target_part: Optional[str], opt: Optional[str], table: Optional[str]) -> Optional[str]:
+def _partition(target_part: Optional[str], opt: Optional[list[str]], table: Optional[str]) -> Optional[str | list[str]]:
+    """The partition filter: DB.TABLE/SPEC's, or every ``--partition`` (repeatable)."""
     from acidctl.metastore.tables import normalize_partition
 
     if opt:
@@ -85,7 +86,8 @@ def _partition(target_part: Optional[str], opt: Optional[str], table: Optional[s
             raise UsageError("give the partition either as DB.TABLE/SPEC or with --partition")
         if not table:
             raise UsageError("--partition needs DB.TABLE")
-        return normalize_partition(opt)
+        parts = [normalize_partition(p) or p for p in opt]
+        return parts[0] if len(parts) == 1 else parts
     return target_part
 
 
@@ -153,7 +155,9 @@ def locks_cmd(
     target: Annotated[
         Optional[str], typer.Argument(metavar="[DB[.TABLE]]", help="Only locks on this database or table.")
     ] = None,
-    partition: Annotated[Optional[str], options.partition_option("Partition, e.g. ds=2024-01-01/hr=1.")] = None,
+    partition: Annotated[
+        Optional[list[str]], options.partition_option("Partition, e.g. ds=2024-01-01/hr=1 (repeatable).")
+    ] = None,
     txn: Annotated[Optional[int], typer.Option("--txn", metavar="ID", help="Only locks of this transaction.")] = None,
     extended: Annotated[
         bool, typer.Option("--extended", help="Add heartbeat count and the owning transaction's state and heartbeat.")
@@ -249,7 +253,9 @@ def compactions_cmd(
     target: Annotated[
         Optional[str], typer.Argument(metavar="[DB[.TABLE]]", help="Only compactions of this database or table.")
     ] = None,
-    partition: Annotated[Optional[str], options.partition_option("Partition, e.g. ds=2024-01-01/hr=1.")] = None,
+    partition: Annotated[
+        Optional[list[str]], options.partition_option("Partition, e.g. ds=2024-01-01/hr=1 (repeatable).")
+    ] = None,
     ctype: Annotated[
         Optional[list[str]],
         typer.Option("--type", metavar="TYPE", help="major, minor, rebalance, abort_txn_cleanup (repeatable)."),
@@ -427,8 +433,8 @@ def tables_cmd(
 def write_ids_cmd(
     ctx: typer.Context,
     table: Annotated[str, typer.Argument(metavar="DB.TABLE", help="The table.")],
-    verbose: Annotated[
-        bool, typer.Option("--verbose", help="One row per open/aborted write id (also with the global -v).")
+    each_id: Annotated[
+        bool, typer.Option("--each-id", help="One row per open/aborted write id (also with the global -v).")
     ] = False,
     hive_version: HiveVersionOpt = None,
 ):
@@ -446,7 +452,7 @@ def write_ids_cmd(
         return _hive2_write_ids(ctx, table)
     if rep.write_ids.hwm == 0 and not rep.write_ids.exceptions:
         _require(ctx, *split_table_name(table), hive_version)  # no write ever: does the table exist?
-    verbose = verbose or bool(getattr(ctx.obj, "verbose", False))
+    verbose = each_id or bool(getattr(ctx.obj, "verbose", False))
 
     def text(r) -> str:
         lines = [str(r.write_ids)]
@@ -518,7 +524,7 @@ def _hive2_compactions(ctx: typer.Context, *, db, table, partition, types, state
         for c in rep["compactions"]
         if (not db or (c["database"] or "").lower() == db)
         and (not table or (c["table"] or "").lower() == table)
-        and (not partition or c["partition"] == partition)
+        and (not partition or c["partition"] in ([partition] if isinstance(partition, str) else partition))
         and (not tset or c["type"] in tset)
         and (not sset or c["state"] in sset)
     ]

@@ -73,9 +73,13 @@ def state_command(
     txns: options.Txns = None,
     hive_version: options.HiveVersion = None,
     deep: Annotated[
-        bool, typer.Option("--deep", help="Also open ORC footers of the files read (checks F01-F15).")
+        bool,
+        typer.Option(
+            "--deep",
+            help="Also open the files read: ORC footers and ACID metadata (checks F00-F16; insert-only tables: their plain files).",
+        ),
     ] = False,
-    partition: options.Partition = None,
+    partition: options.Partitions = None,
     tblproperty: Annotated[
         Optional[list[str]],
         typer.Option(
@@ -100,7 +104,8 @@ def state_command(
         assume_committed=assume_committed,
         txns=txns,
         hive_version=hive_version,
-        partition=partition,
+        # one partition: the target is its directory; several: the table, its report filtered
+        partition=partition[0] if partition and len(partition) == 1 else None,
     )
     inspect_file = _deep_hook() if deep else None
     props = {**target.properties, **options.parse_kv(tblproperty, "--tblproperty")}
@@ -132,6 +137,7 @@ def state_command(
         facts=facts,
         mm_storage=_mm_storage(target) if deep else None,
         mm_allow_originals=mm_allow_originals,
+        only_partitions=list(partition) if partition and len(partition) > 1 else None,
     )
     report["table"] = target.table.full_name if target.table else None
     report["snapshot_source"] = target.source

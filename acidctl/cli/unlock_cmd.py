@@ -1,5 +1,5 @@
 """``acidctl unlock LOCKID``: Hive's ``unlock(lockid)`` on ``HIVE_LOCKS`` (operations.md §6.3).
-Acts at once, like Hive's ``unlock``; ``--dry-run`` only shows the rows.
+Dry run unless ``--execute`` (it deletes rows: acidctl's preview rule); ``--dry-run`` wins.
 
 Deletes exactly the rows Hive deletes: those of the lock that belong to no txn, or are still
 waiting. A lock held by a txn is refused (exit 6), as Hive refuses it ("Unlocking locks
@@ -17,7 +17,12 @@ from typing import Annotated
 
 import typer
 
-HELP = "Release a lock that belongs to no transaction (Hive's unlock); locks of a transaction are refused."
+from acidctl.cli import options
+
+HELP = (
+    "Release a lock that belongs to no transaction (Hive's unlock); locks of a transaction are "
+    "refused. Dry run unless --execute (--dry-run wins)."
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -27,20 +32,27 @@ def register(app: typer.Typer) -> None:
 def unlock_command(
     ctx: typer.Context,
     lock_id: Annotated[int, typer.Argument(metavar="LOCKID", help="The lock id (SHOW LOCKS' Lock ID before the dot).")],
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only show the lock rows that would be deleted.")] = False,
+    execute: Annotated[
+        bool, options.execute_option("Delete the lock rows (default: only show the rows that would be deleted).")
+    ] = False,
+    dry_run: options.DryRun = False,
 ):
     from acidctl.metastore.admin import unlock
     from acidctl.metastore.connection import connect, resolve_url
 
     s = ctx.obj
     ms = connect(resolve_url(s.metastore_url, profile=s.profile))
-    s.output.emit(unlock(ms, lock_id, execute=not dry_run), render_text, performed=True)
+    if execute and dry_run:  # it refuses what the real run would refuse
+        from acidctl.metastore import steps
+
+        steps.check_writable(ms, what="unlock")
+    s.output.emit(unlock(ms, lock_id, execute=execute and not dry_run), render_text, performed=True)
 
 
 def render_text(report: dict) -> str:
     from acidctl.cli.output import table
 
-    head = f"acidctl unlock {report['lock_id']}" + ("" if report["executed"] else " (dry run)")
+    head = f"acidctl unlock {report['lock_id']}" + ("" if report["executed"] else " (dry run; --execute to unlock)")
     lines = [head]
     if report["locks"]:
         rows = [

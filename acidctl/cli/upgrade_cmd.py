@@ -15,15 +15,16 @@ their cleaning. Exit 0 when every partition is ready (and, with --execute, holds
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
+from acidctl.cli import options
 from acidctl.cli.options import parse_kv
 
 HELP = (
     "Check every ACID table of a Hive 2 metastore for the Hive 3 upgrade: any delta left needs a major "
-    "compaction (the ALTER TABLE ... COMPACT 'major' lines are printed); --execute runs them on Spark with "
+    "compaction (the ALTER TABLE ... COMPACT 'major' lines are printed); --execute runs them (--engine) with "
     "Hive 2.3 output, registered in the metastore as Hive 2.3's Worker does, cleans them and checks that only bases remain."
 )
 
@@ -40,34 +41,53 @@ def upgrade_check_command(
     ] = "*",
     execute: Annotated[
         bool,
-        typer.Option("--execute", help="Run the needed major compactions (one Spark application) and check again."),
+        options.execute_option("Run the needed major compactions (--engine), clean them and check again."),
     ] = False,
-    master: Annotated[str, typer.Option("--master", help="Spark master URL (--execute).")] = "local[*]",
-    spark_conf: Annotated[
-        Optional[list[str]],
-        typer.Option("--spark-conf", metavar="KEY=VALUE", help="Spark configuration, repeatable (--execute)."),
-    ] = None,
-    engine: Annotated[
-        str,
-        typer.Option(
-            "--engine",
-            metavar="spark|local",
-            help="spark (default) or local: the compactions in this process (--execute).",
+    dry_run: Annotated[
+        bool,
+        options.dry_run_option(
+            "With --execute: print the check and the compactions --execute would run; write nothing, and exit as --execute would (0 unless a partition is blocked or unreadable)."
         ),
-    ] = "spark",
+    ] = False,
+    engine: options.Engine = options.ENGINE_DEFAULT,
+    local_max_bytes: options.LocalMaxBytes = None,
+    master: options.Master = "local[*]",
+    spark_conf: options.SparkConf = None,
 ):
-    from acidctl.errors import UsageError, ValidationFailed
+    from acidctl.errors import ValidationFailed
     from acidctl.metastore.connection import resolve_url
     from acidctl.upgrade import check
     from acidctl.upgrade import execute as run
 
     settings = ctx.obj
-    if engine not in ("spark", "local"):
-        raise UsageError(f"--engine must be spark or local, not {engine!r}")
+    from acidctl.cli.progress import spark_start_progress
+
+    spark_start_progress(settings)  # a status line while a Spark session starts (terminal only)
+    engine = engine.lower()
     url = resolve_url(getattr(settings, "metastore_url", None), profile=getattr(settings, "profile", None))
     report = check(settings, url, db_glob=db)
+    if execute and dry_run:
+        # what --execute would do: compact the partitions marked compact; it ends ready unless a
+        # partition is blocked or unreadable (those --execute does not change)
+        s = report["summary"]
+        report = dict(report, dry_run=True)
+        settings.output.emit(report, _text)
+        if s["blocked"] or s["error"] or s["errors"]:
+            raise ValidationFailed(
+                f"--execute would not make it ready for the Hive 3 upgrade: {s['blocked']} blocked, "
+                f"{s['error']} unreadable, {s['errors']} error finding(s)"
+            )
+        return
     if execute:
-        done = run(settings, url, report, master=master, spark_conf=parse_kv(spark_conf, "--spark-conf"), engine=engine)
+        done = run(
+            settings,
+            url,
+            report,
+            master=master,
+            spark_conf=parse_kv(spark_conf, "--spark-conf"),
+            engine=engine,
+            local_max_bytes=local_max_bytes,
+        )
         for n in done["notes"]:
             settings.output.note(n)
         report = dict(
@@ -147,7 +167,10 @@ def _text(r: dict) -> str:
     if finds:
         lines += ["", table(finds, ["SEVERITY", "CHECK", "TABLE", "PARTITION", "MESSAGE"])]
     if r["commands"]:
-        lines += ["", "-- run on the Hive 2 cluster (or: acidctl upgrade-check --execute)"] + r["commands"]
+        head = "-- run on the Hive 2 cluster (or: acidctl upgrade-check --execute)"
+        if r.get("dry_run"):
+            head = f"-- dry run: --execute would run these {len(r['commands'])} compaction(s); nothing is written"
+        lines += ["", head] + r["commands"]
     s = r["summary"]
     lines.append("")
     lines.append(

@@ -1,11 +1,13 @@
-"""``acidctl worker [--once | --daemon]``: claim ``initiated`` compaction requests with Hive's
+"""``acidctl worker [--once | --daemon] [--dry-run]``: claim ``initiated`` compaction requests with Hive's
 conditional update and run them in one Spark application (library:
 :mod:`acidctl.compact.worker`).
 
 JSON document (``--once``): ``worker_id``, ``requests`` (one record each: cq_id, table,
 partition, type, state [ready for cleaning|refused|failed|released], message, output_dirs,
 txn_id, seconds), ``summary`` (counts by state). ``--daemon`` writes one line (JSON: one JSON
-object) per request as it finishes.
+object) per request as it finishes. ``--dry-run``: the same document with ``dry_run: true``,
+the requests a cycle would claim, each with the state it would get (``would be ...``),
+``output_dirs`` and ``plan`` (the compaction's dry-run plan of its partition).
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ def _render_once(doc: dict) -> str:
     from acidctl.compact.worker import request_line
 
     lines = [request_line(r) for r in doc["requests"]] or ["no initiated compaction requests to claim"]
+    if doc.get("dry_run"):
+        lines.insert(0, "acidctl worker --dry-run (nothing is claimed or written)")
     s = doc["summary"]
     if doc["requests"]:
         lines.append(", ".join(f"{n} {k}" for k, n in sorted(s.items())))
@@ -58,8 +62,8 @@ def _render_once(doc: dict) -> str:
 @app.command(
     "worker",
     help="Run Hive's compaction queue: claim initiated requests (Hive's conditional update, safe "
-    "next to Hive's own workers), compact them in one Spark application and move each to "
-    "ready for cleaning / refused / failed with the error message.",
+    "next to Hive's own workers), compact them (--engine: on this machine or in one Spark "
+    "application) and move each to ready for cleaning / refused / failed with the error message.",
 )
 def worker_command(
     ctx: typer.Context,
@@ -88,13 +92,8 @@ def worker_command(
     ] = None,
     master: options.Master = "local[*]",
     spark_conf: options.SparkConf = None,
-    engine: Annotated[
-        str,
-        options.engine_option(
-            "spark (default): every request in one Spark application; auto: local for small inputs, else Spark (the same application); local: worker processes on this machine.",
-            choices="spark|auto|local",
-        ),
-    ] = "spark",
+    engine: options.Engine = options.ENGINE_DEFAULT,
+    local_max_bytes: options.LocalMaxBytes = None,
     poll: Annotated[
         float, typer.Option("--poll", metavar="SECONDS", help="With --daemon: seconds between queue checks when idle.")
     ] = 30.0,
@@ -104,20 +103,26 @@ def worker_command(
             "Publish requests whose output readers could see half done (a Hive 3 minor compaction writing delta and delete_delta), as Hive's compactor does; such requests fail otherwise.",
         ),
     ] = False,
+    dry_run: Annotated[
+        bool,
+        options.dry_run_option(
+            "Print the requests one cycle would claim, in order, and what each would write (the compaction plan) or the state it would get; claim nothing, write nothing."
+        ),
+    ] = False,
 ):
     from acidctl.errors import UsageError
 
     settings = ctx.obj
+    from acidctl.cli.progress import spark_start_progress
+
+    spark_start_progress(settings)  # a status line while a Spark session starts (terminal only)
     if once and daemon:
         raise UsageError("give --once or --daemon, not both")
     if max_requests < 1:
         raise UsageError("--max must be at least 1")
     if poll <= 0:
         raise UsageError("--poll must be positive")
-    from acidctl.compact.engine import ENGINES
-
-    if engine not in ENGINES:
-        raise UsageError(f"--engine must be spark, auto or local, not {engine!r}")
+    engine = engine.lower()
     conf = parse_kv(spark_conf, "--spark-conf")
 
     from acidctl.compact import worker as w
@@ -132,12 +137,21 @@ def worker_command(
         pool=pool,
         db_glob=db,
         engine=engine,
+        local_max_bytes=local_max_bytes,
         master=master,
         spark_conf=conf,
         allow_non_atomic_publish=allow_non_atomic_publish,
         poll_s=poll,
         worker_id=queue.process_id(),
     )
+    if dry_run:
+        plans = w.plan_cycle(ms, opts, table_fs=settings.table_fs)
+        counts: dict[str, int] = {}
+        for r in plans:
+            counts[r["state"]] = counts.get(r["state"], 0) + 1
+        doc = {"worker_id": opts.worker_id, "dry_run": True, "requests": plans, "summary": counts}
+        settings.output.emit(doc, _render_once)
+        return
     stop = w.StopFlag()
     old = _install_stop_handlers(stop, settings)
     session: dict = {}

@@ -277,6 +277,14 @@ def plan_clean(
                 is_dir=c.entry.is_dir,
             )
             it["action"] = d["action"]
+            if it["action"] == "delete" and c.kind is Kind.ORIGINAL_FILE and insert_only is None and c.bytes:
+                # a stray non-ORC file where originals sit (extra.csv): no compaction read it
+                # (compact refuses it or, with --skip-unreadable-files, skips it): never deleted.
+                # Decided here, not in cleaner_decisions, because it needs the file's bytes.
+                why = _readable(tfs, join_path(part_path, d["name"]))
+                if isinstance(why, str):
+                    it["action"] = "keep (holds files no compaction read)"
+                    it["reason"] += f"; kept: {why}: no compaction read it (move it out of the table)"
             it["_verify"] = (c.kind, c.entry, cover, insert_only)
             items.append(it)
         for e in tfs.ls(part_path):
@@ -541,22 +549,25 @@ def clean_table(
 
 
 def _prune_records(tfs) -> list[str]:
-    """Remove publication records that can no longer be reverted (an input was cleaned, or the
-    output is gone): ``acidctl revert`` would refuse them anyway."""
+    """Remove publication records whose output is gone (nothing left to revert), and the records
+    directory once empty. A record whose input was cleaned stays while its output does:
+    ``acidctl revert`` then says that an input was cleaned, not that nothing was published."""
     from acidctl.acid.layout import list_table
 
     pruned = []
     for lst in list_table(tfs):
         part = lst.fs_path or lst.path
         names = {e.name for e in lst.entries}
-        for rec in pub.read_records(tfs, part):
-            if all(o in names for o in rec.get("outputs", [])) and all(i in names for i in rec.get("inputs", {})):
+        records = pub.read_records(tfs, part)
+        for rec in records:
+            if all(o in names for o in rec.get("outputs", [])):
                 continue
             try:
                 tfs.rm(rec["record_path"])
                 pruned.append(tfs.display(rec["record_path"]))
             except Exception:
                 pass
+        pub.remove_empty_records_dir(tfs, part)
     return pruned
 
 

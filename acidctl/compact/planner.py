@@ -254,6 +254,7 @@ def plan_partition(
         markers = {} if hive_version == 2 else {ORC_ACID_VERSION_FILE: ORC_ACID_VERSION}
 
     sizes = _file_sizes(listing, part_path)
+    istate, not_orc = _without_unreadable_originals(tfs, listing, istate)
     inserts, deletes = _non_empty(plan_sources(tfs, listing, istate), sizes)
 
     # -- nothing lost: every input becomes obsolete, so every reader-visible file in an input must
@@ -266,9 +267,10 @@ def plan_partition(
     input_children = sorted({i.split("/", 1)[0] for i in inputs})
     plan.read_paths = read_paths
     plan.input_files = {n: sorted([f.name, f.size] for f in reader_files(by_name[n])) for n in input_children}
-    if _refuse_unread(
-        plan, unread_files(((n, by_name[n]) for n in input_children), read_paths, part_path), inputs, skip_unreadable
-    ):
+    unread = unread_files(((n, by_name[n]) for n in input_children), read_paths, part_path)
+    # an original that is no ORC file (a stray extra.csv): Hive's readers fail on it (D12)
+    unread = not_orc + [u for u in unread if u["path"] not in {b["path"] for b in not_orc}]
+    if _refuse_unread(plan, unread, inputs, skip_unreadable):
         return plan
     vis = output_visibility(visibility_txn, hive_version)
     # the output names: the one rule of acidctl.compact.naming (Hive's MR compactor: the range of
@@ -327,6 +329,9 @@ def plan_partition(
     staging = join_path(part_path, STAGING_PREFIX + staging_id)
 
     # -- the reader's snapshot before and after, for verification -------------------------
+    if not_orc:  # skipped (--skip-unreadable-files): the reader's rows before are the others'
+        skipped = {b["path"] for b in not_orc}
+        rstate = dataclasses.replace(rstate, originals=[o for o in rstate.originals if o.rel not in skipped])
     old_ins, old_del = _non_empty(plan_sources(tfs, listing, rstate), sizes)
     virtual = _with_outputs(listing, outputs)
     nstate = get_acid_state(
@@ -397,6 +402,43 @@ def plan_partition(
     return plan
 
 
+def _without_unreadable_originals(tfs, listing: DirListing, state: AcidState) -> tuple[AcidState, list[dict]]:
+    """``state`` without the original files that are no readable ORC file, and those as unread
+    files (``{"path", "bytes", "reason", "fix"}``, as :func:`acidctl.compact.coverage.unread_files`):
+    the plan refuses them in one line, or skips them with ``--skip-unreadable-files``. Only
+    when reading the sources fails are the originals opened one by one."""
+    from acidctl.acid.sourceplan import plan_sources
+    from acidctl.errors import CorruptOrcFile
+
+    if state.base is not None or not state.originals:
+        return state, []
+    try:
+        plan_sources(tfs, listing, dataclasses.replace(state, deltas=[]))
+        return state, []
+    except CorruptOrcFile:
+        pass
+    from acidctl.orc.reader import OrcFile
+
+    bad, good = [], []
+    for ref in state.originals:
+        try:
+            if ref.size:
+                with OrcFile(tfs, ref.path) as f:
+                    f.rows  # noqa: B018 - the footer must parse
+            good.append(ref)
+        except CorruptOrcFile as e:
+            why = str(e).rsplit(": ", 1)[-1]
+            bad.append(
+                {
+                    "path": ref.rel,
+                    "bytes": ref.size,
+                    "reason": f"not a readable ORC file ({why}): every Hive query of the partition fails on it (D12)",
+                    "fix": f"move {ref.rel} out of the table",
+                }
+            )
+    return dataclasses.replace(state, originals=good), bad
+
+
 def _refuse_unread(plan: PartitionPlan, unread: list[dict], inputs: list[str], skip: bool) -> bool:
     """Mark the plan refused for ``unread`` files (True), or record them as skipped."""
     if not unread:
@@ -442,7 +484,7 @@ def refusal_error(plans: list[PartitionPlan]) -> RefusedError | None:
     return RefusedError(
         f"compaction refused: {len(files)} file(s) a reader could treat as data would become obsolete without "
         f"being read: {shown}{more}; nothing was written",
-        hint="rename each to a bucket_N name if it is ACID data of that bucket, or move it out of the table; "
+        hint="move each out of the table (or rename it to a bucket_N name if it is ACID data of that bucket); "
         "--skip-unreadable-files compacts without them (clean then keeps their directories)",
     )
 

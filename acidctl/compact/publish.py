@@ -28,7 +28,7 @@ import os
 import socket
 import time
 
-from acidctl.acid.dirname import is_hidden
+from acidctl.acid.dirname import PUBLISHED_DIR, is_hidden
 from acidctl.compact.planner import STAGING_PREFIX, PartitionPlan
 from acidctl.errors import RefusedError, WriteVerificationFailed
 from acidctl.faults import crash_point
@@ -129,7 +129,7 @@ def publish(tfs, plan: PartitionPlan) -> list[str]:
 
 #: per partition: one JSON record per published compaction (hidden from every reader), what
 #: ``acidctl revert`` needs to undo it while its inputs are still there
-RECORDS_DIR = ".acidctl-published"
+RECORDS_DIR = PUBLISHED_DIR
 
 
 def write_record(tfs, plan: PartitionPlan) -> None:
@@ -169,6 +169,16 @@ def read_records(tfs, partition_path: str) -> list[dict]:
         rec["record_path"] = e.path
         out.append(rec)
     return sorted(out, key=lambda r: r.get("time", 0), reverse=True)
+
+
+def remove_empty_records_dir(tfs, partition_path: str) -> None:
+    """Remove a partition's records directory when no record is left in it (revert, clean)."""
+    d = join_path(partition_path, RECORDS_DIR)
+    try:
+        if tfs.exists(d) and not tfs.ls(d):
+            tfs.rm(d, recursive=True)
+    except Exception:
+        pass  # bookkeeping only: an empty hidden directory is harmless
 
 
 def discard(tfs, staging: str) -> None:

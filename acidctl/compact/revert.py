@@ -22,13 +22,19 @@ from acidctl.fs import join_path
 REVERTING_PREFIX = ".acidctl-reverting-"
 
 
-def plan_revert(tfs, *, partition: str | None = None, output: str | None = None) -> dict:
-    """What a revert would do, per partition: the newest record (or the one of ``output``)."""
+def _wanted(partition: str | list[str] | None) -> list[str]:
+    return [partition] if isinstance(partition, str) else list(partition or [])
+
+
+def plan_revert(tfs, *, partition: str | list[str] | None = None, output: str | None = None) -> dict:
+    """What a revert would do, per partition (``partition``: one or several, default all): the
+    newest record (or the one of ``output``)."""
     from acidctl.acid.layout import list_table
 
+    wanted = _wanted(partition)
     items = []
     for lst in list_table(tfs):
-        if partition and lst.partition != partition:
+        if wanted and lst.partition not in wanted:
             continue
         part_path = lst.fs_path or lst.path
         records = pub.read_records(tfs, part_path)
@@ -55,7 +61,7 @@ def plan_revert(tfs, *, partition: str | None = None, output: str | None = None)
             }
         )
     if not items:
-        where = f"partition {partition}" if partition else tfs.display(tfs.root)
+        where = f"partition {', '.join(wanted)}" if wanted else tfs.display(tfs.root)
         raise NotFoundError(
             f"no compaction published by acidctl to revert in {where}" + (f" with output {output}" if output else ""),
             hint="acidctl keeps a record per published compaction in .acidctl-published/",
@@ -83,7 +89,12 @@ def _blocker(rec: dict, by_name: dict, all_records: list[dict]) -> str | None:
 
 
 def revert(
-    tfs, *, partition: str | None = None, output: str | None = None, execute: bool = False, break_lock: bool = False
+    tfs,
+    *,
+    partition: str | list[str] | None = None,
+    output: str | None = None,
+    execute: bool = False,
+    break_lock: bool = False,
 ) -> dict:
     report = plan_revert(tfs, partition=partition, output=output)
     blocked = [i for i in report["items"] if not i["revertible"]]
@@ -106,6 +117,7 @@ def revert(
                     tfs.rename(join_path(part, out), hidden)  # readers see the inputs again from here
                     tfs.rm(hidden, recursive=True)
                 tfs.rm(i["_record"]["record_path"])
+                pub.remove_empty_records_dir(tfs, part)
                 for left in i["leftovers"]:
                     tfs.rm(join_path(part, left), recursive=True)
         report["executed"] = True
@@ -155,7 +167,7 @@ def revert_registered(
     *,
     db: str,
     table: str,
-    partition: str | None = None,
+    partition: str | list[str] | None = None,
     output: str | None = None,
     execute: bool = False,
     break_lock: bool = False,

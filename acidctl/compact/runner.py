@@ -391,6 +391,7 @@ def _dry_run(tfs, opts: CompactOptions, report: dict, notes: list, t0: float) ->
     )
     if refused is not None:
         report["refusal"] = str(refused)
+        report["refusal_hint"] = refused.hint
     return report
 
 

@@ -10,6 +10,7 @@ the table through :class:`~acidctl.fs.TableFS` (picklable) and send back small m
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -202,6 +203,62 @@ def probe_master(master: str, *, timeout: float = 3.0) -> None:
     )
 
 
+#: context-manager factories entered around a session start, called with the master URL (the
+#: CLI's progress line, acidctl.cli.progress.spark_start_progress); the library prints nothing
+START_LISTENERS: list = []
+
+#: lines the JVM prints on its stderr at start-up that say nothing to an acidctl user (Spark 4
+#: starts the driver with --add-modules jdk.incubator.vector); dropped unless -v
+_JVM_NOISE = (b"WARNING: Using incubator modules:",)
+
+
+@contextlib.contextmanager
+def _jvm_stderr_filtered():
+    """While the JVM starts (it inherits file descriptor 2), route fd 2 through a pipe whose
+    reader thread forwards every line but :data:`_JVM_NOISE` to the real stderr — for the JVM's
+    whole life, as it keeps the pipe. Without -v only; this process's fd 2 is restored on exit."""
+    import logging
+
+    if logging.getLogger().isEnabledFor(logging.INFO):
+        yield
+        return
+    try:
+        saved = os.dup(2)
+    except OSError:
+        yield
+        return
+    r, w = os.pipe()
+
+    def forward() -> None:
+        # this process's own stderr writes pass here too while fd 2 is redirected (a progress
+        # line rewritten with \r shares a "line" with the JVM's): cut out the noise, keep the rest
+        with os.fdopen(r, "rb") as src:
+            for line in src:
+                for noise in _JVM_NOISE:
+                    while noise in line:
+                        i = line.index(noise)
+                        end = line.find(b"\n", i)
+                        line = line[:i] + (line[end + 1 :] if end >= 0 else b"")
+                if line:
+                    try:
+                        os.write(saved, line)
+                    except OSError:
+                        pass
+
+    threading.Thread(target=forward, name="acidctl-jvm-stderr", daemon=True).start()
+    try:
+        sys.stderr.flush()
+        os.dup2(w, 2)
+        yield
+    finally:
+        try:
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        os.dup2(saved, 2)
+        os.close(w)  # the JVM holds the write end now: the reader ends when it exits
+
+
 def get_or_create_session(master: str = "local[*]", conf: dict | None = None):
     """A SparkSession with acidctl's explicit settings (an active session is reused)."""
     try:
@@ -232,7 +289,11 @@ def get_or_create_session(master: str = "local[*]", conf: dict | None = None):
         if main:
             signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
-            spark = builder.getOrCreate()
+            with contextlib.ExitStack() as starting:
+                for listener in START_LISTENERS:
+                    starting.enter_context(listener(master))
+                starting.enter_context(_jvm_stderr_filtered())
+                spark = builder.getOrCreate()
         except Exception as e:  # Java missing, bad master URL, ...
             msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise SparkUnavailable(

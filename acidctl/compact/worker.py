@@ -61,7 +61,8 @@ class WorkerOptions:
     max: int = 10
     pool: str | None = None
     db_glob: str | None = None
-    engine: str = "spark"
+    engine: str = "auto"
+    local_max_bytes: int | str | None = None  # --engine auto: the input size up to which it runs locally
     master: str = "local[*]"
     spark_conf: dict | None = None
     allow_non_atomic_publish: bool = False
@@ -157,9 +158,7 @@ def run_request(
     ms, req: queue.Request, opts: WorkerOptions, *, worker_id: str, table_fs: Callable[[str], object], session: dict
 ) -> dict:
     """Compact one claimed request and move it to its next state (see the module docstring)."""
-    from acidctl.acid.initiator import Thresholds
     from acidctl.compact.register import Registrar, run_registered
-    from acidctl.compact.runner import CompactOptions
     from acidctl.metastore.snapshot import table_snapshot
     from acidctl.metastore.tables import resolve_table
     from acidctl.target import location_url
@@ -232,27 +231,10 @@ def run_request(
             requests={req.partition: req},
             heartbeat_s=opts.heartbeat_s,
         )
-        cols = [n for n, _ in info.columns] if info.columns and mm is None else None
-        copts = CompactOptions(
-            mode=req.type,
-            reader=wl,
-            txns=tl,
-            hive_version=hv,
-            partitions=[req.partition] if req.partition else None,
-            thresholds=Thresholds.from_table_properties(info.params),
-            visibility_txn=reg.visibility if hv >= 4 else None,
-            hidden_until_commit=hv >= 4,
-            columns=cols,
-            columns_coln_only=cols is not None,
-            engine=opts.engine,
-            master=opts.master,
-            spark_conf=opts.spark_conf,
-            allow_non_atomic_publish=opts.allow_non_atomic_publish,
-        )
+        copts = _compact_options(req, info, wl, tl, hv, opts, mm=mm, visibility_txn=reg.visibility if hv >= 4 else None)
         if mm is not None:
             from acidctl.mm.compact import compact_mm_table
 
-            copts.insert_only = True
             report = run_registered(
                 tfs, copts, mm, compact_fn=compact_mm_table, registrar=reg, spark=_spark_for(opts, session)
             )
@@ -293,6 +275,109 @@ def run_request(
     return _record(
         req, m["state"], p["message"] if p else "nothing to compact", time.perf_counter() - t0, txn_id=m.get("txn_id")
     )
+
+
+def _compact_options(req, info, wl, tl, hv: int, opts: WorkerOptions, *, mm, visibility_txn, dry_run: bool = False):
+    """The runner's options for one request (the run, or with ``dry_run`` its plan)."""
+    from acidctl.acid.initiator import Thresholds
+    from acidctl.compact.runner import CompactOptions
+
+    cols = [n for n, _ in info.columns] if info.columns and mm is None else None
+    return CompactOptions(
+        mode=req.type,
+        reader=wl,
+        txns=tl,
+        hive_version=hv,
+        partitions=[req.partition] if req.partition else None,
+        thresholds=Thresholds.from_table_properties(info.params),
+        visibility_txn=visibility_txn,
+        hidden_until_commit=hv >= 4,
+        columns=cols,
+        columns_coln_only=cols is not None,
+        engine=opts.engine,
+        local_max_bytes=opts.local_max_bytes,
+        master=opts.master,
+        spark_conf=opts.spark_conf,
+        allow_non_atomic_publish=opts.allow_non_atomic_publish,
+        insert_only=mm is not None,
+        dry_run=dry_run,
+    )
+
+
+def plan_cycle(ms, opts: WorkerOptions, *, table_fs: Callable[[str], object]) -> list[dict]:
+    """``worker --dry-run``: the requests one cycle would claim (:func:`acidctl.metastore.queue.claimable`,
+    in claim order) and, for each, what the run would write (the compaction's dry-run plan) or
+    the state it would move the request to without compacting. Reads only: no claim, no lock,
+    no staging, no metastore row."""
+    from acidctl.compact.register import run_registered
+    from acidctl.metastore.snapshot import table_snapshot
+    from acidctl.metastore.tables import resolve_table
+    from acidctl.target import location_url
+
+    hv = ms.hive_version
+    out = []
+    for req in queue.claimable(ms, limit=opts.max, pool=opts.pool, db_glob=opts.db_glob):
+        t0 = time.perf_counter()
+
+        def would(state: str, message: str | None, **kw) -> dict:
+            return _record(req, "would be " + state, message, time.perf_counter() - t0, **kw)
+
+        try:
+            if hv == 2:
+                from acidctl.metastore.hive2 import table_info, txn_list
+
+                info = table_info(ms, req.full_name, partition=req.partition)
+                tl, wl = None, txn_list(ms).to_write_ids(table=info.full_name)
+            else:
+                info = resolve_table(ms, req.full_name, partition=req.partition)
+                tl, wl = table_snapshot(ms, info.full_name)
+        except NotFoundError as e:
+            out.append(would("refused" if hv >= 4 else "succeeded", f"{e}"))
+            continue
+        except AcidctlError as e:
+            out.append(would("failed", str(e)))
+            continue
+        if not info.transactional or not info.location:
+            why = "not a transactional table" if not info.transactional else "no location in the metastore"
+            out.append(would("refused" if hv >= 4 else "failed", f"{info.full_name}: {why}"))
+            continue
+        if req.type not in ("major", "minor"):
+            out.append(would("refused" if hv >= 4 else "failed", f"{req.type} compaction is not supported by acidctl"))
+            continue
+        mm = None
+        try:
+            if info.insert_only:
+                from acidctl.formats.hivetypes import Column
+                from acidctl.formats.storage import lookup
+                from acidctl.mm.context import MMContext
+
+                mm = MMContext(
+                    lookup(ms, info),
+                    [Column(n.lower(), t.lower()) for n, t in info.columns] or None,
+                    list(info.partition_keys),
+                )
+            tfs = table_fs(location_url(info.location))
+            copts = _compact_options(req, info, wl, tl, hv, opts, mm=mm, visibility_txn=None, dry_run=True)
+            if mm is not None:
+                from acidctl.mm.compact import compact_mm_table
+
+                plan = run_registered(tfs, copts, mm, compact_fn=compact_mm_table, registrar=None)
+            else:
+                plan = run_registered(tfs, copts, registrar=None)
+        except AcidctlError as e:
+            out.append(would("failed", str(e)))
+            continue
+        parts = [p for p in plan["partitions"] if p["partition"] == req.partition] or plan["partitions"]
+        p = parts[0] if parts else None
+        if plan.get("refused"):
+            out.append(would("failed", plan.get("refusal") or (p or {}).get("message"), plan=p))
+        elif p is not None and p["status"] == "compact":
+            out.append(would("ready for cleaning", None, output_dirs=list(p["outputs"]), plan=p))
+        else:
+            out.append(
+                would("refused" if hv >= 4 else "ready for cleaning", p["message"] if p else "nothing to compact")
+            )
+    return out
 
 
 def _run_as_2(info, tfs, table_fs) -> str | None:

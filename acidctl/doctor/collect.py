@@ -97,6 +97,27 @@ def select_tables(wh: Warehouse, *, db_glob: str = "*", table_glob: str = "*") -
     return out
 
 
+def require_selection(wh: Warehouse, tables: list[TableRow], *, db_glob: str, table_glob: str) -> None:
+    """``--db`` / ``--table`` that select no ACID table are not found (exit 3), as ``show tables
+    DB`` is: a typo in a monitoring job must not read as a clean warehouse. Without either
+    (the whole warehouse) an empty metastore is a pass."""
+    from acidctl.errors import TableNotFound
+
+    if tables or (db_glob == "*" and table_glob == "*"):
+        return
+    what = " ".join(f"{opt} {g!r}" for opt, g in (("--db", db_glob), ("--table", table_glob)) if g != "*")
+    other = sum(
+        1
+        for t in wh.tables
+        if fnmatch.fnmatchcase(t.db, db_glob.lower()) and fnmatch.fnmatchcase(t.table, table_glob.lower())
+    )
+    raise TableNotFound(
+        f"no ACID table matches {what} in the metastore"
+        + (f" ({other} non-transactional table(s) do)" if other else ""),
+        hint="acidctl show tables lists the ACID tables",
+    )
+
+
 def recent_activity_ms(wh: Warehouse) -> dict[tuple, int]:
     """(db, table) → the newest metastore trace of the table: a completed write, a queue or
     history row, an aborted txn or an open/aborted txn holding one of its write ids."""
@@ -142,6 +163,7 @@ def collect(
     t0 = time.perf_counter()
     wh = read_warehouse(ms, now_ms=now_ms)
     tables = select_tables(wh, db_glob=db_glob, table_glob=table_glob)
+    require_selection(wh, tables, db_glob=db_glob, table_glob=table_glob)
     skipped: list[str] = []
     if since_seconds is not None:
         keep = []

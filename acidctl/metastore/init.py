@@ -36,15 +36,22 @@ class InitResult:
     hive_version: int
     schema_version: str
     tables: list[str]
+    dry_run: bool = False
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
 
 def init_metastore(
-    url_or_engine: Any, *, hive_version: Any = None, warehouse: str = "file:/tmp/acidctl-warehouse"
+    url_or_engine: Any,
+    *,
+    hive_version: Any = None,
+    warehouse: str = "file:/tmp/acidctl-warehouse",
+    dry_run: bool = False,
 ) -> InitResult:
-    """Create the tables in an empty database. ``hive_version``: 3 or 4."""
+    """Create the tables in an empty database. ``hive_version``: 3 or 4. ``dry_run``: the same
+    checks (reachable, no metastore table in it) and the tables it would create; nothing is
+    written — a SQLite file that does not exist yet is not created (only its directory checked)."""
     from acidctl.metastore.schema import (
         SCHEMA_VERSIONS,
         VERSION_COMMENTS,
@@ -62,11 +69,21 @@ def init_metastore(
     else:
         engine = create_engine(url_or_engine, must_exist=False)
     dialect = engine.dialect.name
-    _create_sqlite_file(engine)
     if dialect == "mariadb":
         dialect = "mysql"
     flavor = Flavor.default(dialect, hv)
     md = build_metadata(flavor)
+    result = InitResult(
+        url=safe_url(engine.url),
+        hive_version=hv,
+        schema_version=SCHEMA_VERSIONS[hv],
+        tables=sorted(t.name for t in md.tables.values()),
+        dry_run=dry_run,
+    )
+    if dry_run and dialect == "sqlite" and _new_sqlite_file(engine.url.database):
+        return result  # connecting would create the file: it is new, hence empty
+    if not dry_run:
+        _create_sqlite_file(engine)
     with db_errors(engine.url):
         with engine.connect() as conn:
             existing = {n.upper() for n in _table_names(conn)}
@@ -77,6 +94,8 @@ def init_metastore(
                     f"{safe_url(engine.url)} already has metastore tables ({', '.join(clash[:5])}"
                     f"{', ...' if len(clash) > 5 else ''}); refusing to touch it"
                 )
+        if dry_run:
+            return result
         with engine.begin() as conn:
             if dialect == "mysql":
                 # as Hive's MySQL script: the seed TXNS row keeps TXN_ID 0 (AUTO_INCREMENT column)
@@ -106,12 +125,24 @@ def init_metastore(
             )
             # last step of Hive's init script
             ins("VERSION", VER_ID=1, SCHEMA_VERSION=SCHEMA_VERSIONS[hv], VERSION_COMMENT=VERSION_COMMENTS[hv])
-    return InitResult(
-        url=safe_url(engine.url),
-        hive_version=hv,
-        schema_version=SCHEMA_VERSIONS[hv],
-        tables=sorted(t.name for t in md.tables.values()),
-    )
+    return result
+
+
+def _new_sqlite_file(db: str | None) -> bool:
+    """A SQLite database path that does not exist yet (True), or an in-memory/URI/existing one.
+    Its directory must exist, as SQLite's open would require (else the error the real run gets)."""
+    import os
+
+    from acidctl.errors import MetastoreUnavailable
+
+    if not db or db == ":memory:" or db.startswith("file:") or os.path.exists(db):
+        return False
+    parent = os.path.dirname(os.path.abspath(db))
+    if not os.path.isdir(parent):
+        raise MetastoreUnavailable(
+            f"cannot reach the metastore (sqlite:///{db}): unable to open database file ({parent} does not exist)"
+        )
+    return True
 
 
 def _create_sqlite_file(engine) -> None:

@@ -225,7 +225,7 @@ def show_locks(
     *,
     db: str | None = None,
     table: str | None = None,
-    partition: str | None = None,
+    partition: str | list[str] | None = None,
     txn_id: int | None = None,
     extended: bool = False,
     hive_version: Any = None,
@@ -241,8 +241,8 @@ def show_locks(
         conds.append(h.HL_DB == db.lower())
     if table:
         conds.append(h.HL_TABLE == table.lower())
-    if partition:
-        conds.append(h.HL_PARTITION == partition)
+    if partition:  # one partition or several (show locks --partition, repeatable)
+        conds.append(h.HL_PARTITION.in_([partition] if isinstance(partition, str) else list(partition)))
     if txn_id is not None:
         conds.append(h.HL_TXNID == txn_id)
     rank = sa.case({k: v for k, v in LOCK_TYPE_RANK.items()}, value=h.HL_LOCK_TYPE, else_=9)
@@ -439,7 +439,8 @@ def _branch(ms: Metastore, queue: bool, filters: dict, sel_limit: int | None, or
     if filters.get("table"):
         conds.append(c("TABLE") == filters["table"])
     if filters.get("partition"):
-        conds.append(c("PARTITION") == filters["partition"])
+        part = filters["partition"]
+        conds.append(c("PARTITION").in_([part] if isinstance(part, str) else list(part)))
     if filters.get("types"):
         conds.append(c("TYPE").in_(filters["types"]))
     if filters.get("states"):
@@ -496,7 +497,7 @@ def show_compactions(
     *,
     db: str | None = None,
     table: str | None = None,
-    partition: str | None = None,
+    partition: str | list[str] | None = None,
     types: Iterable[str] | None = None,
     states: Iterable[str] | None = None,
     pool: str | None = None,

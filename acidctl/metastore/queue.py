@@ -347,32 +347,17 @@ def claim(
 
     def step(conn):
         now = steps.now_ms(conn)
-        q = sa.select(cq.clause)
-        if any_pool:
-            q = q.where(cq.CQ_STATE == "i")
-        elif h4:
-            if pool:
-                q = q.where(cq.CQ_STATE == "i", cq.CQ_POOL_NAME == pool)
-            else:
-                # Hive's SQL has no parentheses here: old rows in any state come back too and the
-                # conditional update filters them out
-                q = q.where(
-                    sa.or_(
-                        sa.and_(cq.CQ_STATE == "i", cq.CQ_POOL_NAME.is_(None)),
-                        cq.CQ_ENQUEUE_TIME < now - pool_timeout_ms,
-                    )
-                )
-        else:
-            q = q.where(cq.CQ_STATE == "i")
-        if only_ids is not None:
-            q = q.where(cq.CQ_ID.in_(list(only_ids)))
-        rows = conn.execute(q.order_by(cq.CQ_ID)).mappings().all()
-        for row in rows:
-            req = _request(ms, row)
-            if row_type(row) not in types:
-                continue
-            if db_glob and not fnmatch.fnmatchcase(req.db, db_glob.lower()):
-                continue
+        for req in _candidates(
+            ms,
+            conn,
+            now,
+            pool=pool,
+            pool_timeout_ms=pool_timeout_ms,
+            db_glob=db_glob,
+            only_ids=only_ids,
+            types=types,
+            any_pool=any_pool,
+        ):
             vals = {cq.CQ_WORKER_ID.name: worker_id, cq.CQ_START.name: now, cq.CQ_STATE.name: "w"}
             if h4:
                 vals[cq.CQ_WORKER_VERSION.name] = worker_version or acidctl_version()
@@ -388,6 +373,65 @@ def claim(
     if got is not None:
         log.info("claimed compaction %d (%s %s)", got.cq_id, got.display, got.type)
     return got
+
+
+def claimable(ms, *, limit: int, pool: str | None = None, db_glob: str | None = None) -> list[Request]:
+    """The first ``limit`` requests :func:`claim` would claim one after another (``worker
+    --dry-run``), read in one read-only transaction; nothing is written."""
+    from acidctl.metastore.connection import read_only as reading
+
+    with reading(ms.engine) as conn:
+        now = steps.now_ms(conn)
+        got = _candidates(ms, conn, now, pool=pool, pool_timeout_ms=POOL_TIMEOUT_MS, db_glob=db_glob)
+        return [r for r in got if r.state in ("initiated", "i")][:limit]
+
+
+def _candidates(
+    ms,
+    conn,
+    now: int,
+    *,
+    pool: str | None,
+    pool_timeout_ms: int,
+    db_glob: str | None,
+    only_ids: list[int] | None = None,
+    types: tuple[str, ...] = ("a", "i"),
+    any_pool: bool = False,
+) -> list[Request]:
+    """findNextToCompact's candidates, in claim order (the rows the conditional update tries)."""
+    import sqlalchemy as sa
+
+    cq = ms.tables.COMPACTION_QUEUE
+    h4 = ms.hive_version >= 4
+    q = sa.select(cq.clause)
+    if any_pool:
+        q = q.where(cq.CQ_STATE == "i")
+    elif h4:
+        if pool:
+            q = q.where(cq.CQ_STATE == "i", cq.CQ_POOL_NAME == pool)
+        else:
+            # Hive's SQL has no parentheses here: old rows in any state come back too and the
+            # conditional update filters them out
+            q = q.where(
+                sa.or_(
+                    sa.and_(cq.CQ_STATE == "i", cq.CQ_POOL_NAME.is_(None)),
+                    cq.CQ_ENQUEUE_TIME < now - pool_timeout_ms,
+                )
+            )
+    else:
+        q = q.where(cq.CQ_STATE == "i")
+    if only_ids is not None:
+        q = q.where(cq.CQ_ID.in_(list(only_ids)))
+    rows = conn.execute(q.order_by(cq.CQ_ID)).mappings().all()
+    out = []
+    for row in rows:
+        req = _request(ms, row)
+        if row_type(row) not in types:
+            continue
+        if db_glob and not fnmatch.fnmatchcase(req.db, db_glob.lower()):
+            continue
+        out.append(req)
+    return out
 
 
 def row_type(row) -> str:

@@ -95,7 +95,9 @@ def test_dump_imports_no_other_command_module():
 
 
 def _listed(help_text: str) -> list[str]:
-    return [line.split()[0] for line in help_text.split("Commands:")[1].splitlines() if line.strip()]
+    # the command list ends at the blank line before the epilog (the preview and global-option rules)
+    block = help_text.split("Commands:")[1].split("\n\n")[0]
+    return [line.split()[0] for line in block.splitlines() if line.strip()]
 
 
 def test_help_after_one_command_lists_every_command_in_the_same_order():

@@ -88,3 +88,48 @@ def test_merged_reads_show_progress_on_a_terminal_only(demo, monkeypatch, argv):
         assert code == 0 and err == "", (quiet, err)
         if quiet == ["-o", "json"] and argv[-1] == "--count":
             assert json.loads(out)["rows"] == 15
+
+
+def test_a_status_line_while_spark_starts():
+    """Report #21: the Spark session start (seconds) was silent; a terminal gets a status line,
+    cleared when the session is ready; JSON mode, -q and pipes get none."""
+    import time
+
+    from acidctl.compact import spark
+
+    err = Tty()
+    progress.spark_start_progress(settings(err=err))
+    try:
+        [listener] = [f for f in spark.START_LISTENERS if getattr(f, "acidctl_cli", False)]
+        with listener("local[2]"):
+            time.sleep(1.0)
+        out = err.getvalue()
+        assert "\racidctl: starting Spark (local[2]) (" in out
+        assert out.endswith("\r")  # cleared
+        for quiet in (settings(json_mode=True), settings(quiet=True), settings(err=io.StringIO())):
+            progress.spark_start_progress(quiet)
+            assert not [f for f in spark.START_LISTENERS if getattr(f, "acidctl_cli", False)]
+    finally:
+        spark.START_LISTENERS[:] = [f for f in spark.START_LISTENERS if not getattr(f, "acidctl_cli", False)]
+
+
+def test_jvm_incubator_warning_is_dropped(capfd):
+    """Report #21: Spark 4's JVM prints "WARNING: Using incubator modules: jdk.incubator.vector"
+    on the stderr it inherits; a process started while the session starts keeps the filtered
+    stderr: that line is dropped, every other line kept, this process's fd 2 restored."""
+    import subprocess
+    import threading
+    import time
+
+    from acidctl.compact.spark import _jvm_stderr_filtered
+
+    with _jvm_stderr_filtered():
+        subprocess.run(
+            ["sh", "-c", "echo 'WARNING: Using incubator modules: jdk.incubator.vector' >&2; echo 'spark: kept' >&2"],
+            check=True,
+        )
+    deadline = time.monotonic() + 5
+    while any(t.name == "acidctl-jvm-stderr" for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    err = capfd.readouterr().err
+    assert "spark: kept" in err and "incubator" not in err

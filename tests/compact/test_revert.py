@@ -57,6 +57,7 @@ def test_revert_restores_the_tree_and_the_read(tmp_path, cli):
     assert _files(t) == before_files and not (t / "base_0000003").exists()
     assert merged(t, SNAP) == before
     assert not list((t / ".acidctl-published").glob("*.json"))
+    assert not (t / ".acidctl-published").exists()  # no empty bookkeeping directory left behind
     assert cli("revert", t).code == 3  # nothing left to revert
 
 
@@ -66,9 +67,16 @@ def test_revert_refused_once_inputs_were_cleaned(tmp_path, cli):
     assert cli("clean", "--execute", "--min-age", "0", "--write-ids", SNAP, t).code == 0
     assert not (t / "delta_0000001_0000001_0000").exists()
     r = cli("revert", "--execute", t)
-    # the record was pruned by clean: nothing acidctl could still revert
-    assert r.code == 3, r
+    # report #18: the compaction was published, and revert says why it cannot undo it (an
+    # input was cleaned), not that nothing was published (the record stays while its output does)
+    assert r.code == 6, r
+    assert "has been cleaned: the rows exist only in the output now" in r.stderr, r
+    assert "no compaction published" not in r.stderr
     assert (t / "base_0000003").is_dir()
+    # the record is acidctl's bookkeeping: not a row of `state`
+    doc = json.loads(cli("-o", "json", "state", "--write-ids", SNAP, t).stdout)
+    names = [e["name"] for p in doc["partitions"] for e in p["entries"]]
+    assert ".acidctl-published" not in names and "base_0000003" in names
 
 
 def test_revert_refused_when_an_input_changed(tmp_path, cli):
@@ -87,11 +95,11 @@ def test_revert_refused_after_a_later_compaction_consumed_the_output(tmp_path, c
     )
     acid_file(t / "delta_0000004_0000004_0000" / "bucket_00000", ROW, [(0, 4, B0, 0, 4, (40, "w4"))])
     assert cli("compact", "--major", "--engine", "local", "--write-ids", f"db.t:4:{ALL}::", t).code == 0
-    r = cli("revert", "--output", "delta_0000001_0000003", t)
+    r = cli("revert", "--dir", "delta_0000001_0000003", t)
     assert r.code == 6 and "compacted again" in r.stderr, r
     # the newest one can be reverted, then the older one
-    assert cli("revert", "--execute", "--output", "base_0000004", t).code == 0
-    assert cli("revert", "--execute", "--output", "delta_0000001_0000003", t).code == 0
+    assert cli("revert", "--execute", "--dir", "base_0000004", t).code == 0
+    assert cli("revert", "--execute", "--dir", "delta_0000001_0000003", t).code == 0
     assert sorted(p.name for p in t.iterdir() if not p.name.startswith(".")) == [
         "delete_delta_0000003_0000003_0000",
         "delta_0000001_0000001_0000",

@@ -143,8 +143,8 @@ def test_never_overwrites_and_leaves_nothing_on_failure(tmp_path, cli):
 
 def test_bad_format_is_a_usage_error(tmp_path, cli):
     t = nation_table(tmp_path)
-    r = cli("export", t, tmp_path / "o", "--format", "csv", "--write-ids", f"db.t:4:{ALL}::")
-    assert r.code == 2 and "parquet or orc" in r.stderr
+    r = cli("export", t, tmp_path / "o", "--to", "csv", "--write-ids", f"db.t:4:{ALL}::")
+    assert r.code == 2 and "'csv' is not one of 'parquet', 'orc'" in r.stderr
 
 
 @pytest.mark.spark

@@ -291,7 +291,7 @@ def test_year_one_timestamp_is_a_one_line_error(tmp_path, cli):
     cannot hold: exit 7 (invalid input) with one line naming the bucket, not a traceback, and
     nothing left beside DEST (it was a traceback)."""
     root = _fixture_tables(tmp_path / "src")["alltypes"]
-    r = cli("export", root, tmp_path / "out", "--write-ids", "db.alltypes:20:9223372036854775807::", "--format", "orc")
+    r = cli("export", root, tmp_path / "out", "--write-ids", "db.alltypes:20:9223372036854775807::", "--to", "orc")
     assert r.code == 7, r
     assert "Traceback" not in r.stderr and "cannot export bucket 0" in r.stderr
     assert "out of range" in r.stderr.splitlines()[0] and "error" in r.stderr.splitlines()[0]
@@ -340,9 +340,9 @@ def test_insert_only_export_failing_after_rows_were_written_does_not_abort(tmp_p
         "export",
         root,
         tmp_path / "out",
-        "--format",
+        "--to",
         "orc",
-        "--input-format",
+        "--format",
         "orc",
         "--write-ids",
         "default.t:2:9223372036854775807::",

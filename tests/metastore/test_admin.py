@@ -87,14 +87,16 @@ def test_unlock(metastore, hive_version, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["status"] == "would unlock" and doc["rows_deleted"] == 2 and ids() == all_locks
     # a lock held by a txn: refused as Hive refuses it, nothing deleted
-    assert run_cli(["--metastore", url, "unlock", str(held)]) == ExitCode.CONFLICT
+    assert run_cli(["--metastore", url, "unlock", "--execute", str(held)]) == ExitCode.CONFLICT
     assert "Unlocking locks associated with transaction not permitted" in capsys.readouterr().err
     with pytest.raises(RefusedError):
         admin.unlock(ms, held)
     assert ids() == all_locks
     # a waiting lock of a txn may be unlocked (HL_LOCK_STATE = 'w')
     assert admin.unlock(ms, waiting, execute=True)["rows_deleted"] == 1
-    assert run_cli(["--metastore", url, "unlock", str(free)]) == 0
+    # preview unless --execute (acidctl's rule for commands that delete): nothing deleted
+    assert run_cli(["--metastore", url, "unlock", str(free)]) == 0 and len(ids()) == 3
+    assert run_cli(["--metastore", url, "unlock", "--execute", str(free)]) == 0
     assert ids() == [(held, 1)]
     # unknown id: Hive's unlock is idempotent
     res = admin.unlock(ms, 4242, execute=True)
@@ -111,9 +113,14 @@ def test_read_only_refuses_admin_writes(metastore, hive_version):
     assert (
         run_cli(["--read-only", "--metastore", url, "abort", "compactions", "--execute", str(cq)]) == ExitCode.CONFLICT
     )
-    assert run_cli(["--read-only", "--metastore", url, "unlock", str(lock)]) == ExitCode.CONFLICT
+    assert run_cli(["--read-only", "--metastore", url, "unlock", "--execute", str(lock)]) == ExitCode.CONFLICT
+    # --dry-run exits as the real run would (refused), and writes nothing either
+    assert (
+        run_cli(["--read-only", "--metastore", url, "unlock", "--execute", "--dry-run", str(lock)]) == ExitCode.CONFLICT
+    )
     ms = connect(url)
     assert [r["CQ_ID"] for r in rows(ms, "COMPACTION_QUEUE")] == [cq]
     assert [r["HL_LOCK_EXT_ID"] for r in rows(ms, "HIVE_LOCKS")] == [lock]
-    # dry runs only read: allowed
+    # previews only read: allowed
     assert run_cli(["--read-only", "--metastore", url, "unlock", "--dry-run", str(lock)]) == 0
+    assert run_cli(["--read-only", "--metastore", url, "unlock", str(lock)]) == 0

@@ -160,6 +160,12 @@ def test_compact_registers_by_default_and_read_only_does_not(empty_db, tmp_path)
 def test_upgrade_check_execute_registers_cleans_and_verifies(empty_db, tmp_path):
     url = empty_db
     d = _seed(tmp_path, url, partitioned=True)
+    # --dry-run first: the compactions it would run, nothing written, the code of the real run
+    before = (sorted(os.listdir(d)), _queue(url), _history(url))
+    r = run_cli("--metastore", url, "-o", "json", "upgrade-check", "--execute", "--engine", "local", "--dry-run")
+    assert r.code == 0, r.stdout + r.stderr
+    assert json.loads(r.stdout)["dry_run"] and json.loads(r.stdout)["commands"]
+    assert (sorted(os.listdir(d)), _queue(url), _history(url)) == before
     r = run_cli("--metastore", url, "-o", "json", "upgrade-check", "--execute", "--engine", "local")
     assert r.code == 0, r.stdout + r.stderr
     doc = json.loads(r.stdout)

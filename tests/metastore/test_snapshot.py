@@ -141,7 +141,7 @@ def test_aborted_vs_open_write_ids(metastore, hive_version, capsys):
         (4, 4, "ABORTED", "dave"),
     ]
     assert doc["invalid_write_ids"][0]["startedtime"] == OLD
-    verbose = cli_text(capsys, ["--metastore", url, "show", "write-ids", "db.x", "--verbose"])
+    verbose = cli_text(capsys, ["--metastore", url, "show", "write-ids", "db.x", "--each-id"])
     lines = verbose.splitlines()
     assert lines[0] == "db.x:5:2:2:3,4"
     assert any(l.split()[:4] == ["3", "3", "ABORTED", "carol"] for l in lines)

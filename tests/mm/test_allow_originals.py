@@ -126,9 +126,9 @@ def test_export_reads_what_hive_reads(tmp_path, cli, out):
             "export",
             root,
             tmp_path / dest,
-            "--format",
+            "--to",
             out,
-            "--input-format",
+            "--format",
             "orc",
             "--write-ids",
             WL,
@@ -141,7 +141,7 @@ def test_export_reads_what_hive_reads(tmp_path, cli, out):
 
     assert export("plain") == norm(D1 + D2)
     assert export("with", "--mm-allow-originals") == norm(OLD + OLD_DIR + D1 + D2)
-    r = cli("export", root, tmp_path / "rid", "--input-format", "orc", "--write-ids", WL, "--with-row-id")
+    r = cli("export", root, tmp_path / "rid", "--format", "orc", "--write-ids", WL, "--with-row-id")
     assert r.code == 2 and "no ROW__ID" in r.stderr
 
 
