@@ -155,12 +155,16 @@ def clean_command(
 
 
 def render_text(report: dict) -> str:
-    from acidctl.cli.output import table
+    from acidctl.cli.output import Col, table, wrap
+    from acidctl.units import duration, size
 
     head = "acidctl clean" + ("" if report["executed"] else " (dry run; --execute to delete)")
-    lines = [f"{head} {report['path']}", f"write ids: {report['write_ids']}   min age: {report['min_age_seconds']:g}s"]
+    lines = [
+        f"{head} {report['path']}",
+        f"write ids: {report['write_ids']}   min age: {duration(report['min_age_seconds'])}",
+    ]
     for n in report["notes"]:
-        lines.append(f"note: {n}")
+        lines.append(wrap(f"note: {n}"))
     root = report["path"].rstrip("/") + "/"
 
     def rel(path: str) -> str:  # under the table named in the heading (JSON keeps full paths)
@@ -172,8 +176,8 @@ def render_text(report: dict) -> str:
                 i["action"],
                 i["kind"],
                 rel(i["path"]),
-                "" if i["age_seconds"] is None else f"{i['age_seconds']:.0f}s",
-                i["bytes"],
+                duration(i["age_seconds"]),
+                size(i["bytes"]),
                 i["reason"],
             ]
             for i in report["items"]
@@ -181,8 +185,14 @@ def render_text(report: dict) -> str:
         lines.append(
             table(
                 rows,
-                ["ACTION", "KIND", "PATH", "AGE", "BYTES", "REASON"],
-                keys=["action", "kind", "path", "age_seconds", "bytes", "reason"],
+                [
+                    Col("Action"),
+                    Col("Kind", wide=True),
+                    Col("Path"),
+                    Col("Age", "age_seconds", wide=True),
+                    Col("Size", "bytes"),
+                    Col("Reason", text=True),
+                ],
             )
         )
     else:
@@ -203,22 +213,32 @@ def render_text(report: dict) -> str:
             table(
                 rows,
                 # Hive 2.3 records a txn id there (CQ_HIGHEST_TXN_ID): name it so
-                ["ID", "PARTITION", "TYPE", "HIGHEST TXNID" if report.get("hive_version") == 2 else "HIGHEST WRITEID"]
-                + ["ACTION", "REASON"],
-                keys=["cq_id", "partition", "type", "highest_write_id", "action", "reason"],
+                [
+                    Col("ID", "cq_id"),
+                    Col("Partition"),
+                    Col("Type"),
+                    Col(
+                        "Highest TxnId" if report.get("hive_version") == 2 else "Highest WriteId",
+                        "highest_write_id",
+                    ),
+                    Col("Action"),
+                    Col("Reason", text=True),
+                ],
             )
         )
     verb = "deleted" if report["executed"] else "would delete"
     if s.get("bytes_by_kind"):
-        lines.append("bytes by kind: " + ", ".join(f"{k} {v}" for k, v in sorted(s["bytes_by_kind"].items())))
+        lines.append("bytes by kind: " + ", ".join(f"{k} {size(v)}" for k, v in sorted(s["bytes_by_kind"].items())))
     moved = (
         f", {'moved' if report['executed'] else 'would move'} {s.get('trash', 0)} to trash"
         if report.get("trash")
         else ""
     )
     lines.append(
-        f"{verb} {s['delete']} path(s){moved} ({s['bytes']} bytes); {s['kept_young']} kept (younger than --min-age); "
-        f"{s['complete']} interrupted publication(s) to finish"
-        + (f"; {s['kept_unsafe']} kept for safety (see REASON)" if s.get("kept_unsafe") else "")
+        wrap(
+            f"{verb} {s['delete']} path(s){moved} ({size(s['bytes'])}); {s['kept_young']} kept (younger than --min-age); "
+            f"{s['complete']} interrupted publication(s) to finish"
+            + (f"; {s['kept_unsafe']} kept for safety (see REASON)" if s.get("kept_unsafe") else "")
+        )
     )
     return "\n".join(lines)
