@@ -34,7 +34,7 @@ def demo_command(
 
 
 def _text(d: dict) -> str:
-    from acidctl.cli.output import table
+    from acidctl.cli.output import Col, table
 
     rows = []
     for t in d["tables"]:
@@ -44,7 +44,7 @@ def _text(d: dict) -> str:
         f"Demo warehouse: {d['warehouse']}",
         f"Metastore:      {d['metastore']} (Hive {d['hive_version']})",
         "",
-        table(rows, ["table", "write id", "state", "what"]),
+        table(rows, [Col("Table"), Col("Write ID", "write_id"), Col("State"), Col("What", "statement", text=True)]),
         "",
     ]
     for t in d["tables"]:

@@ -90,7 +90,7 @@ def upgrade_check_command(
 
 
 def _text(r: dict) -> str:
-    from acidctl.cli.output import table
+    from acidctl.cli.output import Col, table, wrap
 
     lines = [
         f"acidctl upgrade-check  {r['metastore']}  (databases {r['db']!r}, {r['checked_at']})",
@@ -132,8 +132,16 @@ def _text(r: dict) -> str:
         "",
         table(
             rows,
-            ["TABLE", "PARTITION", "MODE", "STATUS", "PREUPGRADETOOL", "CURRENT", "WHY"],
-            keys=["table", "partition", "mode", "status", "preupgrade_tool", "current", "reasons"],
+            [
+                Col("Table"),
+                Col("Partition"),
+                Col("Mode"),
+                Col("Status"),
+                Col("PreUpgradeTool", "preupgrade_tool", wide=True),
+                Col("Current", text=True, wide=True),  # names separated by ", "
+                Col("Why", "reasons", text=True),
+            ],
+            empty="No ACID tables.",
         ),
     ]
     finds = [
@@ -145,14 +153,17 @@ def _text(r: dict) -> str:
         for f in p["findings"]
     ]
     if finds:
-        lines += ["", table(finds, ["SEVERITY", "CHECK", "TABLE", "PARTITION", "MESSAGE"])]
+        cols = [Col("Severity"), Col("Check"), Col("Table"), Col("Partition"), Col("Message", text=True)]
+        lines += ["", table(finds, cols)]
     if r["commands"]:
         lines += ["", "-- run on the Hive 2 cluster (or: acidctl upgrade-check --execute)"] + r["commands"]
     s = r["summary"]
     lines.append("")
     lines.append(
-        ("READY for the Hive 3 upgrade: " if r["ready"] else "NOT READY: ")
-        + f"{s['tables']} table(s), {s['partitions']} partition(s): {s['ready']} ready, {s['compact']} to compact, "
-        f"{s['blocked']} blocked, {s['error']} unreadable; {s['errors']} error finding(s)"
+        wrap(
+            ("READY for the Hive 3 upgrade: " if r["ready"] else "NOT READY: ")
+            + f"{s['tables']} table(s), {s['partitions']} partition(s): {s['ready']} ready, {s['compact']} to compact, "
+            f"{s['blocked']} blocked, {s['error']} unreadable; {s['errors']} error finding(s)"
+        )
     )
     return "\n".join(lines)

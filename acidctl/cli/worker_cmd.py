@@ -46,9 +46,10 @@ def _install_stop_handlers(stop, settings):
 
 
 def _render_once(doc: dict) -> str:
+    from acidctl.cli.output import wrap
     from acidctl.compact.worker import request_line
 
-    lines = [request_line(r) for r in doc["requests"]] or ["no initiated compaction requests to claim"]
+    lines = [wrap(request_line(r)) for r in doc["requests"]] or ["no initiated compaction requests to claim"]
     s = doc["summary"]
     if doc["requests"]:
         lines.append(", ".join(f"{n} {k}" for k, n in sorted(s.items())))

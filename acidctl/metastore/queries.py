@@ -20,16 +20,6 @@ LOCK_STATES = {"a": "ACQUIRED", "w": "WAITING"}
 LOCK_TYPES = {"r": "SHARED_READ", "w": "SHARED_WRITE", "e": "EXCLUSIVE", "x": "EXCL_WRITE"}
 # order in SHOW LOCKS: less restrictive first (LockTypeComparator)
 LOCK_TYPE_RANK = {"r": 1, "w": 2, "x": 3, "e": 4}
-#: TXNS.TXN_TYPE codes as Hive's thrift enum ``TxnType`` names them (hive_metastore.thrift)
-TXN_TYPES = {
-    0: "DEFAULT",
-    1: "REPL_CREATED",
-    2: "READ_ONLY",
-    3: "COMPACTION",
-    4: "MATER_VIEW_REBUILD",
-    5: "SOFT_DELETE",
-    6: "REBALANCE_COMPACTION",
-}
 
 
 def txn_type_name(code: int | None) -> str:
