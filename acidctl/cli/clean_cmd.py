@@ -160,8 +160,8 @@ def render_text(report: dict) -> str:
 
     head = "acidctl clean" + ("" if report["executed"] else " (dry run; --execute to delete)")
     lines = [
-        f"{head} {report['path']}",
-        f"write ids: {report['write_ids']}   min age: {duration(report['min_age_seconds'])}",
+        wrap(f"{head} {report['path']}"),
+        wrap(f"write ids: {report['write_ids']}   min age: {duration(report['min_age_seconds'])}"),
     ]
     for n in report["notes"]:
         lines.append(wrap(f"note: {n}"))
@@ -171,38 +171,37 @@ def render_text(report: dict) -> str:
         return path[len(root) :] if path.startswith(root) else path
 
     if report["items"]:
-        rows = [
-            [
-                i["action"],
-                i["kind"],
-                rel(i["path"]),
-                duration(i["age_seconds"]),
-                size(i["bytes"]),
-                i["reason"],
-            ]
-            for i in report["items"]
-        ]
-        lines.append(
-            table(
-                rows,
-                [
-                    Col("Action"),
-                    Col("Kind", wide=True),
-                    Col("Path"),
-                    Col("Age", "age_seconds", wide=True),
-                    Col("Size", "bytes"),
-                    Col("Reason", text=True),
-                ],
+        import posixpath
+
+        # one table per partition directory (headed by it), each path under it: a partition
+        # spec plus a directory name would leave too little of 80 columns for the reason
+        groups: dict[str, list] = {}
+        for i in report["items"]:
+            r = rel(i["path"])
+            part, name = posixpath.split(r) if not posixpath.isabs(r) else ("", r)
+            groups.setdefault(part, []).append(
+                [i["action"], i["kind"], name, duration(i["age_seconds"]), size(i["bytes"]), i["reason"]]
             )
-        )
+        cols = [
+            Col("Action", text=True),  # words ("keep (held back)"), never a name
+            Col("Kind", wide=True),
+            Col("Path"),
+            Col("Age", "age_seconds", wide=True),
+            Col("Size", "bytes", wide=True),
+            Col("Reason", text=True),
+        ]
+        for part, rows in groups.items():
+            if part or len(groups) > 1:
+                lines.append(f"== {part or '(table)'}/")
+            lines.append(table(rows, cols))
     else:
         lines.append("nothing to clean")
     s = report["summary"]
     if report.get("trash"):
-        lines.append(f"trash: {report['trash']}")
+        lines.append(wrap(f"trash: {report['trash']}"))
     for i in report.get("items", []):
         if i.get("trashed_to"):
-            lines.append(f"moved {i['path']} -> {i['trashed_to']}")
+            lines.append(wrap(f"moved {i['path']} -> {i['trashed_to']}"))
     if report.get("compactions"):
         lines.append("compaction requests (ready for cleaning):")
         rows = [

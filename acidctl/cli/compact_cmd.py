@@ -408,13 +408,16 @@ def _enqueue(settings, spec: str, *, major: bool, minor: bool, due: bool, pool, 
 
 
 def render_dry_run(report: dict) -> str:
-    """Every partition's plan; every path in full (no truncation)."""
+    """Every partition's plan; every name whole (files under the partition named in its
+    heading; JSON keeps full paths). Lines wrap between words on a terminal."""
     from acidctl.cli.output import wrap
 
     lines = [
-        f"acidctl compact --dry-run {report['path']}  (Hive {report['hive_version']}, {report['type']}; "
-        "nothing is written)",
-        f"write ids: {report['write_ids']}   compactor: {report['compactor_write_ids']}",
+        wrap(
+            f"acidctl compact --dry-run {report['path']}  (Hive {report['hive_version']}, {report['type']}; "
+            "nothing is written)"
+        ),
+        wrap(f"write ids: {report['write_ids']}   compactor: {report['compactor_write_ids']}"),
     ]
     if report.get("engine_choice"):
         lines.append(wrap(_engine_line(report["engine_choice"], would=True), indent="        "))
@@ -427,22 +430,30 @@ def render_dry_run(report: dict) -> str:
         )
         if p["status"] not in ("compact", "refused"):
             continue
-        lines.append(f"   inputs ({_bytes(p['bytes_in'])}): {', '.join(p['inputs']) or '-'}")
-        lines.append(f"   outputs: {', '.join(p['outputs']) or '-'}   publish: {p['publish'] or '-'}")
-        lines.append(f"   becomes obsolete: {', '.join(p['obsoletes']) or '-'}")
+        root = (p.get("path") or "").rstrip("/") + "/"
+
+        def rel(path: str, root: str = root) -> str:
+            return path[len(root) :] if root != "/" and path.startswith(root) else path
+
+        ind = "      "
+        lines.append(wrap(f"   inputs ({_bytes(p['bytes_in'])}): {', '.join(p['inputs']) or '-'}", indent=ind))
+        lines.append(wrap(f"   outputs: {', '.join(p['outputs']) or '-'}   publish: {p['publish'] or '-'}", indent=ind))
+        lines.append(wrap(f"   becomes obsolete: {', '.join(p['obsoletes']) or '-'}", indent=ind))
         for t in p["tasks"]:
             lines.append(
                 f"   bucket {t['bucket']}: {len(t['inserts'])} insert file(s), {len(t['deletes'])} delete file(s)"
             )
-            lines.extend(f"     {f}" for f in t["inserts"] + t["deletes"])
+            lines.extend(f"     {rel(f)}" for f in t["inserts"] + t["deletes"])
         for r in p["refusals"]:
-            lines.append(f"   REFUSED {r['path']}: {r['reason']} — {r['fix']}")
+            lines.append(wrap(f"   REFUSED {rel(r['path'])}: {r['reason']} — {r['fix']}", indent=ind))
         for r in p["skipped"]:
-            lines.append(f"   skipped {r['path']}: {r['reason']}")
+            lines.append(wrap(f"   skipped {rel(r['path'])}: {r['reason']}", indent=ind))
     sm = report["summary"]
     lines.append(
-        f"{report['message']}: {sm['would_compact']} of {sm['partitions']} partition(s), "
-        f"{_bytes(sm['bytes_in'])} in, {sm['refused']} refused"
+        wrap(
+            f"{report['message']}: {sm['would_compact']} of {sm['partitions']} partition(s), "
+            f"{_bytes(sm['bytes_in'])} in, {sm['refused']} refused"
+        )
     )
     return "\n".join(lines)
 
@@ -485,8 +496,8 @@ def render_text(report: dict) -> str:
     from acidctl.units import duration
 
     lines = [
-        f"acidctl compact {report['path']}  (Hive {report['hive_version']}, {report['type']})",
-        f"write ids: {report['write_ids']}   compactor: {report['compactor_write_ids']}",
+        wrap(f"acidctl compact {report['path']}  (Hive {report['hive_version']}, {report['type']})"),
+        wrap(f"write ids: {report['write_ids']}   compactor: {report['compactor_write_ids']}"),
     ]
     if report.get("engine_choice"):
         lines.append(wrap(_engine_line(report["engine_choice"]), indent="        "))
@@ -494,7 +505,7 @@ def render_text(report: dict) -> str:
         s = report["spark"]
         lines.append(f"spark: {s['master']} ({s['app_id']}), session ready in {duration(s['startup_seconds'])}")
     for r in report.get("recovered", []):
-        lines.append(f"recovered: {r['action']} {r['path']}")
+        lines.append(wrap(f"recovered: {r['action']} {r['path']}"))
     rows = []
     for p in report["partitions"]:
         rows.append(
@@ -541,8 +552,10 @@ def render_text(report: dict) -> str:
     )
     sm = report["summary"]
     lines.append(
-        f"{report['message']}: {sm['compacted']} of {sm['partitions']} partition(s), "
-        f"{sm['rows_in']} rows in, {sm['rows_out']} rows out, {_bytes(sm['bytes_in'])} in, "
-        f"{_bytes(sm['bytes_out'])} out, {duration(sm['seconds'])}"
+        wrap(
+            f"{report['message']}: {sm['compacted']} of {sm['partitions']} partition(s), "
+            f"{sm['rows_in']} rows in, {sm['rows_out']} rows out, {_bytes(sm['bytes_in'])} in, "
+            f"{_bytes(sm['bytes_out'])} out, {duration(sm['seconds'])}"
+        )
     )
     return "\n".join(lines)

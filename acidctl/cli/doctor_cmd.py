@@ -321,4 +321,32 @@ def metrics_command(
             raise StorageUnavailable(f"cannot write {textfile}: {e.strerror or e}") from None
         settings.output.note(f"acidctl: metrics written to {textfile}")
         return
-    settings.output.emit(result, prometheus_text)
+    settings.output.emit(result, lambda r: _fit_help(prometheus_text(r)))
+
+
+def _fit_help(text: str) -> str:
+    """On a terminal (or with ``$COLUMNS``), long ``# HELP`` lines continue on ``#   `` comment
+    lines (which Prometheus parsers skip), so the exposition fits the screen and stays valid;
+    pipes, files (``--textfile``) and ``-o wide`` keep Prometheus's one line per HELP."""
+    import textwrap
+
+    from acidctl.cli.output import terminal_width
+
+    limit = terminal_width()
+    if not limit:
+        return text
+    out = []
+    for line in text.splitlines():
+        if line.startswith("# HELP ") and len(line) > limit:
+            out.extend(
+                textwrap.wrap(
+                    line,
+                    width=max(limit, 40),
+                    subsequent_indent="#   ",
+                    break_long_words=False,
+                    break_on_hyphens=False,
+                )
+            )
+        else:
+            out.append(line)
+    return "\n".join(out) + "\n"

@@ -41,7 +41,7 @@ def to_json(data: Any, *, pretty: bool = True) -> bytes:
 
 
 _GAP = 2  # tabulate's "simple" format puts two spaces between columns
-_MIN_TEXT = 10  # free-text columns are not wrapped narrower than this (nor than their longest word)
+_MIN_TEXT = 8  # free-text columns are not wrapped narrower than this (nor than their longest word)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -269,9 +269,9 @@ def table(
     else:
         picked = [k for k, c in enumerate(cols) if not c.wide]
     shown = [cols[k] for k in picked]
-    _layout.shown.append([(c.header.upper(), c.json_key) for c in shown])
     if not rows:
         return empty
+    _layout.shown.append([(c.header.upper(), c.json_key) for c in shown])
     cells = [[_cell(r[k] if k < len(r) else None, missing) for k in picked] for r in rows]
     headers = [c.header.upper() for c in shown]
     limit = terminal_width() if width is True else (width or None)

@@ -97,7 +97,7 @@ def render_text(report: dict) -> str:
     from acidctl.cli.output import Col, table, wrap
 
     head = "acidctl revert" + ("" if report["executed"] else " (dry run; --execute to remove the output)")
-    lines = [f"{head} {report['path']}"]
+    lines = [wrap(f"{head} {report['path']}")]
     lines += [wrap(f"note: {n}") for n in report["notes"]]
     rows = [
         [

@@ -205,7 +205,7 @@ def locks_cmd(
             Col("Agent Info", wide=True, text=True),
         ]
         if r.extended:
-            cols += [Col("Heartbeat Count"), Col("Txn State"), Col("Txn Last Heartbeat")]
+            cols += [Col("Heartbeat Count", wide=True), Col("Txn State"), Col("Txn Last Heartbeat", wide=True)]
         rows = []
         for k in r.locks:
             hb = k["last_heartbeat"]

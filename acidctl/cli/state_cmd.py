@@ -46,7 +46,7 @@ def entry_columns():
     from acidctl.cli.output import Col
 
     return [
-        Col("Role"),
+        Col("Role", text=True),  # words ("not visible yet"), never a name
         Col("Name"),
         Col("Read#", "read_order"),
         Col("Write IDs", "write_ids", wide=True),
@@ -219,18 +219,26 @@ def render_text(report: dict) -> str:
     from acidctl.cli.output import table, wrap
     from acidctl.units import ratio as fmt_ratio
 
-    lines = [f"acidctl state {report['path']}  (Hive {report['hive_version']} reader rules)"]
+    lines = [wrap(f"acidctl state {report['path']}  (Hive {report['hive_version']} reader rules)")]
     wl = report["write_ids"]
-    lines.append(f"write ids: {wl['string']}" + ("   [ASSUMED]" if wl["assumed"] else ""))
-    if report["txns"] is not None:
-        lines.append(f"txns:      {report['txns']['string']}" + ("   [ASSUMED]" if report["txns"]["assumed"] else ""))
+    assumed = "   [ASSUMED]" if wl["assumed"] else ""
     if report.get("hive2_txns"):
-        lines.append(f"txns:      {report['hive2_txns']}   (Hive 2 ValidTxnList; txn ids are the write ids)")
+        # Hive 2 has no write ids: its snapshot is the ValidTxnList (a write-id list made from
+        # it names no table, ``null:...``, when the target is a path)
+        lines.append(
+            wrap(f"txns: {report['hive2_txns']}{assumed}   (Hive 2 ValidTxnList: txn ids name the directories)")
+        )
+    else:
+        lines.append(wrap(f"write ids: {wl['string']}{assumed}"))
+    if report["txns"] is not None:
+        lines.append(
+            wrap(f"txns:      {report['txns']['string']}" + ("   [ASSUMED]" if report["txns"]["assumed"] else ""))
+        )
     for a in report["assumptions"]:
-        lines.append(f"!! ASSUMED: {a}")
+        lines.append(wrap(f"!! ASSUMED: {a}"))
     for p in report["partitions"]:
         lines.append("")
-        lines.append(f"== {_section_title(p)}: {p['path']}")
+        lines.append(wrap(f"== {_section_title(p)}: {p['path']}"))
         rows = []
         for e in p["entries"]:
             rows.append(

@@ -93,28 +93,34 @@ def _text(r: dict) -> str:
     from acidctl.cli.output import Col, table, wrap
 
     lines = [
-        f"acidctl upgrade-check  {r['metastore']}  (databases {r['db']!r}, {r['checked_at']})",
-        f"txns: {r['txns']}   compactor: {r['compactor_txns']}",
+        wrap(f"acidctl upgrade-check  {r['metastore']}  (databases {r['db']!r}, {r['checked_at']})"),
+        wrap(f"txns: {r['txns']}   compactor: {r['compactor_txns']}"),
     ]
     if "executed" in r:
         ex = r["executed"]
         for run in ex["runs"]:
             ids = [str(i) for i in run.get("compaction_ids") or [] if i is not None]
             lines.append(
-                f"compacted {run['table']}: {', '.join(p or '(table)' for p in run['compacted']) or 'nothing'}"
-                f" ({run['rows_in']} rows in, {run['rows_out']} out)"
-                + (f"; registered as compaction {', '.join(ids)}" if ids else "")
+                wrap(
+                    f"compacted {run['table']}: {', '.join(p or '(table)' for p in run['compacted']) or 'nothing'}"
+                    f" ({run['rows_in']} rows in, {run['rows_out']} out)"
+                    + (f"; registered as compaction {', '.join(ids)}" if ids else "")
+                )
             )
         for c in ex.get("cleaned") or []:
             done = [x for x in c["compactions"] if x.get("state") == "succeeded"]
             lines.append(
-                f"cleaned {c['table']}: {len(c['deleted'])} obsolete path(s) deleted"
-                + (f", {len(done)} compaction(s) succeeded" if done else "")
+                wrap(
+                    f"cleaned {c['table']}: {len(c['deleted'])} obsolete path(s) deleted"
+                    + (f", {len(done)} compaction(s) succeeded" if done else "")
+                )
             )
         for x in ex.get("only_bases") or []:
             lines.append(
-                f"NOT ONLY A BASE: {x['table']}/{x['partition'] or '(table)'}: "
-                f"{', '.join(x['current'] + x['leftover'])}"
+                wrap(
+                    f"NOT ONLY A BASE: {x['table']}/{x['partition'] or '(table)'}: "
+                    f"{', '.join(x['current'] + x['leftover'])}"
+                )
             )
     rows = [
         [
