@@ -301,8 +301,9 @@ def metrics_command(
         from acidctl.doctor.facts import read_warehouse
 
         result = compute(read_warehouse(ms))
-    for n in result["notes"]:
-        settings.output.note(f"note: {n}")
+    if deltas:  # say why a per-table gauge may have no samples
+        for n in result["notes"]:
+            settings.output.note(f"note: {n}")
     if textfile:
         import os
         import tempfile
