@@ -108,11 +108,11 @@ def _text(data: dict) -> str:
             )
         if r["column_statistics"]:
             out.append("")
-            rows = []
+            stat_rows: list[tuple] = []
             names = column_names(r["schema"])
             for i, st in enumerate(r["column_statistics"]):
                 extra = {k: v for k, v in st.items() if k not in ("kind", "number_of_values", "has_null")}
-                rows.append(
+                stat_rows.append(
                     (
                         i,
                         names[i] if i < len(names) else "",
@@ -124,7 +124,7 @@ def _text(data: dict) -> str:
                 )
             out.append(
                 table(
-                    rows,
+                    stat_rows,
                     [
                         Col("Column", "column_statistics"),
                         Col("Name", "schema"),

@@ -49,6 +49,11 @@ def init_cmd(
     res = init_metastore(target, hive_version=hive_version, warehouse=warehouse)
 
     def text(r) -> str:
-        return f"created a Hive {r.schema_version} metastore ({len(r.tables)} tables) in {r.url}"
+        from acidctl.cli.output import wrap
+
+        return wrap(
+            f"created a Hive {r.schema_version} metastore ({len(r.tables)} tables) in {r.url}; "
+            f"database default at {warehouse} (--warehouse)"
+        )
 
     ctx.obj.output.emit(res.to_dict(), lambda _d: text(res), performed=True)

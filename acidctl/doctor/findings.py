@@ -46,6 +46,8 @@ import dataclasses
 import shlex
 from typing import Any, Iterable
 
+from acidctl.units import plural, size
+
 from acidctl.findings import Severity
 
 INFO, WARN, ERROR = Severity.INFO, Severity.WARN, Severity.ERROR
@@ -375,7 +377,7 @@ def cleaner_findings(wh, lim: Limits) -> list[DoctorFinding]:
                 DoctorFinding(
                     "CLEANER_BLOCKED_BY_TXN",
                     ERROR if (age or 0) >= lim.open_txn_warn else WARN,
-                    f"open txn {tid} blocks the Cleaner for {len(rows)} compaction(s)",
+                    f"open txn {tid} blocks the Cleaner for {plural(len(rows), 'compaction')}",
                     None,
                     None,
                     f"txn {tid} ({t.get('user')}@{t.get('host')}, open {human_age(age)}) is below CQ_NEXT_TXN_ID of "
@@ -423,7 +425,7 @@ def cleaner_findings(wh, lim: Limits) -> list[DoctorFinding]:
                 DoctorFinding(
                     "CLEANER_BLOCKED_BY_LOCK",
                     WARN,
-                    f"compaction {r['id']} waits for {len(ids)} lock(s)",
+                    f"compaction {r['id']} waits for {plural(len(ids), 'lock')}",
                     spec_of(r["database"], r["table"]),
                     r["partition"],
                     f"Hive 3's Cleaner cleans compaction {r['id']} only once the locks it saw on the partition are gone: "
@@ -987,7 +989,7 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
                 DoctorFinding(
                     "ABORTED_PILE",
                     sev,
-                    f"{ab['txns']} aborted txn(s) not cleaned up",
+                    f"{plural(ab['txns'], 'aborted txn')} not cleaned up",
                     tbl,
                     part,
                     f"{ab['txns']} aborted txn(s) ({ab['rows']} TXN_COMPONENTS rows, oldest {human_age(age)}) on this "
@@ -1014,7 +1016,8 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
             DoctorFinding(
                 "OBSOLETE_WAITING",
                 sev,
-                f"{len(obs)} obsolete/aborted directories ({nbytes} bytes) wait for the Cleaner",
+                f"{plural(len(obs), 'obsolete/aborted directory')} ({size(nbytes)}) "
+                f"{'waits' if len(obs) == 1 else 'wait'} for the Cleaner",
                 tbl,
                 part,
                 f"{len(obs)} director{'y' if len(obs) == 1 else 'ies'} ({', '.join(d['name'] for d in obs[:5])}"
