@@ -381,6 +381,8 @@ def compact_command(
     if info is not None:
         report["table"] = info.full_name
     if dry_run:
+        if info is not None and url is not None and not no_register and hv != 2:
+            report["queued_requests"] = _queued_requests(url, info.db, info.table)
         settings.output.emit(report, render_dry_run)
         if report["refused"]:
             raise RefusedError(report.get("refusal") or "the compaction would be refused (see the plan)")
@@ -438,6 +440,9 @@ def render_dry_run(report: dict) -> str:
         ind = "      "
         lines.append(wrap(f"   inputs ({_bytes(p['bytes_in'])}): {', '.join(p['inputs']) or '-'}", indent=ind))
         lines.append(wrap(f"   outputs: {', '.join(p['outputs']) or '-'}   publish: {p['publish'] or '-'}", indent=ind))
+        plan = _request_plan(report, p) if p["status"] == "compact" else None
+        if plan:
+            lines.append(wrap(f"   {plan}", indent=ind))
         lines.append(wrap(f"   becomes obsolete: {', '.join(p['obsoletes']) or '-'}", indent=ind))
         for t in p["tasks"]:
             lines.append(
@@ -456,6 +461,34 @@ def render_dry_run(report: dict) -> str:
         )
     )
     return "\n".join(lines)
+
+
+def _queued_requests(url, db: str, table: str) -> dict:
+    """The table's initiated or working requests by partition ("" for the table), as SHOW
+    COMPACTIONS reads them: what a real run would claim (an initiated request of the same type)
+    or be refused by (acidctl.compact.register)."""
+    from acidctl.metastore.queries import show_compactions
+
+    rep = show_compactions(url, db=db, table=table, states=["initiated", "working"])
+    out: dict = {}
+    for c in sorted(rep.compactions, key=lambda c: c["compactionid"]):
+        out.setdefault(c["partname"] or "", {"id": c["compactionid"], "type": c["type"], "state": c["state"]})
+    return out
+
+
+def _request_plan(report: dict, p: dict) -> str | None:
+    """The dry run's metastore line for a partition that would be compacted."""
+    queued = report.get("queued_requests")
+    if queued is None:
+        return None
+    q = queued.get(p["partition"] or "")
+    if q is None:
+        return "metastore: would register a new compaction request"
+    if q["state"] == "working":
+        return f"metastore: request {q['id']} is being worked on: a real run would be refused"
+    if q["type"].lower() != (p.get("type") or "").lower():
+        return f"metastore: a queued {q['type']} request ({q['id']}) would refuse this {p['type']} run"
+    return f"metastore: would claim queued request {q['id']} ({q['type']}, initiated)"
 
 
 def _bytes(n: float) -> str:

@@ -107,6 +107,12 @@ def test_compact_report_words_request_and_engine(cli, demo):
     engine = [x for x in dry.stdout.splitlines() if x.startswith("engine: ")]
     assert engine and engine[0].startswith("engine: would run local")
     assert "would compact" in dry.stdout and ": compact —" not in dry.stdout
+    # demo.py: request 2 (major, initiated) is queued for sales/ds=2025-12-31; nothing for ds=2026-01-01
+    sections = dry.stdout.split("== partition ")
+    first = next(x for x in sections if x.startswith("ds=2025-12-31"))
+    second = next(x for x in sections if x.startswith("ds=2026-01-01"))
+    assert "metastore: would claim queued request 2 (MAJOR, initiated)" in first
+    assert "metastore: would register a new compaction request" in second
     r = cli("compact", "default.sales", "--major", "--engine", "local")
     assert r.code == 0, r
     header, rows = _table(r.stdout, "PARTITION")
