@@ -39,6 +39,7 @@ from acidctl.acid.dirname import (
 from acidctl.acid.initiator import ABORTED_KEY, DELTA_NUM_KEY, DELTA_PCT_KEY, Recommendation
 from acidctl.acid.writeids import LONG_MIN, RangeResponse, TxnList
 from acidctl.findings import Finding, Severity
+from acidctl.units import ratio as fmt_ratio
 
 DEFAULT_GRACE_SECONDS = 24 * 3600.0
 
@@ -517,7 +518,7 @@ def _compaction_due(root: str, r: Recommendation, facts: MetastoreFacts) -> Iter
             "S10",
             WARN,
             root,
-            f"delta/base size ratio {r.ratio:.3g} > {DELTA_PCT_KEY} {t.delta_pct:g}: major compaction due",
+            f"delta/base size ratio {fmt_ratio(r.ratio)} > {DELTA_PCT_KEY} {t.delta_pct:g}: major compaction due",
         )
     if facts.aborted_txn_count is not None and facts.aborted_txn_count > t.aborted_txn:
         yield _f(

@@ -17,6 +17,7 @@ from acidctl.acid.dirname import foreign_extension
 from acidctl.acid.listing import DirListing
 from acidctl.acid.writeids import TxnList, WriteIdList
 from acidctl.errors import UsageError
+from acidctl.units import ratio as fmt_ratio
 
 DELTA_NUM_KEY = "hive.compactor.delta.num.threshold"
 DELTA_PCT_KEY = "hive.compactor.delta.pct.threshold"
@@ -216,7 +217,7 @@ def recommend(
         multi_base = hv == 4 and delta_bytes == 0 and any(c.kind is Kind.BASE for c in state.obsolete)
         if big:
             reasons.append(
-                f"delta bytes / base bytes = {delta_bytes}/{base_bytes} = {ratio:.3g} > {DELTA_PCT_KEY} {t.delta_pct:g}"
+                f"delta bytes / base bytes = {delta_bytes}/{base_bytes} = {fmt_ratio(ratio)} > {DELTA_PCT_KEY} {t.delta_pct:g}"
             )
             return result(MAJOR)
         if multi_base:
@@ -238,6 +239,6 @@ def recommend(
         reasons.append("an aborted txn is older than hive.compactor.aborted.txn.time.threshold")
         return result(MINOR, no_base)
     if not reasons or reasons[-1].startswith(NO_AUTO_COMPACTION):
-        ratio_txt = f"{ratio:.3g}" if ratio is not None else "n/a"
+        ratio_txt = fmt_ratio(ratio)
         reasons.append(f"{n} deltas <= {t.delta_num}; delta/base ratio {ratio_txt} <= {t.delta_pct:g}")
     return result(NONE, no_base)

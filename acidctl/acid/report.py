@@ -198,6 +198,25 @@ def _selected(tfs, listings: list[DirListing], wanted: list[str]) -> list[DirLis
     return [lst for lst in listings if lst in keep]
 
 
+def _in_read_order(entries: list[dict]) -> list[dict]:
+    """Entries as a reader reads them, each with its place (``read_order``, 0 first): the base,
+    or the originals sorted by path (spec directory-state.md §3.1 step 7: that order fixes their
+    synthetic ROW__IDs), then the current deltas in Hive's order (step 4); then everything the
+    reader does not read (``read_order`` None), by name."""
+    first = sorted((e for e in entries if e["role"] in ("base", "original")), key=lambda e: e.get("path") or e["name"])
+    deltas = sorted(
+        (e for e in entries if e["role"] not in ("base", "original") and e["read_order"] is not None),
+        key=lambda e: e["read_order"],
+    )
+    unread = sorted(
+        (e for e in entries if e["role"] not in ("base", "original") and e["read_order"] is None),
+        key=lambda e: e["name"],
+    )
+    for i, e in enumerate(first + deltas):
+        e["read_order"] = i
+    return first + deltas + unread
+
+
 def _partition(lst: DirListing, st: AcidState, rec, findings: list[Finding]) -> dict:
     ins = [c for c in st.deltas if c.kind is Kind.DELTA]
     dels = [c for c in st.deltas if c.kind is Kind.DELETE_DELTA]
@@ -212,6 +231,7 @@ def _partition(lst: DirListing, st: AcidState, rec, findings: list[Finding]) -> 
     for e in entries:
         if e["kind"] == "original_file" and e["role"] == "original" and e["name"] in acid_originals:
             e["reason"] = "ACID file in an original position: read with its own ROW__IDs and write ids (F16)"
+    entries = _in_read_order(entries)
     return {
         "partition": lst.partition,
         "path": lst.path,

@@ -29,10 +29,16 @@ def register(app: typer.Typer) -> None:
 
 
 def _render(doc: dict) -> str:
-    from acidctl.cli.output import table
+    from acidctl.cli.output import Col, table
+    from acidctl.metastore.queries import txn_type_name
+    from acidctl.units import duration_ms
 
-    rows = [[t["txn_id"], t["user"], t["host"], t["txn_type"], round(t["age_ms"] / 1000)] for t in doc["transactions"]]
-    lines = [table(rows, ["TXN", "USER", "HOST", "TYPE", "AGE S"])] if rows else []
+    rows = [
+        [t["txn_id"], t["user"], t["host"], txn_type_name(t["txn_type"]), duration_ms(t["age_ms"])]
+        for t in doc["transactions"]
+    ]
+    cols = [Col("Transaction ID", "txn_id"), Col("User"), Col("Host"), Col("Type", "txn_type"), Col("Age", "age_ms")]
+    lines = [table(rows, cols, empty="No open transactions match.")]
     if doc["not_open"]:
         lines.append("not open (nothing to abort): " + ", ".join(str(i) for i in doc["not_open"]))
     left = doc.get("locks_of_finished_txns") or {}

@@ -53,8 +53,16 @@ def abort_compactions_command(
 
 
 def render_text(report: dict) -> str:
-    from acidctl.cli.output import table
+    from acidctl.cli.output import Col, table
 
     head = "acidctl abort compactions" + ("" if report["executed"] else " (dry run; --execute to abort)")
     rows = [[c["compactionid"], c["status"], c["message"]] for c in report["compactions"]]
-    return head + "\n" + table(rows, ["CompactionId", "Status", "Message"])
+    return (
+        head
+        + "\n"
+        + table(
+            rows,
+            [Col("Compaction ID", "compactionid"), Col("Status"), Col("Message", text=True)],
+            empty="No compactions given.",
+        )
+    )

@@ -199,45 +199,54 @@ def clean_command(
 
 
 def render_text(report: dict) -> str:
-    from acidctl.cli.output import table
+    from acidctl.cli.output import Col, table, wrap
+    from acidctl.units import duration, size
 
     verb = "move" if report.get("quarantine") is not None else "delete"
     head = "acidctl clean" + ("" if report["executed"] else f" (dry run; --execute to {verb})")
-    lines = [f"{head} {report['path']}", f"write ids: {report['write_ids']}   min age: {report['min_age_seconds']:g}s"]
+    lines = [
+        wrap(f"{head} {report['path']}"),
+        wrap(f"write ids: {report['write_ids']}   min age: {duration(report['min_age_seconds'])}"),
+    ]
     for n in report["notes"]:
-        lines.append(f"note: {n}")
+        lines.append(wrap(f"note: {n}"))
     root = report["path"].rstrip("/") + "/"
 
     def rel(path: str) -> str:  # under the table named in the heading (JSON keeps full paths)
         return path[len(root) :] if path.startswith(root) else path
 
     if report["items"]:
-        rows = [
-            [
-                i["action"],
-                i["kind"],
-                rel(i["path"]),
-                "" if i["age_seconds"] is None else f"{i['age_seconds']:.0f}s",
-                i["bytes"],
-                i["reason"],
-            ]
-            for i in report["items"]
-        ]
-        lines.append(
-            table(
-                rows,
-                ["ACTION", "KIND", "PATH", "AGE", "BYTES", "REASON"],
-                keys=["action", "kind", "path", "age_seconds", "bytes", "reason"],
+        import posixpath
+
+        # one table per partition directory (headed by it), each path under it: a partition
+        # spec plus a directory name would leave too little of 80 columns for the reason
+        groups: dict[str, list] = {}
+        for i in report["items"]:
+            r = rel(i["path"])
+            part, name = posixpath.split(r) if not posixpath.isabs(r) else ("", r)
+            groups.setdefault(part, []).append(
+                [i["action"], i["kind"], name, duration(i["age_seconds"]), size(i["bytes"]), i["reason"]]
             )
-        )
+        cols = [
+            Col("Action", text=True),  # words ("keep (held back)"), never a name
+            Col("Kind", wide=True),
+            Col("Path"),
+            Col("Age", "age_seconds", wide=True),
+            Col("Size", "bytes", wide=True),
+            Col("Reason", text=True),
+        ]
+        for part, rows in groups.items():
+            if part or len(groups) > 1:
+                lines.append(f"== {part or '(table)'}/")
+            lines.append(table(rows, cols))
     else:
         lines.append("nothing to clean")
     s = report["summary"]
     if report.get("trash"):
-        lines.append(f"trash: {report['trash']}")
+        lines.append(wrap(f"trash: {report['trash']}"))
     for i in report.get("items", []):
         if i.get("trashed_to"):
-            lines.append(f"moved {i['path']} -> {i['trashed_to']}")
+            lines.append(wrap(f"moved {i['path']} -> {i['trashed_to']}"))
     if report.get("compactions"):
         lines.append("compaction requests (ready for cleaning):")
         rows = [
@@ -248,9 +257,17 @@ def render_text(report: dict) -> str:
             table(
                 rows,
                 # Hive 2.3 records a txn id there (CQ_HIGHEST_TXN_ID): name it so
-                ["ID", "PARTITION", "TYPE", "HIGHEST TXNID" if report.get("hive_version") == 2 else "HIGHEST WRITEID"]
-                + ["ACTION", "REASON"],
-                keys=["cq_id", "partition", "type", "highest_write_id", "action", "reason"],
+                [
+                    Col("ID", "cq_id"),
+                    Col("Partition"),
+                    Col("Type"),
+                    Col(
+                        "Highest TxnId" if report.get("hive_version") == 2 else "Highest WriteId",
+                        "highest_write_id",
+                    ),
+                    Col("Action"),
+                    Col("Reason", text=True),
+                ],
             )
         )
     if report.get("quarantine") is not None:
@@ -261,15 +278,17 @@ def render_text(report: dict) -> str:
         return "\n".join(lines)
     verb = "deleted" if report["executed"] else "would delete"
     if s.get("bytes_by_kind"):
-        lines.append("bytes by kind: " + ", ".join(f"{k} {v}" for k, v in sorted(s["bytes_by_kind"].items())))
+        lines.append("bytes by kind: " + ", ".join(f"{k} {size(v)}" for k, v in sorted(s["bytes_by_kind"].items())))
     moved = (
         f", {'moved' if report['executed'] else 'would move'} {s.get('trash', 0)} to trash"
         if report.get("trash")
         else ""
     )
     lines.append(
-        f"{verb} {s['delete']} path(s){moved} ({s['bytes']} bytes); {s['kept_young']} kept (younger than --min-age); "
-        f"{s['complete']} interrupted publication(s) to finish"
-        + (f"; {s['kept_unsafe']} kept for safety (see REASON)" if s.get("kept_unsafe") else "")
+        wrap(
+            f"{verb} {s['delete']} path(s){moved} ({size(s['bytes'])}); {s['kept_young']} kept (younger than --min-age); "
+            f"{s['complete']} interrupted publication(s) to finish"
+            + (f"; {s['kept_unsafe']} kept for safety (see REASON)" if s.get("kept_unsafe") else "")
+        )
     )
     return "\n".join(lines)

@@ -371,6 +371,8 @@ def compact_command(
     if info is not None:
         report["table"] = info.full_name
     if dry_run:
+        if info is not None and url is not None and not no_register and hv != 2:
+            report["queued_requests"] = _queued_requests(url, info.db, info.table)
         settings.output.emit(report, render_dry_run)
         if report["refused"]:
             raise RefusedError(
@@ -401,69 +403,142 @@ def _enqueue(settings, spec: str, *, major: bool, minor: bool, due: bool, pool, 
 
 
 def render_dry_run(report: dict) -> str:
-    """Every partition's plan; every path in full (no truncation)."""
+    """Every partition's plan; every name whole (files under the partition named in its
+    heading; JSON keeps full paths). Lines wrap between words on a terminal."""
+    from acidctl.cli.output import wrap
+
     lines = [
-        f"acidctl compact --dry-run {report['path']}  (Hive {report['hive_version']}, {report['type']}; "
-        "nothing is written)",
-        f"write ids: {report['write_ids']}   compactor: {report['compactor_write_ids']}",
+        wrap(
+            f"acidctl compact --dry-run {report['path']}  (Hive {report['hive_version']}, {report['type']}; "
+            "nothing is written)"
+        ),
+        wrap(f"write ids: {report['write_ids']}   compactor: {report['compactor_write_ids']}"),
     ]
+    if report.get("engine_choice"):
+        lines.append(wrap(_engine_line(report["engine_choice"], would=True), indent="        "))
     for n in report.get("notes", []):
-        lines.append(f"note: {n}")
+        lines.append(wrap(f"note: {n}"))
     for p in report["partitions"]:
+        status = "would compact" if p["status"] == "compact" else p["status"]
         lines.append(
-            f"== {'partition ' + p['partition'] if p['partition'] else 'table'}: {p['status']} — {p['message']}"
+            wrap(f"== {'partition ' + p['partition'] if p['partition'] else 'table'}: {status} — {p['message']}")
         )
         if p["status"] not in ("compact", "refused"):
             continue
-        lines.append(f"   inputs ({_bytes(p['bytes_in'])}): {', '.join(p['inputs']) or '-'}")
-        lines.append(f"   outputs: {', '.join(p['outputs']) or '-'}   publish: {p['publish'] or '-'}")
-        lines.append(f"   becomes obsolete: {', '.join(p['obsoletes']) or '-'}")
+        root = (p.get("path") or "").rstrip("/") + "/"
+
+        def rel(path: str, root: str = root) -> str:
+            return path[len(root) :] if root != "/" and path.startswith(root) else path
+
+        ind = "      "
+        lines.append(wrap(f"   inputs ({_bytes(p['bytes_in'])}): {', '.join(p['inputs']) or '-'}", indent=ind))
+        lines.append(wrap(f"   outputs: {', '.join(p['outputs']) or '-'}   publish: {p['publish'] or '-'}", indent=ind))
+        plan = _request_plan(report, p) if p["status"] == "compact" else None
+        if plan:
+            lines.append(wrap(f"   {plan}", indent=ind))
+        lines.append(wrap(f"   becomes obsolete: {', '.join(p['obsoletes']) or '-'}", indent=ind))
         for t in p["tasks"]:
             lines.append(
                 f"   bucket {t['bucket']}: {len(t['inserts'])} insert file(s), {len(t['deletes'])} delete file(s)"
             )
-            lines.extend(f"     {f}" for f in t["inserts"] + t["deletes"])
+            lines.extend(f"     {rel(f)}" for f in t["inserts"] + t["deletes"])
         for r in p["refusals"]:
-            lines.append(f"   REFUSED {r['path']}: {r['reason']} — {r['fix']}")
+            lines.append(wrap(f"   REFUSED {rel(r['path'])}: {r['reason']} — {r['fix']}", indent=ind))
         for r in p["skipped"]:
-            lines.append(f"   skipped {r['path']}: {r['reason']}")
+            lines.append(wrap(f"   skipped {rel(r['path'])}: {r['reason']}", indent=ind))
     sm = report["summary"]
     lines.append(
-        f"{report['message']}: {sm['would_compact']} of {sm['partitions']} partition(s), "
-        f"{_bytes(sm['bytes_in'])} in, {sm['refused']} refused"
+        wrap(
+            f"{report['message']}: {sm['would_compact']} of {sm['partitions']} partition(s), "
+            f"{_bytes(sm['bytes_in'])} in, {sm['refused']} refused"
+        )
     )
     return "\n".join(lines)
 
 
+def _queued_requests(url, db: str, table: str) -> dict:
+    """The table's initiated or working requests by partition ("" for the table), as SHOW
+    COMPACTIONS reads them: what a real run would claim (an initiated request of the same type)
+    or be refused by (acidctl.compact.register)."""
+    from acidctl.metastore.queries import show_compactions
+
+    rep = show_compactions(url, db=db, table=table, states=["initiated", "working"])
+    out: dict = {}
+    for c in sorted(rep.compactions, key=lambda c: c["compactionid"]):
+        out.setdefault(c["partname"] or "", {"id": c["compactionid"], "type": c["type"], "state": c["state"]})
+    return out
+
+
+def _request_plan(report: dict, p: dict) -> str | None:
+    """The dry run's metastore line for a partition that would be compacted."""
+    queued = report.get("queued_requests")
+    if queued is None:
+        return None
+    q = queued.get(p["partition"] or "")
+    if q is None:
+        return "metastore: would register a new compaction request"
+    if q["state"] == "working":
+        return f"metastore: request {q['id']} is being worked on: a real run would be refused"
+    if q["type"].lower() != (p.get("type") or "").lower():
+        return f"metastore: a queued {q['type']} request ({q['id']}) would refuse this {p['type']} run"
+    return f"metastore: would claim queued request {q['id']} ({q['type']}, initiated)"
+
+
 def _bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024.0
-    return str(n)
+    from acidctl.units import size
+
+    return size(n)
+
+
+def _engine_line(choice: dict, *, would: bool = False) -> str:
+    """``engine: local — auto: 11.0 KiB of input ≤ 48.0 MiB local limit, 1 worker`` from the
+    engine choice's facts (one level of words, no nested parentheses)."""
+    verb = "would run" if would else "ran"
+    head = f"engine: {verb} {choice['engine']}"
+    if choice["requested"] == "auto" and choice.get("local_max_bytes"):
+        cmp = "≤" if choice["engine"] == "local" else ">"
+        tail = f"auto: {_bytes(choice['bytes_in'])} of input {cmp} {_bytes(choice['local_max_bytes'])} local limit"
+        if choice["engine"] == "local":
+            w = choice.get("workers", 1)
+            tail += ", in this process" if w == 1 else f", {w} worker processes"
+        return f"{head} — {tail}"
+    return f"{head} — {choice['reason']}"
+
+
+#: a finished partition's STATUS word in the text report (JSON keeps the plan's ``status``)
+_DONE = {"compact": "compacted"}
+
+
+def _request(p: dict) -> str:
+    """Which metastore request the run claimed or registered (JSON ``metastore.cq_id``)."""
+    m = p.get("metastore")
+    if not m or m.get("cq_id") is None:
+        return ""
+    return f"{'claimed' if m.get('claimed_request') else 'registered'} {m['cq_id']}"
 
 
 def render_text(report: dict) -> str:
-    from acidctl.cli.output import table
+    from acidctl.cli.output import Col, table, wrap
+    from acidctl.units import duration
 
     lines = [
-        f"acidctl compact {report['path']}  (Hive {report['hive_version']}, {report['type']})",
-        f"write ids: {report['write_ids']}   compactor: {report['compactor_write_ids']}",
+        wrap(f"acidctl compact {report['path']}  (Hive {report['hive_version']}, {report['type']})"),
+        wrap(f"write ids: {report['write_ids']}   compactor: {report['compactor_write_ids']}"),
     ]
     if report.get("engine_choice"):
-        lines.append(f"engine: {report['engine']} ({report['engine_choice']['reason']})")
+        lines.append(wrap(_engine_line(report["engine_choice"]), indent="        "))
     if report.get("spark"):
         s = report["spark"]
-        lines.append(f"spark: {s['master']} ({s['app_id']}), session ready in {s['startup_seconds']}s")
+        lines.append(f"spark: {s['master']} ({s['app_id']}), session ready in {duration(s['startup_seconds'])}")
     for r in report.get("recovered", []):
-        lines.append(f"recovered: {r['action']} {r['path']}")
+        lines.append(wrap(f"recovered: {r['action']} {r['path']}"))
     rows = []
     for p in report["partitions"]:
         rows.append(
             [
                 p["partition"] or "(table)",
                 p["type"],
-                p["status"],
+                _DONE.get(p["status"], p["status"]),
                 len(p["input_dirs"]),
                 ", ".join(p["output_dirs"]) or p["message"],
                 p["buckets"],
@@ -474,49 +549,39 @@ def render_text(report: dict) -> str:
                 p["delete_events_out"],
                 _bytes(p["bytes_in"]),
                 _bytes(p["bytes_out"]),
-                p["task_seconds"],
+                duration(p["task_seconds"]),
+                _request(p),
             ]
         )
     lines.append(
         table(
             rows,
             [
-                "PARTITION",
-                "TYPE",
-                "STATUS",
-                "INPUTS",
-                "OUTPUT",
-                "BUCKETS",
-                "ROWS IN",
-                "ROWS OUT",
-                "DELETED",
-                "ABORTED",
-                "DEL EVENTS OUT",
-                "BYTES IN",
-                "BYTES OUT",
-                "TASK S",
+                Col("Partition"),
+                Col("Type", wide=True),
+                Col("Status"),
+                Col("Inputs", "input_dirs", wide=True),
+                Col("Output", "output_dirs", text=True),  # names separated by ", ": wraps between names only
+                Col("Buckets", wide=True),
+                Col("Rows In"),
+                Col("Rows Out"),
+                Col("Deleted", "deletes_applied", wide=True),
+                Col("Aborted", "aborted_dropped", wide=True),
+                Col("Delete Events Out", wide=True),
+                Col("Size In", "bytes_in", wide=True),
+                Col("Size Out", "bytes_out", wide=True),
+                Col("Time", "task_seconds"),
+                Col("Request", "metastore"),
             ],
-            keys=[
-                "partition",
-                "type",
-                "status",
-                "input_dirs",
-                "output_dirs",
-                "buckets",
-                "rows_in",
-                "rows_out",
-                "deletes_applied",
-                "aborted_dropped",
-                "delete_events_out",
-                "bytes_in",
-                "bytes_out",
-                "task_seconds",
-            ],
+            empty="No partitions.",
         )
     )
     sm = report["summary"]
     lines.append(
-        f"{report['message']}: {sm['compacted']} of {sm['partitions']} partition(s), "
-        f"{sm['rows_in']} rows in, {sm['rows_out']} rows out, {sm['seconds']}s"
+        wrap(
+            f"{report['message']}: {sm['compacted']} of {sm['partitions']} partition(s), "
+            f"{sm['rows_in']} rows in, {sm['rows_out']} rows out, {_bytes(sm['bytes_in'])} in, "
+            f"{_bytes(sm['bytes_out'])} out, {duration(sm['seconds'])}"
+        )
     )
     return "\n".join(lines)

@@ -63,7 +63,7 @@ def _dry_run(settings, tfs, hive_version: int) -> None:
 
 
 def _text(d: dict) -> str:
-    from acidctl.cli.output import table
+    from acidctl.cli.output import Col, table
 
     rows = []
     for t in d["tables"]:
@@ -73,7 +73,7 @@ def _text(d: dict) -> str:
         f"Demo warehouse: {d['warehouse']}",
         f"Metastore:      {d['metastore']} (Hive {d['hive_version']})",
         "",
-        table(rows, ["table", "write id", "state", "what"]),
+        table(rows, [Col("Table"), Col("Write ID", "write_id"), Col("State"), Col("What", "statement", text=True)]),
         "",
     ]
     for t in d["tables"]:

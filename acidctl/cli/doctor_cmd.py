@@ -117,27 +117,28 @@ def doctor_command(
 
 
 def render_doctor(report: dict) -> str:
-    from acidctl.cli.output import table
+    from acidctl.cli.output import Col, table
+    from acidctl.units import duration, plural, size
 
     s = report["summary"]
     lines = [
         f"acidctl doctor  (Hive {report['hive_version']} metastore)",
         wrap(
-            f"checked {s['tables_checked']} ACID table(s), {s['partitions_checked']} partition(s) "
-            f"({s['directory_listings']} directory listings, {s['seconds']:.2f}s); "
-            f"{s['open_txns']} open txn(s), {s['aborted_txns']} aborted txn(s), {s['locks']} lock(s), "
-            f"{s['compaction_queue']} queued compaction(s)"
+            f"checked {plural(s['tables_checked'], 'ACID table')}, {plural(s['partitions_checked'], 'partition')} "
+            f"({plural(s['directory_listings'], 'directory listing')}, {duration(s['seconds'])}); "
+            f"{plural(s['open_txns'], 'open txn')}, {plural(s['aborted_txns'], 'aborted txn')}, "
+            f"{plural(s['locks'], 'lock')}, {plural(s['compaction_queue'], 'queued compaction')}"
         ),
     ]
     if s["tables_skipped"]:
-        lines.append(f"skipped (no activity within --since): {len(s['tables_skipped'])} table(s)")
+        lines.append(f"skipped (no activity within --since): {plural(len(s['tables_skipped']), 'table')}")
     o = s.get("oldest_open_txn")
     if o:
         from acidctl.doctor.findings import human_age
 
         held = []
         if o["blocks_cleaning"]:
-            held.append(f"{len(o['blocks_cleaning'])} compaction(s) waiting for the Cleaner")
+            held.append(f"{plural(len(o['blocks_cleaning']), 'compaction')} waiting for the Cleaner")
         if o["open_write_ids_on"]:
             held.append(
                 "open write ids on "
@@ -150,7 +151,7 @@ def render_doctor(report: dict) -> str:
                 + (f"; holds back {'; '.join(held)}" if held else "")
             )
         )
-    lines.append(f"findings: {s['errors']} error(s), {s['warnings']} warning(s), {s['info']} info")
+    lines.append(f"findings: {plural(s['errors'], 'error')}, {plural(s['warnings'], 'warning')}, {s['info']} info")
     if s["worst"]:
         lines.append("worst:")
         for f in s["worst"]:
@@ -172,11 +173,11 @@ def render_doctor(report: dict) -> str:
             [
                 p["table"] + (f"/{p['partition']}" if p["partition"] else ""),
                 p["delta_count"],
-                p["delta_bytes"],
+                size(p["delta_bytes"]),
                 p["delete_delta_count"],
-                p["delete_delta_bytes"],
-                p["base_bytes"],
-                p["obsolete_bytes"],
+                size(p["delete_delta_bytes"]),
+                size(p["base_bytes"]),
+                size(p["obsolete_bytes"]),
                 p["compaction"] or "",
             ]
             for p in parts[:50]
@@ -184,16 +185,15 @@ def render_doctor(report: dict) -> str:
         lines.append(
             table(
                 rows,
-                ["PARTITION", "DELTAS", "BYTES", "DELETE DELTAS", "BYTES", "BASE BYTES", "OBSOLETE BYTES", "DUE"],
-                keys=[
-                    "partition",
-                    "delta_count",
-                    "delta_bytes",
-                    "delete_delta_count",
-                    "delete_delta_bytes",
-                    "base_bytes",
-                    "obsolete_bytes",
-                    "compaction",
+                [
+                    Col("Partition"),
+                    Col("Deltas", "delta_count"),
+                    Col("Delta Size", "delta_bytes", wide=True),
+                    Col("Delete Deltas", "delete_delta_count"),
+                    Col("Delete Size", "delete_delta_bytes", wide=True),
+                    Col("Base Size", "base_bytes"),
+                    Col("Obsolete", "obsolete_bytes"),
+                    Col("Due", "compaction"),
                 ],
             )
         )
@@ -252,15 +252,15 @@ def render_why(out: dict) -> str:
     lines = [f"acidctl why {out['spec']}  (Hive {out['hive_version']} rules)"]
     for p in out["partitions"]:
         lines.append("")
-        lines.append(f"== {p['table']}" + (f"/{p['partition']}" if p["partition"] else "") + f"  ({p['path']})")
+        lines.append(wrap(f"== {p['table']}" + (f"/{p['partition']}" if p["partition"] else "") + f"  ({p['path']})"))
         for comp in ("initiator", "worker", "cleaner"):
             c = p[comp]
-            lines.append(f"{comp.upper()}: {c['verdict']}")
+            lines.append(wrap(f"{comp.upper()}: {c['verdict']}"))
             for i, s in enumerate(c["steps"], 1):
                 mark = {"ok": "ok  ", "stop": "STOP", "note": "note"}[s["outcome"]]
                 lines.append(wrap(f"  {i}. [{mark}] {s['rule']}: {s['detail']}", indent="          "))
     for u in out["unreadable"]:
-        lines.append(f"cannot replay {u['partition'] or out['table']}: {u['error']} ({u['path']})")
+        lines.append(wrap(f"cannot replay {u['partition'] or out['table']}: {u['error']} ({u['path']})"))
     return "\n".join(lines)
 
 
@@ -301,6 +301,9 @@ def metrics_command(
         from acidctl.doctor.facts import read_warehouse
 
         result = compute(read_warehouse(ms))
+    if deltas:  # say why a per-table gauge may have no samples
+        for n in result["notes"]:
+            settings.output.note(f"note: {n}")
     if textfile:
         import os
 
@@ -318,4 +321,32 @@ def metrics_command(
             raise StorageUnavailable(f"cannot write {textfile}: {e.strerror or e}") from None
         settings.output.note(f"acidctl: metrics written to {textfile}")
         return
-    settings.output.emit(result, prometheus_text)
+    settings.output.emit(result, lambda r: _fit_help(prometheus_text(r)))
+
+
+def _fit_help(text: str) -> str:
+    """On a terminal (or with ``$COLUMNS``), long ``# HELP`` lines continue on ``#   `` comment
+    lines (which Prometheus parsers skip), so the exposition fits the screen and stays valid;
+    pipes, files (``--textfile``) and ``-o wide`` keep Prometheus's one line per HELP."""
+    import textwrap
+
+    from acidctl.cli.output import terminal_width
+
+    limit = terminal_width()
+    if not limit:
+        return text
+    out = []
+    for line in text.splitlines():
+        if line.startswith("# HELP ") and len(line) > limit:
+            out.extend(
+                textwrap.wrap(
+                    line,
+                    width=max(limit, 40),
+                    subsequent_indent="#   ",
+                    break_long_words=False,
+                    break_on_hyphens=False,
+                )
+            )
+        else:
+            out.append(line)
+    return "\n".join(out) + "\n"

@@ -353,7 +353,7 @@ def _count(settings, targets):
 
 
 def render_count(doc: dict) -> str:
-    from acidctl.cli.output import table
+    from acidctl.cli.output import Col, table
 
     out = []
     for t in doc["targets"]:
@@ -365,7 +365,7 @@ def render_count(doc: dict) -> str:
                 rows.append([name, "-" if b["bucket"] is None else b["bucket"], f"{b['rows']:,}"])
             if len(p["buckets"]) != 1:
                 rows.append([name, "all", f"{p['rows']:,}"])
-        out.append(table(rows, ["PARTITION", "BUCKET", "ROWS"]))
+        out.append(table(rows, [Col("Partition"), Col("Bucket"), Col("Rows")], empty="No rows."))
         out.append(f"total: {t['rows']:,} rows in {len(t['partitions'])} partition(s)")
     if len(doc["targets"]) > 1:
         out.append(f"all: {doc['rows']:,} rows")

@@ -161,33 +161,41 @@ def export_command(
 
 
 def render_dry_run(r: dict) -> str:
-    from acidctl.cli.output import table
+    from acidctl.cli.output import Col, table, wrap
+    from acidctl.units import plural
 
     lines = [
-        f"acidctl export --dry-run {r['source']} -> {r['dest']}  ({r['format']}, {r['compression']}, "
-        f"engine {r['engine']}, publish {r['publish']}; nothing is written)",
-        f"snapshot: {r['write_ids']}",
+        wrap(
+            f"acidctl export --dry-run {r['source']} -> {r['dest']}  ({r['format']}, {r['compression']}, "
+            f"engine {r['engine']}, publish {r['publish']}; nothing is written)"
+        ),
+        wrap(f"snapshot: {r['write_ids']}"),
     ]
     rows = [[o["partition"] or "(table)", o["bucket"], o["file"]] for o in r["outputs"]]
     if rows:
-        lines.append(table(rows, ["PARTITION", "BUCKET", "FILE"], keys=["partition", "bucket", "file"]))
-    lines.append(f"would write {r['files']} file(s) from {r['partitions']} partition(s)")
+        lines.append(table(rows, [Col("Partition"), Col("Bucket"), Col("File")]))
+    lines.append(f"would write {plural(r['files'], 'file')} from {plural(r['partitions'], 'partition')}")
     return "\n".join(lines)
 
 
 def render_text(r: dict) -> str:
-    from acidctl.cli.output import table
+    from acidctl.cli.output import Col, table, wrap
+    from acidctl.units import duration, plural, size
 
     lines = [
-        f"acidctl export {r['source']} -> {r['dest']}  ({r['format']}, {r['compression']}, "
-        f"engine {r['engine']}, publish {r['publish']})",
+        wrap(
+            f"acidctl export {r['source']} -> {r['dest']}  ({r['format']}, {r['compression']}, "
+            f"engine {r['engine']}, publish {r['publish']})"
+        ),
         f"snapshot: {r['write_ids']}",
     ]
-    rows = [[o["partition"] or "(table)", o["bucket"], o["file"], o["rows"], o["bytes"]] for o in r["outputs"]]
-    if rows:
-        lines.append(table(rows, ["PARTITION", "BUCKET", "FILE", "ROWS", "BYTES"]))
+    rows = [[o["partition"] or "(table)", o["bucket"], o["file"], o["rows"], size(o["bytes"])] for o in r["outputs"]]
+    cols = [Col("Partition"), Col("Bucket"), Col("File"), Col("Rows"), Col("Size", "bytes")]
+    lines.append(table(rows, cols, empty="No files written."))
     lines.append(
-        f"exported {r['rows']} row(s) in {r['files']} file(s) from {r['partitions']} partition(s), "
-        f"{r['bytes']} bytes, {r['seconds']} s"
+        wrap(
+            f"exported {plural(r['rows'], 'row')} in {plural(r['files'], 'file')} from "
+            f"{plural(r['partitions'], 'partition')}, {size(r['bytes'])}, {duration(r['seconds'])}"
+        )
     )
     return "\n".join(lines)

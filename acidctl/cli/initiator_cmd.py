@@ -20,7 +20,7 @@ register = app.register
 
 
 def _render(doc: dict) -> str:
-    from acidctl.cli.output import table
+    from acidctl.cli.output import Col, table
 
     rows = [
         [
@@ -29,12 +29,20 @@ def _render(doc: dict) -> str:
             r["action"],
             r.get("type") or "",
             r.get("id") or "",
-            "; ".join(r.get("reasons") or [])[:120],
+            "; ".join(r.get("reasons") or []),
         ]
         for r in doc["checked"]
         if r["action"] not in ("not-due",)
     ]
-    lines = [table(rows, ["TABLE", "PARTITION", "ACTION", "TYPE", "ID", "WHY"])] if rows else []
+    cols = [
+        Col("Table"),
+        Col("Partition"),
+        Col("Action"),
+        Col("Type"),
+        Col("ID"),
+        Col("Why", "reasons", text=True),
+    ]
+    lines = [table(rows, cols, empty="Nothing to enqueue.")]
     lines.append(", ".join(f"{n} {k}" for k, n in sorted(doc["summary"].items())) or "no ACID tables found")
     return "\n".join(lines)
 

@@ -55,11 +55,16 @@ def init_cmd(
     res = init_metastore(target, hive_version=hive_version, warehouse=warehouse, dry_run=dry_run)
 
     def text(r) -> str:
+        from acidctl.cli.output import wrap
+
         if r.dry_run:
-            return (
+            return wrap(
                 f"would create a Hive {r.schema_version} metastore ({len(r.tables)} tables) in {r.url} "
                 f"(dry run; nothing is written): {', '.join(r.tables)}"
             )
-        return f"created a Hive {r.schema_version} metastore ({len(r.tables)} tables) in {r.url}"
+        return wrap(
+            f"created a Hive {r.schema_version} metastore ({len(r.tables)} tables) in {r.url}; "
+            f"database default at {warehouse} (--warehouse)"
+        )
 
     ctx.obj.output.emit(res.to_dict(), lambda _d: text(res), performed=not dry_run)

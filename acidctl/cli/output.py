@@ -41,8 +41,29 @@ def to_json(data: Any, *, pretty: bool = True) -> bytes:
 
 
 _GAP = 2  # tabulate's "simple" format puts two spaces between columns
-_HEADER_PAD = 2  # ... and makes each column at least its header + 2 wide (MIN_PADDING)
-_MIN_CELL = 16  # free-text columns are never wrapped narrower than this
+_MIN_TEXT = 8  # free-text columns are not wrapped narrower than this (nor than their longest word)
+
+
+@dataclasses.dataclass(frozen=True)
+class Col:
+    """One column of a text table, declared by the command that prints it.
+
+    ``header``: the text heading (printed in UPPER CASE, kubectl's style, whatever the
+    declaration's case); ``key``: the JSON key of the same value in the command's ``-o json``
+    (default: the header in snake case), so a column can be found in JSON and chosen by either
+    name with ``-o custom-columns``; ``text``: free text (a reason, message, hint) that may wrap
+    at spaces to fit the terminal — every other cell (names, paths, partition specs, ids,
+    numbers) is never split; ``wide``: shown only with ``-o wide`` (or when chosen by
+    ``-o custom-columns``), not in the default view."""
+
+    header: str
+    key: str = ""
+    text: bool = False
+    wide: bool = False
+
+    @property
+    def json_key(self) -> str:
+        return self.key or _key(self.header)
 
 
 @dataclasses.dataclass
@@ -56,6 +77,9 @@ class _Layout:
     offered: list[str] = dataclasses.field(default_factory=list)
     matched: set[str] = dataclasses.field(default_factory=set)
     tables: int = 0
+    #: (header, JSON key) of the columns each table printed in this process showed (tests map
+    #: every text column to its JSON key with it)
+    shown: list[list[tuple[str, str]]] = dataclasses.field(default_factory=list)
 
 
 _layout = _Layout()
@@ -171,81 +195,137 @@ def wrap(line: str, *, indent: str = "    ") -> str:
     )
 
 
-def fit_widths(natural: Sequence[int], width: int) -> list[int | None] | None:
-    """Per-column maximum content widths so that a table whose columns are ``natural`` wide fits
-    ``width``, or None when it already fits. Only free-text columns (wider than ``_MIN_CELL``:
-    reasons, messages, paths) wrap, the widest first, down to ``_MIN_CELL``; ids, states and
-    counts stay whole. When even that does not fit, the narrowest such layout is returned."""
+def fit_widths(natural: Sequence[int], floors: Sequence[int | None], width: int) -> list[int] | None:
+    """Content widths so that columns ``natural`` wide fit ``width`` (None: they already fit).
+
+    Only columns with a floor (free text) shrink, the widest first, never below their floor
+    (``max(_MIN_TEXT, longest word)``, so no word is split); the others keep their width. When
+    even that does not fit, the narrowest such layout is returned (the line is then longer
+    than ``width``: names are never broken to make it fit)."""
     cols = list(natural)
     total = sum(cols) + _GAP * (len(cols) - 1)
     if total <= width:
         return None
     while total > width:
-        i = max(range(len(cols)), key=lambda k: cols[k])
-        if cols[i] <= _MIN_CELL:
+        movable = [k for k, f in enumerate(floors) if f is not None and cols[k] > f]
+        if not movable:
             break
-        step = min(cols[i] - _MIN_CELL, total - width, max(1, cols[i] - _second_widest(cols, i)))
+        i = max(movable, key=lambda k: cols[k])
+        floor = floors[i]
+        assert floor is not None
+        others = max((cols[k] for k in movable if k != i), default=floor)
+        step = min(cols[i] - floor, total - width, max(1, cols[i] - others))
         cols[i] -= step
         total -= step
-    return [c if c < n else None for c, n in zip(cols, natural)]
+    return cols
 
 
-def _second_widest(cols: list[int], i: int) -> int:
-    return max((c for k, c in enumerate(cols) if k != i), default=0)
+def _cell(v: Any, missing: str) -> str:
+    return missing if v is None else str(v)
+
+
+def _wrap_cell(text: str, width: int) -> str:
+    import textwrap
+
+    out = []
+    for para in text.split("\n"):
+        out.extend(textwrap.wrap(para, width=width, break_long_words=False, break_on_hyphens=False) or [""])
+    return "\n".join(out)
+
+
+def _columns(columns: Sequence[Col | str]) -> list[Col]:
+    return [c if isinstance(c, Col) else Col(c) for c in columns]
 
 
 def table(
     rows: Sequence[Sequence[Any]],
-    headers: Sequence[str],
+    columns: Sequence[Col | str],
     *,
-    keys: Sequence[str] | None = None,
     missing: str = "",
+    empty: str = "(none)",
     width: int | None | bool = True,
 ) -> str:
-    """A text table (tabulate, "simple"). Fitted to :func:`terminal_width` by wrapping the
-    widest cells unless ``width`` is given (an int, or None/False for no limit).
+    """A text table (tabulate, "simple") of ``rows`` (one value per declared column).
 
-    ``-o custom-columns=...`` keeps only the chosen columns (matched against ``headers`` and
-    ``keys``, the JSON key of each column; by default the header in snake case); a table with
-    none of them is left out (""). Only the kept columns are fitted to the terminal."""
+    The view: ``-o custom-columns=...`` → the chosen columns (by header or JSON key, in the
+    order given; a table with none of them is left out: ""); ``-o wide`` → every column;
+    otherwise the default view (the columns not declared ``wide``) — the same on a terminal,
+    a pipe or a file. Headers print in UPPER CASE. On a terminal (or with ``$COLUMNS``) the
+    free-text columns (``Col(text=True)``) wrap at spaces to fit :func:`terminal_width`
+    (``width``: an int, or None/False for no limit); names, paths, ids and numbers never
+    split, and headers split only between words. No rows: ``empty`` (e.g. ``No
+    transactions.``) instead of bare headers."""
     from tabulate import tabulate
+    import tabulate as tabulate_mod
 
-    picked = choose_columns(headers, keys)
+    cols = _columns(columns)
+    keys = [c.json_key for c in cols]
+    picked = choose_columns([c.header.upper() for c in cols], keys)
     if picked is not None:
         if not picked:
             return ""
-        headers = [headers[k] for k in picked]
-        rows = [[r[k] if k < len(r) else None for k in picked] for r in rows]
+    elif _layout.wide:
+        picked = list(range(len(cols)))
+    else:
+        picked = [k for k, c in enumerate(cols) if not c.wide]
+    shown = [cols[k] for k in picked]
+    if not rows:
+        return empty
+    _layout.shown.append([(c.header.upper(), c.json_key) for c in shown])
+    cells = [[_cell(r[k] if k < len(r) else None, missing) for k in picked] for r in rows]
+    headers = [c.header.upper() for c in shown]
     limit = terminal_width() if width is True else (width or None)
-    maxcolwidths = None
-    if limit and rows:
-        natural = _natural_widths(rows, [len(str(h)) for h in headers], missing)
-        maxcolwidths = fit_widths(natural, limit)
-        if _fitted_width(natural, maxcolwidths) > limit:
-            # still too wide: stack multi-word headers one word a line (``DELETE`` over
-            # ``DELTAS``), so a column is only as wide as its longest word or value
-            narrow = _natural_widths(rows, [max(map(len, str(h).split())) for h in headers], missing)
-            headers = ["\n".join(str(h).split()) for h in headers]
-            maxcolwidths = fit_widths(narrow, limit)
-    return tabulate(
-        rows, headers=headers, tablefmt="simple", missingval=missing, disable_numparse=True, maxcolwidths=maxcolwidths
-    )
+    if limit:
+        cells, headers = _fit(cells, headers, shown, limit)
+    saved = tabulate_mod.MIN_PADDING
+    tabulate_mod.MIN_PADDING = 0  # columns as wide as their header or widest value, no more
+    try:
+        return tabulate(cells, headers=headers, tablefmt="simple", disable_numparse=True)
+    finally:
+        tabulate_mod.MIN_PADDING = saved
 
 
-def _natural_widths(rows: Sequence[Sequence[Any]], header_widths: list[int], missing: str) -> list[int]:
-    """Each column's unwrapped width: its header (+ tabulate's padding) or its widest value line."""
-    natural = [w + _HEADER_PAD for w in header_widths]
-    for r in rows:
+def _widths(cells: list[list[str]], headers: list[str]) -> list[int]:
+    out = [max(len(x) for x in h.split("\n")) for h in headers]
+    for r in cells:
         for k, v in enumerate(r):
-            if k < len(natural):
-                text = missing if v is None else str(v)
-                natural[k] = max(natural[k], max((len(x) for x in text.split("\n")), default=0))
-    return natural
+            out[k] = max(out[k], max(len(x) for x in v.split("\n")))
+    return out
 
 
-def _fitted_width(natural: list[int], maxcolwidths: list[int | None] | None) -> int:
-    cols = natural if maxcolwidths is None else [m if m is not None else n for m, n in zip(maxcolwidths, natural)]
-    return sum(cols) + _GAP * (len(cols) - 1)
+def _fit(cells: list[list[str]], headers: list[str], cols: list[Col], limit: int):
+    """Wrap the free-text cells (and, if that is not enough, stack multi-word headers one word
+    a line) so that the table fits ``limit`` columns if it can."""
+
+    def floors_of(natural: list[int], hs: list[str]) -> list[int | None]:
+        out: list[int | None] = []
+        for k, c in enumerate(cols):
+            head = max(len(x) for x in hs[k].split("\n"))
+            longest = max((len(w) for r in cells for w in r[k].split()), default=0)
+            out.append(max(min(_MIN_TEXT, natural[k]), longest, head) if c.text else None)
+        return out
+
+    natural = _widths(cells, headers)
+    floors = floors_of(natural, headers)
+    fitted = fit_widths(natural, floors, limit)
+    if fitted is not None and sum(fitted) + _GAP * (len(fitted) - 1) > limit:
+        # still too wide: multi-word headers take one word a line (never split inside a word)
+        headers = ["\n".join(h.split()) for h in headers]
+        natural = _widths(cells, headers)
+        floors = floors_of(natural, headers)
+        fitted = fit_widths(natural, floors, limit)
+    if fitted is None:
+        return cells, headers
+    wrapped = [
+        [_wrap_cell(v, fitted[k]) if floors[k] is not None and fitted[k] < natural[k] else v for k, v in enumerate(r)]
+        for r in cells
+    ]
+    return wrapped, headers
+
+
+def shown_columns() -> list[list[tuple[str, str]]]:
+    """(header, JSON key) of each table printed so far in this process (tests read it)."""
+    return _layout.shown
 
 
 def _check_columns() -> None:

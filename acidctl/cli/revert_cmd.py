@@ -98,11 +98,11 @@ def revert_command(
 
 
 def render_text(report: dict) -> str:
-    from acidctl.cli.output import table
+    from acidctl.cli.output import Col, table, wrap
 
     head = "acidctl revert" + ("" if report["executed"] else " (dry run; --execute to remove the output)")
-    lines = [f"{head} {report['path']}"]
-    lines += [f"note: {n}" for n in report["notes"]]
+    lines = [wrap(f"{head} {report['path']}")]
+    lines += [wrap(f"note: {n}") for n in report["notes"]]
     rows = [
         [
             i["partition"] or "(table)",
@@ -118,8 +118,15 @@ def render_text(report: dict) -> str:
     lines.append(
         table(
             rows,
-            ["PARTITION", "TYPE", "OUTPUT", "INPUTS", "STATE", "REASON"],
-            keys=["partition", "type", "outputs", "inputs", "revertible", "reason"],
+            [
+                Col("Partition"),
+                Col("Type"),
+                Col("Output", "outputs", text=True),  # names separated by ", ": wraps between names only
+                Col("Inputs", wide=True),
+                Col("State", "revertible"),
+                Col("Reason", text=True),
+            ],
+            empty="Nothing to revert.",
         )
     )
     return "\n".join(lines)

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from acidctl.cli import options
-from acidctl.cli.output import table as render_table
+from acidctl.cli.output import Col, table as render_table
 from acidctl.errors import UnsupportedSchema, UsageError
 
 show_app = typer.Typer(
@@ -142,8 +142,15 @@ def transactions_cmd(
         ]
         return render_table(
             rows,
-            ["Transaction ID", "Transaction State", "Started Time", "Last Heartbeat Time", "User", "Hostname"],
-            keys=["txnid", "state", "startedtime", "lastheartbeattime", "user", "host"],
+            [
+                Col("Transaction ID", "txnid"),
+                Col("Transaction State", "state"),
+                Col("Started Time", "startedtime"),
+                Col("Last Heartbeat Time", "lastheartbeattime", wide=True),
+                Col("User"),
+                Col("Hostname", "host"),
+            ],
+            empty="No transactions.",
         )
 
     ctx.obj.output.emit(rep.to_dict(), lambda _d: text(rep))
@@ -184,39 +191,25 @@ def locks_cmd(
         _require(ctx, db, tbl, hive_version)
 
     def text(r) -> str:
-        headers = [
-            "Lock ID",
-            "Database",
-            "Table",
-            "Partition",
-            "State",
-            "Blocked By",
-            "Type",
-            "Transaction ID",
-            "Last Heartbeat",
-            "Acquired At",
-            "User",
-            "Hostname",
-            "Agent Info",
-        ]
-        keys = [
-            "lockid",
-            "database",
-            "table",
-            "partition",
-            "lock_state",
-            "blocked_by",
-            "lock_type",
-            "transaction_id",
-            "last_heartbeat",
-            "acquired_at",
-            "user",
-            "hostname",
-            "agent_info",
+        # the default view: what is locked, how and by which transaction; -o wide: Hive's 13
+        # columns (and --extended's three)
+        cols = [
+            Col("Lock ID", "lockid"),
+            Col("Database"),
+            Col("Table"),
+            Col("Partition"),
+            Col("State", "lock_state"),
+            Col("Blocked By", wide=True),
+            Col("Type", "lock_type"),
+            Col("Transaction ID"),
+            Col("Last Heartbeat", wide=True),
+            Col("Acquired At", wide=True),
+            Col("User", wide=True),
+            Col("Hostname", wide=True),
+            Col("Agent Info", wide=True, text=True),
         ]
         if r.extended:
-            headers += ["Heartbeat Count", "Txn State", "Txn Last Heartbeat"]
-            keys += ["heartbeat_count", "txn_state", "txn_last_heartbeat"]
+            cols += [Col("Heartbeat Count", wide=True), Col("Txn State"), Col("Txn Last Heartbeat", wide=True)]
         rows = []
         for k in r.locks:
             hb = k["last_heartbeat"]
@@ -242,7 +235,7 @@ def locks_cmd(
                     fmt_ms(k.get("txn_last_heartbeat"), missing="NULL"),
                 ]
             rows.append(row)
-        return render_table(rows, headers, keys=keys)
+        return render_table(rows, cols, empty="No locks.")
 
     ctx.obj.output.emit(rep.to_dict(), lambda _d: text(rep))
 
@@ -316,8 +309,8 @@ def compactions_cmd(
 
     def text(r) -> str:
         columns = COMPACTION_COLUMNS[3 if r.hive_version == 3 else 4]
-        rows = [[cell(c) for _, _, cell in columns] for c in r.compactions]
-        return render_table(rows, [h for h, _, _ in columns], keys=[k for _, k, _ in columns])
+        rows = [[cell(c) for _, cell in columns] for c in r.compactions]
+        return render_table(rows, [col for col, _ in columns], empty="No compactions.")
 
     ctx.obj.output.emit(rep.to_dict(), lambda _d: text(rep))
 
@@ -336,43 +329,55 @@ def _tv(key: str):
     return lambda c: NO_VAL if not c[key] else fmt_ms(c[key])
 
 
+def _dur(text: str) -> str:
+    """Hive's Duration(ms) cell in acidctl's duration units (NO_VAL stays)."""
+    from acidctl.units import duration_ms
+
+    return duration_ms(int(text)) if text.lstrip("-").isdigit() else text
+
+
 _LEADING = (
-    ("CompactionId", "compactionid", _raw("compactionid")),
-    ("Database", "dbname", _raw("dbname")),
-    ("Table", "tabname", _raw("tabname")),
-    ("Partition", "partname", _nv("partname")),
-    ("Type", "type", _raw("type")),
-    ("State", "state", _raw("state")),
+    (Col("ID", "compactionid"), _raw("compactionid")),
+    (Col("Database", "dbname"), _raw("dbname")),
+    (Col("Table", "tabname"), _raw("tabname")),
+    (Col("Partition", "partname"), _nv("partname")),
+    (Col("Type"), _raw("type")),
+    (Col("State", text=True), _raw("state")),  # words ("ready for cleaning"), never a name
 )
 
-#: SHOW COMPACTIONS as Hive 3.1 and Hive 4.0 print it: (header, JSON key, cell of a row dict) per
-#: column (the key also names the column for ``-o custom-columns``)
+#: SHOW COMPACTIONS as Hive 3.1 and Hive 4.0 print it (Hive's column names, UPPER CASE; the
+#: duration in acidctl's units): (column, cell of a row dict) per column; the default view is the
+#: leading six and the start time, ``-o wide`` every column. The JSON key also names the column
+#: for ``-o custom-columns``.
 COMPACTION_COLUMNS = {
     3: _LEADING
     + (
-        ("Worker", "worker", _nv("worker")),
-        ("Start Time", "starttime", _tv("starttime")),
-        ("Duration(ms)", "duration", _nv("duration")),
-        ("HadoopJobId", "hadoopjobid", _nv("hadoopjobid")),
+        (Col("Worker", wide=True), _nv("worker")),
+        (Col("Start Time", "starttime"), _tv("starttime")),
+        (Col("Duration", wide=True), lambda c: _dur(_nv("duration")(c))),
+        (Col("HadoopJobId", wide=True), _nv("hadoopjobid")),
     ),
     4: _LEADING
     + (
-        ("Worker host", "workerhost", _nv("workerhost")),
-        ("Worker", "workerid", _nv("workerid")),
-        ("Enqueue Time", "enqueuetime", _tv("enqueuetime")),
-        ("Start Time", "starttime", _tv("starttime")),
-        ("Duration(ms)", "duration", lambda c: hive4_duration(c)),
-        ("HadoopJobId", "hadoopjobid", _nv("hadoopjobid")),
-        ("Error message", "errormessage", _nv("errormessage")),
-        ("Initiator host", "initiatorhost", _nv("initiatorhost")),
-        ("Initiator", "initiatorid", _nv("initiatorid")),
-        ("Pool name", "poolname", _raw("poolname")),
-        ("TxnId", "txnid", lambda c: zero(c["txnid"])),
-        ("Next TxnId", "nexttxnid", lambda c: zero(c["nexttxnid"])),
-        ("Commit Time", "committime", lambda c: "0" if c["committime"] is None else fmt_ms(c["committime"])),
+        (Col("Worker host", wide=True), _nv("workerhost")),
+        (Col("Worker", "workerid", wide=True), _nv("workerid")),
+        (Col("Enqueue Time", "enqueuetime", wide=True), _tv("enqueuetime")),
+        (Col("Start Time", "starttime"), _tv("starttime")),
+        (Col("Duration", wide=True), lambda c: _dur(hive4_duration(c))),
+        (Col("HadoopJobId", wide=True), _nv("hadoopjobid")),
+        (Col("Error message", "errormessage", wide=True, text=True), _nv("errormessage")),
+        (Col("Initiator host", "initiatorhost", wide=True), _nv("initiatorhost")),
+        (Col("Initiator", "initiatorid", wide=True), _nv("initiatorid")),
+        (Col("Pool name", "poolname", wide=True), _raw("poolname")),
+        (Col("TxnId", wide=True), lambda c: zero(c["txnid"])),
+        (Col("Next TxnId", "nexttxnid", wide=True), lambda c: zero(c["nexttxnid"])),
+        (
+            Col("Commit Time", "committime", wide=True),
+            lambda c: "0" if c["committime"] is None else fmt_ms(c["committime"]),
+        ),
         # Hive 4 fills the response's old highest-*txn*-id field, never the highest write id it
         # prints: the cell is always NO_VAL (JSON has the real value)
-        ("Highest WriteId", "hightestwriteid", lambda c: NO_VAL),
+        (Col("Highest WriteId", "hightestwriteid", wide=True), lambda c: NO_VAL),
     ),
 }
 
@@ -423,7 +428,15 @@ def tables_cmd(
                 ]
                 for r in rs
             ],
-            ["TABLE", "KIND", "PARTITIONED BY", "PARTITIONS", "BUCKETS", "LOCATION"],
+            [
+                Col("Table"),
+                Col("Kind"),
+                Col("Partitioned By", "partition_keys"),
+                Col("Partitions"),
+                Col("Buckets"),
+                Col("Location", wide=True),
+            ],
+            empty="No ACID tables.",
         )
 
     ctx.obj.output.emit({"tables": rows}, lambda d: text(d["tables"]))
@@ -466,7 +479,18 @@ def write_ids_cmd(
                 )
             if rows:
                 lines.append("")
-                lines.append(render_table(rows, ["Write ID", "Transaction ID", "State", "User", "Started Time"]))
+                lines.append(
+                    render_table(
+                        rows,
+                        [
+                            Col("Write ID", "write_id"),
+                            Col("Transaction ID", "txn_id"),
+                            Col("State"),
+                            Col("User"),
+                            Col("Started Time", "startedtime"),
+                        ],
+                    )
+                )
         return "\n".join(lines)
 
     ctx.obj.output.emit(rep.to_dict(), lambda _d: text(rep))
@@ -506,7 +530,15 @@ def _hive2_transactions(ctx: typer.Context, *, state, user, older_than, limit) -
                 ]
                 for t in d["transactions"]
             ],
-            ["Transaction ID", "Transaction State", "Started Time", "Last Heartbeat Time", "User", "Hostname"],
+            [
+                Col("Transaction ID", "txn_id"),
+                Col("Transaction State", "state"),
+                Col("Started Time", "started_ms"),
+                Col("Last Heartbeat Time", "last_heartbeat_ms", wide=True),
+                Col("User"),
+                Col("Hostname", "host"),
+            ],
+            empty="No transactions.",
         )
 
     ctx.obj.output.emit(rep, text)
@@ -514,7 +546,7 @@ def _hive2_transactions(ctx: typer.Context, *, state, user, older_than, limit) -
 
 def _hive2_compactions(ctx: typer.Context, *, db, table, partition, types, states, limit) -> None:
     """Hive 2.3 SHOW COMPACTIONS: 9 columns, no CompactionId; missing values ' --- '."""
-    from acidctl.metastore.hive2 import COMPACTION_HEADERS, show_compactions
+    from acidctl.metastore.hive2 import show_compactions
 
     rep = show_compactions(_metastore(ctx))
     tset = {x.strip().upper() for x in types or ()}
@@ -542,12 +574,23 @@ def _hive2_compactions(ctx: typer.Context, *, db, table, partition, types, state
                     c["state"],
                     nv(c["worker"]),
                     NO_VAL if not c["start_ms"] else fmt_ms(c["start_ms"]),
-                    nv(c["duration_ms"]),
+                    _dur(nv(c["duration_ms"])),
                     nv(c["hadoop_job_id"]),
                 ]
                 for c in d["compactions"]
             ],
-            COMPACTION_HEADERS,
+            [
+                Col("Database"),
+                Col("Table"),
+                Col("Partition"),
+                Col("Type"),
+                Col("State", text=True),
+                Col("Worker", wide=True),
+                Col("Start Time", "start_ms"),
+                Col("Duration", "duration_ms", wide=True),
+                Col("HadoopJobId", "hadoop_job_id", wide=True),
+            ],
+            empty="No compactions.",
         )
 
     ctx.obj.output.emit(rep, text)

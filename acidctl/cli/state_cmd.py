@@ -38,20 +38,24 @@ HELP = (
 )
 
 
-#: the directory table: text headers and the JSON key of each column (``-o custom-columns``
-#: takes either; WRITE IDS is min_write_id..max_write_id in JSON)
-ENTRY_HEADERS = ["ROLE", "NAME", "READ#", "WRITE IDS", "STMT", "VIS TXN", "FILES", "BYTES", "REASON"]
-ENTRY_KEYS = [
-    "role",
-    "name",
-    "read_order",
-    "write_ids",
-    "statement_id",
-    "visibility_txn",
-    "file_count",
-    "bytes",
-    "reason",
-]
+def entry_columns():
+    """The directory table (JSON: ``partitions[].entries[]``). The default view is what a
+    person reads first; ``-o wide`` adds the write-id range (JSON ``min_write_id`` ..
+    ``max_write_id``; ``-o custom-columns`` takes ``write_ids``), statement id, visibility txn
+    and file count."""
+    from acidctl.cli.output import Col
+
+    return [
+        Col("Role", text=True),  # words ("not visible yet"), never a name
+        Col("Name"),
+        Col("Read#", "read_order"),
+        Col("Write IDs", "write_ids", wide=True),
+        Col("Stmt", "statement_id", wide=True),
+        Col("Vis Txn", "visibility_txn", wide=True),
+        Col("Files", "file_count", wide=True),
+        Col("Size", "bytes"),
+        Col("Reason", text=True),
+    ]
 
 
 def register(app: typer.Typer) -> None:
@@ -183,11 +187,9 @@ def _deep_hook():
 
 
 def _fmt_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024.0
-    return str(n)
+    from acidctl.units import size
+
+    return size(n)
 
 
 def _wid_range(e: dict) -> str:
@@ -210,20 +212,6 @@ def _section_title(p: dict) -> str:
     return f"partition {leaf}" if is_partition_dir(leaf) else "table"
 
 
-def _in_read_order(entries: list[dict]) -> list[dict]:
-    """Rows as a reader reads them: the base or the originals, then the current deltas in Hive's
-    read order (READ#, the JSON ``read_order``); then everything it does not read, by name."""
-
-    def key(e: dict):
-        if e["role"] in ("base", "original"):
-            return (0, 0, e["name"])
-        if e["read_order"] is not None:
-            return (1, e["read_order"], e["name"])
-        return (2, 0, e["name"])
-
-    return sorted(entries, key=key)
-
-
 def _relative(path: str, root: str) -> str:
     """A finding's path under the table as the header shows it (``.`` for the table itself);
     paths elsewhere stay whole. Text only: JSON keeps full paths."""
@@ -234,22 +222,31 @@ def _relative(path: str, root: str) -> str:
 
 
 def render_text(report: dict) -> str:
-    from acidctl.cli.output import table
+    from acidctl.cli.output import table, wrap
+    from acidctl.units import ratio as fmt_ratio
 
-    lines = [f"acidctl state {report['path']}  (Hive {report['hive_version']} reader rules)"]
+    lines = [wrap(f"acidctl state {report['path']}  (Hive {report['hive_version']} reader rules)")]
     wl = report["write_ids"]
-    lines.append(f"write ids: {wl['string']}" + ("   [ASSUMED]" if wl["assumed"] else ""))
-    if report["txns"] is not None:
-        lines.append(f"txns:      {report['txns']['string']}" + ("   [ASSUMED]" if report["txns"]["assumed"] else ""))
+    assumed = "   [ASSUMED]" if wl["assumed"] else ""
     if report.get("hive2_txns"):
-        lines.append(f"txns:      {report['hive2_txns']}   (Hive 2 ValidTxnList; txn ids are the write ids)")
+        # Hive 2 has no write ids: its snapshot is the ValidTxnList (a write-id list made from
+        # it names no table, ``null:...``, when the target is a path)
+        lines.append(
+            wrap(f"txns: {report['hive2_txns']}{assumed}   (Hive 2 ValidTxnList: txn ids name the directories)")
+        )
+    else:
+        lines.append(wrap(f"write ids: {wl['string']}{assumed}"))
+    if report["txns"] is not None:
+        lines.append(
+            wrap(f"txns:      {report['txns']['string']}" + ("   [ASSUMED]" if report["txns"]["assumed"] else ""))
+        )
     for a in report["assumptions"]:
-        lines.append(f"!! ASSUMED: {a}")
+        lines.append(wrap(f"!! ASSUMED: {a}"))
     for p in report["partitions"]:
         lines.append("")
-        lines.append(f"== {_section_title(p)}: {p['path']}")
+        lines.append(wrap(f"== {_section_title(p)}: {p['path']}"))
         rows = []
-        for e in _in_read_order(p["entries"]):
+        for e in p["entries"]:
             rows.append(
                 [
                     e["role"],
@@ -259,11 +256,11 @@ def render_text(report: dict) -> str:
                     "" if e["statement_id"] is None else e["statement_id"],
                     "" if e["visibility_txn"] is None else e["visibility_txn"],
                     "" if e["file_count"] is None else e["file_count"],
-                    e["bytes"],
+                    _fmt_bytes(e["bytes"]),
                     e["reason"],
                 ]
             )
-        lines.append(table(rows, ENTRY_HEADERS, keys=ENTRY_KEYS))
+        lines.append(table(rows, entry_columns(), empty="(empty directory)"))
         s, c = p["snapshot"], p["compaction"]
         t = c["thresholds"]
         lines.append("")
@@ -286,26 +283,35 @@ def render_text(report: dict) -> str:
             f"deltas:     {s['delta_count']} insert ({_fmt_bytes(s['delta_bytes'])}), "
             f"{s['delete_delta_count']} delete ({_fmt_bytes(s['delete_delta_bytes'])})"
         )
-        ratio = "n/a" if c["ratio"] is None else f"{c['ratio']:.3g}"
+        ratio = fmt_ratio(c["ratio"])
         lines.append(
-            f"initiator:  {c['delta_count']} deltas vs threshold {t['hive.compactor.delta.num.threshold']}; "
-            f"delta/base {ratio} vs {t['hive.compactor.delta.pct.threshold']:g}  (compactor snapshot)"
+            wrap(
+                f"initiator:  {c['delta_count']} deltas vs threshold {t['hive.compactor.delta.num.threshold']}; "
+                f"delta/base {ratio} vs {t['hive.compactor.delta.pct.threshold']:g}  (compactor snapshot)",
+                indent="            ",
+            )
         )
-        lines.append(f"compaction: {c['type'].upper()}" + (" - " + "; ".join(c["reasons"]) if c["reasons"] else ""))
+        lines.append(
+            wrap(
+                f"compaction: {c['type'].upper()}" + (" - " + "; ".join(c["reasons"]) if c["reasons"] else ""),
+                indent="            ",
+            )
+        )
     lines.append("")
     if report["findings"]:
-        rows = [
-            [f["severity"].upper(), f["check"], _relative(f["path"], report["path"]), f["message"]]
-            for f in report["findings"]
-        ]
-        lines.append(
-            table(rows, ["SEVERITY", "CHECK", "PATH", "MESSAGE"], keys=["severity", "check", "path", "message"])
-        )
+        # prose lines, as doctor prints findings: a path (often longer than half a terminal)
+        # stays whole on its line and only the message wraps
+        for f in report["findings"]:
+            lines.append(
+                wrap(f"{f['severity'].upper()} {f['check']} {_relative(f['path'], report['path'])}: {f['message']}")
+            )
     else:
         lines.append("no findings")
     sm = report["summary"]
     lines.append(
-        f"summary: {sm['partitions']} partition(s), {sm['errors']} error(s), {sm['warnings']} warning(s), "
-        f"{sm['info']} info; compaction due: {', '.join(sm['compaction_due']) or 'none'}"
+        wrap(
+            f"summary: {sm['partitions']} partition(s), {sm['errors']} error(s), {sm['warnings']} warning(s), "
+            f"{sm['info']} info; compaction due: {', '.join(sm['compaction_due']) or 'none'}"
+        )
     )
     return "\n".join(lines)

@@ -50,7 +50,7 @@ def unlock_command(
 
 
 def render_text(report: dict) -> str:
-    from acidctl.cli.output import table
+    from acidctl.cli.output import Col, table
 
     head = f"acidctl unlock {report['lock_id']}" + ("" if report["executed"] else " (dry run; --execute to unlock)")
     lines = [head]
@@ -74,16 +74,16 @@ def render_text(report: dict) -> str:
             table(
                 rows,
                 [
-                    "Lock ID",
-                    "Database",
-                    "Table",
-                    "Partition",
-                    "State",
-                    "Type",
-                    "Transaction ID",
-                    "User",
-                    "Hostname",
-                    "Action",
+                    Col("Lock ID", "lockid"),
+                    Col("Database"),
+                    Col("Table"),
+                    Col("Partition"),
+                    Col("State", "lock_state"),
+                    Col("Type", "lock_type"),
+                    Col("Transaction ID", "txnid", wide=True),
+                    Col("User", wide=True),
+                    Col("Hostname", "host", wide=True),
+                    Col("Action", "deleted"),
                 ],
             )
         )

@@ -110,31 +110,37 @@ def upgrade_check_command(
 
 
 def _text(r: dict) -> str:
-    from acidctl.cli.output import table
+    from acidctl.cli.output import Col, table, wrap
 
     lines = [
-        f"acidctl upgrade-check  {r['metastore']}  (databases {r['db']!r}, {r['checked_at']})",
-        f"txns: {r['txns']}   compactor: {r['compactor_txns']}",
+        wrap(f"acidctl upgrade-check  {r['metastore']}  (databases {r['db']!r}, {r['checked_at']})"),
+        wrap(f"txns: {r['txns']}   compactor: {r['compactor_txns']}"),
     ]
     if "executed" in r:
         ex = r["executed"]
         for run in ex["runs"]:
             ids = [str(i) for i in run.get("compaction_ids") or [] if i is not None]
             lines.append(
-                f"compacted {run['table']}: {', '.join(p or '(table)' for p in run['compacted']) or 'nothing'}"
-                f" ({run['rows_in']} rows in, {run['rows_out']} out)"
-                + (f"; registered as compaction {', '.join(ids)}" if ids else "")
+                wrap(
+                    f"compacted {run['table']}: {', '.join(p or '(table)' for p in run['compacted']) or 'nothing'}"
+                    f" ({run['rows_in']} rows in, {run['rows_out']} out)"
+                    + (f"; registered as compaction {', '.join(ids)}" if ids else "")
+                )
             )
         for c in ex.get("cleaned") or []:
             done = [x for x in c["compactions"] if x.get("state") == "succeeded"]
             lines.append(
-                f"cleaned {c['table']}: {len(c['deleted'])} obsolete path(s) deleted"
-                + (f", {len(done)} compaction(s) succeeded" if done else "")
+                wrap(
+                    f"cleaned {c['table']}: {len(c['deleted'])} obsolete path(s) deleted"
+                    + (f", {len(done)} compaction(s) succeeded" if done else "")
+                )
             )
         for x in ex.get("only_bases") or []:
             lines.append(
-                f"NOT ONLY A BASE: {x['table']}/{x['partition'] or '(table)'}: "
-                f"{', '.join(x['current'] + x['leftover'])}"
+                wrap(
+                    f"NOT ONLY A BASE: {x['table']}/{x['partition'] or '(table)'}: "
+                    f"{', '.join(x['current'] + x['leftover'])}"
+                )
             )
     rows = [
         [
@@ -152,8 +158,16 @@ def _text(r: dict) -> str:
         "",
         table(
             rows,
-            ["TABLE", "PARTITION", "MODE", "STATUS", "PREUPGRADETOOL", "CURRENT", "WHY"],
-            keys=["table", "partition", "mode", "status", "preupgrade_tool", "current", "reasons"],
+            [
+                Col("Table"),
+                Col("Partition"),
+                Col("Mode"),
+                Col("Status"),
+                Col("PreUpgradeTool", "preupgrade_tool", wide=True),
+                Col("Current", text=True, wide=True),  # names separated by ", "
+                Col("Why", "reasons", text=True),
+            ],
+            empty="No ACID tables.",
         ),
     ]
     finds = [
@@ -165,7 +179,8 @@ def _text(r: dict) -> str:
         for f in p["findings"]
     ]
     if finds:
-        lines += ["", table(finds, ["SEVERITY", "CHECK", "TABLE", "PARTITION", "MESSAGE"])]
+        cols = [Col("Severity"), Col("Check"), Col("Table"), Col("Partition"), Col("Message", text=True)]
+        lines += ["", table(finds, cols)]
     if r["commands"]:
         head = "-- run on the Hive 2 cluster (or: acidctl upgrade-check --execute)"
         if r.get("dry_run"):
@@ -174,8 +189,10 @@ def _text(r: dict) -> str:
     s = r["summary"]
     lines.append("")
     lines.append(
-        ("READY for the Hive 3 upgrade: " if r["ready"] else "NOT READY: ")
-        + f"{s['tables']} table(s), {s['partitions']} partition(s): {s['ready']} ready, {s['compact']} to compact, "
-        f"{s['blocked']} blocked, {s['error']} unreadable; {s['errors']} error finding(s)"
+        wrap(
+            ("READY for the Hive 3 upgrade: " if r["ready"] else "NOT READY: ")
+            + f"{s['tables']} table(s), {s['partitions']} partition(s): {s['ready']} ready, {s['compact']} to compact, "
+            f"{s['blocked']} blocked, {s['error']} unreadable; {s['errors']} error finding(s)"
+        )
     )
     return "\n".join(lines)

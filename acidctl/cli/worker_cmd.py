@@ -48,9 +48,10 @@ def _install_stop_handlers(stop, settings):
 
 
 def _render_once(doc: dict) -> str:
+    from acidctl.cli.output import wrap
     from acidctl.compact.worker import request_line
 
-    lines = [request_line(r) for r in doc["requests"]] or ["no initiated compaction requests to claim"]
+    lines = [wrap(request_line(r)) for r in doc["requests"]] or ["no initiated compaction requests to claim"]
     if doc.get("dry_run"):
         lines.insert(0, "acidctl worker --dry-run (nothing is claimed or written)")
     s = doc["summary"]

@@ -75,7 +75,9 @@ def request_line(rec: dict) -> str:
     where = rec["table"] + (f"/{rec['partition']}" if rec.get("partition") else "")
     out = f" ({', '.join(rec['output_dirs'])})" if rec.get("output_dirs") else ""
     msg = f": {rec['message']}" if rec.get("message") and rec["state"] != "ready for cleaning" else ""
-    return f"compaction {rec['cq_id']} {where} {rec['type']}: {rec['state']}{out}{msg} [{rec['seconds']}s]"
+    from acidctl.units import duration
+
+    return f"compaction {rec['cq_id']} {where} {rec['type']}: {rec['state']}{out}{msg} [{duration(rec['seconds'])}]"
 
 
 def claim_batch(ms, opts: WorkerOptions, worker_id: str, stop: StopFlag | None = None) -> list[queue.Request]:

@@ -48,6 +48,8 @@ import dataclasses
 import shlex
 from typing import Any, Iterable
 
+from acidctl.units import plural, size
+
 from acidctl.findings import Severity
 
 INFO, WARN, ERROR = Severity.INFO, Severity.WARN, Severity.ERROR
@@ -399,7 +401,7 @@ def cleaner_findings(wh, lim: Limits) -> list[DoctorFinding]:
                 DoctorFinding(
                     "CLEANER_BLOCKED_BY_TXN",
                     ERROR if (age or 0) >= lim.open_txn_warn else WARN,
-                    f"open txn {tid} blocks the Cleaner for {len(rows)} compaction(s)",
+                    f"open txn {tid} blocks the Cleaner for {plural(len(rows), 'compaction')}",
                     None,
                     None,
                     f"txn {tid} ({t.get('user')}@{t.get('host')}, open {human_age(age)}) is below CQ_NEXT_TXN_ID of "
@@ -449,7 +451,7 @@ def cleaner_findings(wh, lim: Limits) -> list[DoctorFinding]:
                 DoctorFinding(
                     "CLEANER_BLOCKED_BY_LOCK",
                     WARN,
-                    f"compaction {r['id']} waits for {len(ids)} lock(s)",
+                    f"compaction {r['id']} waits for {plural(len(ids), 'lock')}",
                     spec_of(r["database"], r["table"]),
                     r["partition"],
                     f"Hive 3's Cleaner cleans compaction {r['id']} only once the locks it saw on the partition are gone: "
@@ -1057,7 +1059,7 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
                 DoctorFinding(
                     "ABORTED_PILE",
                     sev,
-                    f"{ab['txns']} aborted txn(s) not cleaned up",
+                    f"{plural(ab['txns'], 'aborted txn')} not cleaned up",
                     tbl,
                     part,
                     f"{ab['txns']} aborted txn(s) ({ab['rows']} TXN_COMPONENTS rows, oldest {human_age(age)}) on this "
@@ -1202,7 +1204,7 @@ def _obsolete_findings(wh, ps, tbl: str, part: str | None, lim: Limits) -> list[
         n = len(group)
         text = (
             f"{n} director{'y' if n == 1 else 'ies'} ({', '.join(names[:5])}{' ...' if n > 5 else ''}; "
-            f"{nbytes} bytes, oldest {human_age(age)})"
+            f"{size(nbytes)}, oldest {human_age(age)})"
         )
         return text, {"dirs": names, "bytes": nbytes, "oldest_age_seconds": age}
 
@@ -1257,7 +1259,7 @@ def _obsolete_findings(wh, ps, tbl: str, part: str | None, lim: Limits) -> list[
             DoctorFinding(
                 "OBSOLETE_WAITING",
                 sev_of(ev),
-                f"{n} obsolete/aborted director{'y' if n == 1 else 'ies'} ({ev['bytes']} bytes) wait for the Cleaner",
+                f"{plural(n, 'obsolete/aborted directory')} ({size(ev['bytes'])}) {'waits' if n == 1 else 'wait'} for the Cleaner",
                 tbl,
                 part,
                 msg,

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import datetime as _dt
 
+from acidctl.units import duration, plural, size
+
 #: partitions with a timeline chart (the ones with the most directories first)
 MAX_TIMELINES = 20
 #: tables in the per-table charts (most deltas first)
@@ -43,6 +45,7 @@ th { cursor: pointer; background: #f7f7f7; user-select: none; }
 th.sorted-asc::after { content: " \25B2"; } th.sorted-desc::after { content: " \25BC"; }
 td.sev-error { color: #c0392b; font-weight: 600; } td.sev-warn { color: #d68910; } td.sev-info { color: #2e86c1; }
 code { background: #f4f4f4; padding: 0 0.2em; }
+td.name { white-space: nowrap; } /* table/partition names are never wrapped (ds=2026- / 01-01) */
 .chart { width: 100%; min-height: 320px; }
 #js-errors { color: #c0392b; }
 </style>
@@ -55,17 +58,10 @@ window.addEventListener("error", function (e) { window.__jsErrors.push(String(e.
 <body>
 <h1>acidctl doctor</h1>
 <div class="sub">Hive {{ report.hive_version }} metastore &middot; generated {{ generated }} &middot;
-{{ s.directory_listings }} directory listings in {{ "%.2f"|format(s.seconds) }} s</div>
+{{ listings }} in {{ elapsed }}</div>
 <div class="tiles">
-  <div class="tile"><div class="v">{{ s.tables_checked }}</div>ACID tables</div>
-  <div class="tile"><div class="v">{{ s.partitions_checked }}</div>partitions</div>
-  <div class="tile error"><div class="v">{{ s.errors }}</div>errors</div>
-  <div class="tile warn"><div class="v">{{ s.warnings }}</div>warnings</div>
-  <div class="tile info"><div class="v">{{ s.info }}</div>info</div>
-  <div class="tile"><div class="v">{{ s.open_txns }}</div>open txns</div>
-  <div class="tile"><div class="v">{{ s.aborted_txns }}</div>aborted txns</div>
-  <div class="tile"><div class="v">{{ s.locks }}</div>locks</div>
-  <div class="tile"><div class="v">{{ s.compaction_queue }}</div>queued compactions</div>
+{% for n, label, cls in tiles %}  <div class="tile {{ cls }}"><div class="v">{{ n }}</div>{{ label }}</div>
+{% endfor %}
 </div>
 
 <h2>Findings ({{ report.findings|length }})</h2>
@@ -74,7 +70,7 @@ window.addEventListener("error", function (e) { window.__jsErrors.push(String(e.
 <tbody>
 {% for f in report.findings %}
 <tr><td class="sev-{{ f.severity }}" data-sort="{{ {'error': 2, 'warn': 1, 'info': 0}[f.severity] }}">{{ f.severity }}</td>
-<td>{{ f.code }}</td><td>{{ f.subject }}</td><td>{{ f.message }}</td>
+<td>{{ f.code }}</td><td class="name">{{ f.subject }}</td><td>{{ f.message }}</td>
 <td>{% if f.fix %}<code>{{ f.fix }}</code>{% endif %}</td></tr>
 {% endfor %}
 </tbody>
@@ -96,7 +92,7 @@ the directory's write ids; colour = its role for a fresh reader.</div>
 <thead><tr><th data-type="num">Id</th><th>Table</th><th>Partition</th><th>Type</th><th>State</th><th data-type="num">Highest write id</th><th>Start</th><th>End</th><th>Error</th></tr></thead>
 <tbody>
 {% for h in history %}
-<tr><td>{{ h.id }}</td><td>{{ h.table }}</td><td>{{ h.partition or "" }}</td><td>{{ h.type }}</td><td>{{ h.state }}</td>
+<tr><td>{{ h.id }}</td><td class="name">{{ h.table }}</td><td class="name">{{ h.partition or "" }}</td><td>{{ h.type }}</td><td>{{ h.state }}</td>
 <td>{{ h.highest_write_id if h.highest_write_id is not none else "" }}</td><td>{{ h.start_text }}</td><td>{{ h.end_text }}</td><td>{{ h.error or "" }}</td></tr>
 {% endfor %}
 </tbody>
@@ -117,10 +113,9 @@ the directory's write ids; colour = its role for a fresh reader.</div>
   plot("chart-delta-bytes", data.bytes, {title: {text: "Bytes of current deltas, delete deltas and bases per table"}});
   data.timelines.forEach(function (t, i) {
     plot("chart-timeline-" + i, t.traces, {title: {text: t.title}, barmode: "overlay",
-      xaxis: {title: {text: "write id"}}, yaxis: {automargin: true}, height: Math.max(260, 40 + 22 * t.rows)});
+      xaxis: t.xaxis, yaxis: {automargin: true}, height: Math.max(260, 40 + 22 * t.rows)});
   });
-  plot("chart-history", data.history, {title: {text: "Compactions over time"}, barmode: "group",
-    xaxis: {type: "date"}, yaxis: {automargin: true}});
+  plot("chart-history", data.history, data.history_layout);
   Promise.all(jobs).then(function () {
     document.body.setAttribute("data-charts-rendered", String(jobs.length));
   }, function (e) { window.__jsErrors.push(String(e)); });
@@ -155,6 +150,8 @@ the directory's write ids; colour = its role for a fresh reader.</div>
 </html>
 """
 
+#: one colour per directory kind in every chart (the per-table bars and the timelines); aborted
+#: has its own, unlike any kind a reader reads
 _ROLE_COLOURS = {
     "base": "#1f77b4",
     "delta": "#2ca02c",
@@ -175,6 +172,42 @@ def _ts(ms) -> str:
     return _dt.datetime.fromtimestamp(int(ms) / 1000, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
 
 
+#: one colour per compaction state in "Compactions over time" (its legend names them)
+_STATE_COLOURS = {
+    "initiated": "#9467bd",
+    "working": "#17becf",
+    "ready for cleaning": "#bcbd22",
+    "succeeded": "#1f77b4",
+    "failed": "#d62728",
+    "did not initiate": "#7f7f7f",
+    "refused": "#8c564b",
+    "aborted": "#ff7f0e",
+}
+
+
+def _write_id_axis(top: int) -> dict:
+    """A write-id axis with integer ticks (write ids are integers: never 0.5), about ten."""
+    step, k = 1, 0
+    while top / step > 10:  # 1, 2, 5, 10, 20, 50, ...
+        k += 1
+        step = (1, 2, 5)[k % 3] * 10 ** (k // 3)
+    return {"title": {"text": "write id"}, "tick0": 0, "dtick": step, "tickformat": "d"}
+
+
+def _time_axis(times_ms: list[int]) -> dict:
+    """A date axis padded to at least an hour either side, so one compaction is not a dot on an
+    axis ticked in fractions of a second."""
+    if not times_ms:
+        return {"type": "date"}
+    lo, hi = min(times_ms), max(times_ms)
+    pad = max((hi - lo) // 20, 3600 * 1000)
+
+    def iso(ms: int) -> str:
+        return _dt.datetime.fromtimestamp(ms / 1000, _dt.timezone.utc).isoformat()
+
+    return {"type": "date", "range": [iso(lo - pad), iso(hi + pad)], "tickformat": "%Y-%m-%d %H:%M"}
+
+
 def chart_data(report: dict, scan) -> tuple[dict, list[dict], list[dict]]:
     """(plotly traces for every chart, timeline descriptors, history rows) — plain data."""
     from acidctl.doctor.findings import STATES, TYPES, history_rows, queue_rows
@@ -192,16 +225,20 @@ def chart_data(report: dict, scan) -> tuple[dict, list[dict], list[dict]]:
         t["base_bytes"] += p["base_bytes"]
     top = sorted(per_table.items(), key=lambda kv: -(kv[1]["deltas"] + kv[1]["delete_deltas"]))[:MAX_TABLES]
     names = [k for k, _ in top]
+
+    def bar(name: str, kind: str, values: list[int]) -> dict:
+        return {"type": "bar", "name": name, "x": names, "y": values, "marker": {"color": _ROLE_COLOURS[kind]}}
+
     counts = [
-        {"type": "bar", "name": "deltas", "x": names, "y": [v["deltas"] for _, v in top]},
-        {"type": "bar", "name": "delete deltas", "x": names, "y": [v["delete_deltas"] for _, v in top]},
+        bar("deltas", "delta", [v["deltas"] for _, v in top]),
+        bar("delete deltas", "delete delta", [v["delete_deltas"] for _, v in top]),
     ]
     nbytes = [
-        {"type": "bar", "name": label, "x": names, "y": [v[key] for _, v in top]}
-        for label, key in (
-            ("delta bytes", "delta_bytes"),
-            ("delete delta bytes", "delete_delta_bytes"),
-            ("base bytes", "base_bytes"),
+        bar(label, kind, [v[key] for _, v in top])
+        for label, kind, key in (
+            ("delta bytes", "delta", "delta_bytes"),
+            ("delete delta bytes", "delete delta", "delete_delta_bytes"),
+            ("base bytes", "base", "base_bytes"),
         )
     ]
     timelines = []
@@ -234,9 +271,12 @@ def chart_data(report: dict, scan) -> tuple[dict, list[dict], list[dict]]:
             tr["base"].append(lo - 0.45 if d["kind"] != "base" else 0)
             tr["x"].append((hi - lo + 0.9) if d["kind"] != "base" else hi + 0.45)
             tr["y"].append(d["name"])
-            tr["text"].append(f"{d['bytes']} bytes, {d['files']} files")
+            tr["text"].append(f"{size(d['bytes'])}, {plural(d['files'], 'file')}")
         title = p.spec
-        timelines.append({"title": title, "traces": list(by_role.values()), "rows": len(dirs)})
+        top_wid = max(int(d["max_write_id"]) for d in dirs)
+        timelines.append(
+            {"title": title, "traces": list(by_role.values()), "rows": len(dirs), "xaxis": _write_id_axis(top_wid)}
+        )
     hist = []
     for r in sorted(history_rows(wh) + queue_rows(wh), key=lambda r: -int(r["id"]))[:MAX_HISTORY]:
         hist.append(
@@ -259,12 +299,34 @@ def chart_data(report: dict, scan) -> tuple[dict, list[dict], list[dict]]:
         if not h["start"]:
             continue
         tr = by_state.setdefault(
-            h["state"], {"type": "scatter", "mode": "markers", "name": h["state"], "x": [], "y": [], "text": []}
+            h["state"],
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": h["state"],
+                "x": [],
+                "y": [],
+                "text": [],
+                "marker": {"color": _STATE_COLOURS.get(h["state"], "#333"), "size": 10},
+            },
         )
         tr["x"].append(_dt.datetime.fromtimestamp(int(h["start"]) / 1000, _dt.timezone.utc).isoformat())
         tr["y"].append(h["table"] + (f"/{h['partition']}" if h["partition"] else ""))
         tr["text"].append(f"#{h['id']} {h['type']}")
-    charts = {"counts": counts, "bytes": nbytes, "timelines": timelines, "history": list(by_state.values())}
+    history_layout = {
+        "title": {"text": "Compactions over time (by state)"},
+        "showlegend": True,  # also for one state: the legend names the colour
+        "legend": {"title": {"text": "state"}},
+        "xaxis": _time_axis([int(h["start"]) for h in hist if h["start"]]),
+        "yaxis": {"automargin": True},
+    }
+    charts = {
+        "counts": counts,
+        "bytes": nbytes,
+        "timelines": timelines,
+        "history": list(by_state.values()),
+        "history_layout": history_layout,
+    }
     return charts, timelines, hist
 
 
@@ -274,9 +336,24 @@ def render_html(report: dict, scan) -> str:
 
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     charts, timelines, hist = chart_data(report, scan)
+    s = report["summary"]
+    tiles = [
+        (s["tables_checked"], "ACID table" if s["tables_checked"] == 1 else "ACID tables", ""),
+        (s["partitions_checked"], "partition" if s["partitions_checked"] == 1 else "partitions", ""),
+        (s["errors"], "error" if s["errors"] == 1 else "errors", "error"),
+        (s["warnings"], "warning" if s["warnings"] == 1 else "warnings", "warn"),
+        (s["info"], "info", "info"),
+        (s["open_txns"], "open txn" if s["open_txns"] == 1 else "open txns", ""),
+        (s["aborted_txns"], "aborted txn" if s["aborted_txns"] == 1 else "aborted txns", ""),
+        (s["locks"], "lock" if s["locks"] == 1 else "locks", ""),
+        (s["compaction_queue"], "queued compaction" if s["compaction_queue"] == 1 else "queued compactions", ""),
+    ]
     return env.from_string(_TEMPLATE).render(
         report=report,
-        s=report["summary"],
+        s=s,
+        tiles=tiles,
+        listings=plural(s["directory_listings"], "directory listing"),
+        elapsed=duration(s["seconds"]),
         charts=charts,
         timelines=timelines,
         history=hist,

@@ -145,6 +145,12 @@ def compute(
             }.get(r["CMC_METRIC_TYPE"])
             if target is not None:
                 target[key] = int(r["CMC_METRIC_VALUE"])
+    if partitions is not None and not (active or small or obsolete):
+        notes.append(
+            f"no table or partition has {delta_threshold} or more current or small delta directories "
+            f"(metastore.deltametrics.delta.num.threshold) or {obsolete_threshold} or more obsolete ones: "
+            "the per-table delta gauges have no samples"
+        )
     maps["compaction_num_active_deltas"] = active
     maps["compaction_num_small_deltas"] = small
     maps["compaction_num_obsolete_deltas"] = obsolete
@@ -156,6 +162,48 @@ def compute(
         "notes": notes,
         "delta_source": "directories" if partitions is not None else "COMPACTION_METRICS_CACHE",
     }
+
+
+#: what each gauge means (spec operations.md §8.1, from Hive's AcidMetricService and
+#: MetricsInfoHandler); the Prometheus ``# HELP`` line
+HELP = {
+    "compaction_num_initiated": "Partitions or tables whose newest compaction request is initiated (queued, not yet picked up)",
+    "compaction_num_working": "Partitions or tables whose newest compaction request is being worked on by a Worker",
+    "compaction_num_ready_for_cleaning": "Partitions or tables whose newest compaction waits for the Cleaner",
+    "compaction_num_failed": "Partitions or tables whose newest compaction failed",
+    "compaction_num_succeeded": "Partitions or tables whose newest compaction succeeded (cleaned)",
+    "compaction_num_did_not_initiate": "Partitions or tables whose newest compaction attempt did not initiate",
+    "compaction_num_refused": "Partitions or tables whose newest compaction request was refused",
+    "compaction_oldest_enqueue_age_in_sec": "Seconds since the oldest initiated compaction request was enqueued (0: none)",
+    "compaction_oldest_working_age_in_sec": "Seconds since the oldest working compaction started (0: none)",
+    "compaction_oldest_cleaning_age_in_sec": "Seconds since the Cleaner started on the oldest ready-for-cleaning compaction (0: none)",
+    "compaction_num_initiators": "Distinct hosts that initiated the newest compaction requests (manual ones excluded)",
+    "compaction_num_workers": "Distinct Worker hosts of the newest compaction requests",
+    "compaction_num_initiator_versions": "Distinct Hive versions of the Initiators of the newest compaction requests",
+    "compaction_num_worker_versions": "Distinct Hive versions of the Workers of the newest compaction requests",
+    "compaction_num_txn_to_writeid": "Rows in TXN_TO_WRITE_ID (txn to write id mappings not yet cleaned up)",
+    "compaction_num_completed_txn_components": "Rows in COMPLETED_TXN_COMPONENTS (committed writes the Initiator has not yet considered)",
+    "num_open_repl_transactions": "Open replication transactions",
+    "oldest_open_repl_txn_id": "Id of the oldest open replication transaction (0: none)",
+    "oldest_open_repl_txn_age_in_sec": "Seconds since the oldest open replication transaction started (0: none)",
+    "num_open_non_repl_transactions": "Open transactions other than replication ones",
+    "oldest_open_non_repl_txn_id": "Id of the oldest open non-replication transaction (0: none)",
+    "oldest_open_non_repl_txn_age_in_sec": "Seconds since the oldest open non-replication transaction started (0: none)",
+    "num_aborted_transactions": "Aborted transactions still recorded in TXNS",
+    "oldest_aborted_txn_id": "Id of the oldest aborted transaction still recorded (0: none)",
+    "oldest_aborted_txn_age_in_sec": "Seconds since the oldest aborted transaction started (0: none)",
+    "num_locks": "Rows in HIVE_LOCKS (acquired and waiting locks)",
+    "oldest_lock_age_in_sec": "Seconds since the oldest acquired lock was acquired (0: none)",
+    "oldest_ready_for_cleaning_age_in_sec": "Seconds since the oldest compaction waiting for the Cleaner was committed (0: none)",
+    "tables_with_x_aborted_transactions": "Tables or partitions with more than 1500 aborted-transaction components (metastore.acidmetrics.table.aborted.txns.threshold)",
+    "compaction_pools_initiated_item_count": "Initiated compaction requests per compaction pool",
+    "compaction_pools_working_item_count": "Working compaction requests per compaction pool",
+    "compaction_pools_oldest_enqueue_age_in_sec": "Seconds since the oldest initiated request of each pool was enqueued",
+    "compaction_pools_oldest_working_age_in_sec": "Seconds since the oldest working request of each pool started",
+    "compaction_num_active_deltas": "Current delta directories per table or partition, for those with at least 100 (metastore.deltametrics.delta.num.threshold)",
+    "compaction_num_small_deltas": "Delta directories under 1% of the base size per table or partition, for those with at least 100",
+    "compaction_num_obsolete_deltas": "Obsolete delta directories waiting for the Cleaner per table or partition, for those with at least 100 (metastore.deltametrics.obsolete.delta.num.threshold)",
+}
 
 
 _MAP_LABEL = {
@@ -175,10 +223,10 @@ def prometheus_text(result: dict) -> str:
 
     reg = CollectorRegistry()
     for name, value in result["gauges"].items():
-        Gauge(name, f"Hive ACID metric {name} (computed by acidctl from the metastore)", registry=reg).set(value)
+        Gauge(name, HELP.get(name, f"Hive ACID metric {name}"), registry=reg).set(value)
     for name, m in result["maps"].items():
         label = _MAP_LABEL.get(name, "key")
-        gauge = Gauge(name, f"Hive ACID metric {name} per {label}", [label], registry=reg)
+        gauge = Gauge(name, HELP.get(name, f"Hive ACID metric {name} per {label}"), [label], registry=reg)
         for k, v in sorted(m.items()):
             gauge.labels(k).set(v)
     return generate_latest(reg).decode()

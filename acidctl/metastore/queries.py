@@ -20,6 +20,15 @@ LOCK_STATES = {"a": "ACQUIRED", "w": "WAITING"}
 LOCK_TYPES = {"r": "SHARED_READ", "w": "SHARED_WRITE", "e": "EXCLUSIVE", "x": "EXCL_WRITE"}
 # order in SHOW LOCKS: less restrictive first (LockTypeComparator)
 LOCK_TYPE_RANK = {"r": 1, "w": 2, "x": 3, "e": 4}
+
+
+def txn_type_name(code: int | None) -> str:
+    """A TXN_TYPE code as Hive's word (``DEFAULT`` for NULL, as Hive 3 rows have no type)."""
+    if code is None:
+        return "DEFAULT"
+    return TXN_TYPES.get(code, str(code))
+
+
 COMPACTION_TYPES = {"a": "MAJOR", "i": "MINOR", "r": "REBALANCE", "c": "ABORT_TXN_CLEANUP"}
 COMPACTION_STATES_H3 = {
     "i": "initiated",

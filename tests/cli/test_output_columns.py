@@ -71,32 +71,34 @@ def test_show_commands_through_the_environment(cli, demo_url, monkeypatch):
     r = cli("--metastore", demo_url, "show", "transactions")
     assert r.code == 0, r
     [(header, rows)] = _tables(r.stdout)
-    assert header == ["Transaction State", "Transaction ID"]
+    assert header == ["TRANSACTION STATE", "TRANSACTION ID"]  # one header style: UPPER CASE
     assert sorted(map(tuple, rows)) == [("ABORTED", "7"), ("OPEN", "10")]  # Hive prints TxnState names
     monkeypatch.setenv("ACIDCTL_OUTPUT", "custom-columns=Table,PARTITION,transaction_id")
     r = cli("--metastore", demo_url, "show", "locks")
     assert r.code == 0, r
-    assert _tables(r.stdout) == [(["Table", "Partition", "Transaction ID"], [["sales", "ds=2026-01-01", "10"]])]
+    assert _tables(r.stdout) == [(["TABLE", "PARTITION", "TRANSACTION ID"], [["sales", "ds=2026-01-01", "10"]])]
     monkeypatch.setenv("ACIDCTL_OUTPUT", "custom-columns=STATE,partition")
     r = cli("--metastore", demo_url, "show", "compactions")
     assert r.code == 0, r
     [(header, rows)] = _tables(r.stdout)
-    assert header == ["State", "Partition"]
+    assert header == ["STATE", "PARTITION"]
     assert sorted(map(tuple, rows)) == [("failed", "ds=2025-12-31"), ("initiated", "ds=2025-12-31")]
 
 
 def test_doctor_partition_columns_by_json_key(cli, demo_url):
-    # doctor's partition table has two BYTES headers: the JSON keys tell them apart
+    # doctor's partition table: a column of -o wide chosen by its JSON key
     full = cli("--metastore", demo_url, "-o", "json", "doctor")
     cols = cli("--metastore", demo_url, "-o", "custom-columns=partition,delete_delta_bytes,compaction", "doctor")
     assert cols.code == full.code, cols
     [(header, rows)] = _tables(cols.stdout)
-    assert header == ["PARTITION", "BYTES", "DUE"]
+    assert header == ["PARTITION", "DELETE SIZE", "DUE"]
     by_part = {r[0]: r[1:] for r in rows}
     doc = json.loads(full.stdout)
     [p] = [p for p in doc["partitions"] if p["table"] == "default.sales" and p["partition"] == "ds=2025-12-31"]
     # write 1's delete delta is that partition's only delete delta; it is due for a major compaction
-    assert by_part["default.sales/ds=2025-12-31"] == [str(p["delete_delta_bytes"]), "major"]
+    # text shows the size in binary units (under 1 KiB: exact bytes); JSON the byte count
+    assert p["delete_delta_bytes"] < 1024
+    assert by_part["default.sales/ds=2025-12-31"] == [f"{p['delete_delta_bytes']} B", "major"]
     assert p["delete_delta_bytes"] > 0
 
 
@@ -105,7 +107,7 @@ def test_unknown_column_is_a_one_line_usage_error_naming_the_columns(cli, demo_u
     assert r.code == 2 and r.stdout == ""
     [line] = r.stderr.splitlines()
     assert "'colour'" in line and "'name'" not in line
-    for offered in ("NAME", "ROLE", "READ#", "read_order", "REASON", "MESSAGE"):
+    for offered in ("NAME", "ROLE", "READ#", "read_order", "REASON", "WRITE IDS", "statement_id"):
         assert offered in line
     r = cli("--metastore", demo_url, "-o", "json", "-o", "custom-columns=", "show", "compactions")
     assert r.code == 2 and len(r.stderr.splitlines()) == 1
@@ -157,7 +159,7 @@ def test_compact_report_columns(cli, tmp_path):
     assert r.code == 0, r
     [(header, rows)] = _tables(r.stdout)
     assert header == ["PARTITION", "ROWS OUT", "STATUS"]
-    assert sorted(map(tuple, rows)) == [("ds=2025-12-31", "6", "compact"), ("ds=2026-01-01", "9", "compact")]
+    assert sorted(map(tuple, rows)) == [("ds=2025-12-31", "6", "compacted"), ("ds=2026-01-01", "9", "compacted")]
 
 
 def test_a_bad_column_never_hides_the_report_of_work_done(cli, tmp_path):

@@ -83,6 +83,13 @@ def test_html_report_renders_in_chromium(tmp_path, capsys):
     assert not re.search(r"<img[^>]+src=\"?https?:", html)
     assert "etl&lt;script&gt;" in html and "etl<script>" not in html  # autoescaped
 
+    _check_chart_data(html)
+    # names are never wrapped inside a table cell (report #31: ds=2026- / 01-01)
+    assert re.search(r"td\.name \{ white-space: nowrap; \}", html)
+    assert '<td class="name">db.sales/ds=1</td>' in html
+    # tiles and the heading count in words that agree with the numbers
+    assert re.search(r'<div class="v">1</div>error\b', html) and "1</div>errors" not in html
+
     dom = _run_chromium(exe, tmp_path, "--dump-dom", out.as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]
     # 2 per-table charts + 3 partition timelines + the history chart
@@ -102,10 +109,45 @@ def test_html_report_renders_in_chromium(tmp_path, capsys):
 
     im = Image.open(png).convert("RGB")
     colours = dict((c, n) for n, c in im.getcolors(1 << 24))
-    # bars in plotly's first two default colours (#1f77b4, #ff7f0e) and the timeline's delta green
-    assert colours.get((31, 119, 180), 0) > 5000
-    assert colours.get((255, 127, 14), 0) > 2000
+    # one colour per directory kind in the bars and the timelines: deltas green (#2ca02c),
+    # delete deltas red (#d62728), bases blue (#1f77b4); orange (#ff7f0e) is only for aborted
+    # directories, and this warehouse has none
     assert colours.get((44, 160, 44), 0) > 2000
+    assert colours.get((214, 39, 40), 0) > 2000
+    assert colours.get((31, 119, 180), 0) > 2000
+    assert colours.get((255, 127, 14), 0) < 200
     # the top of the page (tiles) is not blank either
     top = im.crop((0, 0, 1280, 200)).getcolors(1 << 24)
     assert len(top) > 20
+
+
+def _check_chart_data(html: str) -> None:
+    """The charts' data (the JSON the page plots): colours per kind agree across charts, the
+    write-id axes tick at integers, hover labels pluralise, and compactions over time has a
+    legend of states and an axis spanning at least two hours."""
+    import datetime as dt
+    import json
+
+    m = re.search(r"var data = (\{.*?\});\n", html, re.S)
+    assert m
+    data = json.loads(m.group(1))
+    colour = {}
+    for tr in data["counts"] + data["bytes"]:
+        kind = {"deltas": "delta", "delta bytes": "delta", "delete deltas": "delete delta"}.get(tr["name"], tr["name"])
+        kind = {"delete delta bytes": "delete delta", "base bytes": "base"}.get(kind, kind)
+        colour.setdefault(kind, set()).add(tr["marker"]["color"])
+    for t in data["timelines"]:
+        for tr in t["traces"]:
+            colour.setdefault(tr["name"], set()).add(tr["marker"]["color"])
+            for label in tr["text"]:
+                n = int(re.search(r"(\d+) files?$", label).group(1))
+                assert label.endswith(" file" if n == 1 else " files"), label
+        axis = t["xaxis"]
+        assert axis["tickformat"] == "d" and isinstance(axis["dtick"], int) and axis["dtick"] >= 1
+    assert all(len(c) == 1 for c in colour.values()), colour  # one colour per kind everywhere
+    assert colour["delta"] != colour["delete delta"] != colour["base"]
+    lay = data["history_layout"]
+    assert lay["showlegend"] is True and lay["legend"]["title"]["text"] == "state"
+    assert {tr["name"] for tr in data["history"]} <= {"succeeded", "failed", "initiated", "working"}
+    lo, hi = (dt.datetime.fromisoformat(x) for x in lay["xaxis"]["range"])
+    assert (hi - lo).total_seconds() >= 2 * 3600

@@ -83,20 +83,20 @@ def test_txn_list_and_show(empty_db, capsys):
         worker="w-1",
         highest=7,
     )
-    r = run_cli("--metastore", empty_db, "show", "compactions")
+    r = run_cli("--metastore", empty_db, "-o", "wide", "show", "compactions")
     assert r.code == 0, r.stderr
     lines = [x for x in r.stdout.splitlines() if x.strip()]
     assert lines[0].split() == [
-        "Database",
-        "Table",
-        "Partition",
-        "Type",
-        "State",
-        "Worker",
-        "Start",
-        "Time",
-        "Duration(ms)",
-        "HadoopJobId",
+        "DATABASE",
+        "TABLE",
+        "PARTITION",
+        "TYPE",
+        "STATE",
+        "WORKER",
+        "START",
+        "TIME",
+        "DURATION",
+        "HADOOPJOBID",
     ]  # 9 columns, no CompactionId (B.9)
     r = run_cli("--metastore", empty_db, "-o", "json", "show", "compactions", "db.u")
     rows = json.loads(r.stdout)["compactions"]

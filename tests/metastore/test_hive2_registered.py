@@ -118,7 +118,7 @@ def test_enqueue_worker_clean_end_to_end(empty_db, tmp_path):
     r = run_cli("--metastore", url, "show", "compactions")
     assert r.code == 0, r.stderr
     lines = [x.split() for x in r.stdout.splitlines() if x.strip()]
-    assert lines[0][:5] == ["Database", "Table", "Partition", "Type", "State"] and "CompactionId" not in lines[0]
+    assert lines[0][:5] == ["DATABASE", "TABLE", "PARTITION", "TYPE", "STATE"] and "ID" not in lines[0]
     assert lines[2][:5] == ["db", "seed", "ds=a", "MAJOR", "succeeded"]
     assert _merged(url) == SEED_ROWS
 

@@ -47,9 +47,10 @@ def test_show_transactions(metastore, hive_version, capsys):
     ]
     assert doc["transactions"][0]["lastheartbeattime"] == T0 + 1000
     assert doc["txn_high_water_mark"] == 3
-    text = cli_text(capsys, ["--metastore", url, "show", "transactions"])
+    text = cli_text(capsys, ["--metastore", url, "-o", "wide", "show", "transactions"])
     rows = table_rows(text)
-    assert rows[0] == ["Transaction ID", "Transaction State", "Started Time", "Last Heartbeat Time", "User", "Hostname"]
+    # -o wide: Hive's columns (headers in acidctl's one style, UPPER CASE)
+    assert rows[0] == ["TRANSACTION ID", "TRANSACTION STATE", "STARTED TIME", "LAST HEARTBEAT TIME", "USER", "HOSTNAME"]
     assert rows[1] == ["2", "ABORTED", "2023-11-14 22:13:21.000", "2023-11-14 22:13:21.000", "bob", "h2"]
     assert rows[2][:2] == ["3", "OPEN"]
     # filters pushed into SQL
@@ -171,21 +172,21 @@ def test_show_locks(metastore, hive_version, capsys):
         "1.1",
         None,
     )
-    rows = table_rows(cli_text(capsys, ["--metastore", url, "show", "locks"]))
+    rows = table_rows(cli_text(capsys, ["--metastore", url, "-o", "wide", "show", "locks"]))
     assert rows[0] == [
-        "Lock ID",
-        "Database",
-        "Table",
-        "Partition",
-        "State",
-        "Blocked By",
-        "Type",
-        "Transaction ID",
-        "Last Heartbeat",
-        "Acquired At",
-        "User",
-        "Hostname",
-        "Agent Info",
+        "LOCK ID",
+        "DATABASE",
+        "TABLE",
+        "PARTITION",
+        "STATE",
+        "BLOCKED BY",
+        "TYPE",
+        "TRANSACTION ID",
+        "LAST HEARTBEAT",
+        "ACQUIRED AT",
+        "USER",
+        "HOSTNAME",
+        "AGENT INFO",
     ]
     assert rows[3] == [
         "1.1",
@@ -296,45 +297,45 @@ def test_show_compactions(metastore, backend, hive_version, capsys):
         assert (cs[1]["initiatorhost"], cs[1]["initiatorid"]) == ("localhost", "manual")
         assert cs[2]["errormessage"] == "boom"
         assert (cs[2]["workerhost"], cs[2]["workerid"]) == ("node2", "3")
-    rows = table_rows(cli_text(capsys, ["--metastore", url, "show", "compactions"]))
+    rows = table_rows(cli_text(capsys, ["--metastore", url, "-o", "wide", "show", "compactions"]))
     if hive_version == 3:
         assert rows[0] == [
-            "CompactionId",
-            "Database",
-            "Table",
-            "Partition",
-            "Type",
-            "State",
-            "Worker",
-            "Start Time",
-            "Duration(ms)",
-            "HadoopJobId",
+            "ID",
+            "DATABASE",
+            "TABLE",
+            "PARTITION",
+            "TYPE",
+            "STATE",
+            "WORKER",
+            "START TIME",
+            "DURATION",
+            "HADOOPJOBID",
         ]
         # worker cleared by markCompacted; missing values print " --- "
-        assert rows[1] == ["1", "db", "t", "---", "MAJOR", "succeeded", "---", "2023-11-14 22:13:21.000", "4000", "---"]
+        assert rows[1] == ["1", "db", "t", "---", "MAJOR", "succeeded", "---", "2023-11-14 22:13:21.000", "4s", "---"]
         assert rows[5] == ["4", "other", "u", "---", "MAJOR", "initiated", "---", "---", "---", "---"]
     else:
         assert rows[0] == [
-            "CompactionId",
-            "Database",
-            "Table",
-            "Partition",
-            "Type",
-            "State",
-            "Worker host",
-            "Worker",
-            "Enqueue Time",
-            "Start Time",
-            "Duration(ms)",
-            "HadoopJobId",
-            "Error message",
-            "Initiator host",
-            "Initiator",
-            "Pool name",
-            "TxnId",
-            "Next TxnId",
-            "Commit Time",
-            "Highest WriteId",
+            "ID",
+            "DATABASE",
+            "TABLE",
+            "PARTITION",
+            "TYPE",
+            "STATE",
+            "WORKER HOST",
+            "WORKER",
+            "ENQUEUE TIME",
+            "START TIME",
+            "DURATION",
+            "HADOOPJOBID",
+            "ERROR MESSAGE",
+            "INITIATOR HOST",
+            "INITIATOR",
+            "POOL NAME",
+            "TXNID",
+            "NEXT TXNID",
+            "COMMIT TIME",
+            "HIGHEST WRITEID",
         ]
         # TxnId / Next TxnId / Commit Time NULL print 0 (Hive's getLong); Highest WriteId never set
         row2 = next(r for r in rows[1:] if r[0] == "2")
@@ -349,7 +350,7 @@ def test_show_compactions(metastore, backend, hive_version, capsys):
             "3",
             "2023-11-14 22:13:20.100",
             "2023-11-14 22:13:22.000",
-            "500",
+            "500ms",  # Duration(ms) 500, in acidctl's one duration style
             "---",
             "boom",
             "localhost",

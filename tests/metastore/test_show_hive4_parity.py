@@ -110,31 +110,33 @@ def test_hive4_text_cells_and_honest_json(metastore, backend, capsys):
     assert js[11]["state"] == "aborted" and js[13]["state"] == "refused"
     assert js[10]["hightestwriteid"] == 9 and js[10]["duration"] == 4000
     assert js[22]["poolname"] == "default" and js[21]["poolname"] == "default"  # NULL pool displays as default
-    rows = {r[0]: r for r in table_rows(cli_text(capsys, ["--metastore", url, "show", "compactions"]))[1:]}
+    rows = {
+        r[0]: r for r in table_rows(cli_text(capsys, ["--metastore", url, "-o", "wide", "show", "compactions"]))[1:]
+    }
     col = {
         n: i
         for i, n in enumerate(
             [
-                "CompactionId",
-                "Database",
-                "Table",
-                "Partition",
-                "Type",
-                "State",
-                "Worker host",
-                "Worker",
-                "Enqueue Time",
-                "Start Time",
-                "Duration(ms)",
-                "HadoopJobId",
-                "Error message",
-                "Initiator host",
-                "Initiator",
-                "Pool name",
-                "TxnId",
-                "Next TxnId",
-                "Commit Time",
-                "Highest WriteId",
+                "ID",
+                "DATABASE",
+                "TABLE",
+                "PARTITION",
+                "TYPE",
+                "STATE",
+                "WORKER HOST",
+                "WORKER",
+                "ENQUEUE TIME",
+                "START TIME",
+                "DURATION",
+                "HADOOPJOBID",
+                "ERROR MESSAGE",
+                "INITIATOR HOST",
+                "INITIATOR",
+                "POOL NAME",
+                "TXNID",
+                "NEXT TXNID",
+                "COMMIT TIME",
+                "HIGHEST WRITEID",
             ]
         )
     }
@@ -143,16 +145,16 @@ def test_hive4_text_cells_and_honest_json(metastore, backend, capsys):
         return rows[str(i)][col[name]]
 
     # aborted before it started: Hive prints end - 0
-    assert cell(11, "Duration(ms)") == "4000"
-    assert (cell(11, "TxnId"), cell(11, "Next TxnId"), cell(11, "Commit Time")) == ("0", "0", "0")
-    assert (cell(10, "TxnId"), cell(10, "Next TxnId"), cell(10, "Commit Time")) == (
+    assert cell(11, "DURATION") == "4s"  # 4000 ms in acidctl's duration style
+    assert (cell(11, "TXNID"), cell(11, "NEXT TXNID"), cell(11, "COMMIT TIME")) == ("0", "0", "0")
+    assert (cell(10, "TXNID"), cell(10, "NEXT TXNID"), cell(10, "COMMIT TIME")) == (
         "55",
         "56",
         "1970-01-01 00:00:02.000",
     )
-    assert cell(10, "Duration(ms)") == "4000" and cell(12, "Duration(ms)") == "500"
+    assert cell(10, "DURATION") == "4s" and cell(12, "DURATION") == "500ms"
     # queue rows (end -1 in Hive's query) have no duration, whether started or not
-    assert cell(20, "Duration(ms)") == "---" and cell(21, "Duration(ms)") == "---" and cell(22, "Duration(ms)") == "---"
+    assert cell(20, "DURATION") == "---" and cell(21, "DURATION") == "---" and cell(22, "DURATION") == "---"
     # Hive 4 never sets the field it prints as Highest WriteId
-    assert {cell(i, "Highest WriteId") for i in (10, 11, 12, 13, 20, 21, 22)} == {"---"}
-    assert cell(22, "Pool name") == "default" and cell(12, "Pool name") == "etl"
+    assert {cell(i, "HIGHEST WRITEID") for i in (10, 11, 12, 13, 20, 21, 22)} == {"---"}
+    assert cell(22, "POOL NAME") == "default" and cell(12, "POOL NAME") == "etl"

@@ -1,0 +1,224 @@
+"""Units and words (issue 22, report #25-#32): sizes and durations one way in text, raw numbers
+in JSON; one header style; an empty result says so; Hive's words instead of internal codes.
+
+Expected values come from the definitions (binary units, the ``--min-age`` suffixes, Hive's
+thrift ``TxnType`` enum, the ACID schema of orc-acid-files.md, the read order of
+directory-state.md §3.1) and from what acidctl/demo.py documents about the demo warehouse."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from acidctl.durations import parse_age
+from acidctl.units import duration, duration_ms, plural, ratio, size
+
+
+def test_size_is_binary_units_and_exact_below_a_kib():
+    assert size(0) == "0 B"
+    assert size(772) == "772 B"
+    assert size(1023) == "1023 B"
+    assert size(1024) == "1.0 KiB"
+    assert size(1536) == "1.5 KiB"
+    assert size(3 * 2**20) == "3.0 MiB"
+    assert size(5 * 2**30 + 2**29) == "5.5 GiB"
+    assert size(None) == ""
+
+
+@pytest.mark.parametrize(
+    "seconds,text",
+    [
+        (0, "0s"),
+        (0.228, "228ms"),
+        (0.319, "319ms"),
+        (3.2, "3.2s"),
+        (3.0, "3s"),
+        (45, "45s"),
+        (90, "1m 30s"),
+        (600, "10m"),
+        (3600, "1h"),
+        (2 * 3600 + 5 * 60, "2h 5m"),
+        (86400, "1d"),
+        (86400 + 3 * 3600, "1d 3h"),
+    ],
+)
+def test_duration_uses_the_suffixes_the_options_accept(seconds, text):
+    assert duration(seconds) == text
+    if " " not in text:  # one unit: what a command prints can be typed back (--min-age 1h)
+        assert parse_age(text) == pytest.approx(seconds, abs=0.001)
+
+
+def test_duration_ms_ratio_and_plural():
+    assert duration_ms(4000) == "4s" and duration_ms(500) == "500ms" and duration_ms(None) == ""
+    assert ratio(1.85) == "1.85" and ratio(0.1) == "0.1" and ratio(1460.2) == "1,460" and ratio(None) == "n/a"
+    assert "e+" not in ratio(123456.0)
+    assert plural(1, "file") == "1 file" and plural(2, "file") == "2 files"
+    assert plural(1, "directory") == "1 directory" and plural(3, "directory") == "3 directories"
+    assert plural(0, "day") == "0 days"
+
+
+def _table(text: str, first_header: str) -> tuple[list[str], list[list[str]]]:
+    lines = text.splitlines()
+    i = next(k for k, x in enumerate(lines) if x.split()[:1] == [first_header])
+    header = re.split(r"\s{2,}", lines[i].strip())
+    rows = []
+    for x in lines[i + 2 :]:
+        if not x.strip():
+            break
+        if re.match(r"^[a-z]+( [a-z]+)*:", x):
+            break
+        rows.append(re.split(r"\s{2,}", x.strip()))
+    return header, rows
+
+
+def test_abort_transactions_names_the_type_and_the_age(cli, demo):
+    # demo.py: txn 10 is open (a DEFAULT txn: TXN_TYPE 0, Hive's TxnType.DEFAULT)
+    r = cli("abort", "transactions", "--older-than", "0")
+    assert r.code == 0, r
+    header, rows = _table(r.stdout, "TRANSACTION")
+    assert header == ["TRANSACTION ID", "USER", "HOST", "TYPE", "AGE"]
+    [row] = rows
+    assert row[0] == "10" and row[3] == "DEFAULT"
+    assert re.fullmatch(r"\d+(\.\d)?(ms|s)|\d+[mhd]( \d+[smh])?", row[4]), row
+    doc = json.loads(cli("-o", "json", "abort", "transactions", "--older-than", "0").stdout)
+    assert doc["transactions"][0]["txn_type"] == 0  # JSON keeps the code
+    assert isinstance(doc["transactions"][0]["age_ms"], int)
+
+
+def test_empty_results_say_so(cli, demo):
+    r = cli("show", "transactions", "--older-than", "100d")
+    assert r.code == 0 and r.stdout.strip() == "No transactions."
+    r = cli("show", "compactions", "--state", "working")
+    assert r.code == 0 and r.stdout.strip() == "No compactions."
+
+
+def test_clean_prints_min_age_as_its_help_does(cli, demo):
+    r = cli("clean", "default.sales")
+    assert r.code == 0
+    assert "min age: 1h" in r.stdout  # the help's [default: 1h]
+    assert re.search(r"\(\d+ B\)|\(\d+\.\d [KMG]iB\)", r.stdout.splitlines()[-1] + r.stdout)
+
+
+def test_compact_report_words_request_and_engine(cli, demo):
+    dry = cli("compact", "default.sales", "--major", "--dry-run")
+    assert dry.code == 0
+    engine = [x for x in dry.stdout.splitlines() if x.startswith("engine: ")]
+    assert engine and engine[0].startswith("engine: would run local")
+    assert "would compact" in dry.stdout and ": compact —" not in dry.stdout
+    # demo.py: request 2 (major, initiated) is queued for sales/ds=2025-12-31; nothing for ds=2026-01-01
+    sections = dry.stdout.split("== partition ")
+    first = next(x for x in sections if x.startswith("ds=2025-12-31"))
+    second = next(x for x in sections if x.startswith("ds=2026-01-01"))
+    assert "metastore: would claim queued request 2 (MAJOR, initiated)" in first
+    assert "metastore: would register a new compaction request" in second
+    r = cli("compact", "default.sales", "--major", "--engine", "local")
+    assert r.code == 0, r
+    header, rows = _table(r.stdout, "PARTITION")
+    assert "TASK S" not in r.stdout and header[-2:] == ["TIME", "REQUEST"]
+    assert {row[1] for row in rows} == {"compacted"}
+    line = next(x for x in r.stdout.splitlines() if x.startswith("engine: "))
+    # one level of parentheses at most (report #26: nested parentheses in the engine line)
+    depth = 0
+    for ch in line:
+        depth += ch == "("
+        assert depth <= 1, line
+        depth -= ch == ")"
+    assert "0.0 MiB" not in line
+    # demo.py: sales/ds=2025-12-31 has the queued request 2 (initiated): this run claims it;
+    # ds=2026-01-01 has none: the run registers a new one
+    doc_rows = {row[0]: row for row in rows}
+    assert doc_rows["ds=2025-12-31"][-1] == "claimed 2"
+    assert doc_rows["ds=2026-01-01"][-1].startswith("registered ")
+    shows = json.loads(cli("-o", "json", "show", "compactions").stdout)["compactions"]
+    new = int(doc_rows["ds=2026-01-01"][-1].split()[1])
+    assert any(c["compactionid"] == new and c["partname"] == "ds=2026-01-01" for c in shows)
+
+
+def test_state_reads_originals_first_in_path_order_and_json_in_read_order(cli, demo):
+    # demo.py: sales/ds=2025-12-31 holds three original files, write 1's delete delta and write
+    # 2's delta; a reader reads the originals first, sorted by path (directory-state.md §3.1
+    # step 7), then the deltas in Hive's order (step 4)
+    doc = json.loads(cli("-o", "json", "state", "default.sales").stdout)
+    [p] = [p for p in doc["partitions"] if p["partition"] == "ds=2025-12-31"]
+    got = [(e["name"], e["read_order"]) for e in p["entries"]]
+    assert got == [
+        ("000000_0", 0),
+        ("000001_0", 1),
+        ("000001_0_copy_1", 2),
+        ("delete_delta_0000001_0000001_0000", 3),
+        ("delta_0000002_0000002_0000", 4),
+    ]
+    text = cli("state", "default.sales").stdout
+    names = [
+        m.group(1) for x in text.splitlines() if (m := re.match(r"^(?:original|delta|delete delta)\s+(\S+?)/?\s", x))
+    ]
+    assert names[:5] == [n for n, _ in got]
+
+
+def test_metrics_help_says_what_each_gauge_means(cli, demo):
+    from acidctl.doctor.metrics import HELP
+
+    r = cli("metrics")
+    assert r.code == 0
+    helps = {}
+    for line in r.stdout.splitlines():
+        m = re.match(r"# HELP (\S+) (.*)", line)
+        if m:
+            helps[m.group(1)] = m.group(2)
+    assert helps
+    for name, text in helps.items():
+        assert name in HELP, name
+        assert name not in text and "Hive ACID metric" not in text, (name, text)
+    r = cli("metrics", "--deltas")
+    assert r.code == 0 and "the per-table delta gauges have no samples" in r.stderr
+
+
+def test_doctor_titles_pluralise(cli, demo):
+    # demo.py: txn 4's delta in sales/ds=2026-01-01 is aborted: one directory waits for the Cleaner
+    doc = json.loads(cli("-o", "json", "doctor").stdout)
+    [f] = [f for f in doc["findings"] if f["code"] == "OBSOLETE_WAITING"]
+    assert f["title"].startswith("1 obsolete/aborted directory (") and "directories" not in f["title"]
+    text = cli("doctor").stdout
+    assert "table(s)" not in text and "partition(s)" not in text
+
+
+def test_dump_meta_names_every_column(cli, demo):
+    root, _ = demo
+    f = root / "warehouse" / "sales" / "ds=2025-12-31" / "delta_0000002_0000002_0000" / "bucket_00000"
+    r = cli("dump", "--meta", str(f))
+    assert r.code == 0, r
+    header, rows = _table(r.stdout, "COLUMN")
+    assert header[:3] == ["COLUMN", "NAME", "KIND"]
+    names = [row[1] for row in rows]
+    # the ACID event schema (orc-acid-files.md): the root struct, the five ACID fields, the row
+    # struct, then the table's columns (demo.py: sales has id, item, amount)
+    assert names == [
+        "(root)",
+        "operation",
+        "originalTransaction",
+        "bucket",
+        "rowId",
+        "currentTransaction",
+        "row",
+        "row.id",
+        "row.item",
+        "row.amount",
+    ]
+    assert "1 insert," in r.stdout  # one row written by write 2 (not "1 inserts")
+
+
+def test_hive2_state_header_is_the_valid_txn_list(cli, tmp_path):
+    """Hive 2 has no write ids: the header shows the ValidTxnList, not a write-id list naming
+    no table (``write ids: null:7:...``, report #32)."""
+    import shutil
+
+    from tests.conftest import GOLDEN
+
+    t = tmp_path / "seed"
+    shutil.copytree(GOLDEN / "hive23_seed_table", t, ignore=shutil.ignore_patterns("_EXPECTED.md"))
+    r = cli("state", str(t), "--hive-version", "2", "--txns", "7:9223372036854775807::")
+    assert r.code in (0, 4), r
+    assert "null:" not in r.stdout
+    assert r.stdout.splitlines()[1].startswith("txns: 7:9223372036854775807:")  # Hive 2.3's own string
