@@ -116,9 +116,10 @@ def man_page() -> str:
 
 
 def completion(shell: str) -> str:
-    from typer._completion_shared import get_completion_script
+    """The script ``completions/`` ships for ``shell`` (acidctl/cli/completion.py)."""
+    from acidctl.cli.completion import script
 
-    return get_completion_script(prog_name="acidctl", complete_var="_ACIDCTL_COMPLETE", shell=shell)
+    return script(shell)
 
 
 def outputs() -> dict[Path, str]:
