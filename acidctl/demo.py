@@ -421,6 +421,8 @@ def _build_hive2(tfs: TableFS, root: str) -> dict[str, Any]:
     ``_orc_acid_version`` once at table level. In the metastore, as 2.3 leaves it: committed
     txns only in COMPLETED_TXN_COMPONENTS, the aborted one in TXNS/TXN_COMPONENTS,
     NEXT_TXN_ID 4."""
+    import io
+
     import pyorc
     import sqlalchemy as sa
 
@@ -434,7 +436,7 @@ def _build_hive2(tfs: TableFS, root: str) -> dict[str, Any]:
         "struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,"
         f"currentTransaction:bigint,row:{HIVE2_ROW_TYPE}>"
     )
-    files = {
+    files: dict[str, list[tuple[int, int, int, int, int, tuple | None]]] = {
         "delta_0000001_0000001_0000": [
             (0, 1, 0, 0, 1, (1, "Jerry", 5000)),
             (0, 1, 0, 1, 1, (2, "Tom", 8000)),
@@ -448,8 +450,6 @@ def _build_hive2(tfs: TableFS, root: str) -> dict[str, Any]:
         d = tfs.join(loc, dirname)
         tfs.makedirs(d)
         stats = [sum(1 for e in events if e[0] == op) for op in (0, 1, 2)]
-        import io
-
         buf = io.BytesIO()
         with pyorc.Writer(buf, acid_type, compression=pyorc.CompressionKind.ZLIB) as w:
             for event in events:

@@ -208,3 +208,15 @@ def test_demo_text_names_every_metastore(cli, tmp_path):
     assert f"sqlite:///{tmp_path / 'd' / 'metastore.db'}" in r.stdout
     assert f"sqlite:///{tmp_path / 'd' / 'hive2' / 'metastore.db'}" in r.stdout
     assert "default.events" in r.stdout and "default.legacy_employee" in r.stdout
+
+
+def test_doctor_does_not_ask_insert_only_tables_for_acid_markers(cli, demo):
+    """Hive never writes _orc_acid_version into an insert-only table's directories (spec
+    insert-only-and-hive2.md A.4, "No _orc_acid_version is ever written for MM data"), so doctor
+    does not report the demo's default.events as a layout Trino cannot read (as `state` does not:
+    mm.checks.NOT_FOR_MM)."""
+    r = cli("-o", "json", "doctor")
+    assert r.code == 0, r
+    findings = json.loads(r.stdout)["findings"]
+    assert not [f for f in findings if "events" in json.dumps(f) and f.get("code", f.get("check")) == "READER_TRINO"]
+    assert not [f for f in findings if "default.events" in json.dumps(f) and "_orc_acid_version" in json.dumps(f)]
