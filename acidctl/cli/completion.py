@@ -92,7 +92,9 @@ class _Acidctl:
         answers ``_ACIDCTL_COMPLETE=complete_bash``, where Click's scripts say ``bash_complete``
         (typer/completion.py ``shell_complete``). No bash version probe."""
         text = self.source_template % self.source_vars()
-        return text.replace(f"{self.complete_var}={self.name}_complete", f"{self.complete_var}=complete_{self.name}")
+        text = text.replace(f"{self.complete_var}={self.name}_complete", f"{self.complete_var}=complete_{self.name}")
+        # fish: split "type,value<TAB>help" at the first comma only, so a help text keeps its commas
+        return text.replace('(string split "," $completion)', '(string split -m 1 "," $completion)')
 
     def get_completions(self, args: list[str], incomplete: str) -> list[CompletionItem]:
         ctx = _resolve_context(self.cli, self.ctx_args, self.prog_name, args)

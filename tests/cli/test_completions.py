@@ -240,9 +240,14 @@ def test_bash_interactive_tab(shell_env):
 
 
 def _fish_complete(env: dict[str, str], line: str) -> list[str]:
+    """``complete -C LINE`` in a fish that autoloads the script from
+    ``~/.config/fish/completions/`` (where the README installs it; HOME is private)."""
     _need("fish")
+    completions = Path(env["XDG_CONFIG_HOME"]) / "fish" / "completions"
+    completions.mkdir(parents=True, exist_ok=True)
+    shutil.copy(COMPLETIONS / "acidctl.fish", completions / "acidctl.fish")
     r = subprocess.run(
-        ["fish", "--no-config", "-c", f"source {COMPLETIONS / 'acidctl.fish'}; complete -C {_fish_quote(line)}"],
+        ["fish", "-c", f"complete -C {_fish_quote(line)}"],
         env=env,
         cwd=env["WORK"],
         capture_output=True,
@@ -264,6 +269,22 @@ def test_fish_commands_subcommands_options(shell_env):
     assert set(_fish_complete(shell_env, "acidctl -o ")) == OUTPUT_CHOICES
     assert set(_fish_complete(shell_env, "acidctl compact --engine ")) == ENGINE_CHOICES
     assert "--major" in _fish_complete(shell_env, "acidctl compact --ma")
+
+
+def test_fish_help_texts_keep_their_commas(shell_env):
+    _need("fish")
+    _fish_complete(shell_env, "acidctl")  # installs the script
+    r = subprocess.run(
+        ["fish", "-c", "complete -C 'acidctl sh'"],
+        env=shell_env,
+        cwd=shell_env["WORK"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    [line] = r.stdout.splitlines()
+    name, help_text = line.split("\t")
+    assert name == "show" and "," in help_text  # "Show transactions, locks, compactions, ..."
 
 
 def test_fish_paths(shell_env):
