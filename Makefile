@@ -2,7 +2,7 @@
 DEMO_DIR ?= demo-warehouse
 ACIDCTL  = .venv/bin/acidctl
 
-.PHONY: setup setup-test demo test lint bench docs clean-demo
+.PHONY: setup setup-test demo test lint bench docs readme clean-demo
 
 setup:
 	bash scripts/setup.sh
@@ -13,7 +13,7 @@ setup-test:
 METASTORE = sqlite:///$(abspath $(DEMO_DIR))/metastore.db
 
 # The main job on the embedded default: a fresh local warehouse recorded in a SQLite
-# metastore, then acidctl on it.
+# metastore, then acidctl on it, ending with a compaction and the clean that follows it.
 demo: setup clean-demo
 	$(ACIDCTL) demo $(DEMO_DIR)
 	$(ACIDCTL) dump $(DEMO_DIR)/warehouse/employee
@@ -26,8 +26,13 @@ demo: setup clean-demo
 	$(ACIDCTL) --metastore $(METASTORE) dump --merged default.employee
 	$(ACIDCTL) --metastore $(METASTORE) compact --due default.sales
 	$(ACIDCTL) --metastore $(METASTORE) show compactions default.sales
-	$(ACIDCTL) --metastore $(METASTORE) clean default.sales
-	$(ACIDCTL) --metastore $(METASTORE) dump --merged default.sales
+	$(ACIDCTL) --metastore $(METASTORE) clean default.sales --min-age 0
+	$(ACIDCTL) --metastore $(METASTORE) clean default.sales --min-age 0 --execute
+	$(ACIDCTL) --metastore $(METASTORE) dump --merged --count default.sales
+	@echo
+	@echo "Try it yourself (README.md, 'A tour on the demo warehouse'):"
+	@echo "  export ACIDCTL_METASTORE_URL=$(METASTORE)"
+	@echo "  $(ACIDCTL) doctor"
 
 clean-demo:
 	rm -rf $(DEMO_DIR)
@@ -49,6 +54,14 @@ bench: setup
 	.venv/bin/python bench/state.py
 	.venv/bin/python bench/compact.py --rows 2000000
 
-# Regenerate man/acidctl.1 and completions/ from the CLI (a test fails when they are stale).
+# Regenerate man/ (acidctl.1 and a page per command) and completions/ from the CLI and
+# docs/commands/ (tests/cli/test_docs.py fails when they are stale).
 docs:
+	.venv/bin/python -m acidctl.cli.docgen
+
+# Re-run README.md's console examples on a fresh demo and rewrite their output (review the
+# diff; tests/cli/test_docs.py runs them and fails when one differs), then the man pages,
+# which show them.
+readme:
+	.venv/bin/python -m tests.readme_examples --update
 	.venv/bin/python -m acidctl.cli.docgen

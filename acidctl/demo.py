@@ -23,6 +23,15 @@ from a non-ACID table:
   left its delta behind; write 5 is a two-statement transaction: statement 0 updates id 10's
   amount, statement 1 inserts id 21; write 6 deletes ids 11 and 12.
 
+Table ``default.events (id int, kind string)``, insert-only (``transactional_properties=
+insert_only``), plain ORC files ``delta_W_W_0000/000000_0`` as Hive 3 writes them (no
+``_orc_acid_version``): write 1 inserts ids 1–3, write 2 ids 4 and 5, write 3 (txn aborted)
+id 99, its delta left behind (txns 11–13).
+
+On a local filesystem, also a Hive 2.3 metastore ``DIR/hive2/metastore.db`` with one ACID v1
+table, ``default.legacy_employee`` (see :func:`_build_hive2`), for ``upgrade-check`` and the
+Hive 2 reader rules.
+
 Write ids are per table, as in Hive. Every directory gets ``_orc_acid_version`` (``2``).
 
 The writes are recorded in a metastore database (by default the embedded SQLite file
@@ -189,12 +198,17 @@ class _Writer:
             self._write(d, b, ev)
         return d
 
-    def originals(self, partition: str, files: dict[str, list[tuple]]):
-        """Pre-ACID files: plain schema, no ACID metadata (as a non-transactional Hive wrote them)."""
+    def originals(self, partition: str | None, files: dict[str, list[tuple]], *, subdir: str | None = None):
+        """Plain ORC files: the table schema, no ACID metadata, as a non-transactional Hive wrote
+        them (pre-ACID originals) or as Hive writes an insert-only table's files (``subdir``:
+        ``delta_W_W_SSSS`` / ``base_W``, no ``_orc_acid_version``, spec A.4)."""
         import pyarrow as pa
         import pyarrow.orc as po
 
         d = self.part_dir(partition)
+        if subdir is not None:
+            d = self.tfs.join(d, subdir)
+            self.tfs.makedirs(d)
         for name, rows in files.items():
             t = pa.table(
                 {
@@ -281,11 +295,28 @@ def build_demo(
     sales.expected[p1] = sorted([row(1), row(2), row(4), row(5), row(6), row(7)])
     sales.expected[p2] = sorted([(10, "item-010", D("99.99"))] + [row(i) for i in (13, 14, 15, 16, 17, 18, 19, 21)])
 
-    tables = [employee, sales]
+    events = DemoTable(
+        "default",
+        "events",
+        [Column("id", "int"), Column("kind", "string")],
+        properties={"transactional": "true", "transactional_properties": "insert_only"},
+    )
+    e = _Writer(tfs, warehouse, events)
+    kinds = ("click", "view", "buy")
+    ev = lambda i: (i, kinds[i % 3])  # noqa: E731
+    e.originals(None, {"000000_0": [ev(i) for i in (1, 2, 3)]}, subdir="delta_0000001_0000001_0000")
+    events.writes.append({"write_id": 1, "state": "committed", "statement": "INSERT ids 1-3"})
+    e.originals(None, {"000000_0": [ev(i) for i in (4, 5)]}, subdir="delta_0000002_0000002_0000")
+    events.writes.append({"write_id": 2, "state": "committed", "statement": "INSERT ids 4, 5"})
+    e.originals(None, {"000000_0": [ev(99)]}, subdir="delta_0000003_0000003_0000")
+    events.writes.append({"write_id": 3, "state": "aborted", "statement": "INSERT id 99, txn aborted"})
+    events.expected[""] = [ev(i) for i in (1, 2, 3, 4, 5)]
+
+    tables = [employee, sales, events]
     metastore_url = metastore_url or default_metastore_url(tfs, root)
     if metastore_url is not None:
         _record(metastore_url, tfs, warehouse, tables, hive_version)
-    return {
+    result: dict[str, Any] = {
         "metastore": _safe(metastore_url),
         "hive_version": hive_version,
         "warehouse": tfs.display(warehouse),
@@ -294,6 +325,9 @@ def build_demo(
             for t in tables
         ],
     }
+    if tfs.protocol in ("file", "local"):
+        result["hive2"] = _build_hive2(tfs, tfs.join(root, "hive2"))
+    return result
 
 
 def require_new_dir(tfs: TableFS, root: str) -> None:
@@ -377,3 +411,101 @@ def _write_id_list(t: DemoTable) -> str:
     aborted = tuple(w["write_id"] for w in t.writes if w["state"] == "aborted")
     open_ids = tuple(w["write_id"] for w in t.writes if w["state"] == "open")
     return str(WriteIdList(table=t.full_name, hwm=hwm, open=open_ids, aborted=aborted))
+
+
+#: the Hive 2.3 table's writes (ROW__ID = (originalTransaction, bucket, rowId)); its rows are
+#: (id, name, salary), named _col0.._col2 in the files as Hive 2.3's FileSinkOperator names them
+HIVE2_ROW_TYPE = "struct<_col0:int,_col1:string,_col2:int>"
+
+
+def _build_hive2(tfs: TableFS, root: str) -> dict[str, Any]:
+    """A Hive 2.3 (ACID v1) table in its own Hive 2.3 metastore ``root/metastore.db`` (one
+    metastore database holds one schema version, so the Hive 2 table cannot share the Hive 3
+    demo's): ``default.legacy_employee (id int, name string, salary int)``,
+    ``transactional_properties=default`` (split update), laid out as the Hive 2.3.10 seed table of
+    the spec's fixtures (insert-only-and-hive2.md B.1): txn 1 INSERTs Jerry, Tom, Kate; txn 2
+    UPDATEs Tom's salary (a delete event of (1,0,1) in ``delete_delta_0000002_0000002_0000`` and
+    the new row (2,0,0) in ``delta_0000002_0000002_0000``); txn 3 INSERTs Mary and aborts (its
+    delta stays, as Hive 2 leaves it). Plain bucket ids (no BucketCodec), no ``hive.acid.version``,
+    ``_orc_acid_version`` once at table level. In the metastore, as 2.3 leaves it: committed
+    txns only in COMPLETED_TXN_COMPONENTS, the aborted one in TXNS/TXN_COMPONENTS,
+    NEXT_TXN_ID 4."""
+    import io
+
+    import pyorc
+    import sqlalchemy as sa
+
+    from acidctl.metastore import hive2 as ms2
+
+    warehouse = tfs.join(root, "warehouse")
+    loc = tfs.join(warehouse, "legacy_employee")
+    tfs.makedirs(loc)
+    tfs.write_bytes(tfs.join(loc, "_orc_acid_version"), b"\x00\x00\x00\x00")  # as Hive 2.3.10 wrote it
+    acid_type = (
+        "struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,"
+        f"currentTransaction:bigint,row:{HIVE2_ROW_TYPE}>"
+    )
+    files: dict[str, list[tuple[int, int, int, int, int, tuple | None]]] = {
+        "delta_0000001_0000001_0000": [
+            (0, 1, 0, 0, 1, (1, "Jerry", 5000)),
+            (0, 1, 0, 1, 1, (2, "Tom", 8000)),
+            (0, 1, 0, 2, 1, (3, "Kate", 6000)),
+        ],
+        "delete_delta_0000002_0000002_0000": [(2, 1, 0, 1, 2, None)],
+        "delta_0000002_0000002_0000": [(0, 2, 0, 0, 2, (2, "Tom", 7000))],
+        "delta_0000003_0000003_0000": [(0, 3, 0, 0, 3, (4, "Mary", 9000))],
+    }
+    for dirname, events in files.items():
+        d = tfs.join(loc, dirname)
+        tfs.makedirs(d)
+        stats = [sum(1 for e in events if e[0] == op) for op in (0, 1, 2)]
+        buf = io.BytesIO()
+        with pyorc.Writer(buf, acid_type, compression=pyorc.CompressionKind.ZLIB) as w:
+            for event in events:
+                w.write(event)
+            # one stripe: Hive 2.3 leaves the last stripe's key-index entry out (spec B.1)
+            w.set_user_metadata(**{"hive.acid.key.index": b"", "hive.acid.stats": ",".join(map(str, stats)).encode()})
+        tfs.write_bytes(tfs.join(d, "bucket_00000"), buf.getvalue())
+
+    url = "sqlite:///" + tfs.join(root, "metastore.db")
+    ms2.init_hive2(url, warehouse=_location(tfs, warehouse))
+    engine = sa.create_engine(url)
+    md = ms2.build_metadata("sqlite")
+    T = {t.name.upper(): t for t in md.tables.values()}
+    with engine.begin() as conn:
+
+        def ins(name: str, **values: Any) -> None:
+            conn.execute(T[name].insert().values(values))
+
+        ins("SDS", SD_ID=1, LOCATION=_location(tfs, loc), NUM_BUCKETS=1, IS_COMPRESSED=False,
+            IS_STOREDASSUBDIRECTORIES=False,
+            INPUT_FORMAT="org.apache.hadoop.hive.ql.io.orc.OrcInputFormat",
+            OUTPUT_FORMAT="org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat")  # fmt: skip
+        ins("TBLS", TBL_ID=1, CREATE_TIME=0, DB_ID=1, LAST_ACCESS_TIME=0, OWNER="hive", RETENTION=0, SD_ID=1,
+            TBL_NAME="legacy_employee", TBL_TYPE="MANAGED_TABLE", IS_REWRITE_ENABLED=False)  # fmt: skip
+        for k, v in {"transactional": "true", "transactional_properties": "default"}.items():
+            ins("TABLE_PARAMS", TBL_ID=1, PARAM_KEY=k, PARAM_VALUE=v)
+        for txn in (1, 2):
+            ins("COMPLETED_TXN_COMPONENTS", CTC_TXNID=txn, CTC_DATABASE="default", CTC_TABLE="legacy_employee")
+        ins("TXNS", TXN_ID=3, TXN_STATE="a", TXN_STARTED=_DEMO_MS, TXN_LAST_HEARTBEAT=_DEMO_MS, TXN_USER="hive",
+            TXN_HOST="demo-host")  # fmt: skip
+        ins("TXN_COMPONENTS", TC_TXNID=3, TC_DATABASE="default", TC_TABLE="legacy_employee", TC_OPERATION_TYPE="i")
+        conn.execute(T["NEXT_TXN_ID"].update().values(NTXN_NEXT=4))
+    engine.dispose()
+    return {
+        "metastore": _safe(url),
+        "hive_version": 2,
+        "warehouse": tfs.display(warehouse),
+        "tables": [
+            {
+                "table": "default.legacy_employee",
+                "location": tfs.display(loc),
+                "transactional_properties": "default",
+                "txns": {"1": "committed", "2": "committed", "3": "aborted"},
+                "expected_rows": [[1, "Jerry", 5000], [2, "Tom", 7000], [3, "Kate", 6000]],
+            }
+        ],
+    }
+
+
+_DEMO_MS = 1767225600000  # 2026-01-01T00:00:00Z, the aborted Hive 2 txn's start and heartbeat

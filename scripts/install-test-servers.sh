@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Install the PostgreSQL and MariaDB server binaries used by tests/metastore, and the headless
-# Chromium that tests/doctor/test_html.py renders the HTML report in (Debian/Ubuntu).
+# Install the PostgreSQL and MariaDB server binaries used by tests/metastore, the headless
+# Chromium that tests/doctor/test_html.py renders the HTML report in, and the zsh and fish shells
+# tests/cli/test_completions.py runs the completion scripts in (Debian/Ubuntu).
 #
 # Idempotent: does nothing when both are present; runs `apt-get update` only if something is
 # missing. System services are NOT started: the tests start their own throw-away servers on
@@ -23,9 +24,11 @@ pkgs=()
 have_pg || pkgs+=(postgresql)
 have_mariadb || pkgs+=(mariadb-server)
 have_chromium || pkgs+=(chromium)
+command -v zsh >/dev/null || pkgs+=(zsh)
+command -v fish >/dev/null || pkgs+=(fish)
 
 if [ ${#pkgs[@]} -eq 0 ]; then
-    echo "install-test-servers: postgresql, mariadb-server and chromium already installed"
+    echo "install-test-servers: postgresql, mariadb-server, chromium, zsh and fish already installed"
     exit 0
 fi
 
@@ -52,4 +55,6 @@ $SUDO env DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 apt-get install -y -qq --no-
 have_pg || { echo "install-test-servers: PostgreSQL binaries still missing" >&2; exit 1; }
 have_mariadb || { echo "install-test-servers: MariaDB binaries still missing" >&2; exit 1; }
 have_chromium || { echo "install-test-servers: chromium still missing" >&2; exit 1; }
+command -v zsh >/dev/null || { echo "install-test-servers: zsh still missing" >&2; exit 1; }
+command -v fish >/dev/null || { echo "install-test-servers: fish still missing" >&2; exit 1; }
 echo "install-test-servers: done"

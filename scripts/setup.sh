@@ -26,16 +26,19 @@ if [ ! -x .venv/bin/python ]; then
     echo "setup: creating .venv"
     "$PY" -m venv .venv
 fi
-stamp=".venv/.acidctl-setup${mode:+-test}"
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-    echo "setup: installing Python packages"
+# One stamp for both modes: it records which extras are installed ("all", or "dev", which
+# includes "all"), so `make demo` after `make test` (or a second `make demo`) installs nothing,
+# and only a plain setup followed by --test (or a newer pyproject.toml) reinstalls.
+stamp=".venv/.acidctl-setup"
+want=all
+[ "$mode" = "--test" ] && want=dev
+have=$(cat "$stamp" 2>/dev/null || true)
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || { [ "$want" = dev ] && [ "$have" != dev ]; }; then
+    [ "$want" = all ] && [ "$have" = dev ] && want=dev  # pyproject.toml changed: keep the test tools
+    echo "setup: installing Python packages (.[$want])"
     .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-    if [ "$mode" = "--test" ]; then
-        .venv/bin/python -m pip install -q -e ".[dev]"
-    else
-        .venv/bin/python -m pip install -q -e ".[all]"
-    fi
-    touch "$stamp"
+    .venv/bin/python -m pip install -q -e ".[$want]"
+    echo "$want" > "$stamp"
 fi
 
 if [ "$mode" = "--test" ]; then

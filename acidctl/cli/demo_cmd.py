@@ -20,12 +20,17 @@ def demo_command(
     hive_version: options.SchemaHiveVersion = DEFAULT_HIVE_VERSION,  # the same default as `metastore init`
     dry_run: options.DryRun = False,
 ):
-    """Create a local warehouse with two Hive 3 ACID tables laid out as Hive writes them (the
+    """Create a local warehouse with Hive ACID tables laid out as Hive writes them (the
     directories, names, markers and ACID metadata are Hive's; the ORC files are written by ORC C++
-    through pyarrow, not by ORC Java),
-    and record their transactions, write ids, a lock and compaction history in a metastore
-    (default: a new SQLite database DIR/metastore.db; --metastore URL for one made by
-    `acidctl metastore init`)."""
+    through pyarrow, not by ORC Java), and record their transactions, write ids, a lock and
+    compaction history in a metastore (default: a new SQLite database DIR/metastore.db;
+    --metastore URL for one made by `acidctl metastore init`).
+
+    Tables: default.employee (full ACID, unpartitioned), default.sales (full ACID, partitioned,
+    bucketed, converted from a non-ACID table, an aborted and an open write) and default.events
+    (insert-only). On a local DIR also a Hive 2.3 metastore DIR/hive2/metastore.db with
+    default.legacy_employee (ACID v1, as Hive 2.3 writes it) for upgrade-check and the Hive 2
+    rules."""
     from acidctl.demo import build_demo
 
     settings = ctx.obj
@@ -78,4 +83,8 @@ def _text(d: dict) -> str:
     ]
     for t in d["tables"]:
         lines.append(f"{t['table']}: {t['location']}  (snapshot: --write-ids {t['write_ids']})")
+    if d.get("hive2"):
+        h2 = d["hive2"]
+        lines += ["", f"Hive 2.3 metastore: {h2['metastore']}"]
+        lines += [f"{t['table']}: {t['location']}  (ACID v1, txns 1-2 committed, 3 aborted)" for t in h2["tables"]]
     return "\n".join(lines)

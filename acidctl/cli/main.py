@@ -501,6 +501,8 @@ def main(argv: Optional[list[str]] = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     run = _Invocation(output=_argv_output_mode(args))
     code: int = ExitCode.OK
+    if "_ACIDCTL_COMPLETE" in os.environ:  # shell completion: acidctl's classes (cli/completion.py)
+        import acidctl.cli.completion  # noqa: F401
     try:
         _load_commands(COMMAND_OWNERS.get(_requested_command(args) or "", COMMAND_MODULES))
         rv = _app(args=args, prog_name="acidctl", standalone_mode=False, obj=run)

@@ -401,6 +401,10 @@ def _classify(
             now=wh.now_ms / 1000.0,
             grace_seconds=grace_seconds,
         )
+        if t.insert_only:  # as `state` does (acid/report.py): no M01 etc. for MM data (spec A.4)
+            from acidctl.mm.checks import NOT_FOR_MM
+
+            ps.checks = [f for f in ps.checks if f.check not in NOT_FOR_MM]
     except AcidctlError as e:
         ps.error = str(e)
     try:

@@ -83,7 +83,8 @@ def test_demo_transactions_locks_and_compactions(cli, demo):
     txns = json.loads(cli("-o", "json", "show", "transactions").stdout)
     rows = txns["transactions"] if isinstance(txns, dict) else txns
     states = {t["txnid"]: t["state"] for t in rows}
-    assert states == {7: "ABORTED", 10: "OPEN"}  # Hive 3 removes committed txns
+    # Hive 3 removes committed txns; txn 7 = sales write 4, txn 13 = events write 3 (aborted)
+    assert states == {7: "ABORTED", 10: "OPEN", 13: "ABORTED"}
     locks = json.loads(cli("-o", "json", "show", "locks").stdout)
     lrows = locks["locks"] if isinstance(locks, dict) else locks
     assert [(x["table"], x["partition"], x["transaction_id"], x["lock_type"], x["lock_state"]) for x in lrows] == [
@@ -144,3 +145,78 @@ def test_state_uses_metastore_facts(cli, demo):
     # one aborted txn (sales write 4) touched ds=2026-01-01, threshold 0: S11
     assert any(c == "S11" and p == "ds=2026-01-01" for c, _, p in checks)
     assert not any(c == "S11" and p == "ds=2025-12-31" for c, _, p in checks)
+
+
+def test_demo_insert_only_table(cli, demo):
+    """default.events: insert-only, plain ORC files in delta_W_W_0000/000000_0 and no
+    _orc_acid_version (spec insert-only-and-hive2.md A.4); the aborted write 3 is not read."""
+    root, doc = demo
+    loc = root / "warehouse" / "events"
+    assert sorted(p.name for p in loc.iterdir()) == [
+        "delta_0000001_0000001_0000",
+        "delta_0000002_0000002_0000",
+        "delta_0000003_0000003_0000",
+    ]
+    for d in loc.iterdir():
+        assert sorted(p.name for p in d.iterdir()) == ["000000_0"]
+    assert [t["table"] for t in doc["tables"]] == ["default.employee", "default.sales", "default.events"]
+    r = cli("-o", "json", "dump", "--merged", "default.events")
+    assert r.code == 0, r
+    rows = [json.loads(x) for x in r.stdout.splitlines()]
+    assert sorted((x["id"], x["kind"]) for x in rows) == [
+        (1, "view"),
+        (2, "buy"),
+        (3, "click"),
+        (4, "view"),
+        (5, "buy"),
+    ]
+    r = cli("-o", "json", "show", "tables")
+    kinds = {t["table"]: t for t in json.loads(r.stdout)["tables"]}
+    assert "insert_only" in json.dumps(kinds["default.events"])
+
+
+def test_demo_hive2_table(cli, demo):
+    """DIR/hive2: a Hive 2.3 metastore with default.legacy_employee laid out as the Hive 2.3.10
+    seed table (spec B.1, fixtures golden/hive23_seed_table): a reader sees Jerry and Kate from
+    txn 1 and Tom's updated row (2,0,0) from txn 2; txn 3 aborted."""
+    root, doc = demo
+    h2 = doc["hive2"]
+    url = f"sqlite:///{root / 'hive2' / 'metastore.db'}"
+    assert h2["metastore"] == url and h2["hive_version"] == 2
+    loc = root / "hive2" / "warehouse" / "legacy_employee"
+    assert sorted(p.name for p in loc.iterdir()) == [
+        "_orc_acid_version",
+        "delete_delta_0000002_0000002_0000",
+        "delta_0000001_0000001_0000",
+        "delta_0000002_0000002_0000",
+        "delta_0000003_0000003_0000",
+    ]
+    r = cli("--metastore", url, "-o", "json", "dump", "--merged", "default.legacy_employee")
+    assert r.code == 0, r
+    rows = [json.loads(x) for x in r.stdout.splitlines()]
+    got = [((x["row__id"]["writeid"], x["row__id"]["bucketid"], x["row__id"]["rowid"]), x["_col1"]) for x in rows]
+    assert got == [((1, 0, 0), "Jerry"), ((1, 0, 2), "Kate"), ((2, 0, 0), "Tom")]
+    # Hive 2.3 deltas with update/delete events must be major-compacted before the upgrade
+    r = cli("--metastore", url, "-o", "json", "upgrade-check", "--engine", "local")
+    assert r.code != 0
+    assert "default.legacy_employee" in r.stdout
+
+
+def test_demo_text_names_every_metastore(cli, tmp_path):
+    r = cli("demo", tmp_path / "d")
+    assert r.code == 0, r
+    assert f"sqlite:///{tmp_path / 'd' / 'metastore.db'}" in r.stdout
+    assert f"sqlite:///{tmp_path / 'd' / 'hive2' / 'metastore.db'}" in r.stdout
+    assert "default.events" in r.stdout and "default.legacy_employee" in r.stdout
+
+
+def test_doctor_does_not_ask_insert_only_tables_for_acid_markers(cli, demo):
+    """Hive never writes _orc_acid_version into an insert-only table's directories (spec
+    insert-only-and-hive2.md A.4, "No _orc_acid_version is ever written for MM data"), so doctor
+    does not report the demo's default.events as a layout Trino cannot read (as `state` does not:
+    mm.checks.NOT_FOR_MM)."""
+    r = cli("-o", "json", "doctor")
+    assert r.code == 0, r
+    findings = json.loads(r.stdout)["findings"]
+    assert not [f for f in findings if "events" in json.dumps(f) and f.get("code", f.get("check")) == "READER_TRINO"]
+    assert not [f for f in findings if "default.events" in json.dumps(f) and "_orc_acid_version" in json.dumps(f)]

@@ -166,15 +166,17 @@ def test_show_tables_lists_the_acid_tables_of_a_database(cli, demo):
     rec.create_table("sales_db", "logs", location=f"file:{root}/warehouse/sales_db.db/logs", insert_only=True)
     rec.create_table("sales_db", "plain", location=f"file:{root}/warehouse/sales_db.db/plain", transactional=False)
     doc = _json(cli("-o", "json", "show", "tables"))
-    # the demo: employee (unbucketed), sales (PARTITIONED BY ds, 2 partitions, 2 buckets)
+    # the demo: employee (unbucketed), events (insert-only), sales (PARTITIONED BY ds, 2 partitions, 2 buckets)
     got = [(t["table"], t["kind"], t["partition_keys"], t["partitions"], t["buckets"]) for t in doc["tables"]]
     assert got == [
         ("default.employee", "full", [], 0, None),
+        ("default.events", "insert_only", [], 0, None),
         ("default.sales", "full", ["ds"], 2, 2),
         ("sales_db.logs", "insert_only", [], 0, None),
     ]  # sales_db.plain is not transactional
     assert [t["table"] for t in _json(cli("-o", "json", "show", "tables", "sales_db"))["tables"]] == ["sales_db.logs"]
     assert [t["table"] for t in _json(cli("-o", "json", "show", "tables", "--table", "*S"))["tables"]] == [
+        "default.events",
         "default.sales",
         "sales_db.logs",
     ]
