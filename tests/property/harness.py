@@ -14,6 +14,7 @@ Steps (``kind`` first):
 ``interrupt``      the same, Ctrl-C'd at ``task-before-write`` (``ACIDCTL_TEST_CRASH_AT=int:...``)
 ``enqueue``        ``compact --enqueue [--major|--minor] db.t[/p=K]`` (sometimes ``--dry-run``)
 ``worker``         ``worker --once --engine local`` (sometimes ``--allow-non-atomic-publish``)
+``interrupt_worker`` the same, Ctrl-C'd while its first request runs (it finishes that one)
 ``initiator``      ``initiator --once`` (sometimes ``--dry-run``)
 ``clean``          ``clean db.t --execute --min-age 0`` (or the dry run)
 ``revert``         ``revert db.t --execute`` (or the dry run)
@@ -100,7 +101,7 @@ def _history():
         buckets=st.integers(1, 2),
         originals=st.one_of(st.just([]), st.just([]), st.lists(st.integers(0, 1000), min_size=1, max_size=3)),
         txns=st.lists(txns, min_size=1, max_size=5),
-        partitions=st.integers(1, 2),
+        partitions=st.sampled_from([1, 2, 2, 3]),
     )
 
 
@@ -124,6 +125,7 @@ steps = st.one_of(
     _clean,
     st.builds(Step, kind=st.just("interrupt"), mode=st.sampled_from(("major", "minor")), part=_part),
     st.builds(Step, kind=st.just("enqueue"), mode=st.sampled_from(("major", "minor")), part=_part, flag=st.booleans()),
+    st.builds(Step, kind=st.just("interrupt_worker")),
     st.builds(Step, kind=st.just("initiator"), flag=st.booleans()),
     st.builds(Step, kind=st.just("revert"), flag=st.booleans()),
     st.builds(Step, kind=st.just("abort_txns"), pick=st.integers(0, 5), flag=st.booleans()),
@@ -196,9 +198,17 @@ def command_for(wh: Warehouse, step: Step) -> tuple[list[str] | None, dict, str 
     if k == "enqueue":
         argv = ["compact", "--enqueue", f"--{step.mode}", target]
         return argv + (["--dry-run"] if step.flag else []), {}, part
+    if k == "interrupt_worker":
+        # Ctrl-C while the first request runs: worker --once finishes it, hands back the rest
+        return (
+            ["worker", "--once", "--engine", "local"],
+            {"ACIDCTL_TEST_CRASH_AT": "int:task-before-write"},
+            None,
+        )
     if k == "worker":
         return (
-            ["worker", "--once", "--engine", "local"] + (["--allow-non-atomic-publish"] if step.non_atomic else []),
+            ["-o", "json", "worker", "--once", "--engine", "local"]
+            + (["--allow-non-atomic-publish"] if step.non_atomic else []),
             {},
             None,
         )

@@ -45,7 +45,14 @@ def predicted_outputs(why_part: dict, mode: str) -> list[str] | None:
 
 
 def predicted_removals(why_part: dict) -> set[str]:
-    rem = next(s for s in why_part["cleaner"]["steps"] if s["rule"] == "removable")["values"]
+    """What ``why``'s Cleaner section says ``clean --execute --min-age 0`` removes: its
+    "removable" directories, unless a step stops the Cleaner (a lock, an open txn,
+    NO_CLEANUP, ...) — except the "queue" stop, which says `acidctl clean` removes them
+    directly."""
+    steps = why_part["cleaner"]["steps"]
+    if any(s["outcome"] == "stop" and s["rule"] != "queue" for s in steps):
+        return set()
+    rem = next(s for s in steps if s["rule"] == "removable")["values"]
     return set(rem.get("obsolete", [])) | set(rem.get("aborted", []))
 
 
@@ -54,7 +61,7 @@ class WhyPredictsCompactAndClean(Check):
 
     def before(self, wh: Warehouse, step: Step) -> None:
         self.why = self.listing = None
-        if step.kind in ("compact", "clean") and not step.flag:
+        if step.kind in ("compact", "clean", "worker") and not step.flag:
             self.why = wh.why()
             self.listing = wh.listing()
 
@@ -62,7 +69,26 @@ class WhyPredictsCompactAndClean(Check):
         if self.why is None or out.code != 0:
             return
         after = wh.listing()
-        if out.step.kind == "compact":
+        if out.step.kind == "worker":
+            import json
+
+            reqs = json.loads(out.stdout)["requests"] if out.stdout.strip() else []
+            per_part = [r["partition"] for r in reqs]
+            for r in reqs:
+                part = r["partition"]
+                if r["state"] != "ready for cleaning" or per_part.count(part) > 1 or part not in self.why:
+                    continue
+                want = predicted_outputs(self.why[part], str(r["type"]).lower())
+                if want is None:
+                    continue
+                wrote = sorted(normalise_output(n) for n in after[part] - self.listing[part])
+                if wrote != sorted(want):
+                    self.fail(
+                        out,
+                        f"request {r['cq_id']} ({r['type']}): why predicted {sorted(want)} for "
+                        f"{part or 'the table'}, the worker wrote {wrote}",
+                    )
+        elif out.step.kind == "compact":
             part = out.part
             want = predicted_outputs(self.why[part], out.step.mode)
             if want is None:

@@ -16,9 +16,10 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 
-from tests.property.harness import play, scenarios, scratch_url, umask_022
+from tests.histories import History, Statement, Txn
+from tests.property.harness import Scenario, Step, play, scenarios, scratch_url, umask_022
 from tests.property.rules import ALL_CHECKS
 from tests.property.warehouse import Warehouse
 
@@ -89,6 +90,40 @@ RULES = [
 ]
 
 
+def _known(hive_version: int) -> Scenario:
+    """A scenario that meets every case of issue 21's "What was seen" that a sequence can show:
+    a partition compacted below the table's high-water mark (output name vs
+    CQ_HIGHEST_WRITE_ID), an aborted delta for clean, a dry-run enqueue, two interrupted
+    compactions, a revert, a queued request for the worker. Run as an explicit example of
+    every rule, before the random ones."""
+    ins = lambda part, *v: Statement("insert", list(v), [0], part)  # noqa: E731
+    history = History(
+        buckets=2,
+        originals=[],
+        txns=[
+            Txn("committed", [ins(0, 1, 2)]),
+            Txn("committed", [ins(0, 3)]),
+            Txn("aborted", [ins(0, 4)]),
+            Txn("committed", [ins(1, 5), ins(1, 6)]),
+            Txn("committed", [Statement("delete", [], [0], 1)]),
+            Txn("open", [ins(1, 7)]),
+        ],
+        partitions=2,
+    )
+    steps = [
+        Step("compact", "major", 0),
+        Step("clean"),
+        Step("enqueue", "major", 1, flag=True),
+        Step("interrupt", "major", 1),
+        Step("interrupt", "major", 1),
+        Step("revert"),
+        Step("enqueue", "major", 1),
+        Step("worker"),
+        Step("clean"),
+    ]
+    return Scenario(hive_version, history, steps)
+
+
 def check_scenario(url: str, root: Path, scenario, rule: str) -> None:
     with umask_022():
         wh = Warehouse(root, url, scenario.hive_version, scenario.history)
@@ -111,6 +146,8 @@ def check_scenario(url: str, root: Path, scenario, rule: str) -> None:
 def test_rule_on_sqlite(rule):
     @_settings(8)
     @given(scenario=scenarios())
+    @example(scenario=_known(3))
+    @example(scenario=_known(4))
     def run(scenario):
         with tempfile.TemporaryDirectory() as d:
             check_scenario(scratch_url(Path(d)), Path(d), scenario, rule)
