@@ -172,6 +172,7 @@ def test_rule_on_server(rule, backend, request):
 
     @_settings(2)
     @given(scenario=scenarios(max_steps=4))
+    @example(scenario=_known(4))
     def run(scenario):
         with tempfile.TemporaryDirectory() as d:
             check_scenario(create(info), Path(d), scenario, rule)
