@@ -8,24 +8,23 @@ one test (tests/property/test_no_harm.py) that can be marked xfail on its own.
 
 Steps (``kind`` first):
 
-=================  ==========================================================================
-``compact``        ``compact [--major|--minor|--due] db.t[/p=K]`` (default engine, sometimes
-                   ``--allow-non-atomic-publish``, sometimes ``--dry-run``)
-``interrupt``      the same, Ctrl-C'd at ``task-before-write`` (``ACIDCTL_TEST_CRASH_AT=int:...``)
-``enqueue``        ``compact --enqueue [--major|--minor] db.t[/p=K]`` (sometimes ``--dry-run``)
-``worker``         ``worker --once --engine local`` (sometimes ``--allow-non-atomic-publish``)
-``interrupt_worker`` the same, Ctrl-C'd while its first request runs (it finishes that one)
-``initiator``      ``initiator --once`` (sometimes ``--dry-run``)
-``clean``          ``clean db.t --execute --min-age 0`` (or the dry run)
-``revert``         ``revert db.t --execute`` (or the dry run)
-``abort_txns``     ``abort transactions ID [--execute]``: an open txn (or an id that is none)
-``abort_cqs``      ``abort compactions ID [--execute]``: a queued request (or an unknown id)
-``unlock``         ``unlock ID [--dry-run]``: a lock of the table (or an unknown id)
-``hive_write``     a Hive write (committed / aborted / open) — the model changes with it
-``hive_lock``      a Hive reader's SHARED_READ lock outside any txn
-``hive_claim``     Hive's Worker claims an initiated request (conditional update)
-``hive_fail``      Hive's Worker marks a request it claimed failed
-=================  ==========================================================================
+* ``compact``: ``compact [--major|--minor|--due] db.t[/p=K]`` (default engine, sometimes
+  ``--allow-non-atomic-publish``, sometimes ``--dry-run``);
+* ``interrupt``: the same, Ctrl-C'd at ``task-before-write`` (``ACIDCTL_TEST_CRASH_AT=int:...``);
+* ``enqueue``: ``compact --enqueue [--major|--minor] db.t[/p=K]`` (sometimes ``--dry-run``);
+* ``worker``: ``worker --once --engine local`` (sometimes ``--allow-non-atomic-publish``);
+* ``interrupt_worker``: the same, Ctrl-C'd while its first request runs (it finishes that one
+  and hands the rest back);
+* ``initiator``: ``initiator --once`` (sometimes ``--dry-run``);
+* ``clean``: ``clean db.t --execute --min-age 0`` (or the dry run);
+* ``revert``: ``revert db.t --execute`` (or the dry run);
+* ``abort_txns``: ``abort transactions ID [--execute]``: an open txn (or an id that is none);
+* ``abort_cqs``: ``abort compactions ID [--execute]``: a queued request (or an unknown id);
+* ``unlock``: ``unlock ID [--dry-run]``: a lock of the table (or an unknown id);
+* ``hive_write``: a Hive write (committed / aborted / open) — the model changes with it;
+* ``hive_lock``: a Hive reader's SHARED_READ lock outside any txn;
+* ``hive_claim``: Hive's Worker claims an initiated request (conditional update);
+* ``hive_fail``: Hive's Worker marks a request it claimed failed.
 
 Every step that is not Hive's is an acidctl command; "refused" = a non-zero exit.
 """
@@ -49,7 +48,7 @@ MODES = ("major", "minor", "due")
 class Step:
     kind: str
     mode: str = "major"
-    part: int = 0  # partition index (mod the number of partitions); -1: the whole table
+    part: int = 0  # partition index (mod the number of partitions)
     flag: bool = False  # --dry-run / not --execute, depending on the step
     non_atomic: bool = False
     pick: int = 0
