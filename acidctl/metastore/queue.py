@@ -20,7 +20,8 @@
   the schema has the column);
 * :func:`release` — give a claimed request back (``w`` → ``i``), as Hive's
   ``revokeFromLocalWorkers`` does for one row: what a stopping worker does with a request it
-  claimed but did not start.
+  claimed but did not start; :func:`withdraw` — delete a request acidctl enqueued itself and
+  did not run.
 
 Each function is one :func:`acidctl.metastore.steps.write_step`.
 
@@ -347,32 +348,17 @@ def claim(
 
     def step(conn):
         now = steps.now_ms(conn)
-        q = sa.select(cq.clause)
-        if any_pool:
-            q = q.where(cq.CQ_STATE == "i")
-        elif h4:
-            if pool:
-                q = q.where(cq.CQ_STATE == "i", cq.CQ_POOL_NAME == pool)
-            else:
-                # Hive's SQL has no parentheses here: old rows in any state come back too and the
-                # conditional update filters them out
-                q = q.where(
-                    sa.or_(
-                        sa.and_(cq.CQ_STATE == "i", cq.CQ_POOL_NAME.is_(None)),
-                        cq.CQ_ENQUEUE_TIME < now - pool_timeout_ms,
-                    )
-                )
-        else:
-            q = q.where(cq.CQ_STATE == "i")
-        if only_ids is not None:
-            q = q.where(cq.CQ_ID.in_(list(only_ids)))
-        rows = conn.execute(q.order_by(cq.CQ_ID)).mappings().all()
-        for row in rows:
-            req = _request(ms, row)
-            if row_type(row) not in types:
-                continue
-            if db_glob and not fnmatch.fnmatchcase(req.db, db_glob.lower()):
-                continue
+        for req in _candidates(
+            ms,
+            conn,
+            now,
+            pool=pool,
+            pool_timeout_ms=pool_timeout_ms,
+            db_glob=db_glob,
+            only_ids=only_ids,
+            types=types,
+            any_pool=any_pool,
+        ):
             vals = {cq.CQ_WORKER_ID.name: worker_id, cq.CQ_START.name: now, cq.CQ_STATE.name: "w"}
             if h4:
                 vals[cq.CQ_WORKER_VERSION.name] = worker_version or acidctl_version()
@@ -388,6 +374,81 @@ def claim(
     if got is not None:
         log.info("claimed compaction %d (%s %s)", got.cq_id, got.display, got.type)
     return got
+
+
+def _candidates(
+    ms,
+    conn,
+    now: int,
+    *,
+    pool: str | None,
+    pool_timeout_ms: int,
+    db_glob: str | None,
+    only_ids: list[int] | None,
+    types: tuple[str, ...],
+    any_pool: bool,
+) -> list[Request]:
+    """``findNextToCompact``'s candidates, in its order (operations.md §3.1)."""
+    import sqlalchemy as sa
+
+    cq = ms.tables.COMPACTION_QUEUE
+    q = sa.select(cq.clause)
+    if any_pool:
+        q = q.where(cq.CQ_STATE == "i")
+    elif ms.hive_version >= 4:
+        if pool:
+            q = q.where(cq.CQ_STATE == "i", cq.CQ_POOL_NAME == pool)
+        else:
+            # Hive's SQL has no parentheses here: old rows in any state come back too and the
+            # conditional update filters them out
+            q = q.where(
+                sa.or_(
+                    sa.and_(cq.CQ_STATE == "i", cq.CQ_POOL_NAME.is_(None)),
+                    cq.CQ_ENQUEUE_TIME < now - pool_timeout_ms,
+                )
+            )
+    else:
+        q = q.where(cq.CQ_STATE == "i")
+    if only_ids is not None:
+        q = q.where(cq.CQ_ID.in_(list(only_ids)))
+    out = []
+    for row in conn.execute(q.order_by(cq.CQ_ID)).mappings().all():
+        req = _request(ms, row)
+        if row_type(row) not in types:
+            continue
+        if db_glob and not fnmatch.fnmatchcase(req.db, db_glob.lower()):
+            continue
+        out.append(req)
+    return out
+
+
+def candidates(
+    ms,
+    *,
+    pool: str | None = None,
+    pool_timeout_ms: int = POOL_TIMEOUT_MS,
+    db_glob: str | None = None,
+    types: tuple[str, ...] = ("a", "i"),
+) -> list[Request]:
+    """The requests :func:`claim` would try, in its order, read without claiming any (``acidctl
+    worker`` first checks that a candidate's partition is free, then claims that one request)."""
+    with ms.read() as conn:
+        now = steps.now_ms(conn)
+        return [
+            r
+            for r in _candidates(
+                ms,
+                conn,
+                now,
+                pool=pool,
+                pool_timeout_ms=pool_timeout_ms,
+                db_glob=db_glob,
+                only_ids=None,
+                types=types,
+                any_pool=False,
+            )
+            if r.state == "i"
+        ]
 
 
 def row_type(row) -> str:
@@ -618,6 +679,26 @@ def release(ms, cq_id: int, *, worker_id: str, read_only: bool = False) -> bool:
         )
 
     return steps.write_step(ms, step, name="release a claimed compaction", read_only=read_only)
+
+
+def withdraw(ms, cq_id: int, *, worker_id: str, read_only: bool = False) -> bool:
+    """Delete a request this worker enqueued itself, claimed and did not run (the no-trace rule:
+    a refused or interrupted ``compact`` leaves the queue as it found it). Only the row still
+    ``working`` under this worker id goes; False if it was not ours any more. Its id stays
+    consumed in ``NEXT_COMPACTION_QUEUE_ID``, as every id Hive hands out does."""
+    import sqlalchemy as sa
+
+    cq = ms.tables.COMPACTION_QUEUE
+
+    def step(conn):
+        return (
+            conn.execute(
+                sa.delete(cq.clause).where(cq.CQ_ID == cq_id, cq.CQ_STATE == "w", cq.CQ_WORKER_ID == worker_id)
+            ).rowcount
+            == 1
+        )
+
+    return steps.write_step(ms, step, name="withdraw an unstarted compaction request", read_only=read_only)
 
 
 WORKER_TIMEOUT_MS = 86_400_000  # hive.compactor.worker.timeout
