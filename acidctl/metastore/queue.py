@@ -253,8 +253,12 @@ def enqueue(
     run_as: str | None = None,
     properties: dict | None = None,
     read_only: bool = False,
+    dry_run: bool = False,
 ) -> EnqueueResult:
-    """Put a compaction request into the queue exactly as the connected Hive version does."""
+    """Put a compaction request into the queue exactly as the connected Hive version does.
+    ``dry_run``: the same answer (a duplicate is refused the same way) read without writing —
+    no mutex, no row, ``NEXT_COMPACTION_QUEUE_ID`` not consumed; ``id`` is the id the request
+    would get now."""
     import sqlalchemy as sa
 
     ct = compaction_type_code(type)
@@ -264,7 +268,8 @@ def enqueue(
     tblprops = stringable_map(properties) if properties else None
 
     def step(conn: sa.Connection) -> EnqueueResult:
-        acquire_mutex(ms, conn, "CompactionScheduler")
+        if not dry_run:
+            acquire_mutex(ms, conn, "CompactionScheduler")
         where = [cq.CQ_DATABASE == db, cq.CQ_TABLE == table, partition_eq(cq.CQ_PARTITION, partition)]
         if h4:
             hwm = _compactor_hwm(ms, conn, db, table)
@@ -289,6 +294,12 @@ def enqueue(
                 f"Compaction already enqueued with id {eid}; State is {STATE_RESPONSE.get(st, st)}",
                 existing_id=eid,
             )
+        if dry_run:
+            n = ms.tables.NEXT_COMPACTION_QUEUE_ID
+            nxt = conn.execute(sa.select(n.NCQ_NEXT)).scalar()
+            if nxt is None:
+                raise NotFoundError("NEXT_COMPACTION_QUEUE_ID has no row")
+            return EnqueueResult(int(nxt), "initiated", True, f"Compaction would be enqueued with id {int(nxt)}")
         cq_id = next_queue_id(ms, conn)
         vals: dict[str, Any] = dict(
             CQ_ID=cq_id,
@@ -314,6 +325,9 @@ def enqueue(
         conn.execute(sa.insert(cq.clause).values({getattr(cq, k).name: v for k, v in vals.items()}))
         return EnqueueResult(cq_id, "initiated", True, f"Compaction enqueued with id {cq_id}")
 
+    if dry_run:
+        with ms.read() as conn:
+            return step(conn)
     res = steps.write_step(ms, step, name="enqueue a compaction", read_only=read_only)
     log.info("enqueue %s.%s%s %s: %s", db, table, "/" + partition if partition else "", type, res.message)
     return res
@@ -735,7 +749,9 @@ def stringable_map(props: dict) -> str:
     return "".join(out)
 
 
-def enqueue_for(ms, spec: str, *, type: str, pool: str | None = None, read_only: bool = False) -> dict:
+def enqueue_for(
+    ms, spec: str, *, type: str, pool: str | None = None, read_only: bool = False, dry_run: bool = False
+) -> dict:
     """``ALTER TABLE DB.TABLE [PARTITION (...)] COMPACT 'major'|'minor' [POOL 'p']`` for
     ``DB.TABLE[/k=v...]``: the table (and partition) must exist; a partitioned table needs its
     partition (Hive 3 requires it; Hive 4 would check every partition with the Initiator logic —
@@ -760,9 +776,16 @@ def enqueue_for(ms, spec: str, *, type: str, pool: str | None = None, read_only:
         pool = (info.params or {}).get(POOL_PROPERTY) or None
     elif ms.hive_version < 4 and pool is not None:
         raise UsageError(f"--pool needs a Hive 4 metastore (Hive {ms.hive_version} has no compaction pools)")
-    res = enqueue(ms, info.db, info.table, partition=info.partition, type=type, pool=pool, read_only=read_only)
+    res = enqueue(
+        ms, info.db, info.table, partition=info.partition, type=type, pool=pool, read_only=read_only, dry_run=dry_run
+    )
     doc = res.to_dict()
     doc.update(
-        table=info.full_name, partition=info.partition, type=str(type).lower(), pool=pool, hive_version=ms.hive_version
+        table=info.full_name,
+        partition=info.partition,
+        type=str(type).lower(),
+        pool=pool,
+        hive_version=ms.hive_version,
+        dry_run=dry_run,
     )
     return doc
