@@ -133,6 +133,8 @@ class Registrar:
         Hive's Worker claims before it compacts. Refused for one partition → the requests claimed
         for the others are handed back (:meth:`hand_back_all`) and nothing stays behind."""
         try:
+            # a request a killed acidctl on this host left 'working' would refuse this run
+            queue.revoke_dead_local_workers(self.ms)
             for partition, mode in items:
                 self._begin(partition, mode)
         except BaseException:

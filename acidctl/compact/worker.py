@@ -182,6 +182,8 @@ def run_cycle(
         session["spark"] = spark
     skip: set = session.setdefault("handed_back", set())
     busy: set = set()
+    # requests a killed acidctl process on this host left 'working' (Hive's revokeFromLocalWorkers)
+    queue.revoke_dead_local_workers(ms)
     while len(records) < opts.max and not (stop is not None and stop.is_set()):
         got = claim_next(ms, opts, worker_id, table_fs=table_fs, skip=skip, busy=busy)
         if got is None:

@@ -715,6 +715,49 @@ def withdraw(ms, cq_id: int, *, worker_id: str, read_only: bool = False) -> bool
     return steps.write_step(ms, step, name="withdraw an unstarted compaction request", read_only=read_only)
 
 
+def revoke_dead_local_workers(ms, *, read_only: bool = False) -> list[int]:
+    """``revokeFromLocalWorkers`` for acidctl's own dead processes: ``working`` requests whose
+    worker id is ``acidctl@<this host>-<pid>`` (:func:`process_id`) of a process that no longer
+    runs go back to ``initiated`` with worker and start cleared — Hive's update (operations.md
+    §3.4), narrowed to those exact worker ids, so a live acidctl or any Hive worker is never
+    touched. What a SIGKILLed ``compact``/``worker`` left; their Hive 4 compactor txns are left
+    to the timeout reaper, as Hive leaves a dead worker's. Returns the ids revoked."""
+    import sqlalchemy as sa
+
+    from acidctl.compact.lock import pid_alive
+
+    cq = ms.tables.COMPACTION_QUEUE
+    prefix = f"acidctl@{socket.gethostname()}-"
+    with ms.read() as conn:
+        rows = conn.execute(
+            sa.select(cq.CQ_ID, cq.CQ_WORKER_ID).where(cq.CQ_STATE == "w", cq.CQ_WORKER_ID.like(prefix + "%"))
+        ).all()
+    dead = []
+    for cq_id, worker in rows:
+        pid = str(worker)[len(prefix) :]
+        if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
+            dead.append((int(cq_id), str(worker)))
+    if not dead:
+        return []
+
+    def step(conn):
+        out = []
+        for cq_id, worker in dead:
+            n = conn.execute(
+                sa.update(cq.clause)
+                .where(cq.CQ_ID == cq_id, cq.CQ_STATE == "w", cq.CQ_WORKER_ID == worker)
+                .values({cq.CQ_WORKER_ID.name: None, cq.CQ_START.name: None, cq.CQ_STATE.name: "i"})
+            ).rowcount
+            if n == 1:
+                out.append(cq_id)
+        return out
+
+    got = steps.write_step(ms, step, name="revoke dead acidctl workers", read_only=read_only)
+    for cq_id in got:
+        log.info("compaction %d: its acidctl worker on this host is gone; back to initiated", cq_id)
+    return got
+
+
 WORKER_TIMEOUT_MS = 86_400_000  # hive.compactor.worker.timeout
 
 

@@ -325,3 +325,48 @@ def test_interrupted_compact_hands_back(tmp_path, hive_version, signal_at):
         (txn,) = [t for t in after["TXNS"] if t not in before["TXNS"]]
         assert txn["TXN_ID"] == row["CQ_TXN_ID"]
         assert _abort_txn_rows(ms, txn["TXN_ID"]) == [("a", 3, "compaction transaction abort")]
+
+
+def test_killed_compact_is_revoked_by_the_next_run(tmp_path, hive_version):
+    """SIGKILL before publication cannot clean up: the request stays 'working' under
+    acidctl@<host>-<pid>. The next acidctl run on this host sees that process is gone and resets
+    the request as Hive's revokeFromLocalWorkers does (operations.md §3.4), then runs it."""
+    import socket
+
+    url = f"sqlite:///{tmp_path}/ms.db"
+    _demo(url, hive_version, tmp_path)
+    ms = connect(url)
+    (rid,) = [r["CQ_ID"] for r in _rows(ms, "COMPACTION_QUEUE") if r["CQ_PARTITION"] == P1 and r["CQ_STATE"] == "i"]
+    argv = [
+        sys.executable,
+        "-m",
+        "acidctl",
+        "-o",
+        "json",
+        "--metastore",
+        url,
+        "compact",
+        "--major",
+        "--engine",
+        "local",
+    ]
+    env = dict(os.environ, PYTHONPATH=str(ROOT), ACIDCTL_TEST_CRASH_AT="before-publish")
+    env.pop("ACIDCTL_TEST_DRIVER_PID", None)
+    p = subprocess.run([*argv, f"default.sales/{P1}"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert p.returncode in (-9, 137), p.stderr
+    (row,) = [r for r in _rows(ms, "COMPACTION_QUEUE") if r["CQ_ID"] == rid]
+    assert row["CQ_STATE"] == "w" and row["CQ_WORKER_ID"].startswith(f"acidctl@{socket.gethostname()}-")
+    env.pop("ACIDCTL_TEST_CRASH_AT")
+    # its lock is stale too: refused until broken, still without touching the queue
+    before = trace(ms)
+    p = subprocess.run([*argv, f"default.sales/{P1}"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 6 and "stale compaction lock" in p.stdout + p.stderr
+    assert trace(ms) == before
+    p = subprocess.run(
+        [*argv, "--break-lock", f"default.sales/{P1}"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert p.returncode == 0, p.stderr
+    (part,) = json.loads(p.stdout)["partitions"]
+    assert part["metastore"]["cq_id"] == rid and part["metastore"]["claimed_request"] is True
+    (row,) = [r for r in _rows(ms, "COMPACTION_QUEUE") if r["CQ_ID"] == rid]
+    assert row["CQ_STATE"] == "r" and row["CQ_WORKER_ID"] is None
