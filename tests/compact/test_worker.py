@@ -83,9 +83,12 @@ def test_enqueue_then_worker_on_spark(tmp_path, cli, spark, hv):
     assert doc["message"] == "Compaction enqueued with id 3"
     # a second request for the same partition is refused (exit 6), as Hive refuses it
     r = cli("-o", "json", "--metastore", url, "compact", "--enqueue", "default.sales/ds=2026-01-01", "--minor")
-    assert r.code == 6
-    dup = json.loads(r.stdout)
-    assert dup["accepted"] is False and dup["existing_id"] == 3
+    assert r.code == 6 and r.stdout == ""  # the refusal once: the error document on stderr
+    assert json.loads(r.stderr)["error"]["message"] == (
+        "Compaction already enqueued with id 3; State is initiated"
+        if hv == 3
+        else "Compaction is already scheduled with state='INITIATED' and id=3"
+    )
 
     ms = connect(url)
     recs = w.run_cycle(ms, w.WorkerOptions(max=10, engine="spark"), table_fs=lambda u: TableFS(u), spark=spark)
