@@ -260,7 +260,8 @@ def unlock(ms, lock_id: int, *, execute: bool = False) -> dict:
 #: Hive 3's ``checkFailedCompactions`` takes the newest N rows with ``CC_STATE <> 'a'`` and
 #: blocks when all are ``f``; Hive 4's Initiator (``TableOptimizer.foundCurrentOrFailedCompactions``)
 #: keeps only ``s``/``f`` rows (operations.md §4.4) — so a revert recorded ``f`` pushed the
-#: partition toward the threshold. ``a`` is the one state **both** versions leave out of the count
+#: partition toward the threshold (Hive 2.3's ``checkFailedCompactions`` is 3.1's query). ``a`` is
+#: the one state **both** versions leave out of the count
 #: entirely: it neither counts as a failure nor resets an earlier failure streak the way an ``s``
 #: (or, in Hive 4's TxnStore ``checkFailedCompactions``, a ``c``/``x``) row would, so the history
 #: keeps the compaction (with its ids, write id and, Hive 4, the "reverted by acidctl revert"
