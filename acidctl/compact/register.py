@@ -132,9 +132,12 @@ class Registrar:
         mode)`` of each partition that will run): claim (or enqueue and claim) the requests, as
         Hive's Worker claims before it compacts. Refused for one partition → the requests claimed
         for the others are handed back (:meth:`hand_back_all`) and nothing stays behind."""
+        items = list(items)
+        # a request a killed acidctl on this host left 'working' would refuse this run
+        queue.revoke_dead_local_workers(self.ms)
+        for partition, mode in items:  # read only: refuse before claiming any of them
+            self._precheck(partition, mode)
         try:
-            # a request a killed acidctl on this host left 'working' would refuse this run
-            queue.revoke_dead_local_workers(self.ms)
             for partition, mode in items:
                 self._begin(partition, mode)
         except BaseException:
@@ -152,6 +155,40 @@ class Registrar:
             if e.state == "claimed":
                 e.state = "working"
 
+    def _precheck(self, partition, mode: str) -> None:
+        """What would refuse the claim of ``partition``, read without writing: a request a worker
+        holds or one of the other type (:meth:`_queued`), and — when acidctl would enqueue one —
+        Hive 4's refusal of a new request while one is ready for cleaning with the same highest
+        write id (metastore.md §9.1). The claim checks again under the mutex."""
+        import sqlalchemy as sa
+
+        if partition in self._preclaimed or partition in self.entries:
+            return
+        if self._queued(partition, mode) is not None or self.hive_version < 4:
+            return
+        cq = self.ms.tables.COMPACTION_QUEUE
+        with self.ms.read() as conn:
+            row = conn.execute(
+                sa.select(cq.CQ_ID).where(
+                    cq.CQ_DATABASE == self.db,
+                    cq.CQ_TABLE == self.table,
+                    queue.partition_eq(cq.CQ_PARTITION, partition),
+                    cq.CQ_STATE == "r",
+                    cq.CQ_HIGHEST_WRITE_ID == self.hwm,
+                )
+            ).first()
+        if row is not None:
+            raise self._ready_refusal(partition, int(row[0]), self.hwm, None)
+
+    def _ready_refusal(self, partition, cq_id: int, hwm, message: str | None) -> RefusedError:
+        where = f"{self.db}.{self.table}{'/' + partition if partition else ''}"
+        msg = message or f"Compaction is already scheduled with state='READY_FOR_CLEANING' and id={cq_id}"
+        return RefusedError(
+            f"compaction {cq_id} of {where} is ready for cleaning and already covers write id {hwm}; "
+            f"Hive refuses a new request: {msg}",
+            hint="let the Cleaner finish it (acidctl clean --execute, or Hive's Cleaner) and run again",
+        )
+
     def _claim(self, partition, mode: str) -> tuple[queue.Request, bool]:
         if partition in self._preclaimed:
             return self._preclaimed.pop(partition), True
@@ -168,11 +205,7 @@ class Registrar:
                     if blocking is not None and blocking.state == "r":
                         # Hive 4's compact(): a request ready for cleaning that already covers
                         # the compactor high-water mark refuses a new one (metastore.md §9.1)
-                        raise RefusedError(
-                            f"compaction {res.existing_id} of {where} is ready for cleaning and already covers "
-                            f"write id {blocking.highest_write_id}; Hive refuses a new request: {res.message}",
-                            hint="let the Cleaner finish it (acidctl clean --execute, or Hive's Cleaner) and run again",
-                        )
+                        raise self._ready_refusal(partition, res.existing_id, blocking.highest_write_id, res.message)
                     continue  # an initiated/working request appeared meanwhile: look again
                 cq_id, claimed = res.id, False
             req = queue.claim(

@@ -156,11 +156,10 @@ def test_busy_partition_refuses_before_claiming(empty_db, hive_version, tmp_path
 
 
 @pytest.mark.parametrize("queued", [True, False], ids=["queued-request", "own-request"])
-def test_claimed_then_refused_hands_back(empty_db, hive_version, tmp_path, capsys, queued):
-    """`compact --major default.sales`: ds=2025-12-31 is claimed (a queued request, or one acidctl
-    enqueues), then ds=2026-01-01 turns out to be worked on by a Hive worker: refused (exit 6) and
-    the first request handed back — queued: back to 'i' as revokeFromLocalWorkers leaves it; own:
-    deleted (its id stays consumed in NEXT_COMPACTION_QUEUE_ID, as every id Hive hands out)."""
+def test_a_request_held_by_another_worker_refuses_before_any_claim(empty_db, hive_version, tmp_path, capsys, queued):
+    """`compact --major default.sales`: ds=2026-01-01's request is being worked on by a Hive
+    worker. Refused (exit 6) before anything of this run is claimed or enqueued — also not
+    ds=2025-12-31's request (queued, or the one acidctl would enqueue): every table as it was."""
     url = empty_db
     _demo(url, hive_version, tmp_path)
     ms = connect(url)
@@ -168,46 +167,14 @@ def test_claimed_then_refused_hands_back(empty_db, hive_version, tmp_path, capsy
     assert queue.claim(ms, worker_id="hivehost-17", only_ids=[busy]).cq_id == busy
     # the demo queued a major request of ds=2025-12-31 (initiated)
     (mine,) = [r["CQ_ID"] for r in _rows(ms, "COMPACTION_QUEUE") if r["CQ_PARTITION"] == P1 and r["CQ_STATE"] == "i"]
-    if not queued:  # no request: acidctl enqueues its own
+    if not queued:  # no request: acidctl would enqueue its own
         cq = ms.tables.COMPACTION_QUEUE
         with ms.engine.begin() as c:
             c.execute(sa.delete(cq.clause).where(cq.CQ_ID == mine))
     before = trace(ms)
-    (ncq,) = before["NEXT_COMPACTION_QUEUE_ID"]
     code, out, err = _cli(capsys, "--metastore", url, "compact", "--major", "--engine", "local", "default.sales")
     assert code == 6 and f"compaction {busy} of default.sales/{P2} is being worked on by hivehost-17" in err, err
-    after = trace(ms)
-    assert after["COMPLETED_COMPACTIONS"] == before["COMPLETED_COMPACTIONS"]
-    assert after["HIVE_LOCKS"] == before["HIVE_LOCKS"]  # Hive 4: the compactor txn's lock went with its abort
-    new_txns = [t for t in after["TXNS"] if t not in before["TXNS"]]
-    if hive_version == 3:
-        assert after["TXNS"] == before["TXNS"] and after["TXN_COMPONENTS"] == before["TXN_COMPONENTS"]
-    if not queued:
-        assert after["COMPACTION_QUEUE"] == before["COMPACTION_QUEUE"]
-        # one id consumed by the withdrawn request
-        assert after["NEXT_COMPACTION_QUEUE_ID"] == [{"NCQ_NEXT": ncq["NCQ_NEXT"] + 1}]
-    else:
-        assert after["NEXT_COMPACTION_QUEUE_ID"] == before["NEXT_COMPACTION_QUEUE_ID"]
-        b = {r["CQ_ID"]: r for r in before["COMPACTION_QUEUE"]}
-        a = {r["CQ_ID"]: r for r in after["COMPACTION_QUEUE"]}
-        assert a.keys() == b.keys() and a[busy] == b[busy]
-        changed = {k for k in a[mine] if a[mine][k] != b[mine][k]}
-        assert a[mine]["CQ_STATE"] == "i" and a[mine]["CQ_WORKER_ID"] is None and a[mine]["CQ_START"] is None
-        if hive_version == 3:
-            # Hive 3: setCompactionHighestWriteId and setRunAs ran; revoke keeps them (§3.4)
-            assert changed <= {"CQ_HIGHEST_WRITE_ID", "CQ_RUN_AS"}
-        else:
-            # Hive 4: worker version, CQ_TXN_ID, CQ_HIGHEST_WRITE_ID, CQ_RUN_AS are kept by the revoke
-            assert changed <= {"CQ_WORKER_VERSION", "CQ_TXN_ID", "CQ_HIGHEST_WRITE_ID", "CQ_RUN_AS"}
-            assert a[mine]["CQ_TXN_ID"] is not None
-            (txn,) = new_txns
-            assert txn["TXN_ID"] == a[mine]["CQ_TXN_ID"]
-    if hive_version == 4:
-        # the compactor txn opened for ds=2025-12-31, aborted as Hive's Worker aborts one
-        (txn,) = new_txns
-        assert _abort_txn_rows(ms, txn["TXN_ID"]) == [("a", 3, "compaction transaction abort")]
-        comps = [c for c in after["TXN_COMPONENTS"] if c not in before["TXN_COMPONENTS"]]
-        assert [(c["TC_TXNID"], c["TC_PARTITION"], c["TC_OPERATION_TYPE"]) for c in comps] == [(txn["TXN_ID"], P1, "c")]
+    assert trace(ms) == before
 
 
 def test_ready_for_cleaning_request_with_the_same_hwm_refuses_cleanly(empty_db, tmp_path, capsys):
@@ -277,16 +244,24 @@ def test_enqueue_dry_run_writes_nothing_and_duplicates_print_once(empty_db, hive
 # ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("queued", [True, False], ids=["queued-request", "own-request"])
 @pytest.mark.parametrize("signal_at", ["int:before-publish", "term:before-publish", "term:after-plan"])
-def test_interrupted_compact_hands_back(tmp_path, hive_version, signal_at):
+def test_interrupted_compact_hands_back(tmp_path, hive_version, signal_at, queued):
     """Ctrl-C or SIGTERM of `acidctl compact` before publication: the staging is removed and the
-    queue is as it was (a queued request back to 'i'; Hive 4: its compactor txn aborted)."""
+    queue is as it was — a queued request back to 'i' as revokeFromLocalWorkers leaves it, a
+    request acidctl enqueued itself deleted (its id stays consumed); Hive 4: the compactor txn
+    aborted as Hive's Worker aborts one (its TXN_COMPONENTS 'c' row stays, as Hive leaves it)."""
     url = f"sqlite:///{tmp_path}/ms.db"
     wh = _demo(url, hive_version, tmp_path)
     ms = connect(url)
     # the demo queued a major request of ds=2025-12-31 (initiated)
     (rid,) = [r["CQ_ID"] for r in _rows(ms, "COMPACTION_QUEUE") if r["CQ_PARTITION"] == P1 and r["CQ_STATE"] == "i"]
+    if not queued:
+        cq = ms.tables.COMPACTION_QUEUE
+        with ms.engine.begin() as c:
+            c.execute(sa.delete(cq.clause).where(cq.CQ_ID == rid))
     before = trace(ms)
+    (ncq,) = before["NEXT_COMPACTION_QUEUE_ID"]
     dirs = sorted(p.name for p in (wh / "sales" / P1).iterdir())
     env = dict(os.environ, PYTHONPATH=str(ROOT), ACIDCTL_TEST_CRASH_AT=signal_at)
     env.pop("ACIDCTL_TEST_DRIVER_PID", None)
@@ -314,17 +289,27 @@ def test_interrupted_compact_hands_back(tmp_path, hive_version, signal_at):
     assert sorted(x.name for x in (wh / "sales" / P1).iterdir()) == dirs
     assert after["COMPLETED_COMPACTIONS"] == before["COMPLETED_COMPACTIONS"]
     assert after["HIVE_LOCKS"] == before["HIVE_LOCKS"]
-    assert after["NEXT_COMPACTION_QUEUE_ID"] == before["NEXT_COMPACTION_QUEUE_ID"]
-    (row,) = [r for r in after["COMPACTION_QUEUE"] if r["CQ_ID"] == rid]
-    assert (row["CQ_STATE"], row["CQ_WORKER_ID"], row["CQ_START"]) == ("i", None, None)
     if signal_at == "term:after-plan":  # before the claim: nothing at all
         assert after == before
-    elif hive_version == 3:
-        assert after["TXNS"] == before["TXNS"]
+        return
+    if queued:
+        assert after["NEXT_COMPACTION_QUEUE_ID"] == before["NEXT_COMPACTION_QUEUE_ID"]
+        (row,) = [r for r in after["COMPACTION_QUEUE"] if r["CQ_ID"] == rid]
+        assert (row["CQ_STATE"], row["CQ_WORKER_ID"], row["CQ_START"]) == ("i", None, None)
+        others = [r for r in after["COMPACTION_QUEUE"] if r["CQ_ID"] != rid]
+        assert others == [r for r in before["COMPACTION_QUEUE"] if r["CQ_ID"] != rid]
+    else:
+        assert after["COMPACTION_QUEUE"] == before["COMPACTION_QUEUE"]
+        assert after["NEXT_COMPACTION_QUEUE_ID"] == [{"NCQ_NEXT": ncq["NCQ_NEXT"] + 1}]
+    if hive_version == 3:
+        assert after["TXNS"] == before["TXNS"] and after["TXN_COMPONENTS"] == before["TXN_COMPONENTS"]
     else:
         (txn,) = [t for t in after["TXNS"] if t not in before["TXNS"]]
-        assert txn["TXN_ID"] == row["CQ_TXN_ID"]
+        if queued:
+            assert txn["TXN_ID"] == row["CQ_TXN_ID"]
         assert _abort_txn_rows(ms, txn["TXN_ID"]) == [("a", 3, "compaction transaction abort")]
+        comps = [c for c in after["TXN_COMPONENTS"] if c not in before["TXN_COMPONENTS"]]
+        assert [(c["TC_TXNID"], c["TC_PARTITION"], c["TC_OPERATION_TYPE"]) for c in comps] == [(txn["TXN_ID"], P1, "c")]
 
 
 def test_killed_compact_is_revoked_by_the_next_run(tmp_path, hive_version):
