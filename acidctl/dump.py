@@ -9,12 +9,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterator
 
-from acidctl.acid.dirname import FLUSH_LENGTH_SUFFIX, BaseDir, delta_read_order, is_hidden, parse_acid_dir
+from acidctl.acid.datafiles import list_data_files
 from acidctl.errors import InvalidInputError, NotAcidFile, UsageError
 from acidctl.fs import TableFS
+from acidctl.orc.lines import SEPARATOR, SLICE_BYTES, SLICE_ROWS, json_literal, lines_bytes
 from acidctl.orc.reader import OrcFile
 
-SEPARATOR = b"_" * 120 + b"\n\n"  # what FileDump prints after each file
 OPERATIONS = {"insert": 0, "update": 1, "delete": 2}
 
 
@@ -38,45 +38,6 @@ def parse_row_id(text: str) -> tuple[int, int, int]:
         return (int(parts[0]), int(parts[1]), int(parts[2]))
     except ValueError:
         raise UsageError(f"--row-id expects WRITEID,BUCKET,ROWID (three integers), got {text!r}") from None
-
-
-# -- which files, in which order ----------------------------------------------------------
-
-
-def _hidden(name: str) -> bool:
-    """Hidden (Hive's ``hiddenFileFilter``) or an ``_flush_length`` side file."""
-    return is_hidden(name) or name.endswith(FLUSH_LENGTH_SUFFIX)
-
-
-def _dir_sort_key(name: str):
-    """Reader order: originals first, then bases by write id, then deltas in Hive's order
-    (:func:`acidctl.acid.dirname.delta_read_order`), then name."""
-    d = parse_acid_dir(name)
-    if d is None:
-        return (0, 0, 0, 0, name)
-    if isinstance(d, BaseDir):
-        return (1, d.write_id, 0, 0, name)
-    return (2, *delta_read_order(d), name)
-
-
-def list_data_files(tfs: TableFS, root: str) -> list[str]:
-    """Every data file under ``root`` in reader order, skipping hidden names (``_``/``.``)
-    and ``_flush_length`` side files, as FileDump does."""
-    info = tfs.info(root)
-    if not info.is_dir:
-        return [root]
-    out: list[str] = []
-
-    def walk(path: str):
-        entries = [e for e in tfs.ls(path) if not _hidden(e.name)]
-        files = sorted((e for e in entries if not e.is_dir), key=lambda e: e.name)
-        dirs = sorted((e for e in entries if e.is_dir), key=lambda e: _dir_sort_key(e.name))
-        out.extend(e.path for e in files)
-        for d in dirs:
-            walk(d.path)
-
-    walk(root)
-    return out
 
 
 # -- rendering -----------------------------------------------------------------------------
@@ -168,25 +129,6 @@ def _decoded_bucket(bucket_col):
     return pc.binary_join_element_wise('{"version":', version, ',"bucketId":', bid, ',"statementId":', stmt, "}", "")
 
 
-def _to_bytes(rendered):
-    """The rows as one newline-terminated UTF-8 block, without copying row by row."""
-    import pyarrow.compute as pc
-
-    return _lines_bytes(pc.binary_join_element_wise(rendered, "\n", ""))
-
-
-def _lines_bytes(lines):
-    """The data of a string array whose values end with a newline, as one block (no copy)."""
-    if len(lines) == 0:
-        return b""
-    import numpy as np
-
-    bufs = lines.buffers()
-    offsets = np.frombuffer(bufs[1], dtype=np.int32 if lines.type == "string" else np.int64)
-    start, end = int(offsets[lines.offset]), int(offsets[lines.offset + len(lines)])
-    return memoryview(bufs[2])[start:end]
-
-
 def dump_file(tfs: TableFS, path: str, opts: DumpOptions, budget: list[int] | None = None) -> Iterator[bytes]:
     """Yield the JSON lines of one file, a batch at a time. ``budget`` is a one-element list
     holding the rows still allowed by --limit (shared across files)."""
@@ -200,7 +142,7 @@ def dump_file(tfs: TableFS, path: str, opts: DumpOptions, budget: list[int] | No
             return  # original files have no stored row ids (see `dump --merged`)
         if not orc.is_acid and opts.operations is not None and 0 not in opts.operations:
             return  # original files hold inserts only
-        prefix = [("_path", _json_literal(orc.display_path))] if opts.with_path else None
+        prefix = [("_path", json_literal(orc.display_path))] if opts.with_path else None
         decode = opts.decode_bucket and orc.is_acid
 
         def render_slice(item):
@@ -208,7 +150,7 @@ def dump_file(tfs: TableFS, path: str, opts: DumpOptions, budget: list[int] | No
                 return item
             sl, stripe_fields = item
             extra = [("bucketDecoded", _decoded_bucket(sl.column(2)))] if decode else None
-            return _lines_bytes(render.render_batch(sl, stripe_fields, extra=extra, prefix=prefix, terminator="\n"))
+            return lines_bytes(render.render_batch(sl, stripe_fields, extra=extra, prefix=prefix, terminator="\n"))
 
         yield from _in_order(render_slice, _pieces(orc, arrow_cols, fields, opts, budget, prefix))
 
@@ -283,11 +225,6 @@ def _slices(orc: OrcFile, batch, fields, opts: DumpOptions, budget):
         yield batch.slice(o, step), fields
 
 
-# Rendering works on slices of a stripe: Arrow's string kernels are several times faster on
-# buffers that stay in cache (bench/dump.py), and slices bound the memory of rendered text.
-SLICE_ROWS = 32768
-#: ... and of at most about this many bytes (wide rows: fewer rows per slice)
-SLICE_BYTES = 4 << 20
 #: rows a streamed read decodes at a time (:func:`_pieces`)
 STREAM_ROWS = 32768
 _POOL = None
@@ -475,12 +412,6 @@ def _split_chunks(
     finally:
         if child is not None:
             child.cancel()
-
-
-def _json_literal(s: str) -> str:
-    from acidctl.orc.javafmt import json_string
-
-    return json_string(s)
 
 
 def _python_stripe(orc: OrcFile, index: int, fields, opts: DumpOptions, budget, prefix, skip: int = 0):

@@ -16,6 +16,7 @@ import os
 import posixpath
 import shutil
 import stat
+import tempfile
 from typing import Any
 
 from acidctl.errors import PathNotFound, StorageUnavailable, UsageError
@@ -41,6 +42,129 @@ def join_path(*parts: str | None) -> str:
     ``/`` dropped). Unlike ``posixpath.join``, a later absolute part does not discard the
     earlier ones, and a URL's ``scheme://`` stays intact in the first part."""
     return "/".join(p.rstrip("/") for p in parts if p)
+
+
+# -- permissions of what acidctl creates ---------------------------------------------------
+# One rule for every file and directory acidctl creates (data, markers, staging, records,
+# locks, trash, export output, the demo, SQLite metastores, metrics/HTML reports), on every
+# engine: the mode Hive's own writers give. Locally a JVM creates files with 0666 and
+# directories with 0777, both minus the process umask (0644/0755 under umask 022, 0640/0750
+# under 027); on HDFS acidctl sends WebHDFS CREATE/MKDIRS without a ``permission`` parameter,
+# so the NameNode applies its own defaults (644/755 minus fs.permissions.umask-mode), as for a
+# FileSystem.create/mkdirs by Hive. New local entries also take the group of the directory
+# they are created in where the process may give it (HDFS does so by itself: a new inode
+# inherits its parent's group), so whoever could read what a compaction replaces can read
+# its output. Spark executors and the local engine's worker processes apply the driver's
+# umask around each task (:func:`run_in_umask`, :func:`iter_in_umask`).
+
+FILE_CREATE_MODE = 0o666
+DIR_CREATE_MODE = 0o777
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where Linux says it (``/proc/self/status``,
+    no window in which another thread would create files with a different umask)."""
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
+def new_file_mode(umask: int | None = None) -> int:
+    """The mode of a new file: 0666 minus the umask (the process's when not given)."""
+    return FILE_CREATE_MODE & ~(current_umask() if umask is None else umask)
+
+
+def new_dir_mode(umask: int | None = None) -> int:
+    """The mode of a new directory: 0777 minus the umask."""
+    return DIR_CREATE_MODE & ~(current_umask() if umask is None else umask)
+
+
+def adopt_parent_group(path: str) -> None:
+    """Give a new local file or directory the group of its parent directory, as HDFS does for
+    every new inode, where the process may (it owns the entry and belongs to the group, or is
+    root); otherwise it keeps the group the OS gave it."""
+    try:
+        parent = os.stat(os.path.dirname(os.path.abspath(path)) or "/")
+        st = os.lstat(path)
+        if st.st_gid != parent.st_gid:
+            os.chown(path, -1, parent.st_gid)
+    except OSError:
+        pass
+
+
+def make_local_dirs(path: str) -> None:
+    """``mkdir -p`` with the umask's directory mode; every directory created takes its parent's
+    group (:func:`adopt_parent_group`)."""
+    path = os.path.abspath(path)
+    missing = []
+    p = path
+    while p and not os.path.isdir(p):
+        missing.append(p)
+        parent = os.path.dirname(p)
+        if parent == p:
+            break
+        p = parent
+    os.makedirs(path, mode=DIR_CREATE_MODE, exist_ok=True)
+    for d in reversed(missing):
+        adopt_parent_group(d)
+
+
+def open_local_new(path: str, mode: str = "wb", **kw):
+    """Open a local file for writing (created with 0666 minus the umask, its parent's group)."""
+    f = open(path, mode, **kw)
+    adopt_parent_group(path)
+    return f
+
+
+def create_local_exclusive(path: str) -> int:
+    """``O_CREAT | O_EXCL`` create of a local file (a lock): the descriptor; FileExistsError
+    when it exists."""
+    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_CREATE_MODE)
+    adopt_parent_group(path)
+    return fd
+
+
+def local_temp_file(*, dir: str | None, prefix: str, suffix: str) -> tuple[int, str]:
+    """``tempfile.mkstemp`` whose file gets the mode of a new file (mkstemp's own is 0600):
+    for files written aside and then renamed into place (ORC writer, metrics textfile), so
+    the renamed file is what a direct create would have made. Private scratch files that are
+    never renamed into a shared place (``dir=None``) keep 0600."""
+    fd, path = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=dir)
+    if dir is not None:
+        try:
+            os.fchmod(fd, new_file_mode())
+        except BaseException:
+            os.close(fd)
+            os.unlink(path)
+            raise
+        adopt_parent_group(path)
+    return fd, path
+
+
+def run_in_umask(umask: int, fn, *args):
+    """``fn(*args)`` with the process umask set to ``umask`` (a task in a worker process that
+    may have another umask than the driver that planned it), the old one restored after."""
+    old = os.umask(umask)
+    try:
+        return fn(*args)
+    finally:
+        os.umask(old)
+
+
+def iter_in_umask(umask: int, body, items):
+    """A Spark ``mapPartitions`` body run with the driver's umask (see :func:`run_in_umask`)."""
+    old = os.umask(umask)
+    try:
+        yield from body(items)
+    finally:
+        os.umask(old)
 
 
 class TableFS:
@@ -73,6 +197,10 @@ class TableFS:
         self.__init__(state["url"], state["options"])
 
     # -- paths ---------------------------------------------------------------------------
+    def local_path(self, path: str) -> str:
+        """A local path without ``file://`` (fsspec's LocalFileSystem accepts both)."""
+        return path[len("file://") :] if path.startswith("file://") else path
+
     def join(self, *parts: str) -> str:
         return posixpath.join(*parts)
 
@@ -132,6 +260,9 @@ class TableFS:
         if self._fs is None and mode == "rb":
             with _errors(path):
                 return open(path, "rb")
+        if self.protocol in ("file", "local") and mode in ("wb", "xb") and not kw:
+            with _errors(path):
+                return open_local_new(self.local_path(path), mode)
         with _errors(path):
             return self.fs.open(path, mode, **kw)
 
@@ -148,18 +279,30 @@ class TableFS:
     # (~0.1 s of a local run, bench/compact.py).
     def makedirs(self, path: str) -> None:
         with _errors(path):
-            if self._fs is None:
-                os.makedirs(path, exist_ok=True)
+            if self.protocol in ("file", "local"):
+                make_local_dirs(self.local_path(path))
                 return
+            # WebHDFS MKDIRS without ``permission``: the NameNode's default (see above)
             self.fs.makedirs(path, exist_ok=True)
 
     def write_bytes(self, path: str, data: bytes) -> None:
         with _errors(path):
-            if self._fs is None:
-                with open(path, "wb") as f:
+            if self.protocol in ("file", "local"):
+                with open_local_new(self.local_path(path), "wb") as f:
                     f.write(data)
                 return
             self.fs.pipe_file(path, data)
+
+    def put_local(self, local_path: str, path: str) -> None:
+        """Move a finished local file (written aside, :func:`local_temp_file`) to ``path``: a
+        rename locally, an upload (WebHDFS CREATE without ``permission``) elsewhere."""
+        with _errors(path):
+            if self.protocol in ("file", "local"):
+                shutil.move(local_path, self.local_path(path))
+                return
+            self.makedirs(path.rsplit("/", 1)[0])
+            self.fs.put_file(local_path, path)
+            os.unlink(local_path)
 
     @property
     def atomic_rename(self) -> bool:

@@ -263,7 +263,8 @@ def _render(tables, td, rowid_td, pvals, left, stats):
     the render pool while the next table is read and merged; on one, in this thread)."""
     import pyarrow as pa
 
-    from acidctl.dump import SLICE_BYTES, SLICE_ROWS, _in_order, _lines_bytes
+    from acidctl.dump import _in_order
+    from acidctl.orc.lines import SLICE_BYTES, SLICE_ROWS, lines_bytes
     from acidctl.orc import render
 
     from acidctl.errors import AcidctlError
@@ -307,7 +308,7 @@ def _render(tables, td, rowid_td, pvals, left, stats):
     def render_slice(item):
         # the newline is the last literal of the one row-wise join (no second pass over the
         # rendered bytes to append it)
-        return _lines_bytes(render.render_batch(*item, terminator="\n"))
+        return lines_bytes(render.render_batch(*item, terminator="\n"))
 
     yield from _in_order(render_slice, batches())
     if failed:

@@ -7,7 +7,11 @@ documentation specifies it: ``/webhdfs/v1/<path>?op=...`` with JSON ``FileStatus
 redirects for OPEN, CREATE and APPEND (the "DataNode" is this same server under
 ``/datanode/``). Every request is counted per operation so tests can check how many listings
 a command makes, and the credentials each NameNode request carried (``user.name``, a
-``delegation`` token, ``doas``) are recorded in ``credentials``.
+``delegation`` token, ``doas``) are recorded in ``credentials``; ``requests`` keeps every
+NameNode request's operation and parameters (``path`` added). New files and directories get
+the mode a NameNode gives them: the request's ``permission`` (octal) or the WebHDFS default
+(644 for CREATE, 755 for MKDIRS), minus ``umask_mode`` (fs.permissions.umask-mode, 022), and
+FileStatus reports the real mode.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import collections
 import json
 import os
 import shutil
+import stat
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, quote, unquote, urlparse
@@ -27,6 +32,10 @@ class WebHDFS:
         self.ops: collections.Counter = collections.Counter()
         #: (op, user.name, delegation, doas) of every NameNode request
         self.credentials: list[tuple[str, str | None, str | None, str | None]] = []
+        #: (op, query parameters + "path") of every NameNode request
+        self.requests: list[tuple[str, dict]] = []
+        self.umask_mode = 0o022
+        self._pending_modes: dict[str, int] = {}  # CREATEd paths → mode, applied when written
         handler = type("Handler", (_Handler,), {"server_state": self})
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.port = self.httpd.server_address[1]
@@ -60,11 +69,22 @@ def _status(path: str, suffix: str) -> dict:
         "modificationTime": int(st.st_mtime * 1000),
         "owner": "hive",
         "pathSuffix": suffix,
-        "permission": "755" if is_dir else "644",
+        "permission": f"{stat.S_IMODE(st.st_mode):o}",
         "replication": 0 if is_dir else 3,
         "storagePolicy": 0,
         "type": "DIRECTORY" if is_dir else "FILE",
     }
+
+
+def _mkdirs(local: str, mode: int) -> None:
+    missing = []
+    d = local
+    while not os.path.exists(d):
+        missing.append(d)
+        d = os.path.dirname(d)
+    os.makedirs(local, exist_ok=True)
+    for d in missing:
+        os.chmod(d, mode)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -82,6 +102,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.server_state.credentials.append(
                 (q.get("op", "").upper(), q.get("user.name"), q.get("delegation"), q.get("doas"))
             )
+            hdfs = unquote(u.path[len("/webhdfs/v1") :]) or "/"
+            self.server_state.requests.append((q.get("op", "").upper(), {**q, "path": hdfs}))
         return u.path, q
 
     def _send(self, code: int, body: bytes = b"", ctype: str = "application/json", headers=None):
@@ -99,6 +121,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _error(self, code: int, exc: str, msg: str):
         self._json(code, {"RemoteException": {"exception": exc, "javaClassName": f"java.io.{exc}", "message": msg}})
+
+    def _mode(self, q: dict, default: int) -> int:
+        """What a NameNode gives a new inode: the requested or default permission minus the umask."""
+        perm = int(q["permission"], 8) if q.get("permission") else default
+        return perm & ~self.server_state.umask_mode
 
     def _body(self) -> bytes:
         n = int(self.headers.get("Content-Length") or 0)
@@ -141,20 +168,24 @@ class _Handler(BaseHTTPRequestHandler):
         path, q = self._parse()
         if path.startswith("/datanode"):
             hdfs, local = self._fs_path(path, "/datanode")
-            os.makedirs(os.path.dirname(local), exist_ok=True)
+            _mkdirs(os.path.dirname(local), 0o755 & ~self.server_state.umask_mode)  # CREATE makes parents
             with open(local, "wb") as f:
                 f.write(self._body())
+            mode = self.server_state._pending_modes.pop(hdfs, None)
+            if mode is not None:
+                os.chmod(local, mode)
             return self._send(201, b"", headers={"Location": f"hdfs://{hdfs}"})
         hdfs, local = self._fs_path(path, "/webhdfs/v1")
         op = q.get("op", "").upper()
         self.server_state.ops[op] += 1
         self._body()
         if op == "MKDIRS":
-            os.makedirs(local, exist_ok=True)
+            _mkdirs(local, self._mode(q, 0o755))
             return self._json(200, {"boolean": True})
         if op == "CREATE":
             if os.path.exists(local) and q.get("overwrite", "false") != "true":
                 return self._error(403, "FileAlreadyExistsException", f"{hdfs} already exists")
+            self.server_state._pending_modes[hdfs] = self._mode(q, 0o644)
             loc = f"http://127.0.0.1:{self.server_state.port}/datanode{quote(hdfs)}"
             return self._send(307, b"", headers={"Location": loc})
         if op == "RENAME":

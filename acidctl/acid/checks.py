@@ -17,7 +17,7 @@ import dataclasses
 import re
 import struct
 import time
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from acidctl.acid.acidstate import AcidState, Classified, Kind, Role
 from acidctl.acid.listing import ChildEntry, DirListing
@@ -393,154 +393,168 @@ def check_snapshot(
     really knows (not an assumption) for S05/S06; ``facts.txns`` is used otherwise.
     """
     now = time.time() if now is None else now
-    out: list[Finding] = []
-    root = state.path
     facts = facts or MetastoreFacts()
-
+    out: list[Finding] = []
     if state.not_enough_history:
-        out.append(_f("S01", ERROR, root, state.not_enough_history))
+        out.append(_f("S01", ERROR, state.path, state.not_enough_history))
+    out.extend(_check_overlaps(state.deltas))  # D04: non-nesting overlap among the deltas read
+    out.extend(_obsolete_waiting(state, facts))
+    out.extend(_aborted_deltas(state, now))
+    out.extend(_open_deltas(state, facts))
+    out.extend(_visibility(state, txns or facts.txns))
+    out.extend(_originals(state))
+    if recommendation is not None:
+        out.extend(_compaction_due(state.path, recommendation, facts))
+    out.extend(_bases(state))
+    out.extend(_above_hwm(state, facts))
+    return out
 
-    # D04: non-nesting overlap among the deltas that are read
-    out.extend(_check_overlaps(state.deltas))
 
-    if state.obsolete:
-        sev = (
-            WARN
-            if facts.cleaner_backlog_seconds is not None and facts.cleaner_backlog_seconds > DEFAULT_GRACE_SECONDS
-            else INFO
-        )
-        out.append(
-            _f(
-                "S02",
-                sev,
-                root,
-                f"{len(state.obsolete)} obsolete entr{'y' if len(state.obsolete) == 1 else 'ies'} awaiting the Cleaner",
-            )
-        )
-    aborted_deltas = [
+def _obsolete_waiting(state: AcidState, facts: MetastoreFacts) -> Iterator[Finding]:
+    """S02: obsolete entries awaiting the Cleaner (a warning once the Cleaner is behind)."""
+    if not state.obsolete:
+        return
+    backlog = facts.cleaner_backlog_seconds
+    sev = WARN if backlog is not None and backlog > DEFAULT_GRACE_SECONDS else INFO
+    n = len(state.obsolete)
+    yield _f("S02", sev, state.path, f"{n} obsolete entr{'y' if n == 1 else 'ies'} awaiting the Cleaner")
+
+
+def _aborted_deltas(state: AcidState, now: float) -> Iterator[Finding]:
+    """S03: deltas holding nothing but aborted write ids."""
+    aborted = [
         c
         for c in state.aborted
         if c.kind in (Kind.DELTA, Kind.DELETE_DELTA)
         and state.write_ids.range_aborted(c.delta_dir.min_write_id, c.delta_dir.max_write_id) is RangeResponse.ALL
     ]
-    if aborted_deltas:
-        ages = [a for a in (_age(c.entry.mtime, now) for c in aborted_deltas) if a is not None]
-        oldest = f", oldest {_human_age(max(ages))}" if ages else ""
-        out.append(
-            _f(
-                "S03",
-                WARN,
-                root,
-                f"{len(aborted_deltas)} aborted-only delta director"
-                f"{'y' if len(aborted_deltas) == 1 else 'ies'}{oldest}: garbage until compacted and cleaned",
-            )
-        )
+    if not aborted:
+        return
+    ages = [a for a in (_age(c.entry.mtime, now) for c in aborted) if a is not None]
+    oldest = f", oldest {_human_age(max(ages))}" if ages else ""
+    yield _f(
+        "S03",
+        WARN,
+        state.path,
+        f"{len(aborted)} aborted-only delta director"
+        f"{'y' if len(aborted) == 1 else 'ies'}{oldest}: garbage until compacted and cleaned",
+    )
+
+
+def _open_deltas(state: AcidState, facts: MetastoreFacts) -> Iterator[Finding]:
+    """S04: deltas of open write ids (a warning when their txn's heartbeat is stale)."""
     wl = state.write_ids
     open_deltas = [
         c
         for c in state.not_visible
         if c.kind in (Kind.DELTA, Kind.DELETE_DELTA) and any(wl.is_open(w) for w in _sample_ids(c))
     ]
-    if open_deltas:
-        stale = [c for c in open_deltas if any(w in facts.stale_open_write_ids for w in _sample_ids(c))]
-        if stale:
-            out.append(
-                _f(
-                    "S04",
-                    WARN,
-                    root,
-                    f"{len(stale)} delta(s) of open write ids whose txn heartbeat is older than hive.txn.timeout",
-                )
+    if not open_deltas:
+        return
+    stale = [c for c in open_deltas if any(w in facts.stale_open_write_ids for w in _sample_ids(c))]
+    if stale:
+        yield _f(
+            "S04",
+            WARN,
+            state.path,
+            f"{len(stale)} delta(s) of open write ids whose txn heartbeat is older than hive.txn.timeout",
+        )
+    else:
+        yield _f("S04", INFO, state.path, f"{len(open_deltas)} delta(s) of open write ids: in-flight writes")
+
+
+def _visibility(state: AcidState, tl: TxnList | None) -> Iterator[Finding]:
+    """S05/S06: ``_vM`` directories whose compaction txn is still open or aborted."""
+    if tl is None:
+        return
+    for c in state.entries:
+        v = c.visibility
+        if v is None or c.role is Role.INVALID:
+            continue
+        if tl.is_aborted(v):
+            yield _f(
+                "S06",
+                WARN,
+                c.path,
+                f"visibility txn {v} aborted: failed compaction output, removed by the Hive 4 Cleaner",
             )
-        else:
-            out.append(_f("S04", INFO, root, f"{len(open_deltas)} delta(s) of open write ids: in-flight writes"))
-    tl = txns or facts.txns
-    if tl is not None:
-        for c in state.entries:
-            v = c.visibility
-            if v is None or c.role is Role.INVALID:
-                continue
-            if tl.is_aborted(v):
-                out.append(
-                    _f(
-                        "S06",
-                        WARN,
-                        c.path,
-                        f"visibility txn {v} aborted: failed compaction output, removed by the Hive 4 Cleaner",
-                    )
-                )
-            elif not tl.is_valid(v):
-                out.append(_f("S05", INFO, c.path, f"visibility txn {v} still open: compaction in flight, invisible"))
+        elif not tl.is_valid(v):
+            yield _f("S05", INFO, c.path, f"visibility txn {v} still open: compaction in flight, invisible")
+
+
+def _originals(state: AcidState) -> Iterator[Finding]:
+    """S07/S08 (original files with or without a base) and the foreign-format originals."""
     has_originals = any(
         c.kind in (Kind.ORIGINAL_FILE, Kind.ORIGINAL_DIR) and c.role is not Role.IGNORED for c in state.entries
     )
     if has_originals and state.base is None:
-        out.append(
-            _f(
-                "S07",
-                INFO,
-                root,
-                f"{len(state.originals)} original file(s) and no base: converted table "
-                "not yet major-compacted; synthetic ROW__IDs in use",
-            )
+        yield _f(
+            "S07",
+            INFO,
+            state.path,
+            f"{len(state.originals)} original file(s) and no base: converted table "
+            "not yet major-compacted; synthetic ROW__IDs in use",
         )
     elif has_originals:
-        out.append(_f("S08", INFO, root, "original files alongside a usable base: obsolete, awaiting the Cleaner"))
+        yield _f("S08", INFO, state.path, "original files alongside a usable base: obsolete, awaiting the Cleaner")
     if state.base is None:
-        out.extend(_foreign_originals(state))
-    if recommendation is not None:
-        r, t = recommendation, recommendation.thresholds
-        if r.delta_count > t.delta_num:
-            out.append(
-                _f(
-                    "S09",
-                    WARN,
-                    root,
-                    f"{r.delta_count} current deltas > {DELTA_NUM_KEY} {t.delta_num}: "
-                    f"{'major' if r.no_base else 'minor'} compaction due",
-                )
-            )
-        if r.ratio_exceeded:
-            out.append(
-                _f(
-                    "S10",
-                    WARN,
-                    root,
-                    f"delta/base size ratio {r.ratio:.3g} > {DELTA_PCT_KEY} {t.delta_pct:g}: major compaction due",
-                )
-            )
-        if facts.aborted_txn_count is not None and facts.aborted_txn_count > t.aborted_txn:
-            out.append(
-                _f(
-                    "S11",
-                    WARN,
-                    root,
-                    f"{facts.aborted_txn_count} aborted txns > {ABORTED_KEY} {t.aborted_txn}: major compaction due",
-                )
-            )
+        yield from _foreign_originals(state)
+
+
+def _compaction_due(root: str, r: Recommendation, facts: MetastoreFacts) -> Iterator[Finding]:
+    """S09-S11: the Initiator's thresholds."""
+    t = r.thresholds
+    if r.delta_count > t.delta_num:
+        yield _f(
+            "S09",
+            WARN,
+            root,
+            f"{r.delta_count} current deltas > {DELTA_NUM_KEY} {t.delta_num}: "
+            f"{'major' if r.no_base else 'minor'} compaction due",
+        )
+    if r.ratio_exceeded:
+        yield _f(
+            "S10",
+            WARN,
+            root,
+            f"delta/base size ratio {r.ratio:.3g} > {DELTA_PCT_KEY} {t.delta_pct:g}: major compaction due",
+        )
+    if facts.aborted_txn_count is not None and facts.aborted_txn_count > t.aborted_txn:
+        yield _f(
+            "S11",
+            WARN,
+            root,
+            f"{facts.aborted_txn_count} aborted txns > {ABORTED_KEY} {t.aborted_txn}: major compaction due",
+        )
+
+
+def _bases(state: AcidState) -> Iterator[Finding]:
+    """S12 (several bases) and S14 (the conversion base)."""
     bases = [c for c in state.entries if c.kind is Kind.BASE and c.role is not Role.INVALID]
     if len(bases) > 1:
-        out.append(_f("S12", INFO, root, f"{len(bases)} bases: older ones are obsolete"))
+        yield _f("S12", INFO, state.path, f"{len(bases)} bases: older ones are obsolete")
     for c in bases:
         if c.base_dir.write_id == LONG_MIN:
-            out.append(_f("S14", INFO, c.path, "conversion base (first major compaction after converting to ACID)"))
-    if facts.table_hwm is not None:
-        for c in state.entries:
-            if (
-                c.kind in (Kind.BASE, Kind.DELTA, Kind.DELETE_DELTA)
-                and c.max_write_id is not None
-                and c.max_write_id > facts.table_hwm
-            ):
-                out.append(
-                    _f(
-                        "S13",
-                        ERROR,
-                        c.path,
-                        f"write id {c.max_write_id} above the table's high-water mark "
-                        f"{facts.table_hwm}: written without a write-id allocation",
-                    )
-                )
-    return out
+            yield _f("S14", INFO, c.path, "conversion base (first major compaction after converting to ACID)")
+
+
+def _above_hwm(state: AcidState, facts: MetastoreFacts) -> Iterator[Finding]:
+    """S13: directories with write ids above the table's high-water mark."""
+    if facts.table_hwm is None:
+        return
+    for c in state.entries:
+        if (
+            c.kind in (Kind.BASE, Kind.DELTA, Kind.DELETE_DELTA)
+            and c.max_write_id is not None
+            and c.max_write_id > facts.table_hwm
+        ):
+            yield _f(
+                "S13",
+                ERROR,
+                c.path,
+                f"write id {c.max_write_id} above the table's high-water mark "
+                f"{facts.table_hwm}: written without a write-id allocation",
+            )
 
 
 #: extensions of data no ORC reader opens: a file named so in an original position (read as ORC

@@ -7,7 +7,8 @@ own module (which must be imported before ``main`` replays the registrations).
 ``abort transactions`` JSON document: ``dry_run``, ``older_than_ms``, ``transactions`` (the open
 txns it aborts / would abort: txn_id, state, started, last_heartbeat, user, host, txn_type,
 age_ms), ``not_open`` (listed ids that are not open), ``aborted`` (TXNS rows changed; 0 in a dry
-run).
+run), ``locks_of_finished_txns`` (``{txn: [lock ids]}`` left behind by listed txns that already
+ended: released with ``--execute``, as Hive's ABORT TRANSACTIONS releases them).
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ def _render(doc: dict) -> str:
     lines = [table(rows, ["TXN", "USER", "HOST", "TYPE", "AGE S"])] if rows else []
     if doc["not_open"]:
         lines.append("not open (nothing to abort): " + ", ".join(str(i) for i in doc["not_open"]))
+    left = doc.get("locks_of_finished_txns") or {}
+    if left:
+        what = ", ".join(f"lock(s) {', '.join(map(str, v))} of txn {k}" for k, v in left.items())
+        lines.append(("would release " if doc["dry_run"] else "released ") + what + " (the txn already ended)")
     if doc["dry_run"]:
         lines.append(f"dry run: would abort {len(doc['transactions'])} transaction(s); add --execute to abort them")
     else:
@@ -73,14 +78,17 @@ def abort_transactions(
 
         steps.check_writable(ms, what="abort transactions")
     rows, missing = txns.select_txns(ms, txn_ids=txn_ids or None, older_than_ms=age)
+    # locks left behind by listed txns that already ended go too, as Hive's ABORT TRANSACTIONS does
+    leftover = txns.finished_txn_locks(ms, missing) if missing else {}
     aborted = 0
-    if execute and rows:
-        aborted = txns.abort_txns(ms, [r.txn_id for r in rows], reason=txns.ABORT_QUERY)
+    if execute and (rows or leftover):
+        aborted = txns.abort_txns(ms, [r.txn_id for r in rows] + list(leftover), reason=txns.ABORT_QUERY)
     doc = {
         "dry_run": not execute,
         "older_than_ms": age,
         "transactions": [r.to_dict() for r in rows],
         "not_open": missing,
         "aborted": aborted,
+        "locks_of_finished_txns": {str(k): v for k, v in leftover.items()},
     }
     settings.output.emit(doc, _render, performed=True)

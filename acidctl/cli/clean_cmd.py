@@ -102,6 +102,13 @@ def clean_command(
         ),
     ] = False,
     mm_allow_originals: options.MMAllowOriginals = False,
+    quarantine_above_hwm: Annotated[
+        bool,
+        typer.Option(
+            "--quarantine-above-hwm",
+            help="Instead of cleaning: move directories whose write ids are all above the table's high-water mark (NEXT_WRITE_ID - 1; never allocated, invisible to readers) under --trash DIR or the table's hidden .acidctl-quarantine/, each with a JSON record. Needs DB.TABLE with a metastore.",
+        ),
+    ] = False,
 ):
     from acidctl.cli.compact_cmd import require_real_snapshot, resolve
     from acidctl.compact.clean import clean_registered, clean_table
@@ -126,6 +133,27 @@ def clean_command(
         allow_originals=mm_allow_originals,
     )
     scope = set(parts) if parts else None
+    if quarantine_above_hwm:
+        from acidctl.compact.clean import quarantine_above_hwm as quarantine
+        from acidctl.errors import UsageError
+
+        if target.table is None or target.metastore is None:
+            raise UsageError(
+                "--quarantine-above-hwm needs DB.TABLE and a metastore: the high-water mark is NEXT_WRITE_ID - 1"
+            )
+        report = quarantine(
+            target.tfs,
+            target.metastore,
+            db=target.table.db,
+            table=target.table.table,
+            execute=execute,
+            trash=trash,
+            partitions=scope,
+        )
+        report["table"] = target.table.full_name
+        report["notes"] = notes + report["notes"]
+        settings.output.emit(report, render_text, performed=True)
+        return
     # what the Cleaner needs either way; a registered table adds its metastore requests
     common = dict(
         reader=target.write_ids,
@@ -157,7 +185,8 @@ def clean_command(
 def render_text(report: dict) -> str:
     from acidctl.cli.output import table
 
-    head = "acidctl clean" + ("" if report["executed"] else " (dry run; --execute to delete)")
+    verb = "move" if report.get("quarantine") is not None else "delete"
+    head = "acidctl clean" + ("" if report["executed"] else f" (dry run; --execute to {verb})")
     lines = [f"{head} {report['path']}", f"write ids: {report['write_ids']}   min age: {report['min_age_seconds']:g}s"]
     for n in report["notes"]:
         lines.append(f"note: {n}")
@@ -208,6 +237,12 @@ def render_text(report: dict) -> str:
                 keys=["cq_id", "partition", "type", "highest_write_id", "action", "reason"],
             )
         )
+    if report.get("quarantine") is not None:
+        verb = "moved" if report["executed"] else "would move"
+        lines.append(
+            f"{verb} {s['trash']} director(ies) to {report['quarantine']}; {s['kept_unsafe']} kept (see REASON)"
+        )
+        return "\n".join(lines)
     verb = "deleted" if report["executed"] else "would delete"
     if s.get("bytes_by_kind"):
         lines.append("bytes by kind: " + ", ".join(f"{k} {v}" for k, v in sorted(s["bytes_by_kind"].items())))

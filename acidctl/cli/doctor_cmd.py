@@ -303,17 +303,16 @@ def metrics_command(
         result = compute(read_warehouse(ms))
     if textfile:
         import os
-        import tempfile
 
         from acidctl.errors import StorageUnavailable
+        from acidctl.fs import local_temp_file
 
         d = os.path.dirname(os.path.abspath(textfile))
         text = prometheus_text(result)
         try:
-            fd, tmp = tempfile.mkstemp(prefix=".acidctl-metrics-", suffix=".tmp", dir=d)
+            fd, tmp = local_temp_file(prefix=".acidctl-metrics-", suffix=".tmp", dir=d)
             with os.fdopen(fd, "w") as f:
                 f.write(text)
-            os.chmod(tmp, 0o644)
             os.replace(tmp, textfile)  # node_exporter must never read a half-written file
         except OSError as e:
             raise StorageUnavailable(f"cannot write {textfile}: {e.strerror or e}") from None

@@ -114,7 +114,8 @@ def dump_command(
     With --merged a target may also be DB.TABLE[/k=v], or a bare NAME (= default.NAME) when a
     metastore is configured; an existing path always wins. --count counts instead of printing.
     """
-    from acidctl.dump import OPERATIONS, DumpOptions, dump, list_data_files, parse_row_id
+    from acidctl.acid.datafiles import list_data_files
+    from acidctl.dump import OPERATIONS, DumpOptions, dump, parse_row_id
     from acidctl.errors import InvalidInputError, UsageError
 
     settings = ctx.obj

@@ -22,7 +22,7 @@ def _dir_context(path: str):
 
 
 def run_meta(settings, paths: list[str]) -> None:
-    from acidctl.dump import list_data_files
+    from acidctl.acid.datafiles import list_data_files
     from acidctl.findings import has_errors
     from acidctl.orc.meta import inspect_file
 

@@ -63,6 +63,120 @@ def _cover(state, c):
     return state.base
 
 
+def cleaner_decisions(
+    lst,
+    *,
+    reader: WriteIdList,
+    txns=None,
+    hive_version: int = 3,
+    min_age: float = 3600.0,
+    now: float | None = None,
+    insert_only=None,
+    hold: dict | None = None,
+    aborted_upto: dict | None = None,
+) -> dict:
+    """What ``clean`` does with each directory of one partition listing — pure (no I/O), so that
+    ``doctor`` and ``why`` judge with exactly the rules ``clean --execute`` acts on. Returns
+    ``{"skipped": why or None, "items": [{"name", "kind", "reason", "age", "action", "role"}]}``
+    with ``action`` ``delete`` or ``keep (...)``. The rules (directory-state.md §7.2,
+    operations.md §5.1–§5.3):
+
+    * obsolete for the reader's snapshot, or for the Cleaner list ``hwm = H`` (H = the highest
+      write id a current base or compacted delta covers; no exceptions, so an aborted delta at
+      or below H is obsolete: Hive 3's Cleaner removes aborted deltas only once a compaction
+      output covers them);
+    * Hive 4: every aborted directory (its Cleaner removes ``abortedDirectories``);
+    * Hive 3: aborted directories up to a registered compaction's highest write id
+      (``aborted_upto``) — never an uncovered aborted delta without one;
+    * never anything current for the reader or the compactor; kept when younger than
+      ``min_age``, when it holds files no compaction read, above a registered compaction's
+      highest write id, or held back (``hold``)."""
+    now = time.time() if now is None else now
+    compactor = reader.for_compactor()
+    part = lst.partition
+    rstate = get_acid_state(lst, reader, txns=txns, hive_version=hive_version)
+    if rstate.not_enough_history or rstate.reader_errors:
+        return {"skipped": str(rstate.not_enough_history or rstate.reader_errors[0]), "items": []}
+    cstate = get_acid_state(lst, compactor, txns=txns, hive_version=hive_version)
+    keep = set()
+    for st in (rstate, cstate):
+        for c in st.entries:
+            if c.role.current or c.role in (Role.NOT_VISIBLE, Role.UNUSABLE, Role.INVALID):
+                keep.add(c.name)
+        for o in st.originals:
+            keep.add(o.rel.split("/", 1)[0])
+    cands: dict[str, tuple] = {}
+    for c in rstate.obsolete:
+        cands[c.name] = (c, f"obsolete: {c.reason}", _cover(rstate, c))
+    h = _compacted_hwm(rstate)
+    if h is not None:
+        clstate = get_acid_state(lst, WriteIdList(table=reader.table, hwm=h), txns=txns, hive_version=hive_version)
+        for c in clstate.obsolete:
+            if c.name not in cands:
+                orig = rstate.get(c.name)
+                what = "aborted, covered" if orig.role is Role.ABORTED else "obsolete"
+                cands[c.name] = (orig, f"{what}: {c.reason} (Cleaner list hwm {h})", _cover(clstate, c))
+    if hive_version == 4:
+        for c in rstate.aborted:
+            cands.setdefault(c.name, (c, f"aborted: {c.reason}", None))
+    elif aborted_upto and part in aborted_upto:
+        for c in rstate.aborted:
+            if c.max_write_id is not None and c.max_write_id <= aborted_upto[part]:
+                cands.setdefault(
+                    c.name,
+                    (
+                        c,
+                        f"aborted: {c.reason} (up to the registered compaction's highest "
+                        f"write id {aborted_upto[part]})",
+                        None,
+                    ),
+                )
+    items = []
+    for name, (c, reason, cover) in sorted(cands.items()):
+        if name in keep:
+            continue
+        mt = [x for x in (c.entry.mtime, cover.entry.mtime if cover is not None else None) if x is not None]
+        age = now - max(mt) if mt else None
+        kind = {
+            Kind.BASE: "base",
+            Kind.DELTA: "delta",
+            Kind.DELETE_DELTA: "delete_delta",
+            Kind.ORIGINAL_FILE: "original",
+            Kind.ORIGINAL_DIR: "original",
+        }.get(c.kind, c.kind.value)
+        action = "keep (younger than --min-age)" if age is None or age < min_age else "delete"
+        unread = _unreadable(c.kind, c.entry, insert_only)
+        if unread:
+            # no compaction by Hive's rules read these files: no output holds their rows
+            action = "keep (holds files no compaction read)"
+            reason += (
+                "; kept: "
+                + ", ".join(f.name for f in unread[:3])
+                + (" ..." if len(unread) > 3 else "")
+                + " would be lost (other engines read them)"
+            )
+        cap = aborted_upto.get(part) if aborted_upto else None
+        if cap is not None and action == "delete" and (c.max_write_id or 0) > cap:
+            action = "keep (above the highest write id)"
+            reason += f"; kept: above the registered compaction's highest write id {cap}"
+        if hold and part in hold and action == "delete":
+            action = "keep (held back)"
+            reason += f"; kept: {hold[part]}"
+        items.append(
+            {
+                "name": name,
+                "kind": kind,
+                "reason": reason,
+                "age": age,
+                "action": action,
+                "role": c.role.value,
+                "_entry": c,
+                "_cover": cover,
+            }
+        )
+    return {"skipped": None, "items": items}
+
+
 def plan_clean(
     tfs,
     *,
@@ -90,7 +204,6 @@ def plan_clean(
     from acidctl.acid.layout import list_table
 
     now = time.time() if now is None else now
-    compactor = reader.for_compactor()
     items: list[dict] = []
     notes: list[str] = []
     skipped: list = []
@@ -134,88 +247,35 @@ def plan_clean(
                             "fs_path": join_path(part_path, n),
                         }
                     )
-        rstate = get_acid_state(lst, reader, txns=txns, hive_version=hive_version)
-        if rstate.not_enough_history or rstate.reader_errors:
-            notes.append(
-                f"{lst.path}: skipped, the snapshot is unreadable "
-                f"({rstate.not_enough_history or rstate.reader_errors[0]})"
-            )
+        decided = cleaner_decisions(
+            lst,
+            reader=reader,
+            txns=txns,
+            hive_version=hive_version,
+            min_age=min_age,
+            now=now,
+            insert_only=insert_only,
+            hold=hold,
+            aborted_upto=aborted_upto,
+        )
+        if decided["skipped"]:
+            notes.append(f"{lst.path}: skipped, the snapshot is unreadable ({decided['skipped']})")
             skipped.append(lst.partition)
             continue
-        cstate = get_acid_state(lst, compactor, txns=txns, hive_version=hive_version)
-        keep = set()
-        for st in (rstate, cstate):
-            for c in st.entries:
-                if c.role.current or c.role in (Role.NOT_VISIBLE, Role.UNUSABLE, Role.INVALID):
-                    keep.add(c.name)
-            for o in st.originals:
-                keep.add(o.rel.split("/", 1)[0])
-        cands: dict[str, tuple] = {}
-        for c in rstate.obsolete:
-            cands[c.name] = (c, f"obsolete: {c.reason}", _cover(rstate, c))
-        h = _compacted_hwm(rstate)
-        if h is not None:
-            clstate = get_acid_state(lst, WriteIdList(table=reader.table, hwm=h), txns=txns, hive_version=hive_version)
-            for c in clstate.obsolete:
-                if c.name not in cands:
-                    orig = rstate.get(c.name)
-                    what = "aborted, covered" if orig.role is Role.ABORTED else "obsolete"
-                    cands[c.name] = (orig, f"{what}: {c.reason} (Cleaner list hwm {h})", _cover(clstate, c))
-        if hive_version == 4:
-            for c in rstate.aborted:
-                cands.setdefault(c.name, (c, f"aborted: {c.reason}", None))
-        elif aborted_upto and lst.partition in aborted_upto:
-            for c in rstate.aborted:
-                if c.max_write_id is not None and c.max_write_id <= aborted_upto[lst.partition]:
-                    cands.setdefault(
-                        c.name,
-                        (
-                            c,
-                            f"aborted: {c.reason} (up to the registered compaction's highest "
-                            f"write id {aborted_upto[lst.partition]})",
-                            None,
-                        ),
-                    )
-        for name, (c, reason, cover) in sorted(cands.items()):
-            if name in keep:
-                continue
-            mt = [x for x in (c.entry.mtime, cover.entry.mtime if cover is not None else None) if x is not None]
-            age = now - max(mt) if mt else None
-            kind = {
-                Kind.BASE: "base",
-                Kind.DELTA: "delta",
-                Kind.DELETE_DELTA: "delete_delta",
-                Kind.ORIGINAL_FILE: "original",
-                Kind.ORIGINAL_DIR: "original",
-            }.get(c.kind, c.kind.value)
+        for d in decided["items"]:
+            c, cover = d.pop("_entry"), d.pop("_cover")
             it = _item(
                 lst.partition,
-                tfs.display(join_path(part_path, name)),
-                kind,
-                reason,
-                age,
+                tfs.display(join_path(part_path, d["name"])),
+                d["kind"],
+                d["reason"],
+                d["age"],
                 c.bytes,
                 min_age,
-                fs_path=join_path(part_path, name),
+                fs_path=join_path(part_path, d["name"]),
                 is_dir=c.entry.is_dir,
             )
-            unread = _unreadable(c.kind, c.entry, insert_only)
-            if unread:
-                # no compaction by Hive's rules read these files: no output holds their rows
-                it["action"] = "keep (holds files no compaction read)"
-                it["reason"] += (
-                    "; kept: "
-                    + ", ".join(f.name for f in unread[:3])
-                    + (" ..." if len(unread) > 3 else "")
-                    + " would be lost (other engines read them)"
-                )
-            cap = aborted_upto.get(lst.partition) if aborted_upto else None
-            if cap is not None and it["action"] == "delete" and (c.max_write_id or 0) > cap:
-                it["action"] = "keep (above the highest write id)"
-                it["reason"] += f"; kept: above the registered compaction's highest write id {cap}"
-            if hold and lst.partition in hold and it["action"] == "delete":
-                it["action"] = "keep (held back)"
-                it["reason"] += f"; kept: {hold[lst.partition]}"
+            it["action"] = d["action"]
             it["_verify"] = (c.kind, c.entry, cover, insert_only)
             items.append(it)
         for e in tfs.ls(part_path):
@@ -792,3 +852,176 @@ def _clean_registered(
     if execute and writable:
         report["aborted_txns_removed"] = sorted(set(emptied))
     return report
+
+
+# ---------------------------------------------------------------------------------------
+# directories above the table's write-id high-water mark: moved aside, with a record
+# ---------------------------------------------------------------------------------------
+
+#: where ``clean --quarantine-above-hwm`` moves directories when no ``--trash`` is given: a hidden
+#: directory of the table (readers, the Initiator and the Cleaner never look at hidden paths)
+QUARANTINE_DIR = ".acidctl-quarantine"
+QUARANTINE_RECORD_SUFFIX = ".acidctl-quarantine.json"
+
+
+def table_high_water_mark(ms, db: str, table: str) -> int:
+    """``NEXT_WRITE_ID - 1`` of the table, read now (0 when no write id was ever allocated)."""
+    import sqlalchemy as sa
+
+    nwi = ms.tables.NEXT_WRITE_ID
+    with ms.read() as conn:
+        nxt = conn.execute(sa.select(nwi.NWI_NEXT).where(nwi.NWI_DATABASE == db, nwi.NWI_TABLE == table)).scalar()
+    return int(nxt) - 1 if nxt is not None else 0
+
+
+def above_hwm_decisions(lst, hwm: int) -> list[dict]:
+    """Pure: the ACID directories of one partition listing that name write ids above ``hwm``
+    (the table's NEXT_WRITE_ID - 1). No write id above it was ever allocated, so no reader sees
+    them and no txn can own them: ``move`` when the whole range is above the hwm; ``keep`` (a
+    person decides) when the range straddles it — it may hold rows of allocated write ids."""
+    from acidctl.acid.dirname import parse_acid_dir
+
+    out = []
+    for e in lst.entries:
+        d = parse_acid_dir(e.name)
+        if d is None or not (hwm < d.max_write_id < 2**62):
+            continue
+        if d.min_write_id > hwm:
+            out.append(
+                {"name": e.name, "action": "move", "min_write_id": d.min_write_id, "max_write_id": d.max_write_id}
+            )
+        else:
+            out.append(
+                {
+                    "name": e.name,
+                    "action": "keep (straddles the high-water mark)",
+                    "min_write_id": d.min_write_id,
+                    "max_write_id": d.max_write_id,
+                }
+            )
+    return out
+
+
+def quarantine_above_hwm(
+    tfs, ms, *, db: str, table: str, execute: bool = False, trash: str | None = None, partitions=None
+) -> dict:
+    """``clean DB.TABLE --quarantine-above-hwm``: move every directory whose write ids are all
+    above the table's high-water mark (doctor's WRITE_ID_ABOVE_HWM) out of the table — under
+    ``trash`` (:func:`trash_root`) or the table's hidden ``.acidctl-quarantine/<time>/`` — with a
+    JSON record beside each one (source path, table, partition, high-water mark, time, user).
+    Refuses nothing silently: a straddling directory is kept and reported. With ``execute`` it
+    works under the table lock and re-reads NEXT_WRITE_ID right before each move: a directory
+    whose write id was allocated meanwhile stays."""
+    import datetime
+    import getpass
+    import json
+
+    from acidctl.acid.layout import list_table
+
+    hwm = table_high_water_mark(ms, db, table)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    troot = trash_root(tfs, trash) if trash else join_path(tfs.root, QUARANTINE_DIR, stamp)
+    items = []
+
+    def plan() -> list[tuple]:
+        found = []
+        for lst in list_table(tfs):
+            if partitions is not None and lst.partition not in partitions:
+                continue
+            part_path = lst.fs_path or lst.path
+            for d in above_hwm_decisions(lst, hwm):
+                found.append((lst.partition, part_path, d))
+        return found
+
+    def item(part, part_path, d, action) -> dict:
+        if d["min_write_id"] > hwm:
+            why = (
+                f"write ids {d['min_write_id']}..{d['max_write_id']} above the table's high-water mark {hwm} "
+                "(NEXT_WRITE_ID - 1): never allocated, invisible to readers"
+            )
+        else:
+            why = (
+                f"write ids {d['min_write_id']}..{d['max_write_id']} span the table's high-water mark {hwm}: the ids "
+                f"up to {hwm} were allocated and may hold committed rows, so only a person can decide what to keep"
+            )
+        return {
+            "partition": part,
+            "path": tfs.display(join_path(part_path, d["name"])),
+            "kind": "above-hwm",
+            "reason": why,
+            "age_seconds": None,
+            "bytes": 0,
+            "action": action,
+            "is_dir": True,
+        }
+
+    if not execute:
+        for part, part_path, d in plan():
+            items.append(item(part, part_path, d, "would quarantine" if d["action"] == "move" else d["action"]))
+        return _quarantine_report(tfs, hwm, troot, items, executed=False)
+    info = read_lock(tfs, lock_path(tfs))
+    if info is not None and not info.stale:
+        raise LockConflict(
+            f"a compaction is running ({info.describe()}): not moving anything in {tfs.display(tfs.root)}",
+            hint="wait for it to finish",
+        )
+    with TableLock(tfs, command="clean", break_lock=info is not None and info.stale):
+        for part, part_path, d in plan():
+            if d["action"] != "move":
+                items.append(item(part, part_path, d, d["action"]))
+                continue
+            now_hwm = table_high_water_mark(ms, db, table)
+            if d["min_write_id"] <= now_hwm:
+                it = item(part, part_path, d, "keep (write id allocated meanwhile)")
+                it["reason"] += f"; the high-water mark is now {now_hwm}"
+                items.append(it)
+                continue
+            src = join_path(part_path, d["name"])
+            if trash:
+                dest = _trash_target(tfs, troot, src)
+            else:
+                dest = join_path(troot, *(part.split("/") if part else []), d["name"])
+            tfs.makedirs(dest.rsplit("/", 1)[0])
+            tfs.rename(src, dest)
+            record = {
+                "source": tfs.display(src),
+                "table": f"{db}.{table}",
+                "partition": part,
+                "high_water_mark": now_hwm,
+                "min_write_id": d["min_write_id"],
+                "max_write_id": d["max_write_id"],
+                "moved_at": stamp,
+                "user": getpass.getuser(),
+                "restore": f"move {tfs.display(dest)} back to {tfs.display(src)} once write id "
+                f"{d['max_write_id']} is allocated and committed (or delete it)",
+            }
+            tfs.write_bytes(dest + QUARANTINE_RECORD_SUFFIX, json.dumps(record, indent=1).encode())
+            it = item(part, part_path, d, "quarantined")
+            it["trashed_to"] = tfs.display(dest)
+            items.append(it)
+    return _quarantine_report(tfs, hwm, troot, items, executed=True)
+
+
+def _quarantine_report(tfs, hwm: int, troot: str, items: list[dict], *, executed: bool) -> dict:
+    moved = [i for i in items if i["action"] == "quarantined"]
+    return {
+        "path": tfs.display(tfs.root),
+        "hive_version": None,
+        "write_ids": f"high-water mark {hwm}",
+        "min_age_seconds": 0,
+        "items": items,
+        "notes": [],
+        "executed": executed,
+        "quarantine": tfs.display(troot),
+        "quarantined": [i["path"] for i in moved],
+        "summary": {
+            "candidates": len(items),
+            "delete": 0,
+            "trash": len(moved) if executed else sum(1 for i in items if i["action"] == "would quarantine"),
+            "bytes_by_kind": {},
+            "complete": 0,
+            "kept_young": 0,
+            "kept_unsafe": sum(1 for i in items if i["action"].startswith("keep")),
+            "bytes": 0,
+        },
+    }

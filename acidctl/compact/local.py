@@ -167,6 +167,13 @@ def _run_pool(tasks: list, workers: int, progress, fn) -> list[dict]:
     # largest first: the last task to start is a small one, so the cores finish together
     order = sorted(range(len(tasks)), key=lambda i: -_task_size(tasks[i]))
     results: list = [None] * len(tasks)
+    import functools
+
+    from acidctl.fs import current_umask, run_in_umask
+
+    # the forkserver may have started under another umask (prestart): each task runs with the
+    # driver's current one (acidctl.fs: one permission rule for everything acidctl creates)
+    fn = functools.partial(run_in_umask, current_umask(), fn)
     ex = ProcessPoolExecutor(max_workers=workers, mp_context=_context(), initializer=_worker_init)
     try:
         pending = {ex.submit(fn, tasks[i]): i for i in order}

@@ -38,6 +38,7 @@ import uuid
 from urllib.parse import quote, unquote
 
 from acidctl.errors import LockConflict
+from acidctl.fs import create_local_exclusive
 
 LOCK_NAME = ".acidctl-compact.lock"
 _PREFIX, _SUFFIX = ".acidctl-compact.", ".lock"
@@ -260,7 +261,7 @@ class TableLock:
         data = self._payload()
         if self.tfs.protocol in ("file", "local"):
             try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                fd = create_local_exclusive(self.path)
             except FileExistsError:
                 return False
             try:

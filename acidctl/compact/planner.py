@@ -29,7 +29,7 @@ from typing import Callable
 
 from acidctl.acid.acidstate import AcidState, Kind, delta_sort_key, get_acid_state
 from acidctl.acid.listing import ChildEntry, DirListing, FileInfo
-from acidctl.acid.dirname import METADATA_FILE, ORC_ACID_VERSION_FILE, STAGING_PREFIX, BaseDir, DeltaDir
+from acidctl.acid.dirname import METADATA_FILE, ORC_ACID_VERSION_FILE, STAGING_PREFIX
 from acidctl.acid.writeids import TxnList, WriteIdList
 from acidctl.errors import InvalidAcidLayout, RefusedError, UsageError
 from acidctl.fs import join_path
@@ -145,6 +145,14 @@ def covered_aborted(cstate: AcidState) -> list:
     return out
 
 
+def compactor_deltas(cstate: AcidState, extras: list | None = None) -> list:
+    """The deltas the compactor reads, in Hive's order: the current deltas of its ``getAcidState``
+    plus the aborted-only ones at or below its hwm (:func:`covered_aborted`). Their write-id
+    range names the output (:mod:`acidctl.compact.naming`); ``why`` predicts from the same list."""
+    extras = covered_aborted(cstate) if extras is None else extras
+    return sorted(list(cstate.deltas) + extras, key=delta_sort_key)
+
+
 def valid_txns_with(txns: TxnList | None, visibility_txn: int | None) -> TxnList | None:
     """The txn list a reader has once the compactor txn committed."""
     if txns is None or not visibility_txn:
@@ -202,7 +210,7 @@ def plan_partition(
         raise InvalidAcidLayout(f"{cstate.invalid[0].path}: {cstate.invalid[0].reason}")
     cstate.require_snapshot()
     extras = covered_aborted(cstate)
-    deltas = sorted(list(cstate.deltas) + extras, key=delta_sort_key)
+    deltas = compactor_deltas(cstate, extras)
     h4 = hive_version == 4
     top = lo = hi = 0  # each branch below sets the ones its output names use
     name = ""
@@ -265,8 +273,17 @@ def plan_partition(
     ):
         return plan
     vis = output_visibility(visibility_txn, hive_version)
+    # the output names: the one rule of acidctl.compact.naming (Hive's MR compactor: the range of
+    # the deltas read, not the compactor hwm)
+    from acidctl.compact import naming
+
+    ranges = [naming.DeltaRange(d.min_write_id, d.max_write_id, d.kind is Kind.DELETE_DELTA) for d in deltas]
     if mode == MAJOR:
-        name = BaseDir(top, visibility=vis or 0).format()
+        named = naming.output_names(
+            naming.MAJOR, deltas=ranges, compactor_hwm=cstate.write_ids.hwm, hive_version=hive_version, visibility=vis
+        )
+        assert named is not None and named.max_write_id == top
+        name = named.names[0]
     ins_by: dict[int, list] = {}
     del_by: dict[int, list] = {}
     for s in inserts:
@@ -282,20 +299,21 @@ def plan_partition(
         out_del: OutputDir | None = None
         buckets = sorted(ins_by)
     else:
-        has_ins = any(d.kind is Kind.DELTA for d in deltas)
-        has_del = any(d.kind is Kind.DELETE_DELTA for d in deltas)
-        out_ins = (
-            OutputDir(DeltaDir(lo, hi, -1, vis or 0).format(), "delta", lo, hi, sorted(ins_by), markers)
-            if has_ins or ins_by
-            else None
+        has_ins = any(d.kind is Kind.DELTA for d in deltas) or bool(ins_by)
+        has_del = any(d.kind is Kind.DELETE_DELTA for d in deltas) or bool(del_by)
+        named = naming.output_names(
+            naming.MINOR,
+            deltas=ranges,
+            compactor_hwm=cstate.write_ids.hwm,
+            hive_version=hive_version,
+            visibility=vis,
+            has_inserts=has_ins,
+            has_deletes=has_del,
         )
-        out_del = (
-            OutputDir(
-                DeltaDir(lo, hi, -1, vis or 0, delete=True).format(), "delete_delta", lo, hi, sorted(del_by), markers
-            )
-            if has_del or del_by
-            else None
-        )
+        assert named is not None and (named.min_write_id, named.max_write_id) == (lo, hi)
+        names = iter(named.names)
+        out_ins = OutputDir(next(names), "delta", lo, hi, sorted(ins_by), markers) if has_ins else None
+        out_del = OutputDir(next(names), "delete_delta", lo, hi, sorted(del_by), markers) if has_del else None
         outputs.extend(o for o in (out_ins, out_del) if o is not None)
         buckets = sorted(set(ins_by) | set(del_by))
 

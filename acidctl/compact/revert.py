@@ -125,6 +125,7 @@ def _request_for(requests: list[dict], item: dict) -> dict | None:
     Hive 4 ``CQ_TXN_ID`` = the output's ``_v`` txn, else same type with ``CQ_HIGHEST_WRITE_ID``
     at or above the output's write id (the compactor hwm of the table); the newest such."""
     from acidctl.acid.dirname import BaseDir, parse_acid_dir
+    from acidctl.compact import naming
 
     best = None
     for out in item["outputs"]:
@@ -132,14 +133,17 @@ def _request_for(requests: list[dict], item: dict) -> dict | None:
         if d is None:
             continue
         wid = d.write_id if isinstance(d, BaseDir) else d.max_write_id
-        ctype = "a" if isinstance(d, BaseDir) else "i"
         for r in requests:
             if r["partition"] != item["partition"]:
                 continue
-            if d.visibility:
-                ok = r.get("txn_id") == d.visibility
-            else:
-                ok = r["type"] == ctype and (r.get("highest_write_id") or 0) >= wid and not r.get("txn_id")
+            # the one naming rule: could this request's compaction have named its output so?
+            ok = naming.row_explains(
+                r,
+                kind=d.kind,
+                max_write_id=wid,
+                visibility=d.visibility or None,
+                hive_version=4 if d.visibility else 3,
+            ) and (bool(d.visibility) or not r.get("txn_id"))
             if ok and (best is None or r["id"] > best["id"]):
                 best = r
     return best

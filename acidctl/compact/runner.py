@@ -384,11 +384,15 @@ def _dry_run(tfs, opts: CompactOptions, report: dict, notes: list, t0: float) ->
                     "fix": "--major, or --allow-non-atomic-publish",
                 }
             )
+    from acidctl.compact.naming import VIS_PLACEHOLDER
+
     placeholder = f"_v{DRY_RUN_TXN:07d}"
     parts = []
     for p in plans:
         d = p.to_dict()
-        d["outputs"] = [o.replace(placeholder, "_v<txn>") for o in d["outputs"]]
+        # report #8: the placeholder txn never shows; the name says what the suffix will be
+        d["outputs"] = [o.replace(placeholder, VIS_PLACEHOLDER) for o in d["outputs"]]
+        d["message"] = (d.get("message") or "").replace(placeholder, VIS_PLACEHOLDER)
         d["bytes_in"] = p.input_bytes
         d["publish"] = p.publish
         d["tasks"] = [

@@ -325,6 +325,13 @@ def run_tasks(spark, tasks: list, *, progress=None, body=None, job: str = "acidc
 
     if not tasks:
         return []
+    import functools
+
+    from acidctl.fs import current_umask, iter_in_umask
+
+    # executors may run with another umask than this driver: files they write get the driver's
+    # (acidctl.fs: one permission rule for everything acidctl creates)
+    body = functools.partial(iter_in_umask, current_umask(), body)
     sc = spark.sparkContext
     mon = _Progress(sc, len(tasks), progress or (lambda done, total: None))
     sc.setJobGroup(mon.group, job, interruptOnCancel=True)

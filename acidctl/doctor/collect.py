@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import threading
+import types
 import time
 from typing import Any, Callable
 
@@ -43,6 +44,13 @@ class PartitionScan:
     checks: list[Finding] = dataclasses.field(default_factory=list)
     max_write_id_on_disk: int = 0
     error: str | None = None
+    #: what the compactor reads (acidctl.compact.planner.compactor_deltas on the compactor's
+    #: getAcidState): ``why`` names the output from it with acidctl.compact.naming
+    compactor: dict | None = None
+    #: what ``clean --execute --min-age 0`` would do with each obsolete/aborted directory
+    #: (acidctl.compact.clean.cleaner_decisions, with the partition's ready-for-cleaning rows,
+    #: before any hold): ``[{"name", "action", "reason", "age"}]``
+    clean: list = dataclasses.field(default_factory=list)
 
     @property
     def spec(self) -> str:
@@ -63,6 +71,8 @@ class PartitionScan:
             "checks": [f.to_dict() for f in self.checks],
             "max_write_id_on_disk": self.max_write_id_on_disk,
             "error": self.error,
+            "compactor": self.compactor,
+            "clean": self.clean,
         }
 
 
@@ -338,6 +348,12 @@ def _classify(
         ps.error = str(e)
         return ps
     ps.recommendation = rec.to_dict()
+    try:
+        ps.compactor = compactor_inputs(
+            lst, wl, txns=txns if hv == 4 else None, hive_version=hv, insert_only=t.insert_only
+        )
+    except AcidctlError:
+        ps.compactor = None
     highest = wh.highest_write_ids(t.db, t.table)
     stale = frozenset(
         w
@@ -365,6 +381,10 @@ def _classify(
         )
     except AcidctlError as e:
         ps.error = str(e)
+    try:
+        ps.clean = clean_preview(wh, t, lst, wl, txns=txns if hv == 4 else None)
+    except AcidctlError:
+        ps.clean = []
     base_bytes = st.base.bytes if st.base is not None else 0
     for c in st.entries:
         if c.kind in (Kind.HIDDEN,):
@@ -394,3 +414,60 @@ def _classify(
     ps.dirs.sort(key=lambda d: (d["min_write_id"] if d["min_write_id"] is not None else -1, d["name"]))
     ps.recommendation["base_bytes_reader"] = base_bytes
     return ps
+
+
+def compactor_inputs(lst, wl, *, txns, hive_version: int, insert_only: bool) -> dict:
+    """The compactor's view of one partition, as plain data: its hwm, the deltas it reads (the
+    planner's :func:`~acidctl.compact.planner.compactor_deltas`: aborted-only ones below the hwm
+    included), whether it has a base / originals."""
+    from acidctl.acid.acidstate import Kind, get_acid_state
+    from acidctl.compact.planner import compactor_deltas
+
+    cwl = wl if wl.compactor else wl.for_compactor()
+    cst = get_acid_state(lst, cwl, txns=txns, hive_version=hive_version, insert_only=insert_only)
+    if insert_only:
+        deltas = [d for d in cst.deltas if d.kind is Kind.DELTA]
+    else:
+        deltas = compactor_deltas(cst)
+    aborted = {c.name for c in cst.aborted}
+    return {
+        "hwm": cwl.hwm,
+        "deltas": [
+            {
+                "name": d.name,
+                "min_write_id": d.min_write_id,
+                "max_write_id": d.max_write_id,
+                "delete": d.kind is Kind.DELETE_DELTA,
+                "compacted": d.statement_id is None,
+                "aborted": d.name in aborted,
+            }
+            for d in deltas
+        ],
+        "base": cst.base.name if cst.base is not None else None,
+        "originals": sorted({o.rel.split("/", 1)[0] for o in cst.originals}),
+        "insert_only": insert_only,
+    }
+
+
+def clean_preview(wh: Warehouse, t: TableRow, lst, wl, *, txns) -> list[dict]:
+    """``clean``'s own decisions for one partition (:func:`acidctl.compact.clean.cleaner_decisions`)
+    with ``--min-age 0`` and the registered compactions ready for cleaning there, so that doctor
+    and why promise exactly what ``clean --execute`` does."""
+    from acidctl.compact.clean import cleaner_decisions
+
+    qrows, _ = wh.compactions_of(t.db, t.table, lst.partition)
+    ready = [int(r.get("highest_write_id") or 0) for r in qrows if r.get("state") == "r" and r.get("type") != "c"]
+    upto = {lst.partition: max(ready)} if ready else None
+    # insert-only: which files a compaction reads depends only on hive.mm.allow.originals (default false)
+    mm = types.SimpleNamespace(allow_originals=False) if t.insert_only else None
+    got = cleaner_decisions(
+        lst,
+        reader=wl,
+        txns=txns,
+        hive_version=wh.hive_version,
+        min_age=0.0,
+        now=wh.now_ms / 1000.0,
+        insert_only=mm,
+        aborted_upto=upto,
+    )
+    return [{"name": d["name"], "action": d["action"], "reason": d["reason"], "age": d["age"]} for d in got["items"]]

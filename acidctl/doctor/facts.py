@@ -94,6 +94,10 @@ class Warehouse:
     initiator_last_cycle_ms: int | None  # Hive 4: AUX_TABLE 'Initiator' MT_KEY2
     metrics_cache: list[dict]  # Hive 4 COMPACTION_METRICS_CACHE rows
     purgeable: dict = dataclasses.field(default_factory=dict)  # table → rows the housekeeper would delete
+    #: ``{cq_id: [what holds it back]}`` for every ready-for-cleaning row, from
+    #: :func:`acidctl.metastore.cleaner.cleaner_waits` — the very function ``clean`` asks, so doctor
+    #: and why hold back exactly what ``clean`` holds back (None: not read, e.g. hand-made facts)
+    cleaner_waits: dict | None = None
 
     def table(self, db: str, table: str) -> TableRow | None:
         return self._table_index.get((db, table))
@@ -374,6 +378,7 @@ def read_warehouse(ms: Metastore, *, now_ms: int | None = None) -> Warehouse:
             last_cycle = int(v) if v else None
             cache = _rows(conn, T.COMPACTION_METRICS_CACHE)
     return Warehouse(
+        cleaner_waits=_cleaner_waits(ms, queue),
         hive_version=ms.hive_version,
         now_ms=now,
         tables=sorted(tables.values(), key=lambda x: (x.db, x.table)),
@@ -394,3 +399,24 @@ def read_warehouse(ms: Metastore, *, now_ms: int | None = None) -> Warehouse:
         metrics_cache=cache,
         purgeable={"TXN_TO_WRITE_ID": purge_t2w, "WRITE_SET": purge_ws},
     )
+
+
+def _cleaner_waits(ms: Metastore, queue: list[dict]) -> dict | None:
+    """What holds back each ready-for-cleaning row, asked exactly as ``clean`` asks it."""
+    from acidctl.metastore import cleaner
+
+    tables = sorted(
+        {
+            (str(r.get("CQ_DATABASE") or "").lower(), str(r.get("CQ_TABLE") or "").lower())
+            for r in queue
+            if r.get("CQ_STATE") == "r" and r.get("CQ_TYPE") != "c"
+        }
+    )
+    out: dict = {}
+    try:
+        for db, table in tables:
+            reqs = cleaner.ready_requests(ms, db, table)
+            out.update(cleaner.cleaner_waits(ms, reqs))
+    except Exception:  # a schema the Cleaner model cannot read: fall back to the findings' own rules
+        return None
+    return {int(k): v for k, v in out.items()}

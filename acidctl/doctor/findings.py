@@ -29,7 +29,9 @@ LOCK_OF_FINISHED_TXN            lock of an aborted or committed txn
 LOCK_EXPIRED                    lock outside a txn without heartbeat for hive.txn.timeout
 COMPACTION_DUE                  the Initiator thresholds are met
 ABORTED_PILE                    aborted txns on a partition (threshold, age)
-OBSOLETE_WAITING                obsolete directories waiting for the Cleaner
+OBSOLETE_WAITING                obsolete directories waiting for the Cleaner (``clean`` removes them now, or held back)
+ABORTED_WAITING_COMPACTION      Hive 3: aborted deltas waiting for a compaction to cover them
+OBSOLETE_UNREAD                 obsolete directories ``clean`` keeps: they hold files no compaction reads
 SMALL_FILES                     many small data files read by every query
 METASTORE_BLOAT                 COMPLETED_TXN_COMPONENTS / TXN_TO_WRITE_ID / WRITE_SET rows
 LOCATION_MISSING                table or partition location does not exist
@@ -50,6 +52,9 @@ from acidctl.findings import Severity
 
 INFO, WARN, ERROR = Severity.INFO, Severity.WARN, Severity.ERROR
 H = 3600.0
+#: hive.compactor.worker.timeout as ``acidctl initiator --once``'s revokeTimedoutWorkers applies it
+#: (acidctl.metastore.queue.WORKER_TIMEOUT_MS; kept here so the catalogue stays import-light)
+WORKER_TIMEOUT_MS = 86_400_000
 
 
 #: the figures of an Initiator recommendation (acid/initiator.py) the findings and ``why`` show
@@ -195,20 +200,39 @@ def fix_compact(db: str, table: str, partition: str | None, kind: str = "major")
     return cmd("acidctl", "compact", spec_of(db, table, partition), f"--{kind}")
 
 
-def fix_clean(db: str, table: str) -> str:
-    return cmd("acidctl", "clean", f"{db}.{table}", "--execute")
+#: ``clean``'s default ``--min-age`` (acidctl/cli/clean_cmd.py): younger candidates need ``--min-age 0``
+DEFAULT_CLEAN_MIN_AGE = 3600.0
+
+
+def fix_clean(db: str, table: str, partition: str | None = None, *, min_age_zero: bool = False) -> str:
+    """``clean`` previews unless ``--execute``; its default ``--min-age 1h`` keeps what became
+    obsolete within the hour, which Hive's Cleaner (no retention by default) would remove."""
+    return cmd(
+        "acidctl", "clean", spec_of(db, table, partition), "--execute", *(["--min-age", "0"] if min_age_zero else [])
+    )
 
 
 def fix_abort_txns(ids: Iterable[int]) -> str:
-    return cmd("acidctl", "abort", "transactions", *[str(i) for i in sorted(set(ids))])
+    """``abort transactions`` previews unless ``--execute``: a printed fix acts."""
+    return cmd("acidctl", "abort", "transactions", *[str(i) for i in sorted(set(ids))], "--execute")
 
 
 def fix_abort_compactions(ids: Iterable[int]) -> str:
-    return cmd("acidctl", "abort", "compactions", *[str(i) for i in sorted(set(ids))])
+    return cmd("acidctl", "abort", "compactions", *[str(i) for i in sorted(set(ids))], "--execute")
 
 
 def fix_unlock(lock_id: int) -> str:
-    return cmd("acidctl", "unlock", str(lock_id))
+    """``unlock`` previews unless ``--execute`` (the grammar helper makes it preview by default)."""
+    return cmd("acidctl", "unlock", str(lock_id), "--execute")
+
+
+def _lock_fix(locks: list[dict]) -> str | None:
+    """End what holds these locks: abort their txns, or unlock the one lock outside a txn."""
+    ids = sorted({int(lk["HL_LOCK_EXT_ID"]) for lk in locks})
+    txns = sorted({int(lk["HL_TXNID"]) for lk in locks if int(lk.get("HL_TXNID") or 0) > 0})
+    if txns:
+        return fix_abort_txns(txns)
+    return fix_unlock(ids[0]) if len(ids) == 1 else None
 
 
 def _part_sql(partition: str) -> str:
@@ -406,7 +430,9 @@ def cleaner_findings(wh, lim: Limits) -> list[DoctorFinding]:
                             r["partition"],
                             f"compaction {r['id']} was marked compacted but its compaction txn {r['txn_id']} is {st} "
                             "(the Worker died before committing, HIVE-29572): the Cleaner will never pick it and it "
-                            "blocks newer compactions of the partition",
+                            "blocks newer compactions of the partition; Hive has no command for this (the proposed fix, "
+                            "marking such rows failed, is not released), so only a metastore administrator can decide "
+                            "to fail the row and discard its aborted output",
                             {"compaction_id": int(r["id"]), "txn_id": int(r["txn_id"]), "txn_state": st},
                             None,
                         )
@@ -418,7 +444,7 @@ def cleaner_findings(wh, lim: Limits) -> list[DoctorFinding]:
                 continue
             ids = sorted({int(lk["HL_LOCK_EXT_ID"]) for lk in locks})
             txns = sorted({int(lk["HL_TXNID"]) for lk in locks if int(lk["HL_TXNID"] or 0) > 0})
-            fix = fix_abort_txns(txns) if txns else fix_unlock(ids[0]) if len(ids) == 1 else None
+            fix = _lock_fix(locks)
             out.append(
                 DoctorFinding(
                     "CLEANER_BLOCKED_BY_LOCK",
@@ -445,7 +471,14 @@ def queue_findings(wh, lim: Limits) -> list[DoctorFinding]:
             if age is not None and age > lim.worker_timeout:
                 txn = r.get("txn_id")
                 tx = wh.txns.get(int(txn)) if txn else None
-                fix = fix_abort_txns([int(txn)]) if txn and tx is not None and tx["state"] == "o" else None
+                txn_open = bool(txn and tx is not None and tx["state"] == "o")
+                # revokeTimedoutWorkers (acidctl initiator --once, at the end of its cycle) resets
+                # working rows older than hive.compactor.worker.timeout (its default, 24 h) to
+                # initiated; a still-open compaction txn of the dead worker is aborted first
+                revoke = cmd("acidctl", "initiator", "--once", "--db", r["database"])
+                fix = None
+                if age * 1000 > WORKER_TIMEOUT_MS:
+                    fix = (fix_abort_txns([int(txn or 0)]) + " && " + revoke) if txn_open else revoke
                 out.append(
                     DoctorFinding(
                         "COMPACTION_WORKING_TOO_LONG",
@@ -456,7 +489,14 @@ def queue_findings(wh, lim: Limits) -> list[DoctorFinding]:
                         f"{ctype} compaction {r['id']} (worker {r.get('worker_id')}) has been working {human_age(age)} > "
                         f"hive.compactor.worker.timeout {human_age(lim.worker_timeout)}: the worker is dead; the Initiator's "
                         "revokeTimedoutWorkers would reset it to initiated"
-                        + (f"; its compaction txn {txn} is still open" if fix else ""),
+                        + (f"; its compaction txn {txn} is still open" if txn_open else "")
+                        + (
+                            ""
+                            if fix
+                            else f"; `acidctl initiator --once` revokes only rows older than its own timeout "
+                            f"({WORKER_TIMEOUT_MS // 3_600_000} h), so only a person can decide whether this worker "
+                            "is dead (abort its compaction txn, or wait)"
+                        ),
                         {
                             "compaction_id": int(r["id"]),
                             "worker_id": r.get("worker_id"),
@@ -517,7 +557,8 @@ def queue_findings(wh, lim: Limits) -> list[DoctorFinding]:
                     tbl,
                     part,
                     f"the Cleaner failed {attempts} time(s) on compaction {r['id']} (retry retention {ret // 1000}s; after "
-                    f"5 retries the row becomes failed and its obsolete directories stay): {r.get('error_message') or 'no message'}",
+                    f"5 retries the row becomes failed and its obsolete directories stay): {r.get('error_message') or 'no message'}; "
+                    "only a person can fix what makes it fail (the error names it)",
                     {
                         "compaction_id": int(r["id"]),
                         "retry_retention_ms": ret,
@@ -543,15 +584,18 @@ def queue_findings(wh, lim: Limits) -> list[DoctorFinding]:
                         tbl,
                         part,
                         f"compaction {r['id']} has been ready for cleaning {human_age(age)} and nothing holds it back: "
-                        "is the Cleaner running (hive.compactor.initiator.on / metastore.compactor.cleaner.on)?"
-                        + (f" last error: {r.get('error_message')}" if r.get("error_message") else ""),
+                        "is the Cleaner running (hive.compactor.initiator.on / metastore.compactor.cleaner.on)? "
+                        "`acidctl clean` does the Cleaner's work"
+                        + (f"; last error: {r.get('error_message')}" if r.get("error_message") else ""),
                         {
                             "compaction_id": int(r["id"]),
                             "age_seconds": age,
                             "retry_retention": r.get("retry_retention"),
                             "error": r.get("error_message"),
                         },
-                        None,
+                        fix_clean(r["database"], r["table"], part)
+                        if cleaner_hold(wh, r["database"], r["table"], part) is None
+                        else None,
                     )
                 )
     return out
@@ -578,9 +622,14 @@ def _many_ready(wh) -> list[DoctorFinding]:
                 part,
                 f"{len(rows)} ready-for-cleaning compactions ({', '.join(str(r['id']) for r in rows)}): the Cleaner takes "
                 f"the one with the lowest highest write id first (compaction {rows[0]['id']}); see `acidctl why "
-                f"{spec_of(db, table, part)}` for what holds it back",
+                f"{spec_of(db, table, part)}` for what holds it back"
+                + (
+                    "; nothing does now: `acidctl clean` finishes them in that order"
+                    if cleaner_hold(wh, db, table, part) is None
+                    else "; only once that ends (the Cleaner findings name it) can they be cleaned"
+                ),
                 {"compaction_ids": [int(r["id"]) for r in rows], "first": int(rows[0]["id"])},
-                None,
+                fix_clean(db, table, part, min_age_zero=True) if cleaner_hold(wh, db, table, part) is None else None,
             )
         )
     return out
@@ -676,15 +725,11 @@ def lock_findings(wh, lim: Limits) -> list[DoctorFinding]:
                     where,
                     part,
                     f"lock {ext} ({ev['state']}) is held for txn {txn}, which is {st}: Hive removes a txn's locks when it "
-                    "commits or aborts, so this row is left over and blocks conflicting lock requests"
-                    + (
-                        ""
-                        if state == "w"
-                        else "; Hive's unlock() refuses locks of txns (only the row's deletion by a "
-                        "metastore administrator removes it)"
-                    ),
+                    "commits or aborts, so this row is left over and blocks conflicting lock requests; Hive's unlock() "
+                    "refuses locks of txns, but ABORT TRANSACTIONS deletes the locks of every txn it lists, ended ones "
+                    "included (operations.md §2.4), and so does `acidctl abort transactions`",
                     {**ev, "txn_state": st},
-                    fix_unlock(ext) if state == "w" else None,
+                    fix_abort_txns([txn]),
                 )
             )
             continue
@@ -918,6 +963,9 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
     nwi = wh.next_write_id.get((ps.db, ps.table))
     hwm = int(nwi) - 1 if nwi is not None else 0
     above = [d["name"] for d in ps.dirs if d["max_write_id"] is not None and hwm < d["max_write_id"] < 2**62]
+    straddle = [
+        d["name"] for d in ps.dirs if d["name"] in above and d["min_write_id"] is not None and d["min_write_id"] <= hwm
+    ]
     if above:
         out.append(
             DoctorFinding(
@@ -928,9 +976,17 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
                 part,
                 f"{len(above)} director{'y' if len(above) == 1 else 'ies'} ({', '.join(above[:5])}) name write ids above "
                 f"NEXT_WRITE_ID - 1 = {hwm}: written without a write-id allocation, invisible to readers and unmanaged; "
-                "the next allocations will collide with them",
+                "the next allocations will collide with them"
+                + (
+                    f"; {', '.join(straddle[:3])} also span allocated write ids, so only a person can decide "
+                    "what to keep of them (`acidctl clean --quarantine-above-hwm` moves the others aside)"
+                    if straddle
+                    else "; `acidctl clean --quarantine-above-hwm` moves them aside with a record"
+                ),
                 {"table_hwm": hwm, "dirs": above},
-                None,
+                None
+                if straddle
+                else cmd("acidctl", "clean", spec_of(ps.db, ps.table, part), "--quarantine-above-hwm", "--execute"),
                 ps.path,
             )
         )
@@ -983,6 +1039,20 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
         # AcidMetricLogger warns at 24 h and 48 h alike (§8.3); above 1500 rows METASTORE_BLOAT is the error
         if ab["rows"] > thr or (age is not None and age >= lim.aborted_age_warn):
             sev = WARN
+            pile_fix, pile_note = _compact_fix(wh, ps, part)
+            if pile_fix is not None:
+                if cleaner_hold(wh, ps.db, ps.table, part) is None and not blocking_locks(
+                    wh, {"database": ps.db, "table": ps.table, "partition": part}
+                ):
+                    pile_fix += " && " + fix_clean(ps.db, ps.table, part, min_age_zero=True)
+                else:
+                    pile_fix, pile_note = (
+                        None,
+                        (
+                            "; a compaction's Cleaner would be held back now (see the Cleaner findings), so only once that "
+                            "ends can a compaction and `acidctl clean` remove them"
+                        ),
+                    )
             out.append(
                 DoctorFinding(
                     "ABORTED_PILE",
@@ -991,7 +1061,9 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
                     tbl,
                     part,
                     f"{ab['txns']} aborted txn(s) ({ab['rows']} TXN_COMPONENTS rows, oldest {human_age(age)}) on this "
-                    f"partition; abortedtxn.threshold {thr}; {len(aborted_dirs)} aborted director{'y' if len(aborted_dirs) == 1 else 'ies'} on disk",
+                    f"partition; abortedtxn.threshold {thr}; {len(aborted_dirs)} aborted director{'y' if len(aborted_dirs) == 1 else 'ies'} on disk"
+                    "; their TXN_COMPONENTS rows go when a compaction of the partition is cleaned (markCleaned)"
+                    + pile_note,
                     {
                         "aborted_txns": ab["txns"],
                         "rows": ab["rows"],
@@ -999,32 +1071,12 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
                         "aborted_dirs": aborted_dirs,
                         "threshold": thr,
                     },
-                    fix_compact(ps.db, ps.table, part),
+                    pile_fix,
                     ps.path,
                 )
             )
-    # obsolete bytes waiting for the Cleaner
-    obs = [d for d in ps.dirs if d["role"] in ("obsolete", "aborted")]
-    if obs:
-        nbytes = sum(d["bytes"] for d in obs)
-        mt = [d["mtime"] for d in obs if d["mtime"]]
-        age = (wh.now_ms / 1000.0 - min(mt)) if mt else None
-        sev = WARN if age is not None and age > lim.obsolete_grace else INFO
-        out.append(
-            DoctorFinding(
-                "OBSOLETE_WAITING",
-                sev,
-                f"{len(obs)} obsolete/aborted directories ({nbytes} bytes) wait for the Cleaner",
-                tbl,
-                part,
-                f"{len(obs)} director{'y' if len(obs) == 1 else 'ies'} ({', '.join(d['name'] for d in obs[:5])}"
-                f"{' ...' if len(obs) > 5 else ''}; {nbytes} bytes, oldest {human_age(age)}) "
-                f"{'is' if len(obs) == 1 else 'are'} no longer read and wait{'s' if len(obs) == 1 else ''} for the Cleaner",
-                {"dirs": [d["name"] for d in obs], "bytes": nbytes, "oldest_age_seconds": age},
-                fix_clean(ps.db, ps.table),
-                ps.path,
-            )
-        )
+    # obsolete bytes waiting for the Cleaner: judged with clean's own decisions (ps.clean)
+    out += _obsolete_findings(wh, ps, tbl, part, lim)
     # small files
     cur = [d for d in ps.dirs if d["role"] in ("base", "delta", "delete delta", "original")]
     small = sum(d["small_files"] for d in cur)
@@ -1036,9 +1088,10 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
                 f"{small} small data files in the current snapshot",
                 tbl,
                 part,
-                f"every query opens {small} data files smaller than 16 MiB; a major compaction rewrites them into one base",
+                f"every query opens {small} data files smaller than 16 MiB; a major compaction rewrites them into one base"
+                + _compact_fix(wh, ps, part)[1],
                 {"small_files": small, "dirs": len(cur)},
-                fix_compact(ps.db, ps.table, part),
+                _compact_fix(wh, ps, part)[0],
                 ps.path,
             )
         )
@@ -1053,9 +1106,9 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
                 f"layout {engines} cannot read",
                 tbl,
                 part,
-                f"{why}: {', '.join(paths[:5])}{' ...' if len(paths) > 5 else ''}",
+                f"{why}: {', '.join(paths[:5])}{' ...' if len(paths) > 5 else ''}" + _compact_fix(wh, ps, part)[1],
                 {"engines": engines, "paths": paths},
-                fix_compact(ps.db, ps.table, part),
+                _compact_fix(wh, ps, part)[0],
                 ps.path,
             )
         )
@@ -1080,6 +1133,198 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
                 {"check": f.check, "path": f.path},
                 None,
                 f.path,
+            )
+        )
+    return out
+
+
+def cleaner_hold(wh, db: str, table: str, part: str | None) -> tuple[dict, str, str | None] | None:
+    """The ready-for-cleaning row of a partition that Hive's Cleaner (and ``clean``) holds back,
+    why, and the command that ends the hold (None: only a person can decide)."""
+    rows = sorted(
+        (r for r in wh.compactions_of(db, table, part)[0] if r["state"] == "r" and r.get("type") != "c"),
+        key=lambda r: (int(r.get("highest_write_id") or 0), int(r["id"])),
+    )
+    waits = getattr(wh, "cleaner_waits", None)
+    if waits is not None:
+        for r in rows:
+            w = waits.get(int(r["id"])) or []
+            if not w:
+                continue
+            why = "; ".join(str(x.get("message")) for x in w)
+            kinds = {x.get("kind") for x in w}
+            txns = sorted({int(x["txn_id"]) for x in w if x.get("kind") == "open-txn" and x.get("txn_id")})
+            locks = [lk for lk in wh.locks if int(lk["HL_LOCK_EXT_ID"]) in {x.get("lock_id") for x in w}]
+            fix = None
+            if kinds == {"open-txn"} and txns:
+                fix = fix_abort_txns(txns)
+            elif kinds == {"lock"} and locks:
+                fix = _lock_fix(locks)
+            return r, why, fix
+        return None
+    for r in rows:
+        if wh.hive_version >= 4:
+            t = blocked_by_txn(wh, r)
+            if t is not None:
+                fix = fix_abort_txns([t["txn_id"]]) if t.get("state") == "o" else None
+                return r, f"open txn {t['txn_id']} is below its CQ_NEXT_TXN_ID (see CLEANER_BLOCKED_BY_TXN)", fix
+        else:
+            locks = blocking_locks(wh, r)
+            if locks:
+                ids = sorted({int(lk["HL_LOCK_EXT_ID"]) for lk in locks})
+                return r, f"lock(s) {', '.join(map(str, ids))} (see CLEANER_BLOCKED_BY_LOCK)", _lock_fix(locks)
+    return None
+
+
+def _obsolete_findings(wh, ps, tbl: str, part: str | None, lim: Limits) -> list[DoctorFinding]:
+    """Obsolete and aborted directories, judged with ``clean``'s own decisions (``ps.clean``,
+    :func:`acidctl.compact.clean.cleaner_decisions`), one finding per remedy so that each fix
+    clears its finding:
+
+    * OBSOLETE_WAITING: ``clean --execute`` removes them now (``--min-age 0`` when one is younger
+      than clean's default hour) — or the Cleaner holds them back (no fix: the blocker's own
+      finding names the command, and only a person decides to end someone's txn or lock);
+    * ABORTED_WAITING_COMPACTION (Hive 3): aborted deltas no compaction covers yet; Hive 3's
+      Cleaner removes them only once one does (directory-state.md §7.2): a major compaction,
+      then ``clean``;
+    * OBSOLETE_UNREAD: ``clean`` keeps them because they hold files no compaction reads."""
+    obs = [d for d in ps.dirs if d["role"] in ("obsolete", "aborted")]
+    if not obs:
+        return []
+    decided = {c["name"]: c for c in ps.clean}
+    out: list[DoctorFinding] = []
+
+    def describe(group: list[dict]) -> tuple[str, dict]:
+        nbytes = sum(d["bytes"] for d in group)
+        mt = [d["mtime"] for d in group if d["mtime"]]
+        age = (wh.now_ms / 1000.0 - min(mt)) if mt else None
+        names = [d["name"] for d in group]
+        n = len(group)
+        text = (
+            f"{n} director{'y' if n == 1 else 'ies'} ({', '.join(names[:5])}{' ...' if n > 5 else ''}; "
+            f"{nbytes} bytes, oldest {human_age(age)})"
+        )
+        return text, {"dirs": names, "bytes": nbytes, "oldest_age_seconds": age}
+
+    def sev_of(ev: dict) -> Severity:
+        age = ev["oldest_age_seconds"]
+        return WARN if age is not None and age > lim.obsolete_grace else INFO
+
+    removable = [d for d in obs if decided.get(d["name"], {}).get("action") == "delete"]
+    unread = [d for d in obs if "no compaction read" in decided.get(d["name"], {}).get("action", "")]
+    other_kept = [d for d in obs if d["name"] in decided and d not in removable and d not in unread]
+    uncovered = [d for d in obs if d["name"] not in decided]
+    h3_aborted = [d for d in uncovered if d["role"] == "aborted" and wh.hive_version < 4]
+    not_yet = [d for d in uncovered if d not in h3_aborted] + other_kept
+    hold = cleaner_hold(wh, ps.db, ps.table, part)
+
+    waiting = removable + ([] if removable else not_yet)
+    if waiting:
+        text, ev = describe(waiting)
+        n = len(waiting)
+        verb = "is" if n == 1 else "are"
+        fix = None
+        if removable and hold is not None:
+            r, why, _hfix = hold
+            msg = (
+                f"{text} {verb} no longer read and wait{'s' if n == 1 else ''} for the Cleaner, which holds back "
+                f"compaction {r['id']}: {why}; `acidctl clean` keeps them too until that ends, and only a person can "
+                "decide to end it early (the blocker's own finding prints the command)"
+            )
+            ev["held_by_compaction"] = int(r["id"])
+        elif removable:
+            young = [
+                c["name"]
+                for c in ps.clean
+                if c["name"] in ev["dirs"] and (c.get("age") is None or c["age"] < DEFAULT_CLEAN_MIN_AGE)
+            ]
+            msg = f"{text} {verb} no longer read and wait{'s' if n == 1 else ''} for the Cleaner; `acidctl clean` removes them now"
+            fix = fix_clean(ps.db, ps.table, part, min_age_zero=bool(young))
+        else:
+            msg = (
+                f"{text} {verb} no longer read by the current snapshot but not removable yet by the Cleaner's rules: "
+                + "; ".join(
+                    f"{d['name']}: {decided[d['name']]['action']}"
+                    if d["name"] in decided
+                    else f"{d['name']}: not obsolete for the Cleaner's list"
+                    for d in waiting[:3]
+                )
+                + "; it becomes removable once the compaction covering it is cleaned (`acidctl why` shows the Cleaner)"
+            )
+        if removable and not_yet:
+            msg += "; not yet removable: " + ", ".join(d["name"] for d in not_yet[:3])
+        out.append(
+            DoctorFinding(
+                "OBSOLETE_WAITING",
+                sev_of(ev),
+                f"{n} obsolete/aborted director{'y' if n == 1 else 'ies'} ({ev['bytes']} bytes) wait for the Cleaner",
+                tbl,
+                part,
+                msg,
+                ev,
+                fix,
+                ps.path,
+            )
+        )
+    if h3_aborted:
+        text, ev = describe(h3_aborted)
+        n = len(h3_aborted)
+        can_major = _major_would_write(wh, ps)
+        # a compaction registered now would wait for the locks on the partition (Hive 3's Cleaner
+        # records the locks it sees first and waits for them, operations.md §5.1)
+        locks = blocking_locks(wh, {"database": ps.db, "table": ps.table, "partition": part})
+        lock_ids = sorted({int(lk["HL_LOCK_EXT_ID"]) for lk in locks})
+        msg = (
+            f"{text}: aborted, never read; Hive 3's Cleaner removes an aborted delta only once a compaction "
+            "covers it (directory-state.md §7.2)"
+        )
+        fix = None
+        if not can_major:
+            msg += (
+                "; a major compaction would write nothing here now, so there is nothing to run until new data arrives"
+            )
+        elif lock_ids or hold is not None:
+            msg += (
+                f"; the Cleaner of a compaction registered now would wait for lock(s) {', '.join(map(str, lock_ids))} "
+                "on the partition, so only once they are released (or a person ends their txns) can a major "
+                "compaction and `acidctl clean` remove it"
+                if lock_ids
+                else f"; compaction {hold[0]['id']} is held back first: {hold[1]}"  # type: ignore[index]
+            )
+        else:
+            msg += "; a major compaction covers it, then `acidctl clean` removes it"
+            fix = fix_compact(ps.db, ps.table, part) + " && " + fix_clean(ps.db, ps.table, part, min_age_zero=True)
+        ev["lock_ids"] = lock_ids
+        out.append(
+            DoctorFinding(
+                "ABORTED_WAITING_COMPACTION",
+                sev_of(ev),
+                f"{n} aborted director{'y' if n == 1 else 'ies'} wait for a compaction to cover them",
+                tbl,
+                part,
+                msg,
+                ev,
+                fix,
+                ps.path,
+            )
+        )
+    if unread:
+        text, ev = describe(unread)
+        out.append(
+            DoctorFinding(
+                "OBSOLETE_UNREAD",
+                WARN,
+                "obsolete directories hold files no compaction reads",
+                tbl,
+                part,
+                f"{text}: no longer read by Hive, but they hold files no compaction reads (other engines may read "
+                "them): "
+                + "; ".join(decided[d["name"]]["reason"] for d in unread[:2])
+                + "; `acidctl clean` keeps them and only a person can decide whether their rows are elsewhere "
+                "(`acidctl state --deep` lists the files)",
+                ev,
+                None,
+                ps.path,
             )
         )
     return out
@@ -1143,28 +1388,88 @@ def _reader_findings(ps) -> list[tuple]:
     return out
 
 
+#: compaction states whose row may have written a directory: working (in flight), ready for
+#: cleaning, succeeded, failed (Hive 3's Cleaner marks a compaction failed after its output was
+#: written); never initiated, did not initiate, refused or aborted
+_WROTE_STATES = ("w", "r", "s", "f")
+
+
+def _dir_kind(d: dict) -> str | None:
+    return {"base": "base", "delta": "delta", "delete_delta": "delete_delta"}.get(d["kind"])
+
+
+def _explains(wh, rows: list[dict], d: dict, compactor: str) -> list[dict]:
+    """The compaction rows that could have written directory ``d`` (acidctl.compact.naming)."""
+    from acidctl.compact import naming
+
+    kind = _dir_kind(d)
+    if kind is None or d["max_write_id"] is None:
+        return []
+    return naming.explaining_rows(
+        [r for r in rows if r.get("state") in _WROTE_STATES],
+        kind=kind,
+        max_write_id=int(d["max_write_id"]),
+        visibility=d.get("visibility_txn") or None,
+        hive_version=wh.hive_version,
+        compactor=compactor,
+    )
+
+
+def _major_would_write(wh, ps) -> bool:
+    from acidctl.compact import naming
+
+    if ps.compactor is None:
+        return True  # not known (hand-made facts): the compaction decides
+    out, _ = naming.predict_from(ps.compactor, naming.MAJOR, hive_version=wh.hive_version)
+    return out is not None
+
+
+#: what a finding says when a major compaction would write nothing (``compact`` answers "nothing
+#: to compact"), so no command can fix it
+NOTHING_TO_COMPACT = (
+    "; a major compaction would write nothing here now (acidctl.compact.naming.predict), so no command "
+    "changes it until new data arrives: only a person can decide whether it matters"
+)
+
+
+def _compact_fix(wh, ps, part: str | None, kind: str = "major") -> tuple[str | None, str]:
+    """(``acidctl compact ... --kind`` when that compaction would write something, else None;
+    the text to add to the finding)."""
+    if _major_would_write(wh, ps):
+        return fix_compact(ps.db, ps.table, part, kind), ""
+    return None, NOTHING_TO_COMPACT
+
+
 def _history_vs_disk(wh, ps, tbl: str, part: str | None) -> list[DoctorFinding]:
+    """Compaction rows vs the directories on disk, judged with the one naming rule
+    (:mod:`acidctl.compact.naming`): a row explains a directory when the rule would have named
+    that row's output so (MR compactor: its write ids at or below the row's highest write id;
+    Hive 4: its ``_v`` suffix = the row's compaction txn)."""
+    from acidctl.compact import naming
+
     out = []
     qrows, rows = wh.compactions_of(ps.db, ps.table, part)
+    t = wh.table(ps.db, ps.table)
+    insert_only = bool(t is not None and t.insert_only)
+    compactor = naming.compactor_for(hive_version=wh.hive_version, insert_only=insert_only)
+    every = list(qrows) + list(rows)
+    dirs = [d for d in ps.dirs if _dir_kind(d) is not None]
+    can_major = _major_would_write(wh, ps)
     succ = sorted((r for r in rows if r["state"] == "s" and r.get("highest_write_id")), key=lambda r: -int(r["id"]))
-    dirs = ps.dirs
     if succ:
         r = succ[0]
         n = int(r["highest_write_id"])
         kind = r.get("type")
-        if kind == "a":  # major: base_N
-            match = [d for d in dirs if d["kind"] == "base" and d["max_write_id"] == n]
-        else:  # minor: delta_a_N / delete_delta_a_N without statement id
-            match = [
-                d
-                for d in dirs
-                if d["kind"] in ("delta", "delete_delta") and d["max_write_id"] == n and d["statement_id"] is None
-            ]
-        later_base = [
-            d for d in dirs if d["kind"] == "base" and d["max_write_id"] is not None and d["max_write_id"] > n
+        mine = [d for d in dirs if r in _explains(wh, [r], d, compactor)]
+        newer = [
+            d
+            for d in dirs
+            if any(int(x["id"]) > int(r["id"]) for x in _explains(wh, every, d, compactor))
+            or (d["kind"] == "base" and d["max_write_id"] is not None and d["max_write_id"] > n)
         ]
-        if not match and not later_base:
-            want = f"base_{n:07d}" if kind == "a" else f"delta_*_{n:07d}"
+        if not mine and not newer:
+            vis = f"_v{int(r['txn_id']):07d}" if wh.hive_version >= 4 and r.get("txn_id") else ""
+            want = f"base_N{vis} (N <= {n})" if kind == "a" else f"delta_*_N{vis} (N <= {n})"
             out.append(
                 DoctorFinding(
                     "COMPACTION_SUCCEEDED_NO_OUTPUT",
@@ -1173,14 +1478,19 @@ def _history_vs_disk(wh, ps, tbl: str, part: str | None) -> list[DoctorFinding]:
                     tbl,
                     part,
                     f"compaction {r['id']} ({TYPES.get(kind, kind)}, highest write id {n}) succeeded but no {want} exists "
-                    "and no newer base replaces it: it compacted nothing (or its output was removed)",
+                    "and no newer compaction replaces it: its output was removed outside Hive"
+                    + (
+                        "; a new major compaction writes a base a newer history row explains"
+                        if can_major
+                        else "; there is nothing left to compact, so no command can make a newer row: only a "
+                        "person can decide whether the data is complete (`acidctl state --deep` checks what is there); "
+                        "the row goes when Hive purges the history (hive.compactor.history.retention.succeeded)"
+                    ),
                     {"compaction_id": int(r["id"]), "highest_write_id": n, "type": TYPES.get(kind, kind)},
-                    fix_compact(ps.db, ps.table, part),
+                    fix_compact(ps.db, ps.table, part) if can_major else None,
                     ps.path,
                 )
             )
-    explained = {int(r["highest_write_id"]) for r in rows if r.get("highest_write_id") is not None}
-    explained |= {int(r["highest_write_id"]) for r in qrows if r.get("highest_write_id") is not None}
     for d in dirs:
         if d["role"] not in ("base", "delta", "delete delta"):
             continue
@@ -1193,22 +1503,34 @@ def _history_vs_disk(wh, ps, tbl: str, part: str | None) -> list[DoctorFinding]:
         )
         if not compacted or d["max_write_id"] is None or d["max_write_id"] <= 0:
             continue
-        if d["max_write_id"] not in explained:
-            out.append(
-                DoctorFinding(
-                    "UNEXPLAINED_COMPACTED_DIR",
-                    WARN,
-                    f"{d['name']}: no compaction explains it",
-                    tbl,
-                    part,
-                    f"{d['name']} is compactor output but no queue or history row has highest write id {d['max_write_id']}: "
-                    "written by a compactor that did not register (or history was purged); a registered major "
-                    "compaction replaces it",
-                    {"dir": d["name"], "write_id": d["max_write_id"]},
-                    fix_compact(ps.db, ps.table, part),
-                    ps.path,
+        if _explains(wh, every, d, compactor):
+            continue
+        vis = d.get("visibility_txn")
+        out.append(
+            DoctorFinding(
+                "UNEXPLAINED_COMPACTED_DIR",
+                WARN,
+                f"{d['name']}: no compaction explains it",
+                tbl,
+                part,
+                f"{d['name']} is compactor output but no queue or history row could have written it "
+                + (
+                    f"(none with compaction txn {vis} and highest write id >= {d['max_write_id']})"
+                    if wh.hive_version >= 4
+                    else f"(none with highest write id >= {d['max_write_id']})"
                 )
+                + ": written by a compactor that did not register (or history was purged); "
+                + (
+                    "a registered major compaction replaces it"
+                    if can_major
+                    else "there is nothing else to compact, so no command replaces it: only a person can decide "
+                    "whether to trust its writer (`acidctl state --deep` checks its files)"
+                ),
+                {"dir": d["name"], "write_id": d["max_write_id"], "visibility_txn": vis},
+                fix_compact(ps.db, ps.table, part) if can_major else None,
+                ps.path,
             )
+        )
     return out
 
 

@@ -296,7 +296,9 @@ def write_html(path: str, report: dict, scan) -> None:
             f"--html needs the plotly and Jinja2 packages: {e}", hint="pip install acidctl[html]"
         ) from None
     try:
-        with open(path, "w", encoding="utf-8") as f:
+        from acidctl.fs import open_local_new
+
+        with open_local_new(path, "w", encoding="utf-8") as f:
             f.write(html)
     except OSError as e:
         raise StorageUnavailable(f"cannot write {path}: {e.strerror or e}") from None

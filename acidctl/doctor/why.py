@@ -17,6 +17,7 @@ from acidctl.doctor.findings import (
     TYPES,
     blocked_by_txn,
     blocking_locks,
+    cleaner_hold,
     failure_block,
     history_rows,
     human_age,
@@ -195,11 +196,14 @@ def initiator(wh, t, ps, lim: Limits) -> dict:
 
 
 def worker(wh, t, ps) -> dict:
+    """The Worker's outcome, named by the one rule of :mod:`acidctl.compact.naming` from what the
+    compactor reads (``ps.compactor``): exactly the directories ``acidctl compact`` writes."""
+    from acidctl.compact import naming
+
     rec = ps.recommendation or {}
     kind = rec.get("type", "none")
     wl = wh.write_id_list(t.db, t.table).for_compactor()
     hwm = wl.hwm
-    cur = [d for d in ps.dirs if d["role"] in ("base", "delta", "delete delta", "original")]
     steps = [
         _step(
             "compactor snapshot",
@@ -210,54 +214,57 @@ def worker(wh, t, ps) -> dict:
             highest_write_id=hwm,
         )
     ]
-    if kind == "none":
+    key = (t.db, t.table, ps.partition)
+    queued = sorted(
+        (r for r in queue_rows(wh) if (r["database"], r["table"], r["partition"]) == key and r["state"] in ("i", "w")),
+        key=lambda r: int(r["id"]),
+    )
+    if queued and queued[0].get("type") in ("a", "i"):
+        kind = "major" if queued[0]["type"] == "a" else "minor"
+        steps.append(_step("type", "note", f"the Worker takes the queued {kind.upper()} request {queued[0]['id']}"))
+    elif kind == "none":
         steps.append(
             _step("type", "note", "no compaction is due; a manual MAJOR would still fold the current directories")
         )
         kind = "major"
-    inputs = (
-        [d["name"] for d in cur]
-        if kind == "major"
-        else [d["name"] for d in cur if d["kind"] in ("delta", "delete_delta")]
-    )
-    vis = "_v<compaction txn>" if wh.hive_version >= 4 else ""
+    comp = ps.compactor
+    if comp is None:
+        steps.append(_step("inputs", "stop", "the partition could not be read as the compactor reads it"))
+        return {"steps": steps, "verdict": _verdict(steps, "")}
+    kind = "major" if kind == "major" else "minor"
+    inputs = [d["name"] for d in comp["deltas"]]
     if kind == "major":
-        out = [f"base_{hwm:07d}{vis}"]
-        enough = any(d["kind"] in ("original_file", "original_dir") for d in cur) or len(cur) >= 2
-    else:
-        lo = min(
-            (d["min_write_id"] for d in cur if d["kind"] in ("delta", "delete_delta") and d["min_write_id"]),
-            default=hwm,
-        )
-        out = [f"delta_{lo:07d}_{hwm:07d}{vis}"]
-        if any(d["kind"] == "delete_delta" for d in cur):
-            out.append(f"delete_delta_{lo:07d}_{hwm:07d}{vis}")
-        n_delta = sum(1 for d in cur if d["kind"] in ("delta", "delete_delta"))
-        enough = n_delta >= 2
-    if not enough:
+        inputs = ([comp["base"]] if comp.get("base") else []) + list(comp.get("originals") or []) + inputs
+    out, why_not = naming.predict_from(comp, kind, hive_version=wh.hive_version)
+    if out is None:
         steps.append(
             _step(
                 "enough to compact",
                 "stop",
-                f"{kind} compaction has too little to fold "
-                f"({len(inputs)} input director{'y' if len(inputs) == 1 else 'ies'}): the Worker marks it "
-                "refused (or compacted when only cleaning is needed)",
+                f"{kind} compaction: {why_not} ({len(inputs)} input director{'y' if len(inputs) == 1 else 'ies'})",
                 inputs=inputs,
             )
         )
-    else:
-        steps.append(
-            _step(
-                "output",
-                "ok",
-                f"{kind.upper()} would read {len(inputs)} director{'y' if len(inputs) == 1 else 'ies'} "
-                f"and write {', '.join(out)}",
-                inputs=inputs,
-                outputs=out,
-                type=kind,
-            )
+        return {"steps": steps, "verdict": _verdict(steps, "")}
+    rule = (
+        "named after the compactor high-water mark (insert-only: a query-based compaction)"
+        if comp.get("insert_only")
+        else "named after the write ids of the deltas it reads (Hive's MR compactor)"
+    )
+    steps.append(
+        _step(
+            "output",
+            "ok",
+            f"{kind.upper()} would read {len(inputs)} director{'y' if len(inputs) == 1 else 'ies'} "
+            f"and write {', '.join(out.names)}: {rule}",
+            inputs=inputs,
+            outputs=list(out.names),
+            type=kind,
+            min_write_id=out.min_write_id,
+            max_write_id=out.max_write_id,
         )
-    return {"steps": steps, "verdict": _verdict(steps, f"{kind.upper()} → {', '.join(out)}")}
+    )
+    return {"steps": steps, "verdict": _verdict(steps, f"{kind.upper()} → {', '.join(out.names)}")}
 
 
 def cleaner(wh, t, ps, lim: Limits) -> dict:
@@ -266,6 +273,11 @@ def cleaner(wh, t, ps, lim: Limits) -> dict:
     steps: list[dict] = []
     obsolete = [d for d in ps.dirs if d["role"] == "obsolete"]
     aborted = [d for d in ps.dirs if d["role"] == "aborted"]
+    # what `clean --execute --min-age 0` removes: clean's own decisions (ps.clean)
+    decided = {c["name"]: c for c in ps.clean}
+    removable = [d["name"] for d in obsolete + aborted if decided.get(d["name"], {}).get("action") == "delete"]
+    kept = [d["name"] for d in obsolete + aborted if d["name"] in decided and d["name"] not in removable]
+    not_yet = [d["name"] for d in obsolete + aborted if d["name"] not in decided]
     steps.append(
         _step(
             "removable",
@@ -274,27 +286,51 @@ def cleaner(wh, t, ps, lim: Limits) -> dict:
             f"({sum(d['bytes'] for d in obsolete + aborted)} bytes) for the current reader snapshot",
             obsolete=[d["name"] for d in obsolete],
             aborted=[d["name"] for d in aborted],
+            removable=removable,
         )
     )
+    if not_yet:
+        steps.append(
+            _step(
+                "not yet removable",
+                "note",
+                f"{', '.join(not_yet)}: "
+                + (
+                    "Hive 3's Cleaner removes an aborted delta only once a compaction covers it "
+                    "(a major compaction, then `acidctl clean`)"
+                    if hv < 4
+                    else "not obsolete by the Cleaner's rules yet"
+                ),
+                names=not_yet,
+            )
+        )
+    if kept:
+        steps.append(_step("kept", "note", "; ".join(f"{n}: {decided[n]['action']}" for n in kept), names=kept))
     ready = sorted(
         (r for r in queue_rows(wh) if (r["database"], r["table"], r["partition"]) == key and r["state"] == "r"),
         key=lambda r: int(r.get("highest_write_id") or 0),
     )
+    hold = cleaner_hold(wh, t.db, t.table, ps.partition)
+    what = f"`acidctl clean --execute --min-age 0` removes {', '.join(removable)}" if removable else ""
     if not ready:
-        if obsolete or aborted:
+        if removable:
             steps.append(
                 _step(
                     "queue",
-                    "stop",
-                    "no compaction is ready for cleaning here: Hive's Cleaner only runs "
-                    "after a compaction"
-                    + (" (Hive 4 also removes aborted directories on its own)" if hv >= 4 else "")
-                    + "; `acidctl clean` removes them directly",
+                    "ok",
+                    "no compaction is ready for cleaning here"
+                    + (
+                        "; Hive 4's Cleaner removes aborted directories on its own"
+                        if hv >= 4 and aborted
+                        else "; Hive's Cleaner only runs after a compaction"
+                    )
+                    + f"; {what}",
+                    removable=removable,
                 )
             )
-        else:
-            steps.append(_step("queue", "ok", "nothing to clean"))
-        return {"steps": steps, "verdict": _verdict(steps, "nothing to clean")}
+            return {"steps": steps, "verdict": what}
+        steps.append(_step("queue", "ok", "nothing `acidctl clean` removes now"))
+        return {"steps": steps, "verdict": "nothing to clean"}
     r = ready[0]
     if len(ready) > 1:
         steps.append(
@@ -379,9 +415,24 @@ def cleaner(wh, t, ps, lim: Limits) -> dict:
             steps.append(_step("locks", "ok", "no lock on the partition"))
     if r.get("error_message"):
         steps.append(_step("last error", "note", str(r["error_message"])))
+    if hold is not None and not any(x["outcome"] == "stop" for x in steps):
+        # what `clean` itself sees (acidctl.metastore.cleaner.cleaner_waits), e.g. a txn younger
+        # than metastore.txn.opentxn.timeout that Hive 4's Cleaner still counts as open
+        steps.append(_step("held back", "stop", f"compaction {hold[0]['id']} is held back: {hold[1]}"))
+    if hold is None:
+        steps.append(
+            _step(
+                "removes",
+                "ok",
+                (what or "nothing obsolete is left") + f"; compaction {r['id']} is then marked cleaned",
+                removable=removable,
+            )
+        )
     return {
         "steps": steps,
         "verdict": _verdict(
-            steps, f"the Cleaner can clean compaction {r['id']} ({TYPES.get(r.get('type'), r.get('type'))}) now"
+            steps,
+            f"the Cleaner can clean compaction {r['id']} ({TYPES.get(r.get('type'), r.get('type'))}) now"
+            + (f": {what}" if what else ""),
         ),
     }

@@ -62,6 +62,7 @@ def init_metastore(
     else:
         engine = create_engine(url_or_engine, must_exist=False)
     dialect = engine.dialect.name
+    _create_sqlite_file(engine)
     if dialect == "mariadb":
         dialect = "mysql"
     flavor = Flavor.default(dialect, hv)
@@ -111,3 +112,21 @@ def init_metastore(
         schema_version=SCHEMA_VERSIONS[hv],
         tables=sorted(t.name for t in md.tables.values()),
     )
+
+
+def _create_sqlite_file(engine) -> None:
+    """A new SQLite metastore file is created by acidctl's one file rule (acidctl.fs: 0666 minus
+    the umask, the directory's group) rather than by SQLite (0644 minus the umask), so a umask
+    of 002 gives a group-writable metastore as it gives group-writable data; SQLite's journal
+    and WAL files copy the database file's mode."""
+    import os
+
+    from acidctl.fs import open_local_new
+
+    db = engine.url.database if engine.dialect.name == "sqlite" else None
+    if not db or db == ":memory:" or db.startswith("file:") or os.path.exists(db):
+        return
+    try:
+        open_local_new(db, "ab").close()
+    except OSError:
+        pass  # SQLite reports it with its own error on connect

@@ -289,21 +289,24 @@ TXN_TABLES: dict[str, dict[str, Any]] = {
         "pk": ["MRL_TXN_ID"],
         "versions": "34",
     },
+    # HIVE-19267, in 3.1.0 already (its PostgreSQL script quotes this one upper-case, unlike
+    # 3.1.0's other transaction tables; WNL_TABLE widened to 256 in 4.0.0)
     "TXN_WRITE_NOTIFICATION_LOG": {
         "cols": [
-            _nn("WNL_ID", _B, "4"),
-            _nn("WNL_TXNID", _B, "4"),
-            _nn("WNL_WRITEID", _B, "4"),
-            _nn("WNL_DATABASE", _v(128), "4"),
-            _nn("WNL_TABLE", _v(256), "4"),
-            _nn("WNL_PARTITION", _v(767), "4"),
-            _nn("WNL_TABLE_OBJ", _LTXT, "4"),
-            _c("WNL_PARTITION_OBJ", _LTXT, versions="4"),
-            _c("WNL_FILES", _LTXT, versions="4"),
-            _nn("WNL_EVENT_TIME", _I, "4"),
+            _nn("WNL_ID", _B),
+            _nn("WNL_TXNID", _B),
+            _nn("WNL_WRITEID", _B),
+            _nn("WNL_DATABASE", _v(128)),
+            _nn("WNL_TABLE", (_v(128), _v(256))),
+            _nn("WNL_PARTITION", _v(767)),
+            _nn("WNL_TABLE_OBJ", _LTXT),
+            _c("WNL_PARTITION_OBJ", _LTXT),
+            _c("WNL_FILES", _LTXT),
+            _nn("WNL_EVENT_TIME", _I),
         ],
         "pk": ["WNL_TXNID", "WNL_DATABASE", "WNL_TABLE", "WNL_PARTITION"],
-        "versions": "4",
+        "quoted": True,
+        "versions": "34",
     },
     "COMPACTION_METRICS_CACHE": {
         "cols": [
@@ -361,7 +364,15 @@ META_TABLES: dict[str, dict[str, Any]] = {
             _c("NAME", _v(128)),
             _c("OWNER_NAME", _v(128)),
             _c("OWNER_TYPE", _v(10)),
-            _c("CTLG_NAME", _v(256), {"postgresql": (True, False), "*": False}, default="'hive'", bin=False),
+            # 3.1.0's PostgreSQL script: nullable without a default; its MySQL script and 4.0.0's
+            # both: NOT NULL DEFAULT 'hive'
+            _c(
+                "CTLG_NAME",
+                _v(256),
+                {"postgresql": (True, False), "*": False},
+                default={"postgresql": (None, "'hive'"), "*": "'hive'"},
+                bin=False,
+            ),
             _c("CREATE_TIME", _BI, versions="4"),
             _c("DB_MANAGED_LOCATION_URI", _v(4000), versions="4"),
             _nn("TYPE", _v(32), "4", default="'NATIVE'", bin=False),
@@ -453,7 +464,8 @@ META_TABLES: dict[str, dict[str, Any]] = {
             _c("VIEW_EXPANDED_TEXT", _TXT, bin=False),
             _c("VIEW_ORIGINAL_TEXT", _TXT, bin=False),
             _nn("IS_REWRITE_ENABLED", _BOOL, default=_FALSE),
-            _c("WRITE_ID", _B, versions="4", default="0"),
+            # HIVE-19532, 3.1.0 (upgrade-3.0.0-to-3.1.0: ALTER TABLE TBLS ADD WRITE_ID bigint DEFAULT 0)
+            _c("WRITE_ID", _B, default="0"),
         ],
         "pk": ["TBL_ID"],
         "indexes": [
@@ -481,7 +493,7 @@ META_TABLES: dict[str, dict[str, Any]] = {
             _c("PART_NAME", _v(767)),
             _c("SD_ID", _B),
             _c("TBL_ID", _B),
-            _c("WRITE_ID", _B, versions="4", default="0"),
+            _c("WRITE_ID", _B, default="0"),  # 3.1.0 as TBLS.WRITE_ID
         ],
         "pk": ["PART_ID"],
         "indexes": [
@@ -529,11 +541,8 @@ META_TABLES: dict[str, dict[str, Any]] = {
         "pk": ["SEQUENCE_NAME"],
         "seed": [
             {"SEQUENCE_NAME": "org.apache.hadoop.hive.metastore.model.MNotificationLog", "NEXT_VAL": 1},
-            {
-                "SEQUENCE_NAME": "org.apache.hadoop.hive.metastore.model.MTxnWriteNotificationLog",
-                "NEXT_VAL": 1,
-                "_versions": "4",
-            },
+            # with TXN_WRITE_NOTIFICATION_LOG (3.1.0 and 4.0.0 scripts)
+            {"SEQUENCE_NAME": "org.apache.hadoop.hive.metastore.model.MTxnWriteNotificationLog", "NEXT_VAL": 1},
         ],
         "versions": "34",
     },
@@ -572,16 +581,16 @@ class Flavor:
             schema_version=SCHEMA_VERSIONS.get(hive_version),
         )
 
+    def lowered(self, table: str) -> bool:
+        """Whether this database spells ``table`` and its columns in lower case."""
+        return self.txn_lower and table in TXN_TABLES and not TXN_TABLES[table].get("quoted")
+
     def physical(self, table: str) -> str:
         """The table name as stored in this database."""
-        if table in TXN_TABLES and self.txn_lower:
-            return table.lower()
-        return table
+        return table.lower() if self.lowered(table) else table
 
     def column(self, table: str, col: str) -> str:
-        if table in TXN_TABLES and self.txn_lower:
-            return col.lower()
-        return col
+        return col.lower() if self.lowered(table) else col
 
 
 class T:
@@ -638,7 +647,7 @@ class Tables:
             if table not in TXN_TABLES and table not in META_TABLES:
                 raise AttributeError(table)
             f = self.flavor
-            lower = table in TXN_TABLES and f.txn_lower
+            lower = f.lowered(table)
             cols = [c[0] for c in _spec(table)["cols"]]
             if self._present is not None and table in self._present:
                 have = self._present[table]
@@ -741,8 +750,9 @@ def build_metadata(flavor: Flavor) -> sa.MetaData:
         for cname, ctype, nullable, _vers, opts in columns_for(name, v):
             gen_pk = cname == gen
             kw: dict[str, Any] = {}
-            if "default" in opts:
-                kw["server_default"] = sa.text(_default_sql(opts["default"], d))
+            default = pick(opts.get("default"), v, d)
+            if default is not None:
+                kw["server_default"] = sa.text(_default_sql(default, d))
             # Hive's MySQL script: most metadata name columns are latin1_bin (case-sensitive)
             coll = "latin1_bin" if (d == "mysql" and spec.get("mysql_bin") and opts.get("bin", True)) else None
             cols.append(
@@ -909,8 +919,8 @@ HIVE2_TXN_TABLES: dict[str, dict[str, Any]] = {
     },
 }
 
-#: metadata columns of META_TABLES (Hive 3 set) that a 2.3 schema lacks (catalogs: 3.0)
-HIVE2_META_ABSENT: dict[str, set[str]] = {"DBS": {"CTLG_NAME"}}
+#: metadata columns of META_TABLES (Hive 3 set) that a 2.3 schema lacks (catalogs: 3.0; WRITE_ID: 3.1)
+HIVE2_META_ABSENT: dict[str, set[str]] = {"DBS": {"CTLG_NAME"}, "TBLS": {"WRITE_ID"}, "PARTITIONS": {"WRITE_ID"}}
 
 
 def hive2_meta_columns(table: str) -> list[tuple]:

@@ -387,6 +387,31 @@ def abort_txns(ms, txn_ids: Iterable[int], *, reason: str = ABORT_QUERY, read_on
     return steps.write_step(ms, step, name="abort transactions", read_only=read_only)
 
 
+def finished_txn_locks(ms, txn_ids: Iterable[int]) -> dict[int, list[int]]:
+    """``{txn id: [lock ids]}`` of HIVE_LOCKS rows left behind by listed txns that are no longer
+    open (aborted, committed or gone). Hive's ABORT TRANSACTIONS deletes the locks of **every**
+    listed txn, open or not (operations.md §2.4: Hive 3's non-strict ``abortTxns`` and Hive 4's
+    ``AbortTxnsFunction`` run ``DELETE FROM HIVE_LOCKS WHERE HL_TXNID IN (...)`` for the whole
+    list), so ``abort transactions`` removes these leftovers too."""
+    import sqlalchemy as sa
+
+    ids = sorted(set(int(i) for i in txn_ids))
+    if not ids:
+        return {}
+    t, hl = ms.tables.TXNS, ms.tables.HIVE_LOCKS
+    with ms.read() as conn:
+        open_ids = {int(r[0]) for r in conn.execute(sa.select(t.TXN_ID).where(t.TXN_ID.in_(ids), t.TXN_STATE == "o"))}
+        rows = conn.execute(
+            sa.select(hl.HL_TXNID, hl.HL_LOCK_EXT_ID).where(hl.HL_TXNID.in_([i for i in ids if i not in open_ids]))
+        ).all()
+    out: dict[int, list[int]] = {}
+    for txn, lock in rows:
+        out.setdefault(int(txn), [])
+        if int(lock) not in out[int(txn)]:
+            out[int(txn)].append(int(lock))
+    return {k: sorted(v) for k, v in sorted(out.items())}
+
+
 def abort_txn(ms, txn_id: int, *, reason: str = ABORT_COMPACTION_TXN, read_only: bool = False) -> bool:
     """Hive's single ``abortTxn``: the TXNS row locked first; already aborted = no-op (False);
     committed or missing raises."""

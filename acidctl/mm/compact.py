@@ -31,7 +31,8 @@ import uuid
 
 from acidctl.acid.acidstate import Kind, get_acid_state
 from acidctl.acid.listing import ChildEntry, DirListing, FileInfo
-from acidctl.acid.dirname import METADATA_FILE, BaseDir, DeltaDir, is_hidden
+from acidctl.acid.dirname import METADATA_FILE, is_hidden
+from acidctl.compact import naming
 from acidctl.compact import publish as pub
 from acidctl.compact.report import finish_report, partition_record
 from acidctl.compact.planner import (
@@ -215,13 +216,24 @@ def plan_partition(
             )
             return plan, None
     v = output_visibility(visibility_txn, hive_version)
+    # the one naming rule (acidctl.compact.naming): insert-only compaction is a query named after
+    # the compactor hwm (Hive 3 runMmCompaction, Hive 4 MmMajor/MmMinorQueryCompactor)
+    ranges = [naming.DeltaRange(d.delta_dir.min_write_id, d.delta_dir.max_write_id) for d in deltas]
+    named = naming.output_names(
+        naming.MAJOR if mode == MAJOR else naming.MINOR,
+        deltas=ranges,
+        compactor_hwm=hwm,
+        hive_version=hive_version,
+        visibility=v,
+        compactor=naming.QUERY_BASED,
+        has_inserts=True,
+    )
+    assert named is not None
     if mode == MAJOR:
-        out = OutputDir(
-            BaseDir(hwm, visibility=v).format(), "base", hwm, hwm, [], {} if h4 else {METADATA_FILE: METADATA_ACID}
-        )
+        out = OutputDir(named.names[0], "base", hwm, hwm, [], {} if h4 else {METADATA_FILE: METADATA_ACID})
     else:
-        lo = min(d.delta_dir.min_write_id for d in deltas)
-        out = OutputDir(DeltaDir(lo, hwm, -1, v).format(), "delta", lo, hwm, [], {})
+        lo = named.min_write_id
+        out = OutputDir(named.names[0], "delta", lo, hwm, [], {})
     if out.name in by_name:
         raise RefusedError(
             f"{join_path(listing.path, out.name)} already exists; refusing to overwrite it",
@@ -664,7 +676,8 @@ def _dry_report(tfs, report: dict, plans, opts, t0: float) -> dict:
     parts = []
     for p, w, _ in plans:
         d = p.to_dict()
-        d["outputs"] = [o.replace("_v9999999", "_v<txn>") for o in d["outputs"]]
+        d["outputs"] = [o.replace("_v9999999", naming.VIS_PLACEHOLDER) for o in d["outputs"]]
+        d["message"] = (d.get("message") or "").replace("_v9999999", naming.VIS_PLACEHOLDER)
         d["bytes_in"] = p.input_bytes
         d["publish"] = ""
         d["tasks"] = (

@@ -144,7 +144,7 @@ def dump_plain(
     """JSON lines of one plain data file."""
     import pyarrow as pa
 
-    from acidctl.dump import SLICE_ROWS, _json_literal, _to_bytes
+    from acidctl.orc.lines import SLICE_ROWS, json_literal, to_bytes
     from acidctl.formats.files import read_file
     from acidctl.formats.hivetypes import orc_struct
     from acidctl.formats.storage import Storage
@@ -175,9 +175,9 @@ def dump_plain(
     batch = pa.RecordBatch.from_arrays(
         [t.column(i).combine_chunks() for i in range(t.num_columns)], names=[n for n, _ in fields]
     )
-    prefix: list[tuple[str, object]] | None = [("_path", _json_literal(tfs.display(path)))] if with_path else None
+    prefix: list[tuple[str, object]] | None = [("_path", json_literal(tfs.display(path)))] if with_path else None
     for off in range(0, batch.num_rows, SLICE_ROWS):
-        yield _to_bytes(render.render_batch(batch.slice(off, SLICE_ROWS), fields, prefix=prefix))
+        yield to_bytes(render.render_batch(batch.slice(off, SLICE_ROWS), fields, prefix=prefix))
 
 
 def dump_paths(
@@ -193,7 +193,8 @@ def dump_paths(
 ) -> Iterator[bytes]:
     """``dump --format FMT [--columns name:type,...] FILE|DIR...``: every data file under the paths
     (reader order, hidden names skipped) as JSON lines; text mode frames each file like FileDump."""
-    from acidctl.dump import SEPARATOR, list_data_files
+    from acidctl.acid.datafiles import list_data_files
+    from acidctl.orc.lines import SEPARATOR
     from acidctl.errors import InvalidInputError
     from acidctl.formats.hivetypes import is_typed_spec, parse_columns
     from acidctl.formats.storage import offline

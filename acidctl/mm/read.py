@@ -85,7 +85,7 @@ def merged_rows(
 
     from acidctl.acid.acidstate import get_acid_state
     from acidctl.acid.layout import list_table
-    from acidctl.dump import SLICE_ROWS, _to_bytes
+    from acidctl.orc.lines import SLICE_ROWS, to_bytes
     from acidctl.formats.files import iter_tables
     from acidctl.formats.hivetypes import orc_struct
     from acidctl.merged import _path_partition, partition_batch, partition_values
@@ -120,7 +120,7 @@ def merged_rows(
             cols = [t.column(i).combine_chunks() for i in range(t.num_columns)]
             batch, fl = partition_batch(cols, fields, pvals, t.num_rows, stats)
             for off in range(0, batch.num_rows, SLICE_ROWS):
-                yield _to_bytes(render.render_batch(batch.slice(off, SLICE_ROWS), fl))
+                yield to_bytes(render.render_batch(batch.slice(off, SLICE_ROWS), fl))
             if left is not None and left <= 0:
                 return
 

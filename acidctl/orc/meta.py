@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any, Generator
+from typing import Any
 
 from acidctl.findings import Finding, Severity
 from acidctl.fs import TableFS
@@ -291,101 +291,141 @@ class EventChecks:
     def __init__(self, schema, stripes, report: FileReport, add, *, name, dir_kind, dir_range):
         self.columns = _event_columns(schema)
         self.rows = 0
-        self._gen = _event_checks(stripes, report, add, name=name, dir_kind=dir_kind, dir_range=dir_range)
-        next(self._gen)
+        self._tally = _EventTally.start(stripes, name=name, dir_kind=dir_kind, dir_range=dir_range)
+        self._report = report
+        self._add = add
 
     def feed(self, batch) -> None:
         if batch.num_columns > len(self.columns):
             batch = batch.select(list(range(len(self.columns))))
         self.rows += batch.num_rows
-        self._gen.send(batch)
+        self._tally.feed(batch)
 
     def finish(self) -> None:
-        try:
-            self._gen.send(None)
-        except StopIteration:
-            pass
+        self._report.event_counts = self._tally.counts
+        self._tally.key_index_findings(self._report, self._add)
+        self._tally.stats_findings(self._report, self._add)
+        self._tally.event_findings(self._add)
 
 
-def _event_checks(stripes, report: FileReport, add, *, name, dir_kind, dir_range) -> Generator[None, Any, None]:
-    """A generator receiving the batches (``send``), None at the end; see :class:`EventChecks`."""
-    import numpy as np
+@dataclasses.dataclass
+class _EventTally:
+    """What the event checks count over a file's batches, one stage per concern: operations and
+    stats, key order, the key at each stripe's end (for the key index), bucket properties, row
+    nullness and the transaction range of the directory."""
 
-    from acidctl.acid.dirname import BucketFile
-
-    bf = BucketFile.parse(name)  # only bucket_N names promise a bucket id (§4.2)
-    file_bucket = bf.bucket if bf else None
-    counts = {"inserts": 0, "updates": 0, "deletes": 0}
-    order = KeyOrder()
+    name: str
+    dir_kind: str | None
+    dir_range: tuple[int, int] | None
+    file_bucket: int | None  # only bucket_N names promise a bucket id (§4.2)
+    end_rows: Any  # sorted global row index of each stripe's last row
+    ends: dict[int, int]  # ... -> stripe index
+    last_keys: list
+    counts: dict[str, int] = dataclasses.field(default_factory=lambda: {"inserts": 0, "updates": 0, "deletes": 0})
+    order: KeyOrder = dataclasses.field(default_factory=KeyOrder)
     unsorted_at: tuple[int, tuple[int, int, int], tuple[int, int, int]] | None = None
-    bad_ops = 0
-    v0 = 0
-    bad_version = 0
-    wrong_bucket: set[int] = set()
-    null_insert = 0
-    nonnull_delete = 0
-    otxn_ne_ctxn = 0
-    ctxn_outside = 0
-    last_keys: list = [None] * len(stripes)
-    ends = {}  # global row index of each stripe's last row -> stripe index
-    total = 0
-    for s in stripes:
-        total += s.rows
-        if s.rows:
-            ends[total - 1] = s.index
-    end_rows = np.array(sorted(ends), dtype=np.int64)
-    offset = 0  # global row index of the batch's first row
-    while True:
-        batch = yield
-        if batch is None:
-            break
-        n = batch.num_rows
+    bad_ops: int = 0
+    v0: int = 0
+    bad_version: int = 0
+    wrong_bucket: set[int] = dataclasses.field(default_factory=set)
+    null_insert: int = 0
+    nonnull_delete: int = 0
+    otxn_ne_ctxn: int = 0
+    ctxn_outside: int = 0
+    offset: int = 0  # global row index of the next batch's first row
+
+    @classmethod
+    def start(cls, stripes, *, name, dir_kind, dir_range) -> _EventTally:
+        import numpy as np
+
+        from acidctl.acid.dirname import BucketFile
+
+        bf = BucketFile.parse(name)
+        ends = {}
+        total = 0
+        for s in stripes:
+            total += s.rows
+            if s.rows:
+                ends[total - 1] = s.index
+        return cls(
+            name=name,
+            dir_kind=dir_kind,
+            dir_range=dir_range,
+            file_bucket=bf.bucket if bf else None,
+            end_rows=np.array(sorted(ends), dtype=np.int64),
+            ends=ends,
+            last_keys=[None] * len(stripes),
+        )
+
+    def feed(self, batch) -> None:
+        import numpy as np
+
         op = batch.column(0).to_numpy(zero_copy_only=False)
         ot = batch.column(1).to_numpy(zero_copy_only=False).astype(np.int64)
         bk = batch.column(2).to_numpy(zero_copy_only=False).astype(np.int64)
         rid = batch.column(3).to_numpy(zero_copy_only=False).astype(np.int64)
         ct = batch.column(4).to_numpy(zero_copy_only=False).astype(np.int64)
-        row_valid = (
-            np.asarray(batch.column(5).is_valid().to_numpy(zero_copy_only=False)) if batch.num_columns > 5 else None
-        )
-        ins, upd, dele = event_stats(op)
-        counts["inserts"] += ins
-        counts["updates"] += upd
-        counts["deletes"] += dele
-        bad_ops += int(((op < 0) | (op > 2)).sum())
-        # sort order: strictly increasing (otxn, bucket as signed int, rowId), across batches too
-        if unsorted_at is None:
-            before = order.last
-            at = order.first_break(ot, bk, rid)
-            if at is not None:
-                if at:
-                    before = (int(ot[at - 1]), int(bk[at - 1]), int(rid[at - 1]))
-                assert before is not None  # a break at index 0 is against the previous batch's key
-                unsorted_at = (offset + at, before, (int(ot[at]), int(bk[at]), int(rid[at])))
-        # the key at each stripe's last row, for the key index check
-        lo, hi = np.searchsorted(end_rows, [offset, offset + n])
-        for g in end_rows[lo:hi]:
-            j = int(g) - offset
-            last_keys[ends[int(g)]] = (int(ot[j]), int(bk[j]), int(rid[j]))
-        offset += n
-        # bucket properties
-        version, ids = bucketcodec.decode_array(bk)
-        bad_version += int(((version != 0) & (version != 1)).sum())
-        v0 += int((version == 0).sum())
-        if file_bucket is not None:
-            wrong = np.unique(ids[((version == 0) | (version == 1)) & (ids != file_bucket)])
-            wrong_bucket.update(int(x) for x in wrong[:10])
-        if row_valid is not None:
-            null_insert += int(((op == 0) & ~row_valid).sum())
-            nonnull_delete += int(((op == 2) & row_valid).sum())
-        if dir_kind in ("delta",):
-            otxn_ne_ctxn += int(((op == 0) & (ot != ct)).sum())
-        if dir_range is not None and dir_kind in ("delta", "delete_delta"):
-            ctxn_outside += int(((ct < dir_range[0]) | (ct > dir_range[1])).sum())
-    report.event_counts = counts
+        self._operations(op)
+        self._key_order(ot, bk, rid)
+        self._stripe_ends(batch.num_rows, ot, bk, rid)
+        self._bucket_properties(bk)
+        if batch.num_columns > 5:
+            self._row_nullness(op, np.asarray(batch.column(5).is_valid().to_numpy(zero_copy_only=False)))
+        self._transactions(op, ot, ct)
+        self.offset += batch.num_rows
 
-    if report.key_index is not None and len(report.key_index) == len(stripes):
-        for i, (want, got) in enumerate(zip(last_keys, report.key_index)):
+    def _operations(self, op) -> None:
+        ins, upd, dele = event_stats(op)
+        self.counts["inserts"] += ins
+        self.counts["updates"] += upd
+        self.counts["deletes"] += dele
+        self.bad_ops += int(((op < 0) | (op > 2)).sum())
+
+    def _key_order(self, ot, bk, rid) -> None:
+        """Strictly increasing (otxn, bucket as signed int, rowId), across batches too."""
+        if self.unsorted_at is not None:
+            return
+        before = self.order.last
+        at = self.order.first_break(ot, bk, rid)
+        if at is not None:
+            if at:
+                before = (int(ot[at - 1]), int(bk[at - 1]), int(rid[at - 1]))
+            assert before is not None  # a break at index 0 is against the previous batch's key
+            self.unsorted_at = (self.offset + at, before, (int(ot[at]), int(bk[at]), int(rid[at])))
+
+    def _stripe_ends(self, n: int, ot, bk, rid) -> None:
+        """The key at each stripe's last row, for the key index check."""
+        import numpy as np
+
+        lo, hi = np.searchsorted(self.end_rows, [self.offset, self.offset + n])
+        for g in self.end_rows[lo:hi]:
+            j = int(g) - self.offset
+            self.last_keys[self.ends[int(g)]] = (int(ot[j]), int(bk[j]), int(rid[j]))
+
+    def _bucket_properties(self, bk) -> None:
+        import numpy as np
+
+        version, ids = bucketcodec.decode_array(bk)
+        self.bad_version += int(((version != 0) & (version != 1)).sum())
+        self.v0 += int((version == 0).sum())
+        if self.file_bucket is not None:
+            wrong = np.unique(ids[((version == 0) | (version == 1)) & (ids != self.file_bucket)])
+            self.wrong_bucket.update(int(x) for x in wrong[:10])
+
+    def _row_nullness(self, op, row_valid) -> None:
+        self.null_insert += int(((op == 0) & ~row_valid).sum())
+        self.nonnull_delete += int(((op == 2) & row_valid).sum())
+
+    def _transactions(self, op, ot, ct) -> None:
+        if self.dir_kind in ("delta",):
+            self.otxn_ne_ctxn += int(((op == 0) & (ot != ct)).sum())
+        if self.dir_range is not None and self.dir_kind in ("delta", "delete_delta"):
+            self.ctxn_outside += int(((ct < self.dir_range[0]) | (ct > self.dir_range[1])).sum())
+
+    def key_index_findings(self, report: FileReport, add) -> None:
+        if report.key_index is None or len(report.key_index) != len(self.last_keys):
+            return
+        for i, (want, got) in enumerate(zip(self.last_keys, report.key_index)):
             if want is not None and tuple(got) != want:
                 add(
                     "F04",
@@ -394,10 +434,13 @@ def _event_checks(stripes, report: FileReport, add, *, name, dir_kind, dir_range
                     f"stripe {i} ends with key {','.join(map(str, want))}",
                 )
                 break
-    if report.acid_stats is not None:
-        st = report.acid_stats
+
+    def stats_findings(self, report: FileReport, add) -> None:
+        if report.acid_stats is None:
+            return
+        st, counts = report.acid_stats, self.counts
         if (st["inserts"], st["updates"], st["deletes"]) != (counts["inserts"], counts["updates"], counts["deletes"]):
-            is_delete_file = dir_kind == "delete_delta" or counts["deletes"] > 0
+            is_delete_file = self.dir_kind == "delete_delta" or counts["deletes"] > 0
             add(
                 "F05",
                 Severity.ERROR if is_delete_file else Severity.WARN,
@@ -405,47 +448,55 @@ def _event_checks(stripes, report: FileReport, add, *, name, dir_kind, dir_range
                     st["inserts"], st["updates"], st["deletes"], counts["inserts"], counts["updates"], counts["deletes"]
                 ),
             )
-    if unsorted_at is not None:
-        at, a, b = unsorted_at
-        add(
-            "F08",
-            Severity.ERROR,
-            f"events not strictly increasing by (originalTransaction, bucket, rowId) at row {at}: "
-            f"{','.join(map(str, a))} then {','.join(map(str, b))}",
-        )
-    if bad_ops:
-        add("F10", Severity.ERROR, f"{bad_ops} events with an operation code other than 0, 1, 2")
-    if counts["updates"]:
-        add("F10", Severity.WARN, f"{counts['updates']} update events (operation 1): ACID v1 data; major-compact it")
-    if v0:
-        add("F10", Severity.WARN, f"{v0} events with V0 bucket values (pre-Hive-3 data)")
-    if bad_version:
-        add(
-            "F09",
-            Severity.ERROR,
-            f"{bad_version} events whose bucket property has a codec version other than 0/1 (Illegal 'bucket' format)",
-        )
-    if wrong_bucket:
-        check = "F15" if counts["deletes"] and not counts["inserts"] else "F09"
-        add(
-            check,
-            Severity.ERROR,
-            f"events decode to bucket id(s) {sorted(wrong_bucket)} but the file is {name} (bucket {file_bucket})",
-        )
-    if null_insert:
-        add("F13", Severity.WARN, f"{null_insert} insert events with a NULL row")
-    if nonnull_delete:
-        add("F13", Severity.WARN, f"{nonnull_delete} delete events with a non-NULL row")
-    if otxn_ne_ctxn:
-        add(
-            "F11",
-            Severity.WARN,
-            f"{otxn_ne_ctxn} insert events with originalTransaction != currentTransaction in a delta",
-        )
-    if ctxn_outside:
-        add(
-            "F12",
-            Severity.ERROR,
-            f"{ctxn_outside} events with currentTransaction outside the directory's range "
-            f"{dir_range[0]}..{dir_range[1]}",
-        )
+
+    def event_findings(self, add) -> None:
+        counts = self.counts
+        if self.unsorted_at is not None:
+            at, a, b = self.unsorted_at
+            add(
+                "F08",
+                Severity.ERROR,
+                f"events not strictly increasing by (originalTransaction, bucket, rowId) at row {at}: "
+                f"{','.join(map(str, a))} then {','.join(map(str, b))}",
+            )
+        if self.bad_ops:
+            add("F10", Severity.ERROR, f"{self.bad_ops} events with an operation code other than 0, 1, 2")
+        if counts["updates"]:
+            add(
+                "F10", Severity.WARN, f"{counts['updates']} update events (operation 1): ACID v1 data; major-compact it"
+            )
+        if self.v0:
+            add("F10", Severity.WARN, f"{self.v0} events with V0 bucket values (pre-Hive-3 data)")
+        if self.bad_version:
+            add(
+                "F09",
+                Severity.ERROR,
+                f"{self.bad_version} events whose bucket property has a codec version other than 0/1 "
+                "(Illegal 'bucket' format)",
+            )
+        if self.wrong_bucket:
+            check = "F15" if counts["deletes"] and not counts["inserts"] else "F09"
+            add(
+                check,
+                Severity.ERROR,
+                f"events decode to bucket id(s) {sorted(self.wrong_bucket)} but the file is {self.name} "
+                f"(bucket {self.file_bucket})",
+            )
+        if self.null_insert:
+            add("F13", Severity.WARN, f"{self.null_insert} insert events with a NULL row")
+        if self.nonnull_delete:
+            add("F13", Severity.WARN, f"{self.nonnull_delete} delete events with a non-NULL row")
+        if self.otxn_ne_ctxn:
+            add(
+                "F11",
+                Severity.WARN,
+                f"{self.otxn_ne_ctxn} insert events with originalTransaction != currentTransaction in a delta",
+            )
+        if self.ctxn_outside:
+            assert self.dir_range is not None
+            add(
+                "F12",
+                Severity.ERROR,
+                f"{self.ctxn_outside} events with currentTransaction outside the directory's range "
+                f"{self.dir_range[0]}..{self.dir_range[1]}",
+            )

@@ -340,15 +340,18 @@ class AcidFileWriter:
     # -- writing ---------------------------------------------------------------------------
     def _open(self, schema: pa.Schema) -> None:
         import os
-        import tempfile
 
         import pyarrow.orc as po
 
+        from acidctl.fs import local_temp_file
+
         local = self.tfs.protocol in ("file", "local")
-        d = os.path.dirname(self.path) if local else None
+        d = (os.path.dirname(self.tfs.local_path(self.path)) or ".") if local else None
         if d:
-            os.makedirs(d, exist_ok=True)
-        fd, self._tmp = tempfile.mkstemp(prefix="." + os.path.basename(self.path) + ".", suffix=".tmp", dir=d)
+            self.tfs.makedirs(d)
+        # beside the target (renamed into place, so with a new file's mode and group: a Hive
+        # reader running as another user must read it) or, remote, a private local scratch file
+        fd, self._tmp = local_temp_file(prefix="." + os.path.basename(self.path) + ".", suffix=".tmp", dir=d)
         self._sink = os.fdopen(fd, "wb")
         self._writer = po.ORCWriter(
             self._sink,
@@ -412,7 +415,6 @@ class AcidFileWriter:
     def close(self) -> WrittenFile | None:
         """Finish the file, move it to ``path`` and verify it; None when nothing was written."""
         import os
-        import shutil
 
         if self._writer is None:
             return None
@@ -430,12 +432,7 @@ class AcidFileWriter:
             meta = [(KEY_INDEX, key_index.encode()), (ACID_STATS, format_acid_stats(stats).encode())]
         orcfooter.add_user_metadata_file(tmp, meta, orc_type=self.orc_type)
         size = os.path.getsize(tmp)
-        if self.tfs.protocol in ("file", "local"):
-            shutil.move(tmp, self.path)
-        else:
-            self.tfs.makedirs(self.path.rsplit("/", 1)[0])
-            self.tfs.fs.put_file(tmp, self.path)
-            os.unlink(tmp)
+        self.tfs.put_local(tmp, self.path)
         self._tmp = None
         if self.verify_file:
             verify(self.tfs, self.path, expected_rows=self.rows, dir_kind=self.verify_kind, dir_range=self.verify_range)

@@ -84,5 +84,5 @@ def test_dry_run_hive4_names_the_output_without_a_txn(tmp_path, cli):
         t,
     )
     assert r.code == 0, r
-    assert json.loads(r.stdout)["partitions"][0]["outputs"] == ["delta_0000001_0000002_v<txn>"]
+    assert json.loads(r.stdout)["partitions"][0]["outputs"] == ["delta_0000001_0000002_v<compaction txn>"]
     assert not list(t.glob(".acidctl*")) and not list(tmp_path.rglob(".acidctl*"))

@@ -55,20 +55,20 @@ def test_transactions_and_cleaner(metastore, hive_version, tmp_path):
     assert o["txn_id"] == x and o["blocks_cleaning"] == ([cq] if hive_version == 4 else [])
     nohb = codes(f, "TXN_NO_HEARTBEAT")
     assert [d.evidence["txn_id"] for d in nohb] == [x]
-    assert nohb[0].fix == f"acidctl abort transactions {x}"
+    assert nohb[0].fix == f"acidctl abort transactions {x} --execute"
     assert 7100 <= nohb[0].evidence["heartbeat_age_seconds"] <= 7300
     long = codes(f, "TXN_LONG_OPEN")
     assert [d.evidence["txn_id"] for d in long] == [y] and long[0].severity.value == "warn"
-    assert long[0].fix == f"acidctl abort transactions {y}"
+    assert long[0].fix == f"acidctl abort transactions {y} --execute"
     if hive_version == 4:
         blk = codes(f, "CLEANER_BLOCKED_BY_TXN")
         assert len(blk) == 1 and blk[0].evidence["txn_id"] == x and blk[0].evidence["compaction_ids"] == [cq]
         assert blk[0].evidence["partitions"] == ["db.t/p=1"]
-        assert blk[0].fix == f"acidctl abort transactions {x}"
+        assert blk[0].fix == f"acidctl abort transactions {x} --execute"
     else:
         blk = codes(f, "CLEANER_BLOCKED_BY_LOCK")
         assert len(blk) == 1 and blk[0].evidence["txn_ids"] == [x] and blk[0].evidence["compaction_id"] == cq
-        assert blk[0].fix == f"acidctl abort transactions {x}"
+        assert blk[0].fix == f"acidctl abort transactions {x} --execute"
 
     # the fix: abort X (what `acidctl abort transactions X` does: state 'a', locks deleted)
     rec.abort_txn(x)
@@ -102,7 +102,7 @@ def test_compaction_queue(metastore, hive_version, tmp_path):
     if hive_version == 4:
         # Hive 4 records CQ_ENQUEUE_TIME: 2 h >= 1 h (warn) and < 12 h (error)
         assert [x.evidence["compaction_id"] for x in i] == [initiated] and i[0].severity.value == "warn"
-        assert i[0].fix == f"acidctl abort compactions {initiated}"
+        assert i[0].fix == f"acidctl abort compactions {initiated} --execute"
     else:
         # Hive 3 keeps no enqueue time; compaction `cleaning` has a higher id and started 30 h ago,
         # so the request has waited at least 30 h (>= 12 h: error)
@@ -155,11 +155,11 @@ def test_locks(metastore, tmp_path):
 
     _, f = run(url, now=now)
     wt = codes(f, "LOCK_WAITING")
-    assert len(wt) == 1 and wt[0].evidence["chain"] == [b, a] and wt[0].fix == f"acidctl unlock {a}"
+    assert len(wt) == 1 and wt[0].evidence["chain"] == [b, a] and wt[0].fix == f"acidctl unlock {a} --execute"
     ex = codes(f, "LOCK_EXPIRED")
-    assert [x.evidence["lock_id"] for x in ex] == [old] and ex[0].fix == f"acidctl unlock {old}"
+    assert [x.evidence["lock_id"] for x in ex] == [old] and ex[0].fix == f"acidctl unlock {old} --execute"
     fin = codes(f, "LOCK_OF_FINISHED_TXN")
-    assert [x.evidence["lock_id"] for x in fin] == [dead] and fin[0].fix == f"acidctl unlock {dead}"
+    assert [x.evidence["lock_id"] for x in fin] == [dead] and fin[0].fix == f"acidctl abort transactions {t} --execute"
     assert fin[0].evidence["txn_state"] == "aborted"
 
     # the fixes: unlock (the §6.3 predicate); Hive then grants the waiting lock
@@ -172,7 +172,9 @@ def test_locks(metastore, tmp_path):
         .values({h.HL_LOCK_STATE.name: "a", h.HL_ACQUIRED_AT.name: now, h.HL_BLOCKEDBY_EXT_ID.name: None}),
     )
     rec.unlock(old)
-    rec.unlock(dead)
+    from tests.metastore.helpers import run_cli
+
+    assert run_cli(["--metastore", url] + fin[0].fix.split()[1:]) == 0  # exactly as printed
     _, f = run(url, now=now)
     for code in ("LOCK_WAITING", "LOCK_EXPIRED", "LOCK_OF_FINISHED_TXN"):
         assert codes(f, code) == [], code
@@ -250,14 +252,19 @@ def test_files_versus_metastore(metastore, hive_version, tmp_path):
     assert len(no) == 1 and no[0].evidence["compaction_id"] == cq_noout and no[0].evidence["highest_write_id"] == 3
     un = codes(f, "UNEXPLAINED_COMPACTED_DIR")
     assert [(x.table, x.evidence["dir"]) for x in un] == [("db.unexp", base)]
-    ob = sorted(codes(f, "OBSOLETE_WAITING"), key=lambda x: x.table)
-    # db.ab's aborted delta waits for the Cleaner too (Hive 4 removes it directly, Hive 3 after a compaction)
-    assert [(x.table, x.evidence["dirs"]) for x in ob] == [
-        ("db.ab", ["delta_0000002_0000002_0000"]),
-        ("db.obs", ["delta_0000001_0000001_0000"]),
+    ob = sorted(codes(f, "OBSOLETE_WAITING") + codes(f, "ABORTED_WAITING_COMPACTION"), key=lambda x: x.table)
+    # db.ab's aborted delta: Hive 4's Cleaner removes it directly; Hive 3's only once a compaction
+    # covers it (directory-state.md §7.2)
+    assert [(x.table, x.code, x.evidence["dirs"]) for x in ob] == [
+        (
+            "db.ab",
+            "OBSOLETE_WAITING" if hive_version == 4 else "ABORTED_WAITING_COMPACTION",
+            ["delta_0000002_0000002_0000"],
+        ),
+        ("db.obs", "OBSOLETE_WAITING", ["delta_0000001_0000001_0000"]),
     ]
     # 100 data bytes + the 1-byte _orc_acid_version (every file of the directory counts, like sumDirSize)
-    assert ob[1].evidence["bytes"] == 101 and ob[1].fix == "acidctl clean db.obs --execute"
+    assert ob[1].evidence["bytes"] == 101 and ob[1].fix == "acidctl clean db.obs --execute --min-age 0"
     tr = [x for x in codes(f, "READER_TRINO") if x.table == "db.rd"]
     assert {tuple(x.evidence["paths"]) for x in tr} == {
         (str(tmp_path / "db.db" / "rd" / "delta_0000001_0000001_0000"),),
@@ -275,7 +282,9 @@ def test_files_versus_metastore(metastore, hive_version, tmp_path):
     rec.add_partition("db", "parts", "p=9", location=f"file:{loc / 'p=9'}")  # MSCK REPAIR TABLE
     commit_write(rec, "db", "noout")  # write id 4, then a compaction that wrote base_4
     make_dirs(tmp_path / "db.db" / "noout", {"base_0000004": B})
-    compaction(rec, "db", "unexp", hw=2, state="s")  # the compaction registered
+    # the compaction registered (Hive 4: the row's compaction txn is the base's _v suffix,
+    # acidctl.compact.naming.row_explains)
+    compaction(rec, "db", "unexp", hw=2, state="s", txn=ctxn if hive_version == 4 else None)
     make_dirs(tmp_path / "db.db" / "ab", {"base_0000002": B})
     cq = compaction(rec, "db", "ab", hw=2, state="r")  # compaction + Cleaner purge the aborted rows
     rec.mark_cleaned(cq)
@@ -295,6 +304,7 @@ def test_files_versus_metastore(metastore, hive_version, tmp_path):
         ("UNEXPLAINED_COMPACTED_DIR", "db.unexp", None),
         ("OBSOLETE_WAITING", "db.obs", None),
         ("ABORTED_PILE", "db.ab", None),
+        ("ABORTED_WAITING_COMPACTION", "db.ab", None),
     ]:
         assert key not in left, key
 

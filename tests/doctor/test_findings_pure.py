@@ -136,15 +136,16 @@ def test_lock_chain_to_a_txn():
     chains = {x.evidence["lock_id"]: (x.evidence["chain"], x.fix) for x in f}
     # the root of both chains is lock 10 of open txn 7: abort the txn (unlock refuses txn locks)
     assert chains == {
-        11: ([11, 10], "acidctl abort transactions 7"),
-        12: ([12, 11, 10], "acidctl abort transactions 7"),
+        11: ([11, 10], "acidctl abort transactions 7 --execute"),
+        12: ([12, 11, 10], "acidctl abort transactions 7 --execute"),
     }
 
 
-def test_acquired_lock_of_committed_txn_has_no_unlock_fix():
-    # Hive's unlock() deletes only locks with HL_TXNID=0 or state 'w' (§6.3)
+def test_acquired_lock_of_committed_txn_is_released_by_abort_transactions():
+    # Hive's unlock() refuses locks of txns (§6.3), but ABORT TRANSACTIONS deletes the locks of
+    # every txn it lists, ended ones included (operations.md §2.4)
     f = [x for x in diagnose(scan(wh(locks=[_lock(20, txn=9)]))) if x.code == "LOCK_OF_FINISHED_TXN"]
-    assert len(f) == 1 and f[0].fix is None and f[0].severity is Severity.ERROR
+    assert len(f) == 1 and f[0].fix == "acidctl abort transactions 9 --execute" and f[0].severity is Severity.ERROR
     assert f[0].evidence["txn_state"] == "committed or gone"
 
 

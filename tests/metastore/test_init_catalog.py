@@ -16,6 +16,9 @@ import sqlalchemy as sa
 
 from acidctl.metastore.init import init_metastore
 
+#: Hive 3.1.0 already has TXN_WRITE_NOTIFICATION_LOG (HIVE-19267, quoted upper-case in its
+#: Postgres script, so not among the lower-case TXN_TABLES below) and TBLS/PARTITIONS.WRITE_ID
+#: (upgrade-3.0.0-to-3.1.0: ``ALTER TABLE TBLS ADD WRITE_ID bigint DEFAULT 0``)
 HIVE_SCHEMA = """
 TXNS: TXN_IDB! TXN_STATEC! TXN_STARTEDB! TXN_LAST_HEARTBEATB! TXN_USERV! TXN_HOSTV! TXN_AGENT_INFOV
       TXN_META_INFOV TXN_HEARTBEAT_COUNTI TXN_TYPEI pk=TXN_ID
@@ -46,7 +49,7 @@ NEXT_WRITE_ID: NWI_DATABASEV! NWI_TABLEV! NWI_NEXTB!
 MIN_HISTORY_LEVEL: MHL_TXNIDB! MHL_MIN_OPEN_TXNIDB! pk=MHL_TXNID
 MIN_HISTORY_WRITE_ID@4: MH_TXNIDB! MH_DATABASEV! MH_TABLEV! MH_WRITEIDB!
 MATERIALIZATION_REBUILD_LOCKS: MRL_TXN_IDB! MRL_DB_NAMEV! MRL_TBL_NAMEV! MRL_LAST_HEARTBEATB! pk=MRL_TXN_ID
-TXN_WRITE_NOTIFICATION_LOG@4: WNL_IDB! WNL_TXNIDB! WNL_WRITEIDB! WNL_DATABASEV! WNL_TABLEV! WNL_PARTITIONV!
+TXN_WRITE_NOTIFICATION_LOG: WNL_IDB! WNL_TXNIDB! WNL_WRITEIDB! WNL_DATABASEV! WNL_TABLEV! WNL_PARTITIONV!
       WNL_TABLE_OBJT! WNL_PARTITION_OBJT WNL_FILEST WNL_EVENT_TIMEI!
       pk=WNL_TXNID,WNL_DATABASE,WNL_TABLE,WNL_PARTITION
 COMPACTION_METRICS_CACHE@4: CMC_DATABASEV! CMC_TABLEV! CMC_PARTITIONV CMC_METRIC_TYPEV! CMC_METRIC_VALUEI!
@@ -64,9 +67,9 @@ SERDE_PARAMS: SERDE_IDB! PARAM_KEYV! PARAM_VALUET pk=SERDE_ID,PARAM_KEY
 SDS: SD_IDB! INPUT_FORMATV IS_COMPRESSEDL! LOCATIONV NUM_BUCKETSN! OUTPUT_FORMATV SERDE_IDB CD_IDB
       IS_STOREDASSUBDIRECTORIESL! pk=SD_ID
 TBLS: TBL_IDB! CREATE_TIMEN! DB_IDB LAST_ACCESS_TIMEN! OWNERV OWNER_TYPEV RETENTIONN! SD_IDB TBL_NAMEV
-      TBL_TYPEV VIEW_EXPANDED_TEXTT VIEW_ORIGINAL_TEXTT IS_REWRITE_ENABLEDL! WRITE_IDB@4 pk=TBL_ID
+      TBL_TYPEV VIEW_EXPANDED_TEXTT VIEW_ORIGINAL_TEXTT IS_REWRITE_ENABLEDL! WRITE_IDB pk=TBL_ID
 TABLE_PARAMS: TBL_IDB! PARAM_KEYV! PARAM_VALUET pk=TBL_ID,PARAM_KEY
-PARTITIONS: PART_IDB! CREATE_TIMEN! LAST_ACCESS_TIMEN! PART_NAMEV SD_IDB TBL_IDB WRITE_IDB@4 pk=PART_ID
+PARTITIONS: PART_IDB! CREATE_TIMEN! LAST_ACCESS_TIMEN! PART_NAMEV SD_IDB TBL_IDB WRITE_IDB pk=PART_ID
 PARTITION_KEYS: TBL_IDB! PKEY_COMMENTV PKEY_NAMEV! PKEY_TYPEV! INTEGER_IDXN! pk=TBL_ID,PKEY_NAME
 PARTITION_KEY_VALS: PART_IDB! PART_KEY_VALV INTEGER_IDXN! pk=PART_ID,INTEGER_IDX
 PARTITION_PARAMS: PART_IDB! PARAM_KEYV! PARAM_VALUEV@3 PARAM_VALUET@4 pk=PART_ID,PARAM_KEY
@@ -91,7 +94,6 @@ TXN_TABLES = {
     "MIN_HISTORY_LEVEL",
     "MIN_HISTORY_WRITE_ID",
     "MATERIALIZATION_REBUILD_LOCKS",
-    "TXN_WRITE_NOTIFICATION_LOG",
     "COMPACTION_METRICS_CACHE",
     "REPL_TXN_MAP",
 }
@@ -129,7 +131,7 @@ def expected(backend: str, hv: int) -> dict:
     else:
         out["VERSION"]["cols"]["VERSION_COMMENT"] = ("V", False)
     if not (backend == "postgres" and hv == 3):
-        out["DBS"]["cols"]["CTLG_NAME"] = ("V", False)  # 3.1.0 Postgres: DEFAULT 'hive', nullable
+        out["DBS"]["cols"]["CTLG_NAME"] = ("V", False)  # 3.1.0 Postgres: nullable, no default
     return out
 
 
@@ -266,7 +268,7 @@ def test_init_matches_hive_schematool(empty_db, backend, hive_version):
             assert gen == ({"TXN_ID"} if (table == "TXNS" and hive_version == 4) else set()), table
         # absent by version
         absent = {
-            3: ["TXN_LOCK_TBL", "MIN_HISTORY_WRITE_ID", "TXN_WRITE_NOTIFICATION_LOG", "COMPACTION_METRICS_CACHE"],
+            3: ["TXN_LOCK_TBL", "MIN_HISTORY_WRITE_ID", "COMPACTION_METRICS_CACHE"],
             4: ["NEXT_TXN_ID"],
         }[hive_version]
         for t in absent:
@@ -305,9 +307,8 @@ def test_init_rows_are_schematools(empty_db, backend, hive_version):
             seqs = sorted(
                 r[0].rsplit(".", 1)[1] for r in one(f"SELECT {q('SEQUENCE_NAME')} FROM {q('SEQUENCE_TABLE')}")
             )
-            assert seqs == (
-                ["MNotificationLog"] if hive_version == 3 else ["MNotificationLog", "MTxnWriteNotificationLog"]
-            )
+            # both scripts (3.1.0 with HIVE-19267's TXN_WRITE_NOTIFICATION_LOG)
+            assert seqs == ["MNotificationLog", "MTxnWriteNotificationLog"]
             if hive_version == 3:
                 assert one(f"SELECT {q(n('NTXN_NEXT'))} FROM {q(n('NEXT_TXN_ID'))}") == [(1,)]
                 assert one(f"SELECT COUNT(*) FROM {q(n('TXNS'))}") == [(0,)]
