@@ -959,13 +959,13 @@ def quarantine_above_hwm(
         for part, part_path, d in plan():
             items.append(item(part, part_path, d, "would quarantine" if d["action"] == "move" else d["action"]))
         return _quarantine_report(tfs, hwm, troot, items, executed=False)
-    info = read_lock(tfs, lock_path(tfs))
-    if info is not None and not info.stale:
-        raise LockConflict(
-            f"a compaction is running ({info.describe()}): not moving anything in {tfs.display(tfs.root)}",
-            hint="wait for it to finish",
-        )
-    with TableLock(tfs, command="clean", break_lock=info is not None and info.stale):
+    for info in all_locks(tfs):  # the table's and every partition's
+        if not info.stale:
+            raise LockConflict(
+                f"a compaction is running ({info.scope}, {info.describe()}): not moving anything in {tfs.display(tfs.root)}",
+                hint="wait for it to finish",
+            )
+    with TableLock(tfs, command="clean", break_stale=True):
         for part, part_path, d in plan():
             if d["action"] != "move":
                 items.append(item(part, part_path, d, d["action"]))
