@@ -5,7 +5,7 @@ Two kinds, both used only by the test suite:
 * **crash points** (``ACIDCTL_TEST_CRASH_AT=<point>``): :func:`crash_point` SIGKILLs the
   compaction — the driver included when it runs in a Spark task — at the named step
   (``after-lock``, ``task-start``, ``task-before-write``, …; see :mod:`acidctl.compact.runner`);
-  ``int:<point>`` delivers SIGINT (a Ctrl-C) to the driver instead. The driver's pid reaches the
+  ``int:<point>`` delivers SIGINT (a Ctrl-C) to the driver instead (``term:<point>``: SIGTERM). The driver's pid reaches the
   Spark tasks through ``ACIDCTL_TEST_DRIVER_PID``, which the first crash point on the driver
   sets before any Spark session starts (executors inherit the driver's environment in local
   mode, the only one the crash tests use).
@@ -33,14 +33,15 @@ _hooks: dict[str, Callable] = {}
 
 
 def crash_point(point: str) -> None:
-    """SIGKILL (or SIGINT the driver, for ``int:<point>``) when ``point`` is the configured one."""
+    """SIGKILL (or SIGINT / SIGTERM the driver, for ``int:<point>`` / ``term:<point>``) when
+    ``point`` is the configured one."""
     configured = os.environ.get(CRASH_ENV)
     if not configured:
         return
     # the first call is on the driver (``after-lock`` precedes the Spark session)
     driver_pid = int(os.environ.setdefault(DRIVER_PID_ENV, str(os.getpid())))
-    if configured == "int:" + point:
-        os.kill(driver_pid, signal.SIGINT)
+    if configured in ("int:" + point, "term:" + point):
+        os.kill(driver_pid, signal.SIGINT if configured.startswith("int:") else signal.SIGTERM)
         time.sleep(0.5)  # let the signal arrive
         return
     if configured != point:

@@ -664,20 +664,22 @@ def check_publications(tfs, listing: DirListing) -> list[Finding]:
 
 
 def check_table_lock(tfs) -> list[Finding]:
-    """D07 for acidctl's own compaction lock at the table root: a compaction running now
-    (info) or a stale lock left by one that died (warn; `clean --execute` removes it)."""
-    from acidctl.compact.lock import lock_path, read_lock
+    """D07 for acidctl's own compaction locks in the table directory (the table's and each
+    partition's): a compaction running now (info) or a stale lock left by one that died (warn;
+    `clean --execute` removes it)."""
+    from acidctl.compact.lock import all_locks
 
-    info = read_lock(tfs, lock_path(tfs))
-    if info is None:
-        return []
-    if info.stale:
-        return [
-            Finding(
-                "D07",
-                WARN,
-                info.path,
-                f"stale compaction lock ({info.describe()}): the compaction died; `acidctl clean --execute` removes it",
+    out = []
+    for info in all_locks(tfs):
+        if info.stale:
+            out.append(
+                Finding(
+                    "D07",
+                    WARN,
+                    info.path,
+                    f"stale compaction lock ({info.describe()}): the compaction died; `acidctl clean --execute` removes it",
+                )
             )
-        ]
-    return [Finding("D07", INFO, info.path, f"a compaction holds the table lock ({info.describe()})")]
+        else:
+            out.append(Finding("D07", INFO, info.path, f"a compaction holds the {info.scope} lock ({info.describe()})"))
+    return out

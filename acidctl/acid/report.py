@@ -139,13 +139,14 @@ def build_report(
                 lst, st, properties=props, now=now, grace_seconds=grace_seconds, allow_originals=mm_allow_originals
             )
         if inspect_file is not None:
-            extra = (
-                mm_checks.deep_findings(
+            if insert_only:
+                from acidctl.mm import checks as mm_deep
+
+                extra = mm_deep.deep_findings(
                     tfs, lst, st, storage=mm_storage, hive_version=hive_version, allow_originals=mm_allow_originals
                 )
-                if insert_only
-                else deep_findings(tfs, lst, st, inspect_file, hive_version=hive_version)
-            )
+            else:
+                extra = deep_findings(tfs, lst, st, inspect_file, hive_version=hive_version)
             findings = sorted(findings + extra, key=lambda f: (-f.severity.rank, f.check, f.path))
         if hive_version == 2:
             from acidctl.acid.hive2 import hive2_findings

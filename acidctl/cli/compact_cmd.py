@@ -21,6 +21,8 @@ non-atomic], [recommendation], [metastore]),
 
 from __future__ import annotations
 
+import contextlib
+
 from typing import Annotated, Optional
 
 import typer
@@ -246,7 +248,9 @@ def compact_command(
 
     engine = engine.lower()
     if enqueue:
-        return _enqueue(settings, table, major=major, minor=minor, due=due, pool=pool, hive_version=hive_version)
+        return _enqueue(
+            settings, table, major=major, minor=minor, due=due, pool=pool, hive_version=hive_version, dry_run=dry_run
+        )
     if pool is not None:
         raise UsageError("--pool applies to --enqueue")
     threshold = parse_size(local_max_bytes) if local_max_bytes is not None else None
@@ -357,15 +361,22 @@ def compact_command(
         notes.append("no_auto_compaction is set: the Initiator would skip this table; --due compacts anyway")
     for n in notes:
         settings.output.note(n)
-    if mm is not None:
-        from acidctl.mm.compact import compact_mm_table
+    with _sigterm_interrupts():
+        if mm is not None:
+            from acidctl.mm.compact import compact_mm_table
 
-        opts.insert_only = True
-        report = run_registered(
-            tfs, opts, mm, compact_fn=compact_mm_table, progress=_progress(settings), registrar=registrar, notes=notes
-        )
-    else:
-        report = run_registered(tfs, opts, progress=_progress(settings), registrar=registrar, notes=notes)
+            opts.insert_only = True
+            report = run_registered(
+                tfs,
+                opts,
+                mm,
+                compact_fn=compact_mm_table,
+                progress=_progress(settings),
+                registrar=registrar,
+                notes=notes,
+            )
+        else:
+            report = run_registered(tfs, opts, progress=_progress(settings), registrar=registrar, notes=notes)
     report["snapshot_source"] = target.source
     report["assumed_quiescent"] = target.source == "--assume-committed"
     if info is not None:
@@ -383,7 +394,33 @@ def compact_command(
     settings.output.emit(report, render_text, performed=True)
 
 
-def _enqueue(settings, spec: str, *, major: bool, minor: bool, due: bool, pool, hive_version=None) -> None:
+@contextlib.contextmanager
+def _sigterm_interrupts():
+    """SIGTERM during the run is handled as Ctrl-C: the runner removes its staging and the
+    registrar hands the requests back (the no-trace rule), instead of the process just ending."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt(f"{signal.Signals(signum).name} received")
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def _enqueue(
+    settings, spec: str, *, major: bool, minor: bool, due: bool, pool, hive_version=None, dry_run: bool = False
+) -> None:
+    """``--enqueue`` (with ``--dry-run``: what it would enqueue, nothing written, the same exit
+    code). A refused (duplicate) request is one error line on stderr, exit 6 — not also a
+    document on stdout."""
     from acidctl.errors import RefusedError, UsageError
     from acidctl.metastore.connection import resolve_url
     from acidctl.metastore.hive2 import connect_any
@@ -396,10 +433,17 @@ def _enqueue(settings, spec: str, *, major: bool, minor: bool, due: bool, pool, 
         raise UsageError(f"--enqueue takes DB.TABLE[/PART], not a path ({spec!r})")
     url = resolve_url(settings.metastore_url, profile=settings.profile)
     # the metastore's own protocol: Hive 2.3 when its schema is 2.x (or --hive-version 2 says so)
-    doc = enqueue_for(connect_any(url, hive_version=hive_version), spec, type="major" if major else "minor", pool=pool)
-    settings.output.emit(doc, lambda d: d["message"], performed=True)
+    kind = "major" if major else "minor"
+    ms = connect_any(url, hive_version=hive_version)
+    doc = enqueue_for(ms, spec, type=kind, pool=pool, dry_run=dry_run)
     if not doc["accepted"]:
         raise RefusedError(doc["message"])
+    if dry_run:
+        where = doc["table"] + (f"/{doc['partition']}" if doc["partition"] else "")
+        doc["message"] = f"dry run: would enqueue a {kind} compaction of {where} (id {doc['id']}); nothing written"
+        settings.output.emit(doc, lambda d: d["message"])
+        return
+    settings.output.emit(doc, lambda d: d["message"], performed=True)
 
 
 def render_dry_run(report: dict) -> str:

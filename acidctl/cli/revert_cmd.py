@@ -6,7 +6,8 @@ JSON document: ``path``, ``executed``, ``items`` (partition, path, type, outputs
 published_at (epoch s), revertible, reason, leftovers, [metastore]), [``table``], ``notes``.
 
 Given as DB.TABLE, a compaction registered in the metastore (its ``ready for cleaning``
-request) is marked failed ("reverted by acidctl revert: ...") before its output is removed:
+request) moves to history in state ``a`` ("attempted" / "did not initiate": no failure threshold
+counts it; message "reverted by acidctl revert: ...") before its output is removed:
 left ``ready for cleaning``, Hive's Cleaner would mark it cleaned and forget the aborted writes
 the revert brought back. Refused under ``--read-only``.
 """
@@ -89,7 +90,7 @@ def revert_command(
         )
         notes.append(
             "given as a path: a compaction registered in a metastore is not looked up; revert it as "
-            "DB.TABLE so its ready-for-cleaning request is marked failed"
+            "DB.TABLE so its ready-for-cleaning request is recorded as reverted"
         )
     report["notes"] = notes
     if full_name:

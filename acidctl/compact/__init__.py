@@ -6,7 +6,7 @@
   verify one bucket (sources, transform, verification, metrics); crash points in acidctl/faults.py;
 * :mod:`~acidctl.compact.spark` — the lazily created SparkSession and the one job;
 * :mod:`~acidctl.compact.publish` — staging directories, manifest, rename into place, recovery;
-* :mod:`~acidctl.compact.lock` — ``<table>/.acidctl-compact.lock``;
+* :mod:`~acidctl.compact.lock` — acidctl's locks per partition (``<table>/.acidctl-compact[.<partition>].lock``);
 * :mod:`~acidctl.compact.register` — recording the compaction in a metastore;
 * :mod:`~acidctl.compact.runner` — ``compact_table``: the whole sequence;
 * :mod:`~acidctl.compact.clean` — what Hive's Cleaner would remove, plus acidctl's leftovers;

@@ -27,7 +27,7 @@ import time
 from acidctl.acid.acidstate import Kind, Role, get_acid_state
 from acidctl.acid.writeids import WriteIdList
 from acidctl.compact import publish as pub
-from acidctl.compact.lock import TableLock, lock_path, read_lock
+from acidctl.compact.lock import TableLock, all_locks
 from acidctl.compact.coverage import not_compactor_readable
 from acidctl.compact.planner import STAGING_PREFIX
 from acidctl.compact.revert import REVERTING_PREFIX
@@ -207,11 +207,10 @@ def plan_clean(
     items: list[dict] = []
     notes: list[str] = []
     skipped: list = []
-    lock = read_lock(tfs, lock_path(tfs))
-    if lock is not None and own_token is not None and lock.token == own_token:
-        lock = None  # our own (clean --execute) lock
-    live_lock = lock is not None and not lock.stale
-    if lock is not None:
+    # acidctl's locks (the table's and each partition's), our own (clean --execute) excluded
+    locks = [lk for lk in all_locks(tfs) if own_token is None or lk.token != own_token]
+    live_lock = any(not lk.stale for lk in locks)
+    for lock in locks:
         if lock.stale:
             items.append(
                 _item(
@@ -463,13 +462,13 @@ def clean_table(
             i.pop("fs_path", None)
             i.pop("_verify", None)
         return report
-    info = read_lock(tfs, lock_path(tfs))
-    if info is not None and not info.stale:
-        raise LockConflict(
-            f"a compaction is running ({info.describe()}): not cleaning {tfs.display(tfs.root)}",
-            hint="wait for it to finish",
-        )
-    lock = TableLock(tfs, command="clean", break_lock=info is not None and info.stale)
+    for info in all_locks(tfs):
+        if not info.stale:
+            raise LockConflict(
+                f"a compaction is running ({info.scope}, {info.describe()}): not cleaning {tfs.display(tfs.root)}",
+                hint="wait for it to finish",
+            )
+    lock = TableLock(tfs, command="clean", break_stale=True)  # stale locks (of any scope) go
     with lock:
         report = plan_clean(
             tfs,
@@ -481,20 +480,21 @@ def clean_table(
             own_token=lock.token,
             **scope,
         )
-        if lock.broken is not None:  # the stale lock we replaced: report it as removed
+        for broken in reversed(lock.broken_all):  # the stale locks we replaced: report them as removed
             report["items"].insert(
                 0,
                 _item(
                     None,
-                    lock.broken.path,
+                    broken.path,
                     "stale-lock",
-                    f"stale compaction lock ({lock.broken.describe()}, process gone)",
-                    lock.broken.age_seconds,
+                    f"stale compaction lock ({broken.describe()}, process gone)",
+                    broken.age_seconds,
                     0,
                     min_age,
                     age_guard=False,
                 ),
             )
+        if lock.broken_all:
             report["summary"] = _summary(report["items"])
         deleted, completed, trashed = [], [], []
         from acidctl.acid.layout import list_table
@@ -970,13 +970,13 @@ def quarantine_above_hwm(
         for part, part_path, d in plan():
             items.append(item(part, part_path, d, "would quarantine" if d["action"] == "move" else d["action"]))
         return _quarantine_report(tfs, hwm, troot, items, executed=False)
-    info = read_lock(tfs, lock_path(tfs))
-    if info is not None and not info.stale:
-        raise LockConflict(
-            f"a compaction is running ({info.describe()}): not moving anything in {tfs.display(tfs.root)}",
-            hint="wait for it to finish",
-        )
-    with TableLock(tfs, command="clean", break_lock=info is not None and info.stale):
+    for info in all_locks(tfs):  # the table's and every partition's
+        if not info.stale:
+            raise LockConflict(
+                f"a compaction is running ({info.scope}, {info.describe()}): not moving anything in {tfs.display(tfs.root)}",
+                hint="wait for it to finish",
+            )
+    with TableLock(tfs, command="clean", break_stale=True):
         for part, part_path, d in plan():
             if d["action"] != "move":
                 items.append(item(part, part_path, d, d["action"]))

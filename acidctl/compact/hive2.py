@@ -181,6 +181,7 @@ def _compact_streaming(task, m: dict) -> None:
                 ins, ins_stmt = hive2stream.side_events(w, 0, cursors)
                 dels, del_stmt = hive2stream.side_events(w, 1, cursors)
                 hive2stream.refuse_tied_keys((ins, ins_stmt), (dels, del_stmt))
+                del_valid = None
                 if dels is not None:
                     m["delete_events_in"] += dels.num_rows
                     transform.check_bucket(dels, task.bucket, "a delete event", where)

@@ -1,14 +1,30 @@
-"""The table lock that keeps two ``acidctl compact`` / ``clean --execute`` runs apart.
+"""acidctl's own compaction locks: they keep two ``acidctl compact`` / ``worker`` / ``clean
+--execute`` / ``revert`` runs off the same data, while runs on **different partitions** of one
+table go on side by side (Hive's Worker compacts partitions of one table concurrently too).
 
-``<table>/.acidctl-compact.lock`` (hidden: Hive's readers never list it) is created atomically
-and holds JSON: pid, host, start time, a random token and the command. Local paths use
+Every lock is a hidden file in the **table** directory (Hive's readers never list it):
+
+* ``<table>/.acidctl-compact.lock`` — the whole table (an unpartitioned table's compaction,
+  ``clean --execute``, ``revert``, a compaction of every partition);
+* ``<table>/.acidctl-compact.<partition>.lock`` — one partition (``ds=2026-01-01``; a
+  multi-level name has its ``/`` written ``%2F``).
+
+Two locks conflict when one scope contains the other (the table contains every partition;
+``ds=1`` contains ``ds=1/hr=2``). Taking a lock: create its file atomically, then list the
+table directory; a conflicting lock file there → the new file is removed again and the run
+refuses (:class:`~acidctl.errors.LockConflict`, exit 6) **before** it claims or writes anything.
+Of two runs that race, the later creator always sees the earlier one's file, so at most one of
+them proceeds (possibly neither: both refuse, nothing is harmed).
+
+A file holds JSON: pid, host, start time, a random token and the command. Local paths use
 ``os.open(O_CREAT | O_EXCL)``; other fsspec filesystems open the path with mode ``"xb"``
 (create-if-not-exists) where the implementation supports it, else fall back to
 exists-check + write + read-back of the token (best effort, documented as not atomic).
 
 A lock is *stale* when it was written on this host by a process that no longer runs. A
 stale lock is reported (LockConflict, exit 6) and only removed with ``break_lock=True``
-(``--break-lock``) or by ``acidctl clean --execute``.
+(``--break-lock``, which removes any conflicting lock), ``break_stale=True`` (only the stale
+ones) or by ``acidctl clean --execute``.
 """
 
 from __future__ import annotations
@@ -19,11 +35,13 @@ import os
 import socket
 import time
 import uuid
+from urllib.parse import quote, unquote
 
 from acidctl.errors import LockConflict
 from acidctl.fs import create_local_exclusive
 
 LOCK_NAME = ".acidctl-compact.lock"
+_PREFIX, _SUFFIX = ".acidctl-compact.", ".lock"
 
 
 @dataclasses.dataclass
@@ -35,6 +53,7 @@ class LockInfo:
     token: str | None
     command: str | None
     raw: str = ""
+    partition: str | None = None  # None: the whole table
 
     @property
     def age_seconds(self) -> float | None:
@@ -54,9 +73,14 @@ class LockInfo:
         age_txt = "" if age is None else f", {age:.0f}s old"
         return f"pid {self.pid} on {self.host}{age_txt}"
 
+    @property
+    def scope(self) -> str:
+        return f"partition {self.partition}" if self.partition else "table"
+
     def to_dict(self) -> dict:
         return {
             "path": self.path,
+            "partition": self.partition,
             "pid": self.pid,
             "host": self.host,
             "started": self.started,
@@ -83,7 +107,7 @@ def pid_alive(pid: int) -> bool:
 
 def table_root(path: str) -> str:
     """The table directory of a table or partition path (trailing ``key=value`` levels removed),
-    so that compacting a partition and its table take the same lock."""
+    so that compacting a partition and its table use locks in the same directory."""
     from acidctl.acid.dirname import is_partition_dir
 
     parts = path.rstrip("/").split("/")
@@ -92,8 +116,43 @@ def table_root(path: str) -> str:
     return "/".join(parts) or "/"
 
 
-def lock_path(tfs, root: str | None = None) -> str:
-    return tfs.join(root or table_root(tfs.root), LOCK_NAME)
+_root_of = table_root
+
+
+def root_partition(path: str) -> str | None:
+    """The partition a partition path names below its table (``None`` for a table path)."""
+    root = table_root(path)
+    rel = path.rstrip("/")[len(root) :].strip("/")
+    return rel or None
+
+
+def lock_name(partition: str | None = None) -> str:
+    """The file name of the lock of ``partition`` (``None``: the whole table)."""
+    if not partition:
+        return LOCK_NAME
+    return _PREFIX + quote(partition.strip("/"), safe="=") + _SUFFIX
+
+
+def name_partition(name: str) -> tuple[bool, str | None]:
+    """(is a lock file, its partition) for a file name in the table directory."""
+    if name == LOCK_NAME:
+        return True, None
+    if name.startswith(_PREFIX) and name.endswith(_SUFFIX) and len(name) > len(_PREFIX) + len(_SUFFIX):
+        part = unquote(name[len(_PREFIX) : -len(_SUFFIX)])
+        if "=" in part:
+            return True, part
+    return False, None
+
+
+def overlaps(a: str | None, b: str | None) -> bool:
+    """Whether two lock scopes share data (``None``: the whole table)."""
+    if not a or not b:
+        return True
+    return a == b or a.startswith(b + "/") or b.startswith(a + "/")
+
+
+def lock_path(tfs, root: str | None = None, partition: str | None = None) -> str:
+    return tfs.join(root or table_root(tfs.root), lock_name(partition))
 
 
 def read_lock(tfs, path: str) -> LockInfo | None:
@@ -107,6 +166,8 @@ def read_lock(tfs, path: str) -> LockInfo | None:
         d = json.loads(raw)
     except ValueError:
         d = {}
+    if not isinstance(d, dict):
+        d = {}
     return LockInfo(
         path=tfs.display(path),
         pid=d.get("pid"),
@@ -115,20 +176,74 @@ def read_lock(tfs, path: str) -> LockInfo | None:
         token=d.get("token"),
         command=d.get("command"),
         raw=raw,
+        partition=name_partition(path.rstrip("/").rsplit("/", 1)[-1])[1],
+    )
+
+
+def _lock_files(tfs, root: str) -> list[tuple[str, str | None]]:
+    """(path, partition) of every lock file in the table directory ``root``."""
+    try:
+        entries = tfs.ls(root)
+    except FileNotFoundError:
+        return []
+    out = []
+    for e in entries:
+        is_lock, part = name_partition(e.name)
+        if is_lock:
+            out.append((tfs.join(root, e.name), part))
+    return out
+
+
+def all_locks(tfs, root: str | None = None) -> list[LockInfo]:
+    """Every acidctl lock of the table (the table's own first, then partitions by name)."""
+    root = root or table_root(tfs.root)
+    out = []
+    for path, _ in sorted(_lock_files(tfs, root), key=lambda x: (x[1] is not None, x[1] or "")):
+        info = read_lock(tfs, path)
+        if info is not None:
+            out.append(info)
+    return out
+
+
+def _conflict_error(info: LockInfo, partition: str | None) -> LockConflict:
+    if info.stale:
+        return LockConflict(
+            f"stale compaction lock {info.path} ({info.describe()}, process gone)",
+            hint="run `acidctl clean --execute` or pass --break-lock",
+        )
+    what = "table" if not partition else f"partition {partition}"
+    by = "" if info.partition == partition else f" ({info.scope})"
+    return LockConflict(
+        f"{what} is locked by another acidctl {info.command or 'run'}{by} ({info.describe()}): {info.path}",
+        hint="wait for it to finish; --break-lock only if you are sure it is dead",
     )
 
 
 class TableLock:
-    """Context manager: ``with TableLock(tfs, command="compact"): ...``."""
+    """Context manager: ``with TableLock(tfs, command="compact"): ...`` — the whole table, or one
+    partition with ``partition="k=v"``."""
 
-    def __init__(self, tfs, *, command: str = "compact", break_lock: bool = False, table_root: str | None = None):
+    def __init__(
+        self,
+        tfs,
+        *,
+        command: str = "compact",
+        break_lock: bool = False,
+        table_root: str | None = None,
+        partition: str | None = None,
+        break_stale: bool = False,
+    ):
         self.tfs = tfs
-        self.path = lock_path(tfs, table_root)
+        self.root = table_root or _root_of(tfs.root)
+        self.partition = partition.strip("/") if partition else None
+        self.path = lock_path(tfs, self.root, self.partition)
         self.command = command
         self.break_lock = break_lock
+        self.break_stale = break_stale
         self.token = uuid.uuid4().hex
         self.held = False
-        self.broken: LockInfo | None = None
+        self.broken: LockInfo | None = None  # the first lock removed with break_lock / break_stale
+        self.broken_all: list[LockInfo] = []
 
     def _payload(self) -> bytes:
         return json.dumps(
@@ -138,6 +253,7 @@ class TableLock:
                 "started": time.time(),
                 "token": self.token,
                 "command": self.command,
+                "partition": self.partition,
             }
         ).encode()
 
@@ -192,34 +308,49 @@ class TableLock:
         except Exception:
             pass
 
+    def _may_break(self, info: LockInfo) -> bool:
+        return self.break_lock or (self.break_stale and info.stale)
+
+    def _break(self, info: LockInfo, path: str) -> None:
+        try:
+            self.tfs.rm(path)
+        except FileNotFoundError:
+            pass
+        self.broken = self.broken or info
+        self.broken_all.append(info)
+
     def _acquire(self) -> "TableLock":
-        if self._create():
-            self.held = True
-            return self
-        info = read_lock(self.tfs, self.path)
-        if info is None:  # released between our attempt and the read: try once more
-            if self._create():
-                self.held = True
-                return self
+        created = self._create()
+        if not created:
             info = read_lock(self.tfs, self.path)
-        if info is not None and self.break_lock:
-            self.tfs.rm(self.path)
-            self.broken = info
-            if self._create():
-                self.held = True
-                return self
-            info = read_lock(self.tfs, self.path)
-        if info is None:
-            raise LockConflict(f"cannot create the lock file {self.tfs.display(self.path)}")
-        if info.stale:
-            raise LockConflict(
-                f"stale compaction lock {info.path} ({info.describe()}, process gone)",
-                hint="run `acidctl clean --execute` or pass --break-lock",
-            )
-        raise LockConflict(
-            f"table is locked by another acidctl {info.command or 'run'} ({info.describe()}): {info.path}",
-            hint="wait for it to finish; --break-lock only if you are sure it is dead",
-        )
+            if info is None:  # released between our attempt and the read: try once more
+                created = self._create()
+                if not created:
+                    info = read_lock(self.tfs, self.path)
+            if not created and info is not None and self._may_break(info):
+                self._break(info, self.path)
+                created = self._create()
+                if not created:
+                    info = read_lock(self.tfs, self.path)
+            if not created:
+                if info is None:
+                    raise LockConflict(f"cannot create the lock file {self.tfs.display(self.path)}")
+                raise _conflict_error(info, self.partition)
+        # ours now; a lock of an overlapping scope (the table, or a partition inside ours) that
+        # another run created first wins: ours goes again and this run refuses
+        self.held = True
+        for path, part in _lock_files(self.tfs, self.root):
+            if path == self.path or not overlaps(part, self.partition):
+                continue
+            info = read_lock(self.tfs, path)
+            if info is None or info.token == self.token:
+                continue
+            if self._may_break(info):
+                self._break(info, path)
+                continue
+            self.release()
+            raise _conflict_error(info, self.partition)
+        return self
 
     def release(self) -> None:
         if not self.held:
@@ -237,3 +368,75 @@ class TableLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+class LockSet:
+    """The locks of several partitions (or of the whole table: ``[None]``), taken in name order,
+    all or none; ``owned=False``: a set the caller already holds (releasing it is the caller's)."""
+
+    def __init__(
+        self,
+        tfs,
+        partitions: list,
+        *,
+        command: str = "compact",
+        break_lock: bool = False,
+        table_root: str | None = None,
+        owned: bool = True,
+    ):
+        self.tfs = tfs
+        self.root = table_root or _root_of(tfs.root)
+        names = sorted({(p.strip("/") if p else None) for p in partitions}, key=lambda p: (p is not None, p or ""))
+        if None in names:
+            names = [None]  # the whole table covers every partition
+        self.partitions: list[str | None] = names
+        self.locks = [
+            TableLock(tfs, command=command, break_lock=break_lock, table_root=self.root, partition=p) for p in names
+        ]
+        self.owned = owned
+
+    @property
+    def held(self) -> bool:
+        return bool(self.locks) and all(lk.held for lk in self.locks)
+
+    @property
+    def broken(self) -> list[LockInfo]:
+        return [b for lk in self.locks for b in lk.broken_all]
+
+    def covers(self, partition: str | None) -> bool:
+        """Whether these locks cover ``partition`` (``None``: the whole table)."""
+        return any(
+            p is None or (partition is not None and (partition == p or partition.startswith(p + "/")))
+            for p in self.partitions
+        )
+
+    def acquire(self) -> "LockSet":
+        try:
+            for lk in self.locks:
+                lk.acquire()
+        except BaseException:
+            self.release(force=True)
+            raise
+        return self
+
+    def release(self, force: bool = False) -> None:
+        if not self.owned and not force:
+            return
+        for lk in reversed(self.locks):
+            lk.release()
+
+    def __enter__(self) -> "LockSet":
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def scope(tfs, partitions: list[str] | None) -> list[str | None]:
+    """The lock scopes a run on ``tfs.root`` needs: the named partitions (relative to the table,
+    a partition path's own levels first), the partition a partition path names, or the whole
+    table."""
+    prefix = root_partition(tfs.root)
+    if partitions:
+        return ["/".join(x for x in (prefix, p.strip().strip("/")) if x) for p in partitions]
+    return [prefix]

@@ -212,6 +212,8 @@ def plan_partition(
     extras = covered_aborted(cstate)
     deltas = compactor_deltas(cstate, extras)
     h4 = hive_version == 4
+    top = lo = hi = 0  # each branch below sets the ones its output names use
+    name = ""
 
     if mode == MAJOR:
         if not deltas and not cstate.originals:

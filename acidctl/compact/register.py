@@ -17,11 +17,25 @@ Per compacted partition (a :class:`Registrar` serves one table):
   ``setCompactionHighestTxnId`` (the compactor ValidTxnList's hwm), no txn and no lock;
 * after publication ``markCompacted`` (``ready for cleaning``) and, Hive 4, the commit of the
   compactor txn — the output stays invisible to Hive 4 readers until that commit;
-* on failure ``markFailed`` with the error message and, Hive 4, the txn aborted
-  (``compaction transaction abort``);
+* on failure **of a run that started** (:meth:`Registrar.start`: the bucket tasks are about to
+  run) ``markFailed`` with the error message and, Hive 4, the txn aborted
+  (``compaction transaction abort``), as Hive's Worker does;
 * a claimed request with nothing to compact: Hive 4 ``markRefused`` and commit, Hive 3
   ``markCompacted`` (as their Workers do; Hive 2.3's CompactorMR runs the job anyway and marks
   it compacted).
+
+**No trace** (issue 21): the runners decide every refusal they can at plan time (coverage,
+atomic publication, locks) **before** :meth:`Registrar.claim_all` enqueues or claims anything.
+A run that stops between the claim and :meth:`Registrar.start`, or is interrupted (Ctrl-C,
+SIGTERM) before publication, hands its requests back (:meth:`Registrar.hand_back_all`): a
+request that was already queued goes back to ``initiated`` exactly as Hive's
+``revokeFromLocalWorkers`` resets it (worker id and start cleared; ``CQ_TXN_ID``,
+``CQ_HIGHEST_WRITE_ID``, ``CQ_RUN_AS``, worker version kept), a request this run enqueued itself
+is deleted again, and a Hive 4 compactor txn already opened is aborted as Hive's Worker aborts an
+unused one (``TXN_META_INFO`` ``compaction transaction abort``; its ``TXN_COMPONENTS`` ``c`` row, if
+written, stays until a Cleaner covers it, as Hive leaves it). Nothing lands in
+COMPLETED_COMPACTIONS, so no refusal counts toward
+``hive.compactor.initiator.failed.compacts.threshold``.
 
 :func:`registration_for` decides whether a ``compact`` run registers (``--no-register``,
 ``--dry-run``, ``--read-only``, the schema version) — the CLI only passes its options.
@@ -47,7 +61,8 @@ class _Entry:
     claimed: bool  # an existing request was claimed (not enqueued by this run)
     txn_id: int | None = None
     heartbeat: txns.Heartbeat | None = None
-    state: str = "working"  # working | ready for cleaning | refused | failed
+    # claimed (not started) | working | ready for cleaning | refused | failed | released | withdrawn
+    state: str = "claimed"
 
 
 class Registrar:
@@ -112,33 +127,95 @@ class Registrar:
             return int(cq_id)
         return None
 
+    def claim_all(self, items) -> None:
+        """After every plan-time check passed (the runner calls it once with the ``(partition,
+        mode)`` of each partition that will run): claim (or enqueue and claim) the requests, as
+        Hive's Worker claims before it compacts. Refused for one partition → the requests claimed
+        for the others are handed back (:meth:`hand_back_all`) and nothing stays behind."""
+        items = list(items)
+        # a request a killed acidctl on this host left 'working' would refuse this run
+        queue.revoke_dead_local_workers(self.ms)
+        for partition, mode in items:  # read only: refuse before claiming any of them
+            self._precheck(partition, mode)
+        try:
+            for partition, mode in items:
+                self._begin(partition, mode)
+        except BaseException:
+            self.hand_back_all()
+            raise
+
     def check(self, partition, mode: str) -> None:
-        """Before any work (the runner calls it once per partition that will run): claim the
-        request now, as Hive's Worker claims before it compacts."""
-        self._begin(partition, mode)
+        """One partition's :meth:`claim_all`."""
+        self.claim_all([(partition, mode)])
+
+    def start(self) -> None:
+        """The bucket tasks are about to run: from now on a failure is a failed compaction
+        (``markFailed``, as Hive's Worker records it); before, it is handed back."""
+        for e in self.entries.values():
+            if e.state == "claimed":
+                e.state = "working"
+
+    def _precheck(self, partition, mode: str) -> None:
+        """What would refuse the claim of ``partition``, read without writing: a request a worker
+        holds or one of the other type (:meth:`_queued`), and — when acidctl would enqueue one —
+        Hive 4's refusal of a new request while one is ready for cleaning with the same highest
+        write id (metastore.md §9.1). The claim checks again under the mutex."""
+        import sqlalchemy as sa
+
+        if partition in self._preclaimed or partition in self.entries:
+            return
+        if self._queued(partition, mode) is not None or self.hive_version < 4:
+            return
+        cq = self.ms.tables.COMPACTION_QUEUE
+        with self.ms.read() as conn:
+            row = conn.execute(
+                sa.select(cq.CQ_ID).where(
+                    cq.CQ_DATABASE == self.db,
+                    cq.CQ_TABLE == self.table,
+                    queue.partition_eq(cq.CQ_PARTITION, partition),
+                    cq.CQ_STATE == "r",
+                    cq.CQ_HIGHEST_WRITE_ID == self.hwm,
+                )
+            ).first()
+        if row is not None:
+            raise self._ready_refusal(partition, int(row[0]), self.hwm, None)
+
+    def _ready_refusal(self, partition, cq_id: int, hwm, message: str | None) -> RefusedError:
+        where = f"{self.db}.{self.table}{'/' + partition if partition else ''}"
+        msg = message or f"Compaction is already scheduled with state='READY_FOR_CLEANING' and id={cq_id}"
+        return RefusedError(
+            f"compaction {cq_id} of {where} is ready for cleaning and already covers write id {hwm}; "
+            f"Hive refuses a new request: {msg}",
+            hint="let the Cleaner finish it (acidctl clean --execute, or Hive's Cleaner) and run again",
+        )
 
     def _claim(self, partition, mode: str) -> tuple[queue.Request, bool]:
         if partition in self._preclaimed:
             return self._preclaimed.pop(partition), True
+        where = f"{self.db}.{self.table}{'/' + partition if partition else ''}"
         for _ in range(3):
             cq_id = self._queued(partition, mode)
             claimed = cq_id is not None
             if cq_id is None:
                 res = queue.enqueue(self.ms, self.db, self.table, partition=partition, type=mode, run_as=self.run_as)
-                cq_id = res.id if res.accepted else res.existing_id
-                claimed = not res.accepted
-            if cq_id is None:  # neither accepted nor naming the request that blocks it
-                from acidctl.errors import RefusedError
-
-                raise RefusedError(f"could not enqueue the compaction of {self.db}.{self.table}: {res.message}")
+                if not res.accepted:
+                    if res.existing_id is None:  # neither accepted nor naming the request that blocks it
+                        raise RefusedError(f"could not enqueue the compaction of {where}: {res.message}")
+                    blocking = queue.get_request(self.ms, res.existing_id)
+                    if blocking is not None and blocking.state == "r":
+                        # Hive 4's compact(): a request ready for cleaning that already covers
+                        # the compactor high-water mark refuses a new one (metastore.md §9.1)
+                        raise self._ready_refusal(partition, res.existing_id, blocking.highest_write_id, res.message)
+                    continue  # an initiated/working request appeared meanwhile: look again
+                cq_id, claimed = res.id, False
             req = queue.claim(
                 self.ms, worker_id=self.worker_id, only_ids=[cq_id], types=(queue.TYPE_CODES[mode],), any_pool=True
             )
             if req is not None:
                 return req, claimed
         raise RefusedError(
-            f"could not claim a compaction request for {self.db}.{self.table}"
-            f"{'/' + partition if partition else ''}: another worker keeps taking it"
+            f"could not claim a compaction request for {where}: another worker keeps taking it",
+            hint="wait for it (acidctl show compactions)",
         )
 
     def _begin(self, partition, mode: str) -> _Entry:
@@ -166,8 +243,8 @@ class Registrar:
                 queue.set_highest_write_id(self.ms, req.cq_id, self.hwm)
                 if req.run_as is None:
                     queue.set_run_as(self.ms, req.cq_id, self.run_as)
-        except BaseException as ex:
-            self._fail(e, f"{type(ex).__name__}: {ex}")
+        except BaseException:
+            self._hand_back(e)  # nothing ran: not a failed compaction
             raise
         log.info(
             "compaction %d of %s: claimed%s",
@@ -203,12 +280,12 @@ class Registrar:
 
     def failed(self, plan, message: str) -> None:
         exc = sys.exc_info()[1]
-        if isinstance(exc, KeyboardInterrupt):
-            return  # interrupted, not failed: run_registered abandons the request (claimable again)
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            return  # interrupted, not failed: run_registered hands the request back
         if exc is not None and str(exc) and message == type(exc).__name__:
             message = f"{type(exc).__name__}: {exc}"  # the runner passes only the class name
         e = self.entries.get(plan.partition)
-        if e is not None:
+        if e is not None and e.state == "working":  # not started: handed back by run_registered
             self._fail(e, message)
             plan.registration = self._record(e)
 
@@ -238,35 +315,60 @@ class Registrar:
         return self._record(e, commit)
 
     def fail_all(self, message: str) -> None:
-        """Every request still being worked on → failed (txn aborted): the run ended early."""
+        """The run ended early with an error: requests whose compaction started → failed (txn
+        aborted), as Hive's Worker records a failed run; requests claimed but not started (a
+        refusal found before the tasks ran) are handed back (:meth:`hand_back_all`)."""
         for e in self.entries.values():
-            self._fail(e, message)
-        for req in list(self._preclaimed.values()):
-            self.entries[req.partition] = e = _Entry(req, True)
-            self._fail(e, message)
+            if e.state == "working":
+                self._fail(e, message)
+        self.hand_back_all()
+
+    def hand_back_all(self) -> None:
+        """Interrupted, or stopped before the run started: leave the queue as this run found it.
+        A request that was queued before goes back to ``initiated`` (``revokeFromLocalWorkers``
+        for one row: ``CQ_WORKER_ID``/``CQ_START`` cleared, the rest kept); a request this run
+        enqueued itself is deleted; a Hive 4 compactor txn opened for it is aborted as Hive's
+        Worker aborts one it does not use (``compaction transaction abort``)."""
+        for e in self.entries.values():
+            self._hand_back(e)
+        for part, req in list(self._preclaimed.items()):
+            try:
+                queue.release(self.ms, req.cq_id, worker_id=self.worker_id)
+            except Exception as ex:
+                log.warning("could not hand back compaction %d: %s", req.cq_id, ex)
+            self.entries[part] = _Entry(req, True, state="released")
         self._preclaimed.clear()
 
-    def abandon_all(self) -> None:
-        """Interrupted: requests this run claimed from the queue go back to ``initiated`` (their
-        compactor txns aborted) so any worker can claim them again; requests this run enqueued
-        itself are marked failed ("interrupted")."""
-        for e in self.entries.values():
-            if e.state != "working":
-                continue
-            if not e.claimed:
-                self._fail(e, "interrupted")
-                continue
-            self._stop_heartbeat(e)
-            e.state = "released"
-            if e.txn_id is not None:
-                try:
-                    txns.abort_txn(self.ms, e.txn_id, reason=txns.ABORT_COMPACTION_TXN)
-                except Exception as ex:
-                    log.warning("could not abort compactor txn %d: %s", e.txn_id, ex)
-            queue.release(self.ms, e.request.cq_id, worker_id=self.worker_id)
-        for req in list(self._preclaimed.values()):
-            queue.release(self.ms, req.cq_id, worker_id=self.worker_id)
-        self._preclaimed.clear()
+    def _hand_back(self, e: _Entry) -> None:
+        if e.state not in ("claimed", "working"):
+            return
+        self._stop_heartbeat(e)
+        if e.txn_id is not None:
+            try:
+                txns.abort_txn(self.ms, e.txn_id, reason=txns.ABORT_COMPACTION_TXN)
+            except Exception as ex:  # the timeout reaper aborts it after hive.txn.timeout
+                log.warning("could not abort compactor txn %d: %s", e.txn_id, ex)
+        try:
+            if e.claimed:
+                queue.release(self.ms, e.request.cq_id, worker_id=self.worker_id)
+                e.state = "released"
+            else:
+                queue.withdraw(self.ms, e.request.cq_id, worker_id=self.worker_id)
+                e.state = "withdrawn"
+        except Exception as ex:  # keep the original error; Hive's revokeTimedoutWorkers resets it
+            log.warning("could not hand back compaction %d: %s", e.request.cq_id, ex)
+
+    #: the old name (a stopping worker abandons what it claimed)
+    abandon_all = hand_back_all
+
+    def state_of(self, partition) -> str:
+        """Where this run left the request of ``partition``: ``claimed`` (preclaimed, never
+        begun), ``released``, ``withdrawn``, ``working``, ``ready for cleaning``, ``refused``,
+        ``failed``, or ``none``."""
+        e = self.entries.get(partition)
+        if e is not None:
+            return e.state
+        return "claimed" if partition in self._preclaimed else "none"
 
     def close(self) -> None:
         for e in self.entries.values():
@@ -279,7 +381,7 @@ class Registrar:
             e.heartbeat = None
 
     def _fail(self, e: _Entry, message: str) -> None:
-        if e.state != "working":
+        if e.state not in ("claimed", "working"):
             return
         self._stop_heartbeat(e)
         e.state = "failed"
@@ -395,9 +497,9 @@ def registration_for(
 def run_registered(tfs, opts, *args, registrar: Registrar | None, compact_fn=None, **kw) -> dict:
     """:func:`acidctl.compact.runner.compact_table` (or ``compact_fn``, e.g. the insert-only
     runner, called as ``compact_fn(tfs, opts, *args, registrar=..., **kw)``) with the
-    registrar's bookkeeping around it: requests begun but not finished when the run stops (a
-    refusal before publishing) are marked failed and their compactor txns aborted, interrupted
-    ones released; heartbeats always stop."""
+    registrar's bookkeeping around it: a run that failed after its tasks started marks its
+    requests failed (compactor txns aborted); one refused before that, or interrupted (Ctrl-C,
+    SIGTERM), hands them back (:meth:`Registrar.hand_back_all`); heartbeats always stop."""
     if compact_fn is None:
         from acidctl.compact.runner import compact_table as compact_fn
 
@@ -405,8 +507,8 @@ def run_registered(tfs, opts, *args, registrar: Registrar | None, compact_fn=Non
         return compact_fn(tfs, opts, *args, registrar=registrar, **kw)
     except BaseException as e:
         if registrar is not None:
-            if isinstance(e, KeyboardInterrupt):
-                registrar.abandon_all()
+            if isinstance(e, (KeyboardInterrupt, SystemExit)):
+                registrar.hand_back_all()
             else:
                 from acidctl.errors import AcidctlError
 

@@ -178,12 +178,14 @@ def revert_registered(
     find nothing obsolete once the output is gone and mark it cleaned — and ``markCleaned``
     forgets the aborted txns' ``TXN_COMPONENTS`` up to its highest write id, whose empty
     ``TXNS`` rows then go, so the aborted deltas the revert brought back would read as
-    committed (metastore.md §7.3). So the request is marked **failed** (Hive's ``markFailed``,
+    committed (metastore.md §7.3). So the request moves to history (Hive's ``markFailed`` step,
     message "reverted by acidctl revert: ...") before the output is removed (a crash in between
-    leaves a failed request and a standing compaction: nothing wrong is read). Refused when the
-    metastore may not be written (``--read-only``).
+    leaves a history row and a standing compaction: nothing wrong is read), in the state
+    :data:`acidctl.metastore.admin.REVERTED_STATE` (``a``), which no failure threshold counts — a
+    revert never pushes the partition toward ``hive.compactor.initiator.failed.compacts.threshold``.
+    Refused when the metastore may not be written (``--read-only``).
     """
-    from acidctl.metastore.admin import fail_compaction
+    from acidctl.metastore.admin import record_reverted
     from acidctl.metastore.cleaner import ready_requests
     from acidctl.metastore.steps import check_writable
 
@@ -195,10 +197,12 @@ def revert_registered(
         if r is not None:
             matched[i["partition"]] = r
     if execute and matched:
-        check_writable(ms, what="revert a compaction registered in the metastore (its request must be marked failed)")
+        check_writable(
+            ms, what="revert a compaction registered in the metastore (its request moves to history as reverted)"
+        )
         for part, r in matched.items():
             outs = next(i["outputs"] for i in plan["items"] if i["partition"] == part)
-            fail_compaction(
+            record_reverted(
                 ms, r["id"], expect_state="r", message=f"reverted by acidctl revert: {', '.join(outs)} removed"
             )
     report = revert(tfs, partition=partition, output=output, execute=execute, break_lock=break_lock)
@@ -210,7 +214,7 @@ def revert_registered(
             else {
                 "cq_id": r["id"],
                 "state_before": "ready for cleaning",
-                "action": "marked failed" if execute else "would mark failed",
+                "action": "recorded as reverted" if execute else "would record as reverted",
             }
         )
     return report

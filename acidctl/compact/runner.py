@@ -3,7 +3,8 @@ publish, record — the library behind ``acidctl compact``.
 
 Order of events (each step is a crash point for ``ACIDCTL_TEST_CRASH_AT``):
 
-1. take ``<table>/.acidctl-compact.lock`` (``after-lock``);
+1. take acidctl's locks of the partitions it compacts (the whole table when no partition is
+   named; :mod:`acidctl.compact.lock`) (``after-lock``);
 2. finish publications an earlier crash interrupted (:func:`acidctl.compact.publish.recover`);
 3. list the table once and plan every selected partition (``after-plan``);
 4. create the staging directories and markers; run all tasks of all partitions in ONE Spark
@@ -30,7 +31,7 @@ from acidctl import faults
 from acidctl.acid.dirname import partition_keys_lower
 from acidctl.compact import publish as pub
 from acidctl.compact.engine import SPARK, choose_engine
-from acidctl.compact.lock import TableLock, table_root
+from acidctl.compact.lock import LockSet
 from acidctl.compact.planner import MAJOR, MINOR, PartitionPlan, plan_partition, refusal_error
 from acidctl.compact.report import finish_report, partition_record
 from acidctl.errors import NotFoundError, UsageError
@@ -111,10 +112,38 @@ def not_due_plan(lst, mode: str | None, recommendation) -> PartitionPlan:
     )
 
 
+def lock_scopes(tfs, partitions: list[str] | None) -> list[str | None]:
+    """The partitions (``None``: the whole table) a run on ``tfs.root`` locks: the ``--partition``
+    ones, the partition a partition path names, or the whole table."""
+    from acidctl.compact.lock import scope
+
+    return scope(tfs, [_normalize_partition(p) for p in partitions] if partitions else None)
+
+
+def run_locks(tfs, opts, locks: LockSet | None) -> LockSet:
+    """The locks of this run: ``locks`` a caller holds already (``acidctl worker`` locks a
+    partition before it claims its request) — they must cover the run — or a new set."""
+    scopes = lock_scopes(tfs, opts.partitions)
+    if locks is None:
+        return LockSet(tfs, scopes, command="compact", break_lock=opts.break_lock)
+    missing = [s for s in scopes if not locks.covers(s)]
+    if missing:
+        raise UsageError(f"internal: the caller's locks do not cover {missing[0] or 'the table'}")
+    return locks
+
+
 def compact_table(
-    tfs, opts: CompactOptions, *, spark=None, progress=None, registrar=None, notes: list | None = None
+    tfs,
+    opts: CompactOptions,
+    *,
+    spark=None,
+    progress=None,
+    registrar=None,
+    notes: list | None = None,
+    locks: LockSet | None = None,
 ) -> dict:
-    """Compact the table (or the selected partitions) under ``tfs.root``; returns the report."""
+    """Compact the table (or the selected partitions) under ``tfs.root``; returns the report.
+    ``locks``: partition locks the caller already holds (see :func:`run_locks`)."""
     from acidctl.acid.layout import list_table
 
     if opts.mode not in (MAJOR, MINOR, None):
@@ -137,26 +166,31 @@ def compact_table(
     }
     if opts.dry_run:
         return _dry_run(tfs, opts, report, notes, t0)
-    lock = TableLock(tfs, command="compact", break_lock=opts.break_lock, table_root=table_root(tfs.root))
+    lock = run_locks(tfs, opts, locks)
     plans: list[PartitionPlan] = []
     published: set[str] = set()
     own_session: list = []  # the Spark session this run started (stopped on Ctrl-C)
     try:
         # inside the try: a Ctrl-C right after the lock file is written still releases it
-        lock.acquire()
-        if lock.broken is not None:
-            notes.append(f"broke the lock of {lock.broken.describe()}")
+        if locks is None:
+            lock.acquire()
+        for b in lock.broken:
+            notes.append(f"broke the lock of {b.describe()}")
         crash("after-lock")
         listings = list_table(tfs)
         if _may_run_local_pool(tfs, opts, listings):
             from acidctl.compact.local import prestart
 
             prestart()
-        for lst in listings:
+        # only the partitions this run holds the locks of (another run may be publishing elsewhere)
+        for lst in select_partitions(tfs, listings, opts.partitions):
             report["recovered"].extend(pub.recover(tfs, lst.fs_path or lst.path))
         if report["recovered"]:
             listings = list_table(tfs)
-        plans.extend(_plan_all(tfs, opts, listings))
+        # Hive 4 output is named after the compactor txn, which is opened only once the run is
+        # known to go ahead: plan with a placeholder first, decide every refusal, then claim
+        deferred = registrar is not None and opts.hive_version == 4 and callable(opts.visibility_txn)
+        plans.extend(_plan_all(tfs, opts, listings, placeholder=deferred))
         faults.fire("after-plan", plans)
         crash("after-plan")
 
@@ -167,14 +201,22 @@ def compact_table(
             for sk in p.skipped:
                 notes.append(f"skipped (--skip-unreadable-files): {p.display.rstrip('/')}/{sk['path']}: {sk['reason']}")
         work = [p for p in plans if p.runs]
-        if registrar is not None:
-            for p in work:
-                registrar.check(p.partition, p.mode)
         report["summary"] = {}
         if not work:
             report["message"] = "nothing to compact"
             return _finish(report, plans, {}, t0)
         _check_publish_safety(tfs, work, opts, notes)
+        if registrar is not None:
+            # every plan-time refusal is behind us: only now enqueue/claim (no trace otherwise)
+            registrar.claim_all([(p.partition, p.mode) for p in work])
+            if deferred:
+                plans[:] = _plan_all(tfs, opts, listings)  # the same plan, named _v<compactor txn>
+                refused = refusal_error(plans)
+                if refused is not None:
+                    raise refused
+                work = [p for p in plans if p.runs]
+                _check_publish_safety(tfs, work, opts, [])
+            registrar.start()
 
         for p in work:
             pub.prepare(tfs, p)
@@ -243,7 +285,7 @@ def compact_table(
     finally:
         _stop_prestarted()  # nothing ran in it (nothing to compact, an error, Ctrl-C)
         crash("before-unlock")
-        lock.release()
+        lock.release()  # a caller's locks stay held (LockSet(owned=False))
 
 
 def _stop_prestarted() -> None:
@@ -269,8 +311,9 @@ def _may_run_local_pool(tfs, opts: CompactOptions, listings: list) -> bool:
     return listed >= pool_min_bytes()
 
 
-def _plan_all(tfs, opts: CompactOptions, listings: list) -> list[PartitionPlan]:
-    """Plan every selected partition (the Initiator's choice with ``due``)."""
+def _plan_all(tfs, opts: CompactOptions, listings: list, *, placeholder: bool = False) -> list[PartitionPlan]:
+    """Plan every selected partition (the Initiator's choice with ``due``). ``placeholder``: name
+    Hive 4 output with :data:`DRY_RUN_TXN` instead of asking for the compactor txn."""
     from acidctl.acid.initiator import NONE, compactor_state, recommend
 
     plans: list[PartitionPlan] = []
@@ -295,7 +338,7 @@ def _plan_all(tfs, opts: CompactOptions, listings: list) -> list[PartitionPlan]:
         if mode is None:  # CompactOptions: a mode, or due (which chose one above)
             raise UsageError("give --major or --minor (or --due)")
         vis = opts.visibility_txn
-        if opts.dry_run and opts.hive_version == 4 and not vis:
+        if (opts.dry_run and opts.hive_version == 4 and not vis) or placeholder:
             vis = DRY_RUN_TXN
         p = plan_partition(
             tfs,

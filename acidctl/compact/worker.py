@@ -1,10 +1,14 @@
 """``acidctl worker``: run Hive's compaction queue on Spark, as one more Worker
 (../shared/spec/operations.md §3, metastore.md §9.2).
 
-One cycle (:func:`run_cycle`): claim up to ``max`` ``initiated`` requests with Hive's conditional
-update (:func:`acidctl.metastore.queue.claim` — never racing Hive's own workers or another
-acidctl), then run them one after another in **one** Spark application through the compaction
-runner, each registered by :class:`acidctl.compact.register.Registrar`:
+One cycle (:func:`run_cycle`) runs up to ``max`` ``initiated`` requests one after another, in
+**one** Spark application, through the compaction runner, each registered by
+:class:`acidctl.compact.register.Registrar`. A request is taken as Hive's Worker takes one
+(:func:`acidctl.metastore.queue.claim`'s conditional update — never racing Hive's own workers or
+another acidctl), but only after acidctl's lock of its partition (:mod:`acidctl.compact.lock`)
+was taken: a request whose partition another acidctl process is compacting is **skipped** and
+left ``initiated`` for later (it never becomes a failed compaction), so acidctl workers on
+different partitions of one table run side by side and never fail each other.
 
 * table or partition missing → Hive 4 ``refused`` (``markRefused``); Hive 2.3/3 ``succeeded``
   (``markCleaned``: their Workers assume it was dropped and move on);
@@ -18,10 +22,13 @@ runner, each registered by :class:`acidctl.compact.register.Registrar`:
   (:mod:`acidctl.compact.hive2`);
 * any error → ``failed`` with the error message (Hive 4: compactor txn aborted).
 
-A stop request (SIGTERM, Ctrl-C: :class:`StopFlag`) lets the request in flight finish; the
-claimed requests not yet started are released (``w`` → ``i``) so any worker can claim them. A
-second interrupt abandons the request in flight safely: its staging is removed by the runner,
-its compactor txn aborted and the request released (claimable again).
+A request acidctl refuses before its compaction starts (e.g. output that could not be published
+atomically) is handed back (``w`` → ``i``, as ``revokeFromLocalWorkers`` does) for Hive's workers,
+and this process does not take it again.
+
+A stop request (SIGTERM, Ctrl-C: :class:`StopFlag`) lets the request in flight finish and claims
+nothing more. A second interrupt abandons the request in flight safely: its staging is removed by
+the runner, its compactor txn aborted and the request released (claimable again).
 """
 
 from __future__ import annotations
@@ -81,6 +88,8 @@ def request_line(rec: dict) -> str:
 
 
 def claim_batch(ms, opts: WorkerOptions, worker_id: str, stop: StopFlag | None = None) -> list[queue.Request]:
+    """Claim up to ``opts.max`` requests without partition locks (tests and tools; the worker
+    itself claims one at a time with :func:`claim_next`)."""
     got: list[queue.Request] = []
     while len(got) < opts.max and not (stop and stop.is_set()):
         req = queue.claim(ms, worker_id=worker_id, pool=opts.pool, db_glob=opts.db_glob)
@@ -88,6 +97,72 @@ def claim_batch(ms, opts: WorkerOptions, worker_id: str, stop: StopFlag | None =
             break
         got.append(req)
     return got
+
+
+def partition_locks(ms, req: queue.Request, table_fs: Callable[[str], object]):
+    """acidctl's lock of the request's partition (of the table, unpartitioned), not yet taken;
+    None when the table cannot be resolved (the run then answers for the request)."""
+    from acidctl.compact.lock import LockSet
+    from acidctl.compact.runner import lock_scopes
+    from acidctl.target import location_url
+
+    try:
+        if ms.hive_version == 2:
+            from acidctl.metastore.hive2 import table_info
+
+            info = table_info(ms, req.full_name, partition=req.partition)
+        else:
+            from acidctl.metastore.tables import resolve_table
+
+            info = resolve_table(ms, req.full_name, partition=req.partition)
+        if not info.location:
+            return None
+        tfs = table_fs(location_url(info.location))
+    except AcidctlError:
+        return None
+    return LockSet(tfs, lock_scopes(tfs, [req.partition] if req.partition else None), command="worker", owned=False)
+
+
+def claim_next(
+    ms,
+    opts: WorkerOptions,
+    worker_id: str,
+    *,
+    table_fs: Callable[[str], object],
+    skip: set | None = None,
+    busy: set | None = None,
+):
+    """The next request this worker can run, claimed, with its partition lock held: ``(request,
+    locks)``, or None. Candidates come in Hive's order; one whose partition another acidctl
+    process holds is left ``initiated`` (added to ``busy``) and the next one is tried; ``skip``:
+    ids not to take. The lock is taken before the conditional update, so a conflict never claims
+    anything."""
+    from acidctl.errors import LockConflict
+
+    skip = skip if skip is not None else set()
+    busy = busy if busy is not None else set()
+    for cand in queue.candidates(ms, pool=opts.pool, db_glob=opts.db_glob):
+        if cand.cq_id in skip or cand.cq_id in busy:
+            continue
+        locks = partition_locks(ms, cand, table_fs)
+        if locks is not None:
+            try:
+                locks.acquire()
+            except LockConflict as e:
+                busy.add(cand.cq_id)
+                log.info("compaction %d (%s): partition busy, left for later: %s", cand.cq_id, cand.display, e)
+                continue
+        try:
+            req = queue.claim(ms, worker_id=worker_id, pool=opts.pool, db_glob=opts.db_glob, only_ids=[cand.cq_id])
+        except BaseException:
+            if locks is not None:
+                locks.release(force=True)
+            raise
+        if req is not None:
+            return req, locks
+        if locks is not None:  # another worker took it first
+            locks.release(force=True)
+    return None
 
 
 def run_cycle(
@@ -100,33 +175,38 @@ def run_cycle(
     on_request: Callable[[dict], None] | None = None,
     session: dict | None = None,
 ) -> list[dict]:
-    """Claim and run up to ``opts.max`` requests; one record per request. ``session`` holds the
-    Spark session across cycles (``{"spark": ...}``; created on first need)."""
+    """Claim and run up to ``opts.max`` requests, one at a time; one record per request.
+    ``session`` holds the Spark session across cycles (``{"spark": ...}``; created on first
+    need) and the ids this process handed back (not taken again)."""
     worker_id = opts.worker_id or queue.process_id()
-    claimed = claim_batch(ms, opts, worker_id, stop)
     records: list[dict] = []
     session = session if session is not None else {}
     if spark is not None:
         session["spark"] = spark
-    for i, req in enumerate(claimed):
-        if stop is not None and stop.is_set():
-            for rest in claimed[i:]:
-                queue.release(ms, rest.cq_id, worker_id=worker_id)
-                rec = _record(rest, "released", f"{stop.reason}: back to initiated", 0.0)
-                records.append(rec)
-                if on_request:
-                    on_request(rec)
+    skip: set = session.setdefault("handed_back", set())
+    busy: set = set()
+    # requests a killed acidctl process on this host left 'working' (Hive's revokeFromLocalWorkers)
+    queue.revoke_dead_local_workers(ms)
+    while len(records) < opts.max and not (stop is not None and stop.is_set()):
+        got = claim_next(ms, opts, worker_id, table_fs=table_fs, skip=skip, busy=busy)
+        if got is None:
             break
+        req, locks = got
         try:
-            rec = run_request(ms, req, opts, worker_id=worker_id, table_fs=table_fs, session=session)
-        except KeyboardInterrupt:
-            for rest in claimed[i + 1 :]:
-                queue.release(ms, rest.cq_id, worker_id=worker_id)
-            raise
+            rec = run_request(ms, req, opts, worker_id=worker_id, table_fs=table_fs, session=session, locks=locks)
+        finally:
+            if locks is not None:
+                locks.release(force=True)
+        if rec["state"] == HANDED_BACK:
+            skip.add(req.cq_id)
         records.append(rec)
         if on_request:
             on_request(rec)
     return records
+
+
+#: the record state of a request refused before its compaction started and given back
+HANDED_BACK = "handed back"
 
 
 def _record(req: queue.Request, state: str, message: str | None, seconds: float, **kw) -> dict:
@@ -157,7 +237,14 @@ def _spark_for(opts: WorkerOptions, session: dict):
 
 
 def run_request(
-    ms, req: queue.Request, opts: WorkerOptions, *, worker_id: str, table_fs: Callable[[str], object], session: dict
+    ms,
+    req: queue.Request,
+    opts: WorkerOptions,
+    *,
+    worker_id: str,
+    table_fs: Callable[[str], object],
+    session: dict,
+    locks=None,
 ) -> dict:
     """Compact one claimed request and move it to its next state (see the module docstring)."""
     from acidctl.compact.register import Registrar, run_registered
@@ -238,10 +325,10 @@ def run_request(
             from acidctl.mm.compact import compact_mm_table
 
             report = run_registered(
-                tfs, copts, mm, compact_fn=compact_mm_table, registrar=reg, spark=_spark_for(opts, session)
+                tfs, copts, mm, compact_fn=compact_mm_table, registrar=reg, spark=_spark_for(opts, session), locks=locks
             )
         else:
-            report = run_registered(tfs, copts, registrar=reg, spark=_spark_for(opts, session))
+            report = run_registered(tfs, copts, registrar=reg, spark=_spark_for(opts, session), locks=locks)
     except KeyboardInterrupt:
         if reg is not None:
             reg.abandon_all()
@@ -252,6 +339,10 @@ def run_request(
         msg = str(e) if isinstance(e, AcidctlError) else f"{type(e).__name__}: {e}"
         if reg is None:
             queue.mark_failed(ms, req.cq_id, message=msg)
+        elif reg.state_of(req.partition) in ("released", "claimed"):
+            # refused before the compaction started: given back, not a failed compaction
+            log.info("compaction %d handed back: %s", req.cq_id, msg)
+            return _record(req, HANDED_BACK, msg, time.perf_counter() - t0)
         log.info("compaction %d failed: %s", req.cq_id, msg)
         return _record(req, "failed", msg, time.perf_counter() - t0)
     parts = [p for p in report["partitions"] if p["partition"] == req.partition] or report["partitions"]

@@ -124,7 +124,7 @@ def lookup(ms, info) -> Storage:
     sparams = sa.table("SERDE_PARAMS", sa.column("SERDE_ID"), sa.column("PARAM_KEY"), sa.column("PARAM_VALUE"))
     pparams = sa.table("PARTITION_PARAMS", sa.column("PART_ID"), sa.column("PARAM_KEY"), sa.column("PARAM_VALUE"))
     with ms.read() as conn:
-        part_id = None
+        part_id = sd_id = None
         if getattr(info, "partition", None):
             row = conn.execute(
                 sa.select(parts.c.PART_ID, parts.c.SD_ID).where(

@@ -12,8 +12,9 @@
 * :func:`unlock` — Thrift ``unlock(lockid)``: ``DELETE FROM HIVE_LOCKS WHERE HL_LOCK_EXT_ID=?
   AND (HL_TXNID=0 OR HL_LOCK_STATE='w')``; nothing deleted → no such lock is success
   (idempotent), a lock of a txn is refused.
-* :func:`fail_compaction` — Hive's ``markFailed`` (§3.3) for a request acidctl must take out of
-  the queue (``revert`` of a registered compaction).
+* :func:`record_reverted` — ``revert`` of a registered compaction takes its ``ready for
+  cleaning`` request out of the queue with Hive's ``markFailed`` step (§3.3) but records it in
+  the state :data:`REVERTED_STATE` (``a``), which no failure threshold counts.
 
 Dry runs read only; every write is one :func:`acidctl.metastore.steps.write_step`.
 """
@@ -251,12 +252,34 @@ def unlock(ms, lock_id: int, *, execute: bool = False) -> dict:
 
 
 # ---------------------------------------------------------------------------------------
-# markFailed (for revert)
+# revert's history row
 # ---------------------------------------------------------------------------------------
 
+#: The history state of a reverted compaction: ``a`` (Hive 3 "attempted", Hive 4 "did not
+#: initiate"). Not ``f``: ``hive.compactor.initiator.failed.compacts.threshold`` counts ``f`` —
+#: Hive 3's ``checkFailedCompactions`` takes the newest N rows with ``CC_STATE <> 'a'`` and
+#: blocks when all are ``f``; Hive 4's Initiator (``TableOptimizer.foundCurrentOrFailedCompactions``)
+#: keeps only ``s``/``f`` rows (operations.md §4.4) — so a revert recorded ``f`` pushed the
+#: partition toward the threshold (Hive 2.3's ``checkFailedCompactions`` is 3.1's query). ``a`` is
+#: the one state **both** versions leave out of the count
+#: entirely: it neither counts as a failure nor resets an earlier failure streak the way an ``s``
+#: (or, in Hive 4's TxnStore ``checkFailedCompactions``, a ``c``/``x``) row would, so the history
+#: keeps the compaction (with its ids, write id and, Hive 4, the "reverted by acidctl revert"
+#: message) without changing what the Initiator decides. Hive 4's Initiator also revisits a
+#: partition whose newest history row is ``a`` or ``f`` (§4.2): after a revert the partition's
+#: deltas are live again, so that is what should happen. ``c`` (refused) would be Hive 4 only and
+#: means "nothing to compact"; ``x`` (aborted) exists only in later 4.0-line builds and is never
+#: purged; ``s`` would claim a cleaning that did not happen.
+REVERTED_STATE = "a"
 
-def fail_compaction(ms, cq_id: int, *, message: str, expect_state: str | None = None) -> dict:
-    """Hive's ``markFailed`` (operations.md §3.3) for revert: :func:`queue.mark_failed` — the
-    same step the Worker's failures take — with revert's check that the request is still in
+
+def record_reverted(ms, cq_id: int, *, message: str, expect_state: str | None = None) -> dict:
+    """Take a reverted compaction's request out of the queue into COMPLETED_COMPACTIONS as
+    :data:`REVERTED_STATE`: :func:`queue.move_to_history` (the step of Hive's ``markFailed``,
+    operations.md §3.3) in one DB transaction, with revert's check that the request is still in
     ``expect_state``. Returns ``{cq_id, state, message}``."""
-    return queue.mark_failed(ms, cq_id, message=message, expect_state=expect_state)
+    return write_step(
+        ms,
+        lambda conn: queue.move_to_history(ms, conn, cq_id, REVERTED_STATE, message, expect_state=expect_state),
+        name="record the reverted compaction",
+    )

@@ -416,6 +416,7 @@ def cleaner_mutex(ms, *, wait_s: int = 60) -> Iterator[None]:
     q = sa.select(aux.MT_COMMENT, aux.MT_KEY2).where(*cond).with_for_update()
     with db_errors(ms.engine.url):
         conn = ms.engine.connect().execution_options(isolation_level="READ COMMITTED")
+    tx = None
     try:
         with db_errors(ms.engine.url):
             for attempt in (1, 2):

@@ -20,7 +20,8 @@
   the schema has the column);
 * :func:`release` — give a claimed request back (``w`` → ``i``), as Hive's
   ``revokeFromLocalWorkers`` does for one row: what a stopping worker does with a request it
-  claimed but did not start.
+  claimed but did not start; :func:`withdraw` — delete a request acidctl enqueued itself and
+  did not run.
 
 Each function is one :func:`acidctl.metastore.steps.write_step`.
 
@@ -252,8 +253,12 @@ def enqueue(
     run_as: str | None = None,
     properties: dict | None = None,
     read_only: bool = False,
+    dry_run: bool = False,
 ) -> EnqueueResult:
-    """Put a compaction request into the queue exactly as the connected Hive version does."""
+    """Put a compaction request into the queue exactly as the connected Hive version does.
+    ``dry_run``: the same answer (a duplicate is refused the same way) read without writing —
+    no mutex, no row, ``NEXT_COMPACTION_QUEUE_ID`` not consumed; ``id`` is the id the request
+    would get now."""
     import sqlalchemy as sa
 
     ct = compaction_type_code(type)
@@ -263,7 +268,8 @@ def enqueue(
     tblprops = stringable_map(properties) if properties else None
 
     def step(conn: sa.Connection) -> EnqueueResult:
-        acquire_mutex(ms, conn, "CompactionScheduler")
+        if not dry_run:
+            acquire_mutex(ms, conn, "CompactionScheduler")
         where = [cq.CQ_DATABASE == db, cq.CQ_TABLE == table, partition_eq(cq.CQ_PARTITION, partition)]
         if h4:
             hwm = _compactor_hwm(ms, conn, db, table)
@@ -288,6 +294,12 @@ def enqueue(
                 f"Compaction already enqueued with id {eid}; State is {STATE_RESPONSE.get(st, st)}",
                 existing_id=eid,
             )
+        if dry_run:
+            n = ms.tables.NEXT_COMPACTION_QUEUE_ID
+            nxt = conn.execute(sa.select(n.NCQ_NEXT)).scalar()
+            if nxt is None:
+                raise NotFoundError("NEXT_COMPACTION_QUEUE_ID has no row")
+            return EnqueueResult(int(nxt), "initiated", True, f"Compaction would be enqueued with id {int(nxt)}")
         cq_id = next_queue_id(ms, conn)
         vals: dict[str, Any] = dict(
             CQ_ID=cq_id,
@@ -313,6 +325,9 @@ def enqueue(
         conn.execute(sa.insert(cq.clause).values({getattr(cq, k).name: v for k, v in vals.items()}))
         return EnqueueResult(cq_id, "initiated", True, f"Compaction enqueued with id {cq_id}")
 
+    if dry_run:
+        with ms.read() as conn:
+            return step(conn)
     res = steps.write_step(ms, step, name="enqueue a compaction", read_only=read_only)
     log.info("enqueue %s.%s%s %s: %s", db, table, "/" + partition if partition else "", type, res.message)
     return res
@@ -377,13 +392,8 @@ def claim(
 
 def claimable(ms, *, limit: int, pool: str | None = None, db_glob: str | None = None) -> list[Request]:
     """The first ``limit`` requests :func:`claim` would claim one after another (``worker
-    --dry-run``), read in one read-only transaction; nothing is written."""
-    from acidctl.metastore.connection import read_only as reading
-
-    with reading(ms.engine) as conn:
-        now = steps.now_ms(conn)
-        got = _candidates(ms, conn, now, pool=pool, pool_timeout_ms=POOL_TIMEOUT_MS, db_glob=db_glob)
-        return [r for r in got if r.state in ("initiated", "i")][:limit]
+    --dry-run``), read without writing anything."""
+    return candidates(ms, pool=pool, db_glob=db_glob)[:limit]
 
 
 def _candidates(
@@ -398,15 +408,14 @@ def _candidates(
     types: tuple[str, ...] = ("a", "i"),
     any_pool: bool = False,
 ) -> list[Request]:
-    """findNextToCompact's candidates, in claim order (the rows the conditional update tries)."""
+    """``findNextToCompact``'s candidates, in its order (operations.md §3.1)."""
     import sqlalchemy as sa
 
     cq = ms.tables.COMPACTION_QUEUE
-    h4 = ms.hive_version >= 4
     q = sa.select(cq.clause)
     if any_pool:
         q = q.where(cq.CQ_STATE == "i")
-    elif h4:
+    elif ms.hive_version >= 4:
         if pool:
             q = q.where(cq.CQ_STATE == "i", cq.CQ_POOL_NAME == pool)
         else:
@@ -422,9 +431,8 @@ def _candidates(
         q = q.where(cq.CQ_STATE == "i")
     if only_ids is not None:
         q = q.where(cq.CQ_ID.in_(list(only_ids)))
-    rows = conn.execute(q.order_by(cq.CQ_ID)).mappings().all()
     out = []
-    for row in rows:
+    for row in conn.execute(q.order_by(cq.CQ_ID)).mappings().all():
         req = _request(ms, row)
         if row_type(row) not in types:
             continue
@@ -432,6 +440,35 @@ def _candidates(
             continue
         out.append(req)
     return out
+
+
+def candidates(
+    ms,
+    *,
+    pool: str | None = None,
+    pool_timeout_ms: int = POOL_TIMEOUT_MS,
+    db_glob: str | None = None,
+    types: tuple[str, ...] = ("a", "i"),
+) -> list[Request]:
+    """The requests :func:`claim` would try, in its order, read without claiming any (``acidctl
+    worker`` first checks that a candidate's partition is free, then claims that one request)."""
+    with ms.read() as conn:
+        now = steps.now_ms(conn)
+        return [
+            r
+            for r in _candidates(
+                ms,
+                conn,
+                now,
+                pool=pool,
+                pool_timeout_ms=pool_timeout_ms,
+                db_glob=db_glob,
+                only_ids=None,
+                types=types,
+                any_pool=False,
+            )
+            if r.state == "i"
+        ]
 
 
 def row_type(row) -> str:
@@ -664,6 +701,69 @@ def release(ms, cq_id: int, *, worker_id: str, read_only: bool = False) -> bool:
     return steps.write_step(ms, step, name="release a claimed compaction", read_only=read_only)
 
 
+def withdraw(ms, cq_id: int, *, worker_id: str, read_only: bool = False) -> bool:
+    """Delete a request this worker enqueued itself, claimed and did not run (the no-trace rule:
+    a refused or interrupted ``compact`` leaves the queue as it found it). Only the row still
+    ``working`` under this worker id goes; False if it was not ours any more. Its id stays
+    consumed in ``NEXT_COMPACTION_QUEUE_ID``, as every id Hive hands out does."""
+    import sqlalchemy as sa
+
+    cq = ms.tables.COMPACTION_QUEUE
+
+    def step(conn):
+        return (
+            conn.execute(
+                sa.delete(cq.clause).where(cq.CQ_ID == cq_id, cq.CQ_STATE == "w", cq.CQ_WORKER_ID == worker_id)
+            ).rowcount
+            == 1
+        )
+
+    return steps.write_step(ms, step, name="withdraw an unstarted compaction request", read_only=read_only)
+
+
+def revoke_dead_local_workers(ms, *, read_only: bool = False) -> list[int]:
+    """``revokeFromLocalWorkers`` for acidctl's own dead processes: ``working`` requests whose
+    worker id is ``acidctl@<this host>-<pid>`` (:func:`process_id`) of a process that no longer
+    runs go back to ``initiated`` with worker and start cleared — Hive's update (operations.md
+    §3.4), narrowed to those exact worker ids, so a live acidctl or any Hive worker is never
+    touched. What a SIGKILLed ``compact``/``worker`` left; their Hive 4 compactor txns are left
+    to the timeout reaper, as Hive leaves a dead worker's. Returns the ids revoked."""
+    import sqlalchemy as sa
+
+    from acidctl.compact.lock import pid_alive
+
+    cq = ms.tables.COMPACTION_QUEUE
+    prefix = f"acidctl@{socket.gethostname()}-"
+    with ms.read() as conn:
+        rows = conn.execute(
+            sa.select(cq.CQ_ID, cq.CQ_WORKER_ID).where(cq.CQ_STATE == "w", cq.CQ_WORKER_ID.like(prefix + "%"))
+        ).all()
+    dead = []
+    for cq_id, worker in rows:
+        pid = str(worker)[len(prefix) :]
+        if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
+            dead.append((int(cq_id), str(worker)))
+    if not dead:
+        return []
+
+    def step(conn):
+        out = []
+        for cq_id, worker in dead:
+            n = conn.execute(
+                sa.update(cq.clause)
+                .where(cq.CQ_ID == cq_id, cq.CQ_STATE == "w", cq.CQ_WORKER_ID == worker)
+                .values({cq.CQ_WORKER_ID.name: None, cq.CQ_START.name: None, cq.CQ_STATE.name: "i"})
+            ).rowcount
+            if n == 1:
+                out.append(cq_id)
+        return out
+
+    got = steps.write_step(ms, step, name="revoke dead acidctl workers", read_only=read_only)
+    for cq_id in got:
+        log.info("compaction %d: its acidctl worker on this host is gone; back to initiated", cq_id)
+    return got
+
+
 WORKER_TIMEOUT_MS = 86_400_000  # hive.compactor.worker.timeout
 
 
@@ -698,7 +798,9 @@ def stringable_map(props: dict) -> str:
     return "".join(out)
 
 
-def enqueue_for(ms, spec: str, *, type: str, pool: str | None = None, read_only: bool = False) -> dict:
+def enqueue_for(
+    ms, spec: str, *, type: str, pool: str | None = None, read_only: bool = False, dry_run: bool = False
+) -> dict:
     """``ALTER TABLE DB.TABLE [PARTITION (...)] COMPACT 'major'|'minor' [POOL 'p']`` for
     ``DB.TABLE[/k=v...]``: the table (and partition) must exist; a partitioned table needs its
     partition (Hive 3 requires it; Hive 4 would check every partition with the Initiator logic —
@@ -723,9 +825,16 @@ def enqueue_for(ms, spec: str, *, type: str, pool: str | None = None, read_only:
         pool = (info.params or {}).get(POOL_PROPERTY) or None
     elif ms.hive_version < 4 and pool is not None:
         raise UsageError(f"--pool needs a Hive 4 metastore (Hive {ms.hive_version} has no compaction pools)")
-    res = enqueue(ms, info.db, info.table, partition=info.partition, type=type, pool=pool, read_only=read_only)
+    res = enqueue(
+        ms, info.db, info.table, partition=info.partition, type=type, pool=pool, read_only=read_only, dry_run=dry_run
+    )
     doc = res.to_dict()
     doc.update(
-        table=info.full_name, partition=info.partition, type=str(type).lower(), pool=pool, hive_version=ms.hive_version
+        table=info.full_name,
+        partition=info.partition,
+        type=str(type).lower(),
+        pool=pool,
+        hive_version=ms.hive_version,
+        dry_run=dry_run,
     )
     return doc

@@ -468,12 +468,14 @@ def _run_on_spark(spark, tasks: list[MMTask], progress=None) -> list[dict]:
     return run_tasks(spark, tasks, progress=progress, body=run_mm_tasks, job="acidctl compact (insert-only)")
 
 
-def compact_mm_table(tfs, opts, ctx, *, registrar=None, notes: list | None = None, progress=None, spark=None) -> dict:
-    """``acidctl compact`` for an insert-only table (``opts``: :class:`acidctl.compact.runner.CompactOptions`)."""
+def compact_mm_table(
+    tfs, opts, ctx, *, registrar=None, notes: list | None = None, progress=None, spark=None, locks=None
+) -> dict:
+    """``acidctl compact`` for an insert-only table (``opts``: :class:`acidctl.compact.runner.CompactOptions`;
+    ``locks``: partition locks the caller holds, see :func:`acidctl.compact.runner.run_locks`)."""
     from acidctl.acid.initiator import NONE, compactor_state, recommend
     from acidctl.acid.layout import list_table
-    from acidctl.compact.lock import TableLock, table_root
-    from acidctl.compact.runner import not_due_plan, select_partitions
+    from acidctl.compact.runner import not_due_plan, run_locks, select_partitions
     from acidctl.compact.runner import _reraise as reraise
 
     notes = notes if notes is not None else []
@@ -500,52 +502,66 @@ def compact_mm_table(tfs, opts, ctx, *, registrar=None, notes: list | None = Non
     try:
         if not opts.dry_run:
             # inside the try: a Ctrl-C right after the lock file is written still releases it
-            lock = TableLock(tfs, command="compact", break_lock=opts.break_lock, table_root=table_root(tfs.root))
-            lock.acquire()
-            if lock.broken is not None:
-                notes.append(f"broke the lock of {lock.broken.describe()}")
+            lock = run_locks(tfs, opts, locks)
+            if locks is None:
+                lock.acquire()
+            for b in lock.broken:
+                notes.append(f"broke the lock of {b.describe()}")
         listings = list_table(tfs)
         if not opts.dry_run:
-            for lst in listings:
+            # only the partitions this run holds the locks of
+            for lst in select_partitions(tfs, listings, opts.partitions):
                 report["recovered"].extend(pub.recover(tfs, lst.fs_path or lst.path))
             if report["recovered"]:
                 listings = list_table(tfs)
-        for lst in select_partitions(tfs, listings, opts.partitions):
-            m = mode
-            rec = None
-            if opts.due:
-                cst = compactor_state(lst, opts.reader, txns=opts.txns, hive_version=opts.hive_version)
-                r = recommend(
-                    cst, thresholds=opts.thresholds, insert_only=opts.hive_version == 3, hive_version=opts.hive_version
+
+        def plan_all(placeholder: bool = False) -> list:
+            out: list = []
+            for lst in select_partitions(tfs, listings, opts.partitions):
+                m = mode
+                rec = None
+                if opts.due:
+                    cst = compactor_state(lst, opts.reader, txns=opts.txns, hive_version=opts.hive_version)
+                    r = recommend(
+                        cst,
+                        thresholds=opts.thresholds,
+                        insert_only=opts.hive_version == 3,
+                        hive_version=opts.hive_version,
+                    )
+                    rec = r.to_dict()
+                    if r.type == NONE:
+                        out.append((not_due_plan(lst, m, r), None, lst))
+                        continue
+                    m = m or r.type
+                    if opts.hive_version == 3:
+                        m = MAJOR
+                    check_table(ctx, mode=m, hive_version=opts.hive_version)
+                vis = opts.visibility_txn
+                if (opts.dry_run and opts.hive_version == 4 and not vis) or placeholder:
+                    vis = 9_999_999
+
+                def lazy(v=vis, part=lst.partition, mm=m):
+                    return v(part, mm) if callable(v) else v
+
+                p, w = plan_partition(
+                    tfs,
+                    lst,
+                    ctx,
+                    mode=m,
+                    reader=opts.reader,
+                    txns=opts.txns,
+                    hive_version=opts.hive_version,
+                    visibility_txn=lazy,
+                    skip_unreadable=opts.skip_unreadable_files,
                 )
-                rec = r.to_dict()
-                if r.type == NONE:
-                    plans.append((not_due_plan(lst, m, r), None, lst))
-                    continue
-                m = m or r.type
-                if opts.hive_version == 3:
-                    m = MAJOR
-                check_table(ctx, mode=m, hive_version=opts.hive_version)
-            vis = opts.visibility_txn
-            if opts.dry_run and opts.hive_version == 4 and not vis:
-                vis = 9_999_999
+                p.recommendation = rec
+                out.append((p, w, lst))
+            return out
 
-            def lazy(v=vis, part=lst.partition, mm=m):
-                return v(part, mm) if callable(v) else v
-
-            p, w = plan_partition(
-                tfs,
-                lst,
-                ctx,
-                mode=m,
-                reader=opts.reader,
-                txns=opts.txns,
-                hive_version=opts.hive_version,
-                visibility_txn=lazy,
-                skip_unreadable=opts.skip_unreadable_files,
-            )
-            p.recommendation = rec
-            plans.append((p, w, lst))
+        # Hive 4 output is named after the compactor txn, opened only once the run goes ahead:
+        # plan with a placeholder first, decide every refusal, then claim (acidctl.compact.register)
+        deferred = registrar is not None and opts.hive_version == 4 and callable(opts.visibility_txn)
+        plans.extend(plan_all(placeholder=deferred))
         if opts.dry_run:
             return _dry_report(tfs, report, plans, opts, t0)
         refused = refusal_error([p for p, _, _ in plans])
@@ -555,18 +571,19 @@ def compact_mm_table(tfs, opts, ctx, *, registrar=None, notes: list | None = Non
             for sk in p.skipped:
                 notes.append(f"skipped (--skip-unreadable-files): {p.display.rstrip('/')}/{sk['path']}: {sk['reason']}")
         work = [(p, w, lst) for p, w, lst in plans if p.runs]
-        if registrar is not None:
-            for p, _, _ in work:
-                registrar.check(p.partition, p.mode)
+        _publish_safety(tfs, opts, [p for p, _, _ in work])
+        if registrar is not None and work:
+            # every plan-time refusal is behind us: only now enqueue/claim (no trace otherwise)
+            registrar.claim_all([(p.partition, p.mode) for p, _, _ in work])
+            if deferred:
+                plans[:] = plan_all()  # the same plan, named _v<compactor txn>
+                refused = refusal_error([p for p, _, _ in plans])
+                if refused is not None:
+                    raise refused
+                work = [(p, w, lst) for p, w, lst in plans if p.runs]
+                _publish_safety(tfs, opts, [p for p, _, _ in work])
+            registrar.start()
         metrics: dict = {}
-        hidden = opts.hive_version == 4 and opts.hidden_until_commit
-        for p, _, _ in work:
-            p.publish, why = pub.safety(tfs, p, hidden_until_commit=hidden)
-            if why and not opts.allow_non_atomic_publish:
-                raise RefusedError(
-                    f"compaction of {p.partition or p.display} cannot be published atomically: {why}",
-                    hint="--allow-non-atomic-publish publishes anyway",
-                )
         tasks = []
         for p, w, lst in work:
             assert w is not None  # plan_partition returns work for every plan that runs
@@ -611,6 +628,18 @@ def compact_mm_table(tfs, opts, ctx, *, registrar=None, notes: list | None = Non
     finally:
         if lock is not None:
             lock.release()
+
+
+def _publish_safety(tfs, opts, work: list) -> None:
+    """Refuse (before anything is claimed or written) a publication readers could see half done."""
+    hidden = opts.hive_version == 4 and opts.hidden_until_commit
+    for p in work:
+        p.publish, why = pub.safety(tfs, p, hidden_until_commit=hidden)
+        if why and not opts.allow_non_atomic_publish:
+            raise RefusedError(
+                f"compaction of {p.partition or p.display} cannot be published atomically: {why}",
+                hint="--allow-non-atomic-publish publishes anyway",
+            )
 
 
 def _finish(report: dict, plans, metrics: dict, t0: float) -> dict:

@@ -151,6 +151,7 @@ def dump_plain(
     from acidctl.orc import render
 
     cols = columns or file_columns(tfs, path, fmt)
+    want: list[str] = []
     if select:
         want = [c.lower() for c in select]
         missing = [c for c in select if c.lower() not in {x.name for x in cols}]

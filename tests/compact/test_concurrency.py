@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -171,3 +173,57 @@ def test_an_interrupted_acquire_never_removes_another_runs_lock(tmp_path, monkey
     assert (tmp_path / LOCK_NAME).exists()
     assert json.loads((tmp_path / LOCK_NAME).read_text())["token"] == other.token
     other.release()
+
+
+# ---------------------------------------------------------------------------------------
+# per-partition locks (issue 21): different partitions side by side, overlapping scopes refuse
+# ---------------------------------------------------------------------------------------
+
+
+def test_partition_locks_conflict_only_when_scopes_overlap(tmp_path):
+    from acidctl.compact.lock import LockSet, all_locks, lock_name
+
+    tfs = TableFS(str(tmp_path))
+    a = TableLock(tfs, partition="ds=1/hr=1").acquire()
+    b = TableLock(tfs, partition="ds=1/hr=2").acquire()  # a sibling: fine
+    c = TableLock(tfs, partition="ds=2").acquire()  # another partition: fine
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [".acidctl-compact.ds=1%2Fhr=1.lock", ".acidctl-compact.ds=1%2Fhr=2.lock", ".acidctl-compact.ds=2.lock"]
+    )
+    assert lock_name("ds=1/hr=1") == ".acidctl-compact.ds=1%2Fhr=1.lock"
+    for scope in (None, "ds=1", "ds=1/hr=1"):  # the table, an ancestor, the same partition
+        with pytest.raises(LockConflict, match="locked by another acidctl compact"):
+            TableLock(tfs, partition=scope).acquire()
+    # a refused attempt leaves no file of its own
+    assert len(list(tmp_path.iterdir())) == 3
+    assert [lk.partition for lk in all_locks(tfs)] == ["ds=1/hr=1", "ds=1/hr=2", "ds=2"]
+    # a set is all or none: ds=3 is free, ds=2 is not → neither is held afterwards
+    with pytest.raises(LockConflict):
+        LockSet(tfs, ["ds=3", "ds=2"]).acquire()
+    assert not (tmp_path / ".acidctl-compact.ds=3.lock").exists()
+    for lk in (a, b, c):
+        lk.release()
+    assert list(tmp_path.iterdir()) == []
+    with TableLock(tfs):  # the table, once no partition is held
+        with pytest.raises(LockConflict, match=r"partition ds=2 is locked by another acidctl compact \(table\)"):
+            TableLock(tfs, partition="ds=2").acquire()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_stale_partition_lock_is_reported_and_broken(tmp_path, cli):
+    from acidctl.compact.lock import all_locks
+
+    tfs = TableFS(str(tmp_path))
+    (tmp_path / ".acidctl-compact.ds=1.lock").write_text(
+        json.dumps({"pid": 999999, "host": socket.gethostname(), "started": time.time() - 60, "token": "x"})
+    )
+    (lk,) = all_locks(tfs)
+    assert lk.partition == "ds=1" and lk.stale
+    # a whole-table lock meets it: stale, refused with the hint
+    with pytest.raises(LockConflict, match="stale compaction lock"):
+        TableLock(tfs).acquire()
+    # break_stale (clean --execute) removes only stale ones; break_lock removes it too
+    t = TableLock(tfs, break_stale=True).acquire()
+    assert [b.partition for b in t.broken_all] == ["ds=1"]
+    t.release()
+    assert list(tmp_path.iterdir()) == []

@@ -83,9 +83,12 @@ def test_enqueue_then_worker_on_spark(tmp_path, cli, spark, hv):
     assert doc["message"] == "Compaction enqueued with id 3"
     # a second request for the same partition is refused (exit 6), as Hive refuses it
     r = cli("-o", "json", "--metastore", url, "compact", "--enqueue", "default.sales/ds=2026-01-01", "--minor")
-    assert r.code == 6
-    dup = json.loads(r.stdout)
-    assert dup["accepted"] is False and dup["existing_id"] == 3
+    assert r.code == 6 and r.stdout == ""  # the refusal once: the error document on stderr
+    assert json.loads(r.stderr)["error"]["message"] == (
+        "Compaction already enqueued with id 3; State is initiated"
+        if hv == 3
+        else "Compaction is already scheduled with state='INITIATED' and id=3"
+    )
 
     ms = connect(url)
     recs = w.run_cycle(ms, w.WorkerOptions(max=10, engine="spark"), table_fs=lambda u: TableFS(u), spark=spark)
@@ -222,11 +225,14 @@ def test_failure_marks_failed_and_aborts_the_compactor_txn(tmp_path, cli, monkey
     assert not [p for p in (tmp_path / "demo" / "warehouse" / "employee").iterdir() if "_v" in p.name]
 
 
-def test_stop_releases_claimed_requests(tmp_path, cli):
-    """A stop request before a claimed request starts gives it back (w → i), claimable again."""
+def test_stop_claims_nothing_more(tmp_path, cli):
+    """A stop request after the first request: the worker claims one request at a time, so the
+    next one was never touched — still initiated, no worker, no start — claimable by anyone."""
     assert cli("demo", tmp_path / "demo").code == 0
     url = _url(tmp_path)
     assert cli("--metastore", url, "compact", "--enqueue", "default.employee", "--minor").code == 0
+    initiated = [r for r in _queue(url) if r[2] == "i"]
+    assert len(initiated) >= 2
     ms = connect(url)
     stop = w.StopFlag()
     done = []
@@ -238,11 +244,11 @@ def test_stop_releases_claimed_requests(tmp_path, cli):
     recs = w.run_cycle(
         ms, w.WorkerOptions(max=10, engine="local"), table_fs=lambda u: TableFS(u), stop=stop, on_request=after_first
     )
-    assert [x["state"] for x in recs] == ["ready for cleaning", "released"]
-    released = recs[1]["cq_id"]
-    (row,) = [r for r in _queue(url) if r[0] == released]
-    assert row[2] == "i" and row[5] is None
-    assert queue.claim(ms, worker_id="next").cq_id == released
+    assert [x["state"] for x in recs] == ["ready for cleaning"]
+    assert recs[0]["cq_id"] == initiated[0][0]  # Hive's order: lowest id first
+    # the others exactly as they were: initiated, no worker
+    assert [r for r in _queue(url) if r[2] == "i"] == initiated[1:]
+    assert queue.claim(ms, worker_id="next").cq_id == initiated[1][0]
 
 
 @pytest.mark.parametrize("hv", [3, 4])

@@ -319,11 +319,12 @@ def test_mark_failed_and_refused_move_the_row_to_history(metastore, hive_version
         )
 
 
-def test_mark_failed_with_an_expected_state_refuses_other_states(metastore, hive_version):
-    """revert's markFailed (admin.fail_compaction = queue.mark_failed with expect_state 'r'): a
+def test_revert_record_refuses_other_states_and_is_not_a_failure(metastore, hive_version):
+    """revert's record (admin.record_reverted = the markFailed step with expect_state 'r'): a
     request not ready for cleaning is refused and left exactly as it was; one that is moves to
-    history as 'f' like the Worker's markFailed (operations.md §3.3)."""
-    from acidctl.metastore.admin import fail_compaction
+    history as 'a' — the state neither Hive 3's checkFailedCompactions (CC_STATE <> 'a') nor Hive
+    4's Initiator (only s/f rows) counts toward the failure threshold (operations.md §4.4)."""
+    from acidctl.metastore.admin import record_reverted as fail_compaction
 
     url, rec = metastore
     ms = _ms(url)
@@ -337,11 +338,11 @@ def test_mark_failed_with_an_expected_state_refuses_other_states(metastore, hive
     queue.mark_compacted(ms, a)
     assert fail_compaction(ms, a, message="reverted", expect_state="r") == {
         "cq_id": a,
-        "state": "f",
+        "state": "a",
         "message": "reverted",
     }
     assert _rows(ms, "COMPACTION_QUEUE", "CQ_ID") == []
-    assert _rows(ms, "COMPLETED_COMPACTIONS", "CC_ID", "CC_STATE", "CC_WORKER_ID") == [(a, "f", None)]
+    assert _rows(ms, "COMPLETED_COMPACTIONS", "CC_ID", "CC_STATE", "CC_WORKER_ID") == [(a, "a", None)]
 
 
 # ---------------------------------------------------------------------------------------
