@@ -30,10 +30,6 @@ BACKENDS = [
     pytest.param("postgres", marks=pytest.mark.postgres),
     pytest.param("mysql", marks=pytest.mark.mysql),
 ]
-RULE4 = pytest.mark.xfail(
-    strict=False,
-    reason="fixed on branch queue: the table-wide acidctl lock makes workers on different partitions fail each other",
-)
 
 
 def _url(backend: str, request, tmp_path: Path) -> str:
@@ -74,7 +70,6 @@ def _rows(rec, name: str, *cols):
         return [tuple(r) for r in c.execute(sa.select(*[getattr(t, x) for x in cols]))]
 
 
-@RULE4
 @pytest.mark.parametrize("hive_version", [3, 4])
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_two_workers_on_different_partitions_both_succeed(backend, hive_version, request, tmp_path):

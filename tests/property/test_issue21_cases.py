@@ -1,6 +1,6 @@
 """One plain regression test per case of issue 21's "What was seen", on `acidctl demo`'s own
-warehouse (SQLite metastore, Hive 3 and Hive 4) or a Recorder-built one. Each is xfail naming
-the branch that fixes it; the rules behind them are the property test (test_no_harm.py).
+warehouse (SQLite metastore, Hive 3 and Hive 4) or a Recorder-built one; the rules behind them
+are the property test (test_no_harm.py).
 
 The case "acidctl workers fail each other" is tests/property/test_concurrent_workers.py.
 """
@@ -19,10 +19,6 @@ import sqlalchemy as sa
 from acidctl.metastore.recorder import LockComponent, Recorder
 from tests.conftest import run_cli
 from tests.property.warehouse import RULE3_TABLES, normalise_output, visible
-
-
-def xfail(branch: str, what: str):
-    return pytest.mark.xfail(strict=False, reason=f"fixed on branch {branch}: {what}")
 
 
 class Demo:
@@ -77,7 +73,6 @@ HIVE = pytest.mark.parametrize("hive_version", [3, 4], ids=["hive3", "hive4"])
 
 
 # -- Refusals become failures --------------------------------------------------------------
-@xfail("queue", "a refusal is recorded as a failed compaction")
 def test_refused_minor_compaction_leaves_the_queue_as_found(tmp_path):
     """Hive 3 demo: ``compact --minor default.sales --partition ds=2026-01-01`` must publish a
     delta and a delete_delta (two renames): refused (exit 6) before anything is written; twice
@@ -95,7 +90,6 @@ def test_refused_minor_compaction_leaves_the_queue_as_found(tmp_path):
 
 
 # -- A crash on real Hive 4 schemas ----------------------------------------------------------
-@xfail("queue", "UnboundLocalError in compact/register.py _claim")
 def test_compact_beside_a_ready_for_cleaning_request_at_the_hwm_answers_clearly(tmp_path):
     """Hive 4 demo: the queue holds a compaction of default.employee in ``ready for cleaning``
     with CQ_HIGHEST_WRITE_ID = the table's high-water mark (3), recorded as Hive's Worker
@@ -119,7 +113,6 @@ def test_compact_beside_a_ready_for_cleaning_request_at_the_hwm_answers_clearly(
 
 
 # -- Compacted files are unreadable by other users -------------------------------------------
-@xfail("perms", "bucket files are written 0600 (mkstemp) whatever the umask")
 @HIVE
 def test_compacted_files_follow_the_umask(tmp_path, hive_version):
     d = Demo(tmp_path, hive_version)
@@ -141,7 +134,6 @@ def test_compacted_files_follow_the_umask(tmp_path, hive_version):
 
 
 # -- doctor flags acidctl's own work, and its fixes do nothing -------------------------------
-@xfail("model", "compact names the base after the highest write id it read; why/doctor use CQ_HIGHEST_WRITE_ID")
 @HIVE
 def test_doctor_does_not_flag_the_demos_own_compaction(tmp_path, hive_version):
     """``make demo``'s steps: ``compact --due default.sales`` compacts ds=2025-12-31; ``why``
@@ -163,7 +155,6 @@ def test_doctor_does_not_flag_the_demos_own_compaction(tmp_path, hive_version):
 
 
 # -- doctor/why promise what clean does not do ---------------------------------------------
-@xfail("model", "clean does not remove the aborted delta doctor's OBSOLETE_WAITING / why promise it removes")
 @HIVE
 def test_clean_does_what_doctor_and_why_promise(tmp_path, hive_version):
     """The demo's aborted delta_0000004_0000004_0000 of ds=2026-01-01: ``why`` lists it as
@@ -185,7 +176,6 @@ def test_clean_does_what_doctor_and_why_promise(tmp_path, hive_version):
 
 
 # -- Previews that write, fixes that preview -----------------------------------------------
-@xfail("queue", "compact --enqueue --dry-run enqueues")
 @HIVE
 def test_enqueue_dry_run_writes_nothing(tmp_path, hive_version):
     d = Demo(tmp_path, hive_version)
@@ -195,7 +185,6 @@ def test_enqueue_dry_run_writes_nothing(tmp_path, hive_version):
     assert d.tables() == before and d.next_cq_id() == ncq
 
 
-@xfail("model", "CLEANER_BLOCKED_BY_LOCK / CLEANER_BLOCKED_BY_TXN print `abort transactions N` without --execute")
 @HIVE
 def test_cleaner_blocked_fix_aborts_for_real(tmp_path, hive_version):
     """After a compaction of ds=2026-01-01 the demo's open txn 10 holds the Cleaner back (Hive 3:
@@ -211,7 +200,6 @@ def test_cleaner_blocked_fix_aborts_for_real(tmp_path, hive_version):
     assert [g for g in d.doctor() if g["code"] == code] == []
 
 
-@xfail("queue", "revert --execute records the reverted compaction as failed")
 @HIVE
 def test_revert_is_not_a_failed_compaction(tmp_path, hive_version):
     d = Demo(tmp_path, hive_version)
@@ -224,10 +212,8 @@ def test_revert_is_not_a_failed_compaction(tmp_path, hive_version):
 
 
 # -- Findings without a fix ----------------------------------------------------------------
-NO_FIX = "not fixed on any branch yet (doctor/findings.py: the finding carries no fix command)"
 
 
-@pytest.mark.xfail(strict=False, reason=NO_FIX)
 @HIVE
 def test_working_too_long_without_compactor_txn_has_a_fix(tmp_path, hive_version):
     """A request ``working`` longer than hive.compactor.worker.timeout (no compactor txn):
@@ -247,7 +233,6 @@ def test_working_too_long_without_compactor_txn_has_a_fix(tmp_path, hive_version
         assert [g for g in d.doctor(*conf) if g["code"] == "COMPACTION_WORKING_TOO_LONG"] == []
 
 
-@pytest.mark.xfail(strict=False, reason=NO_FIX)
 @pytest.mark.parametrize("finished", ["aborted", "committed"])
 @HIVE
 def test_lock_of_finished_txn_has_a_fix(tmp_path, hive_version, finished):
@@ -278,7 +263,6 @@ def test_lock_of_finished_txn_has_a_fix(tmp_path, hive_version, finished):
         assert c.execute(sa.select(h.HL_LOCK_EXT_ID).where(h.HL_LOCK_EXT_ID == lock)).first() is None
 
 
-@pytest.mark.xfail(strict=False, reason=NO_FIX)
 @HIVE
 def test_write_id_above_hwm_has_a_fix(tmp_path, hive_version):
     """A delta whose write ids are above the table's NEXT_WRITE_ID (employee: hwm 3): doctor's

@@ -2,7 +2,7 @@
 (Hive 3 and Hive 4; SQLite, and a smaller run on the PostgreSQL and MariaDB servers of
 tests/metastore/conftest.py) and random sequences of acidctl commands and Hive steps
 (tests/property/harness.py), with each rule checked after every step as its own test
-(tests/property/rules.py), so a rule can be marked xfail until the branch that fixes it is in.
+(tests/property/rules.py), so each rule is reported on its own.
 
 Default: a few derandomized examples per rule, no shrinking (about a minute on 2 cores).
 ``ACIDCTL_PROPERTY_EXAMPLES=N`` runs N examples per rule (random, with shrinking) — e.g. 200
@@ -39,53 +39,13 @@ def _settings(default_examples: int):
     )
 
 
-def _xfail(branch: str, what: str):
-    return pytest.mark.xfail(strict=False, reason=f"fixed on branch {branch}: {what}")
-
-
-#: one entry per rule; the marks name the branch whose fix the rule waits for (issue 21)
+#: one entry per rule (issue 21)
 RULES = [
-    pytest.param(
-        "why",
-        marks=_xfail(
-            "model",
-            "why's cleaner 'removable' lists directories `clean --execute --min-age 0` does not remove "
-            "(aborted deltas, obsolete inputs while a lock/open txn holds the Cleaner); Hive 4 output names",
-        ),
-        id="rule1-why-predicts-compact-and-clean",
-    ),
-    pytest.param(
-        "doctor-harm",
-        marks=_xfail(
-            "model",
-            "UNEXPLAINED_COMPACTED_DIR for acidctl's own base_<max delta write id> vs CQ_HIGHEST_WRITE_ID; "
-            "(queue) INITIATOR_SKIPS_FAILED from acidctl's own failed rows",
-        ),
-        id="rule2-doctor-reports-no-harm",
-    ),
-    pytest.param(
-        "doctor-fixes",
-        marks=_xfail(
-            "model",
-            "printed fixes that do not clear their finding (clean without --min-age 0, abort without "
-            "--execute, compact for UNEXPLAINED_COMPACTED_DIR / INITIATOR_SKIPS_FAILED)",
-        ),
-        id="rule2-doctor-fixes-converge",
-    ),
-    pytest.param(
-        "refusals",
-        marks=_xfail(
-            "queue",
-            "refusals, interrupts and revert --execute recorded as failed compactions; "
-            "compact --enqueue --dry-run enqueues",
-        ),
-        id="rule3-refusals-leave-no-trace",
-    ),
-    pytest.param(
-        "modes",
-        marks=_xfail("perms", "bucket files written 0600 whatever the umask"),
-        id="rule5-files-follow-umask",
-    ),
+    pytest.param("why", id="rule1-why-predicts-compact-and-clean"),
+    pytest.param("doctor-harm", id="rule2-doctor-reports-no-harm"),
+    pytest.param("doctor-fixes", id="rule2-doctor-fixes-converge"),
+    pytest.param("refusals", id="rule3-refusals-leave-no-trace"),
+    pytest.param("modes", id="rule5-files-follow-umask"),
     pytest.param("reader", id="reader-sees-the-model"),
 ]
 
