@@ -113,7 +113,8 @@ def clean_command(
         ),
     ] = False,
 ):
-    from acidctl.cli.compact_cmd import require_real_snapshot, resolve
+    from acidctl.cli.compact_cmd import resolve
+    from acidctl.compact.prepare import require_real_snapshot
     from acidctl.compact.clean import clean_registered, clean_table
     from acidctl.durations import parse_age
 

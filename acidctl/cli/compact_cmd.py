@@ -49,24 +49,6 @@ def resolve(settings, spec: str, **kw):
     return target, parts
 
 
-def require_real_snapshot(target, *, quiescent: bool, what: str) -> None:
-    """An assumed snapshot (``--assume-committed``) never drives a write (issue #9): writing on
-    it folds open and aborted write ids as if committed. Refused (exit 2) unless the user states
-    with ``--table-is-quiescent`` that the assumption holds."""
-    from acidctl.errors import UsageError
-
-    assumed = target.source == "--assume-committed"
-    if assumed and not quiescent:
-        raise UsageError(
-            f"{what} refuses to write on an assumed snapshot (--assume-committed treats every write "
-            "id in the directory names as committed, which folds open and aborted writes)",
-            hint="give the real snapshot (DB.TABLE with a metastore, or --write-ids), or add "
-            "--table-is-quiescent if nothing writes to the table and every write id is committed",
-        )
-    if quiescent and not assumed:
-        raise UsageError("--table-is-quiescent only applies with --assume-committed")
-
-
 class _Progress:
     """Buckets done while the tasks run, then partitions published (stderr, terminals only)."""
 
@@ -253,145 +235,64 @@ def compact_command(
         )
     if pool is not None:
         raise UsageError("--pool applies to --enqueue")
-    threshold = parse_size(local_max_bytes) if local_max_bytes is not None else None
-    conf = parse_kv(spark_conf, "--spark-conf")
+    from acidctl.compact.prepare import CompactArgs, prepare_compaction
 
-    from acidctl.acid.initiator import NO_AUTO_COMPACTION, Thresholds
-    from acidctl.compact.runner import CompactOptions
-
-    if not dry_run and engine != "spark" and master.startswith("local"):
-        from acidctl.target import names_table
-
-        if names_table(settings, table):
-            # a metastore table: the local engine's fork server imports (~0.25 s of CPU) on
-            # another core while the metastore is read (snapshot, table, registration) —
-            # before the size of the input is known; the runner ends it when no worker pool
-            # runs, and so does leaving the command (insert-only tables, errors before the
-            # runner, Ctrl-C); a path target starts it after listing, knowing the size
-            from acidctl.compact.local import prestart, stop_prestarted
-
-            prestart()
-            ctx.call_on_close(stop_prestarted)
-
-    target, spec_parts = resolve(
-        settings, table, write_ids=write_ids, assume_committed=assume_committed, txns=txns, hive_version=hive_version
-    )
-    tfs, info, wl, tl, hv = target.tfs, target.table, target.write_ids, target.txns, target.hive_version
-    require_real_snapshot(target, quiescent=table_is_quiescent, what="compact")
-    notes = [f"ASSUMED: {a}" for a in target.assumptions]
-    if target.source == "--assume-committed":
-        notes.append(
-            "--table-is-quiescent: the user stated that the table is quiescent and every write id "
-            "in its directory names is committed"
-        )
-    props = dict(target.properties)
-    if info is not None:
-        if not info.transactional:
-            raise RefusedError(f"{info.full_name} is not a transactional table")
-    from acidctl.mm.context import mm_context, parse_serde_properties  # insert-only tables (issue #12)
-
-    mm = mm_context(
-        target,
-        fmt=file_format,
-        columns=columns,
-        serde_properties=parse_serde_properties(serde_property),
-        allow_originals=mm_allow_originals,
-    )
-    if mm is not None:
-        columns = None
-    props.update(parse_kv(tblproperty, "--tblproperty"))
-    parts = list(partition or [])
-    if spec_parts:
-        if parts:
-            raise UsageError("give the partition either in DB.TABLE/SPEC or with --partition, not both")
-        parts = spec_parts
-    col_list = [c.strip() for c in columns.split(",")] if columns else None
-    coln_only = False
-    if col_list is None and info is not None and info.columns:
-        # the metastore's names replace _colN names only (files with their own names keep them)
-        col_list, coln_only = [n for n, _ in info.columns], True
-    url = target.metastore
-
-    from acidctl.compact.register import registration_for, run_registered
-
-    reg = registration_for(
-        target,
-        no_register=no_register,
-        dry_run=dry_run,
-        visibility_txn=visibility_txn,
-        metastore_configured=bool(settings.metastore_url),
-    )
-    notes.extend(reg.notes)
-    registrar, vis, hidden = reg.registrar, reg.visibility_txn, reg.hidden_until_commit
-    aborted = None
-    if due and info is not None and url is not None:
-        # the Initiator's third trigger: more aborted txns than the threshold → major
-        if hv == 2:  # 2.3's findPotentialCompactions counts the aborted txns' components
-            from acidctl.metastore.hive2 import aborted_components_by_partition
-
-            aborted = aborted_components_by_partition(url, info.db, info.table)
-        else:
-            from acidctl.metastore.facts import table_facts
-
-            aborted = table_facts(url, info.db, info.table).aborted_txns_by_partition
-    opts = CompactOptions(
+    args = CompactArgs(
         mode="major" if major else "minor" if minor else None,
-        reader=wl,
-        txns=tl,
-        hive_version=hv,
-        partitions=parts or None,
         due=due,
-        thresholds=Thresholds.from_table_properties(props),
-        aborted_txn_counts=aborted,
-        insert_only=False,
-        visibility_txn=vis,
-        columns=col_list,
-        columns_coln_only=coln_only,
+        partitions=partition,
+        columns=columns,
+        tblproperty=tblproperty,
+        file_format=file_format,
+        serde_property=serde_property,
+        mm_allow_originals=mm_allow_originals,
+        table_is_quiescent=table_is_quiescent,
+        no_register=no_register,
+        visibility_txn=visibility_txn,
         engine=engine,
-        local_max_bytes=threshold,
+        local_max_bytes=parse_size(local_max_bytes) if local_max_bytes is not None else None,
         master=master,
-        spark_conf=conf,
+        spark_conf=parse_kv(spark_conf, "--spark-conf"),
         break_lock=break_lock,
         allow_non_atomic_publish=allow_non_atomic_publish,
-        hidden_until_commit=hidden,
         skip_unreadable_files=skip_unreadable_files,
         dry_run=dry_run,
     )
-    if NO_AUTO_COMPACTION in {k.lower() for k in props} and due:
-        notes.append("no_auto_compaction is set: the Initiator would skip this table; --due compacts anyway")
-    for n in notes:
+    _prestart_local_engine(ctx, settings, table, args)
+    target, spec_parts = resolve(
+        settings, table, write_ids=write_ids, assume_committed=assume_committed, txns=txns, hive_version=hive_version
+    )
+    run = prepare_compaction(target, args, spec_parts=spec_parts, metastore_configured=bool(settings.metastore_url))
+    for n in run.notes:
         settings.output.note(n)
     with _sigterm_interrupts():
-        if mm is not None:
-            from acidctl.mm.compact import compact_mm_table
-
-            opts.insert_only = True
-            report = run_registered(
-                tfs,
-                opts,
-                mm,
-                compact_fn=compact_mm_table,
-                progress=_progress(settings),
-                registrar=registrar,
-                notes=notes,
-            )
-        else:
-            report = run_registered(tfs, opts, progress=_progress(settings), registrar=registrar, notes=notes)
-    report["snapshot_source"] = target.source
-    report["assumed_quiescent"] = target.source == "--assume-committed"
-    if info is not None:
-        report["table"] = info.full_name
-    if dry_run:
-        if info is not None and url is not None and not no_register and hv != 2:
-            report["queued_requests"] = _queued_requests(url, info.db, info.table)
-        settings.output.emit(report, render_dry_run)
-        if report["refused"]:
-            raise RefusedError(
-                report.get("refusal") or "the compaction would be refused (see the plan)",
-                hint=report.get("refusal_hint"),
-            )
+        report = run.run(progress=_progress(settings))
+    if not dry_run:
+        settings.output.emit(report, render_text, performed=True)
         return
-    settings.output.emit(report, render_text, performed=True)
+    settings.output.emit(report, render_dry_run)
+    if report["refused"]:
+        raise RefusedError(
+            report.get("refusal") or "the compaction would be refused (see the plan)",
+            hint=report.get("refusal_hint"),
+        )
+
+
+def _prestart_local_engine(ctx: typer.Context, settings, table: str, args) -> None:
+    """A metastore table: the local engine's fork server imports (~0.25 s of CPU) on another
+    core while the metastore is read (snapshot, table, registration) — before the size of the
+    input is known; the runner ends it when no worker pool runs, and so does leaving the
+    command (insert-only tables, errors before the runner, Ctrl-C); a path target starts it
+    after listing, knowing the size."""
+    if args.dry_run or args.engine == "spark" or not args.master.startswith("local"):
+        return
+    from acidctl.target import names_table
+
+    if names_table(settings, table):
+        from acidctl.compact.local import prestart, stop_prestarted
+
+        prestart()
+        ctx.call_on_close(stop_prestarted)
 
 
 @contextlib.contextmanager
@@ -498,19 +399,6 @@ def render_dry_run(report: dict) -> str:
         )
     )
     return "\n".join(lines)
-
-
-def _queued_requests(url, db: str, table: str) -> dict:
-    """The table's initiated or working requests by partition ("" for the table), as SHOW
-    COMPACTIONS reads them: what a real run would claim (an initiated request of the same type)
-    or be refused by (acidctl.compact.register)."""
-    from acidctl.metastore.queries import show_compactions
-
-    rep = show_compactions(url, db=db, table=table, states=["initiated", "working"])
-    out: dict = {}
-    for c in sorted(rep.compactions, key=lambda c: c["compactionid"]):
-        out.setdefault(c["partname"] or "", {"id": c["compactionid"], "type": c["type"], "state": c["state"]})
-    return out
 
 
 def _request_plan(report: dict, p: dict) -> str | None:

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Optional
 import click
 import typer
 
-from acidctl.errors import UsageError
+from acidctl.keyvalue import parse_kv  # noqa: F401  (re-exported: the commands parse with it)
 
 
 class HiveVersionType(click.ParamType):
@@ -240,17 +240,6 @@ SchemaHiveVersion = Annotated[
 ]
 #: ``--partition`` (repeatable): every command that accepts one accepts several
 Partitions = Annotated[Optional[list[str]], partition_option()]
-
-
-def parse_kv(pairs, option: str) -> dict[str, str]:
-    """``["KEY=VALUE", ...]`` of a repeatable option → dict (values kept as strings)."""
-    out = {}
-    for pair in pairs or ():
-        k, sep, v = pair.partition("=")
-        if not sep or not k.strip():
-            raise UsageError(f"{option} expects KEY=VALUE, got {pair!r}")
-        out[k.strip()] = v.strip()
-    return out
 
 
 def parse_fs_options(pairs) -> dict[str, Any]:
