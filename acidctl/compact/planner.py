@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from typing import Callable
+from typing import Any, Callable
 
 from acidctl.acid.acidstate import AcidState, Kind, delta_sort_key, get_acid_state
 from acidctl.acid.listing import ChildEntry, DirListing, FileInfo
@@ -195,213 +195,321 @@ def plan_partition(
 ) -> PartitionPlan:
     """The plan for one partition (``status`` "nothing" when there is nothing to compact,
     "refused" when the output would make obsolete a file it does not read — see
-    :mod:`acidctl.compact.coverage`; ``skip_unreadable`` lists those files as skipped instead)."""
+    :mod:`acidctl.compact.coverage`; ``skip_unreadable`` lists those files as skipped instead).
+
+    The stages (:class:`_Planner`): the reader's and the compactor's states, the inputs (major
+    or minor), the nothing-lost check of the inputs, the output names, the reader's sources
+    before and after (verification), what becomes obsolete (checked again), the bucket tasks."""
     from acidctl.acid.sourceplan import plan_sources
 
-    compactor = reader if reader.compactor else reader.for_compactor()
-    part_path = listing.fs_path or listing.path
-    plan = PartitionPlan(
-        partition=listing.partition, path=part_path, display=listing.path, mode=mode, status="nothing", message=""
-    )
-    rstate = get_acid_state(listing, reader, txns=txns, hive_version=hive_version)
-    rstate.require_snapshot()
-    cstate = get_acid_state(listing, compactor, txns=txns, hive_version=hive_version)
-    if cstate.invalid:
-        raise InvalidAcidLayout(f"{cstate.invalid[0].path}: {cstate.invalid[0].reason}")
-    cstate.require_snapshot()
+    p = _Planner(tfs, listing, mode, reader, txns, hive_version, skip_unreadable)
+    plan = p.plan
+    rstate, cstate = p.states()
     extras = covered_aborted(cstate)
     deltas = compactor_deltas(cstate, extras)
-    h4 = hive_version == 4
-    top = lo = hi = 0  # each branch below sets the ones its output names use
-    name = ""
-
-    if mode == MAJOR:
-        if not deltas and not cstate.originals:
-            plan.message = "nothing to compact: " + _why_nothing(
-                cstate, "no delta files or original files found to compact"
-            )
-            return plan
-        # originals only: Hive's CompactorMR names it base_-9223372036854775808 (Long.MIN_VALUE);
-        # acidctl never writes a negative write id into a name (issue #9): base_0 holds exactly
-        # the write id of original rows and is a valid base for every reader
-        top = max((d.max_write_id for d in deltas), default=0)
-        istate = dataclasses.replace(cstate, deltas=deltas)
-        markers = {ORC_ACID_VERSION_FILE: ORC_ACID_VERSION}
-        if not h4:
-            markers[METADATA_FILE] = METADATA_ACID
-        if hive_version == 2:
-            markers = {}  # Hive 2.3's CompactorMR writes no marker file (insert-only-and-hive2.md B.7)
-        inputs = (
-            ([cstate.base.name] if cstate.base is not None else [])
-            + [o.rel for o in cstate.originals]
-            + [d.name for d in deltas]
-        )
-        input_bytes = (
-            (cstate.base.bytes if cstate.base is not None else 0)
-            + sum(o.size for o in cstate.originals)
-            + sum(d.bytes for d in deltas)
-        )
-    else:
-        if not deltas:
-            plan.message = "nothing to compact: " + _why_nothing(cstate, "no current delta directories")
-            return plan
-        lo = min(d.min_write_id for d in deltas)
-        hi = max(d.max_write_id for d in deltas)
-        if all(d.min_write_id == lo and d.max_write_id == hi and d.statement_id is None for d in deltas) and not extras:
-            plan.message = f"nothing to compact: the current deltas already cover {lo}..{hi} as one range"
-            return plan
-        istate = dataclasses.replace(cstate, base=None, originals=[], deltas=deltas)
-        inputs = [d.name for d in deltas]
-        input_bytes = sum(d.bytes for d in deltas)
-        markers = {} if hive_version == 2 else {ORC_ACID_VERSION_FILE: ORC_ACID_VERSION}
-
-    sizes = _file_sizes(listing, part_path)
-    istate, not_orc = _without_unreadable_originals(tfs, listing, istate)
+    inp = p.major_inputs(cstate, deltas) if mode == MAJOR else p.minor_inputs(cstate, deltas, extras)
+    if inp is None:
+        return plan
+    sizes = _file_sizes(listing, p.part_path)
+    istate, not_orc = _without_unreadable_originals(tfs, listing, inp.state)
     inserts, deletes = _non_empty(plan_sources(tfs, listing, istate), sizes)
-
-    # -- nothing lost: every input becomes obsolete, so every reader-visible file in an input must
-    # be read (checked before anything is named, written or registered; re-checked below on the
-    # reader's snapshot after publication, and again by the runner right before publishing)
-    from acidctl.compact.coverage import reader_files, unread_files
-
-    read_paths = {src.path for src in inserts} | {src.path for src in deletes}
-    by_name = {e.name: e for e in listing.entries}
-    input_children = sorted({i.split("/", 1)[0] for i in inputs})
-    plan.read_paths = read_paths
-    plan.input_files = {n: sorted([f.name, f.size] for f in reader_files(by_name[n])) for n in input_children}
-    unread = unread_files(((n, by_name[n]) for n in input_children), read_paths, part_path)
-    # an original that is no ORC file (a stray extra.csv): Hive's readers fail on it (D12)
-    unread = not_orc + [u for u in unread if u["path"] not in {b["path"] for b in not_orc}]
-    if _refuse_unread(plan, unread, inputs, skip_unreadable):
+    if p.inputs_refused(inp.names, inserts, deletes, not_orc):
         return plan
     vis = output_visibility(visibility_txn, hive_version)
-    # the output names: the one rule of acidctl.compact.naming (Hive's MR compactor: the range of
-    # the deltas read, not the compactor hwm)
-    from acidctl.compact import naming
-
-    ranges = [naming.DeltaRange(d.min_write_id, d.max_write_id, d.kind is Kind.DELETE_DELTA) for d in deltas]
-    if mode == MAJOR:
-        named = naming.output_names(
-            naming.MAJOR, deltas=ranges, compactor_hwm=cstate.write_ids.hwm, hive_version=hive_version, visibility=vis
-        )
-        assert named is not None and named.max_write_id == top
-        name = named.names[0]
     ins_by: dict[int, list] = {}
     del_by: dict[int, list] = {}
     for s in inserts:
         ins_by.setdefault(s.bucket, []).append(s)
     for s in deletes:
         del_by.setdefault(s.bucket, []).append(s)
+    out = p.outputs(inp, cstate, deltas, vis, ins_by, del_by)
+    p.refuse_existing(out.dirs)
+    staging_id = uuid.uuid4().hex[:12]
+    staging = join_path(p.part_path, STAGING_PREFIX + staging_id)
+    ver = p.verification(rstate, not_orc, out.dirs, sizes, vis, staging)
+    if p.obsoletes_refused(ver, rstate, cstate, out.dirs, inp.names):
+        plan.outputs = out.dirs
+        return plan
+    plan.tasks.extend(p.bucket_tasks(out, ins_by, del_by, ver, staging, columns, columns_coln_only))
+    plan.status = "compact"
+    plan.inputs = inp.names
+    plan.input_bytes = inp.bytes
+    plan.outputs = out.dirs
+    plan.staging = staging
+    plan.staging_id = staging_id
+    plan.message = f"{mode} compaction of {len(inp.names)} input(s) into {', '.join(o.name for o in out.dirs)}"
+    return plan
 
-    outputs: list[OutputDir] = []
-    if mode == MAJOR:
-        base_out = OutputDir(name, "base", top, top, sorted(ins_by), markers)
-        outputs.append(base_out)
-        out_ins: OutputDir | None = base_out
-        out_del: OutputDir | None = None
-        buckets = sorted(ins_by)
-    else:
+
+@dataclasses.dataclass
+class _Inputs:
+    """What one partition's compaction reads: the compactor's state narrowed to its inputs, their
+    names and size, the marker files of the output, and the write ids that name it."""
+
+    state: AcidState
+    names: list[str]
+    bytes: int
+    markers: dict
+    top: int = 0  # major: base_<top>
+    lo: int = 0  # minor: delta_<lo>_<hi>
+    hi: int = 0
+
+
+@dataclasses.dataclass
+class _Outputs:
+    dirs: list[OutputDir]
+    insert: OutputDir | None  # where inserts go (major: the base)
+    delete: OutputDir | None  # where delete events go (minor only)
+    buckets: list[int]
+
+
+@dataclasses.dataclass
+class _Verification:
+    """The reader's sources before and after publication (the new directories read from the
+    staging area), and the snapshot after on the virtual listing with the outputs."""
+
+    old_ins: list
+    old_del: list
+    new_ins: list
+    new_del: list
+    virtual: DirListing
+    nstate: AcidState
+
+
+@dataclasses.dataclass
+class _Planner:
+    """The stages of :func:`plan_partition` for one partition, writing into :attr:`plan`."""
+
+    tfs: Any
+    listing: DirListing
+    mode: str
+    reader: WriteIdList
+    txns: TxnList | None
+    hive_version: int
+    skip_unreadable: bool
+    plan: PartitionPlan = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        self.compactor = self.reader if self.reader.compactor else self.reader.for_compactor()
+        self.part_path = self.listing.fs_path or self.listing.path
+        self.plan = PartitionPlan(
+            partition=self.listing.partition,
+            path=self.part_path,
+            display=self.listing.path,
+            mode=self.mode,
+            status="nothing",
+            message="",
+        )
+        self.by_name = {e.name: e for e in self.listing.entries}
+
+    def states(self) -> tuple[AcidState, AcidState]:
+        """The reader's and the compactor's ``getAcidState`` (each a complete snapshot)."""
+        listing, txns, hv = self.listing, self.txns, self.hive_version
+        rstate = get_acid_state(listing, self.reader, txns=txns, hive_version=hv)
+        rstate.require_snapshot()
+        cstate = get_acid_state(listing, self.compactor, txns=txns, hive_version=hv)
+        if cstate.invalid:
+            raise InvalidAcidLayout(f"{cstate.invalid[0].path}: {cstate.invalid[0].reason}")
+        cstate.require_snapshot()
+        return rstate, cstate
+
+    def major_inputs(self, cstate: AcidState, deltas: list) -> _Inputs | None:
+        """The base (or the originals) and every delta; None (and the plan's message) when
+        there is nothing to compact."""
+        if not deltas and not cstate.originals:
+            self.plan.message = "nothing to compact: " + _why_nothing(
+                cstate, "no delta files or original files found to compact"
+            )
+            return None
+        # originals only: Hive's CompactorMR names it base_-9223372036854775808 (Long.MIN_VALUE);
+        # acidctl never writes a negative write id into a name (issue #9): base_0 holds exactly
+        # the write id of original rows and is a valid base for every reader
+        top = max((d.max_write_id for d in deltas), default=0)
+        markers = {ORC_ACID_VERSION_FILE: ORC_ACID_VERSION}
+        if self.hive_version != 4:
+            markers[METADATA_FILE] = METADATA_ACID
+        if self.hive_version == 2:
+            markers = {}  # Hive 2.3's CompactorMR writes no marker file (insert-only-and-hive2.md B.7)
+        names = (
+            ([cstate.base.name] if cstate.base is not None else [])
+            + [o.rel for o in cstate.originals]
+            + [d.name for d in deltas]
+        )
+        size = (
+            (cstate.base.bytes if cstate.base is not None else 0)
+            + sum(o.size for o in cstate.originals)
+            + sum(d.bytes for d in deltas)
+        )
+        return _Inputs(dataclasses.replace(cstate, deltas=deltas), names, size, markers, top=top)
+
+    def minor_inputs(self, cstate: AcidState, deltas: list, extras: list) -> _Inputs | None:
+        """The current deltas only; None (and the plan's message) when there are none or they
+        already are one range."""
+        if not deltas:
+            self.plan.message = "nothing to compact: " + _why_nothing(cstate, "no current delta directories")
+            return None
+        lo = min(d.min_write_id for d in deltas)
+        hi = max(d.max_write_id for d in deltas)
+        if all(d.min_write_id == lo and d.max_write_id == hi and d.statement_id is None for d in deltas) and not extras:
+            self.plan.message = f"nothing to compact: the current deltas already cover {lo}..{hi} as one range"
+            return None
+        return _Inputs(
+            dataclasses.replace(cstate, base=None, originals=[], deltas=deltas),
+            [d.name for d in deltas],
+            sum(d.bytes for d in deltas),
+            {} if self.hive_version == 2 else {ORC_ACID_VERSION_FILE: ORC_ACID_VERSION},
+            lo=lo,
+            hi=hi,
+        )
+
+    def inputs_refused(self, inputs: list[str], inserts: list, deletes: list, not_orc: list[dict]) -> bool:
+        """Nothing lost: every input becomes obsolete, so every reader-visible file in an input
+        must be read (checked before anything is named, written or registered; re-checked on the
+        reader's snapshot after publication, and again by the runner right before publishing)."""
+        from acidctl.compact.coverage import reader_files, unread_files
+
+        plan, by_name = self.plan, self.by_name
+        read_paths = {src.path for src in inserts} | {src.path for src in deletes}
+        input_children = sorted({i.split("/", 1)[0] for i in inputs})
+        plan.read_paths = read_paths
+        plan.input_files = {n: sorted([f.name, f.size] for f in reader_files(by_name[n])) for n in input_children}
+        unread = unread_files(((n, by_name[n]) for n in input_children), read_paths, self.part_path)
+        # an original that is no ORC file (a stray extra.csv): Hive's readers fail on it (D12)
+        unread = not_orc + [u for u in unread if u["path"] not in {b["path"] for b in not_orc}]
+        return _refuse_unread(plan, unread, inputs, self.skip_unreadable)
+
+    def outputs(self, inp: _Inputs, cstate: AcidState, deltas: list, vis: int, ins_by: dict, del_by: dict) -> _Outputs:
+        """The output directories: the one rule of acidctl.compact.naming (Hive's MR compactor:
+        the range of the deltas read, not the compactor hwm)."""
+        from acidctl.compact import naming
+
+        ranges = [naming.DeltaRange(d.min_write_id, d.max_write_id, d.kind is Kind.DELETE_DELTA) for d in deltas]
+        hwm, hv = cstate.write_ids.hwm, self.hive_version
+        if self.mode == MAJOR:
+            named = naming.output_names(naming.MAJOR, deltas=ranges, compactor_hwm=hwm, hive_version=hv, visibility=vis)
+            assert named is not None and named.max_write_id == inp.top
+            base_out = OutputDir(named.names[0], "base", inp.top, inp.top, sorted(ins_by), inp.markers)
+            return _Outputs([base_out], base_out, None, sorted(ins_by))
         has_ins = any(d.kind is Kind.DELTA for d in deltas) or bool(ins_by)
         has_del = any(d.kind is Kind.DELETE_DELTA for d in deltas) or bool(del_by)
         named = naming.output_names(
             naming.MINOR,
             deltas=ranges,
-            compactor_hwm=cstate.write_ids.hwm,
-            hive_version=hive_version,
+            compactor_hwm=hwm,
+            hive_version=hv,
             visibility=vis,
             has_inserts=has_ins,
             has_deletes=has_del,
         )
+        lo, hi = inp.lo, inp.hi
         assert named is not None and (named.min_write_id, named.max_write_id) == (lo, hi)
         names = iter(named.names)
-        out_ins = OutputDir(next(names), "delta", lo, hi, sorted(ins_by), markers) if has_ins else None
-        out_del = OutputDir(next(names), "delete_delta", lo, hi, sorted(del_by), markers) if has_del else None
-        outputs.extend(o for o in (out_ins, out_del) if o is not None)
-        buckets = sorted(set(ins_by) | set(del_by))
+        out_ins = OutputDir(next(names), "delta", lo, hi, sorted(ins_by), inp.markers) if has_ins else None
+        out_del = OutputDir(next(names), "delete_delta", lo, hi, sorted(del_by), inp.markers) if has_del else None
+        dirs = [o for o in (out_ins, out_del) if o is not None]
+        return _Outputs(dirs, out_ins, out_del, sorted(set(ins_by) | set(del_by)))
 
-    existing = {e.name for e in listing.entries}
-    for o in outputs:
-        if o.name in existing:
-            raise RefusedError(
-                f"{join_path(listing.path, o.name)} already exists; refusing to overwrite it",
-                hint="inspect it with `acidctl state`; `acidctl clean` removes obsolete copies",
-            )
+    def refuse_existing(self, outputs: list[OutputDir]) -> None:
+        existing = {e.name for e in self.listing.entries}
+        for o in outputs:
+            if o.name in existing:
+                raise RefusedError(
+                    f"{join_path(self.listing.path, o.name)} already exists; refusing to overwrite it",
+                    hint="inspect it with `acidctl state`; `acidctl clean` removes obsolete copies",
+                )
 
-    staging_id = uuid.uuid4().hex[:12]
-    staging = join_path(part_path, STAGING_PREFIX + staging_id)
+    def verification(
+        self, rstate: AcidState, not_orc: list[dict], outputs: list[OutputDir], sizes: dict, vis: int, staging: str
+    ) -> _Verification:
+        """The reader's snapshot before and after, for verification."""
+        from acidctl.acid.sourceplan import plan_sources
 
-    # -- the reader's snapshot before and after, for verification -------------------------
-    if not_orc:  # skipped (--skip-unreadable-files): the reader's rows before are the others'
-        skipped = {b["path"] for b in not_orc}
-        rstate = dataclasses.replace(rstate, originals=[o for o in rstate.originals if o.rel not in skipped])
-    old_ins, old_del = _non_empty(plan_sources(tfs, listing, rstate), sizes)
-    virtual = _with_outputs(listing, outputs)
-    nstate = get_acid_state(
-        virtual, reader, txns=valid_txns_with(txns, vis or None) if h4 else txns, hive_version=hive_version
-    )
-    nstate.require_snapshot()
-    new_ins, new_del = _non_empty(plan_sources(tfs, virtual, nstate), sizes)
-    remap = {join_path(part_path, o.name) + "/": join_path(staging, o.name) + "/" for o in outputs}
+        tfs, listing, txns, hv = self.tfs, self.listing, self.txns, self.hive_version
+        if not_orc:  # skipped (--skip-unreadable-files): the reader's rows before are the others'
+            skipped = {b["path"] for b in not_orc}
+            rstate = dataclasses.replace(rstate, originals=[o for o in rstate.originals if o.rel not in skipped])
+        old_ins, old_del = _non_empty(plan_sources(tfs, listing, rstate), sizes)
+        virtual = _with_outputs(listing, outputs)
+        nstate = get_acid_state(
+            virtual, self.reader, txns=valid_txns_with(txns, vis or None) if hv == 4 else txns, hive_version=hv
+        )
+        nstate.require_snapshot()
+        new_ins, new_del = _non_empty(plan_sources(tfs, virtual, nstate), sizes)
+        remap = {join_path(self.part_path, o.name) + "/": join_path(staging, o.name) + "/" for o in outputs}
 
-    def moved(src):
-        for prefix, target in remap.items():
-            if src.path.startswith(prefix):
-                return dataclasses.replace(src, path=target + src.path[len(prefix) :])
-        return src
+        def moved(src):
+            for prefix, target in remap.items():
+                if src.path.startswith(prefix):
+                    return dataclasses.replace(src, path=target + src.path[len(prefix) :])
+            return src
 
-    new_ins = [moved(s) for s in new_ins]
-    new_del = [moved(s) for s in new_del]
+        return _Verification(
+            old_ins, old_del, [moved(s) for s in new_ins], [moved(s) for s in new_del], virtual, nstate
+        )
 
-    # -- what the published output makes obsolete for readers (and for Hive's Cleaner list) --
-    top_id = max(o.max_write_id for o in outputs)
-    clstate = get_acid_state(
-        virtual, WriteIdList(table=reader.table, hwm=max(top_id, 0)), txns=nstate.txns, hive_version=hive_version
-    )
-    was_live = {c.name for st in (rstate, cstate) for c in st.entries if c.role.current}
-    now_obsolete = {c.name for c in nstate.obsolete} | {c.name for c in clstate.obsolete}
-    plan.obsoletes = sorted((was_live & now_obsolete) | set(input_children))
-    if _refuse_unread(
-        plan,
-        unread_files(((n, by_name[n]) for n in plan.obsoletes if n in by_name), read_paths, part_path),
-        inputs,
-        skip_unreadable,
-    ):
-        plan.outputs = outputs
-        return plan
+    def obsoletes_refused(
+        self, ver: _Verification, rstate: AcidState, cstate: AcidState, outputs: list[OutputDir], inputs: list[str]
+    ) -> bool:
+        """What the published output makes obsolete for readers (and for Hive's Cleaner list),
+        into the plan; refused when one of those holds a file nothing reads."""
+        from acidctl.compact.coverage import unread_files
 
-    def by_bucket(srcs, b):
-        return [s for s in srcs if s.bucket == b]
+        plan, by_name = self.plan, self.by_name
+        top_id = max(o.max_write_id for o in outputs)
+        clstate = get_acid_state(
+            ver.virtual,
+            WriteIdList(table=self.reader.table, hwm=max(top_id, 0)),
+            txns=ver.nstate.txns,
+            hive_version=self.hive_version,
+        )
+        was_live = {c.name for st in (rstate, cstate) for c in st.entries if c.role.current}
+        now_obsolete = {c.name for c in ver.nstate.obsolete} | {c.name for c in clstate.obsolete}
+        plan.obsoletes = sorted((was_live & now_obsolete) | set(plan.input_files))
+        return _refuse_unread(
+            plan,
+            unread_files(((n, by_name[n]) for n in plan.obsoletes if n in by_name), plan.read_paths, self.part_path),
+            inputs,
+            self.skip_unreadable,
+        )
 
-    for b in buckets:
-        plan.tasks.append(
+    def bucket_tasks(
+        self,
+        out: _Outputs,
+        ins_by: dict,
+        del_by: dict,
+        ver: _Verification,
+        staging: str,
+        columns: list[str] | None,
+        columns_coln_only: bool,
+    ) -> list[BucketTask]:
+        """One task per bucket, with the reader's sources before and after for its check."""
+
+        def by_bucket(srcs, b):
+            return [s for s in srcs if s.bucket == b]
+
+        out_ins, out_del = out.insert, out.delete
+        return [
             BucketTask(
-                tfs=tfs,
-                partition=listing.partition,
+                tfs=self.tfs,
+                partition=self.listing.partition,
                 bucket=b,
-                mode=mode,
-                compactor=compactor,
-                reader=reader,
+                mode=self.mode,
+                compactor=self.compactor,
+                reader=self.reader,
                 inserts=ins_by.get(b, []),
                 deletes=del_by.get(b, []),
                 out_insert=join_path(staging, out_ins.name, f"bucket_{b:05d}") if out_ins is not None else None,
                 out_delete=join_path(staging, out_del.name, f"bucket_{b:05d}") if out_del is not None else None,
                 out_insert_dir=out_ins,
                 out_delete_dir=out_del,
-                verify_old=(by_bucket(old_ins, b), by_bucket(old_del, b)),
-                verify_new=(by_bucket(new_ins, b), by_bucket(new_del, b)),
+                verify_old=(by_bucket(ver.old_ins, b), by_bucket(ver.old_del, b)),
+                verify_new=(by_bucket(ver.new_ins, b), by_bucket(ver.new_del, b)),
                 columns=columns,
                 columns_coln_only=columns_coln_only,
-                hive_version=hive_version,
+                hive_version=self.hive_version,
             )
-        )
-    plan.status = "compact"
-    plan.inputs = inputs
-    plan.input_bytes = input_bytes
-    plan.outputs = outputs
-    plan.staging = staging
-    plan.staging_id = staging_id
-    plan.message = f"{mode} compaction of {len(inputs)} input(s) into {', '.join(o.name for o in outputs)}"
-    return plan
+            for b in out.buckets
+        ]
 
 
 def _without_unreadable_originals(tfs, listing: DirListing, state: AcidState) -> tuple[AcidState, list[dict]]:
