@@ -197,163 +197,218 @@ def run_once(
     dry_run: bool = False,
 ) -> list[dict]:
     """One cycle; one record per checked partition: table, partition, action
-    [enqueued|queued|skipped|not-due|did-not-initiate|error], type, id, reasons."""
-    import sqlalchemy as sa
+    [enqueued|queued|skipped|not-due|did-not-initiate|error], type, id, reasons.
 
-    from acidctl.acid.initiator import Thresholds, compactor_state, recommend
-    from acidctl.acid.layout import list_table
-    from acidctl.compact.register import location_owner
-    from acidctl.metastore import hive2 as ms2
-    from acidctl.metastore import queue, steps
-    from acidctl.metastore.snapshot import table_snapshot
-    from acidctl.metastore.tables import resolve_table
-    from acidctl.target import location_url
+    The stages (:class:`_Cycle`): under the Initiator's mutex, the candidates, then per table
+    whether to look at it and its snapshot and listing, per partition a queued or blocked
+    request, the recommendation and the request; at the end the cycle's housekeeping."""
+    from acidctl.metastore import steps
 
     if not dry_run:
         steps.check_writable(ms, what="enqueue compactions")
-    h2 = ms.hive_version == 2
     out: list[dict] = []
     with initiator_mutex(ms) if not dry_run else contextlib.nullcontext():
         candidates = find_candidates(ms)
-        written = {(d, t) for d, t, _ in candidates}
+        cycle = _Cycle(ms, table_fs, failed_threshold, failed_retry_ms, dry_run, candidates)
         for name in _tables(ms, db_glob):
-            try:
-                info = ms2.table_info(ms, name) if h2 else resolve_table(ms, name)
-            except AcidctlError as e:
-                out.append({"table": name, "partition": None, "action": "error", "reasons": [str(e)]})
-                continue
-            if not info.full_acid or not info.location:
-                continue
-            if (info.db, info.table) not in written:  # Hive never looks at it: nothing to list
-                rec0 = {"table": name, "partition": None, "type": None, "id": None, "action": "not-candidate"}
-                out.append({**rec0, "reasons": [NOT_WRITTEN]})
-                continue
-            skip, level = info.no_auto_compaction_by
-            if skip:
-                why = (
-                    f"no_auto_compaction=true on database {info.db}"
-                    if level == "database"
-                    else "no_auto_compaction=true"
-                )
-                out.append({"table": name, "partition": None, "action": "skipped", "reasons": [why]})
-                continue
-            try:
-                if h2:  # the ValidTxnList is the snapshot
-                    tl, wl = None, ms2.txn_list(ms).to_write_ids(table=name)
-                else:
-                    tl, wl = table_snapshot(ms, name)
-                tfs = table_fs(location_url(info.location))
-                listings = list_table(tfs)
-            except AcidctlError as e:
-                out.append({"table": name, "partition": None, "action": "error", "reasons": [str(e)]})
-                continue
-            thresholds = Thresholds.from_table_properties(info.params)
-            cq = ms.tables.COMPACTION_QUEUE
-            for lst in listings:
-                part = lst.partition or None
-                rec: dict[str, Any] = {"table": name, "partition": part, "type": None, "id": None, "reasons": []}
-                out.append(rec)
-                key = (info.db, info.table, part)
-                if key not in candidates:
-                    rec.update(action="not-candidate", reasons=[NOT_WRITTEN])
-                    continue
-                with ms.read() as conn:
-                    queued = conn.execute(
-                        sa.select(cq.CQ_ID).where(
-                            cq.CQ_DATABASE == info.db,
-                            cq.CQ_TABLE == info.table,
-                            queue.partition_eq(cq.CQ_PARTITION, part),
-                            cq.CQ_STATE.in_(["i", "w"]),
-                        )
-                    ).first()
-                    blocked = queued is None and threshold_blocked(
-                        ms,
-                        conn,
-                        info.db,
-                        info.table,
-                        part,
-                        now=steps.now_ms(conn),
-                        threshold=failed_threshold,
-                        retry_ms=failed_retry_ms,
-                    )
-                if queued is not None:
-                    rec.update(
-                        action="queued", id=int(queued[0]), reasons=["a request is already initiated or working"]
-                    )
-                    continue
-                if blocked:
-                    msg = f"Compaction is not initiated since last {failed_threshold} consecutive compaction attempts failed"
-                    rec.update(action="did-not-initiate", reasons=[msg])
-                    if not dry_run:
-                        rec["id"] = record_not_initiated(ms, info.db, info.table, part, msg)
-                    continue
-                cst = compactor_state(lst, wl, txns=tl, hive_version=ms.hive_version)
-                # "too many aborts" (Hive 2.3/3) is decided by the candidate query with the global
-                # threshold; Hive 4 (aborts cleaned by the Cleaner) never asks for it
-                many = candidates[key]
-                r = recommend(
-                    cst,
-                    thresholds=dataclasses.replace(thresholds, aborted_txn=ABORTED_THRESHOLD)
-                    if many is not None
-                    else thresholds,
-                    hive_version=ms.hive_version,
-                    aborted_txn_count=many,
-                )
-                rec["reasons"] = list(r.reasons)
-                if not r.due:
-                    rec["action"] = "not-due"
-                    continue
-                rec["type"] = r.type
-                if dry_run:
-                    rec["action"] = "would-enqueue"
-                    continue
-                res = queue.enqueue(
-                    ms,
-                    info.db,
-                    info.table,
-                    partition=part,
-                    type=r.type,
-                    pool=(info.params or {}).get(queue.POOL_PROPERTY) or None,
-                    initiator_id=queue.process_id(),
-                    # 2.3's requestCompaction: runAs = findUserToRunAs(partition or table location)
-                    run_as=(location_owner(tfs, lst.path) or info.owner or None) if h2 else None,
-                )
-                rec.update(
-                    action="enqueued" if res.accepted else "queued", id=res.id if res.accepted else res.existing_id
-                )
-                if not res.accepted:
-                    rec["reasons"].append(res.message)
+            out.extend(cycle.table(name))
         if not dry_run:
-            n = queue.revoke_timed_out_workers(ms)
-            if h2:  # 2.3's Initiator ends every cycle with cleanEmptyAbortedTxns
-                from acidctl.metastore.cleaner import clean_empty_aborted_txns
-
-                gone = clean_empty_aborted_txns(ms)
-                if gone:
-                    out.append(
-                        {
-                            "table": None,
-                            "partition": None,
-                            "action": "removed-aborted-txns",
-                            "id": None,
-                            "type": None,
-                            "reasons": [
-                                f"aborted txn(s) without components removed from TXNS: {', '.join(map(str, gone))}"
-                            ],
-                        }
-                    )
-            if n:
-                out.append(
-                    {
-                        "table": None,
-                        "partition": None,
-                        "action": "revoked",
-                        "id": None,
-                        "type": None,
-                        "reasons": [
-                            f"{n} working request(s) older than hive.compactor.worker.timeout back to initiated"
-                        ],
-                    }
-                )
+            out.extend(_end_of_cycle(ms))
     log.info("initiator cycle: %d partition(s) checked", len(out))
     return out
+
+
+def _cycle_record(action: str, reason: str) -> dict:
+    """A record of the cycle's housekeeping (no table)."""
+    return {"table": None, "partition": None, "action": action, "id": None, "type": None, "reasons": [reason]}
+
+
+def _end_of_cycle(ms) -> list[dict]:
+    """Timed-out workers' requests back to initiated; Hive 2.3 also removes the aborted txns
+    without components (2.3's Initiator ends every cycle with cleanEmptyAbortedTxns)."""
+    from acidctl.metastore import queue
+
+    out = []
+    n = queue.revoke_timed_out_workers(ms)
+    if ms.hive_version == 2:
+        from acidctl.metastore.cleaner import clean_empty_aborted_txns
+
+        gone = clean_empty_aborted_txns(ms)
+        if gone:
+            out.append(
+                _cycle_record(
+                    "removed-aborted-txns",
+                    f"aborted txn(s) without components removed from TXNS: {', '.join(map(str, gone))}",
+                )
+            )
+    if n:
+        out.append(
+            _cycle_record(
+                "revoked", f"{n} working request(s) older than hive.compactor.worker.timeout back to initiated"
+            )
+        )
+    return out
+
+
+@dataclasses.dataclass
+class _Cycle:
+    """One Initiator cycle's decisions, table by table and partition by partition."""
+
+    ms: Any
+    table_fs: Callable[[str], Any]
+    failed_threshold: int
+    failed_retry_ms: int
+    dry_run: bool
+    candidates: dict
+
+    def __post_init__(self) -> None:
+        self.h2 = self.ms.hive_version == 2
+        self.written = {(d, t) for d, t, _ in self.candidates}
+
+    def table(self, name: str) -> list[dict]:
+        """The table's records: one for a table the cycle leaves alone, else one per partition."""
+        from acidctl.acid.initiator import Thresholds
+        from acidctl.metastore import hive2 as ms2
+        from acidctl.metastore.tables import resolve_table
+
+        try:
+            info = ms2.table_info(self.ms, name) if self.h2 else resolve_table(self.ms, name)
+        except AcidctlError as e:
+            return [{"table": name, "partition": None, "action": "error", "reasons": [str(e)]}]
+        if not info.full_acid or not info.location:
+            return []
+        left = self.left_alone(name, info)
+        if left is not None:
+            return [left]
+        try:
+            tl, wl, tfs, listings = self.snapshot_and_listing(name, info)
+        except AcidctlError as e:
+            return [{"table": name, "partition": None, "action": "error", "reasons": [str(e)]}]
+        thresholds = Thresholds.from_table_properties(info.params)
+        out: list[dict] = []
+        for lst in listings:
+            rec: dict[str, Any] = {"table": name, "partition": lst.partition or None, "type": None, "id": None}
+            rec["reasons"] = []
+            out.append(rec)
+            self.partition(rec, info, lst, tfs, wl, tl, thresholds)
+        return out
+
+    def left_alone(self, name: str, info) -> dict | None:
+        """The record of a table Hive never looks at (not written) or skips (no_auto_compaction)."""
+        if (info.db, info.table) not in self.written:  # Hive never looks at it: nothing to list
+            rec0 = {"table": name, "partition": None, "type": None, "id": None, "action": "not-candidate"}
+            return {**rec0, "reasons": [NOT_WRITTEN]}
+        skip, level = info.no_auto_compaction_by
+        if skip:
+            why = f"no_auto_compaction=true on database {info.db}" if level == "database" else "no_auto_compaction=true"
+            return {"table": name, "partition": None, "action": "skipped", "reasons": [why]}
+        return None
+
+    def snapshot_and_listing(self, name: str, info):
+        """The table's snapshot (Hive 2.3: the ValidTxnList is the snapshot) and its listing."""
+        from acidctl.acid.layout import list_table
+        from acidctl.metastore import hive2 as ms2
+        from acidctl.metastore.snapshot import table_snapshot
+        from acidctl.target import location_url
+
+        if self.h2:
+            tl, wl = None, ms2.txn_list(self.ms).to_write_ids(table=name)
+        else:
+            tl, wl = table_snapshot(self.ms, name)
+        tfs = self.table_fs(location_url(info.location))
+        return tl, wl, tfs, list_table(tfs)
+
+    def partition(self, rec: dict, info, lst, tfs, wl, tl, thresholds) -> None:
+        """One partition's decision, into ``rec``."""
+        part = rec["partition"]
+        key = (info.db, info.table, part)
+        if key not in self.candidates:
+            rec.update(action="not-candidate", reasons=[NOT_WRITTEN])
+            return
+        queued, blocked = self.queued_or_blocked(info, part)
+        if queued is not None:
+            rec.update(action="queued", id=int(queued[0]), reasons=["a request is already initiated or working"])
+            return
+        if blocked:
+            msg = (
+                f"Compaction is not initiated since last {self.failed_threshold} consecutive compaction attempts failed"
+            )
+            rec.update(action="did-not-initiate", reasons=[msg])
+            if not self.dry_run:
+                rec["id"] = record_not_initiated(self.ms, info.db, info.table, part, msg)
+            return
+        r = self.recommendation(lst, wl, tl, thresholds, self.candidates[key])
+        rec["reasons"] = list(r.reasons)
+        if not r.due:
+            rec["action"] = "not-due"
+            return
+        rec["type"] = r.type
+        if self.dry_run:
+            rec["action"] = "would-enqueue"
+            return
+        self.enqueue(rec, info, lst, tfs, r.type)
+
+    def queued_or_blocked(self, info, part):
+        """A request already initiated or working (its CQ_ID row), else whether the failed-
+        compactions threshold blocks a new one; one read transaction."""
+        import sqlalchemy as sa
+
+        from acidctl.metastore import queue, steps
+
+        ms, cq = self.ms, self.ms.tables.COMPACTION_QUEUE
+        with ms.read() as conn:
+            queued = conn.execute(
+                sa.select(cq.CQ_ID).where(
+                    cq.CQ_DATABASE == info.db,
+                    cq.CQ_TABLE == info.table,
+                    queue.partition_eq(cq.CQ_PARTITION, part),
+                    cq.CQ_STATE.in_(["i", "w"]),
+                )
+            ).first()
+            blocked = queued is None and threshold_blocked(
+                ms,
+                conn,
+                info.db,
+                info.table,
+                part,
+                now=steps.now_ms(conn),
+                threshold=self.failed_threshold,
+                retry_ms=self.failed_retry_ms,
+            )
+        return queued, blocked
+
+    def recommendation(self, lst, wl, tl, thresholds, many):
+        """The Initiator's recommendation. "too many aborts" (Hive 2.3/3) is decided by the
+        candidate query with the global threshold (``many``); Hive 4 (aborts cleaned by the
+        Cleaner) never asks for it."""
+        from acidctl.acid.initiator import compactor_state, recommend
+
+        hv = self.ms.hive_version
+        cst = compactor_state(lst, wl, txns=tl, hive_version=hv)
+        return recommend(
+            cst,
+            thresholds=dataclasses.replace(thresholds, aborted_txn=ABORTED_THRESHOLD)
+            if many is not None
+            else thresholds,
+            hive_version=hv,
+            aborted_txn_count=many,
+        )
+
+    def enqueue(self, rec: dict, info, lst, tfs, type_: str) -> None:
+        from acidctl.compact.register import location_owner
+        from acidctl.metastore import queue
+
+        res = queue.enqueue(
+            self.ms,
+            info.db,
+            info.table,
+            partition=rec["partition"],
+            type=type_,
+            pool=(info.params or {}).get(queue.POOL_PROPERTY) or None,
+            initiator_id=queue.process_id(),
+            # 2.3's requestCompaction: runAs = findUserToRunAs(partition or table location)
+            run_as=(location_owner(tfs, lst.path) or info.owner or None) if self.h2 else None,
+        )
+        rec.update(action="enqueued" if res.accepted else "queued", id=res.id if res.accepted else res.existing_id)
+        if not res.accepted:
+            rec["reasons"].append(res.message)
