@@ -150,7 +150,10 @@ def resolve_target(
     hive_version: int | None = None,
     partition: str | None = None,
 ) -> Target:
-    """Resolve ``spec`` and the snapshot options into a :class:`Target`."""
+    """Resolve ``spec`` and the snapshot options into a :class:`Target`, in stages: a path that
+    is a metastore table's location becomes that table, a table is looked up
+    (:func:`_from_metastore`), the directory is checked (:func:`_check_dir`), then the snapshot
+    (:func:`_snapshot_from_options`, :func:`_visibility_txns`) and its table name."""
     if write_ids and assume_committed:
         raise UsageError("give either --write-ids or --assume-committed, not both")
     if hive_version not in (None, 2, 3, 4):
@@ -170,33 +173,16 @@ def resolve_target(
             notes.append(f"{spec} is {by_location} in the metastore: its snapshot and properties come from there")
             spec, partition = by_location, None
     if by_location is not None or names_table(settings, spec):
-        url = _metastore_url(settings)
-        if url is None:
-            raise UsageError(
-                f"{spec!r} looks like DB.TABLE but no metastore is configured",
-                hint="use --metastore URL (or ACIDCTL_METASTORE_URL), or give the table's path",
-            )
-        from acidctl.metastore.snapshot import table_snapshot
-        from acidctl.metastore.tables import resolve_table
-
-        ms = None if hive_version == 2 else _connect_or_hive2(url, hive_version)
-        if ms is None:
-            # a Hive 2.3 metastore (acidctl.metastore.hive2): its ValidTxnList is the snapshot
-            from acidctl.metastore import hive2 as ms2
-
-            ms = ms2.require_hive2(url) if hive_version == 2 else ms2.connect_hive2(url)
-            # (a Hive 3/4 metastore's TXNS does not give txn-id snapshots: require_hive2 refuses it)
-            table = ms2.table_info(ms, spec, partition=partition)
-            hive_version = 2
-            if not (write_ids or assume_committed or txns):
-                wl = ms2.txn_list(ms).to_write_ids(table=table.full_name)
-                source = "metastore"
-        else:
-            table = resolve_table(ms, spec, partition=partition)
-            hive_version = hive_version or ms.hive_version
-            if not (write_ids or assume_committed):
-                tl, wl = table_snapshot(ms, table.full_name)
-                source = "metastore"
+        ms, table, hive_version, tl, wl = _from_metastore(
+            settings,
+            spec,
+            partition=partition,
+            hive_version=hive_version,
+            given=bool(write_ids or assume_committed),
+            txns_given=bool(txns),
+        )
+        if wl is not None:
+            source = "metastore"
         if not table.path:
             raise UsageError(f"{table.full_name} has no location in the metastore")
         tfs = settings.table_fs(location_url(table.path))
@@ -207,16 +193,7 @@ def resolve_target(
 
             spec = spec.rstrip("/") + "/" + partition_keys_lower(partition)
         tfs = settings.table_fs(spec)
-    try:
-        check_table_dir(tfs)
-    except PathNotFound as e:
-        if table is None and is_table_name(spec, bare=True):
-            raise PathNotFound(
-                str(e),
-                hint=f"to name a table, configure a metastore (--metastore URL or ACIDCTL_METASTORE_URL); "
-                f"{spec.split('/', 1)[0]} then means default.{spec.split('/', 1)[0]}",
-            ) from None
-        raise
+    _check_dir(tfs, table, spec)
     hive_version = hive_version or 3
     if hive_version == 2 and txns and not (write_ids or assume_committed):
         # Hive 2.3: the ValidTxnList is the snapshot (txn ids are the directories' ids)
@@ -235,47 +212,15 @@ def resolve_target(
             metastore=ms,
             warnings=warnings,
         )
-    if write_ids:
-        wl = WriteIdList.parse(write_ids)
-        source = "--write-ids"
-        _check_list_table(wl, table, tfs, warnings)
-    elif assume_committed:
-        hwm = max_write_id_in_tree(tfs)
-        wl = WriteIdList.all_committed(hwm)
-        source = "--assume-committed"
-        assumptions.append(
-            f"every write id named by a directory (1..{hwm}) is committed; no open or aborted "
-            "write ids (--assume-committed)"
+    if write_ids or assume_committed or wl is None:
+        wl, source = _snapshot_from_options(
+            settings, tfs, table, write_ids, assume_committed, hive_version, assumptions, warnings
         )
-    elif wl is None:
-        hint = (
-            "give --write-ids LIST (Hive's ValidWriteIdList, e.g. db.t:14:9223372036854775807::) or "
-            "--assume-committed" + (" or --txns (Hive 2's ValidTxnList)" if hive_version == 2 else "")
-        )
-        if _metastore_url(settings) is not None:
-            hint += ", or name the table as DB.TABLE to read its snapshot from the metastore (no table there is located at this path)"
-        raise UsageError("no snapshot for a path", hint=hint)
-    if hive_version == 2:
-        if txns:
-            raise UsageError("--txns and --write-ids/--assume-committed are alternatives under --hive-version 2")
-        tl = None  # Hive 2.3 has no visibility suffixes
-    elif txns:
-        tl = TxnList.parse(txns)
-    elif tl is None and hive_version == 4:
-        tl = TxnList.all_committed()
-        assumptions.append("no --txns given: every _vM visibility txn is treated as committed")
+    tl = _visibility_txns(hive_version, txns, tl, assumptions)
     assert source is not None  # set wherever wl is (metastore, --write-ids, --assume-committed)
-    if wl.table is None:
-        # a ValidWriteIdList names its table (db.table:hwm:...): Hive's own lists always do, and
-        # a list printed as "null:7:..." is useless as --write-ids for another tool; for a path
-        # the name comes from the warehouse layout (the table name only, nothing else is read
-        # from it: _check_list_table compares no more than the directory name)
-        name = table.full_name if table is not None else table_name_from_path(tfs.root)
-        if name is not None:
-            wl = dataclasses.replace(wl, table=name)
     return Target(
         tfs=tfs,
-        write_ids=wl,
+        write_ids=_named_list(wl, table, tfs),
         txns=tl,
         hive_version=hive_version,
         source=source,
@@ -286,6 +231,103 @@ def resolve_target(
         warnings=warnings,
         notes=notes,
     )
+
+
+def _from_metastore(settings, spec: str, *, partition, hive_version, given: bool, txns_given: bool):
+    """The metastore, the table (Hive 2.3 when its schema is, or ``--hive-version 2`` says so),
+    the Hive version, and the table's snapshot (txn list, write-id list) unless ``given`` by
+    the options (None, None then)."""
+    url = _metastore_url(settings)
+    if url is None:
+        raise UsageError(
+            f"{spec!r} looks like DB.TABLE but no metastore is configured",
+            hint="use --metastore URL (or ACIDCTL_METASTORE_URL), or give the table's path",
+        )
+    from acidctl.metastore.snapshot import table_snapshot
+    from acidctl.metastore.tables import resolve_table
+
+    tl = wl = None
+    ms = None if hive_version == 2 else _connect_or_hive2(url, hive_version)
+    if ms is None:
+        # a Hive 2.3 metastore (acidctl.metastore.hive2): its ValidTxnList is the snapshot
+        from acidctl.metastore import hive2 as ms2
+
+        ms = ms2.require_hive2(url) if hive_version == 2 else ms2.connect_hive2(url)
+        # (a Hive 3/4 metastore's TXNS does not give txn-id snapshots: require_hive2 refuses it)
+        table = ms2.table_info(ms, spec, partition=partition)
+        if not (given or txns_given):
+            wl = ms2.txn_list(ms).to_write_ids(table=table.full_name)
+        return ms, table, 2, tl, wl
+    table = resolve_table(ms, spec, partition=partition)
+    hive_version = hive_version or ms.hive_version
+    if not given:
+        tl, wl = table_snapshot(ms, table.full_name)
+    return ms, table, hive_version, tl, wl
+
+
+def _check_dir(tfs: TableFS, table, spec: str) -> None:
+    """The table directory exists; a missing bare NAME hints at configuring a metastore."""
+    try:
+        check_table_dir(tfs)
+    except PathNotFound as e:
+        if table is None and is_table_name(spec, bare=True):
+            raise PathNotFound(
+                str(e),
+                hint=f"to name a table, configure a metastore (--metastore URL or ACIDCTL_METASTORE_URL); "
+                f"{spec.split('/', 1)[0]} then means default.{spec.split('/', 1)[0]}",
+            ) from None
+        raise
+
+
+def _snapshot_from_options(
+    settings, tfs: TableFS, table, write_ids, assume_committed: bool, hive_version: int, assumptions, warnings
+) -> tuple[WriteIdList, str]:
+    """The write-id list ``--write-ids`` or ``--assume-committed`` gives, and its source; a path
+    with neither (nor the metastore's) has no snapshot (UsageError)."""
+    if write_ids:
+        wl = WriteIdList.parse(write_ids)
+        _check_list_table(wl, table, tfs, warnings)
+        return wl, "--write-ids"
+    if assume_committed:
+        hwm = max_write_id_in_tree(tfs)
+        assumptions.append(
+            f"every write id named by a directory (1..{hwm}) is committed; no open or aborted "
+            "write ids (--assume-committed)"
+        )
+        return WriteIdList.all_committed(hwm), "--assume-committed"
+    hint = (
+        "give --write-ids LIST (Hive's ValidWriteIdList, e.g. db.t:14:9223372036854775807::) or "
+        "--assume-committed" + (" or --txns (Hive 2's ValidTxnList)" if hive_version == 2 else "")
+    )
+    if _metastore_url(settings) is not None:
+        hint += ", or name the table as DB.TABLE to read its snapshot from the metastore (no table there is located at this path)"
+    raise UsageError("no snapshot for a path", hint=hint)
+
+
+def _visibility_txns(hive_version: int, txns: str | None, tl: TxnList | None, assumptions: list[str]):
+    """The txn list deciding which ``_vM`` directories are visible (Hive 2.3 has none)."""
+    if hive_version == 2:
+        if txns:
+            raise UsageError("--txns and --write-ids/--assume-committed are alternatives under --hive-version 2")
+        return None  # Hive 2.3 has no visibility suffixes
+    if txns:
+        return TxnList.parse(txns)
+    if tl is None and hive_version == 4:
+        assumptions.append("no --txns given: every _vM visibility txn is treated as committed")
+        return TxnList.all_committed()
+    return tl
+
+
+def _named_list(wl: WriteIdList, table, tfs: TableFS) -> WriteIdList:
+    """A ValidWriteIdList names its table (db.table:hwm:...): Hive's own lists always do, and a
+    list printed as "null:7:..." is useless as --write-ids for another tool; for a path the name
+    comes from the warehouse layout (the table name only, nothing else is read from it:
+    _check_list_table compares no more than the directory name)."""
+    if wl.table is None:
+        name = table.full_name if table is not None else table_name_from_path(tfs.root)
+        if name is not None:
+            return dataclasses.replace(wl, table=name)
+    return wl
 
 
 def _table_at_path(settings, spec: str, *, partition: str | None, hive_version: int | None) -> str | None:

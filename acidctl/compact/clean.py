@@ -200,14 +200,57 @@ def plan_clean(
     included): ``markCleaned`` forgets those aborted txns, after which a leftover aborted delta
     would read as committed; and, as Hive's Cleaner caps its list at that write id, nothing
     above it is deleted there (a newer compaction may have made it obsolete after the Cleaner
-    checked for readers: "keep (above the highest write id)")."""
+    checked for readers: "keep (above the highest write id)").
+
+    The stages: acidctl's locks (:func:`_lock_items`), then per partition the interrupted
+    publications (:func:`_interrupted_items`), the Cleaner's decisions (:func:`_decided_items`)
+    and acidctl's leftovers (:func:`_leftover_items`)."""
     from acidctl.acid.layout import list_table
 
     now = time.time() if now is None else now
+    items, notes, live_lock = _lock_items(tfs, own_token, min_age)
+    skipped: list = []
+    for lst in list_table(tfs):
+        if partitions is not None and lst.partition not in partitions:
+            continue
+        part_path = lst.fs_path or lst.path
+        items.extend(_interrupted_items(tfs, lst, part_path))
+        decided = cleaner_decisions(
+            lst,
+            reader=reader,
+            txns=txns,
+            hive_version=hive_version,
+            min_age=min_age,
+            now=now,
+            insert_only=insert_only,
+            hold=hold,
+            aborted_upto=aborted_upto,
+        )
+        if decided["skipped"]:
+            notes.append(f"{lst.path}: skipped, the snapshot is unreadable ({decided['skipped']})")
+            skipped.append(lst.partition)
+            continue
+        items.extend(_decided_items(tfs, lst, part_path, decided["items"], min_age, insert_only))
+        items.extend(_leftover_items(tfs, lst, part_path, live_lock=live_lock, now=now, min_age=min_age))
+    return {
+        "path": tfs.display(tfs.root),
+        "hive_version": hive_version,
+        "write_ids": str(reader),
+        "min_age_seconds": min_age,
+        "items": items,
+        "notes": notes,
+        "executed": False,
+        "skipped_partitions": skipped,
+        "summary": _summary(items),
+    }
+
+
+def _lock_items(tfs, own_token: str | None, min_age: float) -> tuple[list[dict], list[str], bool]:
+    """acidctl's locks (the table's and each partition's), our own (clean --execute) excluded: a
+    stale one is an item, a live one a note (its staging directories are kept); and whether one
+    is live."""
     items: list[dict] = []
     notes: list[str] = []
-    skipped: list = []
-    # acidctl's locks (the table's and each partition's), our own (clean --execute) excluded
     locks = [lk for lk in all_locks(tfs) if own_token is None or lk.token != own_token]
     live_lock = any(not lk.stale for lk in locks)
     for lock in locks:
@@ -226,120 +269,110 @@ def plan_clean(
             )
         else:
             notes.append(f"a compaction holds the lock ({lock.describe()}): its staging directories are kept")
+    return items, notes, live_lock
 
-    for lst in list_table(tfs):
-        if partitions is not None and lst.partition not in partitions:
-            continue
-        part_path = lst.fs_path or lst.path
-        for it in pub.interrupted(tfs, part_path):
-            if it["partial"]:
-                for n in it["staged"]:
-                    items.append(
-                        {
-                            "partition": lst.partition,
-                            "path": tfs.display(join_path(part_path, n)),
-                            "kind": "interrupted-publish",
-                            "action": "complete",
-                            "reason": f"publication of {', '.join(it['outputs'])} was interrupted; "
-                            f"finish it from {it['display']}",
-                            "age_seconds": None,
-                            "bytes": 0,
-                            "fs_path": join_path(part_path, n),
-                        }
-                    )
-        decided = cleaner_decisions(
-            lst,
-            reader=reader,
-            txns=txns,
-            hive_version=hive_version,
-            min_age=min_age,
-            now=now,
-            insert_only=insert_only,
-            hold=hold,
-            aborted_upto=aborted_upto,
-        )
-        if decided["skipped"]:
-            notes.append(f"{lst.path}: skipped, the snapshot is unreadable ({decided['skipped']})")
-            skipped.append(lst.partition)
-            continue
-        for d in decided["items"]:
-            c, cover = d.pop("_entry"), d.pop("_cover")
-            it = _item(
-                lst.partition,
-                tfs.display(join_path(part_path, d["name"])),
-                d["kind"],
-                d["reason"],
-                d["age"],
-                c.bytes,
-                min_age,
-                fs_path=join_path(part_path, d["name"]),
-                is_dir=c.entry.is_dir,
-            )
-            it["action"] = d["action"]
-            if it["action"] == "delete" and c.kind is Kind.ORIGINAL_FILE and insert_only is None and c.bytes:
-                # a stray non-ORC file where originals sit (extra.csv): no compaction read it
-                # (compact refuses it or, with --skip-unreadable-files, skips it): never deleted.
-                # Decided here, not in cleaner_decisions, because it needs the file's bytes.
-                why = _readable(tfs, join_path(part_path, d["name"]))
-                if isinstance(why, str):
-                    it["action"] = "keep (holds files no compaction read)"
-                    it["reason"] += f"; kept: {why}: no compaction read it (move it out of the table)"
-            it["_verify"] = (c.kind, c.entry, cover, insert_only)
-            items.append(it)
-        for e in tfs.ls(part_path):
-            if e.name.startswith(REVERTING_PREFIX) and not live_lock:
+
+def _interrupted_items(tfs, lst, part_path: str) -> list[dict]:
+    """The staged outputs of an interrupted publication: completed, never deleted."""
+    items = []
+    for it in pub.interrupted(tfs, part_path):
+        if it["partial"]:
+            for n in it["staged"]:
                 items.append(
-                    _item(
-                        lst.partition,
-                        tfs.display(e.path),
-                        "revert-leftover",
-                        "output of a revert that died after hiding it (readers ignore it)",
-                        None,
-                        _du(tfs, e.path),
-                        min_age,
-                        fs_path=e.path,
-                        is_dir=True,
-                        age_guard=False,
-                    )
+                    {
+                        "partition": lst.partition,
+                        "path": tfs.display(join_path(part_path, n)),
+                        "kind": "interrupted-publish",
+                        "action": "complete",
+                        "reason": f"publication of {', '.join(it['outputs'])} was interrupted; "
+                        f"finish it from {it['display']}",
+                        "age_seconds": None,
+                        "bytes": 0,
+                        "fs_path": join_path(part_path, n),
+                    }
                 )
-                continue
-            if not e.name.startswith(STAGING_PREFIX):
-                continue
-            m = pub.read_manifest(tfs, e.path)
-            if (
-                m
-                and m.get("state") == "publishing"
-                and any(tfs.exists(join_path(part_path, n)) for n in m.get("outputs", []))
-                and any(tfs.exists(join_path(e.path, n)) for n in m.get("outputs", []))
-            ):
-                continue  # partial publication: completed above, never deleted
-            if live_lock:
-                continue
-            age = now - e.mtime if e.mtime is not None else None
+    return items
+
+
+def _decided_items(tfs, lst, part_path: str, decided: list[dict], min_age: float, insert_only) -> list[dict]:
+    """:func:`cleaner_decisions`' items as the plan's, each with what to verify before deleting."""
+    items = []
+    for d in decided:
+        c, cover = d.pop("_entry"), d.pop("_cover")
+        it = _item(
+            lst.partition,
+            tfs.display(join_path(part_path, d["name"])),
+            d["kind"],
+            d["reason"],
+            d["age"],
+            c.bytes,
+            min_age,
+            fs_path=join_path(part_path, d["name"]),
+            is_dir=c.entry.is_dir,
+        )
+        it["action"] = d["action"]
+        if it["action"] == "delete" and c.kind is Kind.ORIGINAL_FILE and insert_only is None and c.bytes:
+            # a stray non-ORC file where originals sit (extra.csv): no compaction read it
+            # (compact refuses it or, with --skip-unreadable-files, skips it): never deleted.
+            # Decided here, not in cleaner_decisions, because it needs the file's bytes.
+            why = _readable(tfs, join_path(part_path, d["name"]))
+            if isinstance(why, str):
+                it["action"] = "keep (holds files no compaction read)"
+                it["reason"] += f"; kept: {why}: no compaction read it (move it out of the table)"
+        it["_verify"] = (c.kind, c.entry, cover, insert_only)
+        items.append(it)
+    return items
+
+
+def _leftover_items(tfs, lst, part_path: str, *, live_lock: bool, now: float, min_age: float) -> list[dict]:
+    """A revert's hidden output and compactions' staging directories, while no compaction holds
+    a lock; a partial publication's staging is completed (:func:`_interrupted_items`), never
+    deleted."""
+    items = []
+    for e in tfs.ls(part_path):
+        if e.name.startswith(REVERTING_PREFIX) and not live_lock:
             items.append(
                 _item(
                     lst.partition,
                     tfs.display(e.path),
-                    "staging",
-                    "acidctl staging directory left by a compaction that did not finish",
-                    age,
+                    "revert-leftover",
+                    "output of a revert that died after hiding it (readers ignore it)",
+                    None,
                     _du(tfs, e.path),
                     min_age,
                     fs_path=e.path,
                     is_dir=True,
+                    age_guard=False,
                 )
             )
-    return {
-        "path": tfs.display(tfs.root),
-        "hive_version": hive_version,
-        "write_ids": str(reader),
-        "min_age_seconds": min_age,
-        "items": items,
-        "notes": notes,
-        "executed": False,
-        "skipped_partitions": skipped,
-        "summary": _summary(items),
-    }
+            continue
+        if not e.name.startswith(STAGING_PREFIX):
+            continue
+        m = pub.read_manifest(tfs, e.path)
+        if (
+            m
+            and m.get("state") == "publishing"
+            and any(tfs.exists(join_path(part_path, n)) for n in m.get("outputs", []))
+            and any(tfs.exists(join_path(e.path, n)) for n in m.get("outputs", []))
+        ):
+            continue  # partial publication: completed above, never deleted
+        if live_lock:
+            continue
+        age = now - e.mtime if e.mtime is not None else None
+        items.append(
+            _item(
+                lst.partition,
+                tfs.display(e.path),
+                "staging",
+                "acidctl staging directory left by a compaction that did not finish",
+                age,
+                _du(tfs, e.path),
+                min_age,
+                fs_path=e.path,
+                is_dir=True,
+            )
+        )
+    return items
 
 
 def _item(partition, path, kind, reason, age, size, min_age, *, fs_path=None, is_dir=False, age_guard=True) -> dict:

@@ -204,201 +204,235 @@ def _rows(conn, table) -> list[dict]:
 
 
 def read_warehouse(ms: Metastore, *, now_ms: int | None = None) -> Warehouse:
-    """Read every fact the doctor rules use (one read-only transaction)."""
-    import sqlalchemy as sa
-
-    T = ms.tables
+    """Read every fact the doctor rules use (one read-only transaction), in stages: the tables and
+    partitions, the open and aborted transactions, the components and write ids, then the locks,
+    the compaction queue and history."""
     with ms.read() as conn:
         now = int(now_ms) if now_ms is not None else db_now_ms(conn)
-
-        # -- tables, partitions --------------------------------------------------------
-        dbs, tbls, sds = T.DBS, T.TBLS, T.SDS
-        trows = conn.execute(
-            sa.select(dbs.NAME, tbls.TBL_NAME, tbls.TBL_ID, sds.LOCATION, dbs.DB_ID).select_from(
-                tbls.clause.join(dbs.clause, dbs.DB_ID == tbls.DB_ID).outerjoin(sds.clause, sds.SD_ID == tbls.SD_ID)
-            )
-        ).all()
-        db_params: dict[int, dict[str, str]] = {}
-        if T.exists("DATABASE_PARAMS"):
-            dp = T.DATABASE_PARAMS
-            for did, k, v in conn.execute(sa.select(dp.DB_ID, dp.PARAM_KEY, dp.PARAM_VALUE)):
-                db_params.setdefault(int(did), {})[k] = v if v is not None else ""
-        tables: dict[int, TableRow] = {}
-        for dbn, tn, tid, loc, did in trows:
-            tables[int(tid)] = TableRow(
-                str(dbn).lower(), str(tn).lower(), int(tid), loc, {}, [], {}, db_params.get(int(did), {})
-            )
-        tp = T.TABLE_PARAMS
-        for tid, k, v in conn.execute(sa.select(tp.TBL_ID, tp.PARAM_KEY, tp.PARAM_VALUE)):
-            if int(tid) in tables:
-                tables[int(tid)].params[k] = v if v is not None else ""
-        pk = T.PARTITION_KEYS
-        for tid, name in conn.execute(sa.select(pk.TBL_ID, pk.PKEY_NAME).order_by(pk.TBL_ID, pk.INTEGER_IDX)):
-            if int(tid) in tables:
-                tables[int(tid)].partition_keys.append(name)
-        parts = T.PARTITIONS
-        for tid, pname, loc in conn.execute(
-            sa.select(parts.TBL_ID, parts.PART_NAME, sds.LOCATION).select_from(
-                parts.clause.outerjoin(sds.clause, sds.SD_ID == parts.SD_ID)
-            )
-        ):
-            if int(tid) in tables:
-                tables[int(tid)].partitions[pname] = loc
-
-        # -- transactions ---------------------------------------------------------------
-        t = T.TXNS
-        cols = [
-            t.TXN_ID,
-            t.TXN_STATE,
-            t.TXN_STARTED,
-            t.TXN_LAST_HEARTBEAT,
-            t.TXN_USER,
-            t.TXN_HOST,
-            t.TXN_TYPE if t.has("TXN_TYPE") else sa.literal(None),
-            t.TXN_META_INFO if t.has("TXN_META_INFO") else sa.literal(None),
-            t.TXN_AGENT_INFO if t.has("TXN_AGENT_INFO") else sa.literal(None),
-        ]
-        txns: dict[int, dict] = {}
-        for tid, st, started, hb, user, host, ttype, meta, agent in conn.execute(
-            sa.select(*cols).where(t.TXN_STATE.in_(["o", "a"]))
-        ):
-            txns[int(tid)] = {
-                "txn_id": int(tid),
-                "state": st,
-                "started": int(started or 0),
-                "last_heartbeat": int(hb or 0),
-                "user": user,
-                "host": host,
-                "type": int(ttype) if ttype is not None else None,
-                "meta_info": meta,
-                "agent_info": agent,
-            }
-        if ms.hive_version == 3:
-            nxt = conn.execute(sa.select(T.NEXT_TXN_ID.NTXN_NEXT)).scalar()
-            txn_hwm = int(nxt) - 1 if nxt is not None else 0
-        else:
-            mx = conn.execute(sa.select(sa.func.max(t.TXN_ID))).scalar()
-            txn_hwm = int(mx) if mx is not None else 0
-
-        # -- components ---------------------------------------------------------------
-        tc = T.TXN_COMPONENTS
-        aborted: dict[Key, dict] = {}
-        q = (
-            sa.select(
-                tc.TC_DATABASE,
-                tc.TC_TABLE,
-                tc.TC_PARTITION,
-                sa.func.count(),
-                sa.func.count(sa.distinct(tc.TC_TXNID)),
-                sa.func.min(t.TXN_STARTED),
-            )
-            .select_from(tc.clause.join(t.clause, tc.TC_TXNID == t.TXN_ID))
-            .where(t.TXN_STATE == "a")
-            .group_by(tc.TC_DATABASE, tc.TC_TABLE, tc.TC_PARTITION)
-        )
-        for dbn, tn, part, n, ntx, oldest in conn.execute(q):
-            aborted[(dbn, tn, part)] = {
-                "rows": int(n),
-                "txns": int(ntx),
-                "oldest_started": int(oldest) if oldest is not None else None,
-            }
-        ctc = T.COMPLETED_TXN_COMPONENTS
-        completed: dict[Key, dict] = {}
-        q = sa.select(
-            ctc.CTC_DATABASE, ctc.CTC_TABLE, ctc.CTC_PARTITION, sa.func.count(), sa.func.max(ctc.CTC_TIMESTAMP)
-        ).group_by(ctc.CTC_DATABASE, ctc.CTC_TABLE, ctc.CTC_PARTITION)
-        for dbn, tn, part, n, newest in conn.execute(q):
-            completed[(dbn, tn, part)] = {"rows": int(n), "newest": _ms(newest)}
-        ws = T.WRITE_SET
-        write_set = {
-            (d, tn): int(n)
-            for d, tn, n in conn.execute(
-                sa.select(ws.WS_DATABASE, ws.WS_TABLE, sa.func.count()).group_by(ws.WS_DATABASE, ws.WS_TABLE)
-            )
-        }
-        t2w = T.TXN_TO_WRITE_ID
-        t2w_counts = {
-            (d, tn): int(n)
-            for d, tn, n in conn.execute(
-                sa.select(t2w.T2W_DATABASE, t2w.T2W_TABLE, sa.func.count()).group_by(t2w.T2W_DATABASE, t2w.T2W_TABLE)
-            )
-        }
-        invalid: dict[Key, list] = {}
-        for d, tn, txn, wid, st in conn.execute(
-            sa.select(t2w.T2W_DATABASE, t2w.T2W_TABLE, t2w.T2W_TXNID, t2w.T2W_WRITEID, t.TXN_STATE)
-            .select_from(t2w.clause.join(t.clause, t2w.T2W_TXNID == t.TXN_ID))
-            .where(t.TXN_STATE.in_(["o", "a"]))
-        ):
-            invalid.setdefault((d, tn), []).append((int(wid), int(txn), st))
-        # what the housekeeper would purge now (operations.md §2.5/§2.7, derived): TXN_TO_WRITE_ID
-        # rows below the lowest open or aborted txn, WRITE_SET rows below the lowest open txn
-        low_any = min(txns) if txns else None
-        low_open = min((i for i, x in txns.items() if x["state"] == "o"), default=None)
-        purge_t2w = (
-            int(
-                conn.execute(sa.select(sa.func.count()).select_from(t2w.clause).where(t2w.T2W_TXNID < low_any)).scalar()
-                or 0
-            )
-            if low_any is not None
-            else sum(t2w_counts.values())
-        )
-        purge_ws = (
-            int(
-                conn.execute(
-                    sa.select(sa.func.count()).select_from(ws.clause).where(ws.WS_COMMIT_ID < low_open)
-                ).scalar()
-                or 0
-            )
-            if low_open is not None
-            else sum(write_set.values())
-        )
-        nwi = T.NEXT_WRITE_ID
-        next_wid = {
-            (d, tn): int(n) for d, tn, n in conn.execute(sa.select(nwi.NWI_DATABASE, nwi.NWI_TABLE, nwi.NWI_NEXT))
-        }
-
-        # -- locks, compactions --------------------------------------------------------
-        locks = _rows(conn, T.HIVE_LOCKS)
-        queue = _rows(conn, T.COMPACTION_QUEUE)
-        history = _rows(conn, T.COMPLETED_COMPACTIONS)
-        mhl = conn.execute(sa.select(sa.func.min(T.MIN_HISTORY_LEVEL.MHL_MIN_OPEN_TXNID))).scalar()
-        mhw: dict[Key, int] = {}
-        last_cycle = None
-        cache: list[dict] = []
-        if ms.hive_version >= 4:
-            m = T.MIN_HISTORY_WRITE_ID
-            mhw = {
-                (d, tn): int(w)
-                for d, tn, w in conn.execute(
-                    sa.select(m.MH_DATABASE, m.MH_TABLE, sa.func.min(m.MH_WRITEID)).group_by(m.MH_DATABASE, m.MH_TABLE)
-                )
-            }
-            aux = T.AUX_TABLE
-            v = conn.execute(sa.select(aux.MT_KEY2).where(aux.MT_KEY1 == "Initiator")).scalar()
-            last_cycle = int(v) if v else None
-            cache = _rows(conn, T.COMPACTION_METRICS_CACHE)
+        tables = _read_tables(ms, conn)
+        txns, txn_hwm = _read_txns(ms, conn)
+        components = _read_components(ms, conn, txns)
+        queues = _read_locks_and_compactions(ms, conn)
     return Warehouse(
-        cleaner_waits=_cleaner_waits(ms, queue),
+        cleaner_waits=_cleaner_waits(ms, queues["queue"]),
         hive_version=ms.hive_version,
         now_ms=now,
         tables=sorted(tables.values(), key=lambda x: (x.db, x.table)),
         txns=txns,
         txn_hwm=txn_hwm,
-        aborted_components=aborted,
-        completed_components=completed,
-        write_set=write_set,
-        txn_to_write_id=t2w_counts,
-        invalid_write_ids=invalid,
-        next_write_id=next_wid,
-        locks=locks,
-        queue=queue,
-        history=history,
-        min_history_level=int(mhl) if mhl is not None else None,
-        min_history_write_id=mhw,
-        initiator_last_cycle_ms=last_cycle,
-        metrics_cache=cache,
-        purgeable={"TXN_TO_WRITE_ID": purge_t2w, "WRITE_SET": purge_ws},
+        **components,
+        **queues,
     )
+
+
+def _read_tables(ms: Metastore, conn) -> dict[int, TableRow]:
+    """Tables with their database's parameters, their own parameters, partition keys and partitions."""
+    import sqlalchemy as sa
+
+    T = ms.tables
+    # -- tables, partitions --------------------------------------------------------
+    dbs, tbls, sds = T.DBS, T.TBLS, T.SDS
+    trows = conn.execute(
+        sa.select(dbs.NAME, tbls.TBL_NAME, tbls.TBL_ID, sds.LOCATION, dbs.DB_ID).select_from(
+            tbls.clause.join(dbs.clause, dbs.DB_ID == tbls.DB_ID).outerjoin(sds.clause, sds.SD_ID == tbls.SD_ID)
+        )
+    ).all()
+    db_params: dict[int, dict[str, str]] = {}
+    if T.exists("DATABASE_PARAMS"):
+        dp = T.DATABASE_PARAMS
+        for did, k, v in conn.execute(sa.select(dp.DB_ID, dp.PARAM_KEY, dp.PARAM_VALUE)):
+            db_params.setdefault(int(did), {})[k] = v if v is not None else ""
+    tables: dict[int, TableRow] = {}
+    for dbn, tn, tid, loc, did in trows:
+        tables[int(tid)] = TableRow(
+            str(dbn).lower(), str(tn).lower(), int(tid), loc, {}, [], {}, db_params.get(int(did), {})
+        )
+    tp = T.TABLE_PARAMS
+    for tid, k, v in conn.execute(sa.select(tp.TBL_ID, tp.PARAM_KEY, tp.PARAM_VALUE)):
+        if int(tid) in tables:
+            tables[int(tid)].params[k] = v if v is not None else ""
+    pk = T.PARTITION_KEYS
+    for tid, name in conn.execute(sa.select(pk.TBL_ID, pk.PKEY_NAME).order_by(pk.TBL_ID, pk.INTEGER_IDX)):
+        if int(tid) in tables:
+            tables[int(tid)].partition_keys.append(name)
+    parts = T.PARTITIONS
+    for tid, pname, loc in conn.execute(
+        sa.select(parts.TBL_ID, parts.PART_NAME, sds.LOCATION).select_from(
+            parts.clause.outerjoin(sds.clause, sds.SD_ID == parts.SD_ID)
+        )
+    ):
+        if int(tid) in tables:
+            tables[int(tid)].partitions[pname] = loc
+    return tables
+
+
+def _read_txns(ms: Metastore, conn) -> tuple[dict[int, dict], int]:
+    """The open and aborted txns, and the txn high-water mark."""
+    import sqlalchemy as sa
+
+    T = ms.tables
+    # -- transactions ---------------------------------------------------------------
+    t = T.TXNS
+    cols = [
+        t.TXN_ID,
+        t.TXN_STATE,
+        t.TXN_STARTED,
+        t.TXN_LAST_HEARTBEAT,
+        t.TXN_USER,
+        t.TXN_HOST,
+        t.TXN_TYPE if t.has("TXN_TYPE") else sa.literal(None),
+        t.TXN_META_INFO if t.has("TXN_META_INFO") else sa.literal(None),
+        t.TXN_AGENT_INFO if t.has("TXN_AGENT_INFO") else sa.literal(None),
+    ]
+    txns: dict[int, dict] = {}
+    for tid, st, started, hb, user, host, ttype, meta, agent in conn.execute(
+        sa.select(*cols).where(t.TXN_STATE.in_(["o", "a"]))
+    ):
+        txns[int(tid)] = {
+            "txn_id": int(tid),
+            "state": st,
+            "started": int(started or 0),
+            "last_heartbeat": int(hb or 0),
+            "user": user,
+            "host": host,
+            "type": int(ttype) if ttype is not None else None,
+            "meta_info": meta,
+            "agent_info": agent,
+        }
+    if ms.hive_version == 3:
+        nxt = conn.execute(sa.select(T.NEXT_TXN_ID.NTXN_NEXT)).scalar()
+        txn_hwm = int(nxt) - 1 if nxt is not None else 0
+    else:
+        mx = conn.execute(sa.select(sa.func.max(t.TXN_ID))).scalar()
+        txn_hwm = int(mx) if mx is not None else 0
+    return txns, txn_hwm
+
+
+def _read_components(ms: Metastore, conn, txns: dict[int, dict]) -> dict:
+    """TXN_COMPONENTS of aborted txns, COMPLETED_TXN_COMPONENTS, WRITE_SET, TXN_TO_WRITE_ID (and
+    its invalid write ids), what the housekeeper would purge, NEXT_WRITE_ID: Warehouse fields."""
+    import sqlalchemy as sa
+
+    T = ms.tables
+    t = T.TXNS
+    # -- components ---------------------------------------------------------------
+    tc = T.TXN_COMPONENTS
+    aborted: dict[Key, dict] = {}
+    q = (
+        sa.select(
+            tc.TC_DATABASE,
+            tc.TC_TABLE,
+            tc.TC_PARTITION,
+            sa.func.count(),
+            sa.func.count(sa.distinct(tc.TC_TXNID)),
+            sa.func.min(t.TXN_STARTED),
+        )
+        .select_from(tc.clause.join(t.clause, tc.TC_TXNID == t.TXN_ID))
+        .where(t.TXN_STATE == "a")
+        .group_by(tc.TC_DATABASE, tc.TC_TABLE, tc.TC_PARTITION)
+    )
+    for dbn, tn, part, n, ntx, oldest in conn.execute(q):
+        aborted[(dbn, tn, part)] = {
+            "rows": int(n),
+            "txns": int(ntx),
+            "oldest_started": int(oldest) if oldest is not None else None,
+        }
+    ctc = T.COMPLETED_TXN_COMPONENTS
+    completed: dict[Key, dict] = {}
+    q = sa.select(
+        ctc.CTC_DATABASE, ctc.CTC_TABLE, ctc.CTC_PARTITION, sa.func.count(), sa.func.max(ctc.CTC_TIMESTAMP)
+    ).group_by(ctc.CTC_DATABASE, ctc.CTC_TABLE, ctc.CTC_PARTITION)
+    for dbn, tn, part, n, newest in conn.execute(q):
+        completed[(dbn, tn, part)] = {"rows": int(n), "newest": _ms(newest)}
+    ws = T.WRITE_SET
+    write_set = {
+        (d, tn): int(n)
+        for d, tn, n in conn.execute(
+            sa.select(ws.WS_DATABASE, ws.WS_TABLE, sa.func.count()).group_by(ws.WS_DATABASE, ws.WS_TABLE)
+        )
+    }
+    t2w = T.TXN_TO_WRITE_ID
+    t2w_counts = {
+        (d, tn): int(n)
+        for d, tn, n in conn.execute(
+            sa.select(t2w.T2W_DATABASE, t2w.T2W_TABLE, sa.func.count()).group_by(t2w.T2W_DATABASE, t2w.T2W_TABLE)
+        )
+    }
+    invalid: dict[Key, list] = {}
+    for d, tn, txn, wid, st in conn.execute(
+        sa.select(t2w.T2W_DATABASE, t2w.T2W_TABLE, t2w.T2W_TXNID, t2w.T2W_WRITEID, t.TXN_STATE)
+        .select_from(t2w.clause.join(t.clause, t2w.T2W_TXNID == t.TXN_ID))
+        .where(t.TXN_STATE.in_(["o", "a"]))
+    ):
+        invalid.setdefault((d, tn), []).append((int(wid), int(txn), st))
+    # what the housekeeper would purge now (operations.md §2.5/§2.7, derived): TXN_TO_WRITE_ID
+    # rows below the lowest open or aborted txn, WRITE_SET rows below the lowest open txn
+    low_any = min(txns) if txns else None
+    low_open = min((i for i, x in txns.items() if x["state"] == "o"), default=None)
+    purge_t2w = (
+        int(
+            conn.execute(sa.select(sa.func.count()).select_from(t2w.clause).where(t2w.T2W_TXNID < low_any)).scalar()
+            or 0
+        )
+        if low_any is not None
+        else sum(t2w_counts.values())
+    )
+    purge_ws = (
+        int(
+            conn.execute(sa.select(sa.func.count()).select_from(ws.clause).where(ws.WS_COMMIT_ID < low_open)).scalar()
+            or 0
+        )
+        if low_open is not None
+        else sum(write_set.values())
+    )
+    nwi = T.NEXT_WRITE_ID
+    next_wid = {(d, tn): int(n) for d, tn, n in conn.execute(sa.select(nwi.NWI_DATABASE, nwi.NWI_TABLE, nwi.NWI_NEXT))}
+    return {
+        "aborted_components": aborted,
+        "completed_components": completed,
+        "write_set": write_set,
+        "txn_to_write_id": t2w_counts,
+        "invalid_write_ids": invalid,
+        "next_write_id": next_wid,
+        "purgeable": {"TXN_TO_WRITE_ID": purge_t2w, "WRITE_SET": purge_ws},
+    }
+
+
+def _read_locks_and_compactions(ms: Metastore, conn) -> dict:
+    """HIVE_LOCKS, the compaction queue and history, MIN_HISTORY_LEVEL, and on Hive 4
+    MIN_HISTORY_WRITE_ID, the Initiator's last cycle and the metrics cache: Warehouse fields."""
+    import sqlalchemy as sa
+
+    T = ms.tables
+    # -- locks, compactions --------------------------------------------------------
+    locks = _rows(conn, T.HIVE_LOCKS)
+    queue = _rows(conn, T.COMPACTION_QUEUE)
+    history = _rows(conn, T.COMPLETED_COMPACTIONS)
+    mhl = conn.execute(sa.select(sa.func.min(T.MIN_HISTORY_LEVEL.MHL_MIN_OPEN_TXNID))).scalar()
+    mhw: dict[Key, int] = {}
+    last_cycle = None
+    cache: list[dict] = []
+    if ms.hive_version >= 4:
+        m = T.MIN_HISTORY_WRITE_ID
+        mhw = {
+            (d, tn): int(w)
+            for d, tn, w in conn.execute(
+                sa.select(m.MH_DATABASE, m.MH_TABLE, sa.func.min(m.MH_WRITEID)).group_by(m.MH_DATABASE, m.MH_TABLE)
+            )
+        }
+        aux = T.AUX_TABLE
+        v = conn.execute(sa.select(aux.MT_KEY2).where(aux.MT_KEY1 == "Initiator")).scalar()
+        last_cycle = int(v) if v else None
+        cache = _rows(conn, T.COMPACTION_METRICS_CACHE)
+    return {
+        "locks": locks,
+        "queue": queue,
+        "history": history,
+        "min_history_level": int(mhl) if mhl is not None else None,
+        "min_history_write_id": mhw,
+        "initiator_last_cycle_ms": last_cycle,
+        "metrics_cache": cache,
+    }
 
 
 def _cleaner_waits(ms: Metastore, queue: list[dict]) -> dict | None:

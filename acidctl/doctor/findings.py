@@ -902,10 +902,33 @@ _READER_RULES = {
 
 
 def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
-    out: list[DoctorFinding] = []
+    """One partition's findings, in this order: its location (nothing else is judged when it is
+    missing or cannot be listed), the metastore's view of it, write ids above the high-water mark,
+    a compaction due, aborted piles, obsolete bytes, small files, the compaction history against
+    the disk, reader compatibility and the remaining state checks."""
     tbl = f"{ps.db}.{ps.table}"
     part = ps.partition
-    t = wh.table(ps.db, ps.table)
+    out = _location_findings(ps, tbl, part)
+    if out:
+        return out
+    out += _not_in_metastore_findings(ps, tbl, part)
+    out += _above_hwm_findings(wh, ps, tbl, part)
+    rec = ps.recommendation or {}
+    out += _due_findings(wh, ps, tbl, part, rec)
+    out += _aborted_pile_findings(wh, ps, tbl, part, rec, lim)
+    # obsolete bytes waiting for the Cleaner: judged with clean's own decisions (ps.clean)
+    out += _obsolete_findings(wh, ps, tbl, part, lim)
+    out += _small_files_findings(wh, ps, tbl, part, lim)
+    # compaction history vs disk
+    out += _history_vs_disk(wh, ps, tbl, part)
+    out += _reader_compat_findings(wh, ps, tbl, part)
+    out += _state_check_findings(ps, tbl, part)
+    return out
+
+
+def _location_findings(ps, tbl: str, part) -> list[DoctorFinding]:
+    """A location that does not exist or cannot be listed (one finding: nothing else can be judged)."""
+    out: list[DoctorFinding] = []
     if not ps.exists:
         if part is None:
             fix = None
@@ -946,6 +969,12 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
             )
         )
         return out
+    return out
+
+
+def _not_in_metastore_findings(ps, tbl: str, part) -> list[DoctorFinding]:
+    """A partition directory the metastore does not list."""
+    out: list[DoctorFinding] = []
     if not ps.in_metastore:
         out.append(
             DoctorFinding(
@@ -961,6 +990,12 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
                 ps.path,
             )
         )
+    return out
+
+
+def _above_hwm_findings(wh, ps, tbl: str, part) -> list[DoctorFinding]:
+    """Files vs the metastore: directories naming write ids above NEXT_WRITE_ID - 1."""
+    out: list[DoctorFinding] = []
     # files vs metastore: write ids above NEXT_WRITE_ID
     nwi = wh.next_write_id.get((ps.db, ps.table))
     hwm = int(nwi) - 1 if nwi is not None else 0
@@ -992,7 +1027,13 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
                 ps.path,
             )
         )
-    rec = ps.recommendation or {}
+    return out
+
+
+def _due_findings(wh, ps, tbl: str, part, rec: dict) -> list[DoctorFinding]:
+    """A compaction due and not queued, or due but skipped (no_auto_compaction)."""
+    out: list[DoctorFinding] = []
+    t = wh.table(ps.db, ps.table)
     # compaction due / no_auto_compaction
     if rec.get("type") not in (None, "none"):
         kind = rec["type"]
@@ -1031,6 +1072,12 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
                     ps.path,
                 )
             )
+    return out
+
+
+def _aborted_pile_findings(wh, ps, tbl: str, part, rec: dict, lim: Limits) -> list[DoctorFinding]:
+    """Aborted txns piling up on the partition (above the threshold or too old)."""
+    out: list[DoctorFinding] = []
     # aborted piles
     ab = wh.aborted_components.get((ps.db, ps.table, part))
     if ab:
@@ -1077,8 +1124,12 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
                     ps.path,
                 )
             )
-    # obsolete bytes waiting for the Cleaner: judged with clean's own decisions (ps.clean)
-    out += _obsolete_findings(wh, ps, tbl, part, lim)
+    return out
+
+
+def _small_files_findings(wh, ps, tbl: str, part, lim: Limits) -> list[DoctorFinding]:
+    """Too many small data files in the current snapshot."""
+    out: list[DoctorFinding] = []
     # small files
     cur = [d for d in ps.dirs if d["role"] in ("base", "delta", "delete delta", "original")]
     small = sum(d["small_files"] for d in cur)
@@ -1097,8 +1148,12 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
                 ps.path,
             )
         )
-    # compaction history vs disk
-    out += _history_vs_disk(wh, ps, tbl, part)
+    return out
+
+
+def _reader_compat_findings(wh, ps, tbl: str, part) -> list[DoctorFinding]:
+    """Layouts some reader engine cannot read."""
+    out: list[DoctorFinding] = []
     # reader compatibility + other directory checks
     for engine_code, sev, engines, paths, why in _reader_findings(ps):
         out.append(
@@ -1114,6 +1169,12 @@ def partition_findings(wh, scan, ps, lim: Limits) -> list[DoctorFinding]:
                 ps.path,
             )
         )
+    return out
+
+
+def _state_check_findings(ps, tbl: str, part) -> list[DoctorFinding]:
+    """The state checks no finding above covers (each check and message once; INFO left out)."""
+    out: list[DoctorFinding] = []
     covered = {"S02", "S03", "S09", "S10", "S11", "S13", "M01", "M02", "D11", "M06"}
     seen: set[tuple] = set()
     for f in ps.checks:

@@ -28,6 +28,7 @@ Every write is one :func:`acidctl.metastore.steps.write_step`.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from typing import Any, Iterator
 
 from acidctl.errors import NotFoundError, RefusedError
@@ -203,138 +204,187 @@ def _min_open_txn(ms, conn, now: int, timeout_ms: int) -> tuple[int, dict | None
     return min(mo, low + 1), oldest, low
 
 
+@dataclasses.dataclass
+class _H4View:
+    """What Hive 4's Cleaner reads once per run before judging requests: the time, the txn
+    watermark (oldest open txn, lowest txn below it), MIN_HISTORY_LEVEL's lowest row (when MIN_HISTORY_WRITE_ID
+    is off), the compactor txns' states and MIN_HISTORY_WRITE_ID's lowest write id per table."""
+
+    now: int
+    watermark: int
+    oldest: dict | None
+    low: int
+    mhl_min: int | None
+    mhl_txn: int | None
+    txn_states: dict[int, str]
+    mh_rows: dict[tuple[str, str], tuple[int, int]]
+    open_txn_timeout_ms: int
+    use_min_history_write_id: bool
+
+    @property
+    def snap_wm(self) -> int:
+        return self.watermark if self.mhl_min is None else min(self.watermark, self.mhl_min)
+
+    @classmethod
+    def read(cls, ms, conn, requests: list[dict], *, use_min_history_write_id: bool, open_txn_timeout_ms: int):
+        import sqlalchemy as sa
+
+        T = ms.tables
+        now = now_ms(conn)
+        watermark, oldest, low = _min_open_txn(ms, conn, now, open_txn_timeout_ms)
+        mhl_min = mhl_txn = None
+        if not use_min_history_write_id:
+            mhl = T.MIN_HISTORY_LEVEL
+            r = conn.execute(
+                sa.select(mhl.MHL_MIN_OPEN_TXNID, mhl.MHL_TXNID)
+                .order_by(mhl.MHL_MIN_OPEN_TXNID, mhl.MHL_TXNID)
+                .limit(1)
+            ).first()
+            if r is not None:
+                mhl_min, mhl_txn = int(r[0]), int(r[1])
+        txn_states: dict[int, str] = {}
+        ids = {r["txn_id"] for r in requests if r.get("txn_id")}
+        if ids:
+            t = T.TXNS
+            txn_states = {int(a): b for a, b in conn.execute(sa.select(t.TXN_ID, t.TXN_STATE).where(t.TXN_ID.in_(ids)))}
+        mh_rows: dict[tuple[str, str], tuple[int, int]] = {}
+        if use_min_history_write_id and ms.tables.MIN_HISTORY_WRITE_ID.has("MH_WRITEID"):
+            mh = T.MIN_HISTORY_WRITE_ID
+            for txn, dbn, tbl, wid in conn.execute(sa.select(mh.MH_TXNID, mh.MH_DATABASE, mh.MH_TABLE, mh.MH_WRITEID)):
+                k = (dbn.lower(), tbl.lower())
+                if k not in mh_rows or int(wid) < mh_rows[k][0]:
+                    mh_rows[k] = (int(wid), int(txn))
+        return cls(
+            now,
+            watermark,
+            oldest,
+            low,
+            mhl_min,
+            mhl_txn,
+            txn_states,
+            mh_rows,
+            open_txn_timeout_ms,
+            use_min_history_write_id,
+        )
+
+    def retention_wait(self, r: dict, retention_ms: int) -> dict | None:
+        """Not yet past its retention (commit time + CQ_RETRY_RETENTION + the retention)."""
+        ct, rr, now = r.get("commit_time"), r.get("retry_retention") or 0, self.now
+        if ct is None or ct < now - rr - retention_ms:
+            return None
+        return {
+            "kind": "retention",
+            "until_ms": ct + rr + retention_ms,
+            "message": f"retention: not before {(ct + rr + retention_ms - now) / 1000:.1f}s from now "
+            f"(commit time + CQ_RETRY_RETENTION {rr} ms + retention {retention_ms} ms)",
+        }
+
+    def reader_wait(self, r: dict) -> dict | None:
+        """A reader that may still need the obsolete files: MIN_HISTORY_WRITE_ID's lowest write
+        id of the table, else an open (or too young) txn below CQ_NEXT_TXN_ID."""
+        if self.use_min_history_write_id:
+            m = self.mh_rows.get((r["database"].lower(), r["table"].lower()))
+            hw = r.get("highest_write_id") or 0
+            if m is None or hw < m[0]:
+                return None
+            return {
+                "kind": "min-history-write-id",
+                "txn_id": m[1],
+                "write_id": m[0],
+                "message": f"txn {m[1]} still reads write id {m[0]} of the table "
+                f"(MIN_HISTORY_WRITE_ID), not above highest write id {hw}",
+            }
+        nxt, oldest = r.get("next_txn_id"), self.oldest
+        if nxt is None or nxt <= self.watermark:
+            return None
+        if oldest is not None and oldest["txn_id"] < nxt and oldest["txn_id"] == self.watermark:
+            age = oldest["age_ms"]
+            return {
+                "kind": "open-txn",
+                **oldest,
+                "message": f"open txn {oldest['txn_id']} ({oldest['user']}@{oldest['host']}, "
+                f"{'age ' + format(age / 1000, '.0f') + 's' if age is not None else ''}) "
+                f"is below CQ_NEXT_TXN_ID {nxt}",
+            }
+        return {
+            "kind": "young-txn",
+            "txn_id": self.low + 1,
+            "message": f"txns above {self.low} opened less than {self.open_txn_timeout_ms} ms ago "
+            f"(CQ_NEXT_TXN_ID {nxt})",
+        }
+
+    def compactor_txn_wait(self, txn: int, waits: list[dict]) -> dict | None:
+        """The request's compactor txn: still open, aborted, or not yet below the cleaner
+        watermark (only a request the ready-to-clean query returned gets this far in Hive)."""
+        st = self.txn_states.get(txn)
+        if st == "o":
+            return {
+                "kind": "compactor-txn-open",
+                "txn_id": txn,
+                "message": f"the compactor txn {txn} is still open (the worker has not committed)",
+            }
+        if st == "a":
+            return {
+                "kind": "compactor-txn-aborted",
+                "txn_id": txn,
+                "message": f"the compactor txn {txn} was aborted: its output is invisible "
+                "(HIVE-29572); abort or fail this request instead of cleaning",
+            }
+        if (
+            self.use_min_history_write_id
+            or txn < self.snap_wm
+            or any(w["kind"] in ("open-txn", "young-txn") for w in waits)
+        ):
+            return None
+        oldest, mhl_min = self.oldest, self.mhl_min
+        holder = (
+            self.mhl_txn
+            if (mhl_min is not None and mhl_min <= self.watermark)
+            else (oldest["txn_id"] if oldest is not None and oldest["txn_id"] == self.watermark else None)
+        )
+        if holder is None:
+            return {
+                "kind": "young-txn",
+                "txn_id": self.low + 1,
+                "message": f"txns above {self.low} opened less than {self.open_txn_timeout_ms} ms ago; "
+                f"the compactor txn {txn} is not yet below the cleaner watermark",
+            }
+        return {
+            "kind": "min-history-level",
+            "txn_id": holder,
+            "message": f"txn {holder} may still read below the compactor txn {txn} "
+            f"(cleaner watermark {self.snap_wm}: MIN_HISTORY_LEVEL / min open txn)",
+        }
+
+
 def _h4_waits(
     ms, conn, requests: list[dict], *, retention_ms: int, use_min_history_write_id: bool, open_txn_timeout_ms: int
 ) -> dict[int, list[dict]]:
-    import sqlalchemy as sa
-
-    T = ms.tables
-    now = now_ms(conn)
-    watermark, oldest, low = _min_open_txn(ms, conn, now, open_txn_timeout_ms)
-    mhl_min = mhl_txn = None
-    if not use_min_history_write_id:
-        mhl = T.MIN_HISTORY_LEVEL
-        r = conn.execute(
-            sa.select(mhl.MHL_MIN_OPEN_TXNID, mhl.MHL_TXNID).order_by(mhl.MHL_MIN_OPEN_TXNID, mhl.MHL_TXNID).limit(1)
-        ).first()
-        if r is not None:
-            mhl_min, mhl_txn = int(r[0]), int(r[1])
-    snap_wm = watermark if mhl_min is None else min(watermark, mhl_min)
-    txn_states: dict[int, str] = {}
-    ids = {r["txn_id"] for r in requests if r.get("txn_id")}
-    if ids:
-        t = T.TXNS
-        txn_states = {int(a): b for a, b in conn.execute(sa.select(t.TXN_ID, t.TXN_STATE).where(t.TXN_ID.in_(ids)))}
-    mh_rows: dict[tuple[str, str], tuple[int, int]] = {}
-    if use_min_history_write_id and ms.tables.MIN_HISTORY_WRITE_ID.has("MH_WRITEID"):
-        mh = T.MIN_HISTORY_WRITE_ID
-        for txn, dbn, tbl, wid in conn.execute(sa.select(mh.MH_TXNID, mh.MH_DATABASE, mh.MH_TABLE, mh.MH_WRITEID)):
-            k = (dbn.lower(), tbl.lower())
-            if k not in mh_rows or int(wid) < mh_rows[k][0]:
-                mh_rows[k] = (int(wid), int(txn))
-
+    """What each request waits for under Hive 4's Cleaner (:class:`_H4View`'s stages), then
+    :func:`_earlier_request_waits`."""
+    view = _H4View.read(
+        ms, conn, requests, use_min_history_write_id=use_min_history_write_id, open_txn_timeout_ms=open_txn_timeout_ms
+    )
     out: dict[int, list[dict]] = {}
     for r in requests:
         waits: list[dict] = []
-        ct, rr = r.get("commit_time"), r.get("retry_retention") or 0
-        if ct is not None and not ct < now - rr - retention_ms:
-            waits.append(
-                {
-                    "kind": "retention",
-                    "until_ms": ct + rr + retention_ms,
-                    "message": f"retention: not before {(ct + rr + retention_ms - now) / 1000:.1f}s from now "
-                    f"(commit time + CQ_RETRY_RETENTION {rr} ms + retention {retention_ms} ms)",
-                }
-            )
-        if use_min_history_write_id:
-            m = mh_rows.get((r["database"].lower(), r["table"].lower()))
-            hw = r.get("highest_write_id") or 0
-            if m is not None and not hw < m[0]:
-                waits.append(
-                    {
-                        "kind": "min-history-write-id",
-                        "txn_id": m[1],
-                        "write_id": m[0],
-                        "message": f"txn {m[1]} still reads write id {m[0]} of the table "
-                        f"(MIN_HISTORY_WRITE_ID), not above highest write id {hw}",
-                    }
-                )
-        else:
-            nxt = r.get("next_txn_id")
-            if nxt is not None and not nxt <= watermark:
-                if oldest is not None and oldest["txn_id"] < nxt and oldest["txn_id"] == watermark:
-                    age = oldest["age_ms"]
-                    waits.append(
-                        {
-                            "kind": "open-txn",
-                            **oldest,
-                            "message": f"open txn {oldest['txn_id']} ({oldest['user']}@{oldest['host']}, "
-                            f"{'age ' + format(age / 1000, '.0f') + 's' if age is not None else ''}) "
-                            f"is below CQ_NEXT_TXN_ID {nxt}",
-                        }
-                    )
-                else:
-                    waits.append(
-                        {
-                            "kind": "young-txn",
-                            "txn_id": low + 1,
-                            "message": f"txns above {low} opened less than {open_txn_timeout_ms} ms ago "
-                            f"(CQ_NEXT_TXN_ID {nxt})",
-                        }
-                    )
+        for w in (view.retention_wait(r, retention_ms), view.reader_wait(r)):
+            if w is not None:
+                waits.append(w)
         txn = r.get("txn_id")
         if txn is not None:
-            st = txn_states.get(txn)
-            if st == "o":
-                waits.append(
-                    {
-                        "kind": "compactor-txn-open",
-                        "txn_id": txn,
-                        "message": f"the compactor txn {txn} is still open (the worker has not committed)",
-                    }
-                )
-            elif st == "a":
-                waits.append(
-                    {
-                        "kind": "compactor-txn-aborted",
-                        "txn_id": txn,
-                        "message": f"the compactor txn {txn} was aborted: its output is invisible "
-                        "(HIVE-29572); abort or fail this request instead of cleaning",
-                    }
-                )
-            elif (
-                not use_min_history_write_id
-                and not txn < snap_wm
-                and not any(w["kind"] in ("open-txn", "young-txn") for w in waits)
-            ):
-                # only a request the ready-to-clean query returned gets this far in Hive
-                holder = (
-                    mhl_txn
-                    if (mhl_min is not None and mhl_min <= watermark)
-                    else (oldest["txn_id"] if oldest is not None and oldest["txn_id"] == watermark else None)
-                )
-                if holder is None:
-                    waits.append(
-                        {
-                            "kind": "young-txn",
-                            "txn_id": low + 1,
-                            "message": f"txns above {low} opened less than {open_txn_timeout_ms} ms ago; "
-                            f"the compactor txn {txn} is not yet below the cleaner watermark",
-                        }
-                    )
-                else:
-                    waits.append(
-                        {
-                            "kind": "min-history-level",
-                            "txn_id": holder,
-                            "message": f"txn {holder} may still read below the compactor txn {txn} "
-                            f"(cleaner watermark {snap_wm}: MIN_HISTORY_LEVEL / min open txn)",
-                        }
-                    )
+            w = view.compactor_txn_wait(txn, waits)
+            if w is not None:
+                waits.append(w)
         out[r["id"]] = waits
-    # Hive 4 cleans only the lowest highest-write-id request per partition at a time
-    # (ReadyToCleanHandler: the minimum is taken over the requests past their retention, before
-    # the txn watermark filter); within one acidctl run the next one may follow once it is done
+    _earlier_request_waits(requests, out)
+    return out
+
+
+def _earlier_request_waits(requests: list[dict], out: dict[int, list[dict]]) -> None:
+    """Hive 4 cleans only the lowest highest-write-id request per partition at a time
+    (ReadyToCleanHandler: the minimum is taken over the requests past their retention, before
+    the txn watermark filter); within one acidctl run the next one may follow once it is done."""
     by_part: dict[Any, list[dict]] = {}
     for r in requests:
         if not any(w["kind"] == "retention" for w in out[r["id"]]):
@@ -353,7 +403,6 @@ def _h4_waits(
                 )
             elif out[r["id"]]:
                 blocked_by = r["id"]
-    return out
 
 
 def cleaner_waits(

@@ -120,27 +120,16 @@ def check_table(ctx, *, mode: str, hive_version: int) -> None:
 def plan_partition(
     tfs, listing, ctx, *, mode: str, reader, txns, hive_version: int, visibility_txn=None, skip_unreadable: bool = False
 ) -> tuple[PartitionPlan, MMWork | None]:
-    from acidctl.compact.coverage import reader_files, unread_files
-
+    """One insert-only partition's plan and work, in stages: the reader's and the compactor's
+    states (:func:`_mm_states`), the inputs (:func:`_mm_inputs`), the nothing-lost check
+    (:func:`_mm_refused`), the output (:func:`_mm_output`) and the bucket-name check."""
     compactor = reader if reader.compactor else reader.for_compactor()
     part_path = listing.fs_path or listing.path
     plan = PartitionPlan(
         partition=listing.partition, path=part_path, display=listing.path, mode=mode, status="nothing", message=""
     )
-    rstate = get_acid_state(listing, reader, txns=txns, hive_version=hive_version, insert_only=True)
-    rstate.require_snapshot()
-    cstate = get_acid_state(listing, compactor, txns=txns, hive_version=hive_version, insert_only=True)
-    if cstate.invalid:
-        raise InvalidAcidLayout(f"{cstate.invalid[0].path}: {cstate.invalid[0].reason}")
-    cstate.require_snapshot()
-    for st in (rstate, cstate):
-        for c in st.entries:
-            if c.kind is Kind.DELETE_DELTA:
-                raise InvalidAcidLayout(
-                    f"{c.path}: a delete_delta directory in an insert-only table (MM05); nothing was written"
-                )
+    rstate, cstate = _mm_states(listing, reader, compactor, txns, hive_version)
     hwm = compactor.hwm
-    h4 = hive_version == 4
     deltas = [d for d in cstate.deltas if d.kind is Kind.DELTA]
     aborted = [
         c.name for c in cstate.aborted if c.kind is Kind.DELTA and c.max_write_id is not None and c.max_write_id <= hwm
@@ -159,99 +148,19 @@ def plan_partition(
         if ctx.allow_originals and mode == MAJOR and cstate.base is None
         else []
     )
-    if mode == MAJOR:
-        n_inputs = (1 if cstate.base is not None else 0) + len(deltas) + len(originals)
-        if not (deltas or originals) or n_inputs <= 1:  # Hive 3: base + current deltas + originals <= 1
-            from acidctl.compact.planner import _why_nothing
-
-            why = (
-                "no current delta directories"
-                if not (deltas or originals)
-                else f"only one input ({(deltas[0].name if deltas else originals[0].child)})"
-            )
-            plan.message = "nothing to compact: " + _why_nothing(cstate, why)
-            return plan, None
-        inputs = ([cstate.base.name] if cstate.base is not None else []) + [d.name for d in deltas]
-        inputs += sorted({f.child.split("/", 1)[0] for f in originals})
-        read_from = ([cstate.base] if cstate.base is not None else []) + deltas
-    else:
-        if len(deltas) < 2:
-            plan.message = "nothing to compact: fewer than two current delta directories"
-            return plan, None
-        inputs = [d.name for d in deltas]
-        read_from = deltas
+    chosen = _mm_inputs(plan, cstate, deltas, originals, mode)
+    if chosen is None:
+        return plan, None
+    inputs, read_from = chosen
     files = [f for c in read_from for f in dir_files(part_path, c)] + originals
     by_name = {e.name: e for e in listing.entries}
-    read_paths = {f.path for f in files}
-    plan.read_paths = read_paths
-    plan.input_files = {n: sorted([f.name, f.size] for f in reader_files(by_name[n])) for n in inputs}
-    plan.inputs = inputs
-    plan.input_bytes = sum(f.size for f in files)
-    # nothing lost: every input becomes obsolete, and so does everything the new output covers
-    obsolete = set(inputs)
-    if mode == MAJOR:
-        obsolete |= {o.rel.split("/", 1)[0] for o in list(rstate.originals) + list(cstate.originals)}
-        obsolete |= {e.name for e in listing.entries if not e.is_dir and not is_hidden(e.name)}
-    unread = unread_files(((n, by_name[n]) for n in sorted(obsolete) if n in by_name), read_paths, part_path)
-    for u in unread:
-        if "/" not in u["path"]:
-            u["reason"] = (
-                "a file in the partition root: invisible to Hive while hive.mm.allow.originals=false, "
-                "but other engines read it; the new base would make it obsolete unread"
-            )
-            u["fix"] = (
-                "move it into a delta directory (Hive's own conversion puts such files into "
-                "delta_W_W_0000) or out of the table; or pass --skip-unreadable-files"
-            )
-    plan.obsoletes = sorted(obsolete)
-    if unread:
-        if skip_unreadable:
-            plan.skipped.extend(unread)
-        else:
-            plan.status = "refused"
-            plan.refusals = unread
-            plan.message = (
-                f"refused: {len(unread)} file(s) a reader could treat as data would become obsolete "
-                f"without being read ({', '.join(u['path'] for u in unread[:3])})"
-            )
-            return plan, None
+    if _mm_refused(plan, listing, rstate, cstate, inputs, files, by_name, skip_unreadable):
+        return plan, None
     v = output_visibility(visibility_txn, hive_version)
-    # the one naming rule (acidctl.compact.naming): insert-only compaction is a query named after
-    # the compactor hwm (Hive 3 runMmCompaction, Hive 4 MmMajor/MmMinorQueryCompactor)
-    ranges = [naming.DeltaRange(d.delta_dir.min_write_id, d.delta_dir.max_write_id) for d in deltas]
-    named = naming.output_names(
-        naming.MAJOR if mode == MAJOR else naming.MINOR,
-        deltas=ranges,
-        compactor_hwm=hwm,
-        hive_version=hive_version,
-        visibility=v,
-        compactor=naming.QUERY_BASED,
-        has_inserts=True,
-    )
-    assert named is not None
-    if mode == MAJOR:
-        out = OutputDir(named.names[0], "base", hwm, hwm, [], {} if h4 else {METADATA_FILE: METADATA_ACID})
-    else:
-        lo = named.min_write_id
-        out = OutputDir(named.names[0], "delta", lo, hwm, [], {})
-    if out.name in by_name:
-        raise RefusedError(
-            f"{join_path(listing.path, out.name)} already exists; refusing to overwrite it",
-            hint="inspect it with `acidctl state`; `acidctl clean` removes obsolete copies",
-        )
+    out = _mm_output(listing, deltas, hwm, hive_version, v, mode, by_name)
     nb = ctx.storage.bucket_count if ctx.storage.bucket_count and ctx.storage.bucket_count > 0 else 0
     if nb:
-        # Hive writes bucket B's rows into the file of task B, so the files' names say where
-        # each row belongs; Hive's compaction re-hashes them into the same buckets (derived)
-        bad = [f for f in files if f.size and not 0 <= _bucket_or_minus_one(f.path) < nb]
-        if bad:
-            f = bad[0]
-            raise RefusedError(
-                f"{join_path(listing.path, f.child, f.rel) if f.rel else join_path(listing.path, f.child)}: in a table of {nb} buckets a data file "
-                "must be named by its bucket (00000B_0, as Hive's bucketed INSERT writes it); this "
-                "one's rows cannot be placed without Hive's bucketing hash (a LOAD DATA file?); "
-                "nothing was written"
-            )
+        _check_bucket_names(listing, files, nb)
     staging_id = uuid.uuid4().hex[:12]
     plan.staging_id = staging_id
     plan.staging = join_path(part_path, STAGING_PREFIX + staging_id)
@@ -268,6 +177,134 @@ def plan_partition(
     # the reader's view before, and after publication (the output taken from the staging area)
     work.verify_old = read_plan(listing, rstate, allow_originals=ctx.allow_originals)
     return plan, work
+
+
+def _mm_states(listing, reader, compactor, txns, hive_version: int):
+    """The reader's and the compactor's insert-only ``getAcidState``; a delete_delta refuses (MM05)."""
+    rstate = get_acid_state(listing, reader, txns=txns, hive_version=hive_version, insert_only=True)
+    rstate.require_snapshot()
+    cstate = get_acid_state(listing, compactor, txns=txns, hive_version=hive_version, insert_only=True)
+    if cstate.invalid:
+        raise InvalidAcidLayout(f"{cstate.invalid[0].path}: {cstate.invalid[0].reason}")
+    cstate.require_snapshot()
+    for st in (rstate, cstate):
+        for c in st.entries:
+            if c.kind is Kind.DELETE_DELTA:
+                raise InvalidAcidLayout(
+                    f"{c.path}: a delete_delta directory in an insert-only table (MM05); nothing was written"
+                )
+    return rstate, cstate
+
+
+def _mm_inputs(plan: PartitionPlan, cstate, deltas: list, originals: list, mode: str):
+    """The input names and the directories read; None (and the plan's message) when there is
+    nothing to compact (Hive 3: base + current deltas + originals <= 1; minor: < 2 deltas)."""
+    if mode == MAJOR:
+        n_inputs = (1 if cstate.base is not None else 0) + len(deltas) + len(originals)
+        if not (deltas or originals) or n_inputs <= 1:  # Hive 3: base + current deltas + originals <= 1
+            from acidctl.compact.planner import _why_nothing
+
+            why = (
+                "no current delta directories"
+                if not (deltas or originals)
+                else f"only one input ({(deltas[0].name if deltas else originals[0].child)})"
+            )
+            plan.message = "nothing to compact: " + _why_nothing(cstate, why)
+            return None
+        inputs = ([cstate.base.name] if cstate.base is not None else []) + [d.name for d in deltas]
+        inputs += sorted({f.child.split("/", 1)[0] for f in originals})
+        return inputs, ([cstate.base] if cstate.base is not None else []) + deltas
+    if len(deltas) < 2:
+        plan.message = "nothing to compact: fewer than two current delta directories"
+        return None
+    return [d.name for d in deltas], deltas
+
+
+def _mm_refused(
+    plan: PartitionPlan, listing, rstate, cstate, inputs: list[str], files: list, by_name: dict, skip_unreadable: bool
+) -> bool:
+    """Nothing lost: every input becomes obsolete, and so does everything the new output covers
+    (major: the originals and the files in the partition root); one of those that is not read
+    refuses the partition (``skip_unreadable``: listed as skipped)."""
+    from acidctl.compact.coverage import reader_files, unread_files
+
+    part_path = plan.path
+    read_paths = {f.path for f in files}
+    plan.read_paths = read_paths
+    plan.input_files = {n: sorted([f.name, f.size] for f in reader_files(by_name[n])) for n in inputs}
+    plan.inputs = inputs
+    plan.input_bytes = sum(f.size for f in files)
+    obsolete = set(inputs)
+    if plan.mode == MAJOR:
+        obsolete |= {o.rel.split("/", 1)[0] for o in list(rstate.originals) + list(cstate.originals)}
+        obsolete |= {e.name for e in listing.entries if not e.is_dir and not is_hidden(e.name)}
+    unread = unread_files(((n, by_name[n]) for n in sorted(obsolete) if n in by_name), read_paths, part_path)
+    for u in unread:
+        if "/" not in u["path"]:
+            u["reason"] = (
+                "a file in the partition root: invisible to Hive while hive.mm.allow.originals=false, "
+                "but other engines read it; the new base would make it obsolete unread"
+            )
+            u["fix"] = (
+                "move it into a delta directory (Hive's own conversion puts such files into "
+                "delta_W_W_0000) or out of the table; or pass --skip-unreadable-files"
+            )
+    plan.obsoletes = sorted(obsolete)
+    if not unread:
+        return False
+    if skip_unreadable:
+        plan.skipped.extend(unread)
+        return False
+    plan.status = "refused"
+    plan.refusals = unread
+    plan.message = (
+        f"refused: {len(unread)} file(s) a reader could treat as data would become obsolete "
+        f"without being read ({', '.join(u['path'] for u in unread[:3])})"
+    )
+    return True
+
+
+def _mm_output(listing, deltas: list, hwm: int, hive_version: int, v: int, mode: str, by_name: dict) -> OutputDir:
+    """The output directory: the one naming rule (acidctl.compact.naming): insert-only compaction
+    is a query named after the compactor hwm (Hive 3 runMmCompaction, Hive 4
+    MmMajor/MmMinorQueryCompactor); an existing one refuses."""
+    ranges = [naming.DeltaRange(d.delta_dir.min_write_id, d.delta_dir.max_write_id) for d in deltas]
+    named = naming.output_names(
+        naming.MAJOR if mode == MAJOR else naming.MINOR,
+        deltas=ranges,
+        compactor_hwm=hwm,
+        hive_version=hive_version,
+        visibility=v,
+        compactor=naming.QUERY_BASED,
+        has_inserts=True,
+    )
+    assert named is not None
+    if mode == MAJOR:
+        out = OutputDir(
+            named.names[0], "base", hwm, hwm, [], {} if hive_version == 4 else {METADATA_FILE: METADATA_ACID}
+        )
+    else:
+        out = OutputDir(named.names[0], "delta", named.min_write_id, hwm, [], {})
+    if out.name in by_name:
+        raise RefusedError(
+            f"{join_path(listing.path, out.name)} already exists; refusing to overwrite it",
+            hint="inspect it with `acidctl state`; `acidctl clean` removes obsolete copies",
+        )
+    return out
+
+
+def _check_bucket_names(listing, files: list, nb: int) -> None:
+    """Hive writes bucket B's rows into the file of task B, so the files' names say where each
+    row belongs; Hive's compaction re-hashes them into the same buckets (derived)."""
+    bad = [f for f in files if f.size and not 0 <= _bucket_or_minus_one(f.path) < nb]
+    if bad:
+        f = bad[0]
+        raise RefusedError(
+            f"{join_path(listing.path, f.child, f.rel) if f.rel else join_path(listing.path, f.child)}: in a table of {nb} buckets a data file "
+            "must be named by its bucket (00000B_0, as Hive's bucketed INSERT writes it); this "
+            "one's rows cannot be placed without Hive's bucketing hash (a LOAD DATA file?); "
+            "nothing was written"
+        )
 
 
 def _after_files(
@@ -472,11 +509,13 @@ def compact_mm_table(
     tfs, opts, ctx, *, registrar=None, notes: list | None = None, progress=None, spark=None, locks=None
 ) -> dict:
     """``acidctl compact`` for an insert-only table (``opts``: :class:`acidctl.compact.runner.CompactOptions`;
-    ``locks``: partition locks the caller holds, see :func:`acidctl.compact.runner.run_locks`)."""
-    from acidctl.acid.initiator import NONE, compactor_state, recommend
+    ``locks``: partition locks the caller holds, see :func:`acidctl.compact.runner.run_locks`).
+
+    The stages: the locks and the recovery of interrupted publications, the plans
+    (:func:`_plan_all`), the refusals and the registration (:func:`_claim`), the tasks
+    (:func:`_run_tasks`), then staging checks and publication."""
     from acidctl.acid.layout import list_table
-    from acidctl.compact.runner import not_due_plan, run_locks, select_partitions
-    from acidctl.compact.runner import _reraise as reraise
+    from acidctl.compact.runner import run_locks, select_partitions
 
     notes = notes if notes is not None else []
     t0 = time.perf_counter()
@@ -515,104 +554,15 @@ def compact_mm_table(
             if report["recovered"]:
                 listings = list_table(tfs)
 
-        def plan_all(placeholder: bool = False) -> list:
-            out: list = []
-            for lst in select_partitions(tfs, listings, opts.partitions):
-                m = mode
-                rec = None
-                if opts.due:
-                    cst = compactor_state(lst, opts.reader, txns=opts.txns, hive_version=opts.hive_version)
-                    r = recommend(
-                        cst,
-                        thresholds=opts.thresholds,
-                        insert_only=opts.hive_version == 3,
-                        hive_version=opts.hive_version,
-                    )
-                    rec = r.to_dict()
-                    if r.type == NONE:
-                        out.append((not_due_plan(lst, m, r), None, lst))
-                        continue
-                    m = m or r.type
-                    if opts.hive_version == 3:
-                        m = MAJOR
-                    check_table(ctx, mode=m, hive_version=opts.hive_version)
-                vis = opts.visibility_txn
-                if (opts.dry_run and opts.hive_version == 4 and not vis) or placeholder:
-                    vis = 9_999_999
-
-                def lazy(v=vis, part=lst.partition, mm=m):
-                    return v(part, mm) if callable(v) else v
-
-                p, w = plan_partition(
-                    tfs,
-                    lst,
-                    ctx,
-                    mode=m,
-                    reader=opts.reader,
-                    txns=opts.txns,
-                    hive_version=opts.hive_version,
-                    visibility_txn=lazy,
-                    skip_unreadable=opts.skip_unreadable_files,
-                )
-                p.recommendation = rec
-                out.append((p, w, lst))
-            return out
-
         # Hive 4 output is named after the compactor txn, opened only once the run goes ahead:
         # plan with a placeholder first, decide every refusal, then claim (acidctl.compact.register)
         deferred = registrar is not None and opts.hive_version == 4 and callable(opts.visibility_txn)
-        plans.extend(plan_all(placeholder=deferred))
+        plans.extend(_plan_all(tfs, listings, ctx, opts, placeholder=deferred))
         if opts.dry_run:
             return _dry_report(tfs, report, plans, opts, t0)
-        refused = refusal_error([p for p, _, _ in plans])
-        if refused is not None:
-            raise refused
-        for p, _, _ in plans:
-            for sk in p.skipped:
-                notes.append(f"skipped (--skip-unreadable-files): {p.display.rstrip('/')}/{sk['path']}: {sk['reason']}")
-        work = [(p, w, lst) for p, w, lst in plans if p.runs]
-        _publish_safety(tfs, opts, [p for p, _, _ in work])
-        if registrar is not None and work:
-            # every plan-time refusal is behind us: only now enqueue/claim (no trace otherwise)
-            registrar.claim_all([(p.partition, p.mode) for p, _, _ in work])
-            if deferred:
-                plans[:] = plan_all()  # the same plan, named _v<compactor txn>
-                refused = refusal_error([p for p, _, _ in plans])
-                if refused is not None:
-                    raise refused
-                work = [(p, w, lst) for p, w, lst in plans if p.runs]
-                _publish_safety(tfs, opts, [p for p, _, _ in work])
-            registrar.start()
+        work = _claim(tfs, listings, ctx, opts, plans, notes, registrar=registrar, deferred=deferred)
         metrics: dict = {}
-        tasks = []
-        for p, w, lst in work:
-            assert w is not None  # plan_partition returns work for every plan that runs
-            pub.prepare(tfs, p)
-            vis = w.output.name.rsplit("_v", 1)[-1] if "_v" in w.output.name else None
-            tasks.append(
-                MMTask(tfs, lst, p, w, ctx, opts.reader, opts.txns, opts.hive_version, int(vis) if vis else None)
-            )
-        if opts.engine == "spark" and tasks:
-            from acidctl.compact.spark import get_or_create_session
-
-            s0 = time.perf_counter()
-            if spark is None:
-                spark = get_or_create_session(opts.master, opts.spark_conf)
-            report["spark"] = {
-                "master": spark.sparkContext.master,
-                "app_id": spark.sparkContext.applicationId,
-                "startup_seconds": round(time.perf_counter() - s0, 3),
-            }
-            results = _run_on_spark(spark, tasks, progress)
-        else:
-            results = []
-            for i, t in enumerate(tasks):
-                results.append(run_mm_task(t))
-                if progress is not None:
-                    progress(i + 1, len(tasks))
-        for m in results:
-            if "error" in m:
-                raise reraise(m["error"])
+        results = _run_tasks(tfs, ctx, opts, work, report, spark=spark, progress=progress)
         for (p, _, _), m in zip(work, results):
             metrics[p.partition] = m
             pub.check_staged(tfs, p, [m])
@@ -628,6 +578,117 @@ def compact_mm_table(
     finally:
         if lock is not None:
             lock.release()
+
+
+def _plan_all(tfs, listings, ctx, opts, *, placeholder: bool = False) -> list:
+    """Every selected partition's plan and work (``--due``: the Initiator's recommendation
+    decides the type, Hive 3 always major); ``placeholder`` names Hive 4 output with a stand-in
+    txn until the compactor txn is opened."""
+    from acidctl.acid.initiator import NONE, compactor_state, recommend
+    from acidctl.compact.runner import not_due_plan, select_partitions
+
+    out: list = []
+    for lst in select_partitions(tfs, listings, opts.partitions):
+        m = opts.mode
+        rec = None
+        if opts.due:
+            cst = compactor_state(lst, opts.reader, txns=opts.txns, hive_version=opts.hive_version)
+            r = recommend(
+                cst,
+                thresholds=opts.thresholds,
+                insert_only=opts.hive_version == 3,
+                hive_version=opts.hive_version,
+            )
+            rec = r.to_dict()
+            if r.type == NONE:
+                out.append((not_due_plan(lst, m, r), None, lst))
+                continue
+            m = m or r.type
+            if opts.hive_version == 3:
+                m = MAJOR
+            check_table(ctx, mode=m, hive_version=opts.hive_version)
+        vis = opts.visibility_txn
+        if (opts.dry_run and opts.hive_version == 4 and not vis) or placeholder:
+            vis = 9_999_999
+
+        def lazy(v=vis, part=lst.partition, mm=m):
+            return v(part, mm) if callable(v) else v
+
+        p, w = plan_partition(
+            tfs,
+            lst,
+            ctx,
+            mode=m,
+            reader=opts.reader,
+            txns=opts.txns,
+            hive_version=opts.hive_version,
+            visibility_txn=lazy,
+            skip_unreadable=opts.skip_unreadable_files,
+        )
+        p.recommendation = rec
+        out.append((p, w, lst))
+    return out
+
+
+def _claim(tfs, listings, ctx, opts, plans: list, notes: list, *, registrar, deferred: bool) -> list:
+    """The plans that run, once every plan-time refusal is decided; only then are the requests
+    enqueued/claimed (no trace otherwise) and, Hive 4, the plans named ``_v<compactor txn>``
+    (``plans`` replaced in place)."""
+    refused = refusal_error([p for p, _, _ in plans])
+    if refused is not None:
+        raise refused
+    for p, _, _ in plans:
+        for sk in p.skipped:
+            notes.append(f"skipped (--skip-unreadable-files): {p.display.rstrip('/')}/{sk['path']}: {sk['reason']}")
+    work = [(p, w, lst) for p, w, lst in plans if p.runs]
+    _publish_safety(tfs, opts, [p for p, _, _ in work])
+    if registrar is not None and work:
+        # every plan-time refusal is behind us: only now enqueue/claim (no trace otherwise)
+        registrar.claim_all([(p.partition, p.mode) for p, _, _ in work])
+        if deferred:
+            plans[:] = _plan_all(tfs, listings, ctx, opts)  # the same plan, named _v<compactor txn>
+            refused = refusal_error([p for p, _, _ in plans])
+            if refused is not None:
+                raise refused
+            work = [(p, w, lst) for p, w, lst in plans if p.runs]
+            _publish_safety(tfs, opts, [p for p, _, _ in work])
+        registrar.start()
+    return work
+
+
+def _run_tasks(tfs, ctx, opts, work: list, report: dict, *, spark=None, progress=None) -> list:
+    """Staging prepared, one task per partition, run on Spark or in this process; the first
+    task error is raised."""
+    from acidctl.compact.runner import _reraise as reraise
+
+    tasks = []
+    for p, w, lst in work:
+        assert w is not None  # plan_partition returns work for every plan that runs
+        pub.prepare(tfs, p)
+        vis = w.output.name.rsplit("_v", 1)[-1] if "_v" in w.output.name else None
+        tasks.append(MMTask(tfs, lst, p, w, ctx, opts.reader, opts.txns, opts.hive_version, int(vis) if vis else None))
+    if opts.engine == "spark" and tasks:
+        from acidctl.compact.spark import get_or_create_session
+
+        s0 = time.perf_counter()
+        if spark is None:
+            spark = get_or_create_session(opts.master, opts.spark_conf)
+        report["spark"] = {
+            "master": spark.sparkContext.master,
+            "app_id": spark.sparkContext.applicationId,
+            "startup_seconds": round(time.perf_counter() - s0, 3),
+        }
+        results = _run_on_spark(spark, tasks, progress)
+    else:
+        results = []
+        for i, t in enumerate(tasks):
+            results.append(run_mm_task(t))
+            if progress is not None:
+                progress(i + 1, len(tasks))
+    for m in results:
+        if "error" in m:
+            raise reraise(m["error"])
+    return results
 
 
 def _publish_safety(tfs, opts, work: list) -> None:
