@@ -6,6 +6,8 @@ metastore configured, ``DB.TABLE[/k=v...]`` (looked up with
 ``--assume-committed`` or the metastore; the compactor list derived from it never folds an open
 write id. All selected partitions and buckets run in one job: worker processes on this machine
 (``--engine local``, or ``auto`` for small inputs) or one Spark application.
+This module parses the options and renders; what the run is (options, notes, registration,
+the aborted-txn counts of ``--due``) is decided by :mod:`acidctl.compact.prepare`.
 
 JSON document: ``path``, ``type``, ``hive_version``, ``write_ids``, ``compactor_write_ids``,
 ``engine`` (local|spark: what ran; the requested one when nothing ran), ``engine_choice`` (engine, requested, reason, bytes_in,
@@ -77,6 +79,126 @@ app = Commands()  # main calls register(app)
 register = app.register
 
 
+# compact_command's options (declared here so that the command reads as its grammar)
+_Table = Annotated[
+    str,
+    options.table_argument(
+        "Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore (location, snapshot, properties)."
+        + " "
+        + TABLE_RULE
+    ),
+]
+_Minor = Annotated[
+    bool, typer.Option("--minor", help="Minor compaction: deltas -> delta_min_max + delete_delta_min_max.")
+]
+_Due = Annotated[
+    bool,
+    typer.Option(
+        "--due",
+        help="Only partitions the Initiator thresholds flag (without --major/--minor: the type it recommends).",
+    ),
+]
+_Partition = Annotated[Optional[list[str]], options.partition_option("Compact only this partition (repeatable).")]
+_WriteIds = Annotated[
+    Optional[str],
+    options.write_ids_option(
+        "The reader's ValidWriteIdList db.table:hwm:minOpenWriteId:open:aborted; the compactor list (hwm = lowest open - 1) is derived from it."
+    ),
+]
+_AssumeCommitted = Annotated[
+    bool,
+    options.assume_committed_option("Treat every write id named by a directory as committed (offline use only)."),
+]
+_Txns = Annotated[
+    Optional[str],
+    options.txns_option(
+        "Hive 4 ValidTxnList deciding which _vM directories are visible; with --hive-version 2 the snapshot (Hive 2's hwm:minOpenTxn[:exception]*)."
+    ),
+]
+_HiveVersion = Annotated[
+    Optional[int],
+    options.hive_version_option(
+        "Output for Hive 3 (base_N + _metadata_acid, default), Hive 4 (_v<compactor txn>) or Hive 2.3 (CompactorMR's files: no markers, legacy update events merged); default: the metastore's version, else 3."
+    ),
+]
+_VisibilityTxn = Annotated[
+    Optional[int],
+    typer.Option(
+        "--visibility-txn",
+        metavar="M",
+        help="Hive 4 without a metastore: the committed COMPACTION txn that names the output (_vM).",
+    ),
+]
+_Columns = Annotated[
+    Optional[str],
+    typer.Option(
+        "--columns",
+        metavar="A,B,...",
+        help=(
+            "Full-ACID: one name per column of the files, in their order, for the output's row struct "
+            "(renames, selects nothing; written lower-case as Hive does); default: the metastore's names "
+            "for _colN, else the files' names. Insert-only table given as a path: name:type,... is its schema."
+        ),
+    ),
+]
+_Tblproperty = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--tblproperty",
+        metavar="KEY=VALUE",
+        help="Table property for --due thresholds (e.g. compactorthreshold.hive.compactor.delta.num.threshold=20), repeatable.",
+    ),
+]
+_NoRegister = Annotated[bool, typer.Option("--no-register", help="Do not record the compaction in the metastore.")]
+_BreakLock = Annotated[bool, typer.Option("--break-lock", help="Remove an existing (stale) compaction lock first.")]
+_DryRun = Annotated[
+    bool,
+    typer.Option(
+        "--dry-run",
+        help="Print the full plan (partitions, inputs per bucket, output names, what becomes obsolete, bytes in, refusals with reasons) and write nothing: no lock, no staging, no metastore. Exit 6 when the compaction would be refused.",
+    ),
+]
+_SkipUnreadableFiles = Annotated[
+    bool,
+    typer.Option(
+        "--skip-unreadable-files",
+        help="Compact even when a directory the output makes obsolete holds a file some reader could treat as data and the compaction cannot read (e.g. delta_1_2/streaming.orc); the report lists each as skipped and clean never deletes its directory. Refused by default (exit 6).",
+    ),
+]
+_TableIsQuiescent = Annotated[
+    bool,
+    typer.Option(
+        "--table-is-quiescent",
+        help="With --assume-committed: state that nothing writes to the table and every write id in its directory names is committed, so the assumed snapshot may drive a write (recorded in the report).",
+    ),
+]
+_Enqueue = Annotated[
+    bool,
+    typer.Option(
+        "--enqueue",
+        help="Do not compact: queue a request for DB.TABLE[/PART] (= ALTER TABLE ... COMPACT) for acidctl worker or Hive's workers; prints 'Compaction enqueued with id N'. A request already queued for the partition is refused as Hive refuses it (exit 6).",
+    ),
+]
+_Pool = Annotated[
+    Optional[str],
+    typer.Option(
+        "--pool",
+        metavar="NAME",
+        help="With --enqueue on Hive 4: the compaction pool (default: the table's hive.compactor.worker.pool property).",
+    ),
+]
+_FileFormat = Annotated[
+    Optional[str],
+    options.mm_format_option(options.MM_FORMAT_HELP + " Use --columns name:type,... for its columns."),
+]
+_AllowNonAtomicPublish = Annotated[
+    bool,
+    options.allow_non_atomic_publish_option(
+        "Publish even when readers could see it half done: a Hive 3 minor compaction writing both delta_x_y and delete_delta_x_y (two renames), or an object store whose rename copies. Refused by default (exit 6).",
+    ),
+]
+
+
 @app.command(
     "compact",
     help="Major or minor compaction of a table or its partitions, written exactly as Hive's "
@@ -85,136 +207,33 @@ register = app.register
 )
 def compact_command(
     ctx: typer.Context,
-    table: Annotated[
-        str,
-        options.table_argument(
-            "Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore (location, snapshot, properties)."
-            + " "
-            + TABLE_RULE
-        ),
-    ],
+    table: _Table,
     major: Annotated[bool, typer.Option("--major", help="Major compaction: base + deltas -> base_N.")] = False,
-    minor: Annotated[
-        bool, typer.Option("--minor", help="Minor compaction: deltas -> delta_min_max + delete_delta_min_max.")
-    ] = False,
-    due: Annotated[
-        bool,
-        typer.Option(
-            "--due",
-            help="Only partitions the Initiator thresholds flag (without --major/--minor: the type it recommends).",
-        ),
-    ] = False,
-    partition: Annotated[
-        Optional[list[str]], options.partition_option("Compact only this partition (repeatable).")
-    ] = None,
-    write_ids: Annotated[
-        Optional[str],
-        options.write_ids_option(
-            "The reader's ValidWriteIdList db.table:hwm:minOpenWriteId:open:aborted; the compactor list (hwm = lowest open - 1) is derived from it."
-        ),
-    ] = None,
-    assume_committed: Annotated[
-        bool,
-        options.assume_committed_option("Treat every write id named by a directory as committed (offline use only)."),
-    ] = False,
-    txns: Annotated[
-        Optional[str],
-        options.txns_option(
-            "Hive 4 ValidTxnList deciding which _vM directories are visible; with --hive-version 2 the snapshot (Hive 2's hwm:minOpenTxn[:exception]*)."
-        ),
-    ] = None,
-    hive_version: Annotated[
-        Optional[int],
-        options.hive_version_option(
-            "Output for Hive 3 (base_N + _metadata_acid, default), Hive 4 (_v<compactor txn>) or Hive 2.3 (CompactorMR's files: no markers, legacy update events merged); default: the metastore's version, else 3."
-        ),
-    ] = None,
-    visibility_txn: Annotated[
-        Optional[int],
-        typer.Option(
-            "--visibility-txn",
-            metavar="M",
-            help="Hive 4 without a metastore: the committed COMPACTION txn that names the output (_vM).",
-        ),
-    ] = None,
-    columns: Annotated[
-        Optional[str],
-        typer.Option(
-            "--columns",
-            metavar="A,B,...",
-            help=(
-                "Full-ACID: one name per column of the files, in their order, for the output's row struct "
-                "(renames, selects nothing; written lower-case as Hive does); default: the metastore's names "
-                "for _colN, else the files' names. Insert-only table given as a path: name:type,... is its schema."
-            ),
-        ),
-    ] = None,
-    tblproperty: Annotated[
-        Optional[list[str]],
-        typer.Option(
-            "--tblproperty",
-            metavar="KEY=VALUE",
-            help="Table property for --due thresholds (e.g. compactorthreshold.hive.compactor.delta.num.threshold=20), repeatable.",
-        ),
-    ] = None,
+    minor: _Minor = False,
+    due: _Due = False,
+    partition: _Partition = None,
+    write_ids: _WriteIds = None,
+    assume_committed: _AssumeCommitted = False,
+    txns: _Txns = None,
+    hive_version: _HiveVersion = None,
+    visibility_txn: _VisibilityTxn = None,
+    columns: _Columns = None,
+    tblproperty: _Tblproperty = None,
     master: options.Master = "local[*]",
     spark_conf: options.SparkConf = None,
     engine: options.Engine = options.ENGINE_DEFAULT,
     local_max_bytes: options.LocalMaxBytes = None,
-    no_register: Annotated[
-        bool, typer.Option("--no-register", help="Do not record the compaction in the metastore.")
-    ] = False,
-    break_lock: Annotated[
-        bool, typer.Option("--break-lock", help="Remove an existing (stale) compaction lock first.")
-    ] = False,
-    dry_run: Annotated[
-        bool,
-        typer.Option(
-            "--dry-run",
-            help="Print the full plan (partitions, inputs per bucket, output names, what becomes obsolete, bytes in, refusals with reasons) and write nothing: no lock, no staging, no metastore. Exit 6 when the compaction would be refused.",
-        ),
-    ] = False,
-    skip_unreadable_files: Annotated[
-        bool,
-        typer.Option(
-            "--skip-unreadable-files",
-            help="Compact even when a directory the output makes obsolete holds a file some reader could treat as data and the compaction cannot read (e.g. delta_1_2/streaming.orc); the report lists each as skipped and clean never deletes its directory. Refused by default (exit 6).",
-        ),
-    ] = False,
-    table_is_quiescent: Annotated[
-        bool,
-        typer.Option(
-            "--table-is-quiescent",
-            help="With --assume-committed: state that nothing writes to the table and every write id in its directory names is committed, so the assumed snapshot may drive a write (recorded in the report).",
-        ),
-    ] = False,
-    enqueue: Annotated[
-        bool,
-        typer.Option(
-            "--enqueue",
-            help="Do not compact: queue a request for DB.TABLE[/PART] (= ALTER TABLE ... COMPACT) for acidctl worker or Hive's workers; prints 'Compaction enqueued with id N'. A request already queued for the partition is refused as Hive refuses it (exit 6).",
-        ),
-    ] = False,
-    pool: Annotated[
-        Optional[str],
-        typer.Option(
-            "--pool",
-            metavar="NAME",
-            help="With --enqueue on Hive 4: the compaction pool (default: the table's hive.compactor.worker.pool property).",
-        ),
-    ] = None,
-    file_format: Annotated[
-        Optional[str],
-        options.mm_format_option(options.MM_FORMAT_HELP + " Use --columns name:type,... for its columns."),
-    ] = None,
+    no_register: _NoRegister = False,
+    break_lock: _BreakLock = False,
+    dry_run: _DryRun = False,
+    skip_unreadable_files: _SkipUnreadableFiles = False,
+    table_is_quiescent: _TableIsQuiescent = False,
+    enqueue: _Enqueue = False,
+    pool: _Pool = None,
+    file_format: _FileFormat = None,
     serde_property: Annotated[Optional[list[str]], options.serde_property_option()] = None,
     mm_allow_originals: options.MMAllowOriginals = False,
-    allow_non_atomic_publish: Annotated[
-        bool,
-        options.allow_non_atomic_publish_option(
-            "Publish even when readers could see it half done: a Hive 3 minor compaction writing both delta_x_y and delete_delta_x_y (two renames), or an object store whose rename copies. Refused by default (exit 6).",
-        ),
-    ] = False,
+    allow_non_atomic_publish: _AllowNonAtomicPublish = False,
 ):
     from acidctl.errors import RefusedError, UsageError
 

@@ -13,96 +13,108 @@ def register(app: typer.Typer) -> None:
     app.command("dump")(dump_command)
 
 
+# dump_command's options (declared here so that the command reads as its grammar)
+_Paths = Annotated[
+    list[str],
+    typer.Argument(
+        metavar="FILE|DIR...",
+        help="ORC files, or table/partition directories (walked in reader order); with --merged also DB.TABLE[/key=value] from the metastore (with a metastore configured, a bare NAME that is not a path means default.NAME).",
+    ),
+]
+_Meta = Annotated[
+    bool,
+    typer.Option(
+        "--meta",
+        help="Print file metadata (stripes, schema, statistics, user metadata) and run the ACID checks instead of rows.",
+    ),
+]
+_Columns = Annotated[
+    Optional[str],
+    typer.Option(
+        "--columns",
+        metavar="COL,...",
+        help=(
+            "Only these columns of `row` (top-level columns for original files), named in any case as Hive "
+            "names are; for insert-only data given as a path, name:type,... is the table's schema instead."
+        ),
+    ),
+]
+_DecodeBucket = Annotated[
+    bool,
+    typer.Option("--decode-bucket", help="Add bucketDecoded {version, bucketId, statementId} to every ACID row."),
+]
+_Operation = Annotated[
+    Optional[list[str]],
+    typer.Option("--operation", metavar="insert|update|delete", help="Only events of this operation (repeatable)."),
+]
+_RowId = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--row-id",
+        metavar="WRITEID,BUCKET,ROWID",
+        help="Only the event(s) with this row id (repeatable); BUCKET is the encoded property, e.g. 536870912.",
+    ),
+]
+_WithPath = Annotated[
+    Optional[bool],
+    typer.Option(
+        "--with-path/--no-path",
+        help='Prefix each row with "_path" (default: on when more than one file is dumped).',
+    ),
+]
+_RequireAcid = Annotated[bool, typer.Option("--require-acid", help="Fail (exit 7) on a file without the ACID schema.")]
+_Merged = Annotated[
+    bool,
+    typer.Option(
+        "--merged",
+        help="Print the table's current rows as a Hive reader sees them, each with its row__id (PATH is a table or partition directory).",
+    ),
+]
+_Count = Annotated[
+    bool,
+    typer.Option(
+        "--count",
+        help="With --merged: count the rows a reader sees, per partition and bucket and in total, instead of printing them (streamed; nothing rendered).",
+    ),
+]
+_AsOf = Annotated[
+    Optional[int],
+    typer.Option("--as-of", metavar="WRITEID", help="With --merged: read the snapshot as it was after this write id."),
+]
+_FileFormat = Annotated[
+    Optional[str],
+    options.mm_format_option(
+        "Insert-only data: the files' format (a path given with --merged is then an insert-only table; DB.TABLE takes it from the metastore). With --columns name:type,... for text."
+    ),
+]
+_SerdeProperty = Annotated[
+    Optional[list[str]],
+    options.serde_property_option(
+        "With --format text: a LazySimpleSerDe property (field.delim, escape.delim, serialization.null.format, ...), repeatable."
+    ),
+]
+
+
 def dump_command(
     ctx: typer.Context,
-    paths: Annotated[
-        list[str],
-        typer.Argument(
-            metavar="FILE|DIR...",
-            help="ORC files, or table/partition directories (walked in reader order); with --merged also DB.TABLE[/key=value] from the metastore (with a metastore configured, a bare NAME that is not a path means default.NAME).",
-        ),
-    ],
-    meta: Annotated[
-        bool,
-        typer.Option(
-            "--meta",
-            help="Print file metadata (stripes, schema, statistics, user metadata) and run the ACID checks instead of rows.",
-        ),
-    ] = False,
+    paths: _Paths,
+    meta: _Meta = False,
     limit: Annotated[Optional[int], typer.Option("--limit", "-n", min=0, help="Stop after N rows in total.")] = None,
-    columns: Annotated[
-        Optional[str],
-        typer.Option(
-            "--columns",
-            metavar="COL,...",
-            help=(
-                "Only these columns of `row` (top-level columns for original files), named in any case as Hive "
-                "names are; for insert-only data given as a path, name:type,... is the table's schema instead."
-            ),
-        ),
-    ] = None,
-    decode_bucket: Annotated[
-        bool,
-        typer.Option("--decode-bucket", help="Add bucketDecoded {version, bucketId, statementId} to every ACID row."),
-    ] = False,
-    operation: Annotated[
-        Optional[list[str]],
-        typer.Option("--operation", metavar="insert|update|delete", help="Only events of this operation (repeatable)."),
-    ] = None,
-    row_id: Annotated[
-        Optional[list[str]],
-        typer.Option(
-            "--row-id",
-            metavar="WRITEID,BUCKET,ROWID",
-            help="Only the event(s) with this row id (repeatable); BUCKET is the encoded property, e.g. 536870912.",
-        ),
-    ] = None,
-    with_path: Annotated[
-        Optional[bool],
-        typer.Option(
-            "--with-path/--no-path",
-            help='Prefix each row with "_path" (default: on when more than one file is dumped).',
-        ),
-    ] = None,
-    require_acid: Annotated[
-        bool, typer.Option("--require-acid", help="Fail (exit 7) on a file without the ACID schema.")
-    ] = False,
-    merged: Annotated[
-        bool,
-        typer.Option(
-            "--merged",
-            help="Print the table's current rows as a Hive reader sees them, each with its row__id (PATH is a table or partition directory).",
-        ),
-    ] = False,
-    count: Annotated[
-        bool,
-        typer.Option(
-            "--count",
-            help="With --merged: count the rows a reader sees, per partition and bucket and in total, instead of printing them (streamed; nothing rendered).",
-        ),
-    ] = False,
+    columns: _Columns = None,
+    decode_bucket: _DecodeBucket = False,
+    operation: _Operation = None,
+    row_id: _RowId = None,
+    with_path: _WithPath = None,
+    require_acid: _RequireAcid = False,
+    merged: _Merged = False,
+    count: _Count = False,
     write_ids: options.WriteIds = None,
     assume_committed: options.AssumeCommitted = False,
     txns: options.Txns = None,
     hive_version: options.HiveVersion = None,
-    as_of: Annotated[
-        Optional[int],
-        typer.Option(
-            "--as-of", metavar="WRITEID", help="With --merged: read the snapshot as it was after this write id."
-        ),
-    ] = None,
-    file_format: Annotated[
-        Optional[str],
-        options.mm_format_option(
-            "Insert-only data: the files' format (a path given with --merged is then an insert-only table; DB.TABLE takes it from the metastore). With --columns name:type,... for text."
-        ),
-    ] = None,
-    serde_property: Annotated[
-        Optional[list[str]],
-        options.serde_property_option(
-            "With --format text: a LazySimpleSerDe property (field.delim, escape.delim, serialization.null.format, ...), repeatable."
-        ),
-    ] = None,
+    as_of: _AsOf = None,
+    file_format: _FileFormat = None,
+    serde_property: _SerdeProperty = None,
     mm_allow_originals: options.MMAllowOriginals = False,
 ):
     """Print ORC rows as JSON lines, exactly as `hive --orcfiledump -d` / `orc-tools data` do.
@@ -114,9 +126,7 @@ def dump_command(
     With --merged a target may also be DB.TABLE[/k=v], or a bare NAME (= default.NAME) when a
     metastore is configured; an existing path always wins. --count counts instead of printing.
     """
-    from acidctl.acid.datafiles import list_data_files
-    from acidctl.dump import OPERATIONS, DumpOptions, dump, parse_row_id
-    from acidctl.errors import InvalidInputError, UsageError
+    from acidctl.errors import UsageError
 
     settings = ctx.obj
     out = settings.output
@@ -166,6 +176,29 @@ def dump_command(
         ):
             out.write_bytes(chunk)
         return
+    _dump_files(
+        settings,
+        paths,
+        limit=limit,
+        columns=columns,
+        decode_bucket=decode_bucket,
+        operation=operation,
+        row_id=row_id,
+        with_path=with_path,
+        require_acid=require_acid,
+    )
+
+
+def _dump_files(
+    settings, paths, *, limit, columns, decode_bucket: bool, operation, row_id, with_path, require_acid: bool
+) -> None:
+    """The rows of ORC files (a directory: its data files in reader order), FileDump's way; a bad
+    file is reported at once and the dump goes on, the exit code says it."""
+    from acidctl.acid.datafiles import list_data_files
+    from acidctl.dump import OPERATIONS, DumpOptions, dump, parse_row_id
+    from acidctl.errors import InvalidInputError, UsageError
+
+    out = settings.output
     ops = None
     if operation:
         try:

@@ -218,44 +218,7 @@ def compact_table(
                 _check_publish_safety(tfs, work, opts, [])
             registrar.start()
 
-        for p in work:
-            pub.prepare(tfs, p)
-        tasks = [t for p in work for t in p.tasks]
-        choice = choose_engine(
-            opts.engine,
-            bytes_in=sum(p.input_bytes for p in work),
-            tasks=len(tasks),
-            threshold=opts.local_max_bytes,
-            master=opts.master,
-            protocol=tfs.protocol,
-        )
-        report["engine"] = choice.engine
-        report["engine_choice"] = choice.to_dict()
-        if choice.engine == SPARK or choice.workers <= 1 or len(tasks) <= 1:
-            _stop_prestarted()  # no worker pool: not through the Spark job
-        run_t0 = time.perf_counter()
-        if choice.engine == SPARK and tasks:
-            from acidctl.compact.spark import get_or_create_session, run_tasks
-
-            s0 = time.perf_counter()
-            if spark is None:
-                spark = get_or_create_session(opts.master, opts.spark_conf)
-                own_session.append(spark)
-            report["spark"] = {
-                "master": spark.sparkContext.master,
-                "app_id": spark.sparkContext.applicationId,
-                "startup_seconds": round(time.perf_counter() - s0, 3),
-            }
-            run_t0 = time.perf_counter()
-            metrics = run_tasks(spark, tasks, progress=progress)
-        else:
-            from acidctl.compact.local import run_tasks as run_local
-
-            metrics = run_local(tasks, workers=choice.workers, progress=progress)
-        report["task_seconds"] = round(time.perf_counter() - run_t0, 3)
-        for m in metrics:
-            if "error" in m:
-                raise _reraise(m["error"])
+        metrics = _run_tasks(tfs, opts, work, report, spark=spark, progress=progress, own_session=own_session)
         by_part: dict = {}
         for m in metrics:
             by_part.setdefault(m["partition"], []).append(m)
@@ -286,6 +249,51 @@ def compact_table(
         _stop_prestarted()  # nothing ran in it (nothing to compact, an error, Ctrl-C)
         crash("before-unlock")
         lock.release()  # a caller's locks stay held (LockSet(owned=False))
+
+
+def _run_tasks(tfs, opts: CompactOptions, work: list, report: dict, *, spark, progress, own_session: list) -> list:
+    """Staging prepared, the engine chosen (``report``: engine, engine_choice, spark,
+    task_seconds) and every bucket task run on it; a Spark session this run starts goes into
+    ``own_session``; the first task error is raised."""
+    for p in work:
+        pub.prepare(tfs, p)
+    tasks = [t for p in work for t in p.tasks]
+    choice = choose_engine(
+        opts.engine,
+        bytes_in=sum(p.input_bytes for p in work),
+        tasks=len(tasks),
+        threshold=opts.local_max_bytes,
+        master=opts.master,
+        protocol=tfs.protocol,
+    )
+    report["engine"] = choice.engine
+    report["engine_choice"] = choice.to_dict()
+    if choice.engine == SPARK or choice.workers <= 1 or len(tasks) <= 1:
+        _stop_prestarted()  # no worker pool: not through the Spark job
+    run_t0 = time.perf_counter()
+    if choice.engine == SPARK and tasks:
+        from acidctl.compact.spark import get_or_create_session, run_tasks
+
+        s0 = time.perf_counter()
+        if spark is None:
+            spark = get_or_create_session(opts.master, opts.spark_conf)
+            own_session.append(spark)
+        report["spark"] = {
+            "master": spark.sparkContext.master,
+            "app_id": spark.sparkContext.applicationId,
+            "startup_seconds": round(time.perf_counter() - s0, 3),
+        }
+        run_t0 = time.perf_counter()
+        metrics = run_tasks(spark, tasks, progress=progress)
+    else:
+        from acidctl.compact.local import run_tasks as run_local
+
+        metrics = run_local(tasks, workers=choice.workers, progress=progress)
+    report["task_seconds"] = round(time.perf_counter() - run_t0, 3)
+    for m in metrics:
+        if "error" in m:
+            raise _reraise(m["error"])
+    return metrics
 
 
 def _stop_prestarted() -> None:
