@@ -464,143 +464,161 @@ def cleaner_findings(wh, lim: Limits) -> list[DoctorFinding]:
 
 
 def queue_findings(wh, lim: Limits) -> list[DoctorFinding]:
-    out = []
+    out: list[DoctorFinding] = []
     for r in queue_rows(wh):
         tbl, part = spec_of(r["database"], r["table"]), r["partition"]
         ctype = TYPES.get(r.get("type"), r.get("type"))
         if r["state"] == "w":
-            age = _age(wh.now_ms, r.get("start"))
-            if age is not None and age > lim.worker_timeout:
-                txn = r.get("txn_id")
-                tx = wh.txns.get(int(txn)) if txn else None
-                txn_open = bool(txn and tx is not None and tx["state"] == "o")
-                # revokeTimedoutWorkers (acidctl initiator --once, at the end of its cycle) resets
-                # working rows older than hive.compactor.worker.timeout (its default, 24 h) to
-                # initiated; a still-open compaction txn of the dead worker is aborted first
-                revoke = cmd("acidctl", "initiator", "--once", "--db", r["database"])
-                fix = None
-                if age * 1000 > WORKER_TIMEOUT_MS:
-                    fix = (fix_abort_txns([int(txn or 0)]) + " && " + revoke) if txn_open else revoke
-                out.append(
-                    DoctorFinding(
-                        "COMPACTION_WORKING_TOO_LONG",
-                        ERROR,
-                        f"compaction {r['id']} working for {human_age(age)}",
-                        tbl,
-                        part,
-                        f"{ctype} compaction {r['id']} (worker {r.get('worker_id')}) has been working {human_age(age)} > "
-                        f"hive.compactor.worker.timeout {human_age(lim.worker_timeout)}: the worker is dead; the Initiator's "
-                        "revokeTimedoutWorkers would reset it to initiated"
-                        + (f"; its compaction txn {txn} is still open" if txn_open else "")
-                        + (
-                            ""
-                            if fix
-                            else f"; `acidctl initiator --once` revokes only rows older than its own timeout "
-                            f"({WORKER_TIMEOUT_MS // 3_600_000} h), so only a person can decide whether this worker "
-                            "is dead (abort its compaction txn, or wait)"
-                        ),
-                        {
-                            "compaction_id": int(r["id"]),
-                            "worker_id": r.get("worker_id"),
-                            "age_seconds": age,
-                            "txn_id": int(txn) if txn else None,
-                        },
-                        fix,
-                    )
-                )
+            _working_too_long(out, wh, r, lim, tbl, part, ctype)
         elif r["state"] == "i":
-            age = _age(wh.now_ms, r.get("enqueue_time"))
-            at_least = False
-            if age is None:
-                # Hive 3 records no enqueue time. Queue ids only grow, so the request is at least as
-                # old as the earliest start of any compaction with a higher id (derived lower bound)
-                later = [
-                    int(x["start"])
-                    for x in queue_rows(wh) + history_rows(wh)
-                    if int(x["id"]) > int(r["id"]) and x.get("start")
-                ]
-                age = _age(wh.now_ms, min(later)) if later else None
-                at_least = age is not None
-            if age is not None and age >= lim.initiated_warn:
-                sev = ERROR if age >= lim.initiated_error else WARN
-                pool = r.get("pool_name")
-                out.append(
-                    DoctorFinding(
-                        "COMPACTION_INITIATED_TOO_LONG",
-                        sev,
-                        f"compaction {r['id']} initiated {'at least ' if at_least else ''}{human_age(age)} ago",
-                        tbl,
-                        part,
-                        f"{ctype} compaction {r['id']} has waited {'at least ' if at_least else ''}{human_age(age)} for a worker"
-                        + (f" of pool {pool}" if pool else "")
-                        + ": no Worker runs (hive.compactor.worker.threads=0?); abort it, or run it with "
-                        + fix_compact(r["database"], r["table"], part, "major" if r.get("type") == "a" else "minor"),
-                        {
-                            "compaction_id": int(r["id"]),
-                            "age_seconds": age,
-                            "age_is_lower_bound": at_least,
-                            "type": ctype,
-                            "pool": pool,
-                        },
-                        fix_abort_compactions([int(r["id"])]),
-                    )
-                )
+            _initiated_too_long(out, wh, r, lim, tbl, part, ctype)
         elif r["state"] == "r" and r.get("type") != "c" and int(r.get("retry_retention") or 0) > 0:
-            # Hive 4 Cleaner error loop (§5.2 step 9, HIVE-25943): backoff, then 'failed' at the 6th error
-            ret = int(r["retry_retention"])
-            attempts = 1
-            while (300_000 << attempts) <= ret:
-                attempts += 1
-            out.append(
-                DoctorFinding(
-                    "CLEANER_RETRYING",
-                    WARN,
-                    f"the Cleaner keeps failing on compaction {r['id']}",
-                    tbl,
-                    part,
-                    f"the Cleaner failed {attempts} time(s) on compaction {r['id']} (retry retention {ret // 1000}s; after "
-                    f"5 retries the row becomes failed and its obsolete directories stay): {r.get('error_message') or 'no message'}; "
-                    "only a person can fix what makes it fail (the error names it)",
-                    {
-                        "compaction_id": int(r["id"]),
-                        "retry_retention_ms": ret,
-                        "attempts": attempts,
-                        "error": r.get("error_message"),
-                    },
-                    None,
-                )
-            )
+            _cleaner_retrying(out, wh, r, lim, tbl, part, ctype)
         elif r["state"] == "r" and r.get("type") != "c":
-            age = _age(wh.now_ms, r.get("commit_time") or r.get("start"))
-            if (
-                age is not None
-                and age > lim.uncleaned
-                and blocked_by_txn(wh, r) is None
-                and (wh.hive_version >= 4 or not blocking_locks(wh, r))
-            ):
-                out.append(
-                    DoctorFinding(
-                        "COMPACTION_CLEANING_TOO_LONG",
-                        WARN,
-                        f"compaction {r['id']} ready for cleaning for {human_age(age)}",
-                        tbl,
-                        part,
-                        f"compaction {r['id']} has been ready for cleaning {human_age(age)} and nothing holds it back: "
-                        "is the Cleaner running (hive.compactor.initiator.on / metastore.compactor.cleaner.on)? "
-                        "`acidctl clean` does the Cleaner's work"
-                        + (f"; last error: {r.get('error_message')}" if r.get("error_message") else ""),
-                        {
-                            "compaction_id": int(r["id"]),
-                            "age_seconds": age,
-                            "retry_retention": r.get("retry_retention"),
-                            "error": r.get("error_message"),
-                        },
-                        fix_clean(r["database"], r["table"], part)
-                        if cleaner_hold(wh, r["database"], r["table"], part) is None
-                        else None,
-                    )
-                )
+            _cleaning_too_long(out, wh, r, lim, tbl, part, ctype)
     return out
+
+
+def _working_too_long(out: list[DoctorFinding], wh, r: dict, lim: Limits, tbl: str, part, ctype) -> None:
+    """COMPACTION_WORKING_TOO_LONG: a working request older than hive.compactor.worker.timeout (a dead worker)."""
+    age = _age(wh.now_ms, r.get("start"))
+    if age is not None and age > lim.worker_timeout:
+        txn = r.get("txn_id")
+        tx = wh.txns.get(int(txn)) if txn else None
+        txn_open = bool(txn and tx is not None and tx["state"] == "o")
+        # revokeTimedoutWorkers (acidctl initiator --once, at the end of its cycle) resets
+        # working rows older than hive.compactor.worker.timeout (its default, 24 h) to
+        # initiated; a still-open compaction txn of the dead worker is aborted first
+        revoke = cmd("acidctl", "initiator", "--once", "--db", r["database"])
+        fix = None
+        if age * 1000 > WORKER_TIMEOUT_MS:
+            fix = (fix_abort_txns([int(txn or 0)]) + " && " + revoke) if txn_open else revoke
+        out.append(
+            DoctorFinding(
+                "COMPACTION_WORKING_TOO_LONG",
+                ERROR,
+                f"compaction {r['id']} working for {human_age(age)}",
+                tbl,
+                part,
+                f"{ctype} compaction {r['id']} (worker {r.get('worker_id')}) has been working {human_age(age)} > "
+                f"hive.compactor.worker.timeout {human_age(lim.worker_timeout)}: the worker is dead; the Initiator's "
+                "revokeTimedoutWorkers would reset it to initiated"
+                + (f"; its compaction txn {txn} is still open" if txn_open else "")
+                + (
+                    ""
+                    if fix
+                    else f"; `acidctl initiator --once` revokes only rows older than its own timeout "
+                    f"({WORKER_TIMEOUT_MS // 3_600_000} h), so only a person can decide whether this worker "
+                    "is dead (abort its compaction txn, or wait)"
+                ),
+                {
+                    "compaction_id": int(r["id"]),
+                    "worker_id": r.get("worker_id"),
+                    "age_seconds": age,
+                    "txn_id": int(txn) if txn else None,
+                },
+                fix,
+            )
+        )
+
+
+def _initiated_too_long(out: list[DoctorFinding], wh, r: dict, lim: Limits, tbl: str, part, ctype) -> None:
+    """COMPACTION_INITIATED_TOO_LONG: an initiated request no Worker takes."""
+    age = _age(wh.now_ms, r.get("enqueue_time"))
+    at_least = False
+    if age is None:
+        # Hive 3 records no enqueue time. Queue ids only grow, so the request is at least as
+        # old as the earliest start of any compaction with a higher id (derived lower bound)
+        later = [
+            int(x["start"]) for x in queue_rows(wh) + history_rows(wh) if int(x["id"]) > int(r["id"]) and x.get("start")
+        ]
+        age = _age(wh.now_ms, min(later)) if later else None
+        at_least = age is not None
+    if age is not None and age >= lim.initiated_warn:
+        sev = ERROR if age >= lim.initiated_error else WARN
+        pool = r.get("pool_name")
+        out.append(
+            DoctorFinding(
+                "COMPACTION_INITIATED_TOO_LONG",
+                sev,
+                f"compaction {r['id']} initiated {'at least ' if at_least else ''}{human_age(age)} ago",
+                tbl,
+                part,
+                f"{ctype} compaction {r['id']} has waited {'at least ' if at_least else ''}{human_age(age)} for a worker"
+                + (f" of pool {pool}" if pool else "")
+                + ": no Worker runs (hive.compactor.worker.threads=0?); abort it, or run it with "
+                + fix_compact(r["database"], r["table"], part, "major" if r.get("type") == "a" else "minor"),
+                {
+                    "compaction_id": int(r["id"]),
+                    "age_seconds": age,
+                    "age_is_lower_bound": at_least,
+                    "type": ctype,
+                    "pool": pool,
+                },
+                fix_abort_compactions([int(r["id"])]),
+            )
+        )
+
+
+def _cleaner_retrying(out: list[DoctorFinding], wh, r: dict, lim: Limits, tbl: str, part, ctype) -> None:
+    """CLEANER_RETRYING: Hive 4's Cleaner error loop on a ready-for-cleaning request."""
+    # Hive 4 Cleaner error loop (§5.2 step 9, HIVE-25943): backoff, then 'failed' at the 6th error
+    ret = int(r["retry_retention"])
+    attempts = 1
+    while (300_000 << attempts) <= ret:
+        attempts += 1
+    out.append(
+        DoctorFinding(
+            "CLEANER_RETRYING",
+            WARN,
+            f"the Cleaner keeps failing on compaction {r['id']}",
+            tbl,
+            part,
+            f"the Cleaner failed {attempts} time(s) on compaction {r['id']} (retry retention {ret // 1000}s; after "
+            f"5 retries the row becomes failed and its obsolete directories stay): {r.get('error_message') or 'no message'}; "
+            "only a person can fix what makes it fail (the error names it)",
+            {
+                "compaction_id": int(r["id"]),
+                "retry_retention_ms": ret,
+                "attempts": attempts,
+                "error": r.get("error_message"),
+            },
+            None,
+        )
+    )
+
+
+def _cleaning_too_long(out: list[DoctorFinding], wh, r: dict, lim: Limits, tbl: str, part, ctype) -> None:
+    """COMPACTION_CLEANING_TOO_LONG: ready for cleaning for long with nothing holding it back."""
+    age = _age(wh.now_ms, r.get("commit_time") or r.get("start"))
+    if (
+        age is not None
+        and age > lim.uncleaned
+        and blocked_by_txn(wh, r) is None
+        and (wh.hive_version >= 4 or not blocking_locks(wh, r))
+    ):
+        out.append(
+            DoctorFinding(
+                "COMPACTION_CLEANING_TOO_LONG",
+                WARN,
+                f"compaction {r['id']} ready for cleaning for {human_age(age)}",
+                tbl,
+                part,
+                f"compaction {r['id']} has been ready for cleaning {human_age(age)} and nothing holds it back: "
+                "is the Cleaner running (hive.compactor.initiator.on / metastore.compactor.cleaner.on)? "
+                "`acidctl clean` does the Cleaner's work"
+                + (f"; last error: {r.get('error_message')}" if r.get("error_message") else ""),
+                {
+                    "compaction_id": int(r["id"]),
+                    "age_seconds": age,
+                    "retry_retention": r.get("retry_retention"),
+                    "error": r.get("error_message"),
+                },
+                fix_clean(r["database"], r["table"], part)
+                if cleaner_hold(wh, r["database"], r["table"], part) is None
+                else None,
+            )
+        )
 
 
 def _many_ready(wh) -> list[DoctorFinding]:
@@ -1256,23 +1274,6 @@ def _obsolete_findings(wh, ps, tbl: str, part: str | None, lim: Limits) -> list[
         return []
     decided = {c["name"]: c for c in ps.clean}
     out: list[DoctorFinding] = []
-
-    def describe(group: list[dict]) -> tuple[str, dict]:
-        nbytes = sum(d["bytes"] for d in group)
-        mt = [d["mtime"] for d in group if d["mtime"]]
-        age = (wh.now_ms / 1000.0 - min(mt)) if mt else None
-        names = [d["name"] for d in group]
-        n = len(group)
-        text = (
-            f"{n} director{'y' if n == 1 else 'ies'} ({', '.join(names[:5])}{' ...' if n > 5 else ''}; "
-            f"{size(nbytes)}, oldest {human_age(age)})"
-        )
-        return text, {"dirs": names, "bytes": nbytes, "oldest_age_seconds": age}
-
-    def sev_of(ev: dict) -> Severity:
-        age = ev["oldest_age_seconds"]
-        return WARN if age is not None and age > lim.obsolete_grace else INFO
-
     removable = [d for d in obs if decided.get(d["name"], {}).get("action") == "delete"]
     unread = [d for d in obs if "no compaction read" in decided.get(d["name"], {}).get("action", "")]
     other_kept = [d for d in obs if d["name"] in decided and d not in removable and d not in unread]
@@ -1283,114 +1284,142 @@ def _obsolete_findings(wh, ps, tbl: str, part: str | None, lim: Limits) -> list[
 
     waiting = removable + ([] if removable else not_yet)
     if waiting:
-        text, ev = describe(waiting)
-        n = len(waiting)
-        verb = "is" if n == 1 else "are"
-        fix = None
-        if removable and hold is not None:
-            r, why, _hfix = hold
-            msg = (
-                f"{text} {verb} no longer read and wait{'s' if n == 1 else ''} for the Cleaner, which holds back "
-                f"compaction {r['id']}: {why}; `acidctl clean` keeps them too until that ends, and only a person can "
-                "decide to end it early (the blocker's own finding prints the command)"
-            )
-            ev["held_by_compaction"] = int(r["id"])
-        elif removable:
-            young = [
-                c["name"]
-                for c in ps.clean
-                if c["name"] in ev["dirs"] and (c.get("age") is None or c["age"] < DEFAULT_CLEAN_MIN_AGE)
-            ]
-            msg = f"{text} {verb} no longer read and wait{'s' if n == 1 else ''} for the Cleaner; `acidctl clean` removes them now"
-            fix = fix_clean(ps.db, ps.table, part, min_age_zero=bool(young))
-        else:
-            msg = (
-                f"{text} {verb} no longer read by the current snapshot but not removable yet by the Cleaner's rules: "
-                + "; ".join(
-                    f"{d['name']}: {decided[d['name']]['action']}"
-                    if d["name"] in decided
-                    else f"{d['name']}: not obsolete for the Cleaner's list"
-                    for d in waiting[:3]
-                )
-                + "; it becomes removable once the compaction covering it is cleaned (`acidctl why` shows the Cleaner)"
-            )
-        if removable and not_yet:
-            msg += "; not yet removable: " + ", ".join(d["name"] for d in not_yet[:3])
-        out.append(
-            DoctorFinding(
-                "OBSOLETE_WAITING",
-                sev_of(ev),
-                f"{plural(n, 'obsolete/aborted directory')} ({size(ev['bytes'])}) {'waits' if n == 1 else 'wait'} for the Cleaner",
-                tbl,
-                part,
-                msg,
-                ev,
-                fix,
-                ps.path,
-            )
-        )
+        out.append(_waiting_finding(wh, ps, tbl, part, lim, decided, waiting, removable, not_yet, hold))
     if h3_aborted:
-        text, ev = describe(h3_aborted)
-        n = len(h3_aborted)
-        can_major = _major_would_write(wh, ps)
-        # a compaction registered now would wait for the locks on the partition (Hive 3's Cleaner
-        # records the locks it sees first and waits for them, operations.md §5.1)
-        locks = blocking_locks(wh, {"database": ps.db, "table": ps.table, "partition": part})
-        lock_ids = sorted({int(lk["HL_LOCK_EXT_ID"]) for lk in locks})
-        msg = (
-            f"{text}: aborted, never read; Hive 3's Cleaner removes an aborted delta only once a compaction "
-            "covers it (directory-state.md §7.2)"
-        )
-        fix = None
-        if not can_major:
-            msg += (
-                "; a major compaction would write nothing here now, so there is nothing to run until new data arrives"
-            )
-        elif lock_ids or hold is not None:
-            msg += (
-                f"; the Cleaner of a compaction registered now would wait for lock(s) {', '.join(map(str, lock_ids))} "
-                "on the partition, so only once they are released (or a person ends their txns) can a major "
-                "compaction and `acidctl clean` remove it"
-                if lock_ids
-                else f"; compaction {hold[0]['id']} is held back first: {hold[1]}"  # type: ignore[index]
-            )
-        else:
-            msg += "; a major compaction covers it, then `acidctl clean` removes it"
-            fix = fix_compact(ps.db, ps.table, part) + " && " + fix_clean(ps.db, ps.table, part, min_age_zero=True)
-        ev["lock_ids"] = lock_ids
-        out.append(
-            DoctorFinding(
-                "ABORTED_WAITING_COMPACTION",
-                sev_of(ev),
-                f"{n} aborted director{'y' if n == 1 else 'ies'} wait for a compaction to cover them",
-                tbl,
-                part,
-                msg,
-                ev,
-                fix,
-                ps.path,
-            )
-        )
+        out.append(_aborted_waiting_finding(wh, ps, tbl, part, lim, h3_aborted, hold))
     if unread:
-        text, ev = describe(unread)
-        out.append(
-            DoctorFinding(
-                "OBSOLETE_UNREAD",
-                WARN,
-                "obsolete directories hold files no compaction reads",
-                tbl,
-                part,
-                f"{text}: no longer read by Hive, but they hold files no compaction reads (other engines may read "
-                "them): "
-                + "; ".join(decided[d["name"]]["reason"] for d in unread[:2])
-                + "; `acidctl clean` keeps them and only a person can decide whether their rows are elsewhere "
-                "(`acidctl state --deep` lists the files)",
-                ev,
-                None,
-                ps.path,
-            )
-        )
+        out.append(_unread_finding(wh, ps, tbl, part, decided, unread))
     return out
+
+
+def _describe_dirs(wh, group: list[dict]) -> tuple[str, dict]:
+    """``N directories (names; size, oldest age)`` and its evidence."""
+    nbytes = sum(d["bytes"] for d in group)
+    mt = [d["mtime"] for d in group if d["mtime"]]
+    age = (wh.now_ms / 1000.0 - min(mt)) if mt else None
+    names = [d["name"] for d in group]
+    n = len(group)
+    text = (
+        f"{n} director{'y' if n == 1 else 'ies'} ({', '.join(names[:5])}{' ...' if n > 5 else ''}; "
+        f"{size(nbytes)}, oldest {human_age(age)})"
+    )
+    return text, {"dirs": names, "bytes": nbytes, "oldest_age_seconds": age}
+
+
+def _obsolete_severity(ev: dict, lim: Limits) -> Severity:
+    age = ev["oldest_age_seconds"]
+    return WARN if age is not None and age > lim.obsolete_grace else INFO
+
+
+def _waiting_finding(
+    wh, ps, tbl: str, part, lim: Limits, decided: dict, waiting: list, removable: list, not_yet: list, hold
+) -> DoctorFinding:
+    """OBSOLETE_WAITING: removable now, held back by the Cleaner, or not removable yet."""
+    text, ev = _describe_dirs(wh, waiting)
+    n = len(waiting)
+    verb = "is" if n == 1 else "are"
+    fix = None
+    if removable and hold is not None:
+        r, why, _hfix = hold
+        msg = (
+            f"{text} {verb} no longer read and wait{'s' if n == 1 else ''} for the Cleaner, which holds back "
+            f"compaction {r['id']}: {why}; `acidctl clean` keeps them too until that ends, and only a person can "
+            "decide to end it early (the blocker's own finding prints the command)"
+        )
+        ev["held_by_compaction"] = int(r["id"])
+    elif removable:
+        young = [
+            c["name"]
+            for c in ps.clean
+            if c["name"] in ev["dirs"] and (c.get("age") is None or c["age"] < DEFAULT_CLEAN_MIN_AGE)
+        ]
+        msg = f"{text} {verb} no longer read and wait{'s' if n == 1 else ''} for the Cleaner; `acidctl clean` removes them now"
+        fix = fix_clean(ps.db, ps.table, part, min_age_zero=bool(young))
+    else:
+        msg = (
+            f"{text} {verb} no longer read by the current snapshot but not removable yet by the Cleaner's rules: "
+            + "; ".join(
+                f"{d['name']}: {decided[d['name']]['action']}"
+                if d["name"] in decided
+                else f"{d['name']}: not obsolete for the Cleaner's list"
+                for d in waiting[:3]
+            )
+            + "; it becomes removable once the compaction covering it is cleaned (`acidctl why` shows the Cleaner)"
+        )
+    if removable and not_yet:
+        msg += "; not yet removable: " + ", ".join(d["name"] for d in not_yet[:3])
+    return DoctorFinding(
+        "OBSOLETE_WAITING",
+        _obsolete_severity(ev, lim),
+        f"{plural(n, 'obsolete/aborted directory')} ({size(ev['bytes'])}) {'waits' if n == 1 else 'wait'} for the Cleaner",
+        tbl,
+        part,
+        msg,
+        ev,
+        fix,
+        ps.path,
+    )
+
+
+def _aborted_waiting_finding(wh, ps, tbl: str, part, lim: Limits, h3_aborted: list, hold) -> DoctorFinding:
+    """ABORTED_WAITING_COMPACTION (Hive 3): aborted deltas no compaction covers yet."""
+    text, ev = _describe_dirs(wh, h3_aborted)
+    n = len(h3_aborted)
+    can_major = _major_would_write(wh, ps)
+    # a compaction registered now would wait for the locks on the partition (Hive 3's Cleaner
+    # records the locks it sees first and waits for them, operations.md §5.1)
+    locks = blocking_locks(wh, {"database": ps.db, "table": ps.table, "partition": part})
+    lock_ids = sorted({int(lk["HL_LOCK_EXT_ID"]) for lk in locks})
+    msg = (
+        f"{text}: aborted, never read; Hive 3's Cleaner removes an aborted delta only once a compaction "
+        "covers it (directory-state.md §7.2)"
+    )
+    fix = None
+    if not can_major:
+        msg += "; a major compaction would write nothing here now, so there is nothing to run until new data arrives"
+    elif lock_ids or hold is not None:
+        msg += (
+            f"; the Cleaner of a compaction registered now would wait for lock(s) {', '.join(map(str, lock_ids))} "
+            "on the partition, so only once they are released (or a person ends their txns) can a major "
+            "compaction and `acidctl clean` remove it"
+            if lock_ids
+            else f"; compaction {hold[0]['id']} is held back first: {hold[1]}"
+        )
+    else:
+        msg += "; a major compaction covers it, then `acidctl clean` removes it"
+        fix = fix_compact(ps.db, ps.table, part) + " && " + fix_clean(ps.db, ps.table, part, min_age_zero=True)
+    ev["lock_ids"] = lock_ids
+    return DoctorFinding(
+        "ABORTED_WAITING_COMPACTION",
+        _obsolete_severity(ev, lim),
+        f"{n} aborted director{'y' if n == 1 else 'ies'} wait for a compaction to cover them",
+        tbl,
+        part,
+        msg,
+        ev,
+        fix,
+        ps.path,
+    )
+
+
+def _unread_finding(wh, ps, tbl: str, part, decided: dict, unread: list) -> DoctorFinding:
+    """OBSOLETE_UNREAD: ``clean`` keeps them because they hold files no compaction reads."""
+    text, ev = _describe_dirs(wh, unread)
+    return DoctorFinding(
+        "OBSOLETE_UNREAD",
+        WARN,
+        "obsolete directories hold files no compaction reads",
+        tbl,
+        part,
+        f"{text}: no longer read by Hive, but they hold files no compaction reads (other engines may read "
+        "them): "
+        + "; ".join(decided[d["name"]]["reason"] for d in unread[:2])
+        + "; `acidctl clean` keeps them and only a person can decide whether their rows are elsewhere "
+        "(`acidctl state --deep` lists the files)",
+        ev,
+        None,
+        ps.path,
+    )
 
 
 def _reader_findings(ps) -> list[tuple]:

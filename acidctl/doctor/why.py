@@ -68,47 +68,7 @@ def initiator(wh, t, ps, lim: Limits) -> dict:
     ]
 
     # candidates (§4.2)
-    many_aborts = ab.get("rows", 0) > ab_thr  # §4.2: TXN_COMPONENTS rows of aborted txns
-    if ctc is None and not (many_aborts and hv == 3):
-        steps.append(
-            _step(
-                "candidate",
-                "stop",
-                "not a candidate: no COMPLETED_TXN_COMPONENTS rows for it (nothing written since its last "
-                "cleaned compaction)"
-                + (f"; {ab.get('rows')} aborted-txn component row(s) <= abortedtxn.threshold {ab_thr}" if ab else ""),
-                completed_txn_components=0,
-                aborted_txns=ab.get("txns", 0),
-            )
-        )
-    elif (
-        hv >= 4
-        and wh.initiator_last_cycle_ms
-        and ctc is not None
-        and (ctc.get("newest") or 0) < wh.initiator_last_cycle_ms
-        and not (hist and hist[0]["state"] in ("a", "f"))
-    ):
-        steps.append(
-            _step(
-                "candidate",
-                "stop",
-                f"no write since the Initiator's previous cycle ({human_age((wh.now_ms - wh.initiator_last_cycle_ms) / 1000)} ago): "
-                "Hive 4 only revisits partitions written since then (or whose newest compaction failed)",
-                newest_write_ms=ctc.get("newest"),
-                last_cycle_ms=wh.initiator_last_cycle_ms,
-            )
-        )
-    else:
-        steps.append(
-            _step(
-                "candidate",
-                "ok",
-                f"{ctc['rows'] if ctc else 0} COMPLETED_TXN_COMPONENTS row(s)"
-                + (f", {ab.get('rows')} aborted-txn component row(s) > {ab_thr}" if many_aborts else ""),
-                completed_txn_components=ctc["rows"] if ctc else 0,
-                aborted_txns=ab.get("txns", 0),
-            )
-        )
+    steps.append(_candidate_step(wh, ctc, ab, ab_thr, hist))
 
     def queue_check():
         if queued:
@@ -173,15 +133,70 @@ def initiator(wh, t, ps, lim: Limits) -> dict:
         partition_check()
     # thresholds (directory-state.md §8.2)
     kind = rec.get("type", "none")
+    steps.append(_thresholds_step(rec, thr))
+    # is any Initiator running at all?
+    steps += _initiator_activity_steps(wh)
+    return {"steps": steps, "verdict": _verdict(steps, f"the Initiator would request a {kind.upper()} compaction now")}
+
+
+def _candidate_step(wh, ctc, ab: dict, ab_thr, hist: list) -> dict:
+    """Whether the Initiator looks at the partition at all (operations.md §4.2)."""
+    hv = wh.hive_version
+    many_aborts = ab.get("rows", 0) > ab_thr  # §4.2: TXN_COMPONENTS rows of aborted txns
+    if ctc is None and not (many_aborts and hv == 3):
+        return _step(
+            "candidate",
+            "stop",
+            "not a candidate: no COMPLETED_TXN_COMPONENTS rows for it (nothing written since its last "
+            "cleaned compaction)"
+            + (f"; {ab.get('rows')} aborted-txn component row(s) <= abortedtxn.threshold {ab_thr}" if ab else ""),
+            completed_txn_components=0,
+            aborted_txns=ab.get("txns", 0),
+        )
+    elif (
+        hv >= 4
+        and wh.initiator_last_cycle_ms
+        and ctc is not None
+        and (ctc.get("newest") or 0) < wh.initiator_last_cycle_ms
+        and not (hist and hist[0]["state"] in ("a", "f"))
+    ):
+        return _step(
+            "candidate",
+            "stop",
+            f"no write since the Initiator's previous cycle ({human_age((wh.now_ms - wh.initiator_last_cycle_ms) / 1000)} ago): "
+            "Hive 4 only revisits partitions written since then (or whose newest compaction failed)",
+            newest_write_ms=ctc.get("newest"),
+            last_cycle_ms=wh.initiator_last_cycle_ms,
+        )
+    else:
+        return _step(
+            "candidate",
+            "ok",
+            f"{ctc['rows'] if ctc else 0} COMPLETED_TXN_COMPONENTS row(s)"
+            + (f", {ab.get('rows')} aborted-txn component row(s) > {ab_thr}" if many_aborts else ""),
+            completed_txn_components=ctc["rows"] if ctc else 0,
+            aborted_txns=ab.get("txns", 0),
+        )
+
+
+def _thresholds_step(rec: dict, thr: dict) -> dict:
+    """The Initiator's thresholds (directory-state.md §8.2) and what it would request."""
+    kind = rec.get("type", "none")
     reasons = "; ".join(rec.get("reasons") or [])
     vals = {k: rec.get(k) for k in RECOMMENDATION_FIGURES}
     vals["thresholds"] = {k: v for k, v in thr.items() if k != "source"}
     vals["threshold_source"] = thr.get("source")
     if kind == "none":
-        steps.append(_step("thresholds", "stop", f"thresholds not met: {reasons}", **vals))
+        return _step("thresholds", "stop", f"thresholds not met: {reasons}", **vals)
     else:
-        steps.append(_step("thresholds", "ok", f"would request {kind.upper()}: {reasons}", **vals))
-    # is any Initiator running at all?
+        return _step("thresholds", "ok", f"would request {kind.upper()}: {reasons}", **vals)
+
+
+def _initiator_activity_steps(wh) -> list[dict]:
+    """A note when every compaction row was requested manually (Hive 4): the Initiator is
+    probably off."""
+    hv = wh.hive_version
+    steps: list[dict] = []
     recent = [r for r in queue_rows(wh) + history_rows(wh) if r.get("initiator_id")]
     if hv >= 4 and recent and all(str(r["initiator_id"]).endswith("manual") for r in recent):
         steps.append(
@@ -192,7 +207,7 @@ def initiator(wh, t, ps, lim: Limits) -> dict:
                 "(hive.compactor.initiator.on=false)",
             )
         )
-    return {"steps": steps, "verdict": _verdict(steps, f"the Initiator would request a {kind.upper()} compaction now")}
+    return steps
 
 
 def worker(wh, t, ps) -> dict:
@@ -344,75 +359,7 @@ def cleaner(wh, t, ps, lim: Limits) -> dict:
         )
     if t.flag("NO_CLEANUP"):
         steps.append(_step("NO_CLEANUP", "stop", "table property NO_CLEANUP=true: the Cleaner refuses the row"))
-    if hv >= 4:
-        tx = blocked_by_txn(wh, r)
-        if r.get("next_txn_id") is None and r.get("txn_id"):
-            st = wh.txns.get(int(r["txn_id"]), {}).get("state", "committed or gone")
-            if st in ("a", "committed or gone"):
-                steps.append(
-                    _step(
-                        "compaction txn",
-                        "stop",
-                        f"compaction txn {r['txn_id']} is {'aborted' if st == 'a' else st} "
-                        "and CQ_NEXT_TXN_ID is NULL: the row is orphaned (HIVE-29572)",
-                    )
-                )
-            else:
-                steps.append(
-                    _step(
-                        "compaction txn",
-                        "stop",
-                        f"compaction txn {r['txn_id']} is still open (the Worker has not committed)",
-                    )
-                )
-        if tx is not None:
-            steps.append(
-                _step(
-                    "open txn",
-                    "stop",
-                    f"txn {tx['txn_id']} ({tx.get('user')}@{tx.get('host')}, open "
-                    f"{human_age((wh.now_ms - int(tx['started'])) / 1000) if tx.get('started') else '?'}) is below "
-                    f"CQ_NEXT_TXN_ID {r.get('next_txn_id')}: the Cleaner waits for it (HIVE-26704)",
-                    txn_id=tx["txn_id"],
-                    next_txn_id=r.get("next_txn_id"),
-                )
-            )
-        else:
-            steps.append(_step("open txn", "ok", f"no open txn below CQ_NEXT_TXN_ID {r.get('next_txn_id')}"))
-        if wh.min_history_level is not None and r.get("next_txn_id") and wh.min_history_level < int(r["next_txn_id"]):
-            steps.append(
-                _step(
-                    "reader snapshot",
-                    "note",
-                    f"MIN_HISTORY_LEVEL {wh.min_history_level}: a reader snapshot below it caps what is removed",
-                    min_history_level=wh.min_history_level,
-                )
-            )
-        ret = int(r.get("retry_retention") or 0)
-        ct = r.get("commit_time")
-        if ret and ct and int(ct) + ret > wh.now_ms:
-            steps.append(
-                _step(
-                    "retry",
-                    "stop",
-                    f"after a Cleaner error the next attempt is in "
-                    f"{human_age((int(ct) + ret - wh.now_ms) / 1000)}: {r.get('error_message')}",
-                )
-            )
-    else:
-        locks = blocking_locks(wh, r)
-        if locks:
-            ids = sorted({int(x["HL_LOCK_EXT_ID"]) for x in locks})
-            steps.append(
-                _step(
-                    "locks",
-                    "stop",
-                    f"Hive 3's Cleaner waits for lock(s) {', '.join(map(str, ids))} on the partition to go",
-                    lock_ids=ids,
-                )
-            )
-        else:
-            steps.append(_step("locks", "ok", "no lock on the partition"))
+    steps += _h4_cleaner_steps(wh, r) if hv >= 4 else _h3_cleaner_steps(wh, r)
     if r.get("error_message"):
         steps.append(_step("last error", "note", str(r["error_message"])))
     if hold is not None and not any(x["outcome"] == "stop" for x in steps):
@@ -436,3 +383,83 @@ def cleaner(wh, t, ps, lim: Limits) -> dict:
             + (f": {what}" if what else ""),
         ),
     }
+
+
+def _h4_cleaner_steps(wh, r: dict) -> list[dict]:
+    """Hive 4's Cleaner on a ready-for-cleaning row: its compaction txn, an open txn below
+    CQ_NEXT_TXN_ID, MIN_HISTORY_LEVEL, the retry after an error."""
+    steps: list[dict] = []
+    tx = blocked_by_txn(wh, r)
+    if r.get("next_txn_id") is None and r.get("txn_id"):
+        st = wh.txns.get(int(r["txn_id"]), {}).get("state", "committed or gone")
+        if st in ("a", "committed or gone"):
+            steps.append(
+                _step(
+                    "compaction txn",
+                    "stop",
+                    f"compaction txn {r['txn_id']} is {'aborted' if st == 'a' else st} "
+                    "and CQ_NEXT_TXN_ID is NULL: the row is orphaned (HIVE-29572)",
+                )
+            )
+        else:
+            steps.append(
+                _step(
+                    "compaction txn",
+                    "stop",
+                    f"compaction txn {r['txn_id']} is still open (the Worker has not committed)",
+                )
+            )
+    if tx is not None:
+        steps.append(
+            _step(
+                "open txn",
+                "stop",
+                f"txn {tx['txn_id']} ({tx.get('user')}@{tx.get('host')}, open "
+                f"{human_age((wh.now_ms - int(tx['started'])) / 1000) if tx.get('started') else '?'}) is below "
+                f"CQ_NEXT_TXN_ID {r.get('next_txn_id')}: the Cleaner waits for it (HIVE-26704)",
+                txn_id=tx["txn_id"],
+                next_txn_id=r.get("next_txn_id"),
+            )
+        )
+    else:
+        steps.append(_step("open txn", "ok", f"no open txn below CQ_NEXT_TXN_ID {r.get('next_txn_id')}"))
+    if wh.min_history_level is not None and r.get("next_txn_id") and wh.min_history_level < int(r["next_txn_id"]):
+        steps.append(
+            _step(
+                "reader snapshot",
+                "note",
+                f"MIN_HISTORY_LEVEL {wh.min_history_level}: a reader snapshot below it caps what is removed",
+                min_history_level=wh.min_history_level,
+            )
+        )
+    ret = int(r.get("retry_retention") or 0)
+    ct = r.get("commit_time")
+    if ret and ct and int(ct) + ret > wh.now_ms:
+        steps.append(
+            _step(
+                "retry",
+                "stop",
+                f"after a Cleaner error the next attempt is in "
+                f"{human_age((int(ct) + ret - wh.now_ms) / 1000)}: {r.get('error_message')}",
+            )
+        )
+    return steps
+
+
+def _h3_cleaner_steps(wh, r: dict) -> list[dict]:
+    """Hive 3's Cleaner on a ready-for-cleaning row: the locks on the partition."""
+    steps: list[dict] = []
+    locks = blocking_locks(wh, r)
+    if locks:
+        ids = sorted({int(x["HL_LOCK_EXT_ID"]) for x in locks})
+        steps.append(
+            _step(
+                "locks",
+                "stop",
+                f"Hive 3's Cleaner waits for lock(s) {', '.join(map(str, ids))} on the partition to go",
+                lock_ids=ids,
+            )
+        )
+    else:
+        steps.append(_step("locks", "ok", "no lock on the partition"))
+    return steps
