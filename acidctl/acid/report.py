@@ -120,38 +120,22 @@ def build_report(
             no_auto_compaction=no_auto,
             aborted_txn_count=getattr(pfacts, "aborted_txn_count", None),
         )
-        findings = check_partition(
+        findings = _partition_findings(
+            tfs,
             lst,
             st,
+            rec,
+            pfacts,
             hive_version=hive_version,
-            recommendation=rec,
-            facts=pfacts,
             txns=txns,
             now=now,
             grace_seconds=grace_seconds,
+            insert_only=insert_only,
+            props=props,
+            inspect_file=inspect_file,
+            mm_storage=mm_storage,
+            mm_allow_originals=mm_allow_originals,
         )
-        findings += check_publications(tfs, lst)
-        if insert_only:  # insert-only tables: MM01-MM08, and --deep opens plain files (acidctl.mm.checks)
-            from acidctl.mm import checks as mm_checks
-
-            findings = [f for f in findings if f.check not in mm_checks.NOT_FOR_MM]
-            findings += mm_checks.directory_findings(
-                lst, st, properties=props, now=now, grace_seconds=grace_seconds, allow_originals=mm_allow_originals
-            )
-        if inspect_file is not None:
-            if insert_only:
-                from acidctl.mm import checks as mm_deep
-
-                extra = mm_deep.deep_findings(
-                    tfs, lst, st, storage=mm_storage, hive_version=hive_version, allow_originals=mm_allow_originals
-                )
-            else:
-                extra = deep_findings(tfs, lst, st, inspect_file, hive_version=hive_version)
-            findings = sorted(findings + extra, key=lambda f: (-f.severity.rank, f.check, f.path))
-        if hive_version == 2:
-            from acidctl.acid.hive2 import hive2_findings
-
-            findings = sorted(hive2_findings(findings), key=lambda f: (-f.severity.rank, f.check, f.path))
         all_findings.extend(findings)
         partitions.append(_partition(lst, st, rec, findings))
         if insert_only:
@@ -179,6 +163,61 @@ def build_report(
             "unreadable": [p["partition"] or p["path"] for p in partitions if not p["snapshot"]["readable"]],
         },
     }
+
+
+def _partition_findings(
+    tfs,
+    lst,
+    st,
+    rec,
+    pfacts,
+    *,
+    hive_version: int,
+    txns,
+    now: float,
+    grace_seconds: float,
+    insert_only: bool,
+    props: dict,
+    inspect_file,
+    mm_storage,
+    mm_allow_originals: bool,
+) -> list[Finding]:
+    """One partition's findings: the directory checks and acidctl's publications, insert-only
+    tables' own checks (MM01-MM08), ``--deep``'s file checks, Hive 2.3's view of them; sorted by
+    severity where more than one source adds to them."""
+    findings = check_partition(
+        lst,
+        st,
+        hive_version=hive_version,
+        recommendation=rec,
+        facts=pfacts,
+        txns=txns,
+        now=now,
+        grace_seconds=grace_seconds,
+    )
+    findings += check_publications(tfs, lst)
+    if insert_only:  # insert-only tables: MM01-MM08, and --deep opens plain files (acidctl.mm.checks)
+        from acidctl.mm import checks as mm_checks
+
+        findings = [f for f in findings if f.check not in mm_checks.NOT_FOR_MM]
+        findings += mm_checks.directory_findings(
+            lst, st, properties=props, now=now, grace_seconds=grace_seconds, allow_originals=mm_allow_originals
+        )
+    if inspect_file is not None:
+        if insert_only:
+            from acidctl.mm import checks as mm_deep
+
+            extra = mm_deep.deep_findings(
+                tfs, lst, st, storage=mm_storage, hive_version=hive_version, allow_originals=mm_allow_originals
+            )
+        else:
+            extra = deep_findings(tfs, lst, st, inspect_file, hive_version=hive_version)
+        findings = sorted(findings + extra, key=lambda f: (-f.severity.rank, f.check, f.path))
+    if hive_version == 2:
+        from acidctl.acid.hive2 import hive2_findings
+
+        findings = sorted(hive2_findings(findings), key=lambda f: (-f.severity.rank, f.check, f.path))
+    return findings
 
 
 def _selected(tfs, listings: list[DirListing], wanted: list[str]) -> list[DirListing]:

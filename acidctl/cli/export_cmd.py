@@ -32,51 +32,70 @@ def register(app: typer.Typer) -> None:
     app.command("export", help=HELP)(export_command)
 
 
+# export_command's options (declared here so that the command reads as its grammar)
+_Table = Annotated[
+    str,
+    options.table_argument(
+        "Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore (its snapshot too)."
+        + " "
+        + TABLE_RULE
+    ),
+]
+_Dest = Annotated[
+    str,
+    typer.Argument(
+        metavar="DEST", help="Directory to create (any filesystem acidctl reads); must not exist or be empty."
+    ),
+]
+_To = Annotated[
+    Optional[str],
+    typer.Option(
+        "--to",
+        metavar="parquet|orc",
+        click_type=click.Choice(["parquet", "orc"], case_sensitive=False),
+        help="Format of the files written (default parquet).",
+    ),
+]
+_Compression = Annotated[
+    Optional[str],
+    typer.Option(
+        "--compression",
+        metavar="CODEC",
+        help="Codec (default: snappy for Parquet, zlib for ORC — readable by every Hive).",
+    ),
+]
+_AsOf = Annotated[
+    Optional[int],
+    typer.Option("--as-of", metavar="WRITEID", help="Export the snapshot as it was after this write id."),
+]
+_Partition = Annotated[
+    Optional[list[str]],
+    options.partition_option("Only this partition (repeatable; a prefix of nested keys selects all below)."),
+]
+_WithRowId = Annotated[
+    bool,
+    typer.Option("--with-row-id", help="Add Hive's row__id struct (writeid, bucketid, rowid) as the first column."),
+]
+_InputFormat = Annotated[
+    Optional[str], options.deprecated_option("--input-format", replaced_by="--format (the table's own files)")
+]
+_DryRun = Annotated[
+    bool,
+    options.dry_run_option(
+        "Check DEST and the snapshot and print the files that would be written (partition, bucket, name) and the engine; write nothing."
+    ),
+]
+
+
 def export_command(
     ctx: typer.Context,
-    table: Annotated[
-        str,
-        options.table_argument(
-            "Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore (its snapshot too)."
-            + " "
-            + TABLE_RULE
-        ),
-    ],
-    dest: Annotated[
-        str,
-        typer.Argument(
-            metavar="DEST", help="Directory to create (any filesystem acidctl reads); must not exist or be empty."
-        ),
-    ],
-    to: Annotated[
-        Optional[str],
-        typer.Option(
-            "--to",
-            metavar="parquet|orc",
-            click_type=click.Choice(["parquet", "orc"], case_sensitive=False),
-            help="Format of the files written (default parquet).",
-        ),
-    ] = None,
-    compression: Annotated[
-        Optional[str],
-        typer.Option(
-            "--compression",
-            metavar="CODEC",
-            help="Codec (default: snappy for Parquet, zlib for ORC — readable by every Hive).",
-        ),
-    ] = None,
-    as_of: Annotated[
-        Optional[int],
-        typer.Option("--as-of", metavar="WRITEID", help="Export the snapshot as it was after this write id."),
-    ] = None,
-    partition: Annotated[
-        Optional[list[str]],
-        options.partition_option("Only this partition (repeatable; a prefix of nested keys selects all below)."),
-    ] = None,
-    with_row_id: Annotated[
-        bool,
-        typer.Option("--with-row-id", help="Add Hive's row__id struct (writeid, bucketid, rowid) as the first column."),
-    ] = False,
+    table: _Table,
+    dest: _Dest,
+    to: _To = None,
+    compression: _Compression = None,
+    as_of: _AsOf = None,
+    partition: _Partition = None,
+    with_row_id: _WithRowId = False,
     engine: options.Engine = options.ENGINE_DEFAULT,
     local_max_bytes: options.LocalMaxBytes = None,
     master: options.Master = "local[*]",
@@ -86,16 +105,9 @@ def export_command(
     txns: options.Txns = None,
     hive_version: options.HiveVersion = None,
     file_format: Annotated[Optional[str], options.mm_format_option()] = None,
-    input_format: Annotated[
-        Optional[str], options.deprecated_option("--input-format", replaced_by="--format (the table's own files)")
-    ] = None,
+    input_format: _InputFormat = None,
     mm_allow_originals: options.MMAllowOriginals = False,
-    dry_run: Annotated[
-        bool,
-        options.dry_run_option(
-            "Check DEST and the snapshot and print the files that would be written (partition, bucket, name) and the engine; write nothing."
-        ),
-    ] = False,
+    dry_run: _DryRun = False,
 ):
     from acidctl.export import ExportOptions, export_table
     from acidctl.cli.targets import resolve, snapshot_as_of

@@ -60,6 +60,44 @@ def _render_once(doc: dict) -> str:
     return "\n".join(lines)
 
 
+# worker_command's options (declared here so that the command reads as its grammar)
+_Once = Annotated[bool, typer.Option("--once", help="One cycle: claim up to --max requests, run them, exit (default).")]
+_Daemon = Annotated[
+    bool,
+    typer.Option(
+        "--daemon",
+        help="Poll the queue until SIGTERM/Ctrl-C (the request in flight finishes; a second signal abandons it, leaving it claimable again).",
+    ),
+]
+_Pool = Annotated[
+    Optional[str],
+    typer.Option(
+        "--pool",
+        metavar="NAME",
+        help="Hive 4: claim only requests of this pool (default pool: unpooled requests and pooled ones older than 12 h).",
+    ),
+]
+_Db = Annotated[
+    Optional[str],
+    typer.Option("--db", metavar="GLOB", help="Claim only requests of databases matching GLOB (e.g. 'sales_*')."),
+]
+_Poll = Annotated[
+    float, typer.Option("--poll", metavar="SECONDS", help="With --daemon: seconds between queue checks when idle.")
+]
+_AllowNonAtomicPublish = Annotated[
+    bool,
+    options.allow_non_atomic_publish_option(
+        "Publish requests whose output readers could see half done (a Hive 3 minor compaction writing delta and delete_delta), as Hive's compactor does; such requests fail otherwise.",
+    ),
+]
+_DryRun = Annotated[
+    bool,
+    options.dry_run_option(
+        "Print the requests one cycle would claim, in order, and what each would write (the compaction plan) or the state it would get; claim nothing, write nothing."
+    ),
+]
+
+
 @app.command(
     "worker",
     help="Run Hive's compaction queue: claim initiated requests (Hive's conditional update, safe "
@@ -68,48 +106,18 @@ def _render_once(doc: dict) -> str:
 )
 def worker_command(
     ctx: typer.Context,
-    once: Annotated[
-        bool, typer.Option("--once", help="One cycle: claim up to --max requests, run them, exit (default).")
-    ] = False,
-    daemon: Annotated[
-        bool,
-        typer.Option(
-            "--daemon",
-            help="Poll the queue until SIGTERM/Ctrl-C (the request in flight finishes; a second signal abandons it, leaving it claimable again).",
-        ),
-    ] = False,
+    once: _Once = False,
+    daemon: _Daemon = False,
     max_requests: Annotated[int, typer.Option("--max", metavar="N", help="Claim at most N requests per cycle.")] = 10,
-    pool: Annotated[
-        Optional[str],
-        typer.Option(
-            "--pool",
-            metavar="NAME",
-            help="Hive 4: claim only requests of this pool (default pool: unpooled requests and pooled ones older than 12 h).",
-        ),
-    ] = None,
-    db: Annotated[
-        Optional[str],
-        typer.Option("--db", metavar="GLOB", help="Claim only requests of databases matching GLOB (e.g. 'sales_*')."),
-    ] = None,
+    pool: _Pool = None,
+    db: _Db = None,
     master: options.Master = "local[*]",
     spark_conf: options.SparkConf = None,
     engine: options.Engine = options.ENGINE_DEFAULT,
     local_max_bytes: options.LocalMaxBytes = None,
-    poll: Annotated[
-        float, typer.Option("--poll", metavar="SECONDS", help="With --daemon: seconds between queue checks when idle.")
-    ] = 30.0,
-    allow_non_atomic_publish: Annotated[
-        bool,
-        options.allow_non_atomic_publish_option(
-            "Publish requests whose output readers could see half done (a Hive 3 minor compaction writing delta and delete_delta), as Hive's compactor does; such requests fail otherwise.",
-        ),
-    ] = False,
-    dry_run: Annotated[
-        bool,
-        options.dry_run_option(
-            "Print the requests one cycle would claim, in order, and what each would write (the compaction plan) or the state it would get; claim nothing, write nothing."
-        ),
-    ] = False,
+    poll: _Poll = 30.0,
+    allow_non_atomic_publish: _AllowNonAtomicPublish = False,
+    dry_run: _DryRun = False,
 ):
     from acidctl.errors import UsageError
 
