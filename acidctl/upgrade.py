@@ -390,11 +390,9 @@ def execute(
     without the queue, a partition with a lock on it keeping them (the Cleaner's guard). Returns {"runs", "spark_applications", "cleaned", "registered",
     "notes", "only_bases", "after"}; ``only_bases`` lists the compacted partitions whose
     directory holds anything but one base afterwards (empty = verified)."""
-    from acidctl.compact.clean import clean_registered, clean_table
     from acidctl.compact.register import Registrar, location_owner, run_registered
     from acidctl.compact.runner import CompactOptions
     from acidctl.errors import RefusedError
-    from acidctl.metastore import cleaner
     from acidctl.metastore import hive2 as ms2
     from acidctl.metastore.steps import check_writable
     from acidctl.target import location_url
@@ -453,29 +451,7 @@ def execute(
                 ],
             }
         )
-        scope = set(partitions)
-        # the snapshot after the compaction: what the Cleaner's getAcidState must keep readable
-        after_reader = ms2.txn_list(ms).to_write_ids()
-        kw = dict(reader=after_reader, hive_version=2, min_age=0.0, execute=True, partitions=scope)
-        if registered:
-            cl = clean_registered(tfs, ms, db=db, table=name, **kw)  # type: ignore[arg-type]
-        else:
-            # no request to finish, but the same guard as 2.3's Cleaner: a partition with a lock
-            # on it (a reader may be in its old deltas) keeps its obsolete directories
-            fake = [{"id": i, "database": db, "table": name, "partition": p} for i, p in enumerate(partitions)]
-            waits = cleaner.cleaner_waits(ms, fake)
-            hold = {p: "; ".join(w["message"] for w in waits[i]) for i, p in enumerate(partitions) if waits[i]}
-            cl = clean_table(tfs, hold=hold, **kw)  # type: ignore[arg-type]
-        cleaned.append(
-            {
-                "table": table,
-                "deleted": [i["path"] for i in cl["items"] if i["action"] == "delete"],
-                "compactions": [
-                    {k: c.get(k) for k in ("cq_id", "partition", "action", "state", "reason")}
-                    for c in cl.get("compactions", [])
-                ],
-            }
-        )
+        cleaned.append(_clean_upgraded(tfs, ms, db, name, table, partitions, registered=registered))
     after = check(settings, url, db_glob=report["db"])
     done = {(p["table"], p["partition"]) for p in report["partitions"] if p["status"] == COMPACT}
     only_bases = [
@@ -493,6 +469,36 @@ def execute(
         "notes": notes,
         "only_bases": only_bases,
         "after": after,
+    }
+
+
+def _clean_upgraded(tfs, ms, db: str, name: str, table: str, partitions: list, *, registered: bool) -> dict:
+    """Clean one table after its upgrade compactions as 2.3's Cleaner does (registered: the
+    requests finished; else the same lock guard without the queue); what was deleted."""
+    from acidctl.compact.clean import clean_registered, clean_table
+    from acidctl.metastore import cleaner
+    from acidctl.metastore import hive2 as ms2
+
+    scope = set(partitions)
+    # the snapshot after the compaction: what the Cleaner's getAcidState must keep readable
+    after_reader = ms2.txn_list(ms).to_write_ids()
+    kw = dict(reader=after_reader, hive_version=2, min_age=0.0, execute=True, partitions=scope)
+    if registered:
+        cl = clean_registered(tfs, ms, db=db, table=name, **kw)  # type: ignore[arg-type]
+    else:
+        # no request to finish, but the same guard as 2.3's Cleaner: a partition with a lock
+        # on it (a reader may be in its old deltas) keeps its obsolete directories
+        fake = [{"id": i, "database": db, "table": name, "partition": p} for i, p in enumerate(partitions)]
+        waits = cleaner.cleaner_waits(ms, fake)
+        hold = {p: "; ".join(w["message"] for w in waits[i]) for i, p in enumerate(partitions) if waits[i]}
+        cl = clean_table(tfs, hold=hold, **kw)  # type: ignore[arg-type]
+    return {
+        "table": table,
+        "deleted": [i["path"] for i in cl["items"] if i["action"] == "delete"],
+        "compactions": [
+            {k: c.get(k) for k in ("cq_id", "partition", "action", "state", "reason")}
+            for c in cl.get("compactions", [])
+        ],
     }
 
 

@@ -287,16 +287,8 @@ def run_request(
     if info.insert_only:  # insert-only (MM) table: compacted in its own format (acidctl.mm)
         if hv == 2:
             return refuse(f"{info.full_name}: insert-only tables do not exist in Hive 2.3")
-        from acidctl.formats.hivetypes import Column
-        from acidctl.formats.storage import lookup
-        from acidctl.mm.context import MMContext
-
         try:
-            mm = MMContext(
-                lookup(ms, info),
-                [Column(n.lower(), t.lower()) for n, t in info.columns] or None,
-                list(info.partition_keys),
-            )
+            mm = _mm_context(ms, info)
         except AcidctlError as e:
             return refuse(f"{info.full_name}: {e}")
     if req.type not in ("major", "minor"):
@@ -345,6 +337,25 @@ def run_request(
             return _record(req, HANDED_BACK, msg, time.perf_counter() - t0)
         log.info("compaction %d failed: %s", req.cq_id, msg)
         return _record(req, "failed", msg, time.perf_counter() - t0)
+    return _outcome(req, report, reg, tfs, wl, tl, hv, t0)
+
+
+def _mm_context(ms, info):
+    """An insert-only table's context: its storage (format, SerDe) and columns."""
+    from acidctl.formats.hivetypes import Column
+    from acidctl.formats.storage import lookup
+    from acidctl.mm.context import MMContext
+
+    return MMContext(
+        lookup(ms, info),
+        [Column(n.lower(), t.lower()) for n, t in info.columns] or None,
+        list(info.partition_keys),
+    )
+
+
+def _outcome(req, report: dict, reg, tfs, wl, tl, hv: int, t0: float) -> dict:
+    """The request's record after the run: its partition compacted (the registrar moved it on),
+    or nothing to compact (the request refused or compacted as Hive's Worker does)."""
     parts = [p for p in report["partitions"] if p["partition"] == req.partition] or report["partitions"]
     p = parts[0] if parts else None
     if p is not None and p["status"] == "compact":

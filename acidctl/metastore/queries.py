@@ -601,34 +601,37 @@ def show_compactions(
     out = []
     with ms.read() as conn:
         for r in conn.execute(q).mappings():
-            worker_host, worker = _split_id(r["CC_WORKER_ID"])
-            init_host, init = _split_id(r["CC_INITIATOR_ID"])
-            start, end = _int(r["CC_START"]), _int(r["CC_END"])
-            out.append(
-                {
-                    "compactionid": int(r["CC_ID"]),
-                    "dbname": r["CC_DATABASE"],
-                    "tabname": r["CC_TABLE"],
-                    "partname": r["CC_PARTITION"],
-                    "type": COMPACTION_TYPES.get(r["CC_TYPE"], r["CC_TYPE"]),
-                    "state": compaction_state_text(r["CC_STATE"], ms.hive_version),
-                    "worker": r["CC_WORKER_ID"],
-                    "workerhost": worker_host,
-                    "workerid": worker,
-                    "enqueuetime": _int(r["CC_ENQUEUE_TIME"]),
-                    "starttime": start if start else None,
-                    "endtime": end if end and end > 0 else None,
-                    "duration": (end - start) if (start and end and end > 0) else None,
-                    "hadoopjobid": r["CC_HADOOP_JOB_ID"],
-                    "errormessage": r["CC_ERROR_MESSAGE"],
-                    "initiatorhost": init_host,
-                    "initiatorid": init,
-                    "poolname": r["CC_POOL_NAME"] or "default",
-                    "txnid": _int(r["CC_TXN_ID"]),
-                    "nexttxnid": _int(r["CC_NEXT_TXN_ID"]),
-                    "committime": _int(r["CC_COMMIT_TIME"]),
-                    "hightestwriteid": _int(r["CC_HIGHEST_WRITE_ID"]),
-                    "runas": r["CC_RUN_AS"],
-                }
-            )
+            out.append(_compaction_row(r, ms.hive_version))
     return CompactionsReport(ms.hive_version, out)
+
+
+def _compaction_row(r, hive_version) -> dict:
+    """One SHOW COMPACTIONS row, with Hive 4's column names."""
+    worker_host, worker = _split_id(r["CC_WORKER_ID"])
+    init_host, init = _split_id(r["CC_INITIATOR_ID"])
+    start, end = _int(r["CC_START"]), _int(r["CC_END"])
+    return {
+        "compactionid": int(r["CC_ID"]),
+        "dbname": r["CC_DATABASE"],
+        "tabname": r["CC_TABLE"],
+        "partname": r["CC_PARTITION"],
+        "type": COMPACTION_TYPES.get(r["CC_TYPE"], r["CC_TYPE"]),
+        "state": compaction_state_text(r["CC_STATE"], hive_version),
+        "worker": r["CC_WORKER_ID"],
+        "workerhost": worker_host,
+        "workerid": worker,
+        "enqueuetime": _int(r["CC_ENQUEUE_TIME"]),
+        "starttime": start if start else None,
+        "endtime": end if end and end > 0 else None,
+        "duration": (end - start) if (start and end and end > 0) else None,
+        "hadoopjobid": r["CC_HADOOP_JOB_ID"],
+        "errormessage": r["CC_ERROR_MESSAGE"],
+        "initiatorhost": init_host,
+        "initiatorid": init,
+        "poolname": r["CC_POOL_NAME"] or "default",
+        "txnid": _int(r["CC_TXN_ID"]),
+        "nexttxnid": _int(r["CC_NEXT_TXN_ID"]),
+        "committime": _int(r["CC_COMMIT_TIME"]),
+        "hightestwriteid": _int(r["CC_HIGHEST_WRITE_ID"]),
+        "runas": r["CC_RUN_AS"],
+    }
