@@ -177,6 +177,67 @@ def cleaner_decisions(
     return {"skipped": None, "items": items}
 
 
+def clean_target(
+    target,
+    *,
+    partitions: set[str] | None,
+    min_age: float,
+    execute: bool,
+    trash,
+    insert_only,
+    quarantine: bool = False,
+    use_min_history_write_id,
+    notes: list[str],
+) -> dict:
+    """``acidctl clean`` on a resolved target (:func:`acidctl.target.resolve_target`):
+    ``--quarantine-above-hwm`` (:func:`quarantine_above_hwm`, DB.TABLE with a metastore only),
+    else the Cleaner with the table's metastore requests (:func:`clean_registered`) or on the
+    directory alone (:func:`clean_table`); the report names the table and leads with ``notes``."""
+    if quarantine:
+        if target.table is None or target.metastore is None:
+            raise UsageError(
+                "--quarantine-above-hwm needs DB.TABLE and a metastore: the high-water mark is NEXT_WRITE_ID - 1"
+            )
+        report = quarantine_above_hwm(
+            target.tfs,
+            target.metastore,
+            db=target.table.db,
+            table=target.table.table,
+            execute=execute,
+            trash=trash,
+            partitions=partitions,
+        )
+        report["table"] = target.table.full_name
+        report["notes"] = notes + report["notes"]
+        return report
+    # what the Cleaner needs either way; a registered table adds its metastore requests
+    common = dict(
+        reader=target.write_ids,
+        txns=target.txns,
+        hive_version=target.hive_version,
+        min_age=min_age,
+        execute=execute,
+        trash=trash,
+        insert_only=insert_only,
+        partitions=partitions,
+    )
+    if target.table is not None and target.metastore is not None:
+        report = clean_registered(
+            target.tfs,
+            target.metastore,
+            db=target.table.db,
+            table=target.table.table,
+            use_min_history_write_id=use_min_history_write_id,
+            **common,
+        )
+    else:
+        report = clean_table(target.tfs, **common)
+    if target.table is not None:
+        report["table"] = target.table.full_name
+    report["notes"] = notes + report["notes"]
+    return report
+
+
 def plan_clean(
     tfs,
     *,
@@ -789,7 +850,6 @@ def _clean_registered(
     why_not,
     insert_only=None,
 ) -> dict:
-    from acidctl.errors import NotFoundError
     from acidctl.metastore import cleaner
 
     requests = cleaner.ready_requests(ms, db, table, partitions=list(partitions) if partitions is not None else None)
@@ -838,55 +898,11 @@ def _clean_registered(
             left.setdefault(i["partition"], []).append(i["path"].rsplit("/", 1)[-1])
     entries, emptied = [], []
     for r in requests:
-        e = {
-            "cq_id": r["id"],
-            "partition": r["partition"],
-            "type": {"a": "MAJOR", "i": "MINOR"}.get(r["type"], r["type"]),
-            "highest_write_id": r.get("highest_write_id"),
-            "txn_id": r.get("txn_id"),
-            "next_txn_id": r.get("next_txn_id"),
-            "held_by": waits[r["id"]],
-            "state": "ready for cleaning",
-        }
-        if waits[r["id"]]:
-            e["action"] = "held back"
-            e["reason"] = _blocked_reason(waits[r["id"]])
-        elif r["partition"] in report.get("skipped_partitions", []):
-            e["action"] = "stays ready for cleaning"
-            e["reason"] = "the partition was skipped (its snapshot is unreadable): nothing was verified clean"
-            if execute and writable and r["id"] in started:
-                cleaner.clear_cleaner_start(ms, r["id"])
-        elif left.get(r["partition"]):
-            e["action"] = "stays ready for cleaning"
-            e["reason"] = (
-                "obsolete data kept in the partition: "
-                + ", ".join(left[r["partition"]][:5])
-                + (" ..." if len(left[r["partition"]]) > 5 else "")
-            )
-            if execute and writable and r["id"] in started:
-                cleaner.clear_cleaner_start(ms, r["id"])
-        elif not writable:
-            e["action"] = "stays ready for cleaning"
-            e["reason"] = (
-                f"directories {'cleaned' if execute else 'cleaned with --execute'}, but the queue is not "
-                f"updated: {why_not}"
-            )
-        else:
-            e["action"] = "mark cleaned" if not execute else "marked cleaned"
-            e["reason"] = "nothing obsolete left; no reader can need the old directories"
-            if execute:
-                try:
-                    res = cleaner.mark_cleaned(ms, r["id"])
-                except NotFoundError:
-                    # another Cleaner (Hive's own) finished it meanwhile: nothing left to do
-                    e["action"], e["state"] = "already finished", None
-                    e["reason"] = "the request left the queue meanwhile (another Cleaner finished it)"
-                    entries.append(e)
-                    continue
-                emptied += res["aborted_txns_removed"]
-                e["state"] = "succeeded"
-                e["mark_cleaned"] = res
+        e, gone = _request_outcome(
+            ms, r, waits[r["id"]], report, left, started, execute=execute, writable=writable, why_not=why_not
+        )
         entries.append(e)
+        emptied += gone
     report["compactions"] = entries
     report["metastore_writes"] = writable
     if not writable and requests:
@@ -896,6 +912,64 @@ def _clean_registered(
     if execute and writable:
         report["aborted_txns_removed"] = sorted(set(emptied))
     return report
+
+
+def _request_outcome(
+    ms, r: dict, wait: list, report: dict, left: dict, started: list, *, execute: bool, writable: bool, why_not
+) -> tuple[dict, list[int]]:
+    """A ready-for-cleaning request after the clean: held back, staying ready (a skipped
+    partition, obsolete data kept, or no metastore writes), or marked cleaned (``markCleaned``);
+    its entry and the aborted txns that left TXNS with it."""
+    from acidctl.errors import NotFoundError
+    from acidctl.metastore import cleaner
+
+    e = {
+        "cq_id": r["id"],
+        "partition": r["partition"],
+        "type": {"a": "MAJOR", "i": "MINOR"}.get(r["type"], r["type"]),
+        "highest_write_id": r.get("highest_write_id"),
+        "txn_id": r.get("txn_id"),
+        "next_txn_id": r.get("next_txn_id"),
+        "held_by": wait,
+        "state": "ready for cleaning",
+    }
+    if wait:
+        e["action"] = "held back"
+        e["reason"] = _blocked_reason(wait)
+    elif r["partition"] in report.get("skipped_partitions", []):
+        e["action"] = "stays ready for cleaning"
+        e["reason"] = "the partition was skipped (its snapshot is unreadable): nothing was verified clean"
+        if execute and writable and r["id"] in started:
+            cleaner.clear_cleaner_start(ms, r["id"])
+    elif left.get(r["partition"]):
+        e["action"] = "stays ready for cleaning"
+        e["reason"] = (
+            "obsolete data kept in the partition: "
+            + ", ".join(left[r["partition"]][:5])
+            + (" ..." if len(left[r["partition"]]) > 5 else "")
+        )
+        if execute and writable and r["id"] in started:
+            cleaner.clear_cleaner_start(ms, r["id"])
+    elif not writable:
+        e["action"] = "stays ready for cleaning"
+        e["reason"] = (
+            f"directories {'cleaned' if execute else 'cleaned with --execute'}, but the queue is not updated: {why_not}"
+        )
+    else:
+        e["action"] = "mark cleaned" if not execute else "marked cleaned"
+        e["reason"] = "nothing obsolete left; no reader can need the old directories"
+        if execute:
+            try:
+                res = cleaner.mark_cleaned(ms, r["id"])
+            except NotFoundError:
+                # another Cleaner (Hive's own) finished it meanwhile: nothing left to do
+                e["action"], e["state"] = "already finished", None
+                e["reason"] = "the request left the queue meanwhile (another Cleaner finished it)"
+                return e, []
+            e["state"] = "succeeded"
+            e["mark_cleaned"] = res
+            return e, list(res["aborted_txns_removed"])
+    return e, []
 
 
 # ---------------------------------------------------------------------------------------

@@ -589,13 +589,7 @@ def mark_cleaned(ms, cq_id: int, *, remove_empty_aborted_txns: bool = True) -> d
     if ms.hive_version == 2:
         return _mark_cleaned_h2(ms, cq_id, remove_empty_aborted_txns=remove_empty_aborted_txns)
     T = ms.tables
-    cq, cc, ctc, tc, t = (
-        T.COMPACTION_QUEUE,
-        T.COMPLETED_COMPACTIONS,
-        T.COMPLETED_TXN_COMPONENTS,
-        T.TXN_COMPONENTS,
-        T.TXNS,
-    )
+    cq, ctc, tc = T.COMPACTION_QUEUE, T.COMPLETED_TXN_COMPONENTS, T.TXN_COMPONENTS
     h4 = ms.hive_version >= 4
 
     def step(conn: sa.Connection) -> dict[str, Any]:
@@ -608,28 +602,7 @@ def mark_cleaned(ms, cq_id: int, *, remove_empty_aborted_txns: bool = True) -> d
         hw = int(r["CQ_HIGHEST_WRITE_ID"] or 0)
         now = now_ms(conn)
         if h4:  # Hive 4's INSERT ... SELECT, column by column
-            hist_cols = _history_columns(ms)
-            sel = []
-            for c in hist_cols:
-                if c == "CC_STATE":
-                    sel.append(sa.literal("s"))
-                elif c == "CC_END":
-                    sel.append(sa.literal(now, sa.BigInteger()))
-                else:
-                    sel.append(getattr(cq, "CQ_" + c[3:]))
-            conn.execute(
-                sa.insert(cc.clause).from_select(
-                    [getattr(cc, c) for c in hist_cols], sa.select(*sel).where(cq.CQ_ID == cq_id)
-                )
-            )
-            pcond = sa.true() if part is None else cq.CQ_PARTITION == part
-            deleted = conn.execute(
-                sa.delete(cq.clause).where(
-                    sa.or_(
-                        cq.CQ_ID == cq_id, sa.and_(cq.CQ_DATABASE == db, cq.CQ_TABLE == tbl, cq.CQ_TYPE == "c", pcond)
-                    )
-                )
-            ).rowcount
+            deleted = _h4_move_to_history(ms, conn, cq_id, db, tbl, part, now)
         else:
             deleted = conn.execute(sa.delete(cq.clause).where(cq.CQ_ID == cq_id)).rowcount
             if deleted != 1:
@@ -642,41 +615,7 @@ def mark_cleaned(ms, cq_id: int, *, remove_empty_aborted_txns: bool = True) -> d
         n_ctc = conn.execute(sa.delete(ctc.clause).where(*cond)).rowcount
         # aborted txns' TXN_COMPONENTS up to the highest write id
         tcond = _scope(tc.TC_DATABASE, tc.TC_TABLE, tc.TC_PARTITION, db, tbl, part)
-        aborted_ids: list[int] = []
-        n_tc = 0
-        if h4:
-            if hw != 0:
-                aborted_ids = sorted(
-                    {
-                        int(x)
-                        for (x,) in conn.execute(
-                            sa.select(tc.TC_TXNID).where(
-                                *tcond,
-                                tc.TC_WRITEID <= hw,
-                                tc.TC_TXNID.in_(sa.select(t.TXN_ID).where(t.TXN_STATE == "a")),
-                            )
-                        )
-                    }
-                )
-                n_tc = conn.execute(
-                    sa.delete(tc.clause).where(
-                        tc.TC_TXNID.in_(sa.select(t.TXN_ID).where(t.TXN_STATE == "a")), *tcond, tc.TC_WRITEID <= hw
-                    )
-                ).rowcount
-        else:
-            aborted_ids = sorted(
-                {
-                    int(x)
-                    for (x,) in conn.execute(
-                        sa.select(t.TXN_ID)
-                        .distinct()
-                        .select_from(t.clause.join(tc.clause, tc.TC_TXNID == t.TXN_ID))
-                        .where(t.TXN_STATE == "a", *tcond, tc.TC_WRITEID <= hw)
-                    )
-                }
-            )
-            if aborted_ids:
-                n_tc = conn.execute(sa.delete(tc.clause).where(tc.TC_TXNID.in_(aborted_ids), *tcond)).rowcount
+        aborted_ids, n_tc = _aborted_components_up_to(ms, conn, tcond, hw)
         removed = _remove_empty_aborted(ms, conn, aborted_ids) if remove_empty_aborted_txns else []
         return {
             "cq_id": cq_id,
@@ -691,6 +630,77 @@ def mark_cleaned(ms, cq_id: int, *, remove_empty_aborted_txns: bool = True) -> d
         }
 
     return write_step(ms, step, name="markCleaned")
+
+
+def _h4_move_to_history(ms, conn, cq_id: int, db: str, tbl: str, part, now: int) -> int:
+    """Hive 4's ``INSERT INTO COMPLETED_COMPACTIONS ... SELECT`` (state ``s``, ``CC_END`` = now,
+    every other ``CC_*`` from ``CQ_*``), then the row and the partition's ``ABORT_TXN_CLEANUP``
+    retry rows deleted; the number of queue rows deleted."""
+    import sqlalchemy as sa
+
+    cq, cc = ms.tables.COMPACTION_QUEUE, ms.tables.COMPLETED_COMPACTIONS
+    hist_cols = _history_columns(ms)
+    sel = []
+    for c in hist_cols:
+        if c == "CC_STATE":
+            sel.append(sa.literal("s"))
+        elif c == "CC_END":
+            sel.append(sa.literal(now, sa.BigInteger()))
+        else:
+            sel.append(getattr(cq, "CQ_" + c[3:]))
+    conn.execute(
+        sa.insert(cc.clause).from_select([getattr(cc, c) for c in hist_cols], sa.select(*sel).where(cq.CQ_ID == cq_id))
+    )
+    pcond = sa.true() if part is None else cq.CQ_PARTITION == part
+    return conn.execute(
+        sa.delete(cq.clause).where(
+            sa.or_(cq.CQ_ID == cq_id, sa.and_(cq.CQ_DATABASE == db, cq.CQ_TABLE == tbl, cq.CQ_TYPE == "c", pcond))
+        )
+    ).rowcount
+
+
+def _aborted_components_up_to(ms, conn, tcond: list, hw: int) -> tuple[list[int], int]:
+    """The aborted txns with components on the table/partition up to the highest write id, and
+    how many of those ``TXN_COMPONENTS`` rows were deleted (Hive 4: only when it is non-zero)."""
+    import sqlalchemy as sa
+
+    tc, t = ms.tables.TXN_COMPONENTS, ms.tables.TXNS
+    aborted_ids: list[int] = []
+    n_tc = 0
+    if ms.hive_version >= 4:
+        if hw != 0:
+            aborted_ids = sorted(
+                {
+                    int(x)
+                    for (x,) in conn.execute(
+                        sa.select(tc.TC_TXNID).where(
+                            *tcond,
+                            tc.TC_WRITEID <= hw,
+                            tc.TC_TXNID.in_(sa.select(t.TXN_ID).where(t.TXN_STATE == "a")),
+                        )
+                    )
+                }
+            )
+            n_tc = conn.execute(
+                sa.delete(tc.clause).where(
+                    tc.TC_TXNID.in_(sa.select(t.TXN_ID).where(t.TXN_STATE == "a")), *tcond, tc.TC_WRITEID <= hw
+                )
+            ).rowcount
+    else:
+        aborted_ids = sorted(
+            {
+                int(x)
+                for (x,) in conn.execute(
+                    sa.select(t.TXN_ID)
+                    .distinct()
+                    .select_from(t.clause.join(tc.clause, tc.TC_TXNID == t.TXN_ID))
+                    .where(t.TXN_STATE == "a", *tcond, tc.TC_WRITEID <= hw)
+                )
+            }
+        )
+        if aborted_ids:
+            n_tc = conn.execute(sa.delete(tc.clause).where(tc.TC_TXNID.in_(aborted_ids), *tcond)).rowcount
+    return aborted_ids, n_tc
 
 
 def _mark_cleaned_h2(ms, cq_id: int, *, remove_empty_aborted_txns: bool) -> dict:
