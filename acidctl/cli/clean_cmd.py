@@ -36,6 +36,63 @@ app = Commands()  # main calls register(app)
 register = app.register
 
 
+# clean_command's options (declared here so that the command reads as its grammar)
+_Table = Annotated[
+    str,
+    options.table_argument("Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore. " + TABLE_RULE),
+]
+_Partition = Annotated[Optional[list[str]], options.partition_option("Clean only this partition (repeatable).")]
+_MinAge = Annotated[
+    str,
+    typer.Option("--min-age", metavar="AGE", help="Keep anything obsolete for less than AGE (0, 30s, 10m, 1h, 2d)."),
+]
+_WriteIds = Annotated[
+    Optional[str],
+    options.write_ids_option("The reader's ValidWriteIdList; nothing it (or the compactor list) reads is removed."),
+]
+_Txns = Annotated[
+    Optional[str],
+    options.txns_option(
+        "Hive 4 ValidTxnList for _vM visibility; with --hive-version 2 the snapshot (Hive 2's ValidTxnList)."
+    ),
+]
+_HiveVersion = Annotated[
+    Optional[int],
+    options.hive_version_option(
+        "Cleaner rules: 3 (default), 4 (also every aborted directory) or 2 (Hive 2.3: as 3, txn ids)."
+    ),
+]
+_Trash = Annotated[
+    Optional[str],
+    typer.Option(
+        "--trash",
+        metavar="DIR|hdfs",
+        help="Move obsolete directories and files under DIR (their full path kept below it) instead of deleting them; 'hdfs' uses Hadoop's trash (/user/<user>/.Trash/Current). Same filesystem as the table.",
+    ),
+]
+_TableIsQuiescent = Annotated[
+    bool,
+    typer.Option(
+        "--table-is-quiescent",
+        help="With --assume-committed and --execute: state that nothing writes to the table and every write id in its directory names is committed.",
+    ),
+]
+_MinHistoryWriteId = Annotated[
+    bool,
+    typer.Option(
+        "--min-history-write-id",
+        help="Hive 4 with metastore.txn.use.minhistorywriteid=true: a registered compaction waits for the table's MIN_HISTORY_WRITE_ID instead of the global min open txn.",
+    ),
+]
+_QuarantineAboveHwm = Annotated[
+    bool,
+    typer.Option(
+        "--quarantine-above-hwm",
+        help="Instead of cleaning: move directories whose write ids are all above the table's high-water mark (NEXT_WRITE_ID - 1; never allocated, invisible to readers) under --trash DIR or the table's hidden .acidctl-quarantine/, each with a JSON record. Needs DB.TABLE with a metastore.",
+    ),
+]
+
+
 @app.command(
     "clean",
     help="Remove obsolete and covered aborted directories (as Hive's Cleaner does) and acidctl's "
@@ -43,79 +100,26 @@ register = app.register
 )
 def clean_command(
     ctx: typer.Context,
-    table: Annotated[
-        str,
-        options.table_argument(
-            "Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore. " + TABLE_RULE
-        ),
-    ],
-    partition: Annotated[
-        Optional[list[str]], options.partition_option("Clean only this partition (repeatable).")
-    ] = None,
+    table: _Table,
+    partition: _Partition = None,
     execute: Annotated[bool, options.execute_option("Delete (default: only print the plan).")] = False,
     dry_run: options.DryRun = False,
-    min_age: Annotated[
-        str,
-        typer.Option(
-            "--min-age", metavar="AGE", help="Keep anything obsolete for less than AGE (0, 30s, 10m, 1h, 2d)."
-        ),
-    ] = "1h",
-    write_ids: Annotated[
-        Optional[str],
-        options.write_ids_option("The reader's ValidWriteIdList; nothing it (or the compactor list) reads is removed."),
-    ] = None,
-    assume_committed: Annotated[
-        bool,
-        options.assume_committed_option("Treat every write id named by a directory as committed (offline use only)."),
-    ] = False,
-    txns: Annotated[
-        Optional[str],
-        options.txns_option(
-            "Hive 4 ValidTxnList for _vM visibility; with --hive-version 2 the snapshot (Hive 2's ValidTxnList)."
-        ),
-    ] = None,
-    hive_version: Annotated[
-        Optional[int],
-        options.hive_version_option(
-            "Cleaner rules: 3 (default), 4 (also every aborted directory) or 2 (Hive 2.3: as 3, txn ids)."
-        ),
-    ] = None,
-    trash: Annotated[
-        Optional[str],
-        typer.Option(
-            "--trash",
-            metavar="DIR|hdfs",
-            help="Move obsolete directories and files under DIR (their full path kept below it) instead of deleting them; 'hdfs' uses Hadoop's trash (/user/<user>/.Trash/Current). Same filesystem as the table.",
-        ),
-    ] = None,
-    table_is_quiescent: Annotated[
-        bool,
-        typer.Option(
-            "--table-is-quiescent",
-            help="With --assume-committed and --execute: state that nothing writes to the table and every write id in its directory names is committed.",
-        ),
-    ] = False,
+    min_age: _MinAge = "1h",
+    write_ids: _WriteIds = None,
+    assume_committed: options.AssumeCommittedOffline = False,
+    txns: _Txns = None,
+    hive_version: _HiveVersion = None,
+    trash: _Trash = None,
+    table_is_quiescent: _TableIsQuiescent = False,
     file_format: Annotated[Optional[str], options.mm_format_option()] = None,
     serde_property: Annotated[Optional[list[str]], options.serde_property_option()] = None,
-    min_history_write_id: Annotated[
-        bool,
-        typer.Option(
-            "--min-history-write-id",
-            help="Hive 4 with metastore.txn.use.minhistorywriteid=true: a registered compaction waits for the table's MIN_HISTORY_WRITE_ID instead of the global min open txn.",
-        ),
-    ] = False,
+    min_history_write_id: _MinHistoryWriteId = False,
     mm_allow_originals: options.MMAllowOriginals = False,
-    quarantine_above_hwm: Annotated[
-        bool,
-        typer.Option(
-            "--quarantine-above-hwm",
-            help="Instead of cleaning: move directories whose write ids are all above the table's high-water mark (NEXT_WRITE_ID - 1; never allocated, invisible to readers) under --trash DIR or the table's hidden .acidctl-quarantine/, each with a JSON record. Needs DB.TABLE with a metastore.",
-        ),
-    ] = False,
+    quarantine_above_hwm: _QuarantineAboveHwm = False,
 ):
     from acidctl.cli.compact_cmd import resolve
     from acidctl.compact.prepare import require_real_snapshot
-    from acidctl.compact.clean import clean_registered, clean_table
+    from acidctl.compact.clean import clean_target
     from acidctl.durations import parse_age
 
     settings = ctx.obj
@@ -149,53 +153,17 @@ def clean_command(
         serde_properties=parse_serde_properties(serde_property),
         allow_originals=mm_allow_originals,
     )
-    scope = set(parts) if parts else None
-    if quarantine_above_hwm:
-        from acidctl.compact.clean import quarantine_above_hwm as quarantine
-        from acidctl.errors import UsageError
-
-        if target.table is None or target.metastore is None:
-            raise UsageError(
-                "--quarantine-above-hwm needs DB.TABLE and a metastore: the high-water mark is NEXT_WRITE_ID - 1"
-            )
-        report = quarantine(
-            target.tfs,
-            target.metastore,
-            db=target.table.db,
-            table=target.table.table,
-            execute=execute,
-            trash=trash,
-            partitions=scope,
-        )
-        report["table"] = target.table.full_name
-        report["notes"] = notes + report["notes"]
-        settings.output.emit(report, render_text, performed=True)
-        return
-    # what the Cleaner needs either way; a registered table adds its metastore requests
-    common = dict(
-        reader=target.write_ids,
-        txns=target.txns,
-        hive_version=target.hive_version,
+    report = clean_target(
+        target,
+        partitions=set(parts) if parts else None,
         min_age=age,
         execute=execute,
         trash=trash,
         insert_only=mm,
-        partitions=scope,
+        quarantine=quarantine_above_hwm,
+        use_min_history_write_id=min_history_write_id,
+        notes=notes,
     )
-    if target.table is not None and target.metastore is not None:
-        report = clean_registered(
-            target.tfs,
-            target.metastore,
-            db=target.table.db,
-            table=target.table.table,
-            use_min_history_write_id=min_history_write_id,
-            **common,
-        )
-    else:
-        report = clean_table(target.tfs, **common)
-    if target.table is not None:
-        report["table"] = target.table.full_name
-    report["notes"] = notes + report["notes"]
     settings.output.emit(report, render_text, performed=True)
 
 

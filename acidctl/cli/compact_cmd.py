@@ -105,10 +105,6 @@ _WriteIds = Annotated[
         "The reader's ValidWriteIdList db.table:hwm:minOpenWriteId:open:aborted; the compactor list (hwm = lowest open - 1) is derived from it."
     ),
 ]
-_AssumeCommitted = Annotated[
-    bool,
-    options.assume_committed_option("Treat every write id named by a directory as committed (offline use only)."),
-]
 _Txns = Annotated[
     Optional[str],
     options.txns_option(
@@ -213,7 +209,7 @@ def compact_command(
     due: _Due = False,
     partition: _Partition = None,
     write_ids: _WriteIds = None,
-    assume_committed: _AssumeCommitted = False,
+    assume_committed: options.AssumeCommittedOffline = False,
     txns: _Txns = None,
     hive_version: _HiveVersion = None,
     visibility_txn: _VisibilityTxn = None,

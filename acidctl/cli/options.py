@@ -216,6 +216,11 @@ def mm_allow_originals_option() -> Any:
 WriteIds = Annotated[Optional[str], write_ids_option()]
 MMAllowOriginals = Annotated[bool, mm_allow_originals_option()]
 AssumeCommitted = Annotated[bool, assume_committed_option()]
+#: the writing commands (compact, clean): an assumed snapshot is for offline use only
+AssumeCommittedOffline = Annotated[
+    bool,
+    assume_committed_option("Treat every write id named by a directory as committed (offline use only)."),
+]
 Txns = Annotated[Optional[str], txns_option()]
 HiveVersion = Annotated[Optional[int], hive_version_option()]
 #: metastore commands: the version is detected from the schema unless given
