@@ -1301,7 +1301,7 @@ def _obsolete_findings(wh, ps, tbl: str, part: str | None, lim: Limits) -> list[
             DoctorFinding(
                 "ABORTED_WAITING_COMPACTION",
                 sev_of(ev),
-                f"{n} aborted director{'y' if n == 1 else 'ies'} wait for a compaction to cover them",
+                f"{plural(n, 'aborted directory')} {'waits' if n == 1 else 'wait'} for a compaction to cover {'it' if n == 1 else 'them'}",
                 tbl,
                 part,
                 msg,
