@@ -172,19 +172,54 @@ def fix_argv(fix: str | None) -> list[str] | None:
     return words[1:]
 
 
+#: Hive 4's metastore.txn.opentxn.timeout: a txn started less than this long ago counts as
+#: possibly open for the Cleaner's watermark (operations.md §2.1; acidctl.metastore.cleaner)
+OPEN_TXN_WINDOW_S = 1.0
+
+
+def same_finding(f: dict, g: dict) -> bool:
+    """``g`` is (still) the finding ``f``: same code, subject and directory — and, for a finding
+    about a list of directories (OBSOLETE_WAITING, ABORTED_WAITING_COMPACTION, ...), one that
+    still names one of ``f``'s directories. A fix clears its finding when the directories it
+    named are no longer reported; a directory that only becomes removable because the fix ran
+    (an aborted delta above the compaction ``clean`` just marked cleaned) is a new finding with
+    its own fix."""
+    if finding_key(f) != finding_key(g):
+        return False
+    a, b = (f.get("evidence") or {}).get("dirs"), (g.get("evidence") or {}).get("dirs")
+    return a is None or b is None or bool(set(a) & set(b))
+
+
+def _tried_key(f: dict) -> tuple:
+    return (finding_key(f), tuple((f.get("evidence") or {}).get("dirs") or ()), f["fix"])
+
+
 class DoctorFixesConverge(Check):
     name = "rule 2: every printed fix clears its finding or exits non-zero with the reason"
     max_fixes = 4
 
+    def _settle(self, wh: Warehouse) -> None:
+        """On Hive 4 wait past the open-txn window before asking doctor: a txn started less than
+        metastore.txn.opentxn.timeout (1 s) ago counts as possibly open, so right after a step
+        that opened one (a compaction txn, a Hive write) the Cleaner — and with it ``clean`` and
+        doctor, which ask the same ``cleaner_waits`` — holds a ready compaction back for up to
+        1 s. Without the wait whether doctor prints a fix at all depends on how fast the
+        backend is (SQLite usually inside the window, MariaDB outside)."""
+        if wh.hive_version >= 4:
+            import time
+
+            time.sleep(OPEN_TXN_WINDOW_S + 0.2)
+
     def finish(self, wh: Warehouse) -> None:
         tried: set = set()
         for _ in range(self.max_fixes):
+            self._settle(wh)
             findings = wh.doctor()
-            todo = [f for f in findings if fix_argv(f.get("fix")) and (finding_key(f), f["fix"]) not in tried]
+            todo = [f for f in findings if fix_argv(f.get("fix")) and _tried_key(f) not in tried]
             if not todo:
                 return
             f = todo[0]
-            tried.add((finding_key(f), f["fix"]))
+            tried.add(_tried_key(f))
             r = wh.cli(*fix_argv(f["fix"]))
             wh.sync_txn_states()
             what = f"fix of {f['code']} {f.get('subject')} `{f['fix']}`"
@@ -193,7 +228,7 @@ class DoctorFixesConverge(Check):
                 if not lines or "Traceback" in r.stderr:
                     self.fail(None, f"{what} exited {r.code} without a one-line reason: {r.stderr[-300:]!r}")
                 continue
-            left = [g for g in wh.doctor() if finding_key(g) == finding_key(f)]
+            left = [g for g in wh.doctor() if same_finding(f, g)]
             if left:
                 self.fail(None, f"{what} exited 0 but doctor still reports: {left[0].get('message')}")
 
