@@ -40,8 +40,10 @@ EXIT_CODE_DOC = {
 
 
 _URL_PASSWORD = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<user>[^:/@\s]*):(?P<pw>[^@/\s]*)@")
+# a key right after a path separator is a file name (``/etc/passwd: Not an ORC file``), not a
+# setting: those are left alone (every other spelling, ``db_password=``, ``PGPASSWORD=``, is masked)
 _KV_PASSWORD = re.compile(
-    r"(?i)(?P<key>password|passwd|pwd|secret|token|credential|access_key|secret_key|api_key)"
+    r"(?i)(?<![/\\])(?P<key>password|passwd|pwd|secret|token|credential|access_key|secret_key|api_key)"
     r"(?P<sep>\s*(?:=|:|%3D)\s*)(?P<val>[^\s&;,'\"]+)"
 )
 

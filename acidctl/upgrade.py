@@ -39,6 +39,7 @@ from urllib.parse import unquote
 
 from acidctl.acid.dirname import OriginalFile
 from acidctl.acid.hive2 import LEGACY, Hive2TxnList
+from acidctl.units import plural
 
 READY, COMPACT, BLOCKED, ERROR = "ready", "compact", "blocked", "error"
 
@@ -254,7 +255,7 @@ def check_partition(tfs, listing, *, table: str, mode: str, compactor, keys: lis
         pc.finding(
             "info",
             "U06",
-            f"{len(pc.leftover)} obsolete/aborted director(y/ies) not cleaned yet: "
+            f"{plural(len(pc.leftover), 'obsolete/aborted directory')} not cleaned yet: "
             f"{', '.join(pc.leftover[:3])}{', ...' if len(pc.leftover) > 3 else ''} "
             "(Hive 2's Cleaner, or `acidctl clean --hive-version 2`, removes them)",
         )

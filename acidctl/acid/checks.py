@@ -663,14 +663,14 @@ def check_publications(tfs, listing: DirListing) -> list[Finding]:
     return out
 
 
-def check_table_lock(tfs) -> list[Finding]:
+def check_table_lock(tfs, entries=None) -> list[Finding]:
     """D07 for acidctl's own compaction locks in the table directory (the table's and each
     partition's): a compaction running now (info) or a stale lock left by one that died (warn;
     `clean --execute` removes it)."""
     from acidctl.compact.lock import all_locks
 
     out = []
-    for info in all_locks(tfs):
+    for info in all_locks(tfs, entries=entries):
         if info.stale:
             out.append(
                 Finding(

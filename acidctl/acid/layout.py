@@ -25,7 +25,12 @@ REMOTE_WORKERS = 8
 
 
 def list_table(
-    tfs: TableFS, path: str | None = None, *, read_markers: bool = True, workers: int | None = None
+    tfs: TableFS,
+    path: str | None = None,
+    *,
+    read_markers: bool = True,
+    workers: int | None = None,
+    root_entries: list[Entry] | None = None,
 ) -> list[DirListing]:
     """Listings of every partition of a table (or the table itself when unpartitioned).
 
@@ -33,11 +38,15 @@ def list_table(
     base/delta directories and no non-hidden files; each ``key=value`` child is then walked
     (nested partition keys are followed). Otherwise the directory is a leaf (a partition, or an
     unpartitioned table) and becomes one :class:`DirListing`. Partitions come back sorted by
-    their relative path (``p=1/q=a``).
+    their relative path (``p=1/q=a``). ``root_entries``: a list that receives the root's own
+    entries (hidden ones included), so a caller needs no second listing of it.
     """
     root = tfs.root if path is None else path
     out: list[DirListing] = []
-    _walk(tfs, root, root, tfs.ls(root), out, read_markers, workers)
+    entries = tfs.ls(root)
+    if root_entries is not None:
+        root_entries.extend(entries)
+    _walk(tfs, root, root, entries, out, read_markers, workers)
     return out
 
 

@@ -78,7 +78,8 @@ def build_report(
     now = time.time() if now is None else now
     props = table_properties or {}
     check_table_dir(tfs)
-    listings = list_table(tfs)
+    root_entries: list = []
+    listings = list_table(tfs, root_entries=root_entries)
     if only_partitions:
         listings = _selected(tfs, listings, only_partitions)
 
@@ -143,7 +144,12 @@ def build_report(
             # only with hive.mm.allow.originals=true
             partitions[-1]["snapshot"]["originals_read"] = bool(mm_allow_originals and st.base is None and st.originals)
 
-    all_findings.extend(check_table_lock(tfs))
+    # the table directory's own listing: the root of the table (a partition given as TABLE/PART
+    # has its locks in the table directory, which all_locks lists itself)
+    from acidctl.compact.lock import table_root
+
+    same_root = table_root(tfs.root) == tfs.root
+    all_findings.extend(check_table_lock(tfs, entries=root_entries if same_root else None))
     counts = {s.value: sum(1 for f in all_findings if f.severity is s) for s in Severity}
     return {
         "path": tfs.display(tfs.root),

@@ -165,7 +165,9 @@ def render_doctor(report: dict) -> str:
         for f in group:
             lines.append(wrap(f"[{f['code']}] {f['subject']}: {f['message']}"))
             if f["fix"]:
-                lines.append(f"    fix: {f['fix']}")  # a command to copy: one line
+                # a command to copy: each command on one line; a line ending in `&&` continues in
+                # every POSIX shell, so the lines paste as the one command line JSON's "fix" has
+                lines.append("    fix: " + " &&\n         ".join(f["fix"].split(" && ")))
     parts = [p for p in report["partitions"] if p["delta_count"] or p["delete_delta_count"] or p["obsolete_bytes"]]
     if parts:
         lines.append("")

@@ -162,9 +162,15 @@ def _short(v) -> str:
 
 def _spaced(schema: str) -> str:
     """An ORC type string with a space after each field separator (not inside ``decimal(10,2)``),
-    so that a terminal wraps it between fields, never inside a name or type."""
+    so that a terminal wraps it between fields, never inside a name or type; as ORC prints it
+    (no spaces) where nothing wraps (pipes, files, ``--wide``) or it fits."""
     import re
 
+    from acidctl.cli.output import terminal_width
+
+    limit = terminal_width()
+    if not limit or len(schema) + 18 <= limit:  # 18: the "Schema" cell and the gap before it
+        return schema
     return re.sub(r",(?![^(]*\))", ", ", schema)
 
 

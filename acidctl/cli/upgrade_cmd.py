@@ -102,15 +102,18 @@ def upgrade_check_command(
             + ", ".join(f"{x['table']}/{x['partition'] or '(table)'}" for x in left[:5])
         )
     if not report["ready"]:
+        from acidctl.units import plural
+
         s = report["summary"]
         raise ValidationFailed(
-            f"not ready for the Hive 3 upgrade: {s['compact']} partition(s) to compact, "
-            f"{s['blocked']} blocked, {s['error']} unreadable, {s['errors']} error finding(s)"
+            f"not ready for the Hive 3 upgrade: {plural(s['compact'], 'partition')} to compact, "
+            f"{s['blocked']} blocked, {s['error']} unreadable, {plural(s['errors'], 'error finding')}"
         )
 
 
 def _text(r: dict) -> str:
     from acidctl.cli.output import Col, table, wrap
+    from acidctl.units import plural
 
     lines = [
         wrap(f"acidctl upgrade-check  {r['metastore']}  (databases {r['db']!r}, {r['checked_at']})"),
@@ -191,8 +194,9 @@ def _text(r: dict) -> str:
     lines.append(
         wrap(
             ("READY for the Hive 3 upgrade: " if r["ready"] else "NOT READY: ")
-            + f"{s['tables']} table(s), {s['partitions']} partition(s): {s['ready']} ready, {s['compact']} to compact, "
-            f"{s['blocked']} blocked, {s['error']} unreadable; {s['errors']} error finding(s)"
+            + f"{plural(s['tables'], 'table')}, {plural(s['partitions'], 'partition')}: {s['ready']} ready, "
+            f"{s['compact']} to compact, {s['blocked']} blocked, {s['error']} unreadable; "
+            f"{plural(s['errors'], 'error finding')}"
         )
     )
     return "\n".join(lines)

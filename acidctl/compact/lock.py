@@ -180,12 +180,14 @@ def read_lock(tfs, path: str) -> LockInfo | None:
     )
 
 
-def _lock_files(tfs, root: str) -> list[tuple[str, str | None]]:
-    """(path, partition) of every lock file in the table directory ``root``."""
-    try:
-        entries = tfs.ls(root)
-    except FileNotFoundError:
-        return []
+def _lock_files(tfs, root: str, entries=None) -> list[tuple[str, str | None]]:
+    """(path, partition) of every lock file in the table directory ``root`` (``entries``: its
+    listing when the caller has it already)."""
+    if entries is None:
+        try:
+            entries = tfs.ls(root)
+        except FileNotFoundError:
+            return []
     out = []
     for e in entries:
         is_lock, part = name_partition(e.name)
@@ -194,11 +196,12 @@ def _lock_files(tfs, root: str) -> list[tuple[str, str | None]]:
     return out
 
 
-def all_locks(tfs, root: str | None = None) -> list[LockInfo]:
-    """Every acidctl lock of the table (the table's own first, then partitions by name)."""
+def all_locks(tfs, root: str | None = None, entries=None) -> list[LockInfo]:
+    """Every acidctl lock of the table (the table's own first, then partitions by name);
+    ``entries``: the table directory's listing when the caller has it already."""
     root = root or table_root(tfs.root)
     out = []
-    for path, _ in sorted(_lock_files(tfs, root), key=lambda x: (x[1] is not None, x[1] or "")):
+    for path, _ in sorted(_lock_files(tfs, root, entries), key=lambda x: (x[1] is not None, x[1] or "")):
         info = read_lock(tfs, path)
         if info is not None:
             out.append(info)

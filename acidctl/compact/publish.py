@@ -65,8 +65,8 @@ def safety(tfs, plan: PartitionPlan, *, hidden_until_commit: bool) -> tuple[str,
     why = []
     if len(plan.outputs) > 1:
         why.append(
-            f"publishing {' and '.join(o.name for o in plan.outputs)} takes {len(plan.outputs)} renames "
-            "and each alone changes what readers see"
+            f"{' and '.join(o.name for o in plan.outputs)} are {len(plan.outputs)} renames, "
+            "each visible to readers on its own"
         )
     if not tfs.atomic_rename:
         why.append(f"a directory rename on {tfs.protocol}:// copies file by file")

@@ -506,11 +506,10 @@ def _check_publish_safety(tfs, work: list[PartitionPlan], opts: CompactOptions, 
     if not opts.allow_non_atomic_publish:
         more = f" (and {len(unsafe) - 1} more partition(s))" if len(unsafe) > 1 else ""
         raise RefusedError(
-            f"{opts.mode or p.mode} compaction of {where}{more} cannot be published atomically: {why}; "
-            "a reader listing meanwhile, or a crash, would see a wrong snapshot",
-            hint="--major publishes one directory; Hive 4 output with a metastore stays hidden until its "
-            "compactor txn commits; --allow-non-atomic-publish publishes anyway, as Hive's own "
-            "compactor does (an interrupted publication is finished by the next compact or clean --execute)",
+            f"{opts.mode or p.mode} compaction of {where}{more} cannot be published atomically: {why}",
+            hint="--major writes one directory; --allow-non-atomic-publish publishes anyway, as Hive 3's "
+            "compactor does (a reader in between, or a crash, sees a wrong snapshot until the next "
+            "compact or clean --execute finishes it)",
         )
     for p, why in unsafe:
         notes.append(f"non-atomic publication of {p.partition or p.display} (allowed): {why}")

@@ -1392,7 +1392,7 @@ def _aborted_waiting_finding(wh, ps, tbl: str, part, lim: Limits, h3_aborted: li
     return DoctorFinding(
         "ABORTED_WAITING_COMPACTION",
         _obsolete_severity(ev, lim),
-        f"{n} aborted director{'y' if n == 1 else 'ies'} wait for a compaction to cover them",
+        f"{plural(n, 'aborted directory')} {'waits' if n == 1 else 'wait'} for a compaction to cover {'it' if n == 1 else 'them'}",
         tbl,
         part,
         msg,

@@ -159,7 +159,8 @@ def create_engine(url: Any, *, connect_timeout: int = 10, must_exist: bool = Tru
     elif backend == "sqlite":
         db = u.database
         if must_exist and db and db != ":memory:" and not db.startswith("file:") and not Path(db).exists():
-            raise MetastoreUnavailable(f"SQLite metastore {db} does not exist")
+            resolved, hint = sqlite_path_hint(u)
+            raise MetastoreUnavailable(f"SQLite metastore {resolved or db} does not exist", hint=hint)
     # NullPool: engines made from a URL hold no connection between transactions, so library
     # calls with URL strings never leak server connections.
     from sqlalchemy.pool import NullPool
@@ -184,6 +185,35 @@ def as_engine(engine_or_url: Any):
     return create_engine(engine_or_url)
 
 
+def sqlite_path_hint(url: Any) -> tuple[str | None, str | None]:
+    """For a SQLite URL SQLite could not open: the file it tried (relative paths resolved against
+    the current directory, as SQLite does) and a hint on ``sqlite:///rel`` vs ``sqlite:////abs``
+    (new-user report #7: ``sqlite:///tmp/ms.db`` is ``./tmp/ms.db``)."""
+    import os
+
+    try:
+        from sqlalchemy.engine import make_url
+
+        u = make_url(str(url)) if not hasattr(url, "get_backend_name") else url
+    except Exception:  # noqa: BLE001 - not a URL we can read: no hint
+        return None, None
+    if u.get_backend_name() != "sqlite" or not u.database or u.database == ":memory:":
+        return None, None
+    db = u.database
+    resolved = os.path.abspath(db)
+    parent = os.path.dirname(resolved)
+    if not os.path.isabs(db):
+        hint = (
+            f"sqlite:///{db} is a path relative to the current directory ({resolved}); "
+            f"an absolute path takes four slashes: sqlite:////{db.lstrip('/')} or sqlite:///$PWD/{db}"
+        )
+    elif not os.path.isdir(parent):
+        hint = f"the directory {parent} does not exist"
+    else:
+        hint = f"check that {resolved} is readable and {parent} writable"
+    return resolved, hint
+
+
 def translate_error(e: BaseException, url: Any = None) -> AcidctlError:
     """A one-line, password-free AcidctlError for a DBAPI / SQLAlchemy error."""
     from sqlalchemy import exc
@@ -198,6 +228,10 @@ def translate_error(e: BaseException, url: Any = None) -> AcidctlError:
         # OperationalError is a connection problem ("database x does not exist" included)
         if any(s in low for s in ("no such table", "no such column")):
             return UnsupportedSchema(f"metastore query failed{where}: {msg}")
+        if "unable to open database file" in low:
+            resolved, hint = sqlite_path_hint(url)
+            if resolved is not None:
+                return MetastoreUnavailable(f"cannot reach the metastore{where}: {msg}: {resolved}", hint=hint)
         return MetastoreUnavailable(f"cannot reach the metastore{where}: {msg}")
     if isinstance(e, exc.ProgrammingError):
         return UnsupportedSchema(

@@ -163,9 +163,9 @@ def test_each_global_option_takes_effect_after_the_command(demo, tmp_path, monke
     assert r.code == 0 and r.stdout.strip() == "default.sales:7:7:7:4", r
     monkeypatch.setenv("ACIDCTL_METASTORE_URL", url)
     # -v after the command: show write-ids then lists each open/aborted write id (as --each-id)
-    assert "Write ID" in run_cli("show", "write-ids", "default.sales", "-v").stdout
-    assert "Write ID" in run_cli("show", "write-ids", "default.sales", "--each-id").stdout
-    assert "Write ID" not in run_cli("show", "write-ids", "default.sales").stdout
+    assert "WRITE ID" in run_cli("show", "write-ids", "default.sales", "-v").stdout
+    assert "WRITE ID" in run_cli("show", "write-ids", "default.sales", "--each-id").stdout
+    assert "WRITE ID" not in run_cli("show", "write-ids", "default.sales").stdout
     # --read-only after the command: a metastore write is refused (exit 6), nothing aborted
     r = run_cli("abort", "compactions", "2", "--execute", "--read-only")
     assert r.code == 6 and "read-only" in r.stderr, r

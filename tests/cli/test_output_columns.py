@@ -122,7 +122,8 @@ def test_only_the_chosen_columns_are_fitted(cli, demo_url, monkeypatch):
     assert r.code == 0
     table_lines = [x for x in r.stdout.splitlines() if not x.startswith(("==", "acidctl", "write ids"))]
     table_lines = [x for x in table_lines if not re.match(r"^[a-z]+:", x)]
-    assert max(map(len, table_lines)) <= 80
+    # a line may pass 80 only around a word that cannot fit (the test's deep tmp path)
+    assert [x for x in table_lines if len(x) > 80 and not any(len(w) > 40 for w in x.split())] == []
     # NAME (34 wide) stays whole; REASON wraps into what is left (not into what the seven
     # other columns would take), no word lost
     assert "delete_delta_0000001_0000001_0000/" in r.stdout

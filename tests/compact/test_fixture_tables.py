@@ -185,7 +185,7 @@ def test_cli_json_metrics_and_dump_meta(tmp_path, cli):
     for key in ("input_dirs", "seconds" if False else "task_seconds", "peak_task_memory_bytes"):
         assert key in p2
     r = cli("dump", "--meta", wh / "sales" / "ds=2026-01-01" / "base_0000006")
-    assert r.code == 0 and "0 error(s), 0 warning(s)" in r.stdout, r
+    assert r.code == 0 and "0 errors, 0 warnings" in r.stdout, r
 
 
 def test_empty_files_are_ignored(tmp_path):

@@ -233,7 +233,7 @@ def test_upgrade_check_execute_runs_one_spark_application(tmp_path, spark):
     settings = Settings(output=None)
     before = check(settings, url)
     assert not before["ready"] and before["summary"]["compact"] == 2
-    done = execute(settings, url, before, spark=spark)
+    done = execute(settings, url, before, engine="spark", spark=spark)
     assert done["spark_applications"] == [spark.sparkContext.applicationId]
     assert done["after"]["ready"]
     assert _read(root, h.reader_list()) == h.expected()

@@ -175,7 +175,7 @@ def test_dump_meta_of_the_output(tmp_path, cli):
     assert r.code == 0, r
     schema = [line for line in r.stdout.splitlines() if line.startswith("Schema")]
     assert schema == ["Schema            " + acid_type_string(t)]
-    assert "0 error(s)" in r.stdout
+    assert "0 errors" in r.stdout
 
 
 # -- types pyarrow's writer keeps by itself, and names from the data -------------------------

@@ -249,11 +249,11 @@ def test_upgrade_check_text_is_a_sign_off(tmp_path):
     r = run_cli("--metastore", url, "upgrade-check")
     assert r.code == 4
     assert "ALTER TABLE db.seed COMPACT 'major';" in r.stdout.splitlines()
-    assert r.stdout.rstrip().splitlines()[-1].startswith("NOT READY: 1 table(s), 1 partition(s)")
+    assert r.stdout.rstrip().splitlines()[-1].startswith("NOT READY: 1 table, 1 partition")
     r = run_cli("--metastore", url, "upgrade-check", "--execute", "--engine", "local")
     assert r.code == 0, r.stdout + r.stderr
     assert "compacted db.seed: (table) (4 rows in, 3 out)" in r.stdout
-    assert r.stdout.rstrip().splitlines()[-1].startswith("READY for the Hive 3 upgrade: 1 table(s)")
+    assert r.stdout.rstrip().splitlines()[-1].startswith("READY for the Hive 3 upgrade: 1 table,")
     # the metastore's snapshot now reads the base: the same 3 rows Hive 2.3 returned before
     r = run_cli("--metastore", url, "dump", "--merged", "db.seed")
     assert [json.loads(x)["_col1"] for x in r.stdout.splitlines()] == ["Jerry", "Kate", "Tom"]

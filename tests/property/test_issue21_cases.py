@@ -157,22 +157,74 @@ def test_doctor_does_not_flag_the_demos_own_compaction(tmp_path, hive_version):
 # -- doctor/why promise what clean does not do ---------------------------------------------
 @HIVE
 def test_clean_does_what_doctor_and_why_promise(tmp_path, hive_version):
-    """The demo's aborted delta_0000004_0000004_0000 of ds=2026-01-01: ``why`` lists it as
-    removable ("`acidctl clean` removes them directly") and doctor prints ``acidctl clean
-    default.sales --execute`` for it; that printed command removes it."""
+    """The demo's aborted delta_0000004_0000004_0000 of ds=2026-01-01, judged by the Cleaner's
+    rules (directory-state.md §7.2): Hive 4's Cleaner removes aborted directories, so doctor
+    reports OBSOLETE_WAITING with ``acidctl clean`` as fix and ``why`` lists the delta as
+    removable; Hive 3's removes an aborted delta only once a compaction covers it, so doctor
+    reports ABORTED_WAITING_COMPACTION ("a major compaction, then clean") and ``why`` lists it
+    as not yet removable. On Hive 3 the demo's open txn holds a lock on the partition, which the
+    Cleaner of a compaction registered now would wait for (operations.md §5.1): no fix is
+    printed until that txn ends. The printed fix, run as printed (each ``&&`` part in turn),
+    removes the delta; right before its ``clean`` part ``why`` predicts exactly what that clean
+    removes; afterwards neither doctor nor ``why`` names the delta."""
+    aborted = "delta_0000004_0000004_0000"
+    spec = "default.sales/ds=2026-01-01"
     d = Demo(tmp_path, hive_version)
-    cleaner = d.why_part("default.sales/ds=2026-01-01")["cleaner"]
-    (rem,) = [s for s in cleaner["steps"] if s["rule"] == "removable"]
-    promised = set(rem["values"]["obsolete"]) | set(rem["values"]["aborted"])
-    assert "delta_0000004_0000004_0000" in promised
-    (f,) = [f for f in d.doctor() if f["code"] == "OBSOLETE_WAITING" and f["partition"] == "ds=2026-01-01"]
-    words = shlex.split(f["fix"])
-    assert words[0] == "acidctl"
+
+    def removable_step() -> dict:
+        (rem,) = [s for s in d.why_part(spec)["cleaner"]["steps"] if s["rule"] == "removable"]
+        return rem["values"]
+
+    def findings() -> list[dict]:
+        return [
+            f
+            for f in d.doctor()
+            if f["partition"] == "ds=2026-01-01" and aborted in (f.get("evidence") or {}).get("dirs", [])
+        ]
+
+    assert aborted in removable_step()["aborted"]
+    (f,) = findings()
+    if hive_version >= 4:
+        assert f["code"] == "OBSOLETE_WAITING"
+        assert aborted in removable_step()["removable"]
+    else:
+        assert f["code"] == "ABORTED_WAITING_COMPACTION"
+        assert aborted not in removable_step()["removable"]
+        (nyr,) = [s for s in d.why_part(spec)["cleaner"]["steps"] if s["rule"] == "not yet removable"]
+        assert aborted in nyr["values"]["names"]
+        # the open txn's lock on the partition: no fix until a person ends it
+        assert f["fix"] is None and f["evidence"]["lock_ids"]
+        hl = d.rec.T.HIVE_LOCKS
+        with d.rec.engine.connect() as c:
+            txns = sorted(
+                {
+                    int(t)
+                    for (t,) in c.execute(
+                        sa.select(hl.HL_TXNID).where(hl.HL_LOCK_EXT_ID.in_(f["evidence"]["lock_ids"]))
+                    )
+                }
+            )
+        assert txns and 0 not in txns
+        r = d.cli("abort", "transactions", *map(str, txns), "--execute")
+        assert r.code == 0, r
+        (f,) = findings()
+        assert f["code"] == "ABORTED_WAITING_COMPACTION"
+    assert f["fix"], f
+    parts = [shlex.split(p) for p in f["fix"].split(" && ")]
+    assert all(w[0] == "acidctl" for w in parts)
+    assert parts[-1][1] == "clean" and "--execute" in parts[-1]
+    for words in parts[:-1]:
+        r = d.cli(*words[1:])
+        assert r.code == 0, r
+    promised = set(removable_step()["removable"])
+    assert aborted in promised
     before = d.entries("sales/ds=2026-01-01")
-    r = d.cli(*words[1:])
+    r = d.cli(*parts[-1][1:])
     assert r.code == 0, r
     assert before - d.entries("sales/ds=2026-01-01") == promised
-    assert [g for g in d.doctor() if g["code"] == "OBSOLETE_WAITING" and g["partition"] == "ds=2026-01-01"] == []
+    assert findings() == []
+    rem = removable_step()
+    assert aborted not in set(rem["aborted"]) | set(rem["obsolete"]) | set(rem["removable"])
 
 
 # -- Previews that write, fixes that preview -----------------------------------------------
