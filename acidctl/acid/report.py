@@ -83,22 +83,8 @@ def build_report(
     if only_partitions:
         listings = _selected(tfs, listings, only_partitions)
 
-    assumptions: list[str] = []
     wl = write_ids
-    if assumed_committed:
-        assumptions.append(
-            f"every write id named by a directory (1..{wl.hwm}) is committed; no open or aborted "
-            "write ids (--assume-committed). Obsolete/aborted/not-visible roles are NOT "
-            "those of a real reader."
-        )
-    tl = txns
-    if txns is not None:
-        if hive_version == 3:
-            assumptions.append("--txns is ignored by Hive 3 rules (no visibility suffixes in Hive 3)")
-    elif hive_version == 4:
-        tl = TxnList.all_committed()
-        if visibility_txns_in_names(listings):
-            assumptions.append("no --txns given: every _vM visibility txn is treated as committed")
+    tl, assumptions = _snapshot_assumptions(wl, txns, hive_version, assumed_committed, listings)
 
     thresholds = Thresholds.from_table_properties(props)
     insert_only = props.get("transactional_properties", "").lower() == "insert_only"
@@ -169,6 +155,29 @@ def build_report(
             "unreadable": [p["partition"] or p["path"] for p in partitions if not p["snapshot"]["readable"]],
         },
     }
+
+
+def _snapshot_assumptions(
+    wl: WriteIdList, txns: TxnList | None, hive_version: int, assumed_committed: bool, listings: list
+) -> tuple[TxnList | None, list[str]]:
+    """The txn list the rules use (Hive 4 without ``--txns``: every visibility txn committed) and
+    what the report must say it assumed."""
+    assumptions: list[str] = []
+    if assumed_committed:
+        assumptions.append(
+            f"every write id named by a directory (1..{wl.hwm}) is committed; no open or aborted "
+            "write ids (--assume-committed). Obsolete/aborted/not-visible roles are NOT "
+            "those of a real reader."
+        )
+    tl = txns
+    if txns is not None:
+        if hive_version == 3:
+            assumptions.append("--txns is ignored by Hive 3 rules (no visibility suffixes in Hive 3)")
+    elif hive_version == 4:
+        tl = TxnList.all_committed()
+        if visibility_txns_in_names(listings):
+            assumptions.append("no --txns given: every _vM visibility txn is treated as committed")
+    return tl, assumptions
 
 
 def _partition_findings(
