@@ -34,9 +34,9 @@ def test_gc_paused_while_building_and_restored(tmp_path, monkeypatch, gc_state, 
     seen = []
     real = report_mod.list_table
 
-    def spy(tfs):
+    def spy(tfs, **kw):
         seen.append(gc.isenabled())
-        return real(tfs)
+        return real(tfs, **kw)
 
     monkeypatch.setattr(report_mod, "list_table", spy)
     (gc.enable if enabled else gc.disable)()
