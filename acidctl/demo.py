@@ -468,10 +468,6 @@ def _build_hive2(tfs: TableFS, root: str) -> dict[str, Any]:
         tfs.write_bytes(tfs.join(d, "bucket_00000"), buf.getvalue())
 
     url = "sqlite:///" + tfs.join(root, "metastore.db")
-    from acidctl.fs import open_local_new
-
-    # the SQLite file by acidctl's one file rule (0666 minus the umask), as metastore init does
-    open_local_new(tfs.join(root, "metastore.db"), "ab").close()
     ms2.init_hive2(url, warehouse=_location(tfs, warehouse))
     engine = sa.create_engine(url)
     md = ms2.build_metadata("sqlite")

@@ -116,7 +116,10 @@ def init_hive2(url_or_engine: Any, *, warehouse: str = "file:/tmp/acidctl-wareho
     the sequence rows (1), ``VERSION`` 2.3.0, the ``default`` database and the mutex rows."""
     from acidctl.metastore.schema import HIVE2_SCHEMA_VERSION
 
+    from acidctl.metastore.init import create_sqlite_file
+
     engine = url_or_engine if hasattr(url_or_engine, "dialect") else create_engine(url_or_engine, must_exist=False)
+    create_sqlite_file(engine)  # by acidctl's file rule (umask, group), as metastore init does
     dialect = _dialect(engine)
     f = _flavor(dialect)
     md = build_metadata(dialect)

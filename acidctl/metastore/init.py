@@ -83,7 +83,7 @@ def init_metastore(
     if dry_run and dialect == "sqlite" and _new_sqlite_file(engine.url.database):
         return result  # connecting would create the file: it is new, hence empty
     if not dry_run:
-        _create_sqlite_file(engine)
+        create_sqlite_file(engine)
     with db_errors(engine.url):
         with engine.connect() as conn:
             existing = {n.upper() for n in _table_names(conn)}
@@ -135,7 +135,7 @@ def _new_sqlite_file(db: str | None) -> bool:
 
     from acidctl.errors import MetastoreUnavailable
 
-    if not db or db == ":memory:" or db.startswith("file:") or os.path.exists(db):
+    if db is None or not _is_new_file(db):
         return False
     parent = os.path.dirname(os.path.abspath(db))
     if not os.path.isdir(parent):
@@ -145,17 +145,22 @@ def _new_sqlite_file(db: str | None) -> bool:
     return True
 
 
-def _create_sqlite_file(engine) -> None:
+def _is_new_file(db: str) -> bool:
+    """A SQLite database named by a plain path that does not exist yet (not in-memory, not a URI)."""
+    import os
+
+    return bool(db) and db != ":memory:" and not db.startswith("file:") and not os.path.exists(db)
+
+
+def create_sqlite_file(engine) -> None:
     """A new SQLite metastore file is created by acidctl's one file rule (acidctl.fs: 0666 minus
     the umask, the directory's group) rather than by SQLite (0644 minus the umask), so a umask
     of 002 gives a group-writable metastore as it gives group-writable data; SQLite's journal
     and WAL files copy the database file's mode."""
-    import os
-
     from acidctl.fs import open_local_new
 
     db = engine.url.database if engine.dialect.name == "sqlite" else None
-    if not db or db == ":memory:" or db.startswith("file:") or os.path.exists(db):
+    if db is None or not _is_new_file(db):
         return
     try:
         open_local_new(db, "ab").close()
