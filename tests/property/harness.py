@@ -4,7 +4,7 @@ of issue 21 ("one system that never harms the cluster") as separate checks.
 A scenario is a Hive version, an initial history (tests/histories.py) and a list of steps.
 :func:`play` runs the steps in order; around every step each active :class:`Check` looks at
 the warehouse before and after and records violations (``Check.violations``), so each rule is
-one test (tests/property/test_no_harm.py) that can be marked xfail on its own.
+one test (tests/property/test_no_harm.py), reported on its own.
 
 Steps (``kind`` first):
 
