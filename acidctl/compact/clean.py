@@ -23,6 +23,7 @@ covers it — Hive's retention), staging directories and locks by their own mtim
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from acidctl.acid.acidstate import Kind, Role, get_acid_state
 from acidctl.acid.writeids import WriteIdList
@@ -74,6 +75,7 @@ def cleaner_decisions(
     insert_only=None,
     hold: dict | None = None,
     aborted_upto: dict | None = None,
+    original_unreadable: Callable[[str], str | None] | None = None,
 ) -> dict:
     """What ``clean`` does with each directory of one partition listing — pure (no I/O), so that
     ``doctor`` and ``why`` judge with exactly the rules ``clean --execute`` acts on. Returns
@@ -90,7 +92,12 @@ def cleaner_decisions(
       (``aborted_upto``) — never an uncovered aborted delta without one;
     * never anything current for the reader or the compactor; kept when younger than
       ``min_age``, when it holds files no compaction read, above a registered compaction's
-      highest write id, or held back (``hold``)."""
+      highest write id, or held back (``hold``).
+
+    ``original_unreadable(name)``: why an original file (a plain file beside the ACID
+    directories) is no ORC file a compaction could have read, or None — the one rule that needs
+    the file's bytes, so the caller (clean, doctor, why) supplies the I/O; a stray file such as
+    ``extra.csv`` is then kept."""
     now = time.time() if now is None else now
     compactor = reader.for_compactor()
     part = lst.partition
@@ -155,6 +162,13 @@ def cleaner_decisions(
                 + (" ..." if len(unread) > 3 else "")
                 + " would be lost (other engines read them)"
             )
+        if action == "delete" and c.kind is Kind.ORIGINAL_FILE and insert_only is None and c.bytes:
+            why = original_unreadable(name) if original_unreadable is not None else None
+            if why is not None:
+                # no compaction read it (compact refuses it or, with --skip-unreadable-files,
+                # skips it): never deleted
+                action = "keep (holds files no compaction read)"
+                reason += f"; kept: {why}: no compaction read it (move it out of the table)"
         cap = aborted_upto.get(part) if aborted_upto else None
         if cap is not None and action == "delete" and (c.max_write_id or 0) > cap:
             action = "keep (above the highest write id)"
@@ -286,6 +300,7 @@ def plan_clean(
             insert_only=insert_only,
             hold=hold,
             aborted_upto=aborted_upto,
+            original_unreadable=original_check(tfs, part_path),
         )
         if decided["skipped"]:
             notes.append(f"{lst.path}: skipped, the snapshot is unreadable ({decided['skipped']})")
@@ -372,14 +387,6 @@ def _decided_items(tfs, lst, part_path: str, decided: list[dict], min_age: float
             is_dir=c.entry.is_dir,
         )
         it["action"] = d["action"]
-        if it["action"] == "delete" and c.kind is Kind.ORIGINAL_FILE and insert_only is None and c.bytes:
-            # a stray non-ORC file where originals sit (extra.csv): no compaction read it
-            # (compact refuses it or, with --skip-unreadable-files, skips it): never deleted.
-            # Decided here, not in cleaner_decisions, because it needs the file's bytes.
-            why = _readable(tfs, join_path(part_path, d["name"]))
-            if isinstance(why, str):
-                it["action"] = "keep (holds files no compaction read)"
-                it["reason"] += f"; kept: {why}: no compaction read it (move it out of the table)"
         it["_verify"] = (c.kind, c.entry, cover, insert_only)
         items.append(it)
     return items
@@ -708,6 +715,16 @@ def _unreadable(kind, entry, mm) -> list:
 
         return not_mm_readable(kind, entry, allow_originals=mm.allow_originals)
     return not_compactor_readable(kind, entry)
+
+
+def original_check(tfs, part_path: str) -> Callable[[str], str | None]:
+    """``cleaner_decisions``' ``original_unreadable`` for one partition directory."""
+
+    def why(name: str) -> str | None:
+        got = _readable(tfs, join_path(part_path, name))
+        return got if isinstance(got, str) else None
+
+    return why
 
 
 def _readable(tfs, path: str, mm=None) -> int | str:

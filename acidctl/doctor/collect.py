@@ -320,7 +320,7 @@ def scan_table(
                 continue
         seen.add(part)
         in_ms = (part in t.partitions) if partitioned else True
-        out.append(_classify(wh, t, lst, txns=txns, in_metastore=in_ms, grace_seconds=grace_seconds, wl=wl))
+        out.append(_classify(wh, t, lst, txns=txns, in_metastore=in_ms, grace_seconds=grace_seconds, wl=wl, tfs=tfs))
     if partitioned:
         for pname, ploc in sorted(t.partitions.items()):
             if pname in seen:
@@ -337,12 +337,14 @@ def scan_table(
             except AcidctlError as e:
                 out.append(PartitionScan(t.db, t.table, pname, ploc, error=str(e)))
                 continue
-            out.append(_classify(wh, t, lst, txns=txns, in_metastore=True, grace_seconds=grace_seconds, wl=wl))
+            out.append(
+                _classify(wh, t, lst, txns=txns, in_metastore=True, grace_seconds=grace_seconds, wl=wl, tfs=ptfs)
+            )
     return out
 
 
 def _classify(
-    wh: Warehouse, t: TableRow, lst, *, txns, in_metastore: bool, grace_seconds: float, wl=None
+    wh: Warehouse, t: TableRow, lst, *, txns, in_metastore: bool, grace_seconds: float, wl=None, tfs=None
 ) -> PartitionScan:
     from acidctl.acid.acidstate import Kind, get_acid_state
     from acidctl.acid.checks import MetastoreFacts, check_partition
@@ -408,7 +410,7 @@ def _classify(
     except AcidctlError as e:
         ps.error = str(e)
     try:
-        ps.clean = clean_preview(wh, t, lst, wl, txns=txns if hv == 4 else None)
+        ps.clean = clean_preview(wh, t, lst, wl, txns=txns if hv == 4 else None, tfs=tfs)
     except AcidctlError:
         ps.clean = []
     base_bytes = st.base.bytes if st.base is not None else 0
@@ -475,11 +477,11 @@ def compactor_inputs(lst, wl, *, txns, hive_version: int, insert_only: bool) -> 
     }
 
 
-def clean_preview(wh: Warehouse, t: TableRow, lst, wl, *, txns) -> list[dict]:
+def clean_preview(wh: Warehouse, t: TableRow, lst, wl, *, txns, tfs=None) -> list[dict]:
     """``clean``'s own decisions for one partition (:func:`acidctl.compact.clean.cleaner_decisions`)
     with ``--min-age 0`` and the registered compactions ready for cleaning there, so that doctor
     and why promise exactly what ``clean --execute`` does."""
-    from acidctl.compact.clean import cleaner_decisions
+    from acidctl.compact.clean import cleaner_decisions, original_check
 
     qrows, _ = wh.compactions_of(t.db, t.table, lst.partition)
     ready = [int(r.get("highest_write_id") or 0) for r in qrows if r.get("state") == "r" and r.get("type") != "c"]
@@ -495,5 +497,6 @@ def clean_preview(wh: Warehouse, t: TableRow, lst, wl, *, txns) -> list[dict]:
         now=wh.now_ms / 1000.0,
         insert_only=mm,
         aborted_upto=upto,
+        original_unreadable=original_check(tfs, lst.fs_path or lst.path) if tfs is not None else None,
     )
     return [{"name": d["name"], "action": d["action"], "reason": d["reason"], "age": d["age"]} for d in got["items"]]
