@@ -122,14 +122,56 @@ def lock_scopes(tfs, partitions: list[str] | None) -> list[str | None]:
 
 def run_locks(tfs, opts, locks: LockSet | None) -> LockSet:
     """The locks of this run: ``locks`` a caller holds already (``acidctl worker`` locks a
-    partition before it claims its request) — they must cover the run — or a new set."""
+    partition before it claims its request) — they must cover the run — or a new set: the
+    ``--partition`` ones, or on a whole partitioned table the partitions a first plan (read
+    only) says run (:func:`_planned_scopes`), so that a worker compacting another partition is
+    no conflict."""
     scopes = lock_scopes(tfs, opts.partitions)
     if locks is None:
+        if scopes == [None] and not opts.partitions:
+            scopes = _planned_scopes(tfs, opts) or scopes
         return LockSet(tfs, scopes, command="compact", break_lock=opts.break_lock)
     missing = [s for s in scopes if not locks.covers(s)]
     if missing:
         raise UsageError(f"internal: the caller's locks do not cover {missing[0] or 'the table'}")
     return locks
+
+
+def _planned_scopes(tfs, opts) -> list[str | None] | None:
+    """The partitions a run over a whole partitioned table would compact, from a plan made
+    without any lock (it writes nothing), or None (unpartitioned, nothing to run, or the plan
+    fails: the run then locks the whole table and plans again under it). The plan made under
+    the locks must stay inside them (:func:`_check_locked`)."""
+    from acidctl.acid.layout import list_table
+    from acidctl.errors import AcidctlError
+
+    try:
+        listings = list_table(tfs)
+        if not any(lst.partition for lst in listings):
+            return None
+        runs = [p.partition for p in _plan_all(tfs, opts, listings, placeholder=True) if p.runs]
+    except AcidctlError:
+        return None
+    return list(runs) if runs and all(runs) else None
+
+
+def _covered(tfs, lock: LockSet, partition: str | None) -> bool:
+    """Whether ``lock`` covers a partition named relative to ``tfs.root`` (a partition path's
+    run names its own partition ``None``)."""
+    return lock.covers(lock_scopes(tfs, [partition] if partition else None)[0])
+
+
+def _check_locked(tfs, lock: LockSet, plans: list) -> None:
+    """A partition that became due between the first plan and the one under the locks (a write
+    landed in between) is not compacted unlocked: the run refuses before it writes anything."""
+    from acidctl.errors import LockConflict
+
+    for p in plans:
+        if p.runs and not _covered(tfs, lock, p.partition):
+            raise LockConflict(
+                f"{p.partition or 'the table'} became due while this run was planning (a write "
+                "landed meanwhile); nothing was written: run the command again"
+            )
 
 
 def compact_table(
@@ -184,13 +226,15 @@ def compact_table(
             prestart()
         # only the partitions this run holds the locks of (another run may be publishing elsewhere)
         for lst in select_partitions(tfs, listings, opts.partitions):
-            report["recovered"].extend(pub.recover(tfs, lst.fs_path or lst.path))
+            if _covered(tfs, lock, lst.partition):
+                report["recovered"].extend(pub.recover(tfs, lst.fs_path or lst.path))
         if report["recovered"]:
             listings = list_table(tfs)
         # Hive 4 output is named after the compactor txn, which is opened only once the run is
         # known to go ahead: plan with a placeholder first, decide every refusal, then claim
         deferred = registrar is not None and opts.hive_version == 4 and callable(opts.visibility_txn)
         plans.extend(_plan_all(tfs, opts, listings, placeholder=deferred))
+        _check_locked(tfs, lock, plans)
         faults.fire("after-plan", plans)
         crash("after-plan")
 

@@ -227,3 +227,27 @@ def test_stale_partition_lock_is_reported_and_broken(tmp_path, cli):
     assert [b.partition for b in t.broken_all] == ["ds=1"]
     t.release()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_whole_table_run_locks_only_the_partitions_it_compacts(tmp_path, cli):
+    """`compact --major TABLE` while another run holds one partition: the run compacts the other
+    partition (it locks only what it compacts) and leaves the held one alone; a partition the
+    run would compact but another process holds still refuses the run (exit 6)."""
+    from tests.compact.helpers import demo_warehouse
+
+    wh, wids = demo_warehouse(tmp_path)
+    tfs = TableFS(str(wh / "sales"))
+    held, other = "ds=2026-01-01", "ds=2025-12-31"
+    before = set(os.listdir(wh / "sales" / held))
+    with TableLock(tfs, command="worker", partition=held):
+        # both partitions need a major compaction: the held one is in the plan -> refused
+        r = cli("compact", "--major", "--engine", "local", "--write-ids", wids["sales"], wh / "sales")
+        assert r.code == 6 and held in r.stderr, r
+        assert set(os.listdir(wh / "sales" / held)) == before
+        assert not [n for n in os.listdir(wh / "sales" / other) if n.startswith("base_")]
+        # --due: only ds=2025-12-31 is due (its originals; tests/doctor/test_one_model.py) -> runs
+        r = cli("compact", "--due", "--engine", "local", "--write-ids", wids["sales"], wh / "sales")
+        assert r.code == 0, r
+        assert (wh / "sales" / other / "base_0000002").is_dir()
+    assert set(os.listdir(wh / "sales" / held)) == before
+    assert not [n for n in os.listdir(wh / "sales") if n.startswith(".acidctl-compact")]
