@@ -114,7 +114,9 @@ class ConflictError(AcidctlError):
 
 
 class LockConflict(ConflictError):
-    pass
+    """``stale``: the lock was left by a process of this host that is gone (a run that died)."""
+
+    stale: bool = False
 
 
 class RefusedError(ConflictError):

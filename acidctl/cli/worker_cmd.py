@@ -175,10 +175,13 @@ def worker_command(
     try:
         if not daemon:
             records = w.run_cycle(ms, opts, table_fs=settings.table_fs, stop=stop, session=session)
+            _warn_stale(settings, session, set())
         else:
             settings.output.note(f"acidctl worker {opts.worker_id}: polling every {poll:g}s (SIGTERM/Ctrl-C stops)")
+            told: set = set()
             while not stop.is_set():
                 got = w.run_cycle(ms, opts, table_fs=settings.table_fs, stop=stop, session=session, on_request=one_line)
+                _warn_stale(settings, session, told)
                 records.extend(got)
                 if not got:
                     stop.wait(poll)
@@ -207,3 +210,13 @@ def worker_command(
     settings.output.emit(
         {"worker_id": opts.worker_id, "requests": records, "summary": summary}, _render_once, performed=True
     )
+
+
+def _warn_stale(settings, session: dict, told: set) -> None:
+    """One warning per request a dead run's lock holds up (a polling worker says it once)."""
+    lines = session.get("stale_locks", [])
+    for line in lines:
+        if line not in told:
+            told.add(line)
+            settings.output.warn(line)
+    lines.clear()

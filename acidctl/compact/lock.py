@@ -210,10 +210,12 @@ def all_locks(tfs, root: str | None = None, entries=None) -> list[LockInfo]:
 
 def _conflict_error(info: LockInfo, partition: str | None) -> LockConflict:
     if info.stale:
-        return LockConflict(
+        err = LockConflict(
             f"stale compaction lock {info.path} ({info.describe()}, process gone)",
             hint="run `acidctl clean --execute` or pass --break-lock",
         )
+        err.stale = True
+        return err
     what = "table" if not partition else f"partition {partition}"
     by = "" if info.partition == partition else f" ({info.scope})"
     return LockConflict(

@@ -131,12 +131,13 @@ def claim_next(
     table_fs: Callable[[str], object],
     skip: set | None = None,
     busy: set | None = None,
+    stale: list | None = None,
 ):
     """The next request this worker can run, claimed, with its partition lock held: ``(request,
     locks)``, or None. Candidates come in Hive's order; one whose partition another acidctl
     process holds is left ``initiated`` (added to ``busy``) and the next one is tried; ``skip``:
-    ids not to take. The lock is taken before the conditional update, so a conflict never claims
-    anything."""
+    ids not to take; ``stale``: gets one line per request held up by a dead run's lock. The lock
+    is taken before the conditional update, so a conflict never claims anything."""
     from acidctl.errors import LockConflict
 
     skip = skip if skip is not None else set()
@@ -150,6 +151,13 @@ def claim_next(
                 locks.acquire()
             except LockConflict as e:
                 busy.add(cand.cq_id)
+                if e.stale and stale is not None:
+                    # a run that died left its lock: the request waits until `clean --execute`
+                    # recovers the partition (it finishes or discards what the run left)
+                    stale.append(
+                        f"compaction {cand.cq_id} ({cand.display}) waits: {e}; "
+                        f"`acidctl clean {cand.display} --execute` recovers the partition"
+                    )
                 log.info("compaction %d (%s): partition busy, left for later: %s", cand.cq_id, cand.display, e)
                 continue
         try:
@@ -185,10 +193,11 @@ def run_cycle(
         session["spark"] = spark
     skip: set = session.setdefault("handed_back", set())
     busy: set = set()
+    stale: list = session.setdefault("stale_locks", [])
     # requests a killed acidctl process on this host left 'working' (Hive's revokeFromLocalWorkers)
     queue.revoke_dead_local_workers(ms)
     while len(records) < opts.max and not (stop is not None and stop.is_set()):
-        got = claim_next(ms, opts, worker_id, table_fs=table_fs, skip=skip, busy=busy)
+        got = claim_next(ms, opts, worker_id, table_fs=table_fs, skip=skip, busy=busy, stale=stale)
         if got is None:
             break
         req, locks = got

@@ -180,3 +180,35 @@ def test_worker_and_compact_on_the_same_partition(metastore, backend, hive_versi
     rows = _queue_rows(ms)
     assert rows[rid] == before[rid] == ("p=0", "i", None, None)
     assert [v[1] for k, v in rows.items() if v[0] == "p=1"] == ["r"]
+
+
+def test_worker_warns_of_a_dead_runs_lock_and_clean_frees_it(metastore, backend, hive_version, tmp_path, capsys):
+    """A lock left by a run that died (this host, process gone) holds its partition's request
+    back: the worker says so with the command that recovers it, claims nothing there, and after
+    that command the next worker run takes the request."""
+    import socket
+    import time
+
+    url, rec = metastore
+    loc = make_partitioned(rec, tmp_path / "wh", "conc", "events", 2)
+    ms = connect(url)
+    ids = {f"p={i}": queue.enqueue(ms, "conc", "events", partition=f"p={i}", type="major").id for i in range(2)}
+    (loc / ".acidctl-compact.p=1.lock").write_text(
+        json.dumps({"pid": 999999, "host": socket.gethostname(), "started": time.time() - 60, "token": "x"})
+    )
+    capsys.readouterr()
+    code = run_cli(["--metastore", url, "worker", "--once", "--engine", "local"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    fix = "acidctl clean conc.events/p=1 --execute"
+    assert f"compaction {ids['p=1']} (conc.events/p=1) waits: stale compaction lock" in out.err
+    assert f"`{fix}`" in out.err
+    assert _queue_rows(ms)[ids["p=1"]] == ("p=1", "i", None, None)
+    code = run_cli(["--metastore", url, *fix.split()[1:]])
+    assert code == 0, capsys.readouterr().err
+    assert not (loc / ".acidctl-compact.p=1.lock").exists()
+    capsys.readouterr()
+    code = run_cli(["-o", "json", "--metastore", url, "worker", "--once", "--engine", "local"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert [(r["cq_id"], r["state"]) for r in json.loads(out.out)["requests"]] == [(ids["p=1"], "ready for cleaning")]
