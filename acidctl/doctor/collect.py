@@ -259,10 +259,10 @@ def _can_fork() -> bool:
 def auto_workers(tables: list[TableRow]) -> int:
     """Threads for listing: ``DEFAULT_WORKERS`` on remote filesystems (the threads overlap
     network latency); on local disks the work is CPU-bound Python, where more threads than
-    cores only add GIL contention."""
-    import os
+    cores this process may run on (its affinity mask) only add GIL contention."""
+    from acidctl.machine import usable_cpus
 
-    return max(1, min(DEFAULT_WORKERS, os.cpu_count() or 1)) if _is_local(tables) else DEFAULT_WORKERS
+    return max(1, min(DEFAULT_WORKERS, usable_cpus())) if _is_local(tables) else DEFAULT_WORKERS
 
 
 class _Counter:
