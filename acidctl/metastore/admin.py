@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from acidctl.errors import RefusedError, UsageError
 from acidctl.metastore import queue
-from acidctl.metastore.queries import LOCK_STATES, LOCK_TYPES
+from acidctl.metastore.queries import LOCK_STATES, LOCK_TYPES, lock_row_columns
 from acidctl.metastore.steps import for_update, now_ms, write_step
 
 ABORT_MESSAGE = "Compaction Aborted by Abort Comapction request."  # sic, as Hive writes it
@@ -160,20 +160,7 @@ def _lock_rows(ms, conn, lock_id: int) -> list[dict]:
 
     h = ms.tables.HIVE_LOCKS
     rows = conn.execute(
-        sa.select(
-            h.HL_LOCK_EXT_ID,
-            h.HL_LOCK_INT_ID,
-            h.HL_TXNID,
-            h.HL_DB,
-            h.HL_TABLE,
-            h.HL_PARTITION,
-            h.HL_LOCK_STATE,
-            h.HL_LOCK_TYPE,
-            h.HL_USER,
-            h.HL_HOST,
-        )
-        .where(h.HL_LOCK_EXT_ID == lock_id)
-        .order_by(h.HL_LOCK_INT_ID)
+        sa.select(*lock_row_columns(h)).where(h.HL_LOCK_EXT_ID == lock_id).order_by(h.HL_LOCK_INT_ID)
     ).all()
     return [
         {

@@ -122,23 +122,13 @@ def _h3_waits(ms, conn, requests: list[dict]) -> dict[int, list[dict]]:
     case; 2.3's ``HL_TXNID`` may be NULL (a lock outside a txn)."""
     import sqlalchemy as sa
 
+    from acidctl.metastore.queries import lock_row_columns
+
     h = ms.tables.HIVE_LOCKS
     exact = ms.hive_version == 2
     dbs = {r["database"].lower() for r in requests}
     rows = conn.execute(
-        sa.select(
-            h.HL_LOCK_EXT_ID,
-            h.HL_LOCK_INT_ID,
-            h.HL_TXNID,
-            h.HL_DB,
-            h.HL_TABLE,
-            h.HL_PARTITION,
-            h.HL_LOCK_STATE,
-            h.HL_LOCK_TYPE,
-            h.HL_USER,
-            h.HL_HOST,
-            h.HL_ACQUIRED_AT,
-        )
+        sa.select(*lock_row_columns(h), h.HL_ACQUIRED_AT)
         .where(sa.func.lower(h.HL_DB).in_(dbs))
         .order_by(h.HL_LOCK_EXT_ID, h.HL_LOCK_INT_ID)
     ).all()

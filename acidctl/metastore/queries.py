@@ -22,6 +22,23 @@ LOCK_TYPES = {"r": "SHARED_READ", "w": "SHARED_WRITE", "e": "EXCLUSIVE", "x": "E
 LOCK_TYPE_RANK = {"r": 1, "w": 2, "x": 3, "e": 4}
 
 
+def lock_row_columns(h) -> list:
+    """HIVE_LOCKS columns the writers read back a lock with (unlock's refusal, the Cleaner's
+    waits), in this order: ext id, int id, txn, db, table, partition, state, type, user, host."""
+    return [
+        h.HL_LOCK_EXT_ID,
+        h.HL_LOCK_INT_ID,
+        h.HL_TXNID,
+        h.HL_DB,
+        h.HL_TABLE,
+        h.HL_PARTITION,
+        h.HL_LOCK_STATE,
+        h.HL_LOCK_TYPE,
+        h.HL_USER,
+        h.HL_HOST,
+    ]
+
+
 def txn_type_name(code: int | None) -> str:
     """A TXN_TYPE code as Hive's word (``DEFAULT`` for NULL, as Hive 3 rows have no type)."""
     if code is None:
