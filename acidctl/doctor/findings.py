@@ -747,7 +747,7 @@ def lock_findings(wh, lim: Limits) -> list[DoctorFinding]:
                     f"lock {ext} ({ev['state']}) is held for txn {txn}, which is {st}: Hive removes a txn's locks when it "
                     "commits or aborts, so this row is left over and blocks conflicting lock requests; Hive's unlock() "
                     "refuses locks of txns, but ABORT TRANSACTIONS deletes the locks of every txn it lists, ended ones "
-                    "included (operations.md §2.4), and so does `acidctl abort transactions`",
+                    "included (TxnHandler.abortTxns), and so does `acidctl abort transactions`",
                     {**ev, "txn_state": st},
                     fix_abort_txns([txn]),
                 )
@@ -1372,7 +1372,7 @@ def _aborted_waiting_finding(wh, ps, tbl: str, part, lim: Limits, h3_aborted: li
     lock_ids = sorted({int(lk["HL_LOCK_EXT_ID"]) for lk in locks})
     msg = (
         f"{text}: aborted, never read; Hive 3's Cleaner removes an aborted delta only once a compaction "
-        "covers it (directory-state.md §7.2)"
+        "covers it (its list of obsolete directories comes from AcidUtils.getAcidState)"
     )
     fix = None
     if not can_major:

@@ -293,3 +293,16 @@ def test_hive3_initiated_age_lower_bound():
     assert abs(f[0].evidence["age_seconds"] - 5 * 3600) < 1 and f[0].severity is Severity.WARN
     # nothing enqueued after it: no age to judge
     assert [x for x in diagnose(scan(wh(hive_version=3, queue=q))) if x.code == "COMPACTION_INITIATED_TOO_LONG"] == []
+
+
+def test_no_message_points_users_at_the_projects_spec_files():
+    """Findings speak Hive's names (classes, JIRAs), never the project's own spec files, which a
+    user does not have."""
+    import re
+    from pathlib import Path
+
+    import acidctl.doctor.findings as f
+
+    src = Path(f.__file__).read_text()
+    strings = re.findall(r'"[^"\n]*"', src)
+    assert not [s for s in strings if re.search(r"\b[\w-]+\.md\b", s)]
