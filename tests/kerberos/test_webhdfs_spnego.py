@@ -86,6 +86,15 @@ def test_expired_ticket_is_named(cli, spnego_hdfs, kerberos_env, monkeypatch, tm
     assert "has expired" in r.stderr and "kinit" in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 
+def test_ip_address_url_gets_the_host_name_hint(cli, spnego_hdfs, kerberos_env):
+    """SPNEGO asks for the service principal HTTP/<host in the URL>: the KDC has HTTP/localhost,
+    nothing for 127.0.0.1 (krb5.conf: dns_canonicalize_hostname = false, rdns = false)."""
+    path = _table(spnego_hdfs)
+    r = cli(*KRB, "state", "--write-ids", WL, spnego_hdfs.url(path).replace("//localhost:", "//127.0.0.1:"))
+    assert r.code == ExitCode.AUTH, r
+    assert "not 127.0.0.1" in r.stderr and "service principal" in r.stderr, r.stderr
+
+
 def test_no_kerberos_option_on_a_secured_cluster(cli, spnego_hdfs, kerberos_env):
     path = _table(spnego_hdfs)
     r = cli("state", "--write-ids", WL, spnego_hdfs.url(path))
@@ -148,10 +157,14 @@ def test_proxy_user_passes_through_and_owns_the_token(cli, spnego_hdfs, kerberos
     from acidctl.fs import TableFS, release_delegation_tokens, worker_options
 
     path = _table(spnego_hdfs)
+    r = cli(*KRB, "--fs-option", "proxy_to=etl", "-o", "json", "state", "--write-ids", WL, spnego_hdfs.url(path))
+    assert r.code == 0, r
+    srv = spnego_hdfs.server
+    assert srv.credentials and {(c[3], c[4]) for c in srv.credentials} == {("etl", ALICE)}
+    srv.credentials.clear()
     tfs = TableFS(spnego_hdfs.url(path), {"kerberos": True, "proxy_to": "etl"})
     assert [e.name for e in tfs.ls(tfs.root)][0] == "delete_delta_0000003_0000003_0000"
     opts = worker_options(tfs)
-    srv = spnego_hdfs.server
     assert set(opts) == {"token"}  # the token carries the proxied user: no kerberos, no doas
     assert srv.tokens[opts["token"]]["owner"] == "etl"
     # every NameNode call of the driver: authenticated as alice, acting as etl
