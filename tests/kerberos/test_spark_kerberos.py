@@ -66,3 +66,31 @@ def test_spark_closure_carries_a_delegation_token(spnego_hdfs, kerberos_env):
     finally:
         release_delegation_tokens()
     assert spnego_hdfs.server.tokens[token]["cancelled"]
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_spark_executors_read_and_write_with_the_token(cli, spnego_hdfs, kerberos_env):
+    """A real compaction on Spark (local[2]: executors are Python workers of the JVM): every
+    NameNode call of a task carries the driver's one delegation token and no SPNEGO login; the
+    token is cancelled when the command ends; the result reads as before."""
+    pytest.importorskip("pyspark")
+    from tests.kerberos.test_webhdfs_spnego import ALICE, KRB, WL, _merged, _table
+
+    path = _table(spnego_hdfs, partitions=("ds=1", "ds=2"))
+    url = spnego_hdfs.url(path)
+    before = sorted(map(repr, _merged(cli, *KRB, "dump", "--merged", "--write-ids", WL, url)))
+    srv = spnego_hdfs.server
+    srv.credentials.clear()
+    r = cli(
+        *KRB, "-o", "json", "compact", "--major", "--engine", "spark", "--master", "local[2]", "--write-ids", WL, url
+    )
+    assert r.code == 0, r
+    assert srv.ops["GETDELEGATIONTOKEN"] == 1
+    (token,) = [t for t, v in srv.tokens.items() if v["renewals"] >= 1]
+    assert srv.tokens[token]["cancelled"]
+    with_token = [c for c in srv.credentials if c[2] == token]
+    assert with_token and all(c[4] is None for c in with_token)
+    assert {"OPEN", "CREATE"} <= {c[0] for c in with_token}
+    assert all(c[4] == ALICE for c in srv.credentials if c[2] is None)
+    assert sorted(map(repr, _merged(cli, *KRB, "dump", "--merged", "--write-ids", WL, url))) == before
