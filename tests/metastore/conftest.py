@@ -158,7 +158,8 @@ def pg_gss_server(kdc):
     in pg_hba.conf (GSSAPI authentication over a GSSAPI-encrypted connection), the service key
     ``postgres/localhost`` in ``krb_server_keyfile``, ``log_connections`` on (its log says
     ``method=gss``). The role ``alice`` (the KDC's user, ``include_realm=0``) owns the database
-    ``metastore``. Clients connect to host ``localhost`` (the service principal's host name)."""
+    ``metastore`` (and ``plain``, where ``host ... gss`` also admits unencrypted GSSAPI logins).
+    Clients connect to host ``localhost`` (the service principal's host name)."""
     initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
     if not initdb or not pg_ctl or not os.path.exists(os.path.join(os.path.dirname(pg_ctl), "postgres")):
         _missing("PostgreSQL server binaries (initdb, pg_ctl, postgres) not found")
@@ -180,7 +181,12 @@ def pg_gss_server(kdc):
     if r.returncode != 0:
         pytest.fail(f"initdb failed: {r.stderr[-2000:]}", pytrace=False)
     with open(os.path.join(data, "pg_hba.conf"), "w") as f:
-        f.write(f"local all all trust\nhostgssenc all all 127.0.0.1/32 gss include_realm=0 krb_realm={kdc.realm}\n")
+        # database "plain": GSSAPI authentication with or without encryption (``host``)
+        f.write(
+            "local all all trust\n"
+            f"host plain all 127.0.0.1/32 gss include_realm=0 krb_realm={kdc.realm}\n"
+            f"hostgssenc all all 127.0.0.1/32 gss include_realm=0 krb_realm={kdc.realm}\n"
+        )
     port = _free_port()
     opts = (
         f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "
@@ -200,6 +206,7 @@ def pg_gss_server(kdc):
     with psycopg.connect(host=base, port=port, user="postgres", dbname="postgres", autocommit=True) as c:
         c.execute("CREATE ROLE alice LOGIN")
         c.execute('CREATE DATABASE "metastore" OWNER alice')
+        c.execute('CREATE DATABASE "plain" OWNER alice')
     info = {"host": "localhost", "port": port, "user": "alice", "db": "metastore", "base": base, "log": log}
     try:
         yield info

@@ -70,6 +70,25 @@ def test_show_transactions_over_gssapi_with_encryption(gss_metastore, pg_gss_ser
     assert "gssencmode" not in r.stderr and "Warning" not in r.stderr
 
 
+def test_no_gssencmode_runtime_warning_and_encryption_by_default(pg_gss_server, ticket):
+    """On a ``host ... gss`` database (encryption optional) psycopg's bundled libpq, left to its
+    compiled default (gssencmode=disable), logs in with GSSAPI unencrypted and warns
+    (RuntimeWarning); acidctl's engines say libpq's documented default (prefer): encrypted, no
+    warning."""
+    import sqlalchemy as sa
+
+    from acidctl.metastore.connection import create_engine
+
+    url = _url(pg_gss_server).replace("/metastore?", "/plain?")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with create_engine(url).connect() as conn:
+            assert conn.execute(
+                sa.text("SELECT gss_authenticated, encrypted FROM pg_stat_gssapi WHERE pid = pg_backend_pid()")
+            ).one() == (True, True)
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)], [str(w.message) for w in caught]
+
+
 def test_explicit_gssencmode_in_the_url_is_kept(gss_metastore, pg_gss_server):
     r = run_cli("--metastore", gss_metastore.replace("krbsrvname=postgres", "gssencmode=disable"), "show", "locks")
     # the URL's choice wins: without encryption the hostgssenc-only server has no entry for us
