@@ -101,8 +101,9 @@ def kdc():
         if os.environ.get("ACIDCTL_REQUIRE_SERVERS") == "1":
             pytest.fail(msg + "; ACIDCTL_REQUIRE_SERVERS=1", pytrace=False)
         pytest.skip(msg)
-    realm = Realm().start()
+    realm = Realm()
     try:
+        realm.start()
         yield realm
     finally:
         realm.stop()

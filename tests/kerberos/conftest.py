@@ -55,8 +55,9 @@ def _spnego_hdfs_session(kdc, tmp_path_factory):
         pytest.skip(msg)
     root = tmp_path_factory.mktemp("spnego-hdfs")
     with WebHDFS(str(root)) as server:
-        proxy = SpnegoProxy(kdc, server.port).start()
+        proxy = SpnegoProxy(kdc, server.port)
         try:
+            proxy.start()
             yield SecuredHDFS(server, proxy)
         finally:
             proxy.stop()
