@@ -552,6 +552,11 @@ def _checked_session_class():
                         f"{_host_of(r.url)} rejected the delegation token: {_remote_exception(r)[1]}",
                         hint="use a fresh token (--fs-option token=...), or --fs-option kerberos=true with a ticket",
                     )
+                if r.status_code >= 400 and _remote_exception(r)[0] is None:
+                    # no RemoteException for fsspec to map (a proxy's page, or a body
+                    # requests-kerberos emptied because the answer was not mutually
+                    # authenticated): fsspec would raise a bare HTTPError
+                    raise _http_error(r, "")
                 return r
 
             def get(self, url, *args, **kwargs):
@@ -559,17 +564,23 @@ def _checked_session_class():
                 # NameNode's own calls go through request() and fsspec's RemoteException handling
                 r = super().get(url, *args, **kwargs)
                 if r.status_code >= 400:
-                    exc, msg = _remote_exception(r)
-                    where = f"{_host_of(r.url)}{_path_of(r.url)}"
-                    if r.status_code == 404 or exc == "FileNotFoundException":
-                        raise PathNotFound(f"no such file or directory: {_path_of(r.url)} (DataNode {where})")
-                    raise StorageUnavailable(
-                        f"DataNode {where} answered HTTP {r.status_code}{': ' + msg if msg else ''}"
-                    )
+                    raise _http_error(r, "DataNode ")
                 return r
 
         _CHECKED_SESSION = CheckedSession
     return _CHECKED_SESSION
+
+
+def _http_error(r, role: str) -> Exception:
+    """A failed WebHDFS answer as acidctl's error (no query string: it may hold a token)."""
+    exc, msg = _remote_exception(r)
+    path = _path_of(r.url)
+    where = f"{_host_of(r.url)}{path}"
+    if r.status_code == 404 or exc == "FileNotFoundException":
+        return PathNotFound(f"no such file or directory: {path} ({role}{where})")
+    if r.status_code == 403 and not msg:
+        return StorageUnavailable(f"permission denied: {path} ({role}{where} answered HTTP 403)")
+    return StorageUnavailable(f"{role}{where} answered HTTP {r.status_code}{': ' + msg if msg else ''}")
 
 
 def _host_of(url: str) -> str:
@@ -688,7 +699,11 @@ def worker_options(tfs: TableFS) -> dict[str, Any]:
             try:
                 with _errors(tfs.root):
                     lease = _TokenLease(fs)
-            except ValueError:  # fsspec: "No token available for this user/security context"
+            except (ValueError, RuntimeError, StorageUnavailable) as e:
+                # fsspec's ValueError: "No token available for this user/security context" (security
+                # off); RuntimeError / a refusal: the NameNode's RemoteException (e.g. tokens
+                # disabled): the other processes then log in themselves, as before
+                log.info("no delegation token from %s (%s): workers use the same login", _webhdfs_host(fs), e)
                 return opts
             if not _LEASES:
                 import atexit

@@ -228,3 +228,22 @@ def test_datanode_error_status_is_an_error(cli, spnego_hdfs, kerberos_env, monke
     r = cli(*KRB, "dump", spnego_hdfs.url(path + "/delta_0000002_0000002_0000/bucket_00000"))
     assert r.code == ExitCode.UNAVAILABLE, r
     assert f"answered HTTP {status}: DataNode says no" in r.stderr and not r.stdout, r.stderr
+
+
+def test_no_token_from_the_namenode_leaves_the_login_to_the_workers(tmp_path, kerberos_env):
+    """A NameNode that issues no token to this caller (here: no SPNEGO in front, so the
+    WebHDFS server refuses GETDELEGATIONTOKEN as Hadoop does without Kerberos authentication):
+    the other processes get the driver's own options, as before."""
+    from acidctl.fs import TableFS, worker_options
+    from tests.webhdfs_server import WebHDFS
+
+    (tmp_path / "hdfs").mkdir()
+    with WebHDFS(str(tmp_path / "hdfs")) as server:
+        tfs = TableFS(server.url("/"), {"kerberos": True})
+        assert worker_options(tfs) == {"kerberos": True}
+        assert server.ops["GETDELEGATIONTOKEN"] == 1 and not server.tokens
+
+
+def test_missing_path_over_spnego_is_exit_3(cli, spnego_hdfs, kerberos_env):
+    r = cli(*KRB, "state", "--write-ids", WL, spnego_hdfs.url("/warehouse/no-such-table"))
+    assert r.code == ExitCode.NOT_FOUND and "no such file" in r.stderr, r
