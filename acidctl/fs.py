@@ -549,8 +549,8 @@ def _checked_session_class():
                     raise _unauthorized(r, kerberos=self.acidctl_kerberos)
                 if r.status_code == 403 and _remote_exception(r)[0] == "InvalidToken":
                     raise AuthenticationFailed(
-                        f"{_host_of(r.url)} rejected the delegation token: {_remote_exception(r)[1]}",
-                        hint="use a fresh token (--fs-option token=...), or --fs-option kerberos=true with a ticket",
+                        f"{_host_of(r.url)} rejected the delegation token (InvalidToken): {_remote_exception(r)[1]}",
+                        hint=_TOKEN_HINT,
                     )
                 if r.status_code >= 400 and _remote_exception(r)[0] is None:
                     # no RemoteException for fsspec to map (a proxy's page, or a body
@@ -569,6 +569,9 @@ def _checked_session_class():
 
         _CHECKED_SESSION = CheckedSession
     return _CHECKED_SESSION
+
+
+_TOKEN_HINT = "pass a fresh delegation token with --fs-option token, or use --fs-option kerberos=true with a ticket"
 
 
 def _http_error(r, role: str) -> Exception:
@@ -612,10 +615,7 @@ def _unauthorized(r, *, kerberos: bool) -> AuthenticationFailed:
     host = _host_of(r.url)
     path = _path_of(r.url)
     if "delegation=" in (r.request.url or ""):
-        return AuthenticationFailed(
-            f"{host} refused the delegation token (HTTP 401 for {path})",
-            hint="use a fresh token (--fs-option token=...), or --fs-option kerberos=true with a ticket",
-        )
+        return AuthenticationFailed(f"{host} refused the delegation token (HTTP 401 for {path})", hint=_TOKEN_HINT)
     if kerberos:
         why = ticket_problem() or "the server did not accept the ticket"
         hint = host_hint(host) or KINIT_HINT
