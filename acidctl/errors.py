@@ -23,6 +23,8 @@ class ExitCode(enum.IntEnum):
     UNAVAILABLE = 5  # storage or metastore unreachable / refused the connection
     CONFLICT = 6  # lock held by someone else, or a request refused for safety
     INVALID_INPUT = 7  # input exists but is unusable: not ORC, truncated, not ACID, not a table
+    AUTH = 8  # authentication failed: no or expired Kerberos ticket, a rejected delegation token
+    MISSING_EXTRA = 9  # an optional part is not installed (pip install 'acidctl[EXTRA]')
     INTERRUPTED = 130  # Ctrl-C
 
 
@@ -35,6 +37,8 @@ EXIT_CODE_DOC = {
     ExitCode.UNAVAILABLE: "storage or metastore unavailable",
     ExitCode.CONFLICT: "lock conflict, or the request was refused for safety",
     ExitCode.INVALID_INPUT: "invalid input: not ORC, truncated, not an ACID file or table",
+    ExitCode.AUTH: "authentication failed: no or expired Kerberos ticket (kinit), rejected token",
+    ExitCode.MISSING_EXTRA: "an optional extra is not installed (pip install 'acidctl[EXTRA]')",
     ExitCode.INTERRUPTED: "interrupted (SIGINT)",
 }
 
@@ -107,6 +111,20 @@ class StorageUnavailable(UnavailableError):
 
 class MetastoreUnavailable(UnavailableError):
     pass
+
+
+class AuthenticationFailed(AcidctlError):
+    """A server refused who we are: no Kerberos ticket, an expired one, a delegation token it
+    does not accept, a GSSAPI login the database refused. The message names the host; the hint
+    says what to do (``kinit``, a keytab)."""
+
+    exit_code = ExitCode.AUTH
+
+
+class MissingExtra(AcidctlError):
+    """An optional dependency (an extra of the package) is needed but not installed."""
+
+    exit_code = ExitCode.MISSING_EXTRA
 
 
 class ConflictError(AcidctlError):

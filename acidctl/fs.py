@@ -7,19 +7,32 @@ Every path acidctl accepts may be a local path, ``file://``, ``hdfs://`` / ``web
 ``hdfs://host:port/path`` is served by WebHDFS because no native libhdfs can be assumed on an
 operator's laptop; give the NameNode's HTTP port (9870 by default) in the URL or with
 ``--fs-option port=...``.
+
+Kerberized WebHDFS (``--fs-option kerberos=true``, SPNEGO through requests-kerberos): the
+driver authenticates with the ticket cache; what it hands to other processes (local worker
+processes, Spark executors: a pickled :class:`TableFS`) carries a delegation token it fetched
+once instead (:func:`worker_options`), renewed while the command runs and cancelled at its end
+(:func:`release_delegation_tokens`), as Hadoop's own clients do. A 401, a rejected token or a
+DataNode error is one :class:`~acidctl.errors.AuthenticationFailed` /
+:class:`~acidctl.errors.StorageUnavailable` line (:func:`_harden_webhdfs`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import posixpath
 import shutil
 import stat
 import tempfile
+import threading
+import time
 from typing import Any
 
-from acidctl.errors import PathNotFound, StorageUnavailable, UsageError
+from acidctl.errors import AuthenticationFailed, MissingExtra, PathNotFound, StorageUnavailable, UsageError, redact
+
+log = logging.getLogger("acidctl.fs")
 
 
 #: fsspec protocols whose directory rename is a single atomic metadata operation
@@ -183,6 +196,8 @@ class TableFS:
         else:
             self._fs, self.root = _resolve(url, self.options)
             self.protocol = self._fs.protocol if isinstance(self._fs.protocol, str) else self._fs.protocol[0]
+            if self.protocol in WEBHDFS_PROTOCOLS:
+                _harden_webhdfs(self._fs)
 
     @property
     def fs(self):
@@ -191,7 +206,8 @@ class TableFS:
         return self._fs
 
     def __getstate__(self):
-        return {"url": self.url, "options": self.options}
+        # what another process gets: a delegation token instead of the driver's Kerberos login
+        return {"url": self.url, "options": worker_options(self)}
 
     def __setstate__(self, state):
         self.__init__(state["url"], state["options"])
@@ -413,9 +429,17 @@ def _resolve(url: str, options: dict[str, Any]):
             url = "webhdfs://" + url[len("hdfs://") :]
         fs, path = fsspec.core.url_to_fs(url, **options)
     except ImportError as e:
-        raise UsageError(
+        if options.get("kerberos") and (e.name or "").split(".")[0] in _KERBEROS_MODULES:
+            from acidctl.kerberos import EXTRA_HINT
+
+            raise MissingExtra(
+                f"--fs-option kerberos=true needs requests-kerberos, which is not installed ({e.name})",
+                hint=EXTRA_HINT,
+            ) from None
+        extra = "s3" if url.startswith("s3") else "hdfs" if "hdfs" in url.split("://")[0] else None
+        raise MissingExtra(
             f"no filesystem support for {url}: {e}",
-            hint="install the extra, e.g. pip install 'acidctl[hdfs]' or 'acidctl[s3]'",
+            hint=f"pip install 'acidctl[{extra}]'" if extra else "install the fsspec implementation of this scheme",
         ) from None
     except (ValueError, TypeError) as e:
         raise UsageError(f"cannot open filesystem for {url}: {e}") from None
@@ -472,3 +496,230 @@ _CREDENTIAL_ERRORS = (
     "DefaultCredentialsError",
     "ClientAuthenticationError",
 )
+
+
+# -- Kerberized WebHDFS: SPNEGO, delegation tokens, DataNode answers ---------------------------
+
+WEBHDFS_PROTOCOLS = ("webhdfs", "webHDFS", "swebhdfs")
+#: what ``--fs-option kerberos=true`` imports (requests-kerberos → pyspnego → gssapi/krb5)
+_KERBEROS_MODULES = ("requests_kerberos", "spnego", "gssapi", "krb5")
+#: options that name the driver's own login; another process gets ``token=`` instead (fsspec
+#: refuses a token together with user/proxy_to: the token carries the (proxied) user itself)
+_LOGIN_OPTIONS = ("kerberos", "kerb_kwargs", "user", "password", "proxy_to")
+
+
+def _webhdfs_host(fs) -> str:
+    from urllib.parse import urlparse
+
+    return urlparse(fs.url).netloc
+
+
+def _harden_webhdfs(fs) -> None:
+    """Make fsspec's WebHDFS client fail loudly: its session raises :class:`AuthenticationFailed`
+    for a 401 (after requests-kerberos has tried SPNEGO) or a rejected delegation token, and
+    a DataNode answer other than 2xx/3xx is an error (fsspec returns a DataNode read's body
+    without checking the status: a 401 page would come back as file bytes). Idempotent: fsspec
+    caches filesystem instances."""
+    cls = _checked_session_class()
+    if not isinstance(fs.session, cls):
+        fs.session.__class__ = cls
+    fs.session.acidctl_kerberos = bool(getattr(fs, "kerb", False))
+    if fs.session.acidctl_kerberos:
+        # requests-kerberos logs a failed SPNEGO step at ERROR with a traceback; with nothing
+        # configured Python's last-resort handler would print it: the 401 below says it once
+        kl = logging.getLogger("requests_kerberos")
+        if not kl.handlers:
+            kl.addHandler(logging.NullHandler())
+
+
+_CHECKED_SESSION: Any = None
+
+
+def _checked_session_class():
+    global _CHECKED_SESSION
+    if _CHECKED_SESSION is None:
+        import requests
+
+        class CheckedSession(requests.Session):
+            acidctl_kerberos = False
+
+            def request(self, method, url, *args, **kwargs):
+                r = super().request(method, url, *args, **kwargs)
+                if r.status_code == 401:
+                    raise _unauthorized(r, kerberos=self.acidctl_kerberos)
+                if r.status_code == 403 and _remote_exception(r)[0] == "InvalidToken":
+                    raise AuthenticationFailed(
+                        f"{_host_of(r.url)} rejected the delegation token (InvalidToken): {_remote_exception(r)[1]}",
+                        hint=_TOKEN_HINT,
+                    )
+                if r.status_code >= 400 and _remote_exception(r)[0] is None:
+                    # no RemoteException for fsspec to map (a proxy's page, or a body
+                    # requests-kerberos emptied because the answer was not mutually
+                    # authenticated): fsspec would raise a bare HTTPError
+                    raise _http_error(r, "")
+                return r
+
+            def get(self, url, *args, **kwargs):
+                # fsspec's DataNode reads (OPEN's redirect target) and checksum fetches; the
+                # NameNode's own calls go through request() and fsspec's RemoteException handling
+                r = super().get(url, *args, **kwargs)
+                if r.status_code >= 400:
+                    raise _http_error(r, "DataNode ")
+                return r
+
+        _CHECKED_SESSION = CheckedSession
+    return _CHECKED_SESSION
+
+
+_TOKEN_HINT = "pass a fresh delegation token with --fs-option token, or use --fs-option kerberos=true with a ticket"
+
+
+def _http_error(r, role: str) -> Exception:
+    """A failed WebHDFS answer as acidctl's error (no query string: it may hold a token)."""
+    exc, msg = _remote_exception(r)
+    path = _path_of(r.url)
+    where = f"{_host_of(r.url)}{path}"
+    if r.status_code == 404 or exc == "FileNotFoundException":
+        return PathNotFound(f"no such file or directory: {path} ({role}{where})")
+    if r.status_code == 403 and not msg:
+        return StorageUnavailable(f"permission denied: {path} ({role}{where} answered HTTP 403)")
+    return StorageUnavailable(f"{role}{where} answered HTTP {r.status_code}{': ' + msg if msg else ''}")
+
+
+def _host_of(url: str) -> str:
+    from urllib.parse import urlparse
+
+    return urlparse(url).netloc
+
+
+def _path_of(url: str) -> str:
+    """A URL's path without its query (which may hold a delegation token)."""
+    from urllib.parse import unquote, urlparse
+
+    path = unquote(urlparse(url).path)
+    return path[len("/webhdfs/v1") :] if path.startswith("/webhdfs/v1/") else path
+
+
+def _remote_exception(r) -> tuple[str | None, str]:
+    """(exception, message) of a WebHDFS ``RemoteException`` body, else (None, "")."""
+    try:
+        e = r.json()["RemoteException"]
+        return e.get("exception"), redact(str(e.get("message", "")).splitlines()[0][:300])
+    except Exception:  # noqa: BLE001 - not JSON (an HTML 401 page from a proxy)
+        return None, ""
+
+
+def _unauthorized(r, *, kerberos: bool) -> AuthenticationFailed:
+    from acidctl.kerberos import KINIT_HINT, host_hint, ticket_problem
+
+    host = _host_of(r.url)
+    path = _path_of(r.url)
+    if "delegation=" in (r.request.url or ""):
+        return AuthenticationFailed(f"{host} refused the delegation token (HTTP 401 for {path})", hint=_TOKEN_HINT)
+    if kerberos:
+        why = ticket_problem() or "the server did not accept the ticket"
+        hint = host_hint(host) or KINIT_HINT
+        return AuthenticationFailed(f"Kerberos (SPNEGO) authentication to {host} failed: {why}", hint=hint)
+    return AuthenticationFailed(
+        f"{host} requires authentication (HTTP 401 for {path})",
+        hint="a Kerberized cluster: --fs-option kerberos=true with a ticket from kinit "
+        "(pip install 'acidctl[kerberos]'), or --fs-option token=DELEGATION_TOKEN",
+    )
+
+
+class _TokenLease:
+    """One delegation token the driver fetched (``GETDELEGATIONTOKEN``) for its worker processes
+    and executors, kept alive as Hadoop's own clients keep theirs: renewed at 90% of its
+    remaining life (Hadoop's ``org.apache.hadoop.fs.DelegationTokenRenewer``: ``renewalTime =
+    now + delay - delay/10``) and cancelled when the filesystem is done with it
+    (``removeRenewAction`` → ``cancel``); here at the end of the command. The first renewal
+    right after fetching tells the expiry (Spark's ``HadoopFSDelegationTokenProvider`` learns
+    the renewal interval the same way)."""
+
+    def __init__(self, fs):
+        self.fs = fs
+        self.host = _webhdfs_host(fs)
+        self.token: str = fs.get_delegation_token()  # renewer: the (proxied) user itself
+        self.expires_ms: int | None = None
+        self.renewals = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        try:
+            self._renew()
+        except AuthenticationFailed:
+            raise
+        except Exception as e:  # noqa: BLE001 - a token that cannot be renewed still works until it expires
+            log.info("delegation token from %s cannot be renewed: %s", self.host, e)
+            return
+        self._thread = threading.Thread(target=self._run, name="acidctl-token-renewer", daemon=True)
+        self._thread.start()
+
+    def _renew(self) -> None:
+        self.expires_ms = int(self.fs.renew_delegation_token(self.token))
+        self.renewals += 1
+
+    def _run(self) -> None:
+        while True:
+            remaining = max(0.0, (self.expires_ms or 0) / 1000.0 - time.time())
+            if self._stop.wait(remaining - remaining / 10):
+                return
+            try:
+                self._renew()
+            except Exception as e:  # noqa: BLE001 - past its maximum lifetime: workers will say so
+                log.warning("could not renew the delegation token from %s: %s", self.host, redact(str(e)))
+                return
+
+    def cancel(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        try:
+            self.fs.cancel_delegation_token(self.token)
+        except Exception as e:  # noqa: BLE001 - it expires by itself; the command's result stands
+            log.warning("could not cancel the delegation token from %s: %s", self.host, redact(str(e)))
+
+
+_LEASES: dict[tuple, _TokenLease] = {}
+_LEASES_LOCK = threading.Lock()
+
+
+def worker_options(tfs: TableFS) -> dict[str, Any]:
+    """The filesystem options another process gets for ``tfs``: the same, except that a
+    Kerberos login on WebHDFS becomes ``token=`` (one delegation token per NameNode and proxy
+    user, fetched once per command). A NameNode that issues no tokens (security off) leaves
+    the options as they are."""
+    opts = tfs.options
+    if not opts.get("kerberos") or opts.get("token") or tfs.protocol not in WEBHDFS_PROTOCOLS:
+        return opts
+    fs = tfs.fs
+    key = (fs.url, opts.get("proxy_to"))
+    with _LEASES_LOCK:
+        lease = _LEASES.get(key)
+        if lease is None:
+            try:
+                with _errors(tfs.root):
+                    lease = _TokenLease(fs)
+            except (ValueError, RuntimeError, StorageUnavailable) as e:
+                # fsspec's ValueError: "No token available for this user/security context" (security
+                # off); RuntimeError / a refusal: the NameNode's RemoteException (e.g. tokens
+                # disabled): the other processes then log in themselves, as before
+                log.info("no delegation token from %s (%s): workers use the same login", _webhdfs_host(fs), e)
+                return opts
+            if not _LEASES:
+                import atexit
+
+                atexit.register(release_delegation_tokens)  # a library caller's safety net
+            _LEASES[key] = lease
+    out = {k: v for k, v in opts.items() if k not in _LOGIN_OPTIONS}
+    out["token"] = lease.token
+    return out
+
+
+def release_delegation_tokens() -> None:
+    """Cancel every delegation token this process fetched (the CLI calls it when a command
+    ends, whatever its outcome)."""
+    with _LEASES_LOCK:
+        leases = list(_LEASES.values())
+        _LEASES.clear()
+    for lease in leases:
+        lease.cancel()

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Install the PostgreSQL and MariaDB server binaries used by tests/metastore, the headless
-# Chromium that tests/doctor/test_html.py renders the HTML report in, and the zsh and fish shells
-# tests/cli/test_completions.py runs the completion scripts in (Debian/Ubuntu).
+# Chromium that tests/doctor/test_html.py renders the HTML report in, the zsh and fish shells
+# tests/cli/test_completions.py runs the completion scripts in, and for the Kerberos tests
+# (tests/kerberos, tests/metastore/test_gssapi.py) MIT Kerberos' KDC and tools (krb5-kdc,
+# krb5-admin-server, krb5-user) and apache2 with mod_auth_gssapi (SPNEGO in front of the
+# WebHDFS test server) (Debian/Ubuntu).
 #
 # Idempotent: does nothing when both are present; runs `apt-get update` only if something is
 # missing. System services are NOT started: the tests start their own throw-away servers on
@@ -26,9 +29,20 @@ have_mariadb || pkgs+=(mariadb-server)
 have_chromium || pkgs+=(chromium)
 command -v zsh >/dev/null || pkgs+=(zsh)
 command -v fish >/dev/null || pkgs+=(fish)
+have_kdc() {
+    for b in krb5kdc kdb5_util kadmin.local; do
+        command -v "$b" >/dev/null || [ -x "/usr/sbin/$b" ] || return 1
+    done
+    command -v kinit >/dev/null && command -v klist >/dev/null
+}
+have_apache_gssapi() {
+    { command -v apache2 >/dev/null || [ -x /usr/sbin/apache2 ]; } && [ -f /usr/lib/apache2/modules/mod_auth_gssapi.so ]
+}
+have_kdc || pkgs+=(krb5-kdc krb5-admin-server krb5-user)
+have_apache_gssapi || pkgs+=(apache2 libapache2-mod-auth-gssapi)
 
 if [ ${#pkgs[@]} -eq 0 ]; then
-    echo "install-test-servers: postgresql, mariadb-server, chromium, zsh and fish already installed"
+    echo "install-test-servers: postgresql, mariadb-server, chromium, zsh, fish, krb5-kdc and apache2 (mod_auth_gssapi) already installed"
     exit 0
 fi
 
@@ -57,4 +71,6 @@ have_mariadb || { echo "install-test-servers: MariaDB binaries still missing" >&
 have_chromium || { echo "install-test-servers: chromium still missing" >&2; exit 1; }
 command -v zsh >/dev/null || { echo "install-test-servers: zsh still missing" >&2; exit 1; }
 command -v fish >/dev/null || { echo "install-test-servers: fish still missing" >&2; exit 1; }
+have_kdc || { echo "install-test-servers: MIT Kerberos KDC binaries still missing" >&2; exit 1; }
+have_apache_gssapi || { echo "install-test-servers: apache2 or mod_auth_gssapi still missing" >&2; exit 1; }
 echo "install-test-servers: done"

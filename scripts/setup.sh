@@ -35,6 +35,20 @@ want=all
 have=$(cat "$stamp" 2>/dev/null || true)
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || { [ "$want" = dev ] && [ "$have" != dev ]; }; then
     [ "$want" = all ] && [ "$have" = dev ] && want=dev  # pyproject.toml changed: keep the test tools
+    if [ "$want" = dev ]; then
+        # dev includes the kerberos extra: pip builds gssapi, krb5 and pykerberos from source
+        # (no Linux wheels), which needs krb5-config (libkrb5-dev), a C compiler and Python.h
+        kpkgs=()
+        command -v krb5-config >/dev/null 2>&1 || kpkgs+=(libkrb5-dev)
+        command -v gcc >/dev/null 2>&1 || kpkgs+=(gcc)
+        .venv/bin/python -c 'import os, sysconfig, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' ||
+            kpkgs+=(python3-dev)
+        if [ ${#kpkgs[@]} -gt 0 ]; then
+            echo "setup: installing ${kpkgs[*]} (to build the kerberos extra)"
+            $SUDO apt-get update -qq
+            DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${kpkgs[@]}" >/dev/null
+        fi
+    fi
     echo "setup: installing Python packages (.[$want])"
     .venv/bin/python -m pip install -q --upgrade pip >/dev/null
     .venv/bin/python -m pip install -q -e ".[$want]"

@@ -84,3 +84,26 @@ def run_cli(*args: str) -> Result:
 @pytest.fixture
 def cli():
     return run_cli
+
+
+@pytest.fixture(scope="session")
+def kdc():
+    """A throwaway MIT KDC on 127.0.0.1 (tests/kerberos/realm.py), one per session: realm
+    ACIDCTL.TEST, user ``alice`` with a keytab and a ticket in a per-session ticket cache.
+    Processes speak Kerberos only with ``kdc.env()`` set (use the ``kerberos_env`` fixture of
+    tests/kerberos, or pass it to subprocesses). Skips (fails under ACIDCTL_REQUIRE_SERVERS=1)
+    without Debian's krb5-kdc / krb5-user (scripts/install-test-servers.sh)."""
+    from tests.kerberos.realm import Realm, missing_kdc_binaries
+
+    missing = missing_kdc_binaries()
+    if missing:
+        msg = f"MIT Kerberos binaries missing: {', '.join(missing)} (install with scripts/install-test-servers.sh)"
+        if os.environ.get("ACIDCTL_REQUIRE_SERVERS") == "1":
+            pytest.fail(msg + "; ACIDCTL_REQUIRE_SERVERS=1", pytrace=False)
+        pytest.skip(msg)
+    realm = Realm()
+    try:
+        realm.start()
+        yield realm
+    finally:
+        realm.stop()

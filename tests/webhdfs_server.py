@@ -12,6 +12,18 @@ NameNode request's operation and parameters (``path`` added). New files and dire
 the mode a NameNode gives them: the request's ``permission`` (octal) or the WebHDFS default
 (644 for CREATE, 755 for MKDIRS), minus ``umask_mode`` (fs.permissions.umask-mode, 022), and
 FileStatus reports the real mode.
+
+Delegation tokens as a secured NameNode handles them: ``GETDELEGATIONTOKEN`` (only for a caller
+authenticated by SPNEGO, i.e. behind tests/kerberos/realm.py's apache2, which passes the
+principal as ``X-Remote-User``; the token's owner is the ``doas`` user if any),
+``RENEWDELEGATIONTOKEN`` (a new expiry ``token_renew_interval`` seconds on) and
+``CANCELDELEGATIONTOKEN``; a request carrying a token this server issued and then cancelled,
+or that expired, is refused with 403 ``InvalidToken``. Tokens it never issued are accepted
+(tests that hand one in). The OPEN/CREATE/APPEND redirect carries ``delegation=``: the
+caller's token, or for a SPNEGO caller a new one (Hadoop's
+``NamenodeWebHdfsMethods.redirectURI``); ``redirect_delegation = False`` leaves it out (a
+DataNode behind SPNEGO then answers 401). ``credentials`` rows end with the authenticated
+principal (None when the request passed on a token alone).
 """
 
 from __future__ import annotations
@@ -22,6 +34,7 @@ import os
 import shutil
 import stat
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, quote, unquote, urlparse
 
@@ -30,8 +43,13 @@ class WebHDFS:
     def __init__(self, root: str):
         self.root = root
         self.ops: collections.Counter = collections.Counter()
-        #: (op, user.name, delegation, doas) of every NameNode request
-        self.credentials: list[tuple[str, str | None, str | None, str | None]] = []
+        #: (op, user.name, delegation, doas, authenticated principal) of every NameNode request
+        self.credentials: list[tuple[str, str | None, str | None, str | None, str | None]] = []
+        #: token → {"owner", "expires" (epoch s), "cancelled", "renewals"} of tokens it issued
+        self.tokens: dict[str, dict] = {}
+        self.token_renew_interval = 3600.0
+        self.redirect_delegation = True
+        self._token_seq = 0
         #: (op, query parameters + "path") of every NameNode request
         self.requests: list[tuple[str, dict]] = []
         self.umask_mode = 0o022
@@ -100,7 +118,7 @@ class _Handler(BaseHTTPRequestHandler):
         q = {k: v[0] for k, v in parse_qs(u.query).items()}
         if u.path.startswith("/webhdfs/v1"):
             self.server_state.credentials.append(
-                (q.get("op", "").upper(), q.get("user.name"), q.get("delegation"), q.get("doas"))
+                (q.get("op", "").upper(), q.get("user.name"), q.get("delegation"), q.get("doas"), self._principal())
             )
             hdfs = unquote(u.path[len("/webhdfs/v1") :]) or "/"
             self.server_state.requests.append((q.get("op", "").upper(), {**q, "path": hdfs}))
@@ -127,6 +145,48 @@ class _Handler(BaseHTTPRequestHandler):
         perm = int(q["permission"], 8) if q.get("permission") else default
         return perm & ~self.server_state.umask_mode
 
+    def _principal(self) -> str | None:
+        """The SPNEGO-authenticated principal apache2 passed on (None: a token, or no proxy)."""
+        v = self.headers.get("X-Remote-User")
+        return v if v and v != "(null)" else None
+
+    def _token_refused(self, q: dict) -> bool:
+        """403 InvalidToken for a cancelled or expired token this server issued (answered)."""
+        t = self.server_state.tokens.get(q.get("delegation") or "")
+        if t is None:
+            return False
+        if t["cancelled"]:
+            why = "can't be found in cache"
+        elif t["expires"] < time.time():
+            why = "is expired"
+        else:
+            return False
+        self._error(403, "InvalidToken", f"token (HDFS_DELEGATION_TOKEN token for {t['owner']}) {why}")
+        return True
+
+    def _issue(self, owner: str) -> str:
+        st = self.server_state
+        st._token_seq += 1
+        token = f"HAAT{st._token_seq:04d}{owner}"
+        st.tokens[token] = {
+            "owner": owner,
+            "expires": time.time() + st.token_renew_interval,
+            "cancelled": False,
+            "renewals": 0,
+        }
+        return token
+
+    def _redirect_query(self, q: dict) -> str:
+        """``&delegation=...`` for a DataNode redirect, as a secured NameNode adds it."""
+        if not self.server_state.redirect_delegation:
+            return ""
+        if q.get("delegation"):
+            return "&delegation=" + quote(q["delegation"])
+        who = self._principal()
+        if who:
+            return "&delegation=" + quote(self._issue(q.get("doas") or who.split("@")[0]))
+        return ""
+
     def _body(self) -> bytes:
         n = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(n) if n else b""
@@ -138,6 +198,8 @@ class _Handler(BaseHTTPRequestHandler):
     # -- verbs ------------------------------------------------------------------------------
     def do_GET(self):
         path, q = self._parse()
+        if self._token_refused(q):
+            return
         if path.startswith("/datanode"):
             hdfs, local = self._fs_path(path, "/datanode")
             off, length = int(q.get("offset", 0)), q.get("length")
@@ -148,6 +210,13 @@ class _Handler(BaseHTTPRequestHandler):
         hdfs, local = self._fs_path(path, "/webhdfs/v1")
         op = q.get("op", "").upper()
         self.server_state.ops[op] += 1
+        if op == "GETDELEGATIONTOKEN":
+            who = self._principal()
+            if not who or q.get("delegation"):
+                return self._error(
+                    403, "IOException", "Delegation Token can be issued only with kerberos or web authentication"
+                )
+            return self._json(200, {"Token": {"urlString": self._issue(q.get("doas") or who.split("@")[0])}})
         if not os.path.exists(local):
             return self._error(404, "FileNotFoundException", f"File does not exist: {hdfs}")
         if op == "GETFILESTATUS":
@@ -161,11 +230,14 @@ class _Handler(BaseHTTPRequestHandler):
             loc = f"http://127.0.0.1:{self.server_state.port}/datanode{quote(hdfs)}?offset={q.get('offset', 0)}"
             if "length" in q:
                 loc += f"&length={q['length']}"
+            loc += self._redirect_query(q)
             return self._send(307, b"", headers={"Location": loc})
         return self._error(400, "IllegalArgumentException", f"unsupported GET op {op}")
 
     def do_PUT(self):
         path, q = self._parse()
+        if self._token_refused(q):
+            return
         if path.startswith("/datanode"):
             hdfs, local = self._fs_path(path, "/datanode")
             _mkdirs(os.path.dirname(local), 0o755 & ~self.server_state.umask_mode)  # CREATE makes parents
@@ -179,6 +251,18 @@ class _Handler(BaseHTTPRequestHandler):
         op = q.get("op", "").upper()
         self.server_state.ops[op] += 1
         self._body()
+        if op in ("RENEWDELEGATIONTOKEN", "CANCELDELEGATIONTOKEN"):
+            t = self.server_state.tokens.get(q.get("token") or "")
+            if not self._principal():
+                return self._error(403, "IOException", f"{op} can be done only with kerberos authentication")
+            if t is None or t["cancelled"]:
+                return self._error(403, "InvalidToken", "token can't be found in cache")
+            if op == "CANCELDELEGATIONTOKEN":
+                t["cancelled"] = True
+                return self._send(200)
+            t["expires"] = time.time() + self.server_state.token_renew_interval
+            t["renewals"] += 1
+            return self._json(200, {"long": int(t["expires"] * 1000)})
         if op == "MKDIRS":
             _mkdirs(local, self._mode(q, 0o755))
             return self._json(200, {"boolean": True})
@@ -187,6 +271,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._error(403, "FileAlreadyExistsException", f"{hdfs} already exists")
             self.server_state._pending_modes[hdfs] = self._mode(q, 0o644)
             loc = f"http://127.0.0.1:{self.server_state.port}/datanode{quote(hdfs)}"
+            dq = self._redirect_query(q)
+            loc += "?" + dq.lstrip("&") if dq else ""
             return self._send(307, b"", headers={"Location": loc})
         if op == "RENAME":
             dst = self.server_state.local(q["destination"])
@@ -198,6 +284,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         path, q = self._parse()
+        if self._token_refused(q):
+            return
         if path.startswith("/datanode"):
             hdfs, local = self._fs_path(path, "/datanode")
             with open(local, "ab") as f:
@@ -211,11 +299,15 @@ class _Handler(BaseHTTPRequestHandler):
             if not os.path.exists(local):
                 return self._error(404, "FileNotFoundException", f"File does not exist: {hdfs}")
             loc = f"http://127.0.0.1:{self.server_state.port}/datanode{quote(hdfs)}"
+            dq = self._redirect_query(q)
+            loc += "?" + dq.lstrip("&") if dq else ""
             return self._send(307, b"", headers={"Location": loc})
         return self._error(400, "IllegalArgumentException", f"unsupported POST op {op}")
 
     def do_DELETE(self):
         path, q = self._parse()
+        if self._token_refused(q):
+            return
         hdfs, local = self._fs_path(path, "/webhdfs/v1")
         self.server_state.ops["DELETE"] += 1
         if not os.path.exists(local):

@@ -554,6 +554,9 @@ def main(argv: Optional[list[str]] = None) -> None:
         if not run.verbose:
             sys.stderr.write("acidctl: this is a bug; rerun with -v for the traceback\n")
         code = ExitCode.INTERNAL
+    fs_module = sys.modules.get("acidctl.fs")
+    if fs_module is not None:  # delegation tokens the command fetched for its workers: cancelled
+        fs_module.release_delegation_tokens()
     try:
         sys.stdout.flush()
     except BrokenPipeError:

@@ -160,6 +160,7 @@ def _run_pool(tasks: list, workers: int, progress, fn) -> list[dict]:
     from concurrent.futures.process import BrokenProcessPool
 
     from acidctl.compact.spark import TaskFailed
+    from acidctl.errors import AuthenticationFailed
 
     global _prestarted
     _prestarted = None  # the pool forks its workers from it: kept (it ends with the driver)
@@ -184,6 +185,8 @@ def _run_pool(tasks: list, workers: int, progress, fn) -> list[dict]:
                 i = pending.pop(f)
                 try:
                     results[i] = f.result()
+                except AuthenticationFailed:  # a worker's token rejected: the same one line as in the driver
+                    raise
                 except BrokenProcessPool:
                     raise TaskFailed(
                         "a local worker process died (killed, or out of memory); nothing was published",

@@ -154,6 +154,7 @@ def create_engine(url: Any, *, connect_timeout: int = 10, must_exist: bool = Tru
     backend = u.get_backend_name()
     if backend == "postgresql":
         kw["connect_args"] = {"connect_timeout": connect_timeout, "application_name": "acidctl"}
+        kw["connect_args"].update(_gss_defaults(u))
     elif backend == "mysql":
         kw["connect_args"] = {"connect_timeout": connect_timeout}
     elif backend == "sqlite":
@@ -174,6 +175,55 @@ def create_engine(url: Any, *, connect_timeout: int = 10, must_exist: bool = Tru
         ) from None
     except ModuleNotFoundError as e:
         raise UsageError(f"database driver missing for {safe_url(u)}: {e.name}") from None
+
+
+def _gss_defaults(u) -> dict[str, str]:
+    """libpq's documented default ``gssencmode=prefer``, said explicitly unless the URL (or
+    ``PGGSSENCMODE``) chooses: psycopg's binary wheels bundle a libpq whose compiled default is
+    ``disable`` — it would not try GSSAPI encryption (a ``hostgssenc`` server refuses it while
+    ``psql`` connects) and warns (RuntimeWarning) on every GSSAPI login that relied on the
+    default. Without a Kerberos ticket libpq skips GSSAPI encryption, as ``psql`` does.
+    ``krbsrvname`` (the server's service name, ``postgres`` by default) passes through the
+    URL's query like every libpq parameter."""
+    if "gssencmode" in u.query or os.environ.get("PGGSSENCMODE"):
+        return {}
+    return {"gssencmode": "prefer"}
+
+
+def _login_failure(msg: str, url: Any) -> AcidctlError | None:
+    """A Kerberos (GSSAPI) login the database refused, or one the driver cannot make, as one
+    :class:`AuthenticationFailed` line; None for every other failure (a wrong password stays
+    "cannot reach the metastore", exit 5)."""
+    from acidctl.errors import AuthenticationFailed
+
+    low = msg.lower()
+    where = f" ({safe_url(url)})" if url is not None else ""
+    if "auth_gssapi_client" in low:
+        # MariaDB's GSSAPI plugin: PyMySQL has no GSSAPI authentication
+        return AuthenticationFailed(
+            f"the metastore database account{where} logs in with GSSAPI (auth_gssapi_client), "
+            "which acidctl's MySQL/MariaDB driver (PyMySQL) cannot do",
+            hint="give acidctl an account with a password (MariaDB: IDENTIFIED VIA gssapi OR "
+            "mysql_native_password), or use the metastore's Thrift port (--metastore thrift://...)",
+        )
+    query = {}
+    try:
+        query = dict(getattr(url, "query", None) or {})
+    except Exception:  # noqa: BLE001 - a URL we cannot read: no Kerberos context
+        pass
+    asked = "krbsrvname" in query or query.get("gssencmode") in ("prefer", "require")
+    gss = "gssapi" in low or "kerberos" in low or "credential cache" in low
+    # a hostgssenc-only server answers a client without a ticket "no pg_hba.conf entry ... no encryption"
+    if gss or (asked and "no pg_hba.conf entry" in low and "no encryption" in low):
+        from acidctl.kerberos import KINIT_HINT, host_hint, ticket_problem
+
+        why = ticket_problem() or msg
+        host = str(getattr(url, "host", "") or "")
+        return AuthenticationFailed(
+            f"Kerberos (GSSAPI) login to the metastore database{where} failed: {why}",
+            hint=host_hint(host) or KINIT_HINT,
+        )
+    return None
 
 
 def as_engine(engine_or_url: Any):
@@ -228,6 +278,9 @@ def translate_error(e: BaseException, url: Any = None) -> AcidctlError:
         # OperationalError is a connection problem ("database x does not exist" included)
         if any(s in low for s in ("no such table", "no such column")):
             return UnsupportedSchema(f"metastore query failed{where}: {msg}")
+        login = _login_failure(msg, url)
+        if login is not None:
+            return login
         if "unable to open database file" in low:
             resolved, hint = sqlite_path_hint(url)
             if resolved is not None:

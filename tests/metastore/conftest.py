@@ -152,6 +152,69 @@ def pg_server():
         shutil.rmtree(base, ignore_errors=True)
 
 
+@pytest.fixture(scope="session")
+def pg_gss_server(kdc):
+    """A second PostgreSQL server that admits TCP clients by Kerberos only: ``hostgssenc ... gss``
+    in pg_hba.conf (GSSAPI authentication over a GSSAPI-encrypted connection), the service key
+    ``postgres/localhost`` in ``krb_server_keyfile``, ``log_connections`` on (its log says
+    ``method=gss``). The role ``alice`` (the KDC's user, ``include_realm=0``) owns the database
+    ``metastore`` (and ``plain``, where ``host ... gss`` also admits unencrypted GSSAPI logins).
+    Clients connect to host ``localhost`` (the service principal's host name)."""
+    initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
+    if not initdb or not pg_ctl or not os.path.exists(os.path.join(os.path.dirname(pg_ctl), "postgres")):
+        _missing("PostgreSQL server binaries (initdb, pg_ctl, postgres) not found")
+    user = "postgres"
+    base = _owned_tmpdir("acidctl-pggss-", user)
+    data, log = os.path.join(base, "data"), os.path.join(base, "server.log")
+    keytab = os.path.join(base, "postgres.keytab")
+    kdc.add_principal("postgres/localhost", keytab=keytab, owner=user if os.geteuid() == 0 else None)
+    pre = _as_user(user)
+    env = {**os.environ, **kdc.env()}
+    r = subprocess.run(
+        pre
+        + [initdb, "-D", data, "-U", "postgres", "--auth-local=trust", "-E", "UTF8", "--no-instructions", "--locale=C"],
+        capture_output=True,
+        text=True,
+        cwd=base,
+        env=env,
+    )
+    if r.returncode != 0:
+        pytest.fail(f"initdb failed: {r.stderr[-2000:]}", pytrace=False)
+    with open(os.path.join(data, "pg_hba.conf"), "w") as f:
+        # database "plain": GSSAPI authentication with or without encryption (``host``)
+        f.write(
+            "local all all trust\n"
+            f"host plain all 127.0.0.1/32 gss include_realm=0 krb_realm={kdc.realm}\n"
+            f"hostgssenc all all 127.0.0.1/32 gss include_realm=0 krb_realm={kdc.realm}\n"
+        )
+    port = _free_port()
+    opts = (
+        f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "
+        f"-c full_page_writes=off -c log_connections=on -c krb_server_keyfile={keytab}"
+    )
+    r = subprocess.run(
+        pre + [pg_ctl, "-D", data, "-o", opts, "-l", log, "-w", "-t", "60", "start"],
+        capture_output=True,
+        text=True,
+        cwd=base,
+        env=env,
+    )
+    if r.returncode != 0:
+        pytest.fail(f"PostgreSQL (GSSAPI) did not start: {r.stderr[-1000:]}\n{_tail(log)}", pytrace=False)
+    import psycopg
+
+    with psycopg.connect(host=base, port=port, user="postgres", dbname="postgres", autocommit=True) as c:
+        c.execute("CREATE ROLE alice LOGIN")
+        c.execute('CREATE DATABASE "metastore" OWNER alice')
+        c.execute('CREATE DATABASE "plain" OWNER alice')
+    info = {"host": "localhost", "port": port, "user": "alice", "db": "metastore", "base": base, "log": log}
+    try:
+        yield info
+    finally:
+        subprocess.run(pre + [pg_ctl, "-D", data, "-m", "immediate", "-w", "stop"], capture_output=True, cwd=base)
+        shutil.rmtree(base, ignore_errors=True)
+
+
 def pg_url(info: dict, db: str, *, password: str | None = None) -> str:
     pw = info["password"] if password is None else password
     return f"postgresql+psycopg://{info['user']}:{pw}@{info['host']}:{info['port']}/{db}"
