@@ -240,9 +240,10 @@ def plan_changes(
     if gone:
         at, why = max(gone)
         raise EventsGone(
-            f"changes before write id {at} are no longer on disk ({why}); changes can be derived from write id {at} on",
+            f"the events of write ids below {at} are no longer on disk ({why}); "
+            f"changes can be derived from write id {at} on",
             lowest=at,
-            hint=f"use --from-write-id {at} (a major compaction keeps only the rows, not their history)",
+            hint=f"use --from-write-id {at}",
         )
     return plans
 

@@ -84,6 +84,11 @@ def test_changes_match_the_event_log(cli, strategy):
                 args += ["--to-write-id", str(hi)]
             if key:
                 args += ["--key", "ID"]  # any letter case
+            args += ["--hive-version", data.draw(st.sampled_from(["3", "4"]), label="hive")]
+            part = data.draw(st.one_of(st.none(), st.integers(0, h.partitions - 1)), label="--partition")
+            if h.partitions > 1 and part is not None:
+                args += ["--partition", f"p={part}"]
+                log = [e for e in log if e[2] == f"p={part}"]
             r = cli(*args)
             assert r.code == 0, r
             assert lines(r.stdout) == expected(log, lo, hi if hi is not None else len(h.txns), key=key)
@@ -254,3 +259,28 @@ def test_parquet_output_reads_back_as_the_event_log(h, key):
         assert sorted(p.name for p in root.parent.iterdir()) == ["out", "t"]  # no staging left
     finally:
         shutil.rmtree(root.parent)
+
+
+def test_insert_only_rows_by_their_directorys_write_id(tmp_path, cli):
+    from tests.mm.hivelayout import standard
+
+    root, snap, _ = standard(tmp_path / "t", "orc")
+    # base_1 (INSERT OVERWRITE), write 2 (two statements, a _copy_1 file, UNION ALL
+    # subdirectories), 3 aborted, 4 committed, 5 open: inserts only, no ROW__ID, reader order
+    r = cli("changes", str(root), "--from-write-id", "2", "--write-ids", snap, "--format", "orc")
+    assert r.code == 0, r
+    got = [(d["_change_type"], d["_commit_version"], d["row__id"], d["id"]) for d in lines(r.stdout)]
+    assert got == [("insert", 2, None, i) for i in (3, 4, 5, 6, 7, 8)] + [
+        ("insert", 4, None, 9),
+        ("insert", 4, None, 10),
+    ]
+    # the base's write id: its truncation is no row event
+    r = cli("changes", str(root), "--from-write-id", "1", "--write-ids", snap, "--format", "orc")
+    assert r.code == 6 and "changes can be derived from write id 2 on" in r.stderr
+    # a minor-compacted insert-only delta keeps no write id per row
+    shutil.copytree(root / "delta_0000004_0000004_0000", root / "delta_0000006_0000007")
+    snap7 = "default.t:7:5:5:3"
+    r = cli("changes", str(root), "--from-write-id", "7", "--write-ids", snap7, "--format", "orc")
+    assert r.code == 6 and "changes can be derived from write id 8 on" in r.stderr
+    r = cli("changes", str(root), "--from-write-id", "4", "--to-write-id", "5", "--write-ids", snap7, "--format", "orc")
+    assert [d["id"] for d in lines(r.stdout)] == [9, 10]
