@@ -35,6 +35,10 @@ minor-compacted insert-only ``delta_x_y`` (x < y) no longer says which write id 
 wanted ids in x..y raise :class:`EventsGone` with y + 1, as a ``base_N`` does with N + 1.
 
 Hive 2 (ACID v1) tables are refused (their updates are in-place events, not delete + insert).
+
+Memory: :func:`table_events` holds one partition's events at a time; :func:`change_rows` sorts
+every partition's events of the range together (the order crosses partitions), so the change
+rows of the whole range are held once.
 """
 
 from __future__ import annotations
@@ -264,11 +268,18 @@ class PartitionEvents:
 
 
 def partition_events(
-    tfs: TableFS, plan: PartitionPlan, snapshot: WriteIdList, wanted: WriteIdSet, *, mm: Any = None
+    tfs: TableFS,
+    plan: PartitionPlan,
+    snapshot: WriteIdList,
+    wanted: WriteIdSet,
+    *,
+    mm: Any = None,
+    with_deleted_rows: bool = True,
 ) -> PartitionEvents | None:
     """The events of ``wanted`` in one planned partition (None: the partition has none).
     ``mm``: the insert-only context (:class:`acidctl.mm.context.MMContext`) of an insert-only
-    table."""
+    table. ``with_deleted_rows=False``: delete events keep their null ``row`` (no look-up of
+    the deleted rows, for a caller that needs only their ROW__IDs)."""
     if mm is not None:
         return _mm_events(tfs, plan, mm)
     import pyarrow as pa
@@ -295,7 +306,8 @@ def partition_events(
     deletes = None
     if dels:
         deletes = pa.concat_tables(dels, promote_options="permissive")
-        deletes = _with_deleted_rows(tfs, plan, deletes, snapshot)
+        if with_deleted_rows:
+            deletes = _with_deleted_rows(tfs, plan, deletes, snapshot)
         if td is None:  # only a base/originals hold rows (no insert file in the read set: impossible)
             raise InvalidInputError(f"{plan.partition or 'the table'}: delete events without any insert file")
     if inserts is None:
@@ -424,9 +436,12 @@ def table_events(
     partitions: list[str] | None = None,
     partition_prefix: str | None = None,
     mm: Any = None,
+    with_deleted_rows: bool = True,
 ) -> Iterator[PartitionEvents]:
     """:func:`plan_changes` (refusing before anything is read) then :func:`partition_events`
-    for each partition that has events of ``wanted``, in listing order."""
+    for each partition that has events of ``wanted``, in listing order. Memory: one
+    partition's events of ``wanted`` at a time (plus, for the deleted rows' values, the
+    matching rows of the files of the deleted rows' buckets)."""
     plans = plan_changes(
         tfs,
         snapshot,
@@ -438,7 +453,7 @@ def table_events(
         insert_only=mm is not None,
     )
     for plan in plans:
-        ev = partition_events(tfs, plan, snapshot, wanted, mm=mm)
+        ev = partition_events(tfs, plan, snapshot, wanted, mm=mm, with_deleted_rows=with_deleted_rows)
         if ev is not None:
             yield ev
 

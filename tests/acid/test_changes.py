@@ -284,3 +284,35 @@ def test_insert_only_rows_by_their_directorys_write_id(tmp_path, cli):
     assert r.code == 6 and "changes can be derived from write id 8 on" in r.stderr
     r = cli("changes", str(root), "--from-write-id", "4", "--to-write-id", "5", "--write-ids", snap7, "--format", "orc")
     assert [d["id"] for d in lines(r.stdout)] == [9, 10]
+
+
+@SETTINGS
+@given(h=partitioned_histories, data=st.data())
+def test_events_of_a_write_id_set_per_partition(h, data):
+    """The library call ``migrate`` uses: the events of an arbitrary set of write ids, per
+    partition, as ACID-shaped Arrow tables (deletes with and without the deleted rows)."""
+    from acidctl.acid.changes import WriteIdSet, table_events
+    from acidctl.fs import TableFS
+
+    root, log, _ = play(h)
+    try:
+        hwm = len(h.txns)
+        ids = data.draw(st.sets(st.integers(1, hwm)), label="ids")
+        snapshot = h.snapshot()
+        with_rows = data.draw(st.booleans(), label="with_deleted_rows")
+        got_ins, got_del = set(), set()
+        for ev in table_events(TableFS(str(root)), snapshot, WriteIdSet.of(ids), with_deleted_rows=with_rows):
+            for d in ev.inserts.to_pylist():
+                assert d["operation"] == 0
+                key = (d["originalTransaction"], d["bucket"], d["rowId"])
+                got_ins.add((d["currentTransaction"], ev.partition, key, (d["row"]["id"], d["row"]["name"])))
+            for d in ev.deletes.to_pylist():
+                assert d["operation"] == 2
+                key = (d["originalTransaction"], d["bucket"], d["rowId"])
+                row = (d["row"]["id"], d["row"]["name"]) if with_rows else d["row"]
+                got_del.add((d["currentTransaction"], ev.partition, key, row))
+        want = [e for e in log if e[1] in ids]
+        assert got_ins == {(w, p, k, r) for kind, w, p, k, r in want if kind == "insert"}
+        assert got_del == {(w, p, k, r if with_rows else None) for kind, w, p, k, r in want if kind == "delete"}
+    finally:
+        shutil.rmtree(root.parent)
