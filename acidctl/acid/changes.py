@@ -349,15 +349,21 @@ def _with_deleted_rows(tfs: TableFS, plan: PartitionPlan, deletes: pa.Table, sna
         r = _dir_range(s)
         if r is not None and not any(r[0] <= o <= r[1] for o in want_ot):
             continue
-        t = read_events(tfs, s)
-        keep = pc.and_(
-            pc.and_(pc.equal(t.column("operation"), 0), merge.valid_mask(t.column("currentTransaction"), snapshot)),
-            pc.and_(
-                pc.is_in(t.column("originalTransaction"), value_set=ot_set),
-                pc.is_in(t.column("rowId"), value_set=rid_set),
-            ),
-        )
-        t = t.filter(keep)
+
+        def keep(t: pa.Table) -> pa.Array:
+            return pc.and_(
+                pc.and_(pc.equal(t.column("operation"), 0), merge.valid_mask(t.column("currentTransaction"), snapshot)),
+                pc.and_(
+                    pc.is_in(t.column("originalTransaction"), value_set=ot_set),
+                    pc.is_in(t.column("rowId"), value_set=rid_set),
+                ),
+            )
+
+        if s.raw:  # original files: synthetic ROW__IDs (read.read_events)
+            t = read_events(tfs, s)
+            t = t.filter(keep(t))
+        else:
+            t = _matching_stripes(tfs, s, keep)
         if not t.num_rows:
             continue
         i = len(tables)
@@ -385,6 +391,31 @@ def _with_deleted_rows(tfs: TableFS, plan: PartitionPlan, deletes: pa.Table, sna
     taken = rows.take(idx) if rows is not None else pa.nulls(0)
     col = deletes.schema.get_field_index("row")
     return deletes.set_column(col, pa.field("row", taken.type), taken)
+
+
+def _matching_stripes(tfs: TableFS, src: Source, keep) -> pa.Table:
+    """The events of an ACID file for which ``keep`` (a mask function over an ACID table) is
+    true: each stripe's key columns are read first, its rows only when a key matches."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from acidctl.acid import merge
+    from acidctl.orc.acidfile import ACID_NAMES
+    from acidctl.orc.reader import OrcFile
+
+    out = []
+    with OrcFile(tfs, src.path, arrow_footer=True) as f:
+        cols = f.top_names()[:5]
+        for i in range(f.num_stripes()):
+            keys = pa.Table.from_batches([f.read_stripe_arrow(i, columns=cols)]).rename_columns(list(ACID_NAMES[:5]))
+            mask = keep(keys)
+            if not pc.any(mask).as_py():
+                continue
+            t = merge.normalise(pa.Table.from_batches([f.read_stripe_arrow(i)]))
+            out.append(t.filter(mask))
+    if not out:
+        return pa.table({n: pa.array([], pa.int64()) for n in ("originalTransaction", "bucket", "rowId")})
+    return pa.concat_tables(out, promote_options="permissive")
 
 
 def _mm_events(tfs: TableFS, plan: PartitionPlan, mm: Any) -> PartitionEvents | None:
