@@ -157,11 +157,18 @@ class PartitionPlan:
 def _dir_range(src: Source) -> tuple[int, int] | None:
     """(min, max) write id of the delta directory a source is in; None for a base or an
     original file in the partition itself."""
-    from acidctl.acid.dirname import DeltaDir
+    from acidctl.acid.dirname import DeltaDir, is_partition_dir, parse_acid_dir
 
-    parent = src.path.rstrip("/").rsplit("/", 2)[-2] if src.path.count("/") >= 1 else ""
-    d = DeltaDir.parse(parent)
-    return (d.min_write_id, d.max_write_id) if d is not None else None
+    # the nearest ACID directory above the file (a file may sit in a subdirectory of a delta,
+    # e.g. HIVE_UNION_SUBDIR_n)
+    for name in reversed(src.path.rstrip("/").split("/")[:-1][-3:]):
+        if is_partition_dir(name):
+            return None
+        d = parse_acid_dir(name)
+        if d is None:
+            continue
+        return (d.min_write_id, d.max_write_id) if isinstance(d, DeltaDir) else None
+    return None
 
 
 def _selected(partition: str | None, wanted: list[str] | None) -> bool:
