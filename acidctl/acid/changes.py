@@ -530,7 +530,8 @@ def change_rows(
     deletes before inserts, partition in the given order, ROW__ID). With ``key`` (column names,
     table or partition columns, any letter case), within one write id a delete and an insert
     with equal key values become ``update_preimage`` / ``update_postimage``: the n-th delete
-    and the n-th insert of a key (in that order) pair up, the rest stay delete / insert."""
+    and the n-th insert of a key in the same partition (in that order) pair up, the rest stay
+    delete / insert (a Hive UPDATE never moves a row to another partition)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyorc
@@ -593,7 +594,7 @@ def change_rows(
     table = pa.concat_tables(pieces, promote_options="permissive")
     table = table.sort_by([(c, "ascending") for c in ("_commit_version", "__rank", "__part", "__ot", "__bk", "__rid")])
     if key:
-        table = _pair(table, _key_columns(key, names))
+        table = _pair(table, _key_columns(key, names) + ["__part"])
     return ChangeRows(table.select(names), fields)
 
 
@@ -614,7 +615,8 @@ def _key_columns(key: list[str], names: list[str]) -> list[str]:
 
 def _pair(table: pa.Table, key: list[str]) -> pa.Table:
     """Within each write id, the n-th delete and the n-th insert with equal ``key`` values (in
-    the table's order) become update_preimage / update_postimage."""
+    the table's order; ``key`` includes the partition's index) become update_preimage /
+    update_postimage."""
     import pyarrow as pa
 
     kinds = table.column("_change_type").to_pylist()
@@ -655,6 +657,7 @@ def write_parquet(rows: ChangeRows, dest_url: str, *, dest_options: dict | None 
     back (row count) before publication. Returns what was written."""
     import posixpath
 
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     from acidctl.errors import WriteVerificationFailed
@@ -670,8 +673,11 @@ def write_parquet(rows: ChangeRows, dest_url: str, *, dest_options: dict | None 
             piece = t.slice(off, PARQUET_FILE_ROWS)
             name = f"part-{i:05d}.parquet"
             path = posixpath.join(staging, name)
-            with dest.open(path, "wb") as f:
-                pq.write_table(piece, f)
+            try:
+                with dest.open(path, "wb") as f:
+                    pq.write_table(piece, f)
+            except (pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:  # e.g. a uniontype column
+                raise InvalidInputError(f"the change rows cannot be written as Parquet: {e}") from None
             with dest.open(path, "rb") as f:
                 n = pq.ParquetFile(f).metadata.num_rows
             if n != piece.num_rows:

@@ -5,7 +5,7 @@ and which it inserted (with their ROW__IDs); nothing in the expectations comes f
 The documented rules checked here: the write ids of --from-write-id A .. --to-write-id B (default
 the high-water mark) that are committed in the snapshot; order by write id, deletes before
 inserts, partition, ROW__ID; a delete carries the deleted row's values; --key pairs a delete and
-an insert of one write id with equal key values (the n-th with the n-th, in that order); minor
+an insert of one write id and partition with equal key values (the n-th with the n-th); minor
 compactions keep the events; after a major compaction into base_N, exit 6 naming N + 1.
 """
 
@@ -40,14 +40,15 @@ def expected(log: list, lo: int, hi: int, *, key: bool = False) -> list[dict]:
             d["p"] = part.split("=", 1)[1]
         d.update(id=v, name=name)
         out.append(d)
-    if key:  # within a write id, the n-th delete and the n-th insert of an id pair up
+    if key:  # within a write id and a partition, the n-th delete and the n-th insert of an id pair up
         waiting: dict = {}
         for d in out:
             if d["_change_type"] == "delete":
-                waiting.setdefault((d["_commit_version"], d["id"]), []).append(d)
+                waiting.setdefault((d["_commit_version"], d.get("p"), d["id"]), []).append(d)
         for d in out:
-            if d["_change_type"] == "insert" and waiting.get((d["_commit_version"], d["id"])):
-                waiting[(d["_commit_version"], d["id"])].pop(0)["_change_type"] = "update_preimage"
+            k = (d["_commit_version"], d.get("p"), d["id"])
+            if d["_change_type"] == "insert" and waiting.get(k):
+                waiting[k].pop(0)["_change_type"] = "update_preimage"
                 d["_change_type"] = "update_postimage"
     return out
 
