@@ -28,13 +28,14 @@ read.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
 import posixpath
 import time
 import uuid
-from typing import Any
+from typing import Any, Iterator
 
 from acidctl.errors import InvalidInputError, RefusedError, UsageError
 
@@ -670,6 +671,31 @@ def run_tasks(iterator):
         yield run_task(task)
 
 
+@contextlib.contextmanager
+def published(dest, final: str, staging: str) -> Iterator[None]:
+    """Files written inside the block into ``staging`` (created here) become ``final`` with one
+    rename when the block succeeds (an empty ``final`` directory is replaced); on any failure
+    the staging directory is removed and nothing is published. ``final, staging`` come from
+    :func:`prepare_dest`. Shared by ``export`` and ``changes --to parquet``."""
+    dest.makedirs(staging)
+    try:
+        yield
+        if dest.exists(final):  # an empty directory: replaced by the staging directory
+            dest.rm(final, recursive=True)
+        dest.rename(staging, final)
+    except BaseException:
+        try:
+            dest.rm(staging, recursive=True)
+        except Exception:  # pragma: no cover - best effort; the staging name is hidden
+            log.warning("could not remove %s", dest.display(staging))
+        raise
+
+
+def prepare_dest(dest) -> tuple[str, str]:
+    """(final path, staging path) for DEST (a TableFS at DEST); refuse to overwrite anything."""
+    return _prepare_dest(dest)
+
+
 def _prepare_dest(dest) -> tuple[str, str]:
     """(final path, staging path) for DEST; refuse to overwrite anything."""
     final = dest.root.rstrip("/")
@@ -753,8 +779,7 @@ def export_table(
             ],
         )
         return report
-    dest.makedirs(staging)
-    try:
+    with published(dest, final, staging):
         if engine.engine == "spark" and tasks:
             from acidctl.compact.spark import get_or_create_session, run_tasks as spark_run
 
@@ -768,15 +793,6 @@ def export_table(
                 metrics.append(run_task(task))
                 if progress:
                     progress(i + 1, len(tasks))
-        if dest.exists(final):  # an empty directory: replaced by the staging directory
-            dest.rm(final, recursive=True)
-        dest.rename(staging, final)
-    except BaseException:
-        try:
-            dest.rm(staging, recursive=True)
-        except Exception:  # pragma: no cover - best effort; the staging name is hidden
-            log.warning("could not remove %s", dest.display(staging))
-        raise
     files = [m for m in metrics if m.get("file")]
     parts = sorted({m["partition"] or "" for m in metrics})
     report.update(

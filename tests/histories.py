@@ -60,24 +60,37 @@ class History:
         )
 
     # -- the reference model -------------------------------------------------------------
-    def play_table(self, root: Path | None = None) -> dict[tuple, tuple[int, str]]:
+    def play_table(self, root: Path | None = None, log: list | None = None) -> dict[tuple, tuple[int, str]]:
         """Write the whole table (partition directories ``p=K`` when partitioned) and return
         {(partition or None, writeid, bucket, rowid): row}. Write ids are table-wide: a
-        transaction's statements each go to one partition; partitions are independent."""
+        transaction's statements each go to one partition; partitions are independent.
+        ``log``: gets the committed event log, ``(kind, writeid, partition or None, ROW__ID,
+        row)`` per event (see :meth:`play`)."""
         if self.partitions <= 1:
-            return {(None, *k): v for k, v in self.play(root).items()}
+            part_log: list = []
+            got = self.play(root, log=part_log)
+            if log is not None:
+                log.extend((kind, w, None, key, row) for kind, w, key, row in part_log)
+            return {(None, *k): v for k, v in got.items()}
         out = {}
         for k in range(self.partitions):
             name = f"p={k}"
-            got = self.play(root / name if root is not None else None, part=k)
+            part_log = []
+            got = self.play(root / name if root is not None else None, part=k, log=part_log)
+            if log is not None:
+                log.extend((kind, w, name, key, row) for kind, w, key, row in part_log)
             if root is not None:
                 (root / name).mkdir(parents=True, exist_ok=True)
             out.update({(name, *key): v for key, v in got.items()})
         return out
 
-    def play(self, root: Path | None = None, part: int | None = None) -> dict[tuple[int, int, int], tuple[int, str]]:
+    def play(
+        self, root: Path | None = None, part: int | None = None, log: list | None = None
+    ) -> dict[tuple[int, int, int], tuple[int, str]]:
         """Write the history under ``root`` (when given) and return the committed state; with
-        ``part``, only the statements of that partition (statement ids kept)."""
+        ``part``, only the statements of that partition (statement ids kept). ``log`` gets the
+        events of the committed transactions, in the order they happen: ``("delete", w,
+        ROW__ID, the deleted row)`` and ``("insert", w, ROW__ID, row)``."""
         visible: dict[tuple[int, int, int], tuple[int, str]] = {}
         if self.originals:
             per_bucket: dict[int, list] = {}
@@ -91,6 +104,7 @@ class History:
         for w, txn in enumerate(self.txns, start=1):
             after = dict(visible)
             taken: set = set()
+            events: list = []
             for s, stmt in enumerate(txn.statements):
                 if part is not None and stmt.part % self.partitions != part:
                     continue
@@ -106,6 +120,7 @@ class History:
                         b = (k[1] >> 16) & 0xFFF
                         deletes.setdefault(b, []).append((2, k[0], k[1], k[2], w, None))
                         after.pop(k, None)
+                        events.append(("delete", w, k, visible[k]))
                 if stmt.kind in ("insert", "update"):
                     for v in stmt.values:
                         b = v % self.buckets
@@ -113,6 +128,7 @@ class History:
                         row = (v, f"w{w}s{s}-{v}")
                         inserts.setdefault(b, []).append((0, w, prop(b, s), rid, w, row))
                         after[(w, prop(b, s), rid)] = row
+                        events.append(("insert", w, (w, prop(b, s), rid), row))
                 if root is not None:
                     for b, ev in inserts.items():
                         _write_acid(root / f"delta_{w:07d}_{w:07d}_{s:04d}" / f"bucket_{b:05d}", ev)
@@ -120,6 +136,8 @@ class History:
                         _write_acid(root / f"delete_delta_{w:07d}_{w:07d}_{s:04d}" / f"bucket_{b:05d}", ev)
             if txn.state == "committed":
                 visible = after
+                if log is not None:
+                    log.extend(events)
         return visible
 
 

@@ -1,0 +1,319 @@
+"""``acidctl changes`` against an independent model of the event log: tests/histories.py replays
+random histories and logs, per committed transaction, which rows it deleted (with their values)
+and which it inserted (with their ROW__IDs); nothing in the expectations comes from acidctl.
+
+The documented rules checked here: the write ids of --from-write-id A .. --to-write-id B (default
+the high-water mark) that are committed in the snapshot; order by write id, deletes before
+inserts, partition, ROW__ID; a delete carries the deleted row's values; --key pairs a delete and
+an insert of one write id and partition with equal key values (the n-th with the n-th); minor
+compactions keep the events; after a major compaction into base_N, exit 6 naming N + 1.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.histories import History, Statement, Txn, histories, partitioned_histories
+
+SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def expected(log: list, lo: int, hi: int, *, key: bool = False) -> list[dict]:
+    """The change rows the documented rules give for the model's event log."""
+    rank = {"delete": 0, "insert": 1}
+    evs = sorted(
+        (e for e in log if lo <= e[1] <= hi),
+        key=lambda e: (e[1], rank[e[0]], e[2] or "", e[3]),
+    )
+    out = []
+    for kind, w, part, (ot, bk, rid), (v, name) in evs:
+        d: dict = {"_change_type": kind, "_commit_version": w, "row__id": {"writeid": ot, "bucketid": bk, "rowid": rid}}
+        if part is not None:
+            d["p"] = part.split("=", 1)[1]
+        d.update(id=v, name=name)
+        out.append(d)
+    if key:  # within a write id and a partition, the n-th delete and the n-th insert of an id pair up
+        waiting: dict = {}
+        for d in out:
+            if d["_change_type"] == "delete":
+                waiting.setdefault((d["_commit_version"], d.get("p"), d["id"]), []).append(d)
+        for d in out:
+            k = (d["_commit_version"], d.get("p"), d["id"])
+            if d["_change_type"] == "insert" and waiting.get(k):
+                waiting[k].pop(0)["_change_type"] = "update_preimage"
+                d["_change_type"] = "update_postimage"
+    return out
+
+
+def lines(stdout: str) -> list[dict]:
+    return [json.loads(x) for x in stdout.splitlines() if x.strip()]
+
+
+def play(h: History) -> tuple[Path, list, str]:
+    root = Path(tempfile.mkdtemp(prefix="chg-")) / "t"
+    root.mkdir()
+    log: list = []
+    h.play_table(root, log=log)
+    return root, log, str(h.snapshot())
+
+
+def _range(data, h: History) -> tuple[int, int | None]:
+    hwm = len(h.txns)
+    lo = data.draw(st.integers(1, hwm), label="from")
+    hi = data.draw(st.one_of(st.none(), st.integers(lo, hwm)), label="to")
+    return lo, hi
+
+
+@pytest.mark.parametrize("strategy", [histories, partitioned_histories], ids=["unpartitioned", "partitioned"])
+def test_changes_match_the_event_log(cli, strategy):
+    @SETTINGS
+    @given(h=strategy, data=st.data(), key=st.booleans())
+    def run(h, data, key):
+        root, log, snap = play(h)
+        try:
+            lo, hi = _range(data, h)
+            args = ["changes", str(root), "--from-write-id", str(lo), "--write-ids", snap]
+            if hi is not None:
+                args += ["--to-write-id", str(hi)]
+            if key:
+                args += ["--key", "ID"]  # any letter case
+            args += ["--hive-version", data.draw(st.sampled_from(["3", "4"]), label="hive")]
+            part = data.draw(st.one_of(st.none(), st.integers(0, h.partitions - 1)), label="--partition")
+            if h.partitions > 1 and part is not None:
+                args += ["--partition", f"p={part}"]
+                log = [e for e in log if e[2] == f"p={part}"]
+            r = cli(*args)
+            assert r.code == 0, r
+            assert lines(r.stdout) == expected(log, lo, hi if hi is not None else len(h.txns), key=key)
+        finally:
+            shutil.rmtree(root.parent)
+
+    run()
+
+
+def _compactor_hwm(h: History) -> int:
+    """The compactor's high-water mark (spec essential 13): below the lowest open write id."""
+    opened = [i + 1 for i, t in enumerate(h.txns) if t.state == "open"]
+    return min(opened) - 1 if opened else len(h.txns)
+
+
+@SETTINGS
+@given(h=partitioned_histories, data=st.data())
+def test_changes_survive_minor_compaction_and_clean(h, data):
+    from tests.conftest import run_cli as cli
+
+    root, log, snap = play(h)
+    try:
+        r = cli("compact", "--minor", "--engine", "local", "--allow-non-atomic-publish", "--write-ids", snap, str(root))
+        assert r.code == 0, r
+        r = cli("clean", "--execute", "--min-age", "0", "--write-ids", snap, str(root))
+        assert r.code == 0, r
+        lo, hi = _range(data, h)
+        args = ["changes", str(root), "--from-write-id", str(lo), "--write-ids", snap]
+        if hi is not None:
+            args += ["--to-write-id", str(hi)]
+        r = cli(*args)
+        assert r.code == 0, r
+        assert lines(r.stdout) == expected(log, lo, hi if hi is not None else len(h.txns))
+    finally:
+        shutil.rmtree(root.parent)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(h=histories)
+def test_major_compaction_refuses_with_the_lowest_derivable_write_id(h):
+    from tests.conftest import run_cli as cli
+
+    root, log, snap = play(h)
+    try:
+        r = cli("compact", "--major", "--engine", "local", "--write-ids", snap, str(root))
+        assert r.code == 0, r
+        assert cli("clean", "--execute", "--min-age", "0", "--write-ids", snap, str(root)).code == 0
+        bases = [p.name for p in root.iterdir() if p.name.startswith("base_")]
+        hwm = len(h.txns)
+        if not bases:  # nothing to compact: every event is still there
+            r = cli("changes", str(root), "--from-write-id", "1", "--write-ids", snap)
+            assert r.code == 0, r
+            assert lines(r.stdout) == expected(log, 1, hwm)
+            return
+        assert len(bases) == 1
+        n = int(bases[0].split("_")[1])  # base_N: the events of write ids ≤ N are folded into it
+        assert n <= _compactor_hwm(h)  # never an open write id (spec essential 13)
+        committed = [i + 1 for i, t in enumerate(h.txns) if t.state == "committed"]
+        r = cli("changes", str(root), "--from-write-id", "1", "--write-ids", snap)
+        if any(w <= n for w in committed):
+            assert r.code == 6, r
+            assert len(r.stderr.strip().splitlines()) <= 2  # the message (and its hint)
+            assert f"changes can be derived from write id {n + 1} on" in r.stderr
+        else:  # no committed write id inside the base: nothing was lost
+            assert r.code == 0, r
+            assert lines(r.stdout) == expected(log, 1, hwm)
+        if n + 1 <= hwm:  # from N + 1 on: the events above the base, deletes of base rows too
+            r = cli("changes", str(root), "--from-write-id", str(n + 1), "--write-ids", snap)
+            assert r.code == 0, r
+            assert lines(r.stdout) == expected(log, n + 1, hwm)
+    finally:
+        shutil.rmtree(root.parent)
+
+
+def test_an_update_pairs_with_key_and_carries_the_old_values(tmp_path, cli):
+    # write id 1 inserts ids 5 and 6 (bucket 1 of 2 for 5, 0 for 6); write id 2 updates the
+    # first visible row in key order (ROW__ID (1, bucket 0, 0): id 6) to id 6 again; write id
+    # 3 aborted; write id 4 deletes id 5
+    h = History(
+        buckets=2,
+        originals=[],
+        txns=[
+            Txn("committed", [Statement("insert", [5, 6], [])]),
+            Txn("committed", [Statement("update", [6], [0])]),
+            Txn("aborted", [Statement("delete", [], [0])]),
+            Txn("committed", [Statement("delete", [], [0])]),
+        ],
+    )
+    h.play_table(tmp_path)
+    b0, b1 = 1 << 29, (1 << 29) | (1 << 16)
+    r = cli("changes", str(tmp_path), "--from-write-id", "2", "--write-ids", str(h.snapshot()), "--key", "id")
+    assert r.code == 0, r
+    assert lines(r.stdout) == [
+        {
+            "_change_type": "update_preimage",
+            "_commit_version": 2,
+            "row__id": {"writeid": 1, "bucketid": b0, "rowid": 0},
+            "id": 6,
+            "name": "w1s0-6",
+        },
+        {
+            "_change_type": "update_postimage",
+            "_commit_version": 2,
+            "row__id": {"writeid": 2, "bucketid": b0, "rowid": 0},
+            "id": 6,
+            "name": "w2s0-6",
+        },
+        {
+            "_change_type": "delete",
+            "_commit_version": 4,
+            "row__id": {"writeid": 1, "bucketid": b1, "rowid": 0},
+            "id": 5,
+            "name": "w1s0-5",
+        },
+    ]
+    # without --key: a delete and an insert; the exact JSON line text of dump --merged's renderer
+    r = cli("changes", str(tmp_path), "--from-write-id", "2", "--to-write-id", "2", "--write-ids", str(h.snapshot()))
+    assert r.stdout.splitlines() == [
+        '{"_change_type":"delete","_commit_version":2,"row__id":{"writeid":1,"bucketid":536870912,"rowid":0},"id":6,"name":"w1s0-6"}',
+        '{"_change_type":"insert","_commit_version":2,"row__id":{"writeid":2,"bucketid":536870912,"rowid":0},"id":6,"name":"w2s0-6"}',
+    ]
+
+
+@pytest.mark.parametrize(
+    "args,code,text",
+    [
+        (["--from-write-id", "0"], 2, "≥ 1"),
+        (["--from-write-id", "2", "--to-write-id", "1"], 2, "below"),
+        (["--from-write-id", "1", "--to-write-id", "9"], 2, "high-water mark 2"),
+        (["--from-write-id", "1", "--key", "nope"], 2, "--key nope"),
+        (["--from-write-id", "1", "--to", "parquet"], 2, "DEST"),
+        (["--from-write-id", "1", "--hive-version", "2", "--txns", "2:9223372036854775807"], 7, "Hive 2"),
+    ],
+)
+def test_usage_errors(tmp_path, cli, args, code, text):
+    h = History(buckets=1, originals=[], txns=[Txn("committed", [Statement("insert", [1], [])])] * 2)
+    h.play_table(tmp_path / "t")
+    snap = [] if "--txns" in args else ["--write-ids", str(h.snapshot())]
+    r = cli("changes", str(tmp_path / "t"), *args, *snap)
+    assert r.code == code, r
+    assert text in r.stderr and "Traceback" not in r.stderr
+
+
+@SETTINGS
+@given(h=partitioned_histories, key=st.booleans())
+def test_parquet_output_reads_back_as_the_event_log(h, key):
+    from tests.conftest import run_cli as cli
+
+    root, log, snap = play(h)
+    dest = root.parent / "out"
+    try:
+        args = ["-o", "json", "changes", str(root), str(dest), "--to", "parquet", "--from-write-id", "1"]
+        r = cli(*args, "--write-ids", snap, *(["--key", "id"] if key else []))
+        assert r.code == 0, r
+        doc = json.loads(r.stdout)
+        want = expected(log, 1, len(h.txns), key=key)
+        assert doc["rows"] == len(want) and doc["publish"] == "atomic"
+        t = pq.read_table(str(dest))
+        got = t.to_pylist()
+        for g, w in zip(got, want):
+            if "p" not in w:
+                g.pop("p", None)
+        assert got == want
+        assert t.schema.field("_commit_version").type == "int64"
+        # DEST exists now: refused, nothing touched
+        r = cli(*args, "--write-ids", snap)
+        assert r.code == 6 and "never overwrites" in r.stderr
+        assert sorted(p.name for p in root.parent.iterdir()) == ["out", "t"]  # no staging left
+    finally:
+        shutil.rmtree(root.parent)
+
+
+def test_insert_only_rows_by_their_directorys_write_id(tmp_path, cli):
+    from tests.mm.hivelayout import standard
+
+    root, snap, _ = standard(tmp_path / "t", "orc")
+    # base_1 (INSERT OVERWRITE), write 2 (two statements, a _copy_1 file, UNION ALL
+    # subdirectories), 3 aborted, 4 committed, 5 open: inserts only, no ROW__ID, reader order
+    r = cli("changes", str(root), "--from-write-id", "2", "--write-ids", snap, "--format", "orc")
+    assert r.code == 0, r
+    got = [(d["_change_type"], d["_commit_version"], d["row__id"], d["id"]) for d in lines(r.stdout)]
+    assert got == [("insert", 2, None, i) for i in (3, 4, 5, 6, 7, 8)] + [
+        ("insert", 4, None, 9),
+        ("insert", 4, None, 10),
+    ]
+    # the base's write id: its truncation is no row event
+    r = cli("changes", str(root), "--from-write-id", "1", "--write-ids", snap, "--format", "orc")
+    assert r.code == 6 and "changes can be derived from write id 2 on" in r.stderr
+    # a minor-compacted insert-only delta keeps no write id per row
+    shutil.copytree(root / "delta_0000004_0000004_0000", root / "delta_0000006_0000007")
+    snap7 = "default.t:7:5:5:3"
+    r = cli("changes", str(root), "--from-write-id", "7", "--write-ids", snap7, "--format", "orc")
+    assert r.code == 6 and "changes can be derived from write id 8 on" in r.stderr
+    r = cli("changes", str(root), "--from-write-id", "4", "--to-write-id", "5", "--write-ids", snap7, "--format", "orc")
+    assert [d["id"] for d in lines(r.stdout)] == [9, 10]
+
+
+@SETTINGS
+@given(h=partitioned_histories, data=st.data())
+def test_events_of_a_write_id_set_per_partition(h, data):
+    """The library call ``migrate`` uses: the events of an arbitrary set of write ids, per
+    partition, as ACID-shaped Arrow tables (deletes with and without the deleted rows)."""
+    from acidctl.acid.changes import WriteIdSet, table_events
+    from acidctl.fs import TableFS
+
+    root, log, _ = play(h)
+    try:
+        hwm = len(h.txns)
+        ids = data.draw(st.sets(st.integers(1, hwm)), label="ids")
+        snapshot = h.snapshot()
+        with_rows = data.draw(st.booleans(), label="with_deleted_rows")
+        got_ins, got_del = set(), set()
+        for ev in table_events(TableFS(str(root)), snapshot, WriteIdSet.of(ids), with_deleted_rows=with_rows):
+            for d in ev.inserts.to_pylist():
+                assert d["operation"] == 0
+                key = (d["originalTransaction"], d["bucket"], d["rowId"])
+                got_ins.add((d["currentTransaction"], ev.partition, key, (d["row"]["id"], d["row"]["name"])))
+            for d in ev.deletes.to_pylist():
+                assert d["operation"] == 2
+                key = (d["originalTransaction"], d["bucket"], d["rowId"])
+                row = (d["row"]["id"], d["row"]["name"]) if with_rows else d["row"]
+                got_del.add((d["currentTransaction"], ev.partition, key, row))
+        want = [e for e in log if e[1] in ids]
+        assert got_ins == {(w, p, k, r) for kind, w, p, k, r in want if kind == "insert"}
+        assert got_del == {(w, p, k, r if with_rows else None) for kind, w, p, k, r in want if kind == "delete"}
+    finally:
+        shutil.rmtree(root.parent)
