@@ -285,7 +285,9 @@ def main(argv: list[str]) -> int:
             new = update(text, results)
             if new != text:
                 page.write_text(new)
-                print(f"{name}: outputs rewritten ({len(differences(results, page))} example(s) changed); review `git diff`")
+                print(
+                    f"{name}: outputs rewritten ({len(differences(results, page))} example(s) changed); review `git diff`"
+                )
             else:
                 print(f"{name}: all {len(results)} examples current")
             continue

@@ -18,6 +18,7 @@ from typing import Annotated
 import typer
 
 from acidctl.cli import options
+from acidctl.units import plural
 
 HELP = (
     "Release a lock that belongs to no transaction (Hive's unlock); locks of a transaction are "
@@ -88,8 +89,8 @@ def render_text(report: dict) -> str:
             )
         )
     verb = {
-        "unlocked": f"unlocked: {report['rows_deleted']} row(s) deleted",
-        "would unlock": f"would delete {report['rows_deleted']} row(s)",
+        "unlocked": f"unlocked: {plural(report['rows_deleted'], 'row')} deleted",
+        "would unlock": f"would delete {plural(report['rows_deleted'], 'row')}",
         "no such lock": f"no lock with id {report['lock_id']}: nothing to unlock",
     }[report["status"]]
     lines.append(verb)

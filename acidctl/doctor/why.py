@@ -23,6 +23,7 @@ from acidctl.doctor.findings import (
     human_age,
     queue_rows,
 )
+from acidctl.units import noun, plural
 
 
 def _step(rule: str, outcome: str, detail: str, **values) -> dict:
@@ -149,7 +150,11 @@ def _candidate_step(wh, ctc, ab: dict, ab_thr, hist: list) -> dict:
             "stop",
             "not a candidate: no COMPLETED_TXN_COMPONENTS rows for it (nothing written since its last "
             "cleaned compaction)"
-            + (f"; {ab.get('rows')} aborted-txn component row(s) <= abortedtxn.threshold {ab_thr}" if ab else ""),
+            + (
+                f"; {plural(ab.get('rows', 0), 'aborted-txn component row')} <= abortedtxn.threshold {ab_thr}"
+                if ab
+                else ""
+            ),
             completed_txn_components=0,
             aborted_txns=ab.get("txns", 0),
         )
@@ -172,8 +177,8 @@ def _candidate_step(wh, ctc, ab: dict, ab_thr, hist: list) -> dict:
         return _step(
             "candidate",
             "ok",
-            f"{ctc['rows'] if ctc else 0} COMPLETED_TXN_COMPONENTS row(s)"
-            + (f", {ab.get('rows')} aborted-txn component row(s) > {ab_thr}" if many_aborts else ""),
+            plural(ctc["rows"] if ctc else 0, "COMPLETED_TXN_COMPONENTS row")
+            + (f", {plural(ab.get('rows', 0), 'aborted-txn component row')} > {ab_thr}" if many_aborts else ""),
             completed_txn_components=ctc["rows"] if ctc else 0,
             aborted_txns=ab.get("txns", 0),
         )
@@ -456,7 +461,7 @@ def _h3_cleaner_steps(wh, r: dict) -> list[dict]:
             _step(
                 "locks",
                 "stop",
-                f"Hive 3's Cleaner waits for lock(s) {', '.join(map(str, ids))} on the partition to go",
+                f"Hive 3's Cleaner waits for {noun(len(ids), 'lock')} {', '.join(map(str, ids))} on the partition to go",
                 lock_ids=ids,
             )
         )

@@ -224,3 +224,65 @@ def test_hive2_state_header_is_the_valid_txn_list(cli, tmp_path):
     assert r.code in (0, 4), r
     assert "null:" not in r.stdout
     assert r.stdout.splitlines()[1].startswith("txns: 7:9223372036854775807:")  # Hive 2.3's own string
+
+
+#: what `make demo`, the README and docs/commands run on the demo, and the other commands a
+#: newcomer tries on it, in an order that leaves something for each one to report
+_DEMO_SESSION = [
+    ["show", "tables"],
+    ["show", "transactions"],
+    ["show", "locks"],
+    ["show", "compactions"],
+    ["show", "write-ids", "default.sales"],
+    ["state", "default.employee"],
+    ["state", "default.sales"],
+    ["state", "default.events"],
+    ["state", "--deep", "default.sales"],
+    ["dump", "--merged", "--count", "default.sales"],
+    ["dump", "--merged", "--count", "default.events"],
+    ["dump", "--meta", "{root}/warehouse/employee"],
+    ["dump", "--meta", "{root}/warehouse/sales/ds=2025-12-31"],
+    ["why", "default.sales/ds=2025-12-31"],
+    ["why", "default.sales/ds=2026-01-01"],
+    ["why", "default.employee"],
+    ["why", "default.events"],
+    ["doctor"],
+    ["abort", "transactions", "--older-than", "0"],
+    ["initiator", "--dry-run"],
+    ["compact", "--due", "default.sales", "--dry-run"],
+    ["compact", "--due", "default.sales"],
+    ["revert", "default.sales/ds=2025-12-31"],
+    ["clean", "default.sales", "--min-age", "0"],
+    ["clean", "default.sales", "--min-age", "0", "--execute"],
+    ["why", "default.sales/ds=2025-12-31"],
+    ["compact", "--enqueue", "--major", "default.employee"],
+    ["worker", "--once", "--dry-run"],
+    ["worker", "--once"],
+    ["clean", "default.employee", "--min-age", "0", "--execute"],
+    ["compact", "--major", "default.events"],
+    ["clean", "default.events", "--min-age", "0", "--execute"],
+    ["export", "default.sales", "{tmp}/export-sales", "--to", "parquet"],
+    ["metrics"],
+    ["doctor"],
+    ["unlock", "1"],
+    ["abort", "compactions", "999"],
+    ["--metastore", "{hive2}", "state", "default.legacy_employee"],
+    ["--metastore", "{hive2}", "upgrade-check"],
+    ["--metastore", "{hive2}", "upgrade-check", "--execute", "--dry-run"],
+    ["metastore", "init", "sqlite:///{tmp}/new-metastore.db", "--dry-run"],
+]
+
+
+def test_no_text_output_of_the_demo_says_s_in_parentheses(cli, demo, tmp_path):
+    """Issue 22: counts are words (``1 partition``, ``2 partitions``), never ``partition(s)``,
+    in every command a newcomer runs on the demo (stdout and stderr, text mode)."""
+    root, _ = demo
+    subst = {"root": str(root), "tmp": str(tmp_path), "hive2": f"sqlite:///{root / 'hive2' / 'metastore.db'}"}
+    seen = []
+    for argv in _DEMO_SESSION:
+        r = cli(*[a.format(**subst) for a in argv])
+        assert r.code in (0, 3, 4, 6), (argv, r)
+        for line in (r.stdout + r.stderr).splitlines():
+            if re.search(r"\w\((s|es|ies)\)", line):
+                seen.append(f"{' '.join(argv)}: {line.strip()}")
+    assert not seen, "\n".join(seen)
