@@ -23,7 +23,7 @@ from acidctl.doctor.findings import (
     human_age,
     queue_rows,
 )
-from acidctl.units import noun, plural
+from acidctl.units import noun, plural, size
 
 
 def _step(rule: str, outcome: str, detail: str, **values) -> dict:
@@ -298,15 +298,17 @@ def cleaner(wh, t, ps, lim: Limits) -> dict:
     removable = [d["name"] for d in obsolete + aborted if decided.get(d["name"], {}).get("action") == "delete"]
     kept = [d["name"] for d in obsolete + aborted if d["name"] in decided and d["name"] not in removable]
     not_yet = [d["name"] for d in obsolete + aborted if d["name"] not in decided]
+    total = sum(d["bytes"] for d in obsolete + aborted)
     steps.append(
         _step(
             "removable",
             "note",
             f"{len(obsolete)} obsolete and {len(aborted)} aborted director{'y' if len(aborted) == 1 else 'ies'} "
-            f"({sum(d['bytes'] for d in obsolete + aborted)} bytes) for the current reader snapshot",
+            f"({size(total)}) for the current reader snapshot",
             obsolete=[d["name"] for d in obsolete],
             aborted=[d["name"] for d in aborted],
             removable=removable,
+            bytes=total,  # JSON keeps the raw number, text shows units (acidctl.units)
         )
     )
     if not_yet:

@@ -94,8 +94,12 @@ def test_text_output(cli, demo):
     assert lines[-1] == "total: 15 rows in 2 partitions"
     # demo.py: employee is unpartitioned (one "partition", the table) and a reader sees 3 rows;
     # events (insert-only) shows rows 1-5 of writes 1 and 2, write 3 aborted
-    assert cli("dump", "--merged", "--count", "default.employee").stdout.splitlines()[-1] == "total: 3 rows in 1 partition"
-    assert cli("dump", "--merged", "--count", "default.events").stdout.splitlines()[-1] == "total: 5 rows in 1 partition"
+    assert (
+        cli("dump", "--merged", "--count", "default.employee").stdout.splitlines()[-1] == "total: 3 rows in 1 partition"
+    )
+    assert (
+        cli("dump", "--merged", "--count", "default.events").stdout.splitlines()[-1] == "total: 5 rows in 1 partition"
+    )
 
 
 def test_merged_rows_refuse_columns_instead_of_ignoring_them(cli, demo):

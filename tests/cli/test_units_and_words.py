@@ -286,3 +286,52 @@ def test_no_text_output_of_the_demo_says_s_in_parentheses(cli, demo, tmp_path):
             if re.search(r"\w\((s|es|ies)\)", line):
                 seen.append(f"{' '.join(argv)}: {line.strip()}")
     assert not seen, "\n".join(seen)
+
+
+def test_why_cleaner_step_shows_sizes_in_units_and_json_keeps_bytes(cli, demo):
+    """The Cleaner's `removable` step said ``(1716 bytes)``; text shows binary units as every
+    command does, JSON the raw number."""
+    root, _ = demo
+    # demo.py: write 4 of sales/ds=2026-01-01 was aborted; nothing there is obsolete yet
+    aborted = root / "warehouse" / "sales" / "ds=2026-01-01" / "delta_0000004_0000004_0000"
+    total = sum(f.stat().st_size for f in aborted.rglob("*") if f.is_file())
+    assert 1024 <= total < 1024 * 1024  # so the text is in KiB, one decimal
+    r = cli("why", "default.sales/ds=2026-01-01")
+    assert r.code == 0, r
+    text = " ".join(r.stdout.split())
+    assert f"0 obsolete and 1 aborted directory ({total / 1024:.1f} KiB)" in text
+    assert " bytes)" not in text
+    doc = json.loads(cli("-o", "json", "why", "default.sales/ds=2026-01-01").stdout)
+    steps = [s for p in doc["partitions"] for s in p["cleaner"]["steps"] if s["rule"] == "removable"]
+    assert [s["values"]["bytes"] for s in steps] == [total]
+
+
+def test_wide_is_o_wide_and_its_help_says_so(cli, demo, monkeypatch):
+    """`--wide` and `-o wide` are one view: every column (Hive 3's SHOW LOCKS header, DDLTask.showLocks: 13 columns), nothing
+    wrapped; the option's help
+    describes that, not the old "fitted by wrapping the widest cells; pipes get full width"."""
+    monkeypatch.setenv("COLUMNS", "80")
+    default = cli("show", "locks").stdout
+    wide = cli("--wide", "show", "locks").stdout
+    assert wide == cli("-o", "wide", "show", "locks").stdout == cli("show", "locks", "--wide").stdout
+    header = re.split(r"\s{2,}", wide.splitlines()[0].strip())
+    assert header == [
+        "LOCK ID",
+        "DATABASE",
+        "TABLE",
+        "PARTITION",
+        "STATE",
+        "BLOCKED BY",
+        "TYPE",
+        "TRANSACTION ID",
+        "LAST HEARTBEAT",
+        "ACQUIRED AT",
+        "USER",
+        "HOSTNAME",
+        "AGENT INFO",
+    ]
+    assert max(map(len, wide.splitlines())) > 80 >= max(map(len, default.splitlines()))
+    help_text = " ".join(cli("--help").stdout.split())
+    wide_help = help_text.split("--wide ", 1)[1].split("--read-only", 1)[0]
+    assert "-o wide" in wide_help and "every column" in wide_help
+    assert "pipes get full width" not in help_text and "widest cells" not in help_text
