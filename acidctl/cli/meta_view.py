@@ -6,7 +6,7 @@ from typing import Any
 
 from acidctl.cli.output import Col, table
 from acidctl.errors import InvalidInputError, ValidationFailed
-from acidctl.units import plural
+from acidctl.units import plural, size
 
 
 def _dir_context(path: str):
@@ -67,12 +67,12 @@ def _text(data: dict) -> str:
             (
                 "Compression",
                 r["compression"]
-                + (f", block size {r['compression_block_size']}" if r["compression"] != "NONE" else ""),
+                + (f", block size {size(r['compression_block_size'])}" if r["compression"] != "NONE" else ""),
             ),
             (
                 "Length",
-                f"{r['length']} bytes"
-                + (f" of {r['file_length']} (flush length)" if r["length"] != r["file_length"] else ""),
+                size(r["length"])
+                + (f" of {size(r['file_length'])} (flush length)" if r["length"] != r["file_length"] else ""),
             ),
             ("Rows", r["rows"]),
             ("Stripes", len(r["stripes"])),

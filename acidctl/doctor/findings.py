@@ -748,7 +748,7 @@ def lock_findings(wh, lim: Limits) -> list[DoctorFinding]:
                     f"lock {ext} ({ev['state']}) is held for txn {txn}, which is {st}: Hive removes a txn's locks when it "
                     "commits or aborts, so this row is left over and blocks conflicting lock requests; Hive's unlock() "
                     "refuses locks of txns, but ABORT TRANSACTIONS deletes the locks of every txn it lists, ended ones "
-                    "included (operations.md §2.4), and so does `acidctl abort transactions`",
+                    "included, and so does `acidctl abort transactions`",  # operations.md §2.4
                     {**ev, "txn_state": st},
                     fix_abort_txns([txn]),
                 )
@@ -1375,10 +1375,8 @@ def _aborted_waiting_finding(wh, ps, tbl: str, part, lim: Limits, h3_aborted: li
     # records the locks it sees first and waits for them, operations.md §5.1)
     locks = blocking_locks(wh, {"database": ps.db, "table": ps.table, "partition": part})
     lock_ids = sorted({int(lk["HL_LOCK_EXT_ID"]) for lk in locks})
-    msg = (
-        f"{text}: aborted, never read; Hive 3's Cleaner removes an aborted delta only once a compaction "
-        "covers it (directory-state.md §7.2)"
-    )
+    # directory-state.md §7.2 (the spec, not for the user's eyes)
+    msg = f"{text}: aborted, never read; Hive 3's Cleaner removes an aborted delta only once a compaction covers it"
     fix = None
     if not can_major:
         msg += "; a major compaction would write nothing here now, so there is nothing to run until new data arrives"

@@ -209,6 +209,12 @@ def test_dump_meta_names_every_column(cli, demo):
         "row.amount",
     ]
     assert "1 insert," in r.stdout  # one row written by write 2 (not "1 inserts")
+    # sizes in binary units as everywhere (report #26): the file's length from the filesystem
+    n = f.stat().st_size
+    assert n < 1024  # a one-row file: exact bytes
+    [length] = [x for x in r.stdout.splitlines() if x.startswith("Length ")]
+    assert length.split() == ["Length", str(n), "B"]
+    assert " bytes" not in r.stdout
 
 
 def test_hive2_state_header_is_the_valid_txn_list(cli, tmp_path):
@@ -275,7 +281,8 @@ _DEMO_SESSION = [
 
 def test_no_text_output_of_the_demo_says_s_in_parentheses(cli, demo, tmp_path):
     """Issue 22: counts are words (``1 partition``, ``2 partitions``), never ``partition(s)``,
-    in every command a newcomer runs on the demo (stdout and stderr, text mode)."""
+    in every command a newcomer runs on the demo (stdout and stderr, text mode); no internal
+    words either (a section of acidctl's spec)."""
     root, _ = demo
     subst = {"root": str(root), "tmp": str(tmp_path), "hive2": f"sqlite:///{root / 'hive2' / 'metastore.db'}"}
     seen = []
@@ -283,7 +290,8 @@ def test_no_text_output_of_the_demo_says_s_in_parentheses(cli, demo, tmp_path):
         r = cli(*[a.format(**subst) for a in argv])
         assert r.code in (0, 3, 4, 6), (argv, r)
         for line in (r.stdout + r.stderr).splitlines():
-            if re.search(r"\w\((s|es|ies)\)", line):
+            # nor a reference into acidctl's own spec (`directory-state.md §7.2`): internal words
+            if re.search(r"\w\((s|es|ies)\)", line) or re.search(r"\.md §", line):
                 seen.append(f"{' '.join(argv)}: {line.strip()}")
     assert not seen, "\n".join(seen)
 
