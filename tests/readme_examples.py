@@ -121,6 +121,8 @@ def mask_volatile_columns(text: str) -> str:
         j = i + 1
         while j < len(lines) and lines[j].strip() and not _RULE.match(lines[j]):
             row = lines[j]
+            if any(a < len(row) and row[a - 2 : a] != "  " for a, _ in spans[1:]):
+                break  # not a row (its columns are two spaces apart): the line after the table
             for a, b in volatile:
                 end = len(row) if b is None else b
                 if a < len(row):
