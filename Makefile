@@ -59,9 +59,9 @@ bench: setup
 docs:
 	.venv/bin/python -m acidctl.cli.docgen
 
-# Re-run README.md's console examples on a fresh demo and rewrite their output (review the
-# diff; tests/cli/test_docs.py runs them and fails when one differs), then the man pages,
-# which show them.
+# Re-run the console examples of README.md and docs/**/*.md on a fresh demo and rewrite their
+# output (review the diff; tests/cli/test_docs.py runs them and fails when one differs), then
+# the man pages, which show them.
 readme:
 	.venv/bin/python -m tests.readme_examples --update
 	.venv/bin/python -m acidctl.cli.docgen

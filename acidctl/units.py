@@ -61,9 +61,15 @@ def ratio(x: float | None) -> str:
 
 
 def plural(n: int, word: str, words: str | None = None) -> str:
-    """``1 file``, ``2 files``, ``1 directory``, ``3 directories`` (``words``: an irregular plural)."""
+    """``1 file``, ``2 files``, ``1 directory``, ``3 directories``, ``0 files`` (``words``: an
+    irregular plural). Text never says ``file(s)``."""
+    return f"{n} {noun(n, word, words)}"
+
+
+def noun(n: int, word: str, words: str | None = None) -> str:
+    """The form of ``word`` that goes with ``n`` things (``lock`` / ``locks``), without the number."""
     if n == 1:
-        return f"{n} {word}"
+        return word
     if words is None:
         words = word[:-1] + "ies" if word.endswith("y") and word[-2:-1] not in "aeiou" else word + "s"
-    return f"{n} {words}"
+    return words

@@ -39,7 +39,7 @@ from urllib.parse import unquote
 
 from acidctl.acid.dirname import OriginalFile
 from acidctl.acid.hive2 import LEGACY, Hive2TxnList
-from acidctl.units import plural
+from acidctl.units import noun, plural
 
 READY, COMPACT, BLOCKED, ERROR = "ready", "compact", "blocked", "error"
 
@@ -241,7 +241,10 @@ def check_partition(tfs, listing, *, table: str, mode: str, compactor, keys: lis
 
     if pc.blocked_by:
         pc.status = BLOCKED
-        pc.reasons.append(f"{', '.join(pc.blocked_by)} hold(s) txns that are still open: wait for them, then compact")
+        pc.reasons.append(
+            f"{', '.join(pc.blocked_by)} {'holds' if len(pc.blocked_by) == 1 else 'hold'} txns that are still "
+            "open: wait for them, then compact"
+        )
     if st.deltas:
         if pc.status == READY:
             pc.status = COMPACT
@@ -250,7 +253,7 @@ def check_partition(tfs, listing, *, table: str, mode: str, compactor, keys: lis
             if pc.files or pc.preupgrade_tool
             else "current deltas left (insert events only)"
         )
-        pc.reasons.append(f"{len(st.deltas)} current delta(s): {why}")
+        pc.reasons.append(f"{plural(len(st.deltas), 'current delta')}: {why}")
     if pc.leftover:
         pc.finding(
             "info",
@@ -312,7 +315,8 @@ def check(settings, url: str, *, db_glob: str = "*", now: float | None = None) -
                 {
                     "severity": "warn",
                     "check": "U10",
-                    "message": f"open txn(s) {', '.join(map(str, opens[:5]))} write this table: stop writers "
+                    "message": f"open {noun(len(opens), 'txn')} {', '.join(map(str, opens[:5]))} "
+                    f"{'writes' if len(opens) == 1 else 'write'} this table: stop writers "
                     "(and HiveServer2) before compacting for the upgrade",
                 }
             )

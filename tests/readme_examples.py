@@ -1,4 +1,4 @@
-"""The README's examples, run against a fresh demo warehouse (the docs test and `make readme`).
+"""The README's and docs/' examples, run against a fresh demo warehouse (the docs test and `make readme`).
 
 Every ```console block of README.md is a little terminal session: lines starting with ``$ `` are
 commands, the lines after one (up to the next ``$ `` or the end of the block) are what it
@@ -11,6 +11,10 @@ checkout after ``make demo``: ``demo-warehouse/`` is a fresh ``acidctl demo demo
 variables but those the README exports. A command line is run by bash (so ``$PWD`` and quotes
 work as typed); ``export NAME=VALUE`` lines change the environment of the commands after them.
 
+The pages under ``docs/`` (``docs/commands/*.md``, ``docs/reference.md``) hold longer examples
+the README links to; each page's console blocks run in order on a fresh demo of their own, with
+``ACIDCTL_METASTORE_URL`` set as the README's tour exports it (the pages say so).
+
 Comparison (:func:`normalise`), applied to both the README's text and the fresh output: the
 scratch directory is shown as ``/home/me/acidctl`` (:data:`CHECKOUT`); what genuinely varies
 from run to run is masked — ISO timestamps, dates (not partition values such as
@@ -18,10 +22,11 @@ from run to run is masked — ISO timestamps, dates (not partition values such a
 ``5 s``, ``3m``), fractional numbers (seconds, ratios), the cells of table columns headed as a
 time, age or duration (:data:`VOLATILE_HEADER`), the host name and process ids in worker ids,
 the user name; then the text is compared as a sequence of words, so column widths and padding
-that follow from a varying cell do not count. Everything else must match.
+that follow from a varying cell (and the rule lines under table headers) do not count.
+Everything else must match.
 
     python -m tests.readme_examples            # run, report differences (exit 1 if any)
-    python -m tests.readme_examples --update   # rewrite README.md's outputs (review the diff)
+    python -m tests.readme_examples --update   # rewrite README.md's and docs/' outputs (review the diff)
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
 #: how the scratch directory (the checkout after `make demo`) is written in the README
 CHECKOUT = "/home/me/acidctl"
 COLUMNS = "80"
@@ -115,6 +121,8 @@ def mask_volatile_columns(text: str) -> str:
         j = i + 1
         while j < len(lines) and lines[j].strip() and not _RULE.match(lines[j]):
             row = lines[j]
+            if any(a < len(row) and row[a - 2 : a] != "  " for a, _ in spans[1:]):
+                break  # not a row (its columns are two spaces apart): the line after the table
             for a, b in volatile:
                 end = len(row) if b is None else b
                 if a < len(row):
@@ -129,6 +137,9 @@ def normalise(text: str, scratch: str | None = None) -> list[str]:
     if scratch:
         text = text.replace(scratch, CHECKOUT)
     text = mask_volatile_columns(text)
+    # a rule line's widths follow from the cells (a masked duration one character longer widens
+    # its column): the cells are compared, the rule only as a rule
+    text = "\n".join("<rule>" if _RULE.match(line) else line for line in text.split("\n"))
     for pattern, repl in _masks():
         text = pattern.sub(repl, text)
     return text.split()
@@ -143,7 +154,7 @@ class Result:
 class Session:
     """A scratch checkout with a fresh demo warehouse, running README command lines."""
 
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, *, metastore_env: bool = False):
         self.dir = workdir
         bindir = workdir / ".bin"
         bindir.mkdir()
@@ -159,6 +170,8 @@ class Session:
             HOME=str(workdir / ".home"),
         )
         (workdir / ".home").mkdir()
+        if metastore_env:  # the docs pages: as the README's tour exports it
+            self.env["ACIDCTL_METASTORE_URL"] = f"sqlite:///{workdir}/demo-warehouse/metastore.db"
         r = self.run("acidctl demo demo-warehouse >/dev/null")
         if r[1] != 0:
             raise RuntimeError(f"acidctl demo failed: {r[0]}")
@@ -191,13 +204,19 @@ def shown(output: str, code: int) -> str:
     return output
 
 
-def run_readme(text: str | None = None) -> list[Result]:
-    """Run every console example of ``text`` (default: README.md) in order on a fresh demo."""
-    text = README.read_text() if text is None else text
+def doc_pages() -> list[Path]:
+    """The pages under docs/ that hold console examples."""
+    return [p for p in sorted(DOCS.rglob("*.md")) if parse(p.read_text())]
+
+
+def run_readme(text: str | None = None, *, page: Path = README) -> list[Result]:
+    """Run every console example of ``text`` (default: the file ``page``, README.md) in order on a
+    fresh demo; a docs page's with ``ACIDCTL_METASTORE_URL`` set."""
+    text = page.read_text() if text is None else text
     results = []
     scratch = _scratch_dir()
     try:
-        session = Session(scratch)
+        session = Session(scratch, metastore_env=page != README)
         for block in parse(text):
             for ex in block:
                 out, code = session.run(ex.command)
@@ -225,12 +244,13 @@ def _scratch_dir() -> Path:
     return Path(tempfile.mkdtemp(prefix="acidctl-readme-"))
 
 
-def differences(results: list[Result]) -> list[str]:
+def differences(results: list[Result], page: Path = README) -> list[str]:
     out = []
+    name = page.relative_to(ROOT) if page.is_relative_to(ROOT) else page
     for r in results:
         if normalise(r.example.output) != normalise(r.output):
             out.append(
-                f"README.md:{r.example.line}: $ {r.example.command}\n--- README\n{r.example.output}\n--- now\n{r.output}"
+                f"{name}:{r.example.line}: $ {r.example.command}\n--- README\n{r.example.output}\n--- now\n{r.output}"
             )
     return out
 
@@ -258,21 +278,27 @@ def update(text: str, results: list[Result]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    text = README.read_text()
-    results = run_readme(text)
-    if "--update" in argv:
-        new = update(text, results)
-        if new != text:
-            README.write_text(new)
-            print(f"README.md: outputs rewritten ({len(differences(results))} example(s) changed); review `git diff`")
-        else:
-            print(f"README.md: all {len(results)} examples current")
-        return 0
-    diffs = differences(results)
-    for d in diffs:
-        print(d, end="\n\n")
-    print(f"{len(results) - len(diffs)}/{len(results)} README examples match")
-    return 1 if diffs else 0
+    failed = False
+    for page in [README, *doc_pages()]:
+        name = page.relative_to(ROOT)
+        text = page.read_text()
+        results = run_readme(text, page=page)
+        if "--update" in argv:
+            new = update(text, results)
+            if new != text:
+                page.write_text(new)
+                print(
+                    f"{name}: outputs rewritten ({len(differences(results, page))} example(s) changed); review `git diff`"
+                )
+            else:
+                print(f"{name}: all {len(results)} examples current")
+            continue
+        diffs = differences(results, page)
+        for d in diffs:
+            print(d, end="\n\n")
+        print(f"{name}: {len(results) - len(diffs)}/{len(results)} examples match")
+        failed = failed or bool(diffs)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ from acidctl.acid.listing import ChildEntry, DirListing, epoch_ms
 from acidctl.acid.markers import metadata_of
 from acidctl.acid.writeids import LONG_MAX, LONG_MIN, RangeResponse, TxnList, WriteIdList
 from acidctl.errors import InvalidAcidLayout, SnapshotUnavailable, UsageError
+from acidctl.units import plural
 
 NOT_ENOUGH_HISTORY = "Not enough history available for ({0},{1}).  Oldest available base: {2}"
 
@@ -617,7 +618,7 @@ def _originals(
             rel = c.name + "/" + f.name
             originals.append(OriginalRef(listing.child_path(rel), rel, f.size, _bucket_of(posixpath.basename(f.name))))
             used += 1
-        c.reason = f"original directory: {used} file(s) read as write id 0"
+        c.reason = f"original directory: {plural(used, 'file')} read as write id 0"
     originals.sort(key=lambda o: o.path)
     return originals
 

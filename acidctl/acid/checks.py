@@ -40,6 +40,7 @@ from acidctl.acid.initiator import ABORTED_KEY, DELTA_NUM_KEY, DELTA_PCT_KEY, Re
 from acidctl.acid.writeids import LONG_MIN, RangeResponse, TxnList
 from acidctl.findings import Finding, Severity
 from acidctl.units import ratio as fmt_ratio
+from acidctl.units import plural
 
 DEFAULT_GRACE_SECONDS = 24 * 3600.0
 
@@ -458,10 +459,10 @@ def _open_deltas(state: AcidState, facts: MetastoreFacts) -> Iterator[Finding]:
             "S04",
             WARN,
             state.path,
-            f"{len(stale)} delta(s) of open write ids whose txn heartbeat is older than hive.txn.timeout",
+            f"{plural(len(stale), 'delta')} of open write ids whose txn heartbeat is older than hive.txn.timeout",
         )
     else:
-        yield _f("S04", INFO, state.path, f"{len(open_deltas)} delta(s) of open write ids: in-flight writes")
+        yield _f("S04", INFO, state.path, f"{plural(len(open_deltas), 'delta')} of open write ids: in-flight writes")
 
 
 def _visibility(state: AcidState, tl: TxnList | None) -> Iterator[Finding]:
@@ -493,7 +494,7 @@ def _originals(state: AcidState) -> Iterator[Finding]:
             "S07",
             INFO,
             state.path,
-            f"{len(state.originals)} original file(s) and no base: converted table "
+            f"{plural(len(state.originals), 'original file')} and no base: converted table "
             "not yet major-compacted; synthetic ROW__IDs in use",
         )
     elif has_originals:

@@ -18,6 +18,7 @@ from typing import Annotated, Optional
 import typer
 
 from acidctl.cli import options
+from acidctl.units import noun, plural
 
 abort_app = typer.Typer(
     name="abort", help="Abort transactions (and compactions) as Hive's ABORT statements do.", no_args_is_help=True
@@ -43,12 +44,14 @@ def _render(doc: dict) -> str:
         lines.append("not open (nothing to abort): " + ", ".join(str(i) for i in doc["not_open"]))
     left = doc.get("locks_of_finished_txns") or {}
     if left:
-        what = ", ".join(f"lock(s) {', '.join(map(str, v))} of txn {k}" for k, v in left.items())
+        what = ", ".join(f"{noun(len(v), 'lock')} {', '.join(map(str, v))} of txn {k}" for k, v in left.items())
         lines.append(("would release " if doc["dry_run"] else "released ") + what + " (the txn already ended)")
     if doc["dry_run"]:
-        lines.append(f"dry run: would abort {len(doc['transactions'])} transaction(s); add --execute to abort them")
+        lines.append(
+            f"dry run: would abort {plural(len(doc['transactions']), 'transaction')}; add --execute to abort them"
+        )
     else:
-        lines.append(f"aborted {doc['aborted']} transaction(s)")
+        lines.append(f"aborted {plural(doc['aborted'], 'transaction')}")
     return "\n".join(lines)
 
 

@@ -18,6 +18,7 @@ import typer
 
 from acidctl.cli import options
 from acidctl.cli.abort_cmd import abort_app
+from acidctl.units import plural
 
 
 @abort_app.command(
@@ -46,7 +47,7 @@ def abort_compactions_command(
     s.output.emit(report, render_text, performed=True)
     errors = [c for c in report["compactions"] if c["status"] == "Error"]
     if errors:
-        what = f"{len(errors)} of {len(report['compactions'])} compaction(s) not aborted"
+        what = f"{len(errors)} of {plural(len(report['compactions']), 'compaction')} not aborted"
         if all(c["state"] is None for c in errors):
             raise NotFoundError(f"{what}: no such compaction id")
         raise RefusedError(f"{what} (only initiated requests can be aborted)")

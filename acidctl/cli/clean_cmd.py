@@ -31,6 +31,7 @@ from acidctl.cli.targets import TABLE_RULE
 
 from acidctl.cli import options
 from acidctl.cli.commands import Commands
+from acidctl.units import plural
 
 app = Commands()  # main calls register(app)
 register = app.register
@@ -217,32 +218,31 @@ def render_text(report: dict) -> str:
         if i.get("trashed_to"):
             lines.append(wrap(f"moved {i['path']} -> {i['trashed_to']}"))
     if report.get("compactions"):
-        lines.append("compaction requests (ready for cleaning):")
         rows = [
             [c["cq_id"], c["partition"] or "(table)", c["type"], c["highest_write_id"], c["action"], c["reason"]]
             for c in report["compactions"]
         ]
-        lines.append(
-            table(
-                rows,
-                # Hive 2.3 records a txn id there (CQ_HIGHEST_TXN_ID): name it so
-                [
-                    Col("ID", "cq_id"),
-                    Col("Partition"),
-                    Col("Type"),
-                    Col(
-                        "Highest TxnId" if report.get("hive_version") == 2 else "Highest WriteId",
-                        "highest_write_id",
-                    ),
-                    Col("Action"),
-                    Col("Reason", text=True),
-                ],
-            )
+        requests = table(
+            rows,
+            # Hive 2.3 records a txn id there (CQ_HIGHEST_TXN_ID): name it so
+            [
+                Col("ID", "cq_id"),
+                Col("Partition"),
+                Col("Type"),
+                Col(
+                    "Highest TxnId" if report.get("hive_version") == 2 else "Highest WriteId",
+                    "highest_write_id",
+                ),
+                Col("Action"),
+                Col("Reason", text=True),
+            ],
         )
+        if requests:  # -o custom-columns may leave the table out, and its title with it
+            lines += ["compaction requests (ready for cleaning):", requests]
     if report.get("quarantine") is not None:
         verb = "moved" if report["executed"] else "would move"
         lines.append(
-            f"{verb} {s['trash']} director(ies) to {report['quarantine']}; {s['kept_unsafe']} kept (see REASON)"
+            f"{verb} {plural(s['trash'], 'directory')} to {report['quarantine']}; {s['kept_unsafe']} kept (see REASON)"
         )
         return "\n".join(lines)
     verb = "deleted" if report["executed"] else "would delete"
@@ -255,8 +255,8 @@ def render_text(report: dict) -> str:
     )
     lines.append(
         wrap(
-            f"{verb} {s['delete']} path(s){moved} ({size(s['bytes'])}); {s['kept_young']} kept (younger than --min-age); "
-            f"{s['complete']} interrupted publication(s) to finish"
+            f"{verb} {plural(s['delete'], 'path')}{moved} ({size(s['bytes'])}); {s['kept_young']} kept (younger than --min-age); "
+            f"{plural(s['complete'], 'interrupted publication')} to finish"
             + (f"; {s['kept_unsafe']} kept for safety (see REASON)" if s.get("kept_unsafe") else "")
         )
     )

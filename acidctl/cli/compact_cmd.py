@@ -33,6 +33,7 @@ from acidctl.cli.targets import TABLE_RULE
 
 from acidctl.cli.commands import Commands
 from acidctl.cli import options
+from acidctl.units import plural
 from acidctl.cli.options import parse_kv
 
 
@@ -399,7 +400,7 @@ def render_dry_run(report: dict) -> str:
         lines.append(wrap(f"   becomes obsolete: {', '.join(p['obsoletes']) or '-'}", indent=ind))
         for t in p["tasks"]:
             lines.append(
-                f"   bucket {t['bucket']}: {len(t['inserts'])} insert file(s), {len(t['deletes'])} delete file(s)"
+                f"   bucket {t['bucket']}: {plural(len(t['inserts']), 'insert file')}, {plural(len(t['deletes']), 'delete file')}"
             )
             lines.extend(f"     {rel(f)}" for f in t["inserts"] + t["deletes"])
         for r in p["refusals"]:
@@ -409,7 +410,7 @@ def render_dry_run(report: dict) -> str:
     sm = report["summary"]
     lines.append(
         wrap(
-            f"{report['message']}: {sm['would_compact']} of {sm['partitions']} partition(s), "
+            f"{report['message']}: {sm['would_compact']} of {plural(sm['partitions'], 'partition')}, "
             f"{_bytes(sm['bytes_in'])} in, {sm['refused']} refused"
         )
     )
@@ -526,8 +527,8 @@ def render_text(report: dict) -> str:
     sm = report["summary"]
     lines.append(
         wrap(
-            f"{report['message']}: {sm['compacted']} of {sm['partitions']} partition(s), "
-            f"{sm['rows_in']} rows in, {sm['rows_out']} rows out, {_bytes(sm['bytes_in'])} in, "
+            f"{report['message']}: {sm['compacted']} of {plural(sm['partitions'], 'partition')}, "
+            f"{plural(sm['rows_in'], 'row')} in, {plural(sm['rows_out'], 'row')} out, {_bytes(sm['bytes_in'])} in, "
             f"{_bytes(sm['bytes_out'])} out, {duration(sm['seconds'])}"
         )
     )

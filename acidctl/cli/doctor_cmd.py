@@ -16,6 +16,7 @@ import typer
 
 from acidctl.cli.options import parse_kv
 from acidctl.cli.output import wrap
+from acidctl.units import plural
 
 _DB_HELP = "Only databases matching this glob (case-insensitive)."
 _TABLE_HELP = "Only tables matching this glob (case-insensitive)."
@@ -118,7 +119,7 @@ def doctor_command(
 
 def render_doctor(report: dict) -> str:
     from acidctl.cli.output import Col, table
-    from acidctl.units import duration, plural, size
+    from acidctl.units import duration, size
 
     s = report["summary"]
     lines = [
@@ -200,7 +201,7 @@ def render_doctor(report: dict) -> str:
             )
         )
         if len(parts) > 50:
-            lines.append(f"... {len(parts) - 50} more partition(s) in --output json")
+            lines.append(f"... {plural(len(parts) - 50, 'more partition', 'more partitions')} in --output json")
     if not report["findings"]:
         lines.append("")
         lines.append("no findings")

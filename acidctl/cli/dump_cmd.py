@@ -52,7 +52,7 @@ _RowId = Annotated[
     typer.Option(
         "--row-id",
         metavar="WRITEID,BUCKET,ROWID",
-        help="Only the event(s) with this row id (repeatable); BUCKET is the encoded property, e.g. 536870912.",
+        help="Only the events with this row id (repeatable); BUCKET is the encoded property, e.g. 536870912.",
     ),
 ]
 _WithPath = Annotated[
@@ -139,6 +139,13 @@ def dump_command(
         raise UsageError("--count needs --merged (it counts the rows a reader sees)")
     if count and limit is not None:
         raise UsageError("--count counts every row: drop --limit")
+    if merged and columns and ":" not in columns:
+        # a reader's rows come whole: --columns NAME,... picks columns of ORC files' events only
+        # (with --merged it is an insert-only table's name:type schema), so say so, not ignore it
+        raise UsageError(
+            "--columns NAME,... picks columns of the files' rows, not of --merged rows (with --merged "
+            "it gives a path's insert-only schema as name:type,...); use -o json and jq, or export"
+        )
     if merged:
         # each target resolved lazily, one at a time, by whichever of the two reads runs
         reads = _merged_targets(
@@ -386,11 +393,12 @@ def _count(settings, targets):
 
 
 def render_count(doc: dict) -> str:
-    from acidctl.cli.output import Col, table
+    from acidctl.cli.output import Col, table, wrap
+    from acidctl.units import noun, plural
 
     out = []
     for t in doc["targets"]:
-        out.append(f"acidctl dump --merged --count {t['path']}  (snapshot {t['write_ids']})")
+        out.append(wrap(f"acidctl dump --merged --count {t['path']}  (snapshot {t['write_ids']})"))
         rows = []
         for p in t["partitions"]:
             name = p["partition"] or "(table)"
@@ -399,7 +407,8 @@ def render_count(doc: dict) -> str:
             if len(p["buckets"]) != 1:
                 rows.append([name, "all", f"{p['rows']:,}"])
         out.append(table(rows, [Col("Partition"), Col("Bucket"), Col("Rows")], empty="No rows."))
-        out.append(f"total: {t['rows']:,} rows in {len(t['partitions'])} partition(s)")
+        rows_total = f"{t['rows']:,} {noun(t['rows'], 'row')}"
+        out.append(f"total: {rows_total} in {plural(len(t['partitions']), 'partition')}")
     if len(doc["targets"]) > 1:
-        out.append(f"all: {doc['rows']:,} rows")
+        out.append(f"all: {doc['rows']:,} {noun(doc['rows'], 'row')}")
     return "\n".join(out)

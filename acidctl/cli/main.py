@@ -315,7 +315,7 @@ def _global(
             "-o",
             metavar="FORMAT",
             help=(
-                "Result format: text, json, wide (text at full width, as --wide) or "
+                "Result format: text, json, wide (text with every column, nothing wrapped; also --wide) or "
                 "custom-columns=COL1,COL2,... (text tables with only these columns, in this order; "
                 "names as in the text header or the JSON key, any case)."
             ),
@@ -351,7 +351,7 @@ def _global(
         typer.Option(
             "--wide",
             envvar="ACIDCTL_WIDE",
-            help="Text tables at full width (by default they are fitted to the terminal by wrapping the widest cells; pipes get full width).",
+            help="Text as -o wide: every column of each table (Hive's full SHOW layouts) and nothing wrapped. Without it, tables show the columns needed first, and only free text (reasons, messages) wraps to $COLUMNS or the terminal; names, paths and ids never split.",
         ),
     ] = False,
     read_only: Annotated[

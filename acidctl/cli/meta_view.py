@@ -6,6 +6,7 @@ from typing import Any
 
 from acidctl.cli.output import Col, table
 from acidctl.errors import InvalidInputError, ValidationFailed
+from acidctl.units import plural, size
 
 
 def _dir_context(path: str):
@@ -46,11 +47,12 @@ def run_meta(settings, paths: list[str]) -> None:
     }
     settings.output.emit(data, _text)
     if has_errors(findings):
-        raise ValidationFailed(f"{data['summary']['errors']} error-level finding(s) in {len(reports)} file(s)")
+        raise ValidationFailed(
+            f"{plural(data['summary']['errors'], 'error-level finding')} in {plural(len(reports), 'file')}"
+        )
 
 
 def _text(data: dict) -> str:
-    from acidctl.units import plural
 
     out = []
     for r in data["files"]:
@@ -65,12 +67,12 @@ def _text(data: dict) -> str:
             (
                 "Compression",
                 r["compression"]
-                + (f", block size {r['compression_block_size']}" if r["compression"] != "NONE" else ""),
+                + (f", block size {size(r['compression_block_size'])}" if r["compression"] != "NONE" else ""),
             ),
             (
                 "Length",
-                f"{r['length']} bytes"
-                + (f" of {r['file_length']} (flush length)" if r["length"] != r["file_length"] else ""),
+                size(r["length"])
+                + (f" of {size(r['file_length'])} (flush length)" if r["length"] != r["file_length"] else ""),
             ),
             ("Rows", r["rows"]),
             ("Stripes", len(r["stripes"])),

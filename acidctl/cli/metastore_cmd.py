@@ -32,8 +32,14 @@ def init_cmd(
     ] = None,
     hive_version: options.SchemaHiveVersion = DEFAULT_HIVE_VERSION,  # the same default as `demo`
     warehouse: Annotated[
-        str, typer.Option("--warehouse", metavar="URI", help="Location of the default database.")
-    ] = "file:/tmp/acidctl-warehouse",
+        Optional[str],
+        typer.Option(
+            "--warehouse",
+            metavar="URI",
+            help="Location of the default database (recorded, not created). Default: a warehouse directory beside a SQLite metastore file; file:/tmp/acidctl-warehouse for a database server.",
+            show_default=False,
+        ),
+    ] = None,
     dry_run: Annotated[
         bool,
         options.dry_run_option(
@@ -64,7 +70,7 @@ def init_cmd(
             )
         return wrap(
             f"created a Hive {r.schema_version} metastore ({len(r.tables)} tables) in {r.url}; "
-            f"database default at {warehouse} (--warehouse)"
+            f"database default at {r.warehouse} (--warehouse)"
         )
 
     ctx.obj.output.emit(res.to_dict(), lambda _d: text(res), performed=not dry_run)

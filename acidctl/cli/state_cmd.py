@@ -31,6 +31,7 @@ import typer
 from acidctl.cli.targets import TABLE_RULE
 
 from acidctl.cli import options
+from acidctl.units import plural
 
 HELP = (
     "Classify a table or partition directory the way Hive's getAcidState does (base, deltas, obsolete, "
@@ -186,6 +187,10 @@ def _deep_hook():
 # =========================================================================================
 
 
+def _delta_dirs(n: int) -> str:
+    return plural(n, "delta directory", "delta directories")
+
+
 def _fmt_bytes(n: float) -> str:
     from acidctl.units import size
 
@@ -268,15 +273,15 @@ def render_text(report: dict) -> str:
             lines.append(f"snapshot:   UNREADABLE: {s['not_enough_history']}")
         elif s["base"]:
             lines.append(
-                f"snapshot:   base {s['base']} ({_fmt_bytes(s['base_bytes'])}) + {len(s['read_order'])} delta dir(s)"
+                f"snapshot:   base {s['base']} ({_fmt_bytes(s['base_bytes'])}) + {_delta_dirs(len(s['read_order']))}"
             )
         elif s["original_count"]:
             lines.append(
-                f"snapshot:   no base; {s['original_count']} original file(s) ({_fmt_bytes(s['original_bytes'])}) "
-                f"+ {len(s['read_order'])} delta dir(s)"
+                f"snapshot:   no base; {plural(s['original_count'], 'original file')} ({_fmt_bytes(s['original_bytes'])}) "
+                f"+ {_delta_dirs(len(s['read_order']))}"
             )
         else:
-            lines.append(f"snapshot:   no base; {len(s['read_order'])} delta dir(s)")
+            lines.append(f"snapshot:   no base; {_delta_dirs(len(s['read_order']))}")
         for err in s["reader_errors"]:
             lines.append(f"            READERS FAIL: {err}")
         lines.append(
@@ -286,7 +291,7 @@ def render_text(report: dict) -> str:
         ratio = fmt_ratio(c["ratio"])
         lines.append(
             wrap(
-                f"initiator:  {c['delta_count']} deltas vs threshold {t['hive.compactor.delta.num.threshold']}; "
+                f"initiator:  {plural(c['delta_count'], 'delta')} vs threshold {t['hive.compactor.delta.num.threshold']}; "
                 f"delta/base {ratio} vs {t['hive.compactor.delta.pct.threshold']:g}  (compactor snapshot)",
                 indent="            ",
             )
@@ -310,7 +315,8 @@ def render_text(report: dict) -> str:
     sm = report["summary"]
     lines.append(
         wrap(
-            f"summary: {sm['partitions']} partition(s), {sm['errors']} error(s), {sm['warnings']} warning(s), "
+            f"summary: {plural(sm['partitions'], 'partition')}, {plural(sm['errors'], 'error')}, "
+            f"{plural(sm['warnings'], 'warning')}, "
             f"{sm['info']} info; compaction due: {', '.join(sm['compaction_due']) or 'none'}"
         )
     )

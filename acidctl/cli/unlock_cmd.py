@@ -18,6 +18,7 @@ from typing import Annotated
 import typer
 
 from acidctl.cli import options
+from acidctl.units import plural
 
 HELP = (
     "Release a lock that belongs to no transaction (Hive's unlock); locks of a transaction are "
@@ -31,7 +32,13 @@ def register(app: typer.Typer) -> None:
 
 def unlock_command(
     ctx: typer.Context,
-    lock_id: Annotated[int, typer.Argument(metavar="LOCKID", help="The lock id (SHOW LOCKS' Lock ID before the dot).")],
+    lock_id: Annotated[
+        str,
+        typer.Argument(
+            metavar="LOCKID",
+            help="The lock id as SHOW LOCKS prints it (1, or 1.1: the lock with every component, as Hive's unlock releases it).",
+        ),
+    ],
     execute: Annotated[
         bool, options.execute_option("Delete the lock rows (default: only show the rows that would be deleted).")
     ] = False,
@@ -41,12 +48,26 @@ def unlock_command(
     from acidctl.metastore.connection import connect, resolve_url
 
     s = ctx.obj
+    ext_id = parse_lock_id(lock_id)
     ms = connect(resolve_url(s.metastore_url, profile=s.profile))
     if execute and dry_run:  # it refuses what the real run would refuse
         from acidctl.metastore import steps
 
         steps.check_writable(ms, what="unlock")
-    s.output.emit(unlock(ms, lock_id, execute=execute and not dry_run), render_text, performed=True)
+    s.output.emit(unlock(ms, ext_id, execute=execute and not dry_run), render_text, performed=True)
+
+
+def parse_lock_id(text: str) -> int:
+    """``1`` or ``1.1`` (SHOW LOCKS' ``extId.intId``) → the external lock id ``1``: Hive's
+    unlock(lockid) takes the external id and releases every component of the lock."""
+    import re
+
+    from acidctl.errors import UsageError
+
+    m = re.fullmatch(r"\s*(\d+)(?:\.\d+)?\s*", text)
+    if not m:
+        raise UsageError(f"LOCKID must be a lock id as SHOW LOCKS prints it (1 or 1.1), not {text!r}")
+    return int(m.group(1))
 
 
 def render_text(report: dict) -> str:
@@ -88,8 +109,8 @@ def render_text(report: dict) -> str:
             )
         )
     verb = {
-        "unlocked": f"unlocked: {report['rows_deleted']} row(s) deleted",
-        "would unlock": f"would delete {report['rows_deleted']} row(s)",
+        "unlocked": f"unlocked: {plural(report['rows_deleted'], 'row')} deleted",
+        "would unlock": f"would delete {plural(report['rows_deleted'], 'row')}",
         "no such lock": f"no lock with id {report['lock_id']}: nothing to unlock",
     }[report["status"]]
     lines.append(verb)

@@ -20,6 +20,7 @@ from typing import Annotated
 import typer
 
 from acidctl.cli import options
+from acidctl.units import plural
 from acidctl.cli.options import parse_kv
 
 HELP = (
@@ -75,7 +76,7 @@ def upgrade_check_command(
         if s["blocked"] or s["error"] or s["errors"]:
             raise ValidationFailed(
                 f"--execute would not make it ready for the Hive 3 upgrade: {s['blocked']} blocked, "
-                f"{s['error']} unreadable, {s['errors']} error finding(s)"
+                f"{s['error']} unreadable, {plural(s['errors'], 'error finding')}"
             )
         return
     if execute:
@@ -98,12 +99,10 @@ def upgrade_check_command(
     left = (report.get("executed") or {}).get("only_bases") or []
     if report["ready"] and left:
         raise ValidationFailed(
-            f"compacted, but {len(left)} partition(s) still hold more than one base: "
+            f"compacted, but {plural(len(left), 'partition')} still {'holds' if len(left) == 1 else 'hold'} more than one base: "
             + ", ".join(f"{x['table']}/{x['partition'] or '(table)'}" for x in left[:5])
         )
     if not report["ready"]:
-        from acidctl.units import plural
-
         s = report["summary"]
         raise ValidationFailed(
             f"not ready for the Hive 3 upgrade: {plural(s['compact'], 'partition')} to compact, "
@@ -113,7 +112,6 @@ def upgrade_check_command(
 
 def _text(r: dict) -> str:
     from acidctl.cli.output import Col, table, wrap
-    from acidctl.units import plural
 
     lines = [
         wrap(f"acidctl upgrade-check  {r['metastore']}  (databases {r['db']!r}, {r['checked_at']})"),
@@ -134,8 +132,8 @@ def _text(r: dict) -> str:
             done = [x for x in c["compactions"] if x.get("state") == "succeeded"]
             lines.append(
                 wrap(
-                    f"cleaned {c['table']}: {len(c['deleted'])} obsolete path(s) deleted"
-                    + (f", {len(done)} compaction(s) succeeded" if done else "")
+                    f"cleaned {c['table']}: {plural(len(c['deleted']), 'obsolete path')} deleted"
+                    + (f", {plural(len(done), 'compaction')} succeeded" if done else "")
                 )
             )
         for x in ex.get("only_bases") or []:
@@ -187,7 +185,7 @@ def _text(r: dict) -> str:
     if r["commands"]:
         head = "-- run on the Hive 2 cluster (or: acidctl upgrade-check --execute)"
         if r.get("dry_run"):
-            head = f"-- dry run: --execute would run these {len(r['commands'])} compaction(s); nothing is written"
+            head = f"-- dry run: --execute would run {plural(len(r['commands']), 'compaction')}; nothing is written"
         lines += ["", head] + r["commands"]
     s = r["summary"]
     lines.append("")

@@ -46,6 +46,7 @@ import logging
 from typing import Any, Callable, Iterator
 
 from acidctl.errors import AcidctlError
+from acidctl.units import noun, plural
 
 log = logging.getLogger("acidctl.initiator")
 
@@ -214,7 +215,7 @@ def run_once(
             out.extend(cycle.table(name))
         if not dry_run:
             out.extend(_end_of_cycle(ms))
-    log.info("initiator cycle: %d partition(s) checked", len(out))
+    log.info("initiator cycle: partitions checked: %d", len(out))
     return out
 
 
@@ -238,13 +239,13 @@ def _end_of_cycle(ms) -> list[dict]:
             out.append(
                 _cycle_record(
                     "removed-aborted-txns",
-                    f"aborted txn(s) without components removed from TXNS: {', '.join(map(str, gone))}",
+                    f"{noun(len(gone), 'aborted txn')} without components removed from TXNS: {', '.join(map(str, gone))}",
                 )
             )
     if n:
         out.append(
             _cycle_record(
-                "revoked", f"{n} working request(s) older than hive.compactor.worker.timeout back to initiated"
+                "revoked", f"{plural(n, 'working request')} older than hive.compactor.worker.timeout back to initiated"
             )
         )
     return out

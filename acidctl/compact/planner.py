@@ -33,6 +33,7 @@ from acidctl.acid.dirname import METADATA_FILE, ORC_ACID_VERSION_FILE, STAGING_P
 from acidctl.acid.writeids import TxnList, WriteIdList
 from acidctl.errors import InvalidAcidLayout, RefusedError, UsageError
 from acidctl.fs import join_path
+from acidctl.units import plural
 
 MAJOR, MINOR = "major", "minor"
 METADATA_ACID = b'{"thisFileVersion":"0","dataFormat":"compacted"}'
@@ -237,7 +238,7 @@ def plan_partition(
     plan.outputs = out.dirs
     plan.staging = staging
     plan.staging_id = staging_id
-    plan.message = f"{mode} compaction of {len(inp.names)} input(s) into {', '.join(o.name for o in out.dirs)}"
+    plan.message = f"{mode} compaction of {plural(len(inp.names), 'input')} into {', '.join(o.name for o in out.dirs)}"
     return plan
 
 
@@ -561,7 +562,7 @@ def _refuse_unread(plan: PartitionPlan, unread: list[dict], inputs: list[str], s
     plan.refusals = unread
     plan.inputs = inputs
     plan.message = (
-        f"refused: {len(unread)} file(s) a reader could treat as data would become obsolete "
+        f"refused: {plural(len(unread), 'file')} a reader could treat as data would become obsolete "
         f"without being read ({', '.join(u['path'] for u in unread[:3])}"
         f"{', ...' if len(unread) > 3 else ''})"
     )
@@ -592,7 +593,7 @@ def refusal_error(plans: list[PartitionPlan]) -> RefusedError | None:
     shown = "; ".join(f"{join_path(p.display, r['path'])}: {r['reason']}" for p, r in files[:5])
     more = f" (and {len(files) - 5} more)" if len(files) > 5 else ""
     return RefusedError(
-        f"compaction refused: {len(files)} file(s) a reader could treat as data would become obsolete without "
+        f"compaction refused: {plural(len(files), 'file')} a reader could treat as data would become obsolete without "
         f"being read: {shown}{more}; nothing was written",
         hint="move each out of the table (or rename it to a bucket_N name if it is ACID data of that bucket); "
         "--skip-unreadable-files compacts without them (clean then keeps their directories)",

@@ -35,6 +35,7 @@ from acidctl.compact.lock import LockSet
 from acidctl.compact.planner import MAJOR, MINOR, PartitionPlan, plan_partition, refusal_error
 from acidctl.compact.report import finish_report, partition_record
 from acidctl.errors import NotFoundError, UsageError
+from acidctl.units import noun, plural
 
 if TYPE_CHECKING:
     from acidctl.acid.initiator import Thresholds
@@ -421,7 +422,8 @@ def _dry_run(tfs, opts: CompactOptions, report: dict, notes: list, t0: float) ->
     pending = [it["display"] for lst in listings for it in pub.interrupted(tfs, lst.fs_path or lst.path)]
     if pending:
         notes.append(
-            "interrupted publication(s) the next compact or clean --execute finishes first: " + ", ".join(pending)
+            f"{noun(len(pending), 'interrupted publication')} the next compact or clean --execute finishes first: "
+            + ", ".join(pending)
         )
     plans = _plan_all(tfs, opts, listings)
     refused = refusal_error(plans)
@@ -508,7 +510,7 @@ def _check_accounting(work: list[PartitionPlan], by_part: dict) -> None:
         other = sum(m.get("other_events_dropped", 0) for m in ms)
         if invisible:
             raise RefusedError(
-                f"{p.mode} compaction of {where} refused: {invisible} event(s) carry write ids above the "
+                f"{p.mode} compaction of {where} refused: {plural(invisible, 'event')} {'carries' if invisible == 1 else 'carry'} write ids above the "
                 f"compactor's high watermark (open, or not allocated yet), so they are neither committed nor "
                 f"aborted and must not be dropped or folded; nothing was published",
                 hint="check the snapshot (--write-ids / the metastore): an ACID file outside a delta directory "
@@ -516,7 +518,7 @@ def _check_accounting(work: list[PartitionPlan], by_part: dict) -> None:
             )
         if other:
             raise RefusedError(
-                f"{p.mode} compaction of {where} refused: {other} event(s) of an operation the output cannot "
+                f"{p.mode} compaction of {where} refused: {plural(other, 'event')} of an operation the output cannot "
                 "hold (e.g. ACID v1 update events); nothing was published",
                 hint="compact it with Hive 2's own compactor before upgrading, or inspect with `acidctl dump --meta`",
             )
@@ -548,7 +550,7 @@ def _check_publish_safety(tfs, work: list[PartitionPlan], opts: CompactOptions, 
     p, why = unsafe[0]
     where = f"partition {p.partition}" if p.partition else p.display
     if not opts.allow_non_atomic_publish:
-        more = f" (and {len(unsafe) - 1} more partition(s))" if len(unsafe) > 1 else ""
+        more = f" (and {plural(len(unsafe) - 1, 'more partition')})" if len(unsafe) > 1 else ""
         raise RefusedError(
             f"{opts.mode or p.mode} compaction of {where}{more} cannot be published atomically: {why}",
             hint="--major writes one directory; --allow-non-atomic-publish publishes anyway, as Hive 3's "

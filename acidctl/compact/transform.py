@@ -12,6 +12,7 @@ the task's metrics: nothing is dropped silently (issue #9).
 from __future__ import annotations
 
 import re
+from acidctl.units import plural
 
 
 class NotInOrder(Exception):
@@ -126,7 +127,7 @@ def rename_row(table, columns: list[str] | None, coln_only: bool = False):
         columns = None
     if columns is not None:
         if len(columns) != len(old):
-            raise UsageError(f"--columns names {len(columns)} column(s) but the files have {len(old)}: {old}")
+            raise UsageError(f"--columns names {plural(len(columns), 'column')} but the files have {len(old)}: {old}")
         new = [c.lower() for c in columns]
     else:
         new = [n.lower() for n in old]

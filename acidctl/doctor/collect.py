@@ -23,6 +23,7 @@ from typing import Any, Callable
 from acidctl.acid.writeids import TxnList
 from acidctl.doctor.facts import TableRow, Warehouse
 from acidctl.findings import Finding
+from acidctl.units import plural
 
 #: default number of tables listed at the same time
 DEFAULT_WORKERS = 8
@@ -113,7 +114,7 @@ def require_selection(wh: Warehouse, tables: list[TableRow], *, db_glob: str, ta
     )
     raise TableNotFound(
         f"no ACID table matches {what} in the metastore"
-        + (f" ({other} non-transactional table(s) do)" if other else ""),
+        + (f" ({plural(other, 'non-transactional table')} {'does' if other == 1 else 'do'})" if other else ""),
         hint="acidctl show tables lists the ACID tables",
     )
 

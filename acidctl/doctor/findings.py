@@ -48,7 +48,7 @@ import dataclasses
 import shlex
 from typing import Any, Iterable
 
-from acidctl.units import plural, size
+from acidctl.units import noun, plural, size
 
 from acidctl.findings import Severity
 
@@ -405,7 +405,7 @@ def cleaner_findings(wh, lim: Limits) -> list[DoctorFinding]:
                     None,
                     None,
                     f"txn {tid} ({t.get('user')}@{t.get('host')}, open {human_age(age)}) is below CQ_NEXT_TXN_ID of "
-                    f"{len(rows)} ready-for-cleaning compaction(s) on {', '.join(tables[:5])}"
+                    f"{plural(len(rows), 'ready-for-cleaning compaction')} on {', '.join(tables[:5])}"
                     f"{' ...' if len(tables) > 5 else ''}: Hive 4's Cleaner waits for every txn below it (HIVE-26704)",
                     {
                         "txn_id": tid,
@@ -455,7 +455,8 @@ def cleaner_findings(wh, lim: Limits) -> list[DoctorFinding]:
                     spec_of(r["database"], r["table"]),
                     r["partition"],
                     f"Hive 3's Cleaner cleans compaction {r['id']} only once the locks it saw on the partition are gone: "
-                    f"lock(s) {', '.join(map(str, ids))}" + (f" of txn(s) {', '.join(map(str, txns))}" if txns else ""),
+                    f"{noun(len(ids), 'lock')} {', '.join(map(str, ids))}"
+                    + (f" of {noun(len(txns), 'txn')} {', '.join(map(str, txns))}" if txns else ""),
                     {"compaction_id": int(r["id"]), "lock_ids": ids, "txn_ids": txns},
                     fix,
                 )
@@ -574,7 +575,7 @@ def _cleaner_retrying(out: list[DoctorFinding], wh, r: dict, lim: Limits, tbl: s
             f"the Cleaner keeps failing on compaction {r['id']}",
             tbl,
             part,
-            f"the Cleaner failed {attempts} time(s) on compaction {r['id']} (retry retention {ret // 1000}s; after "
+            f"the Cleaner failed {plural(attempts, 'time')} on compaction {r['id']} (retry retention {ret // 1000}s; after "
             f"5 retries the row becomes failed and its obsolete directories stay): {r.get('error_message') or 'no message'}; "
             "only a person can fix what makes it fail (the error names it)",
             {
@@ -1127,7 +1128,7 @@ def _aborted_pile_findings(wh, ps, tbl: str, part, rec: dict, lim: Limits) -> li
                     f"{plural(ab['txns'], 'aborted txn')} not cleaned up",
                     tbl,
                     part,
-                    f"{ab['txns']} aborted txn(s) ({ab['rows']} TXN_COMPONENTS rows, oldest {human_age(age)}) on this "
+                    f"{plural(ab['txns'], 'aborted txn')} ({plural(ab['rows'], 'TXN_COMPONENTS row')}, oldest {human_age(age)}) on this "
                     f"partition; abortedtxn.threshold {thr}; {len(aborted_dirs)} aborted director{'y' if len(aborted_dirs) == 1 else 'ies'} on disk"
                     "; their TXN_COMPONENTS rows go when a compaction of the partition is cleaned (markCleaned)"
                     + pile_note,
@@ -1253,7 +1254,11 @@ def cleaner_hold(wh, db: str, table: str, part: str | None) -> tuple[dict, str, 
             locks = blocking_locks(wh, r)
             if locks:
                 ids = sorted({int(lk["HL_LOCK_EXT_ID"]) for lk in locks})
-                return r, f"lock(s) {', '.join(map(str, ids))} (see CLEANER_BLOCKED_BY_LOCK)", _lock_fix(locks)
+                return (
+                    r,
+                    f"{noun(len(ids), 'lock')} {', '.join(map(str, ids))} (see CLEANER_BLOCKED_BY_LOCK)",
+                    _lock_fix(locks),
+                )
     return None
 
 
@@ -1379,8 +1384,9 @@ def _aborted_waiting_finding(wh, ps, tbl: str, part, lim: Limits, h3_aborted: li
         msg += "; a major compaction would write nothing here now, so there is nothing to run until new data arrives"
     elif lock_ids or hold is not None:
         msg += (
-            f"; the Cleaner of a compaction registered now would wait for lock(s) {', '.join(map(str, lock_ids))} "
-            "on the partition, so only once they are released (or a person ends their txns) can a major "
+            f"; the Cleaner of a compaction registered now would wait for {noun(len(lock_ids), 'lock')} "
+            f"{', '.join(map(str, lock_ids))} on the partition, so only once "
+            f"{'it is' if len(lock_ids) == 1 else 'they are'} released (or a person ends the txn) can a major "
             "compaction and `acidctl clean` remove it"
             if lock_ids
             else f"; compaction {hold[0]['id']} is held back first: {hold[1]}"

@@ -23,6 +23,7 @@ from acidctl.doctor.findings import (
     human_age,
     queue_rows,
 )
+from acidctl.units import noun, plural, size
 
 
 def _step(rule: str, outcome: str, detail: str, **values) -> dict:
@@ -149,7 +150,11 @@ def _candidate_step(wh, ctc, ab: dict, ab_thr, hist: list) -> dict:
             "stop",
             "not a candidate: no COMPLETED_TXN_COMPONENTS rows for it (nothing written since its last "
             "cleaned compaction)"
-            + (f"; {ab.get('rows')} aborted-txn component row(s) <= abortedtxn.threshold {ab_thr}" if ab else ""),
+            + (
+                f"; {plural(ab.get('rows', 0), 'aborted-txn component row')} <= abortedtxn.threshold {ab_thr}"
+                if ab
+                else ""
+            ),
             completed_txn_components=0,
             aborted_txns=ab.get("txns", 0),
         )
@@ -172,8 +177,8 @@ def _candidate_step(wh, ctc, ab: dict, ab_thr, hist: list) -> dict:
         return _step(
             "candidate",
             "ok",
-            f"{ctc['rows'] if ctc else 0} COMPLETED_TXN_COMPONENTS row(s)"
-            + (f", {ab.get('rows')} aborted-txn component row(s) > {ab_thr}" if many_aborts else ""),
+            plural(ctc["rows"] if ctc else 0, "COMPLETED_TXN_COMPONENTS row")
+            + (f", {plural(ab.get('rows', 0), 'aborted-txn component row')} > {ab_thr}" if many_aborts else ""),
             completed_txn_components=ctc["rows"] if ctc else 0,
             aborted_txns=ab.get("txns", 0),
         )
@@ -293,15 +298,17 @@ def cleaner(wh, t, ps, lim: Limits) -> dict:
     removable = [d["name"] for d in obsolete + aborted if decided.get(d["name"], {}).get("action") == "delete"]
     kept = [d["name"] for d in obsolete + aborted if d["name"] in decided and d["name"] not in removable]
     not_yet = [d["name"] for d in obsolete + aborted if d["name"] not in decided]
+    total = sum(d["bytes"] for d in obsolete + aborted)
     steps.append(
         _step(
             "removable",
             "note",
             f"{len(obsolete)} obsolete and {len(aborted)} aborted director{'y' if len(aborted) == 1 else 'ies'} "
-            f"({sum(d['bytes'] for d in obsolete + aborted)} bytes) for the current reader snapshot",
+            f"({size(total)}) for the current reader snapshot",
             obsolete=[d["name"] for d in obsolete],
             aborted=[d["name"] for d in aborted],
             removable=removable,
+            bytes=total,  # JSON keeps the raw number, text shows units (acidctl.units)
         )
     )
     if not_yet:
@@ -456,7 +463,7 @@ def _h3_cleaner_steps(wh, r: dict) -> list[dict]:
             _step(
                 "locks",
                 "stop",
-                f"Hive 3's Cleaner waits for lock(s) {', '.join(map(str, ids))} on the partition to go",
+                f"Hive 3's Cleaner waits for {noun(len(ids), 'lock')} {', '.join(map(str, ids))} on the partition to go",
                 lock_ids=ids,
             )
         )

@@ -9,7 +9,8 @@ sequence table, value 1; Hive 4's ``TXNS`` seed row ``(0, 'c', 0, 0, '', '')`` a
 ``TXN_LOCK_TBL`` row; the ``hive`` catalog; ``SEQUENCE_TABLE`` / ``NOTIFICATION_SEQUENCE``) and the
 ``VERSION`` row exactly as schematool writes it (``'Hive release version 4.0.0'``) — plus the
 ``default`` database that HMS itself creates on its first start (``--warehouse`` is its
-location). ``AUX_TABLE`` starts empty, as with schematool: Hive inserts a mutex row the first
+location; by default a ``warehouse`` directory beside a SQLite metastore file, see
+:func:`default_warehouse`). ``AUX_TABLE`` starts empty, as with schematool: Hive inserts a mutex row the first
 time it takes that mutex. Refuses (exit 6) to touch a database that already has any of these
 tables.
 """
@@ -37,6 +38,8 @@ class InitResult:
     schema_version: str
     tables: list[str]
     dry_run: bool = False
+    #: DB_LOCATION_URI of the ``default`` database
+    warehouse: str = ""
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -46,12 +49,13 @@ def init_metastore(
     url_or_engine: Any,
     *,
     hive_version: Any = None,
-    warehouse: str = "file:/tmp/acidctl-warehouse",
+    warehouse: str | None = None,
     dry_run: bool = False,
 ) -> InitResult:
     """Create the tables in an empty database. ``hive_version``: 3 or 4. ``dry_run``: the same
     checks (reachable, no metastore table in it) and the tables it would create; nothing is
-    written — a SQLite file that does not exist yet is not created (only its directory checked)."""
+    written — a SQLite file that does not exist yet is not created (only its directory checked).
+    ``warehouse``: the default database's location (None: :func:`default_warehouse`)."""
     from acidctl.metastore.schema import (
         SCHEMA_VERSIONS,
         VERSION_COMMENTS,
@@ -79,6 +83,7 @@ def init_metastore(
         schema_version=SCHEMA_VERSIONS[hv],
         tables=sorted(t.name for t in md.tables.values()),
         dry_run=dry_run,
+        warehouse=(warehouse if warehouse is not None else default_warehouse(engine.url)).rstrip("/"),
     )
     if dry_run and dialect == "sqlite" and _new_sqlite_file(engine.url.database):
         return result  # connecting would create the file: it is new, hence empty
@@ -117,7 +122,7 @@ def init_metastore(
                 "DBS",
                 DB_ID=1,
                 DESC="Default Hive database",
-                DB_LOCATION_URI=warehouse.rstrip("/"),
+                DB_LOCATION_URI=result.warehouse,
                 NAME="default",
                 OWNER_NAME="public",
                 OWNER_TYPE="ROLE",
@@ -126,6 +131,28 @@ def init_metastore(
             # last step of Hive's init script
             ins("VERSION", VER_ID=1, SCHEMA_VERSION=SCHEMA_VERSIONS[hv], VERSION_COMMENT=VERSION_COMMENTS[hv])
     return result
+
+
+#: the default database's location when the metastore is not a SQLite file
+FALLBACK_WAREHOUSE = "file:/tmp/acidctl-warehouse"
+
+
+def default_warehouse(url: Any) -> str:
+    """Where ``metastore init`` puts the ``default`` database when ``--warehouse`` is not given:
+    a ``warehouse`` directory beside a SQLite metastore file (``sqlite:////srv/ms/metastore.db``
+    → ``file:/srv/ms/warehouse``, a relative path resolved against the current directory as
+    SQLite resolves it), as ``acidctl demo`` lays out its warehouse; for a database server or an
+    in-memory SQLite database, which have no directory of their own, ``file:/tmp/acidctl-warehouse``.
+    Nothing is created there (HMS's createDefaultDB records the location only)."""
+    import os
+
+    from sqlalchemy.engine import make_url
+
+    u = make_url(str(url)) if not hasattr(url, "get_backend_name") else url
+    db = u.database
+    if u.get_backend_name() != "sqlite" or not db or db == ":memory:" or db.startswith("file:"):
+        return FALLBACK_WAREHOUSE
+    return "file:" + os.path.join(os.path.dirname(os.path.abspath(db)), "warehouse")
 
 
 def _new_sqlite_file(db: str | None) -> bool:

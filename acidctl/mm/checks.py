@@ -18,6 +18,7 @@ from acidctl.acid.acidstate import Kind
 from acidctl.acid.dirname import ORC_ACID_VERSION_FILE
 from acidctl.findings import Finding, Severity
 from acidctl.fs import join_path
+from acidctl.units import plural
 
 
 #: full-ACID checks that do not apply to insert-only tables: M01 (MM directories never hold
@@ -102,7 +103,7 @@ def directory_findings(
                     "MM04",
                     Severity.ERROR,
                     join_path(path, bucket[0]),
-                    f"bucket_N file(s) in an insert-only table ({len(bucket)}): full-ACID data, not MM files",
+                    f"{plural(len(bucket), 'bucket_N file')} in an insert-only table: full-ACID data, not MM files",
                 )
     for key in ("skip.header.line.count", "skip.footer.line.count"):
         v = props.get(key, "").strip()

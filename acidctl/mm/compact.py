@@ -49,6 +49,7 @@ from acidctl.compact.planner import (
 from acidctl.errors import InvalidAcidLayout, RefusedError, UsageError, WriteVerificationFailed
 from acidctl.mm.read import MMFile, dir_files, read_plan
 from acidctl.fs import join_path
+from acidctl.units import plural
 
 DATA_FILE = "000000_0"
 #: how Hive names the file of a bucket (task id = bucket id): ``00000B_0``, with ``_copy_N``
@@ -166,7 +167,7 @@ def plan_partition(
     plan.staging = join_path(part_path, STAGING_PREFIX + staging_id)
     plan.outputs = [out]
     plan.status = "compact"
-    plan.message = f"{mode} compaction of {len(inputs)} input(s) into {out.name}"
+    plan.message = f"{mode} compaction of {plural(len(inputs), 'input')} into {out.name}"
     work = MMWork(
         files=[f for f in files if f.size != 0],
         output=out,
@@ -258,7 +259,7 @@ def _mm_refused(
     plan.status = "refused"
     plan.refusals = unread
     plan.message = (
-        f"refused: {len(unread)} file(s) a reader could treat as data would become obsolete "
+        f"refused: {plural(len(unread), 'file')} a reader could treat as data would become obsolete "
         f"without being read ({', '.join(u['path'] for u in unread[:3])})"
     )
     return True

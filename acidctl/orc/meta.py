@@ -26,6 +26,7 @@ from acidctl.orc.acidfile import (
     parse_key_index,
 )
 from acidctl.orc.reader import OrcFile, StripeInfo
+from acidctl.units import noun
 
 
 @dataclasses.dataclass
@@ -479,7 +480,7 @@ class _EventTally:
             add(
                 check,
                 Severity.ERROR,
-                f"events decode to bucket id(s) {sorted(self.wrong_bucket)} but the file is {self.name} "
+                f"events decode to {noun(len(self.wrong_bucket), 'bucket id')} {sorted(self.wrong_bucket)} but the file is {self.name} "
                 f"(bucket {self.file_bucket})",
             )
         if self.null_insert:

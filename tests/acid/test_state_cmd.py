@@ -63,7 +63,7 @@ def test_text_worked_example(example, capsys):
     assert row("delta_0000013_0000013_0000").startswith("aborted ")
     assert row("delta_0000001_0000001_0000").startswith("obsolete ")
     assert "write ids: db.t:14:12:12:13" in out
-    assert "snapshot:   base base_0000005" in out and "+ 4 delta dir(s)" in out
+    assert "snapshot:   base base_0000005" in out and "+ 4 delta directories" in out
     assert "deltas:     3 insert" in out and "1 delete" in out
     assert "compaction: NONE" in out
     assert "S03" in out and "S04" in out and "ASSUMED" not in out

@@ -91,7 +91,29 @@ def test_text_output(cli, demo):
         ["ds=2026-01-01", "1", "5"],
         ["ds=2026-01-01", "all", "9"],
     ]
-    assert lines[-1] == "total: 15 rows in 2 partition(s)"
+    assert lines[-1] == "total: 15 rows in 2 partitions"
+    # demo.py: employee is unpartitioned (one "partition", the table) and a reader sees 3 rows;
+    # events (insert-only) shows rows 1-5 of writes 1 and 2, write 3 aborted
+    assert (
+        cli("dump", "--merged", "--count", "default.employee").stdout.splitlines()[-1] == "total: 3 rows in 1 partition"
+    )
+    assert (
+        cli("dump", "--merged", "--count", "default.events").stdout.splitlines()[-1] == "total: 5 rows in 1 partition"
+    )
+
+
+def test_merged_rows_refuse_columns_instead_of_ignoring_them(cli, demo):
+    """``--columns id,name`` picks columns of a file's events; a reader's rows (``--merged``) come
+    whole, so naming columns there is a usage error, not an option silently ignored."""
+    r = cli("dump", "--merged", "--columns", "id,name", "default.employee")
+    assert r.code == 2 and r.stdout == "", r
+    assert len(r.stderr.strip().splitlines()) == 1 and "--columns" in r.stderr
+    root, _ = demo
+    f = root / "warehouse" / "employee" / "delta_0000002_0000002_0001" / "bucket_00000"
+    r = cli("-o", "json", "dump", "--columns", "id,name", str(f))
+    assert r.code == 0, r
+    # demo.py: write 2's second statement inserted (2, Tom, 7000) into bucket 1
+    assert [json.loads(x)["row"] for x in r.stdout.splitlines()] == [{"id": 2, "name": "Tom"}]
 
 
 @pytest.mark.parametrize("fmt", ["orc", "text"])

@@ -49,7 +49,7 @@ def test_dry_run_lists_with_reasons_and_execute_deletes(tmp_path, cli):
     assert reasons[f"{p2}/delta_0000004_0000004_0000"].startswith("aborted, covered")
     # text mode shows the same plan
     r = cli("clean", "--min-age", "0", "--write-ids", wl, root)
-    assert "dry run" in r.stdout and "would delete 11 path(s)" in r.stdout
+    assert "dry run" in r.stdout and "would delete 11 paths (" in r.stdout
     r = cli("-o", "json", "clean", "--execute", "--min-age", "0", "--write-ids", wl, root)
     assert r.code == 0
     assert sorted(p.name for p in (root / p1).iterdir() if not p.name.startswith(".")) == ["base_0000002"]

@@ -96,8 +96,13 @@ def test_unlock(metastore, hive_version, capsys):
     assert admin.unlock(ms, waiting, execute=True)["rows_deleted"] == 1
     # preview unless --execute (acidctl's rule for commands that delete): nothing deleted
     assert run_cli(["--metastore", url, "unlock", str(free)]) == 0 and len(ids()) == 3
-    assert run_cli(["--metastore", url, "unlock", "--execute", str(free)]) == 0
+    # the id as SHOW LOCKS prints it (extId.intId) names the lock: every component goes, as
+    # Hive's unlock(extLockId) releases them
+    assert run_cli(["--metastore", url, "unlock", "--execute", f"{free}.2"]) == 0
     assert ids() == [(held, 1)]
+    capsys.readouterr()
+    assert run_cli(["--metastore", url, "unlock", "1.x"]) == ExitCode.USAGE
+    assert "LOCKID" in capsys.readouterr().err
     # unknown id: Hive's unlock is idempotent
     res = admin.unlock(ms, 4242, execute=True)
     assert (res["status"], res["rows_deleted"]) == ("no such lock", 0)

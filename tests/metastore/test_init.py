@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+
 import sqlalchemy as sa
 
 from tests.metastore.helpers import run_cli
@@ -132,3 +134,44 @@ def test_init_and_demo_share_the_default_hive_version(tmp_path, capsys):
     eng.dispose()
     assert inspect.signature(build_demo).parameters["hive_version"].default == 3
     assert inspect.signature(demo_command).parameters["hive_version"].default == 3
+
+
+def _default_db_location(url: str) -> str:
+    eng = sa.create_engine(url)
+    try:
+        with eng.connect() as c:
+            return c.execute(sa.text('SELECT "DB_LOCATION_URI" FROM "DBS" WHERE "NAME" = \'default\'')).scalar()
+    finally:
+        eng.dispose()
+
+
+def test_init_puts_the_default_database_beside_a_sqlite_file(tmp_path, monkeypatch, capsys):
+    """Report #32: the default database's location was file:/tmp/acidctl-warehouse whatever the
+    metastore. A SQLite metastore file gets a `warehouse` directory beside it (a relative URL
+    resolved against the current directory, as SQLite resolves it), as `acidctl demo` lays
+    its warehouse out; the text says where, and nothing is created there."""
+    (tmp_path / "ms").mkdir()
+    assert run_cli(["metastore", "init", f"sqlite:///{tmp_path}/ms/metastore.db"]) == 0
+    want = f"file:{tmp_path}/ms/warehouse"
+    assert f"database default at {want} (--warehouse)" in " ".join(capsys.readouterr().out.split())
+    assert _default_db_location(f"sqlite:///{tmp_path}/ms/metastore.db") == want
+    assert sorted(p.name for p in (tmp_path / "ms").iterdir()) == ["metastore.db"]
+
+    monkeypatch.chdir(tmp_path / "ms")
+    assert run_cli(["-o", "json", "metastore", "init", "sqlite:///rel.db"]) == 0
+    assert json.loads(capsys.readouterr().out)["warehouse"] == want
+    assert _default_db_location(f"sqlite:///{tmp_path}/ms/rel.db") == want
+
+
+def test_init_warehouse_option_wins_and_servers_keep_the_tmp_default(tmp_path, capsys):
+    from acidctl.metastore.init import FALLBACK_WAREHOUSE, default_warehouse
+
+    url = f"sqlite:///{tmp_path}/m.db"
+    assert run_cli(["metastore", "init", url, "--warehouse", "hdfs://nn:8020/user/hive/warehouse/"]) == 0
+    assert _default_db_location(url) == "hdfs://nn:8020/user/hive/warehouse"
+    # a database server or an in-memory SQLite database has no directory of its own
+    assert FALLBACK_WAREHOUSE == "file:/tmp/acidctl-warehouse"
+    assert default_warehouse("postgresql+psycopg://hive@db/metastore") == FALLBACK_WAREHOUSE
+    assert default_warehouse("mysql+pymysql://hive@db/metastore") == FALLBACK_WAREHOUSE
+    assert default_warehouse("sqlite://") == FALLBACK_WAREHOUSE
+    assert default_warehouse("sqlite:////srv/hive/ms.db") == "file:/srv/hive/warehouse"

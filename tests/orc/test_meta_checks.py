@@ -166,7 +166,7 @@ def test_bucket_property_must_match_file_name_F09(tmp_path):
     t = events([(1, B1, 0)])
     r = _inspect(write_raw(tmp_path / "bucket_00000", t, good_metadata(t)))
     assert ("F09", "error") in _checks(r)
-    assert "bucket id(s) [1]" in r.findings[0].message
+    assert "events decode to bucket id [1] but" in r.findings[0].message
     assert _inspect(write_raw(tmp_path / "ok" / "bucket_00001", t, good_metadata(t))).findings == []
 
 
