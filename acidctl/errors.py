@@ -23,6 +23,7 @@ class ExitCode(enum.IntEnum):
     UNAVAILABLE = 5  # storage or metastore unreachable / refused the connection
     CONFLICT = 6  # lock held by someone else, or a request refused for safety
     INVALID_INPUT = 7  # input exists but is unusable: not ORC, truncated, not ACID, not a table
+    NEEDS_DATABASE = 9  # the step needs the metastore's database; a Thrift metastore cannot do it
     INTERRUPTED = 130  # Ctrl-C
 
 
@@ -35,6 +36,7 @@ EXIT_CODE_DOC = {
     ExitCode.UNAVAILABLE: "storage or metastore unavailable",
     ExitCode.CONFLICT: "lock conflict, or the request was refused for safety",
     ExitCode.INVALID_INPUT: "invalid input: not ORC, truncated, not an ACID file or table",
+    ExitCode.NEEDS_DATABASE: "the step needs the metastore's database (not possible over a thrift:// metastore)",
     ExitCode.INTERRUPTED: "interrupted (SIGINT)",
 }
 
@@ -107,6 +109,12 @@ class StorageUnavailable(UnavailableError):
 
 class MetastoreUnavailable(UnavailableError):
     pass
+
+
+class NeedsDatabase(AcidctlError):
+    """A step only the metastore's database offers, asked of a Thrift metastore."""
+
+    exit_code = ExitCode.NEEDS_DATABASE
 
 
 class ConflictError(AcidctlError):

@@ -206,6 +206,10 @@ def table_snapshot(
     are read in one read-only transaction. The table does not have to exist in TBLS (Hive's
     own call does not check either); a table nobody wrote gets ``db.table:0:LONG_MAX::``.
     """
+    from acidctl.metastore import thrift
+
+    if thrift.is_thrift(engine_or_url):
+        return thrift.table_snapshot(engine_or_url, table.split("/", 1)[0])
     ms = connect(engine_or_url, hive_version=hive_version)
     db, tbl = split_table_name(table.split("/", 1)[0])
     with ms.read() as conn:
