@@ -255,7 +255,9 @@ def check_writable(what: str) -> None:
 
 def needs_database(what: str) -> NeedsDatabase:
     return NeedsDatabase(
-        f"not possible over a Thrift metastore: {what} (the Thrift API offers no call for it)",
+        f"not possible over a Thrift metastore: {what} (the Thrift API offers no call for it)"
+        if "needs the metastore's database" not in what
+        else f"not possible over a Thrift metastore: {what}",
         hint="point --metastore at the metastore's database (postgresql://, mysql://, ...) for this command",
     )
 
@@ -825,7 +827,9 @@ def table_info(url_or_ms: Any, spec: str, *, partition: str | None = None):
         bucket_count=t.bucket_count,
         params=t.params,
         partition_keys=list(t.partition_keys),
-        columns=[] if ms.hive_version == 2 else list(t.columns),
+        # Hive 2.3's CompactorMR names the compacted row struct by the table's columns too
+        # (observed on 2.3.10's Worker: row:struct<a:int,b:string> from _col0/_col1 deltas)
+        columns=list(t.columns),
         partition=part,
         partition_location=ploc,
         partitions=[p for p, _ in parts],

@@ -118,12 +118,39 @@ class Hive23:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"the Hive 2.3 metastore exited: {self.log_tail()}")
-            with contextlib.suppress(OSError), self.inside(), socket.create_connection(("localhost", self.port), 0.5):
+            if self._ready():
                 self.started_in = time.monotonic() - t0
                 return
-            time.sleep(0.2)
+            time.sleep(0.3)
         self.stop()
         raise RuntimeError(f"the Hive 2.3 metastore did not answer in {timeout:.0f} s: {self.log_tail()}")
+
+    def _ready(self) -> bool:
+        """The port answers and the txn tables exist: Derby's TxnDbUtil.prepDb runs when the
+        compactor threads start, racing the first calls — a lock taken and released proves
+        HIVE_LOCKS/NEXT_LOCK_ID are there."""
+        try:
+            with self.inside():
+                socket.create_connection(("localhost", self.port), 0.5).close()
+        except OSError:
+            return False
+        log = self.root / "hive.log"
+        if not log.exists() or "AcidWriteSetService" not in log.read_text(errors="replace"):
+            return False
+        from hive_metastore.ttypes import LockComponent, LockLevel, LockRequest, LockType, UnlockRequest
+
+        try:
+            c, transport = client(self)
+            try:
+                comp = LockComponent(type=LockType.SHARED_READ, level=LockLevel.DB, dbname="default")
+                comp.operationType = 1  # SELECT (2.3 refuses UNSET)
+                r = c.lock(LockRequest(component=[comp], user="acidctl-test", hostname="probe"))
+                c.unlock(UnlockRequest(lockid=r.lockid))
+            finally:
+                transport.close()
+        except Exception:
+            return False
+        return True
 
     def log_tail(self, n: int = 3000) -> str:
         text = ""
