@@ -110,11 +110,12 @@ def _transport(u: ThriftUrl):
     if u.auth != "kerberos":
         return TTransport.TBufferedTransport(sock)
     try:
+        import kerberos  # noqa: F401  (pure-sasl's GSSAPI mechanism)
         import puresasl  # noqa: F401
     except ImportError:
         raise UsageError(
             "auth=kerberos on a Thrift metastore needs the pure-sasl and kerberos packages",
-            hint="pip install 'acidctl[thrift]' pure-sasl kerberos",
+            hint="pip install pure-sasl kerberos (kerberos builds against libkrb5-dev)",
         ) from None
     # the metastore's SASL server: mechanism GSSAPI, service principal SERVICE/HOST (Hive's
     # HadoopThriftAuthBridge; pyiceberg's hive.kerberos-authentication does the same)
@@ -150,6 +151,13 @@ class ThriftMetastore:
             try:
                 transport.open()
             except Exception as e:
+                if self.parsed.auth == "kerberos" and not isinstance(e, ConnectionRefusedError):
+                    raise MetastoreUnavailable(
+                        f"Kerberos (SASL/GSSAPI, service {self.parsed.service}) to the Thrift metastore at "
+                        f"{self.safe_url()} failed: {_why(e)}",
+                        hint="check the ticket cache (klist; kinit), the service name (&service=NAME) and "
+                        "that the URL names the host of the metastore's principal",
+                    ) from None
                 raise MetastoreUnavailable(
                     f"cannot reach the Thrift metastore at {self.safe_url()}: {_why(e)}"
                 ) from None

@@ -282,3 +282,17 @@ def test_real_console_script_in_the_namespace_and_unreachable(hive23, hms):
     # outside the namespace nothing listens: unreachable is exit 5, one line
     r = run_cli("--metastore", hive23.url, "show", "transactions")
     assert r.code == 5 and "cannot reach the Thrift metastore" in r.stderr and r.stderr.count("\n") == 1, r
+
+
+def test_kerberos_option_without_a_ticket_is_one_line(hive23, monkeypatch, tmp_path):
+    from acidctl.metastore.thrift import ThriftUrl
+
+    u = ThriftUrl.parse("thrift://hms.example:9999?auth=kerberos&service=hms")
+    assert (u.host, u.port, u.auth, u.service) == ("hms.example", 9999, "kerberos", "hms")
+    assert ThriftUrl.parse("thrift://h").port == 9083 and ThriftUrl.parse("thrift://h").service == "hive"
+    assert run_cli("--metastore", "thrift://h?auth=digest", "show", "transactions").code == 2
+    # no ticket cache: the SASL/GSSAPI handshake fails on the client; one line, exit 5
+    monkeypatch.setenv("KRB5CCNAME", f"FILE:{tmp_path}/none")
+    with hive23.inside():
+        r = run_cli("--metastore", hive23.url + "?auth=kerberos", "show", "transactions")
+    assert r.code == 5 and "Kerberos (SASL/GSSAPI, service hive)" in r.stderr and r.stderr.count("\n") == 1, r
