@@ -250,6 +250,16 @@ class ThriftMetastore:
     read_only = False
 
 
+#: why doctor, why and metrics refuse a thrift:// metastore: every check of theirs reads facts the
+#: Thrift API does not return (show_compact and show_locks give the queue and the locks, but not
+#: TXN_COMPONENTS / COMPLETED_TXN_COMPONENTS, the write-id tables, the queue's highest write ids,
+#: worker ids with their heartbeats or the history's error messages)
+DOCTOR_NEEDS = (
+    "doctor, why and metrics read TXN_COMPONENTS, COMPLETED_TXN_COMPONENTS, the write-id tables and "
+    "the compaction queue's columns, which the Thrift API does not return"
+)
+
+
 def check_writable(what: str) -> None:
     """``--read-only`` (or the profile's ``read_only``) forbids Thrift writes as it forbids SQL ones."""
     from acidctl.metastore import steps

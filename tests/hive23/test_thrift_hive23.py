@@ -268,7 +268,15 @@ def test_partitioned_enqueue_and_what_needs_the_database(hive23, hms):
     assert (row.id, row.partitionname, row.type) == (doc["id"], "ds=2024", 1)
 
     # the steps only the database offers: one line, exit 9, nothing written
-    for args in (["worker", "--once"], ["initiator", "--once"], ["clean", f"{db}.{t}"], ["upgrade-check"]):
+    for args in (
+        ["worker", "--once"],
+        ["initiator", "--once"],
+        ["clean", f"{db}.{t}"],
+        ["upgrade-check"],
+        ["doctor"],
+        ["why", f"{db}.{t}/ds=2024"],
+        ["metrics"],
+    ):
         r = cli(hive23, *args)
         assert r.code == 9, (args, r)
         assert "Thrift metastore" in r.stderr and r.stderr.count("\n") == 1, (args, r)
