@@ -565,13 +565,14 @@ def unlock(url_or_ms: Any, lock_id: int, *, execute: bool = False) -> dict:
             "lock_type": _LOCK_TYPES.get(e.type, str(e.type)),
             "user": e.user,
             "host": e.hostname,
-            # Hive's unlock deletes the lock's rows unless they belong to a txn (TxnHandler.unlock)
-            "deleted": not e.txnid,
+            # TxnHandler.unlock: 2.3 refuses every lock of a txn; 3/4 delete a txn's lock
+            # while it is still waiting (hl_txnid = 0 OR hl_lock_state = 'w')
+            "deleted": not e.txnid or (ms.hive_version >= 3 and e.state == 2),
         }
         for e in _lock_elements(ms)
         if int(e.lockid) == lock_id
     ]
-    if rows and any(r["txnid"] for r in rows):
+    if rows and not any(r["deleted"] for r in rows):
         _refuse_txn_lock(lock_id, rows)
     if execute:
         check_writable("unlock")

@@ -304,3 +304,16 @@ def test_kerberos_option_without_a_ticket_is_one_line(hive23, monkeypatch, tmp_p
     with hive23.inside():
         r = run_cli("--metastore", hive23.url + "?auth=kerberos", "show", "transactions")
     assert r.code == 5 and "Kerberos (SASL/GSSAPI, service hive)" in r.stderr and r.stderr.count("\n") == 1, r
+
+
+def test_thrift_url_from_a_profile(hive23, hms):
+    import os
+
+    Path(os.environ["ACIDCTL_CONFIG"]).write_text(f'[profiles.h23]\nmetastore = "{hive23.url}"\nread_only = true\n')
+    with hive23.inside():
+        r = run_cli("--profile", "h23", "-o", "json", "show", "transactions")
+        hwm, _ = server_txns(hms)
+        assert js(r)["txn_high_water_mark"] == hwm
+        # the profile's read_only key forbids Thrift writes as it forbids SQL ones
+        r = run_cli("--profile", "h23", "abort", "transactions", "--older-than", "0", "--execute")
+    assert r.code == 6 and "read" in r.stderr.lower(), r
