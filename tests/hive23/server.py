@@ -113,6 +113,7 @@ class Hive23:
             stdout=open(self.root / "stdout.log", "wb"),  # noqa: SIM115
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
         deadline = t0 + timeout
         while time.monotonic() < deadline:
@@ -201,6 +202,12 @@ class Hive23:
         env = dict(os.environ)
         env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
         return self.run([sys.executable, "-m", "acidctl", "--metastore", self.url, *args], env=env, timeout=timeout)
+
+
+def _die_with_parent() -> None:
+    """PR_SET_PDEATHSIG: unshare is killed with pytest (even by SIGKILL), and --kill-child takes
+    the JVM along."""
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL)
 
 
 def threading_native_id() -> int:

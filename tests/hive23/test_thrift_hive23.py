@@ -276,6 +276,7 @@ def test_partitioned_enqueue_and_what_needs_the_database(hive23, hms):
         ["doctor"],
         ["why", f"{db}.{t}/ds=2024"],
         ["metrics"],
+        ["abort", "compactions", str(doc["id"])],
     ):
         r = cli(hive23, *args)
         assert r.code == 9, (args, r)
