@@ -209,6 +209,9 @@ def test_enqueue_then_hives_worker_and_acidctls_compaction_agree(hive23, hms, tm
     assert before == h.expected()
     copy = tmp_path / "copy"
     shutil.copytree(loc, copy)
+    # the same files as a second table of the metastore, for acidctl's compaction of a DB.TABLE
+    twin = plant.create_acid_table(hms, db, "twin", hive23.warehouse)
+    shutil.copytree(loc, twin, dirs_exist_ok=True)  # create_table made the directory
 
     # 2.3's compact2 would queue a table that does not exist: acidctl checks first
     r = cli(hive23, "compact", "--enqueue", "--major", f"{db}.nope")
@@ -249,6 +252,16 @@ def test_enqueue_then_hives_worker_and_acidctls_compaction_agree(hive23, hms, tm
     assert {k: v[2] for k, v in our_files.items()} == {k: v[2] for k, v in hive_files.items()}
     assert {k: v[0] for k, v in our_files.items()} == {k: v[0] for k, v in hive_files.items()}
     assert merged_rows(run_cli("dump", "--merged", str(copy), "--hive-version", "2", "--txns", txns)) == before
+
+    # and of the twin DB.TABLE over Thrift: snapshot and column names from the metastore; the
+    # run is not registered (that needs the database) and says so
+    assert server_txns(hms)[0] == hwm
+    r = cli(hive23, "compact", f"{db}.twin", "--major")
+    assert r.code == 0 and "not registered in the metastore" in r.stdout + r.stderr, r
+    assert sorted(p.name for p in twin.iterdir() if p.name.startswith("base_")) == hive_dirs
+    assert _bucket_rows(twin / hive_dirs[0]) == hive_files
+    assert _compactions(hms, db, "twin") == []
+    assert merged_rows(cli(hive23, "dump", "--merged", f"{db}.twin")) == before
 
 
 def test_partitioned_enqueue_and_what_needs_the_database(hive23, hms):
