@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import getpass
 import socket
+from urllib.parse import urlsplit
 from pathlib import Path
 
 from hive_metastore.ttypes import (
@@ -80,7 +81,7 @@ def add_partition(c, db: str, name: str, values: list[str]) -> Path:
     c.add_partition(
         Partition(values=values, dbName=db, tableName=name, createTime=0, lastAccessTime=0, sd=sd, parameters={})
     )
-    return Path(sd.location[len("file://") :])
+    return Path(urlsplit(sd.location).path)  # Hive stores file:/PATH
 
 
 def _copy_sd(sd):

@@ -331,3 +331,23 @@ def test_thrift_url_from_a_profile(hive23, hms):
         # the profile's read_only key forbids Thrift writes as it forbids SQL ones
         r = run_cli("--profile", "h23", "abort", "transactions", "--older-than", "0", "--execute")
     assert r.code == 6 and "read" in r.stderr.lower(), r
+
+
+def test_partitioned_table_over_thrift(hive23, hms):
+    db, t = "psnap_db", "t"
+    plant.create_acid_table(hms, db, t, hive23.warehouse, partition_keys=["ds"])
+    p1 = plant.add_partition(hms, db, t, ["1"])
+    p2 = plant.add_partition(hms, db, t, ["2"])
+    h1 = plant.play(hms, history(21), db, t, p1, partition="ds=1")
+    h2 = plant.play(hms, history(22), db, t, p2, partition="ds=2")
+    hwm, _ = server_txns(hms)
+    assert merged_rows(cli(hive23, "dump", "--merged", f"{db}.{t}/ds=1")) == h1.expected(hwm)
+    assert merged_rows(cli(hive23, "dump", "--merged", f"{db}.{t}/ds=2")) == h2.expected(hwm)
+    r = cli(hive23, "dump", "--merged", f"{db}.{t}")
+    assert r.code == 0, r
+    assert len(r.stdout.splitlines()) == len(h1.expected(hwm)) + len(h2.expected(hwm))
+    st = cli(hive23, "state", f"{db}.{t}/ds=2")
+    assert st.code == 0 and str(p2) in st.stdout, st
+    assert cli(hive23, "state", f"{db}.{t}/ds=3").code == 3
+    tables = js(cli(hive23, "-o", "json", "show", "tables", db))["tables"]
+    assert [(x["partition_keys"], x["partitions"]) for x in tables] == [(["ds"], 2)]
