@@ -408,6 +408,10 @@ class Hive2Table:
     params: dict[str, str]
     partition_keys: list[tuple[str, str]]  # (name, type) in order
     partitions: list[tuple[str, str | None]]  # (PART_NAME, location)
+    #: (name, type) of the table's columns (COLUMNS_V2 of its SDS row), in order: the names Hive
+    #: 2.3's CompactorMR gives a compacted file's row struct (observed on 2.3.10's Worker:
+    #: ``_col0``/``_col1`` deltas → ``row:struct<a:int,b:string>``; tests/hive23)
+    columns: list[tuple[str, str]] = dataclasses.field(default_factory=list)
 
     @property
     def full_name(self) -> str:
@@ -468,12 +472,34 @@ def list_tables(engine_or_url: Any, *, db_glob: str = "*", transactional_only: b
                 .order_by(pp.TBL_ID, pp.PART_NAME)
             ):
                 parts.setdefault(tid, []).append((name, loc))
+    cols = _table_columns(ms, ids) if ids else {}
     out = []
     for tid, db, name, loc in tabs:
         prm = params.get(tid, {})
         if transactional_only and (prm.get("transactional") or "").strip().lower() != "true":
             continue
-        out.append(Hive2Table(db, name, loc, prm, keys.get(tid, []), parts.get(tid, [])))
+        out.append(Hive2Table(db, name, loc, prm, keys.get(tid, []), parts.get(tid, []), cols.get(tid, [])))
+    return out
+
+
+def _table_columns(ms: Hive2Metastore, ids: list) -> dict[int, list[tuple[str, str]]]:
+    """{TBL_ID: [(COLUMN_NAME, TYPE_NAME)]} in INTEGER_IDX order; {} where the schema has no
+    COLUMNS_V2 (a transaction-only test schema): the files' own names are kept then."""
+    import sqlalchemy as sa
+
+    t, s, cv = ms.t("TBLS"), ms.t("SDS"), ms.t("COLUMNS_V2")
+    out: dict[int, list[tuple[str, str]]] = {}
+    try:
+        with ms.read() as conn:
+            for tid, name, typ, _ in conn.execute(
+                sa.select(t.TBL_ID, cv.COLUMN_NAME, cv.TYPE_NAME, cv.INTEGER_IDX)
+                .select_from(t.clause.join(s.clause, t.SD_ID == s.SD_ID).join(cv.clause, cv.CD_ID == s.CD_ID))
+                .where(t.TBL_ID.in_(ids))
+                .order_by(t.TBL_ID, cv.INTEGER_IDX)
+            ):
+                out.setdefault(tid, []).append((name, typ))
+    except sa.exc.DBAPIError:
+        return {}
     return out
 
 
@@ -568,8 +594,8 @@ def connect_any(url_or_engine: Any, *, hive_version: Any = None):
 
 def table_info(engine_or_url: Any, spec: str, *, partition: str | None = None):
     """``db.table[/k=v]`` of a Hive 2.3 metastore as a :class:`~acidctl.metastore.tables.TableInfo`
-    (what ``state``/``dump``/``compact`` targets carry); no COLUMNS_V2 lookup (Hive 2.3 files
-    name their row fields ``_colN`` and keep them)."""
+    (what ``state``/``dump``/``compact`` targets carry); the columns from COLUMNS_V2: Hive 2.3's
+    writers name the row fields ``_colN``, its compactor by the table's columns."""
     from acidctl.metastore import thrift
 
     if thrift.is_thrift(engine_or_url):
@@ -603,7 +629,7 @@ def table_info(engine_or_url: Any, spec: str, *, partition: str | None = None):
         bucket_count=-1,
         params=dict(t.params),
         partition_keys=list(t.partition_keys),
-        columns=[],
+        columns=list(t.columns),
         partition=part,
         partition_location=ploc,
         partitions=[p for p, _ in t.partitions],

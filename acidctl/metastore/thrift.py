@@ -863,7 +863,7 @@ def find_table(url_or_ms: Any, full_name: str):
     ms = connect(url_or_ms)
     db, _, name = full_name.partition(".")
     t = _get_table(ms, db, name)
-    return Hive2Table(t.db, t.table, t.location, t.params, t.partition_keys, _partitions(ms, t))
+    return Hive2Table(t.db, t.table, t.location, t.params, t.partition_keys, _partitions(ms, t), t.columns)
 
 
 def _databases(ms: ThriftMetastore, db_glob: str) -> list[str]:
@@ -885,7 +885,7 @@ def list_tables(url_or_ms: Any, *, db_glob: str = "*", transactional_only: bool 
             t = _get_table(ms, db, name)
             if transactional_only and (t.params.get("transactional") or "").strip().lower() != "true":
                 continue
-            out.append(Hive2Table(t.db, t.table, t.location, t.params, t.partition_keys, _partitions(ms, t)))
+            out.append(Hive2Table(t.db, t.table, t.location, t.params, t.partition_keys, _partitions(ms, t), t.columns))
     return out
 
 
