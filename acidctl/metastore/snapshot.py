@@ -243,7 +243,15 @@ class WriteIdReport:
 def write_id_report(
     engine_or_url: Any, table: str, *, hive_version: Any = None, now_ms: int | None = None
 ) -> WriteIdReport:
-    """Everything ``acidctl show write-ids`` prints: the lists plus one row per invalid id."""
+    """Everything ``acidctl show write-ids`` prints: the lists plus one row per invalid id
+    (over Thrift, Hive 3/4: the lists only — which txn wrote an invalid id is TXN_TO_WRITE_ID)."""
+    from acidctl.metastore import thrift
+
+    if thrift.is_thrift(engine_or_url):
+        tms = thrift.connect_hive3(engine_or_url, hive_version=hive_version)
+        db, tbl = split_table_name(table)
+        tl, wl = thrift.table_snapshot(tms, f"{db}.{tbl}")
+        return WriteIdReport(tms.hive_version, tl, wl, [], {})
     import sqlalchemy as sa
 
     ms = connect(engine_or_url, hive_version=hive_version)
