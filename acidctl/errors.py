@@ -25,6 +25,7 @@ class ExitCode(enum.IntEnum):
     INVALID_INPUT = 7  # input exists but is unusable: not ORC, truncated, not ACID, not a table
     AUTH = 8  # authentication failed: no or expired Kerberos ticket, a rejected delegation token
     MISSING_EXTRA = 9  # an optional part is not installed (pip install 'acidctl[EXTRA]')
+    NEEDS_DATABASE = 10  # the step needs the metastore's database; a Thrift metastore cannot do it
     INTERRUPTED = 130  # Ctrl-C
 
 
@@ -39,6 +40,7 @@ EXIT_CODE_DOC = {
     ExitCode.INVALID_INPUT: "invalid input: not ORC, truncated, not an ACID file or table",
     ExitCode.AUTH: "authentication failed: no or expired Kerberos ticket (kinit), rejected token",
     ExitCode.MISSING_EXTRA: "an optional extra is not installed (pip install 'acidctl[EXTRA]')",
+    ExitCode.NEEDS_DATABASE: "the step needs the metastore's database (not possible over a thrift:// metastore)",
     ExitCode.INTERRUPTED: "interrupted (SIGINT)",
 }
 
@@ -125,6 +127,12 @@ class MissingExtra(AcidctlError):
     """An optional dependency (an extra of the package) is needed but not installed."""
 
     exit_code = ExitCode.MISSING_EXTRA
+
+
+class NeedsDatabase(AcidctlError):
+    """A step only the metastore's database offers, asked of a Thrift metastore."""
+
+    exit_code = ExitCode.NEEDS_DATABASE
 
 
 class ConflictError(AcidctlError):

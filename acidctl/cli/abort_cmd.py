@@ -82,7 +82,16 @@ def abort_transactions(
     if not txn_ids and older_than is None:
         raise UsageError("give transaction ids and/or --older-than AGE")
     age = txns.parse_age(older_than) if older_than is not None else None
-    ms = connect(resolve_url(settings.metastore_url, profile=settings.profile))
+    url = resolve_url(settings.metastore_url, profile=settings.profile)
+    from acidctl.metastore import thrift
+
+    if thrift.is_thrift(url):  # abort_txns
+        if execute:  # also with --dry-run: it refuses what the real run would refuse
+            thrift.check_writable("abort transactions")
+        doc = thrift.abort_transactions(url, list(txn_ids or ()), older_than_ms=age, execute=execute and not dry_run)
+        settings.output.emit(doc, _render, performed=True)
+        return
+    ms = connect(url)
     if execute:  # also with --dry-run: it refuses what the real run would refuse
         from acidctl.metastore import steps
 

@@ -67,6 +67,10 @@ def _metastore(settings):
         url = resolve_url(settings.metastore_url, profile=settings.profile)
     except UsageError as e:
         raise UsageError(str(e), hint="doctor, why and metrics read the metastore: use --metastore URL") from None
+    from acidctl.metastore import thrift
+
+    if thrift.is_thrift(url):
+        raise thrift.needs_database(thrift.DOCTOR_NEEDS)
     return connect(url)
 
 

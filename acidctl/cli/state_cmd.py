@@ -115,7 +115,15 @@ def state_command(
     inspect_file = _deep_hook() if deep else None
     props = {**target.properties, **options.parse_kv(tblproperty, "--tblproperty")}
     facts = None
-    if target.table is not None and target.metastore is not None and target.hive_version != 2:
+    from acidctl.metastore.thrift import is_thrift
+
+    # the (M) facts read the metastore's tables: a thrift:// metastore does not return them
+    if (
+        target.table is not None
+        and target.metastore is not None
+        and target.hive_version != 2
+        and not is_thrift(target.metastore)
+    ):
         from acidctl.metastore.facts import facts_for_partition, table_facts
 
         tf = table_facts(target.metastore, target.table.db, target.table.table)

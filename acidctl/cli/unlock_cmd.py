@@ -48,12 +48,18 @@ def unlock_command(
     from acidctl.metastore.connection import connect, resolve_url
 
     s = ctx.obj
+    from acidctl.metastore import thrift
+
     ext_id = parse_lock_id(lock_id)
-    ms = connect(resolve_url(s.metastore_url, profile=s.profile))
+    url = resolve_url(s.metastore_url, profile=s.profile)
+    ms = thrift.connect(url) if thrift.is_thrift(url) else connect(url)  # thrift: Hive's unlock call
     if execute and dry_run:  # it refuses what the real run would refuse
         from acidctl.metastore import steps
 
-        steps.check_writable(ms, what="unlock")
+        if thrift.is_thrift(ms):
+            thrift.check_writable("unlock")
+        else:
+            steps.check_writable(ms, what="unlock")
     s.output.emit(unlock(ms, ext_id, execute=execute and not dry_run), render_text, performed=True)
 
 

@@ -246,12 +246,21 @@ def _compact_streaming(task, m: dict) -> None:
 
 def _verify_streaming(task) -> int:
     """:func:`_verify`, both sides a window at a time, compared in key order."""
+    from acidctl.compact import transform
     from acidctl.compact.verification import compare_streams
     from acidctl.errors import WriteVerificationFailed
 
+    def named(windows):
+        # the output's row struct may carry the table's column names (--columns, or a DB.TABLE
+        # target's: CompactorMR names them so): compare both sides under the output's names
+        for w in windows:
+            yield transform.rename_row(w, task.columns, task.columns_coln_only)
+
     equal, n_old, n_new = compare_streams(
-        hive2stream.merged_windows(task.tfs, task.verify_old[0], task.verify_old[1], task.reader),
-        hive2stream.merged_windows(task.tfs, task.verify_new[0], task.verify_new[1], task.reader, missing_ok=True),
+        named(hive2stream.merged_windows(task.tfs, task.verify_old[0], task.verify_old[1], task.reader)),
+        named(
+            hive2stream.merged_windows(task.tfs, task.verify_new[0], task.verify_new[1], task.reader, missing_ok=True)
+        ),
     )
     if n_old != n_new:
         raise WriteVerificationFailed(

@@ -49,7 +49,7 @@ import logging
 import sys
 from typing import Callable
 
-from acidctl.errors import RefusedError, UsageError
+from acidctl.errors import NeedsDatabase, RefusedError, UsageError
 from acidctl.metastore import queue, steps, txns
 
 log = logging.getLogger("acidctl.compact")
@@ -471,7 +471,7 @@ def registration_for(
         )
     try:
         steps.check_writable(ms, what="register the compaction")
-    except RefusedError as e:
+    except (RefusedError, NeedsDatabase) as e:  # NeedsDatabase: a thrift:// metastore
         if hv >= 4:
             raise RefusedError(
                 f"a Hive 4 compaction needs a compactor txn: {e}",

@@ -191,6 +191,10 @@ def unlock(ms, lock_id: int, *, execute: bool = False) -> dict:
     """Hive's ``unlock(lockid)`` (dry run unless ``execute``). Returns ``{"lock_id", "executed",
     "status" (unlocked|no such lock|would unlock), "locks": [rows before], "rows_deleted"}``;
     a lock of a txn (acquired) is refused (``RefusedError``, exit 6) as Hive refuses it."""
+    from acidctl.metastore import thrift
+
+    if thrift.is_thrift(ms):
+        return thrift.unlock(ms, lock_id, execute=execute)
     import sqlalchemy as sa
 
     lock_id = int(lock_id)

@@ -520,6 +520,10 @@ class Metastore:
 
 def connect(engine_or_url: Any, *, hive_version: Any = None) -> Metastore:
     """Open (lazily) and inspect a metastore. Raises MetastoreUnavailable / UnsupportedSchema."""
+    from acidctl.metastore import thrift
+
+    if thrift.is_thrift(engine_or_url):  # thrift://HOST:PORT: the metastore's Thrift API
+        return thrift.connect_hive3(engine_or_url, hive_version=hive_version)  # type: ignore[return-value]
     if isinstance(engine_or_url, Metastore):
         if hive_version is None or parse_hive_version(hive_version) == engine_or_url.hive_version:
             return engine_or_url

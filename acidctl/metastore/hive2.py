@@ -168,6 +168,10 @@ def init_hive2(url_or_engine: Any, *, warehouse: str = "file:/tmp/acidctl-wareho
 
 def is_hive2(engine_or_url: Any) -> bool:
     """Whether the database holds a Hive 2.x metastore schema."""
+    from acidctl.metastore import thrift
+
+    if thrift.is_thrift(engine_or_url):
+        return thrift.connect(engine_or_url).hive_version == 2
     import re
 
     import sqlalchemy as sa
@@ -266,6 +270,10 @@ class _Hive2Tables:
 
 
 def connect_hive2(engine_or_url: Any) -> Hive2Metastore:
+    from acidctl.metastore import thrift
+
+    if thrift.is_thrift(engine_or_url):
+        return thrift.connect_hive2(engine_or_url)  # type: ignore[return-value]
     return engine_or_url if isinstance(engine_or_url, Hive2Metastore) else Hive2Metastore(engine_or_url)
 
 
@@ -289,6 +297,10 @@ def _txn_rows(ms: Hive2Metastore, conn) -> tuple[int, list]:
 
 def txn_list(engine_or_url: Any) -> Hive2TxnList:
     """``getOpenTxns``: hwm = NTXN_NEXT − 1, exceptions = every TXNS row ≤ hwm (open and aborted)."""
+    from acidctl.metastore import thrift
+
+    if thrift.is_thrift(engine_or_url):
+        return thrift.txn_list(engine_or_url)
     ms = connect_hive2(engine_or_url)
     with db_errors(ms.engine.url), ms.read() as conn:
         hwm, rows = _txn_rows(ms, conn)
@@ -302,6 +314,10 @@ def txn_list(engine_or_url: Any) -> Hive2TxnList:
 
 def show_transactions(engine_or_url: Any) -> dict:
     """Every TXNS row with TXN_ID ≤ hwm (open and aborted; committed ones are deleted in 2.3)."""
+    from acidctl.metastore import thrift
+
+    if thrift.is_thrift(engine_or_url):
+        return thrift.hive2_show_transactions(engine_or_url)
     ms = connect_hive2(engine_or_url)
     with db_errors(ms.engine.url), ms.read() as conn:
         hwm, rows = _txn_rows(ms, conn)
@@ -322,6 +338,10 @@ def show_transactions(engine_or_url: Any) -> dict:
 
 def show_compactions(engine_or_url: Any, *, now_ms: int | None = None) -> dict:
     """COMPACTION_QUEUE then COMPLETED_COMPACTIONS rows (2.3's UNION ALL; no id column)."""
+    from acidctl.metastore import thrift
+
+    if thrift.is_thrift(engine_or_url):
+        return thrift.hive2_show_compactions(engine_or_url)
     import sqlalchemy as sa
 
     ms = connect_hive2(engine_or_url)
@@ -388,6 +408,10 @@ class Hive2Table:
     params: dict[str, str]
     partition_keys: list[tuple[str, str]]  # (name, type) in order
     partitions: list[tuple[str, str | None]]  # (PART_NAME, location)
+    #: (name, type) of the table's columns (COLUMNS_V2 of its SDS row), in order: the names Hive
+    #: 2.3's CompactorMR gives a compacted file's row struct (observed on 2.3.10's Worker:
+    #: ``_col0``/``_col1`` deltas → ``row:struct<a:int,b:string>``; tests/hive23)
+    columns: list[tuple[str, str]] = dataclasses.field(default_factory=list)
 
     @property
     def full_name(self) -> str:
@@ -411,6 +435,10 @@ def list_tables(engine_or_url: Any, *, db_glob: str = "*", transactional_only: b
     """Tables of databases matching ``db_glob`` (case-insensitive), with their parameters,
     partition keys and partitions; ``transactional_only``: ``transactional`` equal to ``true``
     ignoring case (C.5 step 1)."""
+    from acidctl.metastore import thrift
+
+    if thrift.is_thrift(engine_or_url):
+        return thrift.list_tables(engine_or_url, db_glob=db_glob, transactional_only=transactional_only)
     import sqlalchemy as sa
 
     ms = connect_hive2(engine_or_url)
@@ -444,16 +472,42 @@ def list_tables(engine_or_url: Any, *, db_glob: str = "*", transactional_only: b
                 .order_by(pp.TBL_ID, pp.PART_NAME)
             ):
                 parts.setdefault(tid, []).append((name, loc))
+    cols = _table_columns(ms, ids) if ids else {}
     out = []
     for tid, db, name, loc in tabs:
         prm = params.get(tid, {})
         if transactional_only and (prm.get("transactional") or "").strip().lower() != "true":
             continue
-        out.append(Hive2Table(db, name, loc, prm, keys.get(tid, []), parts.get(tid, [])))
+        out.append(Hive2Table(db, name, loc, prm, keys.get(tid, []), parts.get(tid, []), cols.get(tid, [])))
+    return out
+
+
+def _table_columns(ms: Hive2Metastore, ids: list) -> dict[int, list[tuple[str, str]]]:
+    """{TBL_ID: [(COLUMN_NAME, TYPE_NAME)]} in INTEGER_IDX order; {} where the schema has no
+    COLUMNS_V2 (a transaction-only test schema): the files' own names are kept then."""
+    import sqlalchemy as sa
+
+    t, s, cv = ms.t("TBLS"), ms.t("SDS"), ms.t("COLUMNS_V2")
+    out: dict[int, list[tuple[str, str]]] = {}
+    try:
+        with ms.read() as conn:
+            for tid, name, typ, _ in conn.execute(
+                sa.select(t.TBL_ID, cv.COLUMN_NAME, cv.TYPE_NAME, cv.INTEGER_IDX)
+                .select_from(t.clause.join(s.clause, t.SD_ID == s.SD_ID).join(cv.clause, cv.CD_ID == s.CD_ID))
+                .where(t.TBL_ID.in_(ids))
+                .order_by(t.TBL_ID, cv.INTEGER_IDX)
+            ):
+                out.setdefault(tid, []).append((name, typ))
+    except sa.exc.DBAPIError:
+        return {}
     return out
 
 
 def find_table(engine_or_url: Any, full_name: str) -> Hive2Table:
+    from acidctl.metastore import thrift
+
+    if thrift.is_thrift(engine_or_url):
+        return thrift.find_table(engine_or_url, full_name)
     db, _, name = full_name.partition(".")
     for t in list_tables(engine_or_url, db_glob=db, transactional_only=False):
         if t.table.lower() == name.lower():
@@ -508,6 +562,10 @@ def aborted_components_by_partition(engine_or_url: Any, db: str, table: str) -> 
 
 
 def require_hive2(engine_or_url: Any) -> Hive2Metastore:
+    from acidctl.metastore import thrift
+
+    if thrift.is_thrift(engine_or_url):
+        return thrift.connect_hive2(engine_or_url, require=True)  # type: ignore[return-value]
     if not is_hive2(engine_or_url):
         raise UsageError(
             "this command needs a Hive 2.x metastore (VERSION 2.x, CQ_HIGHEST_TXN_ID)",
@@ -520,6 +578,10 @@ def connect_any(url_or_engine: Any, *, hive_version: Any = None):
     """The metastore the queue/Cleaner steps run on: a Hive 2.3 one (:class:`Hive2Metastore`,
     detected by VERSION 2.x or ``CQ_HIGHEST_TXN_ID``, or asked for with ``hive_version`` 2) or a
     Hive 3/4 :class:`~acidctl.metastore.connection.Metastore`."""
+    from acidctl.metastore import thrift
+
+    if thrift.is_thrift(url_or_engine):
+        return thrift.connect(url_or_engine, hive_version=hive_version)
     from acidctl.metastore.connection import connect
 
     hv = str(hive_version).strip() if hive_version not in (None, "", "auto") else None
@@ -532,8 +594,12 @@ def connect_any(url_or_engine: Any, *, hive_version: Any = None):
 
 def table_info(engine_or_url: Any, spec: str, *, partition: str | None = None):
     """``db.table[/k=v]`` of a Hive 2.3 metastore as a :class:`~acidctl.metastore.tables.TableInfo`
-    (what ``state``/``dump``/``compact`` targets carry); no COLUMNS_V2 lookup (Hive 2.3 files
-    name their row fields ``_colN`` and keep them)."""
+    (what ``state``/``dump``/``compact`` targets carry); the columns from COLUMNS_V2: Hive 2.3's
+    writers name the row fields ``_colN``, its compactor by the table's columns."""
+    from acidctl.metastore import thrift
+
+    if thrift.is_thrift(engine_or_url):
+        return thrift.table_info(engine_or_url, spec, partition=partition)
     from acidctl.errors import NotFoundError
     from acidctl.metastore.tables import TableInfo, split_spec
 
@@ -563,7 +629,7 @@ def table_info(engine_or_url: Any, spec: str, *, partition: str | None = None):
         bucket_count=-1,
         params=dict(t.params),
         partition_keys=list(t.partition_keys),
-        columns=[],
+        columns=list(t.columns),
         partition=part,
         partition_location=ploc,
         partitions=[p for p, _ in t.partitions],

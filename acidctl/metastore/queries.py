@@ -140,6 +140,12 @@ def show_transactions(
     ``states``: subset of {"open", "aborted"}; ``min_age_ms``: only txns started at least that
     long ago (database clock); ``limit``: first N by transaction id.
     """
+    from acidctl.metastore import thrift
+
+    if thrift.is_thrift(engine_or_url):
+        return thrift.show_transactions(
+            engine_or_url, states=states, user=user, min_age_ms=min_age_ms, limit=limit, hive_version=hive_version
+        )
     import sqlalchemy as sa
 
     ms: Metastore = connect(engine_or_url, hive_version=hive_version)
@@ -258,6 +264,18 @@ def show_locks(
 ) -> LocksReport:
     """HIVE_LOCKS rows in SHOW LOCKS order: acquired before waiting, then lock type (less
     restrictive first), external id, internal id."""
+    from acidctl.metastore import thrift
+
+    if thrift.is_thrift(engine_or_url):  # show_locks answers on every Hive version
+        return thrift.show_locks(
+            engine_or_url,
+            db=db,
+            table=table,
+            partition=partition,
+            txn_id=txn_id,
+            extended=extended,
+            hive_version=hive_version,
+        )
     import sqlalchemy as sa
 
     ms: Metastore = connect(engine_or_url, hive_version=hive_version)
@@ -542,6 +560,22 @@ def show_compactions(
     start and commit time. ``pool``: on Hive 4 compared literally, as Hive does. ``limit``: the
     first N rows of that order; 0 means no limit, as in Hive 4.
     """
+    from acidctl.metastore import thrift
+
+    if thrift.is_thrift(engine_or_url):
+        return thrift.show_compactions(
+            engine_or_url,
+            db=db,
+            table=table,
+            partition=partition,
+            types=types,
+            states=states,
+            limit=limit or None,
+            hive_version=hive_version,
+            pool=pool,
+            id=compaction_id,
+            order_by=order_by,
+        )
     import sqlalchemy as sa
 
     ms: Metastore = connect(engine_or_url, hive_version=hive_version)

@@ -806,6 +806,10 @@ def enqueue_for(
     partition (Hive 3 requires it; Hive 4 would check every partition with the Initiator logic —
     ``acidctl initiator --once`` does that). The pool defaults to the table's
     ``hive.compactor.worker.pool`` property (Hive 4). Returns the response as a dict."""
+    from acidctl.metastore import thrift
+
+    if thrift.is_thrift(ms):  # compact2, after checking the table exists
+        return thrift.enqueue_for(ms, spec, type=type, pool=pool, dry_run=dry_run)
     if ms.hive_version == 2:
         from acidctl.metastore.hive2 import table_info
 

@@ -206,6 +206,10 @@ def table_snapshot(
     are read in one read-only transaction. The table does not have to exist in TBLS (Hive's
     own call does not check either); a table nobody wrote gets ``db.table:0:LONG_MAX::``.
     """
+    from acidctl.metastore import thrift
+
+    if thrift.is_thrift(engine_or_url):
+        return thrift.table_snapshot(engine_or_url, table.split("/", 1)[0])
     ms = connect(engine_or_url, hive_version=hive_version)
     db, tbl = split_table_name(table.split("/", 1)[0])
     with ms.read() as conn:
@@ -239,7 +243,15 @@ class WriteIdReport:
 def write_id_report(
     engine_or_url: Any, table: str, *, hive_version: Any = None, now_ms: int | None = None
 ) -> WriteIdReport:
-    """Everything ``acidctl show write-ids`` prints: the lists plus one row per invalid id."""
+    """Everything ``acidctl show write-ids`` prints: the lists plus one row per invalid id
+    (over Thrift, Hive 3/4: the lists only — which txn wrote an invalid id is TXN_TO_WRITE_ID)."""
+    from acidctl.metastore import thrift
+
+    if thrift.is_thrift(engine_or_url):
+        tms = thrift.connect_hive3(engine_or_url, hive_version=hive_version)
+        db, tbl = split_table_name(table)
+        tl, wl = thrift.table_snapshot(tms, f"{db}.{tbl}")
+        return WriteIdReport(tms.hive_version, tl, wl, [], {})
     import sqlalchemy as sa
 
     ms = connect(engine_or_url, hive_version=hive_version)

@@ -98,6 +98,10 @@ def check_writable(ms: Any, *, read_only: bool = False, what: str = "write to th
             f"refusing to {what}: metastore writes are disabled ({_forbidden['why'] or '--read-only'})",
             hint="drop --read-only (or ACIDCTL_READ_ONLY / the profile's read_only key) to allow it",
         )
+    from acidctl.metastore import thrift
+
+    if thrift.is_thrift(ms):  # the database's steps (Hive's TxnHandler) are not Thrift calls
+        raise thrift.needs_database(f"{what} needs the metastore's database")
     hive2 = getattr(ms, "hive_version", None) == 2
     # a Hive2Metastore reads VERSION itself (its flavor is the 2.3 spelling, not the stored version)
     version = ms.schema_version if hive2 else getattr(ms.flavor, "schema_version", None)

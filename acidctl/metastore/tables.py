@@ -177,6 +177,10 @@ def resolve_table(
     Raises :class:`TableNotFound` (exit 3) for an unknown database or table and
     :class:`NotFoundError` for an unknown partition.
     """
+    from acidctl.metastore import thrift
+
+    if thrift.is_thrift(engine_or_url):
+        return thrift.table_info(engine_or_url, spec, partition=partition)
     import sqlalchemy as sa
 
     ms: Metastore = connect(engine_or_url, hive_version=hive_version)
@@ -294,6 +298,10 @@ def resolve_with_snapshot(
 def require_exists(engine_or_url: Any, db: str, table: str | None = None, *, hive_version: Any = None) -> None:
     """Raise :class:`TableNotFound` (exit 3) when the database (or table) is unknown: a typo
     must not read as "no compactions" or "no locks"."""
+    from acidctl.metastore import thrift
+
+    if thrift.is_thrift(engine_or_url):
+        return thrift.require_exists(engine_or_url, db, table)
     import sqlalchemy as sa
 
     if table is not None:
@@ -364,6 +372,10 @@ def list_acid_tables(
     (case-insensitive, as Hive names): ``{"table", "kind" (full|insert_only), "partition_keys",
     "partitions", "buckets", "location"}``, sorted by name. A database named without a glob
     character that does not exist raises :class:`TableNotFound` (exit 3)."""
+    from acidctl.metastore import thrift
+
+    if thrift.is_thrift(engine_or_url):
+        return thrift.list_acid_tables(engine_or_url, db_glob=db_glob, table_glob=table_glob, hive_version=hive_version)
     import fnmatch
 
     import sqlalchemy as sa

@@ -25,8 +25,9 @@ def _ins(conn, tables, lower, name, **values):
     conn.execute(t.insert().values({(k.lower() if lower and txn else k): v for k, v in values.items()}))
 
 
-def add_table(url: str, db: str, name: str, location: str, params: dict, *, keys=(), partitions=()) -> None:
-    """``partitions``: [(PART_NAME, location)]; ``keys``: [(name, type)]."""
+def add_table(url: str, db: str, name: str, location: str, params: dict, *, keys=(), partitions=(), columns=()) -> None:
+    """``partitions``: [(PART_NAME, location)]; ``keys``: [(name, type)]; ``columns``: [(name,
+    type)] as CDS/COLUMNS_V2 rows of the table's SDS row."""
     engine = sa.create_engine(url)
     tables, lower = _tables(engine)
     with engine.begin() as conn:
@@ -47,6 +48,12 @@ def add_table(url: str, db: str, name: str, location: str, params: dict, *, keys
         else:
             db_id = db_row[0]
         sd = next(_ids)
+        cd = {}
+        if columns:
+            cd = {"CD_ID": next(_ids)}
+            _ins(conn, tables, lower, "CDS", **cd)
+            for i, (c, t) in enumerate(columns):
+                _ins(conn, tables, lower, "COLUMNS_V2", CD_ID=cd["CD_ID"], COLUMN_NAME=c, TYPE_NAME=t, INTEGER_IDX=i)
         _ins(
             conn,
             tables,
@@ -57,6 +64,7 @@ def add_table(url: str, db: str, name: str, location: str, params: dict, *, keys
             NUM_BUCKETS=2,
             IS_COMPRESSED=False,
             IS_STOREDASSUBDIRECTORIES=False,
+            **cd,
         )
         tid = next(_ids)
         _ins(
