@@ -131,7 +131,8 @@ def measure(kind: str, src: str, root: str, hwm: int, work: str, cpu: int) -> tu
         cmd += ["--write-ids", f"bench.t:{hwm}:{ALL}::", root]
         t0 = time.perf_counter()
         with open(os.devnull, "wb") as sink:
-            p = subprocess.Popen(cmd, stdout=sink, env=env, preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+            # cwd=src: ``python -m`` puts the working directory first on sys.path
+            p = subprocess.Popen(cmd, stdout=sink, env=env, cwd=src, preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
             _, status, ru = os.wait4(p.pid, 0)
         took = time.perf_counter() - t0
         if status:
