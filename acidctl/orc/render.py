@@ -730,7 +730,8 @@ def render_lines(
     n = batch.num_rows
     if n == 0:
         return b""
-    parts = _row_parts(batch, fields, extra, prefix, "\n", pieces=True)
+    # lookup tables are copied into every slice's take: only for slices they are small against
+    parts = _row_parts(batch, fields, extra, prefix, "\n", pieces=n >= PIECES_MIN_ROWS)
     if parts is None:
         return ("{}\n" * n).encode()
     block = _assembled(parts, n)
@@ -738,6 +739,11 @@ def render_lines(
         return block
     resolved = [p.resolve() if isinstance(p, _Pieces) else p for p in parts]
     return lines_bytes(_joined(resolved, n))
+
+
+#: :func:`render_lines` looks integers and doubles up in tables (of up to 20,001 texts) for
+#: slices of at least this many rows
+PIECES_MIN_ROWS = 4096
 
 
 class _Pieces:
@@ -762,8 +768,13 @@ class _Pieces:
 #: literal (:func:`_absorbed`)
 _TABLES: dict = {}
 _TABLES_MAX = 256
-#: a literal goes into a table only while the table stays below this many bytes
+#: the tables are dropped when they hold more than this many bytes together
+_TABLES_MAX_BYTES = 16 << 20
+#: a literal goes into a table only while the table stays below this many bytes ...
 _ABSORB_MAX_BYTES = 1 << 20
+#: ... and into at most this many tables a row (each derived table is copied into every
+#: slice's take: a wide row of many numbers would copy more tables than it saves pieces)
+_ABSORB_MAX_TABLES = 8
 
 #: FileDump's text of an integer, or of a double in plain notation, in pieces looked up from
 #: tables: ``hi`` [sign and the integer part's digits above the last four], ``lo`` [the last
@@ -791,7 +802,7 @@ def _table(key: tuple) -> pa.Array:
     else:
         texts = [t + key[2] for t in _table(key[1]).to_pylist()]
     got = pa.array(texts, pa.string())
-    if len(_TABLES) >= _TABLES_MAX:
+    if len(_TABLES) >= _TABLES_MAX or sum(t.nbytes for t in _TABLES.values()) + got.nbytes > _TABLES_MAX_BYTES:
         _TABLES.clear()
     _TABLES[key] = got
     return got
@@ -815,9 +826,14 @@ def _absorbed(parts: list) -> list:
     before it as every text's prefix, one after it as suffix): one piece fewer per row to lay
     out. The texts of every row stay the same."""
 
+    derived = [0]
+
     def fits(p: _Pieces, lit: str) -> bool:
         t = p.texts
-        return t.nbytes + len(t) * len(lit.encode()) <= _ABSORB_MAX_BYTES
+        if derived[0] >= _ABSORB_MAX_TABLES or t.nbytes + len(t) * len(lit.encode()) > _ABSORB_MAX_BYTES:
+            return False
+        derived[0] += 1
+        return True
 
     out: list = []
     for p in parts:

@@ -154,13 +154,19 @@ def batches(draw):
     return pa.RecordBatch.from_arrays(cols, names=[name for name, _ in FIELDS])
 
 
-@given(batches(), st.integers(0, 5))
+@given(batches(), st.integers(0, 5), st.sampled_from([0, 20, render.PIECES_MIN_ROWS]), st.sampled_from([0, 2, 8]))
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-def test_render_lines_equals_the_row_join(batch, cut):
-    # a slice too: the arrays' offsets are not 0
-    for b in (batch, batch.slice(min(cut, batch.num_rows - 1))):
-        want = bytes(lines_bytes(render.render_batch(b, FIELDS, terminator="\n")))
-        assert bytes(render.render_lines(b, FIELDS)) == want
+def test_render_lines_equals_the_row_join(batch, cut, min_rows, absorb):
+    # a slice too: the arrays' offsets are not 0; lookups from 0 or 20 rows on (the default
+    # threshold is above these batches), literals folded into up to 0, 2 or 8 tables
+    saved = render.PIECES_MIN_ROWS, render._ABSORB_MAX_TABLES
+    render.PIECES_MIN_ROWS, render._ABSORB_MAX_TABLES = min_rows, absorb
+    try:
+        for b in (batch, batch.slice(min(cut, batch.num_rows - 1))):
+            want = bytes(lines_bytes(render.render_batch(b, FIELDS, terminator="\n")))
+            assert bytes(render.render_lines(b, FIELDS)) == want
+    finally:
+        render.PIECES_MIN_ROWS, render._ABSORB_MAX_TABLES = saved
 
 
 @pytest.mark.parametrize("n", [0, 1, 3])
@@ -193,6 +199,7 @@ def test_rows_are_laid_out_without_the_row_join(monkeypatch):
     )
     fields = [FIELDS[0], FIELDS[2], FIELDS[3], FIELDS[5]]
     monkeypatch.setattr(render, "_joined", no_join)
+    monkeypatch.setattr(render, "PIECES_MIN_ROWS", 1)
     got = bytes(render.render_lines(batch, fields))
     assert got == (
         b'{"row__id":{"writeid":1,"bucketid":536870912,"rowid":0},"l":7,"d":6369.62,"s":"a\\"b"}\n'
