@@ -785,27 +785,38 @@ _LO_PADDED, _LO_EMPTY = 10000, 20000
 _PIECE_LIMIT = 10**8  # |integer part| below this: hi < 10**4
 
 
+#: guards :data:`_TABLES` and :data:`_LONGEST` (the render pool's threads share them)
+_TABLES_LOCK = threading.RLock()
+_TABLES_BYTES = [0]
+
+
 def _table(key: tuple) -> pa.Array:
     got = _TABLES.get(key)
     if got is not None:
         return got
-    if key[0] == "hi":
-        hi = [str(i) if i else "" for i in range(10000)]
-        texts = hi + ["-" + h for h in hi] + ["null"]
-    elif key[0] == "lo":
-        texts = [str(i) for i in range(10000)] + ["%04d" % i for i in range(10000)] + [""]
-    elif key[0] == "frac":
-        k = key[1]
-        texts = ["." + (("%0*d" % (k, i)).rstrip("0") or "0") for i in range(10**k)] + [""]
-    elif key[0] == "pre":
-        texts = [key[2] + t for t in _table(key[1]).to_pylist()]
-    else:
-        texts = [t + key[2] for t in _table(key[1]).to_pylist()]
-    got = pa.array(texts, pa.string())
-    if len(_TABLES) >= _TABLES_MAX or sum(t.nbytes for t in _TABLES.values()) + got.nbytes > _TABLES_MAX_BYTES:
-        _TABLES.clear()
-    _TABLES[key] = got
-    return got
+    with _TABLES_LOCK:
+        got = _TABLES.get(key)
+        if got is not None:
+            return got
+        if key[0] == "hi":
+            hi = [str(i) if i else "" for i in range(10000)]
+            texts = hi + ["-" + h for h in hi] + ["null"]
+        elif key[0] == "lo":
+            texts = [str(i) for i in range(10000)] + ["%04d" % i for i in range(10000)] + [""]
+        elif key[0] == "frac":
+            k = key[1]
+            texts = ["." + (("%0*d" % (k, i)).rstrip("0") or "0") for i in range(10**k)] + [""]
+        elif key[0] == "pre":
+            texts = [key[2] + t for t in _table(key[1]).to_pylist()]
+        else:
+            texts = [t + key[2] for t in _table(key[1]).to_pylist()]
+        got = pa.array(texts, pa.string())
+        if len(_TABLES) >= _TABLES_MAX or _TABLES_BYTES[0] + got.nbytes > _TABLES_MAX_BYTES:
+            _TABLES.clear()
+            _TABLES_BYTES[0] = 0
+        _TABLES[key] = got
+        _TABLES_BYTES[0] += got.nbytes
+        return got
 
 
 _LONGEST: dict = {}
@@ -815,9 +826,11 @@ def _longest(key: tuple) -> int:
     """Bytes of the longest text of :func:`_table` ``key``."""
     got = _LONGEST.get(key)
     if got is None:
-        if len(_LONGEST) >= _TABLES_MAX:
-            _LONGEST.clear()
-        got = _LONGEST[key] = int(pc.max(pc.binary_length(_table(key))).as_py() or 0)
+        got = int(pc.max(pc.binary_length(_table(key))).as_py() or 0)
+        with _TABLES_LOCK:
+            if len(_LONGEST) >= _TABLES_MAX:
+                _LONGEST.clear()
+            _LONGEST[key] = got
     return got
 
 

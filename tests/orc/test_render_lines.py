@@ -206,3 +206,32 @@ def test_rows_are_laid_out_without_the_row_join(monkeypatch):
         b'{"row__id":{"writeid":1,"bucketid":536870912,"rowid":5},"l":null,"d":null,"s":null}\n'
         b'{"row__id":{"writeid":1,"bucketid":536870912,"rowid":9},"l":-12345678,"d":0.5,"s":"x"}\n'
     )
+
+
+def test_render_lines_from_many_threads(monkeypatch):
+    """The render pool's threads share the lookup tables: built, dropped (a tiny byte budget
+    forces it) and used at the same time, every thread still gets the row join's bytes."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    batches_ = []
+    for i in range(16):
+        n = 300
+        batches_.append(
+            pa.RecordBatch.from_arrays(
+                [pa.array(rng.integers(-(10**7), 10**7, n)), pa.array(np.round(rng.uniform(-1e5, 1e5, n), i % 4))],
+                names=["l", "d"],
+            )
+        )
+    fields = [("l", pyorc.BigInt()), ("d", pyorc.Double())]
+    want = [bytes(lines_bytes(render.render_batch(b, fields, terminator="\n"))) for b in batches_]
+    monkeypatch.setattr(render, "PIECES_MIN_ROWS", 1)
+    monkeypatch.setattr(render, "_TABLES_MAX_BYTES", 600_000)
+    monkeypatch.setattr(render, "_TABLES", {})
+    monkeypatch.setattr(render, "_LONGEST", {})
+    with ThreadPoolExecutor(8) as pool:
+        for _ in range(3):
+            got = list(pool.map(lambda b: bytes(render.render_lines(b, fields)), batches_ * 2))
+            assert got == want * 2
