@@ -264,7 +264,7 @@ def _render(tables, td, rowid_td, pvals, left, stats):
     import pyarrow as pa
 
     from acidctl.dump import _in_order
-    from acidctl.orc.lines import SLICE_BYTES, SLICE_ROWS, lines_bytes
+    from acidctl.orc.lines import SLICE_BYTES, SLICE_ROWS
     from acidctl.orc import render
 
     from acidctl.errors import AcidctlError
@@ -306,9 +306,8 @@ def _render(tables, td, rowid_td, pvals, left, stats):
                 yield batch.slice(off, step), fields
 
     def render_slice(item):
-        # the newline is the last literal of the one row-wise join (no second pass over the
-        # rendered bytes to append it)
-        return lines_bytes(render.render_batch(*item, terminator="\n"))
+        # the rows' pieces laid out by one take, newline included (render.render_lines)
+        return render.render_lines(*item)
 
     yield from _in_order(render_slice, batches())
     if failed:

@@ -144,6 +144,9 @@ class DeleteIndex:
             return None
         ot, bk, rid = cols
         if self.kind == "packed":
+            one = self._one_pair(ot, bk, rid)
+            if one is not None:
+                return one
             pairs, keys = self.arrays
             ok = (ot >= 0) & (ot < 2**31) & (rid >= 0) & (rid < 2**32)
             p = _pair(np.where(ok, ot, 0), bk)
@@ -158,6 +161,37 @@ class DeleteIndex:
         h = _hash(ot, bk, rid)
         pos = np.minimum(np.searchsorted(hs, h), len(hs) - 1)
         return (hs[pos] == h) & (ots[pos] == ot) & (bks[pos] == bk) & (rids[pos] == rid)
+
+    def _one_pair(self, ot: np.ndarray, bk: np.ndarray, rid: np.ndarray) -> np.ndarray | None:
+        """:meth:`deleted` of a batch whose rows share one (originalTransaction, bucket) and
+        have strictly increasing row ids (a batch of a file in key order, the usual case): the
+        delete keys of that pair in the batch's row-id range, searched for in the batch (a
+        few hundred binary searches instead of one per row). None: not such a batch."""
+        n = len(ot)
+        if n == 0:
+            return None
+        o, b = int(ot[0]), int(bk[0])
+        if not (0 <= o < 2**31) or ot.min() != o or ot.max() != o or bk.min() != b or bk.max() != b:
+            return None
+        if n > 1 and not (rid[1:] > rid[:-1]).all():
+            return None
+        mask = np.zeros(n, dtype=bool)
+        lo_r, hi_r = int(rid[0]), int(rid[-1])
+        if hi_r < 0 or lo_r >= 2**32:
+            return mask  # no packed key has such a row id
+        pairs, keys = self.arrays
+        p = (o << 32) | (b & 0xFFFFFFFF)
+        r = int(np.searchsorted(pairs, p))
+        if r == len(pairs) or int(pairs[r]) != p:
+            return mask  # no delete of this (writeid, bucket)
+        lo = int(np.searchsorted(keys, (r << 32) | max(lo_r, 0), side="left"))
+        hi = int(np.searchsorted(keys, (r << 32) | min(hi_r, 2**32 - 1), side="right"))
+        if lo == hi:
+            return mask
+        wanted = keys[lo:hi] & 0xFFFFFFFF
+        pos = np.searchsorted(rid, wanted)  # wanted ≤ rid[-1]: every position is in the batch
+        mask[pos[rid[pos] == wanted]] = True
+        return mask
 
 
 def _packable(ot: np.ndarray, rid: np.ndarray) -> bool:

@@ -627,15 +627,20 @@ _RENDERERS = {
 }
 
 
-def _parts(arr: pa.Array, td) -> list:
+def _parts(arr: pa.Array, td, pieces: bool = False) -> list:
     """The JSON text of every value as a list of parts (literal strings and string arrays) to
     be concatenated row-wise. Null-free structs and quoted scalars are flattened into their
     parent, so a whole row is built by ONE element-wise join instead of one per level: each
-    join pass copies every byte again (bench/dump.py)."""
+    join pass copies every byte again (bench/dump.py). ``pieces``: parts may also be
+    :class:`_Pieces` (texts looked up from a table; for :func:`render_lines`)."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
+    kind = _kind(td)
+    if pieces and kind in ("FLOAT", "DOUBLE"):
+        looked_up = _double_pieces(arr)
+        if looked_up is not None:
+            return looked_up
     if arr.null_count == 0:
-        kind = _kind(td)
         if kind == "STRUCT":
             names = list(td.fields)
             if not names:
@@ -643,7 +648,7 @@ def _parts(arr: pa.Array, td) -> list:
             parts: list = []
             for i, name in enumerate(names):
                 parts.append(("{" if i == 0 else ",") + javafmt.json_string(name) + ":")
-                parts += _parts(arr.field(i), td.fields[name])
+                parts += _parts(arr.field(i), td.fields[name], pieces)
             parts.append("}")
             return parts
         renderer = _RENDERERS.get(kind)
@@ -658,6 +663,10 @@ def _parts(arr: pa.Array, td) -> list:
             lo, hi = mm["min"].as_py(), mm["max"].as_py()
             if lo == hi:
                 return [str(lo)]
+    if pieces and kind in _INTEGER_KINDS:
+        looked_up = _int_pieces(arr)
+        if looked_up is not None:
+            return looked_up
     return [_filled(render_column(arr, td))]
 
 
@@ -685,17 +694,331 @@ def render_batch(
     order; ``prefix``/``extra`` add already-rendered JSON values (arrays or literal strings)
     before/after them; ``terminator`` ends each text (``"\n"``: lines ready to print, without
     another pass over every byte to add it)."""
+    parts = _row_parts(batch, fields, extra, prefix, terminator, pieces=False)
+    if parts is None:
+        return pa.array(["{}" + terminator] * batch.num_rows, pa.string())
+    return _joined(parts, batch.num_rows)
+
+
+def _row_parts(batch, fields, extra, prefix, terminator: str, *, pieces: bool) -> list | None:
+    """The parts of every row's JSON object (None: the object has no member)."""
     items: list[tuple[str, list]] = [(n, [a]) for n, a in (prefix or [])]
-    items += [(name, _parts(batch.column(i), td)) for i, (name, td) in enumerate(fields)]
+    items += [(name, _parts(batch.column(i), td, pieces)) for i, (name, td) in enumerate(fields)]
     items += [(n, [a]) for n, a in (extra or [])]
     if not items:
-        return pa.array(["{}" + terminator] * batch.num_rows, pa.string())
+        return None
     parts: list = []
     for i, (name, value_parts) in enumerate(items):
         parts.append(("{" if i == 0 else ",") + javafmt.json_string(name) + ":")
         parts += value_parts
     parts.append("}" + terminator)
-    return _joined(parts, batch.num_rows)
+    return _merge_literals(parts)
+
+
+def render_lines(
+    batch: pa.RecordBatch,
+    fields: list[tuple[str, object]],
+    extra: list[tuple[str, pa.Array]] | None = None,
+    prefix: list[tuple[str, object]] | None = None,
+):
+    """The rows of :func:`render_batch` (``terminator="\\n"``) as one block of bytes, the same
+    bytes as ``lines_bytes(render_batch(..., terminator="\\n"))``, built without the row-wise
+    join where it can be (:func:`_assembled`: one ``take`` lays every row's pieces out in
+    order; doubles looked up from tables of texts, :func:`_double_pieces`)."""
+    from acidctl.orc.lines import lines_bytes
+
+    n = batch.num_rows
+    if n == 0:
+        return b""
+    # lookup tables are copied into every slice's take: only for slices they are small against
+    parts = _row_parts(batch, fields, extra, prefix, "\n", pieces=n >= PIECES_MIN_ROWS)
+    if parts is None:
+        return ("{}\n" * n).encode()
+    block = _assembled(parts, n)
+    if block is not None:
+        return block
+    resolved = [p.resolve() if isinstance(p, _Pieces) else p for p in parts]
+    return lines_bytes(_joined(resolved, n))
+
+
+#: :func:`render_lines` looks integers and doubles up in tables (of up to 20,001 texts) for
+#: slices of at least this many rows
+PIECES_MIN_ROWS = 4096
+
+
+class _Pieces:
+    """A part whose text in row ``i`` is ``table(key)[codes[i]]`` (:func:`_table`: a small
+    string array without nulls, ``codes``: a numpy integer array, one code per row)."""
+
+    __slots__ = ("key", "codes")
+
+    def __init__(self, key: tuple, codes):
+        self.key, self.codes = key, codes
+
+    @property
+    def texts(self) -> pa.Array:
+        return _table(self.key)
+
+    def resolve(self) -> pa.Array:
+        return self.texts.take(pa.array(self.codes))
+
+
+#: the tables of :class:`_Pieces` by key: ("hi",), ("lo",), ("frac", K), and derived ones,
+#: ("pre", key, literal) / ("suf", key, literal): every text of ``key`` after / before the
+#: literal (:func:`_absorbed`)
+_TABLES: dict = {}
+_TABLES_MAX = 256
+#: the tables are dropped when they hold more than this many bytes together
+_TABLES_MAX_BYTES = 16 << 20
+#: a literal goes into a table only while the table stays below this many bytes ...
+_ABSORB_MAX_BYTES = 1 << 20
+#: ... and into at most this many tables a row (each derived table is copied into every
+#: slice's take: a wide row of many numbers would copy more tables than it saves pieces)
+_ABSORB_MAX_TABLES = 8
+
+#: FileDump's text of an integer, or of a double in plain notation, in pieces looked up from
+#: tables: ``hi`` [sign and the integer part's digits above the last four], ``lo`` [the last
+#: four digits of the integer part, zero-padded after a ``hi`` digit], ``frac`` K ["." and the
+#: fraction's K digits without trailing zeros, at least one]. A null is "null", "", "".
+_HI_NEG, _HI_NULL = 10000, 20000
+_LO_PADDED, _LO_EMPTY = 10000, 20000
+_PIECE_LIMIT = 10**8  # |integer part| below this: hi < 10**4
+
+
+#: guards :data:`_TABLES` and :data:`_LONGEST` (the render pool's threads share them)
+_TABLES_LOCK = threading.RLock()
+_TABLES_BYTES = [0]
+
+
+def _table(key: tuple) -> pa.Array:
+    got = _TABLES.get(key)
+    if got is not None:
+        return got
+    with _TABLES_LOCK:
+        got = _TABLES.get(key)
+        if got is not None:
+            return got
+        if key[0] == "hi":
+            hi = [str(i) if i else "" for i in range(10000)]
+            texts = hi + ["-" + h for h in hi] + ["null"]
+        elif key[0] == "lo":
+            texts = [str(i) for i in range(10000)] + ["%04d" % i for i in range(10000)] + [""]
+        elif key[0] == "frac":
+            k = key[1]
+            texts = ["." + (("%0*d" % (k, i)).rstrip("0") or "0") for i in range(10**k)] + [""]
+        elif key[0] == "pre":
+            texts = [key[2] + t for t in _table(key[1]).to_pylist()]
+        else:
+            texts = [t + key[2] for t in _table(key[1]).to_pylist()]
+        got = pa.array(texts, pa.string())
+        if len(_TABLES) >= _TABLES_MAX or _TABLES_BYTES[0] + got.nbytes > _TABLES_MAX_BYTES:
+            _TABLES.clear()
+            _TABLES_BYTES[0] = 0
+        _TABLES[key] = got
+        _TABLES_BYTES[0] += got.nbytes
+        return got
+
+
+_LONGEST: dict = {}
+
+
+def _longest(key: tuple) -> int:
+    """Bytes of the longest text of :func:`_table` ``key``."""
+    got = _LONGEST.get(key)
+    if got is None:
+        got = int(pc.max(pc.binary_length(_table(key))).as_py() or 0)
+        with _TABLES_LOCK:
+            if len(_LONGEST) >= _TABLES_MAX:
+                _LONGEST.clear()
+            _LONGEST[key] = got
+    return got
+
+
+def _absorbed(parts: list) -> list:
+    """``parts`` with each literal next to a :class:`_Pieces` moved into its table (a literal
+    before it as every text's prefix, one after it as suffix): one piece fewer per row to lay
+    out. The texts of every row stay the same."""
+
+    derived = [0]
+
+    def fits(p: _Pieces, lit: str) -> bool:
+        t = p.texts
+        if derived[0] >= _ABSORB_MAX_TABLES or t.nbytes + len(t) * len(lit.encode()) > _ABSORB_MAX_BYTES:
+            return False
+        derived[0] += 1
+        return True
+
+    out: list = []
+    for p in parts:
+        if isinstance(p, _Pieces) and out and isinstance(out[-1], str) and fits(p, out[-1]):
+            p = _Pieces(("pre", p.key, out.pop()), p.codes)
+        out.append(p)
+    final: list = []
+    for p in out:
+        if isinstance(p, str) and final and isinstance(final[-1], _Pieces) and fits(final[-1], p):
+            q = final.pop()
+            p = _Pieces(("suf", q.key, p), q.codes)
+        final.append(p)
+    return final
+
+
+#: :func:`_assembled` builds at most this many bytes at once (string offsets are 32-bit)
+_ASSEMBLE_MAX_BYTES = 1 << 30
+
+
+def _assembled(parts: list, n: int):
+    """The ``n`` rows' texts of ``parts`` (literal strings, string arrays of ``n`` values,
+    :class:`_Pieces`) laid out one after the other, as a bytes-like block; None when a part is
+    not a null-free ``string`` array (the caller joins instead).
+
+    Every literal, table and array goes into one string array, and ONE ``take`` with the
+    indices of each row's pieces, row after row, copies them into place: the data buffer of
+    its result is the rows' texts back to back. The element-wise join this replaces costs
+    about as much per part and row as copying a whole short value (bench/merged.py)."""
+    import numpy as np
+
+    from acidctl.orc.lines import lines_bytes
+
+    parts = _absorbed(parts)
+    segments: list = []
+    starts: list = []
+    literals: dict[str, int] = {}
+    tables: dict[tuple, int] = {}
+    base = size = 0
+    lit_texts = [p for p in parts if isinstance(p, str)]
+    if lit_texts:
+        for t in lit_texts:
+            literals.setdefault(t, len(literals))
+        segments.append(pa.array(list(literals), pa.string()))
+        base = len(literals)
+        size = sum(len(t.encode()) for t in lit_texts) * n
+    for p in parts:
+        if isinstance(p, str):
+            starts.append(literals[p])
+        elif isinstance(p, _Pieces):
+            start = tables.get(p.key)
+            texts = p.texts
+            if start is None:
+                start = tables[p.key] = base
+                segments.append(texts)
+                base += len(texts)
+            starts.append(start)
+            size += _longest(p.key) * n  # a bound
+        else:
+            if isinstance(p, pa.ChunkedArray):
+                p = p.combine_chunks()
+            if p.type != pa.string() or p.null_count or len(p) != n:
+                return None
+            segments.append(p)
+            starts.append(base)
+            base += n
+            size += _data_bytes(p)
+    if size > _ASSEMBLE_MAX_BYTES or base >= 2**31:
+        return None
+    idx = np.empty((n, len(parts)), dtype=np.int32)
+    for j, (p, start) in enumerate(zip(parts, starts)):
+        if isinstance(p, str):
+            idx[:, j] = start
+        elif isinstance(p, _Pieces):
+            np.add(p.codes, start, out=idx[:, j], casting="unsafe")
+        else:
+            idx[:, j] = np.arange(start, start + n, dtype=np.int32)
+    big = pa.concat_arrays(segments)
+    return lines_bytes(big.take(pa.array(idx.reshape(-1))))
+
+
+def _data_bytes(arr: pa.Array) -> int:
+    """Bytes of a (possibly sliced) string array's values."""
+    import numpy as np
+
+    if len(arr) == 0:
+        return 0
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32)
+    return int(offsets[arr.offset + len(arr)] - offsets[arr.offset])
+
+
+def _valid_and_values(arr: pa.Array, fill):
+    """(validity as a numpy bool array or None, the values as numpy with nulls as ``fill``)."""
+    import numpy as np
+
+    if arr.null_count:
+        valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        return valid, pc.fill_null(arr, fill).to_numpy(zero_copy_only=False)
+    return None, arr.to_numpy(zero_copy_only=False)
+
+
+def _whole_pieces(whole, neg, valid) -> list:
+    """The ``hi`` and ``lo`` pieces of non-negative integers ``whole`` < 10**8 (``neg``: a
+    minus sign before them; ``valid`` False: null); ``lo`` alone when every ``hi`` text is
+    empty (values below 10**4, no sign, no null)."""
+    import numpy as np
+
+    whole = whole.astype(np.int32)  # < 10**8: 32-bit division is several times faster
+    hi, lo = np.divmod(whole, np.int32(10000))
+    if neg is None and valid is None and not hi.any():
+        return [_Pieces(("lo",), lo)]
+    hi_c = hi + neg * _HI_NEG if neg is not None else hi
+    lo_c = lo + (hi > 0) * _LO_PADDED
+    if valid is not None:
+        hi_c[~valid] = _HI_NULL
+        lo_c[~valid] = _LO_EMPTY
+    return [_Pieces(("hi",), hi_c), _Pieces(("lo",), lo_c)]
+
+
+def _int_pieces(arr: pa.Array) -> list | None:
+    """An integer column's text (Java's ``Long.toString``: an optional minus sign and the
+    digits) as :class:`_Pieces` when every value is below 10**8 in absolute value; else None."""
+    import numpy as np
+
+    if len(arr) == 0 or not pa.types.is_signed_integer(arr.type):
+        return None
+    valid, x = _valid_and_values(arr, 0)
+    x = x.astype(np.int64, copy=False)
+    if int(x.min()) <= -_PIECE_LIMIT or int(x.max()) >= _PIECE_LIMIT:
+        return None
+    neg = x < 0
+    return _whole_pieces(np.abs(x), neg if neg.any() else None, valid)
+
+
+def _double_pieces(arr: pa.Array) -> list | None:
+    """A float/double column's FileDump text as :class:`_Pieces` when every value is zero
+    (not -0.0) or in ``10**-3 <= |x| < 10**7`` AND is the double nearest to a decimal ``D`` of
+    at most three places (amounts, measurements: the usual case); else None.
+
+    Why the text is ``D`` with its trailing zeros dropped (at least one fraction digit): in
+    that range Java prints the shortest decimal that rounds to ``x`` in plain notation
+    (:func:`acidctl.orc.javafmt_double.format_double_array`'s argument), and ``D`` is it:
+    the doubles there are closer than ``10**-3 · 2**-26`` apart, so ``D`` is the only decimal
+    of at most 3 places rounding to ``x``, and a decimal with more places has at least as many
+    significant digits as ``D`` unless it lies more than ``10**-3`` away. ``D`` is found
+    exactly: ``m = rint(|x| · 10**K)`` and ``m / 10**K == |x|`` (both operands exact, the
+    division correctly rounded: true iff ``m · 10**-K`` rounds to ``|x|``; a decimal this short
+    is never a tie between two doubles)."""
+    import numpy as np
+
+    if pa.types.is_float32(arr.type):
+        arr = arr.cast(pa.float64())  # FileDump widens a float to double first
+    elif not pa.types.is_float64(arr.type):
+        return None
+    if len(arr) == 0:
+        return None
+    valid, x = _valid_and_values(arr, 1.0)
+    ax = np.abs(x)
+    neg = np.signbit(x)
+    with np.errstate(invalid="ignore"):
+        if not (((ax >= 0.001) & (ax < 1e7)) | ((ax == 0.0) & ~neg)).all():  # NaN, inf: False
+            return None
+    for k in (1, 2, 3):
+        scale = float(10**k)
+        m = np.rint(ax * scale)
+        if (m / scale == ax).all():
+            break
+    else:
+        return None
+    whole, frac = np.divmod(m.astype(np.int64), 10**k)
+    if valid is not None:
+        frac[~valid] = 10**k
+    return [*_whole_pieces(whole, neg if neg.any() else None, valid), _Pieces(("frac", k), frac)]
 
 
 # -- the exact slow path over pyorc tuples ------------------------------------------------
