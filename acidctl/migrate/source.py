@@ -44,6 +44,7 @@ class SourceTable:
     column_names: list[str] | None  # metastore names (files may say _colN)
     mm: Any = None  # acidctl.mm.context.MMContext of an insert-only table
     prefix: str | None = None  # the partition DB.TABLE/PART names (only it is migrated)
+    mm_columns: list | None = None  # insert-only: the Hive columns (hivetypes.Column) its files are read as
 
     @property
     def whole_table(self) -> bool:
@@ -84,7 +85,13 @@ def open_source(target, *, file_format: str | None = None, allow_originals: bool
 
         td = orc_struct(mm.columns)
         cols = [(n, arrow_type(t, where=n)) for n, t in td.fields.items()]
+    mm_columns = None
+    if mm is not None and info is not None and getattr(info, "columns", None):
+        from acidctl.formats.hivetypes import Column
+
+        mm_columns = [Column(n.lower(), t.lower()) for n, t in info.columns]
     return SourceTable(
+        mm_columns=mm_columns,
         tfs=target.tfs,
         snapshot=target.write_ids,
         txns=target.txns,
@@ -129,7 +136,8 @@ def ensure_columns(src: SourceTable, parts: list[SourcePartition]) -> None:
         for p in parts:
             files = read_plan(p.listing, p.state, allow_originals=src.mm.allow_originals)
             if files:
-                td = orc_struct(infer_columns(src.tfs, files, src.mm.storage))
+                src.mm_columns = infer_columns(src.tfs, files, src.mm.storage)
+                td = orc_struct(src.mm_columns)
                 src.columns = [(n, arrow_type(t, where=n)) for n, t in td.fields.items()]
                 return
         raise UsageError("no columns known for the table (no data file): give --columns name:type,...")
@@ -393,42 +401,18 @@ def _mm_tables(src: SourceTable, part: SourcePartition, *, nv: np.ndarray | None
     """An insert-only partition's rows (no ROW__ID), a file piece at a time; ``nv``: only the
     files of deltas holding NV write ids."""
     from acidctl.formats.files import iter_tables
-    from acidctl.formats.hivetypes import Column, orc_struct
+    from acidctl.formats.hivetypes import orc_struct
     from acidctl.mm.read import read_plan
 
     files = read_plan(part.listing, part.state, allow_originals=src.mm.allow_originals)
     if nv is not None:
         files = [f for f in files if _holds(_dir_range(f.child), nv)]
-    columns = src.mm.columns or [Column(n, _hive_name(t)) for n, t in src.columns]
+    columns = src.mm.columns or src.mm_columns
+    if not columns:
+        raise UsageError("no columns known for the insert-only table: give --columns name:type,...")
     row_td = orc_struct(columns)
     for mf in files:
         yield from iter_tables(src.tfs, mf.path, src.mm.storage, row_td)
-
-
-def _hive_name(t) -> str:
-    """An Arrow type back as a Hive type string (insert-only tables given as a path)."""
-    import pyarrow.types as pt
-
-    if pt.is_timestamp(t):
-        return "timestamp"
-    if pt.is_decimal(t):
-        return f"decimal({t.precision},{t.scale})"
-    simple = {
-        "bool": "boolean",
-        "int8": "tinyint",
-        "int16": "smallint",
-        "int32": "int",
-        "int64": "bigint",
-        "float": "float",
-        "double": "double",
-        "string": "string",
-        "large_string": "string",
-        "binary": "binary",
-        "date32[day]": "date",
-    }
-    if str(t) in simple:
-        return simple[str(t)]
-    raise UsageError(f"give the insert-only table's columns (--columns): cannot name {t} as a Hive type")
 
 
 def nv_deletes(src: SourceTable, part: SourcePartition, nv: np.ndarray) -> pa.Table:
