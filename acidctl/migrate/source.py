@@ -164,8 +164,12 @@ def ensure_columns(src: SourceTable, parts: list[SourcePartition]) -> None:
                 continue
             for f in c.entry.data_files():
                 m = BucketFile.parse(f.name.rsplit("/", 1)[-1])
-                if m is not None and f.size and found(
-                    Source(join_path(join_path(p.listing.fs_path or p.listing.path, c.name), f.name), m.bucket)
+                if (
+                    m is not None
+                    and f.size
+                    and found(
+                        Source(join_path(join_path(p.listing.fs_path or p.listing.path, c.name), f.name), m.bucket)
+                    )
                 ):
                     return
     raise UsageError("no columns known for the table (no data file): name it DB.TABLE to take them from the metastore")
