@@ -241,14 +241,21 @@ class IcebergBackend:
         producer = update.overwrite() if removing and previous is not None else update.fast_append()
         stats = {"files_added": 0, "files_removed": 0, "rows_added": 0, "rows_removed": 0}
         counter = itertools.count(0)
-        with producer as snap_update:
-            for c in changes:
-                if previous is not None and (c.replace or (c.delete_row_ids is not None and c.delete_row_ids.num_rows)):
-                    self._remove(tx, snap_update, c, stats, counter)
-                self._write(tx, snap_update, c.inserts, stats, counter, count_as_added=True)
+        self._added_paths = []
         try:
+            with producer as snap_update:
+                for c in changes:
+                    if previous is not None and (
+                        c.replace or (c.delete_row_ids is not None and c.delete_row_ids.num_rows)
+                    ):
+                        self._remove(tx, snap_update, c, stats, counter)
+                    self._write(tx, snap_update, c.inserts, stats, counter, count_as_added=True)
             table = tx.commit_transaction()
-        except CommitFailedException as e:
+        except BaseException as e:
+            # nothing committed: the data files written so far are referenced by nothing
+            self._delete_added()
+            if not isinstance(e, CommitFailedException):
+                raise
             raise RefusedError(
                 f"Iceberg table {self.display} changed during the run (commit refused: {str(e).splitlines()[0]}); nothing was committed",
                 hint="run migrate again",
