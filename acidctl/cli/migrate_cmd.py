@@ -119,6 +119,7 @@ def migrate_command(
     no_row_id: _NoRowId = False,
     timestamp_precision: _TimestampPrecision = None,
     as_of: _AsOf = None,
+    engine: options.Engine = options.ENGINE_DEFAULT,
     write_ids: options.WriteIds = None,
     assume_committed: options.AssumeCommitted = False,
     txns: options.Txns = None,
@@ -129,12 +130,13 @@ def migrate_command(
 ):
     from acidctl.cli.targets import resolve, snapshot_as_of
     from acidctl.keyvalue import parse_kv
-    from acidctl.migrate.run import MigrateOptions, make_backend, migrate
+    from acidctl.migrate.run import MigrateOptions, check_engine, make_backend, migrate
     from acidctl.migrate.source import open_source
     from acidctl.migrate.types import check_precision
 
     settings = ctx.obj
     precision = check_precision(timestamp_precision)
+    check_engine(engine)
     backend = make_backend(
         to.lower(),
         target,

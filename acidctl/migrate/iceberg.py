@@ -315,12 +315,17 @@ class IcebergBackend:
         meta = tx.table_metadata
         io = tx._table.io
         scan = tx._table.scan(row_filter=self._filter(c.values))
+        wids = None
+        if not c.replace and c.delete_row_ids is not None:
+            wids = np.unique(c.delete_row_ids.column("writeid").to_numpy())
         for task in scan.plan_files():
             if c.replace:
                 snap_update.delete_data_file(task.file)
                 stats["files_removed"] += 1
                 stats["rows_removed"] += task.file.record_count
                 continue
+            if wids is not None and not _may_hold(task.file, meta.schema(), wids):
+                continue  # the file's row__id.writeid range holds no deleted row's write id
             df = ArrowScan(
                 table_metadata=meta, io=io, projected_schema=meta.schema(), row_filter=AlwaysTrue()
             ).to_table(tasks=[task])
@@ -374,6 +379,25 @@ class IcebergBackend:
                 io.delete(p)
         except Exception:  # best effort: unreferenced files harm no reader
             pass
+
+
+def _may_hold(data_file, schema, wids) -> bool:
+    """Whether a data file's ``row__id.writeid`` bounds (its column statistics) can hold one of
+    the sorted write ids ``wids``; True when the file has no bounds."""
+    import numpy as np
+
+    try:
+        fid = schema.find_field("row__id.writeid").field_id
+        lo_b = (data_file.lower_bounds or {}).get(fid)
+        hi_b = (data_file.upper_bounds or {}).get(fid)
+    except Exception:
+        return True
+    if lo_b is None or hi_b is None:
+        return True
+    lo = int.from_bytes(lo_b, "little", signed=True)
+    hi = int.from_bytes(hi_b, "little", signed=True)
+    i = int(np.searchsorted(wids, lo, side="left"))
+    return i < len(wids) and int(wids[i]) <= hi
 
 
 def check_available() -> None:

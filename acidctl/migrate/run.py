@@ -311,9 +311,18 @@ def _ranges(ids) -> str:
     return ",".join(out)
 
 
-def check_options(opts: MigrateOptions) -> None:
-    if opts.timestamp_precision not in ("error", "us"):
-        raise UsageError("--timestamp-precision must be us")
+def check_engine(engine: str) -> str:
+    """``auto`` and ``local`` run in this process (streamed, bounded memory); the Spark engine
+    (data files written in Spark tasks, one commit from the driver) is not there yet."""
+    e = (engine or "auto").lower()
+    if e == "spark":
+        raise UsageError(
+            "migrate --engine spark is not supported yet; the local engine streams the table with bounded memory",
+            hint="use --engine local (or auto)",
+        )
+    if e not in ("auto", "local"):
+        raise UsageError(f"--engine must be auto, local or spark, not {engine!r}")
+    return e
 
 
 def make_backend(
