@@ -120,6 +120,8 @@ def migrate_command(
     timestamp_precision: _TimestampPrecision = None,
     as_of: _AsOf = None,
     engine: options.Engine = options.ENGINE_DEFAULT,
+    master: options.Master = "local[*]",
+    spark_conf: options.SparkConf = None,
     write_ids: options.WriteIds = None,
     assume_committed: options.AssumeCommitted = False,
     txns: options.Txns = None,
@@ -136,7 +138,7 @@ def migrate_command(
 
     settings = ctx.obj
     precision = check_precision(timestamp_precision)
-    check_engine(engine)
+    engine = check_engine(engine)
     backend = make_backend(
         to.lower(),
         target,
@@ -160,7 +162,14 @@ def migrate_command(
     report = migrate(
         src,
         backend,
-        MigrateOptions(row_id=not no_row_id, timestamp_precision=precision, dry_run=dry_run),
+        MigrateOptions(
+            row_id=not no_row_id,
+            timestamp_precision=precision,
+            dry_run=dry_run,
+            engine=engine,
+            master=master,
+            spark_conf=parse_kv(spark_conf, "--spark-conf"),
+        ),
         target_display=getattr(backend, "display", target),
         to=to.lower(),
     )

@@ -250,6 +250,7 @@ class IcebergBackend:
                     ):
                         self._remove(tx, snap_update, c, stats, counter)
                     self._write(tx, snap_update, c.inserts, stats, counter, count_as_added=True)
+                    self._attach(tx, snap_update, c.files, stats)
             table = tx.commit_transaction()
         except BaseException as e:
             # nothing committed: the data files written so far are referenced by nothing
@@ -302,6 +303,25 @@ class IcebergBackend:
             if size >= WRITE_BYTES:
                 flush()
         flush()
+
+    def spark_target(self) -> tuple[str, pa.Schema]:
+        """(the table's location, the Arrow schema with Iceberg field ids) for data files
+        written elsewhere (Spark tasks) and added by :meth:`commit` (``PartitionChange.files``).
+        After :meth:`ensure`."""
+        from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+        meta = self._create.table_metadata if self._create is not None else self._table().metadata
+        return meta.location, schema_to_pyarrow(meta.schema(), include_field_ids=True)
+
+    def _attach(self, tx, snap_update, paths: list[str], stats: dict) -> None:
+        from pyiceberg.io.pyarrow import parquet_file_to_data_file
+
+        for p in paths:
+            self._added_paths.append(p)
+            df = parquet_file_to_data_file(tx._table.io, tx.table_metadata, p)
+            snap_update.append_data_file(df)
+            stats["files_added"] += 1
+            stats["rows_added"] += df.record_count
 
     def _remove(self, tx, snap_update, c: PartitionChange, stats: dict, counter) -> None:
         """Drop the partition's files (``replace``) or rewrite those holding deleted rows."""
