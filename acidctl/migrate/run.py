@@ -8,7 +8,9 @@ partition's snapshot rows are loaded in ONE commit.
 ``acidctl.source-write-ids``): another source table → :class:`RefusedError` (exit 6), the target
 untouched. NV = the write ids valid now and not valid in the recorded ValidWriteIdList (a write
 open at the last run may commit later with a lower id). No NV and no dropped partition → no
-commit ("up to date"). Else, per partition with a directory that may hold an NV write id:
+commit ("up to date"; also when no NV write left a directory in the table, e.g. a DELETE that
+matched nothing: the recorded list then stays, and the next run looks at those ids again). Else,
+per partition with a directory that may hold an NV write id:
 
 * full-ACID (Hive 3/4) with ``row__id``: inserts = the snapshot's rows whose ROW__ID write id is in
   NV (only the files that can hold them are read); deletes = the delete events of NV writes on
@@ -161,7 +163,7 @@ def migrate(
                 key = partition_name({k: values.get(k) for k in pcols})
                 if key not in have:
                     planned.append(_Planned(None, key, {k: values.get(k) for k in pcols}, "drop"))
-        if not planned and not nv_count:
+        if not planned:  # no NV write id, or none that left a directory in the table: no commit
             report.update(
                 up_to_date=True,
                 partitions=[],
