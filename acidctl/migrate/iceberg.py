@@ -370,6 +370,20 @@ class IcebergBackend:
             return iter(())
         return iter(t.scan(snapshot_id=version).to_arrow_batch_reader())
 
+    def scan_partitions(self, version: int, values: list[dict[str, Any]]) -> Iterator[pa.RecordBatch]:
+        """The rows of ``version`` in these partitions only (verification of a catch-up reads
+        the partitions it touched, not the table)."""
+        from pyiceberg.expressions import AlwaysFalse, Or
+
+        t = self._table()
+        if t is None or not values:
+            return iter(())
+        expr: Any = AlwaysFalse()
+        for v in values:
+            e = self._filter(v)
+            expr = e if isinstance(expr, AlwaysFalse) else Or(expr, e)
+        return iter(t.scan(snapshot_id=version, row_filter=expr).to_arrow_batch_reader())
+
     def rollback(self, committed: Committed) -> str | None:
         try:
             if committed.previous is None:

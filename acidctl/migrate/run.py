@@ -296,7 +296,13 @@ def _verify(src, backend, schema, pcols, planned, committed, tee_digests, opts, 
         else:
             d = partition_digests(partition_rows(src, pl.part, schema, precision=opts.timestamp_precision), pcols)
         hive.update(d)
-    target = partition_digests(backend.scan(committed.version), pcols, only=touched)
+    scan_some = getattr(backend, "scan_partitions", None)
+    if scan_some is not None and pcols and any(pl.how != "load" for pl in planned):
+        # a catch-up: only the touched partitions are read back
+        batches = scan_some(committed.version, [pl.values for pl in planned])
+    else:
+        batches = backend.scan(committed.version)
+    target = partition_digests(batches, pcols, only=touched)
     empty = (0, None)
     for key in sorted(touched):
         h = hive.get(key, empty)
