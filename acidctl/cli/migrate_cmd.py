@@ -75,6 +75,15 @@ _CatalogProperty = Annotated[
     Optional[list[str]],
     typer.Option("--catalog-property", metavar="KEY=VALUE", help="pyiceberg catalog property (repeatable)."),
 ]
+_TableProperty = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--table-property",
+        metavar="KEY=VALUE",
+        help="Iceberg table property of a table migrate creates (repeatable; default "
+        "write.parquet.compression-codec=snappy).",
+    ),
+]
 _Warehouse = Annotated[
     Optional[str],
     typer.Option("--warehouse", metavar="DIR", help="Where an SQL catalog's new tables put their files."),
@@ -116,6 +125,7 @@ def migrate_command(
     catalog_name: _CatalogName = "acidctl",
     catalog_property: _CatalogProperty = None,
     warehouse: _Warehouse = None,
+    table_property: _TableProperty = None,
     no_row_id: _NoRowId = False,
     timestamp_precision: _TimestampPrecision = None,
     as_of: _AsOf = None,
@@ -147,6 +157,7 @@ def migrate_command(
         catalog_properties=parse_kv(catalog_property, "--catalog-property"),
         warehouse=warehouse,
         fs_options=settings.fs_options,
+        table_properties=parse_kv(table_property, "--table-property"),
     )
     resolved = resolve(
         settings,

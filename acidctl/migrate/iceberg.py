@@ -31,6 +31,10 @@ from acidctl.migrate.backend import SOURCE_TABLE_KEY, SOURCE_WRITE_IDS_KEY, Comm
 if TYPE_CHECKING:
     import pyarrow as pa
 
+#: properties of a table migrate creates (``--table-property`` adds or overrides): Parquet with
+#: snappy, Spark's and pyarrow's default (Iceberg's zstd writes at about half the speed, files
+#: about half the size)
+TABLE_PROPERTIES = {"write.parquet.compression-codec": "snappy"}
 #: rows handed to pyiceberg's writer at a time (one or more data files each; bounded memory)
 WRITE_BYTES = 128 << 20
 
@@ -67,6 +71,7 @@ class IcebergBackend:
         catalog_name: str = "acidctl",
         properties: dict[str, str] | None = None,
         warehouse: str | None = None,
+        table_properties: dict[str, str] | None = None,
     ):
         parts = [p for p in target.split(".") if p]
         if len(parts) < 2:
@@ -81,6 +86,7 @@ class IcebergBackend:
         if props["type"] == "sql" and "warehouse" not in props:
             raise UsageError("an SQL catalog needs --warehouse DIR (where the table's files go)")
         self.catalog_name = catalog_name
+        self.table_properties = {**TABLE_PROPERTIES, **(table_properties or {})}
         self._props = props
         self._catalog: Any = None
         self._create: Any = None  # a staged CreateTableTransaction (committed with the first snapshot)
@@ -144,7 +150,7 @@ class IcebergBackend:
             self.catalog().create_namespace(self.namespace)
         except NamespaceAlreadyExistsError:
             pass
-        tx = self.catalog().create_table_transaction(self.identifier, schema=schema)
+        tx = self.catalog().create_table_transaction(self.identifier, schema=schema, properties=self.table_properties)
         if partition_columns:
             with tx.update_spec() as spec:
                 for c in partition_columns:

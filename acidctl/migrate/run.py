@@ -372,6 +372,7 @@ def make_backend(
     catalog_properties: dict[str, str] | None = None,
     warehouse: str | None = None,
     fs_options: dict | None = None,
+    table_properties: dict[str, str] | None = None,
 ) -> Backend:
     """The target of ``--to iceberg|delta`` (each format's library imported only here)."""
     if to == "iceberg":
@@ -388,9 +389,10 @@ def make_backend(
             catalog_name=catalog_name,
             properties=catalog_properties,
             warehouse=warehouse,
+            table_properties=table_properties,
         )
     if to == "delta":
-        if catalog or warehouse or catalog_properties:
+        if catalog or warehouse or catalog_properties or table_properties:
             raise UsageError(
                 "--catalog, --catalog-property and --warehouse are for --to iceberg; Delta's --target is a path"
             )

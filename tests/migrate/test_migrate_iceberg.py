@@ -59,6 +59,7 @@ def test_first_load_then_catch_up_with_late_commit(table):
     t = helpers.load(cat)
     assert [f.name for f in t.schema().fields] == ["row__id", "id", "name", "p"]
     assert [t.schema().find_column_name(f.source_id) for f in t.spec().fields] == ["p"]
+    assert t.properties["write.parquet.compression-codec"] == "snappy"
     summary = t.current_snapshot().summary.additional_properties
     assert summary["acidctl.source-write-ids"] == str(first)
     assert summary["acidctl.source-table"].endswith("/t")
@@ -199,7 +200,11 @@ def test_unpartitioned_and_no_row_id(tmp_path, monkeypatch):
 
     cat2 = tmp_path / "cat2" / "c.db"
     cat2.parent.mkdir()
-    assert migrate(root, wl(5), cat2, "--no-row-id")[0].code == 0
+    assert (
+        migrate(root, wl(5), cat2, "--no-row-id", "--table-property", "write.parquet.compression-codec=zstd")[0].code
+        == 0
+    )
+    assert helpers.load(cat2).properties["write.parquet.compression-codec"] == "zstd"
     r, rep = migrate(root, wl(7), cat2, "--no-row-id")
     assert r.code == 0, r.stderr
     assert {p["how"] for p in rep["partitions"]} == {"replace"}
