@@ -310,14 +310,15 @@ class IcebergBackend:
                 flush()
         flush()
 
-    def spark_target(self) -> tuple[str, pa.Schema]:
-        """(the table's location, the Arrow schema with Iceberg field ids) for data files
-        written elsewhere (Spark tasks) and added by :meth:`commit` (``PartitionChange.files``).
-        After :meth:`ensure`."""
+    def spark_target(self) -> tuple[str, pa.Schema, str]:
+        """(the table's location, the Arrow schema with Iceberg field ids, the Parquet codec) for
+        data files written elsewhere (Spark tasks) and added by :meth:`commit`
+        (``PartitionChange.files``). After :meth:`ensure`."""
         from pyiceberg.io.pyarrow import schema_to_pyarrow
 
         meta = self._create.table_metadata if self._create is not None else self._table().metadata
-        return meta.location, schema_to_pyarrow(meta.schema(), include_field_ids=True)
+        codec = meta.properties.get("write.parquet.compression-codec", "zstd")
+        return meta.location, schema_to_pyarrow(meta.schema(), include_field_ids=True), codec
 
     def _attach(self, tx, snap_update, paths: list[str], stats: dict) -> None:
         from pyiceberg.io.pyarrow import parquet_file_to_data_file

@@ -247,12 +247,19 @@ def _spark_load(src, backend, schema, pcols, planned, opts, files, digests, adde
     whole = [pl for pl in planned if pl.part is not None and pl.how in ("load", "replace")]
     if src.mm is not None or not whole:
         return set()
-    location, file_schema = target()
+    location, file_schema, codec = target()
     tasks = [
         t
         for pl in whole
         for t in sparkload.plan_tasks(
-            src, pl.part, schema, file_schema, location, precision=opts.timestamp_precision, pcols=pcols
+            src,
+            pl.part,
+            schema,
+            file_schema,
+            location,
+            precision=opts.timestamp_precision,
+            pcols=pcols,
+            compression="none" if codec == "uncompressed" else codec,
         )
     ]
     for m in sparkload.run(tasks, master=opts.master, spark_conf=opts.spark_conf, spark=opts.spark):

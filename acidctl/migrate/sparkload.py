@@ -28,9 +28,12 @@ class LoadTask:
     precision: str
     path: str  # the file to write
     partition_columns: list
+    compression: str = "snappy"  # the table's write.parquet.compression-codec
 
 
-def plan_tasks(src, part, schema, file_schema, location: str, *, precision: str, pcols: list) -> list[LoadTask]:
+def plan_tasks(
+    src, part, schema, file_schema, location: str, *, precision: str, pcols: list, compression: str = "snappy"
+) -> list[LoadTask]:
     from acidctl.acid.read import plan_sources
     from acidctl.export import ExportTask
 
@@ -56,7 +59,7 @@ def plan_tasks(src, part, schema, file_schema, location: str, *, precision: str,
         )
         sub = f"{part.key}/" if part.key else ""
         path = f"{location.rstrip('/')}/data/{sub}acidctl-{uuid.uuid4().hex}-b{b:05d}.parquet"
-        out.append(LoadTask(task, part.key, part.values, schema, file_schema, precision, path, pcols))
+        out.append(LoadTask(task, part.key, part.values, schema, file_schema, precision, path, pcols, compression))
     return out
 
 
@@ -86,7 +89,7 @@ def run_task(t: LoadTask) -> dict:
             out = pa.Table.from_batches([batch]).cast(t.file_schema)
             if writer is None:
                 fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
-                writer = pq.ParquetWriter(fs.open_output_stream(path), t.file_schema, compression="zstd")
+                writer = pq.ParquetWriter(fs.open_output_stream(path), t.file_schema, compression=t.compression)
             writer.write_table(out)
             rows += batch.num_rows
     finally:
