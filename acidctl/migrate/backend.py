@@ -85,6 +85,12 @@ class Backend(Protocol):
         ``dry_run``: check only, create nothing."""
         ...
 
+    def partitions(self) -> list[dict[str, Any]]:
+        """The typed partition values of every partition the current snapshot holds rows of
+        (``[{}]`` for an unpartitioned table with rows; ``[]`` empty): a catch-up removes the
+        partitions Hive no longer has (``PartitionChange(replace=True)`` without inserts)."""
+        ...
+
     def row_ids(self, values: dict[str, Any]) -> pa.Table:
         """Current row__id of one partition (columns writeid, bucketid, rowid): the fallback comparison."""
         ...

@@ -228,8 +228,11 @@ class _Acc:
         self.s2 = 0
 
 
-def partition_digests(batches: Iterable, partition_columns: list[str]) -> dict[str, tuple[int, str]]:
-    """Per Hive partition name (``""`` unpartitioned): (row count, digest hex) of the rows."""
+def partition_digests(
+    batches: Iterable, partition_columns: list[str], *, only: set[str] | None = None
+) -> dict[str, tuple[int, str]]:
+    """Per Hive partition name (``""`` unpartitioned): (row count, digest hex) of the rows.
+    ``only``: just these partitions (the others' rows are skipped unhashed)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -239,6 +242,8 @@ def partition_digests(batches: Iterable, partition_columns: list[str]) -> dict[s
     mask64 = (1 << 64) - 1
 
     def add(key: str, b) -> None:
+        if only is not None and key not in only:
+            return
         if not b.num_rows:
             accs.setdefault(key, _Acc())
             return

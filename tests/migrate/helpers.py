@@ -1,0 +1,152 @@
+"""Shared helpers of the migrate tests: the reference model of a snapshot from the events a
+history wrote (Hive's reader rule: an insert event of a valid write id, not deleted by a delete
+event of a valid write id), Hive's major compaction + clean written by hand, and the Iceberg
+table read back with pyiceberg (never with acidctl)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from acidctl.acid.writeids import WriteIdList
+from tests import histories
+from tests.conftest import run_cli
+
+
+class Recorder:
+    """The events a tests.histories.History writes, per partition (captured from its writer)."""
+
+    def __init__(self):
+        self.events: dict[str | None, list[tuple]] = {}  # partition -> (op, owt, bprop, rid, cwt, row)
+        self.originals: dict[str | None, dict[tuple, tuple]] = {}
+
+    def play(self, h: histories.History, root: Path, monkeypatch) -> dict:
+        real_acid, real_orig = histories._write_acid, histories._write_original
+
+        def acid(path: Path, events):
+            part = path.parent.parent.relative_to(root).as_posix()
+            self.events.setdefault(None if part == "." else part, []).extend(events)
+            real_acid(path, events)
+
+        def orig(path: Path, rows):
+            part = path.parent.relative_to(root).as_posix()
+            b = int(path.name.split("_")[0])
+            got = self.originals.setdefault(None if part == "." else part, {})
+            for i, r in enumerate(rows):
+                got[(0, histories.prop(b, 0), i)] = r
+            real_orig(path, rows)
+
+        monkeypatch.setattr(histories, "_write_acid", acid)
+        monkeypatch.setattr(histories, "_write_original", orig)
+        try:
+            return h.play_table(root)
+        finally:
+            monkeypatch.setattr(histories, "_write_acid", real_acid)
+            monkeypatch.setattr(histories, "_write_original", real_orig)
+
+    def partitions(self) -> set:
+        return set(self.events) | set(self.originals)
+
+    def rows(self, wl: WriteIdList, part: str | None) -> dict[tuple, tuple]:
+        """{(writeid, bucketid, rowid): (id, name)} a Hive reader with ``wl`` sees in ``part``."""
+        live = dict(self.originals.get(part, {}))
+        evs = self.events.get(part, [])
+        for op, owt, b, rid, cwt, row in evs:
+            if op == 0 and wl.is_valid(cwt):
+                live[(owt, b, rid)] = row
+        for op, owt, b, rid, cwt, _ in evs:
+            if op == 2 and wl.is_valid(cwt):
+                live.pop((owt, b, rid), None)
+        return live
+
+    def table(self, wl: WriteIdList) -> set[tuple]:
+        """Every row as (partition value or None, writeid, bucketid, rowid, id, name)."""
+        out = set()
+        for part in self.partitions():
+            pv = part.split("=", 1)[1] if part else None
+            for k, r in self.rows(wl, part).items():
+                out.add((pv, *k, *r))
+        return out
+
+    def compact(self, root: Path, part: str | None, wl: WriteIdList, n: int) -> None:
+        """Hive's major compaction at write id ``n`` (below the list's lowest open id) followed
+        by the Cleaner: ``base_n`` holds the rows a reader of ids ≤ n sees, with their
+        ROW__IDs; every delta, delete delta and original file at or below n is removed; the
+        events above n stay."""
+        assert n < wl.min_open
+        d = root / part if part else root
+        upto = WriteIdList(wl.table, n, (), tuple(a for a in wl.aborted if a <= n))
+        rows = self.rows(upto, part)
+        by_bucket: dict[int, list] = {}
+        for (owt, b, rid), r in rows.items():
+            by_bucket.setdefault((b >> 16) & 0xFFF, []).append((0, owt, b, rid, owt, r))
+        for child in list(d.iterdir()):
+            name = child.name
+            if name.startswith(("delta_", "delete_delta_")):
+                hi = int(name.split("_")[-2] if name.startswith("delete_") else name.split("_")[2])
+                if hi <= n:
+                    shutil.rmtree(child)
+            elif name.startswith("base_") or (child.is_file() and name[0].isdigit()):
+                shutil.rmtree(child) if child.is_dir() else child.unlink()
+        base = d / f"base_{n:07d}"
+        base.mkdir(parents=True)
+        for b, evs in sorted(by_bucket.items()):
+            histories._write_acid(base / f"bucket_{b:05d}", evs)
+        # the model: the base's rows replace everything at or below n (always visible after)
+        self.originals[part] = dict(rows)
+        self.events[part] = [e for e in self.events.get(part, []) if e[4] > n]
+
+
+def migrate(root: Path, wl: WriteIdList | str, cat: Path, *extra: str, target: str = "ns.t"):
+    """``acidctl -o json migrate`` into the SQLite catalog ``cat``; (result, report or None)."""
+    r = run_cli(
+        "-o",
+        "json",
+        "migrate",
+        str(root),
+        "--write-ids",
+        str(wl),
+        "--to",
+        "iceberg",
+        "--catalog",
+        f"sqlite:///{cat}",
+        "--warehouse",
+        str(cat.parent / "warehouse"),
+        "--target",
+        target,
+        *extra,
+    )
+    report = json.loads(r.stdout) if r.code == 0 and r.stdout.strip() else None
+    return r, report
+
+
+def load(cat: Path, ident: str = "ns.t", name: str = "acidctl"):
+    from pyiceberg.catalog import load_catalog
+
+    c = load_catalog(name, uri=f"sqlite:///{cat}", type="sql", warehouse=f"file://{cat.parent / 'warehouse'}")
+    return c.load_table(ident)
+
+
+def iceberg_rows(cat: Path, ident: str = "ns.t", *, partition: str | None = "p") -> set[tuple]:
+    t = load(cat, ident)
+    out = set()
+    for r in t.scan().to_arrow().to_pylist():
+        rid = r["row__id"]
+        out.add(
+            (r.get(partition) if partition else None, rid["writeid"], rid["bucketid"], rid["rowid"], r["id"], r["name"])
+        )
+    return out
+
+
+def snapshot_ids(cat: Path, ident: str = "ns.t") -> list[int]:
+    return [s.snapshot_id for s in load(cat, ident).snapshots()]
+
+
+def data_files(cat: Path, ident: str = "ns.t") -> dict[str, set]:
+    """Current data file paths by partition value."""
+    out: dict[str, set] = {}
+    for task in load(cat, ident).scan().plan_files():
+        key = str(task.file.partition[0]) if len(task.file.partition) else ""
+        out.setdefault(key, set()).add(task.file.file_path)
+    return out
