@@ -42,6 +42,7 @@ a sub-microsecond part are the run's business (:func:`acidctl.migrate.types.conv
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -252,6 +253,14 @@ def _literal(value: Any, t: pa.DataType) -> str | None:
         return f"CAST('{value.isoformat()}' AS DATE)"
     if pt.is_decimal(t) and isinstance(value, (decimal.Decimal, int)):
         return f"CAST('{decimal.Decimal(value)}' AS DECIMAL({t.precision}, {t.scale}))"
+    if pt.is_floating(t) and isinstance(value, (float, int)) and math.isfinite(value):
+        # repr round-trips a double; a float32 partition value compares as REAL
+        return f"CAST('{float(value)!r}' AS {'REAL' if pt.is_float32(t) else 'DOUBLE'})"
+    if pt.is_timestamp(t) and isinstance(value, datetime.datetime):
+        value = _naive(value)
+        # a zone-less literal: DataFusion compares it with a UTC column as a UTC instant,
+        # which is what the utc mode stored
+        return f"CAST('{value.isoformat(timespec='microseconds')}' AS TIMESTAMP)"
     return None
 
 
@@ -287,6 +296,9 @@ class DeltaBackend:
 
     ``path``: where the table lives (see the module's doc); ``storage_options``: acidctl's
     ``--fs-option`` values; ``timestamp``: ``ntz`` (Delta ``timestamp_ntz``) or ``utc``."""
+
+    #: Delta has byte and short: Hive's tinyint/smallint keep their width (types.target_type)
+    small_ints = True
 
     def __init__(self, path: str, storage_options: dict[str, Any] | None = None, *, timestamp: str = "ntz"):
         self.path = path
@@ -386,6 +398,29 @@ class DeltaBackend:
             raise RefusedError(
                 f"{self.path} holds files but no Delta table: give an empty or new directory as --target"
             )
+
+    def partitions(self) -> list[dict[str, Any]]:
+        """The typed partition values of every partition the current version has rows in, from
+        the add actions of the log (no data file is read); ``[{}]`` / ``[]`` unpartitioned."""
+        import pyarrow as pa
+
+        dt = self._table()
+        if dt is None:
+            return []
+        cols = list(dt.metadata().partition_columns)
+        actions = pa.table(dt.get_add_actions(flatten=True))
+        if actions.num_rows == 0:
+            return []
+        counts = actions.column("num_records").to_pylist() if "num_records" in actions.column_names else None
+        keep = [i for i in range(actions.num_rows) if counts is None or counts[i] is None or counts[i] > 0]
+        if not cols:
+            return [{}] if keep else []
+        columns = {c: actions.column(f"partition.{c}").to_pylist() for c in cols}
+        seen: dict[tuple, dict[str, Any]] = {}
+        for i in keep:
+            values = {c: _naive(columns[c][i]) for c in cols}
+            seen.setdefault(tuple(values[c] for c in cols), values)
+        return list(seen.values())
 
     def row_ids(self, values: dict[str, Any]) -> pa.Table:
         """The ``row__id`` fields (writeid, bucketid, rowid) of the current rows of one partition."""
@@ -634,6 +669,15 @@ class DeltaBackend:
         dt = self._table()
         self.restored_version = dt.version() if dt is not None else None
         return None
+
+
+def _naive(value: Any) -> Any:
+    """A UTC timestamp (the utc mode's) as the run's zone-less value."""
+    import datetime
+
+    if isinstance(value, datetime.datetime) and value.tzinfo is not None:
+        return value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+    return value
 
 
 def _delete_batch(keys: pa.RecordBatch, values: dict[str, Any], src_schema: pa.Schema) -> pa.RecordBatch:

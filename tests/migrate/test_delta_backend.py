@@ -151,6 +151,9 @@ def test_catch_up_deletes_and_inserts_in_two_partitions_is_one_merge_commit(tmp_
     }
     assert content(path) == expected
     assert (c.rows_added, c.rows_removed) == (2, 2)
+    # the MERGE read only the two changed partitions' files (the target-side partition conjunct)
+    assert latest["operationMetrics"]["num_target_files_scanned"] == 2
+    assert latest["operationMetrics"]["num_target_files_skipped_during_scan"] == 2
     # the partitions without changes keep their files
     assert files_of(path, "ds=a/h=2") | files_of(path, "ds=b/h=__HIVE_DEFAULT_PARTITION__") == untouched
     # the previous version is still readable as it was
@@ -553,3 +556,63 @@ def test_a_concurrent_commit_fails_the_catch_up_whole(tmp_path, monkeypatch):
     dt = DeltaTable(str(path))
     assert dt.version() == 1 and dt.history(1)[0]["operation"] == "DELETE"
     assert content(path) == FIRST_ROWS - {("a", 1, 1, B0, 0, 10, "a1-0")}
+
+
+def test_partitions_lists_the_typed_values_with_rows(tmp_path):
+    path = tmp_path / "t"
+    assert DeltaBackend(str(path), {}).partitions() == []
+    be = first_load(path)
+    got = sorted(be.partitions(), key=lambda v: (v["ds"], v["h"] is None, v["h"] or 0))
+    assert got == [{"ds": "a", "h": 1}, {"ds": "a", "h": 2}, {"ds": "b", "h": 1}, {"ds": "b", "h": None}]
+    # a partition replaced by nothing (Hive dropped it) is gone from the list
+    be.commit([change("a", 2, replace=True)], props(W2))
+    assert {"ds": "a", "h": 2} not in be.partitions() and len(be.partitions()) == 3
+
+
+@pytest.mark.parametrize("mode", ["ntz", "utc"])
+def test_float_and_timestamp_partitions_are_matched_and_replaced(tmp_path, mode):
+    schema = pa.schema(
+        [
+            pa.field("row__id", RID),
+            pa.field("x", pa.int32()),
+            pa.field("f", pa.float32()),
+            pa.field("p", pa.timestamp("us")),
+        ]
+    )
+    ts1, ts2 = datetime.datetime(2024, 1, 1, 10, 0, 0, 123456), datetime.datetime(2024, 1, 2)
+
+    def rows(f, p, *ids):
+        n = len(ids)
+        return pa.record_batch(
+            [
+                pa.array([{"writeid": 1, "bucketid": B0, "rowid": r} for r in ids], RID),
+                pa.array(list(ids), pa.int32()),
+                pa.array([f] * n, pa.float32()),
+                pa.array([p] * n, pa.timestamp("us")),
+            ],
+            schema=schema,
+        )
+
+    path = tmp_path / "t"
+    be = DeltaBackend(str(path), {}, timestamp=mode)
+    be.ensure(schema, ["f", "p"], dry_run=False)
+    # Hive's partition value "1.1" of a float column is the float32 nearest to 1.1
+    v1, v2 = {"f": 1.100000023841858, "p": ts1}, {"f": 2.5, "p": ts2}
+    be.commit(
+        [
+            PartitionChange("a", v1, [rows(1.1, ts1, 0, 1)], None),
+            PartitionChange("b", v2, [rows(2.5, ts2, 0, 1)], None),
+        ],
+        props(W1),
+    )
+    assert sorted(be.partitions(), key=lambda v: v["f"]) == [v1, v2]
+    be.commit(
+        [
+            PartitionChange("a", v1, [], keys((1, B0, 1))),
+            PartitionChange("b", v2, [rows(2.5, ts2, 7)], None, replace=True),
+        ],
+        props(W2),
+    )
+    t = DeltaTable(str(path)).to_pyarrow_table()
+    assert sorted(zip(t.column("f").to_pylist(), t.column("x").to_pylist())) == [(pytest.approx(1.1), 0), (2.5, 7)]
+    assert be.row_ids(v1).column("rowid").to_pylist() == [0]
