@@ -496,16 +496,18 @@ class DeltaBackend:
                     counted[0] += b.num_rows
                     yield b
 
+        raised = _Raised()
         try:
             write_deltalake(
                 self.uri,
-                pa.RecordBatchReader.from_batches(schema, batches()),
+                pa.RecordBatchReader.from_batches(schema, raised.watch(batches())),
                 partition_by=list(self._partition_columns or []) or None,
                 mode="error",
                 storage_options=self.options,
                 commit_properties=cp,
             )
         except Exception as e:
+            raised.reraise()
             raise _mapped(e, f"Delta table {self.path}: the first commit failed, nothing was committed") from None
         dt = self._table()
         assert dt is not None
@@ -568,9 +570,10 @@ class DeltaBackend:
         if touched and touched != "TRUE":
             on.insert(0, touched)  # lets delta-rs skip the files of every other partition
         replaced = [c for c in changes if c.replace]
+        raised = _Raised()
         try:
             merger = dt.merge(
-                pa.RecordBatchReader.from_batches(src_schema, source()),
+                pa.RecordBatchReader.from_batches(src_schema, raised.watch(source())),
                 " AND ".join(on),
                 source_alias="s",
                 target_alias="t",
@@ -593,6 +596,7 @@ class DeltaBackend:
         except AcidctlError:
             raise
         except Exception as e:
+            raised.reraise()
             raise _mapped(e, f"Delta table {self.path}: the catch-up MERGE failed, nothing was committed") from None
         dt = self._table()
         assert dt is not None
@@ -669,6 +673,26 @@ class DeltaBackend:
         dt = self._table()
         self.restored_version = dt.version() if dt is not None else None
         return None
+
+
+class _Raised:
+    """What the rows' own iterator raised while deltalake consumed it: deltalake wraps it in its
+    own error ("Python exception: ..."); the original (e.g. a refused nanosecond timestamp, exit
+    7) is what the user must see."""
+
+    def __init__(self) -> None:
+        self.error: BaseException | None = None
+
+    def watch(self, it: Iterator[Any]) -> Iterator[Any]:
+        try:
+            yield from it
+        except BaseException as e:
+            self.error = e
+            raise
+
+    def reraise(self) -> None:
+        if self.error is not None:
+            raise self.error.with_traceback(None)
 
 
 def _naive(value: Any) -> Any:

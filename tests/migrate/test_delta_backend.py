@@ -616,3 +616,31 @@ def test_float_and_timestamp_partitions_are_matched_and_replaced(tmp_path, mode)
     t = DeltaTable(str(path)).to_pyarrow_table()
     assert sorted(zip(t.column("f").to_pylist(), t.column("x").to_pylist())) == [(pytest.approx(1.1), 0), (2.5, 7)]
     assert be.row_ids(v1).column("rowid").to_pylist() == [0]
+
+
+def test_an_error_while_the_rows_stream_commits_nothing_and_is_the_error_raised(tmp_path):
+    """The run's row iterator fails half-way (e.g. a refused nanosecond timestamp, exit 7):
+    deltalake has written some data files, but no commit references them; the user sees the
+    run's own error, not deltalake's wrapper."""
+
+    def failing(first):
+        yield first
+        raise InvalidInputError("column ts: a timestamp has a sub-microsecond part")
+
+    path = tmp_path / "t"
+    be = DeltaBackend(str(path), {})
+    be.ensure(SCHEMA, PARTS, dry_run=False)
+    bad = PartitionChange("ds=a/h=1", {"ds": "a", "h": 1}, failing(batch("a", 1, FIRST[0][2])), None)
+    with pytest.raises(InvalidInputError, match="sub-microsecond") as e:
+        be.commit([bad], props(W1))
+    assert e.value.exit_code == ExitCode.INVALID_INPUT
+    assert not DeltaTable.is_deltatable(str(path)) and be.recorded() is None
+
+    be = first_load(path)
+    bad = PartitionChange(
+        "ds=a/h=1", {"ds": "a", "h": 1}, failing(batch("a", 1, [(2, B0, 0, 1, "x")])), keys((1, B0, 0))
+    )
+    with pytest.raises(InvalidInputError, match="sub-microsecond"):
+        be.commit([change("b", 1, deletes=[(1, B0, 0)]), bad], props(W2))
+    dt = DeltaTable(str(path))
+    assert dt.version() == 0 and content(path) == FIRST_ROWS and be.recorded().write_ids == W1
