@@ -95,6 +95,16 @@ _TimestampPrecision = Annotated[
         "timestamp with a sub-microsecond part refuses naming its column.",
     ),
 ]
+_DeltaTimestamp = Annotated[
+    Optional[str],
+    typer.Option(
+        "--delta-timestamp",
+        metavar="ntz|utc",
+        click_type=click.Choice(["ntz", "utc"], case_sensitive=False),
+        help="Delta: Hive timestamps as timestamp_ntz (default; readers need Delta reader 3 / writer 7) "
+        "or as timestamp holding the value as a UTC instant (every reader).",
+    ),
+]
 _AsOf = Annotated[
     Optional[int],
     typer.Option("--as-of", metavar="WRITEID", help="Migrate the snapshot as it was after this write id."),
@@ -118,6 +128,7 @@ def migrate_command(
     warehouse: _Warehouse = None,
     no_row_id: _NoRowId = False,
     timestamp_precision: _TimestampPrecision = None,
+    delta_timestamp: _DeltaTimestamp = None,
     as_of: _AsOf = None,
     write_ids: options.WriteIds = None,
     assume_committed: options.AssumeCommitted = False,
@@ -143,6 +154,7 @@ def migrate_command(
         catalog_properties=parse_kv(catalog_property, "--catalog-property"),
         warehouse=warehouse,
         fs_options=settings.fs_options,
+        delta_timestamp=delta_timestamp,
     )
     resolved = resolve(
         settings,

@@ -261,6 +261,8 @@ def _verify(src, backend, schema, pcols, planned, committed, tee_digests, opts, 
             what = f"{h[0]} rows in Hive, {t[0]} in the target" if h[0] != t[0] else "the rows differ (digest)"
             undo = backend.rollback(committed)
             tail = "the commit was rolled back" if undo is None else f"the commit stays: {undo}"
+            if undo is None and getattr(backend, "restored_version", None) is not None:
+                tail += f" (by a RESTORE commit, version {backend.restored_version})"  # Delta
             raise WriteVerificationFailed(
                 f"migrate verification failed for partition {key or '(table)'} of {target_display}: {what}; {tail}"
             )
@@ -315,8 +317,11 @@ def make_backend(
     catalog_properties: dict[str, str] | None = None,
     warehouse: str | None = None,
     fs_options: dict | None = None,
+    delta_timestamp: str | None = None,
 ) -> Backend:
     """The target of ``--to iceberg|delta`` (each format's library imported only here)."""
+    if to != "delta" and delta_timestamp:
+        raise UsageError("--delta-timestamp is for --to delta")
     if to == "iceberg":
         from acidctl.migrate.iceberg import IcebergBackend, check_available
 
@@ -345,5 +350,5 @@ def make_backend(
             from acidctl.migrate.delta import DeltaBackend  # type: ignore[import-not-found,unused-ignore]
         except ImportError as e:
             raise UsageError(f"migrate --to delta is not available in this build ({e})") from None
-        return DeltaBackend(target, dict(fs_options or {}))
+        return DeltaBackend(target, dict(fs_options or {}), timestamp=delta_timestamp or "ntz")
     raise UsageError(f"--to must be iceberg or delta, not {to!r}")
