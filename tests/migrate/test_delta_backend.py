@@ -475,33 +475,11 @@ def test_s3_options_translate_from_fs_options():
 
 @pytest.fixture(scope="module")
 def s3_server():
-    """moto's S3 server in a process of its own: deltalake holds the GIL in some calls
-    (``DeltaTable.history``), which deadlocks against moto's ThreadedMotoServer in this process."""
     pytest.importorskip("moto.server")
-    import socket
-    import subprocess
-    import sys
-    import time
+    from tests.migrate.moto_s3 import moto_s3_process
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(300):
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with moto_s3_process() as endpoint:
+        yield endpoint
 
 
 def test_first_load_catch_up_and_rollback_on_s3(s3_server, monkeypatch):

@@ -234,3 +234,85 @@ def test_unsupported_target_location_is_one_line(table):
     root, _, _ = table
     r, _ = migrate(root, wl(4), Path("x"), "--target", "hdfs://nn:9870/w/t")
     assert r.code == 2 and "WebHDFS" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def _ids(target: Path) -> list[int]:
+    return sorted(DeltaTable(str(target)).to_pyarrow_table().column("id").to_pylist())
+
+
+def test_insert_only_first_load_catch_up_and_overwrite(tmp_path):
+    from tests.mm import hivelayout
+
+    root, final, ids = hivelayout.standard(tmp_path / "mm", "parquet")
+    target = tmp_path / "delta"
+    r, _ = migrate(root, "default.t:2:9223372036854775807::", target, "--format", "parquet")
+    assert r.code == 0, r.stderr
+    assert _ids(target) == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert "row__id" not in DeltaTable(str(target)).to_pyarrow_table().column_names
+    # write 3 aborted, 4 committed, 5 open: only write 4's files are added
+    r, rep = migrate(root, final, target, "--format", "parquet")
+    assert r.code == 0, r.stderr
+    assert [p["how"] for p in rep["partitions"]] == ["rows"]
+    assert _ids(target) == ids
+    # INSERT OVERWRITE (write 6) after 5 commits: the partition is replaced, in one commit
+    hivelayout.build(root, "parquet", {"base_0000006": {"000000_0": [hivelayout.row(600), hivelayout.row(601)]}})
+    r, rep = migrate(root, "default.t:6:9223372036854775807::3", target, "--format", "parquet")
+    assert r.code == 0, r.stderr
+    assert [p["how"] for p in rep["partitions"]] == ["replace"]
+    assert _ids(target) == [600, 601]
+    assert DeltaTable(str(target)).version() == 2
+
+
+def test_hive2_first_load_and_catch_up(tmp_path):
+    import random
+
+    from tests import hive2_histories as h2
+
+    h = h2.random_history(random.Random(11), mode="split-update", txns=8)
+    root = h2.write_table(h, tmp_path / "t2")
+    target = tmp_path / "delta"
+    for version, hwm in enumerate((4, 8)):
+        r = run_cli(
+            "-o", "json", "migrate", str(root), "--to", "delta", "--target", str(target),
+            "--hive-version", "2", "--txns", h.reader_list(hwm),
+        )  # fmt: skip
+        assert r.code == 0, r.stderr
+        got = set()
+        for x in DeltaTable(str(target)).to_pyarrow_table().to_pylist():
+            k = x["row__id"]
+            got.add(((k["writeid"], k["bucketid"], k["rowid"]), x["_col0"], x["_col1"]))
+        assert got == {(k, v["_col0"], v["_col1"]) for k, v in h.expected(hwm).items()}
+        assert DeltaTable(str(target)).version() == version
+
+
+@pytest.fixture
+def s3_server():
+    pytest.importorskip("moto.server")
+    from tests.migrate.moto_s3 import moto_s3_process
+
+    with moto_s3_process() as endpoint:
+        yield endpoint
+
+
+def test_migrate_to_s3(table, s3_server, monkeypatch):
+    """The Delta target on S3 (moto), its options from --fs-option; the source stays local."""
+    boto3 = pytest.importorskip("boto3")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    boto3.client("s3", endpoint_url=s3_server, region_name="us-east-1").create_bucket(Bucket="lake")
+    root, rec, _ = table
+    url = "s3://lake/db/t"
+    for w in (wl(4), wl(7)):
+        r = run_cli(
+            "--fs-option", f"endpoint_url={s3_server}", "-o", "json", "migrate", str(root),
+            "--write-ids", str(w), "--to", "delta", "--target", url,
+        )  # fmt: skip
+        assert r.code == 0, r.stderr
+    so = {"AWS_ENDPOINT_URL": s3_server, "AWS_ALLOW_HTTP": "true", "AWS_REGION": "us-east-1"}
+    t = DeltaTable(url, storage_options=so)
+    assert t.version() == 1 and t.history(1)[0]["acidctl.source-write-ids"] == str(wl(7))
+    got = {
+        (x["p"], x["row__id"]["writeid"], x["row__id"]["bucketid"], x["row__id"]["rowid"], x["id"], x["name"])
+        for x in t.to_pyarrow_table().to_pylist()
+    }
+    assert got == rec.table(wl(7))
