@@ -544,6 +544,10 @@ class DeltaBackend:
                     f"Delta table {self.path} has no {ROW_ID} column: deleted rows cannot be matched "
                     "(catch up by replacing partitions)"
                 )
+        if changes and all(c.replace and (c.delete_row_ids is None or not c.delete_row_ids.num_rows) for c in changes):
+            bare = _any_of([_partition_predicate("", c.values, schema) for c in changes])
+            if bare is not None:
+                return self._replace_partitions(dt, changes, cp, schema, bare)
 
         counted = {"inserts": 0, "deletes": 0}
 
@@ -627,6 +631,52 @@ class DeltaBackend:
             rows_removed=int(metrics.get("num_target_rows_deleted", 0)),
         )
 
+    def _replace_partitions(
+        self, dt, changes: list[PartitionChange], cp, schema: pa.Schema, predicate: str
+    ) -> Committed:
+        """Every change replaces its partition (Hive 2 tables, ``--no-row-id``, INSERT
+        OVERWRITE): one overwrite commit whose predicate names those partitions, so the files of
+        the replaced partitions are removed whole without being read (a MERGE's ``NOT MATCHED BY
+        SOURCE`` would read every file of the table)."""
+        import pyarrow as pa
+        from deltalake import write_deltalake
+
+        previous = dt.version()
+        removed_files, removed_rows = _files_in(dt, [c.values for c in changes])
+        counted = [0]
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            for c in changes:
+                for b in c.inserts:
+                    b = _cast_batch(b, schema)
+                    counted[0] += b.num_rows
+                    yield b
+
+        raised = _Raised()
+        try:
+            write_deltalake(
+                dt,
+                pa.RecordBatchReader.from_batches(schema, raised.watch(batches())),
+                mode="overwrite",
+                predicate=None if predicate == "TRUE" else predicate,
+                commit_properties=cp,
+            )
+        except Exception as e:
+            raised.reraise()
+            raise _mapped(e, f"Delta table {self.path}: replacing partitions failed, nothing was committed") from None
+        dt = self._table()
+        assert dt is not None
+        version = dt.version()
+        metrics = _commit_metrics(dt, version)
+        return Committed(
+            version=version,
+            previous=previous,
+            files_added=int(metrics.get("num_added_files", 0)),
+            files_removed=int(metrics.get("num_removed_files", removed_files)),
+            rows_added=counted[0],
+            rows_removed=removed_rows,
+        )
+
     def scan(self, version: int) -> Iterator[pa.RecordBatch]:
         """The rows of ``version``, streamed, in the run's target schema (``ensure``) where known."""
         import pyarrow as pa
@@ -673,6 +723,27 @@ class DeltaBackend:
         dt = self._table()
         self.restored_version = dt.version() if dt is not None else None
         return None
+
+
+def _files_in(dt, partitions: list[dict[str, Any]]) -> tuple[int, int]:
+    """(files, rows) of the current version in these partitions (from the log's add actions)."""
+    import pyarrow as pa
+
+    actions = pa.table(dt.get_add_actions(flatten=True))
+    if actions.num_rows == 0:
+        return 0, 0
+    cols = list(dt.metadata().partition_columns)
+    wanted = {tuple(_naive(v.get(c)) for c in cols) for v in partitions}
+    values = [[_naive(x) for x in actions.column(f"partition.{c}").to_pylist()] for c in cols]
+    counts = (
+        actions.column("num_records").to_pylist() if "num_records" in actions.column_names else [0] * actions.num_rows
+    )
+    files = rows = 0
+    for i in range(actions.num_rows):
+        if tuple(v[i] for v in values) in wanted:
+            files += 1
+            rows += int(counts[i] or 0)
+    return files, rows
 
 
 class _Raised:

@@ -622,3 +622,27 @@ def test_an_error_while_the_rows_stream_commits_nothing_and_is_the_error_raised(
         be.commit([change("b", 1, deletes=[(1, B0, 0)]), bad], props(W2))
     dt = DeltaTable(str(path))
     assert dt.version() == 0 and content(path) == FIRST_ROWS and be.recorded().write_ids == W1
+
+
+def test_replacing_partitions_only_is_one_overwrite_that_reads_no_file(tmp_path):
+    """Every change a replace (Hive 2 tables, --no-row-id, INSERT OVERWRITE): one overwrite
+    commit removing the replaced partitions' files whole; the others' files stay."""
+    path = tmp_path / "t"
+    be = first_load(path)
+    kept = files_of(path, "ds=a/h=2") | files_of(path, "ds=b/h=1")
+    changes = [
+        change("a", 1, rows=[(5, B0, 0, 500, "a1 overwritten")], replace=True),
+        change("b", None, replace=True),  # a partition Hive dropped
+    ]
+    c = be.commit(changes, props(W2))
+    dt = DeltaTable(str(path))
+    assert dt.version() == 1 == c.version and c.previous == 0
+    h = dt.history(1)[0]
+    assert h["operation"] == "WRITE" and h["operationParameters"]["mode"] == "Overwrite"
+    assert h[SOURCE_WRITE_IDS_KEY] == W2
+    expected = {r for r in FIRST_ROWS if (r[0], r[1]) in {("a", 2), ("b", 1)}} | {
+        ("a", 1, 5, B0, 0, 500, "a1 overwritten")
+    }
+    assert content(path) == expected
+    assert (c.rows_added, c.rows_removed, c.files_removed) == (1, 4, 2)
+    assert files_of(path, "ds=a/h=2") | files_of(path, "ds=b/h=1") == kept
