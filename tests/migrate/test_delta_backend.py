@@ -646,3 +646,24 @@ def test_replacing_partitions_only_is_one_overwrite_that_reads_no_file(tmp_path)
     assert content(path) == expected
     assert (c.rows_added, c.rows_removed, c.files_removed) == (1, 4, 2)
     assert files_of(path, "ds=a/h=2") | files_of(path, "ds=b/h=1") == kept
+
+
+def test_partition_values_that_need_quoting_and_an_empty_first_load(tmp_path):
+    path = tmp_path / "t"
+    be = DeltaBackend(str(path), {})
+    be.ensure(SCHEMA, PARTS, dry_run=False)
+    c = be.commit([], props(W1))  # a table with no rows yet: created all the same, one commit
+    dt = DeltaTable(str(path))
+    assert dt.version() == 0 == c.version and dt.to_pyarrow_table().num_rows == 0
+    assert dt.history(1)[0][SOURCE_WRITE_IDS_KEY] == W1 and be.partitions() == []
+    odd = "it's a/b c%3D=ü"
+    be.commit(
+        [change(odd, 1, rows=[(2, B0, 0, 1, "x"), (2, B0, 1, 2, "y")]), change("plain", 1, rows=[(2, B0, 0, 3, "z")])],
+        props(W2),
+    )
+    be.commit([change(odd, 1, deletes=[(2, B0, 0)])], props("db.t:3:9223372036854775807::"))
+    assert content(path) == {(odd, 1, 2, B0, 1, 2, "y"), ("plain", 1, 2, B0, 0, 3, "z")}
+    assert be.row_ids({"ds": odd, "h": 1}).column("rowid").to_pylist() == [1]
+    assert {"ds": odd, "h": 1} in be.partitions()
+    be.commit([change(odd, 1, replace=True)], props("db.t:4:9223372036854775807::"))
+    assert content(path) == {("plain", 1, 2, B0, 0, 3, "z")}
