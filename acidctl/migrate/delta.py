@@ -88,6 +88,9 @@ NEUTRAL_OPERATIONS = frozenset(
         "SET COLUMN METADATA",
     }
 )
+#: commit metadata of the DELETE that undoes a first load whose verification failed: the table
+#: then records no snapshot (``recorded()`` is None) and the next run loads it anew
+EMPTIED_KEY = "acidctl.emptied"
 #: how far back :meth:`DeltaBackend.recorded` looks past neutral commits
 HISTORY_LOOKBACK = 100
 
@@ -336,6 +339,8 @@ class DeltaBackend:
             return None
         version = dt.version()
         for entry in dt.history(HISTORY_LOOKBACK):
+            if str(entry.get(EMPTIED_KEY, "")).lower() == "true":
+                return None  # a first load rolled back: the table holds no snapshot yet
             if SOURCE_TABLE_KEY in entry and SOURCE_WRITE_IDS_KEY in entry:
                 return Recorded(
                     source_table=str(entry[SOURCE_TABLE_KEY]),
@@ -688,17 +693,13 @@ class DeltaBackend:
             yield _cast_batch(batch, schema) if schema is not None else batch
 
     def rollback(self, committed: Committed) -> str | None:
-        """Undo ``committed`` by a RESTORE to the version before it: a new commit (its version in
-        :attr:`restored_version`) carrying that version's acidctl metadata, so the next run
-        catches up from there. Refused, with what to do instead, when the table was created by
-        ``committed`` or has moved on since."""
+        """Undo ``committed`` by a new commit (its version in :attr:`restored_version`): a
+        RESTORE to the version before it, carrying that version's acidctl metadata, so the next
+        run catches up from there; a first load (the table was created by ``committed``) is
+        undone by a DELETE of every row marked ``acidctl.emptied``, after which the next run loads
+        anew. Refused, with what to do instead, when the table has moved on since."""
         from deltalake import CommitProperties
 
-        if committed.previous is None:
-            return (
-                f"the Delta table {self.path} was created by this run (version {committed.version}) "
-                "and holds an unverified first load: delete it before running migrate again"
-            )
         dt = self._table()
         if dt is None:
             return f"the Delta table {self.path} is gone"
@@ -708,9 +709,25 @@ class DeltaBackend:
                 f"{committed.version}: restore version {committed.previous} yourself "
                 f"(RESTORE TABLE ... TO VERSION AS OF {committed.previous}) if nothing else depends on it"
             )
+        if committed.previous is None:
+            try:
+                dt.delete(commit_properties=CommitProperties(custom_metadata={EMPTIED_KEY: "true"}))
+            except Exception as e:
+                return (
+                    f"emptying the Delta table {self.path} failed ({_mapped(e, 'delete')}): it holds an "
+                    "unverified first load, delete it before running migrate again"
+                )
+            dt = self._table()
+            self.restored_version = dt.version() if dt is not None else None
+            return None
         meta = {}
         for entry in dt.history(committed.version - committed.previous + HISTORY_LOOKBACK):
-            if int(entry.get("version", -1)) <= committed.previous and SOURCE_TABLE_KEY in entry:
+            if int(entry.get("version", -1)) > committed.previous:
+                continue
+            if str(entry.get(EMPTIED_KEY, "")).lower() == "true":
+                meta = {EMPTIED_KEY: "true"}
+                break
+            if SOURCE_TABLE_KEY in entry and SOURCE_WRITE_IDS_KEY in entry:
                 meta = {
                     SOURCE_TABLE_KEY: str(entry[SOURCE_TABLE_KEY]),
                     SOURCE_WRITE_IDS_KEY: str(entry[SOURCE_WRITE_IDS_KEY]),

@@ -262,7 +262,7 @@ def _verify(src, backend, schema, pcols, planned, committed, tee_digests, opts, 
             undo = backend.rollback(committed)
             tail = "the commit was rolled back" if undo is None else f"the commit stays: {undo}"
             if undo is None and getattr(backend, "restored_version", None) is not None:
-                tail += f" (by a RESTORE commit, version {backend.restored_version})"  # Delta
+                tail += f" (by a new Delta commit, version {backend.restored_version})"
             raise WriteVerificationFailed(
                 f"migrate verification failed for partition {key or '(table)'} of {target_display}: {what}; {tail}"
             )

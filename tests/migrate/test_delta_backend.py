@@ -276,17 +276,34 @@ def test_rollback_restores_the_previous_version_and_its_record(tmp_path):
     assert (rec.write_ids, rec.version) == (W1, 2)  # the next run catches up from write 1 again
 
 
-def test_rollback_of_a_first_load_or_of_a_table_that_moved_on_is_reported(tmp_path):
+def test_rollback_of_a_first_load_empties_the_table_for_a_new_load(tmp_path):
     path = tmp_path / "t"
     be = DeltaBackend(str(path), {})
     be.ensure(SCHEMA, PARTS, dry_run=False)
     c0 = be.commit([change(ds, h, rows) for ds, h, rows in FIRST], props(W1))
-    msg = be.rollback(c0)
-    assert msg and "created by this run" in msg and str(path) in msg
+    assert be.rollback(c0) is None
+    dt = DeltaTable(str(path))
+    assert dt.version() == 1 == be.restored_version
+    assert dt.history(1)[0]["operation"] == "DELETE" and dt.history(1)[0]["acidctl.emptied"] == "true"
+    assert dt.to_pyarrow_table().num_rows == 0
+    # the emptied table records no snapshot: the next run loads anew (into the same table)
+    assert be.recorded() is None
+    be.ensure(SCHEMA, PARTS, dry_run=False)
+    c1 = be.commit([change(ds, h, rows) for ds, h, rows in FIRST], props(W1))
+    assert (c1.version, c1.previous) == (2, 1)
+    assert content(path) == FIRST_ROWS and be.recorded().write_ids == W1
+    # and undoing that load goes back to the emptied version, still recording nothing
+    assert be.rollback(c1) is None
+    assert be.recorded() is None and DeltaTable(str(path)).to_pyarrow_table().num_rows == 0
+
+
+def test_rollback_of_a_table_that_moved_on_is_reported(tmp_path):
+    path = tmp_path / "t"
+    be = first_load(path)
     c1 = be.commit([change("a", 1, deletes=[(1, B0, 0)])], props(W2))
     be.commit([change("a", 1, deletes=[(1, B0, 1)])], props("db.t:3:9223372036854775807::"))
     msg = be.rollback(c1)
-    assert msg and "moved on to version 2" in msg
+    assert msg and "moved on to version 2" in msg and str(path) in msg
     assert DeltaTable(str(path)).version() == 2  # nothing restored
 
 

@@ -316,3 +316,28 @@ def test_migrate_to_s3(table, s3_server, monkeypatch):
         for x in t.to_pyarrow_table().to_pylist()
     }
     assert got == rec.table(wl(7))
+
+
+def test_a_first_load_failing_verification_is_emptied_and_loaded_again(table):
+    from acidctl import faults
+
+    root, rec, target = table
+
+    def lose_a_row(changes):
+        for c in changes:
+            if c.key == "p=1":
+                rows = c.inserts
+                c.inserts = (b.slice(1) if i == 0 else b for i, b in enumerate(rows))
+
+    with faults.hooks({"migrate-before-commit": lose_a_row}):
+        r, _ = migrate(root, wl(4), target)
+    assert r.code == 1 and "partition p=1" in r.stderr and "rolled back" in r.stderr
+    dt = DeltaTable(str(target))
+    assert dt.version() == 1 and dt.to_pyarrow_table().num_rows == 0
+    r, rep = migrate(root, wl(4), target)
+    assert r.code == 0, r.stderr
+    assert rep["mode"] == "initial"
+    assert delta_rows(target) == rec.table(wl(4))
+    r, rep = migrate(root, wl(7), target)
+    assert r.code == 0 and rep["mode"] == "catch-up"
+    assert delta_rows(target) == rec.table(wl(7))
