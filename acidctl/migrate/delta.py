@@ -30,6 +30,14 @@ version references (``VACUUM`` removes them after the retention period). A concu
 to the same table between our read and our commit fails ours (delta-rs's conflict checker):
 exit 6, nothing committed.
 
+Memory: the rows are streamed into deltalake, but delta-rs keeps one open Parquet file per
+partition until the write ends, so a first load (or a MERGE) touching many partitions holds their
+not-yet-closed files (row groups of up to ~1M rows, and the compressed row groups written so far)
+in memory at once; a table with few partitions is written with bounded memory. A per-partition
+staging write committed through ``create_table_with_add_actions`` would bound it, but add
+actions' paths are encoded differently by that API (tried with deltalake 1.6.6), so it is not
+used.
+
 Timestamps: Hive's ``timestamp`` has no zone. ``timestamp="ntz"`` (the default) writes Delta
 ``timestamp_ntz``, which needs reader version 3 / writer version 7 (table feature
 ``timestampNtz``: Spark 3.4+ / Delta 2.4+, Trino 440+, DuckDB's delta extension);
