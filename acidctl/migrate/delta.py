@@ -102,6 +102,13 @@ EMPTIED_KEY = "acidctl.emptied"
 #: how far back :meth:`DeltaBackend.recorded` looks past neutral commits
 HISTORY_LOOKBACK = 100
 
+#: the directory (in the target) of a first load's staging table: its data files stay there
+STAGING_PREFIX = "acidctl-load-"
+
+#: rows after which a first load's staging write ends (at the end of a partition): deltalake
+#: keeps each partition's file of a write open in memory until the write ends
+STAGING_GROUP_ROWS = 1_000_000
+
 #: the merge source's flag column: true = a delete key, false = a row to insert
 FLAG = "__acidctl_delete"
 
@@ -407,7 +414,7 @@ class DeltaBackend:
             return
         except AcidctlError:
             return  # deltalake will say what is wrong with the location when it writes
-        if entries:
+        if any(not e.name.startswith(STAGING_PREFIX) for e in entries):
             raise RefusedError(
                 f"{self.path} holds files but no Delta table: give an empty or new directory as --target"
             )
@@ -493,43 +500,86 @@ class DeltaBackend:
         return pa.schema(dt.schema().to_arrow())
 
     def _first_load(self, changes: list[PartitionChange], cp) -> Committed:
+        """The table created by ONE commit holding every row, written with bounded memory:
+        whole partitions, about STAGING_GROUP_ROWS rows at a time, are written (and their files
+        closed) by a ``write_deltalake`` each into a staging Delta table inside the target directory (``acidctl-load-<id>/``); the add
+        actions of the staging log, copied verbatim (partition values, statistics) with their
+        paths prefixed, then create the target table in one commit
+        (``create_table_with_add_actions``), and the staging log is removed. One write of all
+        partitions at once would keep every partition's file open in memory until the end."""
+        import uuid
+
         import pyarrow as pa
+        from deltalake import Schema as DeltaSchema
         from deltalake import write_deltalake
+        from deltalake.transaction import create_table_with_add_actions
+
+        from acidctl.fs import TableFS, join_path
 
         for c in changes:
             if c.delete_row_ids is not None and c.delete_row_ids.num_rows:
                 raise ValueError(f"partition {c.key or '(table)'}: deletes on a Delta table that does not exist yet")
         schema = self._target_schema()
+        parts = list(self._partition_columns or [])
+        prefix = f"{STAGING_PREFIX}{uuid.uuid4().hex[:16]}"
+        staging = join_path(self.uri, prefix)
         counted = [0]
+        fs = TableFS(self.uri, self.fs_options)
 
-        def batches() -> Iterator[pa.RecordBatch]:
-            for c in changes:
+        pending = iter(changes)
+        more = [True]
+
+        def group() -> Iterator[pa.RecordBatch]:
+            """Whole partitions, until STAGING_GROUP_ROWS rows have gone by (small partitions
+            share a write, a big one has its own)."""
+            n = 0
+            while n < STAGING_GROUP_ROWS:
+                c = next(pending, None)
+                if c is None:
+                    more[0] = False
+                    return
                 for b in c.inserts:
                     b = _cast_batch(b, schema)
                     counted[0] += b.num_rows
+                    n += b.num_rows
                     yield b
 
         raised = _Raised()
         try:
-            write_deltalake(
-                self.uri,
-                pa.RecordBatchReader.from_batches(schema, raised.watch(batches())),
-                partition_by=list(self._partition_columns or []) or None,
-                mode="error",
-                storage_options=self.options,
-                commit_properties=cp,
-            )
-        except Exception as e:
-            raised.reraise()
-            raise _mapped(e, f"Delta table {self.path}: the first commit failed, nothing was committed") from None
+            try:
+                first = True
+                while first or more[0]:
+                    write_deltalake(
+                        staging,
+                        pa.RecordBatchReader.from_batches(schema, raised.watch(group())),
+                        partition_by=parts or None,
+                        mode="error" if first else "append",
+                        storage_options=self.options,
+                    )
+                    first = False
+                adds = _staged_adds(fs, join_path(fs.root, prefix), prefix)
+                create_table_with_add_actions(
+                    self.uri,
+                    DeltaSchema.from_arrow(schema),
+                    adds,
+                    mode="error",
+                    partition_by=parts or None,
+                    storage_options=self.options,
+                    commit_properties=cp,
+                )
+            except Exception as e:
+                raised.reraise()
+                raise _mapped(e, f"Delta table {self.path}: the first commit failed, nothing was committed") from None
+        except BaseException:
+            _remove_quietly(fs, join_path(fs.root, prefix))  # files no version references
+            raise
+        _remove_quietly(fs, join_path(fs.root, prefix, "_delta_log"))
         dt = self._table()
         assert dt is not None
-        version = dt.version()
-        metrics = _commit_metrics(dt, version)
         return Committed(
-            version=version,
+            version=dt.version(),
             previous=None,
-            files_added=int(metrics.get("num_added_files", 0)),
+            files_added=len(adds),
             files_removed=0,
             rows_added=counted[0],
             rows_removed=0,
@@ -769,6 +819,47 @@ def _files_in(dt, partitions: list[dict[str, Any]]) -> tuple[int, int]:
             files += 1
             rows += int(counts[i] or 0)
     return files, rows
+
+
+def _staged_adds(fs, staging_root: str, prefix: str) -> list:
+    """The add actions of every commit of the staging table at ``staging_root`` (its log read
+    as written: partition values and statistics stay Delta's own strings), their paths under
+    ``prefix/`` of the target. The log's paths are URL-encoded; ``AddAction`` takes them
+    decoded (deltalake encodes them again)."""
+    import urllib.parse
+
+    from deltalake.transaction import AddAction
+
+    log = staging_root.rstrip("/") + "/_delta_log"
+    adds = []
+    for e in sorted(fs.ls(log), key=lambda e: e.name):
+        if not (e.name.endswith(".json") and e.name[:-5].isdigit()):
+            continue
+        for line in fs.read_bytes(e.path).decode().splitlines():
+            if not line.strip():
+                continue
+            action = json.loads(line)
+            add = action.get("add")
+            if add is None:
+                continue
+            adds.append(
+                AddAction(
+                    path=f"{prefix}/{urllib.parse.unquote(add['path'])}",
+                    size=int(add["size"]),
+                    partition_values=dict(add.get("partitionValues") or {}),
+                    modification_time=int(add["modificationTime"]),
+                    data_change=True,
+                    stats=add.get("stats") or "{}",
+                )
+            )
+    return adds
+
+
+def _remove_quietly(fs, path: str) -> None:
+    try:
+        fs.rm(path, recursive=True)
+    except Exception:
+        pass
 
 
 class _Raised:
