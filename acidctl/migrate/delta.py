@@ -11,8 +11,8 @@ Commits (every one carries ``acidctl.source-table`` / ``acidctl.source-write-ids
 commit metadata, ``CommitProperties(custom_metadata=...)``, found again at the top level of
 ``DeltaTable.history()``):
 
-* first load: ``write_deltalake(mode="error", partition_by=...)``: the table is created by the
-  one commit (version 0) that holds the rows;
+* first load: the table is created by the one commit (version 0) that holds the rows (staged,
+  see Memory below; ``partition_by`` = the partition columns);
 * catch-up: ONE ``MERGE``. The source stream carries the inserts (every column, flag false) and
   the delete keys (partition values + ``row__id``, flag true, other columns null) of every
   changed partition; ``ON`` = flag AND ``row__id`` fields equal AND every partition column
@@ -30,13 +30,13 @@ version references (``VACUUM`` removes them after the retention period). A concu
 to the same table between our read and our commit fails ours (delta-rs's conflict checker):
 exit 6, nothing committed.
 
-Memory: the rows are streamed into deltalake, but delta-rs keeps one open Parquet file per
-partition until the write ends, so a first load (or a MERGE) touching many partitions holds their
-not-yet-closed files (row groups of up to ~1M rows, and the compressed row groups written so far)
-in memory at once; a table with few partitions is written with bounded memory. A per-partition
-staging write committed through ``create_table_with_add_actions`` would bound it, but add
-actions' paths are encoded differently by that API (tried with deltalake 1.6.6), so it is not
-used.
+Memory: delta-rs keeps one open Parquet file per partition until a write ends, so the first
+load writes whole partitions about ``STAGING_GROUP_ROWS`` rows at a time into a staging Delta
+table inside the target (``acidctl-load-<id>/``, its log removed afterwards; the data files stay
+there: Delta readers find files through the log's paths and partition values, never by listing)
+and creates the target with all their add actions in one commit. A catch-up's MERGE still writes
+all its partitions in one go (a catch-up touching very many partitions at once holds their open
+files).
 
 Timestamps: Hive's ``timestamp`` has no zone. ``timestamp="ntz"`` (the default) writes Delta
 ``timestamp_ntz``, which needs reader version 3 / writer version 7 (table feature
