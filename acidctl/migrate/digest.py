@@ -29,6 +29,29 @@ _NULL = 0x5BD1E9955BD1E995
 _GOLDEN = 0x9E3779B97F4A7C15
 
 
+_BASE = 0x9E3779B97F4A7C15  # odd
+_POWERS: list = []  # [B**k], [B**-k] for k below the largest buffer seen (up to _POWERS_MAX)
+_POWERS_MAX = 1 << 22
+
+
+def _powers(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(B**k, B**-k mod 2**64) for k = 0..n-1, cached up to 4M entries."""
+    import numpy as np
+
+    if _POWERS and len(_POWERS[0]) >= n:
+        return _POWERS[0][:n], _POWERS[1][:n]
+    size = n if n > _POWERS_MAX else min(_POWERS_MAX, max(n, 1 << 16) * 2)
+    out = []
+    for base in (_BASE, pow(_BASE, -1, 1 << 64)):
+        v = np.full(size, np.uint64(base), dtype=np.uint64)
+        v[0] = 1
+        with np.errstate(over="ignore"):
+            out.append(np.cumprod(v, dtype=np.uint64))
+    if size <= _POWERS_MAX:
+        _POWERS[:] = out
+    return out[0][:n], out[1][:n]
+
+
 def _mix(x: np.ndarray) -> np.ndarray:
     """splitmix64's finaliser, element-wise on uint64 (wrapping arithmetic)."""
     import numpy as np
@@ -77,12 +100,17 @@ def _var_bytes_hash(arr, salt: int) -> np.ndarray:
     h = _mix(lengths + np.uint64(salt))
     sums = np.zeros(n, dtype=np.uint64)
     if end > start and bufs[2] is not None:
-        data = np.frombuffer(bufs[2], dtype=np.uint8, count=end - start, offset=start).astype(np.uint64)
-        owner = np.repeat(np.arange(n), np.diff(offsets))
-        pos = np.arange(end - start, dtype=np.int64) - (offsets[:-1] - start)[owner]
+        data = np.frombuffer(bufs[2], dtype=np.uint8, count=end - start, offset=start)
+        # a polynomial hash of each value's bytes, sum of (byte + 1) * B**j over the value's
+        # bytes j = 0.. : computed with the batch-wide powers B**k (k = the byte's offset in
+        # the buffer), then each value's sum times B**-start (B is odd: invertible mod 2**64),
+        # so a value hashes alike wherever it sits
+        powers, inverse = _powers(end - start + 1)  # + 1: an empty last value starts at the end
         with np.errstate(over="ignore"):
-            terms = _mix(data + (pos.astype(np.uint64) << np.uint64(8)) + np.uint64(salt))
-        _segment_sums(sums, terms, offsets)
+            terms = (data.astype(np.uint64) + np.uint64(1)) * powers[: end - start]
+            _segment_sums(sums, terms, offsets)
+            sums = sums * inverse[offsets[:-1] - start]
+    sums = _mix(sums ^ np.uint64(salt))  # also when every value is empty: alike everywhere
     return _combine(h, sums)  # always combined: a value hashes alike whatever its neighbours
 
 
@@ -249,8 +277,10 @@ def partition_digests(
             return
         a = accs.setdefault(key, _Acc())
         a.rows += b.num_rows
-        a.s1 = (a.s1 + int(row_hashes(b, seed=1).sum(dtype=np.uint64))) & mask64
-        a.s2 = (a.s2 + int(row_hashes(b, seed=0x51ED).sum(dtype=np.uint64))) & mask64
+        h = row_hashes(b, seed=1)
+        with np.errstate(over="ignore"):
+            a.s1 = (a.s1 + int(h.sum(dtype=np.uint64))) & mask64
+            a.s2 = (a.s2 + int(_mix(h ^ np.uint64(0x51ED)).sum(dtype=np.uint64))) & mask64
 
     for b in batches:
         if isinstance(b, pa.Table):

@@ -169,6 +169,12 @@ class IcebergBackend:
                 hint="migrate into a new --target",
             )
 
+    def table_schema(self) -> pa.Schema | None:
+        """The existing table's columns as Arrow (None: no table): the columns of a source
+        given as a path whose snapshot has no data file left."""
+        t = self._table()
+        return t.schema().as_arrow() if t is not None else None
+
     def _filter(self, values: dict[str, Any]):
         from pyiceberg.expressions import AlwaysTrue, And, EqualTo, IsNull
 

@@ -86,7 +86,17 @@ def migrate(
 
     t0 = time.monotonic()
     parts = list_partitions(src)
-    ensure_columns(src, parts)
+    try:
+        ensure_columns(src, parts)
+    except UsageError:
+        # a path whose snapshot has no data file (all deleted and compacted): the columns the
+        # target was created with, when the backend can tell them
+        known = getattr(backend, "table_schema", None)
+        have = known() if known is not None else None
+        if have is None:
+            raise
+        pnames = {k for k, _ in src.partition_keys}
+        src.columns = [(f.name, f.type) for f in have if f.name != "row__id" and f.name not in pnames]
     row_id = opts.row_id and src.mm is None
     schema = target_schema(
         src.columns, src.partition_keys, row_id=row_id, small_ints=bool(getattr(backend, "small_ints", False))

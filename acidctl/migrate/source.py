@@ -144,12 +144,34 @@ def ensure_columns(src: SourceTable, parts: list[SourcePartition]) -> None:
     from acidctl.acid.read import plan_sources, row_type
     from acidctl.formats.hivetypes import arrow_type
 
+    from acidctl.acid.acidstate import Kind
+    from acidctl.acid.dirname import BucketFile
+    from acidctl.acid.sourceplan import Source
+    from acidctl.fs import join_path
+
+    def found(s: Source) -> bool:
+        td = row_type(src.tfs, s)
+        src.columns = [(n.lower(), arrow_type(t, where=n)) for n, t in td.fields.items()]
+        return True
+
     for p in parts:
         inserts, _ = plan_sources(src.tfs, p.listing, p.state)
-        if inserts:
-            td = row_type(src.tfs, inserts[0])
-            src.columns = [(n.lower(), arrow_type(t, where=n)) for n, t in td.fields.items()]
+        if inserts and found(inserts[0]):
             return
+    for p in parts:  # a snapshot without rows: any insert file on disk (an open or aborted write's)
+        for c in p.state.entries:
+            if c.kind not in (Kind.DELTA, Kind.BASE):
+                continue
+            for f in c.entry.data_files():
+                m = BucketFile.parse(f.name.rsplit("/", 1)[-1])
+                if (
+                    m is not None
+                    and f.size
+                    and found(
+                        Source(join_path(join_path(p.listing.fs_path or p.listing.path, c.name), f.name), m.bucket)
+                    )
+                ):
+                    return
     raise UsageError("no columns known for the table (no data file): name it DB.TABLE to take them from the metastore")
 
 

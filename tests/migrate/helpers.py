@@ -91,6 +91,9 @@ class Recorder:
                 shutil.rmtree(child) if child.is_dir() else child.unlink()
         base = d / f"base_{n:07d}"
         base.mkdir(parents=True)
+        # the compactor's marker: a compacted base (not an INSERT OVERWRITE one), valid even
+        # when write n itself was aborted
+        (base / "_metadata_acid").write_text('{"thisFileVersion":"0","dataFormat":"compacted"}')
         for b, evs in sorted(by_bucket.items()):
             histories._write_acid(base / f"bucket_{b:05d}", evs)
         # the model: the base's rows replace everything at or below n (always visible after)

@@ -208,3 +208,27 @@ def test_unpartitioned_and_no_row_id(tmp_path, monkeypatch):
     assert sorted(zip(got["id"].to_pylist(), got["name"].to_pylist())) == sorted(
         v for *_, v in [(k, r) for k, r in rec.rows(wl(7), None).items()]
     )
+
+
+@pytest.mark.parametrize("kind", ["--major", "--minor"])
+def test_acidctl_compaction_and_clean_between_syncs(table, kind):
+    """Between two syncs the table is compacted and cleaned by acidctl's own compactor (Hive's
+    layout: a base, or delta_x_y / delete_delta_x_y holding several writes)."""
+    from tests.conftest import run_cli
+
+    root, rec, cat = table
+    cat.parent.mkdir()
+    assert migrate(root, wl(4), cat)[0].code == 0
+    extra = ["--allow-non-atomic-publish"] if kind == "--minor" else []
+    r = run_cli("compact", str(root), "--write-ids", str(wl(6)), kind, "--engine", "local", *extra)
+    assert r.code == 0, r.stderr
+    r = run_cli("clean", str(root), "--write-ids", str(wl(6)), "--min-age", "0", "--execute")
+    assert r.code == 0, r.stderr
+    names = {d.name for d in (root / "p=0").iterdir()}
+    assert not any(n.startswith("delta_0000005_0000005") for n in names)  # folded away
+    r, rep = migrate(root, wl(7), cat)
+    assert r.code == 0, r.stderr
+    assert iceberg_rows(cat) == rec.table(wl(7))
+    assert len(snapshot_ids(cat)) == 2
+    if kind == "--major":
+        assert {p["how"] for p in rep["partitions"]} == {"compare"}
