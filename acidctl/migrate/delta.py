@@ -40,7 +40,7 @@ files).
 
 Timestamps: Hive's ``timestamp`` has no zone. ``timestamp="ntz"`` (the default) writes Delta
 ``timestamp_ntz``, which needs reader version 3 / writer version 7 (table feature
-``timestampNtz``: Spark 3.4+ / Delta 2.4+, Trino 440+, DuckDB's delta extension);
+``timestampNtz``: Spark 3.4+ / Delta 2.4+, Trino's Delta Lake connector since 2023, trinodb/trino#17502, DuckDB's delta extension);
 ``timestamp="utc"`` writes Delta ``timestamp`` (reader 1 / writer 2, every reader) holding
 Hive's wall-clock value as a UTC instant (Spark shows it in its session time zone: set
 ``spark.sql.session.timeZone=UTC`` to see Hive's values). Delta keeps microseconds: values with
