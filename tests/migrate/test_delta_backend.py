@@ -710,3 +710,42 @@ def test_first_load_is_staged_in_groups_of_partitions_and_committed_once(tmp_pat
     assert stats.column("num_records").to_pylist() and "min.x" in stats.column_names
     # partition pruning still works on the staged files
     assert be.row_ids({"ds": "b", "h": None}).column("rowid").to_pylist() == [0]
+
+
+def test_tinyint_boolean_and_bigint_partitions(tmp_path):
+    schema = pa.schema(
+        [
+            pa.field("row__id", RID),
+            pa.field("x", pa.int32()),
+            pa.field("p", pa.int8()),
+            pa.field("q", pa.bool_()),
+            pa.field("r", pa.int64()),
+        ]
+    )
+
+    def rows(v, *ids):
+        n = len(ids)
+        return pa.record_batch(
+            [
+                pa.array([{"writeid": 1, "bucketid": B0, "rowid": i} for i in ids], RID),
+                pa.array(list(ids), pa.int32()),
+                *[pa.array([v[k]] * n, schema.field(k).type) for k in ("p", "q", "r")],
+            ],
+            schema=schema,
+        )
+
+    path = tmp_path / "t"
+    be = DeltaBackend(str(path), {})
+    be.ensure(schema, ["p", "q", "r"], dry_run=False)
+    v1, v2 = {"p": -3, "q": True, "r": 2**40}, {"p": 5, "q": False, "r": None}
+    be.commit(
+        [PartitionChange("a", v1, [rows(v1, 0, 1)], None), PartitionChange("b", v2, [rows(v2, 0)], None)], props(W1)
+    )
+    c = be.commit(
+        [PartitionChange("a", v1, [], keys((1, B0, 0))), PartitionChange("b", v2, [rows(v2, 7)], None, replace=True)],
+        props(W2),
+    )
+    got = sorted((r["p"], r["q"], r["r"], r["x"]) for r in DeltaTable(str(path)).to_pyarrow_table().to_pylist())
+    assert got == [(-3, True, 2**40, 1), (5, False, None, 7)]
+    assert (c.rows_added, c.rows_removed) == (1, 2)
+    assert sorted(be.partitions(), key=lambda v: v["p"]) == [v1, v2]
