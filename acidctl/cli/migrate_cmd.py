@@ -130,6 +130,9 @@ def migrate_command(
     timestamp_precision: _TimestampPrecision = None,
     delta_timestamp: _DeltaTimestamp = None,
     as_of: _AsOf = None,
+    engine: options.Engine = options.ENGINE_DEFAULT,
+    master: options.Master = "local[*]",
+    spark_conf: options.SparkConf = None,
     write_ids: options.WriteIds = None,
     assume_committed: options.AssumeCommitted = False,
     txns: options.Txns = None,
@@ -140,12 +143,13 @@ def migrate_command(
 ):
     from acidctl.cli.targets import resolve, snapshot_as_of
     from acidctl.keyvalue import parse_kv
-    from acidctl.migrate.run import MigrateOptions, make_backend, migrate
+    from acidctl.migrate.run import MigrateOptions, check_engine, make_backend, migrate
     from acidctl.migrate.source import open_source
     from acidctl.migrate.types import check_precision
 
     settings = ctx.obj
     precision = check_precision(timestamp_precision)
+    engine = check_engine(engine)
     backend = make_backend(
         to.lower(),
         target,
@@ -170,7 +174,14 @@ def migrate_command(
     report = migrate(
         src,
         backend,
-        MigrateOptions(row_id=not no_row_id, timestamp_precision=precision, dry_run=dry_run),
+        MigrateOptions(
+            row_id=not no_row_id,
+            timestamp_precision=precision,
+            dry_run=dry_run,
+            engine=engine,
+            master=master,
+            spark_conf=parse_kv(spark_conf, "--spark-conf"),
+        ),
         target_display=getattr(backend, "display", target),
         to=to.lower(),
     )
@@ -188,7 +199,7 @@ def render_text(r: dict) -> str:
     if r.get("recorded_write_ids"):
         lines.append(wrap(f"recorded: {r['recorded_write_ids']}"))
     if r.get("up_to_date"):
-        lines.append("up to date: no write id committed since the recorded snapshot; nothing committed")
+        lines.append("up to date: no write since the recorded snapshot changed the table; nothing committed")
         return "\n".join(lines)
     if r.get("new_write_ids"):
         lines.append(wrap(f"new write ids: {r['new_write_ids']}"))

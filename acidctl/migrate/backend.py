@@ -16,7 +16,7 @@ Rules every backend follows:
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -49,6 +49,9 @@ class PartitionChange:
         pa.Table | None
     )  # columns writeid:int64, bucketid:int32, rowid:int64: rows of THIS partition to remove
     replace: bool = False  # drop every current row of the partition first
+    #: Parquet files already written in the backend's file schema (``--engine spark``: only
+    #: for a backend with ``spark_target()``), added as they are, besides ``inserts``
+    files: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

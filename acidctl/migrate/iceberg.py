@@ -191,6 +191,12 @@ class IcebergBackend:
         cols = [t.schema().find_column_name(f.source_id) for f in t.spec().fields]
         if not cols:
             return [{}] if any(True for _ in t.scan().plan_files()) else []
+        fields = [(f.name, t.schema().find_column_name(f.source_id)) for f in t.spec().fields]
+        try:  # the manifests' partition summaries (no data file read)
+            got = t.inspect.partitions().column("partition").to_pylist()
+            return [{col: rec.get(name) for name, col in fields} for rec in got]
+        except Exception:  # an older spec or a type inspect cannot render: read the columns
+            pass
         seen: dict[tuple, dict[str, Any]] = {}
         for b in t.scan(selected_fields=tuple(cols)).to_arrow_batch_reader():
             for row in b.select(cols).to_pylist() if b.num_rows else []:
@@ -235,14 +241,22 @@ class IcebergBackend:
         producer = update.overwrite() if removing and previous is not None else update.fast_append()
         stats = {"files_added": 0, "files_removed": 0, "rows_added": 0, "rows_removed": 0}
         counter = itertools.count(0)
-        with producer as snap_update:
-            for c in changes:
-                if previous is not None and (c.replace or (c.delete_row_ids is not None and c.delete_row_ids.num_rows)):
-                    self._remove(tx, snap_update, c, stats, counter)
-                self._write(tx, snap_update, c.inserts, stats, counter, count_as_added=True)
+        self._added_paths = []
         try:
+            with producer as snap_update:
+                for c in changes:
+                    if previous is not None and (
+                        c.replace or (c.delete_row_ids is not None and c.delete_row_ids.num_rows)
+                    ):
+                        self._remove(tx, snap_update, c, stats, counter)
+                    self._write(tx, snap_update, c.inserts, stats, counter, count_as_added=True)
+                    self._attach(tx, snap_update, c.files, stats)
             table = tx.commit_transaction()
-        except CommitFailedException as e:
+        except BaseException as e:
+            # nothing committed: the data files written so far are referenced by nothing
+            self._delete_added()
+            if not isinstance(e, CommitFailedException):
+                raise
             raise RefusedError(
                 f"Iceberg table {self.display} changed during the run (commit refused: {str(e).splitlines()[0]}); nothing was committed",
                 hint="run migrate again",
@@ -290,6 +304,25 @@ class IcebergBackend:
                 flush()
         flush()
 
+    def spark_target(self) -> tuple[str, pa.Schema]:
+        """(the table's location, the Arrow schema with Iceberg field ids) for data files
+        written elsewhere (Spark tasks) and added by :meth:`commit` (``PartitionChange.files``).
+        After :meth:`ensure`."""
+        from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+        meta = self._create.table_metadata if self._create is not None else self._table().metadata
+        return meta.location, schema_to_pyarrow(meta.schema(), include_field_ids=True)
+
+    def _attach(self, tx, snap_update, paths: list[str], stats: dict) -> None:
+        from pyiceberg.io.pyarrow import parquet_file_to_data_file
+
+        for p in paths:
+            self._added_paths.append(p)
+            df = parquet_file_to_data_file(tx._table.io, tx.table_metadata, p)
+            snap_update.append_data_file(df)
+            stats["files_added"] += 1
+            stats["rows_added"] += df.record_count
+
     def _remove(self, tx, snap_update, c: PartitionChange, stats: dict, counter) -> None:
         """Drop the partition's files (``replace``) or rewrite those holding deleted rows."""
         import numpy as np
@@ -302,12 +335,17 @@ class IcebergBackend:
         meta = tx.table_metadata
         io = tx._table.io
         scan = tx._table.scan(row_filter=self._filter(c.values))
+        wids = None
+        if not c.replace and c.delete_row_ids is not None:
+            wids = np.unique(c.delete_row_ids.column("writeid").to_numpy())
         for task in scan.plan_files():
             if c.replace:
                 snap_update.delete_data_file(task.file)
                 stats["files_removed"] += 1
                 stats["rows_removed"] += task.file.record_count
                 continue
+            if wids is not None and not _may_hold(task.file, meta.schema(), wids):
+                continue  # the file's row__id.writeid range holds no deleted row's write id
             df = ArrowScan(
                 table_metadata=meta, io=io, projected_schema=meta.schema(), row_filter=AlwaysTrue()
             ).to_table(tasks=[task])
@@ -361,6 +399,25 @@ class IcebergBackend:
                 io.delete(p)
         except Exception:  # best effort: unreferenced files harm no reader
             pass
+
+
+def _may_hold(data_file, schema, wids) -> bool:
+    """Whether a data file's ``row__id.writeid`` bounds (its column statistics) can hold one of
+    the sorted write ids ``wids``; True when the file has no bounds."""
+    import numpy as np
+
+    try:
+        fid = schema.find_field("row__id.writeid").field_id
+        lo_b = (data_file.lower_bounds or {}).get(fid)
+        hi_b = (data_file.upper_bounds or {}).get(fid)
+    except Exception:
+        return True
+    if lo_b is None or hi_b is None:
+        return True
+    lo = int.from_bytes(lo_b, "little", signed=True)
+    hi = int.from_bytes(hi_b, "little", signed=True)
+    i = int(np.searchsorted(wids, lo, side="left"))
+    return i < len(wids) and int(wids[i]) <= hi
 
 
 def check_available() -> None:

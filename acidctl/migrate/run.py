@@ -8,7 +8,9 @@ partition's snapshot rows are loaded in ONE commit.
 ``acidctl.source-write-ids``): another source table → :class:`RefusedError` (exit 6), the target
 untouched. NV = the write ids valid now and not valid in the recorded ValidWriteIdList (a write
 open at the last run may commit later with a lower id). No NV and no dropped partition → no
-commit ("up to date"). Else, per partition with a directory that may hold an NV write id:
+commit ("up to date"; also when no NV write left a directory in the table, e.g. a DELETE that
+matched nothing: the recorded list then stays, and the next run looks at those ids again). Else,
+per partition with a directory that may hold an NV write id:
 
 * full-ACID (Hive 3/4) with ``row__id``: inserts = the snapshot's rows whose ROW__ID write id is in
   NV (only the files that can hold them are read); deletes = the delete events of NV writes on
@@ -48,6 +50,10 @@ class MigrateOptions:
     timestamp_precision: str = "error"  # or "us": truncate (--timestamp-precision us)
     dry_run: bool = False
     verify: bool = True
+    engine: str = "local"  # local | spark (whole partitions' files written in Spark tasks)
+    master: str = "local[*]"
+    spark_conf: dict = dataclasses.field(default_factory=dict)
+    spark: Any = None  # an existing SparkSession (tests, benches)
 
 
 @dataclasses.dataclass
@@ -157,7 +163,7 @@ def migrate(
                 key = partition_name({k: values.get(k) for k in pcols})
                 if key not in have:
                     planned.append(_Planned(None, key, {k: values.get(k) for k in pcols}, "drop"))
-        if not planned and not nv_count:
+        if not planned:  # no NV write id, or none that left a directory in the table: no commit
             report.update(
                 up_to_date=True,
                 partitions=[],
@@ -204,16 +210,22 @@ def migrate(
                 progress(pl.key)
             yield b
 
+    files: dict[str, list[str]] = {}
+    spark_keys: set[str] = set()
+    if opts.engine == "spark":
+        spark_keys = _spark_load(src, backend, schema, pcols, planned, opts, files, digests, added)
     changes = [
         PartitionChange(
             key=pl.key,
             values=pl.values,
-            inserts=rows_of(pl),
+            inserts=iter(()) if pl.key in spark_keys else rows_of(pl),
             delete_row_ids=pl.deletes if pl.deletes is not None and pl.deletes.num_rows else None,
             replace=pl.how in ("replace", "drop"),
+            files=files.get(pl.key, []),
         )
         for pl in planned
     ]
+    report["engine"] = opts.engine
     fire("migrate-before-commit", changes)
     properties = {SOURCE_TABLE_KEY: src.name, SOURCE_WRITE_IDS_KEY: str(src.snapshot)}
     committed = backend.commit(changes, properties)
@@ -225,6 +237,32 @@ def migrate(
         verified = _verify(src, backend, schema, pcols, planned, committed, digests, opts, target_display)
     report.update(verified=verified, seconds=round(time.monotonic() - t0, 3))
     return report
+
+
+def _spark_load(src, backend, schema, pcols, planned, opts, files, digests, added) -> set[str]:
+    """Whole partitions (load, replace) of an ACID table written in Spark tasks; returns their keys."""
+    from acidctl.migrate import sparkload
+
+    target = getattr(backend, "spark_target", None)
+    if target is None:
+        raise UsageError("--engine spark is supported for --to iceberg only")
+    whole = [pl for pl in planned if pl.part is not None and pl.how in ("load", "replace")]
+    if src.mm is not None or not whole:
+        return set()
+    location, file_schema = target()
+    tasks = [
+        t
+        for pl in whole
+        for t in sparkload.plan_tasks(
+            src, pl.part, schema, file_schema, location, precision=opts.timestamp_precision, pcols=pcols
+        )
+    ]
+    for m in sparkload.run(tasks, master=opts.master, spark_conf=opts.spark_conf, spark=opts.spark):
+        if m["path"]:
+            files.setdefault(m["key"], []).append(m["path"])
+        digests.setdefault(m["key"], []).extend(m["digests"])
+        added[m["key"]] = added.get(m["key"], 0) + m["rows"]
+    return {pl.key for pl in whole}
 
 
 def _digest_one(batch, pcols: list[str]):
@@ -313,9 +351,14 @@ def _ranges(ids) -> str:
     return ",".join(out)
 
 
-def check_options(opts: MigrateOptions) -> None:
-    if opts.timestamp_precision not in ("error", "us"):
-        raise UsageError("--timestamp-precision must be us")
+def check_engine(engine: str) -> str:
+    """``auto`` and ``local`` run in this process (streamed, bounded memory); ``spark`` writes
+    whole partitions' data files in Spark tasks (one per partition × bucket) and commits once
+    from the driver."""
+    e = (engine or "auto").lower()
+    if e not in ("auto", "local", "spark"):
+        raise UsageError(f"--engine must be auto, local or spark, not {engine!r}")
+    return "spark" if e == "spark" else "local"
 
 
 def make_backend(

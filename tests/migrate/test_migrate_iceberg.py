@@ -232,3 +232,20 @@ def test_acidctl_compaction_and_clean_between_syncs(table, kind):
     assert len(snapshot_ids(cat)) == 2
     if kind == "--major":
         assert {p["how"] for p in rep["partitions"]} == {"compare"}
+
+
+def test_dropped_partition_is_removed(table):
+    import shutil
+
+    root, rec, cat = table
+    cat.parent.mkdir()
+    assert migrate(root, wl(7), cat)[0].code == 0
+    before = helpers.data_files(cat)
+    shutil.rmtree(root / "p=1")  # ALTER TABLE DROP PARTITION (p='1') of a managed table
+    r, rep = migrate(root, wl(7), cat)
+    assert r.code == 0, r.stderr
+    assert [(p["partition"], p["how"]) for p in rep["partitions"]] == [("p=1", "drop")]
+    assert iceberg_rows(cat) == {row for row in rec.table(wl(7)) if row[0] == "0"}
+    assert helpers.data_files(cat) == {"0": before["0"]}
+    r, rep = migrate(root, wl(7), cat)
+    assert rep["up_to_date"]

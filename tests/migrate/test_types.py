@@ -128,6 +128,7 @@ def test_nanoseconds_refused_unless_truncation_asked(tmp_path):
 
     with pytest.raises(NoSuchTableError):  # nothing committed
         helpers.load(cat, "ns.nanos")
+    assert not list((cat.parent / "warehouse").rglob("*.parquet"))  # no data file left behind
     r, _ = migrate(root, WriteIdList("db.ns", 1), cat, "--timestamp-precision", "us", target="ns.nanos")
     assert r.code == 0, r.stderr
     got = [x["ts"] for x in helpers.load(cat, "ns.nanos").scan().to_arrow().to_pylist() if x["ts"]]
