@@ -160,12 +160,21 @@ def test_other_source_table_and_foreign_writes_are_refused(table, tmp_path):
     assert DeltaTable(str(target)).version() == 1
 
 
-def test_dry_run_creates_nothing(table):
+def test_dry_run_creates_and_commits_nothing(table):
     root, rec, target = table
     r, rep = migrate(root, wl(4), target, "--dry-run")
     assert r.code == 0, r.stderr
     assert rep["dry_run"] and rep["committed"] is None
     assert not target.exists()
+    assert migrate(root, wl(4), target)[0].code == 0
+    # a catch-up's dry run (after a compaction: it compares the target's ROW__IDs) plans, commits nothing
+    for part in ("p=0", "p=1"):
+        rec.compact(root, part, wl(6), 6)
+    r, rep = migrate(root, wl(7), target, "--dry-run")
+    assert r.code == 0, r.stderr
+    assert rep["mode"] == "catch-up" and rep["committed"] is None
+    assert {p["how"] for p in rep["partitions"]} == {"compare"}
+    assert DeltaTable(str(target)).version() == 0 and delta_rows(target) == rec.table(wl(4))
 
 
 def test_verification_failure_restores_the_previous_version(table):
