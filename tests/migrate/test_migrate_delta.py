@@ -167,6 +167,8 @@ def test_dry_run_creates_and_commits_nothing(table):
     assert rep["dry_run"] and rep["committed"] is None
     assert not target.exists()
     assert migrate(root, wl(4), target)[0].code == 0
+    loaded = delta_rows(target)
+    assert loaded == rec.table(wl(4))
     # a catch-up's dry run (after a compaction: it compares the target's ROW__IDs) plans, commits nothing
     for part in ("p=0", "p=1"):
         rec.compact(root, part, wl(6), 6)
@@ -174,7 +176,7 @@ def test_dry_run_creates_and_commits_nothing(table):
     assert r.code == 0, r.stderr
     assert rep["mode"] == "catch-up" and rep["committed"] is None
     assert {p["how"] for p in rep["partitions"]} == {"compare"}
-    assert DeltaTable(str(target)).version() == 0 and delta_rows(target) == rec.table(wl(4))
+    assert DeltaTable(str(target)).version() == 0 and delta_rows(target) == loaded
 
 
 def test_verification_failure_restores_the_previous_version(table):
