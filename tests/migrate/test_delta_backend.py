@@ -448,6 +448,9 @@ def test_types_round_trip(tmp_path, mode):
     be.commit([PartitionChange("pd=2024-01-01/pn=1.5", values, [], keys((1, B0, 1)))], props(W2))
     assert [r["row__id"]["rowid"] for r in DeltaTable(str(path)).to_pyarrow_table().to_pylist()] == [0]
     assert be.row_ids(values).column("rowid").to_pylist() == [0]
+    # the file the MERGE rewrote keeps the other row's values exactly
+    before = [r for r in pa.Table.from_batches(list(be.scan(0))).to_pylist() if r["row__id"]["rowid"] == 0]
+    assert pa.Table.from_batches(list(be.scan(1))).to_pylist() == before and len(before) == 1
     # and an existing table of the other mode is refused
     other = "utc" if mode == "ntz" else "ntz"
     with pytest.raises(RefusedError, match="column ts"):
