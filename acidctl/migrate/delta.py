@@ -206,6 +206,22 @@ def delta_type(t: pa.DataType, mode: str) -> pa.DataType:
     return t
 
 
+def _ntz_type(t: pa.DataType) -> pa.DataType:
+    """``t`` with every timestamp zone-less (the inverse of :func:`delta_type`)."""
+    import pyarrow as pa
+    import pyarrow.types as pt
+
+    if pt.is_timestamp(t):
+        return pa.timestamp("us")
+    if pt.is_struct(t):
+        return pa.struct([t.field(i).with_type(_ntz_type(t.field(i).type)) for i in range(t.num_fields)])
+    if pt.is_map(t):
+        return pa.map_(t.key_field.with_type(_ntz_type(t.key_type)), t.item_field.with_type(_ntz_type(t.item_type)))
+    if pt.is_list(t) or pt.is_large_list(t):
+        return pa.list_(t.value_field.with_type(_ntz_type(t.value_type)))
+    return t
+
+
 def delta_schema(schema: pa.Schema, mode: str) -> pa.Schema:
     import pyarrow as pa
 
@@ -418,6 +434,17 @@ class DeltaBackend:
             raise RefusedError(
                 f"{self.path} holds files but no Delta table: give an empty or new directory as --target"
             )
+
+    def table_schema(self) -> pa.Schema | None:
+        """The existing table's columns in the run's types (None: no table): the columns of a
+        source given as a path whose snapshot has no data file left. Timestamps come back
+        zone-less whatever ``--delta-timestamp`` wrote."""
+        import pyarrow as pa
+
+        dt = self._table()
+        if dt is None:
+            return None
+        return pa.schema([f.with_type(_ntz_type(f.type)) for f in pa.schema(dt.schema().to_arrow())])
 
     def partitions(self) -> list[dict[str, Any]]:
         """The typed partition values of every partition the current version has rows in, from

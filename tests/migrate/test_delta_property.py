@@ -47,13 +47,9 @@ def test_random_histories_catch_up_in_delta(plan, monkeypatch):
                 if n > 0:
                     for part in rec.partitions() or {None}:
                         rec.compact(root, part, wl, n)
+            # (compacted down to an empty base, a path table's columns come from the target's
+            # table_schema())
             r, rep = migrate(root, wl, target)
-            if not any(f.is_file() and f.name.startswith(("bucket_", "0")) for f in root.rglob("*")):
-                # compacted down to an empty base: a path table then has no columns to read
-                # (the core's rule, not the target's): a one-line usage error, target untouched
-                assert r.code == 2 and "no columns" in r.stderr
-                assert DeltaTable(str(target)).version() + 1 == versions
-                return
             assert r.code == 0, r.stderr
             assert delta_rows(target, partition="p" if partitioned else None) == rec.table(wl), (i, str(wl))
             dt = DeltaTable(str(target))

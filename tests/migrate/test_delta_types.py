@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 import json
 
+import pyarrow as pa
 import pytest
 
 from acidctl.acid.writeids import WriteIdList
@@ -64,6 +65,13 @@ def test_hive_types_read_back(tmp_path, mode):
             g = list(g)
         assert g == w, k
     assert all(got[1][k] is None for k in ROW.names)
+    # the table's columns in the run's types (for a path whose snapshot has no data file left)
+    from acidctl.migrate.delta import DeltaBackend
+
+    have = DeltaBackend(str(target), {}).table_schema()
+    assert have is not None and have.field("ts").type == pa.timestamp("us")
+    assert have.field("ti").type == pa.int8() and have.field("dec").type == pa.decimal128(10, 2)
+    assert have.field("st").type.field("x").type == pa.int32() and have.names[0] == "row__id"
     # a catch-up with the other mode would change the column's type: refused, untouched
     other = "ntz" if mode == "utc" else "utc"
     r, _ = migrate(root, WriteIdList("db.typed", 2), target, "--delta-timestamp", other)
