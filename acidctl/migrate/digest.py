@@ -91,27 +91,32 @@ def _var_bytes_hash(arr, salt: int) -> np.ndarray:
     import numpy as np
     import pyarrow as pa
 
-    arr = arr.cast(pa.large_binary())
+    import pyarrow.types as pt
+
+    if not (pt.is_string(arr.type) or pt.is_binary(arr.type) or pt.is_large_string(arr.type)):
+        arr = arr.cast(pa.large_binary())
     n = len(arr)
     bufs = arr.buffers()
-    offsets = np.frombuffer(bufs[1], dtype=np.int64, count=n + 1, offset=arr.offset * 8)
+    width = 8 if pt.is_large_string(arr.type) or pt.is_large_binary(arr.type) else 4
+    offsets = np.frombuffer(bufs[1], dtype=np.int64 if width == 8 else np.int32, count=n + 1, offset=arr.offset * width)
+    offsets = offsets.astype(np.int64)
     start, end = int(offsets[0]), int(offsets[-1])
     lengths = np.diff(offsets).astype(np.uint64)
-    h = _mix(lengths + np.uint64(salt))
     sums = np.zeros(n, dtype=np.uint64)
     if end > start and bufs[2] is not None:
         data = np.frombuffer(bufs[2], dtype=np.uint8, count=end - start, offset=start)
-        # a polynomial hash of each value's bytes, sum of (byte + 1) * B**j over the value's
+        # a polynomial hash of each value's bytes, sum of byte * B**j over the value's
         # bytes j = 0.. : computed with the batch-wide powers B**k (k = the byte's offset in
         # the buffer), then each value's sum times B**-start (B is odd: invertible mod 2**64),
         # so a value hashes alike wherever it sits
         powers, inverse = _powers(end - start + 1)  # + 1: an empty last value starts at the end
         with np.errstate(over="ignore"):
-            terms = (data.astype(np.uint64) + np.uint64(1)) * powers[: end - start]
+            # (the length is hashed apart: zero bytes need no offset)
+            terms = np.multiply(data, powers[: end - start], dtype=np.uint64)
             _segment_sums(sums, terms, offsets)
             sums = sums * inverse[offsets[:-1] - start]
-    sums = _mix(sums ^ np.uint64(salt))  # also when every value is empty: alike everywhere
-    return _combine(h, sums)  # always combined: a value hashes alike whatever its neighbours
+    with np.errstate(over="ignore"):  # one mix of (bytes' polynomial, length, salt): alike everywhere
+        return _mix(sums + lengths * np.uint64(_GOLDEN) + np.uint64(salt))
 
 
 def _segment_sums(sums: np.ndarray, terms: np.ndarray, offsets: np.ndarray) -> None:
@@ -120,7 +125,9 @@ def _segment_sums(sums: np.ndarray, terms: np.ndarray, offsets: np.ndarray) -> N
 
     lengths = np.diff(offsets)
     nz = lengths > 0
-    if nz.any():
+    if nz.all():  # no empty value: no mask
+        sums += np.add.reduceat(terms, offsets[:-1] - offsets[0])
+    elif nz.any():
         sums[nz] += np.add.reduceat(terms, (offsets[:-1] - offsets[0])[nz])
 
 
@@ -144,10 +151,11 @@ def _hash_array(arr, salt: int) -> np.ndarray:
         h = _var_bytes_hash(arr.cast(pa.binary()), salt)
     elif pt.is_struct(t):
         h = np.full(n, np.uint64(salt), dtype=np.uint64)
-        fields = sorted(range(t.num_fields), key=lambda i: t.field(i).name.lower())
-        for i in fields:
-            child = arr.field(i)  # StructArray.field: sliced to the parent's offset
-            h = _combine(h, _hash_array(child, salt ^ _salt(t.field(i).name.lower())))
+        with np.errstate(over="ignore"):
+            for i in range(t.num_fields):  # a sum of the (mixed) field hashes: field order free
+                child = arr.field(i)  # StructArray.field: sliced to the parent's offset
+                h = h + _hash_array(child, salt ^ _salt(t.field(i).name.lower()))
+        h = _mix(h)
     elif pt.is_map(t) or pt.is_list(t) or pt.is_large_list(t):
         offsets = np.asarray(arr.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
         lengths = np.diff(offsets)

@@ -119,14 +119,13 @@ def migrate(
         "row_id": row_id,
         "dry_run": opts.dry_run,
     }
-    if rec is not None and rec.source_table.lower() != src.name.lower():
+    if rec is not None and rec.source_table.lower() not in {n.lower() for n in (src.name, *src.aliases)}:
         raise RefusedError(
             f"{target_display} was migrated from {rec.source_table}, not {src.name}; it is left untouched",
             hint="choose another --target for this table",
         )
     backend.ensure(schema, pcols, dry_run=opts.dry_run)
     planned: list[_Planned] = []
-    nv_count = 0
     nv_arr = None
     if rec is None:
         planned = [_Planned(p, p.key, p.values, "load") for p in parts]
@@ -138,7 +137,6 @@ def migrate(
                 f"than the one read now ({src.snapshot.hwm}); it is left untouched"
             )
         nv = new_write_ids(recorded, src.snapshot)
-        nv_count = int(nv.size)
         report["new_write_ids"] = _ranges(nv)
         hive2 = src.hive_version == 2
         for p in parts:

@@ -44,6 +44,9 @@ class SourceTable:
     column_names: list[str] | None  # metastore names (files may say _colN)
     mm: Any = None  # acidctl.mm.context.MMContext of an insert-only table
     prefix: str | None = None  # the partition DB.TABLE/PART names (only it is migrated)
+    #: other names a target recorded from this table may carry (the table's path when it is
+    #: named DB.TABLE, so a migration started from the path continues under the name)
+    aliases: tuple[str, ...] = ()
     mm_columns: list | None = None  # insert-only: the Hive columns (hivetypes.Column) its files are read as
 
     @property
@@ -90,7 +93,9 @@ def open_source(target, *, file_format: str | None = None, allow_originals: bool
         from acidctl.formats.hivetypes import Column
 
         mm_columns = [Column(n.lower(), t.lower()) for n, t in info.columns]
+    path = target.tfs.display(target.tfs.root).rstrip("/")
     return SourceTable(
+        aliases=(path,) if path != name else (),
         mm_columns=mm_columns,
         tfs=target.tfs,
         snapshot=target.write_ids,
