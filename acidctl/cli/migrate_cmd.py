@@ -104,6 +104,16 @@ _TimestampPrecision = Annotated[
         "timestamp with a sub-microsecond part refuses naming its column.",
     ),
 ]
+_DeltaTimestamp = Annotated[
+    Optional[str],
+    typer.Option(
+        "--delta-timestamp",
+        metavar="ntz|utc",
+        click_type=click.Choice(["ntz", "utc"], case_sensitive=False),
+        help="Delta: Hive timestamps as timestamp_ntz (default; readers need Delta reader 3 / writer 7) "
+        "or as timestamp holding the value as a UTC instant (every reader).",
+    ),
+]
 _AsOf = Annotated[
     Optional[int],
     typer.Option("--as-of", metavar="WRITEID", help="Migrate the snapshot as it was after this write id."),
@@ -128,6 +138,7 @@ def migrate_command(
     table_property: _TableProperty = None,
     no_row_id: _NoRowId = False,
     timestamp_precision: _TimestampPrecision = None,
+    delta_timestamp: _DeltaTimestamp = None,
     as_of: _AsOf = None,
     engine: options.Engine = options.ENGINE_DEFAULT,
     master: options.Master = "local[*]",
@@ -158,6 +169,7 @@ def migrate_command(
         warehouse=warehouse,
         fs_options=settings.fs_options,
         table_properties=parse_kv(table_property, "--table-property"),
+        delta_timestamp=delta_timestamp,
     )
     resolved = resolve(
         settings,

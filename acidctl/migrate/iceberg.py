@@ -446,4 +446,8 @@ def check_available() -> None:
     try:
         import pyiceberg  # noqa: F401
     except ImportError as e:
-        raise UsageError(f"migrate --to iceberg needs pyiceberg ({e})", hint="pip install 'acidctl[iceberg]'") from None
+        from acidctl.errors import MissingExtra
+
+        raise MissingExtra(
+            f"migrate --to iceberg needs pyiceberg ({e})", hint="pip install 'acidctl[iceberg]'"
+        ) from None

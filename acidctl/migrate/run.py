@@ -320,6 +320,8 @@ def _verify(src, backend, schema, pcols, planned, committed, tee_digests, opts, 
             what = f"{h[0]} rows in Hive, {t[0]} in the target" if h[0] != t[0] else "the rows differ (digest)"
             undo = backend.rollback(committed)
             tail = "the commit was rolled back" if undo is None else f"the commit stays: {undo}"
+            if undo is None and getattr(backend, "restored_version", None) is not None:
+                tail += f" (by a new Delta commit, version {backend.restored_version})"
             raise WriteVerificationFailed(
                 f"migrate verification failed for partition {key or '(table)'} of {target_display}: {what}; {tail}"
             )
@@ -380,8 +382,11 @@ def make_backend(
     warehouse: str | None = None,
     fs_options: dict | None = None,
     table_properties: dict[str, str] | None = None,
+    delta_timestamp: str | None = None,
 ) -> Backend:
     """The target of ``--to iceberg|delta`` (each format's library imported only here)."""
+    if to != "delta" and delta_timestamp:
+        raise UsageError("--delta-timestamp is for --to delta")
     if to == "iceberg":
         from acidctl.migrate.iceberg import IcebergBackend, check_available
 
@@ -401,15 +406,18 @@ def make_backend(
     if to == "delta":
         if catalog or warehouse or catalog_properties or table_properties:
             raise UsageError(
-                "--catalog, --catalog-property and --warehouse are for --to iceberg; Delta's --target is a path"
+                "--catalog, --catalog-property, --warehouse and --table-property are for --to iceberg; "
+                "Delta's --target is a path"
             )
         try:
             import deltalake  # noqa: F401
         except ImportError as e:
-            raise UsageError(f"migrate --to delta needs deltalake ({e})", hint="pip install 'acidctl[delta]'") from None
-        try:
-            from acidctl.migrate.delta import DeltaBackend  # type: ignore[import-not-found,unused-ignore]
-        except ImportError as e:
-            raise UsageError(f"migrate --to delta is not available in this build ({e})") from None
-        return DeltaBackend(target, dict(fs_options or {}))
+            from acidctl.errors import MissingExtra
+
+            raise MissingExtra(
+                f"migrate --to delta needs deltalake ({e})", hint="pip install 'acidctl[delta]'"
+            ) from None
+        from acidctl.migrate.delta import DeltaBackend
+
+        return DeltaBackend(target, dict(fs_options or {}), timestamp=delta_timestamp or "ntz")
     raise UsageError(f"--to must be iceberg or delta, not {to!r}")
