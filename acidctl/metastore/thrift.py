@@ -133,6 +133,7 @@ class ThriftMetastore:
         self._client: Any = None
         self._transport: Any = None
         self._hive_version: int | None = _parse_version(hive_version)
+        self._answered = False  # has this connection answered a call yet
 
     # -- connection ------------------------------------------------------------------
 
@@ -157,11 +158,11 @@ class ThriftMetastore:
             except Exception as e:
                 if self.parsed.auth == "kerberos" and not isinstance(e, ConnectionRefusedError):
                     from acidctl.errors import AuthenticationFailed
-                    from acidctl.kerberos import KINIT_HINT, ticket_problem
+                    from acidctl.kerberos import KINIT_HINT, gss_reason, ticket_problem
 
                     raise AuthenticationFailed(
                         f"Kerberos (SASL/GSSAPI, service {self.parsed.service}) to the Thrift metastore at "
-                        f"{self.safe_url()} failed: {ticket_problem() or _why(e)}",
+                        f"{self.safe_url()} failed: {ticket_problem() or gss_reason(e) or _why(e)}",
                         hint=KINIT_HINT + "; the service name is &service=NAME, and the URL must name the "
                         "host of the metastore's principal",
                     ) from None
@@ -185,7 +186,9 @@ class ThriftMetastore:
 
         c = self.client
         try:
-            return getattr(c, name)(*args)
+            out = getattr(c, name)(*args)
+            self._answered = True
+            return out
         except TApplicationException as e:
             if e.type == TApplicationException.UNKNOWN_METHOD:
                 raise UnsupportedSchema(
@@ -193,8 +196,16 @@ class ThriftMetastore:
                 ) from None
             raise MetastoreError(f"the Thrift metastore failed {name}: {e.message or e}") from None
         except (TTransportException, OSError, socket.timeout) as e:
+            first = not self._answered
             self.close()
-            raise MetastoreUnavailable(f"lost the Thrift metastore at {self.safe_url()}: {_why(e)}") from None
+            hint = None
+            if first and self.parsed.auth != "kerberos":
+                # a metastore with hive.metastore.sasl.enabled=true closes a plain connection on
+                # its first frame (TSaslServerTransport wants a SASL start message)
+                hint = "a Kerberized metastore closes plain connections: add ?auth=kerberos to the URL"
+            raise MetastoreUnavailable(
+                f"lost the Thrift metastore at {self.safe_url()}: {_why(e)}", hint=hint
+            ) from None
         except Exception as e:
             cls = type(e).__name__
             msg = getattr(e, "message", None) or str(e)

@@ -13,13 +13,23 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import pytest
 from hive_metastore.ttypes import AbortTxnsRequest, CommitTxnRequest, LockType, ShowCompactRequest, ShowLocksRequest
 
 from tests.conftest import run_cli
 from tests.hive23 import plant
-from tests.hive23.test_thrift_hive23 import LOCK_STATES, LOCK_TYPES, js, server_txns
+from tests.hive23.test_thrift_hive23 import (
+    LOCK_STATES,
+    LOCK_TYPES,
+    abort_own_open,
+    hive2_list,
+    history,
+    js,
+    merged_rows,
+    server_txns,
+)
 
 
 @pytest.fixture(scope="session")
@@ -82,7 +92,7 @@ def test_the_server_wants_sasl(hive23_krb, khms, ticket):
         finally:
             transport.close()
     r = kcli(hive23_krb, "show", "transactions", url=hive23_krb.url.split("?")[0])
-    assert r.code != 0 and one_line(r), r
+    assert r.code == 5 and one_line(r) and "add ?auth=kerberos" in r.stderr, r
     # over SASL it answers as the plain 2.3 does (spec §4: getVersion says 3.0, the version
     # comes from what the API offers)
     assert khms.getVersion() == "3.0"
@@ -197,5 +207,36 @@ def test_wrong_service_name_is_exit_8(hive23_krb, ticket):
     r = kcli(hive23_krb, "show", "transactions", url=hive23_krb.url + "&service=nothive")
     assert r.code == 8 and one_line(r), r
     assert "service nothive" in r.stderr, r
+    assert "the KDC has no service principal nothive/localhost@ACIDCTL.TEST" in r.stderr, r
+    # Kerberos builds the principal from the URL's host: an address has none
+    r = kcli(hive23_krb, "show", "transactions", url=hive23_krb.url.replace("localhost", "127.0.0.1"))
+    assert r.code == 8 and one_line(r) and "hive/127.0.0.1@ACIDCTL.TEST" in r.stderr, r
     # the ticket itself is fine: the same cache works with the right service
     assert kcli(hive23_krb, "show", "transactions").code == 0
+
+
+def test_an_expired_ticket_is_exit_8(hive23_krb, tmp_path, monkeypatch):
+    cc = str(tmp_path / "short")
+    hive23_krb.realm.kinit(ccache=cc, lifetime="2s")
+    for k, v in hive23_krb.env(cc).items():
+        monkeypatch.setenv(k, v)
+    time.sleep(3)
+    r = kcli(hive23_krb, "show", "compactions")
+    assert r.code == 8 and one_line(r), r
+    assert f"the Kerberos ticket in FILE:{cc} has expired" in r.stderr, r
+
+
+def test_snapshot_state_dump_over_sasl(hive23_krb, khms, ticket):
+    db, t = "ksnap_db", "t"
+    loc = plant.create_acid_table(khms, db, t, hive23_krb.warehouse)
+    h = plant.play(khms, history(11, opens=True), db, t, loc)
+    try:
+        assert "open" in h.states.values()  # the snapshot must hide the open txn
+        hwm, states = server_txns(khms)
+        expected_list = hive2_list(hwm, states)
+        assert js(kcli(hive23_krb, "-o", "json", "show", "write-ids", f"{db}.{t}"))["txns"] == expected_list
+        assert merged_rows(kcli(hive23_krb, "dump", "--merged", f"{db}.{t}")) == h.expected(hwm)
+        st = kcli(hive23_krb, "state", f"{db}.{t}")
+        assert st.code == 0 and expected_list in st.stdout, st
+    finally:
+        abort_own_open(khms, h)
