@@ -112,11 +112,13 @@ class KerberizedHive23(Hive23):
                 "</configuration>\n"
             )
             (conf / "log4j2.properties").write_text(
-                "status = error\nrootLogger.level = info\nrootLogger.appenderRef.f.ref = F\n"
+                "status = error\nrootLogger.level = warn\nrootLogger.appenderRef.f.ref = F\n"
                 "appender.f.type = File\nappender.f.name = F\n"
                 f"appender.f.fileName = {self.root}/hive.log\n"
                 "appender.f.layout.type = PatternLayout\nappender.f.layout.pattern = %d %p %c{1}: %m%n\n"
-                "logger.dn.name = DataNucleus\nlogger.dn.level = warn\n"
+                # the keytab login and SASL/GSSAPI failures, for log_tail()
+                "logger.sec.name = org.apache.hadoop.security\nlogger.sec.level = info\n"
+                "logger.auth.name = org.apache.hadoop.hive.thrift\nlogger.auth.level = info\n"
             )
             gate.touch()
             # 3. until a Kerberized client takes and releases a lock

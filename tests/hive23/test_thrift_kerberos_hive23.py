@@ -84,7 +84,10 @@ def one_line(r) -> bool:
 def test_the_server_wants_sasl(hive23_krb, khms, ticket):
     from tests.hive23.server import client
 
-    # the premise: this metastore authenticates (a plain Thrift client is cut off) ...
+    # the premise: this metastore logged in from its keytab (UserGroupInformation's line) ...
+    log = (hive23_krb.root / "hive.log").read_text(errors="replace")
+    assert "Login successful for user hive/localhost@ACIDCTL.TEST using keytab file" in log
+    # ... and authenticates its clients (a plain Thrift client is cut off) ...
     with pytest.raises(Exception):  # noqa: B017 - the server closes the socket: any transport error
         c, transport = client(hive23_krb)
         try:
