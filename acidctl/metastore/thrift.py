@@ -34,6 +34,7 @@ import contextlib
 import dataclasses
 import fnmatch
 import os
+import re
 import socket
 import time
 from collections.abc import Iterable, Iterator
@@ -162,7 +163,7 @@ class ThriftMetastore:
 
                     raise AuthenticationFailed(
                         f"Kerberos (SASL/GSSAPI, service {self.parsed.service}) to the Thrift metastore at "
-                        f"{self.safe_url()} failed: {ticket_problem() or gss_reason(e) or _why(e)}",
+                        f"{self.safe_url()} failed: {ticket_problem() or gss_reason(e) or _sasl_refused(self.parsed, e)}",
                         hint=KINIT_HINT + "; the service name is &service=NAME, and the URL must name the "
                         "host of the metastore's principal",
                     ) from None
@@ -295,6 +296,21 @@ def needs_database(what: str) -> NeedsDatabase:
         if "needs the metastore's database" not in what
         else f"not possible over a Thrift metastore: {what}",
         hint="point --metastore at the metastore's database (postgresql://, mysql://, ...) for this command",
+    )
+
+
+def _sasl_refused(u: ThriftUrl, e: BaseException) -> str:
+    """The server's side of a failed handshake: thrift's TSaslTransport answers status 3 (BAD) or
+    4 (ERROR) with the server's reason — Hive's TSaslServerTransport says "GSS initiate failed"
+    when the ticket is not for its own principal (hive.metastore.kerberos.principal), e.g. a
+    service name the KDC knows but the metastore's keytab has no key for."""
+    text = _why(e)
+    m = re.match(r"Bad SASL negotiation status: (\d+) \((?:b')?(.*?)'?\)$", text)
+    if not m:
+        return text
+    return (
+        f"the metastore refused the handshake ({m.group(2)}): its principal is not "
+        f"{u.service}/{u.host}, or its keytab is stale"
     )
 
 

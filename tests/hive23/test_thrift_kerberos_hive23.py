@@ -214,6 +214,12 @@ def test_wrong_service_name_is_exit_8(hive23_krb, ticket):
     # Kerberos builds the principal from the URL's host: an address has none
     r = kcli(hive23_krb, "show", "transactions", url=hive23_krb.url.replace("localhost", "127.0.0.1"))
     assert r.code == 8 and one_line(r) and "hive/127.0.0.1@ACIDCTL.TEST" in r.stderr, r
+    # a service the KDC knows but the metastore has no key for: the server refuses (Hive's
+    # TSaslServerTransport: "GSS initiate failed")
+    hive23_krb.realm.add_principal("hms2/localhost", keytab=str(hive23_krb.root / "hms2.keytab"))
+    r = kcli(hive23_krb, "show", "transactions", url=hive23_krb.url + "&service=hms2")
+    assert r.code == 8 and one_line(r), r
+    assert "the metastore refused the handshake (GSS initiate failed): its principal is not hms2/localhost" in r.stderr
     # the ticket itself is fine: the same cache works with the right service
     assert kcli(hive23_krb, "show", "transactions").code == 0
 
