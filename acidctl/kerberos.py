@@ -53,6 +53,23 @@ def ticket_problem() -> str | None:
     return None
 
 
+def gss_reason(e: BaseException) -> str | None:
+    """The useful half of a GSSAPI failure from ``kerberos`` (pykerberos, pure-sasl's GSSAPI):
+    its ``GSSError`` carries ``((major text, code), (minor text, code))`` and the minor text is
+    the one that says what went wrong ("Server nothive/localhost@REALM not found in Kerberos
+    database"); None when ``e`` is not such an error."""
+    args = getattr(e, "args", ())
+    parts = [a[0] for a in args if isinstance(a, tuple) and a and isinstance(a[0], str)]
+    if not parts:
+        return None
+    minor = [p for p in parts[1:] if p.strip() and "Unknown error" not in p]
+    text = (minor or parts)[-1].strip()
+    if "not found in Kerberos database" in text and text.startswith("Server "):
+        princ = text[len("Server ") :].split(" not found", 1)[0]
+        return f"the KDC has no service principal {princ} (wrong &service=NAME or host name?)"
+    return text
+
+
 def host_hint(host: str) -> str | None:
     """Kerberos builds the service principal from the host name in the URL (``HTTP/HOST``,
     ``postgres/HOST``): an IP address rarely has one."""

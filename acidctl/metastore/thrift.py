@@ -34,6 +34,7 @@ import contextlib
 import dataclasses
 import fnmatch
 import os
+import re
 import socket
 import time
 from collections.abc import Iterable, Iterator
@@ -133,6 +134,7 @@ class ThriftMetastore:
         self._client: Any = None
         self._transport: Any = None
         self._hive_version: int | None = _parse_version(hive_version)
+        self._answered = False  # has this connection answered a call yet
 
     # -- connection ------------------------------------------------------------------
 
@@ -157,11 +159,11 @@ class ThriftMetastore:
             except Exception as e:
                 if self.parsed.auth == "kerberos" and not isinstance(e, ConnectionRefusedError):
                     from acidctl.errors import AuthenticationFailed
-                    from acidctl.kerberos import KINIT_HINT, ticket_problem
+                    from acidctl.kerberos import KINIT_HINT, gss_reason, ticket_problem
 
                     raise AuthenticationFailed(
                         f"Kerberos (SASL/GSSAPI, service {self.parsed.service}) to the Thrift metastore at "
-                        f"{self.safe_url()} failed: {ticket_problem() or _why(e)}",
+                        f"{self.safe_url()} failed: {ticket_problem() or gss_reason(e) or _sasl_refused(self.parsed, e)}",
                         hint=KINIT_HINT + "; the service name is &service=NAME, and the URL must name the "
                         "host of the metastore's principal",
                     ) from None
@@ -185,7 +187,9 @@ class ThriftMetastore:
 
         c = self.client
         try:
-            return getattr(c, name)(*args)
+            out = getattr(c, name)(*args)
+            self._answered = True
+            return out
         except TApplicationException as e:
             if e.type == TApplicationException.UNKNOWN_METHOD:
                 raise UnsupportedSchema(
@@ -193,8 +197,16 @@ class ThriftMetastore:
                 ) from None
             raise MetastoreError(f"the Thrift metastore failed {name}: {e.message or e}") from None
         except (TTransportException, OSError, socket.timeout) as e:
+            first = not self._answered
             self.close()
-            raise MetastoreUnavailable(f"lost the Thrift metastore at {self.safe_url()}: {_why(e)}") from None
+            hint = None
+            if first and self.parsed.auth != "kerberos":
+                # a metastore with hive.metastore.sasl.enabled=true closes a plain connection on
+                # its first frame (TSaslServerTransport wants a SASL start message)
+                hint = "a Kerberized metastore closes plain connections: add ?auth=kerberos to the URL"
+            raise MetastoreUnavailable(
+                f"lost the Thrift metastore at {self.safe_url()}: {_why(e)}", hint=hint
+            ) from None
         except Exception as e:
             cls = type(e).__name__
             msg = getattr(e, "message", None) or str(e)
@@ -284,6 +296,21 @@ def needs_database(what: str) -> NeedsDatabase:
         if "needs the metastore's database" not in what
         else f"not possible over a Thrift metastore: {what}",
         hint="point --metastore at the metastore's database (postgresql://, mysql://, ...) for this command",
+    )
+
+
+def _sasl_refused(u: ThriftUrl, e: BaseException) -> str:
+    """The server's side of a failed handshake: thrift's TSaslTransport answers status 3 (BAD) or
+    4 (ERROR) with the server's reason — Hive's TSaslServerTransport says "GSS initiate failed"
+    when the ticket is not for its own principal (hive.metastore.kerberos.principal), e.g. a
+    service name the KDC knows but the metastore's keytab has no key for."""
+    text = _why(e)
+    m = re.match(r"Bad SASL negotiation status: (\d+) \((?:b')?(.*?)'?\)$", text)
+    if not m:
+        return text
+    return (
+        f"the metastore refused the handshake ({m.group(2)}): its principal is not "
+        f"{u.service}/{u.host}, or its keytab is stale"
     )
 
 

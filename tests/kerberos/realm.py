@@ -60,10 +60,42 @@ def free_port() -> int:
     raise RuntimeError("no free port")
 
 
-def _wait_port(port: int, proc: subprocess.Popen, log: str, what: str, timeout: float = 30) -> None:
+def _connect_in(netns: str, port: int) -> None:
+    """Connect to 127.0.0.1:PORT from inside the network namespace ``netns`` (a thread of its
+    own enters it with setns(2) and ends there)."""
+    import ctypes
+    import threading
+
+    err: list[BaseException] = []
+
+    def probe() -> None:
+        try:
+            fd = os.open(netns, os.O_RDONLY)
+            try:
+                if ctypes.CDLL(None, use_errno=True).setns(fd, 0x40000000) != 0:  # CLONE_NEWNET
+                    raise OSError(ctypes.get_errno(), "setns")
+            finally:
+                os.close(fd)
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller
+            err.append(e)
+
+    t = threading.Thread(target=probe)
+    t.start()
+    t.join()
+    if err:
+        raise OSError(str(err[0]))
+
+
+def _wait_port(
+    port: int, proc: subprocess.Popen, log: str, what: str, timeout: float = 30, netns: str | None = None
+) -> None:
     deadline = time.time() + timeout
     while True:
         try:
+            if netns:
+                _connect_in(netns, port)
+                return
             with socket.create_connection(("127.0.0.1", port), timeout=0.5):
                 return
         except OSError:
@@ -86,8 +118,12 @@ class Realm:
 
     user = "alice"
 
-    def __init__(self, realm: str = REALM):
+    def __init__(self, realm: str = REALM, *, netns: str | None = None):
+        """``netns``: a network namespace (``/proc/PID/ns/net``) to run the KDC in; its clients
+        (``kinit``, a JVM) must then run there too (``nsenter --net``)."""
         self.realm = realm
+        self.netns = netns
+        self.nsenter = ["nsenter", f"--net={netns}"] if netns else []
         self.dir = tempfile.mkdtemp(prefix="acidctl-krb-")
         os.chmod(self.dir, 0o755)
         self.port = free_port()
@@ -146,12 +182,12 @@ class Realm:
             )
         self._run(which("kdb5_util") or "kdb5_util", "-r", r, "create", "-s", "-P", "kdc-master-Pw1")
         self.proc = subprocess.Popen(
-            [which("krb5kdc") or "krb5kdc", "-n", "-r", r],
+            [*self.nsenter, which("krb5kdc") or "krb5kdc", "-n", "-r", r],
             env={**os.environ, **self.env()},
             stdout=subprocess.DEVNULL,
             stderr=open(os.path.join(d, "krb5kdc.stderr"), "w"),
         )
-        _wait_port(p, self.proc, self.kdc_log, "krb5kdc")
+        _wait_port(p, self.proc, self.kdc_log, "krb5kdc", netns=self.netns)
         self.add_principal(self.user, keytab=self.user_keytab)
         self.kinit()
         return self
@@ -195,7 +231,7 @@ class Realm:
     def kinit(self, *, ccache: str | None = None, lifetime: str | None = None) -> str:
         """A ticket for ``alice`` from her keytab into ``ccache`` (default :attr:`ccache`)."""
         cc = ccache or self.ccache
-        args = [which("kinit") or "kinit", "-k", "-t", self.user_keytab]
+        args = [*self.nsenter, which("kinit") or "kinit", "-k", "-t", self.user_keytab]
         if lifetime:
             args += ["-l", lifetime]
         self._run(*args, self.principal(self.user), env={"KRB5CCNAME": "FILE:" + cc})
