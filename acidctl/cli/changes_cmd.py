@@ -31,14 +31,7 @@ def register(app: typer.Typer) -> None:
     app.command("changes", help=HELP)(changes_command)
 
 
-_Table = Annotated[
-    str,
-    options.table_argument(
-        "Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore (its snapshot too)."
-        + " "
-        + TABLE_RULE
-    ),
-]
+_Table = options.SnapshotTable
 _Dest = Annotated[
     Optional[str],
     typer.Argument(metavar="[DEST]", help="With --to parquet: the directory to create (must not exist or be empty)."),

@@ -33,14 +33,7 @@ def register(app: typer.Typer) -> None:
 
 
 # export_command's options (declared here so that the command reads as its grammar)
-_Table = Annotated[
-    str,
-    options.table_argument(
-        "Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore (its snapshot too)."
-        + " "
-        + TABLE_RULE
-    ),
-]
+_Table = options.SnapshotTable
 _Dest = Annotated[
     str,
     typer.Argument(

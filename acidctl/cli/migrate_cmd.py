@@ -29,14 +29,7 @@ def register(app: typer.Typer) -> None:
     app.command("migrate", help=HELP)(migrate_command)
 
 
-_Table = Annotated[
-    str,
-    options.table_argument(
-        "Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore (its snapshot too)."
-        + " "
-        + TABLE_RULE
-    ),
-]
+_Table = options.SnapshotTable
 _To = Annotated[
     str,
     typer.Option(

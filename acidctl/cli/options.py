@@ -115,6 +115,18 @@ def table_argument(help: str) -> Any:
     return typer.Argument(metavar=TABLE_METAVAR, help=help)
 
 
+#: how a bare table name is read (every TABLE argument's help says it; cli/targets.py re-exports it)
+TABLE_RULE = "A bare NAME[/k=v] means default.NAME when a metastore is configured; an existing path always wins."
+
+#: the TABLE argument of the commands that read a table's snapshot (export, changes, migrate)
+SnapshotTable = Annotated[
+    str,
+    table_argument(
+        "Table or partition directory, or DB.TABLE[/k=v] looked up in the metastore (its snapshot too). " + TABLE_RULE
+    ),
+]
+
+
 def mm_format_option(help: str = MM_FORMAT_HELP) -> Any:
     """``--format`` of an insert-only table given as a path (DB.TABLE takes it from the metastore)."""
     return typer.Option("--format", metavar="orc|parquet|avro|text", help=help)

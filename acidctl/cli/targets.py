@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 #: how every command's TABLE argument is told apart (appended to its help): acidctl.target.names_table
-TABLE_RULE = "A bare NAME[/k=v] means default.NAME when a metastore is configured; an existing path always wins."
+from acidctl.cli.options import TABLE_RULE  # noqa: F401  (declared once, with the options)
 
 if TYPE_CHECKING:
     from acidctl.acid.writeids import WriteIdList
