@@ -333,7 +333,6 @@ def to_target(t: pa.Table, schema: pa.Schema, values: dict[str, Any], *, precisi
 
 def _flat_tables(src: SourceTable, part: SourcePartition, *, nv: np.ndarray | None) -> Iterator[pa.Table]:
     """The partition's live rows, flattened (``row__id`` first for ACID tables), per bucket."""
-    from acidctl.export import ExportTask
 
     if src.mm is not None:
         yield from _mm_tables(src, part, nv=nv)
@@ -347,8 +346,17 @@ def _flat_tables(src: SourceTable, part: SourcePartition, *, nv: np.ndarray | No
             for s in inserts
             if _holds(_dir_range(_src_dir(s.path)), nv) or (s.raw and _holds((s.write_id, s.write_id), nv))
         ]
-    for b in sorted({s.bucket for s in inserts}):
-        task = ExportTask(
+    for task in bucket_tasks(src, part, inserts, deletes):
+        yield from bucket_tables(src.tfs, task, src.snapshot)
+
+
+def bucket_tasks(src: SourceTable, part: SourcePartition, inserts: list, deletes: list) -> list:
+    """One export task per bucket of the partition (export's reader: the merged rows with
+    ``row__id``, no file written), for the driver and for Spark tasks alike."""
+    from acidctl.export import ExportTask
+
+    return [
+        ExportTask(
             source_url=src.tfs.url,
             source_options=dict(src.tfs.options),
             partition=part.rel,
@@ -365,7 +373,8 @@ def _flat_tables(src: SourceTable, part: SourcePartition, *, nv: np.ndarray | No
             column_names=src.column_names,
             hive_version=src.hive_version,
         )
-        yield from bucket_tables(src.tfs, task, src.snapshot)
+        for b in sorted({s.bucket for s in inserts})
+    ]
 
 
 def bucket_tables(tfs, task, snapshot) -> Iterator[pa.Table]:

@@ -35,28 +35,12 @@ def plan_tasks(
     src, part, schema, file_schema, location: str, *, precision: str, pcols: list, compression: str = "snappy"
 ) -> list[LoadTask]:
     from acidctl.acid.read import plan_sources
-    from acidctl.export import ExportTask
+    from acidctl.migrate.source import bucket_tasks
 
     inserts, deletes = plan_sources(src.tfs, part.listing, part.state)
     out = []
-    for b in sorted({s.bucket for s in inserts}):
-        task = ExportTask(
-            source_url=src.tfs.url,
-            source_options=dict(src.tfs.options),
-            partition=part.rel,
-            bucket=b,
-            inserts=[s for s in inserts if s.bucket == b],
-            deletes=list(deletes),
-            write_ids=str(src.snapshot),
-            dest_url="",
-            dest_options={},
-            out_rel="",
-            format="parquet",
-            compression="none",
-            with_row_id=True,
-            column_names=src.column_names,
-            hive_version=src.hive_version,
-        )
+    for task in bucket_tasks(src, part, inserts, deletes):
+        b = task.bucket
         sub = f"{part.key}/" if part.key else ""
         path = f"{location.rstrip('/')}/data/{sub}acidctl-{uuid.uuid4().hex}-b{b:05d}.parquet"
         out.append(LoadTask(task, part.key, part.values, schema, file_schema, precision, path, pcols, compression))
