@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 import time
 
 import pytest
@@ -210,13 +209,23 @@ def _rows(server, db: str, t: str, txns: list[int], hwm: int | None = None) -> d
     }
 
 
-def test_queue_transitions_match_hives_worker_and_cleaner(h23pg, pghms, tmp_path):
-    db = "pgq_db"
-    h = _history(41)
-    hive_loc = plant.create_acid_table(pghms, db, "by_hive", h23pg.hive.warehouse)
-    hive_h = plant.play(pghms, h, db, "by_hive", hive_loc)
-    ours_loc = plant.create_acid_table(pghms, db, "by_acidctl", h23pg.hive.warehouse)
-    ours_h = plant.play(pghms, h, db, "by_acidctl", ours_loc)
+@pytest.mark.parametrize(("part", "kind"), [(None, "major"), ("ds=1", "minor")])
+def test_queue_transitions_match_hives_worker_and_cleaner(h23pg, pghms, part, kind):
+    db = f"pgq_{kind}_db"
+    h = _history(41 if part is None else 45)
+    keys = ["ds"] if part else []
+
+    def make(t):
+        loc = plant.create_acid_table(pghms, db, t, h23pg.hive.warehouse, partition_keys=keys)
+        if part:
+            loc = plant.add_partition(pghms, db, t, [part.split("=")[1]])
+        return loc, plant.play(pghms, h, db, t, loc, partition=part)
+
+    def target(t):
+        return f"{db}.{t}" + (f"/{part}" if part else "")
+
+    hive_loc, hive_h = make("by_hive")
+    ours_loc, ours_h = make("by_acidctl")
     hive_txns, our_txns = sorted(hive_h.states), sorted(ours_h.states)
     before = {"hive": _rows(h23pg, db, "by_hive", hive_txns), "ours": _rows(h23pg, db, "by_acidctl", our_txns)}
     assert before["hive"] == before["ours"]  # the same history, planted the same way
@@ -228,7 +237,7 @@ def test_queue_transitions_match_hives_worker_and_cleaner(h23pg, pghms, tmp_path
     hwm = pghms.get_open_txns_info().txn_high_water_mark
     assert hwm == max(our_txns)
     # Hive: its client's compact2, then its own Worker and Cleaner
-    doc = js(thrift_cli(h23pg, "-o", "json", "compact", "--enqueue", "--major", f"{db}.by_hive"))
+    doc = js(thrift_cli(h23pg, "-o", "json", "compact", "--enqueue", f"--{kind}", target("by_hive")))
     rows = _wait_state(pghms, db, "by_hive", {"succeeded", "failed", "attempted"}, timeout=75)
     assert rows and rows[-1].state == "succeeded" and rows[-1].id == doc["id"], h23pg.hive.log_tail()
     # then the Initiator's next cycle ends with cleanEmptyAbortedTxns (2.3's Initiator.run): the
@@ -241,13 +250,13 @@ def test_queue_transitions_match_hives_worker_and_cleaner(h23pg, pghms, tmp_path
         time.sleep(0.5)
 
     # acidctl: the same compaction of the twin through the database, registered as 2.3 does
-    r = db_cli(h23pg, "compact", f"{db}.by_acidctl", "--major", "--hive-version", "2")
+    r = db_cli(h23pg, "compact", target("by_acidctl"), f"--{kind}", "--hive-version", "2")
     assert r.code == 0, r
     assert pghms.get_open_txns_info().txn_high_water_mark == hwm
     mid = _rows(h23pg, db, "by_acidctl", our_txns, hwm)
     (q,) = mid["compaction_queue"]
-    assert q["cq_state"] == "r" and q["cq_type"] == "a" and q["cq_worker_id"] is None
-    r = db_cli(h23pg, "clean", f"{db}.by_acidctl", "--execute", "--min-age", "0", "--hive-version", "2")
+    assert q["cq_state"] == "r" and q["cq_type"] == {"major": "a", "minor": "i"}[kind] and q["cq_worker_id"] is None
+    r = db_cli(h23pg, "clean", target("by_acidctl"), "--execute", "--min-age", "0", "--hive-version", "2")
     assert r.code == 0, r
     ours_after = _rows(h23pg, db, "by_acidctl", our_txns, hwm)
     # the one column that differs by design: Hive's Worker records its MapReduce job
@@ -260,9 +269,12 @@ def test_queue_transitions_match_hives_worker_and_cleaner(h23pg, pghms, tmp_path
     # and what that is, from 2.3's CompactionTxnHandler: no queue row; one 's' history row
     assert hive_after["compaction_queue"] == []
     (cc,) = hive_after["completed_compactions"]
-    assert cc["cc_state"] == "s" and cc["cc_type"] == "a"
+    assert cc["cc_state"] == "s" and cc["cc_type"] == {"major": "a", "minor": "i"}[kind]
     # the same directories
     hive_dirs = sorted(p.name for p in hive_loc.iterdir() if not p.name.startswith("."))
     our_dirs = sorted(p.name for p in ours_loc.iterdir() if not p.name.startswith("."))
-    assert [d.split("_")[0] for d in hive_dirs] == [d.split("_")[0] for d in our_dirs] == ["base"]
-    shutil.rmtree(tmp_path, ignore_errors=True)
+    assert (
+        [d.split("_")[0] for d in hive_dirs]
+        == [d.split("_")[0] for d in our_dirs]
+        == ["base" if kind == "major" else "delta"]
+    )
