@@ -48,8 +48,8 @@ def missing() -> str | None:
         return why
     if not JDBC_JAR.exists():
         return f"no PostgreSQL JDBC driver at {JDBC_JAR} (libpostgresql-jdbc-java)"
-    if not _pg_bin("initdb") or not _pg_bin("pg_ctl"):
-        return "no PostgreSQL server binaries (initdb, pg_ctl)"
+    if not _pg_bin("initdb") or not _pg_bin("postgres"):
+        return "no PostgreSQL server binaries (initdb, postgres)"
     try:
         pwd.getpwnam("postgres")
     except KeyError:
@@ -63,6 +63,7 @@ class Hive23Postgres:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.holder: subprocess.Popen | None = None
+        self.pg: subprocess.Popen | None = None
         # a short path (unix socket names are limited to 107 bytes) owned by postgres
         self.base = tempfile.mkdtemp(prefix="acidctl-h23pg-")
         pw = pwd.getpwnam("postgres")
@@ -113,12 +114,22 @@ class Hive23Postgres:
             "--no-instructions",
             "--locale=C",
         )
-        opts = (
-            f"-p {PG_PORT} -k {self.base} -c listen_addresses=127.0.0.1 -c fsync=off "
-            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=60"
+        # postgres in the foreground as pid 1's child of its own pid namespace: when unshare
+        # dies (with pytest: PR_SET_PDEATHSIG, even on SIGKILL) --kill-child ends that namespace
+        # and the kernel kills every postgres process in it — no daemon outlives the session
+        log = open(os.path.join(self.base, "server.log"), "wb")  # noqa: SIM115
+        self.pg = subprocess.Popen(
+            ["nsenter", f"--net={self.netns}", "unshare", "--pid", "--fork", "--kill-child"]
+            + ["runuser", "-u", "postgres", "--", _pg_bin("postgres") or "postgres", "-D", self.data]
+            + ["-p", str(PG_PORT), "-k", self.base, "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"]
+            + ["-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=60"],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=self.base,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
-        log = os.path.join(self.base, "server.log")
-        self._pg(_pg_bin("pg_ctl") or "pg_ctl", "-D", self.data, "-o", opts, "-l", log, "-w", "-t", "60", "start")
+        self._wait_pg()
         import psycopg
 
         with psycopg.connect(host=self.base, port=PG_PORT, user="postgres", dbname="postgres", autocommit=True) as c:
@@ -148,6 +159,24 @@ class Hive23Postgres:
         )
         self.hive.start()
 
+    def _wait_pg(self, timeout: float = 60.0) -> None:
+        import time
+
+        import psycopg
+
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                psycopg.connect(
+                    host=self.base, port=PG_PORT, user="postgres", dbname="postgres", connect_timeout=2
+                ).close()
+                return
+            except psycopg.OperationalError:
+                if self.pg is None or self.pg.poll() is not None or time.monotonic() > deadline:
+                    log = Path(self.base, "server.log")
+                    raise RuntimeError(f"PostgreSQL did not start: {log.read_text()[-1500:] if log.exists() else ''}")
+                time.sleep(0.1)
+
     def _lo_up(self) -> bool:
         r = subprocess.run(
             ["nsenter", f"--net={self.netns}", "ip", "-o", "link", "show", "lo"], capture_output=True, text=True
@@ -158,9 +187,12 @@ class Hive23Postgres:
         if self.hive is not None:
             self.hive.stop()
             self.hive = None
+        if self.pg is not None:  # a scratch database: no clean shutdown needed
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.pg.pid, signal.SIGKILL)
+            self.pg.wait(30)
+            self.pg = None
         if self.holder is not None:
-            with contextlib.suppress(Exception):
-                self._pg(_pg_bin("pg_ctl") or "pg_ctl", "-D", self.data, "-m", "immediate", "-w", "stop", check=False)
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.holder.pid, signal.SIGKILL)
             self.holder.wait(30)
