@@ -162,7 +162,8 @@ def _engine(server):
 def _rows(server, db: str, t: str, txns: list[int], hwm: int | None = None) -> dict:
     """Every row one table's compaction can leave, with which columns are filled (ids, times
     and worker names aside: those differ between two runs by construction)."""
-    with _engine(server).connect() as c:
+    eng = _engine(server)
+    with eng.connect() as c:
 
         def q(sql, **kw):
             return [dict(r._mapping) for r in c.execute(sa.text(sql), kw)]
@@ -172,6 +173,7 @@ def _rows(server, db: str, t: str, txns: list[int], hwm: int | None = None) -> d
         tc = q("select * from txn_components where tc_database=:d and tc_table=:t", d=db, t=t)
         ctc = q("select * from completed_txn_components where ctc_database=:d and ctc_table=:t", d=db, t=t)
         tx = q("select * from txns where txn_id = any(:ids)", ids=txns)
+    eng.dispose()
     first = min(txns)
 
     def shape(rows, *, ids=(), rel=()):
