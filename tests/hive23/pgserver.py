@@ -159,6 +159,38 @@ class Hive23Postgres:
         )
         self.hive.start()
 
+    @contextlib.contextmanager
+    def hive_paused(self, timeout: float = 30.0):
+        """Freeze the metastore JVM (SIGSTOP to its process group) at a moment it holds no open
+        database transaction, so its Initiator/Worker/Cleaner cannot take acidctl's requests
+        meanwhile (its Cleaner polls every second) and hold no row lock acidctl could wait on.
+        Nothing may call its Thrift API inside the block."""
+        import time
+
+        import psycopg
+
+        assert self.hive is not None and self.hive.proc is not None
+        pgid = self.hive.proc.pid
+        busy = (
+            "select count(*) from pg_stat_activity where client_addr is not null and datname = %s and state <> 'idle'"
+        )
+        deadline = time.monotonic() + timeout
+        with psycopg.connect(host=self.base, port=PG_PORT, user="postgres", dbname="postgres", autocommit=True) as c:
+            while True:
+                os.killpg(pgid, signal.SIGSTOP)
+                time.sleep(0.05)
+                row = c.execute(busy, (DB,)).fetchone()
+                if row is not None and row[0] == 0:
+                    break
+                os.killpg(pgid, signal.SIGCONT)
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the metastore JVM never left its database transactions")
+                time.sleep(0.1)
+        try:
+            yield
+        finally:
+            os.killpg(pgid, signal.SIGCONT)
+
     def _wait_pg(self, timeout: float = 60.0) -> None:
         import time
 

@@ -252,15 +252,17 @@ def test_queue_transitions_match_hives_worker_and_cleaner(h23pg, pghms, part, ki
         time.sleep(0.5)
 
     # acidctl: the same compaction of the twin through the database, registered as 2.3 does
-    r = db_cli(h23pg, "compact", target("by_acidctl"), f"--{kind}", "--hive-version", "2")
-    assert r.code == 0, r
+    # (Hive's JVM frozen meanwhile: its Cleaner would otherwise take acidctl's 'r' row itself)
     assert pghms.get_open_txns_info().txn_high_water_mark == hwm
-    mid = _rows(h23pg, db, "by_acidctl", our_txns, hwm)
-    (q,) = mid["compaction_queue"]
-    assert q["cq_state"] == "r" and q["cq_type"] == {"major": "a", "minor": "i"}[kind] and q["cq_worker_id"] is None
-    r = db_cli(h23pg, "clean", target("by_acidctl"), "--execute", "--min-age", "0", "--hive-version", "2")
-    assert r.code == 0, r
-    ours_after = _rows(h23pg, db, "by_acidctl", our_txns, hwm)
+    with h23pg.hive_paused():
+        r = db_cli(h23pg, "compact", target("by_acidctl"), f"--{kind}", "--hive-version", "2")
+        assert r.code == 0, r
+        mid = _rows(h23pg, db, "by_acidctl", our_txns, hwm)
+        (q,) = mid["compaction_queue"]
+        assert q["cq_state"] == "r" and q["cq_type"] == {"major": "a", "minor": "i"}[kind] and q["cq_worker_id"] is None
+        r = db_cli(h23pg, "clean", target("by_acidctl"), "--execute", "--min-age", "0", "--hive-version", "2")
+        assert r.code == 0, r
+        ours_after = _rows(h23pg, db, "by_acidctl", our_txns, hwm)
     # the one column that differs by design: Hive's Worker records its MapReduce job
     # (setHadoopJobId); acidctl runs no MapReduce job and leaves it NULL
     (theirs,), (mine,) = hive_after["completed_compactions"], ours_after["completed_compactions"]
