@@ -4,7 +4,8 @@
 # tests/cli/test_completions.py runs the completion scripts in, and for the Kerberos tests
 # (tests/kerberos, tests/metastore/test_gssapi.py) MIT Kerberos' KDC and tools (krb5-kdc,
 # krb5-admin-server, krb5-user) and apache2 with mod_auth_gssapi (SPNEGO in front of the
-# WebHDFS test server) (Debian/Ubuntu).
+# WebHDFS test server), and the PostgreSQL JDBC driver (libpostgresql-jdbc-java) of the Hive 2.3
+# metastore on PostgreSQL (tests/hive23/pgserver.py) (Debian/Ubuntu).
 #
 # Idempotent: does nothing when both are present; runs `apt-get update` only if something is
 # missing. System services are NOT started: the tests start their own throw-away servers on
@@ -40,9 +41,12 @@ have_apache_gssapi() {
 }
 have_kdc || pkgs+=(krb5-kdc krb5-admin-server krb5-user)
 have_apache_gssapi || pkgs+=(apache2 libapache2-mod-auth-gssapi)
+# the PostgreSQL JDBC driver of the Hive 2.3 metastore on PostgreSQL (tests/hive23/pgserver.py)
+have_pg_jdbc() { [ -f /usr/share/java/postgresql.jar ]; }
+have_pg_jdbc || pkgs+=(libpostgresql-jdbc-java)
 
 if [ ${#pkgs[@]} -eq 0 ]; then
-    echo "install-test-servers: postgresql, mariadb-server, chromium, zsh, fish, krb5-kdc and apache2 (mod_auth_gssapi) already installed"
+    echo "install-test-servers: postgresql, mariadb-server, chromium, zsh, fish, krb5-kdc, apache2 (mod_auth_gssapi) and libpostgresql-jdbc-java already installed"
     exit 0
 fi
 
@@ -73,4 +77,5 @@ command -v zsh >/dev/null || { echo "install-test-servers: zsh still missing" >&
 command -v fish >/dev/null || { echo "install-test-servers: fish still missing" >&2; exit 1; }
 have_kdc || { echo "install-test-servers: MIT Kerberos KDC binaries still missing" >&2; exit 1; }
 have_apache_gssapi || { echo "install-test-servers: apache2 or mod_auth_gssapi still missing" >&2; exit 1; }
+have_pg_jdbc || { echo "install-test-servers: libpostgresql-jdbc-java still missing" >&2; exit 1; }
 echo "install-test-servers: done"

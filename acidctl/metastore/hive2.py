@@ -111,9 +111,15 @@ def build_metadata(dialect: str):
     return md
 
 
-def init_hive2(url_or_engine: Any, *, warehouse: str = "file:/tmp/acidctl-warehouse") -> dict:
+def init_hive2(url_or_engine: Any, *, warehouse: str = "file:/tmp/acidctl-warehouse", txn_only: bool = False) -> dict:
     """Create a Hive 2.3 metastore schema in an empty database (tests, demos): the tables,
-    the sequence rows (1), ``VERSION`` 2.3.0, the ``default`` database and the mutex rows."""
+    the sequence rows (1), ``VERSION`` 2.3.0, the ``default`` database and the mutex rows.
+
+    ``txn_only``: only what ``hive-txn-schema-2.3.0.<db>.sql`` creates — the transaction tables
+    (on PostgreSQL unquoted, i.e. lower-case: ``txns``, ``compaction_queue``, ...) and their
+    sequence rows, no ``VERSION``/``DBS`` row — for a real 2.3 metastore whose DataNucleus
+    (``datanucleus.schema.autoCreateAll``) creates the metadata tables itself, since 2.3's
+    ``TxnDbUtil.prepDb`` is Derby-only SQL."""
     from acidctl.metastore.schema import HIVE2_SCHEMA_VERSION
 
     from acidctl.metastore.init import create_sqlite_file
@@ -123,6 +129,12 @@ def init_hive2(url_or_engine: Any, *, warehouse: str = "file:/tmp/acidctl-wareho
     dialect = _dialect(engine)
     f = _flavor(dialect)
     md = build_metadata(dialect)
+    if txn_only:
+        from acidctl.metastore.schema import HIVE2_TXN_TABLES
+
+        keep = {f.physical(n) for n in HIVE2_TXN_TABLES}
+        for t in [t for t in md.tables.values() if t.name not in keep]:
+            md.remove(t)
     with db_errors(engine.url):
         with engine.connect() as conn:
             clash = sorted({n.upper() for n in _table_names(conn)} & {t.upper() for t in md.tables})
@@ -138,15 +150,22 @@ def init_hive2(url_or_engine: Any, *, warehouse: str = "file:/tmp/acidctl-wareho
             def ins(name: str, **values):
                 conn.execute(tables[name].insert().values({f.column(name, k): v for k, v in values.items()}))
 
+            ins("NEXT_TXN_ID", NTXN_NEXT=1)
+            ins("NEXT_LOCK_ID", NL_NEXT=1)
+            ins("NEXT_COMPACTION_QUEUE_ID", NCQ_NEXT=1)
+            if txn_only:
+                return {
+                    "url": safe_url(engine.url),
+                    "hive_version": 2,
+                    "schema_version": HIVE2_SCHEMA_VERSION,
+                    "tables": sorted(md.tables),
+                }
             ins(
                 "VERSION",
                 VER_ID=1,
                 SCHEMA_VERSION=HIVE2_SCHEMA_VERSION,
                 VERSION_COMMENT=f"{INIT_COMMENT} (Hive {HIVE2_SCHEMA_VERSION})",
             )
-            ins("NEXT_TXN_ID", NTXN_NEXT=1)
-            ins("NEXT_LOCK_ID", NL_NEXT=1)
-            ins("NEXT_COMPACTION_QUEUE_ID", NCQ_NEXT=1)
             ins(
                 "DBS",
                 DB_ID=1,

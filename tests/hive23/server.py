@@ -45,7 +45,7 @@ def missing() -> str | None:
     return None
 
 
-def _site(root: Path) -> str:
+def _site(root: Path, overrides: dict[str, str] | None = None) -> str:
     props = {
         "javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={root}/metastore_db;create=true",
         "javax.jdo.option.ConnectionDriverName": "org.apache.derby.jdbc.EmbeddedDriver",
@@ -68,6 +68,7 @@ def _site(root: Path) -> str:
         "mapreduce.framework.name": "local",
         "fs.defaultFS": "file:///",
     }
+    props.update(overrides or {})
     body = "".join(f"<property><name>{k}</name><value>{v}</value></property>\n" for k, v in props.items())
     return f'<?xml version="1.0"?>\n<configuration>\n{body}</configuration>\n'
 
@@ -75,8 +76,21 @@ def _site(root: Path) -> str:
 class Hive23:
     """One metastore JVM in its own network namespace."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        site: dict[str, str] | None = None,
+        classpath: tuple[str, ...] = (),
+        netns: str | None = None,
+    ) -> None:
+        """``site``: hive-site.xml properties over the Derby defaults (another backend);
+        ``classpath``: more jars (its JDBC driver); ``netns``: an existing network namespace
+        (``/proc/PID/ns/net``) to run the JVM in instead of a new one — where its database runs."""
         self.root = root
+        self.site = site
+        self.classpath = classpath
+        self.given_netns = netns
         self.proc: subprocess.Popen | None = None
         self.port = PORT
         self.url = f"thrift://localhost:{PORT}"
@@ -91,7 +105,7 @@ class Hive23:
     def start(self, timeout: float = 90.0) -> None:
         conf = self.root / "conf"
         conf.mkdir(parents=True, exist_ok=True)
-        (conf / "hive-site.xml").write_text(_site(self.root))
+        (conf / "hive-site.xml").write_text(_site(self.root, self.site))
         (conf / "log4j2.properties").write_text(
             "status = error\nrootLogger.level = warn\nrootLogger.appenderRef.f.ref = F\n"
             "appender.f.type = File\nappender.f.name = F\n"
@@ -100,15 +114,30 @@ class Hive23:
             "logger.c.name = org.apache.hadoop.hive.ql.txn.compactor\nlogger.c.level = info\n"
         )
         self.warehouse.mkdir(parents=True, exist_ok=True)
-        cp = f"{conf}:{jars_dir()}/*"
+        cp = ":".join([str(conf), f"{jars_dir()}/*", *self.classpath])
         java = (
             f"exec java -Xmx768m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Dlog4j.configurationFile={conf}/log4j2.properties "
             f"-Dderby.stream.error.file={self.root}/derby.log -cp '{cp}' "
             f"org.apache.hadoop.hive.metastore.HiveMetaStore -p {self.port}"
         )
         t0 = time.monotonic()
+        if self.given_netns:
+            # nsenter execs unshare, which stays in that namespace: self.netns names it too
+            argv = [
+                "nsenter",
+                f"--net={self.given_netns}",
+                "unshare",
+                "--pid",
+                "--fork",
+                "--kill-child",
+                "sh",
+                "-c",
+                java,
+            ]
+        else:
+            argv = ["unshare", "--net", "--pid", "--fork", "--kill-child", "sh", "-c", f"ip link set lo up && {java}"]
         self.proc = subprocess.Popen(
-            ["unshare", "--net", "--pid", "--fork", "--kill-child", "sh", "-c", f"ip link set lo up && {java}"],
+            argv,
             cwd=self.root,
             stdout=open(self.root / "stdout.log", "wb"),  # noqa: SIM115
             stderr=subprocess.STDOUT,

@@ -50,6 +50,50 @@ def test_schema_is_hive_23s(empty_db, backend):
     assert ms2.is_hive2(empty_db)
 
 
+#: the tables hive-txn-schema-2.3.0.<db>.sql creates (Hive 2.3's metastore/scripts/upgrade), with
+#: one row in each sequence table
+HIVE23_TXN_SCRIPT_TABLES = {
+    "TXNS",
+    "TXN_COMPONENTS",
+    "COMPLETED_TXN_COMPONENTS",
+    "NEXT_TXN_ID",
+    "HIVE_LOCKS",
+    "NEXT_LOCK_ID",
+    "COMPACTION_QUEUE",
+    "NEXT_COMPACTION_QUEUE_ID",
+    "COMPLETED_COMPACTIONS",
+    "AUX_TABLE",
+    "WRITE_SET",
+}
+
+
+def test_txn_only_schema_is_the_23_txn_script(empty_db, backend):
+    """``txn_only``: only the txn tables (a real 2.3 metastore's DataNucleus creates the rest:
+    tests/hive23/test_hive23_postgres.py runs Hive 2.3.10 on them), names as 2.3 spells them."""
+    rep = ms2.init_hive2(empty_db, txn_only=True)
+    eng = sa.create_engine(empty_db)
+    try:
+        names = set(sa.inspect(eng).get_table_names())
+        with eng.connect() as c:
+            seq = {
+                t: c.execute(sa.text(f"select * from {t}")).all()
+                for t in ("NEXT_TXN_ID", "NEXT_LOCK_ID", "NEXT_COMPACTION_QUEUE_ID")
+            }
+            aux = c.execute(sa.text("select count(*) from AUX_TABLE")).scalar()
+    finally:
+        eng.dispose()
+    if backend == "postgres":  # unquoted, i.e. lower-case, as the 2.3 Postgres script
+        assert names == {n.lower() for n in HIVE23_TXN_SCRIPT_TABLES}
+    else:
+        assert {n.upper() for n in names} == HIVE23_TXN_SCRIPT_TABLES
+    assert set(rep["tables"]) == names
+    assert seq == {t: [(1,)] for t in seq}
+    assert aux == 0  # the 2.3 script inserts no mutex row: Hive adds it the first time
+    # a second run refuses: the tables are there
+    with pytest.raises(Exception, match="already has metastore tables"):
+        ms2.init_hive2(empty_db, txn_only=True)
+
+
 def test_txn_list_and_show(empty_db, capsys):
     ms2.init_hive2(empty_db)
     # B.2 observed: txn 1 committed (deleted from TXNS), 2 aborted, 3 open → 3:3:2:3
