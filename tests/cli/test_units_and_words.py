@@ -339,7 +339,9 @@ def test_wide_is_o_wide_and_its_help_says_so(cli, demo, monkeypatch):
         "AGENT INFO",
     ]
     assert max(map(len, wide.splitlines())) > 80 >= max(map(len, default.splitlines()))
-    help_text = " ".join(cli("--help").stdout.split())
+    r = cli("--help")
+    help_text = " ".join(r.stdout.split())
+    assert "--wide " in help_text, (r.code, r.stdout[:2000], r.stderr[:2000])
     wide_help = help_text.split("--wide ", 1)[1].split("--read-only", 1)[0]
     assert "-o wide" in wide_help and "every column" in wide_help
     assert "pipes get full width" not in help_text and "widest cells" not in help_text
