@@ -118,6 +118,15 @@ _DryRun = Annotated[
     ),
 ]
 
+_Engine = Annotated[
+    str,
+    options.engine_option(
+        "Where the data files are written. auto (default) and local: in this process, streamed per "
+        "partition and bucket with bounded memory; spark (--to iceberg only): whole partitions' files "
+        "written in Spark tasks (--master), committed once from this process."
+    ),
+]
+
 
 def migrate_command(
     ctx: typer.Context,
@@ -133,7 +142,7 @@ def migrate_command(
     timestamp_precision: _TimestampPrecision = None,
     delta_timestamp: _DeltaTimestamp = None,
     as_of: _AsOf = None,
-    engine: options.Engine = options.ENGINE_DEFAULT,
+    engine: _Engine = options.ENGINE_DEFAULT,
     master: options.Master = "local[*]",
     spark_conf: options.SparkConf = None,
     write_ids: options.WriteIds = None,
