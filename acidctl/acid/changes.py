@@ -638,11 +638,12 @@ def _pair(table: pa.Table, key: list[str]) -> pa.Table:
 def render_lines(rows: ChangeRows) -> Iterator[bytes]:
     """JSON lines of the change rows, rendered as ``dump --merged`` renders rows."""
     from acidctl.orc import render
-    from acidctl.orc.lines import SLICE_ROWS, lines_bytes
+    from acidctl.orc.lines import SLICE_ROWS
 
     for batch in rows.table.to_batches(max_chunksize=SLICE_ROWS):
         if batch.num_rows:
-            yield lines_bytes(render.render_batch(batch, rows.fields, terminator="\n"))
+            # the same bytes as lines_bytes(render_batch(..., terminator="\n")), laid out by one take
+            yield render.render_lines(batch, rows.fields)
 
 
 #: rows per Parquet file written by :func:`write_parquet`
