@@ -4,26 +4,23 @@ error, the screenshot shows the charts' colours, and the file loads nothing from
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
 
-import pytest
 
 from acidctl.metastore.init import init_metastore
 from acidctl.metastore.recorder import Recorder
 from tests.doctor.helpers import H_MS, compaction, now_ms, table
 from tests.metastore.helpers import run_cli
+from tests.servers import unavailable
 
 
 def _chromium() -> str:
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     if not exe:
         msg = "chromium not installed (scripts/install-test-servers.sh installs it)"
-        if os.environ.get("ACIDCTL_REQUIRE_SERVERS") == "1":
-            pytest.fail(msg, pytrace=False)
-        pytest.skip(msg)
+        unavailable(msg)
     return exe
 
 
