@@ -153,3 +153,29 @@ def data_files(cat: Path, ident: str = "ns.t") -> dict[str, set]:
         key = str(task.file.partition[0]) if len(task.file.partition) else ""
         out.setdefault(key, set()).add(task.file.file_path)
     return out
+
+
+def late_commit_history() -> histories.History:
+    """Two partitions, two buckets, originals 1-3; write 3 is aborted; write 5 is open at a first
+    sync and commits before a later one, after writes 6 and 7 (a lower id than ids the first
+    sync already saw)."""
+    H, S, T = histories.History, histories.Statement, histories.Txn
+    return H(
+        buckets=2,
+        originals=[1, 2, 3],
+        partitions=2,
+        txns=[
+            T("committed", [S("insert", [10, 11, 12], [], 0), S("insert", [13], [], 1)]),
+            T("committed", [S("update", [20], [0], 1)]),
+            T("aborted", [S("insert", [30], [], 0)]),
+            T("committed", [S("delete", [], [1], 0)]),
+            T("committed", [S("insert", [50, 51], [], 0), S("delete", [], [0], 1)]),
+            T("committed", [S("update", [60], [2], 0)]),
+            T("committed", [S("insert", [70], [], 1)]),
+        ],
+    )
+
+
+def late_commit_wl(hwm: int, open_=(), aborted=(3,)) -> WriteIdList:
+    """A reader's list of :func:`late_commit_history`'s table ``db.t`` at ``hwm``."""
+    return WriteIdList("db.t", hwm, tuple(open_), tuple(a for a in aborted if a <= hwm))

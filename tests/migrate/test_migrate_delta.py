@@ -14,32 +14,15 @@ import pytest
 from acidctl.acid.writeids import WriteIdList
 from tests.conftest import run_cli
 from tests.histories import History, Statement, Txn
+from tests.migrate import helpers
 from tests.migrate.helpers import Recorder
 
 pytest.importorskip("deltalake")
 from deltalake import DeltaTable  # noqa: E402
 
 
-def _history() -> History:
-    # write 3 aborted; write 5 open at the first sync, committed before the third one
-    return History(
-        buckets=2,
-        originals=[1, 2, 3],
-        partitions=2,
-        txns=[
-            Txn("committed", [Statement("insert", [10, 11, 12], [], 0), Statement("insert", [13], [], 1)]),
-            Txn("committed", [Statement("update", [20], [0], 1)]),
-            Txn("aborted", [Statement("insert", [30], [], 0)]),
-            Txn("committed", [Statement("delete", [], [1], 0)]),
-            Txn("committed", [Statement("insert", [50, 51], [], 0), Statement("delete", [], [0], 1)]),
-            Txn("committed", [Statement("update", [60], [2], 0)]),
-            Txn("committed", [Statement("insert", [70], [], 1)]),
-        ],
-    )
-
-
-def wl(hwm: int, open_=(), aborted=(3,)) -> WriteIdList:
-    return WriteIdList("db.t", hwm, tuple(open_), tuple(a for a in aborted if a <= hwm))
+_history = helpers.late_commit_history
+wl = helpers.late_commit_wl
 
 
 def migrate(root: Path, w, target: Path, *extra: str):
