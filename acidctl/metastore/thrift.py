@@ -500,8 +500,6 @@ def abort_transactions(url_or_ms: Any, txn_ids: list[int], *, older_than_ms: int
 
 _LOCK_STATES = {1: "ACQUIRED", 2: "WAITING", 3: "ABORT", 4: "NOT_ACQUIRED"}
 _LOCK_TYPES = {1: "SHARED_READ", 2: "SHARED_WRITE", 3: "EXCLUSIVE", 4: "EXCL_WRITE"}
-# SHOW LOCKS order: less restrictive first (queries.LOCK_TYPE_RANK by name)
-_TYPE_RANK = {"SHARED_READ": 0, "SHARED_WRITE": 1, "EXCL_WRITE": 2, "EXCLUSIVE": 3}
 
 
 def _lock_elements(ms: ThriftMetastore, *, db=None, table=None, partition=None, txn_id=None) -> list:
@@ -526,8 +524,10 @@ def show_locks(
 ):
     """SHOW LOCKS over Thrift (``show_locks``; every Hive version), in the database path's order
     and shape."""
-    from acidctl.metastore.queries import LocksReport
+    from acidctl.metastore.queries import LOCK_TYPE_RANK, LOCK_TYPES, LocksReport
 
+    # SHOW LOCKS order: less restrictive first (the database path's rank, by the type's name)
+    type_rank = {LOCK_TYPES[code]: rank for code, rank in LOCK_TYPE_RANK.items()}
     ms = connect(url_or_ms, hive_version=hive_version)
     parts = None if partition is None else ([partition] if isinstance(partition, str) else list(partition))
     els = _lock_elements(ms, db=db.lower() if db else None, table=table.lower() if table else None)
@@ -571,7 +571,7 @@ def show_locks(
     out.sort(
         key=lambda d: (
             0 if d["lock_state"] == "ACQUIRED" else 1,
-            _TYPE_RANK.get(d["lock_type"], 9),
+            type_rank.get(d["lock_type"], 9),
             d["lock_ext_id"],
             d["lock_int_id"],
         )
