@@ -112,6 +112,9 @@ STAGING_GROUP_ROWS = 1_000_000
 #: the merge source's flag column: true = a delete key, false = a row to insert
 FLAG = "__acidctl_delete"
 
+#: the Parquet codec of the files ``--engine spark`` writes (deltalake's own default)
+SPARK_CODEC = "snappy"
+
 _LOCAL_SCHEMES = ("", "file")
 _S3_SCHEMES = ("s3", "s3a")
 
@@ -333,6 +336,9 @@ class DeltaBackend:
 
     #: Delta has byte and short: Hive's tinyint/smallint keep their width (types.target_type)
     small_ints = True
+    #: ``--engine spark``: a commit holding Spark-written files (add/remove actions) cannot also
+    #: hold row-level changes (a MERGE): a catch-up with any runs in this process
+    spark_with_row_changes = False
 
     def __init__(self, path: str, storage_options: dict[str, Any] | None = None, *, timestamp: str = "ntz"):
         self.path = path
@@ -344,6 +350,9 @@ class DeltaBackend:
         self._partition_columns: list[str] | None = None
         #: the version of the RESTORE commit :meth:`rollback` made (None: none made)
         self.restored_version: int | None = None
+        #: ``--engine spark``: where this run's files go below the table (a first load:
+        #: ``acidctl-load-<id>/``, like the local first load's; a catch-up: the table itself)
+        self._spark_prefix: str | None = None
 
     # -- table access ----------------------------------------------------------------------
     def _table(self, version: int | None = None):
@@ -512,10 +521,175 @@ class DeltaBackend:
         if SOURCE_TABLE_KEY not in properties or SOURCE_WRITE_IDS_KEY not in properties:
             raise ValueError("a Delta commit of acidctl migrate records its source table and write ids")
         cp = CommitProperties(custom_metadata={str(k): str(v) for k, v in properties.items()})
+        if any(c.files for c in changes):
+            return self._commit_files(changes, cp)
         dt = self._table()
         if dt is None:
             return self._first_load(changes, cp)
         return self._catch_up(dt, changes, cp)
+
+    # -- --engine spark: files written elsewhere, committed as add/remove actions ---------------
+
+    def _file_schema(self) -> pa.Schema:
+        """The data files' schema: the table's columns without the partition columns (Delta
+        keeps partition values in the log, not in the files)."""
+        import pyarrow as pa
+
+        schema = self._target_schema()
+        parts = set(self._partition_columns or [])
+        return pa.schema([f for f in schema if f.name not in parts])
+
+    def spark_target(self) -> tuple[str, pa.Schema, str]:
+        """(the table's location, the files' Arrow schema, the Parquet codec) for data files
+        written by Spark tasks (``PartitionChange.files``, committed by :meth:`commit`). After
+        :meth:`ensure`."""
+        return self.uri, self._file_schema(), SPARK_CODEC
+
+    def spark_directory(self, values: dict[str, Any]) -> str:
+        """Where the files of the partition ``values`` go: ``col=value/...`` as deltalake names
+        it, inside ``acidctl-load-<id>/`` on a first load (a run that dies before its commit
+        then leaves nothing that makes the directory look like a foreign one, see
+        :meth:`ensure`), else in the table directory."""
+        import uuid
+
+        from acidctl.migrate.deltafiles import partition_directory
+
+        if self._spark_prefix is None:
+            self._spark_prefix = "" if self._table() is not None else f"{STAGING_PREFIX}{uuid.uuid4().hex[:16]}"
+        rel = partition_directory(values, list(self._partition_columns or []), self._target_schema())
+        return "/".join(x for x in (self.uri.rstrip("/"), self._spark_prefix, rel) if x)
+
+    def _commit_files(self, changes: list[PartitionChange], cp) -> Committed:
+        """ONE commit of files written elsewhere: an add action per file (partition values,
+        size, modification time, statistics from its footer) and, on an existing table, a
+        remove action per current file of every replaced or dropped partition. A new table is
+        created by that commit (``create_table_with_add_actions``), an existing one gets an
+        append transaction (``create_write_transaction``: no metadata or protocol change).
+        Rows handed over as ``inserts`` as well are written here into the same directories.
+        Nothing committed (any failure): every file of the run is deleted."""
+        import time
+
+        from deltalake import Schema as DeltaSchema
+        from deltalake.transaction import RemoveAction, create_table_with_add_actions
+
+        from acidctl.migrate.deltafiles import add_action, partition_strings
+
+        for c in changes:
+            if c.delete_row_ids is not None and c.delete_row_ids.num_rows:
+                raise ValueError(f"partition {c.key or '(table)'}: row deletes cannot go with files written elsewhere")
+        schema = self._target_schema()
+        parts = list(self._partition_columns or [])
+        file_schema = self._file_schema()
+        root = self.uri.rstrip("/")
+        written = [p for c in changes for p in c.files]
+        raised = _Raised()
+        try:
+            try:
+                dt = self._table()
+                previous = dt.version() if dt is not None else None
+                adds = []
+                rows_added = 0
+                for c in changes:
+                    paths = list(c.files)
+                    extra = self._write_inserts(raised.watch(iter(c.inserts)), c.values, schema, file_schema)
+                    written.extend(extra)
+                    for path in paths + extra:
+                        if not path.startswith(root + "/"):
+                            raise ValueError(f"{path} is not inside the Delta table {self.path}")
+                        add, n = add_action(path, path[len(root) + 1 :], c.values, parts, schema, file_schema)
+                        adds.append(add)
+                        rows_added += n
+                removes: list = []
+                rows_removed = 0
+                replaced = [c.values for c in changes if c.replace]
+                if dt is not None and replaced:
+                    now = int(time.time() * 1000)
+                    for rel, size, values, n in _current_files(dt, replaced):
+                        removes.append(
+                            RemoveAction(
+                                path=rel,
+                                data_change=True,
+                                deletion_timestamp=now,
+                                size=size,
+                                partition_values=partition_strings(values, parts, schema),
+                            )
+                        )
+                        rows_removed += n
+                if dt is None:
+                    create_table_with_add_actions(
+                        self.uri,
+                        DeltaSchema.from_arrow(schema),
+                        adds,
+                        mode="error",
+                        partition_by=parts or None,
+                        storage_options=self.options,
+                        commit_properties=cp,
+                    )
+                else:
+                    dt.create_write_transaction(
+                        [*adds, *removes], mode="append", schema=dt.schema(), partition_by=parts or None,
+                        commit_properties=cp,
+                    )  # fmt: skip
+            except AcidctlError:
+                raise
+            except Exception as e:
+                raised.reraise()
+                raise _mapped(e, f"Delta table {self.path}: the commit failed, nothing was committed") from None
+        except BaseException:
+            self._discard(written)
+            raise
+        dt = self._table()
+        assert dt is not None
+        return Committed(
+            version=dt.version(),
+            previous=previous,
+            files_added=len(adds),
+            files_removed=len(removes),
+            rows_added=rows_added,
+            rows_removed=rows_removed,
+        )
+
+    def _write_inserts(self, batches: Iterator[pa.RecordBatch], values, schema, file_schema) -> list[str]:
+        """Rows of a partition written as one Parquet file in its Spark directory; its path
+        (none: no row)."""
+        import uuid
+
+        import pyarrow as pa
+        import pyarrow.fs as pafs
+        import pyarrow.parquet as pq
+
+        path = f"{self.spark_directory(values)}/acidctl-{uuid.uuid4().hex}-local.parquet"
+        writer = None
+        try:
+            for b in batches:
+                if not b.num_rows:
+                    continue
+                if writer is None:
+                    fs, where = pafs.FileSystem.from_uri(path)
+                    fs.create_dir(where.rsplit("/", 1)[0], recursive=True)
+                    writer = pq.ParquetWriter(fs.open_output_stream(where), file_schema, compression=SPARK_CODEC)
+                t = pa.Table.from_batches([_cast_batch(b, schema)]).select(file_schema.names).cast(file_schema)
+                writer.write_table(t)
+        finally:
+            if writer is not None:
+                writer.close()
+        return [path] if writer is not None else []
+
+    def _discard(self, paths: list[str]) -> None:
+        """Delete files of this run that no commit references, and a first load's directory."""
+        import pyarrow.fs as pafs
+
+        for p in paths:
+            try:
+                fs, where = pafs.FileSystem.from_uri(p)
+                fs.delete_file(where)
+            except Exception:
+                pass
+        if self._spark_prefix:
+            from acidctl.fs import TableFS, join_path
+
+            fs = TableFS(self.uri, self.fs_options)
+            _remove_quietly(fs, join_path(fs.root, self._spark_prefix))
 
     def _target_schema(self, dt=None) -> pa.Schema:
         import pyarrow as pa
@@ -846,6 +1020,32 @@ def _files_in(dt, partitions: list[dict[str, Any]]) -> tuple[int, int]:
             files += 1
             rows += int(counts[i] or 0)
     return files, rows
+
+
+def _current_files(dt, partitions: list[dict[str, Any]]) -> list[tuple[str, int, dict[str, Any], int]]:
+    """(path relative to the table as on disk, size, typed partition values, rows) of the current
+    version's files in these partitions (the log's add actions; its paths are URL-encoded)."""
+    import urllib.parse
+
+    import pyarrow as pa
+
+    actions = pa.table(dt.get_add_actions(flatten=True))
+    if actions.num_rows == 0:
+        return []
+    cols = list(dt.metadata().partition_columns)
+    wanted = {tuple(_naive(v.get(c)) for c in cols) for v in partitions}
+    values = {c: [_naive(x) for x in actions.column(f"partition.{c}").to_pylist()] for c in cols}
+    paths = actions.column("path").to_pylist()
+    sizes = actions.column("size_bytes").to_pylist()
+    counts = (
+        actions.column("num_records").to_pylist() if "num_records" in actions.column_names else [0] * actions.num_rows
+    )
+    out = []
+    for i in range(actions.num_rows):
+        v = {c: values[c][i] for c in cols}
+        if tuple(v[c] for c in cols) in wanted:
+            out.append((urllib.parse.unquote(paths[i]), int(sizes[i]), v, int(counts[i] or 0)))
+    return out
 
 
 def _staged_adds(fs, staging_root: str, prefix: str) -> list:

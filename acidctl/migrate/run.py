@@ -223,7 +223,7 @@ def migrate(
         )
         for pl in planned
     ]
-    report["engine"] = opts.engine
+    report["engine"] = "spark" if spark_keys else "local"  # where the data files were written
     fire("migrate-before-commit", changes)
     properties = {SOURCE_TABLE_KEY: src.name, SOURCE_WRITE_IDS_KEY: str(src.snapshot)}
     committed = backend.commit(changes, properties)
@@ -243,10 +243,12 @@ def _spark_load(src, backend, schema, pcols, planned, opts, files, digests, adde
 
     target = getattr(backend, "spark_target", None)
     if target is None:
-        raise UsageError("--engine spark is supported for --to iceberg only")
+        raise UsageError("--engine spark is not supported for this target")
     whole = [pl for pl in planned if pl.part is not None and pl.how in ("load", "replace")]
     if src.mm is not None or not whole:
         return set()
+    if not getattr(backend, "spark_with_row_changes", True) and any(pl.how in ("rows", "compare") for pl in planned):
+        return set()  # Delta: row-level changes are one MERGE, which cannot add files written elsewhere
     location, file_schema, codec = target()
     tasks = [
         t
@@ -260,6 +262,7 @@ def _spark_load(src, backend, schema, pcols, planned, opts, files, digests, adde
             precision=opts.timestamp_precision,
             pcols=pcols,
             compression="none" if codec == "uncompressed" else codec,
+            directory=getattr(backend, "spark_directory", None),
         )
     ]
     for m in sparkload.run(tasks, master=opts.master, spark_conf=opts.spark_conf, spark=opts.spark):
