@@ -1171,6 +1171,8 @@ def _mapped(e: Exception, what: str) -> AcidctlError:
     text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     if isinstance(e, CommitFailedError):
         return ConflictError(f"{what}: another writer committed to the table meanwhile ({text}); run again")
+    if "already exists" in text.lower():  # created by another writer while this run wrote its files
+        return ConflictError(f"{what}: another writer created the table meanwhile ({text})")
     if isinstance(e, DeltaProtocolError):
         return RefusedError(f"{what}: {text}")
     if isinstance(e, OSError) or any(
