@@ -586,6 +586,10 @@ class DeltaBackend:
         try:
             try:
                 dt = self._table()
+                if self._spark_prefix:
+                    # planned as a new table: created by this commit, or refused if another
+                    # writer created it meanwhile (never appended to someone else's table)
+                    dt = None
                 previous = dt.version() if dt is not None else None
                 adds = []
                 rows_added = 0

@@ -183,6 +183,24 @@ def test_typed_partitions_refused_then_loaded_as_deltalake_would(spark, tmp_path
     assert not target.exists() or not any(target.iterdir())
 
     opts = ("--timestamp-precision", "us", "--delta-timestamp", "utc")
+    # another writer creates a table there while the tasks write: refused (exit 6), its table
+    # untouched, the run's files and directory gone
+    from deltalake import write_deltalake
+
+    from acidctl import faults
+
+    def someone_creates(changes):
+        write_deltalake(str(target), pa.table({"x": [1]}))
+
+    with faults.hooks({"migrate-before-commit": someone_creates}):
+        r, _ = migrate(root, w, target, *opts, *SPARK)
+    assert r.code == 6 and "another writer created the table" in r.stderr
+    assert DeltaTable(str(target)).version() == 0 and DeltaTable(str(target)).to_pyarrow_table().num_rows == 1
+    assert not [p.name for p in target.iterdir() if p.name.startswith("acidctl")]
+    assert _on_disk(target) == _current(target) and len(_current(target)) == 1
+    import shutil
+
+    shutil.rmtree(target)
     r, rep = migrate(root, w, target, *opts, *SPARK)
     assert r.code == 0, r.stderr
     assert rep["engine"] == "spark"
