@@ -122,8 +122,9 @@ _Engine = Annotated[
     str,
     options.engine_option(
         "Where the data files are written. auto (default) and local: in this process, streamed per "
-        "partition and bucket with bounded memory; spark (--to iceberg only): whole partitions' files "
-        "written in Spark tasks (--master), committed once from this process."
+        "partition and bucket with bounded memory; spark: whole partitions' files (first load, "
+        "replaced partitions) written in Spark tasks (--master), committed once from this process "
+        "(Delta: a catch-up with row-level changes is one MERGE in this process)."
     ),
 ]
 

@@ -24,6 +24,20 @@ commit metadata, ``CommitProperties(custom_metadata=...)``, found again at the t
   change nothing (the MERGE then commits nothing) records its write ids with an empty append:
   still one commit.
 
+``--engine spark`` (:mod:`acidctl.migrate.sparkload`): the Spark tasks write the Parquet files
+of whole partitions (a first load, replaced partitions of a Hive 2 / ``--no-row-id`` /
+INSERT OVERWRITE catch-up) into the partition directories deltalake would use
+(:func:`DeltaBackend.spark_directory`; a first load's inside ``acidctl-load-<id>/``), without
+the partition columns; the driver commits them ONCE (:meth:`DeltaBackend._commit_files`): add
+actions with partition values, size, modification time and statistics from each footer
+(:mod:`acidctl.migrate.deltafiles`) and, on an existing table, remove actions for every current
+file of the replaced or dropped partitions — ``create_table_with_add_actions`` for a new table,
+``create_write_transaction(mode="append")`` otherwise (same schema, protocol and commit
+metadata as the local engine's). A catch-up with row-level changes (inserts and deletes by
+``row__id``) cannot be both a MERGE and added files: it runs as the MERGE above, in this
+process. A run that fails before or at its commit deletes the files its tasks wrote; one killed
+outright leaves files no version references (invisible to readers, removed by ``VACUUM``).
+
 Delta commits are atomic (a log entry ``_delta_log/NNN.json`` created with put-if-absent): a
 failed write leaves no commit, at most orphan data files in the table directory that no
 version references (``VACUUM`` removes them after the retention period). A concurrent commit
