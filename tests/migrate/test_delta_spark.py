@@ -146,6 +146,22 @@ def test_replaced_partitions_are_removed_and_added_in_one_commit(spark, table): 
     assert written and not any(Path(p).exists() for p in written)
     assert DeltaTable(str(target)).version() == 0 and _current(target) == first == _on_disk(target)
 
+    # a file lost on its way to the commit: verification fails, a RESTORE commit brings version
+    # 0 back (its acidctl record too); no file of the failed run is referenced by it
+    def drop_a_file(changes):
+        for c in changes:
+            if c.files:
+                c.files = c.files[1:]
+                return
+
+    with faults.hooks({"migrate-before-commit": drop_a_file}):
+        r, _ = migrate(root, wl(7), target, "--no-row-id", *SPARK)
+    assert r.code == 1 and "rolled back" in r.stderr
+    dt = DeltaTable(str(target))
+    assert dt.version() == 2 and dt.history(1)[0]["operation"] == "RESTORE"
+    assert dt.history(1)[0]["acidctl.source-write-ids"] == str(wl(4))
+    assert _current(target) == first and got() == at4
+
     # the compaction in between changes nothing for whole partitions
     for part in ("p=0", "p=1"):
         rec.compact(root, part, wl(6), 6)
@@ -154,12 +170,12 @@ def test_replaced_partitions_are_removed_and_added_in_one_commit(spark, table): 
     assert rep["engine"] == "spark" and {p["how"] for p in rep["partitions"]} == {"replace"}
     assert got() == rows(wl(7))
     dt = DeltaTable(str(target))
-    assert dt.version() == 1 and dt.history(1)[0]["acidctl.source-write-ids"] == str(wl(7))
-    log = _log(target, 1)
+    assert dt.version() == 3 and dt.history(1)[0]["acidctl.source-write-ids"] == str(wl(7))
+    log = _log(target, 3)
     removed = {urllib.parse.unquote(a["remove"]["path"]) for a in log if "remove" in a}
     replaced = {p["partition"] for p in rep["partitions"]}
     assert removed == {f for f in first if f.split("/")[1] in replaced}
-    added = {urllib.parse.unquote(a["path"]) for a in _adds(target, 1)}
+    added = {urllib.parse.unquote(a["path"]) for a in _adds(target, 3)}
     assert added and all(f.split("/")[0] in replaced and f.split("/")[1].startswith("acidctl-") for f in added)
     assert _current(target) == (first - removed) | added
     # the previous version still reads as its snapshot
