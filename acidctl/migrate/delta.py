@@ -559,6 +559,11 @@ class DeltaBackend:
         :meth:`ensure`."""
         return self.uri, self._file_schema(), SPARK_CODEC
 
+    def spark_storage(self) -> dict[str, str]:
+        """The storage options the Spark tasks write with (deltalake's names, see
+        :func:`acidctl.migrate.deltafiles.arrow_filesystem`)."""
+        return dict(self.options)
+
     def spark_directory(self, values: dict[str, Any]) -> str:
         """Where the files of the partition ``values`` go: ``col=value/...`` as deltalake names
         it, inside ``acidctl-load-<id>/`` on a first load (a run that dies before its commit
@@ -614,7 +619,9 @@ class DeltaBackend:
                     for path in paths + extra:
                         if not path.startswith(root + "/"):
                             raise ValueError(f"{path} is not inside the Delta table {self.path}")
-                        add, n = add_action(path, path[len(root) + 1 :], c.values, parts, schema, file_schema)
+                        add, n = add_action(
+                            path, path[len(root) + 1 :], c.values, parts, schema, file_schema, self.options
+                        )
                         adds.append(add)
                         rows_added += n
                 removes: list = []
@@ -673,8 +680,9 @@ class DeltaBackend:
         import uuid
 
         import pyarrow as pa
-        import pyarrow.fs as pafs
         import pyarrow.parquet as pq
+
+        from acidctl.migrate.deltafiles import arrow_filesystem
 
         path = f"{self.spark_directory(values)}/acidctl-{uuid.uuid4().hex}-local.parquet"
         writer = None
@@ -683,7 +691,7 @@ class DeltaBackend:
                 if not b.num_rows:
                     continue
                 if writer is None:
-                    fs, where = pafs.FileSystem.from_uri(path)
+                    fs, where = arrow_filesystem(path, self.options)
                     fs.create_dir(where.rsplit("/", 1)[0], recursive=True)
                     writer = pq.ParquetWriter(fs.open_output_stream(where), file_schema, compression=SPARK_CODEC)
                 t = pa.Table.from_batches([_cast_batch(b, schema)]).select(file_schema.names).cast(file_schema)
@@ -695,11 +703,11 @@ class DeltaBackend:
 
     def _discard(self, paths: list[str]) -> None:
         """Delete files of this run that no commit references, and a first load's directory."""
-        import pyarrow.fs as pafs
+        from acidctl.migrate.deltafiles import arrow_filesystem
 
         for p in paths:
             try:
-                fs, where = pafs.FileSystem.from_uri(p)
+                fs, where = arrow_filesystem(p, self.options)
                 fs.delete_file(where)
             except Exception:
                 pass

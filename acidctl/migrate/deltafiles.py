@@ -239,17 +239,50 @@ def file_stats(metadata: Any, schema: pa.Schema) -> str:
     return json.dumps(stats, separators=(",", ":"), ensure_ascii=False)
 
 
+def arrow_filesystem(uri: str, options: dict[str, str] | None = None) -> tuple[Any, str]:
+    """(pyarrow filesystem, path in it) of a file of the target: ``s3://`` / ``s3a://`` with the
+    Delta target's storage options (:func:`acidctl.migrate.delta.delta_storage_options`:
+    endpoint, keys, region; what is not given the AWS SDK finds as usual), anything else by
+    pyarrow from the URI (a local path, ``file://``)."""
+    import pyarrow.fs as pafs
+
+    scheme, sep, rest = uri.partition("://")
+    if sep and scheme.lower() in ("s3", "s3a"):
+        o = dict(options or {})
+        kw: dict[str, Any] = {}
+        endpoint = o.get("AWS_ENDPOINT_URL", "")
+        if endpoint:
+            ep_scheme, _, host = endpoint.partition("://")
+            kw["endpoint_override"] = host.rstrip("/") if host else endpoint
+            kw["scheme"] = ep_scheme if host else "https"
+        if o.get("AWS_ACCESS_KEY_ID"):
+            kw["access_key"] = o["AWS_ACCESS_KEY_ID"]
+            kw["secret_key"] = o.get("AWS_SECRET_ACCESS_KEY")
+            kw["session_token"] = o.get("AWS_SESSION_TOKEN")
+        if o.get("AWS_REGION"):
+            kw["region"] = o["AWS_REGION"]
+        if str(o.get("AWS_SKIP_SIGNATURE", "")).lower() == "true":
+            kw["anonymous"] = True
+        return pafs.S3FileSystem(**kw), rest
+    return pafs.FileSystem.from_uri(uri)
+
+
 def add_action(
-    path: str, relative: str, values: dict[str, Any], columns: list[str], schema: pa.Schema, file_schema: pa.Schema
+    path: str,
+    relative: str,
+    values: dict[str, Any],
+    columns: list[str],
+    schema: pa.Schema,
+    file_schema: pa.Schema,
+    options: dict[str, str] | None = None,
 ) -> tuple[Any, int]:
     """The ``AddAction`` of the data file at ``path`` (``relative`` to the table: as on disk,
     deltalake encodes it) and its row count: size and modification time from the filesystem,
     statistics from the footer."""
-    import pyarrow.fs as pafs
     import pyarrow.parquet as pq
     from deltalake.transaction import AddAction
 
-    fs, where = pafs.FileSystem.from_uri(path)
+    fs, where = arrow_filesystem(path, options)
     info = fs.get_file_info(where)
     with fs.open_input_file(where) as f:
         md = pq.ParquetFile(f).metadata

@@ -263,6 +263,7 @@ def _spark_load(src, backend, schema, pcols, planned, opts, files, digests, adde
             pcols=pcols,
             compression="none" if codec == "uncompressed" else codec,
             directory=getattr(backend, "spark_directory", None),
+            storage=backend.spark_storage() if hasattr(backend, "spark_storage") else None,
         )
     ]
     for m in sparkload.run(tasks, master=opts.master, spark_conf=opts.spark_conf, spark=opts.spark):

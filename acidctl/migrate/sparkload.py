@@ -38,6 +38,7 @@ class LoadTask:
     partition_columns: list
     compression: str = "snappy"  # the table's write.parquet.compression-codec
     root: str = ""  # the table's location: emptied directories below it are removed on failure
+    storage: dict = dataclasses.field(default_factory=dict)  # Delta's storage options (s3://)
 
 
 def plan_tasks(
@@ -51,6 +52,7 @@ def plan_tasks(
     pcols: list,
     compression: str = "snappy",
     directory: Callable[[dict], str] | None = None,
+    storage: dict | None = None,
 ) -> list[LoadTask]:
     """One task per bucket of ``part``; ``directory(values)``: where the partition's files go
     (default: Iceberg's ``<location>/data/<partition name>``)."""
@@ -67,7 +69,19 @@ def plan_tasks(
         b = task.bucket
         path = f"{where}/acidctl-{uuid.uuid4().hex}-b{b:05d}.parquet"
         out.append(
-            LoadTask(task, part.key, part.values, schema, file_schema, precision, path, pcols, compression, location)
+            LoadTask(
+                task,
+                part.key,
+                part.values,
+                schema,
+                file_schema,
+                precision,
+                path,
+                pcols,
+                compression,
+                location,
+                dict(storage or {}),
+            )
         )
     return out
 
@@ -75,7 +89,6 @@ def plan_tasks(
 def run_task(t: LoadTask) -> dict:
     """Write one bucket's rows; returns path (None: no row), rows and the digest partial."""
     import pyarrow as pa
-    import pyarrow.fs as pafs
     import pyarrow.parquet as pq
 
     from acidctl.acid.writeids import WriteIdList
@@ -85,7 +98,7 @@ def run_task(t: LoadTask) -> dict:
 
     e = t.export_task
     src = TableFS(e.source_url, e.source_options)
-    fs, path = pafs.FileSystem.from_uri(t.path)
+    fs, path = _filesystem(t.path, t.storage)
     writer = None
     rows = 0
     digests: list = []
@@ -116,7 +129,7 @@ def run_tasks(iterator):
         try:
             yield run_task(t)
         except AcidctlError as e:
-            _delete(t.path)
+            _delete(t.path, t.storage)
             yield {
                 "key": t.key,
                 "path": None,
@@ -150,7 +163,7 @@ def discard(tasks: list[LoadTask]) -> None:
 
     dirs = set()
     for t in tasks:
-        _delete(t.path)
+        _delete(t.path, t.storage)
         dirs.add(t.path.rsplit("/", 1)[0])
     for d in sorted(dirs, key=len, reverse=True):
         root = tasks[0].root.rstrip("/")
@@ -166,11 +179,22 @@ def discard(tasks: list[LoadTask]) -> None:
             local = local.rsplit("/", 1)[0]
 
 
-def _delete(path: str) -> None:
+def _filesystem(path: str, storage: dict):
+    """pyarrow's filesystem for a file of the target (Delta's storage options for ``s3://``)."""
+    if storage:
+        from acidctl.migrate.deltafiles import arrow_filesystem
+
+        return arrow_filesystem(path, storage)
+    import pyarrow.fs as pafs
+
+    return pafs.FileSystem.from_uri(path)
+
+
+def _delete(path: str, storage: dict) -> None:
     import pyarrow.fs as pafs
 
     try:
-        fs, where = pafs.FileSystem.from_uri(path)
+        fs, where = _filesystem(path, storage)
         if fs.get_file_info(where).type != pafs.FileType.NotFound:
             fs.delete_file(where)
     except Exception:

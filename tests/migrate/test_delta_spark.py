@@ -15,9 +15,10 @@ import pytest
 
 from acidctl.acid.writeids import WriteIdList
 from tests.compact.conftest import spark  # noqa: F401  (the session-scoped fixture, reused)
+from tests.conftest import run_cli
 from tests.migrate import helpers
 from tests.migrate.helpers import Recorder
-from tests.migrate.test_migrate_delta import delta_rows, migrate
+from tests.migrate.test_migrate_delta import delta_rows, migrate, s3_server  # noqa: F401
 
 pytest.importorskip("deltalake")
 from deltalake import DeltaTable  # noqa: E402
@@ -234,3 +235,32 @@ def test_typed_partitions_refused_then_loaded_as_deltalake_would(spark, tmp_path
     assert ours.keys() == theirs.keys() == {"0", "1"}
     for p in ours:
         assert _no_float_bounds(ours[p]["stats"]) == _no_float_bounds(theirs[p]["stats"])
+
+
+def test_spark_tasks_write_to_s3(spark, table, s3_server):  # noqa: F811
+    """The Delta target on S3 (moto, its endpoint and keys from --fs-option): the tasks write
+    through the same storage options as deltalake, a replacing catch-up removes and adds."""
+    boto3 = pytest.importorskip("boto3")
+    boto3.client(
+        "s3", endpoint_url=s3_server, region_name="us-east-1", aws_access_key_id="k", aws_secret_access_key="s"
+    ).create_bucket(Bucket="lake")
+    root, rec, _ = table
+    url = "s3://lake/db/t"
+    fs_opts = ("--fs-option", f"endpoint_url={s3_server}", "--fs-option", "key=k", "--fs-option", "secret=s")
+    for w in (wl(4), wl(7)):
+        r = run_cli(
+            *fs_opts, "-o", "json", "migrate", str(root), "--write-ids", str(w), "--to", "delta", "--target", url,
+            "--no-row-id", *SPARK,
+        )  # fmt: skip
+        assert r.code == 0, r.stderr
+        assert json.loads(r.stdout)["engine"] == "spark"
+    so = {"AWS_ENDPOINT_URL": s3_server, "AWS_ALLOW_HTTP": "true", "AWS_REGION": "us-east-1",
+          "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s"}  # fmt: skip
+    dt = DeltaTable(url, storage_options=so)
+    assert dt.version() == 1 and dt.history(1)[0]["acidctl.source-write-ids"] == str(wl(7))
+    t = dt.to_pyarrow_table()
+    assert sorted(zip(t["p"].to_pylist(), t["id"].to_pylist(), t["name"].to_pylist())) == sorted(
+        (p, i, n) for (p, *_k, i, n) in rec.table(wl(7))
+    )
+    paths = [urllib.parse.unquote(a["path"]) for a in pa.table(dt.get_add_actions()).to_pylist()]
+    assert paths and all(p.split("/")[-1].startswith("acidctl-") for p in paths)
