@@ -63,6 +63,7 @@ a sub-microsecond part are the run's business (:func:`acidctl.migrate.types.conv
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import math
 import os
@@ -128,6 +129,8 @@ FLAG = "__acidctl_delete"
 
 #: the Parquet codec of the files ``--engine spark`` writes (deltalake's own default)
 SPARK_CODEC = "snappy"
+#: footers of Spark-written files read at a time by the committing driver
+FOOTER_READERS = 8
 
 _LOCAL_SCHEMES = ("", "file")
 _S3_SCHEMES = ("s3", "s3a")
@@ -610,20 +613,21 @@ class DeltaBackend:
                     # writer created it meanwhile (never appended to someone else's table)
                     dt = None
                 previous = dt.version() if dt is not None else None
-                adds = []
-                rows_added = 0
+                todo = []
                 for c in changes:
-                    paths = list(c.files)
                     extra = self._write_inserts(raised.watch(iter(c.inserts)), c.values, schema, file_schema)
                     written.extend(extra)
-                    for path in paths + extra:
+                    for path in [*c.files, *extra]:
                         if not path.startswith(root + "/"):
                             raise ValueError(f"{path} is not inside the Delta table {self.path}")
-                        add, n = add_action(
-                            path, path[len(root) + 1 :], c.values, parts, schema, file_schema, self.options
-                        )
-                        adds.append(add)
-                        rows_added += n
+                        todo.append((path, path[len(root) + 1 :], c.values))
+                # one footer read per file (a few requests each on S3): a few at a time
+                with concurrent.futures.ThreadPoolExecutor(max_workers=FOOTER_READERS) as pool:
+                    done = list(
+                        pool.map(lambda x: add_action(x[0], x[1], x[2], parts, schema, file_schema, self.options), todo)
+                    )
+                adds = [a for a, _ in done]
+                rows_added = sum(n for _, n in done)
                 removes: list = []
                 rows_removed = 0
                 replaced = [c.values for c in changes if c.replace]
