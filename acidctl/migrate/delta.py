@@ -604,6 +604,7 @@ class DeltaBackend:
         file_schema = self._file_schema()
         root = self.uri.rstrip("/")
         written = [p for c in changes for p in c.files]
+        rels = [p[len(root) + 1 :] for p in written if p.startswith(root + "/")]
         raised = _Raised()
         try:
             try:
@@ -617,6 +618,7 @@ class DeltaBackend:
                 for c in changes:
                     extra = self._write_inserts(raised.watch(iter(c.inserts)), c.values, schema, file_schema)
                     written.extend(extra)
+                    rels.extend(p[len(root) + 1 :] for p in extra)
                     for path in [*c.files, *extra]:
                         if not path.startswith(root + "/"):
                             raise ValueError(f"{path} is not inside the Delta table {self.path}")
@@ -665,7 +667,8 @@ class DeltaBackend:
                 raised.reraise()
                 raise _mapped(e, f"Delta table {self.path}: the commit failed, nothing was committed") from None
         except BaseException:
-            self._discard(written)
+            if not self._referenced(rels):  # e.g. a failure after the commit (its hooks): keep them
+                self._discard(written)
             raise
         dt = self._table()
         assert dt is not None
@@ -704,6 +707,25 @@ class DeltaBackend:
             if writer is not None:
                 writer.close()
         return [path] if writer is not None else []
+
+    def _referenced(self, rels: list[str]) -> bool:
+        """Whether the table's current version holds one of these files (relative paths as on
+        disk); True when that cannot be told (a file deleted under a version is a broken table,
+        one left over harms nobody)."""
+        import urllib.parse
+
+        import pyarrow as pa
+
+        if not rels:
+            return False
+        try:
+            dt = self._table()
+            if dt is None:
+                return False
+            current = {urllib.parse.unquote(p) for p in pa.table(dt.get_add_actions()).column("path").to_pylist()}
+        except Exception:
+            return True
+        return any(r in current for r in rels)
 
     def _discard(self, paths: list[str]) -> None:
         """Delete files of this run that no commit references, and a first load's directory."""
