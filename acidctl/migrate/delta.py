@@ -559,7 +559,27 @@ class DeltaBackend:
     def spark_target(self) -> tuple[str, pa.Schema, str]:
         """(the table's location, the files' Arrow schema, the Parquet codec) for data files
         written by Spark tasks (``PartitionChange.files``, committed by :meth:`commit`). After
-        :meth:`ensure`."""
+        :meth:`ensure`. Refused (exit 6) for a table whose files deltalake would have to write
+        differently or check: column mapping (physical column names), CHECK constraints (a
+        neutral ``ADD CONSTRAINT`` since the last run)."""
+        dt = self._table()
+        if dt is not None:
+            config = dict(dt.metadata().configuration or {})
+            mapping = str(config.get("delta.columnMapping.mode") or "none").lower()
+            constraints = sorted(k[len("delta.constraints.") :] for k in config if k.startswith("delta.constraints."))
+            why = (
+                f"column mapping ({mapping})"
+                if mapping != "none"
+                else f"CHECK constraint {', '.join(constraints)}"
+                if constraints
+                else None
+            )
+            if why:
+                raise RefusedError(
+                    f"Delta table {self.path} has {why}: --engine spark writes plain Parquet files that "
+                    "deltalake would have to write or check itself",
+                    hint="run migrate without --engine spark",
+                )
         return self.uri, self._file_schema(), SPARK_CODEC
 
     def spark_storage(self) -> dict[str, str]:

@@ -146,3 +146,17 @@ def test_stats_leave_out_what_could_mislead_a_reader(tmp_path: Path):
     pq.write_table(t, tmp_path / "w.parquet")
     got = json.loads(file_stats(pq.ParquetFile(tmp_path / "w.parquet").metadata, schema))
     assert got == {"numRecords": 1, "minValues": {}, "maxValues": {}, "nullCount": {"d": 0, "s": 0, "x": 0}}
+
+
+def test_spark_files_refused_where_deltalake_must_write_or_check_them(tmp_path: Path):
+    from deltalake import DeltaTable
+
+    from acidctl.errors import RefusedError
+    from acidctl.migrate.delta import DeltaBackend
+
+    path = str(tmp_path / "c")
+    write_deltalake(path, pa.table({"x": [1]}))
+    DeltaTable(path).alter.add_constraint({"pos": "x > 0"})  # a neutral commit for catch-ups
+    with pytest.raises(RefusedError, match="CHECK constraint pos") as e:
+        DeltaBackend(path).spark_target()
+    assert e.value.hint == "run migrate without --engine spark"
