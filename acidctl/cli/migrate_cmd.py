@@ -226,7 +226,13 @@ def render_text(r: dict) -> str:
         ]
         for p in r["partitions"]
     ]
-    cols = [Col("Partition"), Col("How"), Col("Rows added", "rows_added"), Col("Deletes", "delete_rows"), Col("Files")]
+    cols = [
+        Col("Partition"),
+        Col("How"),
+        Col("Rows added", "rows_added"),
+        Col("Deletes", "delete_rows"),
+        Col("Files read", "files"),
+    ]
     lines.append(table(rows, cols, empty="No partition changes."))
     c = r.get("committed")
     if r["dry_run"]:
