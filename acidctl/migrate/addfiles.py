@@ -305,6 +305,7 @@ def migrate_files(
     from pyiceberg.io.pyarrow import _pyarrow_to_schema_without_ids
 
     from acidctl.acid.writeids import WriteIdList
+    from acidctl.faults import fire
     from acidctl.migrate.backend import SOURCE_TABLE_KEY, SOURCE_WRITE_IDS_KEY
     from acidctl.migrate.run import _Planned, _ranges, _verify
     from acidctl.migrate.source import ensure_columns, list_partitions, new_write_ids
@@ -410,6 +411,7 @@ def migrate_files(
     if meta.properties.get(ADD_FILES_PROPERTY) != "true":
         props[ADD_FILES_PROPERTY] = "true"
     properties = {SOURCE_TABLE_KEY: src.name, SOURCE_WRITE_IDS_KEY: str(src.snapshot)}
+    fire("migrate-add-files-before-commit", adds, removes)
     committed = backend.commit_files(adds, removes, properties, table_properties=props)  # type: ignore[attr-defined]
     report["committed"] = committed.to_dict()
     report["engine"] = "local"
