@@ -29,8 +29,11 @@ Each data file's partition record comes from the partition directory's values (H
 hold no partition columns), its statistics from the Parquet footer (pyiceberg's
 ``data_file_statistics_from_parquet_metadata``, the file's leaf columns mapped to field ids by
 name). The table gets ``schema.name-mapping.default`` (as pyiceberg's ``Transaction.add_files``
-sets it; list elements also under Hive's name ``array_element``, Hive's Parquet writer's name
-for them: ``HiveSchemaConverter``) so readers resolve the files' columns by name, and the table
+sets it) so readers resolve the files' columns by name. List elements are also mapped under
+``array_element``, the name Hive's Parquet writer gives them (``HiveSchemaConverter``): Iceberg
+Java's ``ApplyNameMapping`` (apache/iceberg, parquet/.../ApplyNameMapping.java) looks a list
+element up as ``element`` in current versions (``beforeElementField`` normalises the name) but
+by its name in the file in older ones; pyiceberg always as ``element``. And the table
 property ``acidctl.add-files=true``: a target is either registered or copied, never both (the
 other way refuses, exit 6).
 
