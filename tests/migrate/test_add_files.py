@@ -424,3 +424,34 @@ def test_a_verification_failure_rolls_back_and_leaves_hives_files(tmp_path):
     assert r.code == 0, r.stderr
     assert rep["partitions"][0]["register"] == [url(root / "p=b" / "delta_0000006_0000006_0000" / "000000_0")]
     assert 1010 in {x[1] for x in rows_of(cat)}
+
+
+def test_a_dropped_partition_leaves_the_table(tmp_path):
+    import shutil
+
+    root = tmp_path / "t"
+    plant(root / "p=a", "a")
+    b_rows, vis_b = plant(root / "p=b", "b")
+    cat = tmp_path / "cat" / "c.db"
+    cat.parent.mkdir()
+    assert migrate(root, cat, WL5, "--add-files")[0].code == 0
+    shutil.rmtree(root / "p=a")  # ALTER TABLE DROP PARTITION (no write id)
+    r, rep = migrate(root, cat, WL5, "--add-files")
+    assert r.code == 0, r.stderr
+    assert [(p["partition"], p["how"], len(p["unregister"])) for p in rep["partitions"]] == [("p=a", "drop", 5)]
+    assert rows_of(cat) == expected(b_rows)
+    assert files_of(cat) == {url(p) for p in vis_b}
+    assert len(helpers.load(cat).snapshots()) == 2
+
+
+def test_the_name_mapping_knows_hives_list_element_name(tmp_path):
+    root = tmp_path / "t"
+    plant(root, None)
+    cat = tmp_path / "cat" / "c.db"
+    cat.parent.mkdir()
+    assert migrate(root, cat, WL5, "--add-files")[0].code == 0
+    t = helpers.load(cat)
+    mapping = {m["names"][0]: m for m in json.loads(t.properties["schema.name-mapping.default"])}
+    element = t.schema().find_field("tags").field_type.element_id
+    assert mapping["tags"]["fields"] == [{"names": ["element", "array_element"], "field-id": element}]
+    assert mapping["id"] == {"names": ["id"], "field-id": t.schema().find_field("id").field_id}
