@@ -455,3 +455,52 @@ def test_the_name_mapping_knows_hives_list_element_name(tmp_path):
     element = t.schema().find_field("tags").field_type.element_id
     assert mapping["tags"]["fields"] == [{"names": ["element", "array_element"], "field-id": element}]
     assert mapping["id"] == {"names": ["id"], "field-id": t.schema().find_field("id").field_id}
+
+
+def test_a_table_on_s3_is_registered_by_its_s3_urls(tmp_path, monkeypatch):
+    """The source on S3 (moto): the data files are registered as s3:// URLs, which pyiceberg
+    (the verification, and this test) reads through the catalog's S3 properties."""
+    pytest.importorskip("moto.server")
+    boto3 = pytest.importorskip("boto3")
+    from tests.migrate.moto_s3 import moto_s3_process
+
+    local = tmp_path / "t"
+    rows, vis = plant(local, None)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    cat = tmp_path / "cat" / "c.db"
+    cat.parent.mkdir()
+    with moto_s3_process() as endpoint:
+        s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+        s3.create_bucket(Bucket="lake")
+        for p in local.rglob("*"):
+            if p.is_file():
+                s3.upload_file(str(p), "lake", f"t/{p.relative_to(local).as_posix()}")
+        props = [
+            f"s3.endpoint={endpoint}",
+            "s3.access-key-id=testing",
+            "s3.secret-access-key=testing",
+            "s3.region=us-east-1",
+        ]
+        r = run_cli(
+            "--fs-option", f"endpoint_url={endpoint}", "-o", "json", "migrate", "s3://lake/t", "--format", "parquet",
+            "--write-ids", WL5, "--to", "iceberg", "--catalog", f"sqlite:///{cat}", "--warehouse", str(tmp_path / "wh"),
+            "--target", "ns.t", "--add-files", *[a for p in props for a in ("--catalog-property", p)],
+        )  # fmt: skip
+        assert r.code == 0, r.stderr
+        assert json.loads(r.stdout)["verified"]["rows"] == 8
+        from pyiceberg.catalog import load_catalog
+
+        c = load_catalog(
+            "acidctl",
+            uri=f"sqlite:///{cat}",
+            type="sql",
+            warehouse=f"file://{tmp_path / 'wh'}",
+            **dict(p.split("=", 1) for p in props),
+        )
+        t = c.load_table("ns.t")
+        assert {task.file.file_path for task in t.scan().plan_files()} == {
+            f"s3://lake/t/{p.relative_to(local).as_posix()}" for p in vis
+        }
+        got = sorted((None, r["id"], r["name"], r["amount"], r["tags"]) for r in t.scan().to_arrow().to_pylist())
+        assert got == expected(rows)
