@@ -283,9 +283,11 @@ def _partition_of(src: SourceTable, url: str, root_url: str) -> tuple[str, dict[
     if not url.startswith(root_url.rstrip("/") + "/"):
         return None
     comps = url[len(root_url.rstrip("/")) + 1 :].split("/")
+    # the partition's own levels (an original file may lie in a subdirectory of its partition)
+    levels = len(src.partition_keys) - (src.prefix.count("/") + 1 if src.prefix else 0) if src.partition_keys else None
     own: list[str] = []
     for c in comps[:-1]:
-        if parse_acid_dir(c) is not None:
+        if (levels is not None and len(own) >= levels) or parse_acid_dir(c) is not None or "=" not in c:
             break
         own.append(c)
     rel = "/".join(p for p in (src.prefix, "/".join(own)) if p) or None

@@ -504,3 +504,26 @@ def test_a_table_on_s3_is_registered_by_its_s3_urls(tmp_path, monkeypatch):
         }
         got = sorted((None, r["id"], r["name"], r["amount"], r["tags"]) for r in t.scan().to_arrow().to_pylist())
         assert got == expected(rows)
+
+
+def test_originals_are_registered_only_with_mm_allow_originals_and_no_base(tmp_path):
+    """hive.mm.allow.originals=true (spec A.5): a partition without a base reads its own files
+    and original directories too; once an INSERT OVERWRITE base exists they are gone."""
+    root = tmp_path / "t"
+    orig = write(root / "p=a" / "000000_0", [row(1)])
+    orig_dir = write(root / "p=a" / "old" / "000000_0", [row(2)])
+    d1 = write(root / "p=a" / "delta_0000001_0000001_0000" / "000000_0", [row(3)])
+    cat = tmp_path / "cat" / "c.db"
+    cat.parent.mkdir()
+    wl1 = "default.t:1:9223372036854775807::"
+    assert migrate(root, cat, wl1, "--add-files", ident="ns.strict")[0].code == 0
+    assert files_of(cat, "ns.strict") == {url(d1)}
+    r, _ = migrate(root, cat, wl1, "--add-files", "--mm-allow-originals")
+    assert r.code == 0, r.stderr
+    assert files_of(cat) == {url(orig), url(orig_dir), url(d1)}
+    assert [x[1] for x in rows_of(cat)] == [1, 2, 3]
+    ow = write(root / "p=a" / "base_0000002" / "000000_0", [row(4)])
+    r, rep = migrate(root, cat, "default.t:2:9223372036854775807::", "--add-files", "--mm-allow-originals")
+    assert r.code == 0, r.stderr
+    assert [(p["partition"], p["how"]) for p in rep["partitions"]] == [("p=a", "register")]
+    assert files_of(cat) == {url(ow)} and [x[1] for x in rows_of(cat)] == [4]
