@@ -527,3 +527,105 @@ def test_originals_are_registered_only_with_mm_allow_originals_and_no_base(tmp_p
     assert r.code == 0, r.stderr
     assert [(p["partition"], p["how"]) for p in rep["partitions"]] == [("p=a", "register")]
     assert files_of(cat) == {url(ow)} and [x[1] for x in rows_of(cat)] == [4]
+
+
+class MMHistory:
+    """A random insert-only history over two partitions, with its own reader model (spec A.5:
+    the largest valid base — an INSERT OVERWRITE base if its write committed, a compacted one if
+    below the lowest open write id — plus the committed deltas above it)."""
+
+    def __init__(self, root: Path, rnd):
+        self.root, self.rnd = root, rnd
+        self.state: dict[int, str] = {}  # write id -> committed | aborted | open
+        self.dirs: dict[str, list[tuple[str, int, bool, Path, list[dict]]]] = {"a": [], "b": []}
+        self.next_id = 1
+
+    def _write_id(self, state: str) -> int:
+        w = self.next_id
+        self.next_id += 1
+        self.state[w] = state
+        return w
+
+    def step(self) -> None:
+        part = self.rnd.choice("ab")
+        kind = self.rnd.choices(["insert", "overwrite", "compact", "resolve"], [6, 1, 2, 2])[0]
+        d = self.root / f"p={part}"
+        if kind == "resolve":
+            for w, s in self.state.items():
+                if s == "open":
+                    self.state[w] = self.rnd.choice(["committed", "aborted"])
+                    return
+            kind = "insert"
+        if kind == "compact":
+            h = min([w for w, s in self.state.items() if s == "open"], default=self.next_id) - 1
+            name = f"base_{h:07d}"
+            if h < 1 or any(x[0] == name for x in self.dirs[part]):
+                return
+            rows = self.rows(part, self.wl(upto=h))
+            f = write(d / name / "000000_0", rows)
+            (d / name / "_metadata_acid").write_text('{"thisFileVersion":"0","dataFormat":"compacted"}')
+            self.dirs[part].append((name, h, True, f, rows))
+            return
+        # an INSERT OVERWRITE commits: an open or aborted base_W is "not enough history" for a
+        # Hive 3 reader (directory-state.md §3.1 step 6; Hive holds an exclusive lock meanwhile)
+        state = "committed" if kind == "overwrite" else self.rnd.choices(["committed", "aborted", "open"], [6, 1, 2])[0]
+        w = self._write_id(state)
+        rows = [row(w * 100 + i + (5000 if part == "b" else 0)) for i in range(self.rnd.randint(1, 3))]
+        name = f"base_{w:07d}" if kind == "overwrite" else f"delta_{w:07d}_{w:07d}_0000"
+        self.dirs[part].append((name, w, False, write(d / name / "000000_0", rows), rows))
+
+    def wl(self, upto: int | None = None) -> str:
+        hwm = self.next_id - 1 if upto is None else upto
+        opn = sorted(w for w, s in self.state.items() if s == "open" and w <= hwm)
+        ab = sorted(w for w, s in self.state.items() if s == "aborted" and w <= hwm)
+        return f"default.t:{hwm}:{opn[0] if opn else 9223372036854775807}:{','.join(map(str, opn))}:{','.join(map(str, ab))}"
+
+    def _visible(self, part: str, wl: str) -> list[tuple]:
+        _, hwm_s, _, opn_s, ab_s = wl.split(":")
+        hwm = int(hwm_s)
+        bad = {int(x) for x in (opn_s + "," + ab_s).split(",") if x}
+        ok = lambda w: w <= hwm and w not in bad  # noqa: E731
+        min_open = min((int(x) for x in opn_s.split(",") if x), default=hwm + 1)
+        bases = [x for x in self.dirs[part] if x[0].startswith("base_") and (x[1] < min_open if x[2] else ok(x[1]))]
+        base = max(bases, key=lambda x: x[1], default=None)
+        n = base[1] if base else 0
+        deltas = [x for x in self.dirs[part] if x[0].startswith("delta_") and x[1] > n and ok(x[1])]
+        return ([base] if base else []) + deltas
+
+    def rows(self, part: str, wl: str) -> list[dict]:
+        return [r for x in self._visible(part, wl) for r in x[4]]
+
+    def files(self, wl: str) -> set[str]:
+        return {url(x[3]) for p in "ab" for x in self._visible(p, wl)}
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_random_insert_only_histories_stay_registered(tmp_path, seed):
+    import random
+
+    h = MMHistory(tmp_path / "t", random.Random(seed))
+    cat = tmp_path / "cat" / "c.db"
+    cat.parent.mkdir()
+    for p in "ab":  # both partitions exist from the start
+        write(h.root / f"p={p}" / "delta_0000001_0000001_0000" / "000000_0", [row(1 if p == "a" else 5001)])
+        h.dirs[p].append(
+            (
+                "delta_0000001_0000001_0000",
+                1,
+                False,
+                h.root / f"p={p}/delta_0000001_0000001_0000/000000_0",
+                [row(1 if p == "a" else 5001)],
+            )
+        )
+    h.state[1], h.next_id = "committed", 2
+    snapshots = 0
+    for _sync in range(5):
+        for _ in range(h.rnd.randint(1, 4)):
+            h.step()
+        wl = h.wl()
+        r, rep = migrate(h.root, cat, wl, "--add-files")
+        assert r.code == 0, r.stderr
+        snapshots += 0 if rep["up_to_date"] else 1
+        assert files_of(cat) == h.files(wl)
+        assert rows_of(cat) == expected({p: h.rows(p, wl) for p in "ab"})
+        assert len(helpers.load(cat).snapshots()) == snapshots
