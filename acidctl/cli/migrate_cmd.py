@@ -5,7 +5,9 @@ JSON document: ``source``, ``target``, ``to``, ``write_ids``, ``recorded_write_i
 (initial | catch-up), ``row_id``, ``dry_run``, ``up_to_date``, [``new_write_ids``],
 ``partitions`` (partition, how, delete_rows, rows_added, files), ``committed`` (version,
 previous, files_added, files_removed, rows_added, rows_removed; null when nothing was
-committed), ``verified`` (partitions, rows), ``seconds``.
+committed), ``verified`` (partitions, rows), ``seconds``. With ``--add-files``: ``add_files``
+true and per partition ``register`` / ``unregister`` (the data files' paths added to / removed
+from the Iceberg table; how ``register``, or ``drop`` for a partition Hive no longer has).
 """
 
 from __future__ import annotations
@@ -88,6 +90,15 @@ _NoRowId = Annotated[
         help="No row__id column (catch-up then rewrites every changed partition whole).",
     ),
 ]
+_AddFiles = Annotated[
+    bool,
+    typer.Option(
+        "--add-files",
+        help="Insert-only Parquet tables, --to iceberg: register the Parquet files a Hive reader sees "
+        "as the Iceberg table's data files, without copying (refused where Iceberg cannot read them "
+        "as they are, e.g. INT96 timestamps); catch-up registers new files and removes replaced ones.",
+    ),
+]
 _TimestampPrecision = Annotated[
     Optional[str],
     typer.Option(
@@ -140,6 +151,7 @@ def migrate_command(
     warehouse: _Warehouse = None,
     table_property: _TableProperty = None,
     no_row_id: _NoRowId = False,
+    add_files: _AddFiles = False,
     timestamp_precision: _TimestampPrecision = None,
     delta_timestamp: _DeltaTimestamp = None,
     as_of: _AsOf = None,
@@ -195,6 +207,7 @@ def migrate_command(
             engine=engine,
             master=master,
             spark_conf=parse_kv(spark_conf, "--spark-conf"),
+            add_files=add_files,
         ),
         target_display=getattr(backend, "display", target),
         to=to.lower(),
@@ -227,8 +240,18 @@ def render_text(r: dict) -> str:
         ]
         for p in r["partitions"]
     ]
-    cols = [Col("Partition"), Col("How"), Col("Rows added", "rows_added"), Col("Deletes", "delete_rows"), Col("Files")]
+    cols = [
+        Col("Partition"),
+        Col("How"),
+        Col("Rows added", "rows_added"),
+        Col("Deletes", "delete_rows"),
+        Col("Files read", "files"),
+    ]
     lines.append(table(rows, cols, empty="No partition changes."))
+    if r["dry_run"]:  # --add-files: the files themselves
+        for p in r["partitions"]:
+            lines.extend(f"register {u}" for u in p.get("register", []))
+            lines.extend(f"remove   {u}" for u in p.get("unregister", []))
     c = r.get("committed")
     if r["dry_run"]:
         lines.append(f"would change {plural(len(r['partitions']), 'partition')}; nothing written")

@@ -274,6 +274,74 @@ class IcebergBackend:
         assert cur is not None
         return Committed(version=cur.snapshot_id, previous=previous, **stats)
 
+    # -- --add-files (acidctl/migrate/addfiles.py): Hive's own Parquet files as data files ----
+
+    def registers_files(self) -> bool:
+        """The table's data files are Hive's own (``migrate --add-files`` made it)."""
+        from acidctl.migrate.addfiles import ADD_FILES_PROPERTY
+
+        t = self._table()
+        return t is not None and t.metadata.properties.get(ADD_FILES_PROPERTY) == "true"
+
+    def data_files(self) -> dict[str, Any]:
+        """The current snapshot's data files by path (pyiceberg DataFiles)."""
+        t = self._table() if self._create is None else None
+        if t is None or t.current_snapshot() is None:
+            return {}
+        return {task.file.file_path: task.file for task in t.scan().plan_files()}
+
+    def iceberg_metadata(self):
+        """The table's metadata (the staged one of a table this run creates); after :meth:`ensure`."""
+        return self._create.table_metadata if self._create is not None else self._table().metadata
+
+    def commit_files(
+        self, adds: list, removes: list, properties: dict[str, str], *, table_properties: dict[str, str]
+    ) -> Committed:
+        """ONE snapshot adding the DataFiles ``adds`` and removing ``removes`` (files nobody
+        wrote here: never deleted, also not on failure), with ``table_properties`` set in the
+        same catalog commit."""
+        from pyiceberg.exceptions import CommitFailedException
+
+        if self._create is not None:
+            tx, previous = self._create, None
+        else:
+            t = self._table()
+            if t is None:
+                raise RefusedError(f"Iceberg table {self.display} disappeared during the run")
+            tx = t.transaction()
+            snap = t.current_snapshot()
+            previous = snap.snapshot_id if snap is not None else None
+        self._added_paths = []  # rollback and failures delete nothing: the files are Hive's
+        if table_properties:
+            tx.set_properties(**table_properties)
+        update = tx.update_snapshot(snapshot_properties=properties)
+        producer = update.overwrite() if removes and previous is not None else update.fast_append()
+        try:
+            with producer as snap_update:
+                for df in removes:
+                    snap_update.delete_data_file(df)
+                for df in adds:
+                    snap_update.append_data_file(df)
+            table = tx.commit_transaction()
+        except CommitFailedException as e:
+            raise RefusedError(
+                f"Iceberg table {self.display} changed during the run (commit refused: {str(e).splitlines()[0]}); nothing was committed",
+                hint="run migrate again",
+            ) from None
+        if self._create is not None:
+            self._created = True
+            self._create = None
+        cur = table.current_snapshot()
+        assert cur is not None
+        return Committed(
+            version=cur.snapshot_id,
+            previous=previous,
+            files_added=len(adds),
+            files_removed=len(removes),
+            rows_added=sum(df.record_count for df in adds),
+            rows_removed=sum(df.record_count for df in removes),
+        )
+
     def _write(self, tx, snap_update, batches, stats: dict, counter, *, count_as_added: bool) -> None:
         """``batches`` written as data files (pyiceberg's writer, a bounded piece at a time)."""
         import pyarrow as pa

@@ -54,6 +54,7 @@ class MigrateOptions:
     master: str = "local[*]"
     spark_conf: dict = dataclasses.field(default_factory=dict)
     spark: Any = None  # an existing SparkSession (tests, benches)
+    add_files: bool = False  # --add-files: register Hive's Parquet files (acidctl/migrate/addfiles.py)
 
 
 @dataclasses.dataclass
@@ -76,6 +77,11 @@ def migrate(
     progress: Callable[[str], None] | None = None,
 ) -> dict:
     """Run one migration of ``src`` into ``backend``; returns the report (see the CLI)."""
+    from acidctl.migrate import addfiles
+
+    if opts.add_files:
+        return addfiles.migrate_files(src, backend, opts, target_display=target_display, to=to, progress=progress)
+    addfiles.refuse_copy_into(backend, target_display)
     from acidctl.acid.writeids import WriteIdList
     from acidctl.faults import fire
     from acidctl.migrate.source import (
