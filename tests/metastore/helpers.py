@@ -96,6 +96,32 @@ def table_rows(text: str) -> list[list[str]]:
     return [cells(lines[sep - 1])] + [cells(l) for l in lines[sep + 1 :]]
 
 
+def insert_row(rec, table: str, **vals) -> None:
+    """One row into the metastore table ``table`` (a ``rec.T`` name; columns by their upper-case
+    names), as given, in a transaction of its own: states no acidctl step writes."""
+    import sqlalchemy as sa
+
+    t = getattr(rec.T, table)
+    with rec.engine.begin() as c:
+        c.execute(sa.insert(t.clause).values({getattr(t, k).name: v for k, v in vals.items()}))
+
+
+def insert_txn(rec, txn_id: int, state: str, started: int) -> None:
+    """A ``TXNS`` row: ``state`` (c/o/a), started and last heartbeat at ``started``,
+    user u on host h, a default txn (TXN_TYPE 0)."""
+    insert_row(
+        rec,
+        "TXNS",
+        TXN_ID=txn_id,
+        TXN_STATE=state,
+        TXN_STARTED=started,
+        TXN_LAST_HEARTBEAT=started,
+        TXN_USER="u",
+        TXN_HOST="h",
+        TXN_TYPE=0,
+    )
+
+
 def make_table(rec, wh: Path, db: str, name: str, writes: int = 2, *, partitions: int = 0) -> Path:
     """A full-ACID table with ``writes`` committed insert deltas (write ids 1..writes), recorded
     in the metastore as Hive records committed inserts. ``partitions`` > 0: partitioned by ``p``
