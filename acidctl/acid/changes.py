@@ -351,6 +351,7 @@ def _with_deleted_rows(tfs: TableFS, plan: PartitionPlan, deletes: pa.Table, sna
     want_ot = sorted(set(int(o) for o in ot))
     found: dict[tuple[int, int, int], tuple[int, int]] = {}  # key -> (table index, row)
     tables: list[pa.Table] = []
+    targets = sorted(set(zip(ot.tolist(), bk.tolist(), rid.tolist())))
     ot_set = pa.array(want_ot, pa.int64())
     rid_set = pa.array(sorted(set(int(r) for r in rid)), pa.int64())
     for s in plan.lookup:
@@ -373,7 +374,7 @@ def _with_deleted_rows(tfs: TableFS, plan: PartitionPlan, deletes: pa.Table, sna
             t = read_events(tfs, s)
             t = t.filter(keep(t))
         else:
-            t = _matching_stripes(tfs, s, keep)
+            t = _matching_stripes(tfs, s, keep, targets=targets)
         if not t.num_rows:
             continue
         i = len(tables)
@@ -403,9 +404,41 @@ def _with_deleted_rows(tfs: TableFS, plan: PartitionPlan, deletes: pa.Table, sna
     return deletes.set_column(col, pa.field("row", taken.type), taken)
 
 
-def _matching_stripes(tfs: TableFS, src: Source, keep) -> pa.Table:
+def _stripes_holding(f: Any, targets: list[tuple[int, int, int]]) -> list[int] | None:
+    """The stripes of an open ACID file whose key range can hold one of ``targets`` (sorted
+    ROW__IDs), from ``hive.acid.key.index`` (each stripe's last key; the file is sorted by
+    ROW__ID, orc-acid-files.md): stripe i holds the keys after stripe i-1's last up to its own.
+    None when the index is missing, malformed or does not name every stripe (then every
+    stripe's key columns are read)."""
+    import bisect
+
+    from acidctl.orc.acidfile import KEY_INDEX, parse_key_index
+
+    meta = f._arrow_file().metadata or {}
+    raw = meta.get(KEY_INDEX.encode())
+    try:
+        index = parse_key_index(raw.decode()) if raw is not None else None
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if index is None or len(index) != f.num_stripes():
+        return None
+    out = []
+    prev: tuple[int, int, int] | None = None
+    for i, last in enumerate(index):
+        j = bisect.bisect_right(targets, prev) if prev is not None else 0
+        if j < len(targets) and targets[j] <= last:
+            out.append(i)
+        prev = last
+    return out
+
+
+def _matching_stripes(
+    tfs: TableFS, src: Source, keep, *, targets: list[tuple[int, int, int]] | None = None
+) -> pa.Table:
     """The events of an ACID file for which ``keep`` (a mask function over an ACID table) is
-    true: each stripe's key columns are read first, its rows only when a key matches."""
+    true: each stripe's key columns are read first, its rows only when a key matches. With
+    ``targets`` (the sorted ROW__IDs looked for), only the stripes whose key range can hold
+    one are read at all (:func:`_stripes_holding`)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -416,7 +449,8 @@ def _matching_stripes(tfs: TableFS, src: Source, keep) -> pa.Table:
     out = []
     with OrcFile(tfs, src.path, arrow_footer=True) as f:
         cols = f.top_names()[:5]
-        for i in range(f.num_stripes()):
+        stripes = _stripes_holding(f, targets) if targets else None
+        for i in range(f.num_stripes()) if stripes is None else stripes:
             keys = pa.Table.from_batches([f.read_stripe_arrow(i, columns=cols)]).rename_columns(list(ACID_NAMES[:5]))
             mask = keep(keys)
             if not pc.any(mask).as_py():
