@@ -574,7 +574,9 @@ def _index_groups(tfs: TableFS, plans: list[PartitionPlan], snapshot: WriteIdLis
     order, with the files (and stripes) holding them. Read from names alone except for a
     minor-compacted ``delta_x_y`` (x < y) or a raw file, whose ``currentTransaction`` column
     is read once, stripe by stripe, to know which write ids each stripe holds (a compacted
-    insert delta is sorted by write id, so each stripe is then read for about one write id)."""
+    insert delta is sorted by write id, so each stripe is then read for about one write id; a
+    compacted delete delta is sorted by the deleted rows' ROW__IDs, so a stripe holding events
+    of several write ids is read once for each of them)."""
     import pyarrow.compute as pc
 
     from acidctl.acid.read import read_events
