@@ -225,8 +225,16 @@ def build_demo(
     tfs: TableFS, root: str, *, metastore_url: str | None = None, hive_version: int = DEFAULT_HIVE_VERSION
 ) -> dict[str, Any]:
     """Create the demo warehouse under ``root`` (which must be empty or absent) and record it
-    in a metastore (default: a new SQLite file ``root/metastore.db`` on local filesystems)."""
+    in a metastore the demo creates: ``metastore_url`` (an empty database: the demo creates
+    the schema, and refuses before writing anything when the database has metastore tables),
+    by default a new SQLite file ``root/metastore.db`` on local filesystems. The demo never
+    writes into a metastore it did not create; the CLI passes ``metastore_url`` only when
+    ``--metastore`` is on the command line (:func:`demo_metastore`)."""
     require_new_dir(tfs, root)
+    if metastore_url is not None:  # refuse before the first file: a database that is not empty
+        from acidctl.metastore.init import init_metastore
+
+        init_metastore(metastore_url, hive_version=hive_version, dry_run=True)
     tfs.makedirs(root)
     warehouse = tfs.join(root, "warehouse")
     tfs.makedirs(warehouse)
@@ -324,6 +332,7 @@ def build_demo(
             t.to_dict() | {"location": tfs.display(tfs.join(warehouse, t.name)), "write_ids": _write_id_list(t)}
             for t in tables
         ],
+        "commands": next_commands(metastore_url),
     }
     if tfs.protocol in ("file", "local"):
         result["hive2"] = _build_hive2(tfs, tfs.join(root, "hive2"))
@@ -334,6 +343,57 @@ def require_new_dir(tfs: TableFS, root: str) -> None:
     """The demo writes only into a new (or empty) directory (also checked by ``demo --dry-run``)."""
     if tfs.exists(root) and tfs.isdir(root) and tfs.ls(root):
         raise RefusedError(f"{tfs.display(root)} is not empty; the demo writes only into a new directory")
+
+
+def demo_metastore(tfs: TableFS, root: str, *, flag: str | None, exported: str | None) -> tuple[str | None, str | None]:
+    """(the metastore URL the demo records into, a note for the user or None).
+
+    ``flag``: ``--metastore`` given on the command line — honoured (an empty database; the
+    demo creates the schema in it). ``exported``: a URL that came from the environment
+    (``ACIDCTL_METASTORE_URL``) — never written into: it names the metastore the user works
+    with, not one the demo made, so the demo records into its own new SQLite file
+    ``root/metastore.db`` (none on a remote filesystem) and says so; the commands it prints
+    carry an explicit ``--metastore`` (:func:`next_commands`), which wins over the exported
+    URL in that shell."""
+    if flag is not None:
+        return flag, None
+    url = default_metastore_url(tfs, root)
+    if exported is None or _same_sqlite(exported, url):
+        return url, None
+    where = (
+        f"its own new metastore {_safe(url)}"
+        if url
+        else "no metastore (on a remote DIR: --metastore URL of an empty database)"
+    )
+    return url, (
+        f"ACIDCTL_METASTORE_URL ({_safe(exported)}) is not used: the demo never writes into a metastore it did not "
+        f"create; it records into {where}"
+    )
+
+
+def _same_sqlite(a: str, b: str | None) -> bool:
+    """Do two URLs name the same SQLite file (e.g. the README's export of DIR/metastore.db)?"""
+    import os.path
+
+    if b is None or not a.startswith("sqlite:///") or not b.startswith("sqlite:///"):
+        return False
+    return os.path.realpath(a[len("sqlite:///") :]) == os.path.realpath(b[len("sqlite:///") :])
+
+
+def next_commands(url: str | None) -> list[str]:
+    """Commands to try on the demo, with an explicit ``--metastore`` so that they read the
+    demo's metastore whatever the shell exports (``ACIDCTL_METASTORE_URL``, a profile)."""
+    if url is None:
+        return []
+    import shlex
+
+    ms = f"acidctl --metastore {shlex.quote(_safe(url) or url)}"
+    return [
+        f"{ms} show tables",
+        f"{ms} dump --merged default.employee",
+        f"{ms} state default.sales",
+        f"{ms} doctor",
+    ]
 
 
 def default_metastore_url(tfs: TableFS, root: str) -> str | None:

@@ -21,9 +21,9 @@ Which write ids: :class:`WriteIdSet` — ``between(snapshot, A, B)`` is every wr
 Planning (:func:`plan_changes`: which files may hold events of the set, per partition; no file
 read) and reading (:func:`partition_events`: the events as ACID-shaped Arrow tables, delete
 events carrying the deleted row's values, found wherever the row lives: a base, an older delta,
-a minor-compacted delta, an original file) are separate; :func:`change_table` turns decoded
+a minor-compacted delta, an original file) are separate; :func:`change_rows` turns
 events into change rows (``_change_type``, ``_commit_version``, ``row__id``, partition columns,
-columns), in the documented order, optionally paired into updates by a key.
+columns), streamed in the documented order, optionally paired into updates by a key.
 
 Order of change rows: by write id (``_commit_version``), then deletes before inserts within a
 write id (as Hive applies them: a reader applies a write id's delete events to the rows before
@@ -36,9 +36,12 @@ wanted ids in x..y raise :class:`EventsGone` with y + 1, as a ``base_N`` does wi
 
 Hive 2 (ACID v1) tables are refused (their updates are in-place events, not delete + insert).
 
-Memory: :func:`table_events` holds one partition's events at a time; :func:`change_rows` sorts
-every partition's events of the range together (the order crosses partitions), so the change
-rows of the whole range are held once.
+Memory: :func:`table_events` holds one partition's events at a time. :func:`change_rows`
+streams: it indexes which files (and, for a minor-compacted delta, which stripes) hold the
+events of each (write id, kind, partition) from names and the ``currentTransaction`` column,
+then reads one such group at a time in the documented order (with ``--key``: one write id at
+a time, its deletes and inserts pair up), so the change rows of the whole range are never
+held; JSON lines and Parquet row groups are written as the groups come.
 """
 
 from __future__ import annotations
@@ -348,6 +351,7 @@ def _with_deleted_rows(tfs: TableFS, plan: PartitionPlan, deletes: pa.Table, sna
     want_ot = sorted(set(int(o) for o in ot))
     found: dict[tuple[int, int, int], tuple[int, int]] = {}  # key -> (table index, row)
     tables: list[pa.Table] = []
+    targets = sorted(set(zip(ot.tolist(), bk.tolist(), rid.tolist())))
     ot_set = pa.array(want_ot, pa.int64())
     rid_set = pa.array(sorted(set(int(r) for r in rid)), pa.int64())
     for s in plan.lookup:
@@ -370,7 +374,7 @@ def _with_deleted_rows(tfs: TableFS, plan: PartitionPlan, deletes: pa.Table, sna
             t = read_events(tfs, s)
             t = t.filter(keep(t))
         else:
-            t = _matching_stripes(tfs, s, keep)
+            t = _matching_stripes(tfs, s, keep, targets=targets)
         if not t.num_rows:
             continue
         i = len(tables)
@@ -400,9 +404,41 @@ def _with_deleted_rows(tfs: TableFS, plan: PartitionPlan, deletes: pa.Table, sna
     return deletes.set_column(col, pa.field("row", taken.type), taken)
 
 
-def _matching_stripes(tfs: TableFS, src: Source, keep) -> pa.Table:
+def _stripes_holding(f: Any, targets: list[tuple[int, int, int]]) -> list[int] | None:
+    """The stripes of an open ACID file whose key range can hold one of ``targets`` (sorted
+    ROW__IDs), from ``hive.acid.key.index`` (each stripe's last key; the file is sorted by
+    ROW__ID, orc-acid-files.md): stripe i holds the keys after stripe i-1's last up to its own.
+    None when the index is missing, malformed or does not name every stripe (then every
+    stripe's key columns are read)."""
+    import bisect
+
+    from acidctl.orc.acidfile import KEY_INDEX, parse_key_index
+
+    meta = f._arrow_file().metadata or {}
+    raw = meta.get(KEY_INDEX.encode())
+    try:
+        index = parse_key_index(raw.decode()) if raw is not None else None
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if index is None or len(index) != f.num_stripes():
+        return None
+    out = []
+    prev: tuple[int, int, int] | None = None
+    for i, last in enumerate(index):
+        j = bisect.bisect_right(targets, prev) if prev is not None else 0
+        if j < len(targets) and targets[j] <= last:
+            out.append(i)
+        prev = last
+    return out
+
+
+def _matching_stripes(
+    tfs: TableFS, src: Source, keep, *, targets: list[tuple[int, int, int]] | None = None
+) -> pa.Table:
     """The events of an ACID file for which ``keep`` (a mask function over an ACID table) is
-    true: each stripe's key columns are read first, its rows only when a key matches."""
+    true: each stripe's key columns are read first, its rows only when a key matches. With
+    ``targets`` (the sorted ROW__IDs looked for), only the stripes whose key range can hold
+    one are read at all (:func:`_stripes_holding`)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -413,7 +449,8 @@ def _matching_stripes(tfs: TableFS, src: Source, keep) -> pa.Table:
     out = []
     with OrcFile(tfs, src.path, arrow_footer=True) as f:
         cols = f.top_names()[:5]
-        for i in range(f.num_stripes()):
+        stripes = _stripes_holding(f, targets) if targets else None
+        for i in range(f.num_stripes()) if stripes is None else stripes:
             keys = pa.Table.from_batches([f.read_stripe_arrow(i, columns=cols)]).rename_columns(list(ACID_NAMES[:5]))
             mask = keep(keys)
             if not pc.any(mask).as_py():
@@ -427,9 +464,6 @@ def _matching_stripes(tfs: TableFS, src: Source, keep) -> pa.Table:
 
 def _mm_events(tfs: TableFS, plan: PartitionPlan, mm: Any) -> PartitionEvents | None:
     """Insert-only: the rows of the wanted write ids' delta files, in file order."""
-    import pyarrow as pa
-
-    from acidctl.formats.files import iter_tables
     from acidctl.formats.hivetypes import orc_struct
     from acidctl.mm.read import infer_columns
 
@@ -437,12 +471,25 @@ def _mm_events(tfs: TableFS, plan: PartitionPlan, mm: Any) -> PartitionEvents | 
         return None
     columns = mm.columns or infer_columns(tfs, [f for _, f in plan.mm_files], mm.storage)
     row_td = orc_struct(columns)
+    inserts = _mm_rows(tfs, plan.mm_files, row_td, mm.storage)
+    if inserts is None:
+        return None
+    return PartitionEvents(plan.partition, inserts, inserts.schema.empty_table(), row_td)
+
+
+def _mm_rows(tfs: TableFS, files: list[tuple[int, Any]], row_td: Any, storage: Any) -> pa.Table | None:
+    """Insert-only: the rows of ``files`` ((write id, MMFile) pairs) as insert events with that
+    write id and null ROW__ID columns, in file order (None: no rows)."""
+    import pyarrow as pa
+
+    from acidctl.formats.files import iter_tables
+
     parts = []
-    for w, f in plan.mm_files:
-        for t in iter_tables(tfs, f.path, mm.storage, row_td):
-            if not t.num_rows:
-                continue
+    for w, f in files:
+        for t in iter_tables(tfs, f.path, storage, row_td):
             n = t.num_rows
+            if not n:
+                continue
             row = pa.StructArray.from_arrays(
                 [t.column(i).combine_chunks() for i in range(t.num_columns)], fields=list(t.schema)
             )
@@ -458,10 +505,7 @@ def _mm_events(tfs: TableFS, plan: PartitionPlan, mm: Any) -> PartitionEvents | 
                     }
                 )
             )
-    if not parts:
-        return None
-    inserts = pa.concat_tables(parts, promote_options="permissive")
-    return PartitionEvents(plan.partition, inserts, inserts.schema.empty_table(), row_td)
+    return pa.concat_tables(parts, promote_options="permissive") if parts else None
 
 
 def table_events(
@@ -496,7 +540,7 @@ def table_events(
             yield ev
 
 
-# -- change rows ---------------------------------------------------------------------------
+# -- change rows, streamed -----------------------------------------------------------------
 
 
 def _row_id_type():
@@ -506,96 +550,297 @@ def _row_id_type():
 
 
 @dataclasses.dataclass
-class ChangeRows:
-    """The change rows as one Arrow table (:data:`META_COLUMNS`, partition columns as strings,
-    the table's columns) and each column's ORC type (pyorc), for the ``dump --merged`` renderer."""
+class _Piece:
+    """Where one group's events are: a source file, and which of its stripes hold events of
+    the group's write id (None: every stripe; a raw file is always read whole)."""
 
-    table: pa.Table
+    source: Source
+    stripes: list[int] | None = None
+
+
+@dataclasses.dataclass
+class _Group:
+    """The events of one write id, one kind and one partition: the unit read at a time."""
+
+    write_id: int
+    rank: int  # 0: deletes, 1: inserts (the documented order)
+    pidx: int  # the partition's index in the plan (listing order)
+    pieces: list[_Piece] = dataclasses.field(default_factory=list)
+    mm_files: list[Any] = dataclasses.field(default_factory=list)
+
+
+def _index_groups(tfs: TableFS, plans: list[PartitionPlan], snapshot: WriteIdList, wanted: WriteIdSet) -> list[_Group]:
+    """Every (write id, kind, partition) that has events of ``wanted``, in the documented
+    order, with the files (and stripes) holding them. Read from names alone except for a
+    minor-compacted ``delta_x_y`` (x < y) or a raw file, whose ``currentTransaction`` column
+    is read once, stripe by stripe, to know which write ids each stripe holds (a compacted
+    insert delta is sorted by write id, so each stripe is then read for about one write id; a
+    compacted delete delta is sorted by the deleted rows' ROW__IDs, so a stripe holding events
+    of several write ids is read once for each of them)."""
+    import pyarrow.compute as pc
+
+    from acidctl.acid.read import read_events
+    from acidctl.orc.reader import OrcFile
+
+    groups: dict[tuple[int, int, int], _Group] = {}
+
+    def group(w: int, rank: int, pidx: int) -> _Group:
+        g = groups.get((w, rank, pidx))
+        if g is None:
+            g = groups[(w, rank, pidx)] = _Group(w, rank, pidx)
+        return g
+
+    def ids_of(col) -> list[int]:
+        col = col.filter(wanted.mask(col, snapshot))
+        return sorted(int(w) for w in pc.unique(col).to_pylist())
+
+    for pidx, plan in enumerate(plans):
+        for w, f in plan.mm_files:
+            group(w, 1, pidx).mm_files.append(f)
+        for rank, sources in ((0, plan.deletes), (1, plan.inserts)):
+            for s in sources:
+                r = _dir_range(s)
+                if r is not None and r[0] == r[1] and not s.raw:  # one write id's delta
+                    if r[0] in wanted and snapshot.is_valid(r[0]):
+                        group(r[0], rank, pidx).pieces.append(_Piece(s))
+                    continue
+                if s.raw:
+                    for w in ids_of(read_events(tfs, s, columns=None).column("currentTransaction")):
+                        group(w, rank, pidx).pieces.append(_Piece(s))
+                    continue
+                stripes: dict[int, list[int]] = {}
+                with OrcFile(tfs, s.path, arrow_footer=True) as f:
+                    ct = f.top_names()[4]
+                    for i in range(f.num_stripes()):
+                        for w in ids_of(f.read_stripe_arrow(i, columns=[ct]).column(0)):
+                            stripes.setdefault(w, []).append(i)
+                for w, at in stripes.items():
+                    group(w, rank, pidx).pieces.append(_Piece(s, at))
+    return [groups[k] for k in sorted(groups)]
+
+
+def _group_events(tfs: TableFS, g: _Group) -> pa.Table | None:
+    """The group's events (ACID-shaped), in ROW__ID order (stable: file order among equal keys)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from acidctl.acid import merge
+    from acidctl.acid.read import read_events
+    from acidctl.orc.reader import OrcFile
+
+    op = 2 if g.rank == 0 else 0
+    out = []
+
+    def keep(t: pa.Table) -> None:
+        t = t.filter(pc.and_(pc.equal(t.column("operation"), op), pc.equal(t.column("currentTransaction"), g.write_id)))
+        if t.num_rows:
+            out.append(t)
+
+    for piece in g.pieces:
+        if piece.source.raw:
+            keep(read_events(tfs, piece.source))
+            continue
+        with OrcFile(tfs, piece.source.path, arrow_footer=True) as f:
+            for i in range(f.num_stripes()) if piece.stripes is None else piece.stripes:
+                keep(merge.normalise(pa.Table.from_batches([f.read_stripe_arrow(i)])))
+    if not out:
+        return None
+    t = pa.concat_tables(out, promote_options="permissive")
+    return t.sort_by([("originalTransaction", "ascending"), ("bucket", "ascending"), ("rowId", "ascending")])
+
+
+@dataclasses.dataclass
+class ChangeRows:
+    """The change rows of a range, streamed: :meth:`tables` yields Arrow tables
+    (:data:`META_COLUMNS`, partition columns as strings, the table's columns) in the documented
+    order, reading one group at a time; ``fields`` is each column's ORC type (pyorc), for the
+    ``dump --merged`` renderer; ``counts`` (rows per change type) and ``rows`` grow as the
+    tables are consumed.
+
+    Memory: without ``key``, one (write id, kind, partition) group's events at a time (plus the
+    stripe being read, and for deletes the matching rows of the files of the deleted rows'
+    buckets); with ``key``, one write id's events of every partition (the pairing needs a write
+    id's deletes and inserts together). Never the whole range."""
+
     fields: list[tuple[str, Any]]
+    empty_schema: pa.Schema
+    groups: list[_Group]
+    counts: dict[str, int]
+    _read: Any  # _Group -> pa.Table | None (change rows of the group, with "__part")
+    _key: list[str] | None = None
 
     @property
-    def counts(self) -> dict[str, int]:
+    def rows(self) -> int:
+        return sum(self.counts.values())
+
+    def tables(self) -> Iterator[pa.Table]:
+        import pyarrow as pa
         import pyarrow.compute as pc
 
-        vc = pc.value_counts(self.table.column("_change_type")).to_pylist() if self.table.num_rows else []
-        out = {k: 0 for k in (INSERT, DELETE, PREIMAGE, POSTIMAGE)}
-        out.update({d["values"]: d["counts"] for d in vc})
-        return out
+        names = [n for n, _ in self.fields]
+
+        def done(t: pa.Table) -> pa.Table:
+            t = t.select([n for n in names if n in t.column_names])
+            if t.num_rows:
+                for d in pc.value_counts(t.column("_change_type")).to_pylist():
+                    self.counts[d["values"]] += d["counts"]
+            return t
+
+        if not self._key:
+            for g in self.groups:
+                t = self._read(g)
+                if t is not None:
+                    yield done(t)
+            return
+        at = 0
+        while at < len(self.groups):
+            w = self.groups[at].write_id
+            pieces = []
+            while at < len(self.groups) and self.groups[at].write_id == w:
+                t = self._read(self.groups[at])
+                if t is not None:
+                    pieces.append(t)
+                at += 1
+            if pieces:
+                t = pa.concat_tables(pieces, promote_options="permissive")
+                yield done(_pair(t, self._key + ["__part"]))
 
 
 def change_rows(
-    events: list[PartitionEvents], *, key: list[str] | None = None, partition_keys: list[str] | None = None
+    tfs: TableFS,
+    snapshot: WriteIdList,
+    wanted: WriteIdSet,
+    *,
+    txns: TxnList | None = None,
+    hive_version: int = 3,
+    partitions: list[str] | None = None,
+    partition_prefix: str | None = None,
+    mm: Any = None,
+    key: list[str] | None = None,
+    partition_keys: list[str] | None = None,
 ) -> ChangeRows:
-    """Change rows of the decoded events of every partition, in the documented order (write id,
-    deletes before inserts, partition in the given order, ROW__ID). With ``key`` (column names,
-    table or partition columns, any letter case), within one write id a delete and an insert
-    with equal key values become ``update_preimage`` / ``update_postimage``: the n-th delete
-    and the n-th insert of a key in the same partition (in that order) pair up, the rest stay
-    delete / insert (a Hive UPDATE never moves a row to another partition)."""
+    """The change rows of ``wanted``, streamed (:class:`ChangeRows`), in the documented order
+    (write id, deletes before inserts, partition in listing order, ROW__ID). Plans first
+    (:func:`plan_changes`: :class:`EventsGone` before anything is read) and checks ``key``
+    (column names, table or partition columns, any letter case); the events are read as the
+    rows are consumed. With ``key``, within one write id a delete and an insert with equal key
+    values become ``update_preimage`` / ``update_postimage``: the n-th delete and the n-th
+    insert of a key in the same partition (in that order) pair up, the rest stay delete /
+    insert (a Hive UPDATE never moves a row to another partition)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyorc
 
+    from acidctl.acid.read import row_type
     from acidctl.merged import partition_values
 
+    plans = plan_changes(
+        tfs,
+        snapshot,
+        wanted,
+        txns=txns,
+        hive_version=hive_version,
+        partitions=partitions,
+        partition_prefix=partition_prefix,
+        insert_only=mm is not None,
+    )
+    groups = _index_groups(tfs, plans, snapshot, wanted)
     rid_t = _row_id_type()
     rid_td = pyorc.Struct(writeid=pyorc.BigInt(), bucketid=pyorc.Int(), rowid=pyorc.BigInt())
     pkeys = list(partition_keys or [])
-    for ev in events:
-        for k, _ in partition_values(ev.partition):
+    with_events = sorted({g.pidx for g in groups})
+    for pidx in with_events:
+        for k, _ in partition_values(plans[pidx].partition):
             if k not in pkeys:
                 pkeys.append(k)
-    td = next((ev.row_type for ev in reversed(events) if ev.row_type is not None), None)
+    row_tds: dict[int, Any] = {}  # the row's ORC type per partition (index) with events
+
+    def row_td(pidx: int) -> Any:
+        if pidx not in row_tds:
+            plan = plans[pidx]
+            if mm is not None:
+                from acidctl.formats.hivetypes import orc_struct
+                from acidctl.mm.read import infer_columns
+
+                cols = mm.columns or infer_columns(tfs, [f for _, f in plan.mm_files], mm.storage)
+                row_tds[pidx] = orc_struct(cols)
+            else:
+                row_tds[pidx] = row_type(tfs, plan.lookup[-1]) if plan.lookup else None
+        return row_tds[pidx]
+
+    # the columns: the row type of the last partition with events (none: of the last one)
+    order = list(reversed(with_events)) or list(reversed(range(len(plans))))
+    td = next((t for t in (row_td(p) for p in order) if t is not None), None)
     row_fields = list(td.fields.items()) if td is not None else []
-    pieces = []
-    for pidx, ev in enumerate(events):
-        pvals = dict(partition_values(ev.partition))
-        for kind, rank, t in ((DELETE, 0, ev.deletes), (INSERT, 1, ev.inserts)):
-            n = t.num_rows
-            if not n:
-                continue
-            row = t.column("row").combine_chunks()
-            rowid = pa.StructArray.from_arrays(
-                [
-                    t.column("originalTransaction").combine_chunks().cast(pa.int64()),
-                    t.column("bucket").combine_chunks().cast(pa.int32()),
-                    t.column("rowId").combine_chunks().cast(pa.int64()),
-                ],
-                fields=list(rid_t),
-                mask=pc.is_null(t.column("rowId").combine_chunks()) if t.column("rowId").null_count else None,
-            )
-            cols: dict[str, Any] = {
-                "_change_type": pa.array([kind] * n, pa.string()),
-                "_commit_version": t.column("currentTransaction").combine_chunks().cast(pa.int64()),
-                "row__id": rowid,
-            }
-            for k in pkeys:
-                cols[k] = pa.array([pvals.get(k)] * n, pa.string())
-            for i, (name, _) in enumerate(row_fields[: row.type.num_fields]):
-                cols[name] = row.field(i)
-            cols["__rank"] = pa.array([rank] * n, pa.int8())
-            cols["__part"] = pa.array([pidx] * n, pa.int32())
-            cols["__ot"] = t.column("originalTransaction").combine_chunks().cast(pa.int64())
-            cols["__bk"] = t.column("bucket").combine_chunks().cast(pa.int32())
-            cols["__rid"] = t.column("rowId").combine_chunks().cast(pa.int64())
-            pieces.append(pa.table(cols))
     fields = (
         [("_change_type", pyorc.String()), ("_commit_version", pyorc.BigInt()), ("row__id", rid_td)]
         + [(k, pyorc.String()) for k in pkeys]
         + row_fields
     )
-    names = [n for n, _ in fields]
-    if not pieces:
-        empty = pa.schema(
-            [("_change_type", pa.string()), ("_commit_version", pa.int64()), ("row__id", rid_t)]
-            + [(k, pa.string()) for k in pkeys]
+    key_cols = _key_columns(key, [n for n, _ in fields]) if key and (td is not None or groups) else None
+    empty = pa.schema(
+        [("_change_type", pa.string()), ("_commit_version", pa.int64()), ("row__id", rid_t)]
+        + [(k, pa.string()) for k in pkeys]
+    )
+    if not groups:
+        fields = fields[: len(empty)]
+
+    def read(g: _Group) -> pa.Table | None:
+        plan = plans[g.pidx]
+        if mm is not None:
+            t = _mm_rows(tfs, [(g.write_id, f) for f in g.mm_files], row_td(g.pidx), mm.storage)
+        else:
+            t = _group_events(tfs, g)
+            if t is not None and g.rank == 0:
+                if not plan.lookup:  # only a base/originals hold rows (no insert file in the read set: impossible)
+                    raise InvalidInputError(f"{plan.partition or 'the table'}: delete events without any insert file")
+                t = _with_deleted_rows(tfs, plan, t, snapshot)
+        if t is None:
+            return None
+        n = t.num_rows
+        pvals = dict(partition_values(plan.partition))
+        row = t.column("row").combine_chunks()
+        rid = t.column("rowId").combine_chunks()
+        rowid = pa.StructArray.from_arrays(
+            [
+                t.column("originalTransaction").combine_chunks().cast(pa.int64()),
+                t.column("bucket").combine_chunks().cast(pa.int32()),
+                rid.cast(pa.int64()),
+            ],
+            fields=list(rid_t),
+            mask=pc.is_null(rid) if rid.null_count else None,
         )
-        return ChangeRows(empty.empty_table(), fields[: len(empty)])
-    table = pa.concat_tables(pieces, promote_options="permissive")
-    table = table.sort_by([(c, "ascending") for c in ("_commit_version", "__rank", "__part", "__ot", "__bk", "__rid")])
-    if key:
-        table = _pair(table, _key_columns(key, names) + ["__part"])
-    return ChangeRows(table.select(names), fields)
+        cols: dict[str, Any] = {
+            "_change_type": pa.array([DELETE if g.rank == 0 else INSERT] * n, pa.string()),
+            "_commit_version": t.column("currentTransaction").combine_chunks().cast(pa.int64()),
+            "row__id": rowid,
+        }
+        for k in pkeys:
+            cols[k] = pa.array([pvals.get(k)] * n, pa.string())
+        for i, (name, _) in enumerate(row_fields[: row.type.num_fields]):
+            cols[name] = row.field(i)
+        cols["__part"] = pa.array([g.pidx] * n, pa.int32())
+        return pa.table(cols)
+
+    counts = {k: 0 for k in (INSERT, DELETE, PREIMAGE, POSTIMAGE)}
+    return ChangeRows(fields, empty, groups, counts, read, key_cols)
+
+
+def _coalesced(tables: Iterable[pa.Table], rows: int) -> Iterator[pa.Table]:
+    """``tables`` joined into tables of at least ``rows`` rows (but the last), so that tiny
+    groups are rendered or written together."""
+    import pyarrow as pa
+
+    buf: list[pa.Table] = []
+    n = 0
+    for t in tables:
+        buf.append(t)
+        n += t.num_rows
+        if n >= rows:
+            yield pa.concat_tables(buf, promote_options="permissive") if len(buf) > 1 else buf[0]
+            buf, n = [], 0
+    if n:
+        yield pa.concat_tables(buf, promote_options="permissive") if len(buf) > 1 else buf[0]
 
 
 def _key_columns(key: list[str], names: list[str]) -> list[str]:
@@ -636,26 +881,50 @@ def _pair(table: pa.Table, key: list[str]) -> pa.Table:
 
 
 def render_lines(rows: ChangeRows) -> Iterator[bytes]:
-    """JSON lines of the change rows, rendered as ``dump --merged`` renders rows."""
+    """JSON lines of the change rows, rendered as ``dump --merged`` renders rows, as they are
+    read."""
     from acidctl.orc import render
     from acidctl.orc.lines import SLICE_ROWS
 
-    for batch in rows.table.to_batches(max_chunksize=SLICE_ROWS):
-        if batch.num_rows:
-            # the same bytes as lines_bytes(render_batch(..., terminator="\n")), laid out by one take
-            yield render.render_lines(batch, rows.fields)
+    for t in _coalesced(rows.tables(), SLICE_ROWS):
+        for batch in t.to_batches(max_chunksize=SLICE_ROWS):
+            if batch.num_rows:
+                # the same bytes as lines_bytes(render_batch(..., terminator="\n")), laid out by one take
+                yield render.render_lines(batch, rows.fields)
 
 
 #: rows per Parquet file written by :func:`write_parquet`
 PARQUET_FILE_ROWS = 1 << 20
+#: rows per Parquet row group (what :func:`write_parquet` holds before writing)
+PARQUET_GROUP_ROWS = 1 << 16
+
+
+def _conform(t: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``t`` with ``schema``'s columns (a missing one all null), cast to its types."""
+    import pyarrow as pa
+
+    extra = [n for n in t.column_names if schema.get_field_index(n) < 0]
+    if extra:
+        raise InvalidInputError(
+            f"the change rows cannot be written as one Parquet schema: partitions differ in columns ({', '.join(extra)})"
+        )
+    if t.schema == schema:
+        return t
+    cols = [t.column(f.name) if f.name in t.column_names else pa.nulls(t.num_rows, f.type) for f in schema]
+    try:
+        return pa.table(cols, names=schema.names).cast(schema)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        raise InvalidInputError(f"the change rows cannot be written as one Parquet schema: {e}") from None
 
 
 def write_parquet(rows: ChangeRows, dest_url: str, *, dest_options: dict | None = None) -> dict:
     """The change rows as Parquet files ``DEST/part-NNNNN.parquet`` (at most
     :data:`PARQUET_FILE_ROWS` rows each, in the change order: file name order, then row
-    order), staged beside DEST and published with one rename as ``export`` publishes
-    (:func:`acidctl.export.published`; DEST must not exist or be empty). Each file is read
-    back (row count) before publication. Returns what was written."""
+    order), written in row groups of :data:`PARQUET_GROUP_ROWS` as the rows are read, staged
+    beside DEST and published with one rename as ``export`` publishes
+    (:func:`acidctl.export.published`; DEST must not exist or be empty). The schema is the
+    first rows'; later rows are conformed to it. Each file is read back (row count) before
+    publication. Returns what was written."""
     import posixpath
 
     import pyarrow as pa
@@ -667,23 +936,61 @@ def write_parquet(rows: ChangeRows, dest_url: str, *, dest_options: dict | None 
 
     dest = TableFS(dest_url, dest_options)
     final, staging = prepare_dest(dest)
-    t = rows.table
-    outputs = []
-    with published(dest, final, staging):
-        for i, off in enumerate(range(0, max(t.num_rows, 1), PARQUET_FILE_ROWS)):
-            piece = t.slice(off, PARQUET_FILE_ROWS)
-            name = f"part-{i:05d}.parquet"
-            path = posixpath.join(staging, name)
+    outputs: list[dict] = []
+    schema: pa.Schema | None = None
+
+    class _File:
+        def __init__(self, schema: pa.Schema):
+            self.name = f"part-{len(outputs):05d}.parquet"
+            self.path = posixpath.join(staging, self.name)
+            self.rows = 0
+            self.f = dest.open(self.path, "wb")
             try:
-                with dest.open(path, "wb") as f:
-                    pq.write_table(piece, f)
+                self.w = pq.ParquetWriter(self.f, schema)
+            except (pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:  # e.g. a uniontype column
+                self.f.close()
+                raise InvalidInputError(f"the change rows cannot be written as Parquet: {e}") from None
+
+        def write(self, t: pa.Table) -> None:
+            try:
+                self.w.write_table(t, row_group_size=PARQUET_GROUP_ROWS)
             except (pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:  # e.g. a uniontype column
                 raise InvalidInputError(f"the change rows cannot be written as Parquet: {e}") from None
-            with dest.open(path, "rb") as f:
+            self.rows += t.num_rows
+
+        def close(self) -> None:
+            self.w.close()
+            self.f.close()
+            with dest.open(self.path, "rb") as f:
                 n = pq.ParquetFile(f).metadata.num_rows
-            if n != piece.num_rows:
-                raise WriteVerificationFailed(f"{dest.display(path)}: {n} rows read back, {piece.num_rows} written")
-            outputs.append({"file": name, "rows": piece.num_rows, "bytes": dest.info(path).size})
+            if n != self.rows:
+                raise WriteVerificationFailed(f"{dest.display(self.path)}: {n} rows read back, {self.rows} written")
+            outputs.append({"file": self.name, "rows": self.rows, "bytes": dest.info(self.path).size})
+
+    with published(dest, final, staging):
+        cur: _File | None = None
+        try:
+            for t in _coalesced(rows.tables(), PARQUET_GROUP_ROWS):
+                schema = schema or t.schema
+                t = _conform(t, schema)
+                off = 0
+                while off < t.num_rows:
+                    if cur is None:
+                        cur = _File(schema)
+                    piece = t.slice(off, PARQUET_FILE_ROWS - cur.rows)
+                    cur.write(piece)
+                    off += piece.num_rows
+                    if cur.rows == PARQUET_FILE_ROWS:
+                        cur.close()
+                        cur = None
+            if cur is None and not outputs:  # no change rows: one empty file
+                cur = _File(rows.empty_schema)
+            if cur is not None:
+                cur.close()
+                cur = None
+        finally:
+            if cur is not None:  # failed: the staging directory goes
+                cur.f.close()
     return {
         "dest": dest.display(final),
         "format": "parquet",

@@ -89,7 +89,7 @@ def changes_command(
     hive_version: options.HiveVersion = None,
     file_format: Annotated[Optional[str], options.mm_format_option()] = None,
 ):
-    from acidctl.acid.changes import WriteIdSet, change_rows, render_lines, table_events, write_parquet
+    from acidctl.acid.changes import WriteIdSet, change_rows, render_lines, write_parquet
     from acidctl.cli.targets import resolve
     from acidctl.errors import UsageError
     from acidctl.merged import _path_partition
@@ -121,34 +121,34 @@ def changes_command(
     wanted = WriteIdSet.between(snapshot, from_write_id, to_write_id)
     info = target.table
     prefix = getattr(info, "partition", None) or _path_partition(target.tfs)
-    events = list(
-        table_events(
-            target.tfs,
-            snapshot,
-            wanted,
-            txns=target.txns,
-            hive_version=target.hive_version,
-            partitions=list(partition) if partition else None,
-            partition_prefix=prefix,
-            mm=mm,
-        )
-    )
     keys = [k for k in key.split(",")] if key is not None else None
     pkeys = [k for k, _ in (getattr(info, "partition_keys", None) or [])] or None
-    rows = change_rows(events, key=keys, partition_keys=pkeys)
+    rows = change_rows(
+        target.tfs,
+        snapshot,
+        wanted,
+        txns=target.txns,
+        hive_version=target.hive_version,
+        partitions=list(partition) if partition else None,
+        partition_prefix=prefix,
+        mm=mm,
+        key=keys,
+        partition_keys=pkeys,
+    )
     if to is None:
         for chunk in render_lines(rows):
             settings.output.write_bytes(chunk)
         return
+    written = write_parquet(rows, dest, dest_options=settings.fs_options)  # type: ignore[arg-type]
     report = {
         "source": target.display,
         "write_ids": str(snapshot),
         "from_write_id": wanted.lo,
         "to_write_id": wanted.hi,
-        "rows": rows.table.num_rows,
+        "rows": rows.rows,
         "changes": rows.counts,
     }
-    report.update(write_parquet(rows, dest, dest_options=settings.fs_options))  # type: ignore[arg-type]
+    report.update(written)
     if info is not None:
         report["table"] = info.full_name
     settings.output.emit(report, render_text, performed=True)

@@ -197,6 +197,8 @@ def prepare_compaction(
         txns=target.txns,
         hive_version=target.hive_version,
         partitions=parts or None,
+        # the whole table (not a DB.TABLE/PART target), from the metastore: no listing needed
+        partitioned=bool(info.partition_keys) if info is not None and not info.partition else None,
         due=args.due,
         thresholds=Thresholds.from_table_properties(props),
         aborted_txn_counts=aborted_txn_counts(target, due=args.due),

@@ -49,6 +49,8 @@ class CompactOptions:
     txns: TxnList | None = None  # Hive 4 visibility
     hive_version: int = 3
     partitions: list[str] | None = None
+    #: is the table partitioned, as the metastore says (None: not known without listing it)
+    partitioned: bool | None = None
     due: bool = False
     thresholds: Thresholds | None = None  # the Initiator's (None: Hive's defaults)
     aborted_txn_counts: dict | None = None  # metastore: aborted txns per partition (None: unknown)
@@ -126,10 +128,11 @@ def run_locks(tfs, opts, locks: LockSet | None) -> LockSet:
     partition before it claims its request) — they must cover the run — or a new set: the
     ``--partition`` ones, or on a whole partitioned table the partitions a first plan (read
     only) says run (:func:`_planned_scopes`), so that a worker compacting another partition is
-    no conflict."""
+    no conflict. An unpartitioned table the metastore knows as one is locked whole without
+    that first plan (it would list the table only to find no partition)."""
     scopes = lock_scopes(tfs, opts.partitions)
     if locks is None:
-        if scopes == [None] and not opts.partitions:
+        if scopes == [None] and not opts.partitions and opts.partitioned is not False:
             scopes = _planned_scopes(tfs, opts) or scopes
         return LockSet(tfs, scopes, command="compact", break_lock=opts.break_lock)
     missing = [s for s in scopes if not locks.covers(s)]

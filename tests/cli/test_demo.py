@@ -220,3 +220,67 @@ def test_doctor_does_not_ask_insert_only_tables_for_acid_markers(cli, demo):
     findings = json.loads(r.stdout)["findings"]
     assert not [f for f in findings if "events" in json.dumps(f) and f.get("code", f.get("check")) == "READER_TRINO"]
     assert not [f for f in findings if "default.events" in json.dumps(f) and "_orc_acid_version" in json.dumps(f)]
+
+
+def _next_command(stdout: str, cmd: str) -> list[str]:
+    """The arguments of the printed next command ending in ``cmd`` (without ``acidctl``)."""
+    import shlex
+
+    [line] = [x.strip() for x in stdout.splitlines() if x.strip().startswith("acidctl ") and x.strip().endswith(cmd)]
+    return shlex.split(line)[1:]
+
+
+def test_demo_never_writes_into_an_exported_metastore(cli, tmp_path, monkeypatch):
+    """A shell that exported ACIDCTL_METASTORE_URL (here: another demo's, as the README's tour
+    does) and runs `acidctl demo OTHERDIR`: the demo records into its own new OTHERDIR/metastore.db,
+    leaves the exported metastore byte for byte as it was, says so on stderr, and prints its
+    next commands with an explicit --metastore, which read OTHERDIR's tables in that shell."""
+    assert cli("demo", tmp_path / "a").code == 0
+    mine = tmp_path / "a" / "metastore.db"
+    before = mine.read_bytes()
+    monkeypatch.setenv("ACIDCTL_METASTORE_URL", f"sqlite:///{mine}")
+    r = cli("demo", tmp_path / "b")
+    assert r.code == 0, r
+    assert mine.read_bytes() == before
+    assert "ACIDCTL_METASTORE_URL" in r.stderr and "not used" in r.stderr and len(r.stderr.splitlines()) == 1
+    own = f"sqlite:///{tmp_path / 'b' / 'metastore.db'}"
+    assert f"Metastore:      {own}" in r.stdout
+    args = _next_command(r.stdout, "state default.sales")
+    assert args[:2] == ["--metastore", own]
+    r = cli("-o", "json", *args)  # the exported URL still points at a's metastore
+    assert r.code == 0, r
+    assert json.loads(r.stdout)["partitions"][0]["path"].startswith(str(tmp_path / "b" / "warehouse" / "sales"))
+    # JSON: the same commands; the dry run names the demo's own metastore too
+    doc = json.loads(cli("-o", "json", "demo", tmp_path / "c").stdout)
+    assert doc["metastore"] == f"sqlite:///{tmp_path / 'c' / 'metastore.db'}"
+    assert doc["commands"][0] == f"acidctl --metastore {doc['metastore']} show tables"
+    r = cli("-o", "json", "demo", "--dry-run", tmp_path / "d")
+    assert json.loads(r.stdout)["metastore"] == f"sqlite:///{tmp_path / 'd' / 'metastore.db'}"
+    assert mine.read_bytes() == before
+
+
+def test_demo_with_the_exported_url_of_its_own_metastore_is_quiet(cli, tmp_path, monkeypatch):
+    # the README's tour: ACIDCTL_METASTORE_URL names DIR/metastore.db before `acidctl demo DIR`
+    monkeypatch.setenv("ACIDCTL_METASTORE_URL", f"sqlite:///{tmp_path / 'd' / 'metastore.db'}")
+    r = cli("demo", tmp_path / "d")
+    assert r.code == 0, r
+    assert r.stderr == ""
+    assert cli("show", "write-ids", "default.sales").stdout.strip() == "default.sales:7:7:7:4"
+
+
+def test_demo_refuses_a_metastore_given_on_the_command_line_before_writing(cli, tmp_path):
+    """--metastore on the command line is honoured, but only an empty database: one with
+    metastore tables is refused before the first file of the warehouse is written."""
+    assert cli("demo", tmp_path / "a").code == 0
+    url = f"sqlite:///{tmp_path / 'a' / 'metastore.db'}"
+    before = (tmp_path / "a" / "metastore.db").read_bytes()
+    r = cli("--metastore", url, "demo", tmp_path / "b")
+    assert r.code == 6 and "already has metastore tables" in r.stderr, r
+    assert not (tmp_path / "b").exists()
+    assert (tmp_path / "a" / "metastore.db").read_bytes() == before
+    # an empty one: the demo creates the schema in it and records there
+    r = cli("--metastore", f"sqlite:///{tmp_path / 'new.db'}", "demo", tmp_path / "c")
+    assert r.code == 0, r
+    assert not (tmp_path / "c" / "metastore.db").exists()
+    r = cli("--metastore", f"sqlite:///{tmp_path / 'new.db'}", "show", "write-ids", "default.sales")
+    assert r.stdout.strip() == "default.sales:7:7:7:4"

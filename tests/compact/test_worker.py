@@ -279,38 +279,14 @@ def test_worker_cli_once_and_missing_table(tmp_path, cli, hv):
 def test_daemon_stops_gracefully_on_sigterm(tmp_path, cli):
     """``worker --daemon`` polls, writes one line per request, and on SIGTERM stops (exit 0) with
     the queue left consistent; a request enqueued later is still there for the next worker."""
-    import os
     import signal
-    import subprocess
-    import sys
     import time
-    from pathlib import Path
+
+    from tests.metastore.helpers import acidctl_process
 
     assert cli("demo", "--hive-version", "4", tmp_path / "demo").code == 0
     url = _url(tmp_path)
-    root = Path(__file__).resolve().parents[2]
-    env = dict(os.environ, PYTHONPATH=str(root))
-    p = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "acidctl",
-            "-o",
-            "json",
-            "--metastore",
-            url,
-            "worker",
-            "--daemon",
-            "--engine",
-            "local",
-            "--poll",
-            "0.2",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        cwd=root,
-    )
+    p = acidctl_process(url, "worker", "--daemon", "--engine", "local", "--poll", "0.2")
     try:
         deadline = time.time() + 120
         while time.time() < deadline:

@@ -10,11 +10,7 @@ worker meeting a partition another acidctl holds skips its request and leaves it
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import threading
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -23,10 +19,8 @@ from acidctl.compact.lock import TableLock
 from acidctl.fs import TableFS
 from acidctl.metastore import queue
 from acidctl.metastore.connection import connect
-from tests.acidfiles import B0, acid_file
-from tests.metastore.helpers import ORC_TYPE, run_cli
+from tests.metastore.helpers import json_result, make_table, run_cli, worker_process
 
-ROOT = Path(__file__).resolve().parents[2]
 N = 20
 
 
@@ -36,28 +30,6 @@ def _writes_allowed():
 
     yield
     steps.allow_writes()
-
-
-def make_partitioned(rec, wh: Path, db: str, name: str, parts: int, writes: int = 2) -> Path:
-    """A full-ACID table partitioned by ``p`` with ``writes`` committed insert deltas in each of
-    ``parts`` partitions, recorded as Hive records committed inserts (one write id per txn,
-    allocated per table: partition i holds write ids i*writes+1 .. (i+1)*writes)."""
-    loc = wh / f"{db}.db" / name
-    loc.mkdir(parents=True)
-    rec.create_table(
-        db, name, location=f"file:{loc}", columns=[("id", "int"), ("name", "string")], partition_keys=[("p", "int")]
-    )
-    for i in range(parts):
-        part = f"p={i}"
-        rec.add_partition(db, name, part, location=f"file:{loc / part}")
-        for _ in range(writes):
-            txn = rec.open_txn("hive", "hivehost")
-            w = rec.add_write(txn, db, name, partition=part, operation="i")
-            rec.commit_txn(txn)
-            d = loc / part / f"delta_{w:07d}_{w:07d}_0000"
-            acid_file(d / "bucket_00000", ORC_TYPE, [(0, w, B0, 0, w, (w, f"r{w}"))])
-            (d / "_orc_acid_version").write_bytes(b"2")
-    return loc
 
 
 def _queue_rows(ms) -> dict:
@@ -75,41 +47,14 @@ def _history(ms) -> list:
         return [tuple(r) for r in c.execute(sa.select(cc.CC_ID, cc.CC_STATE))]
 
 
-def _worker_cmd(url: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "acidctl",
-        "-o",
-        "json",
-        "--metastore",
-        url,
-        "worker",
-        "--once",
-        "--engine",
-        "local",
-        "--max",
-        str(N),
-    ]
-
-
 def test_two_workers_drain_one_tables_partitions(metastore, backend, hive_version, tmp_path):
     url, rec = metastore
-    loc = make_partitioned(rec, tmp_path / "wh", "conc", "events", N)
+    loc = make_table(rec, tmp_path / "wh", "conc", "events", partitions=N)
     ms = connect(url)
     ids = {queue.enqueue(ms, "conc", "events", partition=f"p={i}", type="major").id: f"p={i}" for i in range(N)}
     assert len(ids) == N
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    env.pop("ACIDCTL_TEST_CRASH_AT", None)
-    procs = [
-        subprocess.Popen(_worker_cmd(url), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
-        for _ in range(2)
-    ]
-    outs = []
-    for p in procs:
-        out, err = p.communicate(timeout=900)
-        assert p.returncode == 0, err.decode()
-        outs.append(json.loads(out))
+    procs = [worker_process(url, N) for _ in range(2)]
+    outs = [json_result(p, timeout=900) for p in procs]
     recs = [r for o in outs for r in o["requests"]]
     # every request run exactly once, none failed or handed back
     assert sorted(r["cq_id"] for r in recs) == sorted(ids)
@@ -125,7 +70,7 @@ def test_two_workers_drain_one_tables_partitions(metastore, backend, hive_versio
 
 def test_worker_skips_a_busy_partition_and_takes_it_later(metastore, backend, hive_version, tmp_path, capsys):
     url, rec = metastore
-    loc = make_partitioned(rec, tmp_path / "wh", "conc", "events", 3)
+    loc = make_table(rec, tmp_path / "wh", "conc", "events", partitions=3)
     ms = connect(url)
     ids = {f"p={i}": queue.enqueue(ms, "conc", "events", partition=f"p={i}", type="major").id for i in range(3)}
     before = _queue_rows(ms)
@@ -151,7 +96,7 @@ def test_worker_and_compact_on_the_same_partition(metastore, backend, hive_versi
     """A worker holds p=0 (its lock) while `compact` is asked for p=0 and for p=1: the first
     refuses before claiming (exit 6, the worker's request untouched), the second runs."""
     url, rec = metastore
-    loc = make_partitioned(rec, tmp_path / "wh", "conc", "events", 2)
+    loc = make_table(rec, tmp_path / "wh", "conc", "events", partitions=2)
     ms = connect(url)
     rid = queue.enqueue(ms, "conc", "events", partition="p=0", type="major").id
     started, release = threading.Event(), threading.Event()
@@ -190,7 +135,7 @@ def test_worker_warns_of_a_dead_runs_lock_and_clean_frees_it(metastore, backend,
     import time
 
     url, rec = metastore
-    loc = make_partitioned(rec, tmp_path / "wh", "conc", "events", 2)
+    loc = make_table(rec, tmp_path / "wh", "conc", "events", partitions=2)
     ms = connect(url)
     ids = {f"p={i}": queue.enqueue(ms, "conc", "events", partition=f"p={i}", type="major").id for i in range(2)}
     (loc / ".acidctl-compact.p=1.lock").write_text(

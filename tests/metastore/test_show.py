@@ -9,15 +9,9 @@ import pytest
 import sqlalchemy as sa
 
 from acidctl.metastore.recorder import LockComponent
-from tests.metastore.helpers import cli_json, cli_text, run_cli, table_rows
+from tests.metastore.helpers import cli_json, cli_text, insert_txn, run_cli, table_rows
 
 T0 = 1_700_000_000_000  # 2023-11-14 22:13:20.000 UTC
-
-
-def _ins(rec, table, **vals):
-    t = getattr(rec.T, table)
-    with rec.engine.begin() as c:
-        c.execute(sa.insert(t.clause).values({getattr(t, k).name: v for k, v in vals.items()}))
 
 
 # ---------------------------------------------------------------------------------------
@@ -69,28 +63,8 @@ def test_show_transactions_hive4_gaps(metastore, hive_version):
     from acidctl.metastore.queries import show_transactions
 
     url, rec = metastore
-    _ins(
-        rec,
-        "TXNS",
-        TXN_ID=1,
-        TXN_STATE="c",
-        TXN_STARTED=T0,
-        TXN_LAST_HEARTBEAT=T0,
-        TXN_USER="u",
-        TXN_HOST="h",
-        TXN_TYPE=0,
-    )
-    _ins(
-        rec,
-        "TXNS",
-        TXN_ID=4,
-        TXN_STATE="o",
-        TXN_STARTED=T0 + 5000,
-        TXN_LAST_HEARTBEAT=T0 + 5000,
-        TXN_USER="u",
-        TXN_HOST="h",
-        TXN_TYPE=0,
-    )
+    insert_txn(rec, 1, "c", T0)
+    insert_txn(rec, 4, "o", T0 + 5000)
     rep = show_transactions(url, now_ms=T0 + 5100)
     # row 4 is 100 ms old: ids 2 and 3 (between rows 1 and 4) are synthetic open txns without user
     assert [(t["txnid"], t["state"], t["user"], t["synthetic"]) for t in rep.transactions] == [

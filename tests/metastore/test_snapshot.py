@@ -9,15 +9,9 @@ import sqlalchemy as sa
 
 from acidctl.acid.writeids import LONG_MAX
 from acidctl.metastore.snapshot import table_snapshot
-from tests.metastore.helpers import cli_json, cli_text
+from tests.metastore.helpers import cli_json, cli_text, insert_row, insert_txn
 
 OLD = 1_600_000_000_000  # an old epoch-ms start time (way past the 1 s gap window)
-
-
-def _ins(rec, table, **vals):
-    t = getattr(rec.T, table)
-    with rec.engine.begin() as c:
-        c.execute(sa.insert(t.clause).values({getattr(t, k).name: v for k, v in vals.items()}))
 
 
 def _set(rec, table, **vals):
@@ -71,21 +65,11 @@ def test_committed_txns_missing_from_txns_hive3(metastore, hive_version):
     url, rec = metastore
     # rows as Hive 3 leaves them after txns 5..7 committed and 8 aborted: no TXNS rows for 5..7
     _set(rec, "NEXT_TXN_ID", NTXN_NEXT=9)
-    _ins(rec, "NEXT_WRITE_ID", NWI_DATABASE="db", NWI_TABLE="t", NWI_NEXT=5)
+    insert_row(rec, "NEXT_WRITE_ID", NWI_DATABASE="db", NWI_TABLE="t", NWI_NEXT=5)
     for txn, wid in ((5, 1), (6, 2), (7, 3), (8, 4)):
-        _ins(rec, "TXN_TO_WRITE_ID", T2W_TXNID=txn, T2W_DATABASE="db", T2W_TABLE="t", T2W_WRITEID=wid)
-    _ins(
-        rec,
-        "TXNS",
-        TXN_ID=8,
-        TXN_STATE="a",
-        TXN_STARTED=OLD,
-        TXN_LAST_HEARTBEAT=OLD,
-        TXN_USER="u",
-        TXN_HOST="h",
-        TXN_TYPE=0,
-    )
-    _ins(rec, "TXN_COMPONENTS", TC_TXNID=8, TC_DATABASE="db", TC_TABLE="t", TC_OPERATION_TYPE="i", TC_WRITEID=4)
+        insert_row(rec, "TXN_TO_WRITE_ID", T2W_TXNID=txn, T2W_DATABASE="db", T2W_TABLE="t", T2W_WRITEID=wid)
+    insert_txn(rec, 8, "a", OLD)
+    insert_row(rec, "TXN_COMPONENTS", TC_TXNID=8, TC_DATABASE="db", TC_TABLE="t", TC_OPERATION_TYPE="i", TC_WRITEID=4)
     txns, wl = table_snapshot(url, "DB.T")
     # hwm = 9 - 1 = 8; TXNS has only 8 'a' -> "8:LONG_MAX::8"
     assert str(txns) == f"8:{LONG_MAX}::8"
@@ -98,7 +82,7 @@ def test_hwm_with_no_write_ids_yet(metastore, hive_version):
     url, rec = metastore
     if hive_version == 3:
         _set(rec, "NEXT_TXN_ID", NTXN_NEXT=20)
-    _ins(rec, "NEXT_WRITE_ID", NWI_DATABASE="db", NWI_TABLE="c", NWI_NEXT=6)
+    insert_row(rec, "NEXT_WRITE_ID", NWI_DATABASE="db", NWI_TABLE="c", NWI_NEXT=6)
     _, wl = table_snapshot(url, "db.c")
     assert str(wl) == f"db.c:5:{LONG_MAX}::"
     # an open txn that has the next write id allocated but is above... (Hive 3: txn hwm 19)
@@ -157,39 +141,9 @@ def test_hive4_gap_handling(metastore, hive_version):
     url, rec = metastore
     now = 1_700_000_000_000
     # TXNS: 0 'c' (seed, old), 1 'c' old, 2 'o' old, [3, 4 missing], 5 'o' young (started now-100)
-    _ins(
-        rec,
-        "TXNS",
-        TXN_ID=1,
-        TXN_STATE="c",
-        TXN_STARTED=OLD,
-        TXN_LAST_HEARTBEAT=OLD,
-        TXN_USER="u",
-        TXN_HOST="h",
-        TXN_TYPE=0,
-    )
-    _ins(
-        rec,
-        "TXNS",
-        TXN_ID=2,
-        TXN_STATE="o",
-        TXN_STARTED=OLD,
-        TXN_LAST_HEARTBEAT=OLD,
-        TXN_USER="u",
-        TXN_HOST="h",
-        TXN_TYPE=0,
-    )
-    _ins(
-        rec,
-        "TXNS",
-        TXN_ID=5,
-        TXN_STATE="o",
-        TXN_STARTED=now - 100,
-        TXN_LAST_HEARTBEAT=now - 100,
-        TXN_USER="u",
-        TXN_HOST="h",
-        TXN_TYPE=0,
-    )
+    insert_txn(rec, 1, "c", OLD)
+    insert_txn(rec, 2, "o", OLD)
+    insert_txn(rec, 5, "o", now - 100)
     txns, _ = table_snapshot(url, "db.t", now_ms=now)
     # row 5 is young: previous row id 2, so 3 and 4 are open gaps -> open {2,3,4,5}
     assert str(txns) == "5:2:2,3,4,5:"
@@ -197,9 +151,9 @@ def test_hive4_gap_handling(metastore, hive_version):
     txns, _ = table_snapshot(url, "db.t", now_ms=now + 2_000)
     assert str(txns) == "5:2:2,5:"
     # a write of gap txn 4 is not visible to the young-window reader
-    _ins(rec, "TXN_TO_WRITE_ID", T2W_TXNID=4, T2W_DATABASE="db", T2W_TABLE="g", T2W_WRITEID=1)
-    _ins(rec, "TXN_TO_WRITE_ID", T2W_TXNID=1, T2W_DATABASE="db", T2W_TABLE="g", T2W_WRITEID=2)
-    _ins(rec, "NEXT_WRITE_ID", NWI_DATABASE="db", NWI_TABLE="g", NWI_NEXT=3)
+    insert_row(rec, "TXN_TO_WRITE_ID", T2W_TXNID=4, T2W_DATABASE="db", T2W_TABLE="g", T2W_WRITEID=1)
+    insert_row(rec, "TXN_TO_WRITE_ID", T2W_TXNID=1, T2W_DATABASE="db", T2W_TABLE="g", T2W_WRITEID=2)
+    insert_row(rec, "NEXT_WRITE_ID", NWI_DATABASE="db", NWI_TABLE="g", NWI_NEXT=3)
     _, wl = table_snapshot(url, "db.g", now_ms=now)
     assert str(wl) == "db.g:2:1:1:"
     _, wl = table_snapshot(url, "db.g", now_ms=now + 2_000)
@@ -221,44 +175,14 @@ def _collapse_rows(rec, hive_version, first_state):
     if hive_version == 3:
         _set(rec, "NEXT_TXN_ID", NTXN_NEXT=10)
     else:
-        _ins(
-            rec,
-            "TXNS",
-            TXN_ID=6,
-            TXN_STATE="c",
-            TXN_STARTED=OLD,
-            TXN_LAST_HEARTBEAT=OLD,
-            TXN_USER="u",
-            TXN_HOST="h",
-            TXN_TYPE=0,
-        )
+        insert_txn(rec, 6, "c", OLD)
     rows = [(7, "a", 3), (9, "o", 5)] if first_state == "a" else [(8, "o", 2), (7, "a", 4)]
     for txn, st, wid in rows:
-        _ins(
-            rec,
-            "TXNS",
-            TXN_ID=txn,
-            TXN_STATE=st,
-            TXN_STARTED=OLD,
-            TXN_LAST_HEARTBEAT=OLD,
-            TXN_USER="u",
-            TXN_HOST="h",
-            TXN_TYPE=0,
-        )
-        _ins(rec, "TXN_TO_WRITE_ID", T2W_TXNID=txn, T2W_DATABASE="db", T2W_TABLE="t", T2W_WRITEID=wid)
+        insert_txn(rec, txn, st, OLD)
+        insert_row(rec, "TXN_TO_WRITE_ID", T2W_TXNID=txn, T2W_DATABASE="db", T2W_TABLE="t", T2W_WRITEID=wid)
     if hive_version == 4 and first_state == "o":
-        _ins(
-            rec,
-            "TXNS",
-            TXN_ID=9,
-            TXN_STATE="c",
-            TXN_STARTED=OLD,
-            TXN_LAST_HEARTBEAT=OLD,
-            TXN_USER="u",
-            TXN_HOST="h",
-            TXN_TYPE=0,
-        )
-    _ins(rec, "NEXT_WRITE_ID", NWI_DATABASE="db", NWI_TABLE="t", NWI_NEXT=6)
+        insert_txn(rec, 9, "c", OLD)
+    insert_row(rec, "NEXT_WRITE_ID", NWI_DATABASE="db", NWI_TABLE="t", NWI_NEXT=6)
 
 
 def test_collapse_lowest_aborted(metastore, hive_version):

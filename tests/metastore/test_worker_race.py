@@ -5,22 +5,16 @@ exactly once (one new base, the merged read unchanged)."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
 from acidctl.metastore import queue
 from acidctl.metastore.connection import connect
-from tests.metastore.helpers import make_table
+from tests.metastore.helpers import json_result, make_table, worker_process
 
-ROOT = Path(__file__).resolve().parents[2]
 N = 20
 
 
@@ -97,22 +91,6 @@ def test_two_acidctl_workers_and_a_hive_worker_claim_each_request_once(metastore
     ids = {queue.enqueue(ms, "race", name, type="major").id: name for name in locs}
     assert len(ids) == N
 
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    cmd = [
-        sys.executable,
-        "-m",
-        "acidctl",
-        "-o",
-        "json",
-        "--metastore",
-        url,
-        "worker",
-        "--once",
-        "--engine",
-        "local",
-        "--max",
-        str(N),
-    ]
     hive_claimed: list[int] = []
     stop = threading.Event()
     # hold every queue row's lock until all three claimers are waiting on it, so they start their
@@ -122,19 +100,13 @@ def test_two_acidctl_workers_and_a_hive_worker_claim_each_request_once(metastore
     with blocker.connect() as bc:
         tx = bc.begin()
         bc.execute(sa.select(cq.CQ_ID).with_for_update()).all()
-        procs = [
-            subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT) for _ in range(2)
-        ]
+        procs = [worker_process(url, N) for _ in range(2)]
         t = threading.Thread(target=hive_worker, args=(url, hive_version, hive_claimed, stop))
         t.start()
         _wait_for_lock_waiters(url, backend, 3)
         tx.rollback()
     blocker.dispose()
-    outs = []
-    for p in procs:
-        out, err = p.communicate(timeout=600)
-        assert p.returncode == 0, err.decode()
-        outs.append(json.loads(out))
+    outs = [json_result(p, timeout=600) for p in procs]
     stop.set()
     t.join(timeout=60)
 

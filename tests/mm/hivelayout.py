@@ -128,3 +128,16 @@ def standard(root: Path, fmt: str) -> tuple[Path, str, list[int]]:
         },
     )
     return root, "default.t:5:5:5:3", [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+
+
+def compact(
+    cli, root: Path, fmt: str, wl: str, *extra, mode: str = "--major", columns: str | None = COLUMNS_SPEC
+) -> dict:
+    """``acidctl -o json compact MODE --engine local ROOT --format FMT [--columns COLUMNS]
+    --write-ids WL EXTRA...`` on an insert-only table laid out here; it must exit 0: its report."""
+    import json
+
+    cols = ["--columns", columns] if columns else []
+    r = cli("-o", "json", "compact", mode, "--engine", "local", root, "--format", fmt, *cols, "--write-ids", wl, *extra)
+    assert r.code == 0, r
+    return json.loads(r.stdout)

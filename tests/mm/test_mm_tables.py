@@ -80,24 +80,7 @@ def test_merged_read_skips_aborted_and_open_writes(tmp_path, cli, fmt):
 def test_major_compaction_hive3(tmp_path, cli, fmt):
     root, wl, _ = H.standard(tmp_path / "t", fmt)
     before = norm(merged(cli, root, wl, fmt))
-    r = cli(
-        "-o",
-        "json",
-        "compact",
-        "--major",
-        "--engine",
-        "local",
-        root,
-        "--format",
-        fmt,
-        "--columns",
-        H.COLUMNS_SPEC,
-        "--write-ids",
-        wl,
-    )
-    assert r.code == 0, r
-    doc = json.loads(r.stdout)
-    p = doc["partitions"][0]
+    p = H.compact(cli, root, fmt, wl)["partitions"][0]
     # compactor list: hwm = lowest open (5) - 1 = 4; aborted 3 not read; open 5 never folded
     assert p["output_dirs"] == ["base_0000004"]
     assert p["input_dirs"] == [
@@ -135,53 +118,13 @@ def test_major_compaction_hive3(tmp_path, cli, fmt):
 def test_hive4_major_and_minor(tmp_path, cli, fmt):
     root, wl, _ = H.standard(tmp_path / "t", fmt)
     before = norm(merged(cli, root, wl, fmt, "--hive-version", "4"))
-    r = cli(
-        "-o",
-        "json",
-        "compact",
-        "--minor",
-        "--engine",
-        "local",
-        root,
-        "--format",
-        fmt,
-        "--columns",
-        H.COLUMNS_SPEC,
-        "--write-ids",
-        wl,
-        "--hive-version",
-        "4",
-        "--visibility-txn",
-        "20",
-    )
-    assert r.code == 0, r
-    p = json.loads(r.stdout)["partitions"][0]
+    p = H.compact(cli, root, fmt, wl, "--hive-version", "4", "--visibility-txn", "20", mode="--minor")["partitions"][0]
     # MmMinorQueryCompactor: delta_<min of the current deltas>_<compactor hwm>_v<txn>, no marker
     assert p["output_dirs"] == ["delta_0000002_0000004_v0000020"]
     assert sorted(x.name for x in (root / "delta_0000002_0000004_v0000020").iterdir()) == ["000000_0"]
     assert p["rows_out"] == 8
     assert norm(merged(cli, root, wl, fmt, "--hive-version", "4")) == before
-    r = cli(
-        "-o",
-        "json",
-        "compact",
-        "--major",
-        "--engine",
-        "local",
-        root,
-        "--format",
-        fmt,
-        "--columns",
-        H.COLUMNS_SPEC,
-        "--write-ids",
-        wl,
-        "--hive-version",
-        "4",
-        "--visibility-txn",
-        "21",
-    )
-    assert r.code == 0, r
-    p = json.loads(r.stdout)["partitions"][0]
+    p = H.compact(cli, root, fmt, wl, "--hive-version", "4", "--visibility-txn", "21")["partitions"][0]
     assert p["output_dirs"] == ["base_0000004_v0000021"]
     assert p["input_dirs"] == ["base_0000001", "delta_0000002_0000004_v0000020"]
     assert sorted(x.name for x in (root / "base_0000004_v0000021").iterdir()) == ["000000_0"]
@@ -207,21 +150,7 @@ def test_file_in_partition_root_is_refused_not_lost(tmp_path, cli):
 
 def test_nothing_to_compact_with_one_input(tmp_path, cli):
     H.build(tmp_path / "t", "orc", {"delta_0000001_0000001_0000": {"000000_0": [H.row(1)]}})
-    r = cli(
-        "-o",
-        "json",
-        "compact",
-        "--major",
-        "--engine",
-        "local",
-        tmp_path / "t",
-        "--format",
-        "orc",
-        "--write-ids",
-        "default.t:1:9223372036854775807::",
-    )
-    assert r.code == 0, r
-    doc = json.loads(r.stdout)
+    doc = H.compact(cli, tmp_path / "t", "orc", "default.t:1:9223372036854775807::", columns=None)
     assert doc["nothing_to_compact"] is True
     assert sorted(x.name for x in (tmp_path / "t").iterdir() if not x.name.startswith(".")) == [
         "delta_0000001_0000001_0000"
@@ -237,22 +166,7 @@ def test_compressed_text_keeps_its_codec_and_extension(tmp_path, cli):
         d.mkdir(parents=True)
         (d / "000000_0.gz").write_bytes(gzip.compress(H.encode("text", [H.row(i) for i in ids])))
     wl = "default.t:2:9223372036854775807::"
-    r = cli(
-        "-o",
-        "json",
-        "compact",
-        "--major",
-        "--engine",
-        "local",
-        root,
-        "--format",
-        "text",
-        "--columns",
-        H.COLUMNS_SPEC,
-        "--write-ids",
-        wl,
-    )
-    assert r.code == 0, r
+    H.compact(cli, root, "text", wl)
     out = root / "base_0000002" / "000000_0.gz"
     assert gzip.decompress(out.read_bytes()) == H.encode("text", [H.row(i) for i in (1, 2, 3)])
 
@@ -314,21 +228,7 @@ def test_text_serde_properties_escape_and_delimiter(tmp_path, cli):
     assert r.code == 6 and "NULL marker" in r.stderr, r
     assert not (root / "base_0000002").exists()
     (root / "delta_0000002_0000002_0000" / "000000_0").write_bytes(b"3,c\\\\d\n")
-    r = cli(
-        "compact",
-        "--major",
-        "--engine",
-        "local",
-        root,
-        "--format",
-        "text",
-        "--columns",
-        "id:int,s:string",
-        "--write-ids",
-        wl,
-        *props,
-    )
-    assert r.code == 0, r
+    H.compact(cli, root, "text", wl, *props, columns="id:int,s:string")
     assert (root / "base_0000002" / "000000_0").read_bytes() == b"1,a\\,b\n2,NULL\n3,c\\\\d\n"
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import bz2
 import io
-import json
 import zlib
 
 import pyarrow as pa
@@ -162,23 +161,7 @@ def test_compaction_of_files_larger_than_a_batch(tmp_path, cli, monkeypatch, fmt
         },
     )
     wl = "default.t:3:9223372036854775807::3"
-    r = cli(
-        "-o",
-        "json",
-        "compact",
-        "--major",
-        "--engine",
-        "local",
-        root,
-        "--format",
-        fmt,
-        "--columns",
-        H.COLUMNS_SPEC,
-        "--write-ids",
-        wl,
-    )
-    assert r.code == 0, r
-    p = json.loads(r.stdout)["partitions"][0]
+    p = H.compact(cli, root, fmt, wl)["partitions"][0]
     n = 2500 + 1700 + 3100 + 10
     assert (p["rows_in"], p["rows_out"], p["verified_rows"]) == (n, n, n)
     out = root / "base_0000003" / "000000_0"
