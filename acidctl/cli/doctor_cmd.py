@@ -70,7 +70,9 @@ def _metastore(settings):
     from acidctl.metastore import thrift
 
     if thrift.is_thrift(url):
-        raise thrift.needs_database(thrift.DOCTOR_NEEDS)
+        # what the Thrift API offers (acidctl.doctor.thrift_facts); the checks needing the rest
+        # are named as skipped in the report
+        return thrift.connect(url)
     return connect(url)
 
 
@@ -157,6 +159,18 @@ def render_doctor(report: dict) -> str:
             )
         )
     lines.append(f"findings: {plural(s['errors'], 'error')}, {plural(s['warnings'], 'warning')}, {s['info']} info")
+    skipped = report.get("checks_skipped") or []
+    if skipped:
+        full = [c["code"] for c in skipped if not c["partial"]]
+        part = [c["code"] for c in skipped if c["partial"]]
+        lines.append(
+            wrap(
+                f"not checked ({', '.join(report.get('facts_unavailable') or [])} not offered by the "
+                f"{'Thrift API' if report.get('metastore_source') == 'thrift' else 'metastore'}): "
+                + ", ".join(full)
+                + (f"; partly: {', '.join(part)}" if part else "")
+            )
+        )
     if s["worst"]:
         lines.append("worst:")
         for f in s["worst"]:
@@ -264,7 +278,7 @@ def render_why(out: dict) -> str:
             c = p[comp]
             lines.append(wrap(f"{comp.upper()}: {c['verdict']}"))
             for i, s in enumerate(c["steps"], 1):
-                mark = {"ok": "ok  ", "stop": "STOP", "note": "note"}[s["outcome"]]
+                mark = {"ok": "ok  ", "stop": "STOP", "note": "note", "unknown": "????"}[s["outcome"]]
                 lines.append(wrap(f"  {i}. [{mark}] {s['rule']}: {s['detail']}", indent="          "))
     for u in out["unreadable"]:
         lines.append(wrap(f"cannot replay {u['partition'] or out['table']}: {u['error']} ({u['path']})"))
@@ -308,8 +322,8 @@ def metrics_command(
         from acidctl.doctor.facts import read_warehouse
 
         result = compute(read_warehouse(ms))
-    if deltas:  # say why a per-table gauge may have no samples
-        for n in result["notes"]:
+    for n in result["notes"]:  # why a per-table gauge may have no samples; which gauges are not exported
+        if deltas or n.startswith("not exported"):
             settings.output.note(f"note: {n}")
     if textfile:
         import os

@@ -98,6 +98,16 @@ class Warehouse:
     #: :func:`acidctl.metastore.cleaner.cleaner_waits` — the very function ``clean`` asks, so doctor
     #: and why hold back exactly what ``clean`` holds back (None: not read, e.g. hand-made facts)
     cleaner_waits: dict | None = None
+    #: metastore facts this source cannot give (a ``thrift://`` metastore: TXN_COMPONENTS,
+    #: COMPLETED_TXN_COMPONENTS, ...; :mod:`acidctl.doctor.thrift_facts`): their fields are empty
+    #: because *unknown*, not because zero; the rules needing them are skipped and said so
+    facts_unavailable: frozenset[str] = frozenset()
+    #: ``database`` or ``thrift``: where the facts were read
+    source: str = "database"
+
+    def has(self, fact: str) -> bool:
+        """Was ``fact`` (a metastore table or column name) read, so that an empty field means none?"""
+        return fact not in self.facts_unavailable
 
     def table(self, db: str, table: str) -> TableRow | None:
         return self._table_index.get((db, table))
@@ -158,7 +168,13 @@ class Warehouse:
         )
 
     def write_id_list(self, db: str, table: str) -> WriteIdList:
-        """The table's ValidReaderWriteIdList (hwm = NEXT_WRITE_ID − 1)."""
+        """The table's ValidReaderWriteIdList (hwm = NEXT_WRITE_ID − 1); on Hive 2.3 the
+        ValidTxnList as one (txn ids are the write ids, insert-only-and-hive2.md B.2)."""
+        if self.hive_version == 2:
+            from acidctl.acid.hive2 import from_states
+
+            states = {i: t["state"] for i, t in self.txns.items()}
+            return from_states(self.txn_hwm, states).to_write_ids(table=f"{db}.{table}")
         nxt = self.next_write_id.get((db, table))
         hwm = int(nxt) - 1 if nxt is not None else 0
         inv = [x for x in self.invalid_write_ids.get((db, table), []) if x[0] <= hwm]
@@ -206,7 +222,14 @@ def _rows(conn, table) -> list[dict]:
 def read_warehouse(ms: Metastore, *, now_ms: int | None = None) -> Warehouse:
     """Read every fact the doctor rules use (one read-only transaction), in stages: the tables and
     partitions, the open and aborted transactions, the components and write ids, then the locks,
-    the compaction queue and history."""
+    the compaction queue and history. A ``thrift://`` metastore: what its API offers
+    (:func:`acidctl.doctor.thrift_facts.read_warehouse_thrift`), the rest named unavailable."""
+    from acidctl.metastore import thrift
+
+    if thrift.is_thrift(ms):
+        from acidctl.doctor.thrift_facts import read_warehouse_thrift
+
+        return read_warehouse_thrift(ms, now_ms=now_ms)
     with ms.read() as conn:
         now = int(now_ms) if now_ms is not None else db_now_ms(conn)
         tables = _read_tables(ms, conn)
