@@ -505,7 +505,7 @@ def cleaner_findings(wh, lim: Limits) -> list[DoctorFinding]:
                     f"compaction {r['id']} waits for {plural(len(ids), 'lock')}",
                     spec_of(r["database"], r["table"]),
                     r["partition"],
-                    f"Hive 3's Cleaner cleans compaction {r['id']} only once the locks it saw on the partition are gone: "
+                    f"Hive {wh.hive_version}'s Cleaner cleans compaction {r['id']} only once the locks it saw on the partition are gone: "
                     f"{noun(len(ids), 'lock')} {', '.join(map(str, ids))}"
                     + (f" of {noun(len(txns), 'txn')} {', '.join(map(str, txns))}" if txns else ""),
                     {"compaction_id": int(r["id"]), "lock_ids": ids, "txn_ids": txns},

@@ -487,7 +487,7 @@ def _h3_cleaner_steps(wh, r: dict) -> list[dict]:
             _step(
                 "locks",
                 "stop",
-                f"Hive 3's Cleaner waits for {noun(len(ids), 'lock')} {', '.join(map(str, ids))} on the partition to go",
+                f"Hive {wh.hive_version}'s Cleaner waits for {noun(len(ids), 'lock')} {', '.join(map(str, ids))} on the partition to go",
                 lock_ids=ids,
             )
         )

@@ -177,7 +177,9 @@ def test_doctor_why_metrics_on_what_was_planted(hive23, hms):
             k = (e.dbname, e.tablename, e.partitionname)
             if k not in newest or e.id > newest[k].id:
                 newest[k] = e
-        assert g["compaction_num_ready_for_cleaning"] == sum(1 for e in newest.values() if e.state == "ready for cleaning")
+        assert g["compaction_num_ready_for_cleaning"] == sum(
+            1 for e in newest.values() if e.state == "ready for cleaning"
+        )
         assert g["compaction_num_succeeded"] == sum(1 for e in newest.values() if e.state == "succeeded")
         for gone in ("compaction_num_txn_to_writeid", "compaction_num_completed_txn_components"):
             assert gone not in g and gone in m["unavailable"]
