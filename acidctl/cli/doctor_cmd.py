@@ -165,7 +165,7 @@ def render_doctor(report: dict) -> str:
         part = [c["code"] for c in skipped if c["partial"]]
         lines.append(
             wrap(
-                f"not checked ({', '.join(report.get('facts_unavailable') or [])} not offered by the "
+                f"not checked ({', '.join(sorted({f for c in skipped for f in c['needs']}))} not offered by the "
                 f"{'Thrift API' if report.get('metastore_source') == 'thrift' else 'metastore'}): "
                 + ", ".join(full)
                 + (f"; partly: {', '.join(part)}" if part else "")
@@ -222,7 +222,7 @@ def render_doctor(report: dict) -> str:
             lines.append(f"... {plural(len(parts) - 50, 'more partition', 'more partitions')} in --output json")
     if not report["findings"]:
         lines.append("")
-        lines.append("no findings")
+        lines.append("no findings" + (" by the checks that ran" if skipped else ""))
     return "\n".join(lines)
 
 

@@ -167,6 +167,16 @@ def collect(
     require_selection(wh, tables, db_glob=db_glob, table_glob=table_glob)
     skipped: list[str] = []
     if since_seconds is not None:
+        if not wh.has("COMPLETED_TXN_COMPONENTS"):
+            # writes are not known (Thrift): skipping the tables without queue or txn activity
+            # would pass what was never looked at
+            from acidctl.errors import NeedsDatabase
+
+            raise NeedsDatabase(
+                "not possible over a Thrift metastore: --since needs COMPLETED_TXN_COMPONENTS (when each "
+                "table was last written), which the Thrift API does not return",
+                hint="leave out --since (every table is listed), or point --metastore at the metastore's database",
+            )
         keep = []
         activity = recent_activity_ms(wh)
         for t in tables:

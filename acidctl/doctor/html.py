@@ -64,7 +64,7 @@ window.addEventListener("error", function (e) { window.__jsErrors.push(String(e.
 {% endfor %}
 </div>
 {% if report.checks_skipped %}
-<div class="skipped" id="checks-skipped"><b>Not checked</b> ({{ report.facts_unavailable|join(", ") }} not offered by the
+<div class="skipped" id="checks-skipped"><b>Not checked</b> ({{ report.checks_skipped|map(attribute="needs")|sum(start=[])|unique|sort|join(", ") }} not offered by the
 {{ "Thrift API" if report.metastore_source == "thrift" else "metastore" }}):
 <ul>{% for c in report.checks_skipped %}<li>{{ c.code }}{% if c.partial %} (partly: {{ c.detail }}){% endif %}: needs {{ c.needs|join(", ") }}</li>{% endfor %}</ul>
 </div>
