@@ -73,6 +73,10 @@ def _metastore(settings):
         # what the Thrift API offers (acidctl.doctor.thrift_facts); the checks needing the rest
         # are named as skipped in the report
         return thrift.connect(url)
+    from acidctl.metastore.hive2 import connect_hive2, is_hive2
+
+    if is_hive2(url):  # a Hive 2.3 metastore database (acidctl.doctor.facts.read_warehouse_hive2)
+        return connect_hive2(url)
     return connect(url)
 
 

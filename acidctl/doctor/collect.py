@@ -177,6 +177,14 @@ def collect(
                 "table was last written), which the Thrift API does not return",
                 hint="leave out --since (every table is listed), or point --metastore at the metastore's database",
             )
+        if not wh.has("CTC_TIMESTAMP"):
+            from acidctl.errors import UsageError
+
+            raise UsageError(
+                "--since needs CTC_TIMESTAMP (when each table was last written), which a Hive 2.3 metastore "
+                "does not record",
+                hint="leave out --since: every table is listed",
+            )
         keep = []
         activity = recent_activity_ms(wh)
         for t in tables:

@@ -165,7 +165,7 @@ def _candidate_step(wh, ctc, ab: dict, ab_thr, hist: list) -> dict:
     """Whether the Initiator looks at the partition at all (operations.md §4.2)."""
     hv = wh.hive_version
     many_aborts = ab.get("rows", 0) > ab_thr  # §4.2: TXN_COMPONENTS rows of aborted txns
-    if ctc is None and not (many_aborts and hv == 3):
+    if ctc is None and not (many_aborts and hv <= 3):  # 2.3 and 3: findPotentialCompactions
         return _step(
             "candidate",
             "stop",
