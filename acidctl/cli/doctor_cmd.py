@@ -5,7 +5,10 @@ partitions_checked, tables_skipped, directory_listings, seconds, open_txns, abor
 compaction_queue, errors, warnings, info, by_code, worst, oldest_open_txn), ``findings`` (each: code, severity,
 title, subject, table, partition, path, message, evidence, fix) and ``partitions`` (per
 partition: delta/delete-delta counts and bytes, base and obsolete bytes, number of
-directories, the Initiator's compaction type). Exit 4 when an error-level finding exists.
+directories, the Initiator's compaction type), ``metastore_source`` (database | thrift),
+``facts_unavailable`` and ``checks_skipped`` (the checks the source's facts could not support,
+acidctl.doctor.findings.skipped_checks; empty on a Hive 3/4 database). Exit 4 when an
+error-level finding exists.
 """
 
 from __future__ import annotations
@@ -41,14 +44,14 @@ DOCTOR_HELP = (
 WHY_HELP = (
     "Replay Hive's decisions about one table or partition, step by step with the numbers: "
     "would the Initiator queue it now and why not, what the Worker would produce, what the "
-    "Cleaner can remove and what holds it back. Hive 3.1 and 4 rules. Read-only."
+    "Cleaner can remove and what holds it back. Hive 2.3, 3.1 and 4 rules. Read-only."
 )
 
 METRICS_HELP = (
     "The gauges Hive 4's AcidMetricService exports (open/aborted txns and their ages, "
     "initiated/working/ready-for-cleaning compactions and their ages, locks, "
     "COMPLETED_TXN_COMPONENTS and TXN_TO_WRITE_ID rows, per-table delta counts), computed "
-    "from the metastore for Hive 3.1 and 4, in the Prometheus text format (or JSON with "
+    "from the metastore for Hive 2.3, 3.1 and 4, in the Prometheus text format (or JSON with "
     "-o json)."
 )
 
