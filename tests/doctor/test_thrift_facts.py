@@ -341,3 +341,33 @@ def test_round_trips_are_bounded():
     x = w.table("b", "x")
     assert x is not None and x.db_params == {"no_auto_compaction": "true"} and x.no_auto_compaction(4)[0]
     assert w.write_id_list("b", "x").hwm == 2 and w.txn_hwm == 7
+
+
+def test_why_says_what_it_could_not_judge_hive4():
+    """Hive 4's Cleaner waits for the open txns below CQ_NEXT_TXN_ID (§5.2): over Thrift that
+    column is not returned, so the step is ``unknown`` — not an ``ok`` "no open txn below" — and
+    the Initiator's candidate rule (COMPLETED_TXN_COMPONENTS) likewise."""
+    from acidctl.doctor.why import replay
+
+    queue, _ = tf.compaction_rows([el(6, "ready for cleaning", highest=8, start=NOW - H)], hive_version=4)
+    w = _thrift_wh(queue=queue)
+    t = w.tables[0]
+    ps = PartitionScan(
+        "db",
+        "t",
+        None,
+        "/w/t",
+        recommendation={"type": "minor", "reasons": ["11 deltas > 10"], "thresholds": {}},
+        dirs=[
+            {"name": "delta_0000001_0000001_0000", "kind": "delta", "role": "obsolete", "bytes": 10},
+        ],
+        clean=[{"name": "delta_0000001_0000001_0000", "action": "delete", "reason": "obsolete", "age": 7200.0}],
+    )
+    out = replay(w, t, ps)
+    cand = out["initiator"]["steps"][0]
+    assert (cand["rule"], cand["outcome"]) == ("candidate", "unknown")
+    assert cand["values"]["needs"] == ["COMPLETED_TXN_COMPONENTS", "TXN_COMPONENTS"]
+    assert out["initiator"]["verdict"].startswith("the Initiator would request a MINOR compaction now, unless")
+    steps = {s["rule"]: s for s in out["cleaner"]["steps"]}
+    assert steps["compaction txn"]["outcome"] == "unknown" and "open txn" not in steps
+    assert not any(s["outcome"] == "ok" and "CQ_NEXT_TXN_ID" in s["detail"] for s in out["cleaner"]["steps"])
