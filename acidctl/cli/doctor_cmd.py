@@ -5,7 +5,10 @@ partitions_checked, tables_skipped, directory_listings, seconds, open_txns, abor
 compaction_queue, errors, warnings, info, by_code, worst, oldest_open_txn), ``findings`` (each: code, severity,
 title, subject, table, partition, path, message, evidence, fix) and ``partitions`` (per
 partition: delta/delete-delta counts and bytes, base and obsolete bytes, number of
-directories, the Initiator's compaction type). Exit 4 when an error-level finding exists.
+directories, the Initiator's compaction type), ``metastore_source`` (database | thrift),
+``facts_unavailable`` and ``checks_skipped`` (the checks the source's facts could not support,
+acidctl.doctor.findings.skipped_checks; empty on a Hive 3/4 database). Exit 4 when an
+error-level finding exists.
 """
 
 from __future__ import annotations
@@ -41,14 +44,14 @@ DOCTOR_HELP = (
 WHY_HELP = (
     "Replay Hive's decisions about one table or partition, step by step with the numbers: "
     "would the Initiator queue it now and why not, what the Worker would produce, what the "
-    "Cleaner can remove and what holds it back. Hive 3.1 and 4 rules. Read-only."
+    "Cleaner can remove and what holds it back. Hive 2.3, 3.1 and 4 rules. Read-only."
 )
 
 METRICS_HELP = (
     "The gauges Hive 4's AcidMetricService exports (open/aborted txns and their ages, "
     "initiated/working/ready-for-cleaning compactions and their ages, locks, "
     "COMPLETED_TXN_COMPONENTS and TXN_TO_WRITE_ID rows, per-table delta counts), computed "
-    "from the metastore for Hive 3.1 and 4, in the Prometheus text format (or JSON with "
+    "from the metastore for Hive 2.3, 3.1 and 4, in the Prometheus text format (or JSON with "
     "-o json)."
 )
 
@@ -70,7 +73,13 @@ def _metastore(settings):
     from acidctl.metastore import thrift
 
     if thrift.is_thrift(url):
-        raise thrift.needs_database(thrift.DOCTOR_NEEDS)
+        # what the Thrift API offers (acidctl.doctor.thrift_facts); the checks needing the rest
+        # are named as skipped in the report
+        return thrift.connect(url)
+    from acidctl.metastore.hive2 import connect_hive2, is_hive2
+
+    if is_hive2(url):  # a Hive 2.3 metastore database (acidctl.doctor.facts.read_warehouse_hive2)
+        return connect_hive2(url)
     return connect(url)
 
 
@@ -157,6 +166,18 @@ def render_doctor(report: dict) -> str:
             )
         )
     lines.append(f"findings: {plural(s['errors'], 'error')}, {plural(s['warnings'], 'warning')}, {s['info']} info")
+    skipped = report.get("checks_skipped") or []
+    if skipped:
+        full = [c["code"] for c in skipped if not c["partial"]]
+        part = [c["code"] for c in skipped if c["partial"]]
+        lines.append(
+            wrap(
+                f"not checked ({', '.join(sorted({f for c in skipped for f in c['needs']}))} not offered by the "
+                f"{'Thrift API' if report.get('metastore_source') == 'thrift' else 'metastore'}): "
+                + ", ".join(full)
+                + (f"; partly: {', '.join(part)}" if part else "")
+            )
+        )
     if s["worst"]:
         lines.append("worst:")
         for f in s["worst"]:
@@ -208,7 +229,7 @@ def render_doctor(report: dict) -> str:
             lines.append(f"... {plural(len(parts) - 50, 'more partition', 'more partitions')} in --output json")
     if not report["findings"]:
         lines.append("")
-        lines.append("no findings")
+        lines.append("no findings" + (" by the checks that ran" if skipped else ""))
     return "\n".join(lines)
 
 
@@ -264,7 +285,7 @@ def render_why(out: dict) -> str:
             c = p[comp]
             lines.append(wrap(f"{comp.upper()}: {c['verdict']}"))
             for i, s in enumerate(c["steps"], 1):
-                mark = {"ok": "ok  ", "stop": "STOP", "note": "note"}[s["outcome"]]
+                mark = {"ok": "ok  ", "stop": "STOP", "note": "note", "unknown": "????"}[s["outcome"]]
                 lines.append(wrap(f"  {i}. [{mark}] {s['rule']}: {s['detail']}", indent="          "))
     for u in out["unreadable"]:
         lines.append(wrap(f"cannot replay {u['partition'] or out['table']}: {u['error']} ({u['path']})"))
@@ -308,8 +329,8 @@ def metrics_command(
         from acidctl.doctor.facts import read_warehouse
 
         result = compute(read_warehouse(ms))
-    if deltas:  # say why a per-table gauge may have no samples
-        for n in result["notes"]:
+    for n in result["notes"]:  # why a per-table gauge may have no samples; which gauges are not exported
+        if deltas or n.startswith("not exported"):
             settings.output.note(f"note: {n}")
     if textfile:
         import os

@@ -137,7 +137,7 @@ def recent_activity_ms(wh: Warehouse) -> dict[tuple, int]:
         see((d, tn), v.get("oldest_started"))
     for key, ids in wh.invalid_write_ids.items():
         for _w, txn, _s in ids:
-            tx = wh.txns.get(txn)
+            tx = wh.txns.get(txn) if txn else None
             if tx:
                 see(key, tx["last_heartbeat"] or tx["started"])
     return out
@@ -167,6 +167,24 @@ def collect(
     require_selection(wh, tables, db_glob=db_glob, table_glob=table_glob)
     skipped: list[str] = []
     if since_seconds is not None:
+        if not wh.has("COMPLETED_TXN_COMPONENTS"):
+            # writes are not known (Thrift): skipping the tables without queue or txn activity
+            # would pass what was never looked at
+            from acidctl.errors import NeedsDatabase
+
+            raise NeedsDatabase(
+                "not possible over a Thrift metastore: --since needs COMPLETED_TXN_COMPONENTS (when each "
+                "table was last written), which the Thrift API does not return",
+                hint="leave out --since (every table is listed), or point --metastore at the metastore's database",
+            )
+        if not wh.has("CTC_TIMESTAMP"):
+            from acidctl.errors import UsageError
+
+            raise UsageError(
+                "--since needs CTC_TIMESTAMP (when each table was last written), which a Hive 2.3 metastore "
+                "does not record",
+                hint="leave out --since: every table is listed",
+            )
         keep = []
         activity = recent_activity_ms(wh)
         for t in tables:
@@ -380,15 +398,12 @@ def _classify(
     except AcidctlError:
         ps.compactor = None
     highest = wh.highest_write_ids(t.db, t.table)
-    stale = frozenset(
-        w
-        for w, txn, s in wh.invalid_write_ids.get((t.db, t.table), [])
-        if s == "o" and wh.txns.get(txn, {}).get("last_heartbeat", 0) < wh.now_ms - 300_000
-    )
+    stale = stale_open_write_ids(wh, t)
     facts = MetastoreFacts(
         hive_version=hv,
         table_hwm=wl.hwm,
-        aborted_txn_count=ab.get("txns", 0),
+        # unknown (None: check S11 not run) where TXN_COMPONENTS cannot be read (Thrift)
+        aborted_txn_count=ab.get("txns", 0) if wh.has("TXN_COMPONENTS") else None,
         compaction_highest_write_ids=highest,
         txns=txns,
         stale_open_write_ids=stale,
@@ -404,6 +419,10 @@ def _classify(
             now=wh.now_ms / 1000.0,
             grace_seconds=grace_seconds,
         )
+        if hv == 2:  # as `state` does (acid/report.py): what Hive 2.3 writes is not damage (B.3)
+            from acidctl.acid.hive2 import hive2_findings
+
+            ps.checks = hive2_findings(ps.checks)
         if t.insert_only:  # as `state` does (acid/report.py): no M01 etc. for MM data (spec A.4)
             from acidctl.mm.checks import NOT_FOR_MM
 
@@ -443,6 +462,20 @@ def _classify(
     ps.dirs.sort(key=lambda d: (d["min_write_id"] if d["min_write_id"] is not None else -1, d["name"]))
     ps.recommendation["base_bytes_reader"] = base_bytes
     return ps
+
+
+def stale_open_write_ids(wh: Warehouse, t: TableRow) -> frozenset[int]:
+    """Open write ids of the table whose txn has not heartbeated for 5 minutes (check S04). Hive
+    2.3: the open txns themselves (txn ids are write ids). A txn of 0 is one the source did not
+    name (Thrift's get_valid_write_ids): never judged stale."""
+    cutoff = wh.now_ms - 300_000
+    if wh.hive_version == 2:
+        return frozenset(i for i, x in wh.txns.items() if x["state"] == "o" and x["last_heartbeat"] < cutoff)
+    return frozenset(
+        w
+        for w, txn, s in wh.invalid_write_ids.get((t.db, t.table), [])
+        if s == "o" and txn and wh.txns.get(txn, {}).get("last_heartbeat", 0) < cutoff
+    )
 
 
 def compactor_inputs(lst, wl, *, txns, hive_version: int, insert_only: bool) -> dict:
@@ -485,7 +518,13 @@ def clean_preview(wh: Warehouse, t: TableRow, lst, wl, *, txns, tfs=None) -> lis
     from acidctl.compact.clean import cleaner_decisions, original_check
 
     qrows, _ = wh.compactions_of(t.db, t.table, lst.partition)
-    ready = [int(r.get("highest_write_id") or 0) for r in qrows if r.get("state") == "r" and r.get("type") != "c"]
+    # a row whose highest write id the source did not give (Thrift) covers nothing here: the
+    # aborted deltas it may cover are kept, never promised removable
+    ready = [
+        int(r["highest_write_id"])
+        for r in qrows
+        if r.get("state") == "r" and r.get("type") != "c" and r.get("highest_write_id") is not None
+    ]
     upto = {lst.partition: max(ready)} if ready else None
     # insert-only: which files a compaction reads depends only on hive.mm.allow.originals (default false)
     mm = types.SimpleNamespace(allow_originals=False) if t.insert_only else None

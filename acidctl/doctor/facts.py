@@ -98,6 +98,16 @@ class Warehouse:
     #: :func:`acidctl.metastore.cleaner.cleaner_waits` — the very function ``clean`` asks, so doctor
     #: and why hold back exactly what ``clean`` holds back (None: not read, e.g. hand-made facts)
     cleaner_waits: dict | None = None
+    #: metastore facts this source cannot give (a ``thrift://`` metastore: TXN_COMPONENTS,
+    #: COMPLETED_TXN_COMPONENTS, ...; :mod:`acidctl.doctor.thrift_facts`): their fields are empty
+    #: because *unknown*, not because zero; the rules needing them are skipped and said so
+    facts_unavailable: frozenset[str] = frozenset()
+    #: ``database`` or ``thrift``: where the facts were read
+    source: str = "database"
+
+    def has(self, fact: str) -> bool:
+        """Was ``fact`` (a metastore table or column name) read, so that an empty field means none?"""
+        return fact not in self.facts_unavailable
 
     def table(self, db: str, table: str) -> TableRow | None:
         return self._table_index.get((db, table))
@@ -158,7 +168,13 @@ class Warehouse:
         )
 
     def write_id_list(self, db: str, table: str) -> WriteIdList:
-        """The table's ValidReaderWriteIdList (hwm = NEXT_WRITE_ID − 1)."""
+        """The table's ValidReaderWriteIdList (hwm = NEXT_WRITE_ID − 1); on Hive 2.3 the
+        ValidTxnList as one (txn ids are the write ids, insert-only-and-hive2.md B.2)."""
+        if self.hive_version == 2:
+            from acidctl.acid.hive2 import from_states
+
+            states = {i: t["state"] for i, t in self.txns.items()}
+            return from_states(self.txn_hwm, states).to_write_ids(table=f"{db}.{table}")
         nxt = self.next_write_id.get((db, table))
         hwm = int(nxt) - 1 if nxt is not None else 0
         inv = [x for x in self.invalid_write_ids.get((db, table), []) if x[0] <= hwm]
@@ -206,7 +222,16 @@ def _rows(conn, table) -> list[dict]:
 def read_warehouse(ms: Metastore, *, now_ms: int | None = None) -> Warehouse:
     """Read every fact the doctor rules use (one read-only transaction), in stages: the tables and
     partitions, the open and aborted transactions, the components and write ids, then the locks,
-    the compaction queue and history."""
+    the compaction queue and history. A ``thrift://`` metastore: what its API offers
+    (:func:`acidctl.doctor.thrift_facts.read_warehouse_thrift`), the rest named unavailable."""
+    from acidctl.metastore import thrift
+
+    if thrift.is_thrift(ms):
+        from acidctl.doctor.thrift_facts import read_warehouse_thrift
+
+        return read_warehouse_thrift(ms, now_ms=now_ms)
+    if ms.hive_version == 2:
+        return read_warehouse_hive2(ms, now_ms=now_ms)
     with ms.read() as conn:
         now = int(now_ms) if now_ms is not None else db_now_ms(conn)
         tables = _read_tables(ms, conn)
@@ -238,7 +263,7 @@ def _read_tables(ms: Metastore, conn) -> dict[int, TableRow]:
         )
     ).all()
     db_params: dict[int, dict[str, str]] = {}
-    if T.exists("DATABASE_PARAMS"):
+    if not hasattr(T, "exists") or T.exists("DATABASE_PARAMS"):  # a Hive 2.3 schema always has it
         dp = T.DATABASE_PARAMS
         for did, k, v in conn.execute(sa.select(dp.DB_ID, dp.PARAM_KEY, dp.PARAM_VALUE)):
             db_params.setdefault(int(did), {})[k] = v if v is not None else ""
@@ -264,6 +289,101 @@ def _read_tables(ms: Metastore, conn) -> dict[int, TableRow]:
         if int(tid) in tables:
             tables[int(tid)].partitions[pname] = loc
     return tables
+
+
+def read_warehouse_hive2(ms, *, now_ms: int | None = None) -> Warehouse:
+    """The facts of a Hive 2.3 metastore database (:class:`acidctl.metastore.hive2.Hive2Metastore`,
+    hive-txn-schema-2.3.0, insert-only-and-hive2.md B.8) in one read-only transaction. Txn ids are
+    the write ids there (B.2): no TXN_TO_WRITE_ID / NEXT_WRITE_ID / MIN_HISTORY_LEVEL to read (none
+    exist: zero rows, not unknown), the table's high-water mark is the txn one, and
+    CQ/CC_HIGHEST_TXN_ID is the compaction's highest id. COMPLETED_TXN_COMPONENTS has no
+    CTC_TIMESTAMP in 2.3: when a table was last written is unknown (``CTC_TIMESTAMP``)."""
+    import sqlalchemy as sa
+
+    T = ms.tables
+    with ms.read() as conn:
+        now = int(now_ms) if now_ms is not None else db_now_ms(conn)
+        tables = _read_tables(ms, conn)
+        txns, txn_hwm = _read_txns(ms, conn)
+        t, tc, ctc, ws = T.TXNS, T.TXN_COMPONENTS, T.COMPLETED_TXN_COMPONENTS, T.WRITE_SET
+        aborted: dict[Key, dict] = {}
+        q = (
+            sa.select(
+                tc.TC_DATABASE,
+                tc.TC_TABLE,
+                tc.TC_PARTITION,
+                sa.func.count(),
+                sa.func.count(sa.distinct(tc.TC_TXNID)),
+                sa.func.min(t.TXN_STARTED),
+            )
+            .select_from(tc.clause.join(t.clause, tc.TC_TXNID == t.TXN_ID))
+            .where(t.TXN_STATE == "a")
+            .group_by(tc.TC_DATABASE, tc.TC_TABLE, tc.TC_PARTITION)
+        )
+        for dbn, tn, part, n, ntx, oldest in conn.execute(q):
+            aborted[(dbn, tn, part)] = {
+                "rows": int(n),
+                "txns": int(ntx),
+                "oldest_started": int(oldest) if oldest is not None else None,
+            }
+        completed = {
+            (d, tn, part): {"rows": int(n), "newest": None}
+            for d, tn, part, n in conn.execute(
+                sa.select(ctc.CTC_DATABASE, ctc.CTC_TABLE, ctc.CTC_PARTITION, sa.func.count()).group_by(
+                    ctc.CTC_DATABASE, ctc.CTC_TABLE, ctc.CTC_PARTITION
+                )
+            )
+        }
+        write_set = {
+            (d, tn): int(n)
+            for d, tn, n in conn.execute(
+                sa.select(ws.WS_DATABASE, ws.WS_TABLE, sa.func.count()).group_by(ws.WS_DATABASE, ws.WS_TABLE)
+            )
+        }
+        low_open = min((i for i, x in txns.items() if x["state"] == "o"), default=None)
+        purge_ws = (
+            int(
+                conn.execute(
+                    sa.select(sa.func.count()).select_from(ws.clause).where(ws.WS_COMMIT_ID < low_open)
+                ).scalar()
+                or 0
+            )
+            if low_open is not None
+            else sum(write_set.values())
+        )
+        locks = _rows(conn, T.HIVE_LOCKS)
+        queue = [_highest(r, "CQ_") for r in _rows(conn, T.COMPACTION_QUEUE)]
+        history = [_highest(r, "CC_") for r in _rows(conn, T.COMPLETED_COMPACTIONS)]
+    return Warehouse(
+        cleaner_waits=_cleaner_waits(ms, queue),
+        hive_version=2,
+        now_ms=now,
+        tables=sorted(tables.values(), key=lambda x: (x.db, x.table)),
+        txns=txns,
+        txn_hwm=txn_hwm,
+        aborted_components=aborted,
+        completed_components=completed,
+        write_set=write_set,
+        txn_to_write_id={},
+        invalid_write_ids={},
+        next_write_id={(x.db, x.table): txn_hwm + 1 for x in tables.values() if x.transactional},
+        locks=locks,
+        queue=queue,
+        history=history,
+        min_history_level=None,
+        min_history_write_id={},
+        initiator_last_cycle_ms=None,
+        metrics_cache=[],
+        purgeable={"TXN_TO_WRITE_ID": 0, "WRITE_SET": purge_ws},
+        facts_unavailable=frozenset({"CTC_TIMESTAMP"}),
+    )
+
+
+def _highest(r: dict, pre: str) -> dict:
+    """A 2.3 queue/history row with its ``*_HIGHEST_TXN_ID`` under the name the rules read."""
+    out = dict(r)
+    out[pre + "HIGHEST_WRITE_ID"] = out.pop(pre + "HIGHEST_TXN_ID", None)
+    return out
 
 
 def _read_txns(ms: Metastore, conn) -> tuple[dict[int, dict], int]:
@@ -299,7 +419,7 @@ def _read_txns(ms: Metastore, conn) -> tuple[dict[int, dict], int]:
             "meta_info": meta,
             "agent_info": agent,
         }
-    if ms.hive_version == 3:
+    if ms.hive_version in (2, 3):
         nxt = conn.execute(sa.select(T.NEXT_TXN_ID.NTXN_NEXT)).scalar()
         txn_hwm = int(nxt) - 1 if nxt is not None else 0
     else:

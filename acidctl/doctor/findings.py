@@ -280,10 +280,60 @@ def history_rows(wh) -> list[dict]:
 # ---------------------------------------------------------------------------------------
 
 
+#: the metastore facts (tables / columns) each check needs. A source that cannot read one of them
+#: (a ``thrift://`` metastore, :attr:`~acidctl.doctor.facts.Warehouse.facts_unavailable`) does not
+#: run the check: its findings are dropped, never judged on the empty field as if it were zero,
+#: and the report names it (``checks_skipped``)
+CHECK_NEEDS: dict[str, frozenset[str]] = {
+    "ABORTED_PILE": frozenset({"TXN_COMPONENTS"}),
+    "METASTORE_BLOAT": frozenset({"COMPLETED_TXN_COMPONENTS", "TXN_TO_WRITE_ID", "WRITE_SET", "TXN_COMPONENTS"}),
+    "STATE_S11": frozenset({"TXN_COMPONENTS"}),
+    "CLEANER_BLOCKED_BY_TXN": frozenset({"CQ_NEXT_TXN_ID", "MIN_HISTORY_LEVEL"}),
+    "COMPACTION_ORPHANED": frozenset({"CQ_TXN_ID", "CQ_NEXT_TXN_ID"}),
+    "CLEANER_RETRYING": frozenset({"CQ_RETRY_RETENTION", "CQ_COMMIT_TIME"}),
+    "COMPACTION_SUCCEEDED_NO_OUTPUT": frozenset({"CQ_HIGHEST_WRITE_ID", "CQ_TXN_ID"}),
+    "UNEXPLAINED_COMPACTED_DIR": frozenset({"CQ_HIGHEST_WRITE_ID", "CQ_TXN_ID"}),
+}
+#: checks that still run without one of these facts, on what is known, but one of whose
+#: conditions needs it: their findings stand (each is true), their absence proves less, and the
+#: report names what was not judged
+PARTIAL_NEEDS: dict[str, tuple[frozenset[str], str]] = {
+    "COMPACTION_DUE": (
+        frozenset({"TXN_COMPONENTS"}),
+        "the aborted-txn threshold (hive.compactor.abortedtxn.threshold)",
+    ),
+    "STATE_S04": (frozenset({"TXN_TO_WRITE_ID"}), "whether an open write id's txn stopped heartbeating"),
+    "STATE_M05": (frozenset({"CQ_HIGHEST_WRITE_ID"}), "whether a base without _metadata_acid is a compaction's"),
+    "OBSOLETE_WAITING": (frozenset({"CQ_HIGHEST_WRITE_ID"}), "which aborted deltas a ready compaction covers"),
+}
+
+
+def skipped_checks(wh) -> list[dict]:
+    """The checks not run (``partial: false``) or run without one of their conditions
+    (``partial: true``) because the source lacks a fact: ``[{code, needs, partial, detail}]``."""
+    missing: frozenset[str] = getattr(wh, "facts_unavailable", frozenset())
+    if not missing:
+        return []
+    out = []
+    for code, needs in CHECK_NEEDS.items():
+        lacking = sorted(needs & missing)
+        if lacking:
+            out.append({"code": code, "needs": lacking, "partial": False, "detail": None})
+    for code, (needs, what) in PARTIAL_NEEDS.items():
+        lacking = sorted(needs & missing)
+        if code == "STATE_S04" and wh.hive_version == 2:
+            continue  # Hive 2.3: the open write ids are the open txns themselves
+        if lacking:
+            out.append({"code": code, "needs": lacking, "partial": True, "detail": f"not judged: {what}"})
+    return out
+
+
 def diagnose(scan, *, limits: Limits | None = None) -> list[DoctorFinding]:
-    """Every finding of the scan, most severe first (then code, subject)."""
+    """Every finding of the scan, most severe first (then code, subject); none of a check whose
+    facts the source could not read (:func:`skipped_checks`)."""
     lim = limits or Limits()
     wh = scan.warehouse
+    skipped = {c["code"] for c in skipped_checks(wh) if not c["partial"]}
     out: list[DoctorFinding] = []
     out += txn_findings(wh, lim)
     out += cleaner_findings(wh, lim)
@@ -294,6 +344,7 @@ def diagnose(scan, *, limits: Limits | None = None) -> list[DoctorFinding]:
     out += bloat_findings(wh, scan, lim)
     for ps in scan.partitions:
         out += partition_findings(wh, scan, ps, lim)
+    out = [f for f in out if f.code not in skipped]
     out.sort(key=lambda f: (-f.severity.rank, f.code, f.subject))
     return out
 
@@ -454,7 +505,7 @@ def cleaner_findings(wh, lim: Limits) -> list[DoctorFinding]:
                     f"compaction {r['id']} waits for {plural(len(ids), 'lock')}",
                     spec_of(r["database"], r["table"]),
                     r["partition"],
-                    f"Hive 3's Cleaner cleans compaction {r['id']} only once the locks it saw on the partition are gone: "
+                    f"Hive {wh.hive_version}'s Cleaner cleans compaction {r['id']} only once the locks it saw on the partition are gone: "
                     f"{noun(len(ids), 'lock')} {', '.join(map(str, ids))}"
                     + (f" of {noun(len(txns), 'txn')} {', '.join(map(str, txns))}" if txns else ""),
                     {"compaction_id": int(r["id"]), "lock_ids": ids, "txn_ids": txns},
@@ -1665,6 +1716,11 @@ def build_report(scan, findings: list[DoctorFinding]) -> dict:
         },
         "findings": [f.to_dict() for f in findings],
         "partitions": [_partition_summary(p) for p in scan.partitions],
+        # where the facts came from, and the checks the source could not run (a thrift://
+        # metastore's API returns no TXN_COMPONENTS, ...): an empty list is a full check
+        "metastore_source": getattr(wh, "source", "database"),
+        "facts_unavailable": sorted(getattr(wh, "facts_unavailable", ())),
+        "checks_skipped": skipped_checks(wh),
     }
 
 

@@ -63,6 +63,12 @@ window.addEventListener("error", function (e) { window.__jsErrors.push(String(e.
 {% for n, label, cls in tiles %}  <div class="tile {{ cls }}"><div class="v">{{ n }}</div>{{ label }}</div>
 {% endfor %}
 </div>
+{% if report.checks_skipped %}
+<div class="skipped" id="checks-skipped"><b>Not checked</b> ({{ report.checks_skipped|map(attribute="needs")|sum(start=[])|unique|sort|join(", ") }} not offered by the
+{{ "Thrift API" if report.metastore_source == "thrift" else "metastore" }}):
+<ul>{% for c in report.checks_skipped %}<li>{{ c.code }}{% if c.partial %} (partly: {{ c.detail }}){% endif %}: needs {{ c.needs|join(", ") }}</li>{% endfor %}</ul>
+</div>
+{% endif %}
 
 <h2>Findings ({{ report.findings|length }})</h2>
 <table class="sortable" id="findings">

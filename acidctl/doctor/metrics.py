@@ -32,6 +32,34 @@ DELTA_PCT_THRESHOLD = 0.01  # metastore.deltametrics.delta.pct.threshold
 ABORTED_TXNS_THRESHOLD = 1500  # metastore.acidmetrics.table.aborted.txns.threshold
 
 
+#: the metastore facts each gauge needs: a gauge whose fact the source cannot read (a
+#: ``thrift://`` metastore, :attr:`~acidctl.doctor.facts.Warehouse.facts_unavailable`) is not
+#: exported — an absent series, as Prometheus users expect of a value nobody measured, never a 0
+#: pretending to be one — and ``unavailable`` / a ``# acidctl:`` comment line names it
+GAUGE_NEEDS: dict[str, frozenset[str]] = {
+    "compaction_num_txn_to_writeid": frozenset({"TXN_TO_WRITE_ID"}),
+    "compaction_num_completed_txn_components": frozenset({"COMPLETED_TXN_COMPONENTS"}),
+    "tables_with_x_aborted_transactions": frozenset({"TXN_COMPONENTS"}),
+    "oldest_ready_for_cleaning_age_in_sec": frozenset({"CQ_COMMIT_TIME"}),
+    "compaction_pools_initiated_item_count": frozenset({"CQ_POOL_NAME"}),
+    "compaction_pools_working_item_count": frozenset({"CQ_POOL_NAME"}),
+    "compaction_pools_oldest_enqueue_age_in_sec": frozenset({"CQ_POOL_NAME"}),
+    "compaction_pools_oldest_working_age_in_sec": frozenset({"CQ_POOL_NAME"}),
+}
+#: the gauges that tell replication txns from the others (TXN_TYPE = 1); Hive 2.3 has no
+#: replication txns (no TXN_TYPE), so there every open txn is a non-replication one
+TXN_TYPE_GAUGES = (
+    "num_open_repl_transactions",
+    "oldest_open_repl_txn_id",
+    "oldest_open_repl_txn_age_in_sec",
+    "num_open_non_repl_transactions",
+    "oldest_open_non_repl_txn_id",
+    "oldest_open_non_repl_txn_age_in_sec",
+)
+#: the per-table delta gauges read from Hive 4's COMPACTION_METRICS_CACHE (without --deltas)
+DELTA_MAPS = ("compaction_num_active_deltas", "compaction_num_small_deltas", "compaction_num_obsolete_deltas")
+
+
 def _host(worker_id: str | None) -> str | None:
     """``<hostname>-<thread id>`` → hostname (the ids Hive writes, operations.md §3.1)."""
     if not worker_id:
@@ -96,6 +124,8 @@ def compute(
     g["compaction_num_completed_txn_components"] = sum(v["rows"] for v in wh.completed_components.values())
     repl = [t for t in wh.open_txns if t["type"] == 1]
     nonrepl = [t for t in wh.open_txns if t["type"] is not None and t["type"] != 1]
+    if wh.hive_version == 2:  # no TXN_TYPE in 2.3: no replication txns
+        nonrepl = list(wh.open_txns)
     for prefix, txns in (("open_repl", repl), ("open_non_repl", nonrepl), ("aborted", wh.aborted_txns)):
         oldest = min(txns, key=lambda t: t["txn_id"]) if txns else None
         first = min((t["started"] for t in txns), default=None)
@@ -154,6 +184,17 @@ def compute(
     maps["compaction_num_active_deltas"] = active
     maps["compaction_num_small_deltas"] = small
     maps["compaction_num_obsolete_deltas"] = obsolete
+    unavailable = _unavailable(wh, from_cache=partitions is None)
+    for name in unavailable:
+        g.pop(name, None)
+        maps.pop(name, None)
+    if unavailable:
+        notes.append(
+            f"not exported ({', '.join(sorted({f for v in unavailable.values() for f in v}))} not offered by "
+            f"{'the Thrift API' if getattr(wh, 'source', '') == 'thrift' else 'the metastore'}): "
+            + ", ".join(sorted(unavailable))
+            + ("; --deltas computes the per-table delta gauges from the directories" if partitions is None else "")
+        )
     return {
         "hive_version": wh.hive_version,
         "now_ms": now,
@@ -161,7 +202,31 @@ def compute(
         "maps": maps,
         "notes": notes,
         "delta_source": "directories" if partitions is not None else "COMPACTION_METRICS_CACHE",
+        "unavailable": {k: sorted(v) for k, v in sorted(unavailable.items())},
     }
+
+
+def _unavailable(wh, *, from_cache: bool) -> dict[str, frozenset[str]]:
+    """gauge → the facts it needs that ``wh``'s source could not read."""
+    missing: frozenset[str] = getattr(wh, "facts_unavailable", frozenset())
+    out: dict[str, frozenset[str]] = {}
+    if not missing:
+        return out
+    needs = dict(GAUGE_NEEDS)
+    if wh.hive_version < 4:
+        # Hive 2/3 never had CQ_COMMIT_TIME or pools: the start time and the one pool are the rule there
+        needs.pop("oldest_ready_for_cleaning_age_in_sec")
+        for k in [k for k in needs if k.startswith("compaction_pools_")]:
+            needs.pop(k)
+    if wh.hive_version >= 3:
+        needs.update({k: frozenset({"TXN_TYPE"}) for k in TXN_TYPE_GAUGES})
+    if from_cache:
+        needs.update({k: frozenset({"COMPACTION_METRICS_CACHE"}) for k in DELTA_MAPS})
+    for name, facts in needs.items():
+        lacking = facts & missing
+        if lacking:
+            out[name] = frozenset(lacking)
+    return out
 
 
 #: what each gauge means (spec operations.md §8.1, from Hive's AcidMetricService and
@@ -222,6 +287,12 @@ def prometheus_text(result: dict) -> str:
     from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
     reg = CollectorRegistry()
+    # comment lines (not HELP/TYPE) are skipped by every Prometheus parser: they say why a gauge
+    # has no series here instead of a made-up 0
+    head = "".join(
+        f"# acidctl: {name} not exported: needs {', '.join(facts)}, not offered by this metastore source\n"
+        for name, facts in (result.get("unavailable") or {}).items()
+    )
     for name, value in result["gauges"].items():
         Gauge(name, HELP.get(name, f"Hive ACID metric {name}"), registry=reg).set(value)
     for name, m in result["maps"].items():
@@ -229,4 +300,4 @@ def prometheus_text(result: dict) -> str:
         gauge = Gauge(name, HELP.get(name, f"Hive ACID metric {name} per {label}"), [label], registry=reg)
         for k, v in sorted(m.items()):
             gauge.labels(k).set(v)
-    return generate_latest(reg).decode()
+    return head + generate_latest(reg).decode()

@@ -6,7 +6,9 @@ Initiator's checks is operations.md §4.3 for the version in use (§7.2); the Wo
 follows §3.2 and directory-state.md §8; the Cleaner's blockers §5.1/§5.2 (§7.3).
 
 Each step: ``{"rule", "outcome", "detail"}`` with outcome ``ok`` (passes), ``stop`` (the
-component stops here) or ``note``. ``verdict`` is the first stop (or what happens).
+component stops here), ``note``, or ``unknown`` (the rule needs a fact the metastore source does not
+give — a ``thrift://`` metastore has no TXN_COMPONENTS, ...: not judged, never passed). ``verdict``
+is the first stop (or what happens, naming the rules not judged).
 """
 
 from __future__ import annotations
@@ -48,7 +50,20 @@ def _verdict(steps: list[dict], otherwise: str) -> str:
     for s in steps:
         if s["outcome"] == "stop":
             return s["detail"]
+    unknown = [s["rule"] for s in steps if s["outcome"] == "unknown"]
+    if unknown and otherwise:
+        return f"{otherwise}, unless a rule not judged stops it ({', '.join(unknown)})"
     return otherwise
+
+
+def _unknown(rule: str, facts: list[str], what: str) -> dict:
+    return _step(
+        rule,
+        "unknown",
+        f"not judged: {what} needs {', '.join(facts)}, which this metastore source does not give "
+        "(point --metastore at the metastore's database for it)",
+        needs=facts,
+    )
 
 
 def initiator(wh, t, ps, lim: Limits) -> dict:
@@ -69,7 +84,11 @@ def initiator(wh, t, ps, lim: Limits) -> dict:
     ]
 
     # candidates (§4.2)
-    steps.append(_candidate_step(wh, ctc, ab, ab_thr, hist))
+    lacking = [f for f in ("COMPLETED_TXN_COMPONENTS", "TXN_COMPONENTS") if not wh.has(f)]
+    if lacking:
+        steps.append(_unknown("candidate", lacking, "whether anything was written since its last compaction"))
+    else:
+        steps.append(_candidate_step(wh, ctc, ab, ab_thr, hist))
 
     def queue_check():
         if queued:
@@ -135,6 +154,8 @@ def initiator(wh, t, ps, lim: Limits) -> dict:
     # thresholds (directory-state.md §8.2)
     kind = rec.get("type", "none")
     steps.append(_thresholds_step(rec, thr))
+    if not wh.has("TXN_COMPONENTS"):
+        steps.append(_unknown("aborted threshold", ["TXN_COMPONENTS"], "the aborted-txn count of the partition"))
     # is any Initiator running at all?
     steps += _initiator_activity_steps(wh)
     return {"steps": steps, "verdict": _verdict(steps, f"the Initiator would request a {kind.upper()} compaction now")}
@@ -144,7 +165,7 @@ def _candidate_step(wh, ctc, ab: dict, ab_thr, hist: list) -> dict:
     """Whether the Initiator looks at the partition at all (operations.md §4.2)."""
     hv = wh.hive_version
     many_aborts = ab.get("rows", 0) > ab_thr  # §4.2: TXN_COMPONENTS rows of aborted txns
-    if ctc is None and not (many_aborts and hv == 3):
+    if ctc is None and not (many_aborts and hv <= 3):  # 2.3 and 3: findPotentialCompactions
         return _step(
             "candidate",
             "stop",
@@ -396,6 +417,9 @@ def _h4_cleaner_steps(wh, r: dict) -> list[dict]:
     """Hive 4's Cleaner on a ready-for-cleaning row: its compaction txn, an open txn below
     CQ_NEXT_TXN_ID, MIN_HISTORY_LEVEL, the retry after an error."""
     steps: list[dict] = []
+    lacking = [f for f in ("CQ_TXN_ID", "CQ_NEXT_TXN_ID") if not wh.has(f)]
+    if lacking:
+        return [_unknown("compaction txn", lacking, "its compaction txn and the open txns below CQ_NEXT_TXN_ID")]
     tx = blocked_by_txn(wh, r)
     if r.get("next_txn_id") is None and r.get("txn_id"):
         st = wh.txns.get(int(r["txn_id"]), {}).get("state", "committed or gone")
@@ -463,7 +487,7 @@ def _h3_cleaner_steps(wh, r: dict) -> list[dict]:
             _step(
                 "locks",
                 "stop",
-                f"Hive 3's Cleaner waits for {noun(len(ids), 'lock')} {', '.join(map(str, ids))} on the partition to go",
+                f"Hive {wh.hive_version}'s Cleaner waits for {noun(len(ids), 'lock')} {', '.join(map(str, ids))} on the partition to go",
                 lock_ids=ids,
             )
         )

@@ -18,8 +18,11 @@ the database path has (:mod:`~acidctl.metastore.queries`, :mod:`~acidctl.metasto
 * writes: ``compact2`` (``compact --enqueue``; the table is checked first: 2.3's ``compact2``
   accepts a table that does not exist), ``abort_txns``, ``unlock``.
 
+``doctor``, ``why`` and ``metrics`` read what these calls offer
+(:mod:`acidctl.doctor.thrift_facts`) and name the checks needing the rest as skipped.
+
 Everything else needs the database (claiming a request as a worker, markCompacted/markCleaned,
-the compaction txn, the (M) facts of doctor/why/metrics ...): a :class:`ThriftMetastore` has no
+the compaction txn ...): a :class:`ThriftMetastore` has no
 ``tables``/``read()``, so those steps end in :class:`~acidctl.errors.NeedsDatabase` — one line,
 its own exit code — before anything is written.
 
@@ -269,13 +272,16 @@ class ThriftMetastore:
     read_only = False
 
 
-#: why doctor, why and metrics refuse a thrift:// metastore: every check of theirs reads facts the
-#: Thrift API does not return (show_compact and show_locks give the queue and the locks, but not
-#: TXN_COMPONENTS / COMPLETED_TXN_COMPONENTS, the write-id tables, the queue's highest write ids,
-#: worker ids with their heartbeats or the history's error messages)
-DOCTOR_NEEDS = (
-    "doctor, why and metrics read TXN_COMPONENTS, COMPLETED_TXN_COMPONENTS, the write-id tables and "
-    "the compaction queue's columns, which the Thrift API does not return"
+#: doctor, why and metrics over Thrift (acidctl.doctor.thrift_facts): the facts the API offers —
+#: tables, partitions, database parameters (get_table_objects_by_name, get_partitions,
+#: get_database), open/aborted txns (get_open_txns_info), locks (show_locks), the queue and history
+#: (show_compact), write ids (get_valid_write_ids, Hive 3/4) — and the checks needing the rest
+#: (TXN_COMPONENTS, COMPLETED_TXN_COMPONENTS, WRITE_SET, TXN_TO_WRITE_ID, TXN_TYPE; on Hive 4 the
+#: compaction txn columns, MIN_HISTORY_LEVEL, the metrics cache) named as not run
+DOCTOR_UNAVAILABLE = (
+    "TXN_COMPONENTS, COMPLETED_TXN_COMPONENTS, WRITE_SET, TXN_TO_WRITE_ID and TXN_TYPE (and on Hive 4 the "
+    "compaction txn columns, MIN_HISTORY_LEVEL and COMPACTION_METRICS_CACHE): the checks needing them are "
+    "skipped and named"
 )
 
 

@@ -94,7 +94,17 @@ def test_json_text_and_exit_code(tmp_path, capsys):
     table(rec, tmp_path, "b", dirs={"delta_0000001_0000001_0000": {"bucket_00000": 10}}, write_ids=1, db="other")
     code, rep, _ = _doctor(capsys, url)
     assert code == 0 and rep["summary"]["errors"] == 0
-    assert set(rep) == {"hive_version", "summary", "findings", "partitions"}
+    assert set(rep) == {
+        "hive_version",
+        "summary",
+        "findings",
+        "partitions",
+        "metastore_source",
+        "facts_unavailable",
+        "checks_skipped",
+    }
+    # the database has every fact: nothing skipped
+    assert (rep["metastore_source"], rep["facts_unavailable"], rep["checks_skipped"]) == ("database", [], [])
     assert {
         "tables_checked",
         "partitions_checked",

@@ -280,3 +280,53 @@ def test_queue_transitions_match_hives_worker_and_cleaner(h23pg, pghms, part, ki
         == [d.split("_")[0] for d in our_dirs]
         == ["base" if kind == "major" else "delta"]
     )
+
+
+def test_doctor_over_thrift_and_over_the_database_agree(h23pg, pghms):
+    """The same planted Hive 2.3 state (tests/hive23/test_doctor_thrift_hive23.py's) judged
+    through the Thrift API and through the metastore's database: the same counts, findings and
+    directories; the database has the facts Thrift lacks, so nothing is skipped there and why's
+    Initiator candidate rule is judged (a COMPLETED_TXN_COMPONENTS row per committed txn: 2.3's
+    commitTxn moves each write component there, and no compaction of the table was cleaned)."""
+    from hive_metastore.ttypes import AbortTxnsRequest
+
+    from tests.hive23.test_doctor_thrift_hive23 import DB, _plant
+
+    p = _plant(pghms, h23pg.hive)
+    try:
+        args = ("-o", "json", "doctor", "--db", DB)
+        th = json.loads(thrift_cli(h23pg, *args).stdout)
+        db = json.loads(db_cli(h23pg, *args).stdout)
+        assert (th["metastore_source"], db["metastore_source"]) == ("thrift", "database")
+        assert th["hive_version"] == db["hive_version"] == 2
+        keys = ("open_txns", "aborted_txns", "locks", "compaction_queue", "tables_checked", "partitions_checked")
+        assert {k: th["summary"][k] for k in keys} == {k: db["summary"][k] for k in keys}
+        assert th["partitions"] == db["partitions"]
+        skipped = {c["code"] for c in th["checks_skipped"] if not c["partial"]}
+        assert db["checks_skipped"] == [] and skipped
+
+        def findings(rep):
+            return sorted(
+                (
+                    f["code"],
+                    f["subject"],
+                    json.dumps({k: v for k, v in f["evidence"].items() if "age" not in k}, sort_keys=True),
+                )
+                for f in rep["findings"]
+                if f["code"] not in skipped and not f["code"].startswith("TXN_")  # ages differ by the call
+            )
+
+        assert findings(th) == findings(db)
+        assert any(f["code"] == "CLEANER_BLOCKED_BY_LOCK" for f in db["findings"])
+        committed = sum(1 for s in p["history"].states.values() if s == "committed")
+        (part,) = js(db_cli(h23pg, "-o", "json", "why", f"{DB}.t"))["partitions"]
+        (cand,) = [s for s in part["initiator"]["steps"] if s["rule"] == "candidate"]
+        assert cand["outcome"] == "ok" and cand["values"]["completed_txn_components"] == committed
+        (part,) = js(thrift_cli(h23pg, "-o", "json", "why", f"{DB}.t"))["partitions"]
+        (cand,) = [s for s in part["initiator"]["steps"] if s["rule"] == "candidate"]
+        assert cand["outcome"] == "unknown"
+        # --since: a 2.3 schema records no CTC_TIMESTAMP, so when a table was written is unknown
+        r = db_cli(h23pg, "doctor", "--since", "1h")
+        assert r.code == 2 and "CTC_TIMESTAMP" in r.stderr, r
+    finally:
+        pghms.abort_txns(AbortTxnsRequest(txn_ids=[p["o1"]]))

@@ -286,14 +286,21 @@ def test_partitioned_enqueue_and_what_needs_the_database(hive23, hms):
         ["initiator", "--once"],
         ["clean", f"{db}.{t}"],
         ["upgrade-check"],
-        ["doctor"],
-        ["why", f"{db}.{t}/ds=2024"],
-        ["metrics"],
         ["abort", "compactions", str(doc["id"])],
     ):
         r = cli(hive23, *args)
         assert r.code == 10, (args, r)
         assert "Thrift metastore" in r.stderr and r.stderr.count("\n") == 1, (args, r)
+    # doctor, why and metrics run over Thrift (tests/hive23/test_doctor_thrift_hive23.py): why of the
+    # partition replays it, with the request just enqueued (while Hive's Worker has not finished it)
+    before = _compactions(hms, db, t)[0].state
+    w = json.loads(cli(hive23, "-o", "json", "why", f"{db}.{t}/ds=2024").stdout)
+    after = _compactions(hms, db, t)[0].state
+    (wp,) = w["partitions"]
+    assert (w["hive_version"], wp["partition"]) == (2, "ds=2024")
+    (queued,) = [s for s in wp["initiator"]["steps"] if s["rule"] == "queued"]
+    if before in ("initiated", "working") and after == before:
+        assert queued["outcome"] == "stop" and queued["values"]["compaction_id"] == doc["id"]
 
 
 def test_real_console_script_in_the_namespace_and_unreachable(hive23, hms):
