@@ -221,7 +221,16 @@ class AcidState:
     def require_snapshot(self) -> "AcidState":
         """Raise what a Hive reader would raise for this directory; else return self."""
         if self.not_enough_history:
-            raise SnapshotUnavailable(self.not_enough_history)
+            bases = [c for c in self.entries if c.kind is Kind.BASE and c.parsed is not None]
+            hint = None
+            if bases:  # the oldest base: this directory is readable from its write id on
+                oldest = min(bases, key=lambda c: c.base_dir.write_id)
+                n = oldest.base_dir.write_id
+                hint = (
+                    f"a compaction folded the write ids up to {n} into {oldest.name}: this directory "
+                    f"can only be read as of write id {n} or later"
+                )
+            raise SnapshotUnavailable(self.not_enough_history, hint=hint)
         if self.reader_errors:
             hint = None
             if self.hive_version != 4 and any(

@@ -50,7 +50,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from acidctl.acid.writeids import TxnList, WriteIdList
-from acidctl.errors import InvalidInputError, RefusedError, UsageError
+from acidctl.errors import InvalidInputError, NotFoundError, RefusedError, UsageError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -180,6 +180,20 @@ def _selected(partition: str | None, wanted: list[str] | None) -> bool:
     return _partition_selected(partition, wanted)
 
 
+def _check_partitions_exist(tfs: TableFS, partitions: list[str] | None, listed: list[str | None]) -> None:
+    """A ``--partition`` that selects no partition directory is a typo, not "no changes": exit
+    3 naming it (as ``state --partition`` does), with the partitions there are."""
+    for spec in partitions or []:
+        if any(_selected(rel, [spec]) for rel in listed):
+            continue
+        names = [r for r in listed if r]
+        shown = ", ".join(names[:5]) + (f", ... ({len(names)} in all)" if len(names) > 5 else "")
+        raise NotFoundError(
+            f"--partition {spec}: no such partition directory in {tfs.display(tfs.root)}",
+            hint=f"its partitions: {shown}" if names else "the table has no partition directories",
+        )
+
+
 def plan_changes(
     tfs: TableFS,
     snapshot: WriteIdList,
@@ -208,8 +222,10 @@ def plan_changes(
     lowest = wanted.lowest(snapshot)
     plans: list[PartitionPlan] = []
     gone: list[tuple[int, str]] = []  # (lowest derivable id, why) per partition
+    listed: list[str | None] = []
     for listing in list_table(tfs):
         rel = "/".join(p for p in (partition_prefix, listing.partition) if p) or None
+        listed.append(rel)
         if not _selected(rel, partitions):
             continue
         state = get_acid_state(listing, snapshot, txns=txns, hive_version=hive_version, insert_only=insert_only)
@@ -251,6 +267,7 @@ def plan_changes(
             r = _dir_range(s)
             if r is not None and wanted.overlaps(*r):
                 plan.deletes.append(s)
+    _check_partitions_exist(tfs, partitions, listed)
     if gone:
         at, why = max(gone)
         raise EventsGone(

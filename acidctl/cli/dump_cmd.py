@@ -334,7 +334,8 @@ def _merged(settings, targets, *, limit):
                 if status is not None:
                     status.update(f"{rows:,} rows")
         except InvalidInputError as e:
-            if mm is not None or getattr(e, "hint", None):
+            # the insert-only hint is for a path only: the metastore already said what DB.TABLE is
+            if mm is not None or getattr(e, "hint", None) or target.table is not None:
                 raise
             raise type(e)(
                 str(e),

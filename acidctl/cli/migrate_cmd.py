@@ -226,7 +226,7 @@ def render_text(r: dict) -> str:
     if r.get("recorded_write_ids"):
         lines.append(wrap(f"recorded: {r['recorded_write_ids']}"))
     if r.get("up_to_date"):
-        lines.append("up to date: no write since the recorded snapshot changed the table; nothing committed")
+        lines.append(wrap("up to date: no write since the recorded snapshot changed the table; nothing committed"))
         return "\n".join(lines)
     if r.get("new_write_ids"):
         lines.append(wrap(f"new write ids: {r['new_write_ids']}"))

@@ -52,8 +52,9 @@ HIVE_VERSION = HiveVersionType()
 READER_HIVE_VERSION = HiveVersionType((2, 3, 4))
 
 WRITE_IDS_HELP = (
-    "The reader's ValidWriteIdList: db.table:hwm:minOpenWriteId:open,...:aborted,... "
-    "(e.g. db.t:14:12:12:13; 'db.t:14:9223372036854775807::' = all committed up to 14)."
+    "The reader's ValidWriteIdList: db.table:hwm:minOpenWriteId:OPEN:ABORTED, OPEN and ABORTED "
+    "comma-separated ids (e.g. db.t:14:12:12:13; 'db.t:14:9223372036854775807::' = all committed "
+    "up to 14)."
 )
 ASSUME_HELP = (
     "Treat every write id named by a directory as committed (no open or aborted ids). "
