@@ -65,7 +65,7 @@ _To = Annotated[
         "--to",
         metavar="parquet",
         click_type=click.Choice(["parquet"], case_sensitive=False),
-        help="Write Parquet files into DEST instead of JSON lines on stdout (staged, published with one rename).",
+        help="Write Parquet files into DEST (a new or empty directory) instead of JSON lines on stdout (staged, published with one rename).",
     ),
 ]
 _Partition = Annotated[

@@ -92,6 +92,7 @@ def doctor_command(
         Optional[int],
         typer.Option(
             "--workers",
+            metavar="N",
             min=1,
             max=256,
             help="Tables listed in parallel (default: 8 on remote filesystems, the number of cores on local disks).",

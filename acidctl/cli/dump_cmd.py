@@ -99,7 +99,9 @@ def dump_command(
     ctx: typer.Context,
     paths: _Paths,
     meta: _Meta = False,
-    limit: Annotated[Optional[int], typer.Option("--limit", "-n", min=0, help="Stop after N rows in total.")] = None,
+    limit: Annotated[
+        Optional[int], typer.Option("--limit", "-n", metavar="N", min=0, help="Stop after N rows in total.")
+    ] = None,
     columns: _Columns = None,
     decode_bucket: _DecodeBucket = False,
     operation: _Operation = None,

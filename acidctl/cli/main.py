@@ -346,7 +346,10 @@ def _global(
     profile: Annotated[
         Optional[str],
         typer.Option(
-            "--profile", envvar="ACIDCTL_PROFILE", help="Named profile from the config file (~/.acidctl.toml)."
+            "--profile",
+            metavar="NAME",
+            envvar="ACIDCTL_PROFILE",
+            help="Named profile from the config file (~/.acidctl.toml).",
         ),
     ] = None,
     wide: Annotated[

@@ -97,8 +97,12 @@ def _partition(target_part: Optional[str], opt: Optional[list[str]], table: Opti
 @show_app.command("transactions")
 def transactions_cmd(
     ctx: typer.Context,
-    state: Annotated[Optional[list[str]], typer.Option("--state", help="open or aborted (repeatable).")] = None,
-    user: Annotated[Optional[str], typer.Option("--user", help="Only transactions of this user.")] = None,
+    state: Annotated[
+        Optional[list[str]], typer.Option("--state", metavar="open|aborted", help="open or aborted (repeatable).")
+    ] = None,
+    user: Annotated[
+        Optional[str], typer.Option("--user", metavar="USER", help="Only transactions of this user.")
+    ] = None,
     older_than: Annotated[
         Optional[str],
         typer.Option(
@@ -107,7 +111,9 @@ def transactions_cmd(
             help="Only transactions started at least AGE ago (30s, 10m, 2h, 1d), by the database clock.",
         ),
     ] = None,
-    limit: Annotated[Optional[int], typer.Option("--limit", min=0, help="At most N rows (lowest ids first).")] = None,
+    limit: Annotated[
+        Optional[int], typer.Option("--limit", metavar="N", min=0, help="At most N rows (lowest ids first).")
+    ] = None,
     hive_version: HiveVersionOpt = None,
 ):
     """SHOW TRANSACTIONS: open and aborted transactions (Hive 4: also young id gaps)."""
@@ -275,7 +281,8 @@ def compactions_cmd(
         typer.Option("--order-by", metavar="COLS", help="e.g. 'starttime desc, compactionid' (output column names)."),
     ] = None,
     limit: Annotated[
-        Optional[int], typer.Option("--limit", min=0, help="At most N rows of the order (0: all, as Hive 4).")
+        Optional[int],
+        typer.Option("--limit", metavar="N", min=0, help="At most N rows of the order (0: all, as Hive 4)."),
     ] = None,
     hive_version: HiveVersionOpt = None,
 ):

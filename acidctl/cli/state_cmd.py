@@ -94,7 +94,8 @@ def state_command(
         ),
     ] = None,
     grace_hours: Annotated[
-        float, typer.Option("--grace-hours", help="Age after which hidden leftovers (D07) are warnings.")
+        float,
+        typer.Option("--grace-hours", metavar="HOURS", help="Age after which hidden leftovers (D07) are warnings."),
     ] = 24.0,
     mm_allow_originals: options.MMAllowOriginals = False,
 ):

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import re
 
+import click
+
 import pytest
 
 from tests.cli.conftest import demo  # noqa: F401
@@ -86,3 +88,17 @@ def test_changes_partition_that_does_not_exist_is_not_found(cli, demo):  # noqa:
 def test_write_ids_help_names_the_grammar_whole():
     text = _help("changes")
     assert re.search(r"db\.table:hwm:minOpenWriteId:OPEN:ABORTED", text)
+
+
+def test_no_option_shows_a_click_type_name_as_its_value():
+    """``--limit INTEGER RANGE``, ``--workers INTEGER RANGE``, ``--state TEXT``, ``--user TEXT``,
+    ``--grace-hours FLOAT``, ``--profile TEXT``: every other option names its value (N, AGE, GLOB,
+    a|b|c)."""
+    names = {"INTEGER", "TEXT", "FLOAT", "RANGE", "BOOLEAN", "FILENAME"}
+    for path, cmd in _walk(_root()):
+        for p in cmd.params:
+            if not p.param_type_name == "option" or p.hidden or getattr(p, "is_flag", False):
+                continue
+            rec = p.get_help_record(click.Context(cmd))
+            assert rec is not None
+            assert not set(re.split(r"[^A-Z]+", rec[0])) & names, (path, rec[0])
