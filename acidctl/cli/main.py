@@ -144,6 +144,35 @@ class _OptionTable:
         return None
 
 
+def _quiet_library_logs(*, undo: bool = False) -> None:
+    """Without -v, a library's log records never reach stderr: Python's last-resort handler
+    printed them raw, unredacted, beside the one-line error (thrift's ``Could not connect to any
+    of [...]`` above ``cannot reach the Thrift metastore``). acidctl's own warnings (a compaction
+    it could not hand back, a delegation token not cancelled) still print, as
+    ``acidctl: warning: ...`` and redacted. Idempotent (tests run many commands in one process)."""
+    import logging
+
+    class _AcidctlWarnings(logging.Handler):
+        def emit(self, record):  # the current sys.stderr, looked up per record
+            try:
+                sys.stderr.write(f"acidctl: warning: {redact(record.getMessage())}\n")
+            except Exception:  # noqa: BLE001 (logging must never raise)
+                self.handleError(record)
+
+    root = logging.getLogger()
+    own = logging.getLogger("acidctl")
+    if undo:  # -v: every record through -v's handler (an earlier command of this process quieted)
+        for lg, kind in ((root, "NullHandler"), (own, "_AcidctlWarnings")):
+            for h in [h for h in lg.handlers if type(h).__name__ == kind]:
+                lg.removeHandler(h)
+        return
+    if not any(isinstance(h, logging.NullHandler) for h in root.handlers):
+        root.addHandler(logging.NullHandler())
+    if not any(type(h).__name__ == "_AcidctlWarnings" for h in own.handlers):
+        h = _AcidctlWarnings(logging.WARNING)
+        own.addHandler(h)
+
+
 class AcidctlGroup(typer.core.TyperGroup):
     """The top-level group: global options anywhere after the command (kubectl's rule).
 
@@ -404,7 +433,10 @@ def _global(
 
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(_Redacting("acidctl: %(name)s: %(message)s"))
+        _quiet_library_logs(undo=True)
         logging.basicConfig(level=logging.INFO, handlers=[handler])
+    else:
+        _quiet_library_logs()
     from acidctl.metastore import steps
 
     if read_only:

@@ -102,3 +102,53 @@ def test_no_option_shows_a_click_type_name_as_its_value():
             rec = p.get_help_record(click.Context(cmd))
             assert rec is not None
             assert not set(re.split(r"[^A-Z]+", rec[0])) & names, (path, rec[0])
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_unreachable_thrift_metastore_is_one_line(monkeypatch):
+    """thrift's own logger printed ``Could not connect to any of [...]`` through Python's
+    last-resort handler above the one-line error. In a fresh process (no test logging
+    handlers), stderr is exactly the error line; with -v the library's record is shown, prefixed."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("pyiceberg")
+    url = f"thrift://127.0.0.1:{_closed_port()}"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    env.pop("ACIDCTL_METASTORE_URL", None)
+    for cmd in (["show", "tables"], ["doctor"]):
+        p = subprocess.run(
+            [sys.executable, "-m", "acidctl", "--metastore", url, *cmd], capture_output=True, text=True, env=env
+        )
+        assert p.returncode == 5, p
+        assert p.stderr.splitlines() == [p.stderr.strip()] and p.stderr.startswith("acidctl: error: cannot reach"), p
+    p = subprocess.run(
+        [sys.executable, "-m", "acidctl", "-v", "--metastore", url, "show", "tables"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert p.returncode == 5 and "acidctl: thrift.transport.TSocket: Could not connect" in p.stderr, p
+
+
+def test_acidctl_own_warnings_still_print(cli, demo, capsys):  # noqa: F811
+    """What acidctl logs at WARNING (a compaction it could not hand back, ...) is still shown
+    without -v, prefixed and redacted; a library's records are not."""
+    import logging
+
+    r = cli("show", "tables")
+    assert r.code == 0
+    logging.getLogger("acidctl.compact").warning("could not hand back compaction %d: %s", 7, "postgresql://u:pw@h/db")
+    logging.getLogger("somelibrary").warning("library noise")
+    err = capsys.readouterr().err
+    assert "acidctl: warning: could not hand back compaction 7: postgresql://u:***@h/db" in err, err
+    assert "library noise" not in err
