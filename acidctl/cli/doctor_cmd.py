@@ -182,7 +182,7 @@ def render_doctor(report: dict) -> str:
     if s["worst"]:
         lines.append("worst:")
         for f in s["worst"]:
-            lines.append(f"  {f['severity'].upper():5} {f['code']}: {f['subject']}: {f['title']}")
+            lines.append(wrap(f"  {f['severity'].upper():5} {f['code']}: {f['subject']}: {f['title']}", indent=" " * 8))
     for sev, title in (("error", "ERRORS"), ("warn", "WARNINGS"), ("info", "INFO")):
         group = [f for f in report["findings"] if f["severity"] == sev]
         if not group:

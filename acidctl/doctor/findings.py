@@ -171,16 +171,14 @@ class DoctorFinding:
 
 
 def human_age(seconds: float | None) -> str:
+    """An age as every text report writes durations (acidctl.units.duration: ``45s``, ``5m 3s``,
+    ``2h 5m``, ``1d 3h``); whole seconds under a minute (metastore times are milliseconds)."""
+    from acidctl.units import duration
+
     if seconds is None:
         return "unknown age"
     s = max(0.0, seconds)
-    if s >= 86400:
-        return f"{s / 86400:.1f} d"
-    if s >= H:
-        return f"{s / H:.1f} h"
-    if s >= 60:
-        return f"{s / 60:.0f} min"
-    return f"{s:.0f} s"
+    return duration(s if s >= 60 else round(s))
 
 
 def _age(now_ms: int, ms: Any) -> float | None:
@@ -1172,6 +1170,7 @@ def _aborted_pile_findings(wh, ps, tbl: str, part, rec: dict, lim: Limits) -> li
                             "ends can a compaction and `acidctl clean` remove them"
                         ),
                     )
+            where = "partition" if part else "table"
             out.append(
                 DoctorFinding(
                     "ABORTED_PILE",
@@ -1180,8 +1179,8 @@ def _aborted_pile_findings(wh, ps, tbl: str, part, rec: dict, lim: Limits) -> li
                     tbl,
                     part,
                     f"{plural(ab['txns'], 'aborted txn')} ({plural(ab['rows'], 'TXN_COMPONENTS row')}, oldest {human_age(age)}) on this "
-                    f"partition; abortedtxn.threshold {thr}; {len(aborted_dirs)} aborted director{'y' if len(aborted_dirs) == 1 else 'ies'} on disk"
-                    "; their TXN_COMPONENTS rows go when a compaction of the partition is cleaned (markCleaned)"
+                    f"{where}; abortedtxn.threshold {thr}; {plural(len(aborted_dirs), 'aborted directory', 'aborted directories')} on disk"
+                    f"; their TXN_COMPONENTS rows go when a compaction of the {where} is cleaned (markCleaned)"
                     + pile_note,
                     {
                         "aborted_txns": ab["txns"],
@@ -1417,8 +1416,13 @@ def _waiting_finding(
     )
 
 
+def _hive_name(hive_version: int) -> str:
+    """The release a metastore's rules are: ``Hive 2.3`` (the only Hive 2 acidctl reads), ``Hive 3``."""
+    return "Hive 2.3" if hive_version == 2 else f"Hive {hive_version}"
+
+
 def _aborted_waiting_finding(wh, ps, tbl: str, part, lim: Limits, h3_aborted: list, hold) -> DoctorFinding:
-    """ABORTED_WAITING_COMPACTION (Hive 3): aborted deltas no compaction covers yet."""
+    """ABORTED_WAITING_COMPACTION (Hive 2.3 and 3): aborted deltas no compaction covers yet."""
     text, ev = _describe_dirs(wh, h3_aborted)
     n = len(h3_aborted)
     can_major = _major_would_write(wh, ps)
@@ -1427,7 +1431,7 @@ def _aborted_waiting_finding(wh, ps, tbl: str, part, lim: Limits, h3_aborted: li
     locks = blocking_locks(wh, {"database": ps.db, "table": ps.table, "partition": part})
     lock_ids = sorted({int(lk["HL_LOCK_EXT_ID"]) for lk in locks})
     msg = (
-        f"{text}: aborted, never read; Hive 3's Cleaner removes an aborted delta only once a compaction "
+        f"{text}: aborted, never read; {_hive_name(wh.hive_version)}'s Cleaner removes an aborted delta only once a compaction "
         "covers it (its list of obsolete directories comes from AcidUtils.getAcidState)"
     )
     fix = None

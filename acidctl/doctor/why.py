@@ -339,8 +339,8 @@ def cleaner(wh, t, ps, lim: Limits) -> dict:
                 "note",
                 f"{', '.join(not_yet)}: "
                 + (
-                    "Hive 3's Cleaner removes an aborted delta only once a compaction covers it "
-                    "(a major compaction, then `acidctl clean`)"
+                    f"{'Hive 2.3' if hv == 2 else 'Hive 3'}'s Cleaner removes an aborted delta only once a "
+                    "compaction covers it (a major compaction, then `acidctl clean`)"
                     if hv < 4
                     else "not obsolete by the Cleaner's rules yet"
                 ),

@@ -34,6 +34,7 @@ from typing import Any, Iterator
 from acidctl.errors import NotFoundError, RefusedError
 from acidctl.metastore import queue
 from acidctl.metastore.steps import for_update, now_ms, write_step
+from acidctl.units import duration_ms
 
 LONG_MAX = 9223372036854775807
 OPEN_TXN_TIMEOUT_MS = 1000  # metastore.txn.opentxn.timeout (operations.md §9)
@@ -293,7 +294,7 @@ class _H4View:
                 "kind": "open-txn",
                 **oldest,
                 "message": f"open txn {oldest['txn_id']} ({oldest['user']}@{oldest['host']}, "
-                f"{'age ' + format(age / 1000, '.0f') + 's' if age is not None else ''}) "
+                f"{'age ' + duration_ms(round(age, -3)) if age is not None else ''}) "
                 f"is below CQ_NEXT_TXN_ID {nxt}",
             }
         return {

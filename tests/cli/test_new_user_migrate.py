@@ -152,3 +152,49 @@ def test_acidctl_own_warnings_still_print(cli, demo, capsys):  # noqa: F811
     err = capsys.readouterr().err
     assert "acidctl: warning: could not hand back compaction 7: postgresql://u:***@h/db" in err, err
     assert "library noise" not in err
+
+
+def test_doctor_after_a_hive4_compaction_fits_and_writes_ages_one_way(cli, tmp_path, monkeypatch):
+    """After ``compact --due`` on a Hive 4 demo, the open txn 10 holds the Cleaner back
+    (HIVE-26704): doctor's "worst:" line was 90 columns (not wrapped), and one report wrote the
+    same txn's age as ``open 7 s`` and ``age 8s``. Every age is now written as the other text
+    reports write durations: tokens ``parse_age`` reads back (``45s``, ``5m 3s``)."""
+    from acidctl.durations import parse_age
+
+    root = tmp_path / "h4"
+    r = cli("demo", root, "--hive-version", "4")
+    assert r.code == 0, r
+    monkeypatch.setenv("ACIDCTL_METASTORE_URL", f"sqlite:///{root / 'metastore.db'}")
+    r = cli("compact", "--due", "default.sales")
+    assert r.code == 0, r
+    monkeypatch.setenv("COLUMNS", str(WIDTH))
+    r = cli("doctor")
+    assert r.code == 0, r
+    assert "CLEANER_BLOCKED_BY_TXN" in r.stdout and "worst:" in r.stdout
+    for line in r.stdout.splitlines():
+        assert len(line) <= WIDTH or max(map(len, line.split())) > WIDTH - 8, line
+    text = " ".join(r.stdout.split())
+    ages = re.findall(r"(?<![-\w])(?:open|age|oldest) (\d+(?:\.\d+)?\s?[a-z]+(?: \d+[a-z]+)?)", text)
+    assert len(ages) >= 3, text
+    for age in ages:
+        for token in age.split():
+            parse_age(token)  # raises on "7 s", "12 min", "1.5 h"
+
+
+def test_hive2_doctor_and_why_name_hive_2_3(cli, demo):  # noqa: F811
+    """The demo's Hive 2.3 metastore: default.legacy_employee (unpartitioned) has the aborted
+    txn 3 and its delta_0000003_0000003_0000. doctor and why said "Hive 3's Cleaner" about it and
+    ABORTED_PILE said "on this partition" of a table without partitions."""
+    root, _ = demo
+    url = f"sqlite:///{root / 'hive2' / 'metastore.db'}"
+    r = cli("-o", "json", "--metastore", url, "doctor")
+    assert r.code == 0, r
+    found = {f["code"]: f for f in json.loads(r.stdout)["findings"]}
+    waiting = found["ABORTED_WAITING_COMPACTION"]["message"]
+    assert "delta_0000003_0000003_0000" in waiting and "Hive 2.3's Cleaner" in waiting, waiting
+    pile = found["ABORTED_PILE"]["message"]
+    assert "on this table" in pile and "partition" not in pile, pile
+    r = cli("--metastore", url, "why", "default.legacy_employee")
+    assert r.code == 0, r
+    text = " ".join(r.stdout.split())
+    assert "Hive 2.3's Cleaner removes an aborted delta" in text and "Hive 3's" not in text, text
