@@ -934,14 +934,16 @@ def _conform(t: pa.Table, schema: pa.Schema) -> pa.Table:
         raise InvalidInputError(f"the change rows cannot be written as one Parquet schema: {e}") from None
 
 
-def write_parquet(rows: ChangeRows, dest_url: str, *, dest_options: dict | None = None) -> dict:
+def write_parquet(rows: ChangeRows, dest_url: str, *, dest_options: dict | None = None, dry_run: bool = False) -> dict:
     """The change rows as Parquet files ``DEST/part-NNNNN.parquet`` (at most
     :data:`PARQUET_FILE_ROWS` rows each, in the change order: file name order, then row
     order), written in row groups of :data:`PARQUET_GROUP_ROWS` as the rows are read, staged
     beside DEST and published with one rename as ``export`` publishes
     (:func:`acidctl.export.published`; DEST must not exist or be empty). The schema is the
     first rows'; later rows are conformed to it. Each file is read back (row count) before
-    publication. Returns what was written."""
+    publication. Returns what was written. ``dry_run``: the same checks (DEST, the events still on
+    disk, the rows conformed to one schema) and the planned files with their row counts (bytes
+    null), nothing written."""
     import posixpath
 
     import pyarrow as pa
@@ -952,9 +954,32 @@ def write_parquet(rows: ChangeRows, dest_url: str, *, dest_options: dict | None 
     from acidctl.fs import TableFS
 
     dest = TableFS(dest_url, dest_options)
-    final, staging = prepare_dest(dest)
+    try:
+        final, staging = prepare_dest(dest)  # checks DEST, writes nothing
+    except RefusedError:  # export's wording names export
+        raise RefusedError(
+            f"{dest.display(dest.root.rstrip('/'))} exists and is not empty; changes --to parquet never overwrites",
+            hint="choose a new DEST or remove the old one first",
+        ) from None
     outputs: list[dict] = []
     schema: pa.Schema | None = None
+    if dry_run:
+        total = 0
+        for t in rows.tables():
+            schema = schema or t.schema
+            _conform(t, schema)
+            total += t.num_rows
+        for i, start in enumerate(range(0, max(total, 1), PARQUET_FILE_ROWS)):
+            n = min(PARQUET_FILE_ROWS, total - start)
+            outputs.append({"file": f"part-{i:05d}.parquet", "rows": n, "bytes": None})
+        return {
+            "dest": dest.display(final),
+            "format": "parquet",
+            "publish": "atomic" if dest.atomic_rename else "non-atomic",
+            "dry_run": True,
+            "files": len(outputs),
+            "outputs": outputs,
+        }
 
     class _File:
         def __init__(self, schema: pa.Schema):

@@ -88,6 +88,13 @@ def changes_command(
     txns: options.Txns = None,
     hive_version: options.HiveVersion = None,
     file_format: Annotated[Optional[str], options.mm_format_option()] = None,
+    dry_run: Annotated[
+        bool,
+        options.dry_run_option(
+            "With --to parquet: read the changes and print the files that would be written (rows "
+            "per file), write nothing; exit as the real run would."
+        ),
+    ] = False,
 ):
     from acidctl.acid.changes import WriteIdSet, change_rows, render_lines, write_parquet
     from acidctl.cli.targets import resolve
@@ -139,7 +146,7 @@ def changes_command(
         for chunk in render_lines(rows):
             settings.output.write_bytes(chunk)
         return
-    written = write_parquet(rows, dest, dest_options=settings.fs_options)  # type: ignore[arg-type]
+    written = write_parquet(rows, dest, dest_options=settings.fs_options, dry_run=dry_run)  # type: ignore[arg-type]
     report = {
         "source": target.display,
         "write_ids": str(snapshot),
@@ -151,25 +158,27 @@ def changes_command(
     report.update(written)
     if info is not None:
         report["table"] = info.full_name
-    settings.output.emit(report, render_text, performed=True)
+    settings.output.emit(report, render_text, performed=not dry_run)
 
 
 def render_text(r: dict) -> str:
     from acidctl.cli.output import Col, table, wrap
     from acidctl.units import plural, size
 
+    dry = r.get("dry_run")
     lines = [
         wrap(
-            f"acidctl changes {r['source']} -> {r['dest']}  (write ids {r['from_write_id']}..{r['to_write_id']}, publish {r['publish']})"
+            f"acidctl changes{' --dry-run' if dry else ''} {r['source']} -> {r['dest']}  (write ids "
+            f"{r['from_write_id']}..{r['to_write_id']}, publish {r['publish']}{'; nothing is written' if dry else ''})"
         ),
         wrap(f"snapshot: {r['write_ids']}"),
     ]
-    rows = [[o["file"], o["rows"], size(o["bytes"])] for o in r["outputs"]]
+    rows = [[o["file"], o["rows"], "" if o["bytes"] is None else size(o["bytes"])] for o in r["outputs"]]
     lines.append(table(rows, [Col("File"), Col("Rows"), Col("Size", "bytes")], empty="No files written."))
-    counts = ", ".join(f"{n} {k}" for k, n in r["changes"].items() if n)
+    counts = ", ".join(f"{k} {n}" for k, n in r["changes"].items() if n)  # by change type: insert 3
     lines.append(
         wrap(
-            f"wrote {plural(r['rows'], 'change row')} in {plural(r['files'], 'file')}"
+            f"{'would write' if dry else 'wrote'} {plural(r['rows'], 'change row')} in {plural(r['files'], 'file')}"
             + (f" ({counts})" if counts else "")
         )
     )

@@ -198,3 +198,38 @@ def test_hive2_doctor_and_why_name_hive_2_3(cli, demo):  # noqa: F811
     assert r.code == 0, r
     text = " ".join(r.stdout.split())
     assert "Hive 2.3's Cleaner removes an aborted delta" in text and "Hive 3's" not in text, text
+
+
+def test_changes_to_parquet_has_a_dry_run(cli, demo, tmp_path):  # noqa: F811
+    """The preview rule: every command that writes accepts --dry-run, writes nothing and exits as
+    the real run would; ``changes --to parquet DEST`` writes files but had no --dry-run. The demo's
+    write ids 5 and 6 of default.sales: write 5 updates id 10 (a delete and an insert) and
+    inserts id 21; write 6 deletes ids 11 and 12 — 5 change rows, 2 inserts and 3 deletes."""
+    import pyarrow.parquet as pq
+
+    dest = tmp_path / "ch"
+    args = ["changes", "default.sales", "--from-write-id", "5", "--to-write-id", "6", "--to", "parquet", str(dest)]
+    r = cli("-o", "json", *args, "--dry-run")
+    assert r.code == 0, r
+    doc = json.loads(r.stdout)
+    assert (
+        doc["dry_run"] is True
+        and doc["rows"] == 5
+        and {k: n for k, n in doc["changes"].items() if n} == {"insert": 2, "delete": 3}
+    )
+    assert [(o["file"], o["rows"]) for o in doc["outputs"]] == [("part-00000.parquet", 5)]
+    assert not dest.exists() and not [p for p in tmp_path.iterdir() if "acidctl" in p.name]
+    r = cli(*args, "--dry-run")
+    assert r.code == 0 and "would write 5 change rows in 1 file" in r.stdout and "nothing is written" in r.stdout, r
+    # the real run writes what the dry run said
+    r = cli(*args)
+    assert r.code == 0, r
+    assert pq.read_table(dest / "part-00000.parquet").num_rows == 5
+    # DEST now exists: the dry run refuses as the real run does, in changes' own words
+    for extra in (["--dry-run"], []):
+        r = cli(*args, *extra)
+        assert r.code == 6 and "changes --to parquet never overwrites" in r.stderr and "export" not in r.stderr, r
+    # events a compaction folded away: the dry run exits 6 as the real run would
+    assert cli("compact", "--major", "default.sales/ds=2026-01-01").code == 0
+    r = cli(*args[:-1], str(tmp_path / "other"), "--dry-run")
+    assert r.code == 6 and "--from-write-id" in r.stderr, r
