@@ -256,6 +256,9 @@ def render_text(r: dict) -> str:
     if r["dry_run"]:
         lines.append(f"would change {plural(len(r['partitions']), 'partition')}; nothing written")
     elif c:
+        if r.get("engine"):  # where the data files were written (--engine spark: local when no task ran)
+            where = "Spark tasks" if r["engine"] == "spark" else "this process"
+            lines.append(f"engine: {r['engine']} (data files written by {where})")
         prev = f" (previous {c['previous']})" if c["previous"] is not None else ""
         lines.append(
             wrap(

@@ -34,6 +34,8 @@ def test_migrate_up_to_date_fits_80_columns(cli, demo, tmp_path, monkeypatch):  
     args = ["migrate", "default.employee", "--to", "delta", "--target", str(tmp_path / "d")]
     r = cli(*args)
     assert r.code == 0, r
+    # the text says where the data files were written (JSON "engine"), as compact's report does
+    assert "engine: local (data files written by this process)" in r.stdout, r
     monkeypatch.setenv("COLUMNS", str(WIDTH))
     r = cli(*args)
     assert r.code == 0, r
