@@ -173,6 +173,13 @@ def migrate_command(
     from acidctl.migrate.types import check_precision
 
     settings = ctx.obj
+    if not settings.verbose:
+        import os
+
+        # delta-rs logs through env_logger (read when deltalake is imported), WARN by default: the
+        # AWS SDK's region/IMDS probing printed three long "[... WARN aws_config::imds::region]"
+        # lines above the one-line error; -v or an exported RUST_LOG shows them
+        os.environ.setdefault("RUST_LOG", "error")
     precision = check_precision(timestamp_precision)
     engine = check_engine(engine)
     backend = make_backend(

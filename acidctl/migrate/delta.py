@@ -67,6 +67,7 @@ import concurrent.futures
 import json
 import math
 import os
+import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -383,7 +384,7 @@ class DeltaBackend:
                 raise InvalidInputError(f"Delta table {self.path}: no version {version}") from None
             return None
         except OSError as e:
-            raise StorageUnavailable(f"Delta table {self.path}: {e}") from None
+            raise StorageUnavailable(f"Delta table {self.path}: {_text(e)}", hint=_credentials_hint(e)) from None
         except Exception as e:  # deltalake's DeltaError family: unreachable store, bad options
             raise _mapped(e, f"Delta table {self.path}") from None
 
@@ -1236,11 +1237,33 @@ def _first_difference(have: Any, want: Any) -> str:
     return "column order"
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _text(e: Exception) -> str:
+    """delta-rs's error text as one plain line: its cause chain is coloured (``\x1b[31m↳\x1b[0m``)
+    and may span lines."""
+    text = _ANSI.sub("", str(e)).replace("↳", "->")
+    return " ".join(text.split()) or type(e).__name__
+
+
+def _credentials_hint(e: Exception) -> str | None:
+    """An S3 store without credentials: the AWS SDK's chain ends at the instance metadata
+    service (IMDS), which says nothing about acidctl's options."""
+    t = str(e).lower()
+    if "credentials" in t or "imds" in t:
+        return (
+            "no credentials for the store: give its access key, secret key and endpoint as the "
+            "--fs-option keys key, secret and endpoint_url, or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+        )
+    return None
+
+
 def _mapped(e: Exception, what: str) -> AcidctlError:
     """deltalake's exceptions as acidctl's: a concurrent commit → exit 6; storage → exit 5."""
     from deltalake.exceptions import CommitFailedError, DeltaProtocolError
 
-    text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    text = _text(e)
     if isinstance(e, CommitFailedError):
         return ConflictError(f"{what}: another writer committed to the table meanwhile ({text}); run again")
     if "already exists" in text.lower():  # created by another writer while this run wrote its files
@@ -1259,5 +1282,5 @@ def _mapped(e: Exception, what: str) -> AcidctlError:
             "nosuchbucket",
         )
     ):
-        return StorageUnavailable(f"{what}: {text}")
+        return StorageUnavailable(f"{what}: {text}", hint=_credentials_hint(e))
     return AcidctlError(f"{what}: {text}")

@@ -235,3 +235,35 @@ def test_changes_to_parquet_has_a_dry_run(cli, demo, tmp_path):  # noqa: F811
     assert cli("compact", "--major", "default.sales/ds=2026-01-01").code == 0
     r = cli(*args[:-1], str(tmp_path / "other"), "--dry-run")
     assert r.code == 6 and "--from-write-id" in r.stderr, r
+
+
+def test_delta_on_s3_without_credentials_is_one_plain_line(demo, tmp_path):  # noqa: F811
+    """``migrate --to delta --target s3://...`` with no credentials: delta-rs's error is a
+    coloured cause chain (``\\x1b[31m↳\\x1b[0m``), and its env_logger printed WARN lines of the
+    AWS SDK above it. One plain line (exit 5, storage unavailable) that says how to give the
+    keys. (IMDS disabled: the SDK's chain then ends without a network call.)"""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("deltalake")
+    root, _ = demo
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_") and k not in ("RUST_LOG", "COLUMNS")}
+    env.update(
+        PYTHONPATH=str(Path(__file__).resolve().parents[2]),
+        AWS_EC2_METADATA_DISABLED="true",
+        AWS_CONFIG_FILE=str(tmp_path / "none"),
+        AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"),
+        ACIDCTL_METASTORE_URL=f"sqlite:///{root / 'metastore.db'}",
+    )
+    p = subprocess.run(
+        [sys.executable, "-m", "acidctl", "migrate", "default.sales", "--to", "delta", "--target", "s3://nobucket/t"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert p.returncode == 5, p
+    assert len(p.stderr.splitlines()) == 1 and "\x1b" not in p.stderr, p.stderr
+    assert p.stderr.startswith("acidctl: error: Delta table s3://nobucket/t:") and "--fs-option" in p.stderr
