@@ -67,9 +67,11 @@ def _dry_run(settings, tfs, hive_version: int, url: str | None, *, explicit: boo
         "metastore": _safe(url),
         "hive_version": hive_version,
     }
+    from acidctl.cli.output import wrap
+
     settings.output.emit(
         doc,
-        lambda d: (
+        lambda d: wrap(
             f"acidctl demo --dry-run: would create the demo warehouse {d['warehouse']} and record it in "
             f"{d['metastore'] or 'no metastore'} (Hive {d['hive_version']}); nothing is written"
         ),
@@ -77,7 +79,7 @@ def _dry_run(settings, tfs, hive_version: int, url: str | None, *, explicit: boo
 
 
 def _text(d: dict) -> str:
-    from acidctl.cli.output import Col, table
+    from acidctl.cli.output import Col, table, wrap
 
     rows = []
     for t in d["tables"]:
@@ -91,12 +93,14 @@ def _text(d: dict) -> str:
         "",
     ]
     for t in d["tables"]:
-        lines.append(f"{t['table']}: {t['location']}  (snapshot: --write-ids {t['write_ids']})")
+        lines.append(wrap(f"{t['table']}: {t['location']}  (snapshot: --write-ids {t['write_ids']})"))
     if d.get("commands"):
-        lines += ["", "Next (an explicit --metastore: it wins over ACIDCTL_METASTORE_URL and profiles):"]
-        lines += [f"  {c}" for c in d["commands"]]
+        lines += ["", wrap("Next (an explicit --metastore: it wins over ACIDCTL_METASTORE_URL and profiles):")]
+        lines += [f"  {c}" for c in d["commands"]]  # commands to paste: one line each
     if d.get("hive2"):
         h2 = d["hive2"]
         lines += ["", f"Hive 2.3 metastore: {h2['metastore']}"]
-        lines += [f"{t['table']}: {t['location']}  (ACID v1, txns 1-2 committed, 3 aborted)" for t in h2["tables"]]
+        lines += [
+            wrap(f"{t['table']}: {t['location']}  (ACID v1, txns 1-2 committed, 3 aborted)") for t in h2["tables"]
+        ]
     return "\n".join(lines)

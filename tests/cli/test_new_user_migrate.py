@@ -267,3 +267,40 @@ def test_delta_on_s3_without_credentials_is_one_plain_line(demo, tmp_path):  # n
     assert p.returncode == 5, p
     assert len(p.stderr.splitlines()) == 1 and "\x1b" not in p.stderr, p.stderr
     assert p.stderr.startswith("acidctl: error: Delta table s3://nobucket/t:") and "--fs-option" in p.stderr
+
+
+@pytest.fixture
+def short_dir():
+    """A short directory under /tmp (pytest's own paths alone are ~60 characters)."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    d = Path(tempfile.mkdtemp(prefix="nu", dir="/tmp"))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_demo_fits_80_columns_but_its_commands_stay_whole(cli, short_dir, monkeypatch):
+    """``acidctl demo`` printed 88-113-column lines (each table's location and snapshot, the dry
+    run's sentence). They wrap; the "Next" commands stay one line each, to paste."""
+    monkeypatch.setenv("COLUMNS", str(WIDTH))
+    tmp_path = short_dir
+    r = cli("demo", tmp_path / "d")
+    assert r.code == 0, r
+    lines = r.stdout.splitlines()
+    commands = [x for x in lines if x.startswith("  acidctl --metastore ")]
+    assert len(commands) == 4 and all(
+        x.split()[-1] in ("tables", "default.employee", "default.sales", "doctor") for x in commands
+    )
+    for line in lines:
+        assert len(line) <= WIDTH or line in commands, line
+    text = " ".join(r.stdout.split())
+    assert (
+        "default.sales: "
+        + str(tmp_path / "d" / "warehouse" / "sales")
+        + " (snapshot: --write-ids default.sales:7:7:7:4)"
+        in text
+    )
+    r = cli("demo", "--dry-run", tmp_path / "e")
+    assert r.code == 0 and all(len(x) <= WIDTH for x in r.stdout.splitlines()), r
