@@ -50,7 +50,9 @@ _URL_PASSWORD = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<user>[^:
 # setting: those are left alone (every other spelling, ``db_password=``, ``PGPASSWORD=``, is masked)
 _KV_PASSWORD = re.compile(
     r"(?i)(?<![/\\])(?P<key>password|passwd|pwd|secret|token|credential|access_key|secret_key|api_key)"
-    r"(?P<sep>\s*(?:=|:|%3D)\s*)(?P<val>[^\s&;,'\"]+)"
+    # the value never ends with ":" — that is the message's own separator (``...?token=abc: Connection
+    # refused`` keeps its ``: ``)
+    r"(?P<sep>\s*(?:=|:|%3D)\s*)(?P<val>[^\s&;,'\"]*[^\s&;,'\":])"
 )
 
 

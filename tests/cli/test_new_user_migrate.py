@@ -304,3 +304,13 @@ def test_demo_fits_80_columns_but_its_commands_stay_whole(cli, short_dir, monkey
     )
     r = cli("demo", "--dry-run", tmp_path / "e")
     assert r.code == 0 and all(len(x) <= WIDTH for x in r.stdout.splitlines()), r
+
+
+def test_a_masked_token_keeps_the_message_separator(cli, demo):  # noqa: F811
+    """``--catalog http://host/?token=abc`` unreachable: the error read ``...?token=***
+    HTTPConnectionPool(...)`` — the mask took the ``:`` that separates the URL from the cause."""
+    pytest.importorskip("pyiceberg")
+    url = f"http://127.0.0.1:{_closed_port()}/?token=abcdef123"
+    r = cli("migrate", "default.sales", "--to", "iceberg", "--catalog", url, "--target", "a.b")
+    assert r.code == 5, r
+    assert "abcdef123" not in r.stderr and "?token=***: " in r.stderr, r
