@@ -56,7 +56,8 @@ _Key = Annotated[
         "--key",
         metavar="COL,...",
         help="Within one write id, a delete and an insert with equal values of these columns become "
-        "update_preimage / update_postimage (Delta's change data feed names).",
+        "update_preimage / update_postimage (Delta's change data feed names); without it an UPDATE "
+        "shows as a delete and an insert.",
     ),
 ]
 _To = Annotated[

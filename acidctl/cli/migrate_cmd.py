@@ -54,8 +54,8 @@ _Catalog = Annotated[
     typer.Option(
         "--catalog",
         metavar="URI",
-        help="Iceberg catalog: an SQL catalog's SQLAlchemy URL (e.g. sqlite:////abs/catalog.db), "
-        "thrift://host:9083 (Hive metastore) or http(s):// (REST).",
+        help="Iceberg catalog (required with --to iceberg): an SQL catalog's SQLAlchemy URL (e.g. "
+        "sqlite:////abs/catalog.db), thrift://host:9083 (Hive metastore) or http(s):// (REST).",
     ),
 ]
 _CatalogName = Annotated[
@@ -81,7 +81,11 @@ _TableProperty = Annotated[
 ]
 _Warehouse = Annotated[
     Optional[str],
-    typer.Option("--warehouse", metavar="DIR", help="Where an SQL catalog's new tables put their files."),
+    typer.Option(
+        "--warehouse",
+        metavar="DIR",
+        help="Where an SQL catalog's new tables put their files (required with an SQL --catalog; a path or URL).",
+    ),
 ]
 _NoRowId = Annotated[
     bool,
