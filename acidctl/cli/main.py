@@ -28,7 +28,7 @@ from acidctl.fs import _CREDENTIAL_ERRORS
 PREVIEW_RULE = (
     "Commands that delete or abort something (clean, revert, abort transactions|compactions, "
     "unlock, upgrade-check's compactions) only print their plan unless --execute. Commands that "
-    "create something (compact, worker, initiator, export, metastore init, demo) act unless "
+    "create something (compact, worker, initiator, export, migrate, changes --to parquet, metastore init, demo) act unless "
     "--dry-run. Every command that writes anything accepts --dry-run: it prints what it would do, "
     "writes nothing (no file, no metastore row), and exits with the code the real run would "
     "(--dry-run wins over --execute)."

@@ -314,3 +314,11 @@ def test_a_masked_token_keeps_the_message_separator(cli, demo):  # noqa: F811
     r = cli("migrate", "default.sales", "--to", "iceberg", "--catalog", url, "--target", "a.b")
     assert r.code == 5, r
     assert "abcdef123" not in r.stderr and "?token=***: " in r.stderr, r
+
+
+def test_top_level_help_lists_migrate_and_changes_under_dry_run():
+    """The preview rule names the commands that create something; migrate and changes --to
+    parquet write and take --dry-run too."""
+    text = " ".join(_help(columns=200).split())
+    rule = text.split("Commands that create something (", 1)[1].split(")", 1)[0]
+    assert "migrate" in rule and "changes --to parquet" in rule, rule
