@@ -234,6 +234,23 @@ def render_doctor(report: dict) -> str:
     return "\n".join(lines)
 
 
+def _refuse_path(spec: str) -> None:
+    """``why`` replays the metastore's decisions, so it names a table; a directory answered
+    "empty table name". Say so, with the name Hive's warehouse layout gives the path."""
+    from acidctl.errors import UsageError
+    from acidctl.target import table_name_from_path
+
+    if not (spec.startswith(("/", "./", "../", "~")) or "://" in spec or spec.startswith("file:")):
+        return
+    guess = table_name_from_path(spec)
+    parts = [p for p in spec.rstrip("/").split("/") if "=" in p]
+    name = guess + ("/" + "/".join(parts) if parts else "") if guess else None
+    raise UsageError(
+        f"why takes a table the metastore knows (DB.TABLE[/k=v]), not a path: {spec}",
+        hint=f"if that is the table's directory: acidctl why {name}" if name else "give DB.TABLE[/k=v]",
+    )
+
+
 def why_command(
     ctx: typer.Context,
     spec: Annotated[
@@ -253,6 +270,7 @@ def why_command(
 
     settings = ctx.obj
     limits = limits_from_conf(parse_kv(conf, "--conf"))
+    _refuse_path(spec)
     db, tbl, part = split_spec(spec)
     ms = _metastore(settings)
     wh = read_warehouse(ms)

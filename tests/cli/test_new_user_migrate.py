@@ -322,3 +322,16 @@ def test_top_level_help_lists_migrate_and_changes_under_dry_run():
     text = " ".join(_help(columns=200).split())
     rule = text.split("Commands that create something (", 1)[1].split(")", 1)[0]
     assert "migrate" in rule and "changes --to parquet" in rule, rule
+
+
+def test_why_given_a_path_names_the_table_to_ask_about(cli, demo):  # noqa: F811
+    """``why DIR`` answered "empty table name" (exit 2). It still refuses (why replays the
+    metastore's decisions about a table), naming the table Hive's layout gives the directory —
+    and that hint, pasted, works."""
+    root, _ = demo
+    r = cli("why", str(root / "warehouse" / "sales" / "ds=2026-01-01"))
+    assert r.code == 2 and "not a path" in r.stderr, r
+    cmd = r.stderr.rsplit("acidctl why ", 1)[1].rstrip(")\n")
+    assert cmd == "default.sales/ds=2026-01-01"
+    r = cli("why", cmd)
+    assert r.code == 0 and "== default.sales/ds=2026-01-01" in r.stdout, r
