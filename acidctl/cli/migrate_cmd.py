@@ -186,6 +186,10 @@ def migrate_command(
         os.environ.setdefault("RUST_LOG", "error")
     precision = check_precision(timestamp_precision)
     engine = check_engine(engine)
+    if engine == "spark":
+        from acidctl.cli.progress import spark_start_progress
+
+        spark_start_progress(settings)  # a status line while a Spark session starts (terminal only)
     backend = make_backend(
         to.lower(),
         target,

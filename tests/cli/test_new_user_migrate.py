@@ -335,3 +335,16 @@ def test_why_given_a_path_names_the_table_to_ask_about(cli, demo):  # noqa: F811
     assert cmd == "default.sales/ds=2026-01-01"
     r = cli("why", cmd)
     assert r.code == 0 and "== default.sales/ds=2026-01-01" in r.stdout, r
+
+
+def test_migrate_engine_spark_asks_for_the_spark_start_status_line(cli, demo, tmp_path, monkeypatch):  # noqa: F811
+    """Report #21's status line while a Spark session starts (compact, worker, export,
+    upgrade-check) was not wired for migrate: ``--engine spark`` sat silent for the seconds the
+    session takes. (The line itself is tests/cli/test_progress.py's.)"""
+    from acidctl.cli import progress
+
+    calls = []
+    monkeypatch.setattr(progress, "spark_start_progress", lambda settings: calls.append(settings))
+    args = ["migrate", "default.employee", "--to", "delta", "--target", str(tmp_path / "d"), "--dry-run"]
+    assert cli(*args).code == 0 and calls == []  # the local engine starts no Spark
+    assert cli(*args, "--engine", "spark").code == 0 and len(calls) == 1
