@@ -87,6 +87,13 @@ class _Part:
 
 def check_source(src: SourceTable) -> None:
     """Insert-only Parquet tables only (one line otherwise, with the copy path as the way out)."""
+    if src.mm is None and ("/" in src.name or ":" in src.name):
+        # a path: nothing says it is insert-only unless --format does (DB.TABLE: the metastore)
+        raise UsageError(
+            f"--add-files registers the Parquet files of insert-only tables; {src.name} is read as a "
+            "full-ACID table: a path is, unless --format names its insert-only storage",
+            hint="if it is an insert-only Parquet table, add --format parquet; else " + COPY_HINT,
+        )
     if src.mm is None:
         raise UsageError(
             f"--add-files registers the Parquet files of insert-only tables; {src.name} is full-ACID "

@@ -348,3 +348,23 @@ def test_migrate_engine_spark_asks_for_the_spark_start_status_line(cli, demo, tm
     args = ["migrate", "default.employee", "--to", "delta", "--target", str(tmp_path / "d"), "--dry-run"]
     assert cli(*args).code == 0 and calls == []  # the local engine starts no Spark
     assert cli(*args, "--engine", "spark").code == 0 and len(calls) == 1
+
+
+def test_add_files_on_a_path_says_to_give_format(cli, tmp_path):
+    """A path to an insert-only Parquet table, without --format: nothing says it is insert-only,
+    so it is read as full-ACID — the refusal said it *is* full-ACID with "ORC files holding ACID
+    events" (the files are Parquet). It names --format now, and with it the run goes ahead."""
+    pytest.importorskip("pyiceberg")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    d = tmp_path / "t" / "delta_0000001_0000001_0000"
+    d.mkdir(parents=True)
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int32())}), d / "000000_0")
+    args = ["migrate", str(tmp_path / "t"), "--assume-committed", "--to", "iceberg", "--add-files"]
+    args += ["--catalog", f"sqlite:///{tmp_path / 'c.db'}", "--warehouse", str(tmp_path / "wh"), "--target", "n.t"]
+    r = cli(*args, "--dry-run")
+    assert r.code == 2 and "add --format parquet" in r.stderr and "ORC" not in r.stderr, r
+    r = cli("-o", "json", *args, "--format", "parquet", "--dry-run")
+    assert r.code == 0, r
+    assert [p["register"] for p in json.loads(r.stdout)["partitions"]] == [[f"file://{d / '000000_0'}"]]
