@@ -118,6 +118,12 @@ def changes_command(
     snapshot = target.write_ids
     if from_write_id < 1:
         raise UsageError(f"--from-write-id must be ≥ 1, got {from_write_id}")
+    if from_write_id > snapshot.hwm + 1:  # hwm + 1 is a poll that finds nothing new yet (exit 0)
+        raise UsageError(
+            f"--from-write-id {from_write_id} is beyond the snapshot's high-water mark {snapshot.hwm}: the "
+            f"next write id is {snapshot.hwm + 1} (from it, nothing is new yet)",
+            hint="a poll passes the last write id it read + 1",
+        )
     if to_write_id is not None and to_write_id > snapshot.hwm:
         raise UsageError(
             f"--to-write-id {to_write_id} is above the snapshot's high-water mark {snapshot.hwm}",

@@ -368,3 +368,14 @@ def test_add_files_on_a_path_says_to_give_format(cli, tmp_path):
     r = cli("-o", "json", *args, "--format", "parquet", "--dry-run")
     assert r.code == 0, r
     assert [p["register"] for p in json.loads(r.stdout)["partitions"]] == [[f"file://{d / '000000_0'}"]]
+
+
+def test_changes_from_a_write_id_that_cannot_exist_yet(cli, demo):  # noqa: F811
+    """default.sales' snapshot has high-water mark 7. ``--from-write-id 8`` is a poll that finds
+    nothing new (empty, exit 0); ``--from-write-id 9`` names a write id past one that does not
+    exist yet — printed nothing and exited 0, while ``--to-write-id 9`` was already exit 2."""
+    r = cli("changes", "default.sales", "--from-write-id", "8")
+    assert r.code == 0 and r.stdout == "", r
+    r = cli("changes", "default.sales", "--from-write-id", "9")
+    assert r.code == 2 and "high-water mark 7" in r.stderr and "next write id is 8" in r.stderr, r
+    assert cli("changes", "default.sales", "--from-write-id", "5", "--to-write-id", "9").code == 2
