@@ -363,8 +363,9 @@ class IcebergBackend:
                 write_uuid=snap_update.commit_uuid,
                 counter=counter,
             ):
-                snap_update.append_data_file(df)
                 self._added_paths.append(df.file_path)
+                _add_row_id_metrics(df, _footer(tx._table.io, df.file_path), tx.table_metadata.schema())
+                snap_update.append_data_file(df)
                 stats["files_added"] += 1
                 if count_as_added:
                     stats["rows_added"] += df.record_count
@@ -389,11 +390,9 @@ class IcebergBackend:
         return meta.location, schema_to_pyarrow(meta.schema(), include_field_ids=True), codec
 
     def _attach(self, tx, snap_update, paths: list[str], stats: dict) -> None:
-        from pyiceberg.io.pyarrow import parquet_file_to_data_file
-
         for p in paths:
             self._added_paths.append(p)
-            df = parquet_file_to_data_file(tx._table.io, tx.table_metadata, p)
+            df = _parquet_data_file(tx._table.io, tx.table_metadata, p)
             snap_update.append_data_file(df)
             stats["files_added"] += 1
             stats["rows_added"] += df.record_count
@@ -488,6 +487,142 @@ class IcebergBackend:
                 io.delete(p)
         except Exception:  # best effort: unreferenced files harm no reader
             pass
+
+
+#: the nested ``row__id`` fields (Parquet path ``row__id.<name>``) whose column metrics acidctl
+#: records itself, and their Parquet physical types
+ROW_ID_FIELDS = {"writeid": "INT64", "bucketid": "INT32", "rowid": "INT64"}
+
+
+def _footer(io, path: str):
+    """The Parquet footer (``pyarrow.parquet.FileMetaData``) of a data file."""
+    import pyarrow.parquet as pq
+
+    with io.new_input(path).open() as f:
+        return pq.read_metadata(f)
+
+
+def _parquet_data_file(io, table_metadata, path: str):
+    """A Parquet file written elsewhere (a Spark task of acidctl/migrate/sparkload.py) as a
+    DataFile with its metrics, the ``row__id`` fields' bounds included: pyiceberg's
+    ``parquet_file_to_data_file`` with the footer read once."""
+    from pyiceberg.io.pyarrow import (
+        _check_pyarrow_schema_compatible,
+        compute_statistics_plan,
+        data_file_statistics_from_parquet_metadata,
+        parquet_path_to_id_mapping,
+    )
+    from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+
+    input_file = io.new_input(path)
+    with input_file.open() as f:
+        import pyarrow.parquet as pq
+
+        footer = pq.read_metadata(f)
+    schema = table_metadata.schema()
+    _check_pyarrow_schema_compatible(
+        schema, footer.schema.to_arrow_schema(), format_version=table_metadata.format_version
+    )
+    statistics = data_file_statistics_from_parquet_metadata(
+        parquet_metadata=footer,
+        stats_columns=compute_statistics_plan(schema, table_metadata.properties),
+        parquet_column_mapping=parquet_path_to_id_mapping(schema),
+    )
+    df = DataFile.from_args(
+        content=DataFileContent.DATA,
+        file_path=path,
+        file_format=FileFormat.PARQUET,
+        partition=statistics.partition(table_metadata.spec(), schema),
+        file_size_in_bytes=len(input_file),
+        sort_order_id=None,
+        spec_id=table_metadata.default_spec_id,
+        equality_ids=None,
+        key_metadata=None,
+        **statistics.to_serialized_dict(),
+    )
+    _add_row_id_metrics(df, footer, schema)
+    return df
+
+
+def row_id_metrics(footer, schema) -> dict[int, tuple[int, int, bytes | None, bytes | None]]:
+    """{field id: (value count, null count, lower bound, upper bound)} of the ``row__id``
+    fields from the Parquet footer's column chunk statistics (path ``row__id.writeid`` etc.);
+    bounds in Iceberg's single-value serialization (little-endian 8-byte long / 4-byte int),
+    None where a row group has values but no min/max (no bound can be claimed then). A field
+    missing from the schema or the file (``--no-row-id``) is left out.
+
+    pyiceberg (0.12, ``PyArrowStatisticsCollector.primitive``) downgrades the metrics mode of
+    every nested column (a name with a dot) to ``counts``, whatever the table's
+    ``write.metadata.metrics.column.row__id.writeid`` / ``write.metadata.metrics.default``
+    say, so its data files never carry bounds for ``row__id.*``: acidctl fills them in from
+    the same footer statistics, as Iceberg's Java writer records them for struct fields
+    (``ParquetMetrics``)."""
+    from pyiceberg.conversions import to_bytes
+
+    ids: dict[str, tuple[int, Any]] = {}
+    for name in ROW_ID_FIELDS:
+        try:
+            f = schema.find_field(f"row__id.{name}")
+        except ValueError:
+            continue
+        ids[f"row__id.{name}"] = (f.field_id, f.field_type)
+    if not ids:
+        return {}
+    acc: dict[str, list] = {}  # path -> [values, nulls, min, max, bounds valid]
+    pos = {footer.schema.column(i).path: i for i in range(footer.num_columns)}
+    for path in ids:
+        if path not in pos:
+            continue
+        a = acc[path] = [0, 0, None, None, True]
+        for r in range(footer.num_row_groups):
+            col = footer.row_group(r).column(pos[path])
+            a[0] += col.num_values
+            st = col.statistics if col.is_stats_set else None
+            if st is None or not st.has_null_count:
+                a[4] = False  # nothing known about this row group
+                continue
+            a[1] += st.null_count
+            if st.null_count == col.num_values:
+                continue  # only nulls: no value to bound
+            if not st.has_min_max or st.physical_type != ROW_ID_FIELDS[path.split(".", 1)[1]]:
+                a[4] = False
+                continue
+            a[2] = st.min if a[2] is None else min(a[2], st.min)
+            a[3] = st.max if a[3] is None else max(a[3], st.max)
+    out: dict[int, tuple[int, int, bytes | None, bytes | None]] = {}
+    for path, (values, nulls, lo, hi, valid) in acc.items():
+        fid, ftype = ids[path]
+        bounded = valid and lo is not None
+        out[fid] = (
+            values,
+            nulls,
+            to_bytes(ftype, int(lo)) if bounded else None,
+            to_bytes(ftype, int(hi)) if bounded else None,
+        )
+    return out
+
+
+def _add_row_id_metrics(df, footer, schema) -> None:
+    """Merge :func:`row_id_metrics` into a DataFile's metrics (what pyiceberg computed for the
+    other columns stays)."""
+    got = row_id_metrics(footer, schema)
+    if not got:
+        return
+    # DataFile's fields are read-only properties over a positional record (pyiceberg.manifest:
+    # value_counts = 7, null_value_counts = 8, lower_bounds = 10, upper_bounds = 11)
+    slots = {"value_counts": 7, "null_value_counts": 8, "lower_bounds": 10, "upper_bounds": 11}
+    maps = {name: dict(getattr(df, name) or {}) for name in slots}
+    for fid, (values, nulls, lo, hi) in got.items():
+        maps["value_counts"][fid] = values
+        maps["null_value_counts"][fid] = nulls
+        for name, b in (("lower_bounds", lo), ("upper_bounds", hi)):
+            if b is None:
+                maps[name].pop(fid, None)
+            else:
+                maps[name][fid] = b
+    for name, i in slots.items():
+        df[i] = maps[name]
+        assert getattr(df, name) is maps[name]
 
 
 def _may_hold(data_file, schema, wids) -> bool:

@@ -1,0 +1,110 @@
+"""The Iceberg data files acidctl commits carry ``row__id.*`` column metrics (checked against the
+files' rows read with pyarrow), and a catch-up's copy-on-write reads only the files whose
+``row__id.writeid`` range holds a deleted row's write id."""
+
+from __future__ import annotations
+
+import pytest
+
+from acidctl.acid.writeids import WriteIdList
+from tests.histories import History, Statement, Txn
+from tests.migrate import helpers
+from tests.migrate.helpers import Recorder, check_row_id_bounds, iceberg_rows, migrate, row_id_ranges
+
+pytest.importorskip("pyiceberg")
+
+wl = helpers.late_commit_wl
+
+
+def test_bounds_of_first_load_catch_ups_and_rewrites(tmp_path, monkeypatch):
+    rec = Recorder()
+    root = tmp_path / "t"
+    rec.play(helpers.late_commit_history(), root, monkeypatch)
+    cat = tmp_path / "cat" / "catalog.db"
+    cat.parent.mkdir()
+    checked = 0
+    # first load (originals: write id 0), then catch-ups with inserts, updates and deletes
+    # (write 6 updates a row: the file holding it is rewritten)
+    for snapshot in (wl(4, open_=()), wl(6, open_=(5,)), wl(7)):
+        r, rep = migrate(root, snapshot, cat)
+        assert r.code == 0, r.stderr
+        assert iceberg_rows(cat) == rec.table(snapshot)
+        checked += check_row_id_bounds(cat)
+    assert rep["committed"]["files_removed"] >= 1  # a rewrite's survivors were checked too
+    assert checked >= 6
+
+
+def test_bounds_without_row_id_are_absent(tmp_path, monkeypatch):
+    rec = Recorder()
+    root = tmp_path / "t"
+    rec.play(helpers.late_commit_history(), root, monkeypatch)
+    cat = tmp_path / "cat" / "catalog.db"
+    cat.parent.mkdir()
+    r, _ = migrate(root, wl(4), cat, "--no-row-id")
+    assert r.code == 0, r.stderr
+    t = helpers.load(cat)
+    assert "row__id" not in [f.name for f in t.schema().fields]
+    assert all(task.file.record_count for task in t.scan().plan_files())
+
+
+def _history() -> History:
+    """One bucket; partition p=0 gets one insert per write 1-4, then write 5 deletes a row of
+    write 3 (picks index p=0's visible rows in ROW__ID order: 3 rows of write 1, 2 of write 2,
+    so index 5 is write 3's first row) and inserts into p=1."""
+    S, T = Statement, Txn
+    return History(
+        buckets=1,
+        originals=[],
+        partitions=2,
+        txns=[
+            T("committed", [S("insert", [1, 2, 3], [], 0), S("insert", [100], [], 1)]),
+            T("committed", [S("insert", [4, 5], [], 0)]),
+            T("committed", [S("insert", [6, 7], [], 0)]),
+            T("committed", [S("insert", [8], [], 0)]),
+            T("committed", [S("delete", [], [5], 0), S("insert", [101], [], 1)]),
+        ],
+    )
+
+
+def test_catch_up_reads_only_files_whose_range_holds_a_deleted_write_id(tmp_path, monkeypatch):
+    from pyiceberg.io.pyarrow import ArrowScan
+
+    rec = Recorder()
+    root = tmp_path / "t"
+    rec.play(_history(), root, monkeypatch)
+    # the planted delete: write 5 deletes one row, written by write 3, in p=0
+    deletes = [e for e in rec.events["p=0"] if e[0] == 2]
+    assert [(e[4], e[1]) for e in deletes] == [(5, 3)]
+    cat = tmp_path / "cat" / "catalog.db"
+    cat.parent.mkdir()
+    for hwm in (1, 2, 3, 4):  # a first load, then one catch-up per write: a file per write id
+        r, _ = migrate(root, WriteIdList("db.t", hwm), cat)
+        assert r.code == 0, r.stderr
+    check_row_id_bounds(cat)
+    before = helpers.data_files(cat)
+    p0 = before["0"]
+    assert len(p0) == 4
+    holds = {p for p in p0 if row_id_ranges(p)["writeid"][0] <= 3 <= row_id_ranges(p)["writeid"][1]}
+    assert len(holds) == 1
+
+    read: list[str] = []
+    real = ArrowScan.to_table
+
+    def counting(self, tasks):
+        tasks = list(tasks)
+        read.extend(t.file.file_path for t in tasks)
+        return real(self, tasks)
+
+    monkeypatch.setattr(ArrowScan, "to_table", counting)
+    r, rep = migrate(root, WriteIdList("db.t", 5), cat)
+    monkeypatch.setattr(ArrowScan, "to_table", real)
+    assert r.code == 0, r.stderr
+    assert {p["how"] for p in rep["partitions"] if p["partition"] == "p=0"} == {
+        "rows"
+    }  # from the delete events, not compared
+    assert set(read) == holds and len(read) == 1  # the other three files of p=0 are not opened
+    after = helpers.data_files(cat)
+    assert p0 - after["0"] == holds  # only that file rewritten
+    assert rep["committed"]["files_removed"] == 1 and rep["committed"]["rows_removed"] == 1
+    assert iceberg_rows(cat) == rec.table(WriteIdList("db.t", 5))
+    check_row_id_bounds(cat)
