@@ -11,6 +11,11 @@
   ``overwrite`` snapshot (``Transaction.update_snapshot().overwrite()``) that deletes the data
   files holding removed rows and adds their rewritten survivors (copy-on-write, only the files
   with removed rows; other partitions' manifests are kept as they are) and the new rows' files.
+* Every data file acidctl writes (the local writer, a rewrite's survivors, a Spark task's file)
+  carries Iceberg column metrics for ``row__id.writeid`` / ``bucketid`` / ``rowid`` (bounds,
+  value and null counts, from the Parquet footer: :func:`row_id_metrics`; pyiceberg records
+  none for nested fields), so a catch-up's copy-on-write reads only the files whose ranges hold
+  a deleted ROW__ID (:func:`_may_hold`) — and engines reading the table can prune by them.
 * The snapshot summary records ``acidctl.source-table`` / ``acidctl.source-write-ids``.
 * Rollback: the table's current snapshot set back to the previous one (the snapshot stays in
   the history); a table this run created is dropped again.
@@ -409,17 +414,17 @@ class IcebergBackend:
         meta = tx.table_metadata
         io = tx._table.io
         scan = tx._table.scan(row_filter=self._filter(c.values))
-        wids = None
+        deleted = None
         if not c.replace and c.delete_row_ids is not None:
-            wids = np.unique(c.delete_row_ids.column("writeid").to_numpy())
+            deleted = _deleted_keys(c.delete_row_ids)
         for task in scan.plan_files():
             if c.replace:
                 snap_update.delete_data_file(task.file)
                 stats["files_removed"] += 1
                 stats["rows_removed"] += task.file.record_count
                 continue
-            if wids is not None and not _may_hold(task.file, meta.schema(), wids):
-                continue  # the file's row__id.writeid range holds no deleted row's write id
+            if deleted is not None and not _may_hold(task.file, meta.schema(), deleted):
+                continue  # the file's row__id ranges hold no deleted ROW__ID: not read
             df = ArrowScan(
                 table_metadata=meta, io=io, projected_schema=meta.schema(), row_filter=AlwaysTrue()
             ).to_table(tasks=[task])
@@ -625,23 +630,51 @@ def _add_row_id_metrics(df, footer, schema) -> None:
         assert getattr(df, name) is maps[name]
 
 
-def _may_hold(data_file, schema, wids) -> bool:
-    """Whether a data file's ``row__id.writeid`` bounds (its column statistics) can hold one of
-    the sorted write ids ``wids``; True when the file has no bounds."""
+def _deleted_keys(delete_row_ids) -> dict[str, Any]:
+    """The deleted ROW__IDs as numpy arrays ``writeid`` / ``bucketid`` / ``rowid``, sorted by
+    write id (for :func:`_may_hold`)."""
     import numpy as np
 
+    w = delete_row_ids.column("writeid").to_numpy()
+    order = np.argsort(w, kind="stable")
+    return {name: delete_row_ids.column(name).to_numpy()[order] for name in ROW_ID_FIELDS}
+
+
+def _bounds(data_file, schema, name: str) -> tuple[int, int] | None:
+    """A data file's (lower, upper) bound of ``row__id.<name>``, None when it has none."""
     try:
-        fid = schema.find_field("row__id.writeid").field_id
-        lo_b = (data_file.lower_bounds or {}).get(fid)
-        hi_b = (data_file.upper_bounds or {}).get(fid)
-    except Exception:
+        fid = schema.find_field(f"row__id.{name}").field_id
+    except ValueError:
+        return None
+    lo = (data_file.lower_bounds or {}).get(fid)
+    hi = (data_file.upper_bounds or {}).get(fid)
+    if lo is None or hi is None:
+        return None
+    return int.from_bytes(lo, "little", signed=True), int.from_bytes(hi, "little", signed=True)
+
+
+def _may_hold(data_file, schema, keys: dict[str, Any]) -> bool:
+    """Whether a data file's ``row__id`` bounds (its column metrics, :func:`row_id_metrics`) can
+    hold one of the deleted ROW__IDs ``keys`` (:func:`_deleted_keys`): a deleted key whose
+    write id, bucket id and row id each lie in the file's range; True when the file has no
+    ``row__id.writeid`` bounds (a file acidctl did not write: read it)."""
+    import numpy as np
+
+    w = _bounds(data_file, schema, "writeid")
+    if w is None:
         return True
-    if lo_b is None or hi_b is None:
-        return True
-    lo = int.from_bytes(lo_b, "little", signed=True)
-    hi = int.from_bytes(hi_b, "little", signed=True)
-    i = int(np.searchsorted(wids, lo, side="left"))
-    return i < len(wids) and int(wids[i]) <= hi
+    wids = keys["writeid"]
+    i = int(np.searchsorted(wids, w[0], side="left"))
+    j = int(np.searchsorted(wids, w[1], side="right"))
+    if i >= j:
+        return False
+    hit = np.ones(j - i, dtype=bool)
+    for name in ("bucketid", "rowid"):
+        b = _bounds(data_file, schema, name)
+        if b is not None:
+            v = keys[name][i:j]
+            hit &= (v >= b[0]) & (v <= b[1])
+    return bool(hit.any())
 
 
 def check_available() -> None:
