@@ -42,6 +42,12 @@ if TYPE_CHECKING:
 TABLE_PROPERTIES = {"write.parquet.compression-codec": "snappy"}
 #: rows handed to pyiceberg's writer at a time (one or more data files each; bounded memory)
 WRITE_BYTES = 128 << 20
+#: a data file being filled ends where the rows move on to another bucket (the stream comes a
+#: bucket at a time, each roughly in write id order) once it holds this much: a big table's
+#: files then hold one bucket each, narrow ``row__id`` ranges that a catch-up's copy-on-write
+#: prunes by (:func:`_may_hold`), as ``--engine spark`` writes one file per bucket; a small
+#: table's partition still becomes one file
+BUCKET_SPLIT_BYTES = WRITE_BYTES // 4
 
 
 def catalog_type(uri: str) -> str:
@@ -375,9 +381,14 @@ class IcebergBackend:
                 if count_as_added:
                     stats["rows_added"] += df.record_count
 
+        bucket = None
         for b in batches:
             if not b.num_rows:
                 continue
+            now = _first_bucket(b)
+            if pending and now != bucket and size >= BUCKET_SPLIT_BYTES:
+                flush()
+            bucket = now
             pending.append(b)
             size += b.nbytes
             if size >= WRITE_BYTES:
@@ -497,6 +508,15 @@ class IcebergBackend:
 #: the nested ``row__id`` fields (Parquet path ``row__id.<name>``) whose column metrics acidctl
 #: records itself, and their Parquet physical types
 ROW_ID_FIELDS = {"writeid": "INT64", "bucketid": "INT32", "rowid": "INT64"}
+
+
+def _first_bucket(batch) -> int | None:
+    """The raw ``row__id.bucketid`` of a batch's first row (a batch comes from one bucket)."""
+    i = batch.schema.get_field_index("row__id")
+    if i < 0:
+        return None
+    v = batch.column(i).field("bucketid")[0].as_py()
+    return None if v is None else int(v)
 
 
 def _footer(io, path: str):
