@@ -629,7 +629,8 @@ def row_id_metrics(footer, schema) -> dict[int, tuple[int, int, bytes | None, by
 
 def _add_row_id_metrics(df, footer, schema) -> None:
     """Merge :func:`row_id_metrics` into a DataFile's metrics (what pyiceberg computed for the
-    other columns stays)."""
+    other columns stays). Recorded whatever the table's metrics modes say: a catch-up's
+    copy-on-write prunes by them."""
     got = row_id_metrics(footer, schema)
     if not got:
         return
