@@ -179,3 +179,41 @@ def late_commit_history() -> histories.History:
 def late_commit_wl(hwm: int, open_=(), aborted=(3,)) -> WriteIdList:
     """A reader's list of :func:`late_commit_history`'s table ``db.t`` at ``hwm``."""
     return WriteIdList("db.t", hwm, tuple(open_), tuple(a for a in aborted if a <= hwm))
+
+
+ROW_ID_FIELDS = {"writeid": 8, "bucketid": 4, "rowid": 8}  # Iceberg long / int: bytes of a bound
+
+
+def row_id_ranges(path: str) -> dict[str, tuple[int, int, int]]:
+    """{field: (min, max, rows)} of the ``row__id`` fields of one Parquet data file, read with
+    pyarrow (not with acidctl)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    rid = pq.read_table(path.removeprefix("file://"), columns=["row__id"]).column("row__id").combine_chunks()
+    out = {}
+    for name in ROW_ID_FIELDS:
+        col = rid.field(name)
+        mm = pc.min_max(col).as_py()
+        out[name] = (mm["min"], mm["max"], len(col))
+    return out
+
+
+def check_row_id_bounds(cat: Path, ident: str = "ns.t") -> int:
+    """Every current data file's manifest metrics of ``row__id.*`` (pyiceberg's DataFile) equal
+    the min/max/count of the file's rows; returns the number of files checked."""
+    t = load(cat, ident)
+    schema = t.schema()
+    files = [task.file for task in t.scan().plan_files()]
+    for df in files:
+        got = row_id_ranges(df.file_path)
+        assert got["writeid"][2] == df.record_count
+        for name, width in ROW_ID_FIELDS.items():
+            fid = schema.find_field(f"row__id.{name}").field_id
+            lo, hi = df.lower_bounds[fid], df.upper_bounds[fid]
+            assert len(lo) == len(hi) == width, (name, lo, hi)
+            bounds = (int.from_bytes(lo, "little", signed=True), int.from_bytes(hi, "little", signed=True))
+            assert bounds == got[name][:2], (df.file_path, name, bounds, got[name])
+            assert df.value_counts[fid] == got[name][2]
+            assert df.null_value_counts[fid] == 0
+    return len(files)
