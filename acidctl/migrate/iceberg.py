@@ -243,16 +243,7 @@ class IcebergBackend:
     def commit(self, changes: list[PartitionChange], properties: dict[str, str]) -> Committed:
         from pyiceberg.exceptions import CommitFailedException
 
-        if self._create is not None:
-            tx = self._create
-            previous = None
-        else:
-            t = self._table()
-            if t is None:
-                raise RefusedError(f"Iceberg table {self.display} disappeared during the run")
-            tx = t.transaction()
-            snap = t.current_snapshot()
-            previous = snap.snapshot_id if snap is not None else None
+        tx, previous = self._transaction()
         removing = any(c.replace or (c.delete_row_ids is not None and c.delete_row_ids.num_rows) for c in changes)
         update = tx.update_snapshot(snapshot_properties=properties)
         producer = update.overwrite() if removing and previous is not None else update.fast_append()
@@ -274,16 +265,35 @@ class IcebergBackend:
             self._delete_added()
             if not isinstance(e, CommitFailedException):
                 raise
-            raise RefusedError(
-                f"Iceberg table {self.display} changed during the run (commit refused: {str(e).splitlines()[0]}); nothing was committed",
-                hint="run migrate again",
-            ) from None
+            raise self._commit_refused(e) from None
+        return Committed(version=self._committed(table), previous=previous, **stats)
+
+    def _transaction(self) -> tuple[Any, int | None]:
+        """The transaction this run commits in (the staged creation of a table it creates) and the
+        snapshot it follows (None: a new table, or one without snapshots)."""
+        if self._create is not None:
+            return self._create, None
+        t = self._table()
+        if t is None:
+            raise RefusedError(f"Iceberg table {self.display} disappeared during the run")
+        snap = t.current_snapshot()
+        return t.transaction(), snap.snapshot_id if snap is not None else None
+
+    def _commit_refused(self, e: Exception) -> RefusedError:
+        """The catalog refused the commit (someone else committed first): nothing was committed."""
+        return RefusedError(
+            f"Iceberg table {self.display} changed during the run (commit refused: {str(e).splitlines()[0]}); nothing was committed",
+            hint="run migrate again",
+        )
+
+    def _committed(self, table) -> int:
+        """The snapshot ``table``'s commit made; a table this run staged exists from now on."""
         if self._create is not None:
             self._created = True
             self._create = None
         cur = table.current_snapshot()
         assert cur is not None
-        return Committed(version=cur.snapshot_id, previous=previous, **stats)
+        return cur.snapshot_id
 
     # -- --add-files (acidctl/migrate/addfiles.py): Hive's own Parquet files as data files ----
 
@@ -313,15 +323,7 @@ class IcebergBackend:
         same catalog commit."""
         from pyiceberg.exceptions import CommitFailedException
 
-        if self._create is not None:
-            tx, previous = self._create, None
-        else:
-            t = self._table()
-            if t is None:
-                raise RefusedError(f"Iceberg table {self.display} disappeared during the run")
-            tx = t.transaction()
-            snap = t.current_snapshot()
-            previous = snap.snapshot_id if snap is not None else None
+        tx, previous = self._transaction()
         self._added_paths = []  # rollback and failures delete nothing: the files are Hive's
         if table_properties:
             tx.set_properties(**table_properties)
@@ -335,17 +337,9 @@ class IcebergBackend:
                     snap_update.append_data_file(df)
             table = tx.commit_transaction()
         except CommitFailedException as e:
-            raise RefusedError(
-                f"Iceberg table {self.display} changed during the run (commit refused: {str(e).splitlines()[0]}); nothing was committed",
-                hint="run migrate again",
-            ) from None
-        if self._create is not None:
-            self._created = True
-            self._create = None
-        cur = table.current_snapshot()
-        assert cur is not None
+            raise self._commit_refused(e) from None
         return Committed(
-            version=cur.snapshot_id,
+            version=self._committed(table),
             previous=previous,
             files_added=len(adds),
             files_removed=len(removes),
