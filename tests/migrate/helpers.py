@@ -5,8 +5,10 @@ table read back with pyiceberg (never with acidctl)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 from acidctl.acid.writeids import WriteIdList
@@ -217,3 +219,36 @@ def check_row_id_bounds(cat: Path, ident: str = "ns.t") -> int:
             assert df.value_counts[fid] == got[name][2]
             assert df.null_value_counts[fid] == 0
     return len(files)
+
+
+def files_holding(files: dict[str, set], deleted: dict[str | None, list[tuple]]) -> set[str]:
+    """Of ``files`` (:func:`data_files`), those whose ``row__id`` ranges (:func:`row_id_ranges`,
+    read with pyarrow) hold one of the deleted keys ``(writeid, bucketid, rowid)`` of their
+    partition (``deleted``: ``"p=V"`` → keys): the files a catch-up's copy-on-write must read."""
+    out = set()
+    names = ("writeid", "bucketid", "rowid")
+    for part, keys in deleted.items():
+        for p in files.get(part.split("=")[1], ()):
+            rng = row_id_ranges(p)
+            if any(all(rng[n][0] <= k[i] <= rng[n][1] for i, n in enumerate(names)) for k in keys):
+                out.add(p)
+    return out
+
+
+@contextlib.contextmanager
+def files_read() -> Iterator[list[str]]:
+    """The data files pyiceberg's scans read (``ArrowScan.to_table``) inside the block, in order."""
+    import pytest
+    from pyiceberg.io.pyarrow import ArrowScan
+
+    read: list[str] = []
+    real = ArrowScan.to_table
+
+    def counting(self, tasks):
+        tasks = list(tasks)
+        read.extend(t.file.file_path for t in tasks)
+        return real(self, tasks)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ArrowScan, "to_table", counting)
+        yield read

@@ -70,8 +70,6 @@ def _history() -> History:
 
 
 def test_catch_up_reads_only_files_whose_range_holds_a_deleted_write_id(tmp_path, monkeypatch):
-    from pyiceberg.io.pyarrow import ArrowScan
-
     rec = Recorder()
     root = tmp_path / "t"
     rec.play(_history(), root, monkeypatch)
@@ -90,16 +88,8 @@ def test_catch_up_reads_only_files_whose_range_holds_a_deleted_write_id(tmp_path
     holds = {p for p in p0 if row_id_ranges(p)["writeid"][0] <= 3 <= row_id_ranges(p)["writeid"][1]}
     assert len(holds) == 1
 
-    read: list[str] = []
-    real = ArrowScan.to_table
-
-    def counting(self, tasks):
-        tasks = list(tasks)
-        read.extend(t.file.file_path for t in tasks)
-        return real(self, tasks)
-
-    monkeypatch.setattr(ArrowScan, "to_table", counting)
-    r, rep = migrate(root, WriteIdList("db.t", 5), cat)
+    with helpers.files_read() as read:
+        r, rep = migrate(root, WriteIdList("db.t", 5), cat)
     assert r.code == 0, r.stderr
     assert {p["how"] for p in rep["partitions"] if p["partition"] == "p=0"} == {
         "rows"
@@ -118,8 +108,8 @@ def test_catch_up_reads_only_files_whose_range_holds_a_deleted_write_id(tmp_path
         p for p in before if any(row_id_ranges(p)["writeid"][0] <= w <= row_id_ranges(p)["writeid"][1] for w in (1, 4))
     }
     assert len(holds) == 2 and len(before) == 4
-    read.clear()
-    r, rep = migrate(root, WriteIdList("db.t", 6), cat)
+    with helpers.files_read() as read:
+        r, rep = migrate(root, WriteIdList("db.t", 6), cat)
     assert r.code == 0, r.stderr
     assert sorted(read) == sorted(holds)
     assert before - helpers.data_files(cat)["0"] == holds
@@ -190,8 +180,6 @@ def test_files_end_at_bucket_boundaries_and_catch_up_prunes_by_bucket(tmp_path, 
     """With BUCKET_SPLIT_BYTES at 0 (a big table's case: every file big enough) the first load
     writes no file spanning two buckets, and a delete in one bucket reads only files whose
     bucket range holds it."""
-    from pyiceberg.io.pyarrow import ArrowScan
-
     from acidctl.migrate import iceberg
 
     rec = Recorder()
@@ -210,25 +198,11 @@ def test_files_end_at_bucket_boundaries_and_catch_up_prunes_by_bucket(tmp_path, 
             assert (lo >> 16) & 0xFFF == (hi >> 16) & 0xFFF  # BucketCodec V1: bucket in bits 16-27
     # write 5 deletes a row of p=1 (and 6 one of p=0): the files that can hold a deleted key
     deleted = {part: [e[1:4] for e in evs if e[0] == 2 and e[4] in (5, 6, 7)] for part, evs in rec.events.items()}
-    expected = set()
-    for part, keys in deleted.items():
-        for p in before[part.split("=")[1]]:
-            rng = row_id_ranges(p)
-            names = ("writeid", "bucketid", "rowid")
-            if any(all(rng[n][0] <= k[i] <= rng[n][1] for i, n in enumerate(names)) for k in keys):
-                expected.add(p)
+    expected = helpers.files_holding(before, deleted)
     touched = {p for part, keys in deleted.items() if keys for p in before[part.split("=")[1]]}
     assert expected and expected < touched
-    read: list[str] = []
-    real = ArrowScan.to_table
-
-    def counting(self, tasks):
-        tasks = list(tasks)
-        read.extend(t.file.file_path for t in tasks)
-        return real(self, tasks)
-
-    monkeypatch.setattr(ArrowScan, "to_table", counting)
-    r, rep = migrate(root, wl(7), cat)
+    with helpers.files_read() as read:
+        r, rep = migrate(root, wl(7), cat)
     assert r.code == 0, r.stderr
     assert sorted(read) == sorted(expected)
     assert iceberg_rows(cat) == rec.table(wl(7))

@@ -32,34 +32,15 @@ def test_spark_first_load_then_local_catch_up(spark, tmp_path, monkeypatch):  # 
 
     # the catch-up reads only the files whose row__id ranges hold a deleted ROW__ID of their
     # partition (worked out from the planted events and the files' rows read with pyarrow)
-    from pyiceberg.io.pyarrow import ArrowScan
-
     deleted = {
         part: [(e[1], e[2], e[3]) for e in evs if e[0] == 2 and 5 <= e[4] <= 7] for part, evs in rec.events.items()
     }
     before = helpers.data_files(cat)
-    expected = set()
-    for part, keys in deleted.items():
-        for p in before.get(part.split("=")[1], ()):
-            rng = helpers.row_id_ranges(p)
-            if any(
-                all(rng[n][0] <= k[i] <= rng[n][1] for i, n in enumerate(("writeid", "bucketid", "rowid")))
-                for k in keys
-            ):
-                expected.add(p)
+    expected = helpers.files_holding(before, deleted)
     touched = {p for part, keys in deleted.items() if keys for p in before[part.split("=")[1]]}
     assert expected and expected < touched  # some files of the touched partitions can be skipped
-    read: list[str] = []
-    real = ArrowScan.to_table
-
-    def counting(self, tasks):
-        tasks = list(tasks)
-        read.extend(t.file.file_path for t in tasks)
-        return real(self, tasks)
-
-    monkeypatch.setattr(ArrowScan, "to_table", counting)
-    r, rep = migrate(root, wl(7), cat)
-    monkeypatch.setattr(ArrowScan, "to_table", real)
+    with helpers.files_read() as read:
+        r, rep = migrate(root, wl(7), cat)
     assert r.code == 0, r.stderr
     assert set(read) == expected and len(read) == len(expected)
     assert iceberg_rows(cat) == rec.table(wl(7))
