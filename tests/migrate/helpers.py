@@ -105,31 +105,26 @@ class Recorder:
 
 def migrate(root: Path, wl: WriteIdList | str, cat: Path, *extra: str, target: str = "ns.t"):
     """``acidctl -o json migrate`` into the SQLite catalog ``cat``; (result, report or None)."""
-    r = run_cli(
-        "-o",
-        "json",
-        "migrate",
-        str(root),
-        "--write-ids",
-        str(wl),
-        "--to",
-        "iceberg",
-        "--catalog",
-        f"sqlite:///{cat}",
-        "--warehouse",
-        str(cat.parent / "warehouse"),
-        "--target",
-        target,
-        *extra,
-    )
+    r = run_cli("-o", "json", "migrate", str(root), "--write-ids", str(wl), *iceberg_target(cat, target), *extra)
     report = json.loads(r.stdout) if r.code == 0 and r.stdout.strip() else None
     return r, report
+
+
+def iceberg_target(cat: Path, ident: str = "ns.t") -> list[str]:
+    """``migrate``'s options naming the Iceberg table ``ident`` of the SQLite catalog ``cat``,
+    with its warehouse (:func:`warehouse`)."""
+    return ["--to", "iceberg", "--catalog", f"sqlite:///{cat}", "--warehouse", str(warehouse(cat)), "--target", ident]
+
+
+def warehouse(cat: Path) -> Path:
+    """The Iceberg warehouse of the SQLite catalog ``cat``: next to it."""
+    return cat.parent / "warehouse"
 
 
 def load(cat: Path, ident: str = "ns.t", name: str = "acidctl"):
     from pyiceberg.catalog import load_catalog
 
-    c = load_catalog(name, uri=f"sqlite:///{cat}", type="sql", warehouse=f"file://{cat.parent / 'warehouse'}")
+    c = load_catalog(name, uri=f"sqlite:///{cat}", type="sql", warehouse=f"file://{warehouse(cat)}")
     return c.load_table(ident)
 
 
