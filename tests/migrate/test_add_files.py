@@ -209,12 +209,19 @@ def test_catch_up_after_inserts_and_an_mm_compaction_is_one_snapshot(tmp_path):
     assert len(helpers.load(cat).snapshots()) == 2
 
 
-def test_insert_overwrite_replaces_the_registered_files(tmp_path):
+def registered(tmp_path: Path) -> tuple[Path, Path]:
+    """An unpartitioned table planted (:func:`plant`) and registered by a first ``--add-files``
+    load at WL5: (its root, the catalog)."""
     root = tmp_path / "t"
     plant(root, None)
     cat = tmp_path / "cat" / "c.db"
     cat.parent.mkdir()
     assert migrate(root, cat, WL5, "--add-files")[0].code == 0
+    return root, cat
+
+
+def test_insert_overwrite_replaces_the_registered_files(tmp_path):
+    root, cat = registered(tmp_path)
     ow = write(root / "base_0000006" / "000000_0", [row(600), row(601)])
     r, rep = migrate(root, cat, "default.t:6:9223372036854775807::3", "--add-files")
     assert r.code == 0, r.stderr
@@ -399,11 +406,7 @@ def test_a_dropped_partition_leaves_the_table(tmp_path):
 
 
 def test_the_name_mapping_knows_hives_list_element_name(tmp_path):
-    root = tmp_path / "t"
-    plant(root, None)
-    cat = tmp_path / "cat" / "c.db"
-    cat.parent.mkdir()
-    assert migrate(root, cat, WL5, "--add-files")[0].code == 0
+    _, cat = registered(tmp_path)
     t = helpers.load(cat)
     mapping = {m["names"][0]: m for m in json.loads(t.properties["schema.name-mapping.default"])}
     element = t.schema().find_field("tags").field_type.element_id

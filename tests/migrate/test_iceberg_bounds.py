@@ -4,6 +4,8 @@ files' rows read with pyarrow), and a catch-up's copy-on-write reads only the fi
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from acidctl.acid.writeids import WriteIdList
@@ -16,12 +18,19 @@ pytest.importorskip("pyiceberg")
 wl = helpers.late_commit_wl
 
 
-def test_bounds_of_first_load_catch_ups_and_rewrites(tmp_path, monkeypatch):
+def played(tmp_path: Path, monkeypatch) -> tuple[Recorder, Path, Path]:
+    """helpers.late_commit_history written under ``tmp_path`` (recorded), and an empty catalog:
+    (the recorder, the table's root, the catalog)."""
     rec = Recorder()
     root = tmp_path / "t"
     rec.play(helpers.late_commit_history(), root, monkeypatch)
     cat = tmp_path / "cat" / "catalog.db"
     cat.parent.mkdir()
+    return rec, root, cat
+
+
+def test_bounds_of_first_load_catch_ups_and_rewrites(tmp_path, monkeypatch):
+    rec, root, cat = played(tmp_path, monkeypatch)
     checked = 0
     # first load (originals: write id 0), then catch-ups with inserts, updates and deletes
     # (write 6 updates a row: the file holding it is rewritten)
@@ -35,11 +44,7 @@ def test_bounds_of_first_load_catch_ups_and_rewrites(tmp_path, monkeypatch):
 
 
 def test_bounds_without_row_id_are_absent(tmp_path, monkeypatch):
-    rec = Recorder()
-    root = tmp_path / "t"
-    rec.play(helpers.late_commit_history(), root, monkeypatch)
-    cat = tmp_path / "cat" / "catalog.db"
-    cat.parent.mkdir()
+    rec, root, cat = played(tmp_path, monkeypatch)
     r, _ = migrate(root, wl(4), cat, "--no-row-id")
     assert r.code == 0, r.stderr
     t = helpers.load(cat)
@@ -182,11 +187,7 @@ def test_files_end_at_bucket_boundaries_and_catch_up_prunes_by_bucket(tmp_path, 
     bucket range holds it."""
     from acidctl.migrate import iceberg
 
-    rec = Recorder()
-    root = tmp_path / "t"
-    rec.play(helpers.late_commit_history(), root, monkeypatch)
-    cat = tmp_path / "cat" / "catalog.db"
-    cat.parent.mkdir()
+    rec, root, cat = played(tmp_path, monkeypatch)
     monkeypatch.setattr(iceberg, "BUCKET_SPLIT_BYTES", 0)
     r, _ = migrate(root, wl(4), cat)
     assert r.code == 0, r.stderr
