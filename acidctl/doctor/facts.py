@@ -305,27 +305,8 @@ def read_warehouse_hive2(ms, *, now_ms: int | None = None) -> Warehouse:
         now = int(now_ms) if now_ms is not None else db_now_ms(conn)
         tables = _read_tables(ms, conn)
         txns, txn_hwm = _read_txns(ms, conn)
-        t, tc, ctc, ws = T.TXNS, T.TXN_COMPONENTS, T.COMPLETED_TXN_COMPONENTS, T.WRITE_SET
-        aborted: dict[Key, dict] = {}
-        q = (
-            sa.select(
-                tc.TC_DATABASE,
-                tc.TC_TABLE,
-                tc.TC_PARTITION,
-                sa.func.count(),
-                sa.func.count(sa.distinct(tc.TC_TXNID)),
-                sa.func.min(t.TXN_STARTED),
-            )
-            .select_from(tc.clause.join(t.clause, tc.TC_TXNID == t.TXN_ID))
-            .where(t.TXN_STATE == "a")
-            .group_by(tc.TC_DATABASE, tc.TC_TABLE, tc.TC_PARTITION)
-        )
-        for dbn, tn, part, n, ntx, oldest in conn.execute(q):
-            aborted[(dbn, tn, part)] = {
-                "rows": int(n),
-                "txns": int(ntx),
-                "oldest_started": int(oldest) if oldest is not None else None,
-            }
+        ctc = T.COMPLETED_TXN_COMPONENTS
+        aborted = _aborted_components(ms, conn)
         completed = {
             (d, tn, part): {"rows": int(n), "newest": None}
             for d, tn, part, n in conn.execute(
@@ -334,23 +315,8 @@ def read_warehouse_hive2(ms, *, now_ms: int | None = None) -> Warehouse:
                 )
             )
         }
-        write_set = {
-            (d, tn): int(n)
-            for d, tn, n in conn.execute(
-                sa.select(ws.WS_DATABASE, ws.WS_TABLE, sa.func.count()).group_by(ws.WS_DATABASE, ws.WS_TABLE)
-            )
-        }
-        low_open = min((i for i, x in txns.items() if x["state"] == "o"), default=None)
-        purge_ws = (
-            int(
-                conn.execute(
-                    sa.select(sa.func.count()).select_from(ws.clause).where(ws.WS_COMMIT_ID < low_open)
-                ).scalar()
-                or 0
-            )
-            if low_open is not None
-            else sum(write_set.values())
-        )
+        write_set = _write_set(ms, conn)
+        purge_ws = _write_set_purgeable(ms, conn, txns, write_set)
         locks = _rows(conn, T.HIVE_LOCKS)
         queue = [_highest(r, "CQ_") for r in _rows(conn, T.COMPACTION_QUEUE)]
         history = [_highest(r, "CC_") for r in _rows(conn, T.COMPLETED_COMPACTIONS)]
@@ -436,27 +402,7 @@ def _read_components(ms: Metastore, conn, txns: dict[int, dict]) -> dict:
     T = ms.tables
     t = T.TXNS
     # -- components ---------------------------------------------------------------
-    tc = T.TXN_COMPONENTS
-    aborted: dict[Key, dict] = {}
-    q = (
-        sa.select(
-            tc.TC_DATABASE,
-            tc.TC_TABLE,
-            tc.TC_PARTITION,
-            sa.func.count(),
-            sa.func.count(sa.distinct(tc.TC_TXNID)),
-            sa.func.min(t.TXN_STARTED),
-        )
-        .select_from(tc.clause.join(t.clause, tc.TC_TXNID == t.TXN_ID))
-        .where(t.TXN_STATE == "a")
-        .group_by(tc.TC_DATABASE, tc.TC_TABLE, tc.TC_PARTITION)
-    )
-    for dbn, tn, part, n, ntx, oldest in conn.execute(q):
-        aborted[(dbn, tn, part)] = {
-            "rows": int(n),
-            "txns": int(ntx),
-            "oldest_started": int(oldest) if oldest is not None else None,
-        }
+    aborted = _aborted_components(ms, conn)
     ctc = T.COMPLETED_TXN_COMPONENTS
     completed: dict[Key, dict] = {}
     q = sa.select(
@@ -464,13 +410,7 @@ def _read_components(ms: Metastore, conn, txns: dict[int, dict]) -> dict:
     ).group_by(ctc.CTC_DATABASE, ctc.CTC_TABLE, ctc.CTC_PARTITION)
     for dbn, tn, part, n, newest in conn.execute(q):
         completed[(dbn, tn, part)] = {"rows": int(n), "newest": _ms(newest)}
-    ws = T.WRITE_SET
-    write_set = {
-        (d, tn): int(n)
-        for d, tn, n in conn.execute(
-            sa.select(ws.WS_DATABASE, ws.WS_TABLE, sa.func.count()).group_by(ws.WS_DATABASE, ws.WS_TABLE)
-        )
-    }
+    write_set = _write_set(ms, conn)
     t2w = T.TXN_TO_WRITE_ID
     t2w_counts = {
         (d, tn): int(n)
@@ -488,7 +428,6 @@ def _read_components(ms: Metastore, conn, txns: dict[int, dict]) -> dict:
     # what the housekeeper would purge now (operations.md §2.5/§2.7, derived): TXN_TO_WRITE_ID
     # rows below the lowest open or aborted txn, WRITE_SET rows below the lowest open txn
     low_any = min(txns) if txns else None
-    low_open = min((i for i, x in txns.items() if x["state"] == "o"), default=None)
     purge_t2w = (
         int(
             conn.execute(sa.select(sa.func.count()).select_from(t2w.clause).where(t2w.T2W_TXNID < low_any)).scalar()
@@ -497,14 +436,7 @@ def _read_components(ms: Metastore, conn, txns: dict[int, dict]) -> dict:
         if low_any is not None
         else sum(t2w_counts.values())
     )
-    purge_ws = (
-        int(
-            conn.execute(sa.select(sa.func.count()).select_from(ws.clause).where(ws.WS_COMMIT_ID < low_open)).scalar()
-            or 0
-        )
-        if low_open is not None
-        else sum(write_set.values())
-    )
+    purge_ws = _write_set_purgeable(ms, conn, txns, write_set)
     nwi = T.NEXT_WRITE_ID
     next_wid = {(d, tn): int(n) for d, tn, n in conn.execute(sa.select(nwi.NWI_DATABASE, nwi.NWI_TABLE, nwi.NWI_NEXT))}
     return {
@@ -516,6 +448,61 @@ def _read_components(ms: Metastore, conn, txns: dict[int, dict]) -> dict:
         "next_write_id": next_wid,
         "purgeable": {"TXN_TO_WRITE_ID": purge_t2w, "WRITE_SET": purge_ws},
     }
+
+
+def _aborted_components(ms: Metastore, conn) -> dict[Key, dict]:
+    """TXN_COMPONENTS of aborted txns per (db, table, partition): rows, txns, oldest_started."""
+    import sqlalchemy as sa
+
+    t, tc = ms.tables.TXNS, ms.tables.TXN_COMPONENTS
+    q = (
+        sa.select(
+            tc.TC_DATABASE,
+            tc.TC_TABLE,
+            tc.TC_PARTITION,
+            sa.func.count(),
+            sa.func.count(sa.distinct(tc.TC_TXNID)),
+            sa.func.min(t.TXN_STARTED),
+        )
+        .select_from(tc.clause.join(t.clause, tc.TC_TXNID == t.TXN_ID))
+        .where(t.TXN_STATE == "a")
+        .group_by(tc.TC_DATABASE, tc.TC_TABLE, tc.TC_PARTITION)
+    )
+    return {
+        (dbn, tn, part): {
+            "rows": int(n),
+            "txns": int(ntx),
+            "oldest_started": int(oldest) if oldest is not None else None,
+        }
+        for dbn, tn, part, n, ntx, oldest in conn.execute(q)
+    }
+
+
+def _write_set(ms: Metastore, conn) -> dict[Key, int]:
+    """WRITE_SET rows per (db, table)."""
+    import sqlalchemy as sa
+
+    ws = ms.tables.WRITE_SET
+    return {
+        (d, tn): int(n)
+        for d, tn, n in conn.execute(
+            sa.select(ws.WS_DATABASE, ws.WS_TABLE, sa.func.count()).group_by(ws.WS_DATABASE, ws.WS_TABLE)
+        )
+    }
+
+
+def _write_set_purgeable(ms: Metastore, conn, txns: dict[int, dict], write_set: dict[Key, int]) -> int:
+    """The WRITE_SET rows the housekeeper would purge now (operations.md §2.5/§2.7, derived): those
+    below the lowest open txn (``txns``), all of them (``write_set``'s count) when none is open."""
+    import sqlalchemy as sa
+
+    ws = ms.tables.WRITE_SET
+    low_open = min((i for i, x in txns.items() if x["state"] == "o"), default=None)
+    if low_open is None:
+        return sum(write_set.values())
+    return int(
+        conn.execute(sa.select(sa.func.count()).select_from(ws.clause).where(ws.WS_COMMIT_ID < low_open)).scalar() or 0
+    )
 
 
 def _read_locks_and_compactions(ms: Metastore, conn) -> dict:

@@ -612,8 +612,7 @@ class DeltaBackend:
         Nothing committed (any failure): every file of the run is deleted."""
         import time
 
-        from deltalake import Schema as DeltaSchema
-        from deltalake.transaction import RemoveAction, create_table_with_add_actions
+        from deltalake.transaction import RemoveAction
 
         from acidctl.migrate.deltafiles import add_action, partition_strings
 
@@ -668,15 +667,7 @@ class DeltaBackend:
                         )
                         rows_removed += n
                 if dt is None:
-                    create_table_with_add_actions(
-                        self.uri,
-                        DeltaSchema.from_arrow(schema),
-                        adds,
-                        mode="error",
-                        partition_by=parts or None,
-                        storage_options=self.options,
-                        commit_properties=cp,
-                    )
+                    self._create_with(adds, schema, parts, cp)
                 else:
                     dt.create_write_transaction(
                         [*adds, *removes], mode="append", schema=dt.schema(), partition_by=parts or None,
@@ -700,6 +691,22 @@ class DeltaBackend:
             files_removed=len(removes),
             rows_added=rows_added,
             rows_removed=rows_removed,
+        )
+
+    def _create_with(self, adds: list, schema: pa.Schema, parts: list[str], cp) -> None:
+        """The table created by ONE commit of the add actions ``adds`` (``mode="error"``: refused
+        if a table appeared there meanwhile)."""
+        from deltalake import Schema as DeltaSchema
+        from deltalake.transaction import create_table_with_add_actions
+
+        create_table_with_add_actions(
+            self.uri,
+            DeltaSchema.from_arrow(schema),
+            adds,
+            mode="error",
+            partition_by=parts or None,
+            storage_options=self.options,
+            commit_properties=cp,
         )
 
     def _write_inserts(self, batches: Iterator[pa.RecordBatch], values, schema, file_schema) -> list[str]:
@@ -784,9 +791,7 @@ class DeltaBackend:
         import uuid
 
         import pyarrow as pa
-        from deltalake import Schema as DeltaSchema
         from deltalake import write_deltalake
-        from deltalake.transaction import create_table_with_add_actions
 
         from acidctl.fs import TableFS, join_path
 
@@ -832,15 +837,7 @@ class DeltaBackend:
                     )
                     first = False
                 adds = _staged_adds(fs, join_path(fs.root, prefix), prefix)
-                create_table_with_add_actions(
-                    self.uri,
-                    DeltaSchema.from_arrow(schema),
-                    adds,
-                    mode="error",
-                    partition_by=parts or None,
-                    storage_options=self.options,
-                    commit_properties=cp,
-                )
+                self._create_with(adds, schema, parts, cp)
             except Exception as e:
                 raised.reraise()
                 raise _mapped(e, f"Delta table {self.path}: the first commit failed, nothing was committed") from None

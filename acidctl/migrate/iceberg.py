@@ -11,6 +11,11 @@
   ``overwrite`` snapshot (``Transaction.update_snapshot().overwrite()``) that deletes the data
   files holding removed rows and adds their rewritten survivors (copy-on-write, only the files
   with removed rows; other partitions' manifests are kept as they are) and the new rows' files.
+* Every data file acidctl writes (the local writer, a rewrite's survivors, a Spark task's file)
+  carries Iceberg column metrics for ``row__id.writeid`` / ``bucketid`` / ``rowid`` (bounds,
+  value and null counts, from the Parquet footer: :func:`row_id_metrics`; pyiceberg records
+  none for nested fields), so a catch-up's copy-on-write reads only the files whose ranges hold
+  a deleted ROW__ID (:func:`_may_hold`) — and engines reading the table can prune by them.
 * The snapshot summary records ``acidctl.source-table`` / ``acidctl.source-write-ids``.
 * Rollback: the table's current snapshot set back to the previous one (the snapshot stays in
   the history); a table this run created is dropped again.
@@ -37,6 +42,12 @@ if TYPE_CHECKING:
 TABLE_PROPERTIES = {"write.parquet.compression-codec": "snappy"}
 #: rows handed to pyiceberg's writer at a time (one or more data files each; bounded memory)
 WRITE_BYTES = 128 << 20
+#: a data file being filled ends where the rows move on to another bucket (the stream comes a
+#: bucket at a time, each roughly in write id order) once it holds this much: a big table's
+#: files then hold one bucket each, narrow ``row__id`` ranges that a catch-up's copy-on-write
+#: prunes by (:func:`_may_hold`), as ``--engine spark`` writes one file per bucket; a small
+#: table's partition still becomes one file
+BUCKET_SPLIT_BYTES = WRITE_BYTES // 4
 
 
 def catalog_type(uri: str) -> str:
@@ -232,16 +243,7 @@ class IcebergBackend:
     def commit(self, changes: list[PartitionChange], properties: dict[str, str]) -> Committed:
         from pyiceberg.exceptions import CommitFailedException
 
-        if self._create is not None:
-            tx = self._create
-            previous = None
-        else:
-            t = self._table()
-            if t is None:
-                raise RefusedError(f"Iceberg table {self.display} disappeared during the run")
-            tx = t.transaction()
-            snap = t.current_snapshot()
-            previous = snap.snapshot_id if snap is not None else None
+        tx, previous = self._transaction()
         removing = any(c.replace or (c.delete_row_ids is not None and c.delete_row_ids.num_rows) for c in changes)
         update = tx.update_snapshot(snapshot_properties=properties)
         producer = update.overwrite() if removing and previous is not None else update.fast_append()
@@ -263,16 +265,35 @@ class IcebergBackend:
             self._delete_added()
             if not isinstance(e, CommitFailedException):
                 raise
-            raise RefusedError(
-                f"Iceberg table {self.display} changed during the run (commit refused: {str(e).splitlines()[0]}); nothing was committed",
-                hint="run migrate again",
-            ) from None
+            raise self._commit_refused(e) from None
+        return Committed(version=self._committed(table), previous=previous, **stats)
+
+    def _transaction(self) -> tuple[Any, int | None]:
+        """The transaction this run commits in (the staged creation of a table it creates) and the
+        snapshot it follows (None: a new table, or one without snapshots)."""
+        if self._create is not None:
+            return self._create, None
+        t = self._table()
+        if t is None:
+            raise RefusedError(f"Iceberg table {self.display} disappeared during the run")
+        snap = t.current_snapshot()
+        return t.transaction(), snap.snapshot_id if snap is not None else None
+
+    def _commit_refused(self, e: Exception) -> RefusedError:
+        """The catalog refused the commit (someone else committed first): nothing was committed."""
+        return RefusedError(
+            f"Iceberg table {self.display} changed during the run (commit refused: {str(e).splitlines()[0]}); nothing was committed",
+            hint="run migrate again",
+        )
+
+    def _committed(self, table) -> int:
+        """The snapshot ``table``'s commit made; a table this run staged exists from now on."""
         if self._create is not None:
             self._created = True
             self._create = None
         cur = table.current_snapshot()
         assert cur is not None
-        return Committed(version=cur.snapshot_id, previous=previous, **stats)
+        return cur.snapshot_id
 
     # -- --add-files (acidctl/migrate/addfiles.py): Hive's own Parquet files as data files ----
 
@@ -302,15 +323,7 @@ class IcebergBackend:
         same catalog commit."""
         from pyiceberg.exceptions import CommitFailedException
 
-        if self._create is not None:
-            tx, previous = self._create, None
-        else:
-            t = self._table()
-            if t is None:
-                raise RefusedError(f"Iceberg table {self.display} disappeared during the run")
-            tx = t.transaction()
-            snap = t.current_snapshot()
-            previous = snap.snapshot_id if snap is not None else None
+        tx, previous = self._transaction()
         self._added_paths = []  # rollback and failures delete nothing: the files are Hive's
         if table_properties:
             tx.set_properties(**table_properties)
@@ -324,17 +337,9 @@ class IcebergBackend:
                     snap_update.append_data_file(df)
             table = tx.commit_transaction()
         except CommitFailedException as e:
-            raise RefusedError(
-                f"Iceberg table {self.display} changed during the run (commit refused: {str(e).splitlines()[0]}); nothing was committed",
-                hint="run migrate again",
-            ) from None
-        if self._create is not None:
-            self._created = True
-            self._create = None
-        cur = table.current_snapshot()
-        assert cur is not None
+            raise self._commit_refused(e) from None
         return Committed(
-            version=cur.snapshot_id,
+            version=self._committed(table),
             previous=previous,
             files_added=len(adds),
             files_removed=len(removes),
@@ -363,15 +368,21 @@ class IcebergBackend:
                 write_uuid=snap_update.commit_uuid,
                 counter=counter,
             ):
-                snap_update.append_data_file(df)
                 self._added_paths.append(df.file_path)
+                _add_row_id_metrics(df, _footer(tx._table.io, df.file_path), tx.table_metadata.schema())
+                snap_update.append_data_file(df)
                 stats["files_added"] += 1
                 if count_as_added:
                     stats["rows_added"] += df.record_count
 
+        bucket = None
         for b in batches:
             if not b.num_rows:
                 continue
+            now = _first_bucket(b)
+            if pending and now != bucket and size >= BUCKET_SPLIT_BYTES:
+                flush()
+            bucket = now
             pending.append(b)
             size += b.nbytes
             if size >= WRITE_BYTES:
@@ -389,11 +400,9 @@ class IcebergBackend:
         return meta.location, schema_to_pyarrow(meta.schema(), include_field_ids=True), codec
 
     def _attach(self, tx, snap_update, paths: list[str], stats: dict) -> None:
-        from pyiceberg.io.pyarrow import parquet_file_to_data_file
-
         for p in paths:
             self._added_paths.append(p)
-            df = parquet_file_to_data_file(tx._table.io, tx.table_metadata, p)
+            df = _parquet_data_file(tx._table.io, tx.table_metadata, p)
             snap_update.append_data_file(df)
             stats["files_added"] += 1
             stats["rows_added"] += df.record_count
@@ -410,17 +419,17 @@ class IcebergBackend:
         meta = tx.table_metadata
         io = tx._table.io
         scan = tx._table.scan(row_filter=self._filter(c.values))
-        wids = None
+        deleted = None
         if not c.replace and c.delete_row_ids is not None:
-            wids = np.unique(c.delete_row_ids.column("writeid").to_numpy())
+            deleted = _deleted_keys(c.delete_row_ids)
         for task in scan.plan_files():
             if c.replace:
                 snap_update.delete_data_file(task.file)
                 stats["files_removed"] += 1
                 stats["rows_removed"] += task.file.record_count
                 continue
-            if wids is not None and not _may_hold(task.file, meta.schema(), wids):
-                continue  # the file's row__id.writeid range holds no deleted row's write id
+            if deleted is not None and not _may_hold(task.file, meta.schema(), deleted):
+                continue  # the file's row__id ranges hold no deleted ROW__ID: not read
             df = ArrowScan(
                 table_metadata=meta, io=io, projected_schema=meta.schema(), row_filter=AlwaysTrue()
             ).to_table(tasks=[task])
@@ -490,23 +499,197 @@ class IcebergBackend:
             pass
 
 
-def _may_hold(data_file, schema, wids) -> bool:
-    """Whether a data file's ``row__id.writeid`` bounds (its column statistics) can hold one of
-    the sorted write ids ``wids``; True when the file has no bounds."""
+#: the nested ``row__id`` fields (Parquet path ``row__id.<name>``) whose column metrics acidctl
+#: records itself, and their Parquet physical types
+ROW_ID_FIELDS = {"writeid": "INT64", "bucketid": "INT32", "rowid": "INT64"}
+
+
+def _first_bucket(batch) -> int | None:
+    """The raw ``row__id.bucketid`` of a batch's first row (a batch comes from one bucket)."""
+    i = batch.schema.get_field_index("row__id")
+    if i < 0:
+        return None
+    v = batch.column(i).field("bucketid")[0].as_py()
+    return None if v is None else int(v)
+
+
+def _footer(io, path: str):
+    """The Parquet footer (``pyarrow.parquet.FileMetaData``) of a data file."""
+    import pyarrow.parquet as pq
+
+    with io.new_input(path).open() as f:
+        return pq.read_metadata(f)
+
+
+def _parquet_data_file(io, table_metadata, path: str):
+    """A Parquet file written elsewhere (a Spark task of acidctl/migrate/sparkload.py) as a
+    DataFile with its metrics, the ``row__id`` fields' bounds included: pyiceberg's
+    ``parquet_file_to_data_file`` with the footer read once."""
+    from pyiceberg.io.pyarrow import (
+        _check_pyarrow_schema_compatible,
+        compute_statistics_plan,
+        data_file_statistics_from_parquet_metadata,
+        parquet_path_to_id_mapping,
+    )
+    from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+
+    input_file = io.new_input(path)
+    with input_file.open() as f:
+        import pyarrow.parquet as pq
+
+        footer = pq.read_metadata(f)
+    schema = table_metadata.schema()
+    _check_pyarrow_schema_compatible(
+        schema, footer.schema.to_arrow_schema(), format_version=table_metadata.format_version
+    )
+    statistics = data_file_statistics_from_parquet_metadata(
+        parquet_metadata=footer,
+        stats_columns=compute_statistics_plan(schema, table_metadata.properties),
+        parquet_column_mapping=parquet_path_to_id_mapping(schema),
+    )
+    df = DataFile.from_args(
+        content=DataFileContent.DATA,
+        file_path=path,
+        file_format=FileFormat.PARQUET,
+        partition=statistics.partition(table_metadata.spec(), schema),
+        file_size_in_bytes=len(input_file),
+        sort_order_id=None,
+        spec_id=table_metadata.default_spec_id,
+        equality_ids=None,
+        key_metadata=None,
+        **statistics.to_serialized_dict(),
+    )
+    _add_row_id_metrics(df, footer, schema)
+    return df
+
+
+def row_id_metrics(footer, schema) -> dict[int, tuple[int, int, bytes | None, bytes | None]]:
+    """{field id: (value count, null count, lower bound, upper bound)} of the ``row__id``
+    fields from the Parquet footer's column chunk statistics (path ``row__id.writeid`` etc.);
+    bounds in Iceberg's single-value serialization (little-endian 8-byte long / 4-byte int),
+    None where a row group has values but no min/max (no bound can be claimed then). A field
+    missing from the schema or the file (``--no-row-id``) is left out.
+
+    pyiceberg (0.12, ``PyArrowStatisticsCollector.primitive``) downgrades the metrics mode of
+    every nested column (a name with a dot) to ``counts``, whatever the table's
+    ``write.metadata.metrics.column.row__id.writeid`` / ``write.metadata.metrics.default``
+    say, so its data files never carry bounds for ``row__id.*``: acidctl fills them in from
+    the same footer statistics, as Iceberg's Java writer records them for struct fields
+    (``ParquetMetrics``)."""
+    from pyiceberg.conversions import to_bytes
+
+    ids: dict[str, tuple[int, Any]] = {}
+    for name in ROW_ID_FIELDS:
+        try:
+            f = schema.find_field(f"row__id.{name}")
+        except ValueError:
+            continue
+        ids[f"row__id.{name}"] = (f.field_id, f.field_type)
+    if not ids:
+        return {}
+    acc: dict[str, list] = {}  # path -> [values, nulls, min, max, bounds valid]
+    pos = {footer.schema.column(i).path: i for i in range(footer.num_columns)}
+    for path in ids:
+        if path not in pos:
+            continue
+        a = acc[path] = [0, 0, None, None, True]
+        for r in range(footer.num_row_groups):
+            col = footer.row_group(r).column(pos[path])
+            a[0] += col.num_values
+            st = col.statistics if col.is_stats_set else None
+            if st is None or not st.has_null_count:
+                a[4] = False  # nothing known about this row group
+                continue
+            a[1] += st.null_count
+            if st.null_count == col.num_values:
+                continue  # only nulls: no value to bound
+            if not st.has_min_max or st.physical_type != ROW_ID_FIELDS[path.split(".", 1)[1]]:
+                a[4] = False
+                continue
+            a[2] = st.min if a[2] is None else min(a[2], st.min)
+            a[3] = st.max if a[3] is None else max(a[3], st.max)
+    out: dict[int, tuple[int, int, bytes | None, bytes | None]] = {}
+    for path, (values, nulls, lo, hi, valid) in acc.items():
+        fid, ftype = ids[path]
+        bounded = valid and lo is not None
+        out[fid] = (
+            values,
+            nulls,
+            to_bytes(ftype, int(lo)) if bounded else None,
+            to_bytes(ftype, int(hi)) if bounded else None,
+        )
+    return out
+
+
+def _add_row_id_metrics(df, footer, schema) -> None:
+    """Merge :func:`row_id_metrics` into a DataFile's metrics (what pyiceberg computed for the
+    other columns stays). Recorded whatever the table's metrics modes say: a catch-up's
+    copy-on-write prunes by them."""
+    got = row_id_metrics(footer, schema)
+    if not got:
+        return
+    # DataFile's fields are read-only properties over a positional record (pyiceberg.manifest:
+    # value_counts = 7, null_value_counts = 8, lower_bounds = 10, upper_bounds = 11)
+    slots = {"value_counts": 7, "null_value_counts": 8, "lower_bounds": 10, "upper_bounds": 11}
+    maps = {name: dict(getattr(df, name) or {}) for name in slots}
+    for fid, (values, nulls, lo, hi) in got.items():
+        maps["value_counts"][fid] = values
+        maps["null_value_counts"][fid] = nulls
+        for name, b in (("lower_bounds", lo), ("upper_bounds", hi)):
+            if b is None:
+                maps[name].pop(fid, None)
+            else:
+                maps[name][fid] = b
+    for name, i in slots.items():
+        df[i] = maps[name]
+        assert getattr(df, name) is maps[name]
+
+
+def _deleted_keys(delete_row_ids) -> dict[str, Any]:
+    """The deleted ROW__IDs as numpy arrays ``writeid`` / ``bucketid`` / ``rowid``, sorted by
+    write id (for :func:`_may_hold`)."""
     import numpy as np
 
+    w = delete_row_ids.column("writeid").to_numpy()
+    order = np.argsort(w, kind="stable")
+    return {name: delete_row_ids.column(name).to_numpy()[order] for name in ROW_ID_FIELDS}
+
+
+def _bounds(data_file, schema, name: str) -> tuple[int, int] | None:
+    """A data file's (lower, upper) bound of ``row__id.<name>``, None when it has none."""
     try:
-        fid = schema.find_field("row__id.writeid").field_id
-        lo_b = (data_file.lower_bounds or {}).get(fid)
-        hi_b = (data_file.upper_bounds or {}).get(fid)
-    except Exception:
+        fid = schema.find_field(f"row__id.{name}").field_id
+    except ValueError:
+        return None
+    lo = (data_file.lower_bounds or {}).get(fid)
+    hi = (data_file.upper_bounds or {}).get(fid)
+    if lo is None or hi is None:
+        return None
+    return int.from_bytes(lo, "little", signed=True), int.from_bytes(hi, "little", signed=True)
+
+
+def _may_hold(data_file, schema, keys: dict[str, Any]) -> bool:
+    """Whether a data file's ``row__id`` bounds (its column metrics, :func:`row_id_metrics`) can
+    hold one of the deleted ROW__IDs ``keys`` (:func:`_deleted_keys`): a deleted key whose
+    write id, bucket id and row id each lie in the file's range; True when the file has no
+    ``row__id.writeid`` bounds (a file acidctl did not write: read it)."""
+    import numpy as np
+
+    w = _bounds(data_file, schema, "writeid")
+    if w is None:
         return True
-    if lo_b is None or hi_b is None:
-        return True
-    lo = int.from_bytes(lo_b, "little", signed=True)
-    hi = int.from_bytes(hi_b, "little", signed=True)
-    i = int(np.searchsorted(wids, lo, side="left"))
-    return i < len(wids) and int(wids[i]) <= hi
+    wids = keys["writeid"]
+    i = int(np.searchsorted(wids, w[0], side="left"))
+    j = int(np.searchsorted(wids, w[1], side="right"))
+    if i >= j:
+        return False
+    hit = np.ones(j - i, dtype=bool)
+    for name in ("bucketid", "rowid"):
+        b = _bounds(data_file, schema, name)
+        if b is not None:
+            v = keys[name][i:j]
+            hit &= (v >= b[0]) & (v <= b[1])
+    return bool(hit.any())
 
 
 def check_available() -> None:

@@ -5,8 +5,10 @@ table read back with pyiceberg (never with acidctl)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 from acidctl.acid.writeids import WriteIdList
@@ -103,31 +105,26 @@ class Recorder:
 
 def migrate(root: Path, wl: WriteIdList | str, cat: Path, *extra: str, target: str = "ns.t"):
     """``acidctl -o json migrate`` into the SQLite catalog ``cat``; (result, report or None)."""
-    r = run_cli(
-        "-o",
-        "json",
-        "migrate",
-        str(root),
-        "--write-ids",
-        str(wl),
-        "--to",
-        "iceberg",
-        "--catalog",
-        f"sqlite:///{cat}",
-        "--warehouse",
-        str(cat.parent / "warehouse"),
-        "--target",
-        target,
-        *extra,
-    )
+    r = run_cli("-o", "json", "migrate", str(root), "--write-ids", str(wl), *iceberg_target(cat, target), *extra)
     report = json.loads(r.stdout) if r.code == 0 and r.stdout.strip() else None
     return r, report
+
+
+def iceberg_target(cat: Path, ident: str = "ns.t") -> list[str]:
+    """``migrate``'s options naming the Iceberg table ``ident`` of the SQLite catalog ``cat``,
+    with its warehouse (:func:`warehouse`)."""
+    return ["--to", "iceberg", "--catalog", f"sqlite:///{cat}", "--warehouse", str(warehouse(cat)), "--target", ident]
+
+
+def warehouse(cat: Path) -> Path:
+    """The Iceberg warehouse of the SQLite catalog ``cat``: next to it."""
+    return cat.parent / "warehouse"
 
 
 def load(cat: Path, ident: str = "ns.t", name: str = "acidctl"):
     from pyiceberg.catalog import load_catalog
 
-    c = load_catalog(name, uri=f"sqlite:///{cat}", type="sql", warehouse=f"file://{cat.parent / 'warehouse'}")
+    c = load_catalog(name, uri=f"sqlite:///{cat}", type="sql", warehouse=f"file://{warehouse(cat)}")
     return c.load_table(ident)
 
 
@@ -179,3 +176,74 @@ def late_commit_history() -> histories.History:
 def late_commit_wl(hwm: int, open_=(), aborted=(3,)) -> WriteIdList:
     """A reader's list of :func:`late_commit_history`'s table ``db.t`` at ``hwm``."""
     return WriteIdList("db.t", hwm, tuple(open_), tuple(a for a in aborted if a <= hwm))
+
+
+ROW_ID_FIELDS = {"writeid": 8, "bucketid": 4, "rowid": 8}  # Iceberg long / int: bytes of a bound
+
+
+def row_id_ranges(path: str) -> dict[str, tuple[int, int, int]]:
+    """{field: (min, max, rows)} of the ``row__id`` fields of one Parquet data file, read with
+    pyarrow (not with acidctl)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    rid = pq.read_table(path.removeprefix("file://"), columns=["row__id"]).column("row__id").combine_chunks()
+    out = {}
+    for name in ROW_ID_FIELDS:
+        col = rid.field(name)
+        mm = pc.min_max(col).as_py()
+        out[name] = (mm["min"], mm["max"], len(col))
+    return out
+
+
+def check_row_id_bounds(cat: Path, ident: str = "ns.t") -> int:
+    """Every current data file's manifest metrics of ``row__id.*`` (pyiceberg's DataFile) equal
+    the min/max/count of the file's rows; returns the number of files checked."""
+    t = load(cat, ident)
+    schema = t.schema()
+    files = [task.file for task in t.scan().plan_files()]
+    for df in files:
+        got = row_id_ranges(df.file_path)
+        assert got["writeid"][2] == df.record_count
+        for name, width in ROW_ID_FIELDS.items():
+            fid = schema.find_field(f"row__id.{name}").field_id
+            lo, hi = df.lower_bounds[fid], df.upper_bounds[fid]
+            assert len(lo) == len(hi) == width, (name, lo, hi)
+            bounds = (int.from_bytes(lo, "little", signed=True), int.from_bytes(hi, "little", signed=True))
+            assert bounds == got[name][:2], (df.file_path, name, bounds, got[name])
+            assert df.value_counts[fid] == got[name][2]
+            assert df.null_value_counts[fid] == 0
+    return len(files)
+
+
+def files_holding(files: dict[str, set], deleted: dict[str | None, list[tuple]]) -> set[str]:
+    """Of ``files`` (:func:`data_files`), those whose ``row__id`` ranges (:func:`row_id_ranges`,
+    read with pyarrow) hold one of the deleted keys ``(writeid, bucketid, rowid)`` of their
+    partition (``deleted``: ``"p=V"`` → keys): the files a catch-up's copy-on-write must read."""
+    out = set()
+    names = ("writeid", "bucketid", "rowid")
+    for part, keys in deleted.items():
+        for p in files.get(part.split("=")[1], ()):
+            rng = row_id_ranges(p)
+            if any(all(rng[n][0] <= k[i] <= rng[n][1] for i, n in enumerate(names)) for k in keys):
+                out.add(p)
+    return out
+
+
+@contextlib.contextmanager
+def files_read() -> Iterator[list[str]]:
+    """The data files pyiceberg's scans read (``ArrowScan.to_table``) inside the block, in order."""
+    import pytest
+    from pyiceberg.io.pyarrow import ArrowScan
+
+    read: list[str] = []
+    real = ArrowScan.to_table
+
+    def counting(self, tasks):
+        tasks = list(tasks)
+        read.extend(t.file.file_path for t in tasks)
+        return real(self, tasks)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ArrowScan, "to_table", counting)
+        yield read

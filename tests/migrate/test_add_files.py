@@ -41,26 +41,13 @@ def write(path: Path, rows: list[dict], schema: pa.Schema = HIVE_SCHEMA, **kw) -
     return path
 
 
+def migrate_args(root: Path | str, cat: Path, wl: str, *extra: str, ident: str = "ns.t", fmt: str = "parquet"):
+    """``migrate`` of the insert-only ``fmt`` table ``root`` at ``wl`` into ``ident`` of the catalog ``cat``."""
+    return ["migrate", str(root), "--format", fmt, "--write-ids", wl, *helpers.iceberg_target(cat, ident), *extra]
+
+
 def migrate(root: Path, cat: Path, wl: str, *extra: str, ident: str = "ns.t"):
-    r = run_cli(
-        "-o",
-        "json",
-        "migrate",
-        str(root),
-        "--format",
-        "parquet",
-        "--write-ids",
-        wl,
-        "--to",
-        "iceberg",
-        "--catalog",
-        f"sqlite:///{cat}",
-        "--warehouse",
-        str(cat.parent / "wh"),
-        "--target",
-        ident,
-        *extra,
-    )
+    r = run_cli("-o", "json", *migrate_args(root, cat, wl, *extra, ident=ident))
     return r, (json.loads(r.stdout) if r.code == 0 and r.stdout.strip() else None)
 
 
@@ -135,7 +122,7 @@ def test_first_load_registers_exactly_the_visible_files(tmp_path, partitioned):
     assert rows_of(cat) == expected(want)
     # no copies: the table's data files are the Hive files themselves, nothing under the warehouse
     assert files_of(cat) == {url(p) for p in files}
-    assert not [p for p in (tmp_path / "cat" / "wh").rglob("*") if p.suffix == ".parquet"]
+    assert not [p for p in helpers.warehouse(cat).rglob("*") if p.suffix == ".parquet"]
     t = helpers.load(cat)
     assert len(t.snapshots()) == 1
     summary = t.current_snapshot().summary.additional_properties
@@ -163,24 +150,7 @@ def test_dry_run_lists_the_files_and_writes_nothing(tmp_path):
     assert sorted(rep["partitions"][0]["register"]) == sorted(url(p) for p in vis)
     assert rep["committed"] is None
     assert helpers_table_missing(cat)
-    text = run_cli(
-        "migrate",
-        str(root),
-        "--format",
-        "parquet",
-        "--write-ids",
-        WL5,
-        "--to",
-        "iceberg",
-        "--catalog",
-        f"sqlite:///{cat}",
-        "--warehouse",
-        str(tmp_path / "wh"),
-        "--target",
-        "ns.t",
-        "--add-files",
-        "--dry-run",
-    )
+    text = run_cli(*migrate_args(root, cat, WL5, "--add-files", "--dry-run"))
     assert text.code == 0, text.stderr
     for p in vis:
         assert f"register {url(p)}" in text.stdout
@@ -239,12 +209,19 @@ def test_catch_up_after_inserts_and_an_mm_compaction_is_one_snapshot(tmp_path):
     assert len(helpers.load(cat).snapshots()) == 2
 
 
-def test_insert_overwrite_replaces_the_registered_files(tmp_path):
+def registered(tmp_path: Path) -> tuple[Path, Path]:
+    """An unpartitioned table planted (:func:`plant`) and registered by a first ``--add-files``
+    load at WL5: (its root, the catalog)."""
     root = tmp_path / "t"
     plant(root, None)
     cat = tmp_path / "cat" / "c.db"
     cat.parent.mkdir()
     assert migrate(root, cat, WL5, "--add-files")[0].code == 0
+    return root, cat
+
+
+def test_insert_overwrite_replaces_the_registered_files(tmp_path):
+    root, cat = registered(tmp_path)
     ow = write(root / "base_0000006" / "000000_0", [row(600), row(601)])
     r, rep = migrate(root, cat, "default.t:6:9223372036854775807::3", "--add-files")
     assert r.code == 0, r.stderr
@@ -341,23 +318,7 @@ def test_other_storage_and_full_acid_tables_are_refused(tmp_path):
     root, wl, _ = hivelayout.standard(tmp_path / "orc", "orc")
     cat = tmp_path / "cat" / "c.db"
     cat.parent.mkdir()
-    r = run_cli(
-        "migrate",
-        str(root),
-        "--format",
-        "orc",
-        "--write-ids",
-        wl,
-        "--to",
-        "iceberg",
-        "--catalog",
-        f"sqlite:///{cat}",
-        "--warehouse",
-        str(tmp_path / "wh"),
-        "--target",
-        "ns.t",
-        "--add-files",
-    )
+    r = run_cli(*migrate_args(root, cat, wl, "--add-files", fmt="orc"))
     assert r.code == 2 and "ORC" in r.stderr and "without --add-files" in r.stderr
     acid = tmp_path / "acid"
     helpers.late_commit_history().play_table(acid)
@@ -445,11 +406,7 @@ def test_a_dropped_partition_leaves_the_table(tmp_path):
 
 
 def test_the_name_mapping_knows_hives_list_element_name(tmp_path):
-    root = tmp_path / "t"
-    plant(root, None)
-    cat = tmp_path / "cat" / "c.db"
-    cat.parent.mkdir()
-    assert migrate(root, cat, WL5, "--add-files")[0].code == 0
+    _, cat = registered(tmp_path)
     t = helpers.load(cat)
     mapping = {m["names"][0]: m for m in json.loads(t.properties["schema.name-mapping.default"])}
     element = t.schema().find_field("tags").field_type.element_id
@@ -483,9 +440,8 @@ def test_a_table_on_s3_is_registered_by_its_s3_urls(tmp_path, monkeypatch):
             "s3.region=us-east-1",
         ]
         r = run_cli(
-            "--fs-option", f"endpoint_url={endpoint}", "-o", "json", "migrate", "s3://lake/t", "--format", "parquet",
-            "--write-ids", WL5, "--to", "iceberg", "--catalog", f"sqlite:///{cat}", "--warehouse", str(tmp_path / "wh"),
-            "--target", "ns.t", "--add-files", *[a for p in props for a in ("--catalog-property", p)],
+            "--fs-option", f"endpoint_url={endpoint}", "-o", "json",
+            *migrate_args("s3://lake/t", cat, WL5, "--add-files", *[a for p in props for a in ("--catalog-property", p)]),
         )  # fmt: skip
         assert r.code == 0, r.stderr
         assert json.loads(r.stdout)["verified"]["rows"] == 8
@@ -495,7 +451,7 @@ def test_a_table_on_s3_is_registered_by_its_s3_urls(tmp_path, monkeypatch):
             "acidctl",
             uri=f"sqlite:///{cat}",
             type="sql",
-            warehouse=f"file://{tmp_path / 'wh'}",
+            warehouse=f"file://{helpers.warehouse(cat)}",
             **dict(p.split("=", 1) for p in props),
         )
         t = c.load_table("ns.t")

@@ -21,21 +21,7 @@ def _ids(cat, ident):
 
 
 def _migrate(root, cat, ident, *args):
-    return run_cli(
-        "-o",
-        "json",
-        "migrate",
-        str(root),
-        "--to",
-        "iceberg",
-        "--catalog",
-        f"sqlite:///{cat}",
-        "--warehouse",
-        str(cat.parent / "wh"),
-        "--target",
-        ident,
-        *args,
-    )
+    return run_cli("-o", "json", "migrate", str(root), *helpers.iceberg_target(cat, ident), *args)
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "orc"])

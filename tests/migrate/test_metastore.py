@@ -17,20 +17,7 @@ pytest.importorskip("pyiceberg")
 
 
 def _migrate(cli, table, cat, ident):
-    return cli(
-        "-o",
-        "json",
-        "migrate",
-        table,
-        "--to",
-        "iceberg",
-        "--catalog",
-        f"sqlite:///{cat}",
-        "--warehouse",
-        str(cat.parent / "wh"),
-        "--target",
-        ident,
-    )
+    return cli("-o", "json", "migrate", table, *helpers.iceberg_target(cat, ident))
 
 
 def test_metastore_table_first_load_and_late_commit(cli, demo, tmp_path):  # noqa: F811
