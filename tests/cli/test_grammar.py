@@ -335,3 +335,28 @@ def test_export_input_format_is_a_deprecated_alias(demo, tmp_path):
     # the table is full ACID: --format (its files' format) applies to insert-only tables only
     assert r.code == 2 and "--format applies to insert-only tables" in r.stderr
     assert r.stderr.count("--input-format is deprecated; use --format") == 1, r
+
+
+def test_every_argument_with_help_shows_it_once_in_help():
+    """typer-slim 0.20 + click 8.5: click's Argument constructor dropped typer's argument help (no
+    TABLE/DEST/LOCKID help was ever shown) and click printed a second "Positional arguments"
+    section once it was restored. Each documented argument's help appears in its command's
+    --help, in one "Arguments" section."""
+    seen = 0
+    for path, cmd in _walk(_root()):
+        if isinstance(cmd, click.Group):
+            continue
+        args = [p for p in cmd.params if isinstance(p, click.Argument)]
+        if not args:
+            continue
+        r = run_cli(*path, "--help")
+        assert r.code == 0, path
+        assert "Positional arguments" not in r.stdout, path
+        assert r.stdout.count("Arguments:") == 1, (path, r.stdout)
+        for a in args:
+            if a.help:
+                seen += 1
+                first = a.help.split()[0]
+                section = r.stdout.split("Arguments:", 1)[1].split("Options:", 1)[0]
+                assert first in section, (path, a.name, section)
+    assert seen >= 5  # TABLE of the table commands, DEST, LOCKID, ...
