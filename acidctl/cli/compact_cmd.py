@@ -143,7 +143,7 @@ _Tblproperty = Annotated[
     typer.Option(
         "--tblproperty",
         metavar="KEY=VALUE",
-        help="Table property for --due thresholds (e.g. compactorthreshold.hive.compactor.delta.num.threshold=20), repeatable.",
+        help="Table property for --due thresholds, repeatable: compactorthreshold.SETTING=N overrides Hive's SETTING for this table (SETTING e.g. hive.compactor.delta.num.threshold).",
     ),
 ]
 _NoRegister = Annotated[bool, typer.Option("--no-register", help="Do not record the compaction in the metastore.")]

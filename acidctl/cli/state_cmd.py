@@ -90,7 +90,7 @@ def state_command(
         typer.Option(
             "--tblproperty",
             metavar="KEY=VALUE",
-            help="Table property, repeatable (e.g. compactorthreshold.hive.compactor.delta.num.threshold=20, transactional_properties=insert_only, no_auto_compaction=true).",
+            help="Table property, repeatable (e.g. transactional_properties=insert_only, no_auto_compaction=true; compactorthreshold.SETTING=N overrides Hive's SETTING, e.g. hive.compactor.delta.num.threshold, for this table).",
         ),
     ] = None,
     grace_hours: Annotated[
