@@ -30,7 +30,7 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from acidctl.errors import RefusedError, UnavailableError, UsageError
+from acidctl.errors import AcidctlError, RefusedError, UnavailableError, UsageError
 from acidctl.migrate.backend import SOURCE_TABLE_KEY, SOURCE_WRITE_IDS_KEY, Committed, PartitionChange, Recorded
 
 if TYPE_CHECKING:
@@ -50,12 +50,27 @@ WRITE_BYTES = 128 << 20
 BUCKET_SPLIT_BYTES = WRITE_BYTES // 4
 
 
+#: the three kinds of ``--catalog`` (for the refusal of anything else)
+CATALOG_FORMS = (
+    "an SQLAlchemy URL (sqlite:////abs/catalog.db, postgresql+psycopg://...), thrift://HOST:PORT or http(s)://REST"
+)
+
+
 def catalog_type(uri: str) -> str:
-    scheme = uri.split(":", 1)[0].lower()
+    """pyiceberg's catalog type for ``--catalog``: ``hive`` (thrift://), ``rest`` (http(s)://) or
+    ``sql`` for a URL SQLAlchemy has a dialect for; anything else is a usage error (exit 2)
+    rather than an SQL catalog that then asks for --warehouse."""
+    scheme = uri.split(":", 1)[0].lower() if "://" in uri else ""
     if scheme == "thrift":
         return "hive"
     if scheme in ("http", "https"):
         return "rest"
+    try:
+        from sqlalchemy.engine import make_url
+
+        make_url(uri).get_dialect()  # SQLAlchemy's own dialect registry decides what is SQL
+    except Exception:  # noqa: BLE001 - ArgumentError, NoSuchModuleError, a missing driver
+        raise UsageError(f"--catalog {uri!r} is not a catalog acidctl can open", hint=f"give {CATALOG_FORMS}") from None
     return "sql"
 
 
@@ -117,10 +132,19 @@ class IcebergBackend:
             try:
                 self._catalog = load_catalog(self.catalog_name, **self._props)
             except Exception as e:  # driver errors, bad URLs, unreachable servers
-                raise UnavailableError(
-                    f"cannot open the Iceberg catalog {self.uri}: {str(e).splitlines()[0]}"
-                ) from None
+                raise self._unavailable(e) from None
         return self._catalog
+
+    def _unavailable(self, e: BaseException) -> UnavailableError:
+        """Exit 5 naming the catalog (and, for SQLite, the file it tried and the four-slash rule)."""
+        from acidctl.metastore.connection import sqlite_path_hint
+
+        resolved, hint = sqlite_path_hint(self.uri) if self._props.get("type") == "sql" else (None, None)
+        why = str(e).splitlines()[0] if str(e) else type(e).__name__
+        return UnavailableError(
+            f"cannot open the Iceberg catalog {self.uri}" + (f" ({resolved})" if resolved else "") + f": {why}",
+            hint=hint,
+        )
 
     def _table(self):
         from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
@@ -129,6 +153,12 @@ class IcebergBackend:
             return self.catalog().load_table(self.identifier)
         except (NoSuchTableError, NoSuchNamespaceError):
             return None
+        except AcidctlError:
+            raise
+        except Exception as e:  # pyiceberg's Hive catalog connects here, lazily: unreachable → exit 5
+            if type(e).__module__.startswith(("thrift", "sqlalchemy", "requests", "urllib3")) or isinstance(e, OSError):
+                raise self._unavailable(e) from None
+            raise
 
     # -- the protocol --------------------------------------------------------------------------
 

@@ -57,3 +57,33 @@ def test_bad_target_name_and_precision(tmp_path):
     assert r.code == 2 and "NAMESPACE.NAME" in r.stderr
     r = run_cli(*args, "--warehouse", str(tmp_path), "--target", "ns.t", "--timestamp-precision", "ms")
     assert r.code == 2 and "--timestamp-precision" in r.stderr
+
+
+def test_catalog_that_is_no_catalog_is_a_usage_error(tmp_path):
+    """A new user's pass: ``--catalog foo://x`` answered "an SQL catalog needs --warehouse"."""
+    (tmp_path / "t").mkdir()
+    r = run_cli(
+        "migrate", str(tmp_path / "t"), "--assume-committed", "--to", "iceberg", "--target", "ns.t",
+        "--catalog", "foo://x", "--warehouse", str(tmp_path / "wh"),
+    )  # fmt: skip
+    assert r.code == 2, r
+    assert "--catalog 'foo://x' is not a catalog" in r.stderr and "thrift://HOST:PORT" in r.stderr
+
+
+def test_unreachable_or_unopenable_catalog_is_exit_5(tmp_path, monkeypatch):
+    """An unreachable Hive catalog failed lazily inside pyiceberg (exit 1, "a bug"); a SQLite
+    catalog in a directory that does not exist says which file it tried and the four-slash rule."""
+    import socket
+
+    (tmp_path / "t").mkdir()
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    base = ["migrate", str(tmp_path / "t"), "--assume-committed", "--to", "iceberg", "--target", "ns.t"]
+    r = run_cli(*base, "--catalog", f"thrift://127.0.0.1:{port}")
+    assert r.code == 5, r
+    assert f"cannot open the Iceberg catalog thrift://127.0.0.1:{port}" in r.stderr and "Traceback" not in r.stderr
+    monkeypatch.chdir(tmp_path)
+    r = run_cli(*base, "--catalog", "sqlite:///nodir/cat.db", "--warehouse", str(tmp_path / "wh"))
+    assert r.code == 5, r
+    assert str(tmp_path / "nodir" / "cat.db") in r.stderr and "sqlite:////nodir/cat.db" in r.stderr
