@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import dataclasses
 import decimal
+import time
 from typing import Any
 
 from acidctl.errors import RefusedError
@@ -547,7 +548,8 @@ def _build_hive2(tfs: TableFS, root: str) -> dict[str, Any]:
             ins("TABLE_PARAMS", TBL_ID=1, PARAM_KEY=k, PARAM_VALUE=v)
         for txn in (1, 2):
             ins("COMPLETED_TXN_COMPONENTS", CTC_TXNID=txn, CTC_DATABASE="default", CTC_TABLE="legacy_employee")
-        ins("TXNS", TXN_ID=3, TXN_STATE="a", TXN_STARTED=_DEMO_MS, TXN_LAST_HEARTBEAT=_DEMO_MS, TXN_USER="hive",
+        started = int(time.time() * 1000)  # as the Hive 3 demo's txns: doctor's ages start at 0
+        ins("TXNS", TXN_ID=3, TXN_STATE="a", TXN_STARTED=started, TXN_LAST_HEARTBEAT=started, TXN_USER="hive",
             TXN_HOST="demo-host")  # fmt: skip
         ins("TXN_COMPONENTS", TC_TXNID=3, TC_DATABASE="default", TC_TABLE="legacy_employee", TC_OPERATION_TYPE="i")
         conn.execute(T["NEXT_TXN_ID"].update().values(NTXN_NEXT=4))
@@ -566,6 +568,3 @@ def _build_hive2(tfs: TableFS, root: str) -> dict[str, Any]:
             }
         ],
     }
-
-
-_DEMO_MS = 1767225600000  # 2026-01-01T00:00:00Z, the aborted Hive 2 txn's start and heartbeat
