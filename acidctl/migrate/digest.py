@@ -1,8 +1,10 @@
 """Order-independent digests of rows per Hive partition: the verification of ``acidctl migrate``
 (the Hive snapshot's rows vs the target's new snapshot read back).
 
-A row's hash mixes every column's value hash (column names salt them, so column order does not
-matter); a partition's digest is the row count plus two independent 64-bit sums of the row
+A row's hash is the mix of a polynomial over its columns' value hashes, the columns in name order
+(so column order does not matter; column names salt them): fixed-width values enter as their
+bits, strings as a mixed polynomial of their 64-bit words, structs likewise by field name,
+lists and maps with each element's position; a partition's digest is the row count plus two independent 64-bit sums of the row
 hashes (mod 2**64): the same multiset of rows gives the same digest whatever the batch split or
 row order. Values are normalised before hashing, so rows read from Hive's ORC files and read back
 from Iceberg/Delta Parquet agree: string/large_string, binary/large_binary, list/large_list and
@@ -31,6 +33,8 @@ _M1 = 0xBF58476D1CE4E5B9
 _M2 = 0x94D049BB133111EB
 _NULL = 0x5BD1E9955BD1E995
 _GOLDEN = 0x9E3779B97F4A7C15
+#: the multiplier of a row's (a struct's) polynomial over its columns' hashes (odd)
+_ROW_BASE = 0xC2B2AE3D27D4EB4F
 
 
 _BASE = 0x9E3779B97F4A7C15  # odd
@@ -211,11 +215,9 @@ def _hash_array(arr, salt: int) -> np.ndarray:
     elif pt.is_fixed_size_binary(t):
         h = _var_bytes_hash(arr.cast(pa.binary()), salt)
     elif pt.is_struct(t):
-        h = np.full(n, np.uint64(salt), dtype=np.uint64)
-        with np.errstate(over="ignore"):
-            for i in range(t.num_fields):  # a sum of the (mixed) field hashes: field order free
-                child = arr.field(i)  # StructArray.field: sliced to the parent's offset
-                h += _hash_array(child, salt ^ _salt(t.field(i).name.lower()))
+        # the fields in name order (field order free), then mixed
+        fields = sorted(range(t.num_fields), key=lambda i: t.field(i).name.lower())
+        h = _polynomial(n, salt, ((arr.field(i), salt ^ _salt(t.field(i).name.lower())) for i in fields))
         h = _mix(h, owned=True)
     elif pt.is_map(t) or pt.is_list(t) or pt.is_large_list(t):
         offsets = np.asarray(arr.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
@@ -232,8 +234,23 @@ def _hash_array(arr, salt: int) -> np.ndarray:
             _segment_sums(sums, terms, offsets)
         h = _combine(h, sums)
     else:
-        h = _mix(_fixed_bits(arr) ^ np.uint64(salt), owned=True)
+        # the bits themselves, salted (one value in 2**64 per column hashes like a null):
+        # the row or struct holding them mixes
+        h = _fixed_bits(arr) ^ np.uint64(salt)
     return _null_fill(h, arr)
+
+
+def _polynomial(n: int, seed: int, values) -> np.ndarray:
+    """sum of hash_i * R**(k-1-i) over the (array, salt) pairs ``values`` (k of them), plus
+    seed * R**k, wrapping: each value's own coefficient, a single multiply-add a column."""
+    import numpy as np
+
+    h = np.full(n, np.uint64(seed), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for arr, salt in values:
+            h *= np.uint64(_ROW_BASE)
+            h += _hash_array(arr, salt)
+    return h
 
 
 def _fixed_bits(arr) -> np.ndarray:
@@ -276,7 +293,6 @@ def _fixed_bits(arr) -> np.ndarray:
 
 def row_hashes(batch, *, seed: int = 0) -> np.ndarray:
     """uint64 per row of ``batch`` (RecordBatch or Table), independent of column order."""
-    import numpy as np
     import pyarrow as pa
 
     if isinstance(batch, pa.Table):
@@ -290,10 +306,9 @@ def row_hashes(batch, *, seed: int = 0) -> np.ndarray:
         ]
     else:
         cols = [(batch.schema.field(i).name.lower(), batch.column(i)) for i in range(batch.num_columns)]
-    h = np.full(batch.num_rows, np.uint64(seed), dtype=np.uint64)
-    for name, col in sorted(cols, key=lambda c: c[0]):
-        with np.errstate(over="ignore"):
-            h += _hash_array(col, _salt(name) ^ seed)  # a sum: the column order does not matter
+    # the columns in name order: the column order does not matter
+    cols.sort(key=lambda c: c[0])
+    h = _polynomial(batch.num_rows, seed, ((col, _salt(name) ^ seed) for name, col in cols))
     return _mix(h, owned=True)
 
 
