@@ -113,9 +113,10 @@ def _var_bytes_hash(arr, salt: int) -> np.ndarray:
     A value's bytes are read as little-endian 64-bit words from its first byte (the last word
     zero-padded) and hashed as the polynomial sum of word_j * B**j (mod 2**64, B odd), then
     mixed with the length and the salt: the same bytes hash alike wherever they sit in a
-    buffer. Words are gathered for all values at once, word j of every value longer than 8*j
-    bytes per step (a view of the buffer at every byte offset); the few values still long
-    after most are done are summed one at a time, so one huge value costs no step per word."""
+    buffer. Values all of one length are the rows of a byte matrix; else words are gathered for
+    all values at once, word j of every value longer than 8*j bytes per step (a view of the
+    buffer at every byte offset), and the few values still long after most are done are summed
+    one at a time, so one huge value costs no step per word."""
     import numpy as np
     import pyarrow as pa
 
@@ -137,7 +138,21 @@ def _var_bytes_hash(arr, salt: int) -> np.ndarray:
         padded[:size] = np.frombuffer(bufs[2], dtype=np.uint8, count=size, offset=start)
         # the 64-bit little-endian word starting at every byte offset (unaligned view)
         words = np.ndarray(shape=(size + 1,), dtype="<u8", buffer=padded, strides=(1,))
-        _word_sums(sums, words, offsets[:-1] - start, lengths)
+        same = int(lengths[0])
+        if same * n == size and bool((lengths == same).all()):
+            # every value of one length (codes, ids, dates as text): word j of all values is a
+            # strided view (value i's at byte i*same + 8*j); the last one's bytes past the
+            # value masked
+            nw = (same + 7) >> 3
+            powers = _powers(nw)
+            with np.errstate(over="ignore"):
+                for j in range(nw):
+                    w = words[8 * j : 8 * j + same * (n - 1) + 1 : same]
+                    if j == nw - 1:
+                        w = w & _masks()[same - 8 * j]
+                    sums += w * powers[j]
+        else:
+            _word_sums(sums, words, offsets[:-1] - start, lengths)
     with np.errstate(over="ignore"):  # one mix of (words' polynomial, length, salt): alike everywhere
         return _mix(sums + lengths.astype(np.uint64) * np.uint64(_GOLDEN) + np.uint64(salt), owned=True)
 
