@@ -1,15 +1,16 @@
 """Order-independent digests of rows per Hive partition: the verification of ``acidctl migrate``
 (the Hive snapshot's rows vs the target's new snapshot read back).
 
-A row's hash is the mix of a polynomial over its columns' value hashes, the columns in name order
-(so column order does not matter; column names salt them): fixed-width values enter as their
-bits, strings as a mixed polynomial of their 64-bit words, structs likewise by field name,
-lists and maps with each element's position; a partition's digest is the row count plus two independent 64-bit sums of the row
-hashes (mod 2**64): the same multiset of rows gives the same digest whatever the batch split or
-row order. Values are normalised before hashing, so rows read from Hive's ORC files and read back
-from Iceberg/Delta Parquet agree: string/large_string, binary/large_binary, list/large_list and
-any list field name are one; timestamps of any unit are nanoseconds; dates are days; floats are
-float64; structs and maps hash field by field; a null hashes as a constant of its own.
+A row's hash is the mix of a polynomial over its columns' value hashes, the columns in name
+order (so column order does not matter; column names salt them): fixed-width values enter as
+their bits, strings as a mixed polynomial of their 64-bit words, structs likewise by field name,
+lists and maps with each element's position. A partition's digest is the row count plus two
+independent 64-bit sums of the row hashes (mod 2**64): the same multiset of rows gives the same
+digest whatever the batch split or row order. Values are normalised before hashing, so rows read
+from Hive's ORC files and read back from Iceberg/Delta Parquet agree: string/large_string,
+binary/large_binary, list/large_list and any list field name are one; timestamps of any unit are
+nanoseconds; dates are days; floats are float64; structs and maps hash field by field; a null
+hashes as a constant of its own.
 
 Everything is vectorised with numpy over Arrow buffers (no pandas), :data:`CHUNK_ROWS` rows at a
 time; strings and binaries are hashed a 64-bit word at a time (not a byte at a time), fixed-width
@@ -113,8 +114,8 @@ def _var_bytes_hash(arr, salt: int) -> np.ndarray:
     A value's bytes are read as little-endian 64-bit words from its first byte (the last word
     zero-padded) and hashed as the polynomial sum of word_j * B**j (mod 2**64, B odd), then
     mixed with the length and the salt: the same bytes hash alike wherever they sit in a
-    buffer. Values all of one length are the rows of a byte matrix; else words are gathered for
-    all values at once, word j of every value longer than 8*j bytes per step (a view of the
+    buffer. Values all of one length are read through strided views, word j of every value
+    at once; else words are gathered for all values at once, word j of every value longer than 8*j bytes per step (a view of the
     buffer at every byte offset), and the few values still long after most are done are summed
     one at a time, so one huge value costs no step per word."""
     import numpy as np
