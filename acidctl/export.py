@@ -335,13 +335,10 @@ def _streamed_bucket(src, task: ExportTask, snapshot):
       permissive promotion, which would change types);
     * every insert event's bucket property decodes to the task's bucket (only those keys are
       held: :func:`acidctl.acid.read.read_delete_keys` with ``bucket``)."""
-    import numpy as np
-
     from acidctl.acid import hive2stream, merge
     from acidctl.acid.read import read_delete_keys
     from acidctl.compact.sources import stream_events
     from acidctl.faults import fire
-    from acidctl.orc import bucketcodec
 
     fire("export-acid-stream", task)
     keys = read_delete_keys(src, task.deletes, snapshot, bucket=task.bucket)
@@ -352,8 +349,7 @@ def _streamed_bucket(src, task: ExportTask, snapshot):
             schema = t.schema.remove_metadata()
         elif not t.schema.remove_metadata().equals(schema):
             raise hive2stream.Unstreamable(hive2stream.SCHEMA, "insert files differ in schema")
-        bk = t.column("bucket")
-        if bk.null_count or (bucketcodec.decode_fields(np.asarray(bk.to_numpy()))[1] != task.bucket).any():
+        if not _all_of_bucket(t.column("bucket"), task.bucket):
             raise hive2stream.Unstreamable("bucket", f"an insert event of another bucket than {task.bucket}")
         live = merge.apply(t, keys, snapshot, sort=False)
         n = live.num_rows
@@ -365,6 +361,24 @@ def _streamed_bucket(src, task: ExportTask, snapshot):
         last = tuple(int(live.column(k)[n - 1].as_py()) for k in merge.KEY)
         fire("export-merged", n)
         yield _flatten(live, with_row_id=task.with_row_id, column_names=task.column_names)
+
+
+def _all_of_bucket(bk, bucket: int) -> bool:
+    """Does every bucket property of ``bk`` (an Arrow column) decode to ``bucket``? A file's
+    events usually share one property: then one value is decoded, not every row's."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    from acidctl.orc import bucketcodec
+
+    if bk.null_count:
+        return False
+    if not len(bk):
+        return True
+    lo_hi = pc.min_max(bk)
+    lo, hi = lo_hi["min"].as_py(), lo_hi["max"].as_py()
+    values = np.array([lo], dtype=np.int64) if lo == hi else np.asarray(bk.to_numpy())
+    return not (bucketcodec.decode_fields(values)[1] != bucket).any()
 
 
 #: Hive 2 export: rows per merged window asked of the windowed merge (written in pieces of

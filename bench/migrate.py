@@ -2,6 +2,7 @@
 on the same core, in the same run.
 
     python bench/migrate.py [--rows 4000000] [--deltas 3] [--buckets 4] [--deletes 100000] [--no-verify]
+                            [--reps N]
 
 1. Builds the table bench/compact.py builds (80 % of the rows in a compacted base over
    ``--buckets`` bucket files, ``--deltas`` insert deltas, delete deltas).
@@ -13,7 +14,9 @@ on the same core, in the same run.
    issue's target: ≥ 50 %).
 
 Everything runs pinned to one CPU (``os.sched_setaffinity``) so that pyarrow's and pyiceberg's
-thread pools do not make the comparison one of core counts. Timings are never asserted by tests.
+thread pools do not make the comparison one of core counts. ``--reps N``: the baseline and the
+runs N times, interleaved, then the median of each (wall and CPU seconds) and the ratios of the
+medians: on a shared machine one run's ratio swings by half. Timings are never asserted by tests.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ def baseline(root: str, out: str) -> tuple[float, int]:
     import pyarrow.orc as po
     import pyarrow.parquet as pq
 
+    shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out, exist_ok=True)
     t0 = time.perf_counter()
     rows = n = 0
@@ -64,6 +68,8 @@ def run_migrate(root: str, hwm: int, work: str, name: str, *, verify: bool) -> t
     from acidctl.target import Target
 
     cat = os.path.join(work, f"{name}.db")
+    for old in (cat, os.path.join(work, f"{name}-wh")):  # a fresh target every repetition
+        shutil.rmtree(old, ignore_errors=True) if os.path.isdir(old) else os.path.exists(old) and os.remove(old)
     target = Target(
         tfs=TableFS(root),
         write_ids=WriteIdList.all_committed(hwm, table="bench.t"),
@@ -84,6 +90,7 @@ def main() -> None:
     ap.add_argument("--buckets", type=int, default=4)
     ap.add_argument("--deletes", type=int, default=None, help="delete events (default: 1.25 %% of the rows)")
     ap.add_argument("--no-verify", action="store_true", help="only the run without verification")
+    ap.add_argument("--reps", type=int, default=1, help="repetitions, interleaved; medians reported")
     args = ap.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
@@ -102,8 +109,6 @@ def main() -> None:
             f"table: {args.rows:,} rows ({args.deltas} deltas, {info['delete_events']:,} delete events), "
             f"{args.buckets} buckets; built in {time.perf_counter() - t0:.1f}s; one CPU"
         )
-        tb, rows_in = baseline(root, os.path.join(work, "baseline"))
-        print(f"baseline (pyarrow ORC read + Parquet write of every file): {tb:.2f}s, {rows_in / tb:,.0f} rows/s")
         t0 = time.perf_counter()
         import pyiceberg.catalog.sql  # noqa: F401  (start-up, reported apart: ~1 s)
         import pyiceberg.io.pyarrow  # noqa: F401
@@ -112,13 +117,35 @@ def main() -> None:
 
         print(f"imports (pyiceberg, SQLAlchemy): {time.perf_counter() - t0:.2f}s, not counted below")
         runs = [("unverified", False)] + ([] if args.no_verify else [("verified", True)])
-        for name, verify in runs:
-            tm, rep = run_migrate(root, info["hwm"], work, name, verify=verify)
-            c = rep["committed"]
-            print(
-                f"migrate --to iceberg ({name}): {tm:.2f}s, {rows_in / tm:,.0f} rows/s in, {c['rows_added']:,} rows "
-                f"in {c['files_added']} files; {tb / tm:.0%} of the baseline's throughput"
-            )
+        times: dict[str, list[tuple[float, float]]] = {}
+        rows_in = 0
+        for rep in range(args.reps):
+            c0 = time.process_time()
+            tb, rows_in = baseline(root, os.path.join(work, "baseline"))
+            times.setdefault("baseline", []).append((tb, time.process_time() - c0))
+            if rep == 0:
+                print(
+                    f"baseline (pyarrow ORC read + Parquet write of every file): {tb:.2f}s, {rows_in / tb:,.0f} rows/s"
+                )
+            for name, verify in runs:
+                c0 = time.process_time()
+                tm, rep_doc = run_migrate(root, info["hwm"], work, name, verify=verify)
+                times.setdefault(name, []).append((tm, time.process_time() - c0))
+                c = rep_doc["committed"]
+                print(
+                    f"migrate --to iceberg ({name}): {tm:.2f}s, {rows_in / tm:,.0f} rows/s in, {c['rows_added']:,} rows "
+                    f"in {c['files_added']} files; {tb / tm:.0%} of the baseline's throughput"
+                )
+        if args.reps > 1:
+            import statistics
+
+            med = {
+                k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in times.items()
+            }
+            bw, bc = med["baseline"]
+            print(f"medians of {args.reps} (wall s / CPU s; throughput ratio to the baseline, wall / CPU):")
+            for k, (w, c) in med.items():
+                print(f"  {k:10} {w:6.2f} / {c:6.2f}   {bw / w:4.0%} / {bc / c:4.0%}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -75,8 +75,8 @@ _TableProperty = Annotated[
     typer.Option(
         "--table-property",
         metavar="KEY=VALUE",
-        help="Iceberg table property of a table migrate creates (repeatable; default "
-        "write.parquet.compression-codec=snappy).",
+        help="Iceberg table property of a table migrate creates (repeatable; defaults "
+        "write.parquet.compression-codec=snappy, write.parquet.dict-size-bytes=262144).",
     ),
 ]
 _Warehouse = Annotated[

@@ -205,7 +205,7 @@ def migrate(
             it = partition_rows(src, pl.part, schema, precision=opts.timestamp_precision, exclude=pl.exclude)
         else:
             it = partition_rows(src, pl.part, schema, precision=opts.timestamp_precision, nv=nv_arr)
-        tee = pl.how in ("load", "replace")
+        tee = opts.verify and pl.how in ("load", "replace")
         for b in it:
             added[pl.key] = added.get(pl.key, 0) + b.num_rows
             if tee:

@@ -89,10 +89,8 @@ _SAFE = bytes(b for b in range(256) if b not in _UNSAFE)
 _ESCAPES = [("\\", "\\\\"), ('"', '\\"'), ("\b", "\\b"), ("\f", "\\f"), ("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t")]
 
 
-def _unsafe_bytes(arr: pa.Array) -> bytes:
-    """The distinct bytes of the column's data that may need an escape (usually none).
-    ``bytes.translate`` deletes every safe byte in one C pass: ~15× faster than numpy
-    comparisons on wide strings (bench/dump.py)."""
+def _data_window(arr: pa.Array) -> bytes:
+    """The bytes of the (possibly sliced) string/binary array's values, back to back."""
     if len(arr) == 0:
         return b""
     bufs = arr.buffers()
@@ -102,8 +100,16 @@ def _unsafe_bytes(arr: pa.Array) -> bytes:
 
     offsets = np.frombuffer(bufs[1], dtype=np.int32 if arr.type in (pa.string(), pa.binary()) else np.int64)
     start, end = int(offsets[arr.offset]), int(offsets[arr.offset + len(arr)])
-    left = memoryview(bufs[2])[start:end].tobytes().translate(None, _SAFE)
-    return bytes(sorted(set(left)))
+    return memoryview(bufs[2])[start:end].tobytes()
+
+
+def _unsafe_bytes(arr: pa.Array, data: bytes | None = None) -> bytes:
+    """The distinct bytes of the column's data (``data``: :func:`_data_window`, when known)
+    that may need an escape (usually none). ``bytes.translate`` deletes every safe byte in one
+    C pass: ~15× faster than numpy comparisons on wide strings (bench/dump.py)."""
+    if data is None:
+        data = _data_window(arr)
+    return bytes(sorted(set(data.translate(None, _SAFE))))
 
 
 def _may_need_escape(arr: pa.Array) -> bool:
@@ -266,11 +272,16 @@ def _java_decoded(arr: pa.Array) -> pa.Array:
 
 def _s_string(arr, td, *, rtrim_spaces: bool = False):
     """String content with JSON escapes applied, without the surrounding quotes."""
-    if not _valid_utf8(arr):
+    window = _data_window(arr)
+    data: bytes | None = window
+    # ASCII is valid UTF-8: Arrow's full validation only for data with other bytes
+    if not window.isascii() and not _valid_utf8(arr):
         arr = _java_decoded(arr)  # Java's decoder replaces malformed sequences
+        data = None
     if rtrim_spaces:
         arr = pc.utf8_rtrim(arr, characters=" ")
-    unsafe = _unsafe_bytes(arr)
+        data = None
+    unsafe = _unsafe_bytes(arr, data)
     if not unsafe:
         return arr
     return _escape(arr, unsafe)
@@ -924,7 +935,8 @@ def _assembled(parts: list, n: int):
         else:
             idx[:, j] = np.arange(start, start + n, dtype=np.int32)
     big = pa.concat_arrays(segments)
-    return lines_bytes(big.take(pa.array(idx.reshape(-1))))
+    # every index was made above, inside ``big``: no bounds check (a pass over the indices)
+    return lines_bytes(pc.take(big, pa.array(idx.reshape(-1)), boundscheck=False))
 
 
 def _data_bytes(arr: pa.Array) -> int:

@@ -41,6 +41,7 @@ def test_first_load_then_catch_up_with_late_commit(table):
     assert [f.name for f in t.schema().fields] == ["row__id", "id", "name", "p"]
     assert [t.schema().find_column_name(f.source_id) for f in t.spec().fields] == ["p"]
     assert t.properties["write.parquet.compression-codec"] == "snappy"
+    assert t.properties["write.parquet.dict-size-bytes"] == "262144"
     summary = t.current_snapshot().summary.additional_properties
     assert summary["acidctl.source-write-ids"] == str(first)
     assert summary["acidctl.source-table"].endswith("/t")
