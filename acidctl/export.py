@@ -117,6 +117,22 @@ def _partition_selected(partition: str | None, wanted: list[str] | None) -> bool
     return any(parts[: len(w.strip("/").split("/"))] == partition_keys_lower(w).split("/") for w in wanted)
 
 
+def check_partitions_exist(tfs, partitions: list[str] | None, listed: list[str | None]) -> None:
+    """A ``--partition`` that selects no partition directory is a typo, not an empty result:
+    exit 3 naming it (as ``state --partition`` does), with the partitions there are."""
+    from acidctl.errors import NotFoundError
+
+    for spec in partitions or []:
+        if any(_partition_selected(rel, [spec]) for rel in listed):
+            continue
+        names = [r for r in listed if r]
+        shown = ", ".join(names[:5]) + (f", ... ({len(names)} in all)" if len(names) > 5 else "")
+        raise NotFoundError(
+            f"--partition {spec}: no such partition directory in {tfs.display(tfs.root)}",
+            hint=f"its partitions: {shown}" if names else "the table has no partition directories",
+        )
+
+
 def plan_export(
     tfs,
     snapshot,
@@ -135,8 +151,10 @@ def plan_export(
 
     tasks = []
     compression = (opts.compression or DEFAULT_COMPRESSION[opts.format]).lower()
-    for listing in list_table(tfs):
-        rel = "/".join(p for p in (partition_prefix, listing.partition) if p) or None
+    listings = list(list_table(tfs))
+    rels = ["/".join(p for p in (partition_prefix, x.partition) if p) or None for x in listings]
+    check_partitions_exist(tfs, opts.partitions, rels)
+    for listing, rel in zip(listings, rels):
         if not _partition_selected(rel, opts.partitions):
             continue
         mm = opts.insert_only

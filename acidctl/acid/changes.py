@@ -50,7 +50,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from acidctl.acid.writeids import TxnList, WriteIdList
-from acidctl.errors import InvalidInputError, NotFoundError, RefusedError, UsageError
+from acidctl.errors import InvalidInputError, RefusedError, UsageError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -181,17 +181,9 @@ def _selected(partition: str | None, wanted: list[str] | None) -> bool:
 
 
 def _check_partitions_exist(tfs: TableFS, partitions: list[str] | None, listed: list[str | None]) -> None:
-    """A ``--partition`` that selects no partition directory is a typo, not "no changes": exit
-    3 naming it (as ``state --partition`` does), with the partitions there are."""
-    for spec in partitions or []:
-        if any(_selected(rel, [spec]) for rel in listed):
-            continue
-        names = [r for r in listed if r]
-        shown = ", ".join(names[:5]) + (f", ... ({len(names)} in all)" if len(names) > 5 else "")
-        raise NotFoundError(
-            f"--partition {spec}: no such partition directory in {tfs.display(tfs.root)}",
-            hint=f"its partitions: {shown}" if names else "the table has no partition directories",
-        )
+    from acidctl.export import check_partitions_exist
+
+    check_partitions_exist(tfs, partitions, listed)
 
 
 def plan_changes(

@@ -360,12 +360,3 @@ def test_every_argument_with_help_shows_it_once_in_help():
                 section = r.stdout.split("Arguments:", 1)[1].split("Options:", 1)[0]
                 assert first in section, (path, a.name, section)
     assert seen >= 5  # TABLE of the table commands, DEST, LOCKID, ...
-
-
-def test_every_help_fits_80_columns():
-    """A new user's pass: the ``compactorthreshold.hive.compactor.delta.num.threshold=20``
-    example was one 56-character word in a 45-column help cell (92-column lines), the
-    ``--write-ids`` grammar another. Every command's --help fits an 80-column terminal."""
-    for path, _cmd in _walk(_root()):
-        wide = [line for line in _help(*path).splitlines() if len(line) > 80]
-        assert not wide, (path, wide)
