@@ -351,16 +351,55 @@ def _streamed_bucket(src, task: ExportTask, snapshot):
             raise hive2stream.Unstreamable(hive2stream.SCHEMA, "insert files differ in schema")
         if not _all_of_bucket(t.column("bucket"), task.bucket):
             raise hive2stream.Unstreamable("bucket", f"an insert event of another bucket than {task.bucket}")
-        live = merge.apply(t, keys, snapshot, sort=False)
-        n = live.num_rows
+        # the live rows' mask (None: every row), applied once to the flattened columns: a
+        # batch without a deleted row is handed on without a copy
+        if any(t.column(k).null_count for k in merge.KEY):  # not Hive's: the whole-bucket merge
+            raise hive2stream.Unstreamable("keys", "insert events with null keys")
+        mask = merge.live_mask(t, keys, snapshot)
+        ot, bk, rid = merge.key_arrays(t)
+        if mask is not None:
+            ot, bk, rid = ot[mask], bk[mask], rid[mask]
+        n = len(ot)
         if not n:
             continue
-        first = tuple(int(live.column(k)[0].as_py()) for k in merge.KEY)
-        if (last is not None and first < last) or not merge._is_sorted(live):
+        first = (int(ot[0]), int(bk[0]), int(rid[0]))
+        if (last is not None and first < last) or not merge.keys_nondecreasing(ot, bk, rid):
             raise hive2stream.Unstreamable(hive2stream.ORDER, "insert events out of key order")
-        last = tuple(int(live.column(k)[n - 1].as_py()) for k in merge.KEY)
+        last = (int(ot[-1]), int(bk[-1]), int(rid[-1]))
         fire("export-merged", n)
-        yield _flatten(live, with_row_id=task.with_row_id, column_names=task.column_names)
+        yield _flatten_live(t, mask, (ot, bk, rid), with_row_id=task.with_row_id, column_names=task.column_names)
+
+
+def _flatten_live(events, mask, keys, *, with_row_id: bool, column_names: list[str] | None):
+    """:func:`_flatten` of the events ``mask`` selects (None: all), in one filter of the row's
+    columns; ``keys``: the selected events' (originalTransaction, bucket, rowId) as int64
+    numpy arrays, which become ``row__id`` without another pass over the table."""
+    import numpy as np
+    import pyarrow as pa
+
+    col = events.column("row")
+    row = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+    fields = [row.type.field(i) for i in range(row.type.num_fields)]
+    names = [f.name for f in fields]
+    if column_names and len(column_names) == len(names):
+        names = [c.lower() for c in column_names]
+    # the struct's own nulls (never set by Hive for inserts) would hide child values: keep children
+    arrays = [row.field(i) for i in range(len(fields))]
+    if mask is not None and arrays:
+        arrays = (
+            pa.RecordBatch.from_arrays(arrays, names=[f"c{i}" for i in range(len(arrays))])
+            .filter(pa.array(mask))
+            .columns
+        )
+    if with_row_id:
+        ot, bk, rid = keys
+        rid_arr = pa.StructArray.from_arrays(
+            [pa.array(ot, pa.int64()), pa.array(bk.astype(np.int32), pa.int32()), pa.array(rid, pa.int64())],
+            [n for n, _ in ROW_ID_FIELDS],
+        )
+        arrays.insert(0, rid_arr)
+        names.insert(0, "row__id")
+    return pa.Table.from_arrays(arrays, names=names)
 
 
 def _all_of_bucket(bk, bucket: int) -> bool:
