@@ -356,50 +356,48 @@ def _streamed_bucket(src, task: ExportTask, snapshot):
         if any(t.column(k).null_count for k in merge.KEY):  # not Hive's: the whole-bucket merge
             raise hive2stream.Unstreamable("keys", "insert events with null keys")
         mask = merge.live_mask(t, keys, snapshot)
-        ot, bk, rid = merge.key_arrays(t)
-        if mask is not None:
-            ot, bk, rid = ot[mask], bk[mask], rid[mask]
-        n = len(ot)
-        if not n:
+        if mask is not None and not mask.any():
             continue
+        flat, (ot, bk, rid) = _flatten_live(t, mask, with_row_id=task.with_row_id, column_names=task.column_names)
+        n = len(ot)
         first = (int(ot[0]), int(bk[0]), int(rid[0]))
         if (last is not None and first < last) or not merge.keys_nondecreasing(ot, bk, rid):
             raise hive2stream.Unstreamable(hive2stream.ORDER, "insert events out of key order")
         last = (int(ot[-1]), int(bk[-1]), int(rid[-1]))
         fire("export-merged", n)
-        yield _flatten_live(t, mask, (ot, bk, rid), with_row_id=task.with_row_id, column_names=task.column_names)
+        yield flat
 
 
-def _flatten_live(events, mask, keys, *, with_row_id: bool, column_names: list[str] | None):
-    """:func:`_flatten` of the events ``mask`` selects (None: all), in one filter of the row's
-    columns; ``keys``: the selected events' (originalTransaction, bucket, rowId) as int64
-    numpy arrays, which become ``row__id`` without another pass over the table."""
+def _flatten_live(events, mask, *, with_row_id: bool, column_names: list[str] | None):
+    """:func:`_flatten` of the events ``mask`` selects (None: all of them, no copy): the key
+    columns and the row's columns filtered together, once. Also returns the selected events'
+    (originalTransaction, bucket, rowId) as int64 numpy arrays (for the order checks)."""
     import numpy as np
     import pyarrow as pa
 
-    col = events.column("row")
-    row = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+    from acidctl.acid import merge
+
+    def one(c):
+        return c.chunk(0) if c.num_chunks == 1 else c.combine_chunks()
+
+    row = one(events.column("row"))
     fields = [row.type.field(i) for i in range(row.type.num_fields)]
     names = [f.name for f in fields]
     if column_names and len(column_names) == len(names):
         names = [c.lower() for c in column_names]
     # the struct's own nulls (never set by Hive for inserts) would hide child values: keep children
-    arrays = [row.field(i) for i in range(len(fields))]
-    if mask is not None and arrays:
-        arrays = (
-            pa.RecordBatch.from_arrays(arrays, names=[f"c{i}" for i in range(len(arrays))])
-            .filter(pa.array(mask))
-            .columns
+    cols = [one(events.column(k)) for k in merge.KEY] + [row.field(i) for i in range(len(fields))]
+    if mask is not None:
+        cols = (
+            pa.RecordBatch.from_arrays(cols, names=[f"c{i}" for i in range(len(cols))]).filter(pa.array(mask)).columns
         )
+    ot, bk, rid = cols[0].cast(pa.int64()), cols[1].cast(pa.int32()), cols[2].cast(pa.int64())
+    arrays = cols[3:]
     if with_row_id:
-        ot, bk, rid = keys
-        rid_arr = pa.StructArray.from_arrays(
-            [pa.array(ot, pa.int64()), pa.array(bk.astype(np.int32), pa.int32()), pa.array(rid, pa.int64())],
-            [n for n, _ in ROW_ID_FIELDS],
-        )
-        arrays.insert(0, rid_arr)
+        arrays.insert(0, pa.StructArray.from_arrays([ot, bk, rid], [n for n, _ in ROW_ID_FIELDS]))
         names.insert(0, "row__id")
-    return pa.Table.from_arrays(arrays, names=names)
+    keys = (ot.to_numpy(), np.asarray(bk.to_numpy(), dtype=np.int64), rid.to_numpy())
+    return pa.Table.from_arrays(arrays, names=names), keys
 
 
 def _all_of_bucket(bk, bucket: int) -> bool:
