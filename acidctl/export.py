@@ -369,16 +369,53 @@ def _streamed_bucket(src, task: ExportTask, snapshot):
             raise hive2stream.Unstreamable(hive2stream.SCHEMA, "insert files differ in schema")
         if not _all_of_bucket(t.column("bucket"), task.bucket):
             raise hive2stream.Unstreamable("bucket", f"an insert event of another bucket than {task.bucket}")
-        live = merge.apply(t, keys, snapshot, sort=False)
-        n = live.num_rows
-        if not n:
+        # the live rows' mask (None: every row), applied once to the flattened columns: a
+        # batch without a deleted row is handed on without a copy
+        if any(t.column(k).null_count for k in merge.KEY):  # not Hive's: the whole-bucket merge
+            raise hive2stream.Unstreamable("keys", "insert events with null keys")
+        mask = merge.live_mask(t, keys, snapshot)
+        if mask is not None and not mask.any():
             continue
-        first = tuple(int(live.column(k)[0].as_py()) for k in merge.KEY)
-        if (last is not None and first < last) or not merge._is_sorted(live):
+        flat, (ot, bk, rid) = _flatten_live(t, mask, with_row_id=task.with_row_id, column_names=task.column_names)
+        n = len(ot)
+        first = (int(ot[0]), int(bk[0]), int(rid[0]))
+        if (last is not None and first < last) or not merge.keys_nondecreasing(ot, bk, rid):
             raise hive2stream.Unstreamable(hive2stream.ORDER, "insert events out of key order")
-        last = tuple(int(live.column(k)[n - 1].as_py()) for k in merge.KEY)
+        last = (int(ot[-1]), int(bk[-1]), int(rid[-1]))
         fire("export-merged", n)
-        yield _flatten(live, with_row_id=task.with_row_id, column_names=task.column_names)
+        yield flat
+
+
+def _flatten_live(events, mask, *, with_row_id: bool, column_names: list[str] | None):
+    """:func:`_flatten` of the events ``mask`` selects (None: all of them, no copy): the key
+    columns and the row's columns filtered together, once. Also returns the selected events'
+    (originalTransaction, bucket, rowId) as int64 numpy arrays (for the order checks)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from acidctl.acid import merge
+
+    def one(c):
+        return c.chunk(0) if c.num_chunks == 1 else c.combine_chunks()
+
+    row = one(events.column("row"))
+    fields = [row.type.field(i) for i in range(row.type.num_fields)]
+    names = [f.name for f in fields]
+    if column_names and len(column_names) == len(names):
+        names = [c.lower() for c in column_names]
+    # the struct's own nulls (never set by Hive for inserts) would hide child values: keep children
+    cols = [one(events.column(k)) for k in merge.KEY] + [row.field(i) for i in range(len(fields))]
+    if mask is not None:
+        cols = (
+            pa.RecordBatch.from_arrays(cols, names=[f"c{i}" for i in range(len(cols))]).filter(pa.array(mask)).columns
+        )
+    ot, bk, rid = cols[0].cast(pa.int64()), cols[1].cast(pa.int32()), cols[2].cast(pa.int64())
+    arrays = cols[3:]
+    if with_row_id:
+        arrays.insert(0, pa.StructArray.from_arrays([ot, bk, rid], [n for n, _ in ROW_ID_FIELDS]))
+        names.insert(0, "row__id")
+    keys = (ot.to_numpy(), np.asarray(bk.to_numpy(), dtype=np.int64), rid.to_numpy())
+    return pa.Table.from_arrays(arrays, names=names), keys
 
 
 def _all_of_bucket(bk, bucket: int) -> bool:

@@ -52,18 +52,32 @@ def delete_keys(events: pa.Table, snapshot: WriteIdList) -> pa.Table:
 
 def apply(inserts: pa.Table, deletes: pa.Table | None, snapshot: WriteIdList, *, sort: bool = True) -> pa.Table:
     """Valid insert events of ``inserts`` not deleted by ``deletes`` (a key table)."""
-    keep = pc.and_(pc.equal(inserts.column("operation"), 0), valid_mask(inserts.column("currentTransaction"), snapshot))
-    live = inserts.filter(keep) if not _all_true(keep) else inserts
-    if deletes is not None and deletes.num_rows and live.num_rows:
-        index = _index_of(deletes)
-        deleted = index.deleted(live) if index is not None else None
-        if deleted is None:
-            deleted = _deleted_by_join(live, deletes)
-        if deleted.any():
-            live = live.filter(pa.array(~deleted))
+    mask = live_mask(inserts, deletes, snapshot)
+    live = inserts if mask is None else inserts.filter(pa.array(mask))  # one copy, or none
     if sort and live.num_rows and not _is_sorted(live):
         live = live.sort_by([(k, "ascending") for k in KEY])
     return live
+
+
+def live_mask(inserts: pa.Table, deletes: pa.Table | None, snapshot: WriteIdList) -> np.ndarray | None:
+    """Which events of ``inserts`` a reader sees: valid insert events (``operation`` 0, a
+    valid ``currentTransaction``) whose key ``deletes`` (a key table) does not hold. None:
+    every event (the caller keeps its table as it is, no copy). The delete keys are looked up
+    for every event of ``inserts``, so the caller filters once, not once for the valid events
+    and again for the deleted ones."""
+    n = inserts.num_rows
+    keep = pc.and_(pc.equal(inserts.column("operation"), 0), valid_mask(inserts.column("currentTransaction"), snapshot))
+    mask = None if _all_true(keep) else np.asarray(keep.to_numpy(zero_copy_only=False), dtype=bool)
+    if mask is not None and not mask.any():
+        return mask
+    if deletes is not None and deletes.num_rows and n:
+        index = _index_of(deletes)
+        deleted = index.deleted(inserts) if index is not None else None
+        if deleted is None:
+            deleted = _deleted_by_join(inserts, deletes)
+        if deleted.any():
+            mask = ~deleted if mask is None else mask & ~deleted
+    return mask
 
 
 def count_keys(ot: np.ndarray, bk: np.ndarray, rid: np.ndarray, bound: tuple, *, inclusive: bool) -> int:

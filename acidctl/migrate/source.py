@@ -415,14 +415,14 @@ def bucket_tables(tfs, task, snapshot) -> Iterator[pa.Table]:
             return export._whole_bucket(tfs, task, snapshot)
 
         unstreamable = (hive2stream.Unstreamable, NotInOrder)
-    seen: list[pa.Table] = []
+    seen: list = []  # the row__id columns handed out (tables of them built only when needed)
     try:
         try:
             for t in streamed():
-                seen.append(row_id_table(t))
+                seen.append(t.column(ROW_ID))
                 yield t
         except unstreamable:
-            done = pa.concat_tables(seen) if seen else None
+            done = pa.concat_tables([row_id_table(pa.table({ROW_ID: c})) for c in seen]) if seen else None
             for t in whole():
                 if done is not None and done.num_rows:
                     t = _anti(t, done)
