@@ -316,10 +316,9 @@ def migrate_files(
     registered (``register``) and removed from the table (``unregister``)."""
     from pyiceberg.io.pyarrow import _pyarrow_to_schema_without_ids
 
-    from acidctl.acid.writeids import WriteIdList
     from acidctl.faults import fire
     from acidctl.migrate.backend import SOURCE_TABLE_KEY, SOURCE_WRITE_IDS_KEY
-    from acidctl.migrate.run import _Planned, _ranges, _verify
+    from acidctl.migrate.run import _Planned, _ranges, _verify, report_head
     from acidctl.migrate.source import ensure_columns, list_partitions, new_write_ids
     from acidctl.migrate.types import target_schema
     from acidctl.mm.read import read_plan
@@ -334,31 +333,11 @@ def migrate_files(
     ensure_columns(src, parts)
     schema = target_schema(src.columns, src.partition_keys, row_id=False)
     pcols = [k for k, _ in src.partition_keys]
-    rec = backend.recorded()
-    report: dict[str, Any] = {
-        "source": src.name,
-        "target": target_display,
-        "to": to,
-        "write_ids": str(src.snapshot),
-        "recorded_write_ids": rec.write_ids if rec else None,
-        "mode": "initial" if rec is None else "catch-up",
-        "row_id": False,
-        "add_files": True,
-        "dry_run": opts.dry_run,
-    }
-    # the copy path's refusals (acidctl.migrate.run.migrate), then the target's kind
-    if rec is not None and rec.source_table.lower() not in {n.lower() for n in (src.name, *src.aliases)}:
-        raise RefusedError(
-            f"{target_display} was migrated from {rec.source_table}, not {src.name}; it is left untouched",
-            hint="choose another --target for this table",
-        )
-    if rec is not None:
-        recorded = WriteIdList.parse(rec.write_ids)
-        if recorded.hwm > src.snapshot.hwm:
-            raise RefusedError(
-                f"{target_display} records a newer snapshot of {src.name} (high-water mark {recorded.hwm}) "
-                f"than the one read now ({src.snapshot.hwm}); it is left untouched"
-            )
+    # the copy path's report head and refusals (acidctl.migrate.run.report_head), then the target's kind
+    report, recorded = report_head(src, backend, to=to, target_display=target_display, row_id=False, opts=opts)
+    report["add_files"] = True
+    rec = recorded
+    if recorded is not None:
         report["new_write_ids"] = _ranges(new_write_ids(recorded, src.snapshot))
         if not backend.registers_files():  # type: ignore[attr-defined]
             raise RefusedError(

@@ -67,6 +67,39 @@ class _Planned:
     exclude: Any = None  # compare: the target's row ids (inserts = source − target)
 
 
+def report_head(src, backend, *, to: str, target_display: str, row_id: bool, opts) -> tuple[dict, Any]:
+    """The report's first keys and the target's recorded snapshot (None: a first load), after the
+    refusals every kind of run shares (exit 6, target untouched): a target recorded from another
+    table, or from a newer snapshot of this one."""
+    from acidctl.acid.writeids import WriteIdList
+
+    rec = backend.recorded()
+    report: dict[str, Any] = {
+        "source": src.name,
+        "target": target_display,
+        "to": to,
+        "write_ids": str(src.snapshot),
+        "recorded_write_ids": rec.write_ids if rec else None,
+        "mode": "initial" if rec is None else "catch-up",
+        "row_id": row_id,
+        "dry_run": opts.dry_run,
+    }
+    if rec is None:
+        return report, None
+    if rec.source_table.lower() not in {n.lower() for n in (src.name, *src.aliases)}:
+        raise RefusedError(
+            f"{target_display} was migrated from {rec.source_table}, not {src.name}; it is left untouched",
+            hint="choose another --target for this table",
+        )
+    recorded = WriteIdList.parse(rec.write_ids)
+    if recorded.hwm > src.snapshot.hwm:
+        raise RefusedError(
+            f"{target_display} records a newer snapshot of {src.name} (high-water mark {recorded.hwm}) "
+            f"than the one read now ({src.snapshot.hwm}); it is left untouched"
+        )
+    return report, recorded
+
+
 def migrate(
     src: SourceTable,
     backend: Backend,
@@ -82,7 +115,6 @@ def migrate(
     if opts.add_files:
         return addfiles.migrate_files(src, backend, opts, target_display=target_display, to=to, progress=progress)
     addfiles.refuse_copy_into(backend, target_display)
-    from acidctl.acid.writeids import WriteIdList
     from acidctl.faults import fire
     from acidctl.migrate.source import (
         anti_keys,
@@ -114,34 +146,13 @@ def migrate(
         src.columns, src.partition_keys, row_id=row_id, small_ints=bool(getattr(backend, "small_ints", False))
     )
     pcols = [k for k, _ in src.partition_keys]
-    rec = backend.recorded()
-    report: dict[str, Any] = {
-        "source": src.name,
-        "target": target_display,
-        "to": to,
-        "write_ids": str(src.snapshot),
-        "recorded_write_ids": rec.write_ids if rec else None,
-        "mode": "initial" if rec is None else "catch-up",
-        "row_id": row_id,
-        "dry_run": opts.dry_run,
-    }
-    if rec is not None and rec.source_table.lower() not in {n.lower() for n in (src.name, *src.aliases)}:
-        raise RefusedError(
-            f"{target_display} was migrated from {rec.source_table}, not {src.name}; it is left untouched",
-            hint="choose another --target for this table",
-        )
+    report, recorded = report_head(src, backend, to=to, target_display=target_display, row_id=row_id, opts=opts)
     backend.ensure(schema, pcols, dry_run=opts.dry_run)
     planned: list[_Planned] = []
     nv_arr = None
-    if rec is None:
+    if recorded is None:
         planned = [_Planned(p, p.key, p.values, "load") for p in parts]
     else:
-        recorded = WriteIdList.parse(rec.write_ids)
-        if recorded.hwm > src.snapshot.hwm:
-            raise RefusedError(
-                f"{target_display} records a newer snapshot of {src.name} (high-water mark {recorded.hwm}) "
-                f"than the one read now ({src.snapshot.hwm}); it is left untouched"
-            )
         nv = new_write_ids(recorded, src.snapshot)
         report["new_write_ids"] = _ranges(nv)
         hive2 = src.hive_version == 2
