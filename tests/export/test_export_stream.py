@@ -165,11 +165,9 @@ def test_many_stripe_bucket_reaches_the_writer_a_batch_at_a_time(tmp_path, monke
     assert list(got) == [(None, 1, B0, i) for i in range(1, n, 2)]
 
 
-def test_file_out_of_key_order_falls_back_to_the_whole_bucket_merge(tmp_path):
-    """delta_1 in order, then delta_2 written out of key order (no checks): the stream has
-    already handed delta_1's rows to the writer when it meets delta_2; the file is written again
-    from the whole merge, whose rows are sorted by key (orc-acid-files.md §5)."""
-    root = tmp_path / "t"
+def out_of_key_order_table(root):
+    """delta_1 (rows 0-9) in key order, delta_2 (rows 0-5) written out of key order, and a delete
+    delta of delta_1's row 3 and delta_2's row 4; ids 0-9 and 100-105, names ``r<id>``."""
     _acid(root / "delta_0000001_0000001_0000/bucket_00000", 0, 1, B0, np.arange(10), 1)
     order = [5, 1, 4, 0, 3, 2]
     t = pa.table(
@@ -188,6 +186,14 @@ def test_file_out_of_key_order_falls_back_to_the_whole_bucket_merge(tmp_path):
     (root / "delta_0000002_0000002_0000").mkdir()
     write_raw(root / "delta_0000002_0000002_0000/bucket_00000", t, good_metadata(t))
     _acid(root / "delete_delta_0000003_0000003_0000/bucket_00000", 2, [1, 2], B0, [3, 4], 3)
+    return root
+
+
+def test_file_out_of_key_order_falls_back_to_the_whole_bucket_merge(tmp_path):
+    """delta_1 in order, then delta_2 written out of key order (no checks): the stream has
+    already handed delta_1's rows to the writer when it meets delta_2; the file is written again
+    from the whole merge, whose rows are sorted by key (orc-acid-files.md §5)."""
+    root = out_of_key_order_table(tmp_path / "t")
     seen: dict = {}
     for fmt in ("parquet", "orc"):
         seen = {}

@@ -244,31 +244,9 @@ def test_file_out_of_key_order_migrates_each_row_once(tmp_path):
     the rows already handed on (by ROW__ID, unique within a bucket). The target holds every
     live row once (orc-acid-files.md §5: delta_1's rows 0-9 less the deleted 3, delta_2's rows
     0-5 less the deleted 4) and the verification passes."""
-    import numpy as np
-    import pyarrow as pa
+    from tests.export.test_export_stream import B0, out_of_key_order_table
 
-    from tests.acidfiles import good_metadata, write_raw
-    from tests.export.test_export_stream import B0, _acid
-
-    root = tmp_path / "t"
-    _acid(root / "delta_0000001_0000001_0000/bucket_00000", 0, 1, B0, np.arange(10), 1)
-    order = [5, 1, 4, 0, 3, 2]
-    t = pa.table(
-        {
-            "operation": pa.array([0] * 6, pa.int32()),
-            "originalTransaction": pa.array([2] * 6, pa.int64()),
-            "bucket": pa.array([B0] * 6, pa.int32()),
-            "rowId": pa.array(order, pa.int64()),
-            "currentTransaction": pa.array([2] * 6, pa.int64()),
-            "row": pa.StructArray.from_arrays(
-                [pa.array([100 + r for r in order], pa.int32()), pa.array([f"r{100 + r}" for r in order])],
-                ["id", "name"],
-            ),
-        }
-    )
-    (root / "delta_0000002_0000002_0000").mkdir()
-    write_raw(root / "delta_0000002_0000002_0000/bucket_00000", t, good_metadata(t))
-    _acid(root / "delete_delta_0000003_0000003_0000/bucket_00000", 2, [1, 2], B0, [3, 4], 3)
+    root = out_of_key_order_table(tmp_path / "t")
     cat = tmp_path / "cat" / "c.db"
     cat.parent.mkdir()
     r, rep = migrate(root, WriteIdList(table="db.t", hwm=3), cat)
