@@ -106,6 +106,8 @@ def changes_command(
     settings = ctx.obj
     if (to is None) != (dest is None):
         raise UsageError("--to parquet and DEST go together (without both: JSON lines on stdout)")
+    if to is None:
+        settings.output.rows_only("changes", hint="--to parquet DEST writes Parquet files instead")
     target = resolve(
         settings,
         table,

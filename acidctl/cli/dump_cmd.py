@@ -148,6 +148,13 @@ def dump_command(
             "--columns NAME,... picks columns of the files' rows, not of --merged rows (with --merged "
             "it gives a path's insert-only schema as name:type,...); use -o json and jq, or export"
         )
+    if not count:
+        out.rows_only(
+            "dump --merged" if merged else "dump",
+            hint="--count prints a table of counts; pick fields with jq"
+            if merged
+            else "--columns NAME,... narrows the rows",
+        )
     if merged:
         # each target resolved lazily, one at a time, by whichever of the two reads runs
         reads = _merged_targets(

@@ -389,6 +389,16 @@ class Output:
                 self.out.write(s if s.endswith("\n") else s + "\n")
                 self.out.flush()
 
+    def rows_only(self, what: str, *, hint: str | None = None) -> None:
+        """A command printing rows as JSON lines (``dump``, ``dump --merged``, ``changes``) has
+        no table whose columns ``-o custom-columns=...`` could choose: a usage error (exit 2),
+        before anything is read, rather than the option silently ignored."""
+        if _layout.columns is not None:
+            raise UsageError(
+                f"-o custom-columns does not apply to {what}: it prints rows as JSON lines, not a table",
+                hint=hint or "drop -o custom-columns (or pick fields with jq)",
+            )
+
     def jsonl(self, items: Iterable[Any]) -> None:
         for item in items:
             self.write_bytes(to_json(item, pretty=False) + b"\n")

@@ -391,3 +391,24 @@ def test_changes_from_a_write_id_that_cannot_exist_yet(cli, demo):  # noqa: F811
     r = cli("changes", "default.sales", "--from-write-id", "9")
     assert r.code == 2 and "high-water mark 7" in r.stderr and "next write id is 8" in r.stderr, r
     assert cli("changes", "default.sales", "--from-write-id", "5", "--to-write-id", "9").code == 2
+
+
+def test_custom_columns_on_json_lines_is_a_usage_error(cli, demo):  # noqa: F811
+    """``-o custom-columns`` was silently ignored by the commands that print rows as JSON lines
+    (``dump``, ``dump --merged``, ``changes`` without ``--to``): exit 2 before anything is
+    printed; the tables of ``dump --merged --count`` still take it."""
+    root, _ = demo
+    delta = root / "warehouse" / "employee" / "delta_0000002_0000002_0001"
+    for args in (
+        ["dump", "--merged", "default.employee"],
+        ["dump", str(delta)],
+        ["changes", "default.sales", "--from-write-id", "5"],
+    ):
+        r = cli("-o", "custom-columns=id", *args)
+        assert r.code == 2 and r.stdout == "", (args, r)
+        assert "does not apply" in r.stderr and "JSON lines" in r.stderr, r
+    r = cli("-o", "custom-columns=bucket,rows", "dump", "--merged", "--count", "default.sales")
+    assert r.code == 0, r
+    assert ["BUCKET", "ROWS"] in [line.split() for line in r.stdout.splitlines()], r.stdout
+    r = cli("-o", "wide", "dump", "--merged", "default.employee")  # wide: the same rows
+    assert r.code == 0 and len(r.stdout.splitlines()) == 3, r
