@@ -32,6 +32,8 @@ import time
 from typing import Any
 
 from acidctl.doctor.facts import TableRow, Warehouse
+from acidctl.metastore.queries import COMPACTION_STATES_H3, COMPACTION_STATES_H4, LOCK_STATES, LOCK_TYPES
+from acidctl.metastore.thrift import LOCK_STATE_NAMES, LOCK_TYPE_NAMES
 
 #: table names per ``get_table_objects_by_name`` call
 TABLE_BATCH = 100
@@ -62,23 +64,19 @@ HIVE4_QUEUE = frozenset(
     }
 )
 
-#: show_compact's state texts (2.3/3: CompactionInfo; 4: TxnStore's *_RESPONSE) → the state codes
-STATE_CODES = {
-    "initiated": "i",
-    "working": "w",
-    "ready for cleaning": "r",
-    "failed": "f",
-    "succeeded": "s",
-    "attempted": "a",
-    "did not initiate": "a",
-    "refused": "c",
-    "aborted": "x",
-}
+#: show_compact's state texts (2.3/3: CompactionInfo; 4: TxnStore's *_RESPONSE) → the state codes:
+#: the SHOW COMPACTIONS tables of both versions read backwards ("attempted" and "did not initiate"
+#: are both 'a')
+STATE_CODES = {name: code for states in (COMPACTION_STATES_H3, COMPACTION_STATES_H4) for code, name in states.items()}
 QUEUE_STATES = frozenset({"i", "w", "r"})
 #: CompactionType → CQ_TYPE (MINOR 1, MAJOR 2; Hive 4: REBALANCE 3, ABORT_TXN_CLEANUP 4)
 TYPE_CODES = {1: "i", 2: "a", 3: "r", 4: "c"}
-LOCK_STATE_CODES = {1: "a", 2: "w"}
-LOCK_TYPE_CODES = {1: "r", 2: "w", 3: "e", 4: "x"}
+#: Thrift's LockState / LockType values → HIVE_LOCKS codes, through the names both tables give
+#: (ABORT and NOT_ACQUIRED are no stored state: they stay as the number)
+LOCK_STATE_CODES = {
+    enum: code for enum, name in LOCK_STATE_NAMES.items() for code, n in LOCK_STATES.items() if n == name
+}
+LOCK_TYPE_CODES = {enum: code for enum, name in LOCK_TYPE_NAMES.items() for code, n in LOCK_TYPES.items() if n == name}
 
 
 def read_warehouse_thrift(ms, *, now_ms: int | None = None) -> Warehouse:

@@ -272,19 +272,6 @@ class ThriftMetastore:
     read_only = False
 
 
-#: doctor, why and metrics over Thrift (acidctl.doctor.thrift_facts): the facts the API offers —
-#: tables, partitions, database parameters (get_table_objects_by_name, get_partitions,
-#: get_database), open/aborted txns (get_open_txns_info), locks (show_locks), the queue and history
-#: (show_compact), write ids (get_valid_write_ids, Hive 3/4) — and the checks needing the rest
-#: (TXN_COMPONENTS, COMPLETED_TXN_COMPONENTS, WRITE_SET, TXN_TO_WRITE_ID, TXN_TYPE; on Hive 4 the
-#: compaction txn columns, MIN_HISTORY_LEVEL, the metrics cache) named as not run
-DOCTOR_UNAVAILABLE = (
-    "TXN_COMPONENTS, COMPLETED_TXN_COMPONENTS, WRITE_SET, TXN_TO_WRITE_ID and TXN_TYPE (and on Hive 4 the "
-    "compaction txn columns, MIN_HISTORY_LEVEL and COMPACTION_METRICS_CACHE): the checks needing them are "
-    "skipped and named"
-)
-
-
 def check_writable(what: str) -> None:
     """``--read-only`` (or the profile's ``read_only``) forbids Thrift writes as it forbids SQL ones."""
     from acidctl.metastore import steps
@@ -504,8 +491,10 @@ def abort_transactions(url_or_ms: Any, txn_ids: list[int], *, older_than_ms: int
 # locks
 # =========================================================================================
 
-_LOCK_STATES = {1: "ACQUIRED", 2: "WAITING", 3: "ABORT", 4: "NOT_ACQUIRED"}
-_LOCK_TYPES = {1: "SHARED_READ", 2: "SHARED_WRITE", 3: "EXCLUSIVE", 4: "EXCL_WRITE"}
+#: Thrift's LockState / LockType enum values as SHOW LOCKS names them (the one table of them:
+#: acidctl.doctor.thrift_facts derives the HIVE_LOCKS codes from it through queries.LOCK_STATES/TYPES)
+LOCK_STATE_NAMES = {1: "ACQUIRED", 2: "WAITING", 3: "ABORT", 4: "NOT_ACQUIRED"}
+LOCK_TYPE_NAMES = {1: "SHARED_READ", 2: "SHARED_WRITE", 3: "EXCLUSIVE", 4: "EXCL_WRITE"}
 
 
 def _lock_elements(ms: ThriftMetastore, *, db=None, table=None, partition=None, txn_id=None) -> list:
@@ -558,9 +547,9 @@ def show_locks(
             "database": e.dbname,
             "table": e.tablename,
             "partition": e.partname,
-            "lock_state": _LOCK_STATES.get(e.state, str(e.state)),
+            "lock_state": LOCK_STATE_NAMES.get(e.state, str(e.state)),
             "blocked_by": f"{e.blockedByExtId}.{e.blockedByIntId}" if e.blockedByExtId else None,
-            "lock_type": _LOCK_TYPES.get(e.type, str(e.type)),
+            "lock_type": LOCK_TYPE_NAMES.get(e.type, str(e.type)),
             "transaction_id": int(e.txnid) if e.txnid else None,
             "last_heartbeat": e.lastheartbeat,
             "acquired_at": e.acquiredat or None,
@@ -601,8 +590,8 @@ def unlock(url_or_ms: Any, lock_id: int, *, execute: bool = False) -> dict:
             "database": e.dbname,
             "table": e.tablename,
             "partition": e.partname,
-            "lock_state": _LOCK_STATES.get(e.state, str(e.state)),
-            "lock_type": _LOCK_TYPES.get(e.type, str(e.type)),
+            "lock_state": LOCK_STATE_NAMES.get(e.state, str(e.state)),
+            "lock_type": LOCK_TYPE_NAMES.get(e.type, str(e.type)),
             "user": e.user,
             "host": e.hostname,
             # TxnHandler.unlock: 2.3 refuses every lock of a txn; 3/4 delete a txn's lock
