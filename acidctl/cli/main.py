@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import logging
 import os
 import sys
 import traceback
@@ -144,33 +145,34 @@ class _OptionTable:
         return None
 
 
+class _AcidctlWarnings(logging.Handler):
+    """acidctl's own warnings without -v: ``acidctl: warning: ...``, redacted, on the current
+    sys.stderr (looked up per record: tests swap it)."""
+
+    def emit(self, record):
+        try:
+            sys.stderr.write(f"acidctl: warning: {redact(record.getMessage())}\n")
+        except Exception:  # noqa: BLE001 (logging must never raise)
+            self.handleError(record)
+
+
 def _quiet_library_logs(*, undo: bool = False) -> None:
     """Without -v, a library's log records never reach stderr: Python's last-resort handler
     printed them raw, unredacted, beside the one-line error (thrift's ``Could not connect to any
     of [...]`` above ``cannot reach the Thrift metastore``). acidctl's own warnings (a compaction
-    it could not hand back, a delegation token not cancelled) still print, as
-    ``acidctl: warning: ...`` and redacted. Idempotent (tests run many commands in one process)."""
-    import logging
-
-    class _AcidctlWarnings(logging.Handler):
-        def emit(self, record):  # the current sys.stderr, looked up per record
-            try:
-                sys.stderr.write(f"acidctl: warning: {redact(record.getMessage())}\n")
-            except Exception:  # noqa: BLE001 (logging must never raise)
-                self.handleError(record)
-
+    it could not hand back, a delegation token not cancelled) still print through
+    :class:`_AcidctlWarnings`. Idempotent (tests run many commands in one process)."""
     root = logging.getLogger()
     own = logging.getLogger("acidctl")
     if undo:  # -v: every record through -v's handler (an earlier command of this process quieted)
-        for lg, kind in ((root, "NullHandler"), (own, "_AcidctlWarnings")):
-            for h in [h for h in lg.handlers if type(h).__name__ == kind]:
+        for lg, kind in ((root, logging.NullHandler), (own, _AcidctlWarnings)):
+            for h in [h for h in lg.handlers if isinstance(h, kind)]:
                 lg.removeHandler(h)
         return
     if not any(isinstance(h, logging.NullHandler) for h in root.handlers):
         root.addHandler(logging.NullHandler())
-    if not any(type(h).__name__ == "_AcidctlWarnings" for h in own.handlers):
-        h = _AcidctlWarnings(logging.WARNING)
-        own.addHandler(h)
+    if not any(isinstance(h, _AcidctlWarnings) for h in own.handlers):
+        own.addHandler(_AcidctlWarnings(logging.WARNING))
 
 
 class AcidctlGroup(typer.core.TyperGroup):

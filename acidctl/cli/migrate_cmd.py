@@ -263,12 +263,11 @@ def render_text(r: dict) -> str:
         Col("Files read", "files"),
     ]
     lines.append(table(rows, cols, empty="No partition changes."))
-    if r["dry_run"]:  # --add-files: the files themselves
-        for p in r["partitions"]:
-            lines.extend(f"register {u}" for u in p.get("register", []))
-            lines.extend(f"remove   {u}" for u in p.get("unregister", []))
     c = r.get("committed")
     if r["dry_run"]:
+        for p in r["partitions"]:  # --add-files: the files themselves
+            lines.extend(f"register {u}" for u in p.get("register", []))
+            lines.extend(f"remove   {u}" for u in p.get("unregister", []))
         lines.append(f"would change {plural(len(r['partitions']), 'partition')}; nothing written")
     elif c:
         if r.get("engine"):  # where the data files were written (--engine spark: local when no task ran)
