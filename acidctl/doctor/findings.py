@@ -503,7 +503,7 @@ def cleaner_findings(wh, lim: Limits) -> list[DoctorFinding]:
                     f"compaction {r['id']} waits for {plural(len(ids), 'lock')}",
                     spec_of(r["database"], r["table"]),
                     r["partition"],
-                    f"Hive {wh.hive_version}'s Cleaner cleans compaction {r['id']} only once the locks it saw on the partition are gone: "
+                    f"{hive_name(wh.hive_version)}'s Cleaner cleans compaction {r['id']} only once the locks it saw on the partition are gone: "
                     f"{noun(len(ids), 'lock')} {', '.join(map(str, ids))}"
                     + (f" of {noun(len(txns), 'txn')} {', '.join(map(str, txns))}" if txns else ""),
                     {"compaction_id": int(r["id"]), "lock_ids": ids, "txn_ids": txns},
@@ -1416,7 +1416,7 @@ def _waiting_finding(
     )
 
 
-def _hive_name(hive_version: int) -> str:
+def hive_name(hive_version: int) -> str:
     """The release a metastore's rules are: ``Hive 2.3`` (the only Hive 2 acidctl reads), ``Hive 3``."""
     return "Hive 2.3" if hive_version == 2 else f"Hive {hive_version}"
 
@@ -1431,7 +1431,7 @@ def _aborted_waiting_finding(wh, ps, tbl: str, part, lim: Limits, h3_aborted: li
     locks = blocking_locks(wh, {"database": ps.db, "table": ps.table, "partition": part})
     lock_ids = sorted({int(lk["HL_LOCK_EXT_ID"]) for lk in locks})
     msg = (
-        f"{text}: aborted, never read; {_hive_name(wh.hive_version)}'s Cleaner removes an aborted delta only once a compaction "
+        f"{text}: aborted, never read; {hive_name(wh.hive_version)}'s Cleaner removes an aborted delta only once a compaction "
         "covers it (its list of obsolete directories comes from AcidUtils.getAcidState)"
     )
     fix = None

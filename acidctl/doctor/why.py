@@ -14,6 +14,7 @@ is the first stop (or what happens, naming the rules not judged).
 from __future__ import annotations
 
 from acidctl.doctor.findings import (
+    hive_name,
     RECOMMENDATION_FIGURES,
     Limits,
     TYPES,
@@ -339,7 +340,7 @@ def cleaner(wh, t, ps, lim: Limits) -> dict:
                 "note",
                 f"{', '.join(not_yet)}: "
                 + (
-                    f"{'Hive 2.3' if hv == 2 else 'Hive 3'}'s Cleaner removes an aborted delta only once a "
+                    f"{hive_name(hv)}'s Cleaner removes an aborted delta only once a "
                     "compaction covers it (a major compaction, then `acidctl clean`)"
                     if hv < 4
                     else "not obsolete by the Cleaner's rules yet"
@@ -487,7 +488,7 @@ def _h3_cleaner_steps(wh, r: dict) -> list[dict]:
             _step(
                 "locks",
                 "stop",
-                f"Hive {wh.hive_version}'s Cleaner waits for {noun(len(ids), 'lock')} {', '.join(map(str, ids))} on the partition to go",
+                f"{hive_name(wh.hive_version)}'s Cleaner waits for {noun(len(ids), 'lock')} {', '.join(map(str, ids))} on the partition to go",
                 lock_ids=ids,
             )
         )
