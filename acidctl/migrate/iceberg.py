@@ -567,11 +567,7 @@ def _parquet_data_file(io, table_metadata, path: str):
     )
     from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 
-    input_file = io.new_input(path)
-    with input_file.open() as f:
-        import pyarrow.parquet as pq
-
-        footer = pq.read_metadata(f)
+    footer = _footer(io, path)
     schema = table_metadata.schema()
     _check_pyarrow_schema_compatible(
         schema, footer.schema.to_arrow_schema(), format_version=table_metadata.format_version
@@ -586,7 +582,7 @@ def _parquet_data_file(io, table_metadata, path: str):
         file_path=path,
         file_format=FileFormat.PARQUET,
         partition=statistics.partition(table_metadata.spec(), schema),
-        file_size_in_bytes=len(input_file),
+        file_size_in_bytes=len(io.new_input(path)),
         sort_order_id=None,
         spec_id=table_metadata.default_spec_id,
         equality_ids=None,
