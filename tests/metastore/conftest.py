@@ -264,6 +264,14 @@ def mysql_server():
             _missing("running as root but there is no 'mysql' system user")
     base = _owned_tmpdir("acidctl-my-", user)
     data, sock, log = os.path.join(base, "data"), os.path.join(base, "mysqld.sock"), os.path.join(base, "err.log")
+    # The server's own temporary directory: with the default (/tmp) a CI run once lost the
+    # bootstrap's "#sql-temptable-*" file under it ("Could not remove temporary table ...,
+    # error: 2", then "Unknown table 'mysql.tmp_user_sys'"); nothing else touches this one.
+    tmp = os.path.join(base, "tmp")
+    os.mkdir(tmp, 0o700)
+    if os.geteuid() == 0:
+        pw = pwd.getpwnam(user)
+        os.chown(tmp, pw.pw_uid, pw.pw_gid)
     cmd = [
         install,
         "--no-defaults",
@@ -271,11 +279,16 @@ def mysql_server():
         "--auth-root-authentication-method=normal",
         "--skip-test-db",
         "--skip-name-resolve",
+        f"--tmpdir={tmp}",  # passed on to mariadbd --bootstrap
     ]
     if os.geteuid() == 0:
         cmd.append(f"--user={user}")
-    r = subprocess.run(cmd, capture_output=True, text=True, cwd=base)
-    if r.returncode != 0:
+    for _attempt in (1, 2):  # a failed bootstrap leaves a half-made data directory: start afresh once
+        r = subprocess.run(cmd, capture_output=True, text=True, cwd=base)
+        if r.returncode == 0:
+            break
+        shutil.rmtree(data, ignore_errors=True)
+    else:
         pytest.fail(f"mariadb-install-db failed: {(r.stderr or r.stdout)[-2000:]}", pytrace=False)
     port = _free_port()
     args = [
@@ -286,6 +299,7 @@ def mysql_server():
         f"--port={port}",
         "--bind-address=127.0.0.1",
         f"--pid-file={os.path.join(base, 'mysqld.pid')}",
+        f"--tmpdir={tmp}",
         f"--log-error={log}",
         "--skip-log-bin",
         "--skip-name-resolve",
