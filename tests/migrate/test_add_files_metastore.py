@@ -144,3 +144,64 @@ def test_metastore_parquet_table_registered_compacted_and_caught_up(tmp_path, cl
     assert _rows(cat) == want
     r = _migrate(cli, url, cat)
     assert r.code == 0 and json.loads(r.stdout)["up_to_date"] is True
+
+
+#: the table after ``ALTER TABLE pq ADD COLUMNS (note string, score bigint)``
+ADDED = [("note", "string"), ("score", "bigint")]
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_files_written_before_add_columns_read_the_new_columns_as_null(tmp_path, cli, metastore):  # noqa: F811
+    """A file written before ``ALTER TABLE ADD COLUMNS`` lacks the new trailing columns: Hive's
+    Parquet reader resolves columns by name and reads NULL for a column the file lacks
+    (DataWritableReadSupport), Iceberg's name mapping reads NULL for a field no column maps to.
+    The file is registered as it is; pyiceberg reads NULL there and the new file's values, and
+    acidctl's verification (Hive's read vs pyiceberg's) agrees. A file whose new column has
+    another type is still refused."""
+    import pyarrow as pa
+
+    url, rec = metastore
+    root = tmp_path / "wh" / "pq"
+    rec.create_table("default", "pq", location=f"file:{root}", columns=COLUMNS + ADDED, insert_only=True)
+    add_storage(url, "pq", slib=PARQUET_SERDE, input_format=PARQUET_INPUT, output_format=PARQUET_OUTPUT, params={})
+    _partitions_like_the_table(url)
+    new_schema = pa.schema([*HIVE_SCHEMA, ("note", pa.string()), ("score", pa.int64())])
+    old = root / "delta_0000001_0000001_0000" / "000000_0"
+    new = root / "delta_0000002_0000002_0000" / "000000_0"
+    for w, (path, rows, schema) in enumerate(
+        [
+            (old, [row(1), row(2, ["t"])], HIVE_SCHEMA),
+            (new, [{**row(3), "note": "x", "score": 7}, {**row(4), "note": None, "score": None}], new_schema),
+        ],
+        start=1,
+    ):
+        txn = rec.open_txn()
+        assert rec.add_write(txn, "default", "pq") == w
+        write(path, rows, schema)
+        rec.commit_txn(txn)
+    cat = tmp_path / "cat" / "c.db"
+    cat.parent.mkdir()
+    r = cli(
+        "-o", "json", "--metastore", url, "migrate", "default.pq", *helpers.iceberg_target(cat, "ns.pq"), "--add-files"
+    )
+    assert r.code == 0, r.stderr
+    rep = json.loads(r.stdout)
+    assert rep["verified"] == {"partitions": 1, "rows": 4}
+    t = helpers.load(cat, "ns.pq")
+    assert {task.file.file_path for task in t.scan().plan_files()} == {f"file://{old}", f"file://{new}"}
+    got = sorted((r["id"], r["tags"], r["note"], r["score"]) for r in t.scan().to_arrow().to_pylist())
+    assert got == [(1, None, None, None), (2, ["t"], None, None), (3, None, "x", 7), (4, None, None, None)]
+
+    # write 3: a file whose new column is a string where the table says bigint: refused
+    txn = rec.open_txn()
+    assert rec.add_write(txn, "default", "pq") == 3
+    bad = root / "delta_0000003_0000003_0000" / "000000_0"
+    bad_schema = pa.schema([*HIVE_SCHEMA, ("score", pa.string())])
+    write(bad, [{**row(5), "score": "7"}], bad_schema)
+    rec.commit_txn(txn)
+    r = cli(
+        "-o", "json", "--metastore", url, "migrate", "default.pq", *helpers.iceberg_target(cat, "ns.pq"), "--add-files"
+    )
+    assert r.code == 7, r.stderr
+    assert "column score" in r.stderr and "delta_0000003_0000003_0000/000000_0" in r.stderr
+    assert len(helpers.load(cat, "ns.pq").snapshots()) == 1
