@@ -111,10 +111,11 @@ def check_source(src: SourceTable) -> None:
 
 
 def file_url(tfs, path: str) -> str:
-    """The URL an Iceberg reader opens a file by."""
-    if tfs.protocol in ("file", "local"):
-        return "file://" + tfs.local_path(path)
-    return tfs.display(path)
+    """The URL an Iceberg reader opens a file by: ``file://``, ``s3://``, ...; a file of a
+    table on HDFS (read by acidctl through WebHDFS) by the table location's own scheme and
+    authority, ``hdfs://nn:8020/...`` (:meth:`acidctl.fs.TableFS.hadoop_url`), as Java
+    engines expect."""
+    return tfs.hadoop_url(path)
 
 
 def _read_metadata(tfs, f: _File):
@@ -403,6 +404,9 @@ def migrate_files(
     if meta.properties.get(ADD_FILES_PROPERTY) != "true":
         props[ADD_FILES_PROPERTY] = "true"
     properties = {SOURCE_TABLE_KEY: src.name, SOURCE_WRITE_IDS_KEY: str(src.snapshot)}
+    # verification reads the registered files back through acidctl's filesystem where
+    # pyiceberg cannot open their URLs (hdfs://: pyiceberg's is libhdfs, acidctl's WebHDFS)
+    backend.read_through(src.tfs)  # type: ignore[attr-defined]
     fire("migrate-add-files-before-commit", adds, removes)
     committed = backend.commit_files(adds, removes, properties, table_properties=props)  # type: ignore[attr-defined]
     report["committed"] = committed.to_dict()
