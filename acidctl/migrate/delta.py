@@ -539,12 +539,28 @@ class DeltaBackend:
         if SOURCE_TABLE_KEY not in properties or SOURCE_WRITE_IDS_KEY not in properties:
             raise ValueError("a Delta commit of acidctl migrate records its source table and write ids")
         cp = CommitProperties(custom_metadata={str(k): str(v) for k, v in properties.items()})
-        if any(c.files for c in changes):
+        if any(c.files for c in changes) or any(self.writes_own_files(c.values) for c in changes):
             return self._commit_files(changes, cp)
         dt = self._table()
         if dt is None:
             return self._first_load(changes, cp)
         return self._catch_up(dt, changes, cp)
+
+    def writes_own_files(self, values: dict[str, Any]) -> bool:
+        """Whether a change to the partition ``values`` must not be written by deltalake: a
+        negative decimal partition value, which deltalake 1.6 spells wrongly and which then
+        breaks the whole table (:func:`acidctl.migrate.deltafiles.deltalake_misspells`). A run
+        touching such a partition writes its data files itself and commits them as add/remove
+        actions with the protocol's partition values (:meth:`_commit_files`, the
+        ``--engine spark`` commit); that commit cannot also be a MERGE, so the run replaces
+        partitions with deleted rows whole (:func:`acidctl.migrate.run.migrate`). After
+        :meth:`ensure`."""
+        from acidctl.migrate.deltafiles import deltalake_misspells
+
+        if not values:
+            return False
+        schema = self._target_schema()
+        return any(deltalake_misspells(v, schema.field(k).type) for k, v in values.items())
 
     # -- --engine spark: files written elsewhere, committed as add/remove actions ---------------
 

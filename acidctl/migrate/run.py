@@ -178,6 +178,14 @@ def migrate(
                 key = partition_name({k: values.get(k) for k in pcols})
                 if key not in have:
                     planned.append(_Planned(None, key, {k: values.get(k) for k in pcols}, "drop"))
+        own = getattr(backend, "writes_own_files", None)
+        if own is not None and any(own(pl.values) for pl in planned):
+            # the target commits this run as files it writes itself (add/remove actions: Delta
+            # with a negative decimal partition value), which cannot also hold row-level
+            # deletes (a MERGE): partitions with deleted rows are replaced whole instead
+            for pl in planned:
+                if pl.deletes is not None and pl.deletes.num_rows:
+                    pl.how, pl.deletes, pl.exclude = "replace", None, None
         if not planned:  # no NV write id, or none that left a directory in the table: no commit
             report.update(
                 up_to_date=True,
