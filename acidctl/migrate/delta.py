@@ -38,6 +38,13 @@ metadata as the local engine's). A catch-up with row-level changes (inserts and 
 process. A run that fails before or at its commit deletes the files its tasks wrote; one killed
 outright leaves files no version references (invisible to readers, removed by ``VACUUM``).
 
+Negative decimal partition values (``p=-1.50``): deltalake 1.6 spells them wrongly
+(``-1.-50``) and commits a log it cannot load again
+(:func:`acidctl.migrate.deltafiles.deltalake_misspells`); every commit of a run touching such a
+partition (:meth:`DeltaBackend.writes_own_files`) is made of files acidctl writes
+(``_write_inserts``) and add/remove actions with the protocol's values, the ``--engine spark``
+commit above; row-level deletes cannot go in it, so the run replaces those partitions whole.
+
 Delta commits are atomic (a log entry ``_delta_log/NNN.json`` created with put-if-absent): a
 failed write leaves no commit, at most orphan data files in the table directory that no
 version references (``VACUUM`` removes them after the retention period). A concurrent commit

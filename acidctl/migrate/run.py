@@ -21,7 +21,10 @@ per partition with a directory that may hold an NV write id:
 * insert-only tables (no ROW__ID): the rows of the NV deltas' files are appended; a partition
   whose base holds NV write ids is replaced;
 * Hive 2.3 tables (an update keeps its ROW__ID) and ``--no-row-id`` targets: the partition is
-  replaced.
+  replaced;
+* a run the target commits as files it writes itself (``backend.writes_own_files``: Delta with
+  a negative decimal partition value) cannot hold row-level deletes: partitions with deleted
+  rows are replaced.
 
 Partitions the source no longer has (dropped) are removed from the target (a whole-table run).
 All partitions' changes go into ONE ``backend.commit``, recording the new ValidWriteIdList.

@@ -117,3 +117,56 @@ def test_negative_decimal_partitions_first_load_and_catch_up(tmp_path, cli, meta
     h = DeltaTable(str(target)).history(1)[0]
     assert h["acidctl.source-table"] == "default.t"
     assert run()["up_to_date"] is True
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_negative_decimal_partitions_of_an_insert_only_table(tmp_path, cli, metastore):  # noqa: F811
+    """The insert-only (ORC) kind: a first load, a catch-up appending a new delta's rows to
+    ``p=-1.50``, and an INSERT OVERWRITE (``base_N``) of ``p=-0.05`` replacing its rows, each
+    one commit with the protocol's partition values."""
+    import pyarrow.orc as po
+
+    url, rec = metastore
+    root = tmp_path / "wh" / "m"
+    rec.create_table(
+        "default", "m", location=f"file:{root}", columns=[("id", "int"), ("name", "string")],
+        partition_keys=[("p", "decimal(5,2)")], insert_only=True,
+    )  # fmt: skip
+    for name in PARTS:
+        rec.add_partition("default", "m", name)
+
+    def write(part: str, rows: list[tuple], *, base: bool = False) -> None:
+        txn = rec.open_txn()
+        w = rec.add_write(txn, "default", "m", partition=part)
+        d = root / part / (f"base_{w:07d}" if base else f"delta_{w:07d}_{w:07d}_0000")
+        d.mkdir(parents=True)
+        ids, names = zip(*rows)
+        po.write_table(pa.table({"id": pa.array(ids, pa.int32()), "name": list(names)}), str(d / "000000_0"))
+        rec.commit_txn(txn)
+
+    write("p=-1.50", [(1, "a"), (2, "b")])
+    write("p=2.00", [(3, "c")])
+    write("p=-0.05", [(4, "d")])
+    target = tmp_path / "delta"
+
+    def run():
+        r = cli("-o", "json", "--metastore", url, "migrate", "default.m", "--to", "delta", "--target", str(target))
+        assert r.code == 0, r.stderr
+        return json.loads(r.stdout)
+
+    def rows() -> set[tuple]:
+        t = pa.RecordBatchReader.from_stream(DeltaTable(str(target)).scan()).read_all()
+        return {(r["p"], r["id"], r["name"]) for r in t.to_pylist()}
+
+    m15, p2, m005 = PARTS.values()
+    assert run()["verified"]["rows"] == 4
+    assert rows() == {(m15, 1, "a"), (m15, 2, "b"), (p2, 3, "c"), (m005, 4, "d")}
+    assert _log_partition_values(target) == {"-1.50", "2.00", "-0.05"}
+
+    write("p=-1.50", [(5, "e")])
+    write("p=-0.05", [(6, "f")], base=True)  # INSERT OVERWRITE: id 4 is gone
+    rep = run()
+    assert {p["partition"]: p["how"] for p in rep["partitions"]} == {"p=-1.50": "rows", "p=-0.05": "replace"}
+    assert DeltaTable(str(target)).version() == 1
+    assert rows() == {(m15, 1, "a"), (m15, 2, "b"), (m15, 5, "e"), (p2, 3, "c"), (m005, 6, "f")}
+    assert _log_partition_values(target) == {"-1.50", "2.00", "-0.05"}
