@@ -118,6 +118,19 @@ def test_negative_decimal_partitions_first_load_and_catch_up(tmp_path, cli, meta
     assert h["acidctl.source-table"] == "default.t"
     assert run()["up_to_date"] is True
 
+    # write 6 deletes id 3 of p=2.00 only: deltalake's MERGE, which leaves the negative
+    # partitions' files (and their log entries) alone; the table still loads and reads
+    w6 = write("p=2.00", lambda w: {"delete_delta": [(2, w2, B0, 0, w, None)]})
+    rep = run()
+    assert {p["partition"]: p["how"] for p in rep["partitions"]} == {"p=2.00": "rows"}
+    assert rep["new_write_ids"] == str(w6) and DeltaTable(str(target)).version() == 2
+    assert _rows(target) == {
+        (m15, w1, B0, 1, 2, "b"),
+        (p2, w5, B0, 0, 5, "e"),
+        (m005, w3, B0, 0, 4, "d"),
+    }
+    assert _log_partition_values(target) == {"-1.50", "2.00", "-0.05"}
+
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 def test_negative_decimal_partitions_of_an_insert_only_table(tmp_path, cli, metastore):  # noqa: F811
@@ -159,6 +172,21 @@ def test_negative_decimal_partitions_of_an_insert_only_table(tmp_path, cli, meta
         return {(r["p"], r["id"], r["name"]) for r in t.to_pylist()}
 
     m15, p2, m005 = PARTS.values()
+
+    # a row of p=-1.50 lost on its way into the first commit: verification fails and the
+    # first load is undone (deltalake's DELETE of every row, which keeps the log loadable)
+    from acidctl import faults
+
+    def lose_a_row(changes):
+        for c in changes:
+            if c.values == {"p": m15}:
+                c.inserts = (b.slice(1) for b in c.inserts)
+
+    with faults.hooks({"migrate-before-commit": lose_a_row}):
+        r = cli("-o", "json", "--metastore", url, "migrate", "default.m", "--to", "delta", "--target", str(target))
+    assert r.code == 1 and "partition p=-1.50" in r.stderr and "rolled back" in r.stderr, r.stderr
+    assert rows() == set()
+
     assert run()["verified"]["rows"] == 4
     assert rows() == {(m15, 1, "a"), (m15, 2, "b"), (p2, 3, "c"), (m005, 4, "d")}
     assert _log_partition_values(target) == {"-1.50", "2.00", "-0.05"}
@@ -167,6 +195,6 @@ def test_negative_decimal_partitions_of_an_insert_only_table(tmp_path, cli, meta
     write("p=-0.05", [(6, "f")], base=True)  # INSERT OVERWRITE: id 4 is gone
     rep = run()
     assert {p["partition"]: p["how"] for p in rep["partitions"]} == {"p=-1.50": "rows", "p=-0.05": "replace"}
-    assert DeltaTable(str(target)).version() == 1
+    assert DeltaTable(str(target)).version() == 3  # 0 the failed load, 1 its undoing, 2 the load
     assert rows() == {(m15, 1, "a"), (m15, 2, "b"), (m15, 5, "e"), (p2, 3, "c"), (m005, 6, "f")}
     assert _log_partition_values(target) == {"-1.50", "2.00", "-0.05"}
