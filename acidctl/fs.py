@@ -6,7 +6,9 @@ Every path acidctl accepts may be a local path, ``file://``, ``hdfs://`` / ``web
 
 ``hdfs://host:port/path`` is served by WebHDFS because no native libhdfs can be assumed on an
 operator's laptop; give the NameNode's HTTP port (9870 by default) in the URL or with
-``--fs-option port=...``.
+``--fs-option port=...`` (which replaces the port of an ``hdfs://`` URL: Hive's locations name
+the RPC port, ``hdfs://nn:8020/...``). :meth:`TableFS.hadoop_url` maps a path back to the URL
+Hadoop clients open it by (the location's own scheme and authority).
 
 Kerberized WebHDFS (``--fs-option kerberos=true``, SPNEGO through requests-kerberos): the
 driver authenticates with the ticket cache; what it hands to other processes (local worker
@@ -226,6 +228,34 @@ class TableFS:
             return path
         return self.fs.unstrip_protocol(path)
 
+    # The inverse of the hdfs:// → webhdfs:// mapping of :func:`_resolve`: a Hadoop client
+    # (Spark, Trino, Hive) opens a file of an HDFS table by the table location's own scheme and
+    # authority (``hdfs://nn:8020``, from SDS.LOCATION or the path the user gave), while acidctl
+    # reads the same path through WebHDFS; the path part is the same.
+
+    def _hadoop_prefix(self) -> str | None:
+        """``scheme://authority`` of the URL an HDFS filesystem was named by (None elsewhere)."""
+        if self.protocol not in WEBHDFS_PROTOCOLS:
+            return None
+        scheme, _, rest = self.url.partition("://")
+        return f"{scheme}://{rest.split('/', 1)[0]}"
+
+    def hadoop_url(self, path: str) -> str:
+        """The URL Hadoop clients open ``path`` by: on HDFS the scheme and authority of the URL
+        this filesystem was named by (``hdfs://nn:8020/...``, not WebHDFS's endpoint), elsewhere
+        :meth:`display`."""
+        prefix = self._hadoop_prefix()
+        if prefix is None:
+            return "file://" + self.local_path(path) if self.protocol in ("file", "local") else self.display(path)
+        return prefix + "/" + path.lstrip("/")
+
+    def hadoop_path(self, url: str) -> str | None:
+        """This filesystem's path of a URL :meth:`hadoop_url` gives (None: not one of its URLs)."""
+        prefix = self._hadoop_prefix()
+        if prefix is None or not url.startswith(prefix + "/"):
+            return None
+        return url[len(prefix) :]
+
     # -- queries -------------------------------------------------------------------------
     def info(self, path: str) -> Entry:
         if self._fs is None:
@@ -427,6 +457,15 @@ def _resolve(url: str, options: dict[str, Any]):
     try:
         if url.startswith("hdfs://"):
             url = "webhdfs://" + url[len("hdfs://") :]
+            if "port" in options:
+                # Hive's locations name the NameNode's RPC port (hdfs://nn:8020/...); WebHDFS is
+                # on its HTTP port, given as --fs-option port=9870: that one is used
+                from urllib.parse import urlsplit, urlunsplit
+
+                u = urlsplit(url)
+                if u.port is not None:
+                    netloc = u.netloc.rsplit(":", 1)[0]
+                    url = urlunsplit((u.scheme, netloc, u.path, u.query, u.fragment))
         fs, path = fsspec.core.url_to_fs(url, **options)
     except ImportError as e:
         if options.get("kerberos") and (e.name or "").split(".")[0] in _KERBEROS_MODULES:

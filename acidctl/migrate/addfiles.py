@@ -9,14 +9,15 @@ no base (Hive's ``hive.mm.allow.originals``).
 
 **Which tables and files**: insert-only tables stored as Parquet only (a full-ACID table's ORC
 files hold ACID events, not rows; ORC/Avro/text files are not Parquet). A file is registered
-only if an Iceberg reader resolving its columns by name reads exactly the table's columns with
-the table's Iceberg types: no INT96 column (Hive's default for timestamps: a wall clock Hive
-converted to UTC with the writer's zone; Iceberg has no INT96), every column of the table (the
-partition columns excepted: Hive's files never hold them) present under its exact name and no
-other, each of the same Iceberg type (pyiceberg's Arrow → Iceberg conversion of the file's
-schema; e.g. a timestamp with UTC adjustment, in milliseconds or nanoseconds, or a string
-column stored as plain binary, refuses). Anything else refuses in one line (exit 7) saying that
-migrating without ``--add-files`` copies the rows.
+only if an Iceberg reader resolving its columns by name reads what Hive reads: no INT96 column
+(Hive's default for timestamps: a wall clock Hive converted to UTC with the writer's zone;
+Iceberg has no INT96), every column of the file one of the table's under its exact name (the
+partition columns excepted: Hive's files never hold them), each of the table's Iceberg type
+(pyiceberg's Arrow → Iceberg conversion of the file's schema; e.g. a timestamp with UTC
+adjustment, in milliseconds or nanoseconds, or a string column stored as plain binary,
+refuses). A table column the file lacks (a file written before ``ALTER TABLE ADD COLUMNS``)
+reads as NULL in both (see :func:`check_file`). Anything else refuses in one line (exit 7)
+saying that migrating without ``--add-files`` copies the rows.
 
 **The commit**: ONE snapshot. First run: a fast append of every visible file. Catch-up: the
 files visible now and not registered are appended and the registered files no longer visible
@@ -110,10 +111,11 @@ def check_source(src: SourceTable) -> None:
 
 
 def file_url(tfs, path: str) -> str:
-    """The URL an Iceberg reader opens a file by."""
-    if tfs.protocol in ("file", "local"):
-        return "file://" + tfs.local_path(path)
-    return tfs.display(path)
+    """The URL an Iceberg reader opens a file by: ``file://``, ``s3://``, ...; a file of a
+    table on HDFS (read by acidctl through WebHDFS) by the table location's own scheme and
+    authority, ``hdfs://nn:8020/...`` (:meth:`acidctl.fs.TableFS.hadoop_url`), as Java
+    engines expect."""
+    return tfs.hadoop_url(path)
 
 
 def _read_metadata(tfs, f: _File):
@@ -172,23 +174,23 @@ def check_file(f: _File, md, data_fields: list) -> None:
         ) from None
     have = {fl.name: fl.field_type for fl in fschema.fields}
     want = {fl.name: fl.field_type for fl in data_fields}
-    missing = sorted(set(want) - set(have))
+    # The table's columns a file lacks (written before ALTER TABLE ADD COLUMNS) read as NULL,
+    # in Hive as in Iceberg: Hive's Parquet reader resolves a table column by name unless
+    # parquet.column.index.access is set (default false), and a column the file has not is
+    # projected as an optional placeholder that reads NULL (apache/hive@012070c3,
+    # ql/src/java/org/apache/hadoop/hive/ql/io/parquet/read/DataWritableReadSupport.java:
+    # init(), getProjectedGroupFields()); Iceberg readers resolve the file's columns through
+    # the name mapping and read a field no column maps to as NULL (the table's columns are
+    # optional). A column of the file that is not the table's is still refused: Hive matches
+    # names case-insensitively, the name mapping exactly, so the two readers would differ.
     extra = sorted(set(have) - set(want))
-    if missing or extra:
-        what = "; ".join(
-            s
-            for s in (
-                f"missing {', '.join(missing)}" if missing else "",
-                f"not in the table: {', '.join(extra)}" if extra else "",
-            )
-            if s
-        )
+    if extra:
         raise NotRegistrable(
-            f"--add-files: the columns of {f.url} do not match the table's ({what})",
+            f"--add-files: the columns of {f.url} do not match the table's (not in the table: {', '.join(extra)})",
             hint=COPY_HINT,
         )
     for name, t in want.items():
-        if not _same_type(have[name], t):
+        if name in have and not _same_type(have[name], t):
             raise NotRegistrable(
                 f"--add-files: column {name} of {f.url} is {have[name]} for Iceberg, the table's column is {t}",
                 hint=COPY_HINT,
@@ -402,6 +404,9 @@ def migrate_files(
     if meta.properties.get(ADD_FILES_PROPERTY) != "true":
         props[ADD_FILES_PROPERTY] = "true"
     properties = {SOURCE_TABLE_KEY: src.name, SOURCE_WRITE_IDS_KEY: str(src.snapshot)}
+    # verification reads the registered files back through acidctl's filesystem where
+    # pyiceberg cannot open their URLs (hdfs://: pyiceberg's is libhdfs, acidctl's WebHDFS)
+    backend.read_through(src.tfs)  # type: ignore[attr-defined]
     fire("migrate-add-files-before-commit", adds, removes)
     committed = backend.commit_files(adds, removes, properties, table_properties=props)  # type: ignore[attr-defined]
     report["committed"] = committed.to_dict()

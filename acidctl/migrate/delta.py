@@ -38,6 +38,13 @@ metadata as the local engine's). A catch-up with row-level changes (inserts and 
 process. A run that fails before or at its commit deletes the files its tasks wrote; one killed
 outright leaves files no version references (invisible to readers, removed by ``VACUUM``).
 
+Negative decimal partition values (``p=-1.50``): deltalake 1.6 spells them wrongly
+(``-1.-50``) and commits a log it cannot load again
+(:func:`acidctl.migrate.deltafiles.deltalake_misspells`); every commit of a run touching such a
+partition (:meth:`DeltaBackend.writes_own_files`) is made of files acidctl writes
+(``_write_inserts``) and add/remove actions with the protocol's values, the ``--engine spark``
+commit above; row-level deletes cannot go in it, so the run replaces those partitions whole.
+
 Delta commits are atomic (a log entry ``_delta_log/NNN.json`` created with put-if-absent): a
 failed write leaves no commit, at most orphan data files in the table directory that no
 version references (``VACUUM`` removes them after the retention period). A concurrent commit
@@ -539,12 +546,28 @@ class DeltaBackend:
         if SOURCE_TABLE_KEY not in properties or SOURCE_WRITE_IDS_KEY not in properties:
             raise ValueError("a Delta commit of acidctl migrate records its source table and write ids")
         cp = CommitProperties(custom_metadata={str(k): str(v) for k, v in properties.items()})
-        if any(c.files for c in changes):
+        if any(c.files for c in changes) or any(self.writes_own_files(c.values) for c in changes):
             return self._commit_files(changes, cp)
         dt = self._table()
         if dt is None:
             return self._first_load(changes, cp)
         return self._catch_up(dt, changes, cp)
+
+    def writes_own_files(self, values: dict[str, Any]) -> bool:
+        """Whether a change to the partition ``values`` must not be written by deltalake: a
+        negative decimal partition value, which deltalake 1.6 spells wrongly and which then
+        breaks the whole table (:func:`acidctl.migrate.deltafiles.deltalake_misspells`). A run
+        touching such a partition writes its data files itself and commits them as add/remove
+        actions with the protocol's partition values (:meth:`_commit_files`, the
+        ``--engine spark`` commit); that commit cannot also be a MERGE, so the run replaces
+        partitions with deleted rows whole (:func:`acidctl.migrate.run.migrate`). After
+        :meth:`ensure`."""
+        from acidctl.migrate.deltafiles import deltalake_misspells
+
+        if not values:
+            return False
+        schema = self._target_schema()
+        return any(deltalake_misspells(v, schema.field(k).type) for k, v in values.items())
 
     # -- --engine spark: files written elsewhere, committed as add/remove actions ---------------
 

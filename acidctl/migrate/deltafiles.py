@@ -7,8 +7,8 @@ statistics from its Parquet footer, as deltalake 1.6 writes them for its own fil
   string (doubles without an exponent, the shortest that reads back), decimals with exactly
   their scale, dates ``YYYY-MM-DD``, timestamps (both kinds) ``YYYY-MM-DD HH:MM:SS.ffffff``,
   booleans ``true``/``false``, strings as they are; Hive's default partition is a null value.
-  (deltalake 1.6 itself fails on a negative decimal partition value: it prints ``-1.-50``;
-  these are the protocol's ``-1.50``.)
+  (deltalake 1.6 itself writes a negative decimal partition value wrongly:
+  :func:`deltalake_misspells`; these are the protocol's ``-1.50``.)
 * **Directories**: ``col=<value>/...`` in the table's partition column order, the value
   percent-encoded as delta-rs does (RFC 3986: everything but letters, digits and ``-._~``),
   ``__HIVE_DEFAULT_PARTITION__`` for a null; the log's ``path`` holds that relative path
@@ -80,6 +80,24 @@ def partition_string(value: Any, t: pa.DataType) -> str | None:
     if pt.is_date(t):
         return f"{value.year:04d}-{value:%m-%d}"
     return str(value)
+
+
+def deltalake_misspells(value: Any, t: pa.DataType) -> bool:
+    """Whether deltalake 1.6's writers spell this partition value wrongly: a negative decimal
+    with a fractional part. Its serialisation of a decimal scalar prints the integer and the
+    fractional part each with the sign (-1.50 → ``-1.-50``, -0.05 → ``0.-5``), in the
+    directory name and in ``partitionValues``; ``write_deltalake`` and ``DeltaTable.merge``
+    commit that, and the table's next load fails ("Kernel error: Failed to parse value
+    '-1.-50' as 'decimal(5,2)'"): every later read and write of the table, not just the
+    partition. Its reader parses the protocol's ``-1.50`` correctly (``DeltaTable.scan``,
+    ``get_add_actions``, DataFusion queries), only ``DeltaTable.to_pyarrow_dataset`` /
+    ``to_pyarrow_table`` re-serialise the value the same wrong way and fail. Integers,
+    decimals of scale 0 and positive decimals are written right."""
+    import pyarrow.types as pt
+
+    if value is None or not pt.is_decimal(t) or t.scale <= 0:
+        return False
+    return decimal.Decimal(value) < 0
 
 
 def partition_directory(values: dict[str, Any], columns: list[str], schema: pa.Schema) -> str:

@@ -122,6 +122,7 @@ class IcebergBackend:
         self._create: Any = None  # a staged CreateTableTransaction (committed with the first snapshot)
         self._created = False
         self._added_paths: list[str] = []
+        self._read_through: Any = None  # a TableFS whose hdfs:// files scans read (read_through)
 
     # -- catalog and table -------------------------------------------------------------------
 
@@ -482,11 +483,27 @@ class IcebergBackend:
             if survivors.num_rows:
                 self._write(tx, snap_update, survivors.to_batches(), stats, counter, count_as_added=False)
 
+    def read_through(self, tfs) -> None:
+        """Data files on ``tfs``'s HDFS (``--add-files``: Hive's files, registered as
+        ``hdfs://nn:8020/...``) are read back by :meth:`scan` through acidctl's filesystem
+        (WebHDFS, with the run's ``--fs-option``): pyiceberg opens ``hdfs://`` with libhdfs,
+        a JVM and the NameNode's RPC port, none of which acidctl has."""
+        from acidctl.fs import WEBHDFS_PROTOCOLS
+
+        if tfs.protocol in WEBHDFS_PROTOCOLS:
+            self._read_through = tfs
+
+    def _for_reads(self, t):
+        """``t`` whose FileIO reads :meth:`read_through`'s files through acidctl's filesystem."""
+        if self._read_through is not None:
+            t.io = _through(t.io, self._read_through)
+        return t
+
     def scan(self, version: int) -> Iterator[pa.RecordBatch]:
         t = self._table()
         if t is None:
             return iter(())
-        return iter(t.scan(snapshot_id=version).to_arrow_batch_reader())
+        return iter(self._for_reads(t).scan(snapshot_id=version).to_arrow_batch_reader())
 
     def scan_partitions(self, version: int, values: list[dict[str, Any]]) -> Iterator[pa.RecordBatch]:
         """The rows of ``version`` in these partitions only (verification of a catch-up reads
@@ -500,7 +517,7 @@ class IcebergBackend:
         for v in values:
             e = self._filter(v)
             expr = e if isinstance(expr, AlwaysFalse) else Or(expr, e)
-        return iter(t.scan(snapshot_id=version, row_filter=expr).to_arrow_batch_reader())
+        return iter(self._for_reads(t).scan(snapshot_id=version, row_filter=expr).to_arrow_batch_reader())
 
     def rollback(self, committed: Committed) -> str | None:
         try:
@@ -531,6 +548,45 @@ class IcebergBackend:
                 io.delete(p)
         except Exception:  # best effort: unreferenced files harm no reader
             pass
+
+
+def _through(io, tfs):
+    """A pyiceberg FileIO: ``io``, except that files under ``tfs``'s Hadoop URL prefix
+    (:meth:`acidctl.fs.TableFS.hadoop_url`) are opened through ``tfs``; it writes and deletes
+    nothing of them."""
+    from pyiceberg.io import FileIO, InputFile
+
+    class _Input(InputFile):
+        def __init__(self, location: str, path: str):
+            super().__init__(location)
+            self._path = path
+
+        def __len__(self) -> int:
+            return tfs.info(self._path).size
+
+        def exists(self) -> bool:
+            return tfs.exists(self._path)
+
+        def open(self, seekable: bool = True):
+            return tfs.open(self._path, "rb")
+
+    class _ThroughIO(FileIO):
+        def new_input(self, location: str):
+            path = tfs.hadoop_path(location)
+            return io.new_input(location) if path is None else _Input(location, path)
+
+        def new_output(self, location: str):
+            if tfs.hadoop_path(location) is not None:
+                raise ValueError(f"{location} is Hive's file: acidctl writes none")
+            return io.new_output(location)
+
+        def delete(self, location) -> None:
+            where = location if isinstance(location, str) else location.location
+            if tfs.hadoop_path(where) is not None:
+                raise ValueError(f"{where} is Hive's file: acidctl deletes none")
+            io.delete(location)
+
+    return _ThroughIO(io.properties)
 
 
 #: the nested ``row__id`` fields (Parquet path ``row__id.<name>``) whose column metrics acidctl

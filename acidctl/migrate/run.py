@@ -21,7 +21,10 @@ per partition with a directory that may hold an NV write id:
 * insert-only tables (no ROW__ID): the rows of the NV deltas' files are appended; a partition
   whose base holds NV write ids is replaced;
 * Hive 2.3 tables (an update keeps its ROW__ID) and ``--no-row-id`` targets: the partition is
-  replaced.
+  replaced;
+* a run the target commits as files it writes itself (``backend.writes_own_files``: Delta with
+  a negative decimal partition value) cannot hold row-level deletes: partitions with deleted
+  rows are replaced.
 
 Partitions the source no longer has (dropped) are removed from the target (a whole-table run).
 All partitions' changes go into ONE ``backend.commit``, recording the new ValidWriteIdList.
@@ -178,6 +181,14 @@ def migrate(
                 key = partition_name({k: values.get(k) for k in pcols})
                 if key not in have:
                     planned.append(_Planned(None, key, {k: values.get(k) for k in pcols}, "drop"))
+        own = getattr(backend, "writes_own_files", None)
+        if own is not None and any(own(pl.values) for pl in planned):
+            # the target commits this run as files it writes itself (add/remove actions: Delta
+            # with a negative decimal partition value), which cannot also hold row-level
+            # deletes (a MERGE): partitions with deleted rows are replaced whole instead
+            for pl in planned:
+                if pl.deletes is not None and pl.deletes.num_rows:
+                    pl.how, pl.deletes, pl.exclude = "replace", None, None
         if not planned:  # no NV write id, or none that left a directory in the table: no commit
             report.update(
                 up_to_date=True,

@@ -231,3 +231,23 @@ def test_compact_over_s3_needs_the_non_atomic_opt_in(cli, s3_server, tmp_path, m
         "nation/base_0000004/bucket_00000",
     ]
     assert _merged_rows(cli, *opt, "dump", "--merged", "--write-ids", wl, url) == before
+
+
+def test_hdfs_location_with_the_rpc_port_reads_through_the_webhdfs_port_and_maps_back(hdfs, tmp_path):
+    """Hive's locations name the NameNode's RPC port (hdfs://nn:8020/...); ``--fs-option
+    port=`` names WebHDFS's HTTP port, which is the one contacted. Hadoop clients' URLs of the
+    files keep the location's scheme and authority with the same path (hadoop_url), and map
+    back to the path (hadoop_path); webhdfs:// URLs keep theirs, local paths become file://."""
+    from acidctl.fs import TableFS
+
+    (tmp_path / "hdfs" / "w" / "t").mkdir(parents=True)
+    (tmp_path / "hdfs" / "w" / "t" / "f").write_bytes(b"abc")
+    tfs = TableFS("hdfs://127.0.0.1:8020/w/t", {"port": hdfs.port})
+    assert [e.name for e in tfs.ls(tfs.root)] == ["f"]
+    assert tfs.read_bytes(tfs.root + "/f") == b"abc"
+    assert tfs.hadoop_url(tfs.root + "/f") == "hdfs://127.0.0.1:8020/w/t/f"
+    assert tfs.hadoop_path("hdfs://127.0.0.1:8020/w/t/f") == "/w/t/f"
+    assert tfs.hadoop_path(f"hdfs://127.0.0.1:{hdfs.port}/w/t/f") is None
+    web = TableFS(f"webhdfs://127.0.0.1:{hdfs.port}/w/t")
+    assert web.hadoop_url(web.root + "/f") == f"webhdfs://127.0.0.1:{hdfs.port}/w/t/f"
+    assert TableFS(str(tmp_path)).hadoop_url(str(tmp_path / "x")) == f"file://{tmp_path}/x"

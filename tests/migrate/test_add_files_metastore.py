@@ -144,3 +144,148 @@ def test_metastore_parquet_table_registered_compacted_and_caught_up(tmp_path, cl
     assert _rows(cat) == want
     r = _migrate(cli, url, cat)
     assert r.code == 0 and json.loads(r.stdout)["up_to_date"] is True
+
+
+#: the table after ``ALTER TABLE pq ADD COLUMNS (note string, score bigint)``
+ADDED = [("note", "string"), ("score", "bigint")]
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_files_written_before_add_columns_read_the_new_columns_as_null(tmp_path, cli, metastore):  # noqa: F811
+    """A file written before ``ALTER TABLE ADD COLUMNS`` lacks the new trailing columns: Hive's
+    Parquet reader resolves columns by name and reads NULL for a column the file lacks
+    (DataWritableReadSupport), Iceberg's name mapping reads NULL for a field no column maps to.
+    The file is registered as it is; pyiceberg reads NULL there and the new file's values, and
+    acidctl's verification (Hive's read vs pyiceberg's) agrees. A file whose new column has
+    another type is still refused."""
+    import pyarrow as pa
+
+    url, rec = metastore
+    root = tmp_path / "wh" / "pq"
+    rec.create_table("default", "pq", location=f"file:{root}", columns=COLUMNS + ADDED, insert_only=True)
+    add_storage(url, "pq", slib=PARQUET_SERDE, input_format=PARQUET_INPUT, output_format=PARQUET_OUTPUT, params={})
+    _partitions_like_the_table(url)
+    new_schema = pa.schema([*HIVE_SCHEMA, ("note", pa.string()), ("score", pa.int64())])
+    old = root / "delta_0000001_0000001_0000" / "000000_0"
+    new = root / "delta_0000002_0000002_0000" / "000000_0"
+    for w, (path, rows, schema) in enumerate(
+        [
+            (old, [row(1), row(2, ["t"])], HIVE_SCHEMA),
+            (new, [{**row(3), "note": "x", "score": 7}, {**row(4), "note": None, "score": None}], new_schema),
+        ],
+        start=1,
+    ):
+        txn = rec.open_txn()
+        assert rec.add_write(txn, "default", "pq") == w
+        write(path, rows, schema)
+        rec.commit_txn(txn)
+    cat = tmp_path / "cat" / "c.db"
+    cat.parent.mkdir()
+    r = cli(
+        "-o", "json", "--metastore", url, "migrate", "default.pq", *helpers.iceberg_target(cat, "ns.pq"), "--add-files"
+    )
+    assert r.code == 0, r.stderr
+    rep = json.loads(r.stdout)
+    assert rep["verified"] == {"partitions": 1, "rows": 4}
+    t = helpers.load(cat, "ns.pq")
+    assert {task.file.file_path for task in t.scan().plan_files()} == {f"file://{old}", f"file://{new}"}
+    got = sorted((r["id"], r["tags"], r["note"], r["score"]) for r in t.scan().to_arrow().to_pylist())
+    assert got == [(1, None, None, None), (2, ["t"], None, None), (3, None, "x", 7), (4, None, None, None)]
+
+    # write 3: a file whose new column is a string where the table says bigint: refused
+    txn = rec.open_txn()
+    assert rec.add_write(txn, "default", "pq") == 3
+    bad = root / "delta_0000003_0000003_0000" / "000000_0"
+    bad_schema = pa.schema([*HIVE_SCHEMA, ("score", pa.string())])
+    write(bad, [{**row(5), "score": "7"}], bad_schema)
+    rec.commit_txn(txn)
+    r = cli(
+        "-o", "json", "--metastore", url, "migrate", "default.pq", *helpers.iceberg_target(cat, "ns.pq"), "--add-files"
+    )
+    assert r.code == 7, r.stderr
+    assert "column score" in r.stderr and "delta_0000003_0000003_0000/000000_0" in r.stderr
+    assert len(helpers.load(cat, "ns.pq").snapshots()) == 1
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_hdfs_table_files_are_registered_by_the_locations_hdfs_urls(tmp_path, cli, metastore):  # noqa: F811
+    """A table whose SDS.LOCATION is ``hdfs://nn:8020/...`` (the NameNode's RPC port, never
+    contacted) read through WebHDFS (``--fs-option port=`` the HTTP port; tests/webhdfs_server.py):
+    its files are registered under the location's own scheme and authority, the path part as
+    on HDFS, as Spark's and Trino's Iceberg readers open them. acidctl's verification reads them
+    back through WebHDFS (pyiceberg opens hdfs:// with libhdfs, which is not here); this test
+    reads the table with pyiceberg, its hdfs:// URLs mapped onto the server's directory by a
+    FileIO of its own. A catch-up compares the same URLs: an unchanged table is up to date, a
+    new write registers one file and removes none."""
+    from pyiceberg.io.pyarrow import PyArrowFileIO
+
+    from tests.webhdfs_server import WebHDFS
+
+    url, rec = metastore
+    hdfs_root = tmp_path / "hdfs"
+    hdfs_root.mkdir()
+    location = "hdfs://127.0.0.1:8020/wh/pq"
+    rec.create_table(
+        "default", "pq", location=location, columns=COLUMNS, partition_keys=[("ds", "date")], insert_only=True
+    )
+    part = "ds=2024-01-01"
+    rec.add_partition("default", "pq", part)
+    add_storage(url, "pq", slib=PARQUET_SERDE, input_format=PARQUET_INPUT, output_format=PARQUET_OUTPUT, params={})
+    _partitions_like_the_table(url)
+
+    def commit_write(w: int, ids: list[int]) -> str:
+        txn = rec.open_txn()
+        assert rec.add_write(txn, "default", "pq", partition=part) == w
+        rel = f"wh/pq/{part}/delta_{w:07d}_{w:07d}_0000/000000_0"
+        write(hdfs_root / rel, [row(i) for i in ids], HIVE_SCHEMA)
+        rec.commit_txn(txn)
+        return "hdfs://127.0.0.1:8020/" + rel
+
+    first = [commit_write(1, [1, 2]), commit_write(2, [3])]
+    cat = tmp_path / "cat" / "c.db"
+    cat.parent.mkdir()
+
+    class ServerIO(PyArrowFileIO):
+        """hdfs://127.0.0.1:8020/X read from the server's directory (this test's own mapping)."""
+
+        def new_input(self, location: str):
+            if location.startswith("hdfs://127.0.0.1:8020/"):
+                location = f"file://{hdfs_root}/" + location[len("hdfs://127.0.0.1:8020/") :]
+            return super().new_input(location)
+
+    def table():
+        t = helpers.load(cat, "ns.pq")
+        t.io = ServerIO(t.io.properties)
+        return t
+
+    with WebHDFS(str(hdfs_root)) as server:
+
+        def run():
+            return cli(
+                "-o", "json", "--metastore", url, "--fs-option", f"port={server.port}",
+                "migrate", "default.pq", *helpers.iceberg_target(cat, "ns.pq"), "--add-files",
+            )  # fmt: skip
+
+        r = run()
+        assert r.code == 0, r.stderr
+        rep = json.loads(r.stdout)
+        assert rep["verified"] == {"partitions": 1, "rows": 3}
+        assert rep["partitions"][0]["register"] == sorted(first)
+        t = table()
+        paths = t.inspect.files().column("file_path").to_pylist()
+        assert sorted(paths) == sorted(first)
+        assert sorted(r["id"] for r in t.scan().to_arrow().to_pylist()) == [1, 2, 3]
+
+        r = run()
+        assert r.code == 0 and json.loads(r.stdout)["up_to_date"] is True, r.stderr
+
+        third = commit_write(3, [4])
+        r = run()
+        assert r.code == 0, r.stderr
+        rep = json.loads(r.stdout)
+        assert rep["committed"]["files_added"] == 1 and rep["committed"]["files_removed"] == 0
+        assert rep["verified"]["rows"] == 4
+        t = table()
+        assert sorted(t.inspect.files().column("file_path").to_pylist()) == sorted([*first, third])
+        assert sorted(r["id"] for r in t.scan().to_arrow().to_pylist()) == [1, 2, 3, 4]
+        assert server.ops["OPEN"] > 0
