@@ -22,6 +22,8 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
+import threading
 import time
 from typing import Callable, Iterator
 
@@ -41,7 +43,15 @@ def crash_point(point: str) -> None:
     # the first call is on the driver (``after-lock`` precedes the Spark session)
     driver_pid = int(os.environ.setdefault(DRIVER_PID_ENV, str(os.getpid())))
     if configured in ("int:" + point, "term:" + point):
-        os.kill(driver_pid, signal.SIGINT if configured.startswith("int:") else signal.SIGTERM)
+        sig = signal.SIGINT if configured.startswith("int:") else signal.SIGTERM
+        handler = signal.getsignal(sig)
+        if driver_pid == os.getpid() and threading.current_thread() is threading.main_thread() and callable(handler):
+            # the driver is this thread: its handler runs here and now, as the signal's would.
+            # A signal sent to oneself is handled at the next bytecode boundary, which may fall
+            # inside a gc callback (hypothesis installs one) that swallows the KeyboardInterrupt
+            handler(sig, sys._getframe())
+            return
+        os.kill(driver_pid, sig)
         time.sleep(0.5)  # let the signal arrive
         return
     if configured != point:
