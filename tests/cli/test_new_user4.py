@@ -1,0 +1,45 @@
+"""A new data-platform engineer's first hour with acidctl (new-user pass 4, 2026-11-27): the
+README's tour on a fresh demo, then `doctor` / `why`, the grammar promises (README "Safety",
+exit codes) and the shipped completions. One test per thing that tripped the pass up.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+
+from tests.conftest import run_cli
+
+
+def _names(root, part):
+    p = root / "warehouse" / "sales" / part
+    return {n for n in os.listdir(p) if not n.startswith((".", "_"))}
+
+
+def test_why_cleaner_command_runs_as_printed(demo):
+    """`why`'s CLEANER line quoted `acidctl clean --execute --min-age 0` without the table: run as
+    printed it is a usage error (exit 2). It names the partition now and removes what it says."""
+    root, _ = demo
+    assert run_cli("compact", "--due", "default.sales").code == 0
+    r = run_cli("why", "default.sales/ds=2025-12-31")
+    assert r.code == 0, r
+    text = " ".join(r.stdout.split())  # undo the wrapping at the terminal width
+    m = re.search(r"CLEANER: .*?`(acidctl clean [^`]*)` removes ((?:[\w.-]+, )*[\w.-]+)", text)
+    assert m, r.stdout
+    words = shlex.split(m.group(1))
+    assert words[:3] == ["acidctl", "clean", "default.sales/ds=2025-12-31"]
+    # the demo's ds=2025-12-31 (tests/cli/test_demo.py): three original files, delete_delta_1_1 and
+    # delta_2_2, all read by the major compaction into base_0000002
+    said = set(m.group(2).split(", "))
+    assert said == {
+        "000000_0",
+        "000001_0",
+        "000001_0_copy_1",
+        "delete_delta_0000001_0000001_0000",
+        "delta_0000002_0000002_0000",
+    }
+    assert said <= _names(root, "ds=2025-12-31")
+    r = run_cli(*words[1:])
+    assert r.code == 0, r
+    assert _names(root, "ds=2025-12-31") == {"base_0000002"}
