@@ -43,3 +43,38 @@ def test_why_cleaner_command_runs_as_printed(demo):
     r = run_cli(*words[1:])
     assert r.code == 0, r
     assert _names(root, "ds=2025-12-31") == {"base_0000002"}
+
+
+def _u06(h2) -> str:
+    import json
+
+    r = run_cli("-o", "json", "upgrade-check", "--metastore", h2)
+    doc = json.loads(r.stdout)
+    msgs = [f["message"] for p in doc["partitions"] for f in p["findings"] if f["check"] == "U06"]
+    assert len(msgs) == 1, doc
+    return msgs[0]
+
+
+def test_upgrade_check_u06_clean_command_runs_as_printed(demo):
+    """U06 said `acidctl clean --hive-version 2` removes the leftovers: no table (exit 2), and on
+    the demo's Hive 2 table the leftover is an aborted delta no compaction covers, which clean
+    keeps (Hive 2's Cleaner lists only what getAcidState calls obsolete). Now: before the major
+    compaction it says the compaction comes first; after it, the printed clean removes them."""
+    root, _ = demo
+    h2 = f"sqlite:///{root / 'hive2' / 'metastore.db'}"
+    table = root / "hive2" / "warehouse" / "legacy_employee"
+    before = _u06(h2)
+    assert "delta_0000003_0000003_0000" in before and "major compaction" in before
+    assert "acidctl clean" not in before
+    # clean indeed keeps the uncovered aborted delta (so the old advice did nothing)
+    assert run_cli("clean", "default.legacy_employee", "--metastore", h2, "--min-age", "0", "--execute").code == 0
+    assert (table / "delta_0000003_0000003_0000").is_dir()
+
+    assert run_cli("compact", "default.legacy_employee", "--major", "--metastore", h2).code == 0
+    after = _u06(h2)
+    m = re.search(r"`(acidctl clean [^`]*)`", after)
+    assert m, after
+    r = run_cli(*shlex.split(m.group(1))[1:], "--metastore", h2)
+    assert r.code == 0, r
+    # txns 1-2 committed, 3 aborted (the demo): the major compaction wrote base_0000003 covering all
+    assert {n for n in os.listdir(table) if not n.startswith(("_", "."))} == {"base_0000003"}
