@@ -78,3 +78,21 @@ def test_upgrade_check_u06_clean_command_runs_as_printed(demo):
     assert r.code == 0, r
     # txns 1-2 committed, 3 aborted (the demo): the major compaction wrote base_0000003 covering all
     assert {n for n in os.listdir(table) if not n.startswith(("_", "."))} == {"base_0000003"}
+
+
+def test_unlock_refusal_hint_acts_as_printed(demo):
+    """`unlock 1` on the demo (lock 1 is txn 10's: its open insert into ds=2026-01-01) is refused
+    as Hive refuses it; the hint's command used to be the preview `abort transactions 10` and sat
+    in nested parentheses. Run as printed, it now ends the txn and with it the lock."""
+    import json
+
+    before = json.loads(run_cli("-o", "json", "show", "locks").stdout)["locks"]
+    assert [(lk["lock_ext_id"], lk["transaction_id"]) for lk in before] == [(1, 10)]
+    r = run_cli("unlock", "1")
+    assert r.code == 6 and r.stdout == "", r
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    assert r.stderr.count("(") == 1, r.stderr  # the hint's own parentheses only
+    m = re.search(r"(acidctl abort transactions 10 --execute)\)$", r.stderr.strip())
+    assert m, r.stderr
+    assert run_cli(*shlex.split(m.group(1))[1:]).code == 0
+    assert [lk["transaction_id"] for lk in json.loads(run_cli("-o", "json", "show", "locks").stdout)["locks"]] == []
