@@ -96,3 +96,15 @@ def test_unlock_refusal_hint_acts_as_printed(demo):
     assert m, r.stderr
     assert run_cli(*shlex.split(m.group(1))[1:]).code == 0
     assert [lk["transaction_id"] for lk in json.loads(run_cli("-o", "json", "show", "locks").stdout)["locks"]] == []
+
+
+def test_clean_requests_table_fits_80_columns(demo, monkeypatch):
+    """The README's order: `compact --due default.sales`, then `clean default.sales` (default
+    --min-age 1h: a dry run). Compaction 2 stays ready for cleaning, and its ACTION words did not
+    wrap, so the table was 95 columns wide. The terminal-fit rules (tests/cli/test_terminal_fit.py)
+    now hold."""
+    from tests.cli.test_terminal_fit import check
+
+    assert run_cli("compact", "--due", "default.sales").code == 0
+
+    check(["clean", "default.sales"], monkeypatch)
