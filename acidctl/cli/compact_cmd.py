@@ -246,6 +246,14 @@ def compact_command(
 
     engine = engine.lower()
     if enqueue:
+        if partition:
+            # one request names one partition (ALTER TABLE ... PARTITION (...) COMPACT); --partition
+            # was ignored here before (new-user pass 4)
+            if len(partition) > 1:
+                raise UsageError("--enqueue queues one request: give one --partition (run it once per partition)")
+            if "/" in table:
+                raise UsageError("give the partition either in DB.TABLE/SPEC or with --partition, not both")
+            table = f"{table}/{partition[0]}"
         return _enqueue(
             settings, table, major=major, minor=minor, due=due, pool=pool, hive_version=hive_version, dry_run=dry_run
         )

@@ -108,3 +108,36 @@ def test_clean_requests_table_fits_80_columns(demo, monkeypatch):
     assert run_cli("compact", "--due", "default.sales").code == 0
 
     check(["clean", "default.sales"], monkeypatch)
+
+
+def _queue(root) -> list[tuple]:
+    import sqlite3
+
+    with sqlite3.connect(root / "metastore.db") as c:
+        return c.execute(
+            'SELECT "CQ_ID", "CQ_TABLE", "CQ_PARTITION", "CQ_TYPE", "CQ_STATE" FROM "COMPACTION_QUEUE" ORDER BY 1'
+        ).fetchall()
+
+
+def test_enqueue_takes_partition_option(demo):
+    """`compact --enqueue --major default.sales --partition ds=2026-01-01` refused with "default.sales
+    is partitioned" (--partition was ignored by --enqueue; with DB.TABLE/PART it was silently
+    dropped). Now it queues that partition's request as DB.TABLE/PART does; two --partition or
+    both spellings at once are one-line usage errors (exit 2) that write nothing."""
+    root, _ = demo
+    before = _queue(root)
+    for args, code in (
+        (["--partition", "ds=2026-01-01", "--partition", "ds=2025-12-31"], 2),
+        (["--partition", "ds=2026-01-01", "--dry-run"], 0),
+    ):
+        r = run_cli("compact", "--enqueue", "--major", "default.sales", *args)
+        assert r.code == code, r
+        assert _queue(root) == before
+    r = run_cli("compact", "--enqueue", "--major", "default.sales/ds=2025-12-31", "--partition", "ds=2026-01-01")
+    assert r.code == 2 and r.stderr.count("\n") == 1, r
+    assert _queue(root) == before
+    r = run_cli("compact", "--enqueue", "--major", "default.sales", "--partition", "ds=2026-01-01")
+    assert r.code == 0, r
+    (new,) = [q for q in _queue(root) if q not in before]
+    # Hive's codes (metastore.md): CQ_TYPE 'a' = major, CQ_STATE 'i' = initiated
+    assert new[1:] == ("sales", "ds=2026-01-01", "a", "i")
