@@ -141,3 +141,31 @@ def test_enqueue_takes_partition_option(demo):
     (new,) = [q for q in _queue(root) if q not in before]
     # Hive's codes (metastore.md): CQ_TYPE 'a' = major, CQ_STATE 'i' = initiated
     assert new[1:] == ("sales", "ds=2026-01-01", "a", "i")
+
+
+def _doctor_findings(code: str) -> list[dict]:
+    import json
+
+    r = run_cli("-o", "json", "doctor")
+    assert r.code in (0, 4), r
+    return [f for f in json.loads(r.stdout)["findings"] if f["code"] == code]
+
+
+def test_doctor_does_not_warn_about_acidctl_unregistered_compaction(demo):
+    """`compact --read-only` publishes unregistered (docs/reference.md: as over thrift://), and
+    doctor then warned UNEXPLAINED_COMPACTED_DIR "written by a compactor that did not register"
+    with a fix that compacts again: acidctl's own work flagged (README Safety rule 2). The
+    publication record says whose it is: an info, no fix. Without the record (a stranger's
+    base) the warning stays."""
+    root, _ = demo
+    r = run_cli("--read-only", "compact", "--major", "default.employee")
+    assert r.code == 0, r
+    # employee's deltas hold write ids 1-3, all committed (the demo): the major compaction's base
+    base = root / "warehouse" / "employee" / "base_0000003"
+    assert base.is_dir()
+    (f,) = _doctor_findings("UNEXPLAINED_COMPACTED_DIR")
+    assert (f["subject"], f["severity"], f["fix"]) == ("default.employee", "info", None)
+    assert ".acidctl-published/base_0000003.json" in f["message"]
+    (base.parent / ".acidctl-published" / "base_0000003.json").unlink()
+    (f,) = _doctor_findings("UNEXPLAINED_COMPACTED_DIR")
+    assert (f["subject"], f["severity"]) == ("default.employee", "warn")
