@@ -169,3 +169,72 @@ def test_doctor_does_not_warn_about_acidctl_unregistered_compaction(demo):
     (base.parent / ".acidctl-published" / "base_0000003.json").unlink()
     (f,) = _doctor_findings("UNEXPLAINED_COMPACTED_DIR")
     assert (f["subject"], f["severity"]) == ("default.employee", "warn")
+
+
+# -- shell completions of migrate and changes (the shipped scripts, in real bash and zsh) ------
+
+from tests.cli.test_completions import (  # noqa: E402
+    ENGINE_CHOICES,
+    OUTPUT_CHOICES,
+    _bash_complete,
+    _zsh,
+    shell_env,  # noqa: F401 (the module-scoped fixture)
+)
+
+
+def _declared(command: str, prefix: str) -> set[str]:
+    """Option names of ``acidctl COMMAND`` starting with ``prefix``, from the CLI's declarations
+    (the command's own and the global ones, which are accepted after the command too)."""
+    import typer
+
+    from acidctl.cli.main import app
+
+    root = typer.main.get_command(app)
+    params = list(root.commands[command].params) + list(root.params)  # type: ignore[attr-defined]
+    return {o for p in params for o in p.opts if o.startswith(prefix) and o != "--version"}
+
+
+def _choices(command: str, option: str) -> set[str]:
+    import typer
+
+    from acidctl.cli.main import app
+
+    root = typer.main.get_command(app)
+    (p,) = [p for p in root.commands[command].params if option in p.opts]  # type: ignore[attr-defined]
+    return set((p.metavar or "").split("|"))
+
+
+def test_bash_completes_migrate_and_changes(shell_env):  # noqa: F811
+    b = lambda *w: _bash_complete(shell_env, ["acidctl", *w])  # noqa: E731
+    assert b("mig") == ["migrate"] and b("cha") == ["changes"]
+    assert (
+        set(b("migrate", "default.sales", "--ta")) == _declared("migrate", "--ta") == {"--target", "--table-property"}
+    )
+    assert set(b("changes", "default.sales", "--fr")) == _declared("changes", "--fr") == {"--from-write-id"}
+    assert set(b("migrate", "default.sales", "--to", "")) == {"iceberg", "delta"}
+    assert set(b("migrate", "default.sales", "--engine", "")) == ENGINE_CHOICES
+    assert set(b("migrate", "default.sales", "--delta-timestamp", "")) == _choices("migrate", "--delta-timestamp")
+    # a one-choice metavar (`--timestamp-precision us`) completed nothing
+    assert b("migrate", "default.sales", "--timestamp-precision", "") == ["us"]
+    assert b("migrate", "default.sales", "--warehouse", "") == ["<files>"]
+    assert set(b("changes", "default.sales", "--to", "")) == {"parquet"}
+    assert set(b("changes", "default.sales", "--hive-version", "")) == {"2", "3", "4"}
+    assert set(b("changes", "default.sales", "--from-write-id", "5", "-o", "")) == OUTPUT_CHOICES
+
+
+def test_zsh_completes_migrate_and_changes(shell_env):  # noqa: F811
+    for line, expected in (
+        ("acidctl migrate default.sales --to \t", {"iceberg", "delta"}),
+        (
+            "acidctl migrate default.sales --timestamp-precision \t",
+            {"acidctl migrate default.sales --timestamp-precision us"},
+        ),
+        ("acidctl changes default.sales --from-w\t", {"acidctl changes default.sales --from-write-id"}),
+    ):
+        zsh = _zsh(shell_env)
+        try:
+            zsh.type(line)
+            screen = zsh.read_until(re.escape(sorted(expected)[-1]))
+            assert all(e in screen for e in expected), screen
+        finally:
+            zsh.close()
