@@ -238,3 +238,19 @@ def test_zsh_completes_migrate_and_changes(shell_env):  # noqa: F811
             assert all(e in screen for e in expected), screen
         finally:
             zsh.close()
+
+
+def test_doctor_html_and_metrics_textfile_accept_dry_run(demo, tmp_path):
+    """README: "Every command that writes accepts --dry-run: it prints what it would do, writes
+    nothing, and exits with the code the real run would". `doctor --html FILE` and `metrics
+    --textfile FILE` write a file but answered `No such option '--dry-run'` (exit 2)."""
+    html, prom = tmp_path / "r.html", tmp_path / "m.prom"
+    for args, path in ((["doctor", "--html", html], html), (["metrics", "--textfile", prom], prom)):
+        r = run_cli(*args, "--dry-run")
+        assert r.code == 0, r
+        assert not path.exists() and "would write" in r.stderr and "nothing written" in r.stderr
+        bad = tmp_path / "no-such-dir" / path.name
+        dry, real = run_cli(*args[:-1], bad, "--dry-run"), run_cli(*args[:-1], bad)
+        assert dry.code == real.code == 5, (dry, real)  # storage unavailable, as the real run
+        assert not bad.parent.exists()
+        assert run_cli(*args).code == 0 and path.exists()
