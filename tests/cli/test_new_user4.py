@@ -254,3 +254,17 @@ def test_doctor_html_and_metrics_textfile_accept_dry_run(demo, tmp_path):
         assert dry.code == real.code == 5, (dry, real)  # storage unavailable, as the real run
         assert not bad.parent.exists()
         assert run_cli(*args).code == 0 and path.exists()
+
+
+def test_profile_in_a_missing_config_file_says_the_file_is_missing(tmp_path, monkeypatch):
+    """`ACIDCTL_CONFIG=/typo.toml acidctl --profile prod ...` said "profile 'prod' not found in
+    /typo.toml": the file itself does not exist, which is what to fix."""
+    monkeypatch.delenv("ACIDCTL_METASTORE_URL", raising=False)
+    missing = tmp_path / "typo.toml"
+    monkeypatch.setenv("ACIDCTL_CONFIG", str(missing))
+    r = run_cli("--profile", "prod", "show", "tables")
+    assert r.code == 2 and r.stderr.count("\n") == 1, r
+    assert f"config file {missing} (ACIDCTL_CONFIG) does not exist" in r.stderr
+    missing.write_text('[profiles.other]\nmetastore = "sqlite:////nowhere.db"\n')
+    r = run_cli("--profile", "prod", "show", "tables")
+    assert r.code == 2 and f"profile 'prod' not found in {missing}" in r.stderr, r
