@@ -268,3 +268,31 @@ def test_profile_in_a_missing_config_file_says_the_file_is_missing(tmp_path, mon
     missing.write_text('[profiles.other]\nmetastore = "sqlite:////nowhere.db"\n')
     r = run_cli("--profile", "prod", "show", "tables")
     assert r.code == 2 and f"profile 'prod' not found in {missing}" in r.stderr, r
+
+
+def _compaction_rows(root) -> tuple[list, list]:
+    import sqlite3
+
+    with sqlite3.connect(root / "metastore.db") as c:
+        q = c.execute('SELECT * FROM "COMPACTION_QUEUE" ORDER BY 1').fetchall()
+        h = c.execute('SELECT * FROM "COMPLETED_COMPACTIONS" ORDER BY 1').fetchall()
+    return q, h
+
+
+def test_spark_that_cannot_start_leaves_no_failed_compaction(demo):
+    """`compact --engine spark` with a wrong or unreachable --master registered the compaction,
+    then marked it failed: two such typos and Hive's Initiator stops compacting the table
+    (hive.compactor.initiator.failed.compacts.threshold, as `why` then says). A Spark session
+    that cannot start is not a failed compaction: the request is handed back, the queue and
+    history stay as they were (README Safety rule 3). A master Spark rejects outright
+    (SparkSubmit: yarn, or spark/k8s/local URLs) is a usage error said before any JVM starts,
+    not the JVM's stack trace."""
+    root, _ = demo
+    before = _compaction_rows(root)
+    for table in ("default.employee", "default.events"):  # full ACID and insert-only
+        r = run_cli("compact", "--major", table, "--engine", "spark", "--master", "nonsense://x")
+        assert r.code == 2 and r.stderr.count("\n") == 1 and "--master" in r.stderr, r
+        r = run_cli("compact", "--major", table, "--engine", "spark", "--master", "spark://127.0.0.1:1")
+        assert r.code == 5 and r.stderr.count("\n") == 1, r
+        assert _compaction_rows(root) == before
+    assert "failed threshold: fewer than 2 consecutive failures" in run_cli("why", "default.employee").stdout
