@@ -296,3 +296,18 @@ def test_spark_that_cannot_start_leaves_no_failed_compaction(demo):
         assert r.code == 5 and r.stderr.count("\n") == 1, r
         assert _compaction_rows(root) == before
     assert "failed threshold: fewer than 2 consecutive failures" in run_cli("why", "default.employee").stdout
+
+
+def test_no_command_prints_the_help_not_a_flattened_error_line():
+    """`acidctl` alone (the first thing a new user types) and `acidctl show` printed the whole
+    help squeezed into one `acidctl: error: Usage: ... Options: ...` line of ~2,800 characters.
+    Now: the help as --help prints it (on stderr, exit 2: no command is a usage error, as
+    Click says); with -o json the one-line JSON error."""
+    for args in ([], ["show"]):
+        r = run_cli(*args)
+        help_text = run_cli(*args, "--help").stdout
+        assert r.code == 2 and r.stdout == "", r
+        assert r.stderr.rstrip("\n") == help_text.rstrip("\n") and "\nCommands:\n" in r.stderr
+        j = run_cli("-o", "json", *args)
+        assert j.code == 2 and j.stderr.count("\n") == 1, j
+        assert '"exit_code":2' in j.stderr
