@@ -311,3 +311,17 @@ def test_no_command_prints_the_help_not_a_flattened_error_line():
         j = run_cli("-o", "json", *args)
         assert j.code == 2 and j.stderr.count("\n") == 1, j
         assert '"exit_code":2' in j.stderr
+
+
+def test_compact_progress_leaves_no_lines_on_the_terminal(demo):
+    """On a terminal `compact --due default.sales` (the README's example, ~0.2 s) left
+    "acidctl: compact: buckets 2/2 done" and "... partitions 1/1 published" above its report,
+    though progress lines are meant to be one status line, none for runs under a second, erased
+    at the end (acidctl.cli.progress). Now compact's progress is that status line."""
+    from tests.cli.test_progress import run as run_on_tty
+
+    code, out, err = run_on_tty("compact", "--due", "default.sales")
+    assert code == 0 and "compacted" in out
+    assert "\n" not in err, err  # nothing left on the screen: at most a line rewritten and erased
+    visible = err.rsplit("\r", 1)[-1] if "\r" in err else err
+    assert visible.strip() == ""
