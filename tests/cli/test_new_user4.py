@@ -325,3 +325,18 @@ def test_compact_progress_leaves_no_lines_on_the_terminal(demo):
     assert "\n" not in err, err  # nothing left on the screen: at most a line rewritten and erased
     visible = err.rsplit("\r", 1)[-1] if "\r" in err else err
     assert visible.strip() == ""
+
+
+def test_prose_never_splits_a_quantity_from_its_unit(monkeypatch):
+    """doctor at 80 columns printed "(delta_0000003_0000003_0000; 325" / "B, oldest 13s)": the
+    wrap of prose lines broke between a size and its unit (and could between "5m" and "3s")."""
+    from acidctl.cli.output import wrap
+
+    monkeypatch.setenv("COLUMNS", "80")
+    for qty in ("325 B", "1.7 KiB", "3m 13s"):
+        # the quantity's first word ends at column 80 (or before), its unit starts after it
+        line = "y" * 76 + " " + qty + ", oldest 13s) is no longer read"
+        lines = wrap(line).splitlines()
+        assert all(len(x) <= 80 for x in lines)
+        assert any(qty in x for x in lines), lines
+        assert " ".join(x.strip() for x in lines) == line  # nothing else changed
