@@ -33,6 +33,7 @@ compacted one) or says exactly what is not.
 from __future__ import annotations
 
 import dataclasses
+import shlex
 import datetime as _dt
 import time
 from urllib.parse import unquote
@@ -60,6 +61,12 @@ class PartitionCheck:
     findings: list[dict] = dataclasses.field(default_factory=list)
     bytes: int = 0
     command: str | None = None
+    uncovered_aborted: bool = False  # a leftover is an aborted delta no compaction covers yet
+
+    @property
+    def spec(self) -> str:
+        """``DB.TABLE[/PART]``: the argument of a table command for this partition."""
+        return self.table + (f"/{self.partition}" if self.partition else "")
 
     def finding(self, severity: str, check: str, message: str) -> None:
         self.findings.append({"severity": severity, "check": check, "message": message})
@@ -171,6 +178,13 @@ def check_partition(tfs, listing, *, table: str, mode: str, compactor, keys: lis
         for c in st.entries
         if c.role in (Role.OBSOLETE, Role.ABORTED) and c.kind in (Kind.BASE, Kind.DELTA, Kind.DELETE_DELTA)
     ]
+    # an aborted delta no base covers yet: Hive 2's Cleaner (and `clean`) removes it only once a
+    # compaction covers it (getAcidState's obsolete list, as Hive 3's: doctor's ABORTED_WAITING_COMPACTION)
+    covered_to = st.base_write_id or 0
+    pc.uncovered_aborted = any(
+        c.role == Role.ABORTED and c.kind in (Kind.DELTA, Kind.DELETE_DELTA) and c.delta_dir.max_write_id > covered_to
+        for c in st.entries
+    )
     if st.not_enough_history or st.reader_errors:
         pc.status = ERROR
         pc.reasons.append(st.not_enough_history or st.reader_errors[0])
@@ -260,7 +274,12 @@ def check_partition(tfs, listing, *, table: str, mode: str, compactor, keys: lis
             "U06",
             f"{plural(len(pc.leftover), 'obsolete/aborted directory')} not cleaned yet: "
             f"{', '.join(pc.leftover[:3])}{', ...' if len(pc.leftover) > 3 else ''} "
-            "(Hive 2's Cleaner, or `acidctl clean --hive-version 2`, removes them)",
+            + (
+                "(aborted, covered by no compaction yet: the major compaction, then Hive 2's Cleaner, "
+                "removes them; `acidctl upgrade-check --execute` does both)"
+                if pc.uncovered_aborted
+                else f"(Hive 2's Cleaner, or `acidctl clean {shlex.quote(pc.spec)} --execute --min-age 0`, removes them)"
+            ),
         )
     return pc
 

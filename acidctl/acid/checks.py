@@ -39,6 +39,7 @@ from acidctl.acid.dirname import (
 from acidctl.acid.initiator import ABORTED_KEY, DELTA_NUM_KEY, DELTA_PCT_KEY, Recommendation
 from acidctl.acid.writeids import LONG_MIN, RangeResponse, TxnList
 from acidctl.findings import Finding, Severity
+from acidctl.units import duration as fmt_duration
 from acidctl.units import ratio as fmt_ratio
 from acidctl.units import plural
 
@@ -69,13 +70,11 @@ def _age(mtime: float | None, now: float) -> float | None:
 
 
 def _human_age(seconds: float | None) -> str:
+    """An age the way every report writes durations (acidctl.units.duration: ``35s``, ``2h 5m``,
+    ``3d``), whole seconds under a minute (was ``35 s``, ``3.0 days``: new-user report #26)."""
     if seconds is None:
         return "age unknown"
-    if seconds >= 86400:
-        return f"{seconds / 86400:.1f} days old"
-    if seconds >= 3600:
-        return f"{seconds / 3600:.1f} hours old"
-    return f"{seconds:.0f} s old"
+    return f"{fmt_duration(round(seconds) if seconds < 60 else seconds)} old"
 
 
 # =========================================================================================

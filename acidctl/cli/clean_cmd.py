@@ -233,7 +233,7 @@ def render_text(report: dict) -> str:
                     "Highest TxnId" if report.get("hive_version") == 2 else "Highest WriteId",
                     "highest_write_id",
                 ),
-                Col("Action"),
+                Col("Action", text=True),  # words ("stays ready for cleaning"), never a name
                 Col("Reason", text=True),
             ],
         )

@@ -53,20 +53,23 @@ def resolve(settings, spec: str, **kw):
 
 
 class _Progress:
-    """Buckets done while the tasks run, then partitions published (stderr, terminals only)."""
+    """Buckets done while the tasks run, then partitions published: one status line on stderr
+    (terminals only), rewritten in place and erased when the run ends (:meth:`done`), so the
+    report starts on a clean screen; runs under a second print none (acidctl.cli.progress)."""
 
-    def __init__(self, err):
-        self.err = err
+    def __init__(self, err, **kw):
+        from acidctl.cli.progress import StatusLine
+
+        self.line = StatusLine(err, "acidctl: compact", **kw)
 
     def __call__(self, done: int, total: int) -> None:
-        self.err.write(f"\racidctl: compact: buckets {done}/{total} done")
-        if done >= total:
-            self.err.write("\n")
-        self.err.flush()
+        self.line.update(f"buckets {done}/{total} done", force=done >= total)
 
     def partition(self, done: int, total: int, name) -> None:
-        self.err.write(f"acidctl: compact: partitions {done}/{total} published ({name or 'table'})\n")
-        self.err.flush()
+        self.line.update(f"partitions {done}/{total} published ({name or 'table'})", force=True)
+
+    def done(self) -> None:
+        self.line.done()
 
 
 def _progress(settings):
@@ -246,6 +249,14 @@ def compact_command(
 
     engine = engine.lower()
     if enqueue:
+        if partition:
+            # one request names one partition (ALTER TABLE ... PARTITION (...) COMPACT); --partition
+            # was ignored here before (new-user pass 4)
+            if len(partition) > 1:
+                raise UsageError("--enqueue queues one request: give one --partition (run it once per partition)")
+            if "/" in table:
+                raise UsageError("give the partition either in DB.TABLE/SPEC or with --partition, not both")
+            table = f"{table}/{partition[0]}"
         return _enqueue(
             settings, table, major=major, minor=minor, due=due, pool=pool, hive_version=hive_version, dry_run=dry_run
         )
@@ -281,8 +292,13 @@ def compact_command(
     run = prepare_compaction(target, args, spec_parts=spec_parts, metastore_configured=bool(settings.metastore_url))
     for n in run.notes:
         settings.output.note(n)
-    with _sigterm_interrupts():
-        report = run.run(progress=_progress(settings))
+    progress = _progress(settings)
+    try:
+        with _sigterm_interrupts():
+            report = run.run(progress=progress)
+    finally:
+        if progress is not None:
+            progress.done()
     if not dry_run:
         settings.output.emit(report, render_text, performed=True)
         return

@@ -34,8 +34,9 @@ from click.shell_completion import (
 )
 
 COMPLETE_VAR = "_ACIDCTL_COMPLETE"
-#: a metavar that is a list of literal choices: lower-case words joined by ``|``
-_CHOICES = re.compile(r"^[a-z0-9][a-z0-9_.-]*(\|[a-z0-9][a-z0-9_.-]*)+$")
+#: a metavar that is a list of literal choices: lower-case words joined by ``|``, or one
+#: lower-case word (``--timestamp-precision us``: placeholders are upper case, ``DIR``, ``URL``)
+_CHOICES = re.compile(r"^[a-z0-9][a-z0-9_.-]*(\|[a-z0-9][a-z0-9_.-]*)*$")
 #: metavars (or parameter names) whose values are local paths
 _PATHY = re.compile(r"(^|[^A-Z])(PATH|FILE|DIR|DEST|DIRECTORY)([^A-Z]|$)")
 

@@ -17,9 +17,10 @@ from typing import Annotated, Optional
 
 import typer
 
+from acidctl.cli import options
 from acidctl.cli.options import parse_kv
 from acidctl.cli.output import wrap
-from acidctl.units import plural
+from acidctl.units import plural, size
 
 _DB_HELP = "Only databases matching this glob (case-insensitive)."
 _TABLE_HELP = "Only tables matching this glob (case-insensitive)."
@@ -107,6 +108,9 @@ def doctor_command(
         ),
     ] = None,
     conf: Annotated[Optional[list[str]], typer.Option("--conf", metavar="KEY=VALUE", help=_CONF_HELP)] = None,
+    dry_run: Annotated[
+        bool, options.dry_run_option("With --html: render the report but write no file (doctor writes nothing else).")
+    ] = False,
 ):
     from acidctl.durations import parse_age
     from acidctl.doctor.collect import collect
@@ -120,7 +124,13 @@ def doctor_command(
     scan = collect(ms, settings.table_fs, db_glob=db, table_glob=table, since_seconds=since_s, workers=workers)
     findings = diagnose(scan, limits=limits)
     report = build_report(scan, findings)
-    if html:
+    if html and dry_run:
+        from acidctl.doctor.html import render_html
+
+        _check_writable(html)
+        n = len(render_html(report, scan).encode())
+        settings.output.note(f"acidctl: dry run: would write the HTML report ({size(n)}) to {html}; nothing written")
+    elif html:
         from acidctl.doctor.html import write_html
 
         write_html(html, report, scan)
@@ -311,6 +321,19 @@ def render_why(out: dict) -> str:
     return "\n".join(lines)
 
 
+def _check_writable(path: str) -> None:
+    """What writing ``path`` would fail on, for a dry run (the real run's exit 5)."""
+    import os
+
+    from acidctl.errors import StorageUnavailable
+
+    d = os.path.dirname(os.path.abspath(path)) or "."
+    if not os.path.isdir(d):
+        raise StorageUnavailable(f"cannot write {path}: No such file or directory")
+    if not os.access(d, os.W_OK):
+        raise StorageUnavailable(f"cannot write {path}: Permission denied")
+
+
 def metrics_command(
     ctx: typer.Context,
     deltas: Annotated[
@@ -334,6 +357,10 @@ def metrics_command(
             help="Write the Prometheus text to FILE atomically (for node_exporter's textfile collector) instead of stdout.",
         ),
     ] = None,
+    dry_run: Annotated[
+        bool,
+        options.dry_run_option("With --textfile: compute the metrics but write no file (metrics writes nothing else)."),
+    ] = False,
 ):
     from acidctl.doctor.metrics import compute, prometheus_text
 
@@ -359,6 +386,12 @@ def metrics_command(
 
         d = os.path.dirname(os.path.abspath(textfile))
         text = prometheus_text(result)
+        if dry_run:
+            _check_writable(textfile)
+            settings.output.note(
+                f"acidctl: dry run: would write {plural(text.count(chr(10)), 'line')} of metrics to {textfile}; nothing written"
+            )
+            return
         try:
             fd, tmp = local_temp_file(prefix=".acidctl-metrics-", suffix=".tmp", dir=d)
             with os.fdopen(fd, "w") as f:

@@ -569,6 +569,14 @@ def main(argv: Optional[list[str]] = None) -> None:
     except typer.Abort:  # click's wrapping of KeyboardInterrupt
         sys.stderr.write("acidctl: interrupted\n")
         code = ExitCode.INTERRUPTED
+    except getattr(cx, "NoArgsIsHelpError", ()) as e:
+        # `acidctl`, `acidctl show`: the help exactly as --help prints it (Click 8.2+ raises it
+        # as a usage error, exit 2; flattened into one error line it was a wall of text)
+        code = ExitCode.USAGE
+        if _argv_output_mode(args) == "json":
+            _output(run).error(UsageError(f"missing command (see '{e.ctx.command_path} --help')"))
+        else:
+            sys.stderr.write(e.ctx.get_help() + "\n")
     except cx.UsageError as e:  # click's usage errors: one line (its message) as a UsageError, exit 2
         hint = f"see '{e.ctx.command_path} --help'" if e.ctx is not None else None
         _output(run).error(UsageError(e.format_message(), hint=hint))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import enum
+import re
 import sys
 from typing import Any, Callable, Iterable, Sequence
 
@@ -184,15 +185,26 @@ def wrap(line: str, *, indent: str = "    ") -> str:
     limit = terminal_width()
     if not limit or len(line) <= limit:
         return line
+    # a quantity stays on one line with its unit ("325 B", "1.7 KiB", "5m 3s": acidctl.units)
+    glued = _UNIT_SPACE.sub(lambda m: (m.group(1) or m.group(2)) + _GLUE, line)
     return "\n".join(
         textwrap.wrap(
-            line,
+            glued,
             width=max(limit, len(indent) + 20),
             subsequent_indent=indent,
             break_long_words=False,
             break_on_hyphens=False,
         )
-    )
+    ).replace(_GLUE, " ")
+
+
+#: the space inside a size or a two-unit duration (acidctl.units.size / duration: ``325 B``,
+#: ``1.7 KiB``, ``5m 3s``), which :func:`wrap` never breaks; textwrap splits only at ASCII
+#: whitespace, so the glue holds
+_UNIT_SPACE = re.compile(
+    r"(?<![\w.])(\d+(?:\.\d+)?) (?=(?:B|KiB|MiB|GiB|TiB|PiB)\b)|(?<![\w.])(\d+[dhm]) (?=\d+[hms]\b)"
+)
+_GLUE = "\x1f"
 
 
 def fit_widths(natural: Sequence[int], floors: Sequence[int | None], width: int) -> list[int] | None:

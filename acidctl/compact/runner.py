@@ -264,9 +264,20 @@ def compact_table(
                     raise refused
                 work = [p for p in plans if p.runs]
                 _check_publish_safety(tfs, work, opts, [])
-            registrar.start()
 
-        metrics = _run_tasks(tfs, opts, work, report, spark=spark, progress=progress, own_session=own_session)
+        # the requests become "working" (a failure from here on is a failed compaction) only
+        # when the tasks start: a Spark session that cannot start (a wrong --master, no Java)
+        # hands them back instead of leaving failed rows that stop Hive's Initiator (report #2)
+        metrics = _run_tasks(
+            tfs,
+            opts,
+            work,
+            report,
+            spark=spark,
+            progress=progress,
+            own_session=own_session,
+            started=registrar.start if registrar is not None else None,
+        )
         by_part: dict = {}
         for m in metrics:
             by_part.setdefault(m["partition"], []).append(m)
@@ -299,10 +310,13 @@ def compact_table(
         lock.release()  # a caller's locks stay held (LockSet(owned=False))
 
 
-def _run_tasks(tfs, opts: CompactOptions, work: list, report: dict, *, spark, progress, own_session: list) -> list:
+def _run_tasks(
+    tfs, opts: CompactOptions, work: list, report: dict, *, spark, progress, own_session: list, started=None
+) -> list:
     """Staging prepared, the engine chosen (``report``: engine, engine_choice, spark,
     task_seconds) and every bucket task run on it; a Spark session this run starts goes into
-    ``own_session``; the first task error is raised."""
+    ``own_session``; ``started()`` is called once the engine is up, just before the tasks run;
+    the first task error is raised."""
     for p in work:
         pub.prepare(tfs, p)
     tasks = [t for p in work for t in p.tasks]
@@ -332,10 +346,14 @@ def _run_tasks(tfs, opts: CompactOptions, work: list, report: dict, *, spark, pr
             "startup_seconds": round(time.perf_counter() - s0, 3),
         }
         run_t0 = time.perf_counter()
+        if started is not None:
+            started()
         metrics = run_tasks(spark, tasks, progress=progress)
     else:
         from acidctl.compact.local import run_tasks as run_local
 
+        if started is not None:
+            started()
         metrics = run_local(tasks, workers=choice.workers, progress=progress)
     report["task_seconds"] = round(time.perf_counter() - run_t0, 3)
     for m in metrics:

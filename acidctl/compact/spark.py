@@ -187,6 +187,17 @@ def probe_master(master: str, *, timeout: float = 3.0) -> None:
     and then blames Java. ``spark://h1:7077,h2:7077`` (HA) needs one reachable host."""
     import socket
 
+    # SparkSubmit.prepareSubmitEnvironment (apache/spark v4.0.0,
+    # core/src/main/scala/org/apache/spark/deploy/SparkSubmit.scala): "yarn", or a URL starting
+    # with spark, k8s or local; anything else makes the JVM print a stack trace and exit, which
+    # pyspark reports as JAVA_GATEWAY_EXITED: a usage error, said before the JVM starts
+    if master != "yarn" and not master.startswith(("spark", "k8s", "local")):
+        from acidctl.errors import UsageError
+
+        raise UsageError(
+            f"--master {master!r}: Spark takes yarn or a URL starting with spark://, k8s:// or local",
+            hint="e.g. local[*], spark://host:7077, yarn",
+        )
     if not master.startswith("spark://"):
         return
     errors = []

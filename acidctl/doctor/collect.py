@@ -20,6 +20,7 @@ import types
 import time
 from typing import Any, Callable
 
+from acidctl.acid.dirname import PUBLISHED_DIR
 from acidctl.acid.writeids import TxnList
 from acidctl.doctor.facts import TableRow, Warehouse
 from acidctl.findings import Finding
@@ -52,6 +53,9 @@ class PartitionScan:
     #: (acidctl.compact.clean.cleaner_decisions, with the partition's ready-for-cleaning rows,
     #: before any hold): ``[{"name", "action", "reason", "age"}]``
     clean: list = dataclasses.field(default_factory=list)
+    #: outputs of acidctl's own publications in this partition (``.acidctl-published/``
+    #: records, acidctl.compact.publish): output directory name → the record's type and time
+    published: dict = dataclasses.field(default_factory=dict)
 
     @property
     def spec(self) -> str:
@@ -74,6 +78,7 @@ class PartitionScan:
             "error": self.error,
             "compactor": self.compactor,
             "clean": self.clean,
+            "published": self.published,
         }
 
 
@@ -433,6 +438,17 @@ def _classify(
         ps.clean = clean_preview(wh, t, lst, wl, txns=txns if hv == 4 else None, tfs=tfs)
     except AcidctlError:
         ps.clean = []
+    # acidctl's own publications: a compaction run without registering it (--read-only,
+    # --no-register, a thrift:// metastore) is acidctl's work, not an unknown compactor's
+    if tfs is not None and any(e.name.rstrip("/") == PUBLISHED_DIR for e in lst.entries):
+        from acidctl.compact.publish import read_records
+
+        try:
+            for r in read_records(tfs, lst.fs_path or lst.path):
+                for name in r.get("outputs") or []:
+                    ps.published.setdefault(name, {"type": r.get("type"), "time": r.get("time")})
+        except (OSError, AcidctlError):
+            pass  # unreadable records: the directories are judged as anyone's
     base_bytes = st.base.bytes if st.base is not None else 0
     for c in st.entries:
         if c.kind in (Kind.HIDDEN,):

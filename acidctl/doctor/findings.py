@@ -48,6 +48,7 @@ import dataclasses
 import shlex
 from typing import Any, Iterable
 
+from acidctl.acid.dirname import PUBLISHED_DIR
 from acidctl.units import noun, plural, size
 
 from acidctl.findings import Severity
@@ -1659,6 +1660,26 @@ def _history_vs_disk(wh, ps, tbl: str, part: str | None) -> list[DoctorFinding]:
         if _explains(wh, every, d, compactor):
             continue
         vis = d.get("visibility_txn")
+        own = ps.published.get(d["name"])
+        if own is not None:
+            # acidctl's own compaction, run without registering it: its files were verified
+            # before the rename; only Hive's history lacks the row (Safety rule 2: not damage)
+            out.append(
+                DoctorFinding(
+                    "UNEXPLAINED_COMPACTED_DIR",
+                    INFO,
+                    f"{d['name']}: acidctl's compaction, not registered",
+                    tbl,
+                    part,
+                    f"{d['name']} was written by `acidctl compact` without registering it in the metastore "
+                    f"(--read-only, --no-register or a thrift:// metastore; its record is {PUBLISHED_DIR}/"
+                    f"{d['name']}.json): no queue or history row explains it, which is expected; nothing to fix",
+                    {"dir": d["name"], "write_id": d["max_write_id"], "visibility_txn": vis, "acidctl": own},
+                    None,
+                    ps.path,
+                )
+            )
+            continue
         out.append(
             DoctorFinding(
                 "UNEXPLAINED_COMPACTED_DIR",

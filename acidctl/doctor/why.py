@@ -22,6 +22,7 @@ from acidctl.doctor.findings import (
     blocking_locks,
     cleaner_hold,
     failure_block,
+    fix_clean,
     history_rows,
     human_age,
     queue_rows,
@@ -355,7 +356,9 @@ def cleaner(wh, t, ps, lim: Limits) -> dict:
         key=lambda r: int(r.get("highest_write_id") or 0),
     )
     hold = cleaner_hold(wh, t.db, t.table, ps.partition)
-    what = f"`acidctl clean --execute --min-age 0` removes {', '.join(removable)}" if removable else ""
+    # the command as printed runs: with the table (and partition) it cleans (report #5, new-user 4)
+    clean_cmd = fix_clean(t.db, t.table, ps.partition, min_age_zero=True)
+    what = f"`{clean_cmd}` removes {', '.join(removable)}" if removable else ""
     if not ready:
         if removable:
             steps.append(

@@ -183,7 +183,8 @@ def _refuse_txn_lock(lock_id: int, rows: list[dict]) -> None:
     txn = next(r["txnid"] for r in rows if r["txnid"])
     raise RefusedError(
         f"Unlocking locks associated with transaction not permitted: lock {lock_id} belongs to txn {txn}",
-        hint=f"locks of a txn go when it commits or aborts (acidctl abort transactions {txn})",
+        # a command that acts as printed (abort previews without --execute), as doctor's fixes
+        hint=f"a txn's locks go when it commits or aborts: acidctl abort transactions {txn} --execute",
     )
 
 

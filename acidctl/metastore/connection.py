@@ -69,6 +69,12 @@ def resolve_url(flag: str | None = None, *, profile: str | None = None, env: Map
     profiles = cfg.get("profiles", {}) if isinstance(cfg.get("profiles", {}), dict) else {}
     name = profile or environ.get("ACIDCTL_PROFILE") or cfg.get("default_profile")
     if name:
+        if name not in profiles and not path.exists():
+            src = " (ACIDCTL_CONFIG)" if environ.get("ACIDCTL_CONFIG") else ""
+            raise UsageError(
+                f"profile {name!r}: config file {path}{src} does not exist",
+                hint=f'create it with [profiles.{name}] metastore = "URL"',
+            )
         if name not in profiles:
             raise UsageError(
                 f"profile {name!r} not found in {path}", hint='define [profiles.%s] metastore = "URL"' % name

@@ -563,7 +563,16 @@ def compact_mm_table(
             return _dry_report(tfs, report, plans, opts, t0)
         work = _claim(tfs, listings, ctx, opts, plans, notes, registrar=registrar, deferred=deferred)
         metrics: dict = {}
-        results = _run_tasks(tfs, ctx, opts, work, report, spark=spark, progress=progress)
+        results = _run_tasks(
+            tfs,
+            ctx,
+            opts,
+            work,
+            report,
+            spark=spark,
+            progress=progress,
+            started=registrar.start if registrar is not None and work else None,
+        )
         for (p, _, _), m in zip(work, results):
             metrics[p.partition] = m
             pub.check_staged(tfs, p, [m])
@@ -653,13 +662,15 @@ def _claim(tfs, listings, ctx, opts, plans: list, notes: list, *, registrar, def
                 raise refused
             work = [(p, w, lst) for p, w, lst in plans if p.runs]
             _publish_safety(tfs, opts, [p for p, _, _ in work])
-        registrar.start()
+    # registrar.start() (the requests become "working") waits for the engine: _run_tasks
     return work
 
 
-def _run_tasks(tfs, ctx, opts, work: list, report: dict, *, spark=None, progress=None) -> list:
-    """Staging prepared, one task per partition, run on Spark or in this process; the first
-    task error is raised."""
+def _run_tasks(tfs, ctx, opts, work: list, report: dict, *, spark=None, progress=None, started=None) -> list:
+    """Staging prepared, one task per partition, run on Spark or in this process; ``started()``
+    once the engine is up, before the tasks run (a Spark session that cannot start hands the
+    requests back instead of failing them: acidctl.compact.runner); the first task error is
+    raised."""
     from acidctl.compact.runner import _reraise as reraise
 
     tasks = []
@@ -679,8 +690,12 @@ def _run_tasks(tfs, ctx, opts, work: list, report: dict, *, spark=None, progress
             "app_id": spark.sparkContext.applicationId,
             "startup_seconds": round(time.perf_counter() - s0, 3),
         }
+        if started is not None:
+            started()
         results = _run_on_spark(spark, tasks, progress)
     else:
+        if started is not None:
+            started()
         results = []
         for i, t in enumerate(tasks):
             results.append(run_mm_task(t))

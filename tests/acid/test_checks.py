@@ -241,7 +241,7 @@ def test_s03_s04():
     )
     f = _snapshot(lst, WriteIdList.parse("db.t:3:3:3:2"))
     assert ("S03", W) in ids(f) and ("S04", I) in ids(f)
-    assert "1 aborted-only delta directory, oldest 3.0 days old" in only(f, "S03")[0].message
+    assert "1 aborted-only delta directory, oldest 3d old" in only(f, "S03")[0].message
     stale = _snapshot(lst, WriteIdList.parse("db.t:3:3:3:2"), facts=MetastoreFacts(stale_open_write_ids=frozenset({3})))
     assert ("S04", W) in ids(stale)
 
