@@ -200,6 +200,7 @@ def migrate_command(
         fs_options=settings.fs_options,
         table_properties=parse_kv(table_property, "--table-property"),
         delta_timestamp=delta_timestamp,
+        dry_run=dry_run,
     )
     resolved = resolve(
         settings,

@@ -78,6 +78,13 @@ def catalog_type(uri: str) -> str:
     return "sql"
 
 
+def _no_catalog_tables(e: BaseException) -> bool:
+    """Whether an SQL error says pyiceberg's catalog tables are missing (SQLite "no such table",
+    PostgreSQL "relation ... does not exist", MySQL "Table ... doesn't exist")."""
+    text = str(e).lower()
+    return "iceberg_tables" in text or "iceberg_namespace_properties" in text
+
+
 def _warehouse_url(warehouse: str) -> str:
     if "://" in warehouse:
         return warehouse
@@ -102,6 +109,7 @@ class IcebergBackend:
         properties: dict[str, str] | None = None,
         warehouse: str | None = None,
         table_properties: dict[str, str] | None = None,
+        dry_run: bool = False,
     ):
         parts = [p for p in target.split(".") if p]
         if len(parts) < 2:
@@ -115,6 +123,12 @@ class IcebergBackend:
         props.update(properties or {})
         if props["type"] == "sql" and "warehouse" not in props:
             raise UsageError("an SQL catalog needs --warehouse DIR (where the table's files go)")
+        #: a dry run opens the catalog read-only: an SQL catalog's tables are not created
+        #: (pyiceberg creates them on load) and a SQLite file that does not exist is not opened
+        #: (SQLite would create it): there is no table to find in either
+        self.dry_run = dry_run
+        if dry_run and props["type"] == "sql":
+            props["init_catalog_tables"] = "false"
         self.catalog_name = catalog_name
         self.table_properties = {**TABLE_PROPERTIES, **(table_properties or {})}
         self._props = props
@@ -151,9 +165,17 @@ class IcebergBackend:
             hint=hint,
         )
 
+    def _missing_sqlite_file(self) -> bool:
+        from acidctl.metastore.connection import sqlite_path_hint
+
+        resolved, _ = sqlite_path_hint(self.uri) if self._props.get("type") == "sql" else (None, None)
+        return resolved is not None and not os.path.exists(resolved)
+
     def _table(self):
         from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
+        if self.dry_run and self._missing_sqlite_file():
+            return None
         try:
             return self.catalog().load_table(self.identifier)
         except (NoSuchTableError, NoSuchNamespaceError):
@@ -161,6 +183,8 @@ class IcebergBackend:
         except AcidctlError:
             raise
         except Exception as e:  # pyiceberg's Hive catalog connects here, lazily: unreachable → exit 5
+            if self.dry_run and type(e).__module__.startswith("sqlalchemy") and _no_catalog_tables(e):
+                return None  # a dry run on an SQL database without pyiceberg's tables yet
             if type(e).__module__.startswith(("thrift", "sqlalchemy", "requests", "urllib3")) or isinstance(e, OSError):
                 raise self._unavailable(e) from None
             raise

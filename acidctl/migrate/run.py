@@ -415,6 +415,7 @@ def make_backend(
     fs_options: dict | None = None,
     table_properties: dict[str, str] | None = None,
     delta_timestamp: str | None = None,
+    dry_run: bool = False,
 ) -> Backend:
     """The target of ``--to iceberg|delta`` (each format's library imported only here)."""
     if to != "delta" and delta_timestamp:
@@ -434,6 +435,7 @@ def make_backend(
             properties=catalog_properties,
             warehouse=warehouse,
             table_properties=table_properties,
+            dry_run=dry_run,
         )
     if to == "delta":
         if catalog or warehouse or catalog_properties or table_properties:

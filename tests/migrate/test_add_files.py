@@ -7,6 +7,7 @@ valid write ids, hidden and partition-root files invisible), never from acidctl.
 from __future__ import annotations
 
 import json
+import os
 from decimal import Decimal
 from pathlib import Path
 
@@ -619,3 +620,23 @@ def test_random_insert_only_histories_stay_registered(tmp_path, seed):
         assert files_of(cat) == h.files(wl)
         assert rows_of(cat) == expected({p: h.rows(p, wl) for p in "ab"})
         assert len(helpers.load(cat).snapshots()) == snapshots
+
+
+@pytest.mark.parametrize("state", ["no file", "empty file"])
+def test_dry_run_creates_no_catalog(tmp_path, state):
+    """A dry run into an SQLite catalog that does not exist yet (or holds none of pyiceberg's
+    tables) leaves it as it was: no file created, no table created in it."""
+    import sqlite3
+
+    root = tmp_path / "t"
+    plant(root, None)
+    cat = tmp_path / "cat" / "c.db"
+    cat.parent.mkdir()
+    if state == "empty file":
+        sqlite3.connect(cat).close()
+    before = cat.read_bytes() if cat.exists() else None
+    r, rep = migrate(root, cat, WL5, "--dry-run")
+    assert r.code == 0, r.stderr
+    assert rep["committed"] is None and rep["mode"] == "initial"
+    assert (cat.read_bytes() if cat.exists() else None) == before
+    assert sorted(os.listdir(cat.parent)) == sorted(["c.db"] if before is not None else [])
