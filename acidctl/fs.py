@@ -260,27 +260,27 @@ class TableFS:
     def info(self, path: str) -> Entry:
         if self._fs is None:
             return _local_info(path)
-        with _errors(path):
+        with _errors(path, self):
             d = self.fs.info(path)
         return _entry(d)
 
     def exists(self, path: str) -> bool:
         if self._fs is None:
             return os.path.exists(path)
-        with _errors(path):
+        with _errors(path, self):
             return self.fs.exists(path)
 
     def isdir(self, path: str) -> bool:
         if self._fs is None:
             return os.path.isdir(path)
-        with _errors(path):
+        with _errors(path, self):
             return self.fs.isdir(path)
 
     def ls(self, path: str) -> list[Entry]:
         """One directory level, sorted by name (one listing call)."""
         if self.protocol in ("file", "local"):
             return _local_ls(path)
-        with _errors(path):
+        with _errors(path, self):
             items = self.fs.ls(path, detail=True)
         entries = [_entry(d) for d in items]
         # some implementations return the directory itself for a file path
@@ -294,7 +294,7 @@ class TableFS:
         if self.protocol not in ("file", "local"):
             return [e for e in self.ls(path) if e.is_dir]
         prefix = path if path.endswith("/") else path + "/"
-        with _errors(path):
+        with _errors(path, self):
             with os.scandir(path) as it:
                 out = [
                     Entry(path=prefix + e.name, name=e.name, is_dir=True, size=0, mtime=0.0) for e in it if e.is_dir()
@@ -304,19 +304,19 @@ class TableFS:
 
     def open(self, path: str, mode: str = "rb", **kw):
         if self._fs is None and mode == "rb":
-            with _errors(path):
+            with _errors(path, self):
                 return open(path, "rb")
         if self.protocol in ("file", "local") and mode in ("wb", "xb") and not kw:
-            with _errors(path):
+            with _errors(path, self):
                 return open_local_new(self.local_path(path), mode)
-        with _errors(path):
+        with _errors(path, self):
             return self.fs.open(path, mode, **kw)
 
     def read_bytes(self, path: str) -> bytes:
         if self._fs is None:
-            with _errors(path), open(path, "rb") as f:
+            with _errors(path, self), open(path, "rb") as f:
                 return f.read()
-        with _errors(path):
+        with _errors(path, self):
             return self.fs.cat_file(path)
 
     # -- mutations (compaction, clean, demo) --------------------------------------------
@@ -324,7 +324,7 @@ class TableFS:
     # LocalFileSystem does for each — so that a compaction's driver never imports fsspec
     # (~0.1 s of a local run, bench/compact.py).
     def makedirs(self, path: str) -> None:
-        with _errors(path):
+        with _errors(path, self):
             if self.protocol in ("file", "local"):
                 make_local_dirs(self.local_path(path))
                 return
@@ -332,7 +332,7 @@ class TableFS:
             self.fs.makedirs(path, exist_ok=True)
 
     def write_bytes(self, path: str, data: bytes) -> None:
-        with _errors(path):
+        with _errors(path, self):
             if self.protocol in ("file", "local"):
                 with open_local_new(self.local_path(path), "wb") as f:
                     f.write(data)
@@ -342,7 +342,7 @@ class TableFS:
     def put_local(self, local_path: str, path: str) -> None:
         """Move a finished local file (written aside, :func:`local_temp_file`) to ``path``: a
         rename locally, an upload (WebHDFS CREATE without ``permission``) elsewhere."""
-        with _errors(path):
+        with _errors(path, self):
             if self.protocol in ("file", "local"):
                 shutil.move(local_path, self.local_path(path))
                 return
@@ -358,7 +358,7 @@ class TableFS:
         return self.protocol in ATOMIC_RENAME_PROTOCOLS
 
     def rename(self, src: str, dst: str) -> None:
-        with _errors(src):
+        with _errors(src, self):
             if self._fs is None:
                 shutil.move(src, dst)  # fsspec's local mv: os.rename where it can
                 return
@@ -371,7 +371,7 @@ class TableFS:
         if self.atomic_rename:
             self.rename(src, dst)
             return
-        with _errors(src):
+        with _errors(src, self):
             files = [e for e in self.ls(src) if not e.is_dir]
             self.fs.makedirs(dst, exist_ok=True)
             # data first, markers last (a reader that checks markers sees them only at the end)
@@ -380,7 +380,7 @@ class TableFS:
             self.fs.rm(src, recursive=True)
 
     def rm(self, path: str, recursive: bool = False) -> None:
-        with _errors(path):
+        with _errors(path, self):
             if self._fs is None:
                 # as fsspec's LocalFileSystem.rm
                 if os.path.isdir(path) and not os.path.islink(path):
@@ -490,8 +490,20 @@ def _resolve(url: str, options: dict[str, Any]):
 class _errors:
     """Map filesystem exceptions to acidctl's error classes (context manager)."""
 
-    def __init__(self, path: str):
-        self.path = path
+    def __init__(self, path: str, tfs: TableFS | None = None):
+        self.raw = path
+        self.tfs = tfs
+
+    @property
+    def path(self) -> str:
+        """The path as the user named it: with the scheme and host of a remote filesystem
+        (``hdfs://nn:8020/wh/t``, ``s3://bucket/t``), as is on the local one."""
+        if self.tfs is None:
+            return self.raw
+        try:
+            return self.tfs.hadoop_url(self.raw) if self.tfs._hadoop_prefix() else self.tfs.display(self.raw)
+        except Exception:  # noqa: BLE001 - an error message must not fail on its own path
+            return self.raw
 
     def __enter__(self):
         return self

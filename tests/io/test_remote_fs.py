@@ -109,6 +109,7 @@ def test_webhdfs_delegation_token_and_proxy_user_reach_every_namenode_request(cl
 def test_missing_path_over_webhdfs_exit_3(cli, hdfs):
     r = cli("dump", hdfs.url("/nope/bucket_00000"))
     assert r.code == 3 and "no such file" in r.stderr
+    assert f"no such file or directory: {hdfs.url('/nope/bucket_00000')}" in r.stderr  # the URL as given
 
 
 def test_dead_namenode_exit_5(cli):
@@ -120,6 +121,8 @@ def test_dead_namenode_exit_5(cli):
     s.close()  # nothing listens there now
     r = cli("dump", f"hdfs://127.0.0.1:{port}/x/bucket_00000")
     assert r.code == 5 and "unavailable" in r.stderr and "Traceback" not in r.stderr
+    # names the URL as given (the host too), not the bare path
+    assert f"storage unavailable for hdfs://127.0.0.1:{port}/x/bucket_00000:" in r.stderr
 
 
 # -- S3 ------------------------------------------------------------------------------------
