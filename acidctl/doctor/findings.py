@@ -1373,13 +1373,13 @@ def _waiting_finding(
     """OBSOLETE_WAITING: removable now, held back by the Cleaner, or not removable yet."""
     text, ev = _describe_dirs(wh, waiting)
     n = len(waiting)
-    verb = "is" if n == 1 else "are"
+    verb, them = ("is", "it") if n == 1 else ("are", "them")
     fix = None
     if removable and hold is not None:
         r, why, _hfix = hold
         msg = (
             f"{text} {verb} no longer read and wait{'s' if n == 1 else ''} for the Cleaner, which holds back "
-            f"compaction {r['id']}: {why}; `acidctl clean` keeps them too until that ends, and only a person can "
+            f"compaction {r['id']}: {why}; `acidctl clean` keeps {them} too until that ends, and only a person can "
             "decide to end it early (the blocker's own finding prints the command)"
         )
         ev["held_by_compaction"] = int(r["id"])
@@ -1389,7 +1389,7 @@ def _waiting_finding(
             for c in ps.clean
             if c["name"] in ev["dirs"] and (c.get("age") is None or c["age"] < DEFAULT_CLEAN_MIN_AGE)
         ]
-        msg = f"{text} {verb} no longer read and wait{'s' if n == 1 else ''} for the Cleaner; `acidctl clean` removes them now"
+        msg = f"{text} {verb} no longer read and wait{'s' if n == 1 else ''} for the Cleaner; `acidctl clean` removes {them} now"
         fix = fix_clean(ps.db, ps.table, part, min_age_zero=bool(young))
     else:
         msg = (

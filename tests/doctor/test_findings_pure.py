@@ -209,6 +209,8 @@ def test_small_files_and_obsolete_levels():
     assert f["SMALL_FILES"].fix == "acidctl compact db.t/p=1 --major"
     # obsolete for 10 min < 1 h: info only
     assert f["OBSOLETE_WAITING"].severity is Severity.INFO and f["OBSOLETE_WAITING"].evidence["bytes"] == 50
+    # one directory: "it", not "them"
+    assert "is no longer read" in f["OBSOLETE_WAITING"].message and "them" not in f["OBSOLETE_WAITING"].message
     ps.dirs[1]["small_files"] = 39
     assert "SMALL_FILES" not in {x.code for x in diagnose(scan(wh(), [ps]))}
 
