@@ -376,6 +376,8 @@ def get_acid_state(
     not_enough = _not_enough_history(scan, best, oldest)
     originals = _originals(scan, best, listing, ignore_empty_files=ignore_empty_files)
     deltas = _walk_deltas(scan, best)
+    if hive_version == 2:
+        _say_txn_ids(scan.entries)
 
     def pick(role):
         return [c for c in scan.entries if c.role is role]
@@ -414,6 +416,14 @@ class NamedChild:
     kind: Kind
     parsed: BaseDir | DeltaDir | None = None
     reason: str = ""
+
+
+def _say_txn_ids(entries: list[Classified]) -> None:
+    """Hive 2.3 names directories by txn ids (its reader's list is a ValidTxnList): the reasons,
+    written once for write ids, say so."""
+    for c in entries:
+        if c.reason:
+            c.reason = c.reason.replace("write id", "txn id")
 
 
 def classify_names(listing: DirListing) -> list[NamedChild]:
@@ -649,7 +659,9 @@ def _walk_deltas(scan: _Scan, best: Classified | None) -> list[Classified]:
             if wl.range_valid(current + 1, d.max_write_id) is not RangeResponse.NONE:
                 deltas.append(c)
                 current, last_stmt, prev, cover = d.max_write_id, d.statement_id, c, c
-                c.reason = "read: write ids " + _range_text(d.min_write_id, d.max_write_id)
+                c.reason = (
+                    "read: write id " if d.min_write_id == d.max_write_id else "read: write ids "
+                ) + _range_text(d.min_write_id, d.max_write_id)
                 if wl.range_valid(d.min_write_id, d.max_write_id) is not RangeResponse.ALL:
                     # first-use report: say which ids inside the range the reader skips
                     c.reason += " (events of " + _why_not_valid(wl, d.min_write_id, d.max_write_id) + " skipped)"
