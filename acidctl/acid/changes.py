@@ -41,7 +41,10 @@ streams: it indexes which files (and, for a minor-compacted delta, which stripes
 events of each (write id, kind, partition) from names and the ``currentTransaction`` column,
 then reads one such group at a time in the documented order (with ``--key``: one write id at
 a time, its deletes and inserts pair up), so the change rows of the whole range are never
-held; JSON lines and Parquet row groups are written as the groups come.
+held; JSON lines and Parquet row groups are written as the groups come. A minor-compacted
+delete delta (any stripe may hold every write id's events) is read once for the whole range,
+its events parked by write id in a local temporary file until their write id comes
+(:class:`_Spill`), not read again for each write id it holds.
 """
 
 from __future__ import annotations
@@ -561,10 +564,100 @@ def _row_id_type():
 @dataclasses.dataclass
 class _Piece:
     """Where one group's events are: a source file, and which of its stripes hold events of
-    the group's write id (None: every stripe; a raw file is always read whole)."""
+    the group's write id (None: every stripe; a raw file is always read whole); or, for a
+    minor-compacted delete delta, the record batches of the :class:`_Spill` holding them."""
 
     source: Source
     stripes: list[int] | None = None
+    spilled: list[int] | None = None  # the _Spill's record batches of this source holding them
+
+
+class _Spill:
+    """The delete events of minor-compacted delete deltas (``delete_delta_x_y``, x < y), read
+    once for the whole range: a compacted delete delta is sorted by the deleted rows' ROW__IDs
+    (orc-acid-files.md), so any stripe may hold events of every write id in x..y, and the
+    change rows come write id by write id. Each such file is read stripe by stripe once, its
+    delete events of the wanted write ids split by write id into a local temporary Arrow IPC
+    file (one record batch per stripe and write id; LZ4 when Arrow has it), which each write
+    id's group then reads back memory-mapped: memory stays one stripe, the file is opened and
+    read once instead of once per write id it holds. Removed by :meth:`close` (and when the
+    object is collected)."""
+
+    def __init__(self) -> None:
+        self.dir: str | None = None
+        self._paths: dict[str, str] = {}  # source path -> spill file
+        self._readers: dict[str, Any] = {}  # spill file -> open IPC reader
+        self._maps: list[Any] = []
+        self._finalizer: Any = None
+
+    def _new_file(self) -> str:
+        import os
+        import shutil
+        import tempfile
+        import weakref
+
+        if self.dir is None:
+            self.dir = tempfile.mkdtemp(prefix="acidctl-changes-")
+            self._finalizer = weakref.finalize(self, shutil.rmtree, self.dir, True)
+        return os.path.join(self.dir, f"{len(self._paths):06d}.arrow")
+
+    def add(self, tfs: TableFS, src: Source, keep) -> dict[int, list[int]]:
+        """Read ``src`` once (whole stripes, one at a time), keep the events ``keep`` (a mask
+        function over an ACID table) selects, spill them by ``currentTransaction``; returns
+        {write id: batch indices}."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from acidctl.acid import merge
+        from acidctl.orc.reader import OrcFile
+
+        out: dict[int, list[int]] = {}
+        path = self._new_file()
+        self._paths[src.path] = path
+        writer = None
+        n = 0
+        opts = pa.ipc.IpcWriteOptions(compression="lz4" if pa.Codec.is_available("lz4_frame") else None)
+        try:
+            with OrcFile(tfs, src.path, arrow_footer=True) as f:
+                for i in range(f.num_stripes()):
+                    t = merge.normalise(pa.Table.from_batches([f.read_stripe_arrow(i)]))
+                    t = t.filter(keep(t))
+                    if not t.num_rows:
+                        continue
+                    # by write id, stable (ROW__ID order within a write id kept)
+                    t = t.take(pc.sort_indices(t.column("currentTransaction")))
+                    ct = t.column("currentTransaction").to_numpy()
+                    cuts = np.flatnonzero(np.diff(ct)) + 1
+                    if writer is None:
+                        writer = pa.ipc.new_file(path, t.schema, options=opts)
+                    for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(ct)]):
+                        for batch in t.slice(a, b - a).combine_chunks().to_batches():
+                            writer.write_batch(batch)
+                            out.setdefault(int(ct[a]), []).append(n)
+                            n += 1
+        finally:
+            if writer is not None:
+                writer.close()
+        return out
+
+    def batches(self, src: Source, indices: list[int]) -> list[pa.RecordBatch]:
+        import pyarrow as pa
+
+        path = self._paths[src.path]
+        reader = self._readers.get(path)
+        if reader is None:
+            m = pa.memory_map(path)
+            self._maps.append(m)
+            reader = self._readers[path] = pa.ipc.open_file(m)
+        return [reader.get_batch(i) for i in indices]
+
+    def close(self) -> None:
+        for m in self._maps:
+            m.close()
+        self._maps, self._readers = [], {}
+        if self._finalizer is not None:
+            self._finalizer()
 
 
 @dataclasses.dataclass
@@ -578,14 +671,17 @@ class _Group:
     mm_files: list[Any] = dataclasses.field(default_factory=list)
 
 
-def _index_groups(tfs: TableFS, plans: list[PartitionPlan], snapshot: WriteIdList, wanted: WriteIdSet) -> list[_Group]:
+def _index_groups(
+    tfs: TableFS, plans: list[PartitionPlan], snapshot: WriteIdList, wanted: WriteIdSet, spill: _Spill
+) -> list[_Group]:
     """Every (write id, kind, partition) that has events of ``wanted``, in the documented
     order, with the files (and stripes) holding them. Read from names alone except for a
     minor-compacted ``delta_x_y`` (x < y) or a raw file, whose ``currentTransaction`` column
     is read once, stripe by stripe, to know which write ids each stripe holds (a compacted
-    insert delta is sorted by write id, so each stripe is then read for about one write id; a
-    compacted delete delta is sorted by the deleted rows' ROW__IDs, so a stripe holding events
-    of several write ids is read once for each of them)."""
+    insert delta is sorted by write id, so each stripe is then read for about one write id);
+    a compacted delete delta is sorted by the deleted rows' ROW__IDs, so any stripe may hold
+    every write id's events: it is read once here and its events of ``wanted`` kept in
+    ``spill`` (:class:`_Spill`) by write id."""
     import pyarrow.compute as pc
 
     from acidctl.acid.read import read_events
@@ -603,6 +699,9 @@ def _index_groups(tfs: TableFS, plans: list[PartitionPlan], snapshot: WriteIdLis
         col = col.filter(wanted.mask(col, snapshot))
         return sorted(int(w) for w in pc.unique(col).to_pylist())
 
+    def deletes_of(t):
+        return pc.and_(pc.equal(t.column("operation"), 2), wanted.mask(t.column("currentTransaction"), snapshot))
+
     for pidx, plan in enumerate(plans):
         for w, f in plan.mm_files:
             group(w, 1, pidx).mm_files.append(f)
@@ -617,6 +716,10 @@ def _index_groups(tfs: TableFS, plans: list[PartitionPlan], snapshot: WriteIdLis
                     for w in ids_of(read_events(tfs, s, columns=None).column("currentTransaction")):
                         group(w, rank, pidx).pieces.append(_Piece(s))
                     continue
+                if rank == 0:  # a minor-compacted delete delta: read once, spilled by write id
+                    for w, at in spill.add(tfs, s, deletes_of).items():
+                        group(w, rank, pidx).pieces.append(_Piece(s, spilled=at))
+                    continue
                 stripes: dict[int, list[int]] = {}
                 with OrcFile(tfs, s.path, arrow_footer=True) as f:
                     ct = f.top_names()[4]
@@ -628,7 +731,7 @@ def _index_groups(tfs: TableFS, plans: list[PartitionPlan], snapshot: WriteIdLis
     return [groups[k] for k in sorted(groups)]
 
 
-def _group_events(tfs: TableFS, g: _Group) -> pa.Table | None:
+def _group_events(tfs: TableFS, g: _Group, spill: _Spill) -> pa.Table | None:
     """The group's events (ACID-shaped), in ROW__ID order (stable: file order among equal keys)."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -646,6 +749,9 @@ def _group_events(tfs: TableFS, g: _Group) -> pa.Table | None:
             out.append(t)
 
     for piece in g.pieces:
+        if piece.spilled is not None:
+            keep(pa.Table.from_batches(spill.batches(piece.source, piece.spilled)))
+            continue
         if piece.source.raw:
             keep(read_events(tfs, piece.source))
             continue
@@ -669,7 +775,9 @@ class ChangeRows:
     Memory: without ``key``, one (write id, kind, partition) group's events at a time (plus the
     stripe being read, and for deletes the matching rows of the files of the deleted rows'
     buckets); with ``key``, one write id's events of every partition (the pairing needs a write
-    id's deletes and inserts together). Never the whole range."""
+    id's deletes and inserts together). Never the whole range. The delete events of
+    minor-compacted delete deltas wait in a local temporary file (:class:`_Spill`) until their
+    write id comes; :meth:`tables` is one pass, which removes it at its end."""
 
     fields: list[tuple[str, Any]]
     empty_schema: pa.Schema
@@ -677,12 +785,22 @@ class ChangeRows:
     counts: dict[str, int]
     _read: Any  # _Group -> pa.Table | None (change rows of the group, with "__part")
     _key: list[str] | None = None
+    _spill: _Spill | None = None
 
     @property
     def rows(self) -> int:
         return sum(self.counts.values())
 
     def tables(self) -> Iterator[pa.Table]:
+        if self._spill is None:
+            yield from self._tables()
+            return
+        try:
+            yield from self._tables()
+        finally:
+            self._spill.close()
+
+    def _tables(self) -> Iterator[pa.Table]:
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -753,7 +871,8 @@ def change_rows(
         partition_prefix=partition_prefix,
         insert_only=mm is not None,
     )
-    groups = _index_groups(tfs, plans, snapshot, wanted)
+    spill = _Spill()
+    groups = _index_groups(tfs, plans, snapshot, wanted, spill)
     rid_t = _row_id_type()
     rid_td = pyorc.Struct(writeid=pyorc.BigInt(), bucketid=pyorc.Int(), rowid=pyorc.BigInt())
     pkeys = list(partition_keys or [])
@@ -799,7 +918,7 @@ def change_rows(
         if mm is not None:
             t = _mm_rows(tfs, [(g.write_id, f) for f in g.mm_files], row_td(g.pidx), mm.storage)
         else:
-            t = _group_events(tfs, g)
+            t = _group_events(tfs, g, spill)
             if t is not None and g.rank == 0:
                 if not plan.lookup:  # only a base/originals hold rows (no insert file in the read set: impossible)
                     raise InvalidInputError(f"{plan.partition or 'the table'}: delete events without any insert file")
@@ -832,7 +951,7 @@ def change_rows(
         return pa.table(cols)
 
     counts = {k: 0 for k in (INSERT, DELETE, PREIMAGE, POSTIMAGE)}
-    return ChangeRows(fields, empty, groups, counts, read, key_cols)
+    return ChangeRows(fields, empty, groups, counts, read, key_cols, spill)
 
 
 def _coalesced(tables: Iterable[pa.Table], rows: int) -> Iterator[pa.Table]:

@@ -446,3 +446,87 @@ def test_deleted_rows_are_looked_up_in_the_stripes_the_key_index_names(tmp_path,
     ]
     # each of the (at most 3) stripes holding a deleted row: its key columns, then its rows
     assert 2 <= len(set(reads)) <= 3 and len(reads) == 2 * len(set(reads))
+
+
+def test_a_minor_compacted_delete_delta_is_read_once_for_the_range(tmp_path, cli, monkeypatch):
+    """A minor-compacted ``delete_delta_2_5`` is sorted by the deleted rows' ROW__IDs
+    (orc-acid-files.md), so each of its stripes holds delete events of several write ids; the
+    change rows come write id by write id, yet the file is opened once and each stripe read
+    once for the whole range (it was opened once per write id it holds). The rows still follow
+    the rules: write id order, deletes (with the deleted row's values) before inserts, ROW__ID
+    order; write id 4 aborted (its events left out by the compactor)."""
+    import pyarrow.orc as po
+
+    from acidctl.orc import reader
+    from acidctl.orc.writer import encode_acid_file
+    from tests.acidfiles import B0, events
+
+    n = 20000
+    root = tmp_path / "t"
+
+    def put(dirname: str, table) -> Path:
+        d = root / dirname
+        d.mkdir(parents=True)
+        (d / "_orc_acid_version").write_bytes(b"2")
+        data, written = encode_acid_file(table, stripe_size=4096, compression="NONE")
+        (d / "bucket_00000").write_bytes(data)
+        return d / "bucket_00000"
+
+    put("delta_0000001_0000001_0000", events([(1, B0, i) for i in range(n)]))
+    committed = (2, 3, 5)
+    # write id 2 + (i // 2) % 3 deletes every second row of write 1: the ids interleave by key
+    deleted = {i: committed[(i // 2) % 3] for i in range(0, n, 2)}
+    dd = put(
+        "delete_delta_0000002_0000005",
+        events(
+            [(1, B0, i) for i in sorted(deleted)], ops=[2] * len(deleted), ctxn=[deleted[i] for i in sorted(deleted)]
+        ),
+    )
+    # the compacted inserts: 3 rows per committed write id, sorted by ROW__ID (= by write id)
+    ins = [(w, B0, j) for w in committed for j in range(3)]
+    put(
+        "delta_0000002_0000005",
+        events(ins, rows=[(10_000 * w + j, f"w{w}-{j}") for w, _, j in ins]),
+    )
+    f = po.ORCFile(str(dd))
+    assert f.nstripes >= 3
+    mixed = [len(set(f.read_stripe(i).column("currentTransaction").to_pylist())) for i in range(f.nstripes)]
+    assert all(k >= 2 for k in mixed), mixed  # every stripe mixes write ids
+
+    opened: list[str] = []
+    stripes: list[tuple[str, int]] = []
+    init, read = reader.OrcFile.__init__, reader.OrcFile.read_stripe_arrow
+
+    def counted_init(self, tfs, path, **kw):
+        opened.append(path)
+        init(self, tfs, path, **kw)
+
+    def counted_read(self, index, columns=None):
+        stripes.append((self.path, index))
+        return read(self, index, columns)
+
+    monkeypatch.setattr(reader.OrcFile, "__init__", counted_init)
+    monkeypatch.setattr(reader.OrcFile, "read_stripe_arrow", counted_read)
+    snap = "default.t:5:9223372036854775807::4"
+    for lo, hi in ((2, 5), (3, 3), (3, 5)):
+        opened.clear()
+        stripes.clear()
+        r = cli("changes", str(root), "--from-write-id", str(lo), "--to-write-id", str(hi), "--write-ids", snap)
+        assert r.code == 0, r
+        want = []
+        for w in (w for w in committed if lo <= w <= hi):
+            want += [("delete", w, (1, i), (i, f"n{i}")) for i in sorted(deleted) if deleted[i] == w]
+            want += [("insert", w, (w, j), (10_000 * w + j, f"w{w}-{j}")) for j in range(3)]
+        got = [
+            (
+                d["_change_type"],
+                d["_commit_version"],
+                (d["row__id"]["writeid"], d["row__id"]["rowid"]),
+                (d["id"], d["name"]),
+            )
+            for d in lines(r.stdout)
+        ]
+        assert got == want
+        assert opened.count(str(dd)) == 1, opened
+        reads = [i for p, i in stripes if p == str(dd)]
+        assert sorted(reads) == list(range(f.nstripes)), reads  # each stripe once
