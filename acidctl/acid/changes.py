@@ -147,6 +147,28 @@ class WriteIdSet:
         return pc.fill_null(m, False)
 
 
+def wanted_range(snapshot: WriteIdList, lo: int, hi: int | None) -> WriteIdSet:
+    """``--from-write-id lo [--to-write-id hi]`` checked against ``snapshot`` (usage errors,
+    exit 2, worded as ``--as-of``'s): lo ≥ 1; lo ≤ hwm + 1 (hwm + 1 is a poll that finds
+    nothing new yet, exit 0); hi (default: the high-water mark) ≤ hwm and ≥ lo."""
+    if lo < 1:
+        raise UsageError(f"--from-write-id must be ≥ 1, not {lo}")
+    if lo > snapshot.hwm + 1:
+        raise UsageError(
+            f"--from-write-id {lo} is beyond the snapshot's high-water mark {snapshot.hwm}; from the next "
+            f"write id, {snapshot.hwm + 1}, nothing is new yet",
+            hint="a poll passes the last write id it read + 1",
+        )
+    if hi is not None and hi > snapshot.hwm:
+        raise UsageError(
+            f"--to-write-id {hi} is beyond the snapshot's high-water mark {snapshot.hwm}",
+            hint=f"use --to-write-id {snapshot.hwm} or lower, or leave it out for the high-water mark",
+        )
+    if hi is not None and hi < lo:
+        raise UsageError(f"--to-write-id {hi} is below --from-write-id {lo}")
+    return WriteIdSet.between(snapshot, lo, hi)
+
+
 @dataclasses.dataclass
 class PartitionPlan:
     """One partition's files that may hold events of the wanted write ids (from names alone)."""
@@ -265,11 +287,17 @@ def plan_changes(
     _check_partitions_exist(tfs, partitions, listed)
     if gone:
         at, why = max(gone)
+        if at > snapshot.hwm:  # every write id of the snapshot is in a base
+            hint = f"--from-write-id {at} polls for what comes next"
+        elif at > wanted.hi:  # the whole range is gone
+            hint = f"use --from-write-id {at} (and --to-write-id {at} or higher)"
+        else:
+            hint = f"use --from-write-id {at}"
         raise EventsGone(
             f"the events of write ids below {at} are no longer on disk ({why}); "
             f"changes can be derived from write id {at} on",
             lowest=at,
-            hint=f"use --from-write-id {at}",
+            hint=hint,
         )
     return plans
 

@@ -216,9 +216,14 @@ def test_an_update_pairs_with_key_and_carries_the_old_values(tmp_path, cli):
 @pytest.mark.parametrize(
     "args,code,text",
     [
-        (["--from-write-id", "0"], 2, "≥ 1"),
-        (["--from-write-id", "2", "--to-write-id", "1"], 2, "below"),
-        (["--from-write-id", "1", "--to-write-id", "9"], 2, "high-water mark 2"),
+        (["--from-write-id", "0"], 2, "--from-write-id must be ≥ 1, not 0"),
+        (["--from-write-id", "2", "--to-write-id", "1"], 2, "--to-write-id 1 is below --from-write-id 2"),
+        (["--from-write-id", "4"], 2, "--from-write-id 4 is beyond the snapshot's high-water mark 2; from the next"),
+        (
+            ["--from-write-id", "1", "--to-write-id", "9"],
+            2,
+            "--to-write-id 9 is beyond the snapshot's high-water mark 2",
+        ),
         (["--from-write-id", "1", "--key", "nope"], 2, "--key nope"),
         (["--from-write-id", "1", "--to", "parquet"], 2, "DEST"),
         (["--from-write-id", "1", "--hive-version", "2", "--txns", "2:9223372036854775807"], 7, "Hive 2"),
@@ -231,6 +236,7 @@ def test_usage_errors(tmp_path, cli, args, code, text):
     r = cli("changes", str(tmp_path / "t"), *args, *snap)
     assert r.code == code, r
     assert text in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1  # one line, a hint in it
 
 
 @SETTINGS
@@ -553,3 +559,36 @@ def test_a_minor_compacted_delete_delta_is_read_once_for_the_range(tmp_path, cli
         assert opened.count(str(dd)) == 1, opened
         reads = [i for p, i in stripes if p == str(dd)]
         assert sorted(reads) == list(range(f.nstripes)), reads  # each stripe once
+
+
+def test_events_gone_names_the_lowest_derivable_write_id_and_a_range_that_works(tmp_path, cli):
+    """Exit 6, one line (message and hint), naming N + 1 after a major compaction into
+    base_N; the hint is a command line that works: from N + 1 (with a --to-write-id that
+    reaches it when the asked range ended below it; a poll when the base holds every id)."""
+    h = History(buckets=1, originals=[], txns=[Txn("committed", [Statement("insert", [i], [])]) for i in range(4)])
+    root = tmp_path / "t"
+    log: list = []
+    h.play_table(root, log=log)
+    snap = str(h.snapshot())  # db.t:4:...
+    r = cli("compact", "--major", "--engine", "local", "--write-ids", "db.t:2:9223372036854775807::", str(root))
+    assert r.code == 0, r
+    assert cli("clean", "--execute", "--min-age", "0", "--write-ids", snap, str(root)).code == 0
+    assert sorted(p.name for p in root.iterdir() if p.name.startswith("base_")) == ["base_0000002"]
+    for args, hint in (
+        (["--from-write-id", "1"], "use --from-write-id 3)"),
+        (["--from-write-id", "2", "--to-write-id", "4"], "use --from-write-id 3)"),
+        (["--from-write-id", "1", "--to-write-id", "2"], "use --from-write-id 3 (and --to-write-id 3 or higher))"),
+    ):
+        r = cli("changes", str(root), *args, "--write-ids", snap)
+        assert r.code == 6, r
+        assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+        assert "base_0000002 holds the events of write ids up to 2" in r.stderr
+        assert "changes can be derived from write id 3 on" in r.stderr and r.stderr.strip().endswith(hint)
+    r = cli("changes", str(root), "--from-write-id", "3", "--write-ids", snap)
+    assert r.code == 0 and lines(r.stdout) == expected(log, 3, 4)
+    r = cli("compact", "--major", "--engine", "local", "--write-ids", snap, str(root))
+    assert r.code == 0, r
+    r = cli("changes", str(root), "--from-write-id", "3", "--write-ids", snap)
+    assert r.code == 6 and r.stderr.strip().endswith("(--from-write-id 5 polls for what comes next)"), r
+    r = cli("changes", str(root), "--from-write-id", "5", "--write-ids", snap)
+    assert r.code == 0 and r.stdout == ""
