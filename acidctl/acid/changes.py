@@ -155,8 +155,8 @@ def wanted_range(snapshot: WriteIdList, lo: int, hi: int | None) -> WriteIdSet:
         raise UsageError(f"--from-write-id must be ≥ 1, not {lo}")
     if lo > snapshot.hwm + 1:
         raise UsageError(
-            f"--from-write-id {lo} is beyond the snapshot's high-water mark {snapshot.hwm}; from the next "
-            f"write id, {snapshot.hwm + 1}, nothing is new yet",
+            f"--from-write-id {lo} is beyond the snapshot's high-water mark {snapshot.hwm}: the next write id "
+            f"is {snapshot.hwm + 1}, from which nothing is new yet",
             hint="a poll passes the last write id it read + 1",
         )
     if hi is not None and hi > snapshot.hwm:

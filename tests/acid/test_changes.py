@@ -221,7 +221,11 @@ def test_an_update_pairs_with_key_and_carries_the_old_values(tmp_path, cli):
     [
         (["--from-write-id", "0"], 2, "--from-write-id must be ≥ 1, not 0"),
         (["--from-write-id", "2", "--to-write-id", "1"], 2, "--to-write-id 1 is below --from-write-id 2"),
-        (["--from-write-id", "4"], 2, "--from-write-id 4 is beyond the snapshot's high-water mark 2; from the next"),
+        (
+            ["--from-write-id", "4"],
+            2,
+            "--from-write-id 4 is beyond the snapshot's high-water mark 2: the next write id is 3",
+        ),
         (
             ["--from-write-id", "1", "--to-write-id", "9"],
             2,
