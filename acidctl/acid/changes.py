@@ -53,7 +53,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from acidctl.acid.writeids import TxnList, WriteIdList
-from acidctl.errors import InvalidInputError, RefusedError, UsageError
+from acidctl.errors import InvalidInputError, RefusedError, StorageUnavailable, UsageError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -625,9 +625,21 @@ class _Spill:
         import weakref
 
         if self.dir is None:
-            self.dir = tempfile.mkdtemp(prefix="acidctl-changes-")
+            try:
+                self.dir = tempfile.mkdtemp(prefix="acidctl-changes-")
+            except OSError as e:
+                raise self._failed(e, tempfile.gettempdir()) from None
             self._finalizer = weakref.finalize(self, shutil.rmtree, self.dir, True)
         return os.path.join(self.dir, f"{len(self._paths):06d}.arrow")
+
+    @staticmethod
+    def _failed(e: OSError, where: str) -> StorageUnavailable:
+        """A temporary file that cannot be written (no room, no such directory): one line,
+        exit 5, naming where."""
+        return StorageUnavailable(
+            f"cannot write changes' temporary file in {where}: {e.strerror or e}",
+            hint="point TMPDIR at a local directory with room for the compacted delete events of the range",
+        )
 
     def add(self, tfs: TableFS, src: Source, keep) -> dict[int, list[int]]:
         """Read ``src`` once (whole stripes, one at a time), keep the events ``keep`` (a mask
@@ -657,16 +669,22 @@ class _Spill:
                     t = t.take(pc.sort_indices(t.column("currentTransaction")))
                     ct = t.column("currentTransaction").to_numpy()
                     cuts = np.flatnonzero(np.diff(ct)) + 1
-                    if writer is None:
-                        writer = pa.ipc.new_file(path, t.schema, options=opts)
-                    for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(ct)]):
-                        for batch in t.slice(a, b - a).combine_chunks().to_batches():
-                            writer.write_batch(batch)
-                            out.setdefault(int(ct[a]), []).append(n)
-                            n += 1
+                    try:
+                        if writer is None:
+                            writer = pa.ipc.new_file(path, t.schema, options=opts)
+                        for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(ct)]):
+                            for batch in t.slice(a, b - a).combine_chunks().to_batches():
+                                writer.write_batch(batch)
+                                out.setdefault(int(ct[a]), []).append(n)
+                                n += 1
+                    except OSError as e:
+                        raise self._failed(e, self.dir or path) from None
         finally:
             if writer is not None:
-                writer.close()
+                try:
+                    writer.close()
+                except OSError as e:
+                    raise self._failed(e, self.dir or path) from None
         return out
 
     def batches(self, src: Source, indices: list[int]) -> list[pa.RecordBatch]:

@@ -710,3 +710,34 @@ def test_changes_equal_snapshot_differences_across_compactions_in_between(h, dat
             assert r.code == 6 and f"changes can be derived from write id {gone + 1} on" in r.stderr, r
     finally:
         shutil.rmtree(scratch)
+
+
+def test_the_temporary_file_of_a_compacted_delete_delta_is_removed_or_its_failure_one_line(tmp_path, cli, monkeypatch):
+    """The events a minor-compacted delete delta holds wait in a temporary directory under
+    $TMPDIR while the range is printed, and are gone after; a $TMPDIR where nothing can be
+    written is one line, exit 5 (storage unavailable), naming it."""
+    import tempfile
+
+    from acidctl.orc.writer import encode_acid_file
+    from tests.acidfiles import B0, events
+
+    root = tmp_path / "t"
+    for name, table in (
+        ("delta_0000001_0000001_0000", events([(1, B0, i) for i in range(4)])),
+        ("delete_delta_0000002_0000003", events([(1, B0, i) for i in (0, 1, 3)], ops=[2] * 3, ctxn=[3, 2, 3])),
+    ):
+        (root / name).mkdir(parents=True)
+        (root / name / "_orc_acid_version").write_bytes(b"2")
+        (root / name / "bucket_00000").write_bytes(encode_acid_file(table)[0])
+    args = ["changes", str(root), "--from-write-id", "2", "--write-ids", "default.t:3:9223372036854775807::"]
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    r = cli(*args)
+    assert r.code == 0, r
+    assert [(d["_commit_version"], d["id"]) for d in lines(r.stdout)] == [(2, 1), (3, 0), (3, 3)]
+    assert list(tmp.iterdir()) == []
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-such-dir"))
+    r = cli(*args)
+    assert r.code == 5 and r.stdout == "", r
+    assert len(r.stderr.strip().splitlines()) == 1 and f"temporary file in {tmp_path / 'no-such-dir'}" in r.stderr
