@@ -601,15 +601,16 @@ class _Piece:
 
 
 class _Spill:
-    """The delete events of minor-compacted delete deltas (``delete_delta_x_y``, x < y), read
-    once for the whole range: a compacted delete delta is sorted by the deleted rows' ROW__IDs
-    (orc-acid-files.md), so any stripe may hold events of every write id in x..y, and the
-    change rows come write id by write id. Each such file is read stripe by stripe once, its
-    delete events of the wanted write ids split by write id into a local temporary Arrow IPC
-    file (one record batch per stripe and write id; LZ4 when Arrow has it), which each write
-    id's group then reads back memory-mapped: memory stays one stripe, the file is opened and
-    read once instead of once per write id it holds. Removed by :meth:`close` (and when the
-    object is collected)."""
+    """The events of minor-compacted deltas' stripes that hold several wanted write ids, read
+    once for the whole range: a compacted delete delta (``delete_delta_x_y``, x < y) is sorted
+    by the deleted rows' ROW__IDs (orc-acid-files.md), so any stripe may hold events of every
+    write id in x..y (every stripe of it comes here); a compacted insert delta is sorted by
+    write id, so only a stripe spanning write ids does. The change rows come write id by
+    write id: such a stripe is read once, its events of the wanted write ids split by write id
+    into a local temporary Arrow IPC file (one record batch per stripe and write id; LZ4 when
+    Arrow has it), which each write id's group then reads back memory-mapped — memory stays one
+    stripe, and the file is read once instead of once per write id it holds. Removed by
+    :meth:`close` (and when the object is collected)."""
 
     def __init__(self) -> None:
         self.dir: str | None = None
@@ -641,16 +642,15 @@ class _Spill:
             hint="point TMPDIR at a local directory with room for the compacted delete events of the range",
         )
 
-    def add(self, tfs: TableFS, src: Source, keep) -> dict[int, list[int]]:
-        """Read ``src`` once (whole stripes, one at a time), keep the events ``keep`` (a mask
-        function over an ACID table) selects, spill them by ``currentTransaction``; returns
-        {write id: batch indices}."""
+    def add(self, src: Source, f: Any, stripes: Iterable[int], keep) -> dict[int, list[int]]:
+        """Read ``stripes`` of ``src`` (open as ``f``, an :class:`~acidctl.orc.reader.OrcFile`)
+        whole, one at a time, keep the events ``keep`` (a mask function over an ACID table)
+        selects, spill them by ``currentTransaction``; returns {write id: batch indices}."""
         import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
 
         from acidctl.acid import merge
-        from acidctl.orc.reader import OrcFile
 
         out: dict[int, list[int]] = {}
         path = self._new_file()
@@ -659,26 +659,25 @@ class _Spill:
         n = 0
         opts = pa.ipc.IpcWriteOptions(compression="lz4" if pa.Codec.is_available("lz4_frame") else None)
         try:
-            with OrcFile(tfs, src.path, arrow_footer=True) as f:
-                for i in range(f.num_stripes()):
-                    t = merge.normalise(pa.Table.from_batches([f.read_stripe_arrow(i)]))
-                    t = t.filter(keep(t))
-                    if not t.num_rows:
-                        continue
-                    # by write id, stable (ROW__ID order within a write id kept)
-                    t = t.take(pc.sort_indices(t.column("currentTransaction")))
-                    ct = t.column("currentTransaction").to_numpy()
-                    cuts = np.flatnonzero(np.diff(ct)) + 1
-                    try:
-                        if writer is None:
-                            writer = pa.ipc.new_file(path, t.schema, options=opts)
-                        for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(ct)]):
-                            for batch in t.slice(a, b - a).combine_chunks().to_batches():
-                                writer.write_batch(batch)
-                                out.setdefault(int(ct[a]), []).append(n)
-                                n += 1
-                    except OSError as e:
-                        raise self._failed(e, self.dir or path) from None
+            for i in stripes:
+                t = merge.normalise(pa.Table.from_batches([f.read_stripe_arrow(i)]))
+                t = t.filter(keep(t))
+                if not t.num_rows:
+                    continue
+                # by write id, stable (ROW__ID order within a write id kept)
+                t = t.take(pc.sort_indices(t.column("currentTransaction")))
+                ct = t.column("currentTransaction").to_numpy()
+                cuts = np.flatnonzero(np.diff(ct)) + 1
+                try:
+                    if writer is None:
+                        writer = pa.ipc.new_file(path, t.schema, options=opts)
+                    for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(ct)]):
+                        for batch in t.slice(a, b - a).combine_chunks().to_batches():
+                            writer.write_batch(batch)
+                            out.setdefault(int(ct[a]), []).append(n)
+                            n += 1
+                except OSError as e:
+                    raise self._failed(e, self.dir or path) from None
         finally:
             if writer is not None:
                 try:
@@ -722,12 +721,13 @@ def _index_groups(
 ) -> list[_Group]:
     """Every (write id, kind, partition) that has events of ``wanted``, in the documented
     order, with the files (and stripes) holding them. Read from names alone except for a
-    minor-compacted ``delta_x_y`` (x < y) or a raw file, whose ``currentTransaction`` column
-    is read once, stripe by stripe, to know which write ids each stripe holds (a compacted
-    insert delta is sorted by write id, so each stripe is then read for about one write id);
-    a compacted delete delta is sorted by the deleted rows' ROW__IDs, so any stripe may hold
-    every write id's events: it is read once here and its events of ``wanted`` kept in
-    ``spill`` (:class:`_Spill`) by write id."""
+    minor-compacted ``delta_x_y`` (x < y) or a raw file. Every stripe is read once for the
+    range: a compacted delete delta is sorted by the deleted rows' ROW__IDs, so any stripe may
+    hold every write id's events: it is read here and its events of ``wanted`` kept in
+    ``spill`` (:class:`_Spill`) by write id. A compacted insert delta is sorted by write id:
+    its ``currentTransaction`` column is read here, stripe by stripe; a stripe of one wanted
+    write id is read when that write id's group comes, one holding several is read here and
+    spilled."""
     import pyarrow.compute as pc
 
     from acidctl.acid.read import read_events
@@ -745,8 +745,11 @@ def _index_groups(
         col = col.filter(wanted.mask(col, snapshot))
         return sorted(int(w) for w in pc.unique(col).to_pylist())
 
-    def deletes_of(t):
-        return pc.and_(pc.equal(t.column("operation"), 2), wanted.mask(t.column("currentTransaction"), snapshot))
+    def events_of(op: int):
+        def keep(t):
+            return pc.and_(pc.equal(t.column("operation"), op), wanted.mask(t.column("currentTransaction"), snapshot))
+
+        return keep
 
     for pidx, plan in enumerate(plans):
         for w, f in plan.mm_files:
@@ -763,17 +766,29 @@ def _index_groups(
                         group(w, rank, pidx).pieces.append(_Piece(s))
                     continue
                 if rank == 0:  # a minor-compacted delete delta: read once, spilled by write id
-                    for w, at in spill.add(tfs, s, deletes_of).items():
+                    with OrcFile(tfs, s.path, arrow_footer=True) as f:
+                        spilled = spill.add(s, f, range(f.num_stripes()), events_of(2))
+                    for w, at in spilled.items():
                         group(w, rank, pidx).pieces.append(_Piece(s, spilled=at))
                     continue
-                stripes: dict[int, list[int]] = {}
+                # a compacted insert delta is sorted by write id: a stripe of one wanted write id
+                # is read when its group comes; one holding several is read now and spilled
+                single: dict[int, list[int]] = {}
                 with OrcFile(tfs, s.path, arrow_footer=True) as f:
                     ct = f.top_names()[4]
+                    mixed = []
                     for i in range(f.num_stripes()):
-                        for w in ids_of(f.read_stripe_arrow(i, columns=[ct]).column(0)):
-                            stripes.setdefault(w, []).append(i)
-                for w, at in stripes.items():
-                    group(w, rank, pidx).pieces.append(_Piece(s, at))
+                        ids = ids_of(f.read_stripe_arrow(i, columns=[ct]).column(0))
+                        if len(ids) == 1:
+                            single.setdefault(ids[0], []).append(i)
+                        elif ids:
+                            mixed.append(i)
+                    spilled = spill.add(s, f, mixed, events_of(0)) if mixed else {}
+                for w in sorted(single.keys() | spilled.keys()):
+                    if w in single:
+                        group(w, rank, pidx).pieces.append(_Piece(s, single[w]))
+                    if w in spilled:
+                        group(w, rank, pidx).pieces.append(_Piece(s, spilled=spilled[w]))
     return [groups[k] for k in sorted(groups)]
 
 

@@ -488,7 +488,9 @@ def test_a_minor_compacted_delete_delta_is_read_once_for_the_range(tmp_path, cli
     """A minor-compacted ``delete_delta_2_5`` is sorted by the deleted rows' ROW__IDs
     (orc-acid-files.md), so each of its stripes holds delete events of several write ids; the
     change rows come write id by write id, yet the file is opened once and each stripe read
-    once for the whole range (it was opened once per write id it holds). The rows still follow
+    once for the whole range (it was opened once per write id it holds); so is each stripe of
+    the compacted ``delta_2_5`` (sorted by write id), the one spanning two write ids too. The
+    rows still follow
     the rules: write id order, deletes (with the deleted row's values) before inserts, ROW__ID
     order; write id 4 aborted (its events left out by the compactor)."""
     import pyarrow.orc as po
@@ -518,19 +520,21 @@ def test_a_minor_compacted_delete_delta_is_read_once_for_the_range(tmp_path, cli
             [(1, B0, i) for i in sorted(deleted)], ops=[2] * len(deleted), ctxn=[deleted[i] for i in sorted(deleted)]
         ),
     )
-    # the compacted inserts: 3 rows per committed write id, sorted by ROW__ID (= by write id)
-    ins = [(w, B0, j) for w in committed for j in range(3)]
-    put(
-        "delta_0000002_0000005",
-        events(ins, rows=[(10_000 * w + j, f"w{w}-{j}") for w, _, j in ins]),
-    )
+    # the compacted inserts: m rows per committed write id, sorted by ROW__ID (= by write id):
+    # most stripes hold one write id, those at a change of write id two
+    m = 7000
+    ins = [(w, B0, j) for w in committed for j in range(m)]
+    di = put("delta_0000002_0000005", events(ins, rows=[(10_000 * w + j, f"w{w}-{j}") for w, _, j in ins]))
     f = po.ORCFile(str(dd))
     assert f.nstripes >= 3
     mixed = [len(set(f.read_stripe(i).column("currentTransaction").to_pylist())) for i in range(f.nstripes)]
     assert all(k >= 2 for k in mixed), mixed  # every stripe mixes write ids
+    fi = po.ORCFile(str(di))
+    ids_in = [set(fi.read_stripe(i).column("currentTransaction").to_pylist()) for i in range(fi.nstripes)]
+    assert sum(len(x) == 1 for x in ids_in) >= 3 and sum(len(x) > 1 for x in ids_in) >= 1, ids_in
 
     opened: list[str] = []
-    stripes: list[tuple[str, int]] = []
+    stripes: list[tuple[str, int, bool]] = []  # (file, stripe, whole or some columns)
     init, read = reader.OrcFile.__init__, reader.OrcFile.read_stripe_arrow
 
     def counted_init(self, tfs, path, **kw):
@@ -538,7 +542,7 @@ def test_a_minor_compacted_delete_delta_is_read_once_for_the_range(tmp_path, cli
         init(self, tfs, path, **kw)
 
     def counted_read(self, index, columns=None):
-        stripes.append((self.path, index))
+        stripes.append((self.path, index, columns is None))
         return read(self, index, columns)
 
     monkeypatch.setattr(reader.OrcFile, "__init__", counted_init)
@@ -552,7 +556,7 @@ def test_a_minor_compacted_delete_delta_is_read_once_for_the_range(tmp_path, cli
         want = []
         for w in (w for w in committed if lo <= w <= hi):
             want += [("delete", w, (1, i), (i, f"n{i}")) for i in sorted(deleted) if deleted[i] == w]
-            want += [("insert", w, (w, j), (10_000 * w + j, f"w{w}-{j}")) for j in range(3)]
+            want += [("insert", w, (w, j), (10_000 * w + j, f"w{w}-{j}")) for j in range(m)]
         got = [
             (
                 d["_change_type"],
@@ -564,8 +568,14 @@ def test_a_minor_compacted_delete_delta_is_read_once_for_the_range(tmp_path, cli
         ]
         assert got == want
         assert opened.count(str(dd)) == 1, opened
-        reads = [i for p, i in stripes if p == str(dd)]
-        assert sorted(reads) == list(range(f.nstripes)), reads  # each stripe once
+        reads = [i for p, i, whole in stripes if p == str(dd)]
+        assert sorted(reads) == list(range(f.nstripes)), reads  # each stripe once, whole
+        # the insert delta: each stripe's write ids read once; each stripe holding a wanted
+        # write id read whole once (now when it spans several, else when its write id comes)
+        ct_reads = sorted(i for p, i, whole in stripes if p == str(di) and not whole)
+        assert ct_reads == list(range(fi.nstripes)), ct_reads
+        whole = sorted(i for p, i, whole in stripes if p == str(di) and whole)
+        assert whole == [i for i, ids in enumerate(ids_in) if any(lo <= w <= hi for w in ids)], whole
 
 
 def test_events_gone_names_the_lowest_derivable_write_id_and_a_range_that_works(tmp_path, cli):
