@@ -41,10 +41,11 @@ streams: it indexes which files (and, for a minor-compacted delta, which stripes
 events of each (write id, kind, partition) from names and the ``currentTransaction`` column,
 then reads one such group at a time in the documented order (with ``--key``: one write id at
 a time, its deletes and inserts pair up), so the change rows of the whole range are never
-held; JSON lines and Parquet row groups are written as the groups come. A minor-compacted
-delete delta (any stripe may hold every write id's events) is read once for the whole range,
-its events parked by write id in a local temporary file until their write id comes
-(:class:`_Spill`), not read again for each write id it holds.
+held; JSON lines and Parquet row groups are written as the groups come. Every stripe of a
+minor-compacted delta is read once for the range: a compacted delete delta (any stripe may hold
+every write id's events) is read while indexing, its events parked by write id in a local
+temporary file until their write id comes (:class:`_Spill`), not read again for each write id
+it holds; so are the stripes of a compacted insert delta that span several write ids.
 """
 
 from __future__ import annotations
@@ -836,9 +837,9 @@ class ChangeRows:
     Memory: without ``key``, one (write id, kind, partition) group's events at a time (plus the
     stripe being read, and for deletes the matching rows of the files of the deleted rows'
     buckets); with ``key``, one write id's events of every partition (the pairing needs a write
-    id's deletes and inserts together). Never the whole range. The delete events of
-    minor-compacted delete deltas wait in a local temporary file (:class:`_Spill`) until their
-    write id comes; :meth:`tables` is one pass, which removes it at its end."""
+    id's deletes and inserts together). Never the whole range. The events of compacted deltas'
+    stripes that hold several write ids wait in a local temporary file (:class:`_Spill`) until
+    their write id comes; :meth:`tables` is one pass, which removes it at its end."""
 
     fields: list[tuple[str, Any]]
     empty_schema: pa.Schema
