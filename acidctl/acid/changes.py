@@ -371,11 +371,14 @@ def partition_events(
     return PartitionEvents(plan.partition, inserts, deletes, td)
 
 
-def _with_deleted_rows(tfs: TableFS, plan: PartitionPlan, deletes: pa.Table, snapshot: WriteIdList) -> pa.Table:
+def _with_deleted_rows(
+    tfs: TableFS, plan: PartitionPlan, deletes: pa.Table, snapshot: WriteIdList, *, files: _OpenFiles | None = None
+) -> pa.Table:
     """``deletes`` (delete events) with ``row`` = the values of the row each one deletes, looked
     up among the valid insert events of the partition's read set: only the files of the
     targets' bucket ids whose names allow the targets' write ids (a delete event goes into the
-    bucket file of its target's bucket id, orc-acid-files.md)."""
+    bucket file of its target's bucket id, orc-acid-files.md). ``files``: keep the ORC files
+    open and their last stripe read across calls (:class:`_OpenFiles`)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -415,7 +418,7 @@ def _with_deleted_rows(tfs: TableFS, plan: PartitionPlan, deletes: pa.Table, sna
             t = read_events(tfs, s)
             t = t.filter(keep(t))
         else:
-            t = _matching_stripes(tfs, s, keep, targets=targets)
+            t = _matching_stripes(tfs, s, keep, targets=targets, files=files)
         if not t.num_rows:
             continue
         i = len(tables)
@@ -443,6 +446,15 @@ def _with_deleted_rows(tfs: TableFS, plan: PartitionPlan, deletes: pa.Table, sna
     taken = rows.take(idx) if rows is not None else pa.nulls(0)
     col = deletes.schema.get_field_index("row")
     return deletes.set_column(col, pa.field("row", taken.type), taken)
+
+
+def _deleted_rows(
+    tfs: TableFS, plan: PartitionPlan, deletes: pa.Table, snapshot: WriteIdList, *, files: _OpenFiles | None = None
+) -> pa.Table:
+    """:func:`_with_deleted_rows` for ``changes``' groups (and spilled stripes)."""
+    if not plan.lookup:  # only a base/originals hold rows (no insert file in the read set: impossible)
+        raise InvalidInputError(f"{plan.partition or 'the table'}: delete events without any insert file")
+    return _with_deleted_rows(tfs, plan, deletes, snapshot, files=files)
 
 
 def _stripes_holding(f: Any, targets: list[tuple[int, int, int]]) -> list[int] | None:
@@ -473,31 +485,84 @@ def _stripes_holding(f: Any, targets: list[tuple[int, int, int]]) -> list[int] |
     return out
 
 
+class _OpenFiles:
+    """ORC files kept open across the look-ups of one compacted delete delta's deleted rows,
+    done stripe by stripe of it (its events in ROW__ID order, so the look-ups move forward
+    through each insert file): each file is opened once, and the last stripe read of each (its
+    key columns, and its rows when read) is kept, so a stripe that holds the targets of
+    several delete stripes is read once. Memory: one stripe per open file (the insert files of
+    the targets' buckets in one partition). :meth:`close` closes them."""
+
+    def __init__(self, tfs: TableFS) -> None:
+        self.tfs = tfs
+        self._open: dict[str, Any] = {}
+        self._last: dict[str, tuple[int, Any, Any]] = {}  # path -> (stripe, key columns, rows or None)
+
+    def open(self, path: str) -> Any:
+        from acidctl.orc.reader import OrcFile
+
+        f = self._open.get(path)
+        if f is None:
+            f = self._open[path] = OrcFile(self.tfs, path, arrow_footer=True)
+        return f
+
+    def stripe(self, f: Any, i: int, *, keys: bool) -> pa.Table:
+        """Stripe ``i`` of ``f``: its five key columns (``keys``) or all of it, normalised."""
+        import pyarrow as pa
+
+        from acidctl.acid import merge
+        from acidctl.orc.acidfile import ACID_NAMES
+
+        at, k, rows = self._last.get(f.path, (-1, None, None))
+        if at != i:
+            k = rows = None
+        if keys:
+            if k is None:
+                cols = f.top_names()[:5]
+                k = pa.Table.from_batches([f.read_stripe_arrow(i, columns=cols)]).rename_columns(list(ACID_NAMES[:5]))
+            self._last[f.path] = (i, k, rows)
+            return k
+        if rows is None:
+            rows = merge.normalise(pa.Table.from_batches([f.read_stripe_arrow(i)]))
+        self._last[f.path] = (i, k, rows)
+        return rows
+
+    def close(self) -> None:
+        for f in self._open.values():
+            f.close()
+        self._open, self._last = {}, {}
+
+
 def _matching_stripes(
-    tfs: TableFS, src: Source, keep, *, targets: list[tuple[int, int, int]] | None = None
+    tfs: TableFS,
+    src: Source,
+    keep,
+    *,
+    targets: list[tuple[int, int, int]] | None = None,
+    files: _OpenFiles | None = None,
 ) -> pa.Table:
     """The events of an ACID file for which ``keep`` (a mask function over an ACID table) is
     true: each stripe's key columns are read first, its rows only when a key matches. With
     ``targets`` (the sorted ROW__IDs looked for), only the stripes whose key range can hold
-    one are read at all (:func:`_stripes_holding`)."""
+    one are read at all (:func:`_stripes_holding`). ``files``: the file stays open there, its
+    last stripe kept (:class:`_OpenFiles`)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from acidctl.acid import merge
-    from acidctl.orc.acidfile import ACID_NAMES
-    from acidctl.orc.reader import OrcFile
-
     out = []
-    with OrcFile(tfs, src.path, arrow_footer=True) as f:
-        cols = f.top_names()[:5]
+    own = files is None
+    cache = _OpenFiles(tfs) if files is None else files
+    try:
+        f = cache.open(src.path)
         stripes = _stripes_holding(f, targets) if targets else None
         for i in range(f.num_stripes()) if stripes is None else stripes:
-            keys = pa.Table.from_batches([f.read_stripe_arrow(i, columns=cols)]).rename_columns(list(ACID_NAMES[:5]))
-            mask = keep(keys)
+            mask = keep(cache.stripe(f, i, keys=True))
             if not pc.any(mask).as_py():
                 continue
-            t = merge.normalise(pa.Table.from_batches([f.read_stripe_arrow(i)]))
-            out.append(t.filter(mask))
+            out.append(cache.stripe(f, i, keys=False).filter(mask))
+    finally:
+        if own:
+            cache.close()
     if not out:
         return pa.table({n: pa.array([], pa.int64()) for n in ("originalTransaction", "bucket", "rowId")})
     return pa.concat_tables(out, promote_options="permissive")
@@ -598,7 +663,12 @@ class _Piece:
 
     source: Source
     stripes: list[int] | None = None
-    spilled: list[int] | None = None  # the _Spill's record batches of this source holding them
+    spilled: list[tuple[int, int]] | None = None  # the _Spill's (file, batch) of this source holding them
+
+
+#: delete events whose deleted rows are looked up at a time when a compacted delete delta is
+#: spilled (:meth:`_Spill.add`)
+FILL_ROWS = 1 << 16
 
 
 class _Spill:
@@ -615,7 +685,8 @@ class _Spill:
 
     def __init__(self) -> None:
         self.dir: str | None = None
-        self._paths: dict[str, str] = {}  # source path -> spill file
+        self._paths: dict[str, list[str]] = {}  # source path -> its spill files
+        self._n = 0
         self._readers: dict[str, Any] = {}  # spill file -> open IPC reader
         self._maps: list[Any] = []
         self._finalizer: Any = None
@@ -632,7 +703,8 @@ class _Spill:
             except OSError as e:
                 raise self._failed(e, tempfile.gettempdir()) from None
             self._finalizer = weakref.finalize(self, shutil.rmtree, self.dir, True)
-        return os.path.join(self.dir, f"{len(self._paths):06d}.arrow")
+        self._n += 1
+        return os.path.join(self.dir, f"{self._n:06d}.arrow")
 
     @staticmethod
     def _failed(e: OSError, where: str) -> StorageUnavailable:
@@ -643,60 +715,80 @@ class _Spill:
             hint="point TMPDIR at a local directory with room for the compacted delete events of the range",
         )
 
-    def add(self, src: Source, f: Any, stripes: Iterable[int], keep) -> dict[int, list[int]]:
+    def add(self, src: Source, f: Any, stripes: Iterable[int], keep, fill=None) -> dict[int, list[tuple[int, int]]]:
         """Read ``stripes`` of ``src`` (open as ``f``, an :class:`~acidctl.orc.reader.OrcFile`)
         whole, one at a time, keep the events ``keep`` (a mask function over an ACID table)
-        selects, spill them by ``currentTransaction``; returns {write id: batch indices}."""
+        selects, ``fill`` them (delete events: the deleted rows' values), spill them by
+        ``currentTransaction``; returns {write id: [(spill file, batch)]} (a new spill file
+        when the filled rows' type changes, e.g. rows of files before and after an ALTER
+        TABLE ADD COLUMNS)."""
         import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
 
         from acidctl.acid import merge
 
-        out: dict[int, list[int]] = {}
-        path = self._new_file()
-        self._paths[src.path] = path
+        out: dict[int, list[tuple[int, int]]] = {}
+        paths = self._paths.setdefault(src.path, [])
         writer = None
+        schema = None
         n = 0
         opts = pa.ipc.IpcWriteOptions(compression="lz4" if pa.Codec.is_available("lz4_frame") else None)
+
+        def close() -> None:
+            if writer is not None:
+                try:
+                    writer.close()
+                except OSError as e:
+                    raise self._failed(e, self.dir or "") from None
+
         try:
             for i in stripes:
                 t = merge.normalise(pa.Table.from_batches([f.read_stripe_arrow(i)]))
                 t = t.filter(keep(t))
                 if not t.num_rows:
                     continue
-                # by write id, stable (ROW__ID order within a write id kept)
-                t = t.take(pc.sort_indices(t.column("currentTransaction")))
-                ct = t.column("currentTransaction").to_numpy()
-                cuts = np.flatnonzero(np.diff(ct)) + 1
-                try:
-                    if writer is None:
-                        writer = pa.ipc.new_file(path, t.schema, options=opts)
-                    for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(ct)]):
-                        for batch in t.slice(a, b - a).combine_chunks().to_batches():
-                            writer.write_batch(batch)
-                            out.setdefault(int(ct[a]), []).append(n)
-                            n += 1
-                except OSError as e:
-                    raise self._failed(e, self.dir or path) from None
+                # filled a slice at a time (a stripe may hold millions of delete events: memory
+                # stays a slice's deleted rows; the slices move forward through the files)
+                step = FILL_ROWS if fill is not None else t.num_rows
+                for piece in (t.slice(k, step) for k in range(0, t.num_rows, step)):
+                    if fill is not None:
+                        piece = fill(piece)
+                    # by write id, stable (ROW__ID order within a write id kept)
+                    piece = piece.take(pc.sort_indices(piece.column("currentTransaction")))
+                    ct = piece.column("currentTransaction").to_numpy()
+                    cuts = np.flatnonzero(np.diff(ct)) + 1
+                    try:
+                        if writer is None or schema != piece.schema:
+                            close()
+                            paths.append(self._new_file())
+                            schema = piece.schema
+                            writer = pa.ipc.new_file(paths[-1], schema, options=opts)
+                            n = 0
+                        for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(ct)]):
+                            for batch in piece.slice(a, b - a).combine_chunks().to_batches():
+                                writer.write_batch(batch)
+                                out.setdefault(int(ct[a]), []).append((len(paths) - 1, n))
+                                n += 1
+                    except OSError as e:
+                        raise self._failed(e, self.dir or "") from None
         finally:
-            if writer is not None:
-                try:
-                    writer.close()
-                except OSError as e:
-                    raise self._failed(e, self.dir or path) from None
+            close()
         return out
 
-    def batches(self, src: Source, indices: list[int]) -> list[pa.RecordBatch]:
+    def batches(self, src: Source, refs: list[tuple[int, int]]) -> list[pa.RecordBatch]:
         import pyarrow as pa
 
-        path = self._paths[src.path]
-        reader = self._readers.get(path)
-        if reader is None:
-            m = pa.memory_map(path)
-            self._maps.append(m)
-            reader = self._readers[path] = pa.ipc.open_file(m)
-        return [reader.get_batch(i) for i in indices]
+        out = []
+        for k, i in refs:
+            path = self._paths[src.path][k]
+            reader = self._readers.get(path)
+            if reader is None:
+                m = pa.memory_map(path)
+                self._maps.append(m)
+                reader = self._readers[path] = pa.ipc.open_file(m)
+            out.append(reader.get_batch(i))
+        return out
 
     def close(self) -> None:
         for m in self._maps:
@@ -746,6 +838,12 @@ def _index_groups(
         col = col.filter(wanted.mask(col, snapshot))
         return sorted(int(w) for w in pc.unique(col).to_pylist())
 
+    def deleted_rows(plan: PartitionPlan, files: _OpenFiles):
+        def fill(t):
+            return _deleted_rows(tfs, plan, t, snapshot, files=files)
+
+        return fill
+
     def events_of(op: int):
         def keep(t):
             return pc.and_(pc.equal(t.column("operation"), op), wanted.mask(t.column("currentTransaction"), snapshot))
@@ -766,9 +864,17 @@ def _index_groups(
                     for w in ids_of(read_events(tfs, s, columns=None).column("currentTransaction")):
                         group(w, rank, pidx).pieces.append(_Piece(s))
                     continue
-                if rank == 0:  # a minor-compacted delete delta: read once, spilled by write id
-                    with OrcFile(tfs, s.path, arrow_footer=True) as f:
-                        spilled = spill.add(s, f, range(f.num_stripes()), events_of(2))
+                if rank == 0:  # a minor-compacted delete delta: read once, spilled by write id with
+                    # the deleted rows' values, looked up stripe by stripe of it (in ROW__ID order:
+                    # each insert file opened once, each of its stripes read once)
+                    files = _OpenFiles(tfs)
+                    try:
+                        with OrcFile(tfs, s.path, arrow_footer=True) as f:
+                            spilled = spill.add(
+                                s, f, range(f.num_stripes()), events_of(2), fill=deleted_rows(plan, files)
+                            )
+                    finally:
+                        files.close()
                     for w, at in spilled.items():
                         group(w, rank, pidx).pieces.append(_Piece(s, spilled=at))
                     continue
@@ -793,8 +899,10 @@ def _index_groups(
     return [groups[k] for k in sorted(groups)]
 
 
-def _group_events(tfs: TableFS, g: _Group, spill: _Spill) -> pa.Table | None:
-    """The group's events (ACID-shaped), in ROW__ID order (stable: file order among equal keys)."""
+def _group_events(tfs: TableFS, g: _Group, spill: _Spill, fill=None) -> pa.Table | None:
+    """The group's events (ACID-shaped), in ROW__ID order (stable: file order among equal keys);
+    ``fill`` completes the events read from files here (delete events: the deleted rows'
+    values), the spilled ones were completed when spilled."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -812,7 +920,6 @@ def _group_events(tfs: TableFS, g: _Group, spill: _Spill) -> pa.Table | None:
 
     for piece in g.pieces:
         if piece.spilled is not None:
-            keep(pa.Table.from_batches(spill.batches(piece.source, piece.spilled)))
             continue
         if piece.source.raw:
             keep(read_events(tfs, piece.source))
@@ -820,6 +927,11 @@ def _group_events(tfs: TableFS, g: _Group, spill: _Spill) -> pa.Table | None:
         with OrcFile(tfs, piece.source.path, arrow_footer=True) as f:
             for i in range(f.num_stripes()) if piece.stripes is None else piece.stripes:
                 keep(merge.normalise(pa.Table.from_batches([f.read_stripe_arrow(i)])))
+    if out and fill is not None:
+        out = [fill(pa.concat_tables(out, promote_options="permissive"))]
+    for piece in g.pieces:
+        if piece.spilled is not None:
+            keep(pa.Table.from_batches(spill.batches(piece.source, piece.spilled)))
     if not out:
         return None
     t = pa.concat_tables(out, promote_options="permissive")
@@ -980,11 +1092,8 @@ def change_rows(
         if mm is not None:
             t = _mm_rows(tfs, [(g.write_id, f) for f in g.mm_files], row_td(g.pidx), mm.storage)
         else:
-            t = _group_events(tfs, g, spill)
-            if t is not None and g.rank == 0:
-                if not plan.lookup:  # only a base/originals hold rows (no insert file in the read set: impossible)
-                    raise InvalidInputError(f"{plan.partition or 'the table'}: delete events without any insert file")
-                t = _with_deleted_rows(tfs, plan, t, snapshot)
+            fill = (lambda t: _deleted_rows(tfs, plan, t, snapshot)) if g.rank == 0 else None
+            t = _group_events(tfs, g, spill, fill)
         if t is None:
             return None
         n = t.num_rows

@@ -489,8 +489,9 @@ def test_a_minor_compacted_delete_delta_is_read_once_for_the_range(tmp_path, cli
     (orc-acid-files.md), so each of its stripes holds delete events of several write ids; the
     change rows come write id by write id, yet the file is opened once and each stripe read
     once for the whole range (it was opened once per write id it holds); so is each stripe of
-    the compacted ``delta_2_5`` (sorted by write id), the one spanning two write ids too. The
-    rows still follow
+    the compacted ``delta_2_5`` (sorted by write id), the one spanning two write ids too, and of
+    the file the deleted rows' values come from (looked up a slice of delete events at a time,
+    moving forward through it). The rows still follow
     the rules: write id order, deletes (with the deleted row's values) before inserts, ROW__ID
     order; write id 4 aborted (its events left out by the compactor)."""
     import pyarrow.orc as po
@@ -510,7 +511,7 @@ def test_a_minor_compacted_delete_delta_is_read_once_for_the_range(tmp_path, cli
         (d / "bucket_00000").write_bytes(data)
         return d / "bucket_00000"
 
-    put("delta_0000001_0000001_0000", events([(1, B0, i) for i in range(n)]))
+    d1 = put("delta_0000001_0000001_0000", events([(1, B0, i) for i in range(n)]))
     committed = (2, 3, 5)
     # write id 2 + (i // 2) % 3 deletes every second row of write 1: the ids interleave by key
     deleted = {i: committed[(i // 2) % 3] for i in range(0, n, 2)}
@@ -545,6 +546,9 @@ def test_a_minor_compacted_delete_delta_is_read_once_for_the_range(tmp_path, cli
         stripes.append((self.path, index, columns is None))
         return read(self, index, columns)
 
+    import acidctl.acid.changes as changes
+
+    monkeypatch.setattr(changes, "FILL_ROWS", 1000)  # deleted rows looked up 1,000 at a time
     monkeypatch.setattr(reader.OrcFile, "__init__", counted_init)
     monkeypatch.setattr(reader.OrcFile, "read_stripe_arrow", counted_read)
     snap = "default.t:5:9223372036854775807::4"
@@ -576,6 +580,12 @@ def test_a_minor_compacted_delete_delta_is_read_once_for_the_range(tmp_path, cli
         assert ct_reads == list(range(fi.nstripes)), ct_reads
         whole = sorted(i for p, i, whole in stripes if p == str(di) and whole)
         assert whole == [i for i, ids in enumerate(ids_in) if any(lo <= w <= hi for w in ids)], whole
+        # the deleted rows' values: write 1's file opened once, each stripe's keys and rows read
+        # at most once (the look-ups of all the range's write ids move forward through it)
+        assert opened.count(str(d1)) == 1, opened
+        for whole in (False, True):
+            reads = [i for p, i, w in stripes if p == str(d1) and w is whole]
+            assert len(reads) == len(set(reads)) and len(reads) >= 3, reads
 
 
 def test_events_gone_names_the_lowest_derivable_write_id_and_a_range_that_works(tmp_path, cli):
