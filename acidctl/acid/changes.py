@@ -930,8 +930,9 @@ def _group_events(tfs: TableFS, g: _Group, spill: _Spill, fill=None) -> pa.Table
     if out and fill is not None:
         out = [fill(pa.concat_tables(out, promote_options="permissive"))]
     for piece in g.pieces:
-        if piece.spilled is not None:
-            keep(pa.Table.from_batches(spill.batches(piece.source, piece.spilled)))
+        if piece.spilled is not None:  # batches of several spill files may differ in row type
+            for b in spill.batches(piece.source, piece.spilled):
+                keep(pa.Table.from_batches([b]))
     if not out:
         return None
     t = pa.concat_tables(out, promote_options="permissive")

@@ -761,3 +761,47 @@ def test_the_temporary_file_of_a_compacted_delete_delta_is_removed_or_its_failur
     r = cli(*args)
     assert r.code == 5 and r.stdout == "", r
     assert len(r.stderr.strip().splitlines()) == 1 and f"temporary file in {tmp_path / 'no-such-dir'}" in r.stderr
+
+
+@pytest.mark.parametrize("fill_rows", [1, 1 << 16], ids=["one-at-a-time", "default"])
+def test_deleted_rows_of_files_before_and_after_a_new_column(tmp_path, cli, monkeypatch, fill_rows):
+    """A compacted ``delete_delta_3_4`` deletes rows of write 1 (written before ALTER TABLE ADD
+    COLUMNS extra) and of write 2 (with it): each delete carries its row's values, ``extra``
+    null for the older rows, whichever rows are looked up together."""
+    import pyarrow as pa
+
+    import acidctl.acid.changes as changes
+    from acidctl.orc.writer import encode_acid_file
+    from tests.acidfiles import B0, events
+
+    root = tmp_path / "t"
+
+    def put(name: str, table) -> None:
+        d = root / name
+        d.mkdir(parents=True)
+        (d / "_orc_acid_version").write_bytes(b"2")
+        (d / "bucket_00000").write_bytes(encode_acid_file(table)[0])
+
+    put("delta_0000001_0000001_0000", events([(1, B0, i) for i in range(4)]))
+    t2 = events([(2, B0, i) for i in range(4)])
+    row = t2.column("row").combine_chunks()
+    extra = pa.array([f"x{i}" for i in range(4)])
+    put(
+        "delta_0000002_0000002_0000",
+        t2.set_column(5, "row", pa.StructArray.from_arrays([*row.flatten(), extra], ["id", "name", "extra"])),
+    )
+    keys = [(1, B0, 0), (1, B0, 2), (2, B0, 1), (2, B0, 3)]
+    put("delete_delta_0000003_0000004", events(keys, ops=[2] * 4, ctxn=[3, 4, 4, 3]))
+    monkeypatch.setattr(changes, "FILL_ROWS", fill_rows)
+    r = cli("changes", str(root), "--from-write-id", "3", "--write-ids", "default.t:4:9223372036854775807::")
+    assert r.code == 0, r
+    got = [
+        (d["_commit_version"], d["row__id"]["writeid"], d["row__id"]["rowid"], d["id"], d["name"], d["extra"])
+        for d in lines(r.stdout)
+    ]
+    assert got == [
+        (3, 1, 0, 0, "n0", None),
+        (3, 2, 3, 3, "n3", "x3"),
+        (4, 1, 2, 2, "n2", None),
+        (4, 2, 1, 1, "n1", "x1"),
+    ]
