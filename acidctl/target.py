@@ -42,6 +42,12 @@ class Target:
     def display(self) -> str:
         return self.tfs.display(self.tfs.root)
 
+    @property
+    def source_name(self) -> str:
+        """How reports name what was read (``migrate``'s recorded source, ``changes``):
+        ``db.table`` (lower case) when the table came from the metastore, else the path."""
+        return self.table.full_name.lower() if self.table is not None else self.display.rstrip("/")
+
     def to_dict(self) -> dict:
         return {
             "path": self.display,

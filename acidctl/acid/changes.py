@@ -41,7 +41,11 @@ streams: it indexes which files (and, for a minor-compacted delta, which stripes
 events of each (write id, kind, partition) from names and the ``currentTransaction`` column,
 then reads one such group at a time in the documented order (with ``--key``: one write id at
 a time, its deletes and inserts pair up), so the change rows of the whole range are never
-held; JSON lines and Parquet row groups are written as the groups come.
+held; JSON lines and Parquet row groups are written as the groups come. Every stripe of a
+minor-compacted delta is read once for the range: a compacted delete delta (any stripe may hold
+every write id's events) is read while indexing, its events parked by write id in a local
+temporary file until their write id comes (:class:`_Spill`), not read again for each write id
+it holds; so are the stripes of a compacted insert delta that span several write ids.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from acidctl.acid.writeids import TxnList, WriteIdList
-from acidctl.errors import InvalidInputError, RefusedError, UsageError
+from acidctl.errors import InvalidInputError, RefusedError, StorageUnavailable, UsageError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -142,6 +146,28 @@ class WriteIdSet:
         if self.only is not None:
             m = pc.and_(m, pc.is_in(write_ids, value_set=pa.array(sorted(self.only), pa.int64())))
         return pc.fill_null(m, False)
+
+
+def wanted_range(snapshot: WriteIdList, lo: int, hi: int | None) -> WriteIdSet:
+    """``--from-write-id lo [--to-write-id hi]`` checked against ``snapshot`` (usage errors,
+    exit 2, worded as ``--as-of``'s): lo ≥ 1; lo ≤ hwm + 1 (hwm + 1 is a poll that finds
+    nothing new yet, exit 0); hi (default: the high-water mark) ≤ hwm and ≥ lo."""
+    if lo < 1:
+        raise UsageError(f"--from-write-id must be ≥ 1, not {lo}")
+    if lo > snapshot.hwm + 1:
+        raise UsageError(
+            f"--from-write-id {lo} is beyond the snapshot's high-water mark {snapshot.hwm}: the next write id "
+            f"is {snapshot.hwm + 1}, from which nothing is new yet",
+            hint="a poll passes the last write id it read + 1",
+        )
+    if hi is not None and hi > snapshot.hwm:
+        raise UsageError(
+            f"--to-write-id {hi} is beyond the snapshot's high-water mark {snapshot.hwm}",
+            hint=f"use --to-write-id {snapshot.hwm} or lower, or leave it out for the high-water mark",
+        )
+    if hi is not None and hi < lo:
+        raise UsageError(f"--to-write-id {hi} is below --from-write-id {lo}")
+    return WriteIdSet.between(snapshot, lo, hi)
 
 
 @dataclasses.dataclass
@@ -262,11 +288,17 @@ def plan_changes(
     _check_partitions_exist(tfs, partitions, listed)
     if gone:
         at, why = max(gone)
+        if at > snapshot.hwm:  # every write id of the snapshot is in a base
+            hint = f"--from-write-id {at} polls for what comes next"
+        elif at > wanted.hi:  # the whole range is gone
+            hint = f"use --from-write-id {at} (and --to-write-id {at} or higher)"
+        else:
+            hint = f"use --from-write-id {at}"
         raise EventsGone(
             f"the events of write ids below {at} are no longer on disk ({why}); "
             f"changes can be derived from write id {at} on",
             lowest=at,
-            hint=f"use --from-write-id {at}",
+            hint=hint,
         )
     return plans
 
@@ -339,11 +371,14 @@ def partition_events(
     return PartitionEvents(plan.partition, inserts, deletes, td)
 
 
-def _with_deleted_rows(tfs: TableFS, plan: PartitionPlan, deletes: pa.Table, snapshot: WriteIdList) -> pa.Table:
+def _with_deleted_rows(
+    tfs: TableFS, plan: PartitionPlan, deletes: pa.Table, snapshot: WriteIdList, *, files: _OpenFiles | None = None
+) -> pa.Table:
     """``deletes`` (delete events) with ``row`` = the values of the row each one deletes, looked
     up among the valid insert events of the partition's read set: only the files of the
     targets' bucket ids whose names allow the targets' write ids (a delete event goes into the
-    bucket file of its target's bucket id, orc-acid-files.md)."""
+    bucket file of its target's bucket id, orc-acid-files.md). ``files``: keep the ORC files
+    open and their last stripe read across calls (:class:`_OpenFiles`)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -383,7 +418,7 @@ def _with_deleted_rows(tfs: TableFS, plan: PartitionPlan, deletes: pa.Table, sna
             t = read_events(tfs, s)
             t = t.filter(keep(t))
         else:
-            t = _matching_stripes(tfs, s, keep, targets=targets)
+            t = _matching_stripes(tfs, s, keep, targets=targets, files=files)
         if not t.num_rows:
             continue
         i = len(tables)
@@ -411,6 +446,15 @@ def _with_deleted_rows(tfs: TableFS, plan: PartitionPlan, deletes: pa.Table, sna
     taken = rows.take(idx) if rows is not None else pa.nulls(0)
     col = deletes.schema.get_field_index("row")
     return deletes.set_column(col, pa.field("row", taken.type), taken)
+
+
+def _deleted_rows(
+    tfs: TableFS, plan: PartitionPlan, deletes: pa.Table, snapshot: WriteIdList, *, files: _OpenFiles | None = None
+) -> pa.Table:
+    """:func:`_with_deleted_rows` for ``changes``' groups (and spilled stripes)."""
+    if not plan.lookup:  # only a base/originals hold rows (no insert file in the read set: impossible)
+        raise InvalidInputError(f"{plan.partition or 'the table'}: delete events without any insert file")
+    return _with_deleted_rows(tfs, plan, deletes, snapshot, files=files)
 
 
 def _stripes_holding(f: Any, targets: list[tuple[int, int, int]]) -> list[int] | None:
@@ -441,31 +485,84 @@ def _stripes_holding(f: Any, targets: list[tuple[int, int, int]]) -> list[int] |
     return out
 
 
+class _OpenFiles:
+    """ORC files kept open across the look-ups of one compacted delete delta's deleted rows,
+    done stripe by stripe of it (its events in ROW__ID order, so the look-ups move forward
+    through each insert file): each file is opened once, and the last stripe read of each (its
+    key columns, and its rows when read) is kept, so a stripe that holds the targets of
+    several delete stripes is read once. Memory: one stripe per open file (the insert files of
+    the targets' buckets in one partition). :meth:`close` closes them."""
+
+    def __init__(self, tfs: TableFS) -> None:
+        self.tfs = tfs
+        self._open: dict[str, Any] = {}
+        self._last: dict[str, tuple[int, Any, Any]] = {}  # path -> (stripe, key columns, rows or None)
+
+    def open(self, path: str) -> Any:
+        from acidctl.orc.reader import OrcFile
+
+        f = self._open.get(path)
+        if f is None:
+            f = self._open[path] = OrcFile(self.tfs, path, arrow_footer=True)
+        return f
+
+    def stripe(self, f: Any, i: int, *, keys: bool) -> pa.Table:
+        """Stripe ``i`` of ``f``: its five key columns (``keys``) or all of it, normalised."""
+        import pyarrow as pa
+
+        from acidctl.acid import merge
+        from acidctl.orc.acidfile import ACID_NAMES
+
+        at, k, rows = self._last.get(f.path, (-1, None, None))
+        if at != i:
+            k = rows = None
+        if keys:
+            if k is None:
+                cols = f.top_names()[:5]
+                k = pa.Table.from_batches([f.read_stripe_arrow(i, columns=cols)]).rename_columns(list(ACID_NAMES[:5]))
+            self._last[f.path] = (i, k, rows)
+            return k
+        if rows is None:
+            rows = merge.normalise(pa.Table.from_batches([f.read_stripe_arrow(i)]))
+        self._last[f.path] = (i, k, rows)
+        return rows
+
+    def close(self) -> None:
+        for f in self._open.values():
+            f.close()
+        self._open, self._last = {}, {}
+
+
 def _matching_stripes(
-    tfs: TableFS, src: Source, keep, *, targets: list[tuple[int, int, int]] | None = None
+    tfs: TableFS,
+    src: Source,
+    keep,
+    *,
+    targets: list[tuple[int, int, int]] | None = None,
+    files: _OpenFiles | None = None,
 ) -> pa.Table:
     """The events of an ACID file for which ``keep`` (a mask function over an ACID table) is
     true: each stripe's key columns are read first, its rows only when a key matches. With
     ``targets`` (the sorted ROW__IDs looked for), only the stripes whose key range can hold
-    one are read at all (:func:`_stripes_holding`)."""
+    one are read at all (:func:`_stripes_holding`). ``files``: the file stays open there, its
+    last stripe kept (:class:`_OpenFiles`)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from acidctl.acid import merge
-    from acidctl.orc.acidfile import ACID_NAMES
-    from acidctl.orc.reader import OrcFile
-
     out = []
-    with OrcFile(tfs, src.path, arrow_footer=True) as f:
-        cols = f.top_names()[:5]
+    own = files is None
+    cache = _OpenFiles(tfs) if files is None else files
+    try:
+        f = cache.open(src.path)
         stripes = _stripes_holding(f, targets) if targets else None
         for i in range(f.num_stripes()) if stripes is None else stripes:
-            keys = pa.Table.from_batches([f.read_stripe_arrow(i, columns=cols)]).rename_columns(list(ACID_NAMES[:5]))
-            mask = keep(keys)
+            mask = keep(cache.stripe(f, i, keys=True))
             if not pc.any(mask).as_py():
                 continue
-            t = merge.normalise(pa.Table.from_batches([f.read_stripe_arrow(i)]))
-            out.append(t.filter(mask))
+            out.append(cache.stripe(f, i, keys=False).filter(mask))
+    finally:
+        if own:
+            cache.close()
     if not out:
         return pa.table({n: pa.array([], pa.int64()) for n in ("originalTransaction", "bucket", "rowId")})
     return pa.concat_tables(out, promote_options="permissive")
@@ -561,10 +658,144 @@ def _row_id_type():
 @dataclasses.dataclass
 class _Piece:
     """Where one group's events are: a source file, and which of its stripes hold events of
-    the group's write id (None: every stripe; a raw file is always read whole)."""
+    the group's write id (None: every stripe; a raw file is always read whole); or, for a
+    minor-compacted delete delta, the record batches of the :class:`_Spill` holding them."""
 
     source: Source
     stripes: list[int] | None = None
+    spilled: list[tuple[int, int]] | None = None  # the _Spill's (file, batch) of this source holding them
+
+
+#: delete events whose deleted rows are looked up at a time when a compacted delete delta is
+#: spilled (:meth:`_Spill.add`)
+FILL_ROWS = 1 << 16
+
+
+class _Spill:
+    """The events of minor-compacted deltas' stripes that hold several wanted write ids, read
+    once for the whole range: a compacted delete delta (``delete_delta_x_y``, x < y) is sorted
+    by the deleted rows' ROW__IDs (orc-acid-files.md), so any stripe may hold events of every
+    write id in x..y (every stripe of it comes here); a compacted insert delta is sorted by
+    write id, so only a stripe spanning write ids does. The change rows come write id by
+    write id: such a stripe is read once, its events of the wanted write ids split by write id
+    into a local temporary Arrow IPC file (one record batch per stripe and write id; LZ4 when
+    Arrow has it), which each write id's group then reads back memory-mapped — memory stays one
+    stripe, and the file is read once instead of once per write id it holds. Removed by
+    :meth:`close` (and when the object is collected)."""
+
+    def __init__(self) -> None:
+        self.dir: str | None = None
+        self._paths: dict[str, list[str]] = {}  # source path -> its spill files
+        self._n = 0
+        self._readers: dict[str, Any] = {}  # spill file -> open IPC reader
+        self._maps: list[Any] = []
+        self._finalizer: Any = None
+
+    def _new_file(self) -> str:
+        import os
+        import shutil
+        import tempfile
+        import weakref
+
+        if self.dir is None:
+            try:
+                self.dir = tempfile.mkdtemp(prefix="acidctl-changes-")
+            except OSError as e:
+                raise self._failed(e, tempfile.gettempdir()) from None
+            self._finalizer = weakref.finalize(self, shutil.rmtree, self.dir, True)
+        self._n += 1
+        return os.path.join(self.dir, f"{self._n:06d}.arrow")
+
+    @staticmethod
+    def _failed(e: OSError, where: str) -> StorageUnavailable:
+        """A temporary file that cannot be written (no room, no such directory): one line,
+        exit 5, naming where."""
+        return StorageUnavailable(
+            f"cannot write changes' temporary file in {where}: {e.strerror or e}",
+            hint="point TMPDIR at a local directory with room for the compacted delete events of the range",
+        )
+
+    def add(self, src: Source, f: Any, stripes: Iterable[int], keep, fill=None) -> dict[int, list[tuple[int, int]]]:
+        """Read ``stripes`` of ``src`` (open as ``f``, an :class:`~acidctl.orc.reader.OrcFile`)
+        whole, one at a time, keep the events ``keep`` (a mask function over an ACID table)
+        selects, ``fill`` them (delete events: the deleted rows' values), spill them by
+        ``currentTransaction``; returns {write id: [(spill file, batch)]} (a new spill file
+        when the filled rows' type changes, e.g. rows of files before and after an ALTER
+        TABLE ADD COLUMNS)."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from acidctl.acid import merge
+
+        out: dict[int, list[tuple[int, int]]] = {}
+        paths = self._paths.setdefault(src.path, [])
+        writer = None
+        schema = None
+        n = 0
+        opts = pa.ipc.IpcWriteOptions(compression="lz4" if pa.Codec.is_available("lz4_frame") else None)
+
+        def close() -> None:
+            if writer is not None:
+                try:
+                    writer.close()
+                except OSError as e:
+                    raise self._failed(e, self.dir or "") from None
+
+        try:
+            for i in stripes:
+                t = merge.normalise(pa.Table.from_batches([f.read_stripe_arrow(i)]))
+                t = t.filter(keep(t))
+                if not t.num_rows:
+                    continue
+                # filled a slice at a time (a stripe may hold millions of delete events: memory
+                # stays a slice's deleted rows; the slices move forward through the files)
+                step = FILL_ROWS if fill is not None else t.num_rows
+                for piece in (t.slice(k, step) for k in range(0, t.num_rows, step)):
+                    if fill is not None:
+                        piece = fill(piece)
+                    # by write id, stable (ROW__ID order within a write id kept)
+                    piece = piece.take(pc.sort_indices(piece.column("currentTransaction")))
+                    ct = piece.column("currentTransaction").to_numpy()
+                    cuts = np.flatnonzero(np.diff(ct)) + 1
+                    try:
+                        if writer is None or schema != piece.schema:
+                            close()
+                            paths.append(self._new_file())
+                            schema = piece.schema
+                            writer = pa.ipc.new_file(paths[-1], schema, options=opts)
+                            n = 0
+                        for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(ct)]):
+                            for batch in piece.slice(a, b - a).combine_chunks().to_batches():
+                                writer.write_batch(batch)
+                                out.setdefault(int(ct[a]), []).append((len(paths) - 1, n))
+                                n += 1
+                    except OSError as e:
+                        raise self._failed(e, self.dir or "") from None
+        finally:
+            close()
+        return out
+
+    def batches(self, src: Source, refs: list[tuple[int, int]]) -> list[pa.RecordBatch]:
+        import pyarrow as pa
+
+        out = []
+        for k, i in refs:
+            path = self._paths[src.path][k]
+            reader = self._readers.get(path)
+            if reader is None:
+                m = pa.memory_map(path)
+                self._maps.append(m)
+                reader = self._readers[path] = pa.ipc.open_file(m)
+            out.append(reader.get_batch(i))
+        return out
+
+    def close(self) -> None:
+        for m in self._maps:
+            m.close()
+        self._maps, self._readers = [], {}
+        if self._finalizer is not None:
+            self._finalizer()
 
 
 @dataclasses.dataclass
@@ -578,14 +809,18 @@ class _Group:
     mm_files: list[Any] = dataclasses.field(default_factory=list)
 
 
-def _index_groups(tfs: TableFS, plans: list[PartitionPlan], snapshot: WriteIdList, wanted: WriteIdSet) -> list[_Group]:
+def _index_groups(
+    tfs: TableFS, plans: list[PartitionPlan], snapshot: WriteIdList, wanted: WriteIdSet, spill: _Spill
+) -> list[_Group]:
     """Every (write id, kind, partition) that has events of ``wanted``, in the documented
     order, with the files (and stripes) holding them. Read from names alone except for a
-    minor-compacted ``delta_x_y`` (x < y) or a raw file, whose ``currentTransaction`` column
-    is read once, stripe by stripe, to know which write ids each stripe holds (a compacted
-    insert delta is sorted by write id, so each stripe is then read for about one write id; a
-    compacted delete delta is sorted by the deleted rows' ROW__IDs, so a stripe holding events
-    of several write ids is read once for each of them)."""
+    minor-compacted ``delta_x_y`` (x < y) or a raw file. Every stripe is read once for the
+    range: a compacted delete delta is sorted by the deleted rows' ROW__IDs, so any stripe may
+    hold every write id's events: it is read here and its events of ``wanted`` kept in
+    ``spill`` (:class:`_Spill`) by write id. A compacted insert delta is sorted by write id:
+    its ``currentTransaction`` column is read here, stripe by stripe; a stripe of one wanted
+    write id is read when that write id's group comes, one holding several is read here and
+    spilled."""
     import pyarrow.compute as pc
 
     from acidctl.acid.read import read_events
@@ -603,6 +838,18 @@ def _index_groups(tfs: TableFS, plans: list[PartitionPlan], snapshot: WriteIdLis
         col = col.filter(wanted.mask(col, snapshot))
         return sorted(int(w) for w in pc.unique(col).to_pylist())
 
+    def deleted_rows(plan: PartitionPlan, files: _OpenFiles):
+        def fill(t):
+            return _deleted_rows(tfs, plan, t, snapshot, files=files)
+
+        return fill
+
+    def events_of(op: int):
+        def keep(t):
+            return pc.and_(pc.equal(t.column("operation"), op), wanted.mask(t.column("currentTransaction"), snapshot))
+
+        return keep
+
     for pidx, plan in enumerate(plans):
         for w, f in plan.mm_files:
             group(w, 1, pidx).mm_files.append(f)
@@ -617,19 +864,45 @@ def _index_groups(tfs: TableFS, plans: list[PartitionPlan], snapshot: WriteIdLis
                     for w in ids_of(read_events(tfs, s, columns=None).column("currentTransaction")):
                         group(w, rank, pidx).pieces.append(_Piece(s))
                     continue
-                stripes: dict[int, list[int]] = {}
+                if rank == 0:  # a minor-compacted delete delta: read once, spilled by write id with
+                    # the deleted rows' values, looked up stripe by stripe of it (in ROW__ID order:
+                    # each insert file opened once, each of its stripes read once)
+                    files = _OpenFiles(tfs)
+                    try:
+                        with OrcFile(tfs, s.path, arrow_footer=True) as f:
+                            spilled = spill.add(
+                                s, f, range(f.num_stripes()), events_of(2), fill=deleted_rows(plan, files)
+                            )
+                    finally:
+                        files.close()
+                    for w, at in spilled.items():
+                        group(w, rank, pidx).pieces.append(_Piece(s, spilled=at))
+                    continue
+                # a compacted insert delta is sorted by write id: a stripe of one wanted write id
+                # is read when its group comes; one holding several is read now and spilled
+                single: dict[int, list[int]] = {}
                 with OrcFile(tfs, s.path, arrow_footer=True) as f:
                     ct = f.top_names()[4]
+                    mixed = []
                     for i in range(f.num_stripes()):
-                        for w in ids_of(f.read_stripe_arrow(i, columns=[ct]).column(0)):
-                            stripes.setdefault(w, []).append(i)
-                for w, at in stripes.items():
-                    group(w, rank, pidx).pieces.append(_Piece(s, at))
+                        ids = ids_of(f.read_stripe_arrow(i, columns=[ct]).column(0))
+                        if len(ids) == 1:
+                            single.setdefault(ids[0], []).append(i)
+                        elif ids:
+                            mixed.append(i)
+                    spilled = spill.add(s, f, mixed, events_of(0)) if mixed else {}
+                for w in sorted(single.keys() | spilled.keys()):
+                    if w in single:
+                        group(w, rank, pidx).pieces.append(_Piece(s, single[w]))
+                    if w in spilled:
+                        group(w, rank, pidx).pieces.append(_Piece(s, spilled=spilled[w]))
     return [groups[k] for k in sorted(groups)]
 
 
-def _group_events(tfs: TableFS, g: _Group) -> pa.Table | None:
-    """The group's events (ACID-shaped), in ROW__ID order (stable: file order among equal keys)."""
+def _group_events(tfs: TableFS, g: _Group, spill: _Spill, fill=None) -> pa.Table | None:
+    """The group's events (ACID-shaped), in ROW__ID order (stable: file order among equal keys);
+    ``fill`` completes the events read from files here (delete events: the deleted rows'
+    values), the spilled ones were completed when spilled."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -646,12 +919,20 @@ def _group_events(tfs: TableFS, g: _Group) -> pa.Table | None:
             out.append(t)
 
     for piece in g.pieces:
+        if piece.spilled is not None:
+            continue
         if piece.source.raw:
             keep(read_events(tfs, piece.source))
             continue
         with OrcFile(tfs, piece.source.path, arrow_footer=True) as f:
             for i in range(f.num_stripes()) if piece.stripes is None else piece.stripes:
                 keep(merge.normalise(pa.Table.from_batches([f.read_stripe_arrow(i)])))
+    if out and fill is not None:
+        out = [fill(pa.concat_tables(out, promote_options="permissive"))]
+    for piece in g.pieces:
+        if piece.spilled is not None:  # batches of several spill files may differ in row type
+            for b in spill.batches(piece.source, piece.spilled):
+                keep(pa.Table.from_batches([b]))
     if not out:
         return None
     t = pa.concat_tables(out, promote_options="permissive")
@@ -669,7 +950,9 @@ class ChangeRows:
     Memory: without ``key``, one (write id, kind, partition) group's events at a time (plus the
     stripe being read, and for deletes the matching rows of the files of the deleted rows'
     buckets); with ``key``, one write id's events of every partition (the pairing needs a write
-    id's deletes and inserts together). Never the whole range."""
+    id's deletes and inserts together). Never the whole range. The events of compacted deltas'
+    stripes that hold several write ids wait in a local temporary file (:class:`_Spill`) until
+    their write id comes; :meth:`tables` is one pass, which removes it at its end."""
 
     fields: list[tuple[str, Any]]
     empty_schema: pa.Schema
@@ -677,12 +960,22 @@ class ChangeRows:
     counts: dict[str, int]
     _read: Any  # _Group -> pa.Table | None (change rows of the group, with "__part")
     _key: list[str] | None = None
+    _spill: _Spill | None = None
 
     @property
     def rows(self) -> int:
         return sum(self.counts.values())
 
     def tables(self) -> Iterator[pa.Table]:
+        if self._spill is None:
+            yield from self._tables()
+            return
+        try:
+            yield from self._tables()
+        finally:
+            self._spill.close()
+
+    def _tables(self) -> Iterator[pa.Table]:
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -753,7 +1046,8 @@ def change_rows(
         partition_prefix=partition_prefix,
         insert_only=mm is not None,
     )
-    groups = _index_groups(tfs, plans, snapshot, wanted)
+    spill = _Spill()
+    groups = _index_groups(tfs, plans, snapshot, wanted, spill)
     rid_t = _row_id_type()
     rid_td = pyorc.Struct(writeid=pyorc.BigInt(), bucketid=pyorc.Int(), rowid=pyorc.BigInt())
     pkeys = list(partition_keys or [])
@@ -799,11 +1093,8 @@ def change_rows(
         if mm is not None:
             t = _mm_rows(tfs, [(g.write_id, f) for f in g.mm_files], row_td(g.pidx), mm.storage)
         else:
-            t = _group_events(tfs, g)
-            if t is not None and g.rank == 0:
-                if not plan.lookup:  # only a base/originals hold rows (no insert file in the read set: impossible)
-                    raise InvalidInputError(f"{plan.partition or 'the table'}: delete events without any insert file")
-                t = _with_deleted_rows(tfs, plan, t, snapshot)
+            fill = (lambda t: _deleted_rows(tfs, plan, t, snapshot)) if g.rank == 0 else None
+            t = _group_events(tfs, g, spill, fill)
         if t is None:
             return None
         n = t.num_rows
@@ -832,7 +1123,7 @@ def change_rows(
         return pa.table(cols)
 
     counts = {k: 0 for k in (INSERT, DELETE, PREIMAGE, POSTIMAGE)}
-    return ChangeRows(fields, empty, groups, counts, read, key_cols)
+    return ChangeRows(fields, empty, groups, counts, read, key_cols, spill)
 
 
 def _coalesced(tables: Iterable[pa.Table], rows: int) -> Iterator[pa.Table]:

@@ -6,7 +6,8 @@ Default output: JSON lines on stdout, one object per event, ``{"_change_type": .
 ``dump --merged`` renders them). ``--to parquet DEST``: Parquet files published as ``export``
 publishes; the JSON document then has ``source``, ``dest``, ``format``, ``publish``,
 ``write_ids``, ``from_write_id``, ``to_write_id``, ``rows``, ``changes`` (rows per change type),
-``files``, ``outputs`` (file, rows, bytes), [``table``].
+[``partition``], ``files``, ``outputs`` (file, rows, bytes). ``source`` names the table as
+``migrate`` does (``db.table`` from the metastore, lower case; else the path).
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ def changes_command(
         ),
     ] = False,
 ):
-    from acidctl.acid.changes import WriteIdSet, change_rows, render_lines, write_parquet
+    from acidctl.acid.changes import change_rows, render_lines, wanted_range, write_parquet
     from acidctl.cli.targets import resolve
     from acidctl.errors import UsageError
     from acidctl.merged import _path_partition
@@ -118,23 +119,8 @@ def changes_command(
         hive_version=hive_version,
     )
     snapshot = target.write_ids
-    if from_write_id < 1:
-        raise UsageError(f"--from-write-id must be ≥ 1, got {from_write_id}")
-    if from_write_id > snapshot.hwm + 1:  # hwm + 1 is a poll that finds nothing new yet (exit 0)
-        raise UsageError(
-            f"--from-write-id {from_write_id} is beyond the snapshot's high-water mark {snapshot.hwm}: the "
-            f"next write id is {snapshot.hwm + 1} (from it, nothing is new yet)",
-            hint="a poll passes the last write id it read + 1",
-        )
-    if to_write_id is not None and to_write_id > snapshot.hwm:
-        raise UsageError(
-            f"--to-write-id {to_write_id} is above the snapshot's high-water mark {snapshot.hwm}",
-            hint="omit --to-write-id for every write id up to the high-water mark",
-        )
-    if to_write_id is not None and to_write_id < from_write_id:
-        raise UsageError(f"--to-write-id {to_write_id} is below --from-write-id {from_write_id}")
+    wanted = wanted_range(snapshot, from_write_id, to_write_id)
     mm = mm_context(target, fmt=file_format)
-    wanted = WriteIdSet.between(snapshot, from_write_id, to_write_id)
     info = target.table
     prefix = getattr(info, "partition", None) or _path_partition(target.tfs)
     keys = [k for k in key.split(",")] if key is not None else None
@@ -157,16 +143,16 @@ def changes_command(
         return
     written = write_parquet(rows, dest, dest_options=settings.fs_options, dry_run=dry_run)  # type: ignore[arg-type]
     report = {
-        "source": target.display,
+        "source": target.source_name,  # as migrate names it: db.table, or the path
         "write_ids": str(snapshot),
         "from_write_id": wanted.lo,
         "to_write_id": wanted.hi,
         "rows": rows.rows,
         "changes": rows.counts,
     }
+    if getattr(info, "partition", None):  # DB.TABLE/PART: only that partition's changes
+        report["partition"] = info.partition
     report.update(written)
-    if info is not None:
-        report["table"] = info.full_name
     settings.output.emit(report, render_text, performed=not dry_run)
 
 
@@ -177,7 +163,9 @@ def render_text(r: dict) -> str:
     dry = r.get("dry_run")
     lines = [
         wrap(
-            f"acidctl changes{' --dry-run' if dry else ''} {r['source']} -> {r['dest']}  (write ids "
+            f"acidctl changes{' --dry-run' if dry else ''} {r['source']}"
+            + (f"/{r['partition']}" if r.get("partition") else "")
+            + f" -> {r['dest']}  (write ids "
             f"{r['from_write_id']}..{r['to_write_id']}, publish {r['publish']}{'; nothing is written' if dry else ''})"
         ),
         wrap(f"snapshot: {r['write_ids']}"),

@@ -74,7 +74,7 @@ def open_source(target, *, file_format: str | None = None, allow_originals: bool
 
     info = target.table
     mm = mm_context(target, fmt=file_format, allow_originals=allow_originals)
-    name = info.full_name.lower() if info is not None else target.tfs.display(target.tfs.root).rstrip("/")
+    name = target.source_name  # db.table (lower case) or the path: changes names its source so too
     cols: list[tuple[str, pa.DataType]] = []
     keys: list[tuple[str, pa.DataType]] = []
     names = None
