@@ -91,7 +91,7 @@ class WriteIdList:
             min_open = int(parts[1]) if parts[1] else LONG_MAX
         except ValueError:
             raise UsageError(f"bad write-id list {text!r}: hwm and minOpenWriteId must be integers") from None
-        _in_range(hwm, "high watermark", text, low=0)
+        _in_range(hwm, "high-water mark", text, low=0)
         _in_range(min_open, "minOpenWriteId", text, low=1)
         open_ids = _ids(parts[2], "open", text)
         aborted = _ids(parts[3], "aborted", text)
@@ -201,11 +201,11 @@ class WriteIdList:
         return WriteIdList(table=self.table, hwm=highest_write_id)
 
     def as_of(self, write_id: int) -> "WriteIdList":
-        """The same snapshot cut at ``write_id`` (for ``--as-of``). Beyond the high watermark
+        """The same snapshot cut at ``write_id`` (for ``--as-of``). Beyond the high-water mark
         there is nothing to cut: refused, so that a typo does not silently read the present."""
         if write_id > self.hwm:
             raise UsageError(
-                f"--as-of {write_id} is beyond the snapshot's high watermark {self.hwm}",
+                f"--as-of {write_id} is beyond the snapshot's high-water mark {self.hwm}",
                 hint=f"use --as-of {self.hwm} or lower",
             )
         if write_id < 0:

@@ -576,7 +576,7 @@ def _why_nothing(cstate: AcidState, default: str) -> str:
     if held:
         c = held[0]
         return (
-            f"{c.name} spans write id {c.max_write_id}, above the compactor's high watermark {hwm} "
+            f"{c.name} spans write id {c.max_write_id}, above the compactor's high-water mark {hwm} "
             f"(an open or uncommitted write: never folded)" + (f" and {len(held) - 1} more" if len(held) > 1 else "")
         )
     if cstate.base is not None:

@@ -517,7 +517,7 @@ def _check_accounting(work: list[PartitionPlan], by_part: dict) -> None:
     """Every row read is accounted for (issue #9), else refuse before publication.
 
     rows out = rows in − deleted − rows of aborted write ids; rows of write ids the compactor
-    cannot see (above its high watermark: open, or not allocated yet) and events of another
+    cannot see (above its high-water mark: open, or not allocated yet) and events of another
     kind than the output holds (ACID v1 update events) are never dropped or folded: they make
     the compaction refuse. Zero rows out from non-empty input is refused unless every row is
     accounted for by deletes or real aborts.
@@ -532,7 +532,7 @@ def _check_accounting(work: list[PartitionPlan], by_part: dict) -> None:
         if invisible:
             raise RefusedError(
                 f"{p.mode} compaction of {where} refused: {plural(invisible, 'event')} {'carries' if invisible == 1 else 'carry'} write ids above the "
-                f"compactor's high watermark (open, or not allocated yet), so they are neither committed nor "
+                f"compactor's high-water mark (open, or not allocated yet), so they are neither committed nor "
                 f"aborted and must not be dropped or folded; nothing was published",
                 hint="check the snapshot (--write-ids / the metastore): an ACID file outside a delta directory "
                 "holds rows of write ids the snapshot does not know",
@@ -575,8 +575,8 @@ def _check_publish_safety(tfs, work: list[PartitionPlan], opts: CompactOptions, 
         raise RefusedError(
             f"{opts.mode or p.mode} compaction of {where}{more} cannot be published atomically: {why}",
             hint="--major writes one directory; --allow-non-atomic-publish publishes anyway, as Hive 3's "
-            "compactor does (a reader in between, or a crash, sees a wrong snapshot until the next "
-            "compact or clean --execute finishes it)",
+            "compactor does: a reader in between, or a crash, sees a wrong snapshot until the next "
+            "compact or clean --execute finishes it",
         )
     for p, why in unsafe:
         notes.append(f"non-atomic publication of {p.partition or p.display} (allowed): {why}")

@@ -138,7 +138,7 @@ def plan_partition(
     straddle = [c for c in cstate.not_visible if c.min_write_id is not None and c.min_write_id <= hwm]
     if straddle:
         raise RefusedError(
-            f"{straddle[0].path} spans write ids on both sides of the compactor's high watermark "
+            f"{straddle[0].path} spans write ids on both sides of the compactor's high-water mark "
             f"{hwm} (an open write inside its range): nothing can be folded safely"
         )
 

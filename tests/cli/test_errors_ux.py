@@ -182,4 +182,4 @@ def test_hive4_names_read_with_hive3_rules_say_how_to_read_them(tmp_path, cli):
 def test_as_of_beyond_the_high_watermark_exits_2(tmp_path, cli):
     t = _table(tmp_path / "t", n=2)
     r = cli("dump", "--merged", "--as-of", "99", "--write-ids", f"db.t:2:{ALL}::", t)
-    assert r.code == 2 and "beyond the snapshot's high watermark 2" in r.stderr, r
+    assert r.code == 2 and "beyond the snapshot's high-water mark 2" in r.stderr, r

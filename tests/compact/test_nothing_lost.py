@@ -135,7 +135,7 @@ def test_acid_file_at_the_root_above_the_watermark_is_refused_not_dropped(tmp_pa
     before = _tree(t)
     r = cli("compact", "--major", "--engine", "local", "--write-ids", f"db.t:0:{ALL}::", t)
     assert r.code == 6, r
-    assert "above the compactor's high watermark" in r.stderr and "ABORTED" not in r.stderr
+    assert "above the compactor's high-water mark" in r.stderr and "ABORTED" not in r.stderr
     assert _tree(t) == before
     assert not list(t.glob("base_*")) and not list(t.glob(".acidctl*"))
     c = cli("-o", "json", "clean", "--execute", "--min-age", "0", "--write-ids", f"db.t:0:{ALL}::", t)
@@ -151,7 +151,7 @@ def test_nothing_to_compact_names_the_open_write_id(tmp_path, cli):
     r = cli("-o", "json", "compact", "--major", "--engine", "local", "--write-ids", "db.t:2:2:2:", t)
     assert r.code == 0, r
     msg = json.loads(r.stdout)["partitions"][0]["message"]
-    assert "delta_0000001_0000002 spans write id 2" in msg and "high watermark 1" in msg
+    assert "delta_0000001_0000002 spans write id 2" in msg and "high-water mark 1" in msg
     assert not list(t.glob("base_*"))
 
 
