@@ -32,9 +32,10 @@ def test_man_pages_and_completions_are_current():
     assert stale == [], f"run `make docs` and commit: {stale}"
 
 
-def test_readme_exit_code_table_matches_errors_module():
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+@pytest.mark.parametrize("page,heading", [("README.md", "## Exit codes"), ("docs/reference.md", "## Exit codes")])
+def test_exit_code_tables_match_errors_module(page, heading):
+    text = (ROOT / page).read_text()
+    section = text.split(heading, 1)[1].split("\n## ", 1)[0]
     rows = dict(re.findall(r"^\| (\d+) \| (.+?) \|$", section, re.M))
     assert {int(k): v for k, v in rows.items()} == {int(k): v for k, v in EXIT_CODE_DOC.items()}
 
