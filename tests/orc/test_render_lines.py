@@ -86,6 +86,29 @@ def test_int_pieces_are_long_to_string(values):
     assert _texts(pieces) == ["null" if v is None else str(v) for v in values]
 
 
+@given(
+    st.sampled_from([(pa.int8(), 7), (pa.int16(), 15), (pa.int32(), 31), (pa.int64(), 63)]).flatmap(
+        lambda tb: st.tuples(
+            st.just(tb[0]),
+            st.lists(st.integers(max(-(2 ** tb[1]), -(10**8) + 1), min(2 ** tb[1] - 1, 10**8 - 1)), min_size=1),
+        )
+    )
+)
+@settings(max_examples=300, deadline=None)
+def test_int_pieces_with_known_bounds_are_long_to_string(typed):
+    # the null-free path given the column's (min, max), every width (int8's -128 included)
+    typ, values = typed
+    pieces = render._int_pieces(pa.array(values, typ), (min(values), max(values)))
+    assert pieces is not None
+    assert _texts(pieces) == [str(v) for v in values]
+
+
+def test_int_pieces_with_known_bounds_decline_ten_digit_values():
+    assert render._int_pieces(pa.array([1, 10**8]), (1, 10**8)) is None
+    assert render._int_pieces(pa.array([-(10**8), 1]), (-(10**8), 1)) is None
+    assert _texts(render._int_pieces(pa.array([-128, 127], pa.int8()), (-128, 127))) == ["-128", "127"]
+
+
 def test_int_pieces_decline_ten_digit_values():
     assert render._int_pieces(pa.array([1, 10**8])) is None
     assert render._int_pieces(pa.array([-(10**8), 1])) is None
