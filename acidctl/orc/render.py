@@ -15,6 +15,7 @@ represent (timestamps outside 1677..2262).
 from __future__ import annotations
 
 import codecs
+import collections
 import threading
 
 import pyarrow as pa
@@ -785,8 +786,13 @@ _TABLES: dict = {}
 _TABLES_MAX = 256
 #: the tables are dropped when they hold more than this many bytes together
 _TABLES_MAX_BYTES = 16 << 20
-#: a literal goes into a table only while the table stays below this many bytes ...
-_ABSORB_MAX_BYTES = 1 << 20
+#: a literal goes into a table only while the table stays below this many bytes (a row's
+#: leading literal, ``{"row__id":{"writeid":1,"bucketid":536870912,"rowid":``, into the 20,001
+#: ``hi`` texts: 1.2 MiB; :func:`_assembled` copies only the texts a slice uses of it) ...
+_ABSORB_MAX_BYTES = 2 << 20
+#: ... for slices of fewer than this many rows: 1 MiB
+SLICE_ROWS_FULL = 16384
+_ABSORB_MAX_BYTES_SMALL = 1 << 20
 #: ... and into at most this many tables a row (each derived table is copied into every
 #: slice's take: a wide row of many numbers would copy more tables than it saves pieces)
 _ABSORB_MAX_TABLES = 8
@@ -813,19 +819,22 @@ def _table(key: tuple) -> pa.Array:
         got = _TABLES.get(key)
         if got is not None:
             return got
-        if key[0] == "hi":
-            hi = [str(i) if i else "" for i in range(10000)]
-            texts = hi + ["-" + h for h in hi] + ["null"]
-        elif key[0] == "lo":
-            texts = [str(i) for i in range(10000)] + ["%04d" % i for i in range(10000)] + [""]
-        elif key[0] == "frac":
-            k = key[1]
-            texts = ["." + (("%0*d" % (k, i)).rstrip("0") or "0") for i in range(10**k)] + [""]
-        elif key[0] == "pre":
-            texts = [key[2] + t for t in _table(key[1]).to_pylist()]
+        if key[0] in ("pre", "suf"):
+            # every text of key[1] with the literal before / after it: one kernel, not 20,001
+            # Python strings
+            lit = pa.scalar(key[2], pa.string())
+            pair = (lit, _table(key[1])) if key[0] == "pre" else (_table(key[1]), lit)
+            got = pc.binary_join_element_wise(*pair, "")
         else:
-            texts = [t + key[2] for t in _table(key[1]).to_pylist()]
-        got = pa.array(texts, pa.string())
+            if key[0] == "hi":
+                hi = [str(i) if i else "" for i in range(10000)]
+                texts = hi + ["-" + h for h in hi] + ["null"]
+            elif key[0] == "lo":
+                texts = [str(i) for i in range(10000)] + ["%04d" % i for i in range(10000)] + [""]
+            else:  # "frac"
+                k = key[1]
+                texts = ["." + (("%0*d" % (k, i)).rstrip("0") or "0") for i in range(10**k)] + [""]
+            got = pa.array(texts, pa.string())
         if len(_TABLES) >= _TABLES_MAX or _TABLES_BYTES[0] + got.nbytes > _TABLES_MAX_BYTES:
             _TABLES.clear()
             _TABLES_BYTES[0] = 0
@@ -855,10 +864,13 @@ def _absorbed(parts: list) -> list:
     out. The texts of every row stay the same."""
 
     derived = [0]
+    n = next((len(p.codes) for p in parts if isinstance(p, _Pieces)), 0)
+    # a table larger than the rows' own text is worth it for a whole slice only
+    limit = _ABSORB_MAX_BYTES if n >= SLICE_ROWS_FULL else _ABSORB_MAX_BYTES_SMALL
 
     def fits(p: _Pieces, lit: str) -> bool:
         t = p.texts
-        if derived[0] >= _ABSORB_MAX_TABLES or t.nbytes + len(t) * len(lit.encode()) > _ABSORB_MAX_BYTES:
+        if derived[0] >= _ABSORB_MAX_TABLES or t.nbytes + len(t) * len(lit.encode()) > limit:
             return False
         derived[0] += 1
         return True
@@ -877,6 +889,8 @@ def _absorbed(parts: list) -> list:
     return final
 
 
+#: :func:`_assembled` copies only the texts a slice uses of a table larger than this
+_TRIM_BYTES = 256 << 10
 #: :func:`_assembled` builds at most this many bytes at once (string offsets are 32-bit)
 _ASSEMBLE_MAX_BYTES = 1 << 30
 
@@ -895,6 +909,7 @@ def _assembled(parts: list, n: int):
     from acidctl.orc.lines import lines_bytes
 
     parts = _absorbed(parts)
+    shared = collections.Counter(p.key for p in parts if isinstance(p, _Pieces))
     segments: list = []
     starts: list = []
     literals: dict[str, int] = {}
@@ -914,7 +929,14 @@ def _assembled(parts: list, n: int):
             start = tables.get(p.key)
             texts = p.texts
             if start is None:
-                start = tables[p.key] = base
+                if texts.nbytes > _TRIM_BYTES and shared[p.key] == 1:
+                    # a large table (a long literal absorbed): only the texts this slice uses
+                    # (sorted values, such as row ids, use a few)
+                    lo, hi = int(p.codes.min()), int(p.codes.max())
+                    texts = texts.slice(lo, hi - lo + 1)
+                    start = tables[p.key] = base - lo
+                else:
+                    start = tables[p.key] = base
                 segments.append(texts)
                 base += len(texts)
             starts.append(start)

@@ -177,19 +177,28 @@ def batches(draw):
     return pa.RecordBatch.from_arrays(cols, names=[name for name, _ in FIELDS])
 
 
-@given(batches(), st.integers(0, 5), st.sampled_from([0, 20, render.PIECES_MIN_ROWS]), st.sampled_from([0, 2, 8]))
+@given(
+    batches(),
+    st.integers(0, 5),
+    st.sampled_from([0, 20, render.PIECES_MIN_ROWS]),
+    st.sampled_from([0, 2, 8]),
+    st.sampled_from([(0, 0), (render._TRIM_BYTES, render.SLICE_ROWS_FULL), (2**62, 0)]),
+)
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-def test_render_lines_equals_the_row_join(batch, cut, min_rows, absorb):
+def test_render_lines_equals_the_row_join(batch, cut, min_rows, absorb, trim):
     # a slice too: the arrays' offsets are not 0; lookups from 0 or 20 rows on (the default
-    # threshold is above these batches), literals folded into up to 0, 2 or 8 tables
-    saved = render.PIECES_MIN_ROWS, render._ABSORB_MAX_TABLES
+    # threshold is above these batches), literals folded into up to 0, 2 or 8 tables; every
+    # table trimmed to the texts the rows use / the default / none (with the larger tables of
+    # whole slices allowed)
+    saved = render.PIECES_MIN_ROWS, render._ABSORB_MAX_TABLES, render._TRIM_BYTES, render.SLICE_ROWS_FULL
     render.PIECES_MIN_ROWS, render._ABSORB_MAX_TABLES = min_rows, absorb
+    render._TRIM_BYTES, render.SLICE_ROWS_FULL = trim
     try:
         for b in (batch, batch.slice(min(cut, batch.num_rows - 1))):
             want = bytes(lines_bytes(render.render_batch(b, FIELDS, terminator="\n")))
             assert bytes(render.render_lines(b, FIELDS)) == want
     finally:
-        render.PIECES_MIN_ROWS, render._ABSORB_MAX_TABLES = saved
+        render.PIECES_MIN_ROWS, render._ABSORB_MAX_TABLES, render._TRIM_BYTES, render.SLICE_ROWS_FULL = saved
 
 
 @pytest.mark.parametrize("n", [0, 1, 3])
