@@ -271,8 +271,27 @@ def _java_decoded(arr: pa.Array) -> pa.Array:
     return pc.replace_with_mask(raw, pa.array(mask), fixed).view(pa.string())
 
 
+def _plain_ascii(arr: pa.Array) -> bool:
+    """Are the bytes of the (possibly sliced) string array's values all ASCII without a byte
+    that may need an escape (control bytes, '"', '\\')? The usual column: then the values are
+    valid UTF-8 and print as they are. Three numpy comparisons and a maximum over a view of
+    the data: ~5x faster than copying it out and ``bytes.translate`` (bench/README.md)."""
+    import numpy as np
+
+    if len(arr) == 0 or arr.buffers()[2] is None:
+        return True
+    bufs = arr.buffers()
+    offsets = np.frombuffer(bufs[1], dtype=np.int32 if arr.type in (pa.string(), pa.binary()) else np.int64)
+    raw = np.frombuffer(bufs[2], dtype=np.uint8)[int(offsets[arr.offset]) : int(offsets[arr.offset + len(arr)])]
+    if not len(raw):
+        return True
+    return bool(raw.max() < 0x80) and not ((raw < 0x20).any() or (raw == 0x22).any() or (raw == 0x5C).any())
+
+
 def _s_string(arr, td, *, rtrim_spaces: bool = False):
     """String content with JSON escapes applied, without the surrounding quotes."""
+    if not rtrim_spaces and _plain_ascii(arr):
+        return arr
     window = _data_window(arr)
     data: bytes | None = window
     # ASCII is valid UTF-8: Arrow's full validation only for data with other bytes
