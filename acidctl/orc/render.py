@@ -15,6 +15,7 @@ represent (timestamps outside 1677..2262).
 from __future__ import annotations
 
 import codecs
+import collections
 import threading
 
 import pyarrow as pa
@@ -270,8 +271,27 @@ def _java_decoded(arr: pa.Array) -> pa.Array:
     return pc.replace_with_mask(raw, pa.array(mask), fixed).view(pa.string())
 
 
+def _plain_ascii(arr: pa.Array) -> bool:
+    """Are the bytes of the (possibly sliced) string array's values all ASCII without a byte
+    that may need an escape (control bytes, '"', '\\')? The usual column: then the values are
+    valid UTF-8 and print as they are. Three numpy comparisons and a maximum over a view of
+    the data: ~5x faster than copying it out and ``bytes.translate`` (bench/README.md)."""
+    import numpy as np
+
+    if len(arr) == 0 or arr.buffers()[2] is None:
+        return True
+    bufs = arr.buffers()
+    offsets = np.frombuffer(bufs[1], dtype=np.int32 if arr.type in (pa.string(), pa.binary()) else np.int64)
+    raw = np.frombuffer(bufs[2], dtype=np.uint8)[int(offsets[arr.offset]) : int(offsets[arr.offset + len(arr)])]
+    if not len(raw):
+        return True
+    return bool(raw.max() < 0x80) and not ((raw < 0x20).any() or (raw == 0x22).any() or (raw == 0x5C).any())
+
+
 def _s_string(arr, td, *, rtrim_spaces: bool = False):
     """String content with JSON escapes applied, without the surrounding quotes."""
+    if not rtrim_spaces and _plain_ascii(arr):
+        return arr
     window = _data_window(arr)
     data: bytes | None = window
     # ASCII is valid UTF-8: Arrow's full validation only for data with other bytes
@@ -674,6 +694,10 @@ def _parts(arr: pa.Array, td, pieces: bool = False) -> list:
             lo, hi = mm["min"].as_py(), mm["max"].as_py()
             if lo == hi:
                 return [str(lo)]
+            if pieces:
+                looked_up = _int_pieces(arr, (lo, hi))
+                if looked_up is not None:
+                    return looked_up
     if pieces and kind in _INTEGER_KINDS:
         looked_up = _int_pieces(arr)
         if looked_up is not None:
@@ -781,8 +805,13 @@ _TABLES: dict = {}
 _TABLES_MAX = 256
 #: the tables are dropped when they hold more than this many bytes together
 _TABLES_MAX_BYTES = 16 << 20
-#: a literal goes into a table only while the table stays below this many bytes ...
-_ABSORB_MAX_BYTES = 1 << 20
+#: a literal goes into a table only while the table stays below this many bytes (a row's
+#: leading literal, ``{"row__id":{"writeid":1,"bucketid":536870912,"rowid":``, into the 20,001
+#: ``hi`` texts: 1.2 MiB; :func:`_assembled` copies only the texts a slice uses of it) ...
+_ABSORB_MAX_BYTES = 2 << 20
+#: ... for slices of fewer than this many rows: 1 MiB
+SLICE_ROWS_FULL = 16384
+_ABSORB_MAX_BYTES_SMALL = 1 << 20
 #: ... and into at most this many tables a row (each derived table is copied into every
 #: slice's take: a wide row of many numbers would copy more tables than it saves pieces)
 _ABSORB_MAX_TABLES = 8
@@ -809,19 +838,22 @@ def _table(key: tuple) -> pa.Array:
         got = _TABLES.get(key)
         if got is not None:
             return got
-        if key[0] == "hi":
-            hi = [str(i) if i else "" for i in range(10000)]
-            texts = hi + ["-" + h for h in hi] + ["null"]
-        elif key[0] == "lo":
-            texts = [str(i) for i in range(10000)] + ["%04d" % i for i in range(10000)] + [""]
-        elif key[0] == "frac":
-            k = key[1]
-            texts = ["." + (("%0*d" % (k, i)).rstrip("0") or "0") for i in range(10**k)] + [""]
-        elif key[0] == "pre":
-            texts = [key[2] + t for t in _table(key[1]).to_pylist()]
+        if key[0] in ("pre", "suf"):
+            # every text of key[1] with the literal before / after it: one kernel, not 20,001
+            # Python strings
+            lit = pa.scalar(key[2], pa.string())
+            pair = (lit, _table(key[1])) if key[0] == "pre" else (_table(key[1]), lit)
+            got = pc.binary_join_element_wise(*pair, "")
         else:
-            texts = [t + key[2] for t in _table(key[1]).to_pylist()]
-        got = pa.array(texts, pa.string())
+            if key[0] == "hi":
+                hi = [str(i) if i else "" for i in range(10000)]
+                texts = hi + ["-" + h for h in hi] + ["null"]
+            elif key[0] == "lo":
+                texts = [str(i) for i in range(10000)] + ["%04d" % i for i in range(10000)] + [""]
+            else:  # "frac"
+                k = key[1]
+                texts = ["." + (("%0*d" % (k, i)).rstrip("0") or "0") for i in range(10**k)] + [""]
+            got = pa.array(texts, pa.string())
         if len(_TABLES) >= _TABLES_MAX or _TABLES_BYTES[0] + got.nbytes > _TABLES_MAX_BYTES:
             _TABLES.clear()
             _TABLES_BYTES[0] = 0
@@ -851,10 +883,13 @@ def _absorbed(parts: list) -> list:
     out. The texts of every row stay the same."""
 
     derived = [0]
+    n = next((len(p.codes) for p in parts if isinstance(p, _Pieces)), 0)
+    # a table larger than the rows' own text is worth it for a whole slice only
+    limit = _ABSORB_MAX_BYTES if n >= SLICE_ROWS_FULL else _ABSORB_MAX_BYTES_SMALL
 
     def fits(p: _Pieces, lit: str) -> bool:
         t = p.texts
-        if derived[0] >= _ABSORB_MAX_TABLES or t.nbytes + len(t) * len(lit.encode()) > _ABSORB_MAX_BYTES:
+        if derived[0] >= _ABSORB_MAX_TABLES or t.nbytes + len(t) * len(lit.encode()) > limit:
             return False
         derived[0] += 1
         return True
@@ -873,6 +908,8 @@ def _absorbed(parts: list) -> list:
     return final
 
 
+#: :func:`_assembled` copies only the texts a slice uses of a table larger than this
+_TRIM_BYTES = 256 << 10
 #: :func:`_assembled` builds at most this many bytes at once (string offsets are 32-bit)
 _ASSEMBLE_MAX_BYTES = 1 << 30
 
@@ -891,6 +928,7 @@ def _assembled(parts: list, n: int):
     from acidctl.orc.lines import lines_bytes
 
     parts = _absorbed(parts)
+    shared = collections.Counter(p.key for p in parts if isinstance(p, _Pieces))
     segments: list = []
     starts: list = []
     literals: dict[str, int] = {}
@@ -910,7 +948,14 @@ def _assembled(parts: list, n: int):
             start = tables.get(p.key)
             texts = p.texts
             if start is None:
-                start = tables[p.key] = base
+                if texts.nbytes > _TRIM_BYTES and shared[p.key] == 1:
+                    # a large table (a long literal absorbed): only the texts this slice uses
+                    # (sorted values, such as row ids, use a few)
+                    lo, hi = int(p.codes.min()), int(p.codes.max())
+                    texts = texts.slice(lo, hi - lo + 1)
+                    start = tables[p.key] = base - lo
+                else:
+                    start = tables[p.key] = base
                 segments.append(texts)
                 base += len(texts)
             starts.append(start)
@@ -965,25 +1010,39 @@ def _whole_pieces(whole, neg, valid) -> list:
     empty (values below 10**4, no sign, no null)."""
     import numpy as np
 
-    whole = whole.astype(np.int32)  # < 10**8: 32-bit division is several times faster
-    hi, lo = np.divmod(whole, np.int32(10000))
+    whole = whole.astype(np.int32)  # < 10**8: 32-bit arithmetic
+    # a division by a scalar (numpy divides by a constant with a multiply and shifts): several
+    # times faster than np.divmod
+    hi = whole // np.int32(10000)
+    lo = whole - hi * np.int32(10000)
     if neg is None and valid is None and not hi.any():
         return [_Pieces(("lo",), lo)]
     hi_c = hi + neg * _HI_NEG if neg is not None else hi
-    lo_c = lo + (hi > 0) * _LO_PADDED
+    lo += (hi > 0) * np.int32(_LO_PADDED)
     if valid is not None:
         hi_c[~valid] = _HI_NULL
-        lo_c[~valid] = _LO_EMPTY
-    return [_Pieces(("hi",), hi_c), _Pieces(("lo",), lo_c)]
+        lo[~valid] = _LO_EMPTY
+    return [_Pieces(("hi",), hi_c), _Pieces(("lo",), lo)]
 
 
-def _int_pieces(arr: pa.Array) -> list | None:
+def _int_pieces(arr: pa.Array, bounds: tuple[int, int] | None = None) -> list | None:
     """An integer column's text (Java's ``Long.toString``: an optional minus sign and the
-    digits) as :class:`_Pieces` when every value is below 10**8 in absolute value; else None."""
+    digits) as :class:`_Pieces` when every value is below 10**8 in absolute value; else None.
+    ``bounds``: the column's (min, max) when known (a null-free column)."""
     import numpy as np
 
     if len(arr) == 0 or not pa.types.is_signed_integer(arr.type):
         return None
+    if bounds is not None and arr.null_count == 0:
+        lo, hi = bounds
+        if lo <= -_PIECE_LIMIT or hi >= _PIECE_LIMIT:
+            return None
+        x = arr.to_numpy(zero_copy_only=False)
+        if lo >= 0:
+            return _whole_pieces(x, None, None)
+        x = x.astype(np.int64, copy=False)  # np.abs of a narrower minimum wraps around
+        neg = x < 0
+        return _whole_pieces(np.abs(x), neg, None)
     valid, x = _valid_and_values(arr, 0)
     x = x.astype(np.int64, copy=False)
     if int(x.min()) <= -_PIECE_LIMIT or int(x.max()) >= _PIECE_LIMIT:
@@ -1015,11 +1074,18 @@ def _double_pieces(arr: pa.Array) -> list | None:
     if len(arr) == 0:
         return None
     valid, x = _valid_and_values(arr, 1.0)
-    ax = np.abs(x)
-    neg = np.signbit(x)
-    with np.errstate(invalid="ignore"):
-        if not (((ax >= 0.001) & (ax < 1e7)) | ((ax == 0.0) & ~neg)).all():  # NaN, inf: False
+    lowest, highest = float(x.min()), float(x.max())  # NaN when there is one
+    if lowest > 0:  # the usual column (amounts): positive, so no sign, -0.0 or NaN to look for
+        if lowest < 0.001 or highest >= 1e7:
             return None
+        ax, neg = x, None
+    else:
+        ax = np.abs(x)
+        sign = np.signbit(x)
+        with np.errstate(invalid="ignore"):
+            if not (((ax >= 0.001) & (ax < 1e7)) | ((ax == 0.0) & ~sign)).all():  # NaN, inf: False
+                return None
+        neg = sign if sign.any() else None
     for k in (1, 2, 3):
         scale = float(10**k)
         m = np.rint(ax * scale)
@@ -1027,10 +1093,12 @@ def _double_pieces(arr: pa.Array) -> list | None:
             break
     else:
         return None
-    whole, frac = np.divmod(m.astype(np.int64), 10**k)
+    m = m.astype(np.int64)
+    whole = m // (10**k)  # a division by a scalar: several times faster than np.divmod
+    frac = m - whole * (10**k)
     if valid is not None:
         frac[~valid] = 10**k
-    return [*_whole_pieces(whole, neg if neg.any() else None, valid), _Pieces(("frac", k), frac)]
+    return [*_whole_pieces(whole, neg, valid), _Pieces(("frac", k), frac)]
 
 
 # -- the exact slow path over pyorc tuples ------------------------------------------------

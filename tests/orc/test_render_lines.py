@@ -86,6 +86,29 @@ def test_int_pieces_are_long_to_string(values):
     assert _texts(pieces) == ["null" if v is None else str(v) for v in values]
 
 
+@given(
+    st.sampled_from([(pa.int8(), 7), (pa.int16(), 15), (pa.int32(), 31), (pa.int64(), 63)]).flatmap(
+        lambda tb: st.tuples(
+            st.just(tb[0]),
+            st.lists(st.integers(max(-(2 ** tb[1]), -(10**8) + 1), min(2 ** tb[1] - 1, 10**8 - 1)), min_size=1),
+        )
+    )
+)
+@settings(max_examples=300, deadline=None)
+def test_int_pieces_with_known_bounds_are_long_to_string(typed):
+    # the null-free path given the column's (min, max), every width (int8's -128 included)
+    typ, values = typed
+    pieces = render._int_pieces(pa.array(values, typ), (min(values), max(values)))
+    assert pieces is not None
+    assert _texts(pieces) == [str(v) for v in values]
+
+
+def test_int_pieces_with_known_bounds_decline_ten_digit_values():
+    assert render._int_pieces(pa.array([1, 10**8]), (1, 10**8)) is None
+    assert render._int_pieces(pa.array([-(10**8), 1]), (-(10**8), 1)) is None
+    assert _texts(render._int_pieces(pa.array([-128, 127], pa.int8()), (-128, 127))) == ["-128", "127"]
+
+
 def test_int_pieces_decline_ten_digit_values():
     assert render._int_pieces(pa.array([1, 10**8])) is None
     assert render._int_pieces(pa.array([-(10**8), 1])) is None
@@ -154,19 +177,28 @@ def batches(draw):
     return pa.RecordBatch.from_arrays(cols, names=[name for name, _ in FIELDS])
 
 
-@given(batches(), st.integers(0, 5), st.sampled_from([0, 20, render.PIECES_MIN_ROWS]), st.sampled_from([0, 2, 8]))
+@given(
+    batches(),
+    st.integers(0, 5),
+    st.sampled_from([0, 20, render.PIECES_MIN_ROWS]),
+    st.sampled_from([0, 2, 8]),
+    st.sampled_from([(0, 0), (render._TRIM_BYTES, render.SLICE_ROWS_FULL), (2**62, 0)]),
+)
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-def test_render_lines_equals_the_row_join(batch, cut, min_rows, absorb):
+def test_render_lines_equals_the_row_join(batch, cut, min_rows, absorb, trim):
     # a slice too: the arrays' offsets are not 0; lookups from 0 or 20 rows on (the default
-    # threshold is above these batches), literals folded into up to 0, 2 or 8 tables
-    saved = render.PIECES_MIN_ROWS, render._ABSORB_MAX_TABLES
+    # threshold is above these batches), literals folded into up to 0, 2 or 8 tables; every
+    # table trimmed to the texts the rows use / the default / none (with the larger tables of
+    # whole slices allowed)
+    saved = render.PIECES_MIN_ROWS, render._ABSORB_MAX_TABLES, render._TRIM_BYTES, render.SLICE_ROWS_FULL
     render.PIECES_MIN_ROWS, render._ABSORB_MAX_TABLES = min_rows, absorb
+    render._TRIM_BYTES, render.SLICE_ROWS_FULL = trim
     try:
         for b in (batch, batch.slice(min(cut, batch.num_rows - 1))):
             want = bytes(lines_bytes(render.render_batch(b, FIELDS, terminator="\n")))
             assert bytes(render.render_lines(b, FIELDS)) == want
     finally:
-        render.PIECES_MIN_ROWS, render._ABSORB_MAX_TABLES = saved
+        render.PIECES_MIN_ROWS, render._ABSORB_MAX_TABLES, render._TRIM_BYTES, render.SLICE_ROWS_FULL = saved
 
 
 @pytest.mark.parametrize("n", [0, 1, 3])

@@ -125,3 +125,22 @@ def test_invalid_bytes_in_a_null_slot_do_not_break_the_one_pass_escapes():
         None,
         json.dumps("b\\\t" * 50),
     ]
+
+
+@given(
+    st.lists(st.none() | st.binary(max_size=8) | st.text(alphabet="ab -~09", max_size=8).map(str.encode), max_size=40),
+    st.integers(0, 5),
+)
+@settings(max_examples=300, deadline=None)
+def test_plain_ascii_is_ascii_without_a_byte_to_escape(values, cut):
+    # the fast check equals its definition on the values' bytes (a slice too: offsets not 0)
+    arr = pa.array(values, pa.binary()).view(pa.string())
+    arr = arr.slice(min(cut, len(arr)))
+    data = b"".join(v for v in values[min(cut, len(values)) :] if v is not None)
+    want = data.isascii() and not any(b < 0x20 or b in b'"\\' for b in data)
+    assert render._plain_ascii(arr) == want
+    if want:  # printed as they are: what FileDump prints for them
+        assert render._s_string(arr, None).to_pylist() == [
+            None if v is None else json.dumps(v.decode(), ensure_ascii=False)[1:-1]
+            for v in values[min(cut, len(values)) :]
+        ]
