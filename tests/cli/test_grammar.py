@@ -95,7 +95,7 @@ def _stable(text: str) -> str:
     """Output without what changes from one second to the next (ages such as "1212 s old")."""
     import re
 
-    return re.sub(r"\d+(\.\d+)? ?s\b", "N s", text)
+    return re.sub(r"\b\d+(\.\d+)? ?[smhd]\b", "N s", text)
 
 
 def _canonical(args: list[str]):
