@@ -272,6 +272,8 @@ def test_why_compact_and_worker_agree(tmp_path, monkeypatch, shape, hv):
     # the worker on the queued request records what Hive's Worker records
     ms = connect(url)
     opts = w.WorkerOptions(max=10, engine="local", db_glob="default")
+    planned = [r for r in w.plan_cycle(ms, opts, table_fs=lambda u: TableFS(u)) if r.get("partition") == PART]
+    assert [r["state"] for r in planned] == ["would be " + WORKER_STATE.get((shape, hv), "ready for cleaning")]
     recs = [r for r in w.run_cycle(ms, opts, table_fs=lambda u: TableFS(u)) if r.get("partition") == PART]
     assert len(recs) == 1, recs
     assert recs[0]["state"] == WORKER_STATE.get((shape, hv), "ready for cleaning"), recs[0]
