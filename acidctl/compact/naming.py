@@ -1,6 +1,8 @@
 """How Hive's compactor names its output: ONE rule, used by ``compact`` (planner, dry run),
 ``why`` (the WORKER line), ``doctor`` (which compaction row explains a directory), ``clean``
-and ``revert``. Pure: no I/O, no metastore.
+and ``revert``; and when it has nothing to compact (:func:`nothing_to_compact`, used by the
+planner — so by ``compact`` and the worker — and by ``why`` and ``doctor`` through
+:func:`predict`). Pure: no I/O, no metastore.
 
 The rule, per Hive version and compactor (sources read at the cited commits):
 
