@@ -1,6 +1,8 @@
 """How Hive's compactor names its output: ONE rule, used by ``compact`` (planner, dry run),
 ``why`` (the WORKER line), ``doctor`` (which compaction row explains a directory), ``clean``
-and ``revert``. Pure: no I/O, no metastore.
+and ``revert``; and when it has nothing to compact (:func:`nothing_to_compact`, used by the
+planner — so by ``compact`` and the worker — and by ``why`` and ``doctor`` through
+:func:`predict`). Pure: no I/O, no metastore.
 
 The rule, per Hive version and compactor (sources read at the cited commits):
 
@@ -219,6 +221,66 @@ def explaining_rows(
     return sorted(out, key=lambda r: -int(r.get("id") or 0))
 
 
+def nothing_to_compact(
+    kind: str, *, deltas: Sequence[DeltaRange], has_base: bool, has_originals: bool, hive_version: int
+) -> str:
+    """Why a full-ACID compaction of ``kind`` has nothing to compact, or ``""`` when it has
+    something. ONE rule: ``compact`` (the planner), the worker's claimed requests (through the
+    planner), ``why`` and ``doctor`` (:func:`predict`) all decide with it.
+
+    ``deltas``: the deltas the compactor reads (:func:`acidctl.compact.planner.compactor_deltas`),
+    the aborted-only ones flagged ``aborted``.
+
+    * **Hive 4** (``Worker.findNextCompactAndExecuteMR`` → ``isEnoughToCompact`` on the Worker's
+      ``getAcidState``, ``apache/hive:ql/src/java/org/apache/hadoop/hive/ql/txn/compactor/
+      Worker.java``; ``QueryCompactor.Util.isEnoughToCompact`` the same; operations.md §3.2 step
+      6) counts ``dir.getCurrentDirectories()``, which holds no aborted-only delta (Hive 4's
+      ``processDeltaDir`` puts those into ``abortedDirectories``, directory-state.md §3.2 step 5):
+      major needs originals or at least 2 of base + current deltas; minor needs at least 2
+      current deltas, and exactly 2 must not be one insert delta and one delete delta
+      (``groupingBy(isDeleteDelta)``: ``deltaByType.size() != deltaCount``). Not enough → the
+      Worker ``markCompacted`` when obsolete or aborted directories exist (the Cleaner removes
+      them), else ``markRefused``.
+    * **Hive 3.1** (``CompactorMR.run``, branch-3.1; the same text in ``lijufeng2016/
+      HDP-hive3.1.0@ef49be71:ql/src/java/org/apache/hadoop/hive/ql/txn/compactor/
+      CompactorMR.java``: ``if (parsedDeltas.size() == 0 && dir.getOriginalFiles().size() == 0)
+      ... return``) skips only when there is no delta (aborted-only ones included: its compactor
+      list reads them) and no original file, for either kind; the Worker then ``markCompacted``
+      either way. Hive 2.3 likewise.
+    * **acidctl's own addition (every version)**: a minor compaction whose deltas already are
+      one compacted range (no statement id, every delta from ``lo`` to ``hi``) would only
+      rewrite them under their own names (Hive 3 has no ``_v`` suffix: e.g. a lone
+      ``delta_4_5`` whose write ids are all aborted): nothing to compact, never "already
+      exists". Hive 3.1 would run its job into the existing name; acidctl does not."""
+    if hive_version >= 4:
+        current = [d for d in deltas if not d.aborted]
+        if kind == MAJOR:
+            if has_originals:
+                return ""
+            if not current:
+                return "no delta files or original files found to compact"
+            if len(current) == 1 and not has_base:
+                return "a single current delta and no base or original files (Hive 4 compacts at least 2)"
+            return ""
+        if not current:
+            return "no current delta directories"
+        if len(current) == 1:
+            return "a single current delta directory (Hive 4's minor compaction needs at least 2)"
+        if len(current) == 2 and current[0].delete != current[1].delete:
+            return "only one insert delta and one delete delta (Hive 4 does not compact that pair)"
+    elif kind == MAJOR:
+        if not deltas and not has_originals:
+            return "no delta files or original files found to compact"
+        return ""
+    elif not deltas:
+        return "no current delta directories"
+    lo = min(d.min_write_id for d in deltas)
+    hi = max(d.max_write_id for d in deltas)
+    if all(d.min_write_id == lo and d.max_write_id == hi and d.compacted for d in deltas):
+        return f"the current deltas already cover {lo}..{hi} as one range"
+    return ""
+
+
 def predict(
     kind: str,
     *,
@@ -255,16 +317,11 @@ def predict(
             has_inserts=True,
         )
         return out, ""
-    if kind == MAJOR:
-        if not deltas and not has_originals:
-            return None, "nothing to compact: no delta files or original files found to compact"
-    else:
-        if not deltas:
-            return None, "nothing to compact: no current delta directories"
-        lo = min(d.min_write_id for d in deltas)
-        hi = max(d.max_write_id for d in deltas)
-        if all(d.min_write_id == lo and d.max_write_id == hi and d.compacted and not d.aborted for d in deltas):
-            return None, f"nothing to compact: the current deltas already cover {lo}..{hi} as one range"
+    why_not = nothing_to_compact(
+        kind, deltas=deltas, has_base=has_base, has_originals=has_originals, hive_version=hive_version
+    )
+    if why_not:
+        return None, f"nothing to compact: {why_not}"
     out = output_names(
         kind, deltas=deltas, compactor_hwm=compactor_hwm, hive_version=hive_version, visibility=visibility
     )

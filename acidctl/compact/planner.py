@@ -143,7 +143,19 @@ def covered_aborted(cstate: AcidState) -> list:
         if any(d.delta_dir.min_write_id <= lo and d.delta_dir.max_write_id >= hi for d in cstate.deltas):
             continue  # already inside a current (compacted) delta's range
         out.append(c)
-    return out
+
+    # an aborted delta inside a wider aborted one is obsolete in the compactor's own walk (Hive 3's
+    # compactor list reads aborted-only deltas as working deltas, and findBestWorkingDeltas drops
+    # a range inside the one before it): reading both would name the output after the wider one,
+    # e.g. delta_4_5 again beside delta_5_5_0000 (directory-state.md §3.1)
+    def inside(c, o) -> bool:
+        a, b = c.parsed, o.parsed
+        if o is c or not (b.min_write_id <= a.min_write_id and b.max_write_id >= a.max_write_id):
+            return False
+        wider = (b.min_write_id, b.max_write_id) != (a.min_write_id, a.max_write_id)
+        return wider or (a.statement_id >= 0 and b.statement_id < 0)
+
+    return [c for c in out if not any(inside(c, o) for o in out)]
 
 
 def compactor_deltas(cstate: AcidState, extras: list | None = None) -> list:
@@ -314,13 +326,36 @@ class _Planner:
         cstate.require_snapshot()
         return rstate, cstate
 
+    def _nothing(self, kind: str, cstate: AcidState, deltas: list, extras: list | None = None) -> bool:
+        """The one "nothing to compact" rule (:func:`acidctl.compact.naming.nothing_to_compact`,
+        which ``why`` and ``doctor`` judge with too), into the plan's message."""
+        from acidctl.compact import naming
+
+        if extras is None:
+            extras = covered_aborted(cstate)
+        aborted = {id(c) for c in extras}
+        ranges = [
+            naming.DeltaRange(
+                d.min_write_id, d.max_write_id, d.kind is Kind.DELETE_DELTA, d.statement_id is None, id(d) in aborted
+            )
+            for d in deltas
+        ]
+        why = naming.nothing_to_compact(
+            kind,
+            deltas=ranges,
+            has_base=cstate.base is not None,
+            has_originals=bool(cstate.originals),
+            hive_version=self.hive_version,
+        )
+        if not why:
+            return False
+        self.plan.message = "nothing to compact: " + (_why_nothing(cstate, why) if not deltas else why)
+        return True
+
     def major_inputs(self, cstate: AcidState, deltas: list) -> _Inputs | None:
         """The base (or the originals) and every delta; None (and the plan's message) when
         there is nothing to compact."""
-        if not deltas and not cstate.originals:
-            self.plan.message = "nothing to compact: " + _why_nothing(
-                cstate, "no delta files or original files found to compact"
-            )
+        if self._nothing(MAJOR, cstate, deltas):
             return None
         # originals only: Hive's CompactorMR names it base_-9223372036854775808 (Long.MIN_VALUE);
         # acidctl never writes a negative write id into a name (issue #9): base_0 holds exactly
@@ -344,16 +379,12 @@ class _Planner:
         return _Inputs(dataclasses.replace(cstate, deltas=deltas), names, size, markers, top=top)
 
     def minor_inputs(self, cstate: AcidState, deltas: list, extras: list) -> _Inputs | None:
-        """The current deltas only; None (and the plan's message) when there are none or they
-        already are one range."""
-        if not deltas:
-            self.plan.message = "nothing to compact: " + _why_nothing(cstate, "no current delta directories")
+        """The current deltas only; None (and the plan's message) when there is nothing to
+        compact (:func:`acidctl.compact.naming.nothing_to_compact`)."""
+        if self._nothing(MINOR, cstate, deltas, extras):
             return None
         lo = min(d.min_write_id for d in deltas)
         hi = max(d.max_write_id for d in deltas)
-        if all(d.min_write_id == lo and d.max_write_id == hi and d.statement_id is None for d in deltas) and not extras:
-            self.plan.message = f"nothing to compact: the current deltas already cover {lo}..{hi} as one range"
-            return None
         return _Inputs(
             dataclasses.replace(cstate, base=None, originals=[], deltas=deltas),
             [d.name for d in deltas],

@@ -487,8 +487,11 @@ def plan_cycle(ms, opts: WorkerOptions, *, table_fs: Callable[[str], object]) ->
         elif p is not None and p["status"] == "compact":
             out.append(would("ready for cleaning", None, output_dirs=list(p["outputs"]), plan=p))
         else:
+            # as the run (_outcome → Registrar.nothing_to_compact): Hive 4 marks it compacted when
+            # obsolete or aborted directories are left for the Cleaner, else refused
+            cleaning = hv < 4 or _left_for_cleaner(tfs, req.partition, wl, tl, hv)
             out.append(
-                would("refused" if hv >= 4 else "ready for cleaning", p["message"] if p else "nothing to compact")
+                would("ready for cleaning" if cleaning else "refused", p["message"] if p else "nothing to compact")
             )
     return out
 
