@@ -187,17 +187,21 @@ txns = st.builds(
     state=st.sampled_from(["committed", "committed", "committed", "aborted", "open"]),
     statements=st.lists(statements, min_size=1, max_size=2),
 )
-histories = st.builds(
-    History,
-    buckets=st.integers(1, 3),
-    originals=st.one_of(st.just([]), st.lists(st.integers(0, 1000), min_size=1, max_size=6)),
-    txns=st.lists(txns, min_size=1, max_size=6),
-)
+
+
+def histories_of(*, min_txns: int = 1, max_txns: int = 6, max_originals: int = 6, partitioned: bool = False):
+    """Random :class:`History` values: 1-3 buckets, up to ``max_originals`` original rows,
+    ``min_txns``..``max_txns`` transactions, 1-3 partitions when ``partitioned``."""
+    extra = {"partitions": st.integers(1, 3)} if partitioned else {}
+    return st.builds(
+        History,
+        buckets=st.integers(1, 3),
+        originals=st.one_of(st.just([]), st.lists(st.integers(0, 1000), min_size=1, max_size=max_originals)),
+        txns=st.lists(txns, min_size=min_txns, max_size=max_txns),
+        **extra,
+    )
+
+
+histories = histories_of()
 #: the same, on tables partitioned into 1-3 partitions
-partitioned_histories = st.builds(
-    History,
-    buckets=st.integers(1, 3),
-    originals=st.one_of(st.just([]), st.lists(st.integers(0, 1000), min_size=1, max_size=4)),
-    txns=st.lists(txns, min_size=1, max_size=6),
-    partitions=st.integers(1, 3),
-)
+partitioned_histories = histories_of(max_originals=4, partitioned=True)

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 
 from tests.histories import History, Statement, Txn, histories, partitioned_histories
-from tests.histories import txns as txn_strategy
+from tests.histories import histories_of
 
 SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -643,13 +643,7 @@ def _write_ids_of(name: str) -> int:
 
 
 #: longer histories (3-8 write ids), so that compactions fall between writes
-_staged_histories = st.builds(
-    History,
-    buckets=st.integers(1, 3),
-    originals=st.one_of(st.just([]), st.lists(st.integers(0, 1000), min_size=1, max_size=4)),
-    txns=st.lists(txn_strategy, min_size=3, max_size=8),
-    partitions=st.integers(1, 3),
-)
+_staged_histories = histories_of(min_txns=3, max_txns=8, max_originals=4, partitioned=True)
 
 
 #: ``ACIDCTL_PROPERTY_EXAMPLES=N``: a long run, with shrinking (every step compacts: a failing

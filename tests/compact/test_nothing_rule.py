@@ -97,23 +97,19 @@ def test_hive3_skips_only_without_deltas_and_originals():
 
 
 def test_predict_uses_the_rule():
-    out, why = naming.predict(
-        MINOR,
-        deltas=[D(1, 1), D(2, 2, delete=True)],
-        has_base=False,
-        has_originals=False,
-        compactor_hwm=2,
-        hive_version=4,
-    )
+    def predict(hive_version):
+        return naming.predict(
+            MINOR,
+            deltas=[D(1, 1), D(2, 2, delete=True)],
+            has_base=False,
+            has_originals=False,
+            compactor_hwm=2,
+            hive_version=hive_version,
+        )
+
+    out, why = predict(4)
     assert out is None and why.startswith("nothing to compact: ")
-    out, _ = naming.predict(
-        MINOR,
-        deltas=[D(1, 1), D(2, 2, delete=True)],
-        has_base=False,
-        has_originals=False,
-        compactor_hwm=2,
-        hive_version=3,
-    )
+    out, _ = predict(3)
     assert out is not None and out.names == ("delta_0000001_0000002", "delete_delta_0000001_0000002")
 
 
