@@ -51,7 +51,9 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || { [ "$want" = dev ] &
     fi
     echo "setup: installing Python packages (.[$want])"
     .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-    .venv/bin/python -m pip install -q -e ".[$want]"
+    # setuptools >= 80 prints a boxed "Editable installation" notice from the build backend on
+    # every editable install (a warning a user can do nothing about); pip passes the variable on
+    PYTHONWARNINGS="ignore:Editable installation" .venv/bin/python -m pip install -q -e ".[$want]"
     echo "$want" > "$stamp"
 fi
 
