@@ -17,8 +17,10 @@ staging directories, so no worker writes into a removed directory.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import threading
 import time
 
 #: modules the fork server imports once (each worker starts with them loaded)
@@ -207,11 +209,43 @@ def _run_pool(tasks: list, workers: int, progress, fn) -> list[dict]:
         raise
 
 
+@contextlib.contextmanager
+def interrupts_deferred():
+    """A second Ctrl-C (or SIGTERM) arriving inside the block is held until it ends, then
+    raised as the handler before would have: a clean-up that stops workers or removes staging
+    directories is not cut off half-way (every worker calls the driver's SIGINT at once when the
+    terminal's Ctrl-C reaches them all; a user presses it twice). Main thread only (the only
+    one Python runs signal handlers in); elsewhere the block runs as is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    sigs = (signal.SIGINT, signal.SIGTERM)
+    old = {sig: signal.signal(sig, lambda n, _f: held.append(n)) for sig in sigs}
+    try:
+        yield
+    finally:
+        for sig, h in old.items():
+            signal.signal(sig, h)
+        if held:
+            h = old[held[0]]
+            if callable(h):
+                h(held[0], None)
+            elif h == signal.SIG_DFL:
+                os.kill(os.getpid(), held[0])  # the default action (SIGTERM: end the process)
+
+
 def _stop(ex) -> None:
     """Cancel what has not started and end the running workers (SIGTERM, then SIGKILL) before
-    returning, so nothing writes into the staging directories the caller removes next.
+    returning, so nothing writes into the staging directories the caller removes next; a
+    second interrupt waits until they are gone (:func:`interrupts_deferred`).
     (Python 3.14 has ``ProcessPoolExecutor.terminate_workers``; 3.11 has no public way to reach
     the worker processes, hence ``_processes``.)"""
+    with interrupts_deferred():
+        _end_workers(ex)
+
+
+def _end_workers(ex) -> None:
     procs = list((getattr(ex, "_processes", None) or {}).values())
     ex.shutdown(wait=False, cancel_futures=True)
     for p in procs:

@@ -302,7 +302,10 @@ def compact_table(
             from acidctl.compact.spark import stop_session
 
             stop_session(own_session[0])  # the JVM ends before acidctl does
-        pub.discard_unpublished(tfs, plans, published, e, registrar=registrar)
+        from acidctl.compact.local import interrupts_deferred
+
+        with interrupts_deferred():  # a second Ctrl-C does not cut the staging's removal short
+            pub.discard_unpublished(tfs, plans, published, e, registrar=registrar)
         raise
     finally:
         _stop_prestarted()  # nothing ran in it (nothing to compact, an error, Ctrl-C)

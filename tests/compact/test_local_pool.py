@@ -208,3 +208,29 @@ def test_preload_adds_the_cli_for_a_script_main(monkeypatch):
     as_module.__spec__ = importlib.machinery.ModuleSpec("acidctl.__main__", None)
     monkeypatch.setitem(sys.modules, "__main__", as_module)
     assert local.preload() == local.PRELOAD
+
+
+def test_a_second_interrupt_waits_for_the_clean_up():
+    """Ctrl-C inside interrupts_deferred() (as when every local worker signals the driver at
+    once, or a user presses it twice) does not cut the block short: it is raised when it ends."""
+    import os
+    import signal
+    import time
+
+    from acidctl.compact.local import interrupts_deferred
+
+    steps = []
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in acidctl (xdist may differ)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with interrupts_deferred():
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.2)  # a signal is handled here, at the latest
+                steps.append("finished")
+        assert steps == ["finished"]
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+        with interrupts_deferred():  # nothing held: nothing raised
+            steps.append("quiet")
+        assert steps == ["finished", "quiet"]
+    finally:
+        signal.signal(signal.SIGINT, before)
