@@ -220,7 +220,7 @@ def plan_partition(
     rstate, cstate = p.states()
     extras = covered_aborted(cstate)
     deltas = compactor_deltas(cstate, extras)
-    inp = p.major_inputs(cstate, deltas) if mode == MAJOR else p.minor_inputs(cstate, deltas, extras)
+    inp = p.major_inputs(cstate, deltas, extras) if mode == MAJOR else p.minor_inputs(cstate, deltas, extras)
     if inp is None:
         return plan
     sizes = _file_sizes(listing, p.part_path)
@@ -326,13 +326,12 @@ class _Planner:
         cstate.require_snapshot()
         return rstate, cstate
 
-    def _nothing(self, kind: str, cstate: AcidState, deltas: list, extras: list | None = None) -> bool:
+    def _nothing(self, kind: str, cstate: AcidState, deltas: list, extras: list) -> bool:
         """The one "nothing to compact" rule (:func:`acidctl.compact.naming.nothing_to_compact`,
-        which ``why`` and ``doctor`` judge with too), into the plan's message."""
+        which ``why`` and ``doctor`` judge with too), into the plan's message; ``extras``: the
+        aborted-only deltas among ``deltas`` (:func:`covered_aborted`)."""
         from acidctl.compact import naming
 
-        if extras is None:
-            extras = covered_aborted(cstate)
         aborted = {id(c) for c in extras}
         ranges = [
             naming.DeltaRange(
@@ -352,10 +351,10 @@ class _Planner:
         self.plan.message = "nothing to compact: " + (_why_nothing(cstate, why) if not deltas else why)
         return True
 
-    def major_inputs(self, cstate: AcidState, deltas: list) -> _Inputs | None:
+    def major_inputs(self, cstate: AcidState, deltas: list, extras: list) -> _Inputs | None:
         """The base (or the originals) and every delta; None (and the plan's message) when
         there is nothing to compact."""
-        if self._nothing(MAJOR, cstate, deltas):
+        if self._nothing(MAJOR, cstate, deltas, extras):
             return None
         # originals only: Hive's CompactorMR names it base_-9223372036854775808 (Long.MIN_VALUE);
         # acidctl never writes a negative write id into a name (issue #9): base_0 holds exactly
