@@ -501,7 +501,8 @@ class _errors:
         if self.tfs is None:
             return self.raw
         try:
-            return self.tfs.hadoop_url(self.raw) if self.tfs._hadoop_prefix() else self.tfs.display(self.raw)
+            local = self.tfs.protocol in ("file", "local")
+            return self.tfs.display(self.raw) if local else self.tfs.hadoop_url(self.raw)
         except Exception:  # noqa: BLE001 - an error message must not fail on its own path
             return self.raw
 
