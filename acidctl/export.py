@@ -215,29 +215,39 @@ def plan_export(
 
 def _flatten(merged, *, with_row_id: bool, column_names: list[str] | None):
     """Merged ACID events → a plain table: (row__id,) then the row struct's fields."""
+    return _flat(merged, None, with_row_id=with_row_id, column_names=column_names)[0]
+
+
+def _flat(events, mask, *, with_row_id: bool, column_names: list[str] | None):
+    """The plain table of the events ``mask`` selects (None: all of them, no copy) — the key
+    columns and the row's columns filtered together, once — and the selected events'
+    (originalTransaction int64, bucket int32, rowId int64) arrays."""
     import pyarrow as pa
 
-    row = merged.column("row").combine_chunks()
+    from acidctl.acid import merge
+
+    def one(c):
+        return c.chunk(0) if c.num_chunks == 1 else c.combine_chunks()
+
+    row = one(events.column("row"))
     fields = [row.type.field(i) for i in range(row.type.num_fields)]
     names = [f.name for f in fields]
     if column_names and len(column_names) == len(names):
         # original files written before the table was ACID may name their columns _col0..;
         # the metastore's names are the table's
         names = [c.lower() for c in column_names]
-    arrays = [row.field(i) for i in range(len(fields))]
     # the struct's own nulls (never set by Hive for inserts) would hide child values: keep children
-    if with_row_id:
-        rid = pa.StructArray.from_arrays(
-            [
-                merged.column("originalTransaction").combine_chunks().cast(pa.int64()),
-                merged.column("bucket").combine_chunks().cast(pa.int32()),
-                merged.column("rowId").combine_chunks().cast(pa.int64()),
-            ],
-            [n for n, _ in ROW_ID_FIELDS],
+    cols = [one(events.column(k)) for k in merge.KEY] + [row.field(i) for i in range(len(fields))]
+    if mask is not None:
+        cols = (
+            pa.RecordBatch.from_arrays(cols, names=[f"c{i}" for i in range(len(cols))]).filter(pa.array(mask)).columns
         )
-        arrays.insert(0, rid)
+    ot, bk, rid = cols[0].cast(pa.int64()), cols[1].cast(pa.int32()), cols[2].cast(pa.int64())
+    arrays = cols[3:]
+    if with_row_id:
+        arrays.insert(0, pa.StructArray.from_arrays([ot, bk, rid], [n for n, _ in ROW_ID_FIELDS]))
         names.insert(0, "row__id")
-    return pa.Table.from_arrays(arrays, names=names)
+    return pa.Table.from_arrays(arrays, names=names), (ot, bk, rid)
 
 
 def run_task(task: ExportTask) -> dict:
@@ -387,35 +397,12 @@ def _streamed_bucket(src, task: ExportTask, snapshot):
 
 
 def _flatten_live(events, mask, *, with_row_id: bool, column_names: list[str] | None):
-    """:func:`_flatten` of the events ``mask`` selects (None: all of them, no copy): the key
-    columns and the row's columns filtered together, once. Also returns the selected events'
-    (originalTransaction, bucket, rowId) as int64 numpy arrays (for the order checks)."""
+    """:func:`_flat` of the events ``mask`` selects, with their (originalTransaction, bucket,
+    rowId) as int64 numpy arrays (for the order checks)."""
     import numpy as np
-    import pyarrow as pa
 
-    from acidctl.acid import merge
-
-    def one(c):
-        return c.chunk(0) if c.num_chunks == 1 else c.combine_chunks()
-
-    row = one(events.column("row"))
-    fields = [row.type.field(i) for i in range(row.type.num_fields)]
-    names = [f.name for f in fields]
-    if column_names and len(column_names) == len(names):
-        names = [c.lower() for c in column_names]
-    # the struct's own nulls (never set by Hive for inserts) would hide child values: keep children
-    cols = [one(events.column(k)) for k in merge.KEY] + [row.field(i) for i in range(len(fields))]
-    if mask is not None:
-        cols = (
-            pa.RecordBatch.from_arrays(cols, names=[f"c{i}" for i in range(len(cols))]).filter(pa.array(mask)).columns
-        )
-    ot, bk, rid = cols[0].cast(pa.int64()), cols[1].cast(pa.int32()), cols[2].cast(pa.int64())
-    arrays = cols[3:]
-    if with_row_id:
-        arrays.insert(0, pa.StructArray.from_arrays([ot, bk, rid], [n for n, _ in ROW_ID_FIELDS]))
-        names.insert(0, "row__id")
-    keys = (ot.to_numpy(), np.asarray(bk.to_numpy(), dtype=np.int64), rid.to_numpy())
-    return pa.Table.from_arrays(arrays, names=names), keys
+    table, (ot, bk, rid) = _flat(events, mask, with_row_id=with_row_id, column_names=column_names)
+    return table, (ot.to_numpy(), np.asarray(bk.to_numpy(), dtype=np.int64), rid.to_numpy())
 
 
 def _all_of_bucket(bk, bucket: int) -> bool:
