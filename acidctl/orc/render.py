@@ -667,6 +667,7 @@ def _parts(arr: pa.Array, td, pieces: bool = False) -> list:
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     kind = _kind(td)
+    bounds = None  # an integer column's (min, max), when measured below
     if pieces and kind in ("FLOAT", "DOUBLE"):
         looked_up = _double_pieces(arr)
         if looked_up is not None:
@@ -694,12 +695,10 @@ def _parts(arr: pa.Array, td, pieces: bool = False) -> list:
             lo, hi = mm["min"].as_py(), mm["max"].as_py()
             if lo == hi:
                 return [str(lo)]
-            if pieces:
-                looked_up = _int_pieces(arr, (lo, hi))
-                if looked_up is not None:
-                    return looked_up
+            bounds = (lo, hi)
     if pieces and kind in _INTEGER_KINDS:
-        looked_up = _int_pieces(arr)
+        # one look-up attempt (a column out of the pieces' range is not measured twice)
+        looked_up = _int_pieces(arr, bounds)
         if looked_up is not None:
             return looked_up
     return [_filled(render_column(arr, td))]
